@@ -1,0 +1,120 @@
+// Package cmd holds the cobra commands: flags, wiring and printing only. All
+// logic lives in pkg/. Each command has an options struct and a run function
+// that tests call directly with test streams (the gh cli pattern).
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ctxtool/ctxtool/pkg/config"
+	"github.com/ctxtool/ctxtool/pkg/exitcode"
+	"github.com/ctxtool/ctxtool/pkg/iostreams"
+)
+
+// Version is set at build time with -ldflags "-X github.com/ctxtool/ctxtool/cmd.Version=…".
+var Version = "0.1.0-dev"
+
+// Factory is what every command gets: its streams and a way to load the
+// configuration once global flags are parsed.
+type Factory struct {
+	IO *IOStreams
+
+	configFile   string
+	openclawFile string
+	stateDir     string
+	JSON         bool
+
+	cfg *config.Config
+}
+
+// IOStreams is re-exported so command files need one import less.
+type IOStreams = iostreams.IOStreams
+
+// Config loads (once) and returns the resolved configuration.
+func (f *Factory) Config() (*config.Config, error) {
+	if f.cfg != nil {
+		return f.cfg, nil
+	}
+	c, err := config.Load(f.configFile, f.openclawFile)
+	if err != nil {
+		return nil, exitcode.New(exitcode.Usage, err)
+	}
+	f.cfg = c
+	return c, nil
+}
+
+// commandBuilders are the subcommands; each command file adds itself in init().
+var commandBuilders []func(*Factory) *cobra.Command
+
+func register(b func(*Factory) *cobra.Command) { commandBuilders = append(commandBuilders, b) }
+
+// NewRootCmd builds the command tree around the given streams.
+func NewRootCmd(io *IOStreams) (*cobra.Command, *Factory) {
+	f := &Factory{IO: io}
+	root := &cobra.Command{
+		Use:   "ctxtool",
+		Short: "Manage the context window of pi and OpenClaw agent sessions",
+		Long: `ctxtool measures, compacts, rolls and checkpoints the JSONL session
+transcripts of the pi coding agent and OpenClaw. It only appends to session
+files (never rewrites a line it did not write) and respects OpenClaw's session
+lock.`,
+		Version:       Version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(io.In)
+	root.SetOut(io.Out)
+	root.SetErr(io.ErrOut)
+	pf := root.PersistentFlags()
+	pf.StringVar(&f.configFile, "config", "", "config file (default ./ctxtool.yaml, then $XDG_CONFIG_HOME/ctxtool/config.yaml)")
+	pf.StringVar(&f.openclawFile, "openclaw-config", "", "read agents.defaults.compaction/contextManagement from an openclaw.json (JSON5)")
+	pf.StringVar(&f.stateDir, "state-dir", "", "state directory for checkpoints and the recall index (env CTXTOOL_STATE_DIR)")
+	pf.BoolVar(&f.JSON, "json", false, "machine output: one JSON object per input file, one per line")
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return exitcode.New(exitcode.Usage, fmt.Errorf("%v (see '%s --help')", err, c.CommandPath()))
+	})
+	for _, b := range commandBuilders {
+		root.AddCommand(b(f))
+	}
+	return root, f
+}
+
+// Execute runs the CLI and returns the process exit code.
+func Execute() int {
+	io := iostreams.System()
+	root, _ := NewRootCmd(io)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitcode.OK
+	}
+	code := exitcode.Code(err)
+	var ee *exitcode.Error
+	if !(errors.As(err, &ee) && ee.Err == nil) {
+		fmt.Fprintf(io.ErrOut, "ctxtool: %v\n", err)
+	}
+	// cobra's own usage errors (unknown command, bad args) are usage errors.
+	if code == exitcode.Runtime && isCobraUsageError(err) {
+		code = exitcode.Usage
+	}
+	return code
+}
+
+func isCobraUsageError(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "accepts ", "requires at least", "requires exactly", "invalid argument", "unknown shorthand"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,56 @@
+// Package iostreams carries the standard streams of one command run, so that
+// commands never touch os.Stdout directly and tests can capture everything a
+// command prints (the gh cli pattern).
+package iostreams
+
+import (
+	"bytes"
+	"io"
+	"os"
+
+	"golang.org/x/term"
+)
+
+// IOStreams is what a command reads from and writes to.
+type IOStreams struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
+
+	// outTTY/errTTY are decided once at construction; tests force them.
+	outTTY bool
+	errTTY bool
+}
+
+// System returns streams bound to the process's stdin, stdout and stderr.
+func System() *IOStreams {
+	return &IOStreams{
+		In:     os.Stdin,
+		Out:    os.Stdout,
+		ErrOut: os.Stderr,
+		outTTY: isTerminal(os.Stdout),
+		errTTY: isTerminal(os.Stderr),
+	}
+}
+
+// Test returns streams backed by buffers: stdin, stdout, stderr.
+func Test() (*IOStreams, *bytes.Buffer, *bytes.Buffer, *bytes.Buffer) {
+	in, out, errOut := &bytes.Buffer{}, &bytes.Buffer{}, &bytes.Buffer{}
+	return &IOStreams{In: in, Out: out, ErrOut: errOut}, in, out, errOut
+}
+
+// IsStdoutTTY reports whether stdout is a terminal (colour and alignment for humans).
+func (s *IOStreams) IsStdoutTTY() bool { return s.outTTY }
+
+// IsStderrTTY reports whether stderr is a terminal (progress bars go there).
+func (s *IOStreams) IsStderrTTY() bool { return s.errTTY }
+
+// SetTTY forces the terminal flags; for tests.
+func (s *IOStreams) SetTTY(stdout, stderr bool) { s.outTTY, s.errTTY = stdout, stderr }
+
+func isTerminal(f *os.File) bool {
+	if os.Getenv("CTXTOOL_FORCE_TTY") == "1" {
+		return true
+	}
+	return term.IsTerminal(int(f.Fd()))
+}
