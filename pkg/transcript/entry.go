@@ -1,0 +1,130 @@
+package transcript
+
+// Entry is what ctxtool keeps in memory of one session line: enough to build
+// the tree, rebuild pi's context and estimate it, but not the content. Full
+// content is read back from the file on demand (Session.Raw, Session.Message)
+// so that a 100 MB session costs a few MB of memory.
+type Entry struct {
+	// Index is the position in pi's parsed-record array with the header at 0:
+	// the number v1 compactions store in firstKeptEntryIndex.
+	Index  int
+	Line   int   // 1-based physical line
+	Offset int64 // byte offset of the line in the file
+	Length int   // bytes of the line, without the newline
+
+	Type      string
+	ID        string // for v1 files a synthetic id ("v1:L<line>")
+	ParentID  string // "" for a root
+	Timestamp string
+
+	// Role is the role of the context message this entry produces:
+	// message.role for message entries (v2 "hookMessage" reads as "custom"),
+	// "custom" for custom_message, "branchSummary" for a branch_summary with a
+	// summary, "compactionSummary" for compactions; "" when none.
+	Role string
+	// Chars is pi's heuristic size of that message in UTF-16 code units
+	// (the images rule included); Tokens() is ceil(Chars/4).
+	Chars int
+	// Images counts image blocks in the message content.
+	Images int
+
+	MsgTimestamp float64 // message.timestamp (epoch ms), 0 if absent
+
+	// Assistant messages.
+	StopReason  string
+	Provider    string // assistant provider, or model_change provider
+	Model       string // assistant model, or model_change modelId
+	Usage       *Usage
+	ToolCallIDs []string
+	// toolResult messages.
+	ToolCallID string
+	ToolName   string
+	IsError    bool
+	// bashExecution messages.
+	ExcludeFromContext bool
+
+	// compaction entries.
+	FirstKeptEntryID    string
+	FirstKeptEntryIndex int // v1; -1 when absent
+	TokensBefore        int
+	FromHook            bool
+	// branch_summary, label, thinking_level_change, custom/custom_message.
+	FromID        string
+	TargetID      string
+	ThinkingLevel string
+	CustomType    string
+}
+
+// Tokens is pi's estimateTokens for the message this entry produces.
+func (e *Entry) Tokens() int { return (e.Chars + 3) / 4 }
+
+// IsMessage reports whether the entry is a `message` entry.
+func (e *Entry) IsMessage() bool { return e.Type == "message" }
+
+// Usage is an assistant message's provider-reported token usage.
+type Usage struct {
+	Input       int `json:"input"`
+	Output      int `json:"output"`
+	CacheRead   int `json:"cacheRead"`
+	CacheWrite  int `json:"cacheWrite"`
+	TotalTokens int `json:"totalTokens"`
+}
+
+// ContextTokens is pi's calculateContextTokens: totalTokens, or the sum of
+// the parts when totalTokens is missing or zero (older files).
+func (u *Usage) ContextTokens() int {
+	if u == nil {
+		return 0
+	}
+	if u.TotalTokens != 0 {
+		return u.TotalTokens
+	}
+	return u.Input + u.Output + u.CacheRead + u.CacheWrite
+}
+
+// UsageTrusted reports whether pi trusts this assistant's usage: it has one
+// and did not stop with an error or abort.
+func (e *Entry) UsageTrusted() bool {
+	return e.Role == "assistant" && e.Usage != nil && e.StopReason != "aborted" && e.StopReason != "error"
+}
+
+// Header is the first line of a session file.
+type Header struct {
+	Line          int
+	Raw           []byte
+	ID            string
+	Version       int // 1 when absent
+	Timestamp     string
+	Cwd           string
+	ParentSession string
+	// v1 extras.
+	Provider      string
+	ModelID       string
+	ThinkingLevel string
+}
+
+// Malformed is a line pi's loader would drop because JSON.parse fails on it.
+type Malformed struct {
+	Line   int
+	Offset int64
+	Bytes  int
+	Err    string
+	// Objects lists "type" (or "type/role" for messages) of each JSON value
+	// when the line is several complete values glued together, e.g. after an
+	// append to a file that lacked its final newline.
+	Objects []string
+	// Truncated is true for a last line that ends without a newline and
+	// does not parse: a write torn by a crash.
+	Truncated bool
+}
+
+// HidesCompaction reports whether a glued line contains a compaction that pi
+// silently ignores.
+func (m Malformed) HidesCompaction() bool {
+	for _, o := range m.Objects {
+		if o == "compaction" {
+			return true
+		}
+	}
+	return false
+}

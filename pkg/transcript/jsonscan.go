@@ -1,0 +1,564 @@
+package transcript
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// scanner is a small validating JSON scanner over one line. It accepts
+// exactly what JavaScript's JSON.parse accepts (so a line is malformed for us
+// exactly when pi drops it) and measures strings in UTF-16 code units, the
+// unit of pi's chars/4 heuristic, without allocating.
+type scanner struct {
+	b   []byte
+	i   int
+	err error
+}
+
+var errSyntax = errors.New("syntax error")
+
+func (s *scanner) fail(format string, args ...any) bool {
+	if s.err == nil {
+		s.err = fmt.Errorf("offset %d: %s", s.i, fmt.Sprintf(format, args...))
+	}
+	return false
+}
+
+func (s *scanner) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+func (s *scanner) peek() byte {
+	if s.i < len(s.b) {
+		return s.b[s.i]
+	}
+	return 0
+}
+
+// str scans a string starting at the opening quote. It returns the raw span
+// between the quotes and the decoded length in UTF-16 code units.
+func (s *scanner) str() (start, end, u16 int, ok bool) {
+	if s.peek() != '"' {
+		return 0, 0, 0, s.fail("expected string")
+	}
+	s.i++
+	start = s.i
+	b := s.b
+	i := s.i
+	for i < len(b) {
+		c := b[i]
+		switch {
+		case c == '"':
+			s.i = i + 1
+			return start, i, u16, true
+		case c == '\\':
+			if i+1 >= len(b) {
+				s.i = i
+				return 0, 0, 0, s.fail("unterminated escape")
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(b) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) || !isHex(b[i+5]) {
+					s.i = i
+					return 0, 0, 0, s.fail("bad \\u escape")
+				}
+				i += 6
+			default:
+				s.i = i
+				return 0, 0, 0, s.fail("bad escape")
+			}
+			u16++
+		case c < 0x20:
+			s.i = i
+			return 0, 0, 0, s.fail("control character in string")
+		case c < 0x80:
+			i++
+			u16++
+		default:
+			// UTF-8 lead bytes count one unit, four-byte sequences two
+			// (a surrogate pair); continuation bytes count nothing.
+			if c >= 0xF0 {
+				u16 += 2
+			} else if c >= 0xC0 {
+				u16++
+			}
+			i++
+		}
+	}
+	s.i = i
+	return 0, 0, 0, s.fail("unterminated string")
+}
+
+func isHex(c byte) bool {
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
+
+// number scans a JSON number (JSON.parse grammar: no leading zeros, no '+').
+func (s *scanner) number() bool {
+	b := s.b
+	i := s.i
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	if i >= len(b) {
+		return s.fail("bad number")
+	}
+	if b[i] == '0' {
+		i++
+	} else if b[i] >= '1' && b[i] <= '9' {
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	} else {
+		return s.fail("bad number")
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		d := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == d {
+			return s.fail("bad number")
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		d := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == d {
+			return s.fail("bad number")
+		}
+	}
+	s.i = i
+	return true
+}
+
+func (s *scanner) literal(lit string) bool {
+	if len(s.b)-s.i >= len(lit) && string(s.b[s.i:s.i+len(lit)]) == lit {
+		s.i += len(lit)
+		return true
+	}
+	return s.fail("invalid literal")
+}
+
+// skip validates and skips one value of any kind.
+func (s *scanner) skip(depth int) bool {
+	if depth > 512 {
+		return s.fail("nesting too deep")
+	}
+	s.ws()
+	switch c := s.peek(); {
+	case c == '"':
+		_, _, _, ok := s.str()
+		return ok
+	case c == '{':
+		first := true
+		for {
+			key, ok, done := s.objNext(&first)
+			if !ok {
+				return false
+			}
+			if done {
+				return true
+			}
+			_ = key
+			if !s.skip(depth + 1) {
+				return false
+			}
+		}
+	case c == '[':
+		first := true
+		for {
+			ok, done := s.arrNext(&first)
+			if !ok {
+				return false
+			}
+			if done {
+				return true
+			}
+			if !s.skip(depth + 1) {
+				return false
+			}
+		}
+	case c == '-' || (c >= '0' && c <= '9'):
+		return s.number()
+	case c == 't':
+		return s.literal("true")
+	case c == 'f':
+		return s.literal("false")
+	case c == 'n':
+		return s.literal("null")
+	case c == 0:
+		return s.fail("unexpected end of input")
+	default:
+		return s.fail("unexpected character %q", c)
+	}
+}
+
+// objNext advances an object iteration. On the first call the scanner must
+// be at '{'. It returns the next key (raw bytes between quotes) positioned at
+// the value, or done=true after the closing brace.
+func (s *scanner) objNext(first *bool) (key []byte, ok, done bool) {
+	s.ws()
+	if *first {
+		if s.peek() != '{' {
+			return nil, s.fail("expected object"), false
+		}
+		s.i++
+		s.ws()
+		*first = false
+		if s.peek() == '}' {
+			s.i++
+			return nil, true, true
+		}
+	} else {
+		switch s.peek() {
+		case ',':
+			s.i++
+			s.ws()
+		case '}':
+			s.i++
+			return nil, true, true
+		default:
+			return nil, s.fail("expected ',' or '}'"), false
+		}
+	}
+	ks, ke, _, ok := s.str()
+	if !ok {
+		return nil, false, false
+	}
+	s.ws()
+	if s.peek() != ':' {
+		return nil, s.fail("expected ':'"), false
+	}
+	s.i++
+	s.ws()
+	return s.b[ks:ke], true, false
+}
+
+// arrNext advances an array iteration like objNext.
+func (s *scanner) arrNext(first *bool) (ok, done bool) {
+	s.ws()
+	if *first {
+		if s.peek() != '[' {
+			return s.fail("expected array"), false
+		}
+		s.i++
+		s.ws()
+		*first = false
+		if s.peek() == ']' {
+			s.i++
+			return true, true
+		}
+		return true, false
+	}
+	switch s.peek() {
+	case ',':
+		s.i++
+		s.ws()
+		return true, false
+	case ']':
+		s.i++
+		return true, true
+	default:
+		return s.fail("expected ',' or ']'"), false
+	}
+}
+
+// stringValue scans a string and decodes it (allocating).
+func (s *scanner) stringValue() (string, bool) {
+	st, en, _, ok := s.str()
+	if !ok {
+		return "", false
+	}
+	return decodeString(s.b[st:en]), true
+}
+
+// numberValue scans a number and returns it as float64.
+func (s *scanner) numberValue() (float64, bool) {
+	st := s.i
+	if !s.number() {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(s.b[st:s.i]), 64)
+	if err != nil {
+		// Out of range numbers parse as ±Infinity in JavaScript.
+		return math.Inf(1), true
+	}
+	return f, true
+}
+
+// decodeString decodes the raw bytes of a validated JSON string body.
+// Escaped lone surrogates become U+FFFD (Go strings are UTF-8).
+func decodeString(raw []byte) string {
+	hasEsc := false
+	for _, c := range raw {
+		if c == '\\' {
+			hasEsc = true
+			break
+		}
+	}
+	if !hasEsc {
+		return string(raw)
+	}
+	out := make([]byte, 0, len(raw))
+	for i := 0; i < len(raw); {
+		c := raw[i]
+		if c != '\\' {
+			out = append(out, c)
+			i++
+			continue
+		}
+		e := raw[i+1]
+		switch e {
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			r := hex4(raw[i+2 : i+6])
+			i += 6
+			if utf16.IsSurrogate(r) {
+				if r < 0xDC00 && i+6 <= len(raw) && raw[i] == '\\' && raw[i+1] == 'u' {
+					r2 := hex4(raw[i+2 : i+6])
+					if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
+						out = utf8.AppendRune(out, d)
+						i += 6
+						continue
+					}
+				}
+				r = utf8.RuneError
+			}
+			out = utf8.AppendRune(out, r)
+			continue
+		default:
+			out = append(out, e)
+		}
+		i += 2
+	}
+	return string(out)
+}
+
+func hex4(b []byte) rune {
+	var r rune
+	for _, c := range b[:4] {
+		r <<= 4
+		switch {
+		case c >= '0' && c <= '9':
+			r |= rune(c - '0')
+		case c >= 'a' && c <= 'f':
+			r |= rune(c-'a') + 10
+		default:
+			r |= rune(c-'A') + 10
+		}
+	}
+	return r
+}
+
+// stringifyLen returns the length in UTF-16 units of
+// JSON.stringify(JSON.parse(raw)) for one validated JSON value: what pi's
+// heuristic counts for tool-call arguments. For a canonical line it equals
+// the UTF-16 length of the raw bytes; for any other spelling it re-derives
+// the canonical form (whitespace dropped, escapes normalised, numbers in
+// JavaScript's shortest form).
+func stringifyLen(raw []byte) int {
+	s := scanner{b: raw}
+	n := s.canonLen(0)
+	if s.err != nil {
+		return 0
+	}
+	return n
+}
+
+func (s *scanner) canonLen(depth int) int {
+	s.ws()
+	switch c := s.peek(); {
+	case c == '"':
+		return s.canonStringLen()
+	case c == '{':
+		s.i++
+		s.ws()
+		if s.peek() == '}' {
+			s.i++
+			return 2
+		}
+		n, count := 2, 0
+		for {
+			s.ws()
+			n += s.canonStringLen() + 1 // key and colon
+			s.ws()
+			if s.peek() != ':' {
+				s.fail("expected ':'")
+				return 0
+			}
+			s.i++
+			n += s.canonLen(depth + 1)
+			count++
+			s.ws()
+			if s.peek() == ',' {
+				s.i++
+				continue
+			}
+			if s.peek() == '}' {
+				s.i++
+				break
+			}
+			s.fail("expected ',' or '}'")
+			return 0
+		}
+		return n + count - 1
+	case c == '[':
+		n, first := 2, true
+		count := 0
+		for {
+			ok, done := s.arrNext(&first)
+			if !ok || done {
+				break
+			}
+			n += s.canonLen(depth + 1)
+			count++
+		}
+		if count > 1 {
+			n += count - 1
+		}
+		return n
+	case c == 't':
+		s.literal("true")
+		return 4
+	case c == 'f':
+		s.literal("false")
+		return 5
+	case c == 'n':
+		s.literal("null")
+		return 4
+	default:
+		st := s.i
+		if !s.number() {
+			return 0
+		}
+		return jsNumberLen(s.b[st:s.i])
+	}
+}
+
+// canonStringLen scans a string and returns the length of its
+// JSON.stringify form (quotes included) in UTF-16 units.
+func (s *scanner) canonStringLen() int {
+	st, en, _, ok := s.str()
+	if !ok {
+		return 0
+	}
+	raw := s.b[st:en]
+	n := 2
+	for i := 0; i < len(raw); {
+		c := raw[i]
+		switch {
+		case c == '\\':
+			e := raw[i+1]
+			if e != 'u' {
+				if e == '/' {
+					n++ // JSON.stringify does not escape '/'
+				} else {
+					n += 2
+				}
+				i += 2
+				continue
+			}
+			r := hex4(raw[i+2 : i+6])
+			i += 6
+			switch {
+			case r == '"' || r == '\\' || r == '\b' || r == '\f' || r == '\n' || r == '\r' || r == '\t':
+				n += 2
+			case r < 0x20:
+				n += 6
+			case r >= 0xD800 && r < 0xDC00:
+				// A high surrogate followed by a low one is a pair written raw;
+				// alone, JSON.stringify escapes it as \udxxx.
+				if i+6 <= len(raw) && raw[i] == '\\' && raw[i+1] == 'u' {
+					if r2 := hex4(raw[i+2 : i+6]); r2 >= 0xDC00 && r2 < 0xE000 {
+						n += 2
+						i += 6
+						continue
+					}
+				}
+				n += 6
+			case r >= 0xDC00 && r < 0xE000:
+				n += 6
+			default:
+				n++
+			}
+		case c < 0x80:
+			n++
+			i++
+		case c >= 0xF0:
+			n += 2
+			i++
+		case c >= 0xC0:
+			n++
+			i++
+		default:
+			i++
+		}
+	}
+	return n
+}
+
+// jsNumberLen is the length of a number as JavaScript prints it.
+func jsNumberLen(raw []byte) int {
+	simple := len(raw) > 0 && len(raw) <= 15
+	for i, c := range raw {
+		if !(c >= '0' && c <= '9') && !(i == 0 && c == '-') {
+			simple = false
+			break
+		}
+	}
+	if simple && !(len(raw) > 1 && raw[0] == '0') && !(len(raw) > 2 && raw[0] == '-' && raw[1] == '0') && string(raw) != "-0" {
+		return len(raw)
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil || math.IsInf(f, 0) {
+		return 4 // JSON.stringify(Infinity) === "null"
+	}
+	return len(FormatJSNumber(f))
+}
+
+// FormatJSNumber formats f the way JavaScript's Number#toString does.
+func FormatJSNumber(f float64) string {
+	if f == 0 {
+		return "0"
+	}
+	abs := math.Abs(f)
+	if abs >= 1e21 || abs < 1e-6 {
+		// Go writes 1e-07 and 1e+21; JavaScript writes 1e-7 and 1e+21.
+		b := strconv.FormatFloat(f, 'e', -1, 64)
+		e := strings.IndexByte(b, 'e')
+		mant, sign, exp := b[:e], b[e+1:e+2], strings.TrimLeft(b[e+2:], "0")
+		return mant + "e" + sign + exp
+	}
+	return strconv.FormatFloat(f, 'f', -1, 64)
+}

@@ -1,0 +1,399 @@
+package transcript
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sync"
+)
+
+// Session is a loaded session file: header, entry metadata in file order,
+// and the malformed lines pi would drop. Content stays on disk.
+type Session struct {
+	File    string
+	Size    int64
+	Header  *Header
+	Version int
+	Entries []*Entry
+	// Malformed lists lines JSON.parse rejects (pi drops them silently).
+	Malformed []Malformed
+	// NonObjects lists lines that are valid JSON but not objects.
+	NonObjects []int
+	// Extra headers: later lines of type "session" (ignored by pi).
+	ExtraHeaders []int
+	Blank        []int
+	Lines        int // physical lines (a final line without newline counts)
+	// EndsWithNewline is false when the last byte is not '\n' (appends must
+	// add one first, or the appended line glues onto the last one).
+	EndsWithNewline bool
+
+	byID map[string]*Entry
+	src  io.ReaderAt
+	file *os.File
+	mu   sync.Mutex
+}
+
+// InvalidHeaderError means the first parseable line is not a session header:
+// pi would treat the file as empty and overwrite it.
+type InvalidHeaderError struct {
+	File string
+	Line int
+}
+
+func (e *InvalidHeaderError) Error() string {
+	if e.Line == 0 {
+		return fmt.Sprintf("%s: no session header: the file has no parseable line (is it a pi/OpenClaw session?)", e.File)
+	}
+	return fmt.Sprintf("%s:%d: not a session header (the first record must be {\"type\":\"session\",\"id\":…}); pi would treat this file as empty and overwrite it — check that this is a pi/OpenClaw session file", e.File, e.Line)
+}
+
+// Load reads and indexes a session file. "-" reads standard input.
+func Load(path string) (*Session, error) {
+	if path == "-" {
+		data, err := io.ReadAll(os.Stdin)
+		if err != nil {
+			return nil, fmt.Errorf("stdin: %v", err)
+		}
+		return LoadBytes("-", data)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", path, unwrapPathErr(err))
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	if st.IsDir() {
+		f.Close()
+		return nil, fmt.Errorf("%s: is a directory (give a .jsonl session file)", path)
+	}
+	s, err := load(path, f, st.Size())
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	s.file = f
+	s.src = f
+	return s, nil
+}
+
+func unwrapPathErr(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// LoadBytes indexes a session held in memory.
+func LoadBytes(name string, data []byte) (*Session, error) {
+	s, err := load(name, bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		return nil, err
+	}
+	s.src = bytes.NewReader(data)
+	return s, nil
+}
+
+// Close releases the file handle used for reading content back.
+func (s *Session) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.file != nil {
+		err := s.file.Close()
+		s.file = nil
+		return err
+	}
+	return nil
+}
+
+// batch is a run of complete lines handed to a parser goroutine.
+type batch struct {
+	seq       int
+	data      []byte // complete lines, each ending in '\n' except possibly the file's last
+	firstLine int
+	offset    int64
+	pooled    bool
+	results   []parsedLine
+	offsets   []int32 // line start offsets within data
+}
+
+const chunkSize = 1 << 20
+
+var chunkPool = sync.Pool{New: func() any { b := make([]byte, chunkSize); return &b }}
+
+// load streams the file in chunks, splits complete lines, parses batches of
+// lines on every core, and assembles the results in file order. Memory is
+// bounded by the chunks in flight plus the entry metadata.
+func load(name string, r io.ReaderAt, size int64) (*Session, error) {
+	workers := runtime.GOMAXPROCS(0)
+	if workers > 8 {
+		workers = 8
+	}
+	jobs := make(chan *batch, workers*2)
+	done := make(chan *batch, workers*2)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for b := range jobs {
+				parseBatch(b)
+				done <- b
+			}
+		}()
+	}
+	readErr := make(chan error, 1)
+	go func() {
+		readErr <- produce(r, size, jobs)
+		close(jobs)
+		wg.Wait()
+		close(done)
+	}()
+
+	s := &Session{File: name, Size: size, byID: map[string]*Entry{}}
+	asm := assembler{s: s, pending: map[int]*batch{}}
+	for b := range done {
+		asm.pending[b.seq] = b
+		for {
+			nb, ok := asm.pending[asm.next]
+			if !ok {
+				break
+			}
+			delete(asm.pending, asm.next)
+			asm.add(nb)
+			asm.next++
+		}
+	}
+	if err := <-readErr; err != nil {
+		return nil, fmt.Errorf("%s: read: %v", name, err)
+	}
+	if s.Header == nil {
+		return nil, &InvalidHeaderError{File: name, Line: asm.firstParsedLine}
+	}
+	s.Version = s.Header.Version
+	s.finish()
+	return s, nil
+}
+
+// produce reads the file and emits batches of whole lines.
+func produce(r io.ReaderAt, size int64, jobs chan<- *batch) error {
+	var off int64
+	seq, line := 0, 1
+	var carry []byte // bytes of an incomplete line from the previous read
+	for off < size || len(carry) > 0 {
+		bp := chunkPool.Get().(*[]byte)
+		buf := (*bp)[:0]
+		pooled := true
+		if len(carry) >= chunkSize/2 {
+			// A long line: give it a buffer of its own.
+			buf = make([]byte, 0, len(carry)+chunkSize)
+			pooled = false
+			chunkPool.Put(bp)
+		}
+		buf = append(buf, carry...)
+		start := off - int64(len(carry))
+		n := 0
+		if off < size {
+			want := cap(buf) - len(buf)
+			if int64(want) > size-off {
+				want = int(size - off)
+			}
+			var err error
+			n, err = r.ReadAt(buf[len(buf):len(buf)+want], off)
+			if err != nil && err != io.EOF {
+				return err
+			}
+			if n == 0 && err == io.EOF {
+				size = off // the file shrank under us; stop here
+			}
+			buf = buf[:len(buf)+n]
+			off += int64(n)
+		}
+		cut := bytes.LastIndexByte(buf, '\n') + 1
+		if off >= size {
+			cut = len(buf) // last line may lack a newline
+		}
+		if cut == 0 {
+			// No newline yet: keep reading into a bigger buffer.
+			carry = append(carry[:0:0], buf...)
+			if pooled {
+				chunkPool.Put(&buf)
+			}
+			continue
+		}
+		carry = append(carry[:0], buf[cut:]...)
+		b := &batch{seq: seq, data: buf[:cut], firstLine: line, offset: start, pooled: pooled}
+		line += bytes.Count(b.data, []byte{'\n'})
+		if cut > 0 && buf[cut-1] != '\n' {
+			line++
+		}
+		seq++
+		jobs <- b
+		if off >= size && len(carry) == 0 {
+			break
+		}
+	}
+	return nil
+}
+
+func parseBatch(b *batch) {
+	data := b.data
+	for pos := 0; pos < len(data); {
+		end := bytes.IndexByte(data[pos:], '\n')
+		var ln []byte
+		if end < 0 {
+			ln = data[pos:]
+			end = len(data)
+		} else {
+			ln = data[pos : pos+end]
+			end = pos + end + 1
+		}
+		b.offsets = append(b.offsets, int32(pos))
+		pl := parseLine(ln)
+		if pl.kind == kindMalformed {
+			pl.header = nil
+		}
+		b.results = append(b.results, pl)
+		pos = end
+	}
+}
+
+type assembler struct {
+	s               *Session
+	next            int
+	pending         map[int]*batch
+	index           int // pi's array index of the next parsed record
+	firstParsedLine int
+	lastLen         int
+	lastEndsNL      bool
+}
+
+func (a *assembler) add(b *batch) {
+	s := a.s
+	for i, pl := range b.results {
+		lineNo := b.firstLine + i
+		start := int(b.offsets[i])
+		end := len(b.data)
+		if i+1 < len(b.offsets) {
+			end = int(b.offsets[i+1])
+		}
+		raw := b.data[start:end]
+		endsNL := len(raw) > 0 && raw[len(raw)-1] == '\n'
+		if endsNL {
+			raw = raw[:len(raw)-1]
+		}
+		s.Lines = lineNo
+		a.lastEndsNL = endsNL
+		off := b.offset + int64(start)
+		switch pl.kind {
+		case kindBlank:
+			if len(raw) > 0 || endsNL {
+				s.Blank = append(s.Blank, lineNo)
+			}
+		case kindMalformed:
+			m := Malformed{Line: lineNo, Offset: off, Bytes: len(raw), Err: shortErr(pl.err)}
+			m.Objects = describeObjects(raw)
+			m.Truncated = !endsNL && m.Objects == nil
+			s.Malformed = append(s.Malformed, m)
+		case kindNonObject:
+			if a.firstParsedLine == 0 {
+				a.firstParsedLine = lineNo
+			}
+			s.NonObjects = append(s.NonObjects, lineNo)
+			a.index++
+		case kindHeader:
+			if a.firstParsedLine == 0 {
+				a.firstParsedLine = lineNo
+				if pl.header.ID != "" {
+					pl.header.Line = lineNo
+					s.Header = pl.header
+				}
+			} else {
+				s.ExtraHeaders = append(s.ExtraHeaders, lineNo)
+			}
+			a.index++
+		case kindEntry:
+			if a.firstParsedLine == 0 {
+				a.firstParsedLine = lineNo
+			}
+			e := pl.entry
+			e.Line, e.Offset, e.Length = lineNo, off, len(raw)
+			a.index++
+			e.Index = a.index - 1
+			s.Entries = append(s.Entries, e)
+		}
+	}
+	if len(b.data) > 0 {
+		s.EndsWithNewline = b.data[len(b.data)-1] == '\n'
+	}
+	if b.pooled {
+		buf := b.data[:0:chunkSize]
+		chunkPool.Put(&buf)
+	}
+	b.data, b.results, b.offsets = nil, nil, nil
+}
+
+// finish gives v1 entries their ids and builds the id index.
+func (s *Session) finish() {
+	if s.Version < 2 {
+		var prev string
+		for _, e := range s.Entries {
+			e.ID = fmt.Sprintf("v1:L%d", e.Line)
+			e.ParentID = prev
+			prev = e.ID
+		}
+		for _, e := range s.Entries {
+			if e.Type == "compaction" && e.FirstKeptEntryIndex >= 0 {
+				// pi resolves the index while assigning ids in file order, so
+				// a target after the compaction has no id yet: nothing kept.
+				if t := s.entryAtIndex(e.FirstKeptEntryIndex); t != nil && t.Index <= e.Index {
+					e.FirstKeptEntryID = t.ID
+				}
+			}
+		}
+	}
+	for _, e := range s.Entries {
+		s.byID[e.ID] = e
+	}
+}
+
+// entryAtIndex returns the entry at pi's array index (header = 0).
+func (s *Session) entryAtIndex(idx int) *Entry {
+	lo, hi := 0, len(s.Entries)
+	for lo < hi {
+		m := (lo + hi) / 2
+		if s.Entries[m].Index < idx {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo < len(s.Entries) && s.Entries[lo].Index == idx {
+		return s.Entries[lo]
+	}
+	return nil
+}
+
+// ByID returns the entry with the given id (the later one when duplicated).
+func (s *Session) ByID(id string) *Entry { return s.byID[id] }
+
+// Raw returns the original bytes of an entry's line (without newline).
+func (s *Session) Raw(e *Entry) ([]byte, error) {
+	buf := make([]byte, e.Length)
+	s.mu.Lock()
+	src := s.src
+	s.mu.Unlock()
+	if src == nil {
+		return nil, fmt.Errorf("%s: session is closed", s.File)
+	}
+	if _, err := src.ReadAt(buf, e.Offset); err != nil {
+		return nil, fmt.Errorf("%s:%d: read: %v", s.File, e.Line, err)
+	}
+	return buf, nil
+}
