@@ -65,15 +65,15 @@ type CompactionSpec struct {
 }
 
 type compactionV3 struct {
-	Type             string `json:"type"`
-	ID               string `json:"id"`
+	Type             string  `json:"type"`
+	ID               string  `json:"id"`
 	ParentID         *string `json:"parentId"`
-	Timestamp        string `json:"timestamp"`
-	Summary          string `json:"summary"`
-	FirstKeptEntryID string `json:"firstKeptEntryId"`
-	TokensBefore     int    `json:"tokensBefore"`
-	Details          any    `json:"details,omitempty"`
-	FromHook         bool   `json:"fromHook"`
+	Timestamp        string  `json:"timestamp"`
+	Summary          string  `json:"summary"`
+	FirstKeptEntryID string  `json:"firstKeptEntryId"`
+	TokensBefore     int     `json:"tokensBefore"`
+	Details          any     `json:"details,omitempty"`
+	FromHook         bool    `json:"fromHook"`
 }
 
 type compactionV1 struct {
