@@ -27,6 +27,11 @@ type Entry struct {
 	Chars int
 	// Images counts image blocks in the message content.
 	Images int
+	// Wide counts CJK/Hangul characters among the counted text, and
+	// ThinkingChars the part of Chars that is assistant thinking: content
+	// classes the calibrated estimator weighs separately.
+	Wide          int
+	ThinkingChars int
 
 	MsgTimestamp float64 // message.timestamp (epoch ms), 0 if absent
 

@@ -18,6 +18,9 @@ type scanner struct {
 	b   []byte
 	i   int
 	err error
+	// wide counts CJK/Hangul characters (U+3000–U+DFFF, by UTF-8 lead byte)
+	// seen in strings, a cheap content-class signal for calibration.
+	wide int
 }
 
 var errSyntax = errors.New("syntax error")
@@ -95,6 +98,9 @@ func (s *scanner) str() (start, end, u16 int, ok bool) {
 				u16 += 2
 			} else if c >= 0xC0 {
 				u16++
+				if c >= 0xE3 && c <= 0xED {
+					s.wide++
+				}
 			}
 			i++
 		}

@@ -56,7 +56,7 @@ func parseLine(line []byte) parsedLine {
 	var msgStart, msgEnd = -1, -1
 	var msgDone bool
 	var contentStart, contentEnd = -1, -1
-	var summaryLen int
+	var summaryLen, summaryWide int
 	var hasSummary bool
 	first := true
 	for {
@@ -93,11 +93,11 @@ func parseLine(line []byte) parsedLine {
 			contentEnd = s.i
 		case "summary":
 			if s.peek() == '"' {
-				var st, en, n int
-				st, en, n, good = s.str()
-				_ = st
-				_ = en
+				var n int
+				w0 := s.wide
+				_, _, n, good = s.str()
 				summaryLen, hasSummary = n, true
+				summaryWide = s.wide - w0
 			} else {
 				good = s.skip(0)
 			}
@@ -179,16 +179,16 @@ func parseLine(line []byte) parsedLine {
 			cs := scanner{b: line[contentStart:contentEnd]}
 			var st contentStatsT
 			cs.content(&st)
-			e.Chars, e.Images = st.customChars(), st.images
+			e.Chars, e.Images, e.Wide = st.customChars(), st.images, st.wide
 		}
 	case "branch_summary":
 		if hasSummary && summaryLen > 0 {
 			e.Role = "branchSummary"
-			e.Chars = summaryLen
+			e.Chars, e.Wide = summaryLen, summaryWide
 		}
 	case "compaction":
 		e.Role = "compactionSummary"
-		e.Chars = summaryLen
+		e.Chars, e.Wide = summaryLen, summaryWide
 	case "model_change", "thinking_level_change", "label", "session_info", "custom":
 	default:
 		// Unknown entry types stay in the tree and produce no message.
@@ -230,6 +230,7 @@ func (s *scanner) maybeBool() (bool, bool) {
 func (s *scanner) message(e *Entry) bool {
 	var cs contentStatsT
 	var command, output int
+	wide0 := s.wide
 	first := true
 	for {
 		key, ok, done := s.objNext(&first)
@@ -280,6 +281,7 @@ func (s *scanner) message(e *Entry) bool {
 		e.Role = "custom" // pi's v2→v3 migration renames it
 	}
 	e.Images = cs.images
+	e.Wide = cs.wide
 	switch e.Role {
 	case "user":
 		if cs.isString {
@@ -289,11 +291,13 @@ func (s *scanner) message(e *Entry) bool {
 		}
 	case "assistant":
 		e.Chars = cs.text + cs.thinking + cs.toolCalls
+		e.ThinkingChars = cs.thinking
 		e.ToolCallIDs = cs.toolCallIDs
 	case "toolResult", "custom":
 		e.Chars = cs.customChars()
 	case "bashExecution":
 		e.Chars = command + output
+		e.Wide = s.wide - wide0
 	default:
 		e.Chars = 0
 	}
@@ -358,6 +362,7 @@ type contentStatsT struct {
 	thinking    int
 	toolCalls   int // Σ name + JSON.stringify(arguments) lengths
 	images      int
+	wide        int // CJK characters in text blocks and tool calls
 	toolCallIDs []string
 }
 
@@ -373,8 +378,10 @@ func (c contentStatsT) customChars() int {
 func (s *scanner) content(cs *contentStatsT) bool {
 	switch s.peek() {
 	case '"':
+		w0 := s.wide
 		_, _, n, ok := s.str()
 		cs.isString, cs.strLen = true, n
+		cs.wide = s.wide - w0
 		return ok
 	case '[':
 	default:
@@ -397,6 +404,7 @@ func (s *scanner) content(cs *contentStatsT) bool {
 		}
 		var typ, id string
 		var textLen, thinkingLen, nameLen, argsLen int
+		wide0 := s.wide
 		bfirst := true
 		for {
 			key, ok, done := s.objNext(&bfirst)
@@ -430,6 +438,9 @@ func (s *scanner) content(cs *contentStatsT) bool {
 			if !good {
 				return false
 			}
+		}
+		if typ == "text" || typ == "toolCall" {
+			cs.wide += s.wide - wide0
 		}
 		switch typ {
 		case "text":

@@ -1,0 +1,319 @@
+package estimate
+
+import (
+	"math"
+	"sort"
+
+	"github.com/ctxtool/ctxtool/pkg/transcript"
+)
+
+// The calibrated estimator learns, from a session's own usage records, how
+// many provider tokens each class of content costs. Between two consecutive
+// trusted assistant replies on the path (no compaction between them) the
+// provider's context grew by usage_j − usage_i tokens; that growth is the
+// content of the messages in between. A non-negative least-squares fit of
+// those deltas against per-class sizes gives the weights.
+
+// Feature indexes of a message's size vector.
+const (
+	fProse     = iota // non-CJK, non-thinking chars / 4 (pi's heuristic unit)
+	fWide             // CJK/Hangul characters
+	fThinking         // thinking chars / 4
+	fImage            // image tokens by pixel size
+	fMessage          // one per message (role and framing overhead)
+	fToolCall         // one per tool call (call/result framing)
+	numFeatures
+)
+
+// FeatureNames labels the weights in reports.
+var FeatureNames = [numFeatures]string{"prose", "cjk", "thinking", "image", "message", "toolCall"}
+
+// prior weights, used to regularise the fit and when a class is absent.
+// chars/4 undercounts code/JSON by 25–35% (reference-behaviour §8), CJK is
+// about one token per character, thinking is prose.
+var prior = [numFeatures]float64{1.3, 1.0, 1.3, 1.0, 4, 12}
+
+// Calibration is a fitted model of provider tokens per unit of content.
+type Calibration struct {
+	Weights [numFeatures]float64
+	// Points is the number of usage deltas used; TokensCovered their sum.
+	Points        int
+	TokensCovered int
+	// Overhead is the system prompt + tool definitions: the part of a usage
+	// record no message accounts for (median over anchors).
+	Overhead int
+	// Usable is false when there were too few points to trust the fit.
+	Usable bool
+}
+
+// MinPoints and MinCoveredTokens decide when a fit is trusted.
+const (
+	MinPoints        = 6
+	MinCoveredTokens = 20000
+)
+
+type features [numFeatures]float64
+
+func (c *Calibration) apply(f features) float64 {
+	var t float64
+	for k := range f {
+		t += c.Weights[k] * f[k]
+	}
+	return t
+}
+
+// messageFeatures is the size vector of one context message. Assistant
+// replies that errored or were aborted are never sent to the provider, so
+// they weigh nothing.
+func messageFeatures(e *transcript.Entry, imageTokens int) features {
+	var f features
+	if e.Role == "assistant" && (e.StopReason == "error" || e.StopReason == "aborted") {
+		return f
+	}
+	text := e.Chars - e.ThinkingChars - e.Wide
+	if e.Role == "toolResult" || e.Role == "custom" {
+		text -= 4800 * e.Images
+	}
+	if text < 0 {
+		text = 0
+	}
+	f[fProse] = float64(text) / 4
+	f[fWide] = float64(e.Wide)
+	f[fThinking] = float64(e.ThinkingChars) / 4
+	f[fImage] = float64(imageTokens)
+	f[fMessage] = 1
+	f[fToolCall] = float64(len(e.ToolCallIDs))
+	if e.Role == "toolResult" {
+		f[fToolCall] = 1
+	}
+	return f
+}
+
+// usageSpan is the growth of the provider context between two anchors.
+type usageSpan struct {
+	from, to int // path indexes of the two assistant entries
+	delta    int
+	x        features
+}
+
+// pathSpans walks the root→leaf path and returns the usage deltas between
+// consecutive trusted anchors with no compaction between them, plus the
+// per-anchor (usage, feature sum of the active context) pairs.
+func pathSpans(path []*transcript.Entry, feat func(*transcript.Entry) features) (spans []usageSpan, anchors []anchorPoint) {
+	var active features // features of the context as the provider saw it
+	prev := -1
+	var acc features
+	msgFeat := make(map[*transcript.Entry]features)
+	for i, e := range path {
+		switch {
+		case e.Type == "compaction":
+			// The context restarts: summary + kept entries.
+			active = feat(e)
+			kept := false
+			for _, k := range path[:i] {
+				if !kept && e.FirstKeptEntryID != "" && k.ID == e.FirstKeptEntryID {
+					kept = true
+				}
+				if kept {
+					if f, ok := msgFeat[k]; ok {
+						active = add(active, f)
+					}
+				}
+			}
+			prev, acc = -1, features{}
+			continue
+		case producesMessage(e):
+			f := feat(e)
+			msgFeat[e] = f
+			active = add(active, f)
+			acc = add(acc, f)
+		default:
+			continue
+		}
+		if e.Role == "assistant" && e.UsageTrusted() && e.Usage.ContextTokens() > 0 {
+			u := e.Usage.ContextTokens()
+			anchors = append(anchors, anchorPoint{usage: u, x: active})
+			if prev >= 0 {
+				d := u - path[prev].Usage.ContextTokens()
+				if d > 0 {
+					spans = append(spans, usageSpan{from: prev, to: i, delta: d, x: acc})
+				}
+			}
+			prev, acc = i, features{}
+		}
+	}
+	return spans, anchors
+}
+
+type anchorPoint struct {
+	usage int
+	x     features
+}
+
+func producesMessage(e *transcript.Entry) bool {
+	switch e.Type {
+	case "message", "custom_message":
+		return true
+	case "branch_summary":
+		return e.Role == "branchSummary"
+	}
+	return false
+}
+
+func add(a, b features) features {
+	for k := range a {
+		a[k] += b[k]
+	}
+	return a
+}
+
+// Fit learns a calibration from usage spans.
+func Fit(spans []usageSpan, anchors []anchorPoint) *Calibration {
+	c := &Calibration{Weights: prior}
+	for _, s := range spans {
+		c.Points++
+		c.TokensCovered += s.delta
+	}
+	c.Usable = c.Points >= MinPoints && c.TokensCovered >= MinCoveredTokens
+	if c.Points > 0 {
+		xs := make([]features, len(spans))
+		ys := make([]float64, len(spans))
+		for i, s := range spans {
+			xs[i], ys[i] = s.x, float64(s.delta)
+		}
+		c.Weights = nnlsRidge(xs, ys, prior)
+	}
+	// Overhead: what the anchors carry beyond their messages.
+	var over []int
+	for _, a := range anchors {
+		over = append(over, a.usage-int(math.Round(c.apply(a.x))))
+	}
+	if len(over) > 0 {
+		sort.Ints(over)
+		c.Overhead = over[len(over)/2]
+		if c.Overhead < 0 {
+			c.Overhead = 0
+		}
+	}
+	return c
+}
+
+// nnlsRidge solves min Σ(y − Xβ)² + λ Σ s_k(β_k − p_k)² with β ≥ 0, where
+// s_k = Σ x_k² scales the pull toward the prior so that a class with little
+// data stays near its prior and a well-observed class follows the data.
+func nnlsRidge(xs []features, ys []float64, p [numFeatures]float64) [numFeatures]float64 {
+	const lambda = 0.02
+	var scale [numFeatures]float64
+	for _, x := range xs {
+		for k := range x {
+			scale[k] += x[k] * x[k]
+		}
+	}
+	active := [numFeatures]bool{}
+	for k := range active {
+		active[k] = scale[k] > 0
+	}
+	beta := p
+	for iter := 0; iter < numFeatures+1; iter++ {
+		// Normal equations on the active set; inactive ones fixed at 0
+		// (or at the prior if never observed).
+		var A [numFeatures][numFeatures]float64
+		var b [numFeatures]float64
+		for i, x := range xs {
+			y := ys[i]
+			for k := range x {
+				if !active[k] && scale[k] == 0 {
+					y -= p[k] * x[k]
+				}
+			}
+			for j := 0; j < numFeatures; j++ {
+				if !active[j] {
+					continue
+				}
+				b[j] += x[j] * y
+				for k := 0; k < numFeatures; k++ {
+					if active[k] {
+						A[j][k] += x[j] * x[k]
+					}
+				}
+			}
+		}
+		for k := 0; k < numFeatures; k++ {
+			if active[k] {
+				r := lambda * scale[k]
+				A[k][k] += r
+				b[k] += r * p[k]
+			}
+		}
+		sol, ok := solve(A, b, active)
+		if !ok {
+			return p
+		}
+		neg := false
+		for k := range sol {
+			if active[k] && sol[k] < 0 {
+				active[k] = false
+				neg = true
+			}
+		}
+		for k := range beta {
+			switch {
+			case active[k]:
+				beta[k] = sol[k]
+			case scale[k] == 0:
+				beta[k] = p[k]
+			default:
+				beta[k] = 0
+			}
+		}
+		if !neg {
+			break
+		}
+	}
+	return beta
+}
+
+// solve runs Gaussian elimination with partial pivoting on the active rows.
+func solve(A [numFeatures][numFeatures]float64, b [numFeatures]float64, active [numFeatures]bool) ([numFeatures]float64, bool) {
+	var idx []int
+	for k := range active {
+		if active[k] {
+			idx = append(idx, k)
+		}
+	}
+	n := len(idx)
+	m := make([][]float64, n)
+	for i, r := range idx {
+		m[i] = make([]float64, n+1)
+		for j, c := range idx {
+			m[i][j] = A[r][c]
+		}
+		m[i][n] = b[r]
+	}
+	for col := 0; col < n; col++ {
+		piv := col
+		for r := col + 1; r < n; r++ {
+			if math.Abs(m[r][col]) > math.Abs(m[piv][col]) {
+				piv = r
+			}
+		}
+		if math.Abs(m[piv][col]) < 1e-12 {
+			return [numFeatures]float64{}, false
+		}
+		m[col], m[piv] = m[piv], m[col]
+		for r := 0; r < n; r++ {
+			if r == col {
+				continue
+			}
+			f := m[r][col] / m[col][col]
+			for c := col; c <= n; c++ {
+				m[r][c] -= f * m[col][c]
+			}
+		}
+	}
+	var out [numFeatures]float64
+	for i, k := range idx {
+		out[k] = m[i][n] / m[i][i]
+	}
+	return out, true
+}

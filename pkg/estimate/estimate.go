@@ -1,0 +1,218 @@
+// Package estimate measures how many tokens the active context of a session
+// costs: pi's chars/4 heuristic exactly, exact tiktoken counts, pi's
+// usage-anchored estimate, and a calibrated estimate learnt from the
+// session's own usage records.
+package estimate
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+
+	"github.com/ctxtool/ctxtool/pkg/transcript"
+)
+
+// Methods accepted by --tokenizer.
+const (
+	Auto       = "auto"
+	Heuristic  = "heuristic"
+	Usage      = "usage"
+	Calibrated = "calibrated"
+	O200k      = "o200k"
+	Cl100k     = "cl100k"
+)
+
+// Methods lists every method, for flag help and validation.
+var Methods = []string{Auto, Heuristic, Usage, Calibrated, O200k, Cl100k}
+
+// TextCounter counts the tokens of a text exactly (a BPE tokenizer).
+type TextCounter interface {
+	Count(text string) int
+}
+
+// Tokenizers resolves "o200k"/"cl100k" to a counter. It is a variable so the
+// tokenizer package can be swapped in tests.
+var Tokenizers = func(name string) (TextCounter, error) {
+	return nil, fmt.Errorf("tokenizer %q is not available in this build", name)
+}
+
+// ValidMethod reports whether m is a known method.
+func ValidMethod(m string) bool {
+	for _, x := range Methods {
+		if x == m {
+			return true
+		}
+	}
+	return false
+}
+
+// Counter estimates the provider tokens of single context messages with one
+// method. It is what compaction and rolling use to size a kept tail.
+type Counter struct {
+	s      *transcript.Session
+	method string
+	calib  *Calibration
+	text   TextCounter
+	// Note explains a fallback (e.g. too few usage records to calibrate).
+	Note string
+
+	mu     sync.Mutex
+	images map[*transcript.Entry]int
+	exact  map[*transcript.Entry]int
+}
+
+// NewCounter prepares a per-message counter. "auto" is calibrated when the
+// session has enough usage records and o200k otherwise; "usage" counts
+// single messages like "calibrated" (a usage record sizes a whole context,
+// not a message).
+func NewCounter(s *transcript.Session, method string) (*Counter, error) {
+	if !ValidMethod(method) {
+		return nil, fmt.Errorf("unknown tokenizer %q (use one of %v)", method, Methods)
+	}
+	c := &Counter{s: s, method: method, images: map[*transcript.Entry]int{}, exact: map[*transcript.Entry]int{}}
+	switch method {
+	case Auto, Calibrated, Usage:
+		c.calib = c.fit()
+		if c.calib.Usable {
+			c.method = Calibrated
+			break
+		}
+		if method == Auto {
+			c.Note = fmt.Sprintf("too few usage records to calibrate (%d spans, %d tokens): counting with o200k", c.calib.Points, c.calib.TokensCovered)
+			c.method = O200k
+		} else {
+			c.Note = fmt.Sprintf("too few usage records to calibrate (%d spans, %d tokens): using prior weights", c.calib.Points, c.calib.TokensCovered)
+			c.method = Calibrated
+		}
+	}
+	if c.method == O200k || c.method == Cl100k {
+		t, err := Tokenizers(c.method)
+		if err != nil {
+			return nil, err
+		}
+		c.text = t
+	}
+	return c, nil
+}
+
+// Method is the method actually used (auto resolved).
+func (c *Counter) Method() string { return c.method }
+
+// Calibration is the fitted model (nil for heuristic and exact methods).
+func (c *Counter) Calibration() *Calibration { return c.calib }
+
+func (c *Counter) fit() *Calibration {
+	spans, anchors := pathSpans(c.s.Branch(), c.features)
+	return Fit(spans, anchors)
+}
+
+func (c *Counter) features(e *transcript.Entry) features {
+	return messageFeatures(e, c.imageTokens(e))
+}
+
+// imageTokens sums the pixel-based token estimate of an entry's images.
+func (c *Counter) imageTokens(e *transcript.Entry) int {
+	if e.Images == 0 {
+		return 0
+	}
+	c.mu.Lock()
+	if n, ok := c.images[e]; ok {
+		c.mu.Unlock()
+		return n
+	}
+	c.mu.Unlock()
+	n := 0
+	if m, err := c.s.Message(e); err == nil && m != nil {
+		for _, b := range m.Content {
+			if b.Type == "image" {
+				n += ImageTokens(b.Data)
+			}
+		}
+	} else {
+		n = e.Images * PiImageTokens
+	}
+	c.mu.Lock()
+	c.images[e] = n
+	c.mu.Unlock()
+	return n
+}
+
+// Tokens estimates one context message.
+func (c *Counter) Tokens(e *transcript.Entry) int {
+	switch c.method {
+	case Heuristic:
+		return e.Tokens()
+	case Calibrated:
+		return int(math.Round(c.calib.apply(c.features(e))))
+	default:
+		c.mu.Lock()
+		n, ok := c.exact[e]
+		c.mu.Unlock()
+		if ok {
+			return n
+		}
+		n = c.exactTokens(e)
+		c.mu.Lock()
+		c.exact[e] = n
+		c.mu.Unlock()
+		return n
+	}
+}
+
+// exactTokens tokenizes the same parts of a message that pi's heuristic
+// measures, plus pixel-based image tokens.
+func (c *Counter) exactTokens(e *transcript.Entry) int {
+	m, err := c.s.Message(e)
+	if err != nil || m == nil {
+		return e.Tokens()
+	}
+	n := 0
+	switch m.Role {
+	case "compactionSummary", "branchSummary":
+		return c.text.Count(m.Summary)
+	case "bashExecution":
+		return c.text.Count(m.Command) + c.text.Count(m.Output)
+	}
+	for _, b := range m.Content {
+		switch b.Type {
+		case "text":
+			n += c.text.Count(b.Text)
+		case "thinking":
+			if m.Role == "assistant" {
+				n += c.text.Count(b.Thinking)
+			}
+		case "toolCall":
+			if m.Role == "assistant" {
+				n += c.text.Count(b.Name) + c.text.Count(string(b.Arguments))
+			}
+		case "image":
+			n += ImageTokens(b.Data)
+		}
+	}
+	return n
+}
+
+// Prefetch counts many entries in parallel (exact methods read and tokenize
+// content, which is worth spreading over the cores).
+func (c *Counter) Prefetch(entries []*transcript.Entry) {
+	if c.method != O200k && c.method != Cl100k {
+		return
+	}
+	work := make(chan *transcript.Entry, 64)
+	var wg sync.WaitGroup
+	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for e := range work {
+				c.Tokens(e)
+			}
+		}()
+	}
+	for _, e := range entries {
+		work <- e
+	}
+	close(work)
+	wg.Wait()
+}
