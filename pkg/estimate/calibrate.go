@@ -16,12 +16,12 @@ import (
 
 // Feature indexes of a message's size vector.
 const (
-	fProse     = iota // non-CJK, non-thinking chars / 4 (pi's heuristic unit)
-	fWide             // CJK/Hangul characters
-	fThinking         // thinking chars / 4
-	fImage            // image tokens by pixel size
-	fMessage          // one per message (role and framing overhead)
-	fToolCall         // one per tool call (call/result framing)
+	fProse    = iota // non-CJK, non-thinking chars / 4 (pi's heuristic unit)
+	fWide            // CJK/Hangul characters
+	fThinking        // thinking chars / 4
+	fImage           // image tokens by pixel size
+	fMessage         // one per message (role and framing overhead)
+	fToolCall        // one per tool call (call/result framing)
 	numFeatures
 )
 
