@@ -1,0 +1,218 @@
+package sessiongen
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"unicode/utf8"
+)
+
+// KV is one member of an ordered JSON object.
+type KV struct {
+	K string
+	V any
+}
+
+// Obj is a JSON object whose members are written in slice order. pi writes
+// objects with JavaScript's insertion order, so every object this package
+// writes is an Obj (or a struct-like entry written field by field), never a
+// Go map: map iteration order would break byte-for-byte reproducibility.
+//
+// Avoid integer-like keys ("2"): JavaScript moves them to the front of an
+// object, so a line holding one would not survive JSON.stringify(JSON.parse()).
+type Obj []KV
+
+// RawJSON is written verbatim. It must already be canonical JSON.stringify
+// output (compact, JavaScript escaping) or the line will not round-trip.
+type RawJSON string
+
+// appendString writes s as JSON.stringify does: only '"', '\\' and control
+// characters below U+0020 are escaped (\b \f \n \r \t, others as \u00xx),
+// nothing else — not '<', '>', '&', U+2028/U+2029 or any non-ASCII character.
+// Invalid UTF-8 bytes become U+FFFD, which is what node reads them as.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"':
+				b = append(b, '\\', '"')
+			case '\\':
+				b = append(b, '\\', '\\')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			default:
+				const hex = "0123456789abcdef"
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, "\uFFFD"...)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// appendFloat formats f like JavaScript's Number.prototype.toString: the
+// shortest round-trip digits, plain notation for 1e-6 <= |f| < 1e21 and
+// exponent notation ("5e-7", "1e+21") outside that range.
+func appendFloat(b []byte, f float64) []byte {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return append(b, "null"...) // what JSON.stringify writes
+	}
+	if f == 0 {
+		return append(b, '0') // also -0
+	}
+	abs := math.Abs(f)
+	if abs < 1e-6 || abs >= 1e21 {
+		n := len(b)
+		b = strconv.AppendFloat(b, f, 'e', -1, 64)
+		// Go writes e-07 / e+21; JavaScript writes e-7 / e+21.
+		for i := n; i < len(b)-2; i++ {
+			if b[i] == 'e' && b[i+2] == '0' && len(b)-i > 3 {
+				b = append(b[:i+2], b[i+3:]...)
+				break
+			}
+		}
+		return b
+	}
+	return strconv.AppendFloat(b, f, 'f', -1, 64)
+}
+
+// appendValue writes one JSON value. Supported: nil, string, bool, all Go
+// integer kinds, float32/64, Obj, RawJSON, []any, []string, []int, []Obj,
+// map[string]any (keys sorted the way JavaScript would order them when
+// inserted alphabetically: integer-like keys first). Anything else is an error.
+func appendValue(b []byte, v any) ([]byte, error) {
+	var err error
+	switch x := v.(type) {
+	case nil:
+		b = append(b, "null"...)
+	case string:
+		b = appendString(b, x)
+	case bool:
+		b = strconv.AppendBool(b, x)
+	case int:
+		b = strconv.AppendInt(b, int64(x), 10)
+	case int64:
+		b = strconv.AppendInt(b, x, 10)
+	case int32:
+		b = strconv.AppendInt(b, int64(x), 10)
+	case uint:
+		b = strconv.AppendUint(b, uint64(x), 10)
+	case uint64:
+		b = strconv.AppendUint(b, x, 10)
+	case uint32:
+		b = strconv.AppendUint(b, uint64(x), 10)
+	case float64:
+		b = appendFloat(b, x)
+	case float32:
+		b = appendFloat(b, float64(x))
+	case RawJSON:
+		b = append(b, x...)
+	case Obj:
+		b = append(b, '{')
+		for i, kv := range x {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, kv.K)
+			b = append(b, ':')
+			if b, err = appendValue(b, kv.V); err != nil {
+				return b, err
+			}
+		}
+		b = append(b, '}')
+	case []any:
+		return appendArray(b, x)
+	case []string:
+		return appendArray(b, x)
+	case []int:
+		return appendArray(b, x)
+	case []Obj:
+		return appendArray(b, x)
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sortJSKeys(keys)
+		o := make(Obj, len(keys))
+		for i, k := range keys {
+			o[i] = KV{k, x[k]}
+		}
+		return appendValue(b, o)
+	default:
+		return b, fmt.Errorf("sessiongen: cannot encode %T as JSON (use Obj, []any, string, number, bool, nil or RawJSON)", v)
+	}
+	return b, nil
+}
+
+func appendArray[T any](b []byte, xs []T) ([]byte, error) {
+	b = append(b, '[')
+	for i, e := range xs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var err error
+		if b, err = appendValue(b, e); err != nil {
+			return b, err
+		}
+	}
+	return append(b, ']'), nil
+}
+
+// sortJSKeys orders keys alphabetically except that array-index-like keys
+// come first in ascending numeric order, as JavaScript objects enumerate them.
+func sortJSKeys(keys []string) {
+	idx := func(k string) (uint64, bool) {
+		if k == "" || (len(k) > 1 && k[0] == '0') {
+			return 0, false
+		}
+		n, err := strconv.ParseUint(k, 10, 32)
+		return n, err == nil && n < math.MaxUint32
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, aok := idx(keys[i])
+		c, cok := idx(keys[j])
+		switch {
+		case aok && cok:
+			return a < c
+		case aok != cok:
+			return aok
+		}
+		return keys[i] < keys[j]
+	})
+}
+
+// Marshal encodes v the way JSON.stringify would (see appendValue for the
+// supported types). Useful for tests that build tool arguments or details.
+func Marshal(v any) ([]byte, error) {
+	return appendValue(nil, v)
+}
