@@ -1,0 +1,216 @@
+// Package walk finds session transcripts under directories and classifies
+// file names the way OpenClaw does (session-format.md §1.2), so that batch
+// commands (roll, index) process the same files OpenClaw treats as live
+// transcripts and never parse locks, backups, archives or temp files.
+//
+// Both layouts are covered by one recursive walk: pi keeps sessions in
+// <agentDir>/sessions/--<cwd>--/*.jsonl, OpenClaw in
+// <stateDir>/agents/<agentId>/sessions/*.jsonl.
+package walk
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Kind is what a file in a sessions directory is.
+type Kind int
+
+const (
+	// Other is anything that is not a .jsonl transcript (READMEs, …).
+	Other Kind = iota
+	// Transcript is a primary session transcript: <id>.jsonl,
+	// <id>-topic-<t>.jsonl, pi's <ts>_<uuid>.jsonl. The only kind batch
+	// commands write to.
+	Transcript
+	// Archive is a transcript archived by /new, /reset or deletion
+	// (*.jsonl.reset.<stamp>, *.jsonl.deleted.<stamp>): read-only history
+	// that memory search still indexes.
+	Archive
+	// Backup is *.jsonl.bak.<stamp> (ctxtool --truncate, OpenClaw) or
+	// sessions.json.bak.N.
+	Backup
+	// Checkpoint is OpenClaw's pre-compaction copy <id>.checkpoint.<uuid>.jsonl.
+	Checkpoint
+	// Trajectory is *.trajectory.jsonl / *.trajectory-path.json.
+	Trajectory
+	// Store is OpenClaw's sessions.json.
+	Store
+	// Lock is a session write lock (<transcript>.lock).
+	Lock
+	// Temp is a rewrite in progress (*.truncate-tmp, ctxtool's temp files).
+	Temp
+)
+
+var kindNames = map[Kind]string{
+	Other: "not a transcript", Transcript: "transcript", Archive: "archived transcript",
+	Backup: "backup", Checkpoint: "checkpoint copy", Trajectory: "trajectory",
+	Store: "session store", Lock: "lock file", Temp: "temporary file",
+}
+
+func (k Kind) String() string { return kindNames[k] }
+
+// Indexed reports whether OpenClaw's memory search reads files of this kind.
+func (k Kind) Indexed() bool { return k == Transcript || k == Archive }
+
+// archiveStamp is OpenClaw's archive suffix: ISO-8601 UTC with ':' → '-'.
+var archiveStamp = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(\.\d{3})?Z$`)
+
+var checkpointName = regexp.MustCompile(`\.checkpoint\.[0-9a-fA-F-]{8,}\.jsonl$`)
+
+// Classify names the kind of a session-directory file from its name alone.
+func Classify(name string) Kind {
+	base := filepath.Base(name)
+	// OpenClaw takes the last ".<reason>." occurrence and requires the rest
+	// to be exactly a stamp.
+	best, bestAt := "", -1
+	for _, r := range []string{"reset", "deleted", "bak"} {
+		if i := strings.LastIndex(base, "."+r+"."); i > bestAt {
+			best, bestAt = r, i
+		}
+	}
+	if bestAt >= 0 && archiveStamp.MatchString(base[bestAt+len(best)+2:]) {
+		if best == "bak" {
+			return Backup
+		}
+		if strings.HasSuffix(base[:bestAt], ".jsonl") {
+			return Archive
+		}
+		return Other
+	}
+	switch {
+	case base == "sessions.json":
+		return Store
+	case strings.HasPrefix(base, "sessions.json.bak."):
+		return Backup
+	case strings.HasSuffix(base, ".lock"):
+		return Lock
+	case strings.HasSuffix(base, ".truncate-tmp"), strings.Contains(base, ".ctxtool-tmp-"):
+		return Temp
+	case strings.Contains(base, ".bak."):
+		return Backup
+	case strings.HasSuffix(base, ".trajectory.jsonl"), strings.HasSuffix(base, ".trajectory-path.json"):
+		return Trajectory
+	case checkpointName.MatchString(base):
+		return Checkpoint
+	case strings.HasPrefix(base, "."):
+		return Other // editor swap files, ctxtool temp files
+	case strings.HasSuffix(base, ".jsonl"):
+		return Transcript
+	}
+	return Other
+}
+
+// File is one file found by Walk.
+type File struct {
+	Path    string
+	Kind    Kind
+	Size    int64
+	ModTime time.Time
+	// Explicit is true when the file was named on the command line rather
+	// than found in a directory.
+	Explicit bool
+}
+
+// Options select what Walk returns.
+type Options struct {
+	// Kinds to return from directories; nil = Transcript only.
+	Kinds []Kind
+}
+
+func (o Options) wants(k Kind) bool {
+	if len(o.Kinds) == 0 {
+		return k == Transcript
+	}
+	for _, w := range o.Kinds {
+		if w == k {
+			return true
+		}
+	}
+	return false
+}
+
+// Walk expands paths into session files: a file argument is returned as is
+// (whatever its name, except a lock or temp file, which is an error: the
+// user named something that is never a transcript), a directory is searched
+// recursively for the kinds in opts, skipping hidden directories. The result
+// is sorted by path and free of duplicates.
+func Walk(paths []string, opts Options) ([]File, error) {
+	seen := map[string]bool{}
+	var out []File
+	add := func(f File) {
+		key := f.Path
+		if abs, err := filepath.Abs(f.Path); err == nil {
+			key = abs
+		}
+		if !seen[key] {
+			seen[key] = true
+			out = append(out, f)
+		}
+	}
+	for _, root := range paths {
+		st, err := os.Stat(root)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v (give a session .jsonl file or a sessions directory)", root, unwrap(err))
+		}
+		if !st.IsDir() {
+			k := Classify(root)
+			if k == Lock || k == Temp || k == Store {
+				return nil, fmt.Errorf("%s: this is a %s, not a session transcript (give the .jsonl file)", root, k)
+			}
+			add(File{Path: root, Kind: k, Size: st.Size(), ModTime: st.ModTime(), Explicit: true})
+			continue
+		}
+		var found []File
+		err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				if p == root {
+					return err
+				}
+				return nil // unreadable subdirectory: skip it, keep walking
+			}
+			if d.IsDir() {
+				if p != root && strings.HasPrefix(d.Name(), ".") {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if !d.Type().IsRegular() {
+				return nil
+			}
+			k := Classify(p)
+			if !opts.wants(k) {
+				return nil
+			}
+			info, err := d.Info()
+			if err != nil {
+				return nil // vanished while walking
+			}
+			found = append(found, File{Path: p, Kind: k, Size: info.Size(), ModTime: info.ModTime()})
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", root, unwrap(err))
+		}
+		for _, f := range found {
+			add(f)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, nil
+}
+
+func unwrap(err error) error {
+	var pe *fs.PathError
+	if e, ok := err.(*fs.PathError); ok {
+		pe = e
+		return pe.Err
+	}
+	return err
+}
