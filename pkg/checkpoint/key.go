@@ -1,0 +1,166 @@
+package checkpoint
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// maxDirName bounds a sanitized key; longer keys keep a prefix plus a hash
+// so that two long keys sharing a prefix still get different directories.
+const maxDirName = 100
+
+var unsafeKeyChar = regexp.MustCompile(`[^a-zA-Z0-9._-]`)
+
+// windowsReserved are device names Windows refuses as a file or directory
+// name, with or without an extension.
+var windowsReserved = map[string]bool{"CON": true, "PRN": true, "AUX": true, "NUL": true}
+
+func init() {
+	for i := 0; i <= 9; i++ {
+		windowsReserved["COM"+strconv.Itoa(i)] = true
+		windowsReserved["LPT"+strconv.Itoa(i)] = true
+	}
+}
+
+// SanitizeKey maps a session key to one directory name. It is OpenClaw's
+// sanitizeSessionKeyForPath (every character outside [a-zA-Z0-9._-] becomes
+// "_", so "telegram:user123" → "telegram_user123", and separators, NUL and
+// drive letters can never survive) plus what that regex leaves open: names
+// made only of dots ("." and ".." would escape the directory), Windows
+// device names and trailing dots, empty keys and very long keys.
+func SanitizeKey(key string) string {
+	s := unsafeKeyChar.ReplaceAllString(key, "_")
+	if strings.Trim(s, ".") == "" {
+		s = strings.ReplaceAll(s, ".", "_")
+	}
+	if s == "" {
+		s = "_"
+	}
+	if strings.HasSuffix(s, ".") {
+		s = strings.TrimRight(s, ".") + "_"
+	}
+	base, _, _ := strings.Cut(s, ".")
+	if windowsReserved[strings.ToUpper(base)] {
+		s = "_" + s
+	}
+	if len(s) > maxDirName {
+		sum := sha256.Sum256([]byte(key))
+		s = s[:maxDirName-17] + "_" + hex.EncodeToString(sum[:8])
+	}
+	return s
+}
+
+// KeyFromFile derives the default session key of a transcript. For an
+// OpenClaw transcript whose directory has a sessions.json naming it, that
+// store's key (e.g. "agent:main:main"); otherwise the file name without
+// ".jsonl" (and without an archive suffix such as ".reset.<stamp>").
+func KeyFromFile(path string) string {
+	base := filepath.Base(path)
+	if i := strings.Index(base, ".jsonl"); i > 0 {
+		base = base[:i]
+	}
+	if k := keyFromStore(filepath.Dir(path), filepath.Base(path), base); k != "" {
+		return k
+	}
+	return base
+}
+
+// storeEntry is the part of an OpenClaw sessions.json entry read here.
+type storeEntry struct {
+	SessionID       string `json:"sessionId"`
+	SessionFile     string `json:"sessionFile"`
+	CompactionCount int    `json:"compactionCount"`
+	Channel         string `json:"channel"`
+}
+
+func readStore(dir string) map[string]storeEntry {
+	data, err := os.ReadFile(filepath.Join(dir, "sessions.json"))
+	if err != nil || len(data) > 64<<20 {
+		return nil
+	}
+	var st map[string]storeEntry
+	if json.Unmarshal(data, &st) != nil {
+		return nil
+	}
+	return st
+}
+
+// keyFromStore finds the sessions.json key whose entry names this file. Ties
+// (several keys pointing at one transcript) resolve to the smallest key.
+func keyFromStore(dir, file, stem string) string {
+	best := ""
+	for k, e := range readStore(dir) {
+		if e.SessionID == stem || (e.SessionFile != "" && filepath.Base(e.SessionFile) == file) {
+			if best == "" || k < best {
+				best = k
+			}
+		}
+	}
+	return best
+}
+
+// storeCompactionCount is the compactionCount OpenClaw keeps for key, or -1.
+func storeCompactionCount(sessionFile, key string) int {
+	if e, ok := readStore(filepath.Dir(sessionFile))[key]; ok {
+		return e.CompactionCount
+	}
+	return -1
+}
+
+var idRE = regexp.MustCompile(`^cp_([0-9]{3,9})$`)
+
+func validID(id string) bool { return idRE.MatchString(id) }
+
+// idNumber returns N of "cp_NNN", or -1.
+func idNumber(id string) int {
+	m := idRE.FindStringSubmatch(id)
+	if m == nil {
+		return -1
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
+
+// FormatID is the checkpoint id of number n: cp_001, cp_002, … cp_1000.
+func FormatID(n int) string { return fmt.Sprintf("cp_%03d", n) }
+
+// channelAndAgent derives meta.channel and meta.agent_id from a session key
+// the way OpenClaw builds them: "agent:<agentId>:<channel>:…", or a plain
+// "<channel>:<peer>" key. Keys without a colon have no channel.
+func channelAndAgent(key, sessionFile string) (channel, agent string) {
+	agent = "default"
+	parts := strings.Split(key, ":")
+	if len(parts) >= 3 && parts[0] == "agent" && parts[1] != "" {
+		agent = parts[1]
+		parts = parts[2:]
+		if len(parts) == 1 {
+			parts = nil // "agent:main:main" is the agent's main session, no channel
+		}
+	} else if a := agentFromPath(sessionFile); a != "" {
+		agent = a
+	}
+	if len(parts) >= 2 && parts[0] != "" {
+		channel = parts[0]
+	}
+	return channel, agent
+}
+
+// agentFromPath reads <agentId> from an OpenClaw .../agents/<agentId>/sessions/x.jsonl path.
+func agentFromPath(p string) string {
+	dir := filepath.Dir(p)
+	if filepath.Base(dir) != "sessions" {
+		return ""
+	}
+	parent := filepath.Dir(dir)
+	if filepath.Base(filepath.Dir(parent)) != "agents" {
+		return ""
+	}
+	return filepath.Base(parent)
+}

@@ -1,0 +1,305 @@
+package checkpoint
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Budget of the resume text (seed 002 P5, §5.4): about 600–700 tokens,
+// never more than 800.
+const (
+	TargetTokens = 700
+	MaxTokens    = 800
+)
+
+// RenderOptions tunes Render.
+type RenderOptions struct {
+	// Target is the size the text is trimmed to (default TargetTokens) and
+	// Max the hard cap (default MaxTokens), both in Count's tokens.
+	Target, Max int
+	// Count measures text in tokens; nil uses ConservativeCount. Pass the
+	// o200k tokenizer for exact budgets.
+	Count func(string) int
+}
+
+// ConservativeCount over-estimates o200k tokens without a tokenizer: every
+// three ASCII bytes and every non-ASCII character count as one token (real
+// English runs near four bytes a token, code near three, CJK one character
+// or more). Using it keeps the 800-token cap safe, at the cost of a shorter
+// text.
+func ConservativeCount(s string) int {
+	ascii, other := 0, 0
+	for _, r := range s {
+		if r < utf8.RuneSelf {
+			ascii++
+		} else {
+			other++
+		}
+	}
+	return (ascii+2)/3 + other
+}
+
+// block is one list section of the text; items are trimmed while the text
+// is over budget, the section with the most tokens first.
+type block struct {
+	title    string
+	items    []string
+	inline   bool // one line "Title: a, b, c" instead of a bullet list
+	keepMin  int
+	dropHead bool // drop the oldest item (the first) rather than the last
+	dropMid  bool // drop the second item (keeps the first and the newest)
+}
+
+func (b *block) render(sb *strings.Builder) {
+	if len(b.items) == 0 {
+		return
+	}
+	if b.inline {
+		fmt.Fprintf(sb, "%s: %s\n", b.title, strings.Join(b.items, ", "))
+		return
+	}
+	sb.WriteString(b.title + ":\n")
+	for _, it := range b.items {
+		sb.WriteString("- " + it + "\n")
+	}
+}
+
+func (b *block) drop() {
+	switch {
+	case b.dropMid && len(b.items) > 2:
+		b.items = append(b.items[:1], b.items[2:]...)
+	case b.dropHead:
+		b.items = b.items[1:]
+	default:
+		b.items = b.items[:len(b.items)-1]
+	}
+}
+
+// Render turns a checkpoint into the agent-readable resume text of §8.2.
+// Sections keep the order of the seed; when the text is over budget, list
+// items are dropped from the largest section first (oldest decisions,
+// middle exchanges, least recent files), and as a last resort the text is
+// cut, so the result never exceeds Max tokens.
+func Render(cp *Checkpoint, opt RenderOptions) string {
+	if opt.Count == nil {
+		opt.Count = ConservativeCount
+	}
+	if opt.Max <= 0 {
+		opt.Max = MaxTokens
+	}
+	if opt.Target <= 0 || opt.Target > opt.Max {
+		opt.Target = min(TargetTokens, opt.Max)
+	}
+	head := renderHead(cp)
+	var created time.Time
+	if t, err := time.Parse(time.RFC3339, cp.Meta.CreatedAt); err == nil {
+		created = t
+	}
+	decisions := &block{title: "Decisions made", keepMin: 3, dropHead: true}
+	for _, d := range cp.Decisions {
+		item := oneLine(d.What, 200)
+		if w := shortTime(d.When, created); w != "" {
+			item += " (" + w + ")"
+		}
+		decisions.items = append(decisions.items, item)
+	}
+	exchanges := &block{title: "Key exchanges", keepMin: 3, dropMid: true}
+	for _, e := range cp.Thread.KeyExchanges {
+		exchanges.items = append(exchanges.items, e.Role+": "+oneLine(e.Gist, GistChars))
+	}
+	open := &block{title: "Open items", keepMin: 3}
+	for _, o := range cp.OpenItems {
+		open.items = append(open.items, oneLine(o, 200))
+	}
+	modified := &block{title: "Files modified", inline: true, keepMin: 5, items: shortList(cp.Resources.FilesModified)}
+	read := &block{title: "Files read", inline: true, keepMin: 3, items: shortList(cp.Resources.FilesRead)}
+	tools := &block{title: "Tools used", inline: true, keepMin: 5, items: shortList(cp.Resources.ToolsUsed)}
+	learn := &block{title: "Learnings (consider storing to long-term memory)", keepMin: 2}
+	for _, l := range cp.Learnings {
+		learn.items = append(learn.items, oneLine(l, 200))
+	}
+	thread := ""
+	if s := oneLine(cp.Thread.Summary, 2*SummaryEndChars+10); s != "" {
+		thread = "Thread: " + s + "\n"
+	}
+	blocks := []*block{decisions, exchanges, open, modified, read, tools, learn}
+	assemble := func() string {
+		var sb strings.Builder
+		sb.WriteString(head)
+		sb.WriteString("\n")
+		if len(decisions.items) > 0 {
+			decisions.render(&sb)
+			sb.WriteString("\n")
+		}
+		if thread != "" || len(exchanges.items) > 0 {
+			sb.WriteString(thread)
+			exchanges.render(&sb)
+			sb.WriteString("\n")
+		}
+		if len(open.items) > 0 {
+			open.render(&sb)
+			sb.WriteString("\n")
+		}
+		if len(modified.items)+len(read.items)+len(tools.items) > 0 {
+			modified.render(&sb)
+			read.render(&sb)
+			tools.render(&sb)
+			sb.WriteString("\n")
+		}
+		learn.render(&sb)
+		return strings.TrimRight(sb.String(), "\n") + "\n"
+	}
+	text := assemble()
+	for opt.Count(text) > opt.Target {
+		var victim *block
+		best := -1
+		for _, floor := range []int{-1, 0} { // first respect keepMin, then not
+			for _, b := range blocks {
+				keep := b.keepMin
+				if floor == 0 {
+					keep = 0
+				}
+				if len(b.items) <= keep {
+					continue
+				}
+				if w := len(strings.Join(b.items, "  ")); w > best {
+					best, victim = w, b
+				}
+			}
+			if victim != nil {
+				break
+			}
+		}
+		if victim == nil {
+			break
+		}
+		victim.drop()
+		text = assemble()
+	}
+	if opt.Count(text) > opt.Max {
+		text = cutToBudget(text, opt.Max, opt.Count)
+	}
+	return text
+}
+
+func renderHead(cp *Checkpoint) string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "[Post-compaction checkpoint restore: %s]\n", oneLine(cp.Meta.CheckpointID, 20))
+	tu := cp.Meta.TokenUsage
+	line := fmt.Sprintf("Session %q, saved %s (trigger %s", oneLine(cp.Meta.SessionKey, 80), cp.Meta.CreatedAt, cp.Meta.Trigger)
+	if tu.ContextWindow > 0 {
+		line += fmt.Sprintf(", context %d%% of %s", int(math.Floor(tu.Utilization*100)), formatK(tu.ContextWindow))
+	}
+	sb.WriteString(line + ").\n")
+	if cp.Meta.CompactionCount > 3 {
+		fmt.Fprintf(&sb, "Warning: this session has been compacted %d times; repeated compaction loses detail, consider starting a fresh session from this checkpoint.\n", cp.Meta.CompactionCount)
+	}
+	sb.WriteString("\n")
+	w := cp.Working
+	fmt.Fprintf(&sb, "Working on: %s\n", orNone(oneLine(w.Topic, TopicChars+10)))
+	status := w.Status
+	if w.Interrupted {
+		status += " (interrupted)"
+	}
+	fmt.Fprintf(&sb, "Status: %s\n", status)
+	if tc := w.LastToolCall; tc != nil {
+		fmt.Fprintf(&sb, "Interrupted tool call: %q %s\n", oneLine(tc.Name, 60), oneLine(tc.ParamsSummary, GistChars))
+	}
+	fmt.Fprintf(&sb, "Next action: %s\n", orNone(oneLine(w.NextAction, 260)))
+	return sb.String()
+}
+
+// cutToBudget shortens text by whole runes until Count fits max.
+func cutToBudget(text string, max int, count func(string) int) string {
+	const mark = "\n[checkpoint text cut to fit the token budget]\n"
+	runes := []rune(text)
+	lo, hi := 0, len(runes)
+	for lo < hi { // largest prefix that fits, by bisection
+		mid := (lo + hi + 1) / 2
+		if count(string(runes[:mid])+mark) <= max {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return strings.TrimRight(string(runes[:lo]), " \n") + mark
+}
+
+// oneLine collapses whitespace and cuts s to n characters (an ellipsis
+// marks the cut).
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(Clean(s)), " ")
+	return truncate(s, n)
+}
+
+// truncate cuts s to at most n characters, ending in "…" when cut.
+func truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return strings.TrimRight(string(r[:n-1]), " ") + "…"
+}
+
+func shortList(items []string) []string {
+	out := make([]string, 0, len(items))
+	for _, it := range items {
+		out = append(out, oneLine(it, 80))
+	}
+	return out
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+// shortTime renders a decision time as "15:04", or with the date when it
+// is not the checkpoint's day.
+func shortTime(when string, created time.Time) string {
+	t, err := time.Parse(time.RFC3339, when)
+	if err != nil {
+		return ""
+	}
+	t = t.UTC()
+	if !created.IsZero() && t.Format("2006-01-02") == created.UTC().Format("2006-01-02") {
+		return t.Format("15:04")
+	}
+	return t.Format("2006-01-02 15:04")
+}
+
+// formatK renders a token count the way the gauge does: 162431 → "162k".
+func formatK(n int) string {
+	switch {
+	case n < 1000:
+		return fmt.Sprintf("%d", n)
+	case n < 1_000_000:
+		return fmt.Sprintf("%dk", (n+500)/1000)
+	default:
+		s := fmt.Sprintf("%.1f", float64(n)/1e6)
+		return strings.TrimSuffix(s, ".0") + "M"
+	}
+}
+
+// Gauge is the one-line context gauge of seed 002 §6.4, e.g.
+// "[Context: 81% | 162k/200k tokens | Checkpoint saved]". It is empty below
+// 70% utilization (§6.3: no injection, save tokens).
+func Gauge(tokens, window int, saved bool) string {
+	if window <= 0 || tokens < 0 {
+		return ""
+	}
+	u := float64(tokens) / float64(window)
+	if u < 0.70 {
+		return ""
+	}
+	s := fmt.Sprintf("[Context: %d%% | %s/%s tokens", int(math.Floor(u*100)), formatK(tokens), formatK(window))
+	if saved {
+		s += " | Checkpoint saved"
+	}
+	return s + "]"
+}
