@@ -1,0 +1,325 @@
+package cmd
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ctxtool/ctxtool/pkg/estimate"
+	"github.com/ctxtool/ctxtool/pkg/exitcode"
+	"github.com/ctxtool/ctxtool/pkg/transcript"
+)
+
+// EstimateOptions are the inputs of `ctxtool estimate`.
+type EstimateOptions struct {
+	IO            *IOStreams
+	Files         []string
+	Tokenizer     string
+	Model         string
+	ContextWindow int
+	ModelWindows  map[string]int // config models.<name>.contextWindow
+	PerMessage    bool
+	FailOver      string
+	JSON          bool
+	// Gauge renders the one-line context gauge ("" below its threshold).
+	Gauge func(tokens, window int) string
+}
+
+func init() { register(newEstimateCmd) }
+
+func newEstimateCmd(f *Factory) *cobra.Command {
+	opts := &EstimateOptions{IO: f.IO}
+	cmd := &cobra.Command{
+		Use:   "estimate FILE...",
+		Short: "Measure how full the active context of each session is",
+		Long: `Estimate the tokens of the active context of each session: what the next
+model request would carry, rebuilt exactly as pi does.
+
+Tokenizers:
+  heuristic   pi's own chars/4 rule, to the token
+  usage       pi's usage-anchored estimate (last provider usage + chars/4 after it)
+  calibrated  learnt from the session's own usage records (per content class)
+  o200k       exact tiktoken o200k_base count of the content (offline)
+  cl100k      exact tiktoken cl100k_base count of the content (offline)
+  auto        calibrated where the session has usage records, else o200k`,
+		Example: `  ctxtool estimate session.jsonl
+  ctxtool estimate --tokenizer heuristic --json ~/.pi/agent/sessions/*/*.jsonl
+  ctxtool estimate --fail-over 80% session.jsonl   # exit 3 above 80% of the window`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			cfg, err := f.Config()
+			if err != nil {
+				return err
+			}
+			opts.Files = args
+			opts.JSON = f.JSON
+			opts.Tokenizer = cfg.String(c.Flags(), "tokenizer", "estimate.tokenizer")
+			opts.Model = cfg.String(c.Flags(), "model", "model")
+			opts.ContextWindow = cfg.Int(c.Flags(), "context-window", "contextWindow")
+			opts.ModelWindows = modelWindows(cfg)
+			if opts.Gauge == nil {
+				opts.Gauge = contextGauge
+			}
+			return runEstimate(opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.String("tokenizer", "auto", "auto|heuristic|usage|calibrated|o200k|cl100k")
+	fl.String("model", "", "model id for the context window (default: the session's last model)")
+	fl.Int("context-window", 0, "context window in tokens (overrides the model table)")
+	fl.BoolVar(&opts.PerMessage, "per-message", false, "add every context message (entryId, line, role, tokens)")
+	fl.StringVar(&opts.FailOver, "fail-over", "", "exit 3 if tokens exceed N, or P% of the window (CI gate)")
+	return cmd
+}
+
+// EstimateReport is the JSON object printed per file.
+type EstimateReport struct {
+	File            string               `json:"file"`
+	Version         int                  `json:"version"`
+	Entries         int                  `json:"entries"`
+	ContextMessages int                  `json:"contextMessages"`
+	Compactions     int                  `json:"compactions"`
+	LeafID          string               `json:"leafId"`
+	Model           string               `json:"model"`
+	ContextWindow   int                  `json:"contextWindow"`
+	WindowSource    string               `json:"contextWindowSource"`
+	Tokens          int                  `json:"tokens"`
+	Method          string               `json:"method"`
+	Utilization     float64              `json:"utilization"`
+	ByRole          map[string]int       `json:"byRole"`
+	UsageTokens     int                  `json:"usageTokens,omitempty"`
+	TrailingTokens  int                  `json:"trailingTokens,omitempty"`
+	Overhead        int                  `json:"overheadTokens,omitempty"`
+	UsageStale      bool                 `json:"usageStale"`
+	MalformedLines  []MalformedReport    `json:"malformedLines"`
+	Warnings        []string             `json:"warnings,omitempty"`
+	Messages        []MessageTokenReport `json:"messages,omitempty"`
+	Error           string               `json:"error,omitempty"`
+}
+
+// MalformedReport describes one line pi drops.
+type MalformedReport struct {
+	Line    int      `json:"line"`
+	Bytes   int      `json:"bytes"`
+	Error   string   `json:"error"`
+	Objects []string `json:"objects,omitempty"`
+}
+
+// MessageTokenReport is one context message with --per-message.
+type MessageTokenReport struct {
+	EntryID string `json:"entryId"`
+	Line    int    `json:"line"`
+	Role    string `json:"role"`
+	Tokens  int    `json:"tokens"`
+}
+
+func runEstimate(opts *EstimateOptions) error {
+	if !estimate.ValidMethod(opts.Tokenizer) {
+		return exitcode.Newf(exitcode.Usage, "--tokenizer %q: use one of %s", opts.Tokenizer, strings.Join(estimate.Methods, ", "))
+	}
+	limit, err := parseFailOver(opts.FailOver)
+	if err != nil {
+		return exitcode.New(exitcode.Usage, err)
+	}
+	var reports []*EstimateReport
+	failed, crossed := 0, false
+	for _, file := range opts.Files {
+		r, err := estimateFile(opts, file)
+		if err != nil {
+			failed++
+			fmt.Fprintf(opts.IO.ErrOut, "ctxtool: %v\n", err)
+			r = &EstimateReport{File: file, Error: err.Error()}
+		} else {
+			for _, m := range r.MalformedLines {
+				fmt.Fprintf(opts.IO.ErrOut, "warning: %s:%d: malformed line (%d bytes, %s)%s; pi drops it — ctxtool leaves it in place and counts without it\n",
+					file, m.Line, m.Bytes, m.Error, describeGlued(m.Objects))
+			}
+			for _, w := range r.Warnings {
+				fmt.Fprintf(opts.IO.ErrOut, "warning: %s: %s\n", file, w)
+			}
+			if limit.crossed(r.Tokens, r.ContextWindow) {
+				crossed = true
+			}
+		}
+		if opts.JSON {
+			if err := writeJSONLine(opts.IO.Out, r); err != nil {
+				return err
+			}
+		}
+		reports = append(reports, r)
+	}
+	if !opts.JSON {
+		printEstimateTable(opts, reports)
+	}
+	if failed > 0 {
+		return exitcode.Silent(exitcode.Runtime)
+	}
+	if crossed {
+		fmt.Fprintf(opts.IO.ErrOut, "ctxtool: --fail-over %s crossed\n", opts.FailOver)
+		return exitcode.Silent(exitcode.Threshold)
+	}
+	return nil
+}
+
+func describeGlued(objs []string) string {
+	if len(objs) == 0 {
+		return ""
+	}
+	s := fmt.Sprintf(": %d JSON records glued on one line (%s)", len(objs), strings.Join(objs, ", "))
+	for _, o := range objs {
+		if o == "compaction" {
+			s += " — it hides a compaction that pi ignores"
+		}
+	}
+	return s
+}
+
+func estimateFile(opts *EstimateOptions, file string) (*EstimateReport, error) {
+	s, err := transcript.Load(file)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	ctx := s.Context()
+	res, err := estimate.Context(s, ctx, opts.Tokenizer)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", file, err)
+	}
+	model := opts.Model
+	if model == "" && ctx.Model != nil {
+		model = ctx.Model.ModelID
+	}
+	if model == "" && s.Header.ModelID != "" {
+		model = s.Header.ModelID
+	}
+	window, source := resolveWindow(model, opts.ContextWindow, opts.ModelWindows)
+	r := &EstimateReport{
+		File: file, Version: s.Version, Entries: len(s.Entries), ContextMessages: len(ctx.Messages),
+		Model: model, ContextWindow: window, WindowSource: source, Tokens: res.Tokens, Method: res.Method,
+		ByRole: res.ByRole, UsageTokens: res.UsageTokens, TrailingTokens: res.TrailingTokens,
+		Overhead: res.Overhead, UsageStale: res.Stale, MalformedLines: []MalformedReport{}, Warnings: res.Notes,
+	}
+	if ctx.Model != nil && ctx.Model.Provider != "" && opts.Model == "" {
+		r.Model = ctx.Model.Provider + "/" + ctx.Model.ModelID
+	}
+	for _, e := range s.Entries {
+		if e.Type == "compaction" {
+			r.Compactions++
+		}
+	}
+	if leaf := s.Leaf(); leaf != nil {
+		r.LeafID = leaf.ID
+	}
+	if window > 0 {
+		r.Utilization = float64(res.Tokens) / float64(window)
+	}
+	for _, m := range s.Malformed {
+		r.MalformedLines = append(r.MalformedLines, MalformedReport{Line: m.Line, Bytes: m.Bytes, Error: m.Err, Objects: m.Objects})
+	}
+	if w := windowWarning(window); w != "" {
+		r.Warnings = append(r.Warnings, w)
+	}
+	if opts.PerMessage {
+		for i, m := range ctx.Messages {
+			r.Messages = append(r.Messages, MessageTokenReport{EntryID: m.Entry.ID, Line: m.Entry.Line, Role: m.Role, Tokens: res.PerMessage[i]})
+		}
+	}
+	return r, nil
+}
+
+type failLimit struct {
+	tokens  int
+	percent float64
+}
+
+func parseFailOver(s string) (failLimit, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return failLimit{}, nil
+	}
+	if strings.HasSuffix(s, "%") {
+		p, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
+		if err != nil || p <= 0 {
+			return failLimit{}, fmt.Errorf("--fail-over %q: give a token count (150000) or a percentage of the window (80%%)", s)
+		}
+		return failLimit{percent: p}, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 {
+		return failLimit{}, fmt.Errorf("--fail-over %q: give a token count (150000) or a percentage of the window (80%%)", s)
+	}
+	return failLimit{tokens: n}, nil
+}
+
+func (l failLimit) crossed(tokens, window int) bool {
+	if l.tokens > 0 {
+		return tokens > l.tokens
+	}
+	if l.percent > 0 && window > 0 {
+		return float64(tokens)*100/float64(window) > l.percent
+	}
+	return false
+}
+
+func writeJSONLine(w io.Writer, v any) error {
+	b, err := transcript.MarshalJS(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// rawJSON keeps json imported for command files that embed raw objects.
+var _ = json.Valid
+
+func printEstimateTable(opts *EstimateOptions, reports []*EstimateReport) {
+	out := opts.IO.Out
+	t := newTable(out)
+	t.row("FILE", "MESSAGES", "TOKENS", "WINDOW", "USED", "METHOD", "MODEL")
+	for _, r := range reports {
+		if r.Error != "" {
+			t.row(r.File, "-", "-", "-", "-", "error", "")
+			continue
+		}
+		t.row(r.File, strconv.Itoa(r.ContextMessages), humanInt(r.Tokens), humanInt(r.ContextWindow),
+			fmt.Sprintf("%.1f%%", r.Utilization*100), r.Method, r.Model)
+	}
+	t.flush()
+	if len(reports) == 1 && reports[0].Error == "" {
+		r := reports[0]
+		fmt.Fprintln(out)
+		bt := newTable(out)
+		bt.row("ROLE", "TOKENS")
+		for _, role := range sortedKeys(r.ByRole) {
+			bt.row(role, humanInt(r.ByRole[role]))
+		}
+		if r.UsageTokens > 0 {
+			bt.row("(usage anchor)", humanInt(r.UsageTokens))
+		}
+		if r.Overhead > 0 {
+			bt.row("(system+tools)", humanInt(r.Overhead))
+		}
+		bt.flush()
+	}
+	for _, r := range reports {
+		if r.Messages != nil {
+			fmt.Fprintf(out, "\n%s\n", r.File)
+			mt := newTable(out)
+			mt.row("LINE", "ENTRY", "ROLE", "TOKENS")
+			for _, m := range r.Messages {
+				mt.row(strconv.Itoa(m.Line), m.EntryID, m.Role, strconv.Itoa(m.Tokens))
+			}
+			mt.flush()
+		}
+		if opts.Gauge != nil && r.Error == "" {
+			if g := opts.Gauge(r.Tokens, r.ContextWindow); g != "" {
+				fmt.Fprintln(out, g)
+			}
+		}
+	}
+}
