@@ -1,0 +1,162 @@
+// Package oracle runs pi's own session loader (../shared/oracle/pi-check.mjs)
+// from Go tests, so tests can prove that what ctxtool reads and writes is
+// what pi loads. Tests skip when node or the oracle's packages are missing.
+package oracle
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// Message is one context message with --per-message.
+type Message struct {
+	EntryID string `json:"entryId"`
+	Line    int    `json:"line"`
+	Role    string `json:"role"`
+	Tokens  int    `json:"tokens"`
+}
+
+// Compaction is the compaction in force as pi sees it.
+type Compaction struct {
+	ID               string          `json:"id"`
+	Line             int             `json:"line"`
+	Summary          string          `json:"summary"`
+	FirstKeptEntryID string          `json:"firstKeptEntryId"`
+	TokensBefore     int             `json:"tokensBefore"`
+	Details          json.RawMessage `json:"details"`
+}
+
+// Result is what pi reports for one file.
+type Result struct {
+	File              string         `json:"file"`
+	Bytes             int            `json:"bytes"`
+	Loads             bool           `json:"loads"`
+	Error             string         `json:"error"`
+	Lines             int            `json:"lines"`
+	MalformedLines    []int          `json:"malformedLines"`
+	Version           int            `json:"version"`
+	Entries           int            `json:"entries"`
+	BrokenParents     int            `json:"brokenParents"`
+	LeafID            string         `json:"leafId"`
+	LeafType          string         `json:"leafType"`
+	PathEntries       int            `json:"pathEntries"`
+	ContextMessages   int            `json:"contextMessages"`
+	HeuristicTokens   int            `json:"heuristicTokens"`
+	UsageTokens       int            `json:"usageTokens"`
+	FirstRole         string         `json:"firstRole"`
+	LastRole          string         `json:"lastRole"`
+	Roles             map[string]int `json:"roles"`
+	OrphanToolResults int            `json:"orphanToolResults"`
+	OrphanToolCalls   int            `json:"orphanToolCalls"`
+	Model             *struct {
+		Provider string `json:"provider"`
+		ModelID  string `json:"modelId"`
+	} `json:"model"`
+	ThinkingLevel     string      `json:"thinkingLevel"`
+	CompactionsInFile int         `json:"compactionsInFile"`
+	CompactionsOnPath int         `json:"compactionsOnPath"`
+	LastCompaction    *Compaction `json:"lastCompaction"`
+	ContextText       string      `json:"contextText"`
+	Messages          []Message   `json:"messages"`
+}
+
+// Dir is the oracle directory: $PI_ORACLE, else ../shared/oracle beside the
+// module root.
+func Dir() string {
+	if d := os.Getenv("PI_ORACLE"); d != "" {
+		return d
+	}
+	return filepath.Join(ModuleRoot(), "..", "shared", "oracle")
+}
+
+// ModuleRoot walks up from the working directory to go.mod.
+func ModuleRoot() string {
+	dir, _ := os.Getwd()
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			return dir
+		}
+	}
+}
+
+// Fixtures returns the real pi sessions in ../shared/fixtures/external.
+func Fixtures(t testing.TB) []string {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(ModuleRoot(), "..", "shared", "fixtures", "external", "*.jsonl"))
+	if len(files) == 0 {
+		t.Skip("../shared/fixtures/external not found")
+	}
+	return files
+}
+
+// Available reports whether the oracle can run here.
+func Available() bool {
+	if _, err := exec.LookPath("node"); err != nil {
+		return false
+	}
+	_, err := os.Stat(filepath.Join(Dir(), "node_modules", "@mariozechner", "pi-coding-agent"))
+	return err == nil
+}
+
+// Require skips the test when the oracle cannot run. In CI (CI=true) a
+// missing oracle fails instead, so conformance tests never silently vanish.
+func Require(t testing.TB) {
+	t.Helper()
+	if Available() {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("pi oracle not installed: run %s", filepath.Join(Dir(), "install.sh"))
+	}
+	t.Skip("pi oracle not installed (run ../shared/oracle/install.sh)")
+}
+
+// Check runs pi's loader on files (with --no-text unless withText) and
+// returns one result per file.
+func Check(t testing.TB, perMessage, withText bool, files ...string) []Result {
+	t.Helper()
+	Require(t)
+	args := []string{filepath.Join(Dir(), "pi-check.mjs")}
+	if !withText {
+		args = append(args, "--no-text")
+	}
+	if perMessage {
+		args = append(args, "--per-message")
+	}
+	args = append(args, files...)
+	cmd := exec.Command("node", args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("pi-check: %v\n%s", err, stderr.String())
+	}
+	var res []Result
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 1<<30)
+	for sc.Scan() {
+		var r Result
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("pi-check output: %v", err)
+		}
+		res = append(res, r)
+	}
+	if len(res) != len(files) {
+		t.Fatalf("pi-check returned %d results for %d files", len(res), len(files))
+	}
+	return res
+}
+
+// CheckOne is Check for a single file.
+func CheckOne(t testing.TB, file string) Result {
+	t.Helper()
+	return Check(t, false, false, file)[0]
+}
