@@ -1,0 +1,357 @@
+// Package llm is a small chat-completion client for any OpenAI-compatible
+// endpoint (OpenAI, vLLM, Ollama, LiteLLM, …) built on go-openai. It exists
+// so that summarisation can survive real endpoints: every call has its own
+// timeout, the whole job has a deadline, and 429/5xx answers and timeouts are
+// retried with exponential backoff and jitter, honouring Retry-After.
+package llm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// Config says where and how to call the endpoint.
+type Config struct {
+	// BaseURL is the API root including the version path, e.g.
+	// https://api.openai.com/v1 or http://localhost:11434/v1.
+	BaseURL string
+	Model   string
+	APIKey  string
+	// Timeout bounds one HTTP call (0: 120 s).
+	Timeout time.Duration
+	// MaxRetries is how many times a transient failure is retried (so at
+	// most MaxRetries+1 requests per completion). Negative means 0.
+	MaxRetries int
+	// MinBackoff and MaxBackoff bound the exponential backoff (defaults
+	// 500 ms and 30 s). Retry-After from the server wins when it is larger,
+	// up to MaxRetryAfter (default 60 s).
+	MinBackoff, MaxBackoff, MaxRetryAfter time.Duration
+	// HTTPClient is the transport to use (tests inject one); nil: default.
+	HTTPClient *http.Client
+	// Logf receives one line per retry; nil: silent.
+	Logf func(format string, args ...any)
+}
+
+// Request is one chat completion.
+type Request struct {
+	System    string
+	User      string
+	MaxTokens int
+	// Temperature 0 is sent as the smallest positive float: go-openai drops
+	// a zero value from the JSON, and servers then use their default (~1).
+	Temperature float32
+}
+
+// Completion is a successful answer.
+type Completion struct {
+	Text         string
+	InputTokens  int
+	OutputTokens int
+	// Attempts is how many HTTP requests it took (1 = no retry).
+	Attempts int
+	Model    string
+}
+
+// Client calls one endpoint/model.
+type Client struct {
+	cfg Config
+	api *openai.Client
+	// sleep is time.Sleep with cancellation; tests may replace it.
+	sleep func(ctx context.Context, d time.Duration) error
+	rnd   func() float64
+
+	mu    sync.Mutex
+	stats Stats
+}
+
+// Stats accumulates what a client did (for reporting).
+type Stats struct {
+	Calls        int // successful completions
+	Attempts     int // HTTP requests sent
+	InputTokens  int
+	OutputTokens int
+}
+
+// New checks the configuration and builds a client.
+func New(cfg Config) (*Client, error) {
+	if strings.TrimSpace(cfg.Model) == "" {
+		return nil, errors.New("no model configured: set llm.model (or --model / CTXTOOL_LLM_MODEL)")
+	}
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = "https://api.openai.com/v1"
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 120 * time.Second
+	}
+	if cfg.MaxRetries < 0 {
+		cfg.MaxRetries = 0
+	}
+	if cfg.MinBackoff <= 0 {
+		cfg.MinBackoff = 500 * time.Millisecond
+	}
+	if cfg.MaxBackoff <= 0 {
+		cfg.MaxBackoff = 30 * time.Second
+	}
+	if cfg.MaxRetryAfter <= 0 {
+		cfg.MaxRetryAfter = 60 * time.Second
+	}
+	base := cfg.HTTPClient
+	if base == nil {
+		base = &http.Client{}
+	}
+	hc := *base
+	hc.Transport = &headerRecorder{next: transportOf(base)}
+	oc := openai.DefaultConfig(cfg.APIKey)
+	oc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
+	oc.HTTPClient = &hc
+	return &Client{cfg: cfg, api: openai.NewClientWithConfig(oc), sleep: sleepCtx, rnd: rand.Float64}, nil
+}
+
+// Model is the configured model name.
+func (c *Client) Model() string { return c.cfg.Model }
+
+// Stats returns what the client did so far.
+func (c *Client) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stats
+}
+
+// Complete runs one chat completion with retries. The context carries the
+// overall deadline; each attempt gets its own Timeout within it.
+func (c *Client) Complete(ctx context.Context, r Request) (*Completion, error) {
+	temp := r.Temperature
+	if temp == 0 {
+		temp = math.SmallestNonzeroFloat32
+	}
+	req := openai.ChatCompletionRequest{Model: c.cfg.Model}
+	if reasoningModel(c.cfg.Model) {
+		// OpenAI's reasoning models reject max_tokens and any temperature
+		// but the default.
+		req.MaxCompletionTokens = r.MaxTokens
+	} else {
+		req.MaxTokens, req.Temperature = r.MaxTokens, temp
+	}
+	if r.System != "" {
+		req.Messages = append(req.Messages, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: r.System})
+	}
+	req.Messages = append(req.Messages, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: r.User})
+
+	var lastErr error
+	for attempt := 1; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return nil, c.deadlineErr(err, lastErr)
+		}
+		rec := &recorded{}
+		callCtx, cancel := context.WithTimeout(context.WithValue(ctx, recorderKey{}, rec), c.cfg.Timeout)
+		resp, err := c.api.CreateChatCompletion(callCtx, req)
+		timedOut := callCtx.Err() == context.DeadlineExceeded && ctx.Err() == nil
+		cancel()
+		c.count(func(s *Stats) { s.Attempts++ })
+		if err == nil {
+			text := ""
+			if len(resp.Choices) > 0 {
+				text = strings.TrimSpace(resp.Choices[0].Message.Content)
+			}
+			if text == "" {
+				// An empty answer is a failure we do not retry: the same
+				// prompt would most likely give the same nothing.
+				reason := ""
+				if len(resp.Choices) > 0 {
+					reason = " (finish_reason " + string(resp.Choices[0].FinishReason) + ")"
+				}
+				return nil, fmt.Errorf("%s: the model returned an empty answer%s", c.cfg.Model, reason)
+			}
+			c.count(func(s *Stats) {
+				s.Calls++
+				s.InputTokens += resp.Usage.PromptTokens
+				s.OutputTokens += resp.Usage.CompletionTokens
+			})
+			return &Completion{Text: text, InputTokens: resp.Usage.PromptTokens, OutputTokens: resp.Usage.CompletionTokens,
+				Attempts: attempt, Model: resp.Model}, nil
+		}
+		if ctx.Err() != nil {
+			return nil, c.deadlineErr(ctx.Err(), err)
+		}
+		status := statusOf(err)
+		retryable := timedOut || status == http.StatusTooManyRequests || status >= 500 || (status == 0 && isNetErr(err))
+		if timedOut {
+			err = fmt.Errorf("no answer within %s (llm.timeout)", c.cfg.Timeout)
+		}
+		lastErr = describe(c.cfg, err, status)
+		if !retryable || attempt > c.cfg.MaxRetries {
+			if retryable {
+				return nil, fmt.Errorf("%w (gave up after %d attempts)", lastErr, attempt)
+			}
+			return nil, lastErr
+		}
+		wait := c.backoff(attempt)
+		if ra, ok := rec.retryAfter(); ok {
+			if ra > c.cfg.MaxRetryAfter {
+				return nil, fmt.Errorf("%w; the server asks to retry after %s, longer than ctxtool waits (%s)", lastErr, ra, c.cfg.MaxRetryAfter)
+			}
+			if ra > wait {
+				wait = ra
+			}
+		}
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+			return nil, fmt.Errorf("%w; not retrying: the next attempt (in %s) would pass the overall deadline (llm.deadline)", lastErr, wait.Round(time.Millisecond))
+		}
+		if c.cfg.Logf != nil {
+			c.cfg.Logf("llm: %v; retry %d/%d in %s", lastErr, attempt, c.cfg.MaxRetries, wait.Round(time.Millisecond))
+		}
+		if err := c.sleep(ctx, wait); err != nil {
+			return nil, c.deadlineErr(err, lastErr)
+		}
+	}
+}
+
+// reasoningModel matches the model families go-openai validates as
+// reasoning models.
+func reasoningModel(name string) bool {
+	for _, p := range []string{"o1", "o3", "o4", "gpt-5", "gpt-6"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Client) count(f func(*Stats)) {
+	c.mu.Lock()
+	f(&c.stats)
+	c.mu.Unlock()
+}
+
+// backoff is MinBackoff·2^(attempt-1) capped at MaxBackoff, with ±20 % jitter.
+func (c *Client) backoff(attempt int) time.Duration {
+	d := float64(c.cfg.MinBackoff) * math.Pow(2, float64(attempt-1))
+	if d > float64(c.cfg.MaxBackoff) {
+		d = float64(c.cfg.MaxBackoff)
+	}
+	d *= 0.8 + 0.4*c.rnd()
+	return time.Duration(d)
+}
+
+func (c *Client) deadlineErr(err, last error) error {
+	msg := "cancelled"
+	if errors.Is(err, context.DeadlineExceeded) {
+		msg = "overall deadline reached (llm.deadline)"
+	}
+	if last != nil {
+		return fmt.Errorf("%s: %s; last error: %v", c.cfg.Model, msg, last)
+	}
+	return fmt.Errorf("%s: %s", c.cfg.Model, msg)
+}
+
+func describe(cfg Config, err error, status int) error {
+	hint := ""
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		hint = " (check llm.apiKey / OPENAI_API_KEY)"
+	case status == http.StatusNotFound:
+		hint = " (check llm.baseURL — it usually ends in /v1 — and llm.model)"
+	case status == http.StatusBadRequest:
+		hint = " (the endpoint rejected the request; check llm.model and its context size)"
+	}
+	return fmt.Errorf("%s at %s: %v%s", cfg.Model, cfg.BaseURL, err, hint)
+}
+
+func statusOf(err error) int {
+	var ae *openai.APIError
+	if errors.As(err, &ae) {
+		return ae.HTTPStatusCode
+	}
+	var re *openai.RequestError
+	if errors.As(err, &re) {
+		return re.HTTPStatusCode
+	}
+	return 0
+}
+
+func isNetErr(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return true
+	}
+	var oe *net.OpError
+	return errors.As(err, &oe) || strings.Contains(err.Error(), "EOF") || strings.Contains(err.Error(), "connection reset")
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// headerRecorder keeps the Retry-After header of each response, because
+// go-openai's errors do not carry response headers.
+type headerRecorder struct{ next http.RoundTripper }
+
+type recorderKey struct{}
+
+type recorded struct {
+	mu  sync.Mutex
+	val string
+	at  time.Time
+}
+
+func (h *headerRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := h.next.RoundTrip(req)
+	if resp != nil {
+		if rec, ok := req.Context().Value(recorderKey{}).(*recorded); ok {
+			rec.mu.Lock()
+			rec.val, rec.at = resp.Header.Get("Retry-After"), time.Now()
+			rec.mu.Unlock()
+		}
+	}
+	return resp, err
+}
+
+func (r *recorded) retryAfter() (time.Duration, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return ParseRetryAfter(r.val, r.at)
+}
+
+// ParseRetryAfter reads a Retry-After value: delay seconds or an HTTP date.
+func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 {
+		return time.Duration(s * float64(time.Second)), true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		d := t.Sub(now)
+		if d < 0 {
+			d = 0
+		}
+		return d, true
+	}
+	return 0, false
+}
+
+func transportOf(c *http.Client) http.RoundTripper {
+	if c.Transport != nil {
+		return c.Transport
+	}
+	return http.DefaultTransport
+}

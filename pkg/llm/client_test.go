@@ -1,0 +1,191 @@
+package llm
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ctxtool/ctxtool/pkg/llm/llmtest"
+)
+
+// fakeSleep records waits instead of sleeping.
+func newTestClient(t *testing.T, srv *llmtest.Server, cfg Config) (*Client, *[]time.Duration) {
+	t.Helper()
+	cfg.BaseURL = srv.BaseURL()
+	if cfg.Model == "" {
+		cfg.Model = "test-model"
+	}
+	cfg.APIKey = "sk-test"
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var waits []time.Duration
+	c.sleep = func(ctx context.Context, d time.Duration) error {
+		waits = append(waits, d)
+		return ctx.Err()
+	}
+	c.rnd = func() float64 { return 0.5 } // no jitter: exact backoff
+	return c, &waits
+}
+
+func TestCompleteSuccess(t *testing.T) {
+	srv := llmtest.New()
+	defer srv.Close()
+	srv.Reply = func(r llmtest.Request) string { return "  the summary  " }
+	c, _ := newTestClient(t, srv, Config{})
+	got, err := c.Complete(context.Background(), Request{System: "sys", User: "hello world", MaxTokens: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Text != "the summary" || got.Attempts != 1 || got.InputTokens == 0 || got.OutputTokens == 0 {
+		t.Fatalf("got %+v", got)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 1 || reqs[0].Auth != "Bearer sk-test" || reqs[0].MaxTokens != 4096 || len(reqs[0].Messages) != 2 {
+		t.Fatalf("server saw %+v", reqs)
+	}
+	// Temperature 0 must reach the server (go-openai drops a plain 0).
+	if reqs[0].Temperature == nil || *reqs[0].Temperature > 1e-6 {
+		t.Fatalf("temperature not sent as ~0: %v", reqs[0].Temperature)
+	}
+	if s := c.Stats(); s.Calls != 1 || s.Attempts != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+func TestRetryAfterIsHonoured(t *testing.T) {
+	srv := llmtest.New(llmtest.Step{Status: 429, RetryAfter: "3"})
+	defer srv.Close()
+	c, waits := newTestClient(t, srv, Config{MaxRetries: 3, MinBackoff: 100 * time.Millisecond})
+	got, err := c.Complete(context.Background(), Request{User: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Attempts != 2 || len(*waits) != 1 || (*waits)[0] != 3*time.Second {
+		t.Fatalf("attempts %d waits %v; want 2 attempts and one 3s wait", got.Attempts, *waits)
+	}
+}
+
+func TestServerErrorThenSuccessBacksOff(t *testing.T) {
+	srv := llmtest.New(llmtest.Step{Status: 500}, llmtest.Step{Status: 503})
+	defer srv.Close()
+	c, waits := newTestClient(t, srv, Config{MaxRetries: 4, MinBackoff: 100 * time.Millisecond})
+	got, err := c.Complete(context.Background(), Request{User: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Attempts != 3 {
+		t.Fatalf("attempts %d", got.Attempts)
+	}
+	want := []time.Duration{100 * time.Millisecond, 200 * time.Millisecond}
+	if len(*waits) != 2 || (*waits)[0] != want[0] || (*waits)[1] != want[1] {
+		t.Fatalf("waits %v, want %v", *waits, want)
+	}
+}
+
+func TestJitterStaysWithinTwentyPercent(t *testing.T) {
+	c := &Client{cfg: Config{MinBackoff: time.Second, MaxBackoff: 4 * time.Second}}
+	for _, r := range []float64{0, 0.999} {
+		c.rnd = func() float64 { return r }
+		for a := 1; a <= 5; a++ {
+			d := c.backoff(a)
+			base := time.Second << (a - 1)
+			if base > 4*time.Second {
+				base = 4 * time.Second
+			}
+			if d < base*8/10 || d > base*12/10 {
+				t.Fatalf("attempt %d: %s outside ±20%% of %s", a, d, base)
+			}
+		}
+	}
+}
+
+func TestPerCallTimeoutIsRetriedThenGivesUp(t *testing.T) {
+	srv := llmtest.New()
+	srv.Always = llmtest.Step{Delay: 2 * time.Second}
+	defer srv.Close()
+	c, waits := newTestClient(t, srv, Config{MaxRetries: 1, Timeout: 100 * time.Millisecond, MinBackoff: time.Millisecond})
+	start := time.Now()
+	_, err := c.Complete(context.Background(), Request{User: "x"})
+	if err == nil || !strings.Contains(err.Error(), "no answer within 100ms") || !strings.Contains(err.Error(), "gave up after 2 attempts") {
+		t.Fatalf("err = %v", err)
+	}
+	if len(*waits) != 1 || time.Since(start) > 1500*time.Millisecond {
+		t.Fatalf("waits %v elapsed %s", *waits, time.Since(start))
+	}
+}
+
+func TestOverallDeadlineStopsRetries(t *testing.T) {
+	srv := llmtest.New()
+	srv.Always = llmtest.Step{Status: 503, RetryAfter: "5"}
+	defer srv.Close()
+	c, _ := newTestClient(t, srv, Config{MaxRetries: 10})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_, err := c.Complete(ctx, Request{User: "x"})
+	if err == nil || !strings.Contains(err.Error(), "overall deadline") {
+		t.Fatalf("err = %v", err)
+	}
+	if n := len(srv.Requests()); n != 1 {
+		t.Fatalf("%d requests; the deadline should stop it after the first", n)
+	}
+}
+
+func TestPermanentFailureIsNotRetried(t *testing.T) {
+	srv := llmtest.New()
+	srv.Always = llmtest.Step{Status: 401}
+	defer srv.Close()
+	c, waits := newTestClient(t, srv, Config{MaxRetries: 5})
+	_, err := c.Complete(context.Background(), Request{User: "x"})
+	if err == nil || !strings.Contains(err.Error(), "OPENAI_API_KEY") {
+		t.Fatalf("err = %v", err)
+	}
+	if len(srv.Requests()) != 1 || len(*waits) != 0 {
+		t.Fatalf("retried a 401: %d requests", len(srv.Requests()))
+	}
+}
+
+func TestEmptyAnswerIsAnError(t *testing.T) {
+	srv := llmtest.New(llmtest.Step{Empty: true})
+	defer srv.Close()
+	c, _ := newTestClient(t, srv, Config{MaxRetries: 3})
+	if _, err := c.Complete(context.Background(), Request{User: "x"}); err == nil || !strings.Contains(err.Error(), "empty answer") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestRetryAfterLongerThanWeWaitFails(t *testing.T) {
+	srv := llmtest.New(llmtest.Step{Status: 429, RetryAfter: "3600"})
+	defer srv.Close()
+	c, _ := newTestClient(t, srv, Config{MaxRetries: 3})
+	if _, err := c.Complete(context.Background(), Request{User: "x"}); err == nil || !strings.Contains(err.Error(), "retry after") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestParseRetryAfter(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	if d, ok := ParseRetryAfter("2.5", now); !ok || d != 2500*time.Millisecond {
+		t.Fatal(d, ok)
+	}
+	if d, ok := ParseRetryAfter("Thu, 01 Jan 2026 00:00:07 GMT", now); !ok || d != 7*time.Second {
+		t.Fatal(d, ok)
+	}
+	if _, ok := ParseRetryAfter("soon", now); ok {
+		t.Fatal("parsed garbage")
+	}
+}
+
+func TestReasoningModelsGetMaxCompletionTokens(t *testing.T) {
+	srv := llmtest.New()
+	defer srv.Close()
+	c, _ := newTestClient(t, srv, Config{Model: "o3-mini"})
+	if _, err := c.Complete(context.Background(), Request{User: "x", MaxTokens: 100}); err != nil {
+		t.Fatal(err)
+	}
+	if r := srv.Requests()[0]; r.MaxTokens != 0 || r.Temperature != nil {
+		t.Fatalf("sent max_tokens/temperature to a reasoning model: %+v", r)
+	}
+}

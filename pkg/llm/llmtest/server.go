@@ -1,0 +1,159 @@
+// Package llmtest is an OpenAI-compatible chat-completions server for tests:
+// it answers on loopback only, can be scripted to fail (429 with
+// Retry-After, 5xx, slow answers) and records every request it received.
+package llmtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Step scripts one response. The zero Step answers normally.
+type Step struct {
+	Status     int    // HTTP status to return instead of an answer (0: answer)
+	RetryAfter string // Retry-After header value
+	Delay      time.Duration
+	Body       string // error body (default: an OpenAI error object)
+	Empty      bool   // answer 200 with empty content
+}
+
+// Request is what the server saw.
+type Request struct {
+	Model       string    `json:"model"`
+	Messages    []Message `json:"messages"`
+	MaxTokens   int       `json:"max_tokens"`
+	Temperature *float64  `json:"temperature"`
+	Auth        string    `json:"-"`
+	At          time.Time `json:"-"`
+}
+
+// Message is one chat message.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// Server is a fake endpoint. Set Reply before use to control answers.
+type Server struct {
+	*httptest.Server
+	// Reply builds the answer text; default: DefaultReply.
+	Reply func(r Request) string
+
+	mu       sync.Mutex
+	script   []Step
+	requests []Request
+	// Always is used after the script runs out.
+	Always Step
+}
+
+// New starts a server; the script is consumed one step per request. Close
+// it when done.
+func New(script ...Step) *Server {
+	s := &Server{script: script, Reply: DefaultReply}
+	s.Server = httptest.NewServer(http.HandlerFunc(s.handle))
+	return s
+}
+
+// URL is the base URL to configure (…/v1).
+func (s *Server) BaseURL() string { return s.Server.URL + "/v1" }
+
+// Requests returns the requests received so far.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.requests...)
+}
+
+func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/v1/chat/completions" {
+		http.Error(w, `{"error":{"message":"not found","type":"invalid_request_error"}}`, http.StatusNotFound)
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	var req Request
+	if err := json.Unmarshal(body, &req); err != nil {
+		http.Error(w, `{"error":{"message":"bad json","type":"invalid_request_error"}}`, http.StatusBadRequest)
+		return
+	}
+	req.Auth = r.Header.Get("Authorization")
+	req.At = time.Now()
+	s.mu.Lock()
+	s.requests = append(s.requests, req)
+	step := s.Always
+	if len(s.script) > 0 {
+		step, s.script = s.script[0], s.script[1:]
+	}
+	reply := s.Reply
+	s.mu.Unlock()
+
+	if step.Delay > 0 {
+		select {
+		case <-time.After(step.Delay):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if step.Status != 0 && step.Status != http.StatusOK {
+		if step.RetryAfter != "" {
+			w.Header().Set("Retry-After", step.RetryAfter)
+		}
+		w.WriteHeader(step.Status)
+		b := step.Body
+		if b == "" {
+			b = fmt.Sprintf(`{"error":{"message":"scripted failure %d","type":"server_error"}}`, step.Status)
+		}
+		io.WriteString(w, b)
+		return
+	}
+	text := ""
+	if !step.Empty {
+		text = reply(req)
+	}
+	in := 0
+	for _, m := range req.Messages {
+		in += (len(m.Content) + 3) / 4
+	}
+	resp := map[string]any{
+		"id": "chatcmpl-test", "object": "chat.completion", "created": 1, "model": req.Model,
+		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
+			"message": map[string]any{"role": "assistant", "content": text}}},
+		"usage": map[string]any{"prompt_tokens": in, "completion_tokens": (len(text) + 3) / 4,
+			"total_tokens": in + (len(text)+3)/4},
+	}
+	json.NewEncoder(w).Encode(resp)
+}
+
+// DefaultReply answers with a short structured summary that names the
+// headings the prompt asked for (any line starting with "## " in the
+// prompt) and echoes the last line of the user message, so tests can see
+// what was summarised.
+func DefaultReply(r Request) string {
+	var heads []string
+	seen := map[string]bool{}
+	user := ""
+	for _, m := range r.Messages {
+		for _, l := range strings.Split(m.Content, "\n") {
+			l = strings.TrimSpace(l)
+			if strings.HasPrefix(l, "## ") && !seen[l] && len(l) < 60 {
+				seen[l] = true
+				heads = append(heads, l)
+			}
+		}
+		if m.Role == "user" {
+			user = m.Content
+		}
+	}
+	var b strings.Builder
+	b.WriteString("Summary from the test model.\n")
+	for _, h := range heads {
+		fmt.Fprintf(&b, "\n%s\n- noted (%d chars of input)\n", h, len(user))
+	}
+	return strings.TrimSpace(b.String())
+}
