@@ -360,6 +360,13 @@ func (s *Session) finish() {
 	}
 	for _, e := range s.Entries {
 		s.byID[e.ID] = e
+		if e.Role == "hookMessage" {
+			if s.Version < 3 {
+				e.Role = "custom" // pi's v2→v3 migration renames it
+			} else {
+				e.Chars = 0 // an unknown role in a v3 file: pi counts nothing
+			}
+		}
 	}
 }
 

@@ -277,9 +277,6 @@ func (s *scanner) message(e *Entry) bool {
 			return false
 		}
 	}
-	if e.Role == "hookMessage" {
-		e.Role = "custom" // pi's v2→v3 migration renames it
-	}
 	e.Images = cs.images
 	e.Wide = cs.wide
 	switch e.Role {
@@ -293,7 +290,9 @@ func (s *scanner) message(e *Entry) bool {
 		e.Chars = cs.text + cs.thinking + cs.toolCalls
 		e.ThinkingChars = cs.thinking
 		e.ToolCallIDs = cs.toolCallIDs
-	case "toolResult", "custom":
+	case "toolResult", "custom", "hookMessage":
+		// hookMessage (v2's name for custom) is renamed by pi's migration
+		// only in files older than v3; Session.finish decides.
 		e.Chars = cs.customChars()
 	case "bashExecution":
 		e.Chars = command + output
