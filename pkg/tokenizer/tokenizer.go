@@ -1,0 +1,151 @@
+// Package tokenizer counts tokens exactly as OpenAI's tiktoken does for the
+// o200k_base and cl100k_base encodings, fully offline.
+//
+// The BPE rank tables are the ones embedded in github.com/pkoukk/tiktoken-go-loader
+// (read through the tiktoken-go BpeLoader interface; nothing is downloaded and
+// no TIKTOKEN_CACHE_DIR cache is read or written). The pre-tokenizer and the
+// merge loop are our own (pretokenize.go, bpe.go) because tiktoken-go's are
+// slow and quadratic in the length of one piece; both reproduce tiktoken's
+// results exactly (see the parity tests against js-tiktoken).
+//
+// Count treats special-token text such as "<|endoftext|>" as ordinary text,
+// like tiktoken's encode_ordinary: transcript content is never a control token.
+package tokenizer
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	tiktoken "github.com/pkoukk/tiktoken-go"
+	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
+)
+
+// Encoding names a supported tiktoken encoding.
+type Encoding string
+
+const (
+	O200k  Encoding = "o200k"  // o200k_base: GPT-4o, GPT-4.1, GPT-5, o-series
+	Cl100k Encoding = "cl100k" // cl100k_base: GPT-4, GPT-3.5
+)
+
+// Encodings lists the supported encodings.
+func Encodings() []Encoding { return []Encoding{O200k, Cl100k} }
+
+// offline is the only source of rank tables: the BPE files compiled into the binary.
+var offline tiktoken.BpeLoader = tiktoken_loader.NewOfflineLoader()
+
+func init() {
+	// Anyone else in this binary who asks tiktoken-go for an encoding gets the
+	// embedded tables too, instead of an HTTP download into a temp-dir cache.
+	tiktoken.SetBpeLoader(offline)
+}
+
+var files = map[Encoding]string{
+	O200k:  "o200k_base.tiktoken",
+	Cl100k: "cl100k_base.tiktoken",
+}
+
+// Tokenizer counts tokens of one encoding. It is immutable after Get and safe
+// for concurrent use.
+type Tokenizer struct {
+	enc   Encoding
+	ranks map[string]int
+	next  func(s string, i int) int // end of the pre-tokenizer piece starting at i
+}
+
+type entry struct {
+	once sync.Once
+	tok  *Tokenizer
+	err  error
+}
+
+var (
+	mu      sync.Mutex
+	entries = map[Encoding]*entry{}
+)
+
+// Parse maps a name ("o200k", "o200k_base", "cl100k", "cl100k_base", any case)
+// to an Encoding.
+func Parse(name string) (Encoding, error) {
+	n := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(name)), "_base")
+	for _, e := range Encodings() {
+		if n == string(e) {
+			return e, nil
+		}
+	}
+	return "", fmt.Errorf("unknown tokenizer encoding %q (supported: o200k, cl100k)", name)
+}
+
+// Get returns the tokenizer for name (see Parse). The rank table is loaded once
+// per encoding (~0.1–0.3 s) and shared; later calls are cheap.
+func Get(name string) (*Tokenizer, error) {
+	enc, err := Parse(name)
+	if err != nil {
+		return nil, err
+	}
+	mu.Lock()
+	e := entries[enc]
+	if e == nil {
+		e = &entry{}
+		entries[enc] = e
+	}
+	mu.Unlock()
+	e.once.Do(func() { e.tok, e.err = load(enc) })
+	return e.tok, e.err
+}
+
+func load(enc Encoding) (*Tokenizer, error) {
+	initClasses()
+	ranks, err := offline.LoadTiktokenBpe(files[enc])
+	if err != nil {
+		return nil, fmt.Errorf("load %s rank table: %w", enc, err)
+	}
+	for b := 0; b < 256; b++ {
+		if _, ok := ranks[string([]byte{byte(b)})]; !ok {
+			return nil, fmt.Errorf("load %s rank table: byte %#x has no rank", enc, b)
+		}
+	}
+	t := &Tokenizer{enc: enc, ranks: ranks, next: nextO200k}
+	if enc == Cl100k {
+		t.next = nextCl100k
+	}
+	return t, nil
+}
+
+// Encoding returns the encoding this tokenizer implements.
+func (t *Tokenizer) Encoding() Encoding { return t.enc }
+
+// Count returns the number of tokens tiktoken's encode_ordinary(text) yields.
+func (t *Tokenizer) Count(text string) int {
+	n := 0
+	for i := 0; i < len(text); {
+		e := t.next(text, i)
+		n += t.piece(text[i:e], nil)
+		i = e
+	}
+	return n
+}
+
+// Encode returns the token ids of tiktoken's encode_ordinary(text).
+func (t *Tokenizer) Encode(text string) []int {
+	out := make([]int, 0, len(text)/3+1)
+	for i := 0; i < len(text); {
+		e := t.next(text, i)
+		t.piece(text[i:e], &out)
+		i = e
+	}
+	return out
+}
+
+// Pieces returns the pre-tokenizer pieces of text (what tiktoken's regex
+// matches), for tests and diagnostics.
+func (t *Tokenizer) Pieces(text string) []string {
+	var out []string
+	for i := 0; i < len(text); {
+		e := t.next(text, i)
+		out = append(out, text[i:e])
+		i = e
+	}
+	return out
+}
