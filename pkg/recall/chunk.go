@@ -1,0 +1,257 @@
+package recall
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// Chunking follows OpenClaw's chunkMarkdown for session transcripts
+// (reference-behaviour.md §3.2): ~1600 weighted characters per chunk (400
+// tokens × 4), 320 characters of overlap, weighted size = code points + 3 ×
+// CJK/Hangul code points, and every chunk maps back to the JSONL lines it
+// came from. Two deliberate differences keep citations tight:
+//   - a long content line is cut at a space near the limit when there is
+//     one, so words are not split between chunks;
+//   - the overlap carried into the next chunk is at most overlapChars (the
+//     tail of the previous chunk), never a whole 1600-char segment, so a chunk
+//     is never repeated and its line range starts at most one line early.
+
+const (
+	chunkMaxChars     = 1600
+	chunkOverlapChars = 320
+)
+
+// contentLine is one JSONL line's text with its position.
+type contentLine struct {
+	line int // 1-based physical line
+	unit
+}
+
+// segment is a piece of a content line inside a chunk.
+type segment struct {
+	text   string
+	weight int
+	line   int
+	id     string
+	ts     int64
+	// carried marks overlap copied from the previous chunk.
+	carried bool
+}
+
+// chunk is what gets stored and searched.
+type chunk struct {
+	StartLine, EndLine int
+	Text               string
+	EntryIDs           []string
+	Timestamp          int64 // ms of the first entry that has one
+	HasCJK             bool
+}
+
+// chunker accumulates content lines into chunks.
+type chunker struct {
+	max, overlap int
+	cur          []segment
+	curSize      int
+	out          []chunk
+}
+
+func newChunker() *chunker { return &chunker{max: chunkMaxChars, overlap: chunkOverlapChars} }
+
+// add appends one content line.
+func (c *chunker) add(cl contentLine) {
+	for _, s := range splitWeighted(cl.text, c.max) {
+		seg := segment{text: s, weight: weightedLen(s), line: cl.line, id: cl.id, ts: cl.ts}
+		if c.curSize+seg.weight+1 > c.max && len(c.cur) > 0 {
+			if !c.onlyCarried() {
+				c.flush()
+				c.carry(c.overlap)
+			}
+			if c.curSize+seg.weight+1 > c.max {
+				c.carry(c.max - seg.weight - 1) // shrink the overlap to fit
+			}
+		}
+		c.cur = append(c.cur, seg)
+		c.curSize += seg.weight + 1
+	}
+}
+
+// take returns the chunks completed so far and forgets them.
+func (c *chunker) take() []chunk {
+	out := c.out
+	c.out = c.out[:0:0]
+	return out
+}
+
+// finish flushes the last chunk and returns the chunks not yet taken.
+func (c *chunker) finish() []chunk {
+	c.flush()
+	c.cur, c.curSize = nil, 0
+	return c.take()
+}
+
+func (c *chunker) flush() {
+	if len(c.cur) == 0 {
+		return
+	}
+	// A chunk made only of carried overlap adds nothing new.
+	if c.onlyCarried() {
+		return
+	}
+	var b strings.Builder
+	ch := chunk{StartLine: c.cur[0].line, EndLine: c.cur[len(c.cur)-1].line}
+	seen := map[string]bool{}
+	for i, s := range c.cur {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(s.text)
+		if s.id != "" && !seen[s.id] {
+			seen[s.id] = true
+			ch.EntryIDs = append(ch.EntryIDs, s.id)
+		}
+		if ch.Timestamp == 0 && s.ts > 0 {
+			ch.Timestamp = s.ts
+		}
+	}
+	ch.Text = b.String()
+	ch.HasCJK = hasCJK(ch.Text)
+	c.out = append(c.out, ch)
+}
+
+func (c *chunker) onlyCarried() bool {
+	for _, s := range c.cur {
+		if !s.carried {
+			return false
+		}
+	}
+	return true
+}
+
+// carry keeps the tail of the current chunk (≤ budget weighted chars) as
+// the start of the next one.
+func (c *chunker) carry(budget int) {
+	var kept []segment
+	acc := 0
+	for i := len(c.cur) - 1; i >= 0 && acc < budget; i-- {
+		s := c.cur[i]
+		if acc+s.weight+1 > budget {
+			s = tailSegment(s, budget-acc-1)
+			if s.weight == 0 {
+				break
+			}
+		}
+		s.carried = true
+		kept = append([]segment{s}, kept...)
+		acc += s.weight + 1
+	}
+	c.cur, c.curSize = kept, acc
+}
+
+// tailSegment returns the last ≤ budget weighted chars of s, starting at a
+// word boundary when one is near.
+func tailSegment(s segment, budget int) segment {
+	if budget <= 0 {
+		return segment{}
+	}
+	// walk back from the end
+	w, start := 0, len(s.text)
+	for start > 0 {
+		r, size := utf8.DecodeLastRuneInString(s.text[:start])
+		rw := runeWeight(r)
+		if w+rw > budget {
+			break
+		}
+		w += rw
+		start -= size
+	}
+	if start > 0 {
+		if sp := strings.IndexByte(s.text[start:], ' '); sp >= 0 && sp < 40 {
+			start += sp + 1
+		}
+	}
+	t := s.text[start:]
+	s.text, s.weight = t, weightedLen(t)
+	return s
+}
+
+// splitWeighted cuts a content line into pieces of at most max weighted
+// chars, preferring to cut after a space in the last eighth of a piece.
+func splitWeighted(text string, max int) []string {
+	if weightedLen(text) <= max {
+		return []string{text}
+	}
+	var out []string
+	for len(text) > 0 {
+		w, end, lastSpace := 0, 0, -1
+		for end < len(text) {
+			r, size := utf8.DecodeRuneInString(text[end:])
+			rw := runeWeight(r)
+			if w+rw > max {
+				break
+			}
+			w += rw
+			if r == ' ' && w > max*7/8 {
+				lastSpace = end
+			}
+			end += size
+		}
+		if end == len(text) {
+			out = append(out, text)
+			break
+		}
+		if end == 0 { // one rune heavier than max: cannot happen with max ≥ 4
+			_, end = utf8.DecodeRuneInString(text)
+		}
+		if lastSpace > 0 {
+			out = append(out, text[:lastSpace])
+			text = text[lastSpace+1:]
+		} else {
+			out = append(out, text[:end])
+			text = text[end:]
+		}
+	}
+	return out
+}
+
+// isCJK reports the code points OpenClaw weights ×4 (CJK, Yi, Hangul,
+// compatibility ideographs, extension B+).
+func isCJK(r rune) bool {
+	return (r >= 0x2E80 && r <= 0x9FFF) || (r >= 0xA000 && r <= 0xA4FF) ||
+		(r >= 0xAC00 && r <= 0xD7AF) || (r >= 0xF900 && r <= 0xFAFF) ||
+		(r >= 0x20000 && r <= 0x2FA1F)
+}
+
+func runeWeight(r rune) int {
+	if r >= 0x2E80 && isCJK(r) {
+		return 4
+	}
+	return 1
+}
+
+func weightedLen(s string) int {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] < utf8.RuneSelf {
+			n++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		n += runeWeight(r)
+		i += size - 1
+	}
+	return n
+}
+
+func hasCJK(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0xE2 { // every CJK rune's UTF-8 starts at 0xE2 or above
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if isCJK(r) {
+			return true
+		}
+		i += size - 1
+	}
+	return false
+}

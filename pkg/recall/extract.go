@@ -1,0 +1,304 @@
+package recall
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Extraction turns one physical JSONL line into the searchable text of the
+// entries on it. It reads the raw line itself (not the pi context) because
+// recall has to find what compactions and rolls removed from the context:
+// every branch, every entry, the whole file.
+//
+// What is indexed, per entry (one content line each, whitespace collapsed as
+// OpenClaw's session indexer does):
+//   - user / assistant text blocks ("User: …", "Assistant: …");
+//   - assistant thinking blocks, capped: they hold the reasons behind
+//     decisions, which is exactly what an agent later asks its memory for;
+//   - tool calls: name and arguments JSON, capped;
+//   - tool results: text blocks, capped head+tail (images become "[image]");
+//   - bashExecution: command and output, capped;
+//   - role custom / hookMessage messages and custom_message entries;
+//   - compaction and branch_summary summaries (earlier summaries are history
+//     too: a later compaction may have rewritten them).
+//
+// Not indexed: custom entries (extension state), model/thinking changes,
+// labels, session_info, image data, toolResult details.
+// OpenClaw redacts secrets before indexing; ctxtool does not (the index sits
+// next to the transcripts it was built from, which hold the same text).
+
+// lineEntry is the subset of an entry that extraction needs.
+type lineEntry struct {
+	Type       string          `json:"type"`
+	ID         string          `json:"id"`
+	Timestamp  string          `json:"timestamp"`
+	Message    *lineMessage    `json:"message"`
+	Summary    string          `json:"summary"`
+	CustomType string          `json:"customType"`
+	Content    json.RawMessage `json:"content"`
+}
+
+type lineMessage struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolName   string          `json:"toolName"`
+	Command    string          `json:"command"`
+	Output     string          `json:"output"`
+	CustomType string          `json:"customType"`
+	Timestamp  json.RawMessage `json:"timestamp"`
+}
+
+type contentBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	Thinking  string          `json:"thinking"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// unit is the text of one entry with what a citation needs.
+type unit struct {
+	text string
+	id   string
+	ts   int64 // unix ms, 0 if unknown
+}
+
+// extractor holds the per-index limits.
+type extractor struct {
+	// maxChars caps tool results, tool call arguments, thinking and bash
+	// output per message (head + tail are kept).
+	maxChars int
+}
+
+// extractLine decodes one physical line. ok=false means the line is
+// malformed (not one JSON object). A line holding several concatenated JSON
+// objects (how a missing final newline followed by an append looks) is still
+// reported malformed, but the text of each object is indexed: pi drops such
+// records from the context, which is all the more reason to keep them
+// findable.
+func (x *extractor) extractLine(line []byte) (units []unit, ok bool) {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 {
+		return nil, true
+	}
+	var e lineEntry
+	if err := json.Unmarshal(line, &e); err == nil {
+		if u, has := x.entryUnit(&e); has {
+			units = append(units, u)
+		}
+		return units, true
+	}
+	dec := json.NewDecoder(bytes.NewReader(line))
+	for {
+		var e lineEntry
+		if err := dec.Decode(&e); err != nil {
+			break
+		}
+		if u, has := x.entryUnit(&e); has {
+			units = append(units, u)
+		}
+	}
+	return units, false
+}
+
+func (x *extractor) entryUnit(e *lineEntry) (unit, bool) {
+	var b strings.Builder
+	ts := parseISOms(e.Timestamp)
+	switch e.Type {
+	case "message":
+		m := e.Message
+		if m == nil {
+			return unit{}, false
+		}
+		if t := parseMsgTimestamp(m.Timestamp); t > 0 {
+			ts = t
+		}
+		switch m.Role {
+		case "user":
+			b.WriteString("User: ")
+			x.writeBlocks(&b, m.Content)
+		case "assistant":
+			b.WriteString("Assistant: ")
+			x.writeBlocks(&b, m.Content)
+		case "toolResult":
+			b.WriteString("Tool result")
+			if m.ToolName != "" {
+				b.WriteString(" (" + m.ToolName + ")")
+			}
+			b.WriteString(": ")
+			var rb strings.Builder
+			x.writeBlocks(&rb, m.Content)
+			b.WriteString(capText(rb.String(), x.maxChars))
+		case "bashExecution":
+			b.WriteString("Bash: $ ")
+			b.WriteString(capText(m.Command, x.maxChars))
+			b.WriteString(" → ")
+			b.WriteString(capText(m.Output, x.maxChars))
+		case "custom", "hookMessage":
+			b.WriteString("Custom")
+			if m.CustomType != "" {
+				b.WriteString(" (" + m.CustomType + ")")
+			}
+			b.WriteString(": ")
+			x.writeBlocks(&b, m.Content)
+		default:
+			return unit{}, false
+		}
+	case "custom_message":
+		b.WriteString("Custom")
+		if e.CustomType != "" {
+			b.WriteString(" (" + e.CustomType + ")")
+		}
+		b.WriteString(": ")
+		x.writeBlocks(&b, e.Content)
+	case "compaction":
+		b.WriteString("Compaction summary: ")
+		b.WriteString(e.Summary)
+	case "branch_summary":
+		b.WriteString("Branch summary: ")
+		b.WriteString(e.Summary)
+	default:
+		return unit{}, false
+	}
+	text := normalizeSpace(b.String())
+	if i := strings.IndexByte(text, ':'); i >= 0 && strings.TrimSpace(text[i+1:]) == "" {
+		return unit{}, false // label only, nothing to find
+	}
+	return unit{text: text, id: e.ID, ts: ts}, true
+}
+
+// writeBlocks appends the text of a content value: a string or an array of
+// blocks. Thinking and tool call arguments are capped here; callers cap
+// whole tool results.
+func (x *extractor) writeBlocks(b *strings.Builder, raw json.RawMessage) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return
+	}
+	if raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			b.WriteString(s)
+		}
+		return
+	}
+	var blocks []contentBlock
+	if json.Unmarshal(raw, &blocks) != nil {
+		return
+	}
+	for i, bl := range blocks {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		switch bl.Type {
+		case "text":
+			b.WriteString(bl.Text)
+		case "thinking":
+			if bl.Thinking != "" {
+				b.WriteString("(thinking: ")
+				b.WriteString(capText(bl.Thinking, x.maxChars))
+				b.WriteString(")")
+			}
+		case "toolCall":
+			b.WriteString("[tool call ")
+			b.WriteString(bl.Name)
+			if len(bl.Arguments) > 0 && string(bl.Arguments) != "null" {
+				b.WriteByte(' ')
+				b.WriteString(capText(compactJSON(bl.Arguments), x.maxChars))
+			}
+			b.WriteString("]")
+		case "image":
+			b.WriteString("[image]")
+		}
+	}
+}
+
+// compactJSON returns the arguments as compact JSON text with unescaped
+// HTML characters, so paths and code in them tokenize like prose.
+func compactJSON(raw json.RawMessage) string {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return string(raw)
+	}
+	return buf.String()
+}
+
+// capText keeps the head and tail of s within max bytes (cut on rune
+// boundaries), marking the gap. The middle of a long tool output is the
+// least likely part to be asked for; its first and last lines (the command's
+// header, the error at the end) are the most.
+func capText(s string, max int) string {
+	if max <= 0 || len(s) <= max {
+		return s
+	}
+	const marker = " […] "
+	head := max * 2 / 3
+	tail := max - head
+	for head > 0 && !utf8.RuneStart(s[head]) {
+		head--
+	}
+	start := len(s) - tail
+	for start < len(s) && !utf8.RuneStart(s[start]) {
+		start++
+	}
+	return s[:head] + marker + s[start:]
+}
+
+// normalizeSpace collapses every whitespace run (newlines included) to one
+// space and trims, as OpenClaw's session indexer does.
+func normalizeSpace(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	space := false
+	for _, r := range s {
+		if r == ' ' || r == '\n' || r == '\t' || r == '\r' || (r > 127 && unicode.IsSpace(r)) {
+			space = true
+			continue
+		}
+		if space && b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		space = false
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// parseMsgTimestamp reads message.timestamp (epoch ms; positive numbers
+// below 1e11 are seconds, as OpenClaw treats them; ISO strings accepted).
+func parseMsgTimestamp(raw json.RawMessage) int64 {
+	if len(raw) == 0 {
+		return 0
+	}
+	if raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return parseISOms(s)
+		}
+		return 0
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil || f <= 0 {
+		return 0
+	}
+	if f < 1e11 {
+		f *= 1000
+	}
+	return int64(f)
+}
+
+func parseISOms(s string) int64 {
+	if s == "" {
+		return 0
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return 0
+	}
+	return t.UnixMilli()
+}

@@ -1,0 +1,552 @@
+package recall
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// headLen is how much of a file's start is hashed to notice a rewrite.
+const headLen = 4096
+
+// maxReportedMalformed bounds Stats.MalformedLines.
+const maxReportedMalformed = 20
+
+// Modes of one Index call.
+const (
+	ModeFull      = "full"      // first time this file is indexed
+	ModeReindex   = "reindex"   // the indexed prefix changed: indexed again from line 1
+	ModeAppend    = "append"    // the file grew: only the new lines were read
+	ModeUnchanged = "unchanged" // nothing new (a trailing line without newline does not count)
+)
+
+// Stats reports one Index call.
+type Stats struct {
+	File    string `json:"file"`
+	Indexed bool   `json:"indexed"`
+	// Skipped is why nothing was indexed ("unchanged", "not a transcript: …").
+	Skipped string `json:"skipped,omitempty"`
+	Mode    string `json:"mode,omitempty"`
+	// LinesIndexed counts the physical lines read this run; Lines is the
+	// number of complete lines the index now covers.
+	LinesIndexed int `json:"linesIndexed"`
+	Lines        int `json:"lines"`
+	Chunks       int `json:"chunks"`
+	// Bytes were read and indexed this run.
+	Bytes int64 `json:"bytes"`
+	// Malformed lines found this run (not one JSON object); their text is
+	// still indexed where it decodes as concatenated objects.
+	Malformed      int     `json:"malformed"`
+	MalformedLines []int   `json:"malformedLines,omitempty"`
+	Embedded       int     `json:"embedded,omitempty"`
+	Seconds        float64 `json:"seconds"`
+}
+
+type fileRow struct {
+	id                          int64
+	size, mtimeNs               int64
+	headLen                     int64
+	headHash, sampleHash        string
+	lastLineStart, bytesIndexed int64
+	lastLineHash                string
+	lines, malformed            int
+}
+
+func absPath(p string) (string, error) {
+	a, err := filepath.Abs(p)
+	if err != nil {
+		return "", fmt.Errorf("recall: %s: %v", p, err)
+	}
+	return filepath.Clean(a), nil
+}
+
+func (ix *Index) loadRow(ctx context.Context, path string) (*fileRow, error) {
+	r := &fileRow{}
+	err := ix.db.QueryRowContext(ctx, `SELECT id, size, mtime_ns, head_len, head_hash, sample_hash, last_line_start,
+		last_line_hash, bytes_indexed, lines_indexed, malformed FROM files WHERE path=?`, path).
+		Scan(&r.id, &r.size, &r.mtimeNs, &r.headLen, &r.headHash, &r.sampleHash, &r.lastLineStart, &r.lastLineHash,
+			&r.bytesIndexed, &r.lines, &r.malformed)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("recall: read index state of %s: %v", path, err)
+	}
+	return r, nil
+}
+
+func hashRange(f *os.File, off, n int64) (string, error) {
+	h := sha256.New()
+	if _, err := io.Copy(h, io.NewSectionReader(f, off, n)); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16]), nil
+}
+
+// sampleHash hashes 16 blocks of 512 bytes spread over the indexed prefix
+// [0, n): with the head and the last line it catches rewrites of the middle
+// of a file without reading all of it (an in-place edit between the samples
+// that keeps the size goes unnoticed; pi and OpenClaw only append, or
+// rewrite whole files).
+func sampleHash(f *os.File, n int64) (string, error) {
+	h := sha256.New()
+	const blocks, size = 16, 512
+	for k := int64(1); k <= blocks; k++ {
+		off := k * n / (blocks + 1)
+		l := min(int64(size), n-off)
+		if l <= 0 {
+			continue
+		}
+		if _, err := io.Copy(h, io.NewSectionReader(f, off, l)); err != nil {
+			return "", err
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16]), nil
+}
+
+// plan decides what an Index call has to do with a file, by checking that
+// the indexed prefix is still there (hashes of the first bytes, of sampled
+// blocks and of the last indexed line) and whether a complete line follows
+// it.
+func plan(f *os.File, size int64, row *fileRow) (string, error) {
+	if row == nil {
+		return ModeFull, nil
+	}
+	if size < row.bytesIndexed {
+		return ModeReindex, nil
+	}
+	if h, err := hashRange(f, 0, row.headLen); err != nil {
+		return "", err
+	} else if h != row.headHash {
+		return ModeReindex, nil
+	}
+	if h, err := hashRange(f, row.lastLineStart, row.bytesIndexed-row.lastLineStart); err != nil {
+		return "", err
+	} else if h != row.lastLineHash {
+		return ModeReindex, nil
+	}
+	if h, err := sampleHash(f, row.bytesIndexed); err != nil {
+		return "", err
+	} else if h != row.sampleHash {
+		return ModeReindex, nil
+	}
+	if size == row.bytesIndexed {
+		return ModeUnchanged, nil
+	}
+	// Grown: does a complete line follow? (a line still being written has
+	// no newline yet and waits for the next run)
+	br := bufio.NewReaderSize(io.NewSectionReader(f, row.bytesIndexed, size-row.bytesIndexed), 64<<10)
+	for {
+		_, err := br.ReadSlice('\n')
+		if err == nil {
+			return ModeAppend, nil
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err == io.EOF {
+			return ModeUnchanged, nil
+		}
+		return "", err
+	}
+}
+
+// Covered reports whether every complete line of the file, as it is now, is
+// in the index (a trailing line without newline is not required). roll asks
+// this before it evicts messages: evicting what recall cannot find is
+// amnesia.
+func (ix *Index) Covered(path string) (bool, error) {
+	abs, err := absPath(path)
+	if err != nil {
+		return false, err
+	}
+	f, err := os.Open(abs)
+	if err != nil {
+		return false, fmt.Errorf("recall: %v", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return false, fmt.Errorf("recall: %v", err)
+	}
+	row, err := ix.loadRow(context.Background(), abs)
+	if err != nil || row == nil {
+		return false, err
+	}
+	mode, err := plan(f, fi.Size(), row)
+	if err != nil {
+		return false, fmt.Errorf("recall: read %s: %v", abs, err)
+	}
+	return mode == ModeUnchanged, nil
+}
+
+// readResult is what reading a file's new lines produced.
+type readResult struct {
+	end           int64 // offset after the last complete line
+	lastLineStart int64
+	lines         int // physical line number of the last complete line
+	read          int // lines read this run
+	malformed     []int
+	nMalformed    int
+}
+
+// scanLines reads complete lines from off (line numbers continue after
+// line), extracts and chunks them, and hands finished chunks to emit.
+func (ix *Index) scanLines(ctx context.Context, f *os.File, off int64, line int, emit func([]chunk) error) (readResult, error) {
+	res := readResult{end: off, lastLineStart: off, lines: line}
+	x := extractor{maxChars: ix.maxChars}
+	ch := newChunker()
+	br := bufio.NewReaderSize(io.NewSectionReader(f, off, 1<<62), 1<<20)
+	var long []byte
+	isLong := false
+	for {
+		part, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			long = append(long, part...)
+			isLong = true
+			continue
+		}
+		if err == io.EOF {
+			break // a trailing line without newline is not complete yet
+		}
+		if err != nil {
+			return res, fmt.Errorf("recall: read %s: %v", f.Name(), err)
+		}
+		l := part
+		if isLong {
+			long = append(long, part...)
+			l = long
+		}
+		res.lines++
+		res.read++
+		res.lastLineStart = res.end
+		res.end += int64(len(l))
+		units, ok := x.extractLine(l)
+		if !ok {
+			res.nMalformed++
+			if len(res.malformed) < maxReportedMalformed {
+				res.malformed = append(res.malformed, res.lines)
+			}
+		}
+		for _, u := range units {
+			ch.add(contentLine{line: res.lines, unit: u})
+		}
+		if isLong {
+			long, isLong = long[:0], false
+		}
+		if res.read%512 == 0 {
+			if err := ctx.Err(); err != nil {
+				return res, err
+			}
+			if out := ch.take(); len(out) > 0 {
+				if err := emit(out); err != nil {
+					return res, err
+				}
+			}
+		}
+	}
+	if out := ch.finish(); len(out) > 0 {
+		if err := emit(out); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// Index brings the index of one session file up to date: nothing when it is
+// unchanged, only the new lines when it grew, everything when the indexed
+// part changed. It is safe while the session is being appended to.
+func (ix *Index) Index(ctx context.Context, path string) (Stats, error) {
+	start := time.Now()
+	abs, err := absPath(path)
+	if err != nil {
+		return Stats{File: path}, err
+	}
+	st := Stats{File: abs}
+	f, err := os.Open(abs)
+	if err != nil {
+		return st, fmt.Errorf("recall: %v", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return st, fmt.Errorf("recall: %v", err)
+	}
+	if fi.IsDir() {
+		return st, fmt.Errorf("recall: %s is a directory (index walks directories, Index takes files)", abs)
+	}
+
+	ix.wmu.Lock()
+	defer ix.wmu.Unlock()
+	row, err := ix.loadRow(ctx, abs)
+	if err != nil {
+		return st, err
+	}
+	mode, err := plan(f, fi.Size(), row)
+	if err != nil {
+		return st, fmt.Errorf("recall: read %s: %v", abs, err)
+	}
+	st.Mode = mode
+	if mode == ModeUnchanged {
+		st.Skipped = "unchanged"
+		st.Lines = row.lines
+		st.Embedded, err = ix.embedMissing(ctx, row.id)
+		st.Seconds = time.Since(start).Seconds()
+		return st, err
+	}
+	var off int64
+	line, malformedBefore := 0, 0
+	if mode == ModeAppend {
+		off, line, malformedBefore = row.bytesIndexed, row.lines, row.malformed
+	}
+
+	tx, err := ix.db.BeginTx(ctx, nil)
+	if err != nil {
+		return st, fmt.Errorf("recall: begin: %v", err)
+	}
+	defer tx.Rollback()
+	var fileID int64
+	if row != nil {
+		fileID = row.id
+		if mode == ModeReindex {
+			if err := deleteChunks(ctx, tx, fileID); err != nil {
+				return st, err
+			}
+		}
+	} else {
+		r, err := tx.ExecContext(ctx, `INSERT INTO files(path, size, mtime_ns, head_len, head_hash, sample_hash,
+			last_line_start, last_line_hash, bytes_indexed, lines_indexed, malformed, indexed_at)
+			VALUES(?, 0, 0, 0, '', '', 0, '', 0, 0, 0, 0)`, abs)
+		if err != nil {
+			return st, fmt.Errorf("recall: add %s: %v", abs, err)
+		}
+		if fileID, err = r.LastInsertId(); err != nil {
+			return st, err
+		}
+	}
+	ins, err := newInserter(ctx, tx)
+	if err != nil {
+		return st, err
+	}
+	defer ins.close()
+	res, err := ix.scanLines(ctx, f, off, line, func(cs []chunk) error {
+		for i := range cs {
+			if err := ins.add(ctx, fileID, &cs[i]); err != nil {
+				return err
+			}
+		}
+		st.Chunks += len(cs)
+		return nil
+	})
+	if err != nil {
+		return st, err
+	}
+	hl := min(int64(headLen), res.end)
+	headHash, err := hashRange(f, 0, hl)
+	if err != nil {
+		return st, fmt.Errorf("recall: read %s: %v", abs, err)
+	}
+	lastHash, err := hashRange(f, res.lastLineStart, res.end-res.lastLineStart)
+	if err != nil {
+		return st, fmt.Errorf("recall: read %s: %v", abs, err)
+	}
+	sampHash, err := sampleHash(f, res.end)
+	if err != nil {
+		return st, fmt.Errorf("recall: read %s: %v", abs, err)
+	}
+	if fi2, err := f.Stat(); err == nil {
+		fi = fi2
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE files SET size=?, mtime_ns=?, head_len=?, head_hash=?, sample_hash=?,
+		last_line_start=?, last_line_hash=?, bytes_indexed=?, lines_indexed=?, malformed=?, indexed_at=?
+		WHERE id=?`, fi.Size(), fi.ModTime().UnixNano(), hl, headHash, sampHash, res.lastLineStart, lastHash,
+		res.end, res.lines, malformedBefore+res.nMalformed, time.Now().UnixMilli(), fileID); err != nil {
+		return st, fmt.Errorf("recall: update %s: %v", abs, err)
+	}
+	ins.close()
+	if err := tx.Commit(); err != nil {
+		return st, fmt.Errorf("recall: commit %s: %v", abs, err)
+	}
+	st.Indexed = true
+	st.LinesIndexed = res.read
+	st.Lines = res.lines
+	st.Bytes = res.end - off
+	st.Malformed = res.nMalformed
+	st.MalformedLines = res.malformed
+	st.Embedded, err = ix.embedMissing(ctx, fileID)
+	st.Seconds = time.Since(start).Seconds()
+	return st, err
+}
+
+// inserter holds the prepared statements of one indexing transaction.
+type inserter struct {
+	chunk, fts, tri *sql.Stmt
+}
+
+func newInserter(ctx context.Context, tx *sql.Tx) (*inserter, error) {
+	var ins inserter
+	var err error
+	if ins.chunk, err = tx.PrepareContext(ctx, `INSERT INTO chunks(file_id, start_line, end_line,
+		entry_ids, ts, has_cjk, text) VALUES(?, ?, ?, ?, ?, ?, ?)`); err != nil {
+		return nil, fmt.Errorf("recall: prepare: %v", err)
+	}
+	if ins.fts, err = tx.PrepareContext(ctx, `INSERT INTO chunks_fts(rowid, text) VALUES(?, ?)`); err != nil {
+		ins.close()
+		return nil, fmt.Errorf("recall: prepare: %v", err)
+	}
+	if ins.tri, err = tx.PrepareContext(ctx, `INSERT INTO chunks_tri(rowid, text) VALUES(?, ?)`); err != nil {
+		ins.close()
+		return nil, fmt.Errorf("recall: prepare: %v", err)
+	}
+	return &ins, nil
+}
+
+func (ins *inserter) close() {
+	for _, s := range []*sql.Stmt{ins.chunk, ins.fts, ins.tri} {
+		if s != nil {
+			s.Close()
+		}
+	}
+}
+
+// add stores one chunk. Only chunks with CJK text go into the trigram
+// table: a query that needs the trigram table contains CJK, so it can only
+// match chunks that do.
+func (ins *inserter) add(ctx context.Context, fileID int64, c *chunk) error {
+	r, err := ins.chunk.ExecContext(ctx, fileID, c.StartLine, c.EndLine, strings.Join(c.EntryIDs, " "),
+		c.Timestamp, c.HasCJK, c.Text)
+	if err != nil {
+		return fmt.Errorf("recall: insert chunk: %v", err)
+	}
+	id, err := r.LastInsertId()
+	if err != nil {
+		return err
+	}
+	if _, err := ins.fts.ExecContext(ctx, id, c.Text); err != nil {
+		return fmt.Errorf("recall: insert chunk text: %v", err)
+	}
+	if c.HasCJK {
+		if _, err := ins.tri.ExecContext(ctx, id, c.Text); err != nil {
+			return fmt.Errorf("recall: insert chunk text: %v", err)
+		}
+	}
+	return nil
+}
+
+// deleteChunks removes a file's chunks from the chunk table and both
+// full-text indexes (external-content FTS5 tables need the old text).
+func deleteChunks(ctx context.Context, tx *sql.Tx, fileID int64) error {
+	for _, q := range []string{
+		`INSERT INTO chunks_fts(chunks_fts, rowid, text) SELECT 'delete', id, text FROM chunks WHERE file_id=?`,
+		`INSERT INTO chunks_tri(chunks_tri, rowid, text) SELECT 'delete', id, text FROM chunks WHERE file_id=? AND has_cjk=1`,
+		`DELETE FROM chunks WHERE file_id=?`,
+	} {
+		if _, err := tx.ExecContext(ctx, q, fileID); err != nil {
+			return fmt.Errorf("recall: delete chunks: %v", err)
+		}
+	}
+	return nil
+}
+
+// Remove drops a file from the index.
+func (ix *Index) Remove(ctx context.Context, path string) error {
+	abs, err := absPath(path)
+	if err != nil {
+		return err
+	}
+	ix.wmu.Lock()
+	defer ix.wmu.Unlock()
+	return ix.removeLocked(ctx, abs)
+}
+
+func (ix *Index) removeLocked(ctx context.Context, abs string) error {
+	tx, err := ix.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("recall: begin: %v", err)
+	}
+	defer tx.Rollback()
+	var id int64
+	err = tx.QueryRowContext(ctx, `SELECT id FROM files WHERE path=?`, abs).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := deleteChunks(ctx, tx, id); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM files WHERE id=?`, id); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// Prune drops every indexed file that no longer exists and returns their
+// paths. Files under one of roots only, when roots are given.
+func (ix *Index) Prune(ctx context.Context, roots ...string) ([]string, error) {
+	paths, err := ix.Files(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var absRoots []string
+	for _, r := range roots {
+		a, err := absPath(r)
+		if err != nil {
+			return nil, err
+		}
+		absRoots = append(absRoots, a)
+	}
+	ix.wmu.Lock()
+	defer ix.wmu.Unlock()
+	var removed []string
+	for _, p := range paths {
+		if len(absRoots) > 0 && !underAny(p, absRoots) {
+			continue
+		}
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err := ix.removeLocked(ctx, p); err != nil {
+			return removed, err
+		}
+		removed = append(removed, p)
+	}
+	return removed, nil
+}
+
+func underAny(p string, roots []string) bool {
+	for _, r := range roots {
+		if p == r || strings.HasPrefix(p, r+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
+}
+
+// Files lists the indexed file paths.
+func (ix *Index) Files(ctx context.Context) ([]string, error) {
+	rows, err := ix.db.QueryContext(ctx, `SELECT path FROM files ORDER BY path`)
+	if err != nil {
+		return nil, fmt.Errorf("recall: list files: %v", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var p string
+		if err := rows.Scan(&p); err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}

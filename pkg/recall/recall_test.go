@@ -1,0 +1,269 @@
+package recall_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ctxtool/ctxtool/pkg/recall"
+	"github.com/ctxtool/ctxtool/pkg/recall/recalltest"
+	"github.com/ctxtool/ctxtool/pkg/walk"
+)
+
+// sessionFiles lists the indexable files under dir as the index command
+// does.
+func sessionFiles(t testing.TB, dir string) []string {
+	t.Helper()
+	fs, err := walk.Walk([]string{dir}, walk.Options{Kinds: []walk.Kind{walk.Transcript, walk.Archive}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, f := range fs {
+		out = append(out, f.Path)
+	}
+	return out
+}
+
+type planted struct {
+	file string
+	recalltest.Fact
+}
+
+// genSessions writes n sessions with planted facts and compactions that
+// push the facts out of the active context.
+func genSessions(t testing.TB, dir string, n, turns int) []planted {
+	t.Helper()
+	var all []planted
+	for i := 0; i < n; i++ {
+		seed := uint64(1000 + i)
+		p := filepath.Join(dir, fmt.Sprintf("sess-%02d.jsonl", i))
+		facts, err := recalltest.WriteFile(p, recalltest.Options{Seed: seed, Turns: turns,
+			Facts: recalltest.DefaultFacts(seed), Compactions: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range facts {
+			all = append(all, planted{file: p, Fact: f})
+		}
+	}
+	return all
+}
+
+func openIndex(t testing.TB, opts ...recall.Option) *recall.Index {
+	t.Helper()
+	ix, err := recall.Open(t.TempDir(), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ix.Close() })
+	return ix
+}
+
+func indexAll(t testing.TB, ix *recall.Index, files ...string) []recall.Stats {
+	t.Helper()
+	var out []recall.Stats
+	for _, f := range files {
+		st, err := ix.Index(context.Background(), f)
+		if err != nil {
+			t.Fatalf("index %s: %v", f, err)
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// rankOf returns the 1-based rank of the first hit citing the fact's file
+// and line, 0 if none.
+func rankOf(hits []recall.Hit, p planted) int {
+	for i, h := range hits {
+		if h.Path == p.file && h.StartLine <= p.Line && p.Line <= h.EndLine {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+func TestPlantedFactsTop3(t *testing.T) {
+	dir := t.TempDir()
+	facts := genSessions(t, dir, 6, 150)
+	files := sessionFiles(t, dir)
+	if len(files) != 6 {
+		t.Fatalf("walk: %v", files)
+	}
+	ix := openIndex(t)
+	indexAll(t, ix, files...)
+	for _, f := range facts {
+		res, err := ix.Search(context.Background(), f.Query, recall.SearchOptions{MaxResults: 6, MinScore: 0.35})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rankOf(res.Hits, f)
+		if r == 0 || r > 3 {
+			var got []string
+			for _, h := range res.Hits {
+				got = append(got, fmt.Sprintf("%s %.3f", filepath.Base(h.Citation), h.Score))
+			}
+			t.Errorf("fact %s (%s, %s line %d) query %q: rank %d; hits %v", f.Name, f.Where, filepath.Base(f.file), f.Line, f.Query, r, got)
+			continue
+		}
+		h := res.Hits[r-1]
+		if h.Score < 0.35 || h.Score > 1 {
+			t.Errorf("fact %s: score %v out of range", f.Name, h.Score)
+		}
+		if len([]rune(h.Snippet)) > 700 {
+			t.Errorf("fact %s: snippet %d chars", f.Name, len([]rune(h.Snippet)))
+		}
+		if want := fmt.Sprintf("%s#L%d", f.file, h.StartLine); !strings.HasPrefix(h.Citation, want) {
+			t.Errorf("citation %q, want prefix %q", h.Citation, want)
+		}
+		if h.EndLine-h.StartLine > 40 {
+			t.Errorf("fact %s: line range %d-%d is not tight", f.Name, h.StartLine, h.EndLine)
+		}
+		if len(h.EntryIDs) == 0 || h.Timestamp == "" {
+			t.Errorf("fact %s: hit without entry ids / timestamp: %+v", f.Name, h)
+		}
+	}
+}
+
+func TestSessionFilter(t *testing.T) {
+	dir := t.TempDir()
+	facts := genSessions(t, dir, 2, 60)
+	files := sessionFiles(t, dir)
+	ix := openIndex(t)
+	indexAll(t, ix, files...)
+	// The fact of session 0 must not be found when searching session 1.
+	f := facts[0]
+	other := files[1]
+	res, err := ix.Search(context.Background(), f.Query, recall.SearchOptions{Session: other, MinScore: 0.35})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range res.Hits {
+		if h.Path != other {
+			t.Errorf("session filter leaked %s", h.Citation)
+		}
+		if rankOf([]recall.Hit{h}, f) > 0 {
+			t.Errorf("found session 0's fact in session 1")
+		}
+	}
+	res, err = ix.Search(context.Background(), f.Query, recall.SearchOptions{Session: f.file, MinScore: 0.35})
+	if err != nil || rankOf(res.Hits, f) != 1 {
+		t.Errorf("with the right session: rank %d err %v", rankOf(res.Hits, f), err)
+	}
+	if _, err := ix.Search(context.Background(), "x", recall.SearchOptions{Session: filepath.Join(dir, "nope.jsonl")}); err == nil ||
+		!strings.Contains(err.Error(), "not indexed") {
+		t.Errorf("unindexed session: %v", err)
+	}
+}
+
+func TestIncremental(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "s.jsonl")
+	if _, err := recalltest.WriteFile(p, recalltest.Options{Seed: 7, Turns: 80}); err != nil {
+		t.Fatal(err)
+	}
+	ix := openIndex(t)
+	first := indexAll(t, ix, p)[0]
+	if !first.Indexed || first.Mode != recall.ModeFull || first.Chunks == 0 {
+		t.Fatalf("first run: %+v", first)
+	}
+	if ok, err := ix.Covered(p); !ok || err != nil {
+		t.Fatalf("covered after index: %v %v", ok, err)
+	}
+	second := indexAll(t, ix, p)[0]
+	if second.Indexed || second.Skipped != "unchanged" || second.LinesIndexed != 0 || second.Bytes != 0 || second.Chunks != 0 {
+		t.Fatalf("second run did work: %+v", second)
+	}
+
+	// Append a line carrying a new fact, plus a trailing half-written line.
+	data, _ := os.ReadFile(p)
+	lines := strings.Count(string(data), "\n")
+	f, _ := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	fmt.Fprintln(f, `{"type":"message","id":"feed0001","parentId":null,"timestamp":"2026-03-05T10:00:00.000Z","message":{"role":"user","content":"remember the wombat-4411 incident","timestamp":1772704800000}}`)
+	partial := `{"type":"message","id":"feed0002","parentId":"feed0001","timestamp":"2026-03-05T10:00:01.000Z","message":{"role":"user","content":"platypus-9 half`
+	fmt.Fprint(f, partial)
+	f.Close()
+	if ok, _ := ix.Covered(p); ok {
+		t.Fatal("covered although a complete line was appended")
+	}
+	third := indexAll(t, ix, p)[0]
+	if third.Mode != recall.ModeAppend || third.LinesIndexed != 1 || third.Lines != lines+1 {
+		t.Fatalf("append run: %+v (had %d lines)", third, lines)
+	}
+	if ok, _ := ix.Covered(p); !ok {
+		t.Fatal("not covered although only a partial line remains")
+	}
+	res, _ := ix.Search(context.Background(), "wombat-4411", recall.SearchOptions{MinScore: 0.35})
+	if len(res.Hits) == 0 || res.Hits[0].StartLine != lines+1 || res.Hits[0].EntryIDs[0] != "feed0001" {
+		t.Fatalf("appended fact: %+v", res.Hits)
+	}
+	if res, _ := ix.Search(context.Background(), "platypus", recall.SearchOptions{}); len(res.Hits) != 0 {
+		t.Fatalf("partial line was indexed: %+v", res.Hits)
+	}
+	// Finish the partial line: only it is indexed.
+	f, _ = os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	fmt.Fprintln(f, `","timestamp":1772704801000}}`)
+	f.Close()
+	fourth := indexAll(t, ix, p)[0]
+	if fourth.Mode != recall.ModeAppend || fourth.LinesIndexed != 1 {
+		t.Fatalf("completed line: %+v", fourth)
+	}
+	if res, _ := ix.Search(context.Background(), "platypus", recall.SearchOptions{}); len(res.Hits) != 1 || res.Hits[0].StartLine != lines+2 {
+		t.Fatalf("completed line not found: %+v", res.Hits)
+	}
+
+	// Rewrite the indexed part: reindexed from line 1.
+	data, _ = os.ReadFile(p)
+	data = []byte(strings.Replace(string(data), "wombat-4411", "koala-555555", 1))
+	os.WriteFile(p, data, 0o644)
+	fifth := indexAll(t, ix, p)[0]
+	if fifth.Mode != recall.ModeReindex {
+		t.Fatalf("rewritten file: %+v", fifth)
+	}
+	if res, _ := ix.Search(context.Background(), "wombat", recall.SearchOptions{}); len(res.Hits) != 0 {
+		t.Fatal("stale text still indexed after reindex")
+	}
+	if res, _ := ix.Search(context.Background(), "koala-555555", recall.SearchOptions{}); len(res.Hits) != 1 {
+		t.Fatal("new text not indexed after reindex")
+	}
+
+	// Removed files drop out.
+	os.Remove(p)
+	removed, err := ix.Prune(context.Background())
+	if err != nil || len(removed) != 1 {
+		t.Fatalf("prune: %v %v", removed, err)
+	}
+	if res, _ := ix.Search(context.Background(), "koala-555555", recall.SearchOptions{}); len(res.Hits) != 0 {
+		t.Fatal("removed file still searchable")
+	}
+}
+
+func TestMalformedAndFixtures(t *testing.T) {
+	fx := "/work/shared/fixtures/external/pi-v1-compact-705ba5d.jsonl"
+	if _, err := os.Stat(fx); err != nil {
+		t.Skip("fixtures not present")
+	}
+	ix := openIndex(t)
+	st := indexAll(t, ix, fx)[0]
+	if st.Lines != 1013 || st.Malformed != 1 || len(st.MalformedLines) != 1 || st.MalformedLines[0] != 1013 {
+		t.Fatalf("fixture stats: %+v", st)
+	}
+	// The hidden compaction inside the malformed line 1013 is still indexed.
+	res, err := ix.Search(context.Background(), "Conversation Summary Agent Compaction Hooks Documentation Refinement", recall.SearchOptions{MaxResults: 3, MinScore: 0.35})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, h := range res.Hits {
+		if h.StartLine <= 1013 && h.EndLine >= 1013 {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("text of malformed line 1013 not found")
+	}
+}

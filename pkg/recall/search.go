@@ -1,0 +1,537 @@
+package recall
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Search scoring follows OpenClaw's memory_search (reference-behaviour.md
+// §3.2) so that its default minScore 0.35 means the same here:
+//   - keyword query: every [\p{L}\p{N}_]+ token, quoted, joined with AND;
+//     if that finds nothing, one query per keyword (stop words dropped),
+//     keeping each chunk's best score;
+//   - BM25 rank r (negative = better) → -r/(1-r), else 1/(1+r);
+//   - keyword-only mode adds OpenClaw's boosts: 0.45 × share of query
+//     tokens found, 0.2 × found / unique chunk tokens, 0.18 per query token
+//     in the file name, min(len/160, 0.18); capped at 1;
+//   - with embeddings: 0.7 × cosine + 0.3 × BM25 score over the union of
+//     both candidate lists; if nothing reaches minScore, keyword hits with
+//     score ≥ min(minScore, 0.3).
+// CJK text has no spaces, so unicode61 sees a whole run as one token; a
+// query with CJK therefore goes to a trigram index (substring match), and
+// CJK terms shorter than three characters, which trigrams cannot match, to
+// a LIKE scan of the CJK chunks.
+
+// Defaults of memory_search.
+const (
+	DefaultMaxResults = 6
+	DefaultMinScore   = 0.35
+	snippetMax        = 700
+	vectorWeight      = 0.7
+	textWeight        = 0.3
+)
+
+// SearchOptions filter and limit a search.
+type SearchOptions struct {
+	MaxResults int     // ≤ 0: DefaultMaxResults
+	MinScore   float64 // hits below are dropped (0 keeps all)
+	Session    string  // only this session file ("" = all)
+}
+
+// Hit is one search result.
+type Hit struct {
+	Path      string   `json:"path"`
+	StartLine int      `json:"startLine"`
+	EndLine   int      `json:"endLine"`
+	Score     float64  `json:"score"`
+	Snippet   string   `json:"snippet"`
+	Citation  string   `json:"citation"`
+	EntryIDs  []string `json:"entryIds"`
+	Timestamp string   `json:"timestamp,omitempty"`
+	Source    string   `json:"source"`
+}
+
+// Result is a search's hits and how they were found.
+type Result struct {
+	Hits []Hit
+	// Mode is "hybrid" (keyword + vectors) or "fts-only".
+	Mode string
+	// Fallback says why hybrid scoring was not used although an embedder is
+	// configured (e.g. the endpoint failed), or that the hybrid scores were
+	// all below minScore and keyword hits were returned instead.
+	Fallback string
+}
+
+var tokenRe = regexp.MustCompile(`[\p{L}\p{N}_]+`)
+
+// stopWords are dropped from the per-keyword fallback query and from the
+// boost's token share; the AND query keeps every token, as OpenClaw does.
+var stopWords = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields(`a an and are as at be been but by can could did do does for from had has have
+	how i if in into is it its me my no not of on or our so than that the their them then there these they this to
+	was we were what when where which who why will with would you your about after all also any did done get got
+	just like more most much should some such us use used using want yes ok please`) {
+		stopWords[w] = true
+	}
+}
+
+// queryTokens returns the unique lower-cased tokens of a query.
+func queryTokens(q string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, t := range tokenRe.FindAllString(strings.ToLower(q), -1) {
+		if !seen[t] {
+			seen[t] = true
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func keywords(tokens []string) []string {
+	var out []string
+	for _, t := range tokens {
+		if !stopWords[t] {
+			out = append(out, t)
+		}
+	}
+	if len(out) == 0 {
+		return tokens
+	}
+	return out
+}
+
+// bm25RankToScore maps FTS5's bm25() (lower = better, usually negative)
+// to 0..1 exactly as OpenClaw does.
+func bm25RankToScore(rank float64) float64 {
+	if math.IsNaN(rank) || math.IsInf(rank, 0) {
+		return 1.0 / 1000
+	}
+	if rank < 0 {
+		return -rank / (1 - rank)
+	}
+	return 1 / (1 + rank)
+}
+
+// candidate is a chunk found by one of the searches.
+type candidate struct {
+	id         int64
+	text       float64 // BM25 score 0..1 (0: matched by LIKE only)
+	vector     float64
+	hasText    bool
+	hasVector  bool
+	path       string
+	start, end int
+	entryIDs   string
+	ts         int64
+	body       string
+}
+
+// Search finds the chunks that best match query.
+func (ix *Index) Search(ctx context.Context, query string, opts SearchOptions) (*Result, error) {
+	if opts.MaxResults <= 0 {
+		opts.MaxResults = DefaultMaxResults
+	}
+	var fileID int64 = -1
+	if opts.Session != "" {
+		abs, err := absPath(opts.Session)
+		if err != nil {
+			return nil, err
+		}
+		err = ix.db.QueryRowContext(ctx, `SELECT id FROM files WHERE path=?`, abs).Scan(&fileID)
+		if err == sql.ErrNoRows {
+			return nil, fmt.Errorf("recall: %s is not indexed (run 'ctxtool index %s' first)", abs, opts.Session)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("recall: %v", err)
+		}
+	}
+	tokens := queryTokens(query)
+	res := &Result{Mode: "fts-only"}
+	if len(tokens) == 0 {
+		return res, nil
+	}
+	limit := min(200, max(1, opts.MaxResults*4))
+	cands, err := ix.keywordCandidates(ctx, tokens, fileID, limit)
+	if err != nil {
+		return nil, err
+	}
+	kw := keywords(tokens)
+
+	var hits []*candidate
+	if ix.embedder != nil {
+		vc, ferr := ix.vectorCandidates(ctx, query, fileID, limit)
+		if ferr != nil {
+			res.Fallback = ferr.Error()
+		} else {
+			res.Mode = "hybrid"
+			for id, c := range vc {
+				if k, ok := cands[id]; ok {
+					k.vector, k.hasVector = c.vector, true
+				} else {
+					cands[id] = c
+				}
+			}
+		}
+	}
+	if err := ix.loadCandidates(ctx, cands); err != nil {
+		return nil, err
+	}
+	score := map[int64]float64{}
+	if res.Mode == "hybrid" {
+		for id, c := range cands {
+			s := vectorWeight*c.vector + textWeight*c.text
+			if s >= opts.MinScore {
+				score[id] = s
+				hits = append(hits, c)
+			}
+		}
+		if len(hits) == 0 {
+			res.Fallback = "no hybrid hit reached minScore; keyword hits shown"
+			floor := math.Min(opts.MinScore, textWeight)
+			for id, c := range cands {
+				if !c.hasText {
+					continue
+				}
+				if s := boosted(c, kw); s >= floor {
+					score[id] = s
+					hits = append(hits, c)
+				}
+			}
+		}
+	} else {
+		for id, c := range cands {
+			if s := boosted(c, kw); s >= opts.MinScore {
+				score[id] = s
+				hits = append(hits, c)
+			}
+		}
+	}
+	sort.Slice(hits, func(i, j int) bool {
+		si, sj := score[hits[i].id], score[hits[j].id]
+		if si != sj {
+			return si > sj
+		}
+		return hits[i].id > hits[j].id // newer first on ties
+	})
+	if len(hits) > opts.MaxResults {
+		hits = hits[:opts.MaxResults]
+	}
+	for _, c := range hits {
+		h := Hit{
+			Path: c.path, StartLine: c.start, EndLine: c.end,
+			Score:    math.Round(score[c.id]*10000) / 10000,
+			Snippet:  snippet(c.body, kw, snippetMax),
+			Citation: Citation(c.path, c.start, c.end),
+			EntryIDs: strings.Fields(c.entryIDs),
+			Source:   "sessions",
+		}
+		if h.EntryIDs == nil {
+			h.EntryIDs = []string{}
+		}
+		if c.ts > 0 {
+			h.Timestamp = time.UnixMilli(c.ts).UTC().Format("2006-01-02T15:04:05.000Z")
+		}
+		res.Hits = append(res.Hits, h)
+	}
+	return res, nil
+}
+
+// Citation formats path#Lstart-Lend (path#Lstart for one line).
+func Citation(path string, start, end int) string {
+	if start == end {
+		return path + "#L" + strconv.Itoa(start)
+	}
+	return path + "#L" + strconv.Itoa(start) + "-L" + strconv.Itoa(end)
+}
+
+// keywordCandidates runs the AND query, then the per-keyword fallback.
+func (ix *Index) keywordCandidates(ctx context.Context, tokens []string, fileID int64, limit int) (map[int64]*candidate, error) {
+	cands := map[int64]*candidate{}
+	if err := ix.ftsQuery(ctx, tokens, fileID, limit, cands); err != nil {
+		return nil, err
+	}
+	if len(cands) > 0 {
+		return cands, nil
+	}
+	kw := keywords(tokens)
+	if len(kw) == 1 && len(tokens) == 1 {
+		return cands, nil // the AND query was this query
+	}
+	for _, k := range kw {
+		if err := ix.ftsQuery(ctx, []string{k}, fileID, limit, cands); err != nil {
+			return nil, err
+		}
+	}
+	return cands, nil
+}
+
+func quoteFTS(t string) string { return `"` + strings.ReplaceAll(t, `"`, "") + `"` }
+
+func tokenHasCJK(t string) bool { return hasCJK(t) }
+
+// ftsQuery adds the chunks matching all tokens to cands (keeping the best
+// score per chunk).
+func (ix *Index) ftsQuery(ctx context.Context, tokens []string, fileID int64, limit int, cands map[int64]*candidate) error {
+	cjk := false
+	for _, t := range tokens {
+		if tokenHasCJK(t) {
+			cjk = true
+		}
+	}
+	var q string
+	var args []any
+	if !cjk {
+		parts := make([]string, len(tokens))
+		for i, t := range tokens {
+			parts[i] = quoteFTS(t)
+		}
+		q = `SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ?`
+		args = append(args, strings.Join(parts, " AND "))
+		if fileID >= 0 {
+			q += ` AND rowid IN (SELECT id FROM chunks WHERE file_id=?)`
+			args = append(args, fileID)
+		}
+		q += ` ORDER BY rank LIMIT ?`
+		args = append(args, limit)
+	} else {
+		var long, short []string
+		for _, t := range tokens {
+			if utf8.RuneCountInString(t) >= 3 {
+				long = append(long, quoteFTS(t))
+			} else {
+				short = append(short, t)
+			}
+		}
+		var where []string
+		if len(long) > 0 {
+			q = `SELECT t.rowid, t.rank FROM chunks_tri t JOIN chunks c ON c.id = t.rowid`
+			where = append(where, `chunks_tri MATCH ?`)
+			args = append(args, strings.Join(long, " AND "))
+		} else {
+			q = `SELECT c.id, 0.0 FROM chunks c`
+			where = append(where, `c.has_cjk = 1`)
+		}
+		for _, s := range short {
+			where = append(where, `c.text LIKE ? ESCAPE '\'`)
+			args = append(args, "%"+likeEscape(s)+"%")
+		}
+		if fileID >= 0 {
+			where = append(where, `c.file_id = ?`)
+			args = append(args, fileID)
+		}
+		q += " WHERE " + strings.Join(where, " AND ")
+		if len(long) > 0 {
+			q += ` ORDER BY t.rank`
+		} else {
+			q += ` ORDER BY c.id DESC`
+		}
+		q += ` LIMIT ?`
+		args = append(args, limit)
+	}
+	rows, err := ix.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return fmt.Errorf("recall: search: %v", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var rank float64
+		if err := rows.Scan(&id, &rank); err != nil {
+			return fmt.Errorf("recall: search: %v", err)
+		}
+		s := 0.0
+		if rank != 0 {
+			s = bm25RankToScore(rank)
+		}
+		if c, ok := cands[id]; ok {
+			c.text = math.Max(c.text, s)
+		} else {
+			cands[id] = &candidate{id: id, text: s, hasText: true}
+		}
+	}
+	return rows.Err()
+}
+
+func likeEscape(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+	return r.Replace(s)
+}
+
+// vectorCandidates scores every embedded chunk against the query vector
+// (brute force over unit vectors) and keeps the best limit.
+func (ix *Index) vectorCandidates(ctx context.Context, query string, fileID int64, limit int) (map[int64]*candidate, error) {
+	vecs, err := ix.embedder.Embed(ctx, []string{query})
+	if err != nil {
+		return nil, err
+	}
+	if len(vecs) != 1 || len(vecs[0]) == 0 {
+		return nil, fmt.Errorf("recall: embedder returned no vector for the query")
+	}
+	qv := normalize(vecs[0])
+	q := `SELECT id, embedding FROM chunks WHERE model = ?`
+	args := []any{ix.embedder.Model()}
+	if fileID >= 0 {
+		q += ` AND file_id = ?`
+		args = append(args, fileID)
+	}
+	rows, err := ix.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("recall: vector search: %v", err)
+	}
+	defer rows.Close()
+	var all []*candidate
+	for rows.Next() {
+		var id int64
+		var b []byte
+		if err := rows.Scan(&id, &b); err != nil {
+			return nil, err
+		}
+		all = append(all, &candidate{id: id, vector: dotEncoded(qv, b), hasVector: true})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].vector > all[j].vector })
+	out := map[int64]*candidate{}
+	for _, c := range all[:min(limit, len(all))] {
+		out[c.id] = c
+	}
+	return out, nil
+}
+
+// loadCandidates fills path, lines and text of the candidates.
+func (ix *Index) loadCandidates(ctx context.Context, cands map[int64]*candidate) error {
+	if len(cands) == 0 {
+		return nil
+	}
+	ids := make([]string, 0, len(cands))
+	for id := range cands {
+		ids = append(ids, strconv.FormatInt(id, 10))
+	}
+	rows, err := ix.db.QueryContext(ctx, `SELECT c.id, f.path, c.start_line, c.end_line, c.entry_ids, c.ts, c.text
+		FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id IN (`+strings.Join(ids, ",")+`)`)
+	if err != nil {
+		return fmt.Errorf("recall: search: %v", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var c candidate
+		if err := rows.Scan(&id, &c.path, &c.start, &c.end, &c.entryIDs, &c.ts, &c.body); err != nil {
+			return err
+		}
+		k := cands[id]
+		k.path, k.start, k.end, k.entryIDs, k.ts, k.body = c.path, c.start, c.end, c.entryIDs, c.ts, c.body
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for id, c := range cands { // a chunk deleted between the two queries
+		if c.path == "" {
+			delete(cands, id)
+		}
+	}
+	return nil
+}
+
+// boosted is OpenClaw's keyword-only score.
+func boosted(c *candidate, kw []string) float64 {
+	lower := strings.ToLower(c.body)
+	chunkTokens := map[string]bool{}
+	for _, t := range tokenRe.FindAllString(lower, -1) {
+		chunkTokens[t] = true
+	}
+	found := 0
+	base := strings.ToLower(filepath.Base(c.path))
+	inPath := 0
+	for _, t := range kw {
+		if chunkTokens[t] || (tokenHasCJK(t) && strings.Contains(lower, t)) {
+			found++
+		}
+		if strings.Contains(base, t) {
+			inPath++
+		}
+	}
+	s := c.text
+	if len(kw) > 0 {
+		s += 0.45 * float64(found) / float64(len(kw))
+	}
+	if len(chunkTokens) > 0 {
+		s += 0.2 * float64(found) / float64(len(chunkTokens))
+	}
+	s += 0.18 * float64(inPath)
+	s += math.Min(float64(utf8.RuneCountInString(c.body))/160, 0.18)
+	return math.Min(1, s)
+}
+
+// snippet cuts text to at most max UTF-16 units, around the first query
+// token when it lies beyond the first part, so the snippet shows the match.
+func snippet(text string, kw []string, max int) string {
+	if utf16Len(text) <= max {
+		return text
+	}
+	lower := strings.ToLower(text)
+	pos := -1
+	if len(lower) == len(text) {
+		for _, t := range kw {
+			if i := strings.Index(lower, t); i >= 0 && (pos < 0 || i < pos) {
+				pos = i
+			}
+		}
+	}
+	start := 0
+	prefix := ""
+	if pos > max/2 {
+		start = pos - max/4
+		for start < len(text) && !utf8.RuneStart(text[start]) {
+			start++
+		}
+		if sp := strings.IndexByte(text[start:], ' '); sp >= 0 && sp < 30 && start+sp+1 <= pos {
+			start += sp + 1
+		}
+		prefix = "…"
+	}
+	budget := max - utf16Len(prefix) - 1 // room for a closing "…"
+	end, n := start, 0
+	for end < len(text) {
+		r, size := utf8.DecodeRuneInString(text[end:])
+		w := 1
+		if r > 0xFFFF {
+			w = 2
+		}
+		if n+w > budget {
+			break
+		}
+		n += w
+		end += size
+	}
+	out := prefix + text[start:end]
+	if end < len(text) {
+		out += "…"
+	}
+	return out
+}
+
+func utf16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		if r > 0xFFFF {
+			n += 2
+		} else {
+			n++
+		}
+	}
+	return n
+}
