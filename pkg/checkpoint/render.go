@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/ctxtool/ctxtool/pkg/tokenizer"
 )
 
 // Budget of the resume text (seed 002 P5, §5.4): about 600–700 tokens,
@@ -20,9 +23,27 @@ type RenderOptions struct {
 	// Target is the size the text is trimmed to (default TargetTokens) and
 	// Max the hard cap (default MaxTokens), both in Count's tokens.
 	Target, Max int
-	// Count measures text in tokens; nil uses ConservativeCount. Pass the
-	// o200k tokenizer for exact budgets.
+	// Count measures text in tokens; nil uses DefaultCount (o200k).
 	Count func(string) int
+}
+
+var (
+	o200kOnce  sync.Once
+	o200kCount func(string) int
+)
+
+// DefaultCount counts tokens with o200k (the tokenizer of current OpenAI
+// models and a close proxy for others), falling back to ConservativeCount if
+// the tokenizer cannot be loaded.
+func DefaultCount(s string) int {
+	o200kOnce.Do(func() {
+		if t, err := tokenizer.Get("o200k"); err == nil {
+			o200kCount = t.Count
+		} else {
+			o200kCount = ConservativeCount
+		}
+	})
+	return o200kCount(s)
 }
 
 // ConservativeCount over-estimates o200k tokens without a tokenizer: every
@@ -85,7 +106,7 @@ func (b *block) drop() {
 // cut, so the result never exceeds Max tokens.
 func Render(cp *Checkpoint, opt RenderOptions) string {
 	if opt.Count == nil {
-		opt.Count = ConservativeCount
+		opt.Count = DefaultCount
 	}
 	if opt.Max <= 0 {
 		opt.Max = MaxTokens
@@ -114,9 +135,10 @@ func Render(cp *Checkpoint, opt RenderOptions) string {
 	for _, o := range cp.OpenItems {
 		open.items = append(open.items, oneLine(o, 200))
 	}
-	modified := &block{title: "Files modified", inline: true, keepMin: 5, items: shortList(cp.Resources.FilesModified)}
-	read := &block{title: "Files read", inline: true, keepMin: 3, items: shortList(cp.Resources.FilesRead)}
-	tools := &block{title: "Tools used", inline: true, keepMin: 5, items: shortList(cp.Resources.ToolsUsed)}
+	base := commonDir(append(append([]string{}, cp.Resources.FilesModified...), cp.Resources.FilesRead...))
+	modified := &block{title: "Files modified", inline: true, keepMin: 5, items: shortList(cp.Resources.FilesModified, base)}
+	read := &block{title: "Files read", inline: true, keepMin: 3, items: shortList(cp.Resources.FilesRead, base)}
+	tools := &block{title: "Tools used", inline: true, keepMin: 5, items: shortList(cp.Resources.ToolsUsed, "")}
 	learn := &block{title: "Learnings (consider storing to long-term memory)", keepMin: 2}
 	for _, l := range cp.Learnings {
 		learn.items = append(learn.items, oneLine(l, 200))
@@ -144,6 +166,9 @@ func Render(cp *Checkpoint, opt RenderOptions) string {
 			sb.WriteString("\n")
 		}
 		if len(modified.items)+len(read.items)+len(tools.items) > 0 {
+			if base != "" && len(modified.items)+len(read.items) > 0 {
+				fmt.Fprintf(&sb, "File paths are relative to %s\n", oneLine(base, 200))
+			}
 			modified.render(&sb)
 			read.render(&sb)
 			tools.render(&sb)
@@ -244,12 +269,43 @@ func truncate(s string, n int) string {
 	return strings.TrimRight(string(r[:n-1]), " ") + "…"
 }
 
-func shortList(items []string) []string {
+func shortList(items []string, base string) []string {
 	out := make([]string, 0, len(items))
 	for _, it := range items {
-		out = append(out, oneLine(it, 80))
+		out = append(out, oneLine(strings.TrimPrefix(it, base), 80))
 	}
 	return out
+}
+
+// commonDir is the longest directory (ending in "/") that at least half
+// of the absolute paths (two or more) lie under, "" when none: file lists
+// are long absolute paths that differ only at the end, so the resume text
+// names the directory once.
+func commonDir(paths []string) string {
+	counts := map[string]int{}
+	n := 0
+	for _, p := range paths {
+		if !strings.HasPrefix(p, "/") {
+			continue
+		}
+		n++
+		for i := 1; i < len(p); i++ {
+			if p[i] == '/' {
+				counts[p[:i+1]]++
+			}
+		}
+	}
+	need := max(2, (n+1)/2)
+	best := ""
+	for dir, c := range counts {
+		if c >= need && (len(dir) > len(best) || len(dir) == len(best) && dir < best) {
+			best = dir
+		}
+	}
+	if len(best) < 8 {
+		return ""
+	}
+	return best
 }
 
 func orNone(s string) string {

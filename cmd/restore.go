@@ -1,0 +1,235 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ctxtool/ctxtool/pkg/checkpoint"
+	"github.com/ctxtool/ctxtool/pkg/exitcode"
+)
+
+// RestoreOptions are the inputs of `ctxtool restore`.
+type RestoreOptions struct {
+	IO         *IOStreams
+	Target     string // FILE or SESSION_KEY
+	SessionKey string
+	Format     string
+	Append     bool
+	List       bool
+	ID         string
+	Wait       time.Duration
+	StateDir   string
+	JSON       bool
+	Now        func() time.Time // clock of the appended entry; nil: time.Now
+	Ctx        context.Context
+}
+
+func init() { register(newRestoreCmd) }
+
+func newRestoreCmd(f *Factory) *cobra.Command {
+	opts := &RestoreOptions{IO: f.IO}
+	cmd := &cobra.Command{
+		Use:   "restore FILE|SESSION_KEY",
+		Short: "Render a checkpoint as the post-compaction resume text",
+		Long: `Render the latest checkpoint of a session (or --id cp_NNN) as the lean resume
+text an agent reads after a compaction (about 600-700 tokens, never more than
+800). A corrupt latest checkpoint falls back to the previous one, with a
+warning.
+
+The argument is a session file (its key is derived from the file name, or
+--session-key) or a session key. --append adds the text to the session file
+as a custom_message entry (customType ctxtool.checkpoint) under OpenClaw's
+session lock, so the agent sees it on its next turn.`,
+		Example: `  ctxtool restore session.jsonl
+  ctxtool restore --append session.jsonl          # right after a compaction
+  ctxtool restore --list telegram:user123
+  ctxtool restore --id cp_002 --format yaml telegram:user123`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			cfg, err := f.Config()
+			if err != nil {
+				return err
+			}
+			opts.Target = args[0]
+			opts.JSON = f.JSON
+			opts.StateDir = cfg.StateDir(c.Flags())
+			opts.Ctx = c.Context()
+			return runRestore(opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Format, "format", "text", "text|yaml|json")
+	fl.BoolVar(&opts.Append, "append", false, "append the resume text to the session FILE as a custom_message entry")
+	fl.BoolVar(&opts.List, "list", false, "list the session's checkpoints")
+	fl.StringVar(&opts.ID, "id", "", "checkpoint to render (cp_NNN; default the latest)")
+	fl.StringVar(&opts.SessionKey, "session-key", "", "session key when FILE's derived key is not the right one")
+	fl.DurationVar(&opts.Wait, "wait", 0, "with --append: wait this long for the session lock")
+	return cmd
+}
+
+// RestoreReport is the --json output of restore.
+type RestoreReport struct {
+	File         string   `json:"file,omitempty"`
+	SessionKey   string   `json:"sessionKey"`
+	CheckpointID string   `json:"checkpointId"`
+	Path         string   `json:"path"`
+	Tokens       int      `json:"tokens"`
+	Text         string   `json:"text,omitempty"`
+	Appended     bool     `json:"appended"`
+	EntryID      string   `json:"entryId,omitempty"`
+	Line         int      `json:"line,omitempty"`
+	Warnings     []string `json:"warnings,omitempty"`
+
+	Checkpoint *checkpoint.Checkpoint `json:"checkpoint,omitempty"`
+}
+
+// CheckpointListing is one row of --list.
+type CheckpointListing struct {
+	ID          string  `json:"checkpointId"`
+	Path        string  `json:"path"`
+	Latest      bool    `json:"latest"`
+	CreatedAt   string  `json:"createdAt,omitempty"`
+	Trigger     string  `json:"trigger,omitempty"`
+	InputTokens int     `json:"inputTokens,omitempty"`
+	Utilization float64 `json:"utilization,omitempty"`
+	Previous    string  `json:"previousCheckpoint,omitempty"`
+	Error       string  `json:"error,omitempty"`
+}
+
+func runRestore(opts *RestoreOptions) error {
+	switch opts.Format {
+	case "text", "yaml", "json":
+	default:
+		return exitcode.Newf(exitcode.Usage, "--format %q: use text, yaml or json", opts.Format)
+	}
+	if opts.ID != "" && !validCheckpointID(opts.ID) {
+		return exitcode.Newf(exitcode.Usage, "--id %q: give a checkpoint id like cp_003 (see --list)", opts.ID)
+	}
+	t := checkpoint.ResolveTarget(opts.Target, opts.SessionKey)
+	if opts.Append && t.File == "" {
+		return exitcode.Newf(exitcode.Usage, "--append needs a session FILE; %q is not a file", opts.Target)
+	}
+	if opts.Append && opts.List {
+		return exitcode.Newf(exitcode.Usage, "--append and --list do not go together")
+	}
+	store := &checkpoint.Store{StateDir: opts.StateDir}
+	if opts.List {
+		return listCheckpoints(opts, store, t)
+	}
+	cp, warnings, err := store.Select(t.Key, opts.ID)
+	for _, w := range warnings {
+		fmt.Fprintf(opts.IO.ErrOut, "warning: %s\n", w)
+	}
+	if err != nil {
+		return fmt.Errorf("restore %s: %w", opts.Target, err)
+	}
+	count := restoreCounter()
+	text := checkpoint.Render(cp, checkpoint.RenderOptions{Count: count})
+	rep := &RestoreReport{File: t.File, SessionKey: t.Key, CheckpointID: cp.Meta.CheckpointID,
+		Path: filepath.Join(store.Dir(t.Key), cp.Meta.CheckpointID+".yaml"), Tokens: count(text), Warnings: warnings}
+
+	if opts.Append {
+		ctx := opts.Ctx
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		a, err := checkpoint.AppendResume(ctx, t.File, cp, text, opts.Wait, opts.Now)
+		if err != nil {
+			return err
+		}
+		rep.Appended, rep.EntryID, rep.Line = true, a.EntryID, a.Line
+		if opts.JSON {
+			return writeJSONLine(opts.IO.Out, rep)
+		}
+		id := a.EntryID
+		if id == "" {
+			id = "(v1, no id)"
+		}
+		fmt.Fprintf(opts.IO.Out, "appended %s resume text (%d tokens) to %s: custom_message %s on line %d\n",
+			cp.Meta.CheckpointID, rep.Tokens, t.File, id, a.Line)
+		return nil
+	}
+	if opts.JSON {
+		rep.Text = text
+		if opts.Format != "text" {
+			rep.Checkpoint = cp
+		}
+		return writeJSONLine(opts.IO.Out, rep)
+	}
+	switch opts.Format {
+	case "yaml":
+		data, err := checkpoint.Marshal(cp)
+		if err != nil {
+			return err
+		}
+		_, err = opts.IO.Out.Write(data)
+		return err
+	case "json":
+		enc := json.NewEncoder(opts.IO.Out)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		return enc.Encode(cp)
+	}
+	_, err = fmt.Fprint(opts.IO.Out, text)
+	return err
+}
+
+func validCheckpointID(id string) bool {
+	var n int
+	_, err := fmt.Sscanf(id, "cp_%d", &n)
+	return err == nil && n >= 0 && checkpoint.FormatID(n) == id
+}
+
+func listCheckpoints(opts *RestoreOptions, store *checkpoint.Store, t checkpoint.Target) error {
+	entries, err := store.List(t.Key)
+	if err != nil {
+		return err
+	}
+	latestID := ""
+	if cp, _, err := store.Latest(t.Key); err == nil {
+		latestID = cp.Meta.CheckpointID
+	}
+	rows := []CheckpointListing{}
+	for i := len(entries) - 1; i >= 0; i-- {
+		e := entries[i]
+		row := CheckpointListing{ID: e.ID, Path: e.Path, Latest: e.ID == latestID}
+		if cp, err := store.Load(t.Key, e.ID); err != nil {
+			row.Error = err.Error()
+		} else {
+			row.CreatedAt, row.Trigger = cp.Meta.CreatedAt, cp.Meta.Trigger
+			row.InputTokens, row.Utilization = cp.Meta.TokenUsage.InputTokens, cp.Meta.TokenUsage.Utilization
+			row.Previous = cp.Meta.PreviousCheckpoint
+		}
+		rows = append(rows, row)
+	}
+	if opts.JSON {
+		return writeJSONLine(opts.IO.Out, map[string]any{"file": t.File, "sessionKey": t.Key, "dir": store.Dir(t.Key), "checkpoints": rows})
+	}
+	if len(rows) == 0 {
+		fmt.Fprintf(opts.IO.ErrOut, "no checkpoints for session key %q in %s\n", t.Key, store.Dir(t.Key))
+		return nil
+	}
+	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tCREATED\tTRIGGER\tTOKENS\tUTIL\tPREVIOUS\tSTATUS")
+	for _, r := range rows {
+		status := "ok"
+		if r.Error != "" {
+			status = "corrupt"
+		}
+		if r.Latest {
+			status += " (latest)"
+		}
+		prev := r.Previous
+		if prev == "" {
+			prev = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.1f%%\t%s\t%s\n", r.ID, r.CreatedAt, r.Trigger, r.InputTokens, r.Utilization*100, prev, status)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,230 @@
+package checkpoint
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"time"
+
+	"github.com/ctxtool/ctxtool/pkg/transcript"
+)
+
+// AutoThreshold is the utilization at which an auto-80pct checkpoint is
+// written (§6.3).
+const AutoThreshold = 0.80
+
+// TakeOptions configures Take (the checkpoint command).
+type TakeOptions struct {
+	File            string
+	SessionKey      string // "" = KeyFromFile
+	Trigger         string // "" = manual
+	Force           bool   // ignore the dedupe and the 80% gate
+	Store           *Store
+	DedupeThreshold float64 // ≤ 0: DefaultDedupeThreshold
+	ContextWindow   int     // > 0 wins over WindowFor
+	// WindowFor maps the session's model to its context window (nil or
+	// ≤ 0: DefaultContextWindow).
+	WindowFor func(model string) int
+	Now       func() time.Time
+	Count     func(string) int // token counter for the restore text
+}
+
+// TakeResult is the outcome; its JSON is the command's output line.
+type TakeResult struct {
+	File            string   `json:"file"`
+	Written         bool     `json:"written"`
+	Reason          string   `json:"reason,omitempty"`
+	CheckpointID    string   `json:"checkpointId,omitempty"`
+	Path            string   `json:"path,omitempty"`
+	Utilization     float64  `json:"utilization"`
+	Tokens          int      `json:"tokens"`
+	SessionKey      string   `json:"sessionKey"`
+	Trigger         string   `json:"trigger"`
+	InputTokens     int      `json:"inputTokens"`
+	ContextWindow   int      `json:"contextWindow"`
+	CompactionCount int      `json:"compactionCount"`
+	Previous        string   `json:"previousCheckpoint,omitempty"`
+	Pruned          []string `json:"pruned,omitempty"`
+	Gauge           string   `json:"gauge,omitempty"`
+	Warnings        []string `json:"warnings,omitempty"`
+}
+
+// ValidTrigger reports whether t is a trigger the command accepts.
+func ValidTrigger(t string) bool {
+	switch t {
+	case TriggerAuto80, TriggerCompaction, TriggerSessionEnd, TriggerManual:
+		return true
+	}
+	return false
+}
+
+// Take builds a checkpoint of a session and stores it unless the 80% gate
+// (auto-80pct) or the dedupe rule says not to. State files are bundled and
+// reset only when a checkpoint is written.
+func Take(o TakeOptions) (*TakeResult, error) {
+	if o.Trigger == "" {
+		o.Trigger = TriggerManual
+	}
+	if !ValidTrigger(o.Trigger) {
+		return nil, fmt.Errorf("unknown trigger %q (use auto-80pct, compaction, session-end or manual)", o.Trigger)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.DedupeThreshold <= 0 {
+		o.DedupeThreshold = DefaultDedupeThreshold
+	}
+	key := o.SessionKey
+	if key == "" {
+		if o.File == "-" {
+			return nil, fmt.Errorf("reading the session from stdin: name its key with --session-key")
+		}
+		key = KeyFromFile(o.File)
+	}
+	s, err := transcript.Load(o.File)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	in, err := FromSession(s)
+	if err != nil {
+		return nil, err
+	}
+	ctx := s.Context()
+	tokens, err := Measure(s, ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%s: measure context: %v", o.File, err)
+	}
+	if o.ContextWindow <= 0 && o.WindowFor != nil {
+		model := s.Header.ModelID
+		if ctx.Model != nil && ctx.Model.ModelID != "" {
+			model = ctx.Model.ModelID
+		}
+		o.ContextWindow = o.WindowFor(model)
+	}
+	if o.ContextWindow <= 0 {
+		o.ContextWindow = DefaultContextWindow
+	}
+	if n := storeCompactionCount(o.File, key); n > in.CompactionCount {
+		in.CompactionCount = n
+	}
+	in.SessionKey, in.Trigger, in.Now = key, o.Trigger, o.Now()
+	in.InputTokens, in.ContextWindow = tokens, o.ContextWindow
+	res := &TakeResult{File: o.File, SessionKey: key, Trigger: o.Trigger, InputTokens: tokens,
+		ContextWindow: o.ContextWindow, CompactionCount: in.CompactionCount}
+	util := float64(tokens) / float64(o.ContextWindow)
+	res.Utilization = math.Round(util*10000) / 10000
+	if in.CompactionCount > 3 {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%s has been compacted %d times: repeated compaction loses detail (consider a fresh session resumed from this checkpoint)", o.File, in.CompactionCount))
+	}
+
+	state, warns := o.Store.ReadState(key)
+	res.Warnings = append(res.Warnings, warns...)
+	in.State = state
+	cp := Build(in)
+	text := Render(cp, RenderOptions{Count: o.Count})
+	res.Tokens = count(o.Count, text)
+
+	if !o.Force && o.Trigger == TriggerAuto80 && util < AutoThreshold {
+		res.Reason = fmt.Sprintf("utilization %.1f%% is below the %.0f%% threshold of --trigger auto-80pct", util*100, AutoThreshold*100)
+		res.Gauge = Gauge(tokens, o.ContextWindow, false)
+		return res, nil
+	}
+	if !o.Force {
+		if last, _, err := o.Store.Latest(key); err == nil {
+			if dup, delta := Dedupe(last, tokens, o.DedupeThreshold); dup {
+				res.Reason = fmt.Sprintf("input tokens changed by %.1f%% since %s (less than %.0f%%; --force writes anyway)", delta*100, last.Meta.CheckpointID, o.DedupeThreshold*100)
+				res.Previous = last.Meta.CheckpointID
+				res.Gauge = Gauge(tokens, o.ContextWindow, false)
+				return res, nil
+			}
+		}
+	}
+	wr, err := o.Store.Write(key, cp)
+	if err != nil {
+		return nil, err
+	}
+	res.Written, res.CheckpointID, res.Path, res.Pruned = true, wr.ID, wr.Path, wr.Pruned
+	res.Previous = cp.Meta.PreviousCheckpoint
+	res.Gauge = Gauge(tokens, o.ContextWindow, true)
+	// The id is part of the text: render again now that it is known.
+	res.Tokens = count(o.Count, Render(cp, RenderOptions{Count: o.Count}))
+	if err := o.Store.ResetState(key); err != nil {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("checkpoint written but the state files were not reset: %v", err))
+	}
+	return res, nil
+}
+
+func count(c func(string) int, s string) int {
+	if c == nil {
+		return DefaultCount(s)
+	}
+	return c(s)
+}
+
+// Target is what restore was pointed at: a session file or a bare key.
+type Target struct {
+	Key  string
+	File string // "" when given a key
+}
+
+// ResolveTarget decides whether arg is a session file (it exists) or a
+// session key. keyFlag overrides the key derived from a file.
+func ResolveTarget(arg, keyFlag string) Target {
+	if fi, err := os.Stat(arg); err == nil && fi.Mode().IsRegular() {
+		k := keyFlag
+		if k == "" {
+			k = KeyFromFile(arg)
+		}
+		return Target{Key: k, File: arg}
+	}
+	if keyFlag != "" {
+		return Target{Key: keyFlag}
+	}
+	return Target{Key: arg}
+}
+
+// Select loads the checkpoint restore shows: id, or the latest readable one.
+func (s *Store) Select(key, id string) (*Checkpoint, []string, error) {
+	if id != "" {
+		cp, err := s.Load(key, id)
+		return cp, nil, err
+	}
+	return s.Latest(key)
+}
+
+// AppendResult describes the custom_message restore --append wrote.
+type AppendResult struct {
+	EntryID string
+	Line    int
+}
+
+// AppendResume appends text to the session as a custom_message entry
+// (customType ctxtool.checkpoint, displayed), under OpenClaw's session
+// lock, in the file's own format version. pi sends it to the model as a
+// user message on the next turn.
+func AppendResume(ctx context.Context, file string, cp *Checkpoint, text string, wait time.Duration, now func() time.Time) (*AppendResult, error) {
+	var res AppendResult
+	details := map[string]any{
+		"checkpointId": cp.Meta.CheckpointID,
+		"sessionKey":   cp.Meta.SessionKey,
+		"createdAt":    cp.Meta.CreatedAt,
+	}
+	err := transcript.Update(ctx, file, transcript.UpdateOptions{Wait: wait}, func(s *transcript.Session) ([][]byte, error) {
+		w := s.NewWriter()
+		if now != nil {
+			w.Now = now
+		}
+		a, err := w.CustomMessage(CustomType, text, true, details)
+		if err != nil {
+			return nil, err
+		}
+		res = AppendResult{EntryID: a.ID, Line: s.Lines + 1}
+		return [][]byte{a.Line}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &res, nil
+}

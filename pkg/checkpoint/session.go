@@ -1,0 +1,125 @@
+package checkpoint
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/ctxtool/ctxtool/pkg/estimate"
+	"github.com/ctxtool/ctxtool/pkg/transcript"
+)
+
+// DefaultContextWindow is used when neither the caller nor the config
+// names a window (the 200k of the seed's examples and pi's Claude models).
+const DefaultContextWindow = 200000
+
+// Measure returns the context size the gauge and the 80% gate use: seed
+// 002 §6.1's source order — the provider's last usage plus chars/4 for what
+// follows (pi's estimateContextTokens), or chars/4 of the whole context when
+// that usage predates the compaction in force. It is a variable so a better
+// estimator can be swapped in.
+var Measure = func(s *transcript.Session, ctx *transcript.Context) (int, error) {
+	r, err := estimate.Context(s, ctx, estimate.Usage)
+	if err != nil {
+		return 0, err
+	}
+	return r.Tokens, nil
+}
+
+// FromSession reads a loaded session into a builder Input: the messages of
+// the branch (root → leaf, including those before a compaction: the
+// checkpoint is what survives it), the compactions' file lists, the split
+// turn and the compaction count. Token fields are left to the caller.
+func FromSession(s *transcript.Session) (Input, error) {
+	in := Input{SessionFile: s.File}
+	path := s.Branch()
+	ctx := s.Context()
+	for _, e := range path {
+		switch e.Type {
+		case "message", "custom_message":
+		case "compaction":
+			in.Compactions = append(in.Compactions, compactionFiles(s, e))
+			continue
+		default:
+			continue
+		}
+		m, err := s.Message(e)
+		if err != nil {
+			return in, fmt.Errorf("%s:%d: %v", s.File, e.Line, err)
+		}
+		if m == nil {
+			continue
+		}
+		msg := Message{
+			EntryID: e.ID, Role: m.Role, CustomType: m.CustomType, Text: m.Text(),
+			ToolCallID: m.ToolCallID, ToolName: m.ToolName, IsError: m.IsError, StopReason: m.StopReason,
+			Time: entryTime(e, m),
+		}
+		if e.Type == "custom_message" {
+			msg.Role = "custom"
+		}
+		if m.Role == "bashExecution" {
+			msg.Text = "$ " + m.Command
+		}
+		for _, b := range m.ToolCalls() {
+			msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: b.ID, Name: b.Name, Args: b.Arguments})
+		}
+		in.Messages = append(in.Messages, msg)
+	}
+	in.SplitTurn = splitTurn(ctx)
+	for _, e := range s.Entries {
+		if e.Type == "compaction" {
+			in.CompactionCount++
+		}
+	}
+	return in, nil
+}
+
+// splitTurn: the compaction in force kept a turn from its middle (the first
+// kept entry is not a user message, pi's isSplitTurn) and nothing has been
+// said since, so the turn it cut is still the one in progress.
+func splitTurn(ctx *transcript.Context) bool {
+	if ctx.Compaction == nil || ctx.KeptStart < 0 || ctx.KeptStart >= len(ctx.Path) {
+		return false
+	}
+	if ctx.Path[ctx.KeptStart].Role == "user" {
+		return false
+	}
+	for _, e := range ctx.Path[ctx.CompactionIndex+1:] {
+		if e.Role != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// compactionFiles reads pi's details {readFiles, modifiedFiles} of a compaction.
+func compactionFiles(s *transcript.Session, e *transcript.Entry) CompactionInfo {
+	raw, err := s.Raw(e)
+	if err != nil {
+		return CompactionInfo{}
+	}
+	var c struct {
+		Details struct {
+			ReadFiles     []string `json:"readFiles"`
+			ModifiedFiles []string `json:"modifiedFiles"`
+		} `json:"details"`
+	}
+	_ = json.Unmarshal(raw, &c) // details are free-form; anything else means no files
+	return CompactionInfo{ReadFiles: c.Details.ReadFiles, ModifiedFiles: c.Details.ModifiedFiles}
+}
+
+// entryTime prefers the message's own epoch-ms timestamp (seconds below
+// 1e11, as OpenClaw reads them), else the entry's ISO timestamp.
+func entryTime(e *transcript.Entry, m *transcript.Message) time.Time {
+	if ms := m.Timestamp; ms > 0 {
+		if ms < 1e11 {
+			ms *= 1000
+		}
+		return time.UnixMilli(int64(ms)).UTC()
+	}
+	if t, err := time.Parse(time.RFC3339Nano, e.Timestamp); err == nil {
+		return t.UTC()
+	}
+	return time.Time{}
+}
