@@ -228,6 +228,9 @@ func (s *scanner) maybeBool() (bool, bool) {
 // message validates a message object at the scanner position and extracts
 // what the context and the estimators need.
 func (s *scanner) message(e *Entry) bool {
+	if s.peek() != '{' {
+		return s.skip(0)
+	}
 	var cs contentStatsT
 	var command, output int
 	wide0 := s.wide

@@ -1,0 +1,277 @@
+package transcript_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ctxtool/ctxtool/internal/oracle"
+	"github.com/ctxtool/ctxtool/pkg/transcript"
+)
+
+func copyFile(t *testing.T, src string) string {
+	t.Helper()
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), filepath.Base(src))
+	if err := os.WriteFile(dst, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// keepFrom picks a user message about two thirds into the context to keep from.
+func keepFrom(ctx *transcript.Context) *transcript.Entry {
+	for i := len(ctx.Messages) * 2 / 3; i < len(ctx.Messages); i++ {
+		if e := ctx.Messages[i].Entry; e.Type == "message" && e.Role == "user" {
+			return e
+		}
+	}
+	return nil
+}
+
+// Appending a compaction and a custom_message to every fixture (v1) and to
+// the v3 example: the original bytes stay, pi loads the file, and pi
+// rebuilds exactly the context ctxtool then reads.
+func TestAppendLoadsInPi(t *testing.T) {
+	oracle.Require(t)
+	files := append(oracle.Fixtures(t), "testdata/spec-v3.jsonl")
+	for name, content := range edgeCases {
+		if name == "late-header.jsonl" {
+			continue
+		}
+		p := filepath.Join(t.TempDir(), name)
+		os.WriteFile(p, []byte(content), 0o644)
+		files = append(files, p)
+	}
+	var written []string
+	for _, src := range files {
+		f := copyFile(t, src)
+		before, _ := os.ReadFile(f)
+		var kept *transcript.Entry
+		var summary = "## Goal\nTest <summary> & \u2028 \"quotes\" 日本語 ✓"
+		err := transcript.Update(context.Background(), f, transcript.UpdateOptions{}, func(s *transcript.Session) ([][]byte, error) {
+			w := s.NewWriter()
+			kept = keepFrom(s.Context())
+			a, err := w.Compaction(transcript.CompactionSpec{Summary: summary, FirstKept: kept, TokensBefore: 123,
+				Details: map[string]any{"readFiles": []string{}, "modifiedFiles": []string{"a.go"}}})
+			if err != nil {
+				return nil, err
+			}
+			b, err := w.CustomMessage("ctxtool.test", "resume here", true, nil)
+			if err != nil {
+				return nil, err
+			}
+			return [][]byte{a.Line, b.Line}, nil
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		after, _ := os.ReadFile(f)
+		if !strings.HasPrefix(string(after), string(before)) {
+			t.Fatalf("%s: original bytes changed", src)
+		}
+		s, err := transcript.Load(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := s.Context()
+		if ctx.Compaction == nil || ctx.Messages[0].Role != "compactionSummary" || ctx.Messages[len(ctx.Messages)-1].Role != "custom" {
+			t.Fatalf("%s: our entries are not in force: %+v", src, ctx.Compaction)
+		}
+		if kept != nil && (ctx.KeptStart < 0 || ctx.Path[ctx.KeptStart].Line != kept.Line) {
+			t.Fatalf("%s: kept region does not start at line %d", src, kept.Line)
+		}
+		s.Close()
+		pi := oracle.CheckOne(t, f)
+		if !pi.Loads || pi.LastCompaction == nil || pi.LastCompaction.Summary != summary || pi.FirstRole != "compactionSummary" || pi.LastRole != "custom" {
+			t.Fatalf("%s: pi sees %+v", src, pi)
+		}
+		written = append(written, f)
+	}
+	compareWithPi(t, written)
+	assertCanonical(t, written)
+}
+
+// assertCanonical checks with node that each line ctxtool appended is what
+// JSON.stringify would write: JSON.stringify(JSON.parse(line)) === line.
+func assertCanonical(t *testing.T, files []string) {
+	t.Helper()
+	script := `
+const fs = require("fs");
+let bad = 0;
+for (const f of process.argv.slice(1)) {
+  const lines = fs.readFileSync(f, "utf8").split("\n").slice(-3, -1);
+  for (const l of lines) { try { if (JSON.stringify(JSON.parse(l)) !== l) { bad++; console.error(f, l.slice(0, 200)); } } catch (e) { bad++; console.error(f, e.message); } }
+}
+process.exit(bad ? 1 : 0);`
+	cmd := exec.Command("node", append([]string{"-e", script}, files...)...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("appended lines are not JSON.stringify-canonical: %v\n%s", err, out)
+	}
+}
+
+func TestAppendAddsMissingNewline(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "s.jsonl")
+	content := strings.TrimSuffix(edgeCases["noncanonical.jsonl"], "\n")
+	os.WriteFile(f, []byte(content), 0o644)
+	err := transcript.Update(context.Background(), f, transcript.UpdateOptions{}, func(s *transcript.Session) ([][]byte, error) {
+		a, err := s.NewWriter().CustomMessage("t", "x", false, nil)
+		return [][]byte{a.Line}, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := transcript.Load(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Malformed) != 0 || s.Leaf().Type != "custom_message" || s.Leaf().ParentID != "00000004" {
+		t.Fatalf("malformed %v, leaf %+v", s.Malformed, s.Leaf())
+	}
+}
+
+// When another writer (pi takes no lock) appends between ctxtool's read and
+// its write, ctxtool re-plans so its entry hangs off the true last line.
+func TestUpdateReplansWhenFileGrows(t *testing.T) {
+	f := copyFile(t, "testdata/spec-v3.jsonl")
+	calls := 0
+	err := transcript.Update(context.Background(), f, transcript.UpdateOptions{}, func(s *transcript.Session) ([][]byte, error) {
+		calls++
+		if calls == 1 {
+			fh, _ := os.OpenFile(f, os.O_APPEND|os.O_WRONLY, 0)
+			fh.WriteString(`{"type":"message","id":"bbbb0001","parentId":"a1f00012","timestamp":"2026-03-02T10:36:00.000Z","message":{"role":"user","content":"concurrent","timestamp":1}}` + "\n")
+			fh.Close()
+		}
+		a, err := s.NewWriter().CustomMessage("t", "x", false, nil)
+		return [][]byte{a.Line}, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls != 2 {
+		t.Fatalf("plan ran %d times, want 2", calls)
+	}
+	s, _ := transcript.Load(f)
+	if s.Leaf().ParentID != "bbbb0001" {
+		t.Fatalf("our entry's parent is %q, want the concurrent line", s.Leaf().ParentID)
+	}
+}
+
+func TestLock(t *testing.T) {
+	f := copyFile(t, "testdata/spec-v3.jsonl")
+	ctx := context.Background()
+	l, err := transcript.AcquireLock(ctx, f, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var payload map[string]any
+	data, _ := os.ReadFile(f + ".lock")
+	if err := json.Unmarshal(data, &payload); err != nil || payload["pid"] == nil || payload["createdAt"] == nil || payload["starttime"] == nil {
+		t.Fatalf("lock payload %s", data)
+	}
+	// Held by us (a live process with a start time): others are refused.
+	_, err = transcript.AcquireLock(ctx, f, 0)
+	var le *transcript.LockedError
+	if !errors.As(err, &le) || !le.Locked() {
+		t.Fatalf("second acquire: %v, want LockedError", err)
+	}
+	// --wait succeeds once the holder releases.
+	go func() { time.Sleep(150 * time.Millisecond); l.Release() }()
+	l2, err := transcript.AcquireLock(ctx, f, 3*time.Second)
+	if err != nil {
+		t.Fatalf("waiting acquire: %v", err)
+	}
+	l2.Release()
+	if _, err := os.Stat(f + ".lock"); !os.IsNotExist(err) {
+		t.Fatal("lock file not removed on release")
+	}
+	// Update refuses a locked session and leaves the file alone.
+	l3, _ := transcript.AcquireLock(ctx, f, 0)
+	before, _ := os.ReadFile(f)
+	err = transcript.Update(ctx, f, transcript.UpdateOptions{}, func(s *transcript.Session) ([][]byte, error) {
+		t.Fatal("plan must not run without the lock")
+		return nil, nil
+	})
+	if !errors.As(err, &le) {
+		t.Fatalf("Update on a locked session: %v", err)
+	}
+	after, _ := os.ReadFile(f)
+	if string(before) != string(after) {
+		t.Fatal("file changed")
+	}
+	l3.Release()
+}
+
+func TestStaleLocksAreTakenOver(t *testing.T) {
+	f := copyFile(t, "testdata/spec-v3.jsonl")
+	cases := map[string]string{
+		"dead pid":     `{"pid": 2147483000, "createdAt": "` + time.Now().UTC().Format(time.RFC3339) + `"}`,
+		"too old":      `{"pid": 1, "createdAt": "2020-01-01T00:00:00.000Z"}`,
+		"own orphan":   `{"pid": ` + itoa(os.Getpid()) + `, "createdAt": "` + time.Now().UTC().Format(time.RFC3339) + `"}`,
+		"recycled pid": `{"pid": 1, "createdAt": "` + time.Now().UTC().Format(time.RFC3339) + `", "starttime": 123456789}`,
+	}
+	for name, payload := range cases {
+		os.WriteFile(f+".lock", []byte(payload), 0o644)
+		l, err := transcript.AcquireLock(context.Background(), f, 0)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		l.Release()
+	}
+	// A garbage lock that is recent by mtime is respected...
+	os.WriteFile(f+".lock", []byte("garbage"), 0o644)
+	if _, err := transcript.AcquireLock(context.Background(), f, 0); err == nil {
+		t.Fatal("a recent unreadable lock must be respected")
+	}
+	// ...and taken over once its mtime is older than 30 minutes.
+	old := time.Now().Add(-31 * time.Minute)
+	os.Chtimes(f+".lock", old, old)
+	l, err := transcript.AcquireLock(context.Background(), f, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Release()
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+func TestRewriteAtomic(t *testing.T) {
+	f := copyFile(t, "testdata/spec-v3.jsonl")
+	orig, _ := os.ReadFile(f)
+	backup, err := transcript.RewriteAtomic(f, func(w io.Writer) error {
+		_, err := w.Write([]byte("new content\n"))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(f)
+	bak, _ := os.ReadFile(backup)
+	if string(got) != "new content\n" || string(bak) != string(orig) || !strings.Contains(backup, ".bak.") {
+		t.Fatalf("rewrite: %q, backup %s", got, backup)
+	}
+	// A failing writer leaves the file as it was and no stray files.
+	entries, _ := os.ReadDir(filepath.Dir(f))
+	_, err = transcript.RewriteAtomic(f, func(w io.Writer) error {
+		w.Write([]byte("partial"))
+		return errors.New("boom")
+	})
+	if err == nil {
+		t.Fatal("want error")
+	}
+	got2, _ := os.ReadFile(f)
+	entries2, _ := os.ReadDir(filepath.Dir(f))
+	if string(got2) != "new content\n" || len(entries2) != len(entries) {
+		t.Fatalf("failed rewrite changed things: %q, %d→%d files", got2, len(entries), len(entries2))
+	}
+}
