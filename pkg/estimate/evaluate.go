@@ -22,7 +22,10 @@ func EvaluateSpans(s *transcript.Session, minReal int) ([]SpanCheck, *Calibratio
 	if err != nil {
 		return nil, nil, err
 	}
-	path := s.Branch()
+	return evaluateWith(c, s.Branch(), minReal), c.calib, nil
+}
+
+func evaluateWith(c *Counter, path []*transcript.Entry, minReal int) []SpanCheck {
 	var out []SpanCheck
 	start := -1
 	var cal, heur float64
@@ -53,5 +56,5 @@ func EvaluateSpans(s *transcript.Session, minReal int) ([]SpanCheck, *Calibratio
 			}
 		}
 	}
-	return out, c.calib, nil
+	return out
 }
