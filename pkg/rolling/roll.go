@@ -1,0 +1,412 @@
+package rolling
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/ctxtool/ctxtool/pkg/transcript"
+)
+
+// Options are the knobs of one roll (config compaction.rolling.* and the
+// roll command's flags).
+type Options struct {
+	// ContextWindow overrides the model's window (0 = Roller.Window).
+	ContextWindow     int
+	TargetUtilization float64 // ≤ 0: 0.8
+	MinKeepMessages   int
+	EvictionNote      bool
+	// Trigger > 0 rolls when utilization ≥ Trigger; 0 rolls when the
+	// context crosses pi's compaction threshold (window − ReserveTokens).
+	Trigger float64
+	// Force rolls whatever the utilization (`--trigger 0`); the target
+	// still decides how much goes, so a session already under the target
+	// is left alone.
+	Force         bool
+	ReserveTokens int // ≤ 0: 16384
+	DryRun        bool
+	// Wait is how long to wait for the session lock.
+	Wait time.Duration
+	// NoFallback refuses to roll (instead of falling back to a safeguard
+	// compaction) when recall cannot cover the session.
+	NoFallback bool
+}
+
+// Measurement is a token estimate of a session's active context.
+type Measurement struct {
+	// Tokens is the whole context (system prompt/tools included when the
+	// method knows them).
+	Tokens int
+	// PerMessage holds one estimate per context message.
+	PerMessage []int
+	Method     string
+}
+
+// Estimator measures the active context of a loaded session.
+type Estimator func(s *transcript.Session, c *transcript.Context) (Measurement, error)
+
+// HeuristicEstimator is pi's chars/4 estimate; the fallback when no better
+// estimator is wired in.
+func HeuristicEstimator(s *transcript.Session, c *transcript.Context) (Measurement, error) {
+	m := Measurement{Method: "heuristic", PerMessage: make([]int, len(c.Messages))}
+	for i, cm := range c.Messages {
+		m.PerMessage[i] = cm.Tokens()
+		m.Tokens += m.PerMessage[i]
+	}
+	return m, nil
+}
+
+// Recall is the part of the recall index a roll needs: evicted messages
+// must be searchable the moment they leave the context.
+type Recall interface {
+	// Covered reports whether every complete line of the file is indexed.
+	Covered(path string) (bool, error)
+	// Index brings the file's index up to date.
+	Index(ctx context.Context, path string) error
+}
+
+// FallbackFunc compacts a session by summarising instead (the seed's
+// safeguard fallback for when recall is unavailable). It returns what was
+// done in the report's terms.
+type FallbackFunc func(ctx context.Context, path string, o Options) (*Report, error)
+
+// Report is the outcome for one session file (the JSON object `roll --json`
+// prints per file).
+type Report struct {
+	File                  string  `json:"file"`
+	Rolled                bool    `json:"rolled"`
+	Reason                string  `json:"reason,omitempty"`
+	EvictedCount          int     `json:"evictedCount"`
+	EvictedTokens         int     `json:"evictedTokens"`
+	KeptTokens            int     `json:"keptTokens"`
+	FirstEvictedTimestamp string  `json:"firstEvictedTimestamp,omitempty"`
+	LastEvictedTimestamp  string  `json:"lastEvictedTimestamp,omitempty"`
+	Fallback              string  `json:"fallback,omitempty"`
+	DryRun                bool    `json:"dryRun,omitempty"`
+	TokensBefore          int     `json:"tokensBefore"`
+	ContextWindow         int     `json:"contextWindow"`
+	Utilization           float64 `json:"utilization"`
+	TriggerTokens         int     `json:"triggerTokens"`
+	TargetTokens          int     `json:"targetTokens"`
+	Method                string  `json:"method,omitempty"`
+	ContextMessages       int     `json:"contextMessages"`
+	KeptMessages          int     `json:"keptMessages"`
+	FirstKeptEntryID      string  `json:"firstKeptEntryId,omitempty"`
+	FirstKeptLine         int     `json:"firstKeptLine,omitempty"`
+	Locked                bool    `json:"locked,omitempty"`
+	Skipped               bool    `json:"skipped,omitempty"`
+	Error                 string  `json:"error,omitempty"`
+	Seconds               float64 `json:"seconds"`
+
+	err error
+}
+
+// Err is the error behind Report.Error (nil when the roll succeeded or was
+// not needed); a *transcript.LockedError for locked sessions.
+func (r *Report) Err() error { return r.err }
+
+func (r *Report) fail(err error) *Report {
+	r.err = err
+	r.Error = err.Error()
+	var le *transcript.LockedError
+	if errors.As(err, &le) {
+		r.Locked = true
+		r.Reason = "locked: " + err.Error()
+	}
+	return r
+}
+
+// Roller rolls session files. Zero values of the function fields fall back
+// to pi's heuristic, a 200k window and "recall unavailable".
+type Roller struct {
+	Options
+	Measure Estimator
+	// Window is the context window of the session's model (nil or ≤ 0:
+	// DefaultContextWindow). Options.ContextWindow overrides it.
+	Window func(m *transcript.ModelRef) int
+	// Recall is the index; nil means recall is unavailable, for the reason
+	// in RecallErr.
+	Recall    Recall
+	RecallErr error
+	Fallback  FallbackFunc
+	// Now is the clock of appended entries (tests).
+	Now func() time.Time
+}
+
+// decision is what plan found for one loaded session.
+type decision struct {
+	rep   Report
+	roll  bool
+	line  []byte
+	ev    Eviction
+	first *transcript.Entry
+}
+
+// Roll rolls one session file. It never returns an error: failures are in
+// the report (Error, and Err() for the exit code).
+func (r *Roller) Roll(ctx context.Context, path string) *Report {
+	start := time.Now()
+	rep := r.roll(ctx, path)
+	rep.Seconds = math.Round(time.Since(start).Seconds()*1000) / 1000
+	return rep
+}
+
+func (r *Roller) roll(ctx context.Context, path string) *Report {
+	// A cheap look without the lock first: most sessions of a cron batch
+	// are under the trigger, and a live session must not be locked for
+	// nothing.
+	s, err := transcript.Load(path)
+	if err != nil {
+		return (&Report{File: path}).fail(err)
+	}
+	d, err := r.plan(s, false)
+	s.Close()
+	if err != nil {
+		return (&Report{File: path}).fail(err)
+	}
+	if !d.roll {
+		return &d.rep
+	}
+	if r.Recall == nil {
+		return r.fallback(ctx, path, &d.rep)
+	}
+	if !r.DryRun {
+		// Index before taking the lock: it reads the whole file and may
+		// take a while; inside the lock only the lines appended since are
+		// indexed.
+		if err := r.Recall.Index(ctx, path); err != nil {
+			return r.fallback(ctx, path, &d.rep, fmt.Errorf("indexing for recall failed: %w", err))
+		}
+	}
+	var final *Report
+	err = transcript.Update(ctx, path, transcript.UpdateOptions{Wait: r.Wait, DryRun: r.DryRun}, func(s *transcript.Session) ([][]byte, error) {
+		d, err := r.plan(s, true)
+		if err != nil {
+			return nil, err
+		}
+		final = &d.rep
+		if !d.roll {
+			return nil, nil
+		}
+		if !r.DryRun {
+			ok, err := r.Recall.Covered(path)
+			if err == nil && !ok {
+				if err = r.Recall.Index(ctx, path); err == nil {
+					ok, err = r.Recall.Covered(path)
+				}
+			}
+			if err != nil {
+				return nil, fmt.Errorf("%s: recall index: %w", path, err)
+			}
+			if !ok {
+				return nil, fmt.Errorf("%s: the recall index does not cover the session after indexing; not evicting what recall cannot find (run `ctxtool index %s`)", path, path)
+			}
+		}
+		final.Rolled = true
+		if r.DryRun {
+			return nil, nil
+		}
+		return [][]byte{d.line}, nil
+	})
+	if final == nil {
+		final = &d.rep
+	}
+	if err != nil {
+		final.Rolled = false
+		return final.fail(err)
+	}
+	return final
+}
+
+// fallback handles a roll that cannot rely on recall: refuse with
+// NoFallback, otherwise summarise with the safeguard strategy.
+func (r *Roller) fallback(ctx context.Context, path string, rep *Report, cause ...error) *Report {
+	why := r.RecallErr
+	if len(cause) > 0 {
+		why = cause[0]
+	}
+	if why == nil {
+		why = errors.New("recall is unavailable")
+	}
+	rep.Rolled = false
+	if r.NoFallback {
+		rep.Reason = "refused (--no-fallback): " + why.Error() + "; rolling without recall would lose the evicted messages for the agent"
+		return rep.fail(fmt.Errorf("%s: %s", path, rep.Reason))
+	}
+	rep.Fallback = "safeguard"
+	if r.Fallback == nil {
+		rep.Reason = "recall unavailable (" + why.Error() + ") and the safeguard fallback is unavailable in this build"
+		return rep.fail(fmt.Errorf("%s: %s; enable recall (recall.enabled) or pass --no-fallback", path, rep.Reason))
+	}
+	fr, err := r.Fallback(ctx, path, r.Options)
+	if err != nil {
+		rep.Reason = "recall unavailable (" + why.Error() + "); safeguard compaction failed"
+		return rep.fail(err)
+	}
+	fr.File, fr.Fallback = path, "safeguard"
+	if fr.Reason == "" {
+		fr.Reason = "recall unavailable (" + why.Error() + "): compacted with the safeguard strategy instead of rolling"
+	}
+	return fr
+}
+
+// window resolves the context window of a session.
+func (r *Roller) window(c *transcript.Context) int {
+	if r.ContextWindow > 0 {
+		return r.ContextWindow
+	}
+	if r.Window != nil {
+		if w := r.Window(c.Model); w > 0 {
+			return w
+		}
+	}
+	return DefaultContextWindow
+}
+
+// plan measures the session and decides whether and where to roll; with
+// build it also renders the compaction line.
+func (r *Roller) plan(s *transcript.Session, build bool) (decision, error) {
+	c := s.Context()
+	measure := r.Measure
+	if measure == nil {
+		measure = HeuristicEstimator
+	}
+	m, err := measure(s, c)
+	if err != nil {
+		return decision{}, fmt.Errorf("%s: estimating tokens: %w", s.File, err)
+	}
+	if len(m.PerMessage) != len(c.Messages) {
+		return decision{}, fmt.Errorf("%s: internal error: estimator gave %d counts for %d messages", s.File, len(m.PerMessage), len(c.Messages))
+	}
+	win := r.window(c)
+	reserve := r.ReserveTokens
+	if reserve <= 0 {
+		reserve = DefaultReserveTokens
+	}
+	target := r.TargetUtilization
+	if target <= 0 {
+		target = DefaultTargetUtilization
+	}
+	d := decision{rep: Report{
+		File: s.File, DryRun: r.DryRun, TokensBefore: m.Tokens, ContextWindow: win, Method: m.Method,
+		ContextMessages: len(c.Messages), KeptMessages: len(c.Messages), KeptTokens: m.Tokens,
+		Utilization:  math.Round(float64(m.Tokens)/float64(win)*10000) / 10000,
+		TargetTokens: int(math.Floor(target * float64(win))),
+	}}
+	rep := &d.rep
+	util := float64(m.Tokens) / float64(win)
+	switch {
+	case r.Force:
+		rep.TriggerTokens = 0
+	case r.Trigger > 0:
+		rep.TriggerTokens = int(math.Ceil(r.Trigger * float64(win)))
+		if util < r.Trigger {
+			rep.Reason = fmt.Sprintf("under the trigger: %.1f%% < %.1f%% of %d tokens", util*100, r.Trigger*100, win)
+			return d, nil
+		}
+	default:
+		rep.TriggerTokens = win - reserve
+		if m.Tokens <= win-reserve {
+			rep.Reason = fmt.Sprintf("under the compaction threshold: %d ≤ %d tokens (%.1f%% of %d)", m.Tokens, win-reserve, util*100, win)
+			return d, nil
+		}
+	}
+
+	msgs := make([]Message, len(c.Messages))
+	for i, cm := range c.Messages {
+		msgs[i] = Message{Entry: cm.Entry, Role: cm.Role, Tokens: m.PerMessage[i]}
+	}
+	// What the evicted summary (if any) stood for, needed for the note.
+	var prev *Details
+	prevFromHook := false
+	if c.Compaction != nil {
+		pm, err := s.Message(c.Compaction)
+		if err != nil {
+			return decision{}, err
+		}
+		if pm != nil {
+			prev = decodeDetails(pm.Details)
+		}
+		prevFromHook = c.Compaction.FromHook
+	}
+	earlier := previousRanges(s, c, prev)
+	noteFor := func(i int) noteInput {
+		return noteInput{File: s.File, ContextWindow: win, Target: target, This: rangeOf(msgs[:i]), Earlier: earlier}
+	}
+	in := EvictInput{Messages: msgs, TokensBefore: m.Tokens, ContextWindow: win, TargetUtilization: target,
+		MinKeepMessages: r.MinKeepMessages}
+	if r.EvictionNote {
+		in.NoteTokens = func(i int) int { return heuristicTokens(renderNote(noteFor(i))) }
+	}
+	ev := Evict(in)
+	d.ev = ev
+	if ev.EvictedCount == 0 {
+		rep.Reason = ev.Reason
+		return d, nil
+	}
+	first := ev.Kept[0].Entry
+	d.roll, d.first = true, first
+	rep.Reason = ev.Reason
+	rep.EvictedCount, rep.EvictedTokens, rep.KeptTokens = ev.EvictedCount, ev.EvictedTokens, ev.KeptTokens
+	rep.FirstEvictedTimestamp, rep.LastEvictedTimestamp = FormatTime(ev.FirstEvicted), FormatTime(ev.LastEvicted)
+	rep.KeptMessages = len(ev.Kept)
+	rep.FirstKeptLine = first.Line
+	if s.Version >= 2 {
+		rep.FirstKeptEntryID = first.ID
+	}
+	if !build {
+		return d, nil
+	}
+
+	this := rangeOf(ev.Evicted)
+	read, modified, err := fileOps(s, ev.Evicted, prev, prevFromHook)
+	if err != nil {
+		return decision{}, err
+	}
+	det := Details{Mode: "rolling", EvictedCount: ev.EvictedCount, EvictedTokens: ev.EvictedTokens, KeptTokens: ev.KeptTokens,
+		FirstEvictedTimestamp: rep.FirstEvictedTimestamp, LastEvictedTimestamp: rep.LastEvictedTimestamp,
+		Ranges: capRanges(append(earlier, this)), ReadFiles: read, ModifiedFiles: modified}
+	summary := ""
+	if r.EvictionNote {
+		summary = renderNote(noteFor(ev.FirstKept))
+	}
+	w := s.NewWriter()
+	if r.Now != nil {
+		w.Now = r.Now
+	}
+	a, err := w.Compaction(transcript.CompactionSpec{Summary: summary, FirstKept: first, TokensBefore: m.Tokens, Details: det})
+	if err != nil {
+		return decision{}, fmt.Errorf("%s: building the compaction entry: %w", s.File, err)
+	}
+	d.line = a.Line
+	return d, nil
+}
+
+// rangeOf summarises evicted conversation messages (summaries excluded).
+func rangeOf(msgs []Message) Range {
+	var r Range
+	var first, last time.Time
+	for _, m := range msgs {
+		if m.Role == "compactionSummary" {
+			continue
+		}
+		r.Messages++
+		r.Tokens += m.Tokens
+		if r.FirstLine == 0 {
+			r.FirstLine = m.Entry.Line
+		}
+		r.LastLine = m.Entry.Line
+		if ts := MessageTime(m.Entry); !ts.IsZero() {
+			if first.IsZero() || ts.Before(first) {
+				first = ts
+			}
+			if ts.After(last) {
+				last = ts
+			}
+		}
+	}
+	r.First, r.Last = FormatTime(first), FormatTime(last)
+	return r
+}
