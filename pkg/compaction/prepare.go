@@ -1,0 +1,336 @@
+package compaction
+
+import (
+	"fmt"
+
+	"github.com/ctxtool/ctxtool/pkg/transcript"
+)
+
+// Counter sizes one context message in provider tokens. The planner uses it
+// for keepRecentTokens and chunking; nil means pi's chars/4 heuristic.
+type Counter func(e *transcript.Entry) int
+
+// Heuristic is pi's estimateTokens.
+func Heuristic(e *transcript.Entry) int { return e.Tokens() }
+
+// Preparation is the plan of a compaction before anything is summarised:
+// which path entries are summarised, which are kept, and why. All indexes
+// are into Path (root → leaf).
+type Preparation struct {
+	Strategy string
+	Path     []*transcript.Entry
+	Before   *transcript.Context
+
+	// PrevCompaction is the compaction in force on the path (nil if none)
+	// and PreviousSummary its summary, carried into the new one.
+	PrevCompaction  *transcript.Entry
+	PreviousSummary string
+
+	// BoundaryStart is where summarising may begin: the previous
+	// compaction's first kept entry, so the entries it kept are summarised or
+	// kept again and never dropped (pi 0.58 started after the compaction and
+	// lost them).
+	BoundaryStart int
+	// Cut is the path index of the first kept entry.
+	Cut       int
+	FirstKept *transcript.Entry
+	// SplitTurn is true when the cut falls inside a turn; TurnStart is then
+	// the index of the user message that opened it, and the turn's prefix
+	// [TurnStart, Cut) is summarised on its own.
+	SplitTurn bool
+	TurnStart int
+
+	// Summarize are the entries whose messages are summarised (the history),
+	// TurnPrefix those of a split turn's prefix, Kept those whose messages
+	// stay verbatim after the compaction.
+	Summarize  []*transcript.Entry
+	TurnPrefix []*transcript.Entry
+	Kept       []*transcript.Entry
+
+	// TokensBefore is pi's heuristic of the current context; UsageBefore is
+	// pi's usage-anchored estimateContextTokens (what pi stores as the
+	// entry's tokensBefore), or the heuristic when that anchor is stale.
+	TokensBefore int
+	UsageBefore  int
+	// KeptEstimate is the best estimator's size of the kept messages, the
+	// number compared with KeepRecentTokens.
+	KeptEstimate int
+	// Trigger: the context size compared with Threshold (window − reserve).
+	ContextTokens, Threshold, ContextWindow, ReserveTokens int
+	// Moved counts how often the cut moved back to keep a tool call with its
+	// result (a result whose call would be summarised).
+	Moved int
+
+	// Reason is set when there is nothing to do; the fields above are then
+	// only partly filled.
+	Reason string
+	// BelowTrigger is true when the context is under the strategy's trigger
+	// (compaction then needs Force).
+	BelowTrigger bool
+}
+
+// validCut reports whether a kept region may start at e (pi's rules: any
+// message but a tool result, plus branch summaries and custom messages).
+func validCut(e *transcript.Entry) bool {
+	switch e.Type {
+	case "message":
+		return e.Role != "toolResult" && e.Role != ""
+	case "branch_summary", "custom_message":
+		return true
+	}
+	return false
+}
+
+// turnStartAt is the nearest entry at or before i (not before start) that
+// opens a turn: a user or bashExecution message, a branch summary or a
+// custom message. -1 if none.
+func turnStartAt(path []*transcript.Entry, i, start int) int {
+	for ; i >= start; i-- {
+		e := path[i]
+		if e.Type == "branch_summary" || e.Type == "custom_message" {
+			return i
+		}
+		if e.Type == "message" && (e.Role == "user" || e.Role == "bashExecution") {
+			return i
+		}
+	}
+	return -1
+}
+
+// Prepare plans a compaction of the session's active branch. It never
+// fails on a session that loads: when there is nothing to do it returns a
+// Preparation with Reason set.
+func Prepare(s *transcript.Session, set Settings) (*Preparation, error) {
+	set = set.withDefaults()
+	count := set.Count
+	if count == nil {
+		count = Heuristic
+	}
+	p := &Preparation{Strategy: set.Strategy, Path: s.Branch(), TurnStart: -1, Cut: -1}
+	path := p.Path
+	p.Before = transcript.BuildContext(path)
+	p.TokensBefore = p.Before.HeuristicTokens()
+	p.UsageBefore = p.Before.EstimateContextTokens().Tokens
+	if p.Before.UsageStale() {
+		p.UsageBefore = p.TokensBefore
+	}
+	p.ContextWindow = set.ContextWindow
+	p.ReserveTokens = set.effectiveReserve()
+	p.ContextTokens = p.UsageBefore
+	if set.Strategy == StrategySummarize {
+		p.Threshold = set.SummarizeThreshold
+		// seed 003 triggers on its own chars/4 estimate of the messages
+		p.ContextTokens = p.TokensBefore
+	} else {
+		p.Threshold = set.ContextWindow - p.ReserveTokens
+	}
+	p.BelowTrigger = p.ContextTokens <= p.Threshold
+
+	if len(path) == 0 {
+		p.Reason = "nothing to compact: the session has no entries"
+		return p, nil
+	}
+	if last := path[len(path)-1]; last.Type == "compaction" {
+		p.Reason = fmt.Sprintf("already compacted: the last entry (line %d) is a compaction", last.Line)
+		return p, nil
+	}
+	prev := -1
+	for i := len(path) - 1; i >= 0; i-- {
+		if path[i].Type == "compaction" {
+			prev = i
+			break
+		}
+	}
+	p.BoundaryStart = 0
+	if prev >= 0 {
+		p.PrevCompaction = path[prev]
+		m, err := s.Message(path[prev])
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: previous compaction: %v", s.File, path[prev].Line, err)
+		}
+		if m != nil {
+			p.PreviousSummary = m.Summary
+		}
+		p.BoundaryStart = prev + 1
+		if id := path[prev].FirstKeptEntryID; id != "" {
+			for i := 0; i < prev; i++ {
+				if path[i].ID == id {
+					p.BoundaryStart = i
+					break
+				}
+			}
+		}
+	}
+	start, end := p.BoundaryStart, len(path)
+
+	var cut int
+	var ok bool
+	if set.Strategy == StrategySummarize {
+		cut, ok = tailCut(path, start, end, set.ProtectedTail)
+	} else {
+		cut, ok = tokenCut(path, start, end, set.KeepRecentTokens, count)
+	}
+	if !ok {
+		p.Reason = "nothing to compact: no message can start a kept region"
+		return p, nil
+	}
+	cut, p.Moved = keepToolPairs(path, start, cut)
+	// Move the cut back over entries that produce no message (model and
+	// thinking changes, labels…) so they stay with what follows them.
+	for cut > start {
+		prevE := path[cut-1]
+		if prevE.Type == "message" || prevE.Type == "compaction" || producesMessage(prevE) {
+			break
+		}
+		cut--
+	}
+	p.Cut = cut
+	p.FirstKept = path[cut]
+
+	// A turn is split when the first kept message is not a user message
+	// and a turn start lies before it. pi decides on the cut entry itself,
+	// so a cut moved back over a model change counts as split with the whole
+	// previous turn as "prefix"; we look at the first kept message instead.
+	firstMsg := -1
+	for i := cut; i < end; i++ {
+		if producesMessage(path[i]) {
+			firstMsg = i
+			break
+		}
+	}
+	historyEnd := cut
+	if set.Strategy != StrategySummarize && firstMsg >= 0 && !(path[firstMsg].Type == "message" && path[firstMsg].Role == "user") {
+		if ts := turnStartAt(path, firstMsg, start); ts >= 0 && ts < cut {
+			p.SplitTurn, p.TurnStart = true, ts
+			historyEnd = ts
+		}
+	}
+	for i := start; i < historyEnd; i++ {
+		if producesMessage(path[i]) {
+			p.Summarize = append(p.Summarize, path[i])
+		}
+	}
+	if p.SplitTurn {
+		for i := p.TurnStart; i < cut; i++ {
+			if producesMessage(path[i]) {
+				p.TurnPrefix = append(p.TurnPrefix, path[i])
+			}
+		}
+	}
+	for i := cut; i < end; i++ {
+		if producesMessage(path[i]) {
+			p.Kept = append(p.Kept, path[i])
+			p.KeptEstimate += count(path[i])
+		}
+	}
+	n := len(p.Summarize) + len(p.TurnPrefix)
+	switch {
+	case n == 0:
+		p.Reason = fmt.Sprintf("nothing to compact: the context (%d messages) fits in the kept tail", len(p.Kept))
+		if set.Strategy != StrategySummarize {
+			p.Reason = fmt.Sprintf("nothing to compact: the context fits in keepRecentTokens (%d)", set.KeepRecentTokens)
+		}
+	case set.Strategy == StrategySummarize && n < 2:
+		p.Reason = "nothing to compact: fewer than 2 messages outside the protected tail"
+	}
+	return p, nil
+}
+
+// tokenCut is pi's findCutPoint with a better estimator: walk back from the
+// newest entry adding message sizes until keep tokens are reached, then cut
+// at the first valid cut point at or after that entry. When the budget is
+// never reached (or only inside trailing tool results) nothing is
+// summarised: the cut is the first valid cut point.
+func tokenCut(path []*transcript.Entry, start, end, keep int, count Counter) (int, bool) {
+	var cuts []int
+	for i := start; i < end; i++ {
+		if validCut(path[i]) {
+			cuts = append(cuts, i)
+		}
+	}
+	if len(cuts) == 0 {
+		return 0, false
+	}
+	cut := cuts[0]
+	acc := 0
+	for i := end - 1; i >= start; i-- {
+		if !producesMessage(path[i]) {
+			continue
+		}
+		acc += count(path[i])
+		if acc >= keep {
+			for _, c := range cuts {
+				if c >= i {
+					cut = c
+					break
+				}
+			}
+			break
+		}
+	}
+	return cut, true
+}
+
+// tailCut keeps the last n messages (seed 003's protected tail), moving the
+// boundary back to a valid cut point so no tool result starts the tail.
+func tailCut(path []*transcript.Entry, start, end, n int) (int, bool) {
+	seen := 0
+	i := end
+	for i > start && seen < n {
+		i--
+		if producesMessage(path[i]) {
+			seen++
+		}
+	}
+	for ; i >= start; i-- {
+		if validCut(path[i]) {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// keepToolPairs moves the cut back until every tool result in the kept
+// region has its call in the kept region too. A result whose call is not on
+// the path at all (already orphaned in the file) cannot be repaired by
+// moving the cut and is left alone. It returns the new cut and how often it
+// moved.
+func keepToolPairs(path []*transcript.Entry, start, cut int) (int, int) {
+	callAt := map[string]int{}
+	for i := 0; i < len(path); i++ {
+		for _, id := range path[i].ToolCallIDs {
+			if _, dup := callAt[id]; !dup {
+				callAt[id] = i
+			}
+		}
+	}
+	moved := 0
+	for {
+		earliest := cut
+		for i := cut; i < len(path); i++ {
+			e := path[i]
+			if e.Role != "toolResult" || e.Type != "message" || e.ToolCallID == "" {
+				continue
+			}
+			if at, ok := callAt[e.ToolCallID]; ok && at < cut && at >= start && at < earliest {
+				earliest = at
+			}
+		}
+		if earliest == cut {
+			return cut, moved
+		}
+		// the latest valid cut point at or before the call
+		next := -1
+		for i := earliest; i >= start; i-- {
+			if validCut(path[i]) {
+				next = i
+				break
+			}
+		}
+		if next < 0 {
+			next = start
+		}
+		cut = next
+		moved++
+	}
+}

@@ -1,0 +1,368 @@
+package compaction
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ctxtool/ctxtool/pkg/estimate"
+	"github.com/ctxtool/ctxtool/pkg/transcript"
+)
+
+// Options are the inputs of Run.
+type Options struct {
+	Settings   Settings
+	Summarizer Summarizer
+	// Estimator is the estimate method sizing the kept tail ("" = auto:
+	// calibrated from the session's usage records where it has enough,
+	// else the best offline count).
+	Estimator string
+	// ResolveWindow gives the context window of a model when
+	// Settings.ContextWindow is 0 (nil: 200,000).
+	ResolveWindow func(model string) int
+	DryRun        bool
+	// Truncate rewrites the file as header + compaction + kept tail after
+	// keeping the original as <file>.bak.<stamp>.
+	Truncate bool
+	// Wait is how long to wait for the session lock.
+	Wait time.Duration
+	// Logf receives progress and warnings (stderr); nil: silent.
+	Logf func(format string, args ...any)
+}
+
+// Result is what `ctxtool compact --json` prints for one file.
+type Result struct {
+	File               string `json:"file"`
+	Compacted          bool   `json:"compacted"`
+	Reason             string `json:"reason,omitempty"`
+	DryRun             bool   `json:"dryRun,omitempty"`
+	Strategy           string `json:"strategy"`
+	Summarizer         string `json:"summarizer"`
+	FirstKeptEntryID   string `json:"firstKeptEntryId"`
+	SummarizedMessages int    `json:"summarizedMessages"`
+	KeptMessages       int    `json:"keptMessages"`
+	// TokensBefore and TokensAfter are pi's heuristic (Σ estimateTokens)
+	// of the context before and of the context pi rebuilds after.
+	TokensBefore    int `json:"tokensBefore"`
+	TokensAfter     int `json:"tokensAfter"`
+	SummaryTokens   int `json:"summaryTokens"`
+	LLMCalls        int `json:"llmCalls"`
+	LLMInputTokens  int `json:"llmInputTokens"`
+	LLMOutputTokens int `json:"llmOutputTokens"`
+
+	// EntryTokensBefore is what the entry stores as tokensBefore: pi's
+	// usage-anchored estimateContextTokens (heuristic when stale).
+	EntryTokensBefore int `json:"entryTokensBefore"`
+	// ContextTokens is the trigger measure, Threshold the trigger.
+	ContextTokens int `json:"contextTokens"`
+	Threshold     int `json:"threshold"`
+	ContextWindow int `json:"contextWindow"`
+	// KeepRecentTokens is what was asked, KeptTokensEstimated what the
+	// estimator says the kept messages cost.
+	KeepRecentTokens    int    `json:"keepRecentTokens,omitempty"`
+	KeptTokensEstimated int    `json:"keptTokensEstimated"`
+	Estimator           string `json:"estimator"`
+	FirstKeptLine       int    `json:"firstKeptLine,omitempty"`
+	SummarizedFromLine  int    `json:"summarizedFromLine,omitempty"`
+	SummarizedToLine    int    `json:"summarizedToLine,omitempty"`
+	SplitTurn           bool   `json:"splitTurn"`
+	TurnPrefixMessages  int    `json:"turnPrefixMessages,omitempty"`
+	PreviousSummary     bool   `json:"previousSummary"`
+	Chunks              int    `json:"chunks,omitempty"`
+	Fallback            string `json:"fallback,omitempty"`
+	Backup              string `json:"backup,omitempty"`
+	// Summary is the text that was (or, with --dry-run, would be) written.
+	Summary  string   `json:"summary,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
+
+	prep    *Preparation
+	outcome *Outcome
+}
+
+// Preparation returns the plan behind the result (nil when none was made).
+func (r *Result) Preparation() *Preparation { return r.prep }
+
+// Outcome returns the summary outcome (nil when nothing was summarised).
+func (r *Result) Outcome() *Outcome { return r.outcome }
+
+// Details is the compaction entry's `details`: pi's cumulative file lists
+// plus what ctxtool knows about the compaction.
+type Details struct {
+	ReadFiles     []string      `json:"readFiles"`
+	ModifiedFiles []string      `json:"modifiedFiles"`
+	ToolFailures  []ToolFailure `json:"toolFailures,omitempty"`
+	Strategy      string        `json:"strategy"`
+	Summarizer    string        `json:"summarizer"`
+	TokensAfter   int           `json:"tokensAfter"`
+	LLM           *Usage        `json:"llm,omitempty"`
+	Fallback      string        `json:"fallback,omitempty"`
+	Generator     string        `json:"generator"`
+}
+
+// ErrNothingReclaimed is returned when a summary would not make the
+// context smaller.
+var ErrNothingReclaimed = errors.New("nothing would be reclaimed")
+
+// planned is a compaction ready to be written.
+type planned struct {
+	prep        *Preparation
+	out         *Outcome
+	tokensAfter int
+	details     *Details
+}
+
+// Run compacts one session file: plan, summarise and append one compaction
+// entry under the session lock (or, with Truncate, rewrite the file). A
+// session with nothing to compact gives Compacted=false and a Reason, not
+// an error; a failed or empty summary is an error and nothing is written.
+func Run(ctx context.Context, path string, o Options) (*Result, error) {
+	set := o.Settings
+	if set.Strategy == "" {
+		set.Strategy = StrategyDefault
+	}
+	if err := set.Validate(); err != nil {
+		return nil, err
+	}
+	if o.Summarizer == nil {
+		o.Summarizer = Extractive{}
+	}
+	logf := o.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	res := &Result{File: path, Strategy: set.Strategy, Summarizer: o.Summarizer.Name(), DryRun: o.DryRun}
+	if set.Strategy != StrategySummarize {
+		res.KeepRecentTokens = set.withDefaults().KeepRecentTokens
+	}
+	var memo *planned
+	var memoKey string
+	usage0 := usageOf(o.Summarizer)
+
+	plan := func(s *transcript.Session) (*planned, error) {
+		set := set
+		c, note := counterFor(s, o.Estimator)
+		if note != "" {
+			logf("%s: %s", path, note)
+		}
+		set.Count = c.count
+		res.Estimator = c.method
+		if set.ContextWindow <= 0 {
+			set.ContextWindow = DefaultContextWindow
+			if o.ResolveWindow != nil {
+				set.ContextWindow = o.ResolveWindow(sessionModel(s))
+			}
+		}
+		p, err := Prepare(s, set)
+		if err != nil {
+			return nil, err
+		}
+		res.prep = p
+		fillPlan(res, s, p)
+		if p.Reason != "" {
+			res.Reason = p.Reason
+			return nil, nil
+		}
+		if p.BelowTrigger && !set.Force {
+			res.Reason = fmt.Sprintf("below the trigger: the context is %d tokens, the %s strategy compacts above %d (window %d − reserve %d); use --force to compact anyway",
+				p.ContextTokens, set.Strategy, p.Threshold, p.ContextWindow, p.ReserveTokens)
+			if set.Strategy == StrategySummarize {
+				res.Reason = fmt.Sprintf("below the trigger: the context is %d tokens, the summarize strategy compacts above %d; use --force to compact anyway",
+					p.ContextTokens, p.Threshold)
+			}
+			if !o.DryRun {
+				return nil, nil
+			}
+		}
+		if o.DryRun && o.Summarizer.Name() != "extractive" {
+			res.Warnings = append(res.Warnings, "dry run: the "+o.Summarizer.Name()+" summariser was not called; tokensAfter counts the kept messages only")
+			res.TokensAfter = afterTokens(p, "")
+			return nil, nil
+		}
+		key := fmt.Sprintf("%s|%d|%d|%d", p.FirstKept.ID, p.BoundaryStart, len(p.Summarize), len(p.TurnPrefix))
+		if memo != nil && memoKey == key {
+			memo.prep = p
+			memo.tokensAfter = afterTokens(p, memo.out.Summary)
+			return memo, nil
+		}
+		logf("%s: summarising %d messages with the %s summariser (%s strategy)…", path, len(p.Summarize)+len(p.TurnPrefix), o.Summarizer.Name(), set.Strategy)
+		out, err := Compact(ctx, s, p, set, o.Summarizer)
+		if err != nil {
+			return nil, fmt.Errorf("%s: compaction failed, the session is unchanged: %w", path, err)
+		}
+		if out.Fallback != "" {
+			logf("%s: warning: the summariser failed (%s); wrote a mechanical extract instead (compaction.summarize.fallback=trim)", path, out.Fallback)
+		}
+		pl := &planned{prep: p, out: out, tokensAfter: afterTokens(p, out.Summary)}
+		if pl.tokensAfter >= p.TokensBefore {
+			return nil, fmt.Errorf("%s: %w: the summary and kept messages (%d tokens) are not smaller than the context (%d tokens); the session is unchanged",
+				path, ErrNothingReclaimed, pl.tokensAfter, p.TokensBefore)
+		}
+		memo, memoKey = pl, key
+		return pl, nil
+	}
+
+	finish := func(pl *planned) {
+		u := usageOf(o.Summarizer).minus(usage0)
+		res.LLMCalls, res.LLMInputTokens, res.LLMOutputTokens = u.Calls, u.InputTokens, u.OutputTokens
+		if pl == nil {
+			return
+		}
+		res.outcome = pl.out
+		res.TokensAfter = pl.tokensAfter
+		res.SummaryTokens = (u16len(pl.out.Summary) + 3) / 4
+		res.Chunks = pl.out.Chunks
+		res.Fallback = pl.out.Fallback
+		res.Summary = pl.out.Summary
+		d := &Details{ReadFiles: pl.out.ReadFiles, ModifiedFiles: pl.out.ModifiedFiles, ToolFailures: pl.out.Failures,
+			Strategy: set.Strategy, Summarizer: o.Summarizer.Name(), TokensAfter: pl.tokensAfter, Fallback: pl.out.Fallback,
+			Generator: "ctxtool"}
+		if u.Calls > 0 {
+			d.LLM = &u
+		}
+		pl.details = d
+	}
+
+	var err error
+	if o.Truncate && !o.DryRun {
+		err = runTruncate(ctx, path, o, plan, finish, res)
+	} else {
+		err = transcript.Update(ctx, path, transcript.UpdateOptions{Wait: o.Wait, DryRun: o.DryRun}, func(s *transcript.Session) ([][]byte, error) {
+			pl, err := plan(s)
+			finish(pl)
+			if err != nil || pl == nil {
+				return nil, err
+			}
+			a, err := s.NewWriter().Compaction(transcript.CompactionSpec{Summary: pl.out.Summary, FirstKept: pl.prep.FirstKept,
+				TokensBefore: pl.prep.UsageBefore, Details: pl.details})
+			if err != nil {
+				return nil, err
+			}
+			if !o.DryRun {
+				res.Compacted = true
+			}
+			return [][]byte{a.Line}, nil
+		})
+	}
+	if err != nil {
+		res.Compacted = false
+		if res.Reason == "" {
+			res.Reason = err.Error()
+		}
+		return res, err
+	}
+	if res.Compacted {
+		if w := verify(path, res); w != "" {
+			logf("%s: warning: %s", path, w)
+			res.Warnings = append(res.Warnings, w)
+		}
+	}
+	if !o.DryRun {
+		res.Summary = ""
+	}
+	return res, nil
+}
+
+// fillPlan copies the plan into the result.
+func fillPlan(res *Result, s *transcript.Session, p *Preparation) {
+	res.TokensBefore = p.TokensBefore
+	res.EntryTokensBefore = p.UsageBefore
+	res.ContextTokens = p.ContextTokens
+	res.Threshold = p.Threshold
+	res.ContextWindow = p.ContextWindow
+	res.PreviousSummary = p.PreviousSummary != ""
+	res.SplitTurn = p.SplitTurn
+	res.TurnPrefixMessages = len(p.TurnPrefix)
+	res.SummarizedMessages = len(p.Summarize) + len(p.TurnPrefix)
+	res.KeptMessages = len(p.Kept)
+	res.KeptTokensEstimated = p.KeptEstimate
+	if p.FirstKept != nil {
+		res.FirstKeptEntryID = p.FirstKept.ID
+		res.FirstKeptLine = p.FirstKept.Line
+	}
+	all := append(append([]*transcript.Entry{}, p.Summarize...), p.TurnPrefix...)
+	if len(all) > 0 {
+		res.SummarizedFromLine = all[0].Line
+		res.SummarizedToLine = all[len(all)-1].Line
+	}
+}
+
+// afterTokens is what pi's heuristic will count once the compaction is
+// appended: the context pi rebuilds from the path plus the new entry.
+func afterTokens(p *Preparation, summary string) int {
+	c := &transcript.Entry{Index: -1, Type: "compaction", ID: "\x00ctxtool-new", Role: "compactionSummary",
+		Chars: u16len(summary), FirstKeptEntryID: p.FirstKept.ID, FirstKeptEntryIndex: -1}
+	path := append(append([]*transcript.Entry{}, p.Path...), c)
+	return transcript.BuildContext(path).HeuristicTokens()
+}
+
+// verify reloads the file and checks that the context pi rebuilds starts
+// with the new summary and has the size reported.
+func verify(path string, res *Result) string {
+	s, err := transcript.Load(path)
+	if err != nil {
+		return "could not re-read the session to verify it: " + err.Error()
+	}
+	defer s.Close()
+	ctx := s.Context()
+	if ctx.Compaction == nil || len(ctx.Messages) == 0 || ctx.Messages[0].Role != "compactionSummary" {
+		return "after writing, the rebuilt context does not start with the new summary"
+	}
+	if got := ctx.HeuristicTokens(); got != res.TokensAfter {
+		return fmt.Sprintf("after writing, the rebuilt context has %d tokens, not the %d reported", got, res.TokensAfter)
+	}
+	if got := len(ctx.Messages) - 1; got != res.KeptMessages {
+		return fmt.Sprintf("after writing, the rebuilt context keeps %d messages, not the %d reported", got, res.KeptMessages)
+	}
+	return ""
+}
+
+func sessionModel(s *transcript.Session) string {
+	if c := s.Context(); c.Model != nil && c.Model.ModelID != "" {
+		return c.Model.ModelID
+	}
+	if s.Header != nil {
+		return s.Header.ModelID
+	}
+	return ""
+}
+
+type counter struct {
+	method string
+	count  Counter
+}
+
+// counterFor builds the best estimator for the session, falling back to
+// pi's heuristic when no better one can run here.
+func counterFor(s *transcript.Session, method string) (counter, string) {
+	if method == "" {
+		method = estimate.Auto
+	}
+	if method == estimate.Heuristic {
+		return counter{method: method, count: Heuristic}, ""
+	}
+	c, err := estimate.NewCounter(s, method)
+	note := ""
+	if err != nil && method == estimate.Auto {
+		// no exact tokenizer in this build: prior-weighted calibration
+		c, err = estimate.NewCounter(s, estimate.Calibrated)
+	}
+	if err != nil {
+		return counter{method: estimate.Heuristic, count: Heuristic}, "estimator " + method + " unavailable (" + err.Error() + "): sizing the kept tail with pi's heuristic"
+	}
+	if c.Note != "" {
+		note = c.Note
+	}
+	return counter{method: c.Method(), count: c.Tokens}, note
+}
+
+func usageOf(s Summarizer) Usage {
+	if u, ok := s.(usageReporter); ok {
+		return u.Usage()
+	}
+	return Usage{}
+}
+
+func (u Usage) minus(v Usage) Usage {
+	return Usage{Model: u.Model, Calls: u.Calls - v.Calls, InputTokens: u.InputTokens - v.InputTokens, OutputTokens: u.OutputTokens - v.OutputTokens}
+}

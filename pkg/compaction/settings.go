@@ -1,0 +1,190 @@
+// Package compaction plans and writes pi/OpenClaw-compatible compactions:
+// it picks the first kept entry (never separating a tool call from its
+// result), summarises everything before it — carrying the previous summary
+// forward and re-covering what the previous compaction kept — and appends
+// one `compaction` entry under the session lock.
+//
+// Three strategies reproduce the reference systems: "default" (pi),
+// "safeguard" (OpenClaw's safeguard extension) and "summarize" (seed 003's
+// single pass). Summaries come from a Summarizer: an OpenAI-compatible model
+// or the built-in, deterministic extractive one.
+//
+// Entry points: Prepare (pure planning), Compact (plan + summarise, no I/O
+// on the session file) and Run (the whole command, with locking and
+// writing). The roll command uses Compact with the safeguard strategy as
+// its fallback.
+package compaction
+
+import "fmt"
+
+// Strategies.
+const (
+	StrategyDefault   = "default"
+	StrategySafeguard = "safeguard"
+	StrategySummarize = "summarize"
+)
+
+// Strategies lists the accepted --strategy values.
+var Strategies = []string{StrategyDefault, StrategySafeguard, StrategySummarize}
+
+// Reference constants (reference-behaviour.md §1.1, §2.1, §2.2, §2.4, §6).
+const (
+	DefaultReserveTokens      = 16384
+	DefaultKeepRecentTokens   = 20000
+	DefaultReserveTokensFloor = 20000
+	DefaultContextWindow      = 200000
+	DefaultMaxHistoryShare    = 0.5
+	DefaultRecentTurns        = 3
+	MaxRecentTurns            = 12
+	DefaultProtectedTail      = 6
+	DefaultMaxInputChars      = 100000
+	DefaultMaxOutputTokens    = 4096
+	DefaultSummarizeThreshold = 80000
+	MaxSummaryChars           = 16000
+	DefaultExtractiveChars    = 12000
+
+	baseChunkRatio   = 0.4
+	minChunkRatio    = 0.15
+	safetyMargin     = 1.2
+	summaryOverhead  = 4096
+	maxRecentTurnLen = 600
+)
+
+// Settings control planning and summarising. Zero values take the defaults
+// above.
+type Settings struct {
+	Strategy           string
+	KeepRecentTokens   int
+	ReserveTokens      int
+	ReserveTokensFloor int // safeguard only; negative disables the floor
+	ContextWindow      int
+	// Force compacts even below the strategy's trigger.
+	Force bool
+
+	// safeguard
+	MaxHistoryShare        float64
+	RecentTurnsPreserve    int
+	IdentifierPolicy       string // strict | off | custom
+	IdentifierInstructions string
+	QualityGuard           bool
+	QualityGuardRetries    int
+
+	// summarize
+	ProtectedTail      int
+	MaxInputChars      int
+	MaxOutputTokens    int
+	SummarizeThreshold int
+	// SummarizeFallback is what the summarize strategy does when the
+	// summariser fails: "trim" (write a mechanical extract marked as a
+	// fallback) or "fail" (exit with the error, write nothing).
+	SummarizeFallback string
+
+	// CustomInstructions are added to every summariser instruction
+	// (--instructions, compaction.customInstructions).
+	CustomInstructions string
+	// ExtractiveMaxChars bounds the extractive summary (default 12,000).
+	ExtractiveMaxChars int
+
+	// Count sizes messages for keepRecentTokens and chunking (nil: pi's
+	// heuristic). Run installs the best estimator here.
+	Count Counter
+}
+
+func (s Settings) withDefaults() Settings {
+	if s.Strategy == "" {
+		s.Strategy = StrategyDefault
+	}
+	if s.KeepRecentTokens <= 0 {
+		s.KeepRecentTokens = DefaultKeepRecentTokens
+	}
+	if s.ReserveTokens <= 0 {
+		s.ReserveTokens = DefaultReserveTokens
+	}
+	if s.ReserveTokensFloor == 0 {
+		s.ReserveTokensFloor = DefaultReserveTokensFloor
+	}
+	if s.ContextWindow <= 0 {
+		s.ContextWindow = DefaultContextWindow
+	}
+	if s.MaxHistoryShare <= 0 {
+		s.MaxHistoryShare = DefaultMaxHistoryShare
+	}
+	if s.MaxHistoryShare < 0.1 {
+		s.MaxHistoryShare = 0.1
+	}
+	if s.MaxHistoryShare > 0.9 {
+		s.MaxHistoryShare = 0.9
+	}
+	if s.RecentTurnsPreserve < 0 {
+		s.RecentTurnsPreserve = 0
+	} else if s.RecentTurnsPreserve == 0 {
+		s.RecentTurnsPreserve = DefaultRecentTurns
+	}
+	if s.RecentTurnsPreserve > MaxRecentTurns {
+		s.RecentTurnsPreserve = MaxRecentTurns
+	}
+	if s.IdentifierPolicy == "" {
+		s.IdentifierPolicy = "strict"
+	}
+	if s.QualityGuardRetries <= 0 {
+		s.QualityGuardRetries = 1
+	}
+	if s.QualityGuardRetries > 3 {
+		s.QualityGuardRetries = 3
+	}
+	if s.ProtectedTail <= 0 {
+		s.ProtectedTail = DefaultProtectedTail
+	}
+	if s.MaxInputChars <= 0 {
+		s.MaxInputChars = DefaultMaxInputChars
+	}
+	if s.MaxOutputTokens <= 0 {
+		s.MaxOutputTokens = DefaultMaxOutputTokens
+	}
+	if s.SummarizeThreshold <= 0 {
+		s.SummarizeThreshold = DefaultSummarizeThreshold
+	}
+	if s.SummarizeFallback == "" {
+		s.SummarizeFallback = "trim"
+	}
+	if s.ExtractiveMaxChars <= 0 {
+		s.ExtractiveMaxChars = DefaultExtractiveChars
+	}
+	return s
+}
+
+// effectiveReserve applies OpenClaw's reserve floor in safeguard mode.
+func (s Settings) effectiveReserve() int {
+	r := s.ReserveTokens
+	if s.Strategy == StrategySafeguard && s.ReserveTokensFloor > 0 && r < s.ReserveTokensFloor {
+		r = s.ReserveTokensFloor
+	}
+	return r
+}
+
+// Validate checks the settings a user can get wrong.
+func (s Settings) Validate() error {
+	ok := false
+	for _, st := range Strategies {
+		if s.Strategy == st || s.Strategy == "" {
+			ok = true
+		}
+	}
+	if !ok {
+		return fmt.Errorf("unknown strategy %q: use default, safeguard or summarize", s.Strategy)
+	}
+	switch s.IdentifierPolicy {
+	case "", "strict", "off", "custom":
+	default:
+		return fmt.Errorf("compaction.identifierPolicy %q: use strict, off or custom", s.IdentifierPolicy)
+	}
+	switch s.SummarizeFallback {
+	case "", "trim", "fail":
+	default:
+		return fmt.Errorf("compaction.summarize.fallback %q: use trim or fail", s.SummarizeFallback)
+	}
+	if s.KeepRecentTokens < 0 || s.ReserveTokens < 0 || s.ContextWindow < 0 {
+		return fmt.Errorf("token settings must not be negative")
+	}
+	return nil
+}

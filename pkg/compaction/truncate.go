@@ -1,0 +1,155 @@
+package compaction
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/ctxtool/ctxtool/pkg/transcript"
+)
+
+// runTruncate is --truncate: under the session lock, plan and summarise as
+// usual, then rewrite the file as header + the compaction (a root) + the
+// kept tail of the active branch, keeping the original as
+// <file>.bak.<stamp>. Kept lines are copied byte for byte except for the
+// parentId of an entry whose parent was dropped.
+func runTruncate(ctx context.Context, path string, o Options, plan func(*transcript.Session) (*planned, error),
+	finish func(*planned), res *Result) error {
+	if path == "-" {
+		return fmt.Errorf("-: cannot rewrite standard input; give a session file path")
+	}
+	lock, err := transcript.AcquireLock(ctx, path, o.Wait)
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
+	s, err := transcript.Load(path)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	pl, err := plan(s)
+	finish(pl)
+	if err != nil || pl == nil {
+		return err
+	}
+	content, err := truncatedFile(s, pl)
+	if err != nil {
+		return fmt.Errorf("%s: %v", path, err)
+	}
+	backup, err := transcript.RewriteAtomic(path, func(w io.Writer) error {
+		_, err := w.Write(content)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	res.Backup = backup
+	res.Compacted = true
+	return nil
+}
+
+// truncatedFile builds the rewritten session.
+func truncatedFile(s *transcript.Session, pl *planned) ([]byte, error) {
+	p := pl.prep
+	var buf bytes.Buffer
+	buf.Write(s.Header.Raw)
+	buf.WriteByte('\n')
+
+	// Kept tail: the active branch from the cut, without older compactions
+	// (after the new root compaction they would take over again) and
+	// without labels that point at dropped entries.
+	keptIDs := map[string]bool{}
+	var tail []*transcript.Entry
+	for _, e := range p.Path[p.Cut:] {
+		if e.Type == "compaction" {
+			continue
+		}
+		tail = append(tail, e)
+		keptIDs[e.ID] = true
+	}
+	filtered := tail[:0]
+	for _, e := range tail {
+		if e.Type == "label" && e.TargetID != "" && !keptIDs[e.TargetID] {
+			continue
+		}
+		filtered = append(filtered, e)
+	}
+	tail = filtered
+
+	first := p.FirstKept
+	if s.Version < 2 {
+		// v1 points by array index: header 0, compaction 1, first kept 2.
+		first = &transcript.Entry{Index: 2, ID: p.FirstKept.ID}
+	}
+	a, err := s.NewWriter().Compaction(transcript.CompactionSpec{Summary: pl.out.Summary, FirstKept: first,
+		TokensBefore: p.UsageBefore, Details: pl.details})
+	if err != nil {
+		return nil, err
+	}
+	line := a.Line
+	if s.Version >= 2 {
+		if line, err = setTopLevel(line, "parentId", []byte("null")); err != nil {
+			return nil, err
+		}
+	}
+	buf.Write(line)
+	buf.WriteByte('\n')
+
+	parent := a.ID
+	for _, e := range tail {
+		raw, err := s.Raw(e)
+		if err != nil {
+			return nil, err
+		}
+		if s.Version >= 2 && e.ParentID != parent {
+			pj, _ := json.Marshal(parent)
+			if raw, err = setTopLevel(raw, "parentId", pj); err != nil {
+				return nil, fmt.Errorf("line %d: %v", e.Line, err)
+			}
+		}
+		buf.Write(raw)
+		buf.WriteByte('\n')
+		if s.Version >= 2 {
+			parent = e.ID
+		}
+	}
+	return buf.Bytes(), nil
+}
+
+// setTopLevel replaces the value of a top-level key in a JSON object line,
+// leaving every other byte as it was.
+func setTopLevel(line []byte, key string, value []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	tok, err := dec.Token()
+	if err != nil || tok != json.Delim('{') {
+		return nil, fmt.Errorf("not a JSON object")
+	}
+	for dec.More() {
+		kt, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		k, _ := kt.(string)
+		start := dec.InputOffset()
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, err
+		}
+		end := dec.InputOffset()
+		if k != key {
+			continue
+		}
+		// start is just after the key's closing quote; skip ':' and spaces
+		i := int(start)
+		for i < int(end) && (line[i] == ':' || line[i] == ' ' || line[i] == '\t') {
+			i++
+		}
+		out := append([]byte{}, line[:i]...)
+		out = append(out, value...)
+		return append(out, line[end:]...), nil
+	}
+	return nil, fmt.Errorf("no top-level %q field", key)
+}
