@@ -58,10 +58,10 @@ type section struct {
 
 type facts struct {
 	goal, constraints, done, inProgress, decisions, failures, asks, next []string
-	ids                                                                   []string
-	tools                                                                 map[string]int
-	read, modified                                                        []string
-	lastAssistant                                                         string
+	ids                                                                  []string
+	tools                                                                map[string]int
+	read, modified                                                       []string
+	lastAssistant                                                        string
 }
 
 const itemChars = 220
