@@ -60,6 +60,9 @@ var Defaults = map[string]any{
 	"recall.enabled":    true,
 	"recall.maxResults": 6,
 	"recall.minScore":   0.35,
+	// recall.toolOutputChars caps the indexed text of one tool result, tool
+	// call, thinking block or bash run (head + tail kept).
+	"recall.toolOutputChars": 4000,
 
 	"checkpoint.keep":            5,
 	"checkpoint.dedupeThreshold": 0.05,

@@ -209,7 +209,7 @@ func (x *extractor) writeBlocks(b *strings.Builder, raw json.RawMessage) {
 			b.WriteString(bl.Name)
 			if len(bl.Arguments) > 0 && string(bl.Arguments) != "null" {
 				b.WriteByte(' ')
-				b.WriteString(capText(compactJSON(bl.Arguments), x.maxChars))
+				b.WriteString(capText(argsText(bl.Arguments), x.maxChars))
 			}
 			b.WriteString("]")
 		case "image":
@@ -218,14 +218,35 @@ func (x *extractor) writeBlocks(b *strings.Builder, raw json.RawMessage) {
 	}
 }
 
-// compactJSON returns the arguments as compact JSON text with unescaped
-// HTML characters, so paths and code in them tokenize like prose.
-func compactJSON(raw json.RawMessage) string {
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, raw); err != nil {
-		return string(raw)
+// argsText renders tool-call arguments as "key: value" text with string
+// values unescaped, so that code and paths inside them ("\n" escapes,
+// quotes) tokenize like the text they are.
+func argsText(raw json.RawMessage) string {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var b strings.Builder
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			break
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			continue
+		case string:
+			if b.Len() > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(v)
+		case json.Number:
+			b.WriteByte(' ')
+			b.WriteString(v.String())
+		case bool:
+			b.WriteByte(' ')
+			b.WriteString(strconv.FormatBool(v))
+		}
 	}
-	return buf.String()
+	return b.String()
 }
 
 // capText keeps the head and tail of s within max bytes (cut on rune
@@ -252,21 +273,37 @@ func capText(s string, max int) string {
 // normalizeSpace collapses every whitespace run (newlines included) to one
 // space and trims, as OpenClaw's session indexer does.
 func normalizeSpace(s string) string {
-	var b strings.Builder
-	b.Grow(len(s))
+	b := make([]byte, 0, len(s))
 	space := false
-	for _, r := range s {
-		if r == ' ' || r == '\n' || r == '\t' || r == '\r' || (r > 127 && unicode.IsSpace(r)) {
-			space = true
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			i++
+			if c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\v' || c == '\f' {
+				space = true
+				continue
+			}
+			if space && len(b) > 0 {
+				b = append(b, ' ')
+			}
+			space = false
+			b = append(b, c)
 			continue
 		}
-		if space && b.Len() > 0 {
-			b.WriteByte(' ')
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if unicode.IsSpace(r) {
+			space = true
+			i += size
+			continue
+		}
+		if space && len(b) > 0 {
+			b = append(b, ' ')
 		}
 		space = false
-		b.WriteRune(r)
+		b = append(b, s[i:i+size]...)
+		i += size
 	}
-	return b.String()
+	return string(b)
 }
 
 // parseMsgTimestamp reads message.timestamp (epoch ms; positive numbers

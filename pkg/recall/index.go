@@ -243,7 +243,7 @@ func (ix *Index) scanLines(ctx context.Context, f *os.File, off int64, line int,
 		if isLong {
 			long, isLong = long[:0], false
 		}
-		if res.read%512 == 0 {
+		if res.read%256 == 0 {
 			if err := ctx.Err(); err != nil {
 				return res, err
 			}
@@ -338,17 +338,42 @@ func (ix *Index) Index(ctx context.Context, path string) (Stats, error) {
 		return st, err
 	}
 	defer ins.close()
-	res, err := ix.scanLines(ctx, f, off, line, func(cs []chunk) error {
+	// Reading and extracting (JSON decoding) runs beside the inserts
+	// (SQLite tokenizing): two cores, two stages.
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	batches := make(chan []chunk, 8)
+	var res readResult
+	var readErr error
+	go func() {
+		defer close(batches)
+		res, readErr = ix.scanLines(pctx, f, off, line, func(cs []chunk) error {
+			select {
+			case batches <- cs:
+				return nil
+			case <-pctx.Done():
+				return pctx.Err()
+			}
+		})
+	}()
+	var insErr error
+	for cs := range batches {
+		if insErr != nil {
+			continue // drain so the reader can finish
+		}
 		for i := range cs {
-			if err := ins.add(ctx, fileID, &cs[i]); err != nil {
-				return err
+			if insErr = ins.add(ctx, fileID, &cs[i]); insErr != nil {
+				cancel()
+				break
 			}
 		}
 		st.Chunks += len(cs)
-		return nil
-	})
-	if err != nil {
-		return st, err
+	}
+	if insErr != nil {
+		return st, insErr
+	}
+	if readErr != nil {
+		return st, readErr
 	}
 	hl := min(int64(headLen), res.end)
 	headHash, err := hashRange(f, 0, hl)

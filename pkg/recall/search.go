@@ -297,14 +297,17 @@ func (ix *Index) ftsQuery(ctx context.Context, tokens []string, fileID int64, li
 		for i, t := range tokens {
 			parts[i] = quoteFTS(t)
 		}
-		q = `SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ?`
-		args = append(args, strings.Join(parts, " AND "))
+		match := strings.Join(parts, " AND ")
+		filter, fargs := "", []any{}
 		if fileID >= 0 {
-			q += ` AND rowid IN (SELECT id FROM chunks WHERE file_id=?)`
-			args = append(args, fileID)
+			filter, fargs = ` AND rowid IN (SELECT id FROM chunks WHERE file_id=?)`, []any{fileID}
 		}
-		q += ` ORDER BY rank LIMIT ?`
-		args = append(args, limit)
+		cut, err := ix.rankCutoff(ctx, `SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?`+filter, append([]any{match}, fargs...))
+		if err != nil {
+			return err
+		}
+		q = `SELECT rowid, bm25(chunks_fts) AS r FROM chunks_fts WHERE chunks_fts MATCH ? AND rowid >= ?` + filter + ` ORDER BY r LIMIT ?`
+		args = append(append([]any{match, cut}, fargs...), limit)
 	} else {
 		var long, short []string
 		for _, t := range tokens {
@@ -315,30 +318,35 @@ func (ix *Index) ftsQuery(ctx context.Context, tokens []string, fileID int64, li
 			}
 		}
 		var where []string
-		if len(long) > 0 {
-			q = `SELECT t.rowid, t.rank FROM chunks_tri t JOIN chunks c ON c.id = t.rowid`
-			where = append(where, `chunks_tri MATCH ?`)
-			args = append(args, strings.Join(long, " AND "))
-		} else {
-			q = `SELECT c.id, 0.0 FROM chunks c`
-			where = append(where, `c.has_cjk = 1`)
-		}
+		var wargs []any
 		for _, s := range short {
 			where = append(where, `c.text LIKE ? ESCAPE '\'`)
-			args = append(args, "%"+likeEscape(s)+"%")
+			wargs = append(wargs, "%"+likeEscape(s)+"%")
 		}
 		if fileID >= 0 {
 			where = append(where, `c.file_id = ?`)
-			args = append(args, fileID)
+			wargs = append(wargs, fileID)
 		}
-		q += " WHERE " + strings.Join(where, " AND ")
 		if len(long) > 0 {
-			q += ` ORDER BY t.rank`
+			match := strings.Join(long, " AND ")
+			from := `FROM chunks_tri t JOIN chunks c ON c.id = t.rowid WHERE chunks_tri MATCH ?`
+			for _, w := range where {
+				from += " AND " + w
+			}
+			cut, err := ix.rankCutoff(ctx, `SELECT t.rowid `+from, append([]any{match}, wargs...))
+			if err != nil {
+				return err
+			}
+			q = `SELECT t.rowid, bm25(chunks_tri) AS r ` + from + ` AND t.rowid >= ? ORDER BY r LIMIT ?`
+			args = append(append([]any{match}, wargs...), cut, limit)
 		} else {
-			q += ` ORDER BY c.id DESC`
+			q = `SELECT c.id, 0.0 FROM chunks c WHERE c.has_cjk = 1`
+			for _, w := range where {
+				q += " AND " + w
+			}
+			q += ` ORDER BY c.id DESC LIMIT ?`
+			args = append(wargs, limit)
 		}
-		q += ` LIMIT ?`
-		args = append(args, limit)
 	}
 	rows, err := ix.db.QueryContext(ctx, q, args...)
 	if err != nil {
@@ -362,6 +370,33 @@ func (ix *Index) ftsQuery(ctx context.Context, tokens []string, fileID int64, li
 		}
 	}
 	return rows.Err()
+}
+
+// rankWindow bounds how many matches of one query are ranked by BM25.
+// Ranking costs microseconds per match inside SQLite; a query of only common
+// words can match most of a 100 MB corpus. Above the window, only the
+// rankWindow most recently indexed matches are ranked (a recency prior that
+// keeps p95 latency flat); below it, ranking is exact.
+const rankWindow = 1500
+
+// rankCutoff returns the smallest rowid to rank: the rowid of the
+// rankWindow-th newest match, or 0 when there are fewer matches. sel must
+// select one rowid column; its matches are iterated without ranking, which
+// is cheap.
+func (ix *Index) rankCutoff(ctx context.Context, sel string, args []any) (int64, error) {
+	var cut int64
+	col := "rowid"
+	if strings.HasPrefix(sel, "SELECT t.rowid") {
+		col = "t.rowid"
+	}
+	err := ix.db.QueryRowContext(ctx, sel+` ORDER BY `+col+` DESC LIMIT 1 OFFSET ?`, append(args, rankWindow-1)...).Scan(&cut)
+	if err == sql.ErrNoRows {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("recall: search: %v", err)
+	}
+	return cut, nil
 }
 
 func likeEscape(s string) string {

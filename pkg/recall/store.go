@@ -117,7 +117,7 @@ func OpenFile(dbPath string, opts ...Option) (*Index, error) {
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(30000)")
 	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "synchronous(OFF)")
 	q.Add("_pragma", "cache_size(-32000)")
 	q.Add("_pragma", "temp_store(MEMORY)")
 	q.Set("_txlock", "immediate")

@@ -1,0 +1,243 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ctxtool/ctxtool/pkg/config"
+	"github.com/ctxtool/ctxtool/pkg/exitcode"
+	"github.com/ctxtool/ctxtool/pkg/recall"
+	"github.com/ctxtool/ctxtool/pkg/walk"
+)
+
+// IndexOptions are the inputs of `ctxtool index`.
+type IndexOptions struct {
+	IO       *IOStreams
+	Paths    []string
+	JSON     bool
+	StateDir string
+	// Embedder enables semantic search (nil: keyword only).
+	Embedder recall.Embedder
+	// MaxChars caps tool output per message (recall.toolOutputChars).
+	MaxChars int
+}
+
+func init() { register(newIndexCmd) }
+
+func newIndexCmd(f *Factory) *cobra.Command {
+	opts := &IndexOptions{IO: f.IO}
+	cmd := &cobra.Command{
+		Use:   "index PATH...",
+		Short: "Build or refresh the recall index of session transcripts",
+		Long: `Index every message of every session file for 'ctxtool search' — the whole
+file, all branches, including what compactions and rolls removed from the
+active context. Directories are walked for transcripts (*.jsonl) and their
+.reset./.deleted. archives, as OpenClaw's memory search does; locks, backups,
+checkpoint copies and trajectories are skipped.
+
+Incremental: unchanged files are skipped, a file that grew is read from where
+the last run stopped, a file whose indexed part changed is indexed again, and
+files that were removed from an indexed directory drop out. A trailing line
+without newline (a session being written) waits for the next run.
+
+The index lives in <state-dir>/recall/index.sqlite. With llm.embeddingModel
+set, chunks are also embedded through the OpenAI-compatible endpoint
+(llm.baseURL, llm.apiKey / OPENAI_API_KEY) for hybrid search.`,
+		Example: `  ctxtool index ~/.openclaw/agents/main/sessions
+  ctxtool index --json ~/.pi/agent/sessions`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			cfg, err := f.Config()
+			if err != nil {
+				return err
+			}
+			opts.Paths = args
+			opts.JSON = f.JSON
+			opts.StateDir = cfg.StateDir(c.Flags())
+			opts.MaxChars = cfg.Int(nil, "", "recall.toolOutputChars")
+			if opts.Embedder, err = recallEmbedder(cfg); err != nil {
+				return exitcode.New(exitcode.Usage, err)
+			}
+			return runIndex(c.Context(), opts)
+		},
+	}
+	return cmd
+}
+
+// recallEmbedder builds the embeddings client when llm.embeddingModel is
+// set (nil otherwise: keyword-only recall).
+func recallEmbedder(cfg *config.Config) (recall.Embedder, error) {
+	model := cfg.String(nil, "", "llm.embeddingModel")
+	if model == "" {
+		return nil, nil
+	}
+	base := cfg.String(nil, "", "llm.baseURL")
+	if base == "" {
+		base = os.Getenv("OPENAI_BASE_URL")
+	}
+	key := cfg.String(nil, "", "llm.apiKey")
+	if key == "" {
+		key = os.Getenv("OPENAI_API_KEY")
+	}
+	return recall.NewOpenAIEmbedder(recall.EmbedderConfig{
+		BaseURL: base, APIKey: key, Model: model,
+		Timeout:    cfg.Duration(nil, "", "llm.timeout"),
+		MaxRetries: cfg.Int(nil, "", "llm.maxRetries"),
+	})
+}
+
+// openRecall opens the index of the state directory.
+func openRecall(stateDir string, e recall.Embedder, maxChars int) (*recall.Index, error) {
+	ix, err := recall.Open(stateDir, recall.WithEmbedder(e), recall.WithMaxChars(maxChars))
+	if err != nil {
+		return nil, exitcode.New(exitcode.Runtime, err)
+	}
+	return ix, nil
+}
+
+func runIndex(ctx context.Context, opts *IndexOptions) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	files, err := walk.Walk(opts.Paths, walk.Options{Kinds: []walk.Kind{walk.Transcript, walk.Archive}})
+	if err != nil {
+		return exitcode.New(exitcode.Usage, err)
+	}
+	ix, err := openRecall(opts.StateDir, opts.Embedder, opts.MaxChars)
+	if err != nil {
+		return err
+	}
+	defer ix.Close()
+
+	var total int64
+	for _, f := range files {
+		total += f.Size
+	}
+	prog := newIndexProgress(opts.IO, len(files), total)
+	start := time.Now()
+	var all []recall.Stats
+	failed := 0
+	var done int64
+	for i, f := range files {
+		if err := ctx.Err(); err != nil {
+			prog.clear()
+			return exitcode.New(exitcode.Runtime, err)
+		}
+		st, err := ix.Index(ctx, f.Path)
+		done += f.Size
+		prog.update(i+1, done)
+		if err != nil {
+			failed++
+			prog.clear()
+			fmt.Fprintf(opts.IO.ErrOut, "ctxtool: %v\n", err)
+			st.Skipped = "error: " + err.Error()
+		}
+		for _, l := range st.MalformedLines {
+			prog.clear()
+			fmt.Fprintf(opts.IO.ErrOut, "warning: %s:%d: malformed line (not one JSON object); indexed what decodes\n", st.File, l)
+		}
+		if opts.JSON {
+			if err := writeJSONLine(opts.IO.Out, st); err != nil {
+				return err
+			}
+		}
+		all = append(all, st)
+	}
+	// Files that vanished from the walked directories drop out.
+	var roots []string
+	for _, p := range opts.Paths {
+		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+			roots = append(roots, p)
+		}
+	}
+	var removed []string
+	if len(roots) > 0 {
+		if removed, err = ix.Prune(ctx, roots...); err != nil {
+			failed++
+			fmt.Fprintf(opts.IO.ErrOut, "ctxtool: %v\n", err)
+		}
+	}
+	prog.clear()
+	for _, r := range removed {
+		st := recall.Stats{File: r, Skipped: "removed", Mode: "removed"}
+		if opts.JSON {
+			if err := writeJSONLine(opts.IO.Out, st); err != nil {
+				return err
+			}
+		}
+		all = append(all, st)
+	}
+	if !opts.JSON {
+		printIndexTable(opts.IO.Out, all, ix.Path(), time.Since(start))
+	}
+	if failed > 0 {
+		return exitcode.Silent(exitcode.Runtime)
+	}
+	return nil
+}
+
+func printIndexTable(out io.Writer, all []recall.Stats, db string, took time.Duration) {
+	t := newTable(out)
+	t.row("FILE", "STATUS", "LINES", "CHUNKS", "MB", "SECONDS")
+	var bytes int64
+	indexed, unchanged := 0, 0
+	for _, st := range all {
+		status := st.Mode
+		if st.Skipped != "" && st.Skipped != "unchanged" {
+			status = st.Skipped
+		}
+		if st.Indexed {
+			indexed++
+		} else if st.Skipped == "unchanged" {
+			unchanged++
+		}
+		bytes += st.Bytes
+		t.row(st.File, status, fmt.Sprintf("%s/%s", humanInt(st.LinesIndexed), humanInt(st.Lines)),
+			humanInt(st.Chunks), fmt.Sprintf("%.2f", float64(st.Bytes)/1e6), fmt.Sprintf("%.3f", st.Seconds))
+	}
+	t.flush()
+	rate := ""
+	if s := took.Seconds(); s > 0 && bytes > 0 {
+		rate = fmt.Sprintf(", %.1f MB/s", float64(bytes)/1e6/s)
+	}
+	fmt.Fprintf(out, "\n%d indexed, %d unchanged, %.1f MB in %.2fs%s; index %s\n",
+		indexed, unchanged, float64(bytes)/1e6, took.Seconds(), rate, filepath.Clean(db))
+}
+
+// indexProgress is a one-line counter on stderr, shown only on a terminal and
+// only once the work has taken more than a second.
+type indexProgress struct {
+	io       *IOStreams
+	files    int
+	total    int64
+	start    time.Time
+	last     time.Time
+	shown    bool
+	disabled bool
+}
+
+func newIndexProgress(io *IOStreams, files int, total int64) *indexProgress {
+	return &indexProgress{io: io, files: files, total: total, start: time.Now(), disabled: !io.IsStderrTTY()}
+}
+
+func (p *indexProgress) update(done int, bytes int64) {
+	if p.disabled || time.Since(p.start) < time.Second || time.Since(p.last) < 100*time.Millisecond {
+		return
+	}
+	p.last = time.Now()
+	p.shown = true
+	fmt.Fprintf(p.io.ErrOut, "\rindexing %d/%d files, %.1f/%.1f MB", done, p.files, float64(bytes)/1e6, float64(p.total)/1e6)
+}
+
+func (p *indexProgress) clear() {
+	if p.shown {
+		fmt.Fprint(p.io.ErrOut, "\r\033[K")
+		p.shown = false
+	}
+}
