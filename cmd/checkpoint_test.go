@@ -1,0 +1,209 @@
+package cmd
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ctxtool/ctxtool/pkg/checkpoint"
+	"github.com/ctxtool/ctxtool/pkg/exitcode"
+	"github.com/ctxtool/ctxtool/pkg/iostreams"
+	"github.com/ctxtool/ctxtool/pkg/sessiongen"
+	"github.com/ctxtool/ctxtool/pkg/transcript"
+)
+
+var cpNow = func() time.Time { return time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC) }
+
+func genSession(t *testing.T, dir, name string, turns int) string {
+	t.Helper()
+	f := filepath.Join(dir, name)
+	if _, err := sessiongen.GenerateFile(f, sessiongen.Options{Seed: 11, Turns: turns}); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func runCP(t *testing.T, opts *CheckpointOptions) (checkpoint.TakeResult, string) {
+	t.Helper()
+	io, _, out, errOut := iostreams.Test()
+	opts.IO, opts.JSON, opts.Now = io, true, cpNow
+	if opts.Trigger == "" {
+		opts.Trigger = checkpoint.TriggerManual
+	}
+	if err := runCheckpoint(opts); err != nil {
+		t.Fatalf("checkpoint: %v (stderr %s)", err, errOut)
+	}
+	var r checkpoint.TakeResult
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatalf("bad JSON %q: %v", out, err)
+	}
+	return r, errOut.String()
+}
+
+func TestCheckpointCommandJSONFields(t *testing.T) {
+	dir := t.TempDir()
+	f := genSession(t, dir, "s1.jsonl", 12)
+	state := filepath.Join(dir, "state")
+	io, _, out, _ := iostreams.Test()
+	opts := &CheckpointOptions{IO: io, File: f, StateDir: state, JSON: true, Trigger: "manual", Now: cpNow}
+	if err := runCheckpoint(opts); err != nil {
+		t.Fatal(err)
+	}
+	var raw map[string]any
+	if err := json.Unmarshal(out.Bytes(), &raw); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"file", "written", "checkpointId", "path", "utilization", "tokens"} {
+		if _, ok := raw[k]; !ok {
+			t.Errorf("JSON lacks %q: %s", k, out)
+		}
+	}
+	if raw["written"] != true || raw["checkpointId"] != "cp_001" || raw["sessionKey"] != "s1" {
+		t.Errorf("%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(state, "context", "checkpoints", "s1", "cp_001.yaml")); err != nil {
+		t.Error(err)
+	}
+	if _, err := os.Stat(filepath.Join(state, "context", "checkpoints", "s1", "_latest.json")); err != nil {
+		t.Error(err)
+	}
+	// Dedupe, then --force; seven forced writes leave five.
+	r, _ := runCP(t, &CheckpointOptions{File: f, StateDir: state})
+	if r.Written || !strings.Contains(r.Reason, "since cp_001") {
+		t.Fatalf("dedupe: %+v", r)
+	}
+	for i := 0; i < 6; i++ {
+		r, _ = runCP(t, &CheckpointOptions{File: f, StateDir: state, Force: true, Keep: 5})
+	}
+	if r.CheckpointID != "cp_007" || strings.Join(r.Pruned, ",") != "cp_002" {
+		t.Fatalf("retention: %+v", r)
+	}
+	ents, _ := filepath.Glob(filepath.Join(state, "context", "checkpoints", "s1", "cp_*.yaml"))
+	if len(ents) != 5 {
+		t.Fatalf("%d checkpoint files", len(ents))
+	}
+}
+
+func TestCheckpointCommandUsageErrors(t *testing.T) {
+	io, _, _, _ := iostreams.Test()
+	for _, o := range []*CheckpointOptions{
+		{IO: io, File: "x.jsonl", Trigger: "often"},
+		{IO: io, File: "-", Trigger: "manual"},
+	} {
+		if err := runCheckpoint(o); exitcode.Code(err) != exitcode.Usage {
+			t.Errorf("%+v: %v", o, err)
+		}
+	}
+	if err := runCheckpoint(&CheckpointOptions{IO: io, File: "/nonexistent.jsonl", Trigger: "manual", StateDir: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "nonexistent") {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+// Through the cobra root: flags, config keys and the auto-80pct gate.
+func TestCheckpointAndRestoreThroughRoot(t *testing.T) {
+	dir := t.TempDir()
+	f := genSession(t, dir, "s2.jsonl", 10)
+	state := filepath.Join(dir, "state")
+	run := func(args ...string) (string, string, error) {
+		io, _, out, errOut := iostreams.Test()
+		root, _ := NewRootCmd(io)
+		root.SetArgs(append([]string{"--state-dir", state}, args...))
+		err := root.Execute()
+		return out.String(), errOut.String(), err
+	}
+	out, _, err := run("checkpoint", "--trigger", "auto-80pct", f)
+	if err != nil || !strings.Contains(out, "no checkpoint written: utilization") {
+		t.Fatalf("gate: %v %s", err, out)
+	}
+	out, _, err = run("checkpoint", "--trigger", "auto-80pct", "--context-window", "1000", "--session-key", "telegram:user1", f)
+	if err != nil || !strings.Contains(out, "cp_001 written") || !strings.Contains(out, "Checkpoint saved]") {
+		t.Fatalf("auto write: %v %s", err, out)
+	}
+	// restore by key: text, yaml, json, list.
+	out, _, err = run("restore", "telegram:user1")
+	if err != nil || !strings.HasPrefix(out, "[Post-compaction checkpoint restore: cp_001]") {
+		t.Fatalf("restore text: %v %s", err, out)
+	}
+	out, _, err = run("restore", "--format", "yaml", "--session-key", "telegram:user1", f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cp, err := checkpoint.Unmarshal([]byte(out)); err != nil || cp.Meta.SessionKey != "telegram:user1" || cp.Meta.Channel != "telegram" {
+		t.Fatalf("restore yaml: %v %s", err, out)
+	}
+	out, _, err = run("restore", "--format", "json", "--id", "cp_001", "telegram:user1")
+	var cpj checkpoint.Checkpoint
+	if err != nil || json.Unmarshal([]byte(out), &cpj) != nil || cpj.Meta.CheckpointID != "cp_001" {
+		t.Fatalf("restore json: %v %s", err, out)
+	}
+	out, _, err = run("restore", "--list", "telegram:user1")
+	if err != nil || !strings.Contains(out, "cp_001") || !strings.Contains(out, "ok (latest)") {
+		t.Fatalf("list: %v %s", err, out)
+	}
+	// Usage errors: exit 2.
+	for _, args := range [][]string{
+		{"restore", "--format", "xml", "telegram:user1"},
+		{"restore", "--id", "../x", "telegram:user1"},
+		{"restore", "--append", "telegram:user1"},
+		{"checkpoint", "--trigger", "hourly", f},
+	} {
+		if _, _, err := run(args...); exitcode.Code(err) != exitcode.Usage {
+			t.Errorf("%v: exit %d (%v)", args, exitcode.Code(err), err)
+		}
+	}
+	// Unknown key: runtime error naming the key and what to do.
+	if _, _, err := run("restore", "nobody"); err == nil || !strings.Contains(err.Error(), "ctxtool checkpoint") {
+		t.Errorf("unknown key: %v", err)
+	}
+	// Config key checkpoint.keep via the environment.
+	t.Setenv("CTXTOOL_CHECKPOINT_KEEP", "2")
+	for i := 0; i < 3; i++ {
+		if _, _, err := run("checkpoint", "--force", f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ents, _ := filepath.Glob(filepath.Join(state, "context", "checkpoints", "s2", "cp_*.yaml"))
+	if len(ents) != 2 {
+		t.Fatalf("checkpoint.keep=2 left %d files", len(ents))
+	}
+}
+
+func TestRestoreAppendAndCorruptFallback(t *testing.T) {
+	dir := t.TempDir()
+	f := genSession(t, dir, "s3.jsonl", 8)
+	state := filepath.Join(dir, "state")
+	runCP(t, &CheckpointOptions{File: f, StateDir: state})
+	runCP(t, &CheckpointOptions{File: f, StateDir: state, Force: true})
+	// Corrupt the latest: restore falls back to cp_001 with a warning.
+	latest := filepath.Join(state, "context", "checkpoints", "s3", "cp_002.yaml")
+	if err := os.WriteFile(latest, []byte("schema: \"openclaw/checkpoint\"\nschema_version: 1\nmeta: [oops\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	io, _, out, errOut := iostreams.Test()
+	err := runRestore(&RestoreOptions{IO: io, Target: f, Format: "text", Append: true, StateDir: state, JSON: true, Now: cpNow, Wait: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errOut.String(), "warning: checkpoint cp_002 is unreadable") || !strings.Contains(errOut.String(), "falling back to cp_001") {
+		t.Errorf("stderr %q", errOut)
+	}
+	var rep RestoreReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil || !rep.Appended || rep.CheckpointID != "cp_001" || rep.EntryID == "" {
+		t.Fatalf("%v %s", err, out)
+	}
+	s, err := transcript.Load(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	leaf := s.Leaf()
+	if leaf.Type != "custom_message" || leaf.CustomType != checkpoint.CustomType || leaf.ID != rep.EntryID || leaf.Line != rep.Line {
+		t.Fatalf("leaf %+v", leaf)
+	}
+	if _, err := os.Stat(transcript.LockPath(f)); !os.IsNotExist(err) {
+		t.Errorf("lock left behind: %v", err)
+	}
+}

@@ -1,0 +1,178 @@
+package checkpoint
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ctxtool/ctxtool/internal/oracle"
+	"github.com/ctxtool/ctxtool/pkg/sessiongen"
+	"github.com/ctxtool/ctxtool/pkg/transcript"
+)
+
+func copyFile(t *testing.T, src, dir string) string {
+	t.Helper()
+	in, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	dst := filepath.Join(dir, filepath.Base(src))
+	out, err := os.Create(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// TestAppendedResumeIsLastMessageInPi appends the resume text to copies of
+// the fixtures (v1) and of a generated v3 session, then asks pi's own loader
+// what the next request would carry: the resume text, as the last message.
+func TestAppendedResumeIsLastMessageInPi(t *testing.T) {
+	oracle.Require(t)
+	dir := t.TempDir()
+	files := []string{}
+	for _, f := range oracle.Fixtures(t) {
+		files = append(files, copyFile(t, f, dir))
+	}
+	v3 := filepath.Join(dir, "generated-v3.jsonl")
+	if _, err := sessiongen.GenerateFile(v3, sessiongen.Options{Seed: 7, Turns: 30, Compactions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, v3)
+
+	before := oracle.Check(t, false, false, files...)
+	texts := map[string]string{}
+	for _, f := range files {
+		st := &Store{StateDir: filepath.Join(dir, "state")}
+		res, err := Take(TakeOptions{File: f, Store: st, Force: true, Now: func() time.Time { return goldenNow }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cp, _, err := st.Latest(res.SessionKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := Render(cp, RenderOptions{})
+		texts[f] = text
+		a, err := AppendResume(context.Background(), f, cp, text, time.Second, func() time.Time { return goldenNow })
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		// Our own loader agrees: the last context message is this entry.
+		s, err := transcript.Load(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := s.Context()
+		last := ctx.Messages[len(ctx.Messages)-1]
+		m, _ := s.Message(last.Entry)
+		if last.Role != "custom" || last.Entry.CustomType != CustomType || last.Entry.Line != a.Line || m.Text() != text {
+			t.Errorf("%s: ctxtool sees last message %s/%s line %d (appended line %d)", f, last.Role, last.Entry.CustomType, last.Entry.Line, a.Line)
+		}
+		s.Close()
+	}
+	after := oracle.Check(t, false, true, files...)
+	for i, r := range after {
+		f := files[i]
+		if !r.Loads || r.LastRole != "custom" || r.ContextMessages != before[i].ContextMessages+1 || r.BrokenParents != 0 {
+			t.Errorf("%s: pi sees loads=%v last=%s messages %d→%d brokenParents=%d", filepath.Base(f), r.Loads, r.LastRole, before[i].ContextMessages, r.ContextMessages, r.BrokenParents)
+		}
+		if !strings.HasSuffix(strings.TrimSpace(r.ContextText), strings.TrimSpace(texts[f])) {
+			t.Errorf("%s: pi's context does not end with the resume text", filepath.Base(f))
+		}
+		if len(r.MalformedLines) != len(before[i].MalformedLines) {
+			t.Errorf("%s: malformed lines %v → %v", filepath.Base(f), before[i].MalformedLines, r.MalformedLines)
+		}
+	}
+}
+
+// TestTakeGateAndDedupe exercises the 80% gate, the dedupe rule and --force
+// on a real fixture, and the bundling/reset of the state files.
+func TestTakeGateAndDedupe(t *testing.T) {
+	f := filepath.Join(oracle.ModuleRoot(), "..", "shared", "fixtures", "external", "pi-v1-session-d5dde00.jsonl")
+	if _, err := os.Stat(f); err != nil {
+		t.Skip("fixtures not present")
+	}
+	st := &Store{StateDir: t.TempDir()}
+	now := func() time.Time { return goldenNow }
+	take := func(o TakeOptions) *TakeResult {
+		t.Helper()
+		o.File, o.Store, o.Now = f, st, now
+		r, err := Take(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	// 10.6% of 200k: auto-80pct does not write.
+	r := take(TakeOptions{Trigger: TriggerAuto80})
+	if r.Written || !strings.Contains(r.Reason, "below the 80% threshold") {
+		t.Fatalf("gate: %+v", r)
+	}
+	// A 25k window makes it 85%: written.
+	r = take(TakeOptions{Trigger: TriggerAuto80, ContextWindow: 25000})
+	if !r.Written || r.CheckpointID != "cp_001" || r.Gauge != "[Context: 85% | 21k/25k tokens | Checkpoint saved]" {
+		t.Fatalf("auto write: %+v", r)
+	}
+	// Same tokens again: deduplicated.
+	_ = st.UpdateState(r.SessionKey, func(s *State) error { s.OpenItems = append(s.OpenItems, "recorded item"); return nil })
+	r = take(TakeOptions{})
+	if r.Written || !strings.Contains(r.Reason, "changed by 0.0% since cp_001") {
+		t.Fatalf("dedupe: %+v", r)
+	}
+	// State survives a skipped checkpoint, is bundled by the forced one, then reset.
+	r = take(TakeOptions{Force: true, Trigger: TriggerCompaction})
+	if !r.Written || r.CheckpointID != "cp_002" || r.Previous != "cp_001" {
+		t.Fatalf("force: %+v", r)
+	}
+	cp, _, _ := st.Latest(r.SessionKey)
+	if cp.OpenItems[0] != "recorded item" || cp.Meta.Trigger != TriggerCompaction {
+		t.Fatalf("state not bundled: %q", cp.OpenItems)
+	}
+	if s, _ := st.ReadState(r.SessionKey); len(s.OpenItems) != 0 {
+		t.Fatalf("state not reset: %q", s.OpenItems)
+	}
+	if _, err := Take(TakeOptions{File: f, Store: st, Trigger: "sometimes"}); err == nil {
+		t.Fatal("bad trigger accepted")
+	}
+}
+
+// TestCompactionCountWarning reads compactionCount from OpenClaw's
+// sessions.json next to the transcript and warns above 3.
+func TestCompactionCountWarning(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "abc123.jsonl")
+	if _, err := sessiongen.GenerateFile(file, sessiongen.Options{Seed: 3, Turns: 6}); err != nil {
+		t.Fatal(err)
+	}
+	store := `{"agent:main:telegram:dm:42":{"sessionId":"abc123","compactionCount":5,"updatedAt":1}}`
+	if err := os.WriteFile(filepath.Join(dir, "sessions.json"), []byte(store), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st := &Store{StateDir: t.TempDir()}
+	r, err := Take(TakeOptions{File: file, Store: st, Now: func() time.Time { return goldenNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.SessionKey != "agent:main:telegram:dm:42" || r.CompactionCount != 5 || len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "compacted 5 times") {
+		t.Fatalf("%+v", r)
+	}
+	cp, _, _ := st.Latest(r.SessionKey)
+	if cp.Meta.Channel != "telegram" || cp.Meta.AgentID != "main" || !strings.Contains(Render(cp, RenderOptions{}), "compacted 5 times") {
+		t.Fatalf("meta %+v", cp.Meta)
+	}
+	if filepath.Base(st.Dir(r.SessionKey)) != "agent_main_telegram_dm_42" {
+		t.Fatalf("dir %s", st.Dir(r.SessionKey))
+	}
+}
