@@ -72,6 +72,10 @@ type block struct {
 	keepMin  int
 	dropHead bool // drop the oldest item (the first) rather than the last
 	dropMid  bool // drop the second item (keeps the first and the newest)
+	// weight scales the section's size when choosing what to trim: above 1
+	// is trimmed sooner (long file lists, learnings), below 1 later (the
+	// thread and decisions carry the most resume value per token).
+	weight float64
 }
 
 func (b *block) render(sb *strings.Builder) {
@@ -119,7 +123,7 @@ func Render(cp *Checkpoint, opt RenderOptions) string {
 	if t, err := time.Parse(time.RFC3339, cp.Meta.CreatedAt); err == nil {
 		created = t
 	}
-	decisions := &block{title: "Decisions made", keepMin: 3, dropHead: true}
+	decisions := &block{title: "Decisions made", keepMin: 3, dropHead: true, weight: 0.8}
 	for _, d := range cp.Decisions {
 		item := oneLine(d.What, 200)
 		if w := shortTime(d.When, created); w != "" {
@@ -127,19 +131,19 @@ func Render(cp *Checkpoint, opt RenderOptions) string {
 		}
 		decisions.items = append(decisions.items, item)
 	}
-	exchanges := &block{title: "Key exchanges", keepMin: 3, dropMid: true}
+	exchanges := &block{title: "Key exchanges", keepMin: 3, dropMid: true, weight: 0.6}
 	for _, e := range cp.Thread.KeyExchanges {
 		exchanges.items = append(exchanges.items, e.Role+": "+oneLine(e.Gist, GistChars))
 	}
-	open := &block{title: "Open items", keepMin: 3}
+	open := &block{title: "Open items", keepMin: 3, weight: 0.7}
 	for _, o := range cp.OpenItems {
 		open.items = append(open.items, oneLine(o, 200))
 	}
 	base := commonDir(append(append([]string{}, cp.Resources.FilesModified...), cp.Resources.FilesRead...))
-	modified := &block{title: "Files modified", inline: true, keepMin: 5, items: shortList(cp.Resources.FilesModified, base)}
-	read := &block{title: "Files read", inline: true, keepMin: 3, items: shortList(cp.Resources.FilesRead, base)}
-	tools := &block{title: "Tools used", inline: true, keepMin: 5, items: shortList(cp.Resources.ToolsUsed, "")}
-	learn := &block{title: "Learnings (consider storing to long-term memory)", keepMin: 2}
+	modified := &block{title: "Files modified", inline: true, keepMin: 5, items: shortList(cp.Resources.FilesModified, base), weight: 1.2}
+	read := &block{title: "Files read", inline: true, keepMin: 3, items: shortList(cp.Resources.FilesRead, base), weight: 1.5}
+	tools := &block{title: "Tools used", inline: true, keepMin: 5, items: shortList(cp.Resources.ToolsUsed, ""), weight: 1}
+	learn := &block{title: "Learnings (consider storing to long-term memory)", keepMin: 2, weight: 1.3}
 	for _, l := range cp.Learnings {
 		learn.items = append(learn.items, oneLine(l, 200))
 	}
@@ -180,7 +184,7 @@ func Render(cp *Checkpoint, opt RenderOptions) string {
 	text := assemble()
 	for opt.Count(text) > opt.Target {
 		var victim *block
-		best := -1
+		best := -1.0
 		for _, floor := range []int{-1, 0} { // first respect keepMin, then not
 			for _, b := range blocks {
 				keep := b.keepMin
@@ -190,7 +194,7 @@ func Render(cp *Checkpoint, opt RenderOptions) string {
 				if len(b.items) <= keep {
 					continue
 				}
-				if w := len(strings.Join(b.items, "  ")); w > best {
+				if w := float64(len(strings.Join(b.items, "  "))) * b.weight; w > best {
 					best, victim = w, b
 				}
 			}
