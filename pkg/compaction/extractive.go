@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"unicode"
 )
 
 // Extractive is the built-in summariser: deterministic, offline, free. It
@@ -68,20 +69,37 @@ const itemChars = 220
 
 var (
 	reDecision   = regexp.MustCompile(`(?i)\b(decided|decide to|decision|chose|choose|going with|go with|will use|we'll use|i'll use|let's use|instead of|rather than|switch(?:ed)? to|opt(?:ed)? for|the fix is|fixed by|root cause|the (?:problem|issue|bug) (?:is|was)|turns out|approach)\b`)
-	reConstraint = regexp.MustCompile(`(?i)\b(must|never|always|don't|do not|should not|shouldn't|make sure|only|avoid|without|no need|prefer|required?|requirement|keep it|not allowed)\b`)
+	reConstraint = regexp.MustCompile(`(?i)\b(must|never|always|don't|do not|should not|shouldn't|should|make sure|avoid|no need|prefer|required?|requirement|not allowed)\b`)
 	reNext       = regexp.MustCompile(`(?i)\b(next|then|todo|to do|remaining|still need|need to|will now|i'll|let me|plan|afterwards|follow[- ]up)\b`)
-	reSentence   = regexp.MustCompile(`[^.!?。！？\n]+[.!?。！？]*`)
 )
 
-// sentences splits text into trimmed sentences (also on newlines and CJK
-// full stops).
+// sentences splits text into trimmed sentences: at . ! ? followed by a
+// space or the end (so paths like ~/.pi survive), at CJK full stops and at
+// line breaks.
 func sentences(s string) []string {
 	var out []string
-	for _, m := range reSentence.FindAllString(s, -1) {
-		m = strings.TrimSpace(strings.TrimLeft(m, "-*#> \t"))
+	rs := []rune(s)
+	start := 0
+	emit := func(end int) {
+		m := strings.TrimSpace(strings.TrimLeft(strings.TrimSpace(string(rs[start:end])), "-*#> \t"))
 		if len([]rune(m)) >= 12 {
 			out = append(out, m)
 		}
+		start = end
+	}
+	for i, r := range rs {
+		switch {
+		case r == '\n':
+			emit(i)
+			start = i + 1
+		case r == '。' || r == '！' || r == '？':
+			emit(i + 1)
+		case (r == '.' || r == '!' || r == '?') && (i+1 == len(rs) || unicode.IsSpace(rs[i+1])):
+			emit(i + 1)
+		}
+	}
+	if start < len(rs) {
+		emit(len(rs))
 	}
 	return out
 }
@@ -104,7 +122,9 @@ func extractFacts(msgs []*Msg) *facts {
 			if t == "" {
 				continue
 			}
-			users = append(users, t)
+			if !(strings.HasPrefix(t, "/") && len(t) < 16 && !strings.Contains(t, " ")) {
+				users = append(users, t) // not a bare slash command
+			}
 			for _, s := range sentences(t) {
 				if reConstraint.MatchString(s) {
 					constraints = append(constraints, oneLine(s, itemChars))
@@ -571,7 +591,7 @@ const (
 var (
 	reURL      = regexp.MustCompile(`https?://[^\s"'<>()\[\]{}` + "`" + `]+`)
 	reAbsPath  = regexp.MustCompile(`(?:^|[\s"'(=:\[,])((?:~|\.{1,2})?(?:/[\w.@+-]+){2,}/?)`)
-	reRelPath  = regexp.MustCompile(`\b[\w.-]+(?:/[\w.@+-]+)+\.[A-Za-z][A-Za-z0-9]{0,7}\b`)
+	reRelPath  = regexp.MustCompile("(?:^|[\\s\"'(=:\\[,`])([\\w-][\\w.-]*(?:/[\\w.@+-]+)+\\.[A-Za-z][A-Za-z0-9]{0,7})\\b")
 	reUUID     = regexp.MustCompile(`\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b`)
 	reHex      = regexp.MustCompile(`\b[0-9a-f]{7,64}\b`)
 	reHostPort = regexp.MustCompile(`\b(?:localhost|\d{1,3}(?:\.\d{1,3}){3}|[a-zA-Z][\w-]*(?:\.[\w-]+)+):\d{2,5}\b`)
@@ -627,10 +647,8 @@ func (s *idSet) scan(text string, prio, pos int, recent bool) {
 	for _, m := range reAbsPath.FindAllStringSubmatch(rest, -1) {
 		s.add(m[1], prio, pos)
 	}
-	for _, p := range reRelPath.FindAllString(rest, -1) {
-		if !strings.HasPrefix(p, ".") || strings.HasPrefix(p, "./") || strings.HasPrefix(p, "../") {
-			s.add(p, prio, pos)
-		}
+	for _, m := range reRelPath.FindAllStringSubmatch(reAbsPath.ReplaceAllString(rest, " "), -1) {
+		s.add(m[1], prio, pos)
 	}
 	for _, u := range reUUID.FindAllString(rest, -1) {
 		s.add(u, prio, pos)
@@ -662,7 +680,5 @@ func (s *idSet) list() []string {
 		}
 		return a.last > b.last
 	})
-	// Drop paths that are a prefix of a longer listed path (directories of
-	// files already listed) to save budget.
 	return out
 }

@@ -51,6 +51,9 @@ var Defaults = map[string]any{
 	"compaction.summarize.protectedTail":   6,
 	"compaction.summarize.maxInputChars":   100000,
 	"compaction.summarize.maxOutputTokens": 4096,
+	"compaction.summarize.thresholdTokens": 80000,
+	"compaction.summarize.fallback":        "trim",
+	"compaction.extractive.maxChars":       12000,
 
 	"compaction.rolling.targetUtilization": 0.8,
 	"compaction.rolling.minKeepMessages":   10,

@@ -1,0 +1,314 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/ctxtool/ctxtool/pkg/compaction"
+	"github.com/ctxtool/ctxtool/pkg/config"
+	"github.com/ctxtool/ctxtool/pkg/exitcode"
+	"github.com/ctxtool/ctxtool/pkg/llm"
+)
+
+// CompactOptions are the inputs of `ctxtool compact`.
+type CompactOptions struct {
+	IO         *IOStreams
+	Files      []string
+	JSON       bool
+	Summarizer string // auto | llm | extractive
+	LLM        llm.Config
+	Deadline   time.Duration
+	Settings   compaction.Settings
+	Estimator  string
+	Model      string // for the context window
+	Windows    map[string]int
+	DryRun     bool
+	Truncate   bool
+	Wait       time.Duration
+}
+
+func init() { register(newCompactCmd) }
+
+func newCompactCmd(f *Factory) *cobra.Command {
+	opts := &CompactOptions{IO: f.IO}
+	cmd := &cobra.Command{
+		Use:   "compact FILE...",
+		Short: "Summarize old history and append a compaction entry (pi/OpenClaw format)",
+		Long: `Summarize the older part of a session's active context and append one
+compaction entry, exactly as pi or OpenClaw would: pi then rebuilds the
+context as the summary followed by the kept recent messages.
+
+The kept tail is sized with the best estimator available (calibrated from
+the session's own usage records), and the cut never separates a tool call
+from its result. The previous compaction's summary is carried forward and
+the messages it kept are summarised or kept again, never dropped.
+
+Strategies (--strategy, config compaction.mode):
+  default    pi: trigger at window − reserve (16384), keep ~20000 tokens
+  safeguard  OpenClaw: reserve floor 20000, staged chunk summaries, the last
+             3 user turns verbatim, required sections, ≤ 16,000 characters
+  summarize  seed 003: single pass, first request verbatim, last 6 messages
+             kept, tool output previewed (first 500 + last 200 characters)
+
+Summarizers (--summarizer):
+  llm         any OpenAI-compatible endpoint (llm.baseURL, llm.model,
+              llm.apiKey / OPENAI_API_KEY, OPENAI_BASE_URL)
+  extractive  built in, deterministic, offline
+  auto        llm when configured, else extractive (says which on stderr)
+
+Without --force a session below the strategy's trigger is left alone.
+Nothing is written with --dry-run; a failed or empty summary writes nothing
+and exits 1.`,
+		Example: `  ctxtool compact session.jsonl --summarizer extractive --dry-run --force
+  ctxtool compact session.jsonl --strategy safeguard --json
+  OPENAI_API_KEY=… ctxtool compact session.jsonl --summarizer llm --llm-model gpt-4o-mini --force`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			cfg, err := f.Config()
+			if err != nil {
+				return err
+			}
+			if err := opts.fromConfig(cfg, c); err != nil {
+				return exitcode.New(exitcode.Usage, err)
+			}
+			opts.Files = args
+			opts.JSON = f.JSON
+			return runCompact(c.Context(), opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.String("strategy", compaction.StrategyDefault, "default|safeguard|summarize (config compaction.mode)")
+	fl.String("summarizer", "auto", "auto|llm|extractive")
+	fl.Int("keep-recent-tokens", compaction.DefaultKeepRecentTokens, "tokens of recent history to keep verbatim")
+	fl.Int("reserve-tokens", compaction.DefaultReserveTokens, "tokens reserved below the window (trigger = window − reserve)")
+	fl.String("instructions", "", "extra instructions for the summary (config compaction.customInstructions)")
+	fl.BoolVar(&opts.DryRun, "dry-run", false, "show what would be summarized and kept; write nothing")
+	fl.BoolVar(&opts.Truncate, "truncate", false, "rewrite the file as header + compaction + kept tail (original kept as <file>.bak.<stamp>)")
+	fl.DurationVar(&opts.Wait, "wait", 0, "wait this long for the session lock (default: fail at once, exit 4)")
+	fl.Bool("force", false, "compact even below the strategy's trigger")
+	fl.Int("context-window", 0, "context window in tokens (default: from the session's model)")
+	fl.String("model", "", "model id for the context window (default: the session's last model)")
+	fl.String("llm-model", "", "summarizer model (config llm.model)")
+	fl.String("tokenizer", "auto", "estimator sizing the kept tail: auto|heuristic|calibrated|o200k|cl100k")
+	return cmd
+}
+
+// fromConfig resolves flags, environment and config into the options.
+func (o *CompactOptions) fromConfig(cfg *config.Config, c *cobra.Command) error {
+	fs := c.Flags()
+	s := compaction.Settings{
+		Strategy:               cfg.String(fs, "strategy", "compaction.mode"),
+		KeepRecentTokens:       cfg.Int(fs, "keep-recent-tokens", "compaction.keepRecentTokens"),
+		ReserveTokens:          cfg.Int(fs, "reserve-tokens", "compaction.reserveTokens"),
+		ReserveTokensFloor:     cfg.Int(nil, "", "compaction.reserveTokensFloor"),
+		ContextWindow:          cfg.Int(fs, "context-window", "contextWindow"),
+		Force:                  boolFlag(fs, "force"),
+		MaxHistoryShare:        cfg.Float(nil, "", "compaction.maxHistoryShare"),
+		RecentTurnsPreserve:    cfg.Int(nil, "", "compaction.recentTurnsPreserve"),
+		IdentifierPolicy:       cfg.String(nil, "", "compaction.identifierPolicy"),
+		IdentifierInstructions: cfg.String(nil, "", "compaction.identifierInstructions"),
+		QualityGuard:           cfg.Bool(nil, "", "compaction.qualityGuard.enabled"),
+		QualityGuardRetries:    cfg.Int(nil, "", "compaction.qualityGuard.maxRetries"),
+		ProtectedTail:          cfg.Int(nil, "", "compaction.summarize.protectedTail"),
+		MaxInputChars:          cfg.Int(nil, "", "compaction.summarize.maxInputChars"),
+		MaxOutputTokens:        cfg.Int(nil, "", "compaction.summarize.maxOutputTokens"),
+		SummarizeThreshold:     cfg.Int(nil, "", "compaction.summarize.thresholdTokens"),
+		SummarizeFallback:      cfg.String(nil, "", "compaction.summarize.fallback"),
+		CustomInstructions:     cfg.String(fs, "instructions", "compaction.customInstructions"),
+		ExtractiveMaxChars:     cfg.Int(nil, "", "compaction.extractive.maxChars"),
+	}
+	if s.ReserveTokensFloor == 0 {
+		s.ReserveTokensFloor = -1 // 0 disables the floor (OpenClaw)
+	}
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	o.Settings = s
+	o.Summarizer = cfg.String(fs, "summarizer", "compaction.summarizer")
+	switch o.Summarizer {
+	case "auto", "llm", "extractive":
+	default:
+		return fmt.Errorf("--summarizer %q: use auto, llm or extractive", o.Summarizer)
+	}
+	o.Estimator = cfg.String(fs, "tokenizer", "estimate.tokenizer")
+	o.Model = cfg.String(fs, "model", "model")
+	o.Windows = modelWindows(cfg)
+	o.LLM = llm.Config{
+		BaseURL:    compactFirstSet(cfg.String(nil, "", "llm.baseURL"), os.Getenv("OPENAI_BASE_URL")),
+		Model:      cfg.String(fs, "llm-model", "llm.model"),
+		APIKey:     compactFirstSet(cfg.String(nil, "", "llm.apiKey"), os.Getenv("OPENAI_API_KEY")),
+		Timeout:    cfg.Duration(nil, "", "llm.timeout"),
+		MaxRetries: cfg.Int(nil, "", "llm.maxRetries"),
+	}
+	o.Deadline = cfg.Duration(nil, "", "llm.deadline")
+	return nil
+}
+
+func boolFlag(fs *pflag.FlagSet, name string) bool {
+	b, _ := fs.GetBool(name)
+	return b
+}
+
+func compactFirstSet(v ...string) string {
+	for _, s := range v {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// summarizer picks the summariser and says which on stderr.
+func (o *CompactOptions) summarizer() (compaction.Summarizer, error) {
+	configured := o.LLM.Model != "" && (o.LLM.BaseURL != "" || o.LLM.APIKey != "")
+	pick := o.Summarizer
+	if pick == "auto" {
+		if configured {
+			pick = "llm"
+			fmt.Fprintf(o.IO.ErrOut, "summarizer: llm (%s at %s)\n", o.LLM.Model, compactFirstSet(o.LLM.BaseURL, "https://api.openai.com/v1"))
+		} else {
+			pick = "extractive"
+			why := "no LLM configured: set llm.model plus llm.baseURL or OPENAI_API_KEY"
+			if o.LLM.Model == "" && (o.LLM.BaseURL != "" || o.LLM.APIKey != "") {
+				why = "llm.model is not set"
+			}
+			fmt.Fprintf(o.IO.ErrOut, "summarizer: extractive (%s)\n", why)
+		}
+	}
+	if pick == "extractive" {
+		return compaction.Extractive{}, nil
+	}
+	if !configured {
+		return nil, exitcode.Newf(exitcode.Usage, "--summarizer llm needs llm.model and an endpoint: set llm.baseURL (or OPENAI_BASE_URL) and/or llm.apiKey (or OPENAI_API_KEY)")
+	}
+	cfg := o.LLM
+	cfg.Logf = func(format string, args ...any) { fmt.Fprintf(o.IO.ErrOut, format+"\n", args...) }
+	c, err := llm.New(cfg)
+	if err != nil {
+		return nil, exitcode.New(exitcode.Usage, err)
+	}
+	return compaction.NewLLMSummarizer(c), nil
+}
+
+func runCompact(ctx context.Context, o *CompactOptions) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	sum, err := o.summarizer()
+	if err != nil {
+		return err
+	}
+	if o.Deadline > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.Deadline)
+		defer cancel()
+	}
+	worst := 0
+	for _, file := range o.Files {
+		opts := compaction.Options{
+			Settings: o.Settings, Summarizer: sum, Estimator: o.Estimator, DryRun: o.DryRun, Truncate: o.Truncate, Wait: o.Wait,
+			ResolveWindow: func(model string) int {
+				if o.Model != "" {
+					model = o.Model
+				}
+				w, _ := resolveWindow(model, 0, o.Windows)
+				return w
+			},
+			Logf: func(format string, args ...any) { fmt.Fprintf(o.IO.ErrOut, format+"\n", args...) },
+		}
+		res, err := compaction.Run(ctx, file, opts)
+		if err != nil {
+			code := exitcode.Code(err)
+			fmt.Fprintf(o.IO.ErrOut, "ctxtool: %v\n", err)
+			if code > worst {
+				worst = code
+			}
+			if res == nil {
+				res = &compaction.Result{File: file, Reason: err.Error(), Strategy: o.Settings.Strategy, Summarizer: sum.Name()}
+			}
+		}
+		for _, w := range res.Warnings {
+			fmt.Fprintf(o.IO.ErrOut, "warning: %s: %s\n", file, w)
+		}
+		if o.JSON {
+			if err := writeJSONLine(o.IO.Out, res); err != nil {
+				return err
+			}
+		} else {
+			printCompact(o, res, err)
+		}
+	}
+	if worst != 0 {
+		return exitcode.Silent(worst)
+	}
+	return nil
+}
+
+func printCompact(o *CompactOptions, r *compaction.Result, runErr error) {
+	w := o.IO.Out
+	status := "compacted"
+	switch {
+	case runErr != nil:
+		status = "failed"
+	case r.DryRun && r.Reason == "":
+		status = "would compact (dry run)"
+	case r.DryRun:
+		status = "would not compact (dry run)"
+	case !r.Compacted:
+		status = "not compacted"
+	}
+	t := newTable(w)
+	t.row("file", r.File)
+	t.row("result", status)
+	if r.Reason != "" {
+		t.row("reason", r.Reason)
+	}
+	t.row("strategy", r.Strategy+" / "+r.Summarizer+" summarizer")
+	if p := r.Preparation(); p != nil && p.FirstKept != nil {
+		span := "—"
+		if r.SummarizedFromLine > 0 {
+			span = fmt.Sprintf("lines %d–%d", r.SummarizedFromLine, r.SummarizedToLine)
+		}
+		t.row("summarized", fmt.Sprintf("%s messages (%s)", humanInt(r.SummarizedMessages), span))
+		if r.SplitTurn {
+			t.row("split turn", fmt.Sprintf("%d messages of the cut turn summarized separately", r.TurnPrefixMessages))
+		}
+		kept := fmt.Sprintf("%s messages from line %d (entry %s)", humanInt(r.KeptMessages), r.FirstKeptLine, r.FirstKeptEntryID)
+		t.row("kept", kept)
+		if r.KeepRecentTokens > 0 {
+			t.row("kept size", fmt.Sprintf("~%s tokens by %s (asked %s)", humanInt(r.KeptTokensEstimated), r.Estimator, humanInt(r.KeepRecentTokens)))
+		}
+		if r.PreviousSummary {
+			t.row("previous", "summary carried forward")
+		}
+		t.row("trigger", fmt.Sprintf("%s of %s tokens (window %s)", humanInt(r.ContextTokens), humanInt(r.Threshold), humanInt(r.ContextWindow)))
+	}
+	after := humanInt(r.TokensAfter)
+	if r.SummaryTokens == 0 && r.DryRun {
+		after += " (kept only)"
+	}
+	t.row("tokens", fmt.Sprintf("%s → %s (pi heuristic)", humanInt(r.TokensBefore), after))
+	if r.SummaryTokens > 0 {
+		t.row("summary", humanInt(r.SummaryTokens)+" tokens")
+	}
+	if r.LLMCalls > 0 {
+		t.row("llm", fmt.Sprintf("%d calls, %s input / %s output tokens", r.LLMCalls, humanInt(r.LLMInputTokens), humanInt(r.LLMOutputTokens)))
+	}
+	if r.Fallback != "" {
+		t.row("fallback", r.Fallback)
+	}
+	if r.Backup != "" {
+		t.row("backup", r.Backup)
+	}
+	t.flush()
+	if r.DryRun && r.Summary != "" {
+		fmt.Fprintf(w, "\n--- summary that would be written (%d characters) ---\n%s\n", len([]rune(r.Summary)), strings.TrimRight(r.Summary, "\n"))
+	}
+	fmt.Fprintln(w)
+}
