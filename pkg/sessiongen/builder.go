@@ -379,13 +379,26 @@ func (b *Builder) UUID() string {
 	return string(out)
 }
 
-// ToolCallID returns an Anthropic-style tool-call id (toolu_01 + 22 chars).
+// ToolCallID returns a provider-style tool-call id for the current model:
+// Anthropic "toolu_01" + 22 chars, OpenAI Responses "call_…|fc_…",
+// others "call_" + 24 chars.
 func (b *Builder) ToolCallID() string {
 	const alnum = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-	s := make([]byte, 0, 30)
-	s = append(s, "toolu_01"...)
-	for i := 0; i < 22; i++ {
+	s := make([]byte, 0, 80)
+	n := 24
+	switch b.provider {
+	case "anthropic", "amazon-bedrock":
+		s = append(s, "toolu_01"...)
+		n = 22
+	default:
+		s = append(s, "call_"...)
+	}
+	for i := 0; i < n; i++ {
 		s = append(s, alnum[b.rng.IntN(len(alnum))])
+	}
+	if b.provider == "openai" {
+		s = append(s, "|fc_"...)
+		s = append(s, hexString(b.rng, 48)...)
 	}
 	return string(s)
 }

@@ -1,6 +1,7 @@
 package sessiongen
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"sort"
@@ -33,14 +34,24 @@ type RawJSON string
 // Invalid UTF-8 bytes become U+FFFD, which is what node reads them as.
 func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
+	valid := utf8.ValidString(s)
 	start := 0
 	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
+		if valid {
+			// skip 8 bytes at a time while none needs escaping
+			for i+8 <= len(s) && !needsEscape8(binary.LittleEndian.Uint64([]byte(s[i:i+8]))) {
+				i += 8
 			}
+			if i >= len(s) {
+				break
+			}
+		}
+		c := s[i]
+		if safeByte[c] || (c >= utf8.RuneSelf && valid) {
+			i++
+			continue
+		}
+		if c < utf8.RuneSelf {
 			b = append(b, s[start:i]...)
 			switch c {
 			case '"':
@@ -65,6 +76,7 @@ func appendString(b []byte, s string) []byte {
 			start = i
 			continue
 		}
+		// invalid UTF-8 somewhere in s: check this sequence
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && size == 1 {
 			b = append(b, s[start:i]...)
@@ -78,6 +90,24 @@ func appendString(b []byte, s string) []byte {
 	b = append(b, s[start:]...)
 	return append(b, '"')
 }
+
+// needsEscape8 reports whether any of the 8 bytes in w is below 0x20, '"'
+// or '\\' (bytes >= 0x80 never match; false positives are harmless).
+func needsEscape8(w uint64) bool {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	ctl := (w - 0x20*lo) & ^w & hi
+	q := w ^ ('"' * lo)
+	bs := w ^ ('\\' * lo)
+	return ctl|((q-lo)&^q&hi)|((bs-lo)&^bs&hi) != 0
+}
+
+// safeByte marks the ASCII bytes JSON.stringify copies as they are.
+var safeByte = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 // appendFloat formats f like JavaScript's Number.prototype.toString: the
 // shortest round-trip digits, plain notation for 1e-6 <= |f| < 1e21 and

@@ -549,17 +549,14 @@ func (b *Builder) appendAssistant(buf []byte, n *node, a *Assistant, ms int64) (
 // from cache, the new part is written to it, 1–3 tokens stay uncached);
 // output is the message's own ground-truth size.
 func (b *Builder) autoUsage(n *node, own int, stop, provider string) Usage {
-	if stop == "error" {
-		return Usage{}
+	if stop == "error" || stop == "aborted" {
+		return Usage{} // what pi records for failed/aborted streams
 	}
 	prompt := b.sysTokens
 	if n.parent != nil {
 		prompt += n.parent.ctxTrue
 	}
 	out := own
-	if stop == "aborted" {
-		out = own / 2
-	}
 	var read int
 	switch {
 	case b.cached == 0:

@@ -1,0 +1,124 @@
+// Command gen writes synthetic pi session files with pkg/sessiongen.
+//
+//	go run ./bench/gen -preset sample-v3 -o testdata/sample-v3.jsonl
+//	go run ./bench/gen -preset bench -size 1GB -o /tmp/big.jsonl
+//	go run ./bench/gen -all -dir testdata          # every testdata preset
+//	go run ./bench/gen -list
+//	go run ./bench/gen -opts '{"Turns":50,"Compactions":2}' -o /tmp/s.jsonl
+//
+// It prints a one-line JSON summary per file on stderr (bytes, lines,
+// context messages, heuristic and ground-truth tokens, MB/s).
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ctxtool/ctxtool/pkg/sessiongen"
+)
+
+func main() {
+	preset := flag.String("preset", "", "named option set (see -list)")
+	out := flag.String("o", "", "output file")
+	all := flag.Bool("all", false, "write every testdata preset into -dir")
+	dir := flag.String("dir", "testdata", "directory for -all")
+	size := flag.String("size", "", "target size, e.g. 100MB, 1GB (sets TargetBytes)")
+	seed := flag.Int64("seed", -1, "override the seed")
+	opts := flag.String("opts", "", "Options as JSON, merged over the preset")
+	list := flag.Bool("list", false, "list presets")
+	flag.Parse()
+	if err := run(*preset, *out, *all, *dir, *size, *seed, *opts, *list); err != nil {
+		fmt.Fprintln(os.Stderr, "gen:", err)
+		os.Exit(1)
+	}
+}
+
+func run(preset, out string, all bool, dir, size string, seed int64, opts string, list bool) error {
+	if list {
+		for _, p := range sessiongen.Presets() {
+			fmt.Printf("%-24s %-30s %s\n", p.Name, p.File, p.About)
+		}
+		return nil
+	}
+	if all {
+		for _, p := range sessiongen.Presets() {
+			if p.File == "" {
+				continue
+			}
+			if err := write(filepath.Join(dir, p.File), p.Options); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if out == "" {
+		return fmt.Errorf("need -o FILE (or -all, -list)")
+	}
+	var o sessiongen.Options
+	if preset != "" {
+		var err error
+		if o, err = sessiongen.PresetOptions(preset); err != nil {
+			return err
+		}
+	}
+	if opts != "" {
+		if err := json.Unmarshal([]byte(opts), &o); err != nil {
+			return fmt.Errorf("-opts: %v", err)
+		}
+	}
+	if size != "" {
+		n, err := parseSize(size)
+		if err != nil {
+			return err
+		}
+		o.TargetBytes = n
+		o.NoLineIndex = true
+	}
+	if seed >= 0 {
+		o.Seed = uint64(seed)
+	}
+	return write(out, o)
+}
+
+func write(path string, o sessiongen.Options) error {
+	start := time.Now()
+	res, err := sessiongen.GenerateFile(path, o)
+	if err != nil {
+		return fmt.Errorf("%s: %v", path, err)
+	}
+	secs := time.Since(start).Seconds()
+	j, _ := json.Marshal(map[string]any{
+		"file": path, "bytes": res.Bytes, "lines": res.LineCount, "entries": res.Entries,
+		"malformedLines": res.MalformedLines, "contextMessages": res.Context.Messages,
+		"heuristicTokens": res.Context.HeuristicTokens, "usageTokens": res.Context.UsageTokens,
+		"trueTokens": res.Context.TrueTokens, "facts": len(res.Facts),
+		"seconds": secs, "MBps": float64(res.Bytes) / 1e6 / secs,
+	})
+	fmt.Fprintln(os.Stderr, string(j))
+	return nil
+}
+
+func parseSize(s string) (int64, error) {
+	u := strings.ToUpper(strings.TrimSpace(s))
+	mult := int64(1)
+	for _, suf := range []struct {
+		s string
+		m int64
+	}{{"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}} {
+		if strings.HasSuffix(u, suf.s) {
+			u, mult = strings.TrimSuffix(u, suf.s), suf.m
+			break
+		}
+	}
+	f, err := strconv.ParseFloat(strings.TrimSpace(u), 64)
+	if err != nil || f <= 0 {
+		return 0, fmt.Errorf("bad -size %q (e.g. 100MB, 1GB)", s)
+	}
+	return int64(f * float64(mult)), nil
+}
