@@ -1,9 +1,11 @@
 package transcript
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -21,6 +23,8 @@ type scanner struct {
 	// wide counts CJK/Hangul characters (U+3000–U+DFFF, by UTF-8 lead byte)
 	// seen in strings, a cheap content-class signal for calibration.
 	wide int
+	// canon is the JSON.stringify length of the last string scanned.
+	canon int
 }
 
 var errSyntax = errors.New("syntax error")
@@ -51,7 +55,8 @@ func (s *scanner) peek() byte {
 }
 
 // str scans a string starting at the opening quote. It returns the raw span
-// between the quotes and the decoded length in UTF-16 code units.
+// between the quotes and the decoded length in UTF-16 code units, and leaves
+// in s.canon the length (quotes included) JSON.stringify would write for it.
 func (s *scanner) str() (start, end, u16 int, ok bool) {
 	if s.peek() != '"' {
 		return 0, 0, 0, s.fail("expected string")
@@ -60,11 +65,33 @@ func (s *scanner) str() (start, end, u16 int, ok bool) {
 	start = s.i
 	b := s.b
 	i := s.i
+	canon := 2
 	for i < len(b) {
+		// Fast path: eight plain ASCII bytes at a time (no quote, backslash,
+		// control or non-ASCII byte) — base64 images and code are mostly this.
+		for i+8 <= len(b) {
+			x := binary.LittleEndian.Uint64(b[i:])
+			m := (hasLess(x, 0x20) | x | hasZero(x^quotes) | hasZero(x^backslashes)) & highBits
+			if m != 0 {
+				// The lowest flagged byte is exact: step to it.
+				k := bits.TrailingZeros64(m) >> 3
+				i += k
+				u16 += k
+				canon += k
+				break
+			}
+			i += 8
+			u16 += 8
+			canon += 8
+		}
+		if i >= len(b) {
+			break
+		}
 		c := b[i]
 		switch {
 		case c == '"':
 			s.i = i + 1
+			s.canon = canon
 			return start, i, u16, true
 		case c == '\\':
 			if i+1 >= len(b) {
@@ -72,14 +99,43 @@ func (s *scanner) str() (start, end, u16 int, ok bool) {
 				return 0, 0, 0, s.fail("unterminated escape")
 			}
 			switch b[i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case '"', '\\', 'b', 'f', 'n', 'r', 't':
 				i += 2
+				canon += 2
+			case '/':
+				i += 2
+				canon++ // JSON.stringify does not escape '/'
 			case 'u':
 				if i+6 > len(b) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) || !isHex(b[i+5]) {
 					s.i = i
 					return 0, 0, 0, s.fail("bad \\u escape")
 				}
+				r := hex4(b[i+2 : i+6])
 				i += 6
+				switch {
+				case r == '"' || r == '\\' || r == '\b' || r == '\f' || r == '\n' || r == '\r' || r == '\t':
+					canon += 2
+				case r < 0x20:
+					canon += 6
+				case r >= 0xD800 && r < 0xDC00:
+					// A high surrogate followed by a low one is a pair that
+					// JSON.stringify writes raw; alone it stays escaped.
+					if i+6 <= len(b) && b[i] == '\\' && b[i+1] == 'u' && isHex(b[i+2]) && isHex(b[i+3]) && isHex(b[i+4]) && isHex(b[i+5]) {
+						if r2 := hex4(b[i+2 : i+6]); r2 >= 0xDC00 && r2 < 0xE000 {
+							i += 6
+							u16 += 2
+							canon += 2
+							continue
+						}
+					}
+					canon += 6
+				case r >= 0xDC00 && r < 0xE000:
+					canon += 6
+				default:
+					canon++
+				}
+				u16++
+				continue
 			default:
 				s.i = i
 				return 0, 0, 0, s.fail("bad escape")
@@ -91,13 +147,16 @@ func (s *scanner) str() (start, end, u16 int, ok bool) {
 		case c < 0x80:
 			i++
 			u16++
+			canon++
 		default:
 			// UTF-8 lead bytes count one unit, four-byte sequences two
 			// (a surrogate pair); continuation bytes count nothing.
 			if c >= 0xF0 {
 				u16 += 2
+				canon += 2
 			} else if c >= 0xC0 {
 				u16++
+				canon++
 				if c >= 0xE3 && c <= 0xED {
 					s.wide++
 				}
@@ -108,6 +167,20 @@ func (s *scanner) str() (start, end, u16 int, ok bool) {
 	s.i = i
 	return 0, 0, 0, s.fail("unterminated string")
 }
+
+const (
+	lowBits     = 0x0101010101010101
+	highBits    = 0x8080808080808080
+	quotes      = lowBits * '"'
+	backslashes = lowBits * '\\'
+)
+
+// hasZero has the high bit set in each byte of x that is zero (SWAR; only
+// "any byte" is meaningful).
+func hasZero(x uint64) uint64 { return (x - lowBits) &^ x }
+
+// hasLess flags bytes of x below n (n ≤ 128).
+func hasLess(x uint64, n uint64) uint64 { return (x - lowBits*n) &^ x }
 
 func isHex(c byte) bool {
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
@@ -403,6 +476,10 @@ func stringifyLen(raw []byte) int {
 }
 
 func (s *scanner) canonLen(depth int) int {
+	if depth > 512 {
+		s.fail("nesting too deep")
+		return 0
+	}
 	s.ws()
 	switch c := s.peek(); {
 	case c == '"':
@@ -475,63 +552,10 @@ func (s *scanner) canonLen(depth int) int {
 // canonStringLen scans a string and returns the length of its
 // JSON.stringify form (quotes included) in UTF-16 units.
 func (s *scanner) canonStringLen() int {
-	st, en, _, ok := s.str()
-	if !ok {
+	if _, _, _, ok := s.str(); !ok {
 		return 0
 	}
-	raw := s.b[st:en]
-	n := 2
-	for i := 0; i < len(raw); {
-		c := raw[i]
-		switch {
-		case c == '\\':
-			e := raw[i+1]
-			if e != 'u' {
-				if e == '/' {
-					n++ // JSON.stringify does not escape '/'
-				} else {
-					n += 2
-				}
-				i += 2
-				continue
-			}
-			r := hex4(raw[i+2 : i+6])
-			i += 6
-			switch {
-			case r == '"' || r == '\\' || r == '\b' || r == '\f' || r == '\n' || r == '\r' || r == '\t':
-				n += 2
-			case r < 0x20:
-				n += 6
-			case r >= 0xD800 && r < 0xDC00:
-				// A high surrogate followed by a low one is a pair written raw;
-				// alone, JSON.stringify escapes it as \udxxx.
-				if i+6 <= len(raw) && raw[i] == '\\' && raw[i+1] == 'u' {
-					if r2 := hex4(raw[i+2 : i+6]); r2 >= 0xDC00 && r2 < 0xE000 {
-						n += 2
-						i += 6
-						continue
-					}
-				}
-				n += 6
-			case r >= 0xDC00 && r < 0xE000:
-				n += 6
-			default:
-				n++
-			}
-		case c < 0x80:
-			n++
-			i++
-		case c >= 0xF0:
-			n += 2
-			i++
-		case c >= 0xC0:
-			n++
-			i++
-		default:
-			i++
-		}
-	}
-	return n
+	return s.canon
 }
 
 // jsNumberLen is the length of a number as JavaScript prints it.

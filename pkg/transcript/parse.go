@@ -429,11 +429,9 @@ func (s *scanner) content(cs *contentStatsT) bool {
 			case "id":
 				id, good = s.maybeString()
 			case "arguments":
-				st := s.i
-				good = s.skip(0)
-				if good {
-					argsLen = stringifyLen(s.b[st:s.i])
-				}
+				// One pass validates and measures JSON.stringify(arguments).
+				argsLen = s.canonLen(0)
+				good = s.err == nil
 			default:
 				good = s.skip(0)
 			}
