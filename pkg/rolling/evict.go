@@ -49,6 +49,9 @@ type EvictInput struct {
 	// NoteTokens sizes the eviction note that will replace the evicted
 	// messages, given the first kept index; nil = no note.
 	NoteTokens func(firstKept int) int
+	// Correction is added to every kept estimate: the difference between a
+	// prediction and the measured context after the roll (see Roller.plan).
+	Correction int
 }
 
 // Eviction is the outcome of Evict.
@@ -120,7 +123,7 @@ func Evict(in EvictInput) Eviction {
 		if floor := prefix[n] - prefix[i]; k < floor {
 			k = floor // never claim less than the kept messages themselves
 		}
-		return k
+		return k + in.Correction
 	}
 
 	if before <= ev.TargetTokens {

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/ctxtool/ctxtool/pkg/transcript"
@@ -69,36 +72,38 @@ type Recall interface {
 
 // FallbackFunc compacts a session by summarising instead (the seed's
 // safeguard fallback for when recall is unavailable). It returns what was
-// done in the report's terms.
+// done in the report's terms (Compacted, KeptTokens, …); Rolled stays false.
 type FallbackFunc func(ctx context.Context, path string, o Options) (*Report, error)
 
 // Report is the outcome for one session file (the JSON object `roll --json`
 // prints per file).
 type Report struct {
-	File                  string  `json:"file"`
-	Rolled                bool    `json:"rolled"`
-	Reason                string  `json:"reason,omitempty"`
-	EvictedCount          int     `json:"evictedCount"`
-	EvictedTokens         int     `json:"evictedTokens"`
-	KeptTokens            int     `json:"keptTokens"`
-	FirstEvictedTimestamp string  `json:"firstEvictedTimestamp,omitempty"`
-	LastEvictedTimestamp  string  `json:"lastEvictedTimestamp,omitempty"`
-	Fallback              string  `json:"fallback,omitempty"`
-	DryRun                bool    `json:"dryRun,omitempty"`
-	TokensBefore          int     `json:"tokensBefore"`
-	ContextWindow         int     `json:"contextWindow"`
-	Utilization           float64 `json:"utilization"`
-	TriggerTokens         int     `json:"triggerTokens"`
-	TargetTokens          int     `json:"targetTokens"`
-	Method                string  `json:"method,omitempty"`
-	ContextMessages       int     `json:"contextMessages"`
-	KeptMessages          int     `json:"keptMessages"`
-	FirstKeptEntryID      string  `json:"firstKeptEntryId,omitempty"`
-	FirstKeptLine         int     `json:"firstKeptLine,omitempty"`
-	Locked                bool    `json:"locked,omitempty"`
-	Skipped               bool    `json:"skipped,omitempty"`
-	Error                 string  `json:"error,omitempty"`
-	Seconds               float64 `json:"seconds"`
+	File                  string `json:"file"`
+	Rolled                bool   `json:"rolled"`
+	Reason                string `json:"reason,omitempty"`
+	EvictedCount          int    `json:"evictedCount"`
+	EvictedTokens         int    `json:"evictedTokens"`
+	KeptTokens            int    `json:"keptTokens"`
+	FirstEvictedTimestamp string `json:"firstEvictedTimestamp,omitempty"`
+	LastEvictedTimestamp  string `json:"lastEvictedTimestamp,omitempty"`
+	Fallback              string `json:"fallback,omitempty"`
+	// Compacted is set when the fallback summarised the session instead.
+	Compacted        bool    `json:"compacted,omitempty"`
+	DryRun           bool    `json:"dryRun,omitempty"`
+	TokensBefore     int     `json:"tokensBefore"`
+	ContextWindow    int     `json:"contextWindow"`
+	Utilization      float64 `json:"utilization"`
+	TriggerTokens    int     `json:"triggerTokens"`
+	TargetTokens     int     `json:"targetTokens"`
+	Method           string  `json:"method,omitempty"`
+	ContextMessages  int     `json:"contextMessages"`
+	KeptMessages     int     `json:"keptMessages"`
+	FirstKeptEntryID string  `json:"firstKeptEntryId,omitempty"`
+	FirstKeptLine    int     `json:"firstKeptLine,omitempty"`
+	Locked           bool    `json:"locked,omitempty"`
+	Skipped          bool    `json:"skipped,omitempty"`
+	Error            string  `json:"error,omitempty"`
+	Seconds          float64 `json:"seconds"`
 
 	err error
 }
@@ -245,10 +250,11 @@ func (r *Roller) fallback(ctx context.Context, path string, rep *Report, cause .
 		rep.Reason = "recall unavailable (" + why.Error() + "); safeguard compaction failed"
 		return rep.fail(err)
 	}
-	fr.File, fr.Fallback = path, "safeguard"
+	fr.File, fr.Fallback, fr.Rolled = path, "safeguard", false
 	if fr.Reason == "" {
-		fr.Reason = "recall unavailable (" + why.Error() + "): compacted with the safeguard strategy instead of rolling"
+		fr.Reason = "compacted with the safeguard strategy instead of rolling"
 	}
+	fr.Reason = "recall unavailable (" + why.Error() + "): " + fr.Reason
 	return fr
 }
 
@@ -332,8 +338,12 @@ func (r *Roller) plan(s *transcript.Session, build bool) (decision, error) {
 		prevFromHook = c.Compaction.FromHook
 	}
 	earlier := previousRanges(s, c, prev)
+	file := s.File
+	if abs, err := filepath.Abs(file); err == nil {
+		file = abs // the note must name the file from wherever the agent runs
+	}
 	noteFor := func(i int) noteInput {
-		return noteInput{File: s.File, ContextWindow: win, Target: target, This: rangeOf(msgs[:i]), Earlier: earlier}
+		return noteInput{File: file, ContextWindow: win, Target: target, This: rangeOf(msgs[:i]), Earlier: earlier}
 	}
 	in := EvictInput{Messages: msgs, TokensBefore: m.Tokens, ContextWindow: win, TargetUtilization: target,
 		MinKeepMessages: r.MinKeepMessages}
@@ -341,14 +351,58 @@ func (r *Roller) plan(s *transcript.Session, build bool) (decision, error) {
 		in.NoteTokens = func(i int) int { return heuristicTokens(renderNote(noteFor(i))) }
 	}
 	ev := Evict(in)
-	d.ev = ev
 	if ev.EvictedCount == 0 {
+		d.ev = ev
 		rep.Reason = ev.Reason
 		return d, nil
 	}
+	var line []byte
+	if build {
+		// The estimate after the roll is what counts (it is what `estimate`
+		// and the next roll will see), and it can differ from before −
+		// evicted: a usage anchor goes stale behind the new compaction, a
+		// calibrated fit changes. Measure the rolled session in memory and
+		// evict further while it is over the target, so a second run finds
+		// nothing to do.
+		data, err := readPrefix(s)
+		if err != nil {
+			return decision{}, err
+		}
+		for attempt := 0; ; attempt++ {
+			line, err = r.buildLine(s, ev, m.Tokens, noteFor, earlier, prev, prevFromHook)
+			if err != nil {
+				return decision{}, err
+			}
+			after, err := measureAfter(s, data, line, measure)
+			if err != nil {
+				return decision{}, err
+			}
+			delta := after - ev.KeptTokens
+			ev.KeptTokens = after
+			if after <= ev.TargetTokens || attempt == 4 {
+				break
+			}
+			in.Correction += delta
+			next := Evict(in)
+			if next.FirstKept <= ev.FirstKept {
+				break // nothing more may go (minKeepMessages, tool pairs)
+			}
+			ev = next
+		}
+		ev.TargetMet = ev.KeptTokens <= ev.TargetTokens
+		// keptTokens in details is not counted, so the measured line and
+		// the final one weigh the same.
+		if line, err = r.buildLine(s, ev, m.Tokens, noteFor, earlier, prev, prevFromHook); err != nil {
+			return decision{}, err
+		}
+	}
+	d.ev, d.line = ev, line
 	first := ev.Kept[0].Entry
 	d.roll, d.first = true, first
 	rep.Reason = ev.Reason
+	if ev.TargetMet {
+		rep.Reason = ""
+	}
 	rep.EvictedCount, rep.EvictedTokens, rep.KeptTokens = ev.EvictedCount, ev.EvictedTokens, ev.KeptTokens
 	rep.FirstEvictedTimestamp, rep.LastEvictedTimestamp = FormatTime(ev.FirstEvicted), FormatTime(ev.LastEvicted)
 	rep.KeptMessages = len(ev.Kept)
@@ -356,18 +410,19 @@ func (r *Roller) plan(s *transcript.Session, build bool) (decision, error) {
 	if s.Version >= 2 {
 		rep.FirstKeptEntryID = first.ID
 	}
-	if !build {
-		return d, nil
-	}
+	return d, nil
+}
 
-	this := rangeOf(ev.Evicted)
+// buildLine renders the compaction entry of an eviction.
+func (r *Roller) buildLine(s *transcript.Session, ev Eviction, tokensBefore int, noteFor func(int) noteInput,
+	earlier []Range, prev *Details, prevFromHook bool) ([]byte, error) {
 	read, modified, err := fileOps(s, ev.Evicted, prev, prevFromHook)
 	if err != nil {
-		return decision{}, err
+		return nil, err
 	}
 	det := Details{Mode: "rolling", EvictedCount: ev.EvictedCount, EvictedTokens: ev.EvictedTokens, KeptTokens: ev.KeptTokens,
-		FirstEvictedTimestamp: rep.FirstEvictedTimestamp, LastEvictedTimestamp: rep.LastEvictedTimestamp,
-		Ranges: capRanges(append(earlier, this)), ReadFiles: read, ModifiedFiles: modified}
+		FirstEvictedTimestamp: FormatTime(ev.FirstEvicted), LastEvictedTimestamp: FormatTime(ev.LastEvicted),
+		Ranges: capRanges(append(append([]Range(nil), earlier...), rangeOf(ev.Evicted))), ReadFiles: read, ModifiedFiles: modified}
 	summary := ""
 	if r.EvictionNote {
 		summary = renderNote(noteFor(ev.FirstKept))
@@ -376,12 +431,50 @@ func (r *Roller) plan(s *transcript.Session, build bool) (decision, error) {
 	if r.Now != nil {
 		w.Now = r.Now
 	}
-	a, err := w.Compaction(transcript.CompactionSpec{Summary: summary, FirstKept: first, TokensBefore: m.Tokens, Details: det})
+	a, err := w.Compaction(transcript.CompactionSpec{Summary: summary, FirstKept: ev.Kept[0].Entry, TokensBefore: tokensBefore, Details: det})
 	if err != nil {
-		return decision{}, fmt.Errorf("%s: building the compaction entry: %w", s.File, err)
+		return nil, fmt.Errorf("%s: building the compaction entry: %w", s.File, err)
 	}
-	d.line = a.Line
-	return d, nil
+	return a.Line, nil
+}
+
+// readPrefix reads the bytes the session was loaded from.
+func readPrefix(s *transcript.Session) ([]byte, error) {
+	f, err := os.Open(s.File)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data := make([]byte, s.Size)
+	if _, err := io.ReadFull(f, data); err != nil {
+		return nil, fmt.Errorf("%s: the file shrank while rolling: %v", s.File, err)
+	}
+	return data, nil
+}
+
+// measureAfter estimates the context of the session with line appended,
+// without writing anything.
+func measureAfter(s *transcript.Session, data, line []byte, measure Estimator) (int, error) {
+	buf := make([]byte, 0, len(data)+len(line)+2)
+	buf = append(buf, data...)
+	if len(buf) > 0 && buf[len(buf)-1] != '\n' {
+		buf = append(buf, '\n')
+	}
+	buf = append(append(buf, line...), '\n')
+	after, err := transcript.LoadBytes(s.File, buf)
+	if err != nil {
+		return 0, fmt.Errorf("%s: the rolled session does not load: %v", s.File, err)
+	}
+	defer after.Close()
+	c := after.Context()
+	if c.Compaction == nil || len(c.Messages) == 0 || c.Messages[0].Role != "compactionSummary" {
+		return 0, fmt.Errorf("%s: internal error: the rolled session's context does not start with the note", s.File)
+	}
+	m, err := measure(after, c)
+	if err != nil {
+		return 0, err
+	}
+	return m.Tokens, nil
 }
 
 // rangeOf summarises evicted conversation messages (summaries excluded).

@@ -316,10 +316,10 @@ func TestRollRecallAndFallback(t *testing.T) {
 	called := false
 	r = &Roller{Options: o, RecallErr: errTest("no index"), Fallback: func(_ context.Context, p string, got Options) (*Report, error) {
 		called = p == path && got.TargetUtilization == 0.3
-		return &Report{Rolled: true}, nil
+		return &Report{Compacted: true}, nil
 	}}
 	rep = r.Roll(context.Background(), path)
-	if !called || rep.Fallback != "safeguard" || !strings.Contains(rep.Reason, "no index") {
+	if !called || rep.Fallback != "safeguard" || !rep.Compacted || rep.Rolled || !strings.Contains(rep.Reason, "no index") {
 		t.Fatalf("fallback: called %v %+v", called, rep)
 	}
 	now, _ := os.ReadFile(path)

@@ -1,0 +1,425 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ctxtool/ctxtool/pkg/compaction"
+	"github.com/ctxtool/ctxtool/pkg/config"
+	"github.com/ctxtool/ctxtool/pkg/estimate"
+	"github.com/ctxtool/ctxtool/pkg/exitcode"
+	"github.com/ctxtool/ctxtool/pkg/llm"
+	"github.com/ctxtool/ctxtool/pkg/recall"
+	"github.com/ctxtool/ctxtool/pkg/rolling"
+	"github.com/ctxtool/ctxtool/pkg/transcript"
+	"github.com/ctxtool/ctxtool/pkg/walk"
+)
+
+// RollOptions are the inputs of `ctxtool roll`.
+type RollOptions struct {
+	IO    *IOStreams
+	Paths []string
+	JSON  bool
+
+	Roll      rolling.Options
+	Jobs      int
+	OlderThan time.Duration
+	Tokenizer string
+	Model     string
+	// ModelWindows are config models.<name>.contextWindow overrides.
+	ModelWindows map[string]int
+
+	// RecallEnabled is config recall.enabled; StateDir holds the index.
+	RecallEnabled bool
+	StateDir      string
+	Embedder      recall.Embedder
+	MaxChars      int
+	// Fallback summarises when recall is unavailable (nil: unavailable).
+	Fallback rolling.FallbackFunc
+}
+
+func init() { register(newRollCmd) }
+
+func newRollCmd(f *Factory) *cobra.Command {
+	opts := &RollOptions{IO: f.IO}
+	cmd := &cobra.Command{
+		Use:   "roll FILE|DIR...",
+		Short: "Rolling context window: evict the oldest messages and leave an eviction note",
+		Long: `Keep sessions inside their context window without summarising: when a
+session's active context crosses the trigger, its oldest messages are evicted
+until it is back at --target-utilization of the window, and a short eviction
+note says how many messages left, from when to when, and how to search for
+them. Nothing is deleted and no model is called: the eviction is one appended
+compaction entry (pi and OpenClaw load it natively) and the evicted messages
+stay in the file and in the recall index ('ctxtool search').
+
+A tool call and its results are always evicted together, at least
+--min-keep-messages recent messages are kept, and a session under the trigger
+is left alone, so running roll again changes nothing.
+
+Trigger: by default pi's compaction threshold (window − compaction.reserveTokens,
+183,616 tokens of a 200k window); --trigger P rolls at utilization ≥ P (0.9 is
+OpenClaw's threshold), --trigger 0 rolls whenever the context is above the
+target. Tokens are measured with --tokenizer (auto: calibrated from the
+session's usage records, else o200k).
+
+Before evicting, the session is indexed for recall. When recall is disabled
+(recall.enabled: false) or the index cannot be opened, roll falls back to a
+safeguard compaction (a summary) with a warning and "fallback" in the JSON;
+--no-fallback refuses instead.
+
+Directories are walked for session transcripts in the pi layout
+(sessions/--<cwd>--/*.jsonl) and the OpenClaw layout
+(agents/<id>/sessions/*.jsonl); archives (.reset./.deleted.), backups and lock
+files are skipped. Sessions locked by OpenClaw are skipped and reported (exit
+code 4 unless --wait gets the lock). Standalone pi takes no lock: use
+--older-than to leave live sessions alone.`,
+		Example: `  ctxtool roll session.jsonl
+  ctxtool roll --dry-run --trigger 0 --target-utilization 0.5 session.jsonl
+  ctxtool roll --older-than 30m --json ~/.openclaw/agents ~/.pi/agent/sessions`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			cfg, err := f.Config()
+			if err != nil {
+				return err
+			}
+			fl := c.Flags()
+			opts.Paths = args
+			opts.JSON = f.JSON
+			o := &opts.Roll
+			o.TargetUtilization = cfg.Float(fl, "target-utilization", "compaction.rolling.targetUtilization")
+			o.MinKeepMessages = cfg.Int(fl, "min-keep-messages", "compaction.rolling.minKeepMessages")
+			o.EvictionNote = cfg.Bool(fl, "eviction-note", "compaction.rolling.evictionNote")
+			o.Trigger = cfg.Float(fl, "trigger", "compaction.rolling.trigger")
+			// An explicit --trigger 0 forces a roll; 0 from the config is the
+			// default "use the compaction threshold".
+			o.Force = fl.Changed("trigger") && o.Trigger == 0
+			o.ReserveTokens = cfg.Int(nil, "", "compaction.reserveTokens")
+			o.ContextWindow = cfg.Int(fl, "context-window", "contextWindow")
+			opts.Model = cfg.String(fl, "model", "model")
+			opts.Tokenizer = cfg.String(fl, "tokenizer", "estimate.tokenizer")
+			opts.ModelWindows = modelWindows(cfg)
+			opts.RecallEnabled = cfg.Bool(nil, "", "recall.enabled")
+			opts.StateDir = cfg.StateDir(fl)
+			opts.MaxChars = cfg.Int(nil, "", "recall.toolOutputChars")
+			if opts.RecallEnabled {
+				if opts.Embedder, err = recallEmbedder(cfg); err != nil {
+					return exitcode.New(exitcode.Usage, err)
+				}
+			}
+			if opts.Fallback == nil {
+				opts.Fallback = rollFallback(cfg, opts)
+			}
+			return runRoll(c.Context(), opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.Float64("target-utilization", rolling.DefaultTargetUtilization, "fraction of the context window to keep after eviction (note included)")
+	fl.Int("min-keep-messages", rolling.DefaultMinKeepMessages, "always keep at least this many recent messages")
+	fl.Bool("eviction-note", true, "write the eviction note as the compaction summary (false: empty summary)")
+	fl.Float64("trigger", 0, "roll when utilization ≥ P (default: pi's compaction threshold; 0 given explicitly: always roll down to the target)")
+	fl.BoolVar(&opts.Roll.DryRun, "dry-run", false, "report what would be evicted, write nothing")
+	fl.DurationVar(&opts.Roll.Wait, "wait", 0, "wait up to this long for a locked session (default: skip it)")
+	fl.BoolVar(&opts.Roll.NoFallback, "no-fallback", false, "refuse instead of summarising when recall is unavailable")
+	fl.IntVar(&opts.Jobs, "jobs", 0, "sessions processed in parallel (default: number of CPUs)")
+	fl.DurationVar(&opts.OlderThan, "older-than", 0, "skip sessions modified more recently than this (live sessions)")
+	fl.String("tokenizer", "auto", "token estimate: auto|heuristic|usage|calibrated|o200k|cl100k")
+	fl.String("model", "", "model id for the context window (default: the session's last model)")
+	fl.Int("context-window", 0, "context window in tokens (overrides the model table)")
+	return cmd
+}
+
+func validateRoll(opts *RollOptions) error {
+	o := opts.Roll
+	switch {
+	case o.TargetUtilization <= 0 || o.TargetUtilization > 1:
+		return fmt.Errorf("--target-utilization %v: give a fraction of the window in (0, 1], e.g. 0.8", o.TargetUtilization)
+	case o.MinKeepMessages < 0:
+		return fmt.Errorf("--min-keep-messages %d: must be ≥ 0", o.MinKeepMessages)
+	case o.Trigger < 0 || o.Trigger > 1:
+		return fmt.Errorf("--trigger %v: give a utilization in [0, 1], e.g. 0.9 (0 forces a roll)", o.Trigger)
+	case opts.Jobs < 0:
+		return fmt.Errorf("--jobs %d: must be ≥ 1", opts.Jobs)
+	case opts.OlderThan < 0:
+		return fmt.Errorf("--older-than %v: must be positive", opts.OlderThan)
+	case !estimate.ValidMethod(opts.Tokenizer):
+		return fmt.Errorf("--tokenizer %q: use one of %s", opts.Tokenizer, strings.Join(estimate.Methods, ", "))
+	}
+	return nil
+}
+
+// recallAdapter gives the roller the two calls it needs.
+type recallAdapter struct{ ix *recall.Index }
+
+func (a recallAdapter) Covered(path string) (bool, error) { return a.ix.Covered(path) }
+
+func (a recallAdapter) Index(ctx context.Context, path string) error {
+	_, err := a.ix.Index(ctx, path)
+	return err
+}
+
+// rollEstimator measures contexts with the estimate package.
+func rollEstimator(method string) rolling.Estimator {
+	return func(s *transcript.Session, c *transcript.Context) (rolling.Measurement, error) {
+		res, err := estimate.Context(s, c, method)
+		if err != nil {
+			return rolling.Measurement{}, err
+		}
+		return rolling.Measurement{Tokens: res.Tokens, PerMessage: res.PerMessage, Method: res.Method}, nil
+	}
+}
+
+func runRoll(ctx context.Context, opts *RollOptions) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if err := validateRoll(opts); err != nil {
+		return exitcode.New(exitcode.Usage, err)
+	}
+	files, err := walk.Walk(opts.Paths, walk.Options{})
+	if err != nil {
+		return exitcode.New(exitcode.Usage, err)
+	}
+	for _, f := range files {
+		if f.Explicit && f.Kind != walk.Transcript {
+			return exitcode.New(exitcode.Usage, fmt.Errorf("%s: a %s is not rolled (only primary session transcripts are written to)", f.Path, f.Kind))
+		}
+	}
+
+	r := &rolling.Roller{Options: opts.Roll, Measure: rollEstimator(opts.Tokenizer), Fallback: opts.Fallback}
+	r.Window = func(m *transcript.ModelRef) int {
+		model := opts.Model
+		if model == "" && m != nil {
+			model = m.ModelID
+		}
+		w, _ := resolveWindow(model, 0, opts.ModelWindows)
+		return w
+	}
+	if !opts.RecallEnabled {
+		r.RecallErr = fmt.Errorf("recall is disabled (recall.enabled: false)")
+	} else if ix, err := openRecall(opts.StateDir, opts.Embedder, opts.MaxChars); err != nil {
+		r.RecallErr = fmt.Errorf("the recall index cannot be opened: %v", err)
+	} else {
+		defer ix.Close()
+		r.Recall = recallAdapter{ix}
+	}
+	if r.Recall == nil && len(files) > 0 {
+		if opts.Roll.NoFallback {
+			fmt.Fprintf(opts.IO.ErrOut, "warning: %v; sessions that need a roll are refused (--no-fallback)\n", r.RecallErr)
+		} else {
+			fmt.Fprintf(opts.IO.ErrOut, "warning: %v; sessions that need a roll get a safeguard compaction (a summary) instead — rolling without recall would be amnesia\n", r.RecallErr)
+		}
+	}
+
+	prog := newRollProgress(opts.IO, len(files))
+	var writeErr error
+	var mu sync.Mutex
+	var notable []*rolling.Report
+	sum := r.Batch(ctx, files, rolling.BatchOptions{Jobs: opts.Jobs, OlderThan: opts.OlderThan, Progress: prog.update},
+		func(rep *rolling.Report) {
+			mu.Lock()
+			defer mu.Unlock()
+			if rep.Error != "" && !rep.Locked {
+				prog.clear()
+				fmt.Fprintf(opts.IO.ErrOut, "ctxtool: %s\n", rep.Error)
+			}
+			if opts.JSON {
+				if err := writeJSONLine(opts.IO.Out, rep); err != nil && writeErr == nil {
+					writeErr = err
+				}
+				return
+			}
+			if len(files) <= 20 || rep.Rolled || rep.Fallback != "" || rep.Error != "" {
+				notable = append(notable, rep)
+			}
+		})
+	prog.clear()
+	if writeErr != nil {
+		return exitcode.New(exitcode.Runtime, writeErr)
+	}
+	if !opts.JSON {
+		printRollTable(opts.IO.Out, notable, sum, opts.Roll.DryRun)
+	}
+	switch {
+	case sum.Errors > 0:
+		return exitcode.Silent(exitcode.Runtime)
+	case sum.Locked > 0:
+		return exitcode.Silent(exitcode.Locked)
+	}
+	return nil
+}
+
+func printRollTable(out io.Writer, reps []*rolling.Report, sum rolling.Summary, dryRun bool) {
+	if len(reps) > 0 {
+		t := newTable(out)
+		t.row("FILE", "ROLLED", "EVICTED", "EVICTED TOKENS", "TOKENS", "KEPT", "RANGE / REASON")
+		for _, r := range reps {
+			rolled := "no"
+			switch {
+			case r.Rolled && dryRun:
+				rolled = "would"
+			case r.Rolled:
+				rolled = "yes"
+			case r.Compacted:
+				rolled = "compacted"
+			case r.Locked:
+				rolled = "locked"
+			case r.Error != "":
+				rolled = "error"
+			case r.Skipped:
+				rolled = "skipped"
+			}
+			tokens := humanInt(r.TokensBefore)
+			if r.Rolled {
+				tokens += " → " + humanInt(r.KeptTokens)
+			}
+			if r.ContextWindow > 0 {
+				tokens += fmt.Sprintf(" / %s", humanInt(r.ContextWindow))
+			}
+			what := r.Reason
+			if r.Rolled && r.FirstEvictedTimestamp != "" {
+				what = r.FirstEvictedTimestamp + " … " + r.LastEvictedTimestamp
+				if r.Reason != "" {
+					what += " (" + r.Reason + ")"
+				}
+			}
+			if r.Error != "" && !r.Locked {
+				what = r.Error
+			}
+			t.row(r.File, rolled, humanInt(r.EvictedCount), humanInt(r.EvictedTokens), tokens, humanInt(r.KeptMessages), what)
+		}
+		t.flush()
+		fmt.Fprintln(out)
+	}
+	verb := "rolled"
+	if dryRun {
+		verb = "would roll"
+	}
+	fmt.Fprintf(out, "%d sessions: %d %s (%s messages, %s tokens evicted), %d unchanged, %d skipped, %d locked, %d fell back, %d errors; %.2fs (%.1f sessions/s)\n",
+		sum.Sessions, sum.Rolled, verb, humanInt(sum.EvictedCount), humanInt(sum.EvictedTokens), sum.Unchanged, sum.Skipped,
+		sum.Locked, sum.Fallback, sum.Errors, sum.Seconds, sum.PerSecond)
+}
+
+// rollProgress is a progress bar on stderr, shown only on a terminal and
+// only once the batch has taken more than a second.
+type rollProgress struct {
+	io       *IOStreams
+	total    int
+	start    time.Time
+	last     time.Time
+	shown    bool
+	disabled bool
+}
+
+func newRollProgress(io *IOStreams, total int) *rollProgress {
+	return &rollProgress{io: io, total: total, start: time.Now(), disabled: !io.IsStderrTTY() || total == 0}
+}
+
+func (p *rollProgress) update(done, total int) {
+	if p.disabled || time.Since(p.start) < time.Second || (done < total && time.Since(p.last) < 100*time.Millisecond) {
+		return
+	}
+	p.last = time.Now()
+	p.shown = true
+	const width = 30
+	fill := done * width / total
+	rate := float64(done) / time.Since(p.start).Seconds()
+	fmt.Fprintf(p.io.ErrOut, "\rrolling [%s%s] %d/%d sessions, %.1f/s", strings.Repeat("#", fill), strings.Repeat(".", width-fill), done, total, rate)
+}
+
+func (p *rollProgress) clear() {
+	if p.shown {
+		fmt.Fprint(p.io.ErrOut, "\r\033[K")
+		p.shown = false
+	}
+}
+
+// rollFallback is the seed's fallback for rolling without recall: OpenClaw's
+// safeguard compaction, summarised by the configured model or, without one,
+// by the built-in extractive summariser.
+func rollFallback(cfg *config.Config, opts *RollOptions) rolling.FallbackFunc {
+	return func(ctx context.Context, path string, o rolling.Options) (*rolling.Report, error) {
+		set := compaction.Settings{
+			Strategy:               compaction.StrategySafeguard,
+			KeepRecentTokens:       cfg.Int(nil, "", "compaction.keepRecentTokens"),
+			ReserveTokens:          cfg.Int(nil, "", "compaction.reserveTokens"),
+			ReserveTokensFloor:     cfg.Int(nil, "", "compaction.reserveTokensFloor"),
+			ContextWindow:          o.ContextWindow,
+			Force:                  true, // the roll trigger already decided
+			MaxHistoryShare:        cfg.Float(nil, "", "compaction.maxHistoryShare"),
+			RecentTurnsPreserve:    cfg.Int(nil, "", "compaction.recentTurnsPreserve"),
+			IdentifierPolicy:       cfg.String(nil, "", "compaction.identifierPolicy"),
+			IdentifierInstructions: cfg.String(nil, "", "compaction.identifierInstructions"),
+			CustomInstructions:     cfg.String(nil, "", "compaction.customInstructions"),
+			QualityGuard:           cfg.Bool(nil, "", "compaction.qualityGuard.enabled"),
+			QualityGuardRetries:    cfg.Int(nil, "", "compaction.qualityGuard.maxRetries"),
+		}
+		sum, err := rollSummarizer(cfg)
+		if err != nil {
+			return nil, err
+		}
+		res, err := compaction.Run(ctx, path, compaction.Options{
+			Settings: set, Summarizer: sum, Estimator: opts.Tokenizer, DryRun: o.DryRun, Wait: o.Wait,
+			ResolveWindow: func(model string) int {
+				if opts.Model != "" {
+					model = opts.Model
+				}
+				w, _ := resolveWindow(model, 0, opts.ModelWindows)
+				return w
+			},
+		})
+		if err != nil {
+			return nil, err
+		}
+		rep := &rolling.Report{
+			Compacted: res.Compacted && !res.DryRun, DryRun: res.DryRun, TokensBefore: res.TokensBefore,
+			KeptTokens: res.TokensAfter, EvictedCount: res.SummarizedMessages, KeptMessages: res.KeptMessages,
+			FirstKeptEntryID: res.FirstKeptEntryID, FirstKeptLine: res.FirstKeptLine, ContextWindow: res.ContextWindow,
+			Method: res.Estimator,
+		}
+		if res.Compacted {
+			rep.Reason = fmt.Sprintf("summarised %d messages with the safeguard strategy (%s summary) instead of rolling", res.SummarizedMessages, res.Summarizer)
+		} else {
+			rep.Reason = "safeguard compaction did nothing: " + res.Reason
+		}
+		return rep, nil
+	}
+}
+
+// rollSummarizer picks the fallback's summariser like compact does:
+// compaction.summarizer auto = the model when llm.model is configured, else
+// the extractive one.
+func rollSummarizer(cfg *config.Config) (compaction.Summarizer, error) {
+	kind := cfg.String(nil, "", "compaction.summarizer")
+	model := cfg.String(nil, "", "llm.model")
+	if kind == "extractive" || (kind != "llm" && model == "") {
+		return compaction.Extractive{}, nil
+	}
+	c, err := llm.New(llm.Config{
+		BaseURL: rollFirstSet(cfg.String(nil, "", "llm.baseURL"), os.Getenv("OPENAI_BASE_URL")),
+		Model:   model,
+		APIKey:  rollFirstSet(cfg.String(nil, "", "llm.apiKey"), os.Getenv("OPENAI_API_KEY")),
+		Timeout: cfg.Duration(nil, "", "llm.timeout"), MaxRetries: cfg.Int(nil, "", "llm.maxRetries"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("summariser for the safeguard fallback: %v (set llm.model/llm.baseURL, or compaction.summarizer: extractive)", err)
+	}
+	return compaction.NewLLMSummarizer(c), nil
+}
+
+// rollFirstSet returns the first non-empty value.
+func rollFirstSet(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
