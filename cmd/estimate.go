@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 
@@ -117,7 +119,15 @@ type MessageTokenReport struct {
 	Tokens  int    `json:"tokens"`
 }
 
+// estimateMemoryLimit bounds the heap while estimating: entry metadata of a
+// 100 MB session is ~55 MB live, and a soft limit keeps the GC from letting
+// the heap double past it. GOMEMLIMIT overrides it.
+const estimateMemoryLimit = 96 << 20
+
 func runEstimate(opts *EstimateOptions) error {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(estimateMemoryLimit)
+	}
 	if !estimate.ValidMethod(opts.Tokenizer) {
 		return exitcode.Newf(exitcode.Usage, "--tokenizer %q: use one of %s", opts.Tokenizer, strings.Join(estimate.Methods, ", "))
 	}

@@ -1,7 +1,9 @@
 package transcript
 
 import (
+	"bytes"
 	"strings"
+	"unique"
 )
 
 type lineKind uint8
@@ -70,7 +72,7 @@ func parseLine(line []byte) parsedLine {
 		var good bool
 		switch string(key) {
 		case "type":
-			e.Type, good = s.maybeString()
+			e.Type, good = s.maybeInterned()
 		case "id":
 			e.ID, good = s.maybeString()
 		case "parentId":
@@ -116,13 +118,13 @@ func parseLine(line []byte) parsedLine {
 		case "fromHook":
 			e.FromHook, good = s.maybeBool()
 		case "provider":
-			e.Provider, good = s.maybeString()
+			e.Provider, good = s.maybeInterned()
 		case "modelId":
-			e.Model, good = s.maybeString()
+			e.Model, good = s.maybeInterned()
 		case "thinkingLevel":
-			e.ThinkingLevel, good = s.maybeString()
+			e.ThinkingLevel, good = s.maybeInterned()
 		case "customType":
-			e.CustomType, good = s.maybeString()
+			e.CustomType, good = s.maybeInterned()
 		case "fromId":
 			e.FromID, good = s.maybeString()
 		case "targetId":
@@ -207,6 +209,24 @@ func (s *scanner) maybeString() (string, bool) {
 	return "", s.skip(0)
 }
 
+// maybeInterned is maybeString for values that repeat across a session
+// (types, roles, model names): one shared copy instead of one per entry keeps
+// a 100 MB session's metadata small.
+func (s *scanner) maybeInterned() (string, bool) {
+	if s.peek() != '"' {
+		return "", s.skip(0)
+	}
+	st, en, _, ok := s.str()
+	if !ok {
+		return "", false
+	}
+	raw := s.b[st:en]
+	if bytes.IndexByte(raw, '\\') >= 0 {
+		return unique.Make(decodeString(raw)).Value(), true
+	}
+	return unique.Make(string(raw)).Value(), true
+}
+
 func (s *scanner) maybeNumber() (float64, bool) {
 	c := s.peek()
 	if c == '-' || (c >= '0' && c <= '9') {
@@ -246,7 +266,7 @@ func (s *scanner) message(e *Entry) bool {
 		var good bool
 		switch string(key) {
 		case "role":
-			e.Role, good = s.maybeString()
+			e.Role, good = s.maybeInterned()
 		case "content":
 			good = s.content(&cs)
 		case "command":
@@ -254,23 +274,23 @@ func (s *scanner) message(e *Entry) bool {
 		case "output":
 			output, good = s.maybeStringLen()
 		case "stopReason":
-			e.StopReason, good = s.maybeString()
+			e.StopReason, good = s.maybeInterned()
 		case "model":
-			e.Model, good = s.maybeString()
+			e.Model, good = s.maybeInterned()
 		case "provider":
-			e.Provider, good = s.maybeString()
+			e.Provider, good = s.maybeInterned()
 		case "timestamp":
 			e.MsgTimestamp, good = s.maybeNumber()
 		case "toolCallId":
 			e.ToolCallID, good = s.maybeString()
 		case "toolName":
-			e.ToolName, good = s.maybeString()
+			e.ToolName, good = s.maybeInterned()
 		case "isError":
 			e.IsError, good = s.maybeBool()
 		case "excludeFromContext":
 			e.ExcludeFromContext, good = s.maybeBool()
 		case "customType":
-			e.CustomType, good = s.maybeString()
+			e.CustomType, good = s.maybeInterned()
 		case "usage":
 			e.Usage, good = s.usage()
 		default:

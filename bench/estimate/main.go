@@ -1,0 +1,166 @@
+// Command estimate benchmarks `ctxtool estimate` against pi's own loader and
+// estimator on the same generated session, in one run, and prints a table:
+// wall time, peak RSS and the ratio. Run from the repo root:
+//
+//	go run ./bench/estimate            # ~100 MB session
+//	go run ./bench/estimate -size 20MB -runs 3
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/ctxtool/ctxtool/pkg/sessiongen"
+)
+
+func main() {
+	size := flag.String("size", "100MB", "size of the generated session")
+	runs := flag.Int("runs", 3, "runs of each side (the median is reported)")
+	keep := flag.String("file", "", "use this session instead of generating one")
+	flag.Parse()
+	if err := run(*size, *runs, *keep); err != nil {
+		fmt.Fprintln(os.Stderr, "bench/estimate:", err)
+		os.Exit(1)
+	}
+}
+
+type sample struct {
+	wall   time.Duration
+	rssKB  int64
+	tokens int
+	msgs   int
+}
+
+func run(size string, runs int, file string) error {
+	tmp, err := os.MkdirTemp("", "ctxtool-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	if file == "" {
+		file = filepath.Join(tmp, "session.jsonl")
+		opts, err := sessiongen.PresetOptions("bench")
+		if err != nil {
+			return err
+		}
+		n, err := parseSize(size)
+		if err != nil {
+			return err
+		}
+		opts.TargetBytes = n
+		fmt.Fprintf(os.Stderr, "generating a %s session…\n", size)
+		if _, err := sessiongen.GenerateFile(file, opts); err != nil {
+			return err
+		}
+	}
+	st, err := os.Stat(file)
+	if err != nil {
+		return err
+	}
+	bin := filepath.Join(tmp, "ctxtool")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		return fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	// Warm the page cache so both sides read from memory.
+	os.ReadFile(file)
+
+	var ours, theirs []sample
+	for i := 0; i < runs; i++ {
+		s, err := measure(func(out *bytes.Buffer) *exec.Cmd {
+			return exec.Command(bin, "estimate", "--tokenizer", "heuristic", "--json", file)
+		}, func(out []byte) (int, int, time.Duration, error) {
+			var r struct{ Tokens, ContextMessages int }
+			err := json.Unmarshal(out, &r)
+			return r.Tokens, r.ContextMessages, 0, err
+		})
+		if err != nil {
+			return err
+		}
+		ours = append(ours, s)
+		p, err := measure(func(out *bytes.Buffer) *exec.Cmd {
+			return exec.Command("node", "bench/estimate/pi-estimate.mjs", file)
+		}, func(out []byte) (int, int, time.Duration, error) {
+			var r struct {
+				Tokens, Messages int
+				Ms               float64
+			}
+			err := json.Unmarshal(out, &r)
+			return r.Tokens, r.Messages, time.Duration(r.Ms * float64(time.Millisecond)), err
+		})
+		if err != nil {
+			return err
+		}
+		theirs = append(theirs, p)
+	}
+	o, t := median(ours), median(theirs)
+	if o.tokens != t.tokens || o.msgs != t.msgs {
+		return fmt.Errorf("results differ: ctxtool %d tokens / %d messages, pi %d / %d", o.tokens, o.msgs, t.tokens, t.msgs)
+	}
+	mb := float64(st.Size()) / 1e6
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(os.Stdout, "estimate --tokenizer heuristic on %.0f MB (%d context messages, %d tokens; both agree), median of %d runs\n\n", mb, o.msgs, o.tokens, runs)
+	fmt.Fprintln(w, "side\twall\tMB/s\tpeak RSS\t")
+	fmt.Fprintf(w, "ctxtool (whole process)\t%s\t%.0f\t%d MB\t\n", o.wall.Round(time.Millisecond), mb/o.wall.Seconds(), o.rssKB/1024)
+	fmt.Fprintf(w, "pi loader+estimate (work only)\t%s\t%.0f\t%d MB\t\n", t.wall.Round(time.Millisecond), mb/t.wall.Seconds(), t.rssKB/1024)
+	w.Flush()
+	fmt.Printf("\nctxtool is %.1f× faster than pi (whole ctxtool process vs pi's load+estimate alone) and uses %.1f× less memory.\n",
+		t.wall.Seconds()/o.wall.Seconds(), float64(t.rssKB)/float64(o.rssKB))
+	return nil
+}
+
+// measure runs a command, returning its wall time (or the time the command
+// reports for its own work), peak RSS and parsed result.
+func measure(mk func(*bytes.Buffer) *exec.Cmd, parse func([]byte) (int, int, time.Duration, error)) (sample, error) {
+	var out, errb bytes.Buffer
+	cmd := mk(&out)
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		return sample{}, fmt.Errorf("%v: %v\n%s", cmd.Args, err, errb.String())
+	}
+	wall := time.Since(start)
+	tokens, msgs, self, err := parse(bytes.TrimSpace(out.Bytes()))
+	if err != nil {
+		return sample{}, fmt.Errorf("%v: output %q: %v", cmd.Args, out.String(), err)
+	}
+	if self > 0 {
+		wall = self
+	}
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	return sample{wall: wall, rssKB: ru.Maxrss, tokens: tokens, msgs: msgs}, nil
+}
+
+func median(s []sample) sample {
+	sort.Slice(s, func(i, j int) bool { return s[i].wall < s[j].wall })
+	return s[len(s)/2]
+}
+
+func parseSize(s string) (int64, error) {
+	s = strings.ToUpper(strings.TrimSpace(s))
+	mult := int64(1)
+	for _, u := range []struct {
+		suf string
+		m   int64
+	}{{"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}} {
+		if strings.HasSuffix(s, u.suf) {
+			mult, s = u.m, strings.TrimSuffix(s, u.suf)
+			break
+		}
+	}
+	n, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, fmt.Errorf("bad size %q", s)
+	}
+	return int64(n * float64(mult)), nil
+}
