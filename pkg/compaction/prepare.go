@@ -239,8 +239,10 @@ func Prepare(s *transcript.Session, set Settings) (*Preparation, error) {
 // tokenCut is pi's findCutPoint with a better estimator: walk back from the
 // newest entry adding message sizes until keep tokens are reached, then cut
 // at the first valid cut point at or after that entry. When the budget is
-// never reached (or only inside trailing tool results) nothing is
-// summarised: the cut is the first valid cut point.
+// never reached nothing is summarised: the cut is the first valid cut point.
+// When it is reached inside trailing tool results, with no valid cut after,
+// the cut is the last valid one before them (the kept tail is then larger
+// than asked, but the rest is compacted).
 func tokenCut(path []*transcript.Entry, start, end, keep int, count Counter) (int, bool) {
 	var cuts []int
 	for i := start; i < end; i++ {
@@ -259,10 +261,21 @@ func tokenCut(path []*transcript.Entry, start, end, keep int, count Counter) (in
 		}
 		acc += count(path[i])
 		if acc >= keep {
+			found := false
 			for _, c := range cuts {
 				if c >= i {
-					cut = c
+					cut, found = c, true
 					break
+				}
+			}
+			if !found {
+				// The budget ran out inside trailing tool results (pi
+				// then summarises nothing, #7201): keep the whole turn
+				// from the last valid cut before them instead.
+				for _, c := range cuts {
+					if c < i {
+						cut = c
+					}
 				}
 			}
 			break

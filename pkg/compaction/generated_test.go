@@ -1,0 +1,238 @@
+package compaction
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/ctxtool/ctxtool/internal/oracle"
+	"github.com/ctxtool/ctxtool/pkg/transcript"
+)
+
+func TestGeneratedSessionsAllStrategies(t *testing.T) {
+	oracle.Require(t)
+	sc := scenarios(t)
+	names := make([]string, 0, len(sc))
+	for n := range sc {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		for _, strategy := range Strategies {
+			name, strategy := name, strategy
+			t.Run(name+"/"+strategy, func(t *testing.T) {
+				file := copyFile(t, sc[name])
+				orig, _ := os.ReadFile(file)
+				before := oracle.CheckOne(t, file)
+				if !before.Loads || before.OrphanToolResults != 0 {
+					t.Fatalf("generator bug: %+v", before)
+				}
+				res, err := Run(context.Background(), file, Options{
+					Settings:   Settings{Strategy: strategy, Force: true, KeepRecentTokens: 3000, ContextWindow: 200000},
+					Summarizer: Extractive{},
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !res.Compacted {
+					t.Fatalf("not compacted: %s", res.Reason)
+				}
+				checkWritten(t, orig, before, file, res, false)
+				if name == "earlier-compaction" || name == "v1" {
+					if !res.PreviousSummary {
+						t.Fatal("previous summary not carried")
+					}
+				}
+				t.Logf("%s/%s: %d → %d, summarized %d, kept %d (split %v)", name, strategy, res.TokensBefore, res.TokensAfter,
+					res.SummarizedMessages, res.KeptMessages, res.SplitTurn)
+			})
+		}
+	}
+}
+
+// keptToolResultsHaveCalls is the invariant: every tool result in the kept
+// region has its call in the kept region (unless the call was never on the
+// path at all).
+func keptToolResultsHaveCalls(t *testing.T, label string, p *Preparation) {
+	t.Helper()
+	onPath := map[string]int{}
+	for i, e := range p.Path {
+		for _, id := range e.ToolCallIDs {
+			onPath[id] = i
+		}
+	}
+	for i := p.Cut; i < len(p.Path); i++ {
+		e := p.Path[i]
+		if e.Type != "message" || e.Role != "toolResult" {
+			continue
+		}
+		if at, ok := onPath[e.ToolCallID]; ok && at < p.Cut && at >= p.BoundaryStart {
+			t.Fatalf("%s: kept tool result on line %d has its call on line %d, before the cut (line %d)",
+				label, e.Line, p.Path[at].Line, p.Path[p.Cut].Line)
+		}
+	}
+}
+
+// Every keepRecentTokens from tiny to large must give a cut that keeps tool
+// pairs together, on every fixture and generated session.
+func TestCutNeverOrphansAToolResult(t *testing.T) {
+	files := scenarios(t)
+	for _, fx := range oracle.Fixtures(t) {
+		files[filepath.Base(fx)] = fx
+	}
+	for name, f := range files {
+		s, err := transcript.Load(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for keep := 50; keep <= 60000; keep = keep*5/4 + 1 {
+			for _, st := range Strategies {
+				set := Settings{Strategy: st, KeepRecentTokens: keep, ProtectedTail: keep/500 + 1}
+				p, err := Prepare(s, set)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if p.Cut < 0 {
+					continue
+				}
+				keptToolResultsHaveCalls(t, name, p)
+				if p.Reason == "" && validCut(p.Path[p.Cut]) == false && producesMessage(p.Path[p.Cut]) {
+					t.Fatalf("%s keep=%d: cut at a %s", name, keep, p.Path[p.Cut].Role)
+				}
+			}
+		}
+		s.Close()
+	}
+}
+
+func TestInterleavedResultMovesTheCut(t *testing.T) {
+	f := scenarios(t)["interleaved"]
+	s, err := transcript.Load(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	path := s.Branch()
+	// Find the steering user message and size keepRecentTokens so the
+	// naive cut lands exactly on it.
+	steer := -1
+	for i, e := range path {
+		if e.Role == "user" {
+			if m, _ := s.Message(e); m != nil && strings.HasPrefix(m.Text(), "Also tag it") {
+				steer = i
+			}
+		}
+	}
+	if steer < 0 {
+		t.Fatal("no steering message")
+	}
+	keep := 0
+	for _, e := range path[steer:] {
+		keep += e.Tokens()
+	}
+	p, err := Prepare(s, Settings{KeepRecentTokens: keep, Count: Heuristic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Moved == 0 || p.Cut >= steer {
+		t.Fatalf("cut at line %d (steering message at line %d), moved %d times", p.Path[p.Cut].Line, path[steer].Line, p.Moved)
+	}
+	keptToolResultsHaveCalls(t, "interleaved", p)
+}
+
+func TestTruncateRewritesWithBackup(t *testing.T) {
+	oracle.Require(t)
+	sc := scenarios(t)
+	for _, name := range []string{"earlier-compaction", "branches", "v1"} {
+		t.Run(name, func(t *testing.T) {
+			file := copyFile(t, sc[name])
+			orig, _ := os.ReadFile(file)
+			before := oracle.CheckOne(t, file)
+			res, err := Run(context.Background(), file, Options{
+				Settings: Settings{Strategy: StrategyDefault, Force: true, KeepRecentTokens: 3000}, Summarizer: Extractive{}, Truncate: true,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Backup == "" {
+				t.Fatal("no backup reported")
+			}
+			bak, err := os.ReadFile(res.Backup)
+			if err != nil || !bytes.Equal(bak, orig) {
+				t.Fatalf("backup differs from the original: %v", err)
+			}
+			r := checkWritten(t, orig, before, file, res, true)
+			if r.PathEntries >= before.PathEntries || r.CompactionsInFile != 1 {
+				t.Fatalf("not truncated: %d path entries (was %d), %d compactions", r.PathEntries, before.PathEntries, r.CompactionsInFile)
+			}
+			after, _ := os.ReadFile(file)
+			// every kept line but re-parented ones is byte-identical to an
+			// original line
+			origLines := map[string]bool{}
+			for _, l := range strings.Split(string(orig), "\n") {
+				origLines[l] = true
+			}
+			changed := 0
+			for i, l := range strings.Split(strings.TrimSuffix(string(after), "\n"), "\n") {
+				if i >= 2 && !origLines[l] {
+					changed++
+				}
+			}
+			if changed > 1 {
+				t.Fatalf("%d kept lines were rewritten (at most the first kept entry's parentId may change)", changed)
+			}
+		})
+	}
+}
+
+func TestRefusals(t *testing.T) {
+	g := newGen(3)
+	g.user("hello there, a short session")
+	g.assistant("Hi.", nil)
+	small := g.write(t, "small.jsonl")
+	orig, _ := os.ReadFile(small)
+	res, err := Run(context.Background(), small, Options{Settings: Settings{Force: true}})
+	if err != nil || res.Compacted || !strings.HasPrefix(res.Reason, "nothing to compact") {
+		t.Fatalf("got %+v %v", res, err)
+	}
+	// below the trigger without --force
+	f := scenarios(t)["branches"]
+	res, err = Run(context.Background(), f, Options{Settings: Settings{KeepRecentTokens: 3000}})
+	if err != nil || res.Compacted || !strings.Contains(res.Reason, "below the trigger") {
+		t.Fatalf("got %+v %v", res, err)
+	}
+	if now, _ := os.ReadFile(small); !bytes.Equal(now, orig) {
+		t.Fatal("file changed")
+	}
+	// compacting twice: the second run is refused
+	f = copyFile(t, f)
+	if _, err := Run(context.Background(), f, Options{Settings: Settings{Force: true, KeepRecentTokens: 3000}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err = Run(context.Background(), f, Options{Settings: Settings{Force: true, KeepRecentTokens: 3000}})
+	if err != nil || res.Compacted || !strings.Contains(res.Reason, "already compacted") {
+		t.Fatalf("got %+v %v", res, err)
+	}
+}
+
+func TestDryRunWritesNothing(t *testing.T) {
+	f := copyFile(t, scenarios(t)["tool-dense"])
+	orig, _ := os.ReadFile(f)
+	res, err := Run(context.Background(), f, Options{Settings: Settings{Force: true, KeepRecentTokens: 3000}, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Compacted || res.Summary == "" || res.TokensAfter == 0 || res.SummarizedMessages == 0 {
+		t.Fatalf("dry run result %+v", res)
+	}
+	if now, _ := os.ReadFile(f); !bytes.Equal(now, orig) {
+		t.Fatal("dry run changed the file")
+	}
+	if _, err := os.Stat(transcript.LockPath(f)); !os.IsNotExist(err) {
+		t.Fatal("dry run left a lock")
+	}
+}
