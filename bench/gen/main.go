@@ -32,6 +32,7 @@ func main() {
 	seed := flag.Int64("seed", -1, "override the seed")
 	opts := flag.String("opts", "", "Options as JSON, merged over the preset")
 	list := flag.Bool("list", false, "list presets")
+	flag.BoolVar(&verbose, "v", false, "also print the planted facts (one JSON object per line)")
 	flag.Parse()
 	if err := run(*preset, *out, *all, *dir, *size, *seed, *opts, *list); err != nil {
 		fmt.Fprintln(os.Stderr, "gen:", err)
@@ -86,6 +87,8 @@ func run(preset, out string, all bool, dir, size string, seed int64, opts string
 	return write(out, o)
 }
 
+var verbose bool
+
 func write(path string, o sessiongen.Options) error {
 	start := time.Now()
 	res, err := sessiongen.GenerateFile(path, o)
@@ -101,6 +104,12 @@ func write(path string, o sessiongen.Options) error {
 		"seconds": secs, "MBps": float64(res.Bytes) / 1e6 / secs,
 	})
 	fmt.Fprintln(os.Stderr, string(j))
+	if verbose {
+		for _, f := range res.Facts {
+			j, _ := json.Marshal(f)
+			fmt.Fprintln(os.Stderr, string(j))
+		}
+	}
 	return nil
 }
 

@@ -53,6 +53,9 @@ type Options struct {
 	ThinkingLevelChanges int
 	Branches             int // abandoned branches followed by branch_summary (not v1)
 	Compactions          int // compaction entries
+	// CompactionsWithin spreads the compactions over the first fraction
+	// of the session (0 = all of it).
+	CompactionsWithin float64
 	// KeepTurns is how many recent user turns a compaction keeps (0 = 2);
 	// firstKeptEntryId/Index names the user message starting them.
 	KeepTurns          int
@@ -91,10 +94,21 @@ func GenerateFile(path string, o Options) (*Result, error) {
 	return res, err
 }
 
-type sched struct{ n, done int }
+// sched spreads n occurrences evenly over the first `within` (0 = all) of
+// the session.
+type sched struct {
+	n, done int
+	within  float64
+}
 
 // due reports whether the next occurrence is due at progress p ∈ [0,1).
-func (s *sched) due(p float64) bool { return s.done < s.n && p >= (float64(s.done)+0.5)/float64(s.n) }
+func (s *sched) due(p float64) bool {
+	w := s.within
+	if w <= 0 {
+		w = 1
+	}
+	return s.done < s.n && p >= w*(float64(s.done)+0.5)/float64(s.n)
+}
 
 type pathUser struct {
 	turn int
@@ -190,6 +204,7 @@ func Generate(w io.Writer, o Options) (*Result, error) {
 	} {
 		g.s[name] = &sched{n: n}
 	}
+	g.s["compaction"].within = o.CompactionsWithin
 	if o.Version > 1 {
 		b.ModelChange(ModelChange{Provider: b.provider, ModelID: b.model})
 		b.ThinkingLevelChange(ThinkingLevelChange{ThinkingLevel: "off"})
@@ -290,7 +305,13 @@ func (g *gen) betweenTurns() {
 	}
 	for g.fire("glued") {
 		b.Advance(3 * time.Second)
-		b.Glued(&Assistant{Content: []Block{Text("Done.")}}, &User{Blocks: []Block{Text("ok")}})
+		if g.s["glued"].done%2 == 1 || len(g.users) == 0 {
+			b.Glued(&Assistant{Content: []Block{Text("Done.")}}, &User{Blocks: []Block{Text("ok")}})
+			continue
+		}
+		// like pi-v1-compact-705ba5d.jsonl: a compaction hidden in a glued line
+		b.Glued(&Assistant{Content: []Block{Text("Compacting now.")}},
+			&Compaction{Summary: g.summary(), FirstKeptEntryID: g.users[len(g.users)-1].id})
 	}
 }
 
@@ -334,6 +355,9 @@ func (g *gen) userTurn() {
 func (g *gen) toolLoop() {
 	b, o := g.b, g.o
 	n := o.MinToolCallsPerTurn + g.r.IntN(o.ToolCallsPerTurn-o.MinToolCallsPerTurn+1)
+	if g.noFacts { // an abandoned branch turn: keep it short
+		n = min(n, 1)
+	}
 	huge := g.fire("huge")
 	if huge && n == 0 {
 		n = 1
@@ -420,7 +444,7 @@ func (g *gen) toolCall(huge bool) (string, Obj, ToolResult) {
 	switch k := r.IntN(20); {
 	case k < 8:
 		g.read[f] = true
-		if r.IntN(5) == 0 {
+		if r.IntN(5) == 0 || (g.cjk && r.IntN(2) == 0) {
 			f = strings.TrimSuffix(f, ".go") + ".md"
 			var txt string
 			if g.cjk {
