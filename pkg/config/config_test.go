@@ -1,0 +1,110 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+)
+
+func flattenYAML(prefix string, m map[string]any, out map[string]any) {
+	for k, v := range m {
+		key := k
+		if prefix != "" {
+			key = prefix + "." + k
+		}
+		if sub, ok := v.(map[string]any); ok {
+			flattenYAML(key, sub, out)
+			continue
+		}
+		out[key] = v
+	}
+}
+
+// config.example.yaml documents every key with its default value.
+func TestExampleConfigMatchesDefaults(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "config.example.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]any{}
+	flattenYAML("", doc, got)
+	var missing, extra, differ []string
+	for k, d := range Defaults {
+		v, ok := got[k]
+		if !ok {
+			missing = append(missing, k)
+			continue
+		}
+		if !sameValue(v, d) {
+			differ = append(differ, k)
+		}
+	}
+	for k := range got {
+		if _, ok := Defaults[k]; !ok {
+			extra = append(extra, k)
+		}
+	}
+	sort.Strings(missing)
+	sort.Strings(extra)
+	if len(missing)+len(extra)+len(differ) > 0 {
+		t.Fatalf("config.example.yaml vs Defaults: missing %v, unknown %v, different defaults %v", missing, extra, differ)
+	}
+}
+
+func sameValue(a, b any) bool {
+	norm := func(v any) string {
+		switch x := v.(type) {
+		case int:
+			return strings.TrimSuffix(strings.TrimSuffix(yamlString(float64(x)), ".0"), "\n")
+		case float64:
+			return strings.TrimSuffix(strings.TrimSuffix(yamlString(x), ".0"), "\n")
+		}
+		return strings.TrimSuffix(yamlString(v), "\n")
+	}
+	return norm(a) == norm(b)
+}
+
+func yamlString(v any) string {
+	b, _ := yaml.Marshal(v)
+	return string(b)
+}
+
+func TestPrecedenceFlagEnvFileOpenClawDefault(t *testing.T) {
+	dir := t.TempDir()
+	oc := filepath.Join(dir, "openclaw.json")
+	os.WriteFile(oc, []byte(`{
+  // OpenClaw config is JSON5
+  agents: { defaults: { compaction: { mode: 'safeguard', keepRecentTokens: 11111, reserveTokensFloor: 30000, }, }, },
+}`), 0o644)
+	file := filepath.Join(dir, "c.yaml")
+	os.WriteFile(file, []byte("compaction:\n  keepRecentTokens: 22222\n"), 0o644)
+	c, err := Load(file, oc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Int(nil, "", "compaction.keepRecentTokens"); got != 22222 {
+		t.Fatalf("file must beat openclaw: %d", got)
+	}
+	if got := c.String(nil, "", "compaction.mode"); got != "safeguard" {
+		t.Fatalf("openclaw must beat default: %q", got)
+	}
+	if got := c.Int(nil, "", "compaction.reserveTokens"); got != 16384 {
+		t.Fatalf("default: %d", got)
+	}
+	t.Setenv("CTXTOOL_COMPACTION_KEEPRECENTTOKENS", "33333")
+	c, _ = Load(file, oc)
+	if got := c.Int(nil, "", "compaction.keepRecentTokens"); got != 33333 {
+		t.Fatalf("env must beat file: %d", got)
+	}
+	if _, err := Load(filepath.Join(dir, "missing.yaml"), ""); err == nil {
+		t.Fatal("an explicit missing config file must be an error")
+	}
+}
