@@ -14,6 +14,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"sort"
 	"strings"
@@ -25,6 +26,14 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/recall/recalltest"
 )
 
+// threadCPU is the calling OS thread's user+system time (the query loop
+// locks its goroutine to one thread; SQLite here is pure Go, no cgo threads).
+func threadCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(1 /* RUSAGE_THREAD */, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // cpuTime is the process's user+system time: under a loaded machine it
 // is a steadier measure than the wall clock.
 func cpuTime() time.Duration {
@@ -32,6 +41,8 @@ func cpuTime() time.Duration {
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+var verbose bool
 
 type planted struct {
 	file string
@@ -44,14 +55,16 @@ func main() {
 	dir := flag.String("dir", "", "work directory (default: a temp dir, removed afterwards)")
 	queries := flag.Int("queries", 400, "number of timed queries")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the indexing run")
+	qprofile := flag.String("qprofile", "", "write a CPU profile of the timed queries")
+	flag.BoolVar(&verbose, "v", false, "list the slowest queries")
 	flag.Parse()
-	if err := run(*mb, *fileMB, *dir, *queries, *cpuprofile); err != nil {
+	if err := run(*mb, *fileMB, *dir, *queries, *cpuprofile, *qprofile); err != nil {
 		fmt.Fprintln(os.Stderr, "recallbench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(mb, fileMB float64, dir string, nq int, cpuprofile string) error {
+func run(mb, fileMB float64, dir string, nq int, cpuprofile, qprofile string) error {
 	ctx := context.Background()
 	if dir == "" {
 		d, err := os.MkdirTemp("", "recallbench")
@@ -174,7 +187,22 @@ func run(mb, fileMB float64, dir string, nq int, cpuprofile string) error {
 	// Timed queries: planted-fact queries, and 1–3 common filler words.
 	rng := rand.New(rand.NewPCG(1, 2))
 	common := strings.Fields("function error request config cache token parser query transaction retry deploy module handler timeout stream")
-	var lat []time.Duration
+	var lat, qcpu []time.Duration
+	type slowQ struct {
+		q   string
+		cpu time.Duration
+	}
+	var slow []slowQ
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if qprofile != "" {
+		f, err := os.Create(qprofile)
+		if err != nil {
+			return err
+		}
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
 	for i := 0; i < nq; i++ {
 		var q string
 		if i%2 == 0 {
@@ -187,14 +215,20 @@ func run(mb, fileMB float64, dir string, nq int, cpuprofile string) error {
 			}
 			q = strings.Join(ws, " ")
 		}
-		s := time.Now()
+		s, c := time.Now(), threadCPU()
 		if _, err := ix.Search(ctx, q, recall.SearchOptions{MaxResults: 6, MinScore: 0.35}); err != nil {
 			return err
 		}
 		lat = append(lat, time.Since(s))
+		qcpu = append(qcpu, threadCPU()-c)
+		slow = append(slow, slowQ{q, qcpu[len(qcpu)-1]})
 	}
+	sort.Slice(slow, func(i, j int) bool { return slow[i].cpu > slow[j].cpu })
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	sort.Slice(qcpu, func(i, j int) bool { return qcpu[i] < qcpu[j] })
 	pct := func(p float64) time.Duration { return lat[min(len(lat)-1, int(p*float64(len(lat))))] }
+	cpct := func(p float64) time.Duration { return qcpu[min(len(qcpu)-1, int(p*float64(len(qcpu))))] }
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
 
 	dbSize := int64(0)
 	for _, suf := range []string{"", "-wal"} {
@@ -213,13 +247,30 @@ func run(mb, fileMB float64, dir string, nq int, cpuprofile string) error {
 	row("first index (CPU, all threads)", fmt.Sprintf("%.2fs = %.1f MB per CPU-second", firstCPU.Seconds(), float64(total)/1e6/firstCPU.Seconds()))
 	row("second index (unchanged)", fmt.Sprintf("%.1f ms, %d bytes read as new", float64(second.Microseconds())/1000, secondBytes))
 	row("append 1 line to 10 files", fmt.Sprintf("%.1f ms, %d files, %d lines indexed", float64(appendTime.Microseconds())/1000, appended, appendLines))
-	row("query p50", fmt.Sprintf("%.2f ms", float64(pct(0.50).Microseconds())/1000))
-	row("query p95", fmt.Sprintf("%.2f ms", float64(pct(0.95).Microseconds())/1000))
-	row("query max", fmt.Sprintf("%.2f ms", float64(lat[len(lat)-1].Microseconds())/1000))
+	row("query p50 / p95 / max (wall)", ms(pct(0.50))+" / "+ms(pct(0.95))+" / "+ms(lat[len(lat)-1]))
+	row("query p50 / p95 / max (thread CPU)", ms(cpct(0.50))+" / "+ms(cpct(0.95))+" / "+ms(qcpu[len(qcpu)-1]))
+	row("load average at end", loadavg())
 	row("planted facts in top 3", fmt.Sprintf("%d/%d (%.1f%%), top 1: %d", top3, len(facts), 100*float64(top3)/float64(len(facts)), top1))
 	w.Flush()
+	if verbose {
+		for _, q := range slow[:min(8, len(slow))] {
+			fmt.Printf("slow query %q: %.2f ms CPU\n", q.q, float64(q.cpu.Microseconds())/1000)
+		}
+	}
 	for _, m := range missed {
 		fmt.Println("missed:", m)
 	}
 	return nil
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ") + fmt.Sprintf(" (%d CPUs)", runtime.NumCPU())
 }

@@ -11,14 +11,17 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
 // Search scoring follows OpenClaw's memory_search (reference-behaviour.md
 // §3.2) so that its default minScore 0.35 means the same here:
-//   - keyword query: every [\p{L}\p{N}_]+ token, quoted, joined with AND;
-//     if that finds nothing, one query per keyword (stop words dropped),
-//     keeping each chunk's best score;
+//   - keyword query: every [\p{L}\p{N}_]+ token but stop words, quoted,
+//     joined with AND; if that finds nothing, one query per keyword, keeping
+//     each chunk's best score;
+//   - a query matching more than rankWindow chunks is not ranked by BM25
+//     (see rankWindow);
 //   - BM25 rank r (negative = better) → -r/(1-r), else 1/(1+r);
 //   - keyword-only mode adds OpenClaw's boosts: 0.45 × share of query
 //     tokens found, 0.2 × found / unique chunk tokens, 0.18 per query token
@@ -73,8 +76,10 @@ type Result struct {
 
 var tokenRe = regexp.MustCompile(`[\p{L}\p{N}_]+`)
 
-// stopWords are dropped from the per-keyword fallback query and from the
-// boost's token share; the AND query keeps every token, as OpenClaw does.
+// stopWords are dropped from the queries and from the boost's token share
+// (unless the query has nothing else). OpenClaw's AND query keeps them;
+// dropping them there too avoids both missing a chunk over a "the" and
+// scanning the posting list of a word that is in most chunks.
 var stopWords = map[string]bool{}
 
 func init() {
@@ -259,15 +264,12 @@ func Citation(path string, start, end int) string {
 // keywordCandidates runs the AND query, then the per-keyword fallback.
 func (ix *Index) keywordCandidates(ctx context.Context, tokens []string, fileID int64, limit int) (map[int64]*candidate, error) {
 	cands := map[int64]*candidate{}
-	if err := ix.ftsQuery(ctx, tokens, fileID, limit, cands); err != nil {
+	kw := keywords(tokens)
+	if err := ix.ftsQuery(ctx, kw, fileID, limit, cands); err != nil {
 		return nil, err
 	}
-	if len(cands) > 0 {
-		return cands, nil
-	}
-	kw := keywords(tokens)
-	if len(kw) == 1 && len(tokens) == 1 {
-		return cands, nil // the AND query was this query
+	if len(cands) > 0 || len(kw) == 1 {
+		return cands, nil // (one keyword: the AND query was that query)
 	}
 	for _, k := range kw {
 		if err := ix.ftsQuery(ctx, []string{k}, fileID, limit, cands); err != nil {
@@ -290,65 +292,64 @@ func (ix *Index) ftsQuery(ctx context.Context, tokens []string, fileID int64, li
 			cjk = true
 		}
 	}
-	var q string
+	// from/args select the matching chunks as column "id"; table is the
+	// FTS table whose bm25() ranks them ("" = no ranking: LIKE only).
+	var from, table, idCol string
 	var args []any
+	var where []string
 	if !cjk {
 		parts := make([]string, len(tokens))
 		for i, t := range tokens {
 			parts[i] = quoteFTS(t)
 		}
-		match := strings.Join(parts, " AND ")
-		filter, fargs := "", []any{}
+		table, idCol = "chunks_fts", "chunks_fts.rowid"
+		from = `FROM chunks_fts WHERE chunks_fts MATCH ?`
+		args = append(args, strings.Join(parts, " AND "))
 		if fileID >= 0 {
-			filter, fargs = ` AND rowid IN (SELECT id FROM chunks WHERE file_id=?)`, []any{fileID}
+			where = append(where, `rowid IN (SELECT id FROM chunks WHERE file_id=?)`)
+			args = append(args, fileID)
 		}
-		cut, err := ix.rankCutoff(ctx, `SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?`+filter, append([]any{match}, fargs...))
-		if err != nil {
-			return err
-		}
-		q = `SELECT rowid, bm25(chunks_fts) AS r FROM chunks_fts WHERE chunks_fts MATCH ? AND rowid >= ?` + filter + ` ORDER BY r LIMIT ?`
-		args = append(append([]any{match, cut}, fargs...), limit)
 	} else {
-		var long, short []string
+		var long []string
+		var likes []any
 		for _, t := range tokens {
 			if utf8.RuneCountInString(t) >= 3 {
 				long = append(long, quoteFTS(t))
 			} else {
-				short = append(short, t)
+				where = append(where, `c.text LIKE ? ESCAPE '\'`)
+				likes = append(likes, "%"+likeEscape(t)+"%")
 			}
-		}
-		var where []string
-		var wargs []any
-		for _, s := range short {
-			where = append(where, `c.text LIKE ? ESCAPE '\'`)
-			wargs = append(wargs, "%"+likeEscape(s)+"%")
-		}
-		if fileID >= 0 {
-			where = append(where, `c.file_id = ?`)
-			wargs = append(wargs, fileID)
 		}
 		if len(long) > 0 {
-			match := strings.Join(long, " AND ")
-			from := `FROM chunks_tri t JOIN chunks c ON c.id = t.rowid WHERE chunks_tri MATCH ?`
-			for _, w := range where {
-				from += " AND " + w
-			}
-			cut, err := ix.rankCutoff(ctx, `SELECT t.rowid `+from, append([]any{match}, wargs...))
-			if err != nil {
-				return err
-			}
-			q = `SELECT t.rowid, bm25(chunks_tri) AS r ` + from + ` AND t.rowid >= ? ORDER BY r LIMIT ?`
-			args = append(append([]any{match}, wargs...), cut, limit)
+			table, idCol = "chunks_tri", "t.rowid"
+			from = `FROM chunks_tri t JOIN chunks c ON c.id = t.rowid WHERE chunks_tri MATCH ?`
+			args = append(args, strings.Join(long, " AND "))
 		} else {
-			q = `SELECT c.id, 0.0 FROM chunks c WHERE c.has_cjk = 1`
-			for _, w := range where {
-				q += " AND " + w
-			}
-			q += ` ORDER BY c.id DESC LIMIT ?`
-			args = append(wargs, limit)
+			idCol = "c.id"
+			from = `FROM chunks c WHERE c.has_cjk = 1`
+		}
+		args = append(args, likes...)
+		if fileID >= 0 {
+			where = append(where, `c.file_id = ?`)
+			args = append(args, fileID)
 		}
 	}
-	rows, err := ix.db.QueryContext(ctx, q, args...)
+	for _, w := range where {
+		from += " AND " + w
+	}
+	var q string
+	many, err := ix.manyMatches(ctx, idCol, from, args)
+	if err != nil {
+		return err
+	}
+	if many || table == "" {
+		// Not selective (or LIKE only): the newest matches, unranked; the
+		// keyword boosts order them.
+		q = `SELECT ` + idCol + `, 0.0 ` + from + ` ORDER BY ` + idCol + ` DESC LIMIT ?`
+	} else {
+		q = `SELECT ` + idCol + `, bm25(` + table + `) AS r ` + from + ` ORDER BY r LIMIT ?`
+	}
+	rows, err := ix.db.QueryContext(ctx, q, append(args, limit)...)
 	if err != nil {
 		return fmt.Errorf("recall: search: %v", err)
 	}
@@ -372,31 +373,28 @@ func (ix *Index) ftsQuery(ctx context.Context, tokens []string, fileID int64, li
 	return rows.Err()
 }
 
-// rankWindow bounds how many matches of one query are ranked by BM25.
-// Ranking costs microseconds per match inside SQLite; a query of only common
-// words can match most of a 100 MB corpus. Above the window, only the
-// rankWindow most recently indexed matches are ranked (a recency prior that
-// keeps p95 latency flat); below it, ranking is exact.
-const rankWindow = 1500
+// rankWindow bounds BM25 ranking. SQLite's bm25() costs microseconds per
+// match plus a scan of every query term's whole posting list, and a query
+// of only common words can match half of a 100 MB corpus. A query matching
+// more than rankWindow chunks is not selective: its newest matches are
+// taken unranked (BM25 part 0) and ordered by the keyword boosts, a recency
+// prior that keeps p95 latency flat. Below the window ranking is exact.
+const rankWindow = 1000
 
-// rankCutoff returns the smallest rowid to rank: the rowid of the
-// rankWindow-th newest match, or 0 when there are fewer matches. sel must
-// select one rowid column; its matches are iterated without ranking, which
-// is cheap.
-func (ix *Index) rankCutoff(ctx context.Context, sel string, args []any) (int64, error) {
-	var cut int64
-	col := "rowid"
-	if strings.HasPrefix(sel, "SELECT t.rowid") {
-		col = "t.rowid"
-	}
-	err := ix.db.QueryRowContext(ctx, sel+` ORDER BY `+col+` DESC LIMIT 1 OFFSET ?`, append(args, rankWindow-1)...).Scan(&cut)
+// manyMatches reports whether the query has at least rankWindow matches,
+// by stepping through them newest first without ranking (cheap).
+func (ix *Index) manyMatches(ctx context.Context, idCol, from string, args []any) (bool, error) {
+	q := `SELECT ` + idCol + ` ` + from + ` ORDER BY ` + idCol + ` DESC LIMIT 1 OFFSET ?`
+	a := append(append([]any{}, args...), rankWindow-1)
+	var id int64
+	err := ix.db.QueryRowContext(ctx, q, a...).Scan(&id)
 	if err == sql.ErrNoRows {
-		return 0, nil
+		return false, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("recall: search: %v", err)
+		return false, fmt.Errorf("recall: search: %v", err)
 	}
-	return cut, nil
+	return true, nil
 }
 
 func likeEscape(s string) string {
@@ -484,10 +482,7 @@ func (ix *Index) loadCandidates(ctx context.Context, cands map[int64]*candidate)
 // boosted is OpenClaw's keyword-only score.
 func boosted(c *candidate, kw []string) float64 {
 	lower := strings.ToLower(c.body)
-	chunkTokens := map[string]bool{}
-	for _, t := range tokenRe.FindAllString(lower, -1) {
-		chunkTokens[t] = true
-	}
+	chunkTokens := wordSet(lower)
 	found := 0
 	base := strings.ToLower(filepath.Base(c.path))
 	inPath := 0
@@ -509,6 +504,29 @@ func boosted(c *candidate, kw []string) float64 {
 	s += 0.18 * float64(inPath)
 	s += math.Min(float64(utf8.RuneCountInString(c.body))/160, 0.18)
 	return math.Min(1, s)
+}
+
+// wordSet is the set of [\p{L}\p{N}_]+ runs of s (tokenRe without the
+// regexp engine: this runs on every candidate of every query).
+func wordSet(s string) map[string]bool {
+	set := make(map[string]bool, len(s)/6)
+	start := -1
+	for i, r := range s {
+		if r == '_' || unicode.IsLetter(r) || unicode.IsNumber(r) {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		if start >= 0 {
+			set[s[start:i]] = true
+			start = -1
+		}
+	}
+	if start >= 0 {
+		set[s[start:]] = true
+	}
+	return set
 }
 
 // snippet cuts text to at most max UTF-16 units, around the first query

@@ -1,0 +1,184 @@
+package cmd
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ctxtool/ctxtool/pkg/exitcode"
+	"github.com/ctxtool/ctxtool/pkg/iostreams"
+	"github.com/ctxtool/ctxtool/pkg/recall/recalltest"
+)
+
+func jsonLines[T any](t *testing.T, s string) []T {
+	t.Helper()
+	var out []T
+	sc := bufio.NewScanner(strings.NewReader(s))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var v T
+		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
+			t.Fatalf("bad JSON line %q: %v", sc.Text(), err)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+type indexLine struct {
+	File         string  `json:"file"`
+	Indexed      bool    `json:"indexed"`
+	Skipped      string  `json:"skipped"`
+	LinesIndexed int     `json:"linesIndexed"`
+	Chunks       int     `json:"chunks"`
+	Bytes        int64   `json:"bytes"`
+	Seconds      float64 `json:"seconds"`
+}
+
+type hitLine struct {
+	Path      string   `json:"path"`
+	StartLine int      `json:"startLine"`
+	EndLine   int      `json:"endLine"`
+	Score     float64  `json:"score"`
+	Snippet   string   `json:"snippet"`
+	Citation  string   `json:"citation"`
+	EntryIDs  []string `json:"entryIds"`
+	Timestamp string   `json:"timestamp"`
+}
+
+func TestIndexAndSearchCommands(t *testing.T) {
+	dir := t.TempDir()
+	state := t.TempDir()
+	facts, err := recalltest.WriteFile(filepath.Join(dir, "a.jsonl"), recalltest.Options{Seed: 1, Turns: 60,
+		Facts: recalltest.DefaultFacts(1), Compactions: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := recalltest.WriteFile(filepath.Join(dir, "b.jsonl.reset.2026-03-08T13-03-27.008Z"), recalltest.Options{Seed: 2, Turns: 20}); err != nil {
+		t.Fatal(err)
+	}
+	// Never indexed: a lock, a backup, a checkpoint copy.
+	for _, n := range []string{"a.jsonl.lock", "a.jsonl.bak.2026-03-08T13-03-27.008Z", "a.checkpoint.0b6f3c1e-5a47-4d0e-9c1a-2f8e7d6c5b4a.jsonl"} {
+		os.WriteFile(filepath.Join(dir, n), []byte(`{"type":"message","message":{"role":"user","content":"hidden-backup-text"}}`+"\n"), 0o644)
+	}
+
+	io, _, out, _ := iostreams.Test()
+	if err := runIndex(context.Background(), &IndexOptions{IO: io, Paths: []string{dir}, JSON: true, StateDir: state}); err != nil {
+		t.Fatal(err)
+	}
+	got := jsonLines[indexLine](t, out.String())
+	if len(got) != 2 {
+		t.Fatalf("indexed %d files, want 2 (transcript + reset archive): %s", len(got), out)
+	}
+	for _, l := range got {
+		if !l.Indexed || l.LinesIndexed == 0 || l.Chunks == 0 || l.Bytes == 0 {
+			t.Errorf("first run: %+v", l)
+		}
+	}
+
+	// Second run: nothing to do; human table.
+	io, _, out, _ = iostreams.Test()
+	if err := runIndex(context.Background(), &IndexOptions{IO: io, Paths: []string{dir}, StateDir: state}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "0 indexed, 2 unchanged") || strings.Count(out.String(), "unchanged") < 3 {
+		t.Errorf("second run table:\n%s", out)
+	}
+
+	// Search, JSON: one hit per line with the contract's fields.
+	f := facts[0]
+	io, _, out, _ = iostreams.Test()
+	if err := runSearch(context.Background(), &SearchOptions{IO: io, Query: f.Query, MaxResults: 6, MinScore: 0.35, JSON: true, StateDir: state}); err != nil {
+		t.Fatal(err)
+	}
+	hits := jsonLines[hitLine](t, out.String())
+	if len(hits) == 0 || hits[0].StartLine > f.Line || hits[0].EndLine < f.Line || hits[0].Score < 0.35 ||
+		hits[0].Citation == "" || hits[0].Snippet == "" || len(hits[0].EntryIDs) == 0 || hits[0].Timestamp == "" ||
+		filepath.Base(hits[0].Path) != "a.jsonl" {
+		t.Fatalf("search %q (fact line %d): %+v", f.Query, f.Line, hits)
+	}
+	// Human output names the citation.
+	io, _, out, _ = iostreams.Test()
+	if err := runSearch(context.Background(), &SearchOptions{IO: io, Query: f.Query, MaxResults: 2, MinScore: 0.35, StateDir: state}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out.String(), "1. "+hits[0].Citation) {
+		t.Errorf("human output:\n%s", out)
+	}
+	// Backups are not searchable.
+	io, _, out, _ = iostreams.Test()
+	runSearch(context.Background(), &SearchOptions{IO: io, Query: "hidden-backup-text", MaxResults: 6, JSON: true, StateDir: state})
+	if out.Len() != 0 {
+		t.Errorf("backup/lock/checkpoint text indexed: %s", out)
+	}
+
+	// A removed file drops out on the next run over its directory.
+	os.Remove(filepath.Join(dir, "a.jsonl"))
+	io, _, out, _ = iostreams.Test()
+	if err := runIndex(context.Background(), &IndexOptions{IO: io, Paths: []string{dir}, JSON: true, StateDir: state}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), `"skipped":"removed"`) {
+		t.Errorf("removal not reported: %s", out)
+	}
+	io, _, out, _ = iostreams.Test()
+	runSearch(context.Background(), &SearchOptions{IO: io, Query: f.Query, MaxResults: 6, MinScore: 0.35, JSON: true, StateDir: state})
+	for _, h := range jsonLines[hitLine](t, out.String()) {
+		if filepath.Base(h.Path) == "a.jsonl" {
+			t.Errorf("removed file still found: %s", h.Citation)
+		}
+	}
+}
+
+func TestSearchErrors(t *testing.T) {
+	io, _, _, _ := iostreams.Test()
+	err := runSearch(context.Background(), &SearchOptions{IO: io, Query: "x", MaxResults: 6, StateDir: t.TempDir()})
+	if exitcode.Code(err) != exitcode.Runtime || !strings.Contains(err.Error(), "ctxtool index") {
+		t.Errorf("no index: %v", err)
+	}
+	err = runSearch(context.Background(), &SearchOptions{IO: io, Query: "x", MaxResults: 0, StateDir: t.TempDir()})
+	if exitcode.Code(err) != exitcode.Usage {
+		t.Errorf("--max-results 0: %v", err)
+	}
+	err = runSearch(context.Background(), &SearchOptions{IO: io, Query: "x", MaxResults: 3, MinScore: 2, StateDir: t.TempDir()})
+	if exitcode.Code(err) != exitcode.Usage {
+		t.Errorf("--min-score 2: %v", err)
+	}
+	err = runIndex(context.Background(), &IndexOptions{IO: io, Paths: []string{filepath.Join(t.TempDir(), "missing.jsonl")}, StateDir: t.TempDir()})
+	if err == nil {
+		t.Error("missing path accepted")
+	}
+}
+
+// The command line wires flags and config: --state-dir, --json, --max-results.
+func TestIndexSearchCLI(t *testing.T) {
+	dir, state := t.TempDir(), t.TempDir()
+	facts, err := recalltest.WriteFile(filepath.Join(dir, "s.jsonl"), recalltest.Options{Seed: 5, Turns: 40, Facts: recalltest.DefaultFacts(5)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) string {
+		io, _, out, errOut := iostreams.Test()
+		root, _ := NewRootCmd(io)
+		root.SetArgs(args)
+		if err := root.Execute(); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, errOut)
+		}
+		return out.String()
+	}
+	run("--state-dir", state, "index", dir)
+	var cjk = facts[0]
+	for _, f := range facts {
+		if f.Name == "cjk" {
+			cjk = f
+		}
+	}
+	hits := jsonLines[hitLine](t, run("--state-dir", state, "--json", "search", "--max-results", "1", cjk.Query))
+	if len(hits) != 1 || hits[0].StartLine > cjk.Line || hits[0].EndLine < cjk.Line {
+		t.Fatalf("CJK query %q (line %d): %+v", cjk.Query, cjk.Line, hits)
+	}
+}
