@@ -3,6 +3,7 @@ package cmd
 import (
 	"fmt"
 
+	"github.com/ctxtool/ctxtool/pkg/checkpoint"
 	"github.com/ctxtool/ctxtool/pkg/config"
 )
 
@@ -68,5 +69,5 @@ func windowWarning(window int) string {
 	return ""
 }
 
-// contextGauge is replaced by the checkpoint gauge once it is wired in.
-var contextGauge = func(tokens, window int) string { return "" }
+// contextGauge is seed 002's one-line gauge, printed by estimate at ≥ 70%.
+var contextGauge = func(tokens, window int) string { return checkpoint.Gauge(tokens, window, false) }

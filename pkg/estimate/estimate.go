@@ -79,7 +79,7 @@ func NewCounter(s *transcript.Session, method string) (*Counter, error) {
 			break
 		}
 		if method == Auto {
-			c.Note = fmt.Sprintf("too few usage records to calibrate (%d spans, %d tokens): counting with o200k", c.calib.Points, c.calib.TokensCovered)
+			// Expected for short sessions: auto simply counts exactly.
 			c.method = O200k
 		} else {
 			c.Note = fmt.Sprintf("too few usage records to calibrate (%d spans, %d tokens): using prior weights", c.calib.Points, c.calib.TokensCovered)
