@@ -132,3 +132,103 @@ func TestBuilderReproducesFormatExample132(t *testing.T) {
 		t.Fatalf("context %+v", c)
 	}
 }
+
+// TestBuilderEdgeCasesMatchPi handcrafts malformed and odd files with the
+// Builder and checks pi's loader agrees with Result.
+func TestBuilderEdgeCasesMatchPi(t *testing.T) {
+	dir := t.TempDir()
+	type tc struct {
+		name   string
+		cfg    Config
+		build  func(b *Builder)
+		broken int
+	}
+	cases := []tc{
+		{"broken-parent", Config{Seed: 1}, func(b *Builder) {
+			b.UserText("first")
+			b.AssistantText("one")
+			b.User(User{Meta: Meta{ParentID: "deadbeef"}, Text: "orphan root"})
+			b.AssistantText("two")
+		}, 1},
+		{"torn-middle-and-hidden-compaction", Config{Seed: 2}, func(b *Builder) {
+			u := b.UserText("start")
+			call := b.ToolCallID()
+			b.Assistant(Assistant{Content: []Block{ToolCall(call, "read", Obj{{"path", "a.go"}})}})
+			b.Torn(&ToolResult{ToolCallID: call, ToolName: "read", Content: []Block{Text("package a")}}, 40, true)
+			b.ToolResultText(call, "read", "package a\n")
+			b.Glued(&Compaction{Summary: "hidden", FirstKeptEntryID: u}, &User{Text: "lost"})
+			b.Garbage("not json at all")
+			b.AssistantText("done")
+		}, 0},
+		{"v1-index-after-malformed", Config{Seed: 3, Version: 1}, func(b *Builder) {
+			b.UserText("a")
+			b.AssistantText("b")
+			b.Garbage("{\"type\":\"message\"")
+			kept := b.UserText("c")
+			b.AssistantText("d")
+			b.Compaction(Compaction{Summary: "sum", FirstKeptEntryID: kept})
+			b.UserText("e")
+		}, 0},
+		{"v1-index-zero", Config{Seed: 4, Version: 1}, func(b *Builder) {
+			b.UserText("a")
+			b.AssistantText("b")
+			b.Compaction(Compaction{Summary: "points at the header"})
+		}, 0},
+		{"reset-leaf-new-root", Config{Seed: 5}, func(b *Builder) {
+			b.UserText("a")
+			b.AssistantText("b")
+			b.Branch("")
+			b.UserText("new root")
+			b.Custom(Custom{CustomType: "x"})
+			b.Label(Label{TargetID: b.Leaf()})
+		}, 0},
+	}
+	var files []string
+	results := map[string]*Result{}
+	for _, c := range cases {
+		f := dir + "/" + c.name + ".jsonl"
+		fh, err := os.Create(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := NewBuilder(fh, c.cfg)
+		c.build(b)
+		res, err := b.Close()
+		fh.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		files = append(files, f)
+		results[f] = res
+	}
+	pi := piCheck(t, files...)
+	for i, f := range files {
+		p, r := pi[f], results[f]
+		if !p.Loads || p.ContextMessages != r.Context.Messages || p.HeuristicTokens != r.Context.HeuristicTokens ||
+			p.UsageTokens != r.Context.UsageTokens || p.Entries != r.Entries || p.PathEntries != r.Context.PathEntries ||
+			!sameInts(p.MalformedLines, r.MalformedLines) || p.BrokenParents != cases[i].broken {
+			t.Errorf("%s: pi %+v\nResult %+v", cases[i].name, p, r.Context)
+		}
+	}
+}
+
+func TestBuilderRejectsBadInput(t *testing.T) {
+	for name, build := range map[string]func(b *Builder){
+		"duplicate id":     func(b *Builder) { b.User(User{Meta: Meta{ID: "a"}}); b.User(User{Meta: Meta{ID: "a"}}) },
+		"unknown branch":   func(b *Builder) { b.Branch("nope") },
+		"v1 branch":        func(b *Builder) { b.cfg.Version = 1; b.version = 1; b.Branch("x") },
+		"garbage is json":  func(b *Builder) { b.Garbage(`{"a":1}`) },
+		"append after end": func(b *Builder) { b.Torn(&User{Text: "x"}, 5, false); b.UserText("more") },
+		"image in assistant": func(b *Builder) {
+			b.Assistant(Assistant{Content: []Block{ImageBlock(MakePNG(2, 2, 0))}})
+		},
+		"bad value": func(b *Builder) { b.Custom(Custom{CustomType: "x", Data: struct{}{}}) },
+	} {
+		var buf bytes.Buffer
+		b := NewBuilder(&buf, Config{})
+		build(b)
+		if _, err := b.Close(); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
