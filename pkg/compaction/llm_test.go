@@ -1,0 +1,228 @@
+package compaction
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ctxtool/ctxtool/internal/oracle"
+	"github.com/ctxtool/ctxtool/pkg/llm"
+	"github.com/ctxtool/ctxtool/pkg/llm/llmtest"
+	"github.com/ctxtool/ctxtool/pkg/transcript"
+)
+
+func fixture(name string) string {
+	return filepath.Join(oracle.ModuleRoot(), "..", "shared", "fixtures", "external", name)
+}
+
+func llmSummarizer(t *testing.T, srv *llmtest.Server, mut func(*llm.Config)) *LLMSummarizer {
+	t.Helper()
+	cfg := llm.Config{BaseURL: srv.BaseURL(), Model: "test-model", APIKey: "sk-test", Timeout: 5 * time.Second,
+		MaxRetries: 3, MinBackoff: 10 * time.Millisecond}
+	if mut != nil {
+		mut(&cfg)
+	}
+	c, err := llm.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return NewLLMSummarizer(c)
+}
+
+func TestLLMSuccessEveryStrategy(t *testing.T) {
+	oracle.Require(t)
+	for _, strategy := range Strategies {
+		t.Run(strategy, func(t *testing.T) {
+			srv := llmtest.New()
+			defer srv.Close()
+			file := copyFile(t, fixture("pi-v1-large-session.jsonl"))
+			orig, _ := os.ReadFile(file)
+			before := oracle.CheckOne(t, file)
+			res, err := Run(context.Background(), file, Options{Settings: Settings{Strategy: strategy, Force: true},
+				Summarizer: llmSummarizer(t, srv, nil)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkWritten(t, orig, before, file, res, false)
+			reqs := srv.Requests()
+			if res.LLMCalls != len(reqs) || res.LLMCalls == 0 || res.LLMInputTokens == 0 || res.LLMOutputTokens == 0 {
+				t.Fatalf("reported %d calls / %d in / %d out, server saw %d requests", res.LLMCalls, res.LLMInputTokens, res.LLMOutputTokens, len(reqs))
+			}
+			r := oracle.CheckOne(t, file)
+			if !strings.Contains(r.LastCompaction.Summary, "Summary from the test model.") {
+				t.Fatalf("summary is not the model's: %.200s", r.LastCompaction.Summary)
+			}
+			if !strings.Contains(string(r.LastCompaction.Details), `"summarizer":"llm"`) || !strings.Contains(string(r.LastCompaction.Details), `"calls":`) {
+				t.Fatalf("details: %s", r.LastCompaction.Details)
+			}
+			for _, q := range reqs {
+				if q.Temperature == nil || *q.Temperature > 1e-6 {
+					t.Fatalf("temperature %v", q.Temperature)
+				}
+			}
+			switch strategy {
+			case StrategySummarize:
+				if len(reqs) != 1 || reqs[0].MaxTokens != 4096 {
+					t.Fatalf("summarize: %d calls, max_tokens %d", len(reqs), reqs[0].MaxTokens)
+				}
+				user := reqs[0].Messages[len(reqs[0].Messages)-1].Content
+				if n := u16len(user); n > DefaultMaxInputChars+5000 {
+					t.Fatalf("summarizer input %d chars, cap is %d", n, DefaultMaxInputChars)
+				}
+				if !strings.Contains(user, "characters omitted") {
+					t.Fatal("tool results were not previewed head+tail")
+				}
+			case StrategySafeguard:
+				if !strings.Contains(r.LastCompaction.Summary, "## Recent turns preserved verbatim") {
+					t.Fatal("no preserved turns")
+				}
+				if u16len(r.LastCompaction.Summary) > MaxSummaryChars {
+					t.Fatalf("summary %d chars > 16000", u16len(r.LastCompaction.Summary))
+				}
+				if !strings.Contains(reqs[0].Messages[1].Content, "## Exact identifiers") {
+					t.Fatal("required sections not asked for")
+				}
+			case StrategyDefault:
+				asked := false
+				for _, q := range reqs {
+					asked = asked || strings.Contains(q.Messages[1].Content, "## Goal")
+				}
+				if !asked {
+					t.Fatal("checkpoint headings not asked for")
+				}
+			}
+			t.Logf("%s: %d calls, %d input tokens, %d output tokens, %d → %d", strategy, res.LLMCalls, res.LLMInputTokens, res.LLMOutputTokens, res.TokensBefore, res.TokensAfter)
+		})
+	}
+}
+
+func TestLLMQualityGuardAsksAgain(t *testing.T) {
+	srv := llmtest.New()
+	defer srv.Close()
+	srv.Reply = func(llmtest.Request) string { return "## Decisions\n- nothing was decided" } // misses 4 headings
+	file := copyFile(t, scenarios(t)["tool-dense"])
+	res, err := Run(context.Background(), file, Options{Settings: Settings{Strategy: StrategySafeguard, Force: true, KeepRecentTokens: 3000,
+		QualityGuard: true, QualityGuardRetries: 2, RecentTurnsPreserve: -1}, Summarizer: llmSummarizer(t, srv, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := res.Outcome()
+	if o.QualityRetries != 2 || len(o.QualityIssues) == 0 {
+		t.Fatalf("quality retries %d, issues %v", o.QualityRetries, o.QualityIssues)
+	}
+	reqs := srv.Requests()
+	last := reqs[len(reqs)-1].Messages[1].Content
+	if !strings.Contains(last, "was rejected because") {
+		t.Fatal("feedback not sent on the retry")
+	}
+}
+
+func TestLLMRetryAfterThenSuccess(t *testing.T) {
+	srv := llmtest.New(llmtest.Step{Status: http.StatusTooManyRequests, RetryAfter: "1"})
+	defer srv.Close()
+	file := copyFile(t, scenarios(t)["branches"])
+	start := time.Now()
+	res, err := Run(context.Background(), file, Options{Settings: Settings{Force: true, KeepRecentTokens: 3000}, Summarizer: llmSummarizer(t, srv, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.Requests()
+	gap := time.Duration(0)
+	for i := 1; i < len(reqs); i++ {
+		if d := reqs[i].At.Sub(reqs[i-1].At); d > gap {
+			gap = d
+		}
+	}
+	if !res.Compacted || len(reqs) != res.LLMCalls+1 || gap < 900*time.Millisecond || time.Since(start) < time.Second {
+		t.Fatalf("compacted %v, %d requests for %d calls, largest gap %s", res.Compacted, len(reqs), res.LLMCalls, gap)
+	}
+}
+
+func TestLLMServerErrorThenSuccess(t *testing.T) {
+	srv := llmtest.New(llmtest.Step{Status: 500}, llmtest.Step{Status: 502})
+	defer srv.Close()
+	file := copyFile(t, scenarios(t)["branches"])
+	res, err := Run(context.Background(), file, Options{Settings: Settings{Force: true, KeepRecentTokens: 3000}, Summarizer: llmSummarizer(t, srv, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Compacted || len(srv.Requests()) != 3+res.LLMCalls-1 {
+		t.Fatalf("compacted %v, %d requests for %d calls", res.Compacted, len(srv.Requests()), res.LLMCalls)
+	}
+}
+
+// failureLeavesFileAlone runs a compaction that must fail and checks the
+// file is byte-identical and unlocked afterwards.
+func failureLeavesFileAlone(t *testing.T, srv *llmtest.Server, set Settings, mut func(*llm.Config), want string) {
+	t.Helper()
+	file := copyFile(t, scenarios(t)["branches"])
+	orig, _ := os.ReadFile(file)
+	res, err := Run(context.Background(), file, Options{Settings: set, Summarizer: llmSummarizer(t, srv, mut)})
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err = %v, want %q", err, want)
+	}
+	if res == nil || res.Compacted || res.Reason == "" {
+		t.Fatalf("result %+v", res)
+	}
+	if now, _ := os.ReadFile(file); !bytes.Equal(now, orig) {
+		t.Fatal("the session changed after a failed compaction")
+	}
+	if _, err := os.Stat(transcript.LockPath(file)); !os.IsNotExist(err) {
+		t.Fatal("lock left behind")
+	}
+}
+
+func TestLLMTimeoutWritesNothing(t *testing.T) {
+	srv := llmtest.New()
+	srv.Always = llmtest.Step{Delay: 3 * time.Second}
+	defer srv.Close()
+	failureLeavesFileAlone(t, srv, Settings{Force: true, KeepRecentTokens: 3000}, func(c *llm.Config) {
+		c.Timeout, c.MaxRetries = 200*time.Millisecond, 1
+	}, "no answer within 200ms")
+}
+
+func TestLLMPermanentFailureWritesNothing(t *testing.T) {
+	srv := llmtest.New()
+	srv.Always = llmtest.Step{Status: 401}
+	defer srv.Close()
+	failureLeavesFileAlone(t, srv, Settings{Force: true, KeepRecentTokens: 3000}, nil, "401")
+	if n := len(srv.Requests()); n < 1 || n > 2 {
+		t.Fatalf("%d requests for a permanent failure", n)
+	}
+	// summarize with fallback=fail behaves the same
+	failureLeavesFileAlone(t, srv, Settings{Strategy: StrategySummarize, Force: true, SummarizeFallback: "fail", ProtectedTail: 6}, nil, "401")
+}
+
+func TestLLMEmptyAnswerWritesNothing(t *testing.T) {
+	srv := llmtest.New()
+	srv.Always = llmtest.Step{Empty: true}
+	defer srv.Close()
+	failureLeavesFileAlone(t, srv, Settings{Strategy: StrategySafeguard, Force: true, KeepRecentTokens: 3000}, nil, "empty answer")
+}
+
+func TestSummarizeFallsBackToTrimNote(t *testing.T) {
+	oracle.Require(t)
+	srv := llmtest.New()
+	srv.Always = llmtest.Step{Status: 503}
+	defer srv.Close()
+	file := copyFile(t, scenarios(t)["branches"])
+	orig, _ := os.ReadFile(file)
+	before := oracle.CheckOne(t, file)
+	res, err := Run(context.Background(), file, Options{Settings: Settings{Strategy: StrategySummarize, Force: true},
+		Summarizer: llmSummarizer(t, srv, func(c *llm.Config) { c.MaxRetries = 1 })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Fallback == "" || !res.Compacted {
+		t.Fatalf("no fallback: %+v", res)
+	}
+	r := checkWritten(t, orig, before, file, res, false)
+	if !strings.Contains(r.LastCompaction.Summary, "The summariser failed") || !strings.Contains(r.LastCompaction.Summary, originalHeading) {
+		t.Fatalf("summary: %.300s", r.LastCompaction.Summary)
+	}
+}
