@@ -164,9 +164,13 @@ func tailSegment(s segment, budget int) segment {
 		w += rw
 		start -= size
 	}
-	if start > 0 {
+	if start > 0 && s.text[start-1] != ' ' {
+		// Mid-word: start after the next space, or at the cut when the
+		// "word" is a long unbroken run (base64, a minified line).
 		if sp := strings.IndexByte(s.text[start:], ' '); sp >= 0 && sp < 40 {
 			start += sp + 1
+		} else if sp < 0 && len(s.text)-start < 40 {
+			return segment{}
 		}
 	}
 	t := s.text[start:]

@@ -35,7 +35,7 @@ type planted struct {
 
 // genSessions writes n sessions with planted facts and compactions that
 // push the facts out of the active context.
-func genSessions(t testing.TB, dir string, n, turns int) []planted {
+func genSessions(t *testing.T, dir string, n, turns int) []planted {
 	t.Helper()
 	var all []planted
 	for i := 0; i < n; i++ {
@@ -46,7 +46,11 @@ func genSessions(t testing.TB, dir string, n, turns int) []planted {
 		if err != nil {
 			t.Fatal(err)
 		}
+		inContext := contextLines(t, p)
 		for _, f := range facts {
+			if inContext[f.Line] {
+				t.Fatalf("%s: fact %s on line %d is still in the active context", p, f.Name, f.Line)
+			}
 			all = append(all, planted{file: p, Fact: f})
 		}
 	}
@@ -242,6 +246,32 @@ func TestIncremental(t *testing.T) {
 	}
 }
 
+// CJK terms shorter than three characters cannot use the trigram index; a
+// LIKE scan over the CJK chunks finds them.
+func TestShortCJKQuery(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "s.jsonl")
+	if _, err := recalltest.WriteFile(p, recalltest.Options{Seed: 9, Turns: 30}); err != nil {
+		t.Fatal(err)
+	}
+	f, _ := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	fmt.Fprintln(f, `{"type":"message","id":"c0ffee01","parentId":null,"timestamp":"2026-03-05T10:00:00.000Z","message":{"role":"user","content":"这个项目代号是龘靐，不要告诉别人。","timestamp":1772704800000}}`)
+	fmt.Fprintln(f, `{"type":"message","id":"c0ffee02","parentId":"c0ffee01","timestamp":"2026-03-05T10:00:01.000Z","message":{"role":"user","content":"另一个句子没有那个词。","timestamp":1772704801000}}`)
+	f.Close()
+	ix := openIndex(t)
+	st := indexAll(t, ix, p)[0]
+	for _, q := range []string{"龘靐", "龘", "代号是龘靐"} {
+		res, err := ix.Search(context.Background(), q, recall.SearchOptions{MinScore: 0.35})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := planted{file: p, Fact: factAt(st.Lines - 1)}
+		if len(res.Hits) != 1 || rankOf(res.Hits, want) != 1 || !strings.Contains(strings.Join(res.Hits[0].EntryIDs, " "), "c0ffee01") {
+			t.Errorf("query %q: %+v", q, res.Hits)
+		}
+	}
+}
+
 func TestMalformedAndFixtures(t *testing.T) {
 	fx := "/work/shared/fixtures/external/pi-v1-compact-705ba5d.jsonl"
 	if _, err := os.Stat(fx); err != nil {
@@ -267,3 +297,5 @@ func TestMalformedAndFixtures(t *testing.T) {
 		t.Errorf("text of malformed line 1013 not found")
 	}
 }
+
+func factAt(line int) recalltest.Fact { return recalltest.Fact{Line: line} }

@@ -1,7 +1,9 @@
 package recall
 
 import (
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -14,5 +16,133 @@ func TestWordSetMatchesTokenRe(t *testing.T) {
 		if got := wordSet(s); !reflect.DeepEqual(got, want) {
 			t.Errorf("wordSet(%q) = %v, want %v", s, got, want)
 		}
+	}
+}
+
+func TestChunkerBoundsAndCoverage(t *testing.T) {
+	c := newChunker()
+	var lines []contentLine
+	words := []string{"alpha", "beta", "部署", "gamma", "delta", "생산", "epsilon"}
+	for i := 0; i < 300; i++ {
+		n := 5 + (i*37)%400
+		if i%50 == 0 {
+			n = 3000 // a long message cut into several segments
+		}
+		var b []byte
+		for k := 0; k < n; k++ {
+			b = append(b, words[(i+k)%len(words)]...)
+			b = append(b, ' ')
+		}
+		lines = append(lines, contentLine{line: i + 2, unit: unit{text: fmt.Sprintf("L%d %s", i+2, b), id: fmt.Sprintf("id%d", i)}})
+	}
+	for _, l := range lines {
+		c.add(l)
+	}
+	chunks := c.finish()
+	all := ""
+	prevStart := 0
+	for _, ch := range chunks {
+		if w := weightedLen(ch.Text); w > chunkMaxChars+chunkOverlapChars {
+			t.Errorf("chunk %d-%d weighs %d", ch.StartLine, ch.EndLine, w)
+		}
+		if ch.StartLine > ch.EndLine || ch.StartLine < prevStart {
+			t.Errorf("line range %d-%d after start %d", ch.StartLine, ch.EndLine, prevStart)
+		}
+		prevStart = ch.StartLine
+		all += ch.Text + "\n"
+	}
+	// Every line's marker lands in a chunk whose range includes the line.
+	for _, l := range lines {
+		marker := fmt.Sprintf("L%d ", l.line)
+		found := false
+		for _, ch := range chunks {
+			if strings.Contains(ch.Text, marker) && ch.StartLine <= l.line && l.line <= ch.EndLine {
+				found = true
+				break
+			}
+		}
+		if !found {
+			t.Errorf("line %d not in a chunk citing it", l.line)
+		}
+	}
+	// No word is split: every space-separated token is a whole word.
+	for _, tok := range strings.Fields(all) {
+		if strings.HasPrefix(tok, "L") || tok == "…" {
+			continue
+		}
+		ok := false
+		for _, w := range words {
+			if tok == w {
+				ok = true
+			}
+		}
+		if !ok {
+			t.Errorf("split word %q", tok)
+			break
+		}
+	}
+}
+
+func TestExtractLine(t *testing.T) {
+	x := extractor{maxChars: 100}
+	for _, tc := range []struct {
+		line, want string
+		ok         bool
+	}{
+		{`{"type":"message","id":"a1","timestamp":"2026-03-02T09:00:05.120Z","message":{"role":"user","content":[{"type":"text","text":"Add a\n  flag"},{"type":"image","data":"iVBOR","mimeType":"image/png"}],"timestamp":1772442005110}}`, "User: Add a flag [image]", true},
+		{`{"type":"message","id":"a2","message":{"role":"assistant","content":[{"type":"thinking","thinking":"why"},{"type":"toolCall","id":"t","name":"edit","arguments":{"path":"a.go","newText":"x\ny"}}]}}`, "Assistant: (thinking: why) [tool call edit path a.go newText x y]", true},
+		{`{"type":"message","id":"a3","message":{"role":"bashExecution","command":"go test","output":"ok"}}`, "Bash: $ go test → ok", true},
+		{`{"type":"custom_message","customType":"lint","content":"gofmt needed","id":"a4"}`, "Custom (lint): gofmt needed", true},
+		{`{"type":"compaction","id":"a5","summary":"## Goal\nShip it"}`, "Compaction summary: ## Goal Ship it", true},
+		{`{"type":"branch_summary","id":"a6","summary":"Tried X"}`, "Branch summary: Tried X", true},
+		{`{"type":"custom","customType":"model-snapshot","data":{"secret":"never"},"id":"a7"}`, "", true},
+		{`{"type":"model_change","id":"a8","provider":"x","modelId":"y"}`, "", true},
+		{`{"type":"message","message":{"role":"user","content":"one"}}{"type":"message","message":{"role":"user","content":"two"}}`, "User: one|User: two", false},
+		{`{"type":"message","message":{"role":"user","content":"tor`, "", false},
+		{`   `, "", true},
+	} {
+		units, ok := x.extractLine([]byte(tc.line))
+		var got []string
+		for _, u := range units {
+			got = append(got, u.text)
+		}
+		if strings.Join(got, "|") != tc.want || ok != tc.ok {
+			t.Errorf("extract %s\n got %q ok=%v\nwant %q ok=%v", tc.line, strings.Join(got, "|"), ok, tc.want, tc.ok)
+		}
+	}
+	// Tool results are capped head + tail.
+	long := strings.Repeat("a", 300) + "TAILMARK"
+	units, _ := x.extractLine([]byte(`{"type":"message","message":{"role":"toolResult","toolName":"read","content":[{"type":"text","text":"HEADMARK` + long + `"}]}}`))
+	if len(units) != 1 || len(units[0].text) > 140 || !strings.Contains(units[0].text, "HEADMARK") || !strings.Contains(units[0].text, "TAILMARK") {
+		t.Errorf("cap: %q", units[0].text)
+	}
+	// Timestamps: message ms, seconds below 1e11, else the entry's ISO time.
+	for raw, want := range map[string]int64{`1772442005110`: 1772442005110, `1772442005`: 1772442005000, `"2026-03-02T09:00:05.120Z"`: 1772442005120} {
+		units, _ := x.extractLine([]byte(`{"type":"message","message":{"role":"user","content":"x","timestamp":` + raw + `}}`))
+		if units[0].ts != want {
+			t.Errorf("timestamp %s → %d, want %d", raw, units[0].ts, want)
+		}
+	}
+}
+
+func TestSnippetAndScores(t *testing.T) {
+	text := strings.Repeat("filler words here ", 100) + "the NEEDLE is here " + strings.Repeat("more filler ", 50)
+	s := snippet(text, []string{"needle"}, 700)
+	if utf16Len(s) > 700 || !strings.Contains(s, "NEEDLE") || !strings.HasPrefix(s, "…") {
+		t.Errorf("snippet %d units: %q", utf16Len(s), s)
+	}
+	if got := snippet("short", []string{"x"}, 700); got != "short" {
+		t.Errorf("short snippet %q", got)
+	}
+	for rank, want := range map[float64]float64{-1: 0.5, -3: 0.75, 0: 1, 1: 0.5} {
+		if got := bm25RankToScore(rank); got != want {
+			t.Errorf("bm25RankToScore(%v) = %v, want %v", rank, got, want)
+		}
+	}
+	if c := Citation("/a/b.jsonl", 12, 20); c != "/a/b.jsonl#L12-L20" {
+		t.Errorf("citation %q", c)
+	}
+	if c := Citation("/a/b.jsonl", 7, 7); c != "/a/b.jsonl#L7" {
+		t.Errorf("citation %q", c)
 	}
 }
