@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/ctxtool/ctxtool/pkg/transcript"
@@ -186,7 +187,7 @@ func (r *Roller) roll(ctx context.Context, path string) *Report {
 		}
 	}
 	var final *Report
-	err = transcript.Update(ctx, path, transcript.UpdateOptions{Wait: r.Wait, DryRun: r.DryRun}, func(s *transcript.Session) ([][]byte, error) {
+	plan := func(s *transcript.Session) ([][]byte, error) {
 		d, err := r.plan(s, true)
 		if err != nil {
 			return nil, err
@@ -196,17 +197,14 @@ func (r *Roller) roll(ctx context.Context, path string) *Report {
 			return nil, nil
 		}
 		if !r.DryRun {
-			ok, err := r.Recall.Covered(path)
-			if err == nil && !ok {
-				if err = r.Recall.Index(ctx, path); err == nil {
-					ok, err = r.Recall.Covered(path)
+			// Evicted messages must be searchable the moment they leave.
+			// An Index call that starts after this load covers at least
+			// every line plan saw, even if pi (which takes no lock) keeps
+			// appending; so Covered is only a shortcut.
+			if ok, err := r.Recall.Covered(path); err != nil || !ok {
+				if err := r.Recall.Index(ctx, path); err != nil {
+					return nil, fmt.Errorf("%s: not evicting what recall cannot find: indexing failed: %w (run `ctxtool index %s`)", path, err, path)
 				}
-			}
-			if err != nil {
-				return nil, fmt.Errorf("%s: recall index: %w", path, err)
-			}
-			if !ok {
-				return nil, fmt.Errorf("%s: the recall index does not cover the session after indexing; not evicting what recall cannot find (run `ctxtool index %s`)", path, path)
 			}
 		}
 		final.Rolled = true
@@ -214,7 +212,17 @@ func (r *Roller) roll(ctx context.Context, path string) *Report {
 			return nil, nil
 		}
 		return [][]byte{d.line}, nil
-	})
+	}
+	for attempt := 0; ; attempt++ {
+		err = transcript.Update(ctx, path, transcript.UpdateOptions{Wait: r.Wait, DryRun: r.DryRun}, plan)
+		// Update re-plans a few times when pi (no lock) appends between our
+		// read and our write; a session written to in bursts can outrun
+		// that, so give it a few more rounds after a short pause.
+		if err == nil || !fileChanged(err) || attempt == 3 || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(time.Duration(20*(attempt+1)) * time.Millisecond)
+	}
 	if final == nil {
 		final = &d.rep
 	}
@@ -502,4 +510,10 @@ func rangeOf(msgs []Message) Range {
 	}
 	r.First, r.Last = FormatTime(first), FormatTime(last)
 	return r
+}
+
+// fileChanged recognises transcript.Update giving up because the file kept
+// changing under it (the error is not exported).
+func fileChanged(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "changed while ctxtool was planning")
 }
