@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ctxtool/ctxtool/pkg/recall"
 	"github.com/ctxtool/ctxtool/pkg/recall/recalltest"
@@ -299,3 +300,65 @@ func TestMalformedAndFixtures(t *testing.T) {
 }
 
 func factAt(line int) recalltest.Fact { return recalltest.Fact{Line: line} }
+
+// Indexing while another process appends (each line written in two parts,
+// so the indexer often sees a torn last line) loses nothing and indexes no
+// half line.
+func TestIndexWhileAppending(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "live.jsonl")
+	if _, err := recalltest.WriteFile(p, recalltest.Options{Seed: 11, Turns: 10}); err != nil {
+		t.Fatal(err)
+	}
+	ix := openIndex(t)
+	const n = 200
+	done := make(chan error, 1)
+	go func() {
+		f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			done <- err
+			return
+		}
+		defer f.Close()
+		for i := 0; i < n; i++ {
+			line := fmt.Sprintf(`{"type":"message","id":"live%04d","parentId":null,"timestamp":"2026-03-05T10:00:00.000Z","message":{"role":"user","content":"marker%04dx appended","timestamp":1772704800000}}`, i, i)
+			half := len(line) / 2
+			f.WriteString(line[:half])
+			time.Sleep(200 * time.Microsecond)
+			f.WriteString(line[half:] + "\n")
+		}
+		done <- nil
+	}()
+	runs := 0
+	for writing := true; writing; runs++ {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			writing = false
+		default:
+		}
+		if _, err := ix.Index(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := ix.Index(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(p)
+	if want := strings.Count(string(data), "\n"); st.Lines != want {
+		t.Fatalf("index covers %d lines, file has %d", st.Lines, want)
+	}
+	if ok, _ := ix.Covered(p); !ok {
+		t.Fatal("not covered at the end")
+	}
+	for i := 0; i < n; i++ {
+		res, err := ix.Search(context.Background(), fmt.Sprintf("marker%04dx", i), recall.SearchOptions{MaxResults: 3})
+		if err != nil || len(res.Hits) == 0 {
+			t.Fatalf("marker %d lost after %d concurrent runs: %v", i, runs, err)
+		}
+	}
+	t.Logf("%d index runs during the appends", runs)
+}
