@@ -25,7 +25,7 @@ import (
 // tile the text. Semantics follow the Rust regex crate that tiktoken uses:
 // \s is Unicode White_Space (includes U+0085, excludes U+FEFF), and (?i) folds
 // 's' with 'ſ' (U+017F). js-tiktoken (JavaScript regex) differs on exactly
-// these three characters; see TestKnownJSDifferences.
+// these three characters; see TestPiecesByHand.
 //
 // Bytes that are not valid UTF-8 are treated as one "other" character each
 // (like U+FFFD); BPE still runs on the original bytes.

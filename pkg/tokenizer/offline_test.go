@@ -1,0 +1,98 @@
+package tokenizer
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	tiktoken "github.com/pkoukk/tiktoken-go"
+)
+
+// The tokenizer must never touch the network nor depend on a download cache.
+// TestNeverTouchesNetwork re-runs this test binary as a child process whose
+// environment makes any fetch fail: HTTP(S)_PROXY point at a closed port,
+// TIKTOKEN_CACHE_DIR / DATA_GYM_CACHE_DIR / TMPDIR are fresh empty
+// directories, and inside the child http.DefaultTransport is replaced by a
+// trap that counts requests and refuses them. The child first proves the trap
+// works (tiktoken-go's default loader, asked for the same file, is caught),
+// then loads both encodings, counts, and also asks tiktoken-go itself for an
+// encoding (our init switched it to the embedded loader). The parent checks the
+// child's answer and that the cache directories are still empty.
+
+const childEnv = "CTXTOOL_TOKENIZER_OFFLINE_CHILD"
+
+type trap struct{ hits atomic.Int64 }
+
+func (tr *trap) RoundTrip(r *http.Request) (*http.Response, error) {
+	tr.hits.Add(1)
+	return nil, errors.New("network access attempted: " + r.URL.String())
+}
+
+func TestNeverTouchesNetwork(t *testing.T) {
+	if os.Getenv(childEnv) != "" {
+		t.Skip("running as child")
+	}
+	cache, gym, tmp := t.TempDir(), t.TempDir(), t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestOfflineChild$", "-test.v")
+	cmd.Env = append(os.Environ(),
+		childEnv+"=1",
+		"HTTPS_PROXY=http://127.0.0.1:1", "HTTP_PROXY=http://127.0.0.1:1",
+		"https_proxy=http://127.0.0.1:1", "http_proxy=http://127.0.0.1:1",
+		"NO_PROXY=", "no_proxy=",
+		"TIKTOKEN_CACHE_DIR="+cache, "DATA_GYM_CACHE_DIR="+gym, "TMPDIR="+tmp,
+	)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("offline child failed: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "OFFLINE-OK o200k=2 cl100k=2") {
+		t.Fatalf("offline child did not count:\n%s", out)
+	}
+	for _, d := range []string{cache, gym, tmp} {
+		entries, err := os.ReadDir(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(entries) != 0 {
+			t.Errorf("%s was written to: %v", d, entries)
+		}
+	}
+}
+
+func TestOfflineChild(t *testing.T) {
+	if os.Getenv(childEnv) == "" {
+		t.Skip("only runs as the child of TestNeverTouchesNetwork")
+	}
+	tr := &trap{}
+	http.DefaultTransport = tr
+
+	// The trap must catch a real attempt: tiktoken-go's default loader with an empty cache.
+	if _, err := tiktoken.NewDefaultBpeLoader().LoadTiktokenBpe("https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"); err == nil {
+		t.Fatal("default loader succeeded without network: the test cannot detect a fetch")
+	}
+	if tr.hits.Load() == 0 {
+		t.Fatal("trap did not see the default loader's request")
+	}
+	tr.hits.Store(0)
+
+	counts := map[Encoding]int{}
+	for _, enc := range Encodings() {
+		tk, err := Get(string(enc))
+		if err != nil {
+			t.Fatalf("Get(%s) offline: %v", enc, err)
+		}
+		counts[enc] = tk.Count("hello world")
+	}
+	if _, err := tiktoken.GetEncoding("cl100k_base"); err != nil {
+		t.Fatalf("tiktoken-go GetEncoding offline: %v", err)
+	}
+	if n := tr.hits.Load(); n != 0 {
+		t.Fatalf("%d network requests while loading the tokenizers", n)
+	}
+	fmt.Printf("OFFLINE-OK o200k=%d cl100k=%d\n", counts[O200k], counts[Cl100k])
+}
