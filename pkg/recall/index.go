@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -238,6 +239,10 @@ func (ix *Index) scanLines(ctx context.Context, f *os.File, off int64, line int,
 			}
 		}
 		for _, u := range units {
+			if u.id == "" {
+				// v1 entries have no ids; pkg/transcript names them by line.
+				u.id = "v1:L" + strconv.Itoa(res.lines)
+			}
 			ch.add(contentLine{line: res.lines, unit: u})
 		}
 		if isLong {

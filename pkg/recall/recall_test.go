@@ -297,6 +297,10 @@ func TestMalformedAndFixtures(t *testing.T) {
 	if !found {
 		t.Errorf("text of malformed line 1013 not found")
 	}
+	// v1 entries carry pkg/transcript's synthetic ids.
+	if len(res.Hits) == 0 || !strings.HasPrefix(res.Hits[0].EntryIDs[0], "v1:L") {
+		t.Errorf("v1 entry ids: %+v", res.Hits)
+	}
 }
 
 func factAt(line int) recalltest.Fact { return recalltest.Fact{Line: line} }

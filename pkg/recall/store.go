@@ -29,7 +29,7 @@ import (
 // schemaVersion changes whenever the tables or the extraction/chunking
 // rules change; an index of another version is rebuilt from scratch (it is a
 // cache of the transcripts, nothing in it is original).
-const schemaVersion = "5"
+const schemaVersion = "6"
 
 // DefaultMaxChars caps tool results, tool-call arguments, thinking and bash
 // output per message (head and tail kept).
