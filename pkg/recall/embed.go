@@ -31,8 +31,9 @@ type EmbedderConfig struct {
 	Model   string
 	// Timeout per HTTP request (default 60 s).
 	Timeout time.Duration
-	// MaxRetries on 429, 5xx and network errors (default 4), with
-	// exponential backoff from Backoff (default 500 ms, jittered, ≤ 20 s).
+	// MaxRetries on 429, 408, 5xx and network errors (config
+	// llm.maxRetries; 0 = no retry), with exponential backoff from Backoff
+	// (default 500 ms, jittered, ≤ 20 s).
 	MaxRetries int
 	Backoff    time.Duration
 	// BatchSize texts per request (default 64).

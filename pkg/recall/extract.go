@@ -20,7 +20,7 @@ import (
 //   - user / assistant text blocks ("User: …", "Assistant: …");
 //   - assistant thinking blocks, capped: they hold the reasons behind
 //     decisions, which is exactly what an agent later asks its memory for;
-//   - tool calls: name and arguments JSON, capped;
+//   - tool calls: name, then argument keys and values as plain text, capped;
 //   - tool results: text blocks, capped head+tail (images become "[image]");
 //   - bashExecution: command and output, capped;
 //   - role custom / hookMessage messages and custom_message entries;
@@ -218,8 +218,8 @@ func (x *extractor) writeBlocks(b *strings.Builder, raw json.RawMessage) {
 	}
 }
 
-// argsText renders tool-call arguments as "key: value" text with string
-// values unescaped, so that code and paths inside them ("\n" escapes,
+// argsText renders tool-call arguments as their keys and values in order,
+// space-separated, strings unescaped, so that code and paths inside them ("\n" escapes,
 // quotes) tokenize like the text they are.
 func argsText(raw json.RawMessage) string {
 	dec := json.NewDecoder(bytes.NewReader(raw))

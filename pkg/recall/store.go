@@ -111,7 +111,8 @@ func Open(stateDir string, opts ...Option) (*Index, error) {
 
 // OpenFile opens the index at an explicit database path.
 func OpenFile(dbPath string, opts ...Option) (*Index, error) {
-	if err := os.MkdirAll(filepath.Dir(dbPath), 0o755); err != nil {
+	// 0700: the index holds transcript text (tool output may carry secrets).
+	if err := os.MkdirAll(filepath.Dir(dbPath), 0o700); err != nil {
 		return nil, fmt.Errorf("recall: create %s: %v (check the state directory's permissions)", filepath.Dir(dbPath), err)
 	}
 	q := url.Values{}
