@@ -237,12 +237,12 @@ func Prepare(s *transcript.Session, set Settings) (*Preparation, error) {
 }
 
 // tokenCut is pi's findCutPoint with a better estimator: walk back from the
-// newest entry adding message sizes until keep tokens are reached, then cut
-// at the first valid cut point at or after that entry. When the budget is
-// never reached nothing is summarised: the cut is the first valid cut point.
-// When it is reached inside trailing tool results, with no valid cut after,
-// the cut is the last valid one before them (the kept tail is then larger
-// than asked, but the rest is compacted).
+// newest entry adding message sizes until keep tokens are reached. pi then
+// cuts at the first valid cut point at or after that entry, which keeps
+// less than asked whenever a run of tool results follows it; we take
+// whichever valid cut point next to it — the first at or after, or the
+// last before — keeps a tail closest to keep. When the budget is never
+// reached nothing is summarised: the cut is the first valid cut point.
 func tokenCut(path []*transcript.Entry, start, end, keep int, count Counter) (int, bool) {
 	var cuts []int
 	for i := start; i < end; i++ {
@@ -253,35 +253,43 @@ func tokenCut(path []*transcript.Entry, start, end, keep int, count Counter) (in
 	if len(cuts) == 0 {
 		return 0, false
 	}
-	cut := cuts[0]
-	acc := 0
+	// suffix[i] = estimated tokens of the messages in path[i:end]
+	suffix := make([]int, end-start+1)
 	for i := end - 1; i >= start; i-- {
-		if !producesMessage(path[i]) {
-			continue
+		suffix[i-start] = suffix[i-start+1]
+		if producesMessage(path[i]) {
+			suffix[i-start] += count(path[i])
 		}
-		acc += count(path[i])
-		if acc >= keep {
-			found := false
-			for _, c := range cuts {
-				if c >= i {
-					cut, found = c, true
-					break
-				}
-			}
-			if !found {
-				// The budget ran out inside trailing tool results (pi
-				// then summarises nothing, #7201): keep the whole turn
-				// from the last valid cut before them instead.
-				for _, c := range cuts {
-					if c < i {
-						cut = c
-					}
-				}
-			}
+	}
+	kept := func(c int) int { return suffix[c-start] }
+	reached := -1
+	for i := end - 1; i >= start; i-- {
+		if producesMessage(path[i]) && kept(i) >= keep {
+			reached = i
 			break
 		}
 	}
-	return cut, true
+	if reached < 0 {
+		return cuts[0], true
+	}
+	after, before := -1, -1
+	for _, c := range cuts {
+		if c >= reached {
+			after = c
+			break
+		}
+		before = c
+	}
+	switch {
+	case after < 0:
+		return before, true
+	case before < 0:
+		return after, true
+	}
+	if keep-kept(after) > kept(before)-keep {
+		return before, true
+	}
+	return after, true
 }
 
 // tailCut keeps the last n messages (seed 003's protected tail), moving the
