@@ -70,9 +70,14 @@ func absPath(p string) (string, error) {
 	return filepath.Clean(a), nil
 }
 
-func (ix *Index) loadRow(ctx context.Context, path string) (*fileRow, error) {
+// rowQuerier is a *sql.DB or a *sql.Tx.
+type rowQuerier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func loadRow(ctx context.Context, db rowQuerier, path string) (*fileRow, error) {
 	r := &fileRow{}
-	err := ix.db.QueryRowContext(ctx, `SELECT id, size, mtime_ns, head_len, head_hash, sample_hash, last_line_start,
+	err := db.QueryRowContext(ctx, `SELECT id, size, mtime_ns, head_len, head_hash, sample_hash, last_line_start,
 		last_line_hash, bytes_indexed, lines_indexed, malformed FROM files WHERE path=?`, path).
 		Scan(&r.id, &r.size, &r.mtimeNs, &r.headLen, &r.headHash, &r.sampleHash, &r.lastLineStart, &r.lastLineHash,
 			&r.bytesIndexed, &r.lines, &r.malformed)
@@ -179,7 +184,7 @@ func (ix *Index) Covered(path string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("recall: %v", err)
 	}
-	row, err := ix.loadRow(context.Background(), abs)
+	row, err := loadRow(context.Background(), ix.db, abs)
 	if err != nil || row == nil {
 		return false, err
 	}
@@ -292,7 +297,16 @@ func (ix *Index) Index(ctx context.Context, path string) (Stats, error) {
 
 	ix.wmu.Lock()
 	defer ix.wmu.Unlock()
-	row, err := ix.loadRow(ctx, abs)
+	unchanged := func(row *fileRow) (Stats, error) {
+		st.Mode, st.Skipped, st.Lines = ModeUnchanged, "unchanged", row.lines
+		st.Embedded, err = ix.embedMissing(ctx, row.id)
+		st.Seconds = time.Since(start).Seconds()
+		return st, err
+	}
+	// Plan without the write lock first (the common case, unchanged, then
+	// costs no lock), and again under it: another process may have indexed
+	// the file in between.
+	row, err := loadRow(ctx, ix.db, abs)
 	if err != nil {
 		return st, err
 	}
@@ -300,25 +314,33 @@ func (ix *Index) Index(ctx context.Context, path string) (Stats, error) {
 	if err != nil {
 		return st, fmt.Errorf("recall: read %s: %v", abs, err)
 	}
-	st.Mode = mode
 	if mode == ModeUnchanged {
-		st.Skipped = "unchanged"
-		st.Lines = row.lines
-		st.Embedded, err = ix.embedMissing(ctx, row.id)
-		st.Seconds = time.Since(start).Seconds()
+		return unchanged(row)
+	}
+	tx, err := ix.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: the write lock
+	if err != nil {
+		return st, fmt.Errorf("recall: begin: %v", err)
+	}
+	defer tx.Rollback()
+	if fi, err = f.Stat(); err != nil {
+		return st, fmt.Errorf("recall: %v", err)
+	}
+	if row, err = loadRow(ctx, tx, abs); err != nil {
 		return st, err
 	}
+	if mode, err = plan(f, fi.Size(), row); err != nil {
+		return st, fmt.Errorf("recall: read %s: %v", abs, err)
+	}
+	if mode == ModeUnchanged {
+		tx.Rollback()
+		return unchanged(row)
+	}
+	st.Mode = mode
 	var off int64
 	line, malformedBefore := 0, 0
 	if mode == ModeAppend {
 		off, line, malformedBefore = row.bytesIndexed, row.lines, row.malformed
 	}
-
-	tx, err := ix.db.BeginTx(ctx, nil)
-	if err != nil {
-		return st, fmt.Errorf("recall: begin: %v", err)
-	}
-	defer tx.Rollback()
 	var fileID int64
 	if row != nil {
 		fileID = row.id

@@ -366,3 +366,58 @@ func TestIndexWhileAppending(t *testing.T) {
 	}
 	t.Logf("%d index runs during the appends", runs)
 }
+
+// Two index handles (two ctxtool processes) racing on one growing file
+// index every line exactly once between them.
+func TestTwoIndexersOneFile(t *testing.T) {
+	dir, state := t.TempDir(), t.TempDir()
+	p := filepath.Join(dir, "live.jsonl")
+	if _, err := recalltest.WriteFile(p, recalltest.Options{Seed: 12, Turns: 5}); err != nil {
+		t.Fatal(err)
+	}
+	var handles [2]*recall.Index
+	for i := range handles {
+		ix, err := recall.Open(state)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ix.Close()
+		handles[i] = ix
+	}
+	stop := make(chan struct{})
+	counts := make(chan int, 2)
+	for _, ix := range handles {
+		go func(ix *recall.Index) {
+			n := 0
+			for {
+				st, err := ix.Index(context.Background(), p)
+				if err != nil {
+					t.Error(err)
+				}
+				if st.Mode == recall.ModeReindex {
+					t.Error("unexpected reindex")
+				}
+				n += st.LinesIndexed
+				select {
+				case <-stop:
+					st, _ := ix.Index(context.Background(), p)
+					counts <- n + st.LinesIndexed
+					return
+				default:
+				}
+			}
+		}(ix)
+	}
+	f, _ := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	for i := 0; i < 150; i++ {
+		fmt.Fprintf(f, `{"type":"message","id":"two%04d","parentId":null,"timestamp":"2026-03-05T10:00:00.000Z","message":{"role":"user","content":"racer%04d","timestamp":1772704800000}}`+"\n", i, i)
+		time.Sleep(100 * time.Microsecond)
+	}
+	f.Close()
+	close(stop)
+	total := <-counts + <-counts
+	data, _ := os.ReadFile(p)
+	if want := strings.Count(string(data), "\n"); total != want {
+		t.Fatalf("lines indexed by both handles: %d, file has %d", total, want)
+	}
+}
