@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -34,6 +35,7 @@ func main() {
 	list := flag.Bool("list", false, "list presets")
 	flag.BoolVar(&verbose, "v", false, "also print the planted facts (one JSON object per line)")
 	flag.Parse()
+	debug.SetGCPercent(400) // the generator allocates short-lived garbage only
 	if err := run(*preset, *out, *all, *dir, *size, *seed, *opts, *list); err != nil {
 		fmt.Fprintln(os.Stderr, "gen:", err)
 		os.Exit(1)

@@ -16,13 +16,15 @@ var (
 		queue worker retry backoff token tokenizer estimator compactor snapshot manifest
 		registry plugin adapter client server listener migration schema record batch
 		stream buffer chunk offset cursor lease lock watcher notifier metrics tracer`)
-	verbs = strings.Fields(`refactor fix extend simplify rename split document test harden
-		speed up rewrite clean up review validate migrate instrument`)
+	verbs = []string{"refactor", "fix", "extend", "simplify", "rename", "split", "document", "test", "harden",
+		"speed up", "rewrite", "clean up", "review", "validate", "migrate", "instrument"}
 	adjs = strings.Fields(`flaky slow stale missing duplicated broken partial nested
 		concurrent atomic lazy cached streaming incremental deterministic`)
-	dirs     = strings.Fields(`pkg internal cmd lib src api tools scripts`)
-	goTypes  = strings.Fields(`string int int64 bool error []byte time.Duration *Session map[string]int`)
-	techs    = strings.Fields(`SQLite Postgres BadgerDB BoltDB Redis NATS Kafka gRPC protobuf msgpack zstd lz4`)
+	dirs    = strings.Fields(`pkg internal cmd lib src api tools scripts`)
+	goTypes = strings.Fields(`string int int64 bool error []byte time.Duration *Session map[string]int`)
+	// techs: alternatives within one family, for planted decisions
+	techs = [][]string{{"SQLite", "Postgres", "BadgerDB", "BoltDB", "Redis"}, {"NATS", "Kafka", "gRPC streams"},
+		{"protobuf", "msgpack", "CBOR"}, {"zstd", "lz4", "gzip"}}
 	cjkWords = []string{"我们", "需要", "修改", "配置文件", "以便", "支持", "增量", "压缩", "会话",
 		"记录", "上下文", "窗口", "模型", "工具调用", "结果", "测试", "失败", "原因", "是", "因为",
 		"缓存", "过期", "请", "检查", "日志", "然后", "重新", "运行", "所有", "单元测试", "并且",
@@ -45,6 +47,7 @@ type corpus struct {
 	sentences, cjk                   []string // pools the conversation's prose is picked from
 	tests                            []string // go test outputs (even = pass, odd = fail)
 	grep, gitlog                     string   // rg / git log output
+	b64                              string   // random base64 for signatures
 	grepLines, gitLines              []int
 	codeLines, jsonLines, proseLines []int // line start offsets
 }
@@ -81,6 +84,7 @@ func newCorpus(r *rand.Rand) *corpus {
 	}
 	c.grep = sb.String()
 	c.gitlog = gitLog(r, 2000)
+	c.b64 = b64String(r, 64<<10)
 	c.grepLines = lineStarts(c.grep)
 	c.gitLines = lineStarts(c.gitlog)
 	c.codeLines = lineStarts(c.code)
@@ -156,7 +160,7 @@ func writeGoFile(sb *strings.Builder, r *rand.Rand) {
 	fmt.Fprintf(sb, "package %s\n\nimport (\n\t\"context\"\n\t\"errors\"\n\t\"fmt\"\n\t\"io\"\n\t\"time\"\n)\n\n", pkg)
 	for i := 0; i < 3+r.IntN(5); i++ {
 		typ := ident(r, true)
-		fmt.Fprintf(sb, "// %s %s the %s of a %s. It is safe for concurrent use.\ntype %s struct {\n", typ, pick(r, verbs)+"s", pick(r, nouns), pick(r, nouns), typ)
+		fmt.Fprintf(sb, "// %s %s the %s of a %s. It is safe for concurrent use.\ntype %s struct {\n", typ, pick(r, []string{"tracks", "owns", "caches", "guards", "validates", "serialises"}), pick(r, nouns), pick(r, nouns), typ)
 		for j := 0; j < 2+r.IntN(5); j++ {
 			fmt.Fprintf(sb, "\t%s %s `json:\"%s,omitempty\"`\n", ident(r, true), pick(r, goTypes), pick(r, nouns))
 		}

@@ -112,10 +112,11 @@ func (g *gen) makeFact(kind string) PlantedFact {
 		f.Value = pick(r, cjkCodes) + pick(r, cjkThings) + "第" + pick(r, cjkNums) + pick(r, cjkPhases)
 		f.Text = "项目代号：" + f.Value + "，请记住。"
 	case "decision":
-		a := pick(r, techs)
-		bb := pick(r, techs)
+		fam := techs[r.IntN(len(techs))]
+		a := pick(r, fam)
+		bb := pick(r, fam)
 		for bb == a {
-			bb = pick(r, techs)
+			bb = pick(r, fam)
 		}
 		f.Value = fmt.Sprintf("use %s instead of %s for the %s %s", a, bb, pick(r, nouns), pick(r, nouns))
 		f.Text = "Decision (" + hexString(r, 4) + "): we " + f.Value + ", because it keeps the " + pick(r, nouns) + " " + pick(r, adjs) + "."

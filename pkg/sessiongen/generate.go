@@ -132,6 +132,9 @@ type gen struct {
 	just      []int         // facts planted into the entry being written
 	noFacts   bool
 	factsDone int
+	content   []Block      // reused per assistant message
+	results   []ToolResult // reused per assistant message
+	asst      Assistant
 	mi, tli   int // model / thinking level rotation
 	files     []string
 }
@@ -322,6 +325,14 @@ func (g *gen) prose(n int) string {
 	return paragraph(g.r, g.c.sentences, n, " ")
 }
 
+// signature is an opaque thinking signature: a slice of a random base64
+// pool (no allocation).
+func (g *gen) signature() string {
+	n := min(g.o.SignatureBytes, len(g.c.b64))
+	off := g.r.IntN(len(g.c.b64) - n + 1)
+	return g.c.b64[off : off+n]
+}
+
 // sent is one English sentence from the pool.
 func (g *gen) sent() string { return g.c.sentences[g.r.IntN(len(g.c.sentences))] }
 
@@ -365,32 +376,31 @@ func (g *gen) toolLoop() {
 	for n > 0 {
 		k := 1 + g.r.IntN(min(n, o.ParallelToolCalls))
 		n -= k
-		var content []Block
+		content := g.content[:0]
 		if o.Thinking {
-			content = append(content, Thinking(g.prose(1+g.r.IntN(3)), b64String(g.r, o.SignatureBytes)))
+			content = append(content, Thinking(g.prose(1+g.r.IntN(3)), g.signature()))
 		}
 		if g.r.IntN(3) == 0 {
 			content = append(content, Text(g.prose(1)))
 		}
-		type result struct {
-			name string
-			tr   ToolResult
-		}
-		var results []result
+		results := g.results[:0]
 		for i := 0; i < k; i++ {
 			id := b.ToolCallID()
 			name, args, tr := g.toolCall(huge && i == 0)
 			huge = false
 			tr.ToolCallID, tr.ToolName = id, name
 			content = append(content, ToolCall(id, name, args))
-			results = append(results, result{name, tr})
+			results = append(results, tr)
 		}
 		b.Advance(time.Duration(2000+g.r.IntN(15000)) * time.Millisecond)
-		b.Assistant(Assistant{Content: content})
-		for _, r := range results {
+		g.asst = Assistant{Content: content} // reused: the builder keeps no reference
+		b.Append(&g.asst)
+		g.content, g.results = content, results
+		for i := range results {
+			tr := &results[i]
 			b.Advance(time.Duration(30+g.r.IntN(800)) * time.Millisecond)
-			r.tr.Content[0].Text = g.plant(r.tr.Content[0].Text, "tool")
-			b.ToolResult(r.tr)
+			tr.Content[0].Text = g.plant(tr.Content[0].Text, "tool")
+			b.Append(tr)
 			g.placed("toolResult")
 		}
 	}
@@ -407,7 +417,7 @@ func (g *gen) toolLoop() {
 	default:
 		var content []Block
 		if o.Thinking && g.r.IntN(2) == 0 {
-			content = append(content, Thinking(g.prose(1), b64String(g.r, o.SignatureBytes)))
+			content = append(content, Thinking(g.prose(1), g.signature()))
 		}
 		text := g.prose(2 + g.r.IntN(3))
 		if !g.cjk {

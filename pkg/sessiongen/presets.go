@@ -20,7 +20,7 @@ type Preset struct {
 var presets = []Preset{
 	{Name: "sample-v3", File: "sample-v3.jsonl",
 		About: "realistic v3 coding session: tool calls, thinking, an earlier compaction, an abandoned branch + branch_summary, bashExecution, custom_message, custom entry, model/thinking changes, planted facts",
-		Options: Options{Seed: 7, Version: 3, Turns: 13, MinToolCallsPerTurn: 3, ToolCallsPerTurn: 5, ToolResultBytes: 4000,
+		Options: Options{Seed: 27, Version: 3, Turns: 13, MinToolCallsPerTurn: 3, ToolCallsPerTurn: 5, ToolResultBytes: 4000,
 			Thinking: true, SignatureBytes: 80, Compactions: 1, CompactionsWithin: 0.2, KeepTurns: 1, Branches: 1,
 			BashExecutions: 2, CustomMessages: 1, CustomEntries: 1, ModelChanges: 1, ThinkingLevelChanges: 1, ToolErrors: 1,
 			ToolImages: 8, UserImages: 1, Facts: 7, FactsWithin: 0.1, SessionName: "acme-api: importer hardening"}},
