@@ -67,6 +67,8 @@ type Preparation struct {
 	// BelowTrigger is true when the context is under the strategy's trigger
 	// (compaction then needs Force).
 	BelowTrigger bool
+
+	keepCount Counter // the estimator the plan was sized with
 }
 
 // validCut reports whether a kept region may start at e (pi's rules: any
@@ -106,7 +108,7 @@ func Prepare(s *transcript.Session, set Settings) (*Preparation, error) {
 	if count == nil {
 		count = Heuristic
 	}
-	p := &Preparation{Strategy: set.Strategy, Path: s.Branch(), TurnStart: -1, Cut: -1}
+	p := &Preparation{Strategy: set.Strategy, Path: s.Branch(), TurnStart: -1, Cut: -1, keepCount: count}
 	path := p.Path
 	p.Before = transcript.BuildContext(path)
 	p.TokensBefore = p.Before.HeuristicTokens()
