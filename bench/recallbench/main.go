@@ -141,7 +141,7 @@ func run(mb, fileMB float64, dir string, nq int, cpuprofile, qprofile string) er
 	second := time.Since(t2)
 
 	// Append one turn (a few lines) to 10 files and index them again.
-	var appended, appendLines int
+	var appended, appendLines, reread int
 	t3 := time.Now()
 	for i, f := range files[:min(10, len(files))] {
 		fh, err := os.OpenFile(f, os.O_APPEND|os.O_WRONLY, 0)
@@ -156,6 +156,7 @@ func run(mb, fileMB float64, dir string, nq int, cpuprofile, qprofile string) er
 		}
 		appended++
 		appendLines += st.LinesIndexed
+		reread += st.LinesReread
 	}
 	appendTime := time.Since(t3)
 
@@ -246,7 +247,7 @@ func run(mb, fileMB float64, dir string, nq int, cpuprofile, qprofile string) er
 	row("first index (wall)", fmt.Sprintf("%.2fs = %.1f MB/s", first.Seconds(), float64(total)/1e6/first.Seconds()))
 	row("first index (CPU, all threads)", fmt.Sprintf("%.2fs = %.1f MB per CPU-second", firstCPU.Seconds(), float64(total)/1e6/firstCPU.Seconds()))
 	row("second index (unchanged)", fmt.Sprintf("%.1f ms, %d bytes read as new", float64(second.Microseconds())/1000, secondBytes))
-	row("append 1 line to 10 files", fmt.Sprintf("%.1f ms, %d files, %d lines indexed", float64(appendTime.Microseconds())/1000, appended, appendLines))
+	row("append 1 line to 10 files", fmt.Sprintf("%.1f ms, %d files, %d new lines indexed, %d re-read", float64(appendTime.Microseconds())/1000, appended, appendLines, reread))
 	row("query p50 / p95 / max (wall)", ms(pct(0.50))+" / "+ms(pct(0.95))+" / "+ms(lat[len(lat)-1]))
 	row("query p50 / p95 / max (thread CPU)", ms(cpct(0.50))+" / "+ms(cpct(0.95))+" / "+ms(qcpu[len(qcpu)-1]))
 	row("load average at end", loadavg())

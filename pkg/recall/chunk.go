@@ -23,7 +23,8 @@ const (
 
 // contentLine is one JSONL line's text with its position.
 type contentLine struct {
-	line int // 1-based physical line
+	line int   // 1-based physical line
+	off  int64 // byte offset where the line starts
 	unit
 }
 
@@ -32,6 +33,7 @@ type segment struct {
 	text   string
 	weight int
 	line   int
+	off    int64
 	id     string
 	ts     int64
 	// carried marks overlap copied from the previous chunk.
@@ -41,10 +43,13 @@ type segment struct {
 // chunk is what gets stored and searched.
 type chunk struct {
 	StartLine, EndLine int
-	Text               string
-	EntryIDs           []string
-	Timestamp          int64 // ms of the first entry that has one
-	HasCJK             bool
+	// StartOffset is where StartLine begins in the file: a small last
+	// chunk is re-read from there when the file grows.
+	StartOffset int64
+	Text        string
+	EntryIDs    []string
+	Timestamp   int64 // ms of the first entry that has one
+	HasCJK      bool
 }
 
 // chunker accumulates content lines into chunks.
@@ -60,7 +65,7 @@ func newChunker() *chunker { return &chunker{max: chunkMaxChars, overlap: chunkO
 // add appends one content line.
 func (c *chunker) add(cl contentLine) {
 	for _, s := range splitWeighted(cl.text, c.max) {
-		seg := segment{text: s, weight: weightedLen(s), line: cl.line, id: cl.id, ts: cl.ts}
+		seg := segment{text: s, weight: weightedLen(s), line: cl.line, off: cl.off, id: cl.id, ts: cl.ts}
 		if c.curSize+seg.weight+1 > c.max && len(c.cur) > 0 {
 			if !c.onlyCarried() {
 				c.flush()
@@ -98,7 +103,7 @@ func (c *chunker) flush() {
 		return
 	}
 	var b strings.Builder
-	ch := chunk{StartLine: c.cur[0].line, EndLine: c.cur[len(c.cur)-1].line}
+	ch := chunk{StartLine: c.cur[0].line, EndLine: c.cur[len(c.cur)-1].line, StartOffset: c.cur[0].off}
 	seen := map[string]bool{}
 	for i, s := range c.cur {
 		if i > 0 {

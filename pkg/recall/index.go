@@ -37,9 +37,12 @@ type Stats struct {
 	// Skipped is why nothing was indexed ("unchanged", "not a transcript: …").
 	Skipped string `json:"skipped,omitempty"`
 	Mode    string `json:"mode,omitempty"`
-	// LinesIndexed counts the physical lines read this run; Lines is the
-	// number of complete lines the index now covers.
+	// LinesIndexed counts the new physical lines indexed this run; Lines is
+	// the number of complete lines the index now covers. LinesReread are
+	// already indexed lines read again to merge a small last chunk with the
+	// new lines.
 	LinesIndexed int `json:"linesIndexed"`
+	LinesReread  int `json:"linesReread,omitempty"`
 	Lines        int `json:"lines"`
 	Chunks       int `json:"chunks"`
 	// Bytes were read and indexed this run.
@@ -207,7 +210,9 @@ type readResult struct {
 
 // scanLines reads complete lines from off (line numbers continue after
 // line), extracts and chunks them, and hands finished chunks to emit.
-func (ix *Index) scanLines(ctx context.Context, f *os.File, off int64, line int, emit func([]chunk) error) (readResult, error) {
+// Malformed lines are counted after line newFrom only (earlier ones were
+// counted when first indexed).
+func (ix *Index) scanLines(ctx context.Context, f *os.File, off int64, line, newFrom int, emit func([]chunk) error) (readResult, error) {
 	res := readResult{end: off, lastLineStart: off, lines: line}
 	x := extractor{maxChars: ix.maxChars}
 	ch := newChunker()
@@ -237,7 +242,7 @@ func (ix *Index) scanLines(ctx context.Context, f *os.File, off int64, line int,
 		res.lastLineStart = res.end
 		res.end += int64(len(l))
 		units, ok := x.extractLine(l)
-		if !ok {
+		if !ok && res.lines > newFrom {
 			res.nMalformed++
 			if len(res.malformed) < maxReportedMalformed {
 				res.malformed = append(res.malformed, res.lines)
@@ -248,7 +253,7 @@ func (ix *Index) scanLines(ctx context.Context, f *os.File, off int64, line int,
 				// v1 entries have no ids; pkg/transcript names them by line.
 				u.id = "v1:L" + strconv.Itoa(res.lines)
 			}
-			ch.add(contentLine{line: res.lines, unit: u})
+			ch.add(contentLine{line: res.lines, off: res.lastLineStart, unit: u})
 		}
 		if isLong {
 			long, isLong = long[:0], false
@@ -340,7 +345,26 @@ func (ix *Index) Index(ctx context.Context, path string) (Stats, error) {
 	line, malformedBefore := 0, 0
 	if mode == ModeAppend {
 		off, line, malformedBefore = row.bytesIndexed, row.lines, row.malformed
+		// A small last chunk is chunked again together with the new lines,
+		// so a session indexed after every turn does not end up as a row
+		// of tiny chunks. Its lines are re-read, not counted as new.
+		var id, startOff int64
+		var startLine, endLine int
+		var text string
+		err := tx.QueryRowContext(ctx, `SELECT id, start_line, end_line, start_offset, text FROM chunks
+			WHERE file_id=? ORDER BY start_line DESC, id DESC LIMIT 1`, row.id).Scan(&id, &startLine, &endLine, &startOff, &text)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return st, fmt.Errorf("recall: %v", err)
+		}
+		if err == nil && endLine == row.lines && weightedLen(text) < chunkMaxChars/2 {
+			if err := deleteChunk(ctx, tx, id); err != nil {
+				return st, err
+			}
+			st.LinesReread = row.lines - startLine + 1
+			off, line = startOff, startLine-1
+		}
 	}
+	newFrom := line + st.LinesReread // lines up to here were indexed before
 	var fileID int64
 	if row != nil {
 		fileID = row.id
@@ -374,7 +398,7 @@ func (ix *Index) Index(ctx context.Context, path string) (Stats, error) {
 	var readErr error
 	go func() {
 		defer close(batches)
-		res, readErr = ix.scanLines(pctx, f, off, line, func(cs []chunk) error {
+		res, readErr = ix.scanLines(pctx, f, off, line, newFrom, func(cs []chunk) error {
 			select {
 			case batches <- cs:
 				return nil
@@ -429,9 +453,9 @@ func (ix *Index) Index(ctx context.Context, path string) (Stats, error) {
 		return st, fmt.Errorf("recall: commit %s: %v", abs, err)
 	}
 	st.Indexed = true
-	st.LinesIndexed = res.read
+	st.LinesIndexed = res.lines - newFrom
 	st.Lines = res.lines
-	st.Bytes = res.end - off
+	st.Bytes = res.end - max(off, rowBytes(row, mode))
 	st.Malformed = res.nMalformed
 	st.MalformedLines = res.malformed
 	st.Embedded, err = ix.embedMissing(ctx, fileID)
@@ -447,8 +471,8 @@ type inserter struct {
 func newInserter(ctx context.Context, tx *sql.Tx) (*inserter, error) {
 	var ins inserter
 	var err error
-	if ins.chunk, err = tx.PrepareContext(ctx, `INSERT INTO chunks(file_id, start_line, end_line,
-		entry_ids, ts, has_cjk, text) VALUES(?, ?, ?, ?, ?, ?, ?)`); err != nil {
+	if ins.chunk, err = tx.PrepareContext(ctx, `INSERT INTO chunks(file_id, start_line, end_line, start_offset,
+		entry_ids, ts, has_cjk, text) VALUES(?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
 		return nil, fmt.Errorf("recall: prepare: %v", err)
 	}
 	if ins.fts, err = tx.PrepareContext(ctx, `INSERT INTO chunks_fts(rowid, text) VALUES(?, ?)`); err != nil {
@@ -474,7 +498,7 @@ func (ins *inserter) close() {
 // table: a query that needs the trigram table contains CJK, so it can only
 // match chunks that do.
 func (ins *inserter) add(ctx context.Context, fileID int64, c *chunk) error {
-	r, err := ins.chunk.ExecContext(ctx, fileID, c.StartLine, c.EndLine, strings.Join(c.EntryIDs, " "),
+	r, err := ins.chunk.ExecContext(ctx, fileID, c.StartLine, c.EndLine, c.StartOffset, strings.Join(c.EntryIDs, " "),
 		c.Timestamp, c.HasCJK, c.Text)
 	if err != nil {
 		return fmt.Errorf("recall: insert chunk: %v", err)
@@ -489,6 +513,29 @@ func (ins *inserter) add(ctx context.Context, fileID int64, c *chunk) error {
 	if c.HasCJK {
 		if _, err := ins.tri.ExecContext(ctx, id, c.Text); err != nil {
 			return fmt.Errorf("recall: insert chunk text: %v", err)
+		}
+	}
+	return nil
+}
+
+// rowBytes is where new bytes start: the end of the indexed part when
+// appending, 0 otherwise.
+func rowBytes(row *fileRow, mode string) int64 {
+	if mode == ModeAppend && row != nil {
+		return row.bytesIndexed
+	}
+	return 0
+}
+
+// deleteChunk removes one chunk from the chunk table and both indexes.
+func deleteChunk(ctx context.Context, tx *sql.Tx, id int64) error {
+	for _, q := range []string{
+		`INSERT INTO chunks_fts(chunks_fts, rowid, text) SELECT 'delete', id, text FROM chunks WHERE id=?`,
+		`INSERT INTO chunks_tri(chunks_tri, rowid, text) SELECT 'delete', id, text FROM chunks WHERE id=? AND has_cjk=1`,
+		`DELETE FROM chunks WHERE id=?`,
+	} {
+		if _, err := tx.ExecContext(ctx, q, id); err != nil {
+			return fmt.Errorf("recall: delete chunk: %v", err)
 		}
 	}
 	return nil

@@ -11,6 +11,19 @@
 // The index is one file, <stateDir>/recall/index.sqlite (WAL mode), safe to
 // share between processes: writes take SQLite's write lock up front
 // (BEGIN IMMEDIATE) and wait up to 30 s for it.
+//
+// Use:
+//
+//	ix, err := recall.Open(stateDir)            // recall.WithEmbedder(e) for hybrid search
+//	defer ix.Close()
+//	ok, err := ix.Covered(path)                  // every complete line indexed?
+//	st, err := ix.Index(ctx, path)               // bring one file up to date
+//	res, err := ix.Search(ctx, "query", recall.SearchOptions{MaxResults: 6, MinScore: 0.35})
+//
+// Known limits: an in-place edit of a file's middle that keeps its size is
+// caught only when it touches a sampled block;
+// vector search is a brute-force scan of every stored embedding (fine for
+// tens of thousands of chunks, slow beyond).
 package recall
 
 import (
@@ -29,7 +42,7 @@ import (
 // schemaVersion changes whenever the tables or the extraction/chunking
 // rules change; an index of another version is rebuilt from scratch (it is a
 // cache of the transcripts, nothing in it is original).
-const schemaVersion = "6"
+const schemaVersion = "7"
 
 // DefaultMaxChars caps tool results, tool-call arguments, thinking and bash
 // output per message (head and tail kept).
@@ -57,6 +70,7 @@ CREATE TABLE IF NOT EXISTS chunks(
 	file_id INTEGER NOT NULL,
 	start_line INTEGER NOT NULL,
 	end_line INTEGER NOT NULL,
+	start_offset INTEGER NOT NULL,
 	entry_ids TEXT NOT NULL,
 	ts INTEGER NOT NULL,
 	has_cjk INTEGER NOT NULL,
