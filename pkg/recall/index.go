@@ -529,27 +529,23 @@ func rowBytes(row *fileRow, mode string) int64 {
 
 // deleteChunk removes one chunk from the chunk table and both indexes.
 func deleteChunk(ctx context.Context, tx *sql.Tx, id int64) error {
-	for _, q := range []string{
-		`INSERT INTO chunks_fts(chunks_fts, rowid, text) SELECT 'delete', id, text FROM chunks WHERE id=?`,
-		`INSERT INTO chunks_tri(chunks_tri, rowid, text) SELECT 'delete', id, text FROM chunks WHERE id=? AND has_cjk=1`,
-		`DELETE FROM chunks WHERE id=?`,
-	} {
-		if _, err := tx.ExecContext(ctx, q, id); err != nil {
-			return fmt.Errorf("recall: delete chunk: %v", err)
-		}
-	}
-	return nil
+	return deleteChunksWhere(ctx, tx, "id=?", id)
 }
 
-// deleteChunks removes a file's chunks from the chunk table and both
-// full-text indexes (external-content FTS5 tables need the old text).
+// deleteChunks removes a file's chunks.
 func deleteChunks(ctx context.Context, tx *sql.Tx, fileID int64) error {
+	return deleteChunksWhere(ctx, tx, "file_id=?", fileID)
+}
+
+// deleteChunksWhere removes chunks from the chunk table and both full-text
+// indexes (external-content FTS5 tables need the old text to delete).
+func deleteChunksWhere(ctx context.Context, tx *sql.Tx, cond string, arg int64) error {
 	for _, q := range []string{
-		`INSERT INTO chunks_fts(chunks_fts, rowid, text) SELECT 'delete', id, text FROM chunks WHERE file_id=?`,
-		`INSERT INTO chunks_tri(chunks_tri, rowid, text) SELECT 'delete', id, text FROM chunks WHERE file_id=? AND has_cjk=1`,
-		`DELETE FROM chunks WHERE file_id=?`,
+		`INSERT INTO chunks_fts(chunks_fts, rowid, text) SELECT 'delete', id, text FROM chunks WHERE ` + cond,
+		`INSERT INTO chunks_tri(chunks_tri, rowid, text) SELECT 'delete', id, text FROM chunks WHERE has_cjk=1 AND ` + cond,
+		`DELETE FROM chunks WHERE ` + cond,
 	} {
-		if _, err := tx.ExecContext(ctx, q, fileID); err != nil {
+		if _, err := tx.ExecContext(ctx, q, arg); err != nil {
 			return fmt.Errorf("recall: delete chunks: %v", err)
 		}
 	}
