@@ -14,8 +14,10 @@ package tokenizer
 
 import (
 	"fmt"
+	"hash/maphash"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	tiktoken "github.com/pkoukk/tiktoken-go"
 	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
@@ -51,7 +53,41 @@ var files = map[Encoding]string{
 type Tokenizer struct {
 	enc   Encoding
 	ranks map[string]int
+	pairs []uint32                  // rank of every two-byte string (noRank if none), indexed by b0<<8|b1
 	next  func(s string, i int) int // end of the pre-tokenizer piece starting at i
+
+	// cache remembers the token count of recently seen pieces (identifiers,
+	// words, JSON keys repeat a lot in transcripts). Direct-mapped, lock-free:
+	// a slot holds an immutable entry, replaced atomically on a miss.
+	seed  maphash.Seed
+	cache []atomic.Pointer[cached]
+}
+
+type cached struct {
+	piece string
+	n     int
+}
+
+const (
+	cacheSlots    = 1 << 16
+	maxCachePiece = 64 // longer pieces are rarely repeated
+)
+
+// count returns the number of tokens of one piece, through the cache.
+func (t *Tokenizer) count(p string) int {
+	if len(p) == 1 {
+		return 1
+	}
+	if len(p) > maxCachePiece {
+		return t.piece(p, nil)
+	}
+	slot := &t.cache[maphash.String(t.seed, p)&(cacheSlots-1)]
+	if c := slot.Load(); c != nil && c.piece == p {
+		return c.n
+	}
+	n := t.piece(p, nil)
+	slot.Store(&cached{strings.Clone(p), n}) // Clone: do not pin the caller's text
+	return n
 }
 
 type entry struct {
@@ -106,7 +142,11 @@ func load(enc Encoding) (*Tokenizer, error) {
 			return nil, fmt.Errorf("load %s rank table: byte %#x has no rank", enc, b)
 		}
 	}
-	t := &Tokenizer{enc: enc, ranks: ranks, next: nextO200k}
+	t := &Tokenizer{enc: enc, ranks: ranks, pairs: make([]uint32, 1<<16), next: nextO200k,
+		seed: maphash.MakeSeed(), cache: make([]atomic.Pointer[cached], cacheSlots)}
+	for i := range t.pairs {
+		t.pairs[i] = t.rank(string([]byte{byte(i >> 8), byte(i)}))
+	}
 	if enc == Cl100k {
 		t.next = nextCl100k
 	}
@@ -121,7 +161,7 @@ func (t *Tokenizer) Count(text string) int {
 	n := 0
 	for i := 0; i < len(text); {
 		e := t.next(text, i)
-		n += t.piece(text[i:e], nil)
+		n += t.count(text[i:e])
 		i = e
 	}
 	return n

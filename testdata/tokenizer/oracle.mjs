@@ -110,7 +110,7 @@ for (const [name, r] of Object.entries(ranks)) {
           if (want.join() !== got.join()) throw new Error(`heap merge differs from js-tiktoken on ${JSON.stringify(m[0])}`);
           checked++;
         }
-        ids.push(...got);
+        for (const id of got) ids.push(id);
       }
       counts.push(ids.length); hashes.push(fnv(ids));
     }

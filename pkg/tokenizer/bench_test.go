@@ -1,0 +1,86 @@
+package tokenizer
+
+import (
+	"os"
+	"testing"
+	"time"
+)
+
+// BenchmarkCount counts every string of the fixture sessions (~4.6 MB of
+// prose, code, tool output and JSON), one Count call per string as the
+// estimator does per message. MB/s is reported by -bench.
+func BenchmarkCount(b *testing.B) {
+	samples := fixtureSamples(b)
+	total := 0
+	for _, s := range samples {
+		total += len(s)
+	}
+	for _, enc := range Encodings() {
+		b.Run(string(enc), func(b *testing.B) {
+			tk := mustGet(b, string(enc))
+			b.SetBytes(int64(total))
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				for _, s := range samples {
+					tk.Count(s)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkCountPathological(b *testing.B) {
+	for name, s := range pathological() {
+		for _, enc := range Encodings() {
+			b.Run(string(enc)+"/"+name, func(b *testing.B) {
+				tk := mustGet(b, string(enc))
+				b.SetBytes(int64(len(s)))
+				for i := 0; i < b.N; i++ {
+					tk.Count(s)
+				}
+			})
+		}
+	}
+}
+
+// TestThroughputVsJSTiktoken (opt-in: CTXTOOL_TOKENIZER_BENCH=1) measures
+// Count and js-tiktoken's encode on the same samples, best of 3 rounds each,
+// and logs MB/s and the ratio: once on all fixture strings, once on those
+// without a piece over 256 bytes (where js-tiktoken's cubic merge does not
+// dominate).
+func TestThroughputVsJSTiktoken(t *testing.T) {
+	if os.Getenv("CTXTOOL_TOKENIZER_BENCH") == "" {
+		t.Skip("set CTXTOOL_TOKENIZER_BENCH=1 to compare throughput with js-tiktoken")
+	}
+	all := fixtureSamples(t)
+	normal, _ := splitLong(t, all)
+	for _, set := range []struct {
+		name    string
+		samples []string
+	}{{"all fixture strings", all}, {"pieces <= 256 bytes", normal}} {
+		bytes := 0
+		for _, s := range set.samples {
+			bytes += len(s)
+		}
+		js := runJS(t, "bench", set.samples)
+		for _, enc := range Encodings() {
+			tk := mustGet(t, string(enc))
+			best, tokens := time.Duration(1<<62), 0
+			for round := 0; round < 3; round++ {
+				start := time.Now()
+				n := 0
+				for _, s := range set.samples {
+					n += tk.Count(s)
+				}
+				best, tokens = min(best, time.Since(start)), n
+			}
+			if tokens != js[enc].Counts[0] {
+				t.Errorf("%s %s: %d tokens, js-tiktoken %d", set.name, enc, tokens, js[enc].Counts[0])
+			}
+			goMBs := float64(bytes) / 1e6 / best.Seconds()
+			jsMBs := float64(bytes) / 1e6 / (js[enc].MS / 1000)
+			t.Logf("%s, %s: %d samples, %.2f MB, %d tokens: Go %.1f MB/s, js-tiktoken %.2f MB/s, ratio %.1fx",
+				set.name, enc, len(set.samples), float64(bytes)/1e6, tokens, goMBs, jsMBs, goMBs/jsMBs)
+		}
+	}
+}
