@@ -25,6 +25,7 @@ func TestGeneratedSessionsAllStrategies(t *testing.T) {
 		for _, strategy := range Strategies {
 			name, strategy := name, strategy
 			t.Run(name+"/"+strategy, func(t *testing.T) {
+				t.Parallel()
 				file := copyFile(t, sc[name])
 				orig, _ := os.ReadFile(file)
 				before := oracle.CheckOne(t, file)

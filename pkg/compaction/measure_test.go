@@ -18,8 +18,9 @@ import (
 // measured from the usage records (pi's chars/4 cut keeps ~1.3–1.5×).
 func TestKeptTailMatchesAskedTokens(t *testing.T) {
 	var ratios []float64
-	for _, name := range []string{"pi-v1-before-compaction.jsonl", "pi-v1-compact-705ba5d.jsonl", "pi-v1-large-session.jsonl"} {
-		s, err := transcript.Load(fixture(name))
+	for _, name := range []string{fixture("pi-v1-before-compaction.jsonl"), fixture("pi-v1-compact-705ba5d.jsonl"),
+		fixture("pi-v1-large-session.jsonl"), filepath.Join(oracle.ModuleRoot(), "testdata", "sample-v3.jsonl")} {
+		s, err := transcript.Load(name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,6 +67,10 @@ func TestMeasurementTable(t *testing.T) {
 	for _, fx := range oracle.Fixtures(t) {
 		files[filepath.Base(fx)] = fx
 	}
+	samples, _ := filepath.Glob(filepath.Join(oracle.ModuleRoot(), "testdata", "*.jsonl"))
+	for _, f := range samples {
+		files["testdata/"+filepath.Base(f)] = f
+	}
 	for n, f := range scenarios(t) {
 		files["gen:"+n] = f
 	}
@@ -78,7 +83,7 @@ func TestMeasurementTable(t *testing.T) {
 	b.WriteString("| session | strategy | tokensBefore → tokensAfter (extractive) | tokensAfter (llm) | LLM calls | LLM input tokens | kept real / asked |\n|---|---|---|---|---|---|---|\n")
 	for _, n := range names {
 		keep := 20000
-		if strings.HasPrefix(n, "gen:") {
+		if strings.HasPrefix(n, "gen:") || strings.HasPrefix(n, "testdata/edge-") || n == "testdata/sample-v1.jsonl" {
 			keep = 3000
 		}
 		for _, st := range Strategies {
