@@ -53,7 +53,7 @@ func TestThroughputVsJSTiktoken(t *testing.T) {
 		t.Skip("set CTXTOOL_TOKENIZER_BENCH=1 to compare throughput with js-tiktoken")
 	}
 	all := fixtureSamples(t)
-	normal, _ := splitLong(t, all)
+	normal, _ := splitLong(t, all, 256)
 	for _, set := range []struct {
 		name    string
 		samples []string

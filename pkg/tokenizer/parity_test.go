@@ -20,10 +20,11 @@ import (
 // token ids.
 
 type jsResult struct {
-	Counts []int    `json:"counts"`
-	Hashes []uint32 `json:"hashes"`
-	MS     float64  `json:"ms"` // time spent encoding all samples
-	Bytes  int      `json:"bytes"`
+	Counts  []int    `json:"counts"`
+	Hashes  []uint32 `json:"hashes"`
+	MS      float64  `json:"ms"` // time spent encoding all samples
+	Bytes   int      `json:"bytes"`
+	Checked int      `json:"checked"` // fast mode: pieces whose heap merge was compared with js-tiktoken's
 }
 
 // requireJS skips (fails in CI) when node or js-tiktoken is missing.
@@ -42,7 +43,7 @@ func requireJS(t testing.TB) string {
 
 // runJS runs testdata/tokenizer/oracle.mjs in MODE over samples, one node
 // process per encoding, in parallel.
-func runJS(t testing.TB, mode string, samples []string) map[Encoding]*jsResult {
+func runJS(t testing.TB, mode string, samples []string, env ...string) map[Encoding]*jsResult {
 	t.Helper()
 	dir := requireJS(t)
 	script := filepath.Join(oracle.ModuleRoot(), "testdata", "tokenizer", "oracle.mjs")
@@ -65,6 +66,7 @@ func runJS(t testing.TB, mode string, samples []string) map[Encoding]*jsResult {
 			var stdout, stderr bytes.Buffer
 			cmd := exec.Command("node", script, dir, mode, in, string(enc))
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			cmd.Env = append(os.Environ(), env...)
 			if err := cmd.Run(); err != nil {
 				errs <- fmt.Errorf("oracle.mjs %s %s: %v\n%s", mode, enc, err, stderr.String())
 				return
@@ -131,11 +133,11 @@ func compareJS(t *testing.T, samples []string, want map[Encoding]*jsResult) {
 	}
 }
 
-// splitLong separates samples with a pre-tokenizer piece over 256 bytes: for
-// those js-tiktoken's own cubic merge is too slow, so they go through the
-// "fast" oracle mode (js regex + js rank map + heap merge, itself checked
-// against js-tiktoken's merge on pieces up to 1500 bytes).
-func splitLong(t *testing.T, samples []string) (normal, long []string) {
+// splitLong separates samples with a pre-tokenizer piece over limit bytes:
+// js-tiktoken's own merge is cubic in the piece length, so those go through
+// the "fast" oracle mode (js regex + js rank map + heap merge, itself checked
+// against js-tiktoken's merge on the shorter pieces).
+func splitLong(t testing.TB, samples []string, limit int) (normal, long []string) {
 	tk, err := Get("o200k")
 	if err != nil {
 		t.Fatal(err)
@@ -145,7 +147,7 @@ func splitLong(t *testing.T, samples []string) (normal, long []string) {
 		for _, p := range tk.Pieces(s) {
 			m = max(m, len(p))
 		}
-		if m > 256 {
+		if m > limit {
 			long = append(long, s)
 		} else {
 			normal = append(normal, s)
@@ -154,21 +156,36 @@ func splitLong(t *testing.T, samples []string) (normal, long []string) {
 	return normal, long
 }
 
+// TestParityWithJSTiktoken compares every sample of the parity corpus. By
+// default samples with a piece over 64 bytes go through the fast oracle, whose
+// merge is checked against js-tiktoken's on pieces up to 300 bytes (~1 min in
+// all); CTXTOOL_TOKENIZER_FULL=1 uses all 4.6 MB of fixture text, 256 and
+// 1500 bytes (~10 min).
 func TestParityWithJSTiktoken(t *testing.T) {
 	requireJS(t)
+	limit, check := 64, "ORACLE_CHECK_BYTES=300"
+	if os.Getenv("CTXTOOL_TOKENIZER_FULL") != "" {
+		limit, check = 256, "ORACLE_CHECK_BYTES=1500"
+	}
 	samples := parityCorpus(t)
-	normal, long := splitLong(t, samples)
+	normal, long := splitLong(t, samples, limit)
 	total := 0
 	for _, s := range samples {
 		total += len(s)
 	}
-	t.Logf("corpus: %d samples, %d bytes (%d samples through js-tiktoken encode, %d with pieces > 256 bytes through the fast oracle)",
-		len(samples), total, len(normal), len(long))
+	t.Logf("corpus: %d samples, %d bytes (%d samples through js-tiktoken encode, %d with pieces > %d bytes through the fast oracle, %s)",
+		len(samples), total, len(normal), len(long), limit, check)
 	if total < 1<<20 {
 		t.Fatalf("parity corpus is only %d bytes; want at least 1 MiB", total)
 	}
 	t.Run("encode", func(t *testing.T) { compareJS(t, normal, runJS(t, "counts", normal)) })
-	t.Run("long-pieces", func(t *testing.T) { compareJS(t, long, runJS(t, "fast", long)) })
+	t.Run("long-pieces", func(t *testing.T) {
+		want := runJS(t, "fast", long, check)
+		for _, enc := range Encodings() {
+			t.Logf("%s: heap merge checked against js-tiktoken's merge on %d pieces", enc, want[enc].Checked)
+		}
+		compareJS(t, long, want)
+	})
 }
 
 // pathological returns 200,000 spaces and 600 KB of CJK without separators:
