@@ -58,24 +58,32 @@ type Options struct {
 	CompactionsWithin float64
 	// KeepTurns is how many recent user turns a compaction keeps (0 = 2);
 	// firstKeptEntryId/Index names the user message starting them.
-	KeepTurns          int
-	AbortedAssistants  int // stopReason "aborted" with an unanswered tool call
-	ErrorAssistants    int // stopReason "error" with an unanswered tool call
-	ToolErrors         int // toolResults with isError true
-	TrailingToolCall   bool
-	GarbageLines       int  // lines that are not JSON
-	GluedLines         int  // lines holding two complete records
-	TruncatedTail      bool // last line cut short, no final newline
-	Facts              int  // planted facts (see PlantedFact); kinds cycle
-	FactsWithin        float64
-	SystemTokens       int // ground-truth system prompt + tools (0 = DefaultSystemTokens)
-	Cwd                string
-	Start              time.Time
-	Provider, Model    string
-	NoLineIndex        bool // skip Result.Lines (huge files)
-	SessionName        string
-	SignatureBytes     int // thinking signature length (0 = 240)
-	AssistantTextShare float64
+	KeepTurns         int
+	AbortedAssistants int // stopReason "aborted" with an unanswered tool call
+	ErrorAssistants   int // stopReason "error" (provider 400) with an unanswered tool call
+	ToolErrors        int // toolResults with isError true
+	// TrailingToolCall ends the session with an assistant tool call that
+	// has no result (a tool still running).
+	TrailingToolCall bool
+	GarbageLines     int  // lines that are not JSON (pi skips them)
+	GluedLines       int  // lines holding two complete records (pi loses both); every 2nd hides a compaction
+	TruncatedTail    bool // last line cut short, no final newline
+	// Facts is how many distinctive identifiers to plant (kinds cycle
+	// through FactKinds); Result.Facts says where each went. They are
+	// spread over the first FactsWithin of the session (0 = 0.15), in
+	// user messages (uuid, url, cjk), tool results (path, hash, port) and
+	// assistant replies (decision); each value occurs exactly once.
+	Facts        int
+	FactsWithin  float64
+	SystemTokens int       // ground-truth system prompt + tools (0 = DefaultSystemTokens)
+	Cwd          string    // header cwd ("" = /home/dev/acme-api)
+	Start        time.Time // header/clock start (zero = DefaultStart)
+	// Provider and Model of the first assistants (default
+	// anthropic/claude-sonnet-4-5); ModelChanges rotate through others.
+	Provider, Model string
+	NoLineIndex     bool   // skip Result.Lines and Context.Entries/Lines (huge files)
+	SessionName     string // appends a session_info entry (v2/v3)
+	SignatureBytes  int    // thinking signature length (0 = 240)
 }
 
 // FactKinds are the kinds of planted facts, in the order they cycle.
@@ -148,8 +156,12 @@ var modelRotation = []struct{ provider, model string }{
 
 var thinkingRotation = []string{"medium", "high", "low", "minimal", "off", "xhigh"}
 
-// Generate writes a synthetic pi session to w, streaming (memory stays
-// small whatever the size), and returns what pi will load from it.
+// Generate writes a synthetic pi session to w and returns what pi will load
+// from it. Content is streamed (nothing of it is kept); only the entry tree
+// bookkeeping stays in memory, about 0.4 KB per entry (~250 MB live for a
+// 1 GB file with NoLineIndex). Speed on the 2-core reference VM: ~160–190 MB/s
+// of CPU time (see BenchmarkGenerate and `go run ./bench/gen -preset bench
+// -size 1GB`).
 func Generate(w io.Writer, o Options) (*Result, error) {
 	if o.Version == 0 {
 		o.Version = 3
