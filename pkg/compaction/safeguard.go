@@ -64,7 +64,8 @@ func (r *run) safeguard(msgs, prefix []*Msg) error {
 		}
 		history, herr = r.inStages(msgs, mainPrev, instr)
 	}()
-	if len(prefix) > 0 {
+	prefix, prefixNotes := r.dropOversized(prefix)
+	if len(prefix) > 0 && meaningful(prefix) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -82,6 +83,9 @@ func (r *run) safeguard(msgs, prefix []*Msg) error {
 	}
 	if history == "" {
 		history = "## Decisions\nNo prior history.\n\n## Open TODOs\nNone.\n\n## Constraints/Rules\nNone.\n\n## Pending user asks\nNone.\n\n## Exact identifiers\nNone captured."
+	}
+	if len(prefixNotes) > 0 {
+		turn = strings.TrimSpace(turn + "\n\n## Omitted from this summary\n" + strings.Join(prefixNotes, "\n"))
 	}
 	splitSec := ""
 	if turn != "" {
@@ -145,17 +149,7 @@ func (r *run) safeguardInstructions(feedback string) string {
 // the halves merged into the previous summary.
 func (r *run) inStages(msgs []*Msg, prev, instr string) (string, error) {
 	window := r.set.ContextWindow
-	var notes []string
-	var keep []*Msg
-	for _, m := range msgs {
-		if float64(r.count(m))*safetyMargin > 0.5*float64(window) {
-			notes = append(notes, fmt.Sprintf("- A %s message (line %d, ~%dK tokens) was too large to summarise and is omitted.", m.Role(), m.E.Line, (r.count(m)+500)/1000))
-			r.out.Omitted++
-			continue
-		}
-		keep = append(keep, m)
-	}
-	msgs = keep
+	msgs, notes := r.dropOversized(msgs)
 	maxChunk := int(math.Floor(float64(window)*adaptiveChunkRatio(msgs, window, r.count))) - summaryOverhead
 	if maxChunk < 1 {
 		maxChunk = 1
@@ -196,6 +190,22 @@ func (r *run) inStages(msgs []*Msg, prev, instr string) (string, error) {
 		out = strings.TrimSpace(out + "\n\n## Omitted from this summary\n" + strings.Join(notes, "\n"))
 	}
 	return out, nil
+}
+
+// dropOversized leaves out messages whose estimate (with the safety
+// margin) exceeds half the window, with one note line each.
+func (r *run) dropOversized(msgs []*Msg) ([]*Msg, []string) {
+	var notes []string
+	var keep []*Msg
+	for _, m := range msgs {
+		if float64(r.count(m))*safetyMargin > 0.5*float64(r.set.ContextWindow) {
+			notes = append(notes, fmt.Sprintf("- A %s message (line %d, ~%dK tokens) was too large to summarise and is omitted.", m.Role(), m.E.Line, (r.count(m)+500)/1000))
+			r.out.Omitted++
+			continue
+		}
+		keep = append(keep, m)
+	}
+	return keep, notes
 }
 
 // chunked summarises msgs in chunks of at most maxChunk/1.2 tokens, each
