@@ -122,7 +122,7 @@ type MessageTokenReport struct {
 // estimateMemoryLimit bounds the heap while estimating: entry metadata of a
 // 100 MB session is ~55 MB live, and a soft limit keeps the GC from letting
 // the heap double past it. GOMEMLIMIT overrides it.
-const estimateMemoryLimit = 96 << 20
+const estimateMemoryLimit = 80 << 20
 
 func runEstimate(opts *EstimateOptions) error {
 	if os.Getenv("GOMEMLIMIT") == "" {
