@@ -22,7 +22,8 @@ import (
 type jsResult struct {
 	Counts  []int    `json:"counts"`
 	Hashes  []uint32 `json:"hashes"`
-	MS      float64  `json:"ms"` // time spent encoding all samples
+	MS      float64  `json:"ms"`    // wall time spent encoding all samples
+	CPUMS   float64  `json:"cpuMs"` // bench mode: CPU time of the best round
 	Bytes   int      `json:"bytes"`
 	Checked int      `json:"checked"` // fast mode: pieces whose heap merge was compared with js-tiktoken's
 }
