@@ -48,8 +48,9 @@ var files = map[Encoding]string{
 	Cl100k: "cl100k_base.tiktoken",
 }
 
-// Tokenizer counts tokens of one encoding. It is immutable after Get and safe
-// for concurrent use.
+// Tokenizer counts tokens of one encoding. It is safe for concurrent use: the
+// rank tables are read-only after Get, and the only mutable state is a
+// lock-free cache of piece counts (at most 65,536 pieces of up to 64 bytes).
 type Tokenizer struct {
 	enc   Encoding
 	ranks map[string]int
