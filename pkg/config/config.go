@@ -208,7 +208,16 @@ func EnvName(key string) string {
 // StateDir resolves the state directory: flag/env/config, else
 // $XDG_STATE_HOME/ctxtool, else ~/.local/state/ctxtool.
 func (c *Config) StateDir(fs *pflag.FlagSet) string {
-	if d := c.String(fs, "state-dir", "stateDir"); d != "" {
+	if flagSet(fs, "state-dir") {
+		d, _ := fs.GetString("state-dir")
+		return d
+	}
+	// The documented variable comes before the config file; viper's own
+	// mapping of "stateDir" (CTXTOOL_STATEDIR) is honoured by the lookup below.
+	if d := os.Getenv("CTXTOOL_STATE_DIR"); d != "" {
+		return d
+	}
+	if d := c.v.GetString("stateDir"); d != "" {
 		return d
 	}
 	if x := os.Getenv("XDG_STATE_HOME"); x != "" {

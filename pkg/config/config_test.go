@@ -108,3 +108,19 @@ func TestPrecedenceFlagEnvFileOpenClawDefault(t *testing.T) {
 		t.Fatal("an explicit missing config file must be an error")
 	}
 }
+
+func TestStateDirEnv(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "c.yaml")
+	os.WriteFile(file, []byte("stateDir: /from/file\n"), 0o644)
+	c, err := Load(file, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.StateDir(nil); got != "/from/file" {
+		t.Fatalf("file: %q", got)
+	}
+	t.Setenv("CTXTOOL_STATE_DIR", "/from/env")
+	if got := c.StateDir(nil); got != "/from/env" {
+		t.Fatalf("CTXTOOL_STATE_DIR must beat the config file: %q", got)
+	}
+}

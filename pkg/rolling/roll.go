@@ -8,7 +8,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/ctxtool/ctxtool/pkg/transcript"
@@ -513,7 +512,7 @@ func rangeOf(msgs []Message) Range {
 }
 
 // fileChanged recognises transcript.Update giving up because the file kept
-// changing under it (the error is not exported).
+// changing under it.
 func fileChanged(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "changed while ctxtool was planning")
+	return errors.Is(err, transcript.ErrFileChanged)
 }

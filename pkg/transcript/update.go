@@ -54,14 +54,16 @@ func Update(ctx context.Context, path string, opts UpdateOptions, plan Plan) err
 			return err
 		}
 		err = appendLines(path, s.Size, s.EndsWithNewline, lines)
-		if err == errFileChanged && attempt < maxReplans {
+		if err == ErrFileChanged && attempt < maxReplans {
 			continue
 		}
 		return err
 	}
 }
 
-var errFileChanged = fmt.Errorf("the session file changed while ctxtool was planning")
+// ErrFileChanged is returned by Update when another writer kept appending
+// faster than ctxtool could re-plan (maxReplans times): nothing was written.
+var ErrFileChanged = fmt.Errorf("the session file changed while ctxtool was planning (another process keeps writing it; retry later or use --older-than)")
 
 // appendLines appends lines (each without newline) in a single write, after a
 // newline if the file lacks its final one. It refuses when the file's size is
@@ -77,7 +79,7 @@ func appendLines(path string, expectSize int64, endsWithNewline bool, lines [][]
 		return fmt.Errorf("%s: %v", path, err)
 	}
 	if st.Size() != expectSize {
-		return errFileChanged
+		return ErrFileChanged
 	}
 	var buf []byte
 	if expectSize > 0 && !endsWithNewline {
