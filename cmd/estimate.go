@@ -156,7 +156,14 @@ func runEstimate(opts *EstimateOptions) error {
 			}
 		}
 		if opts.JSON {
-			if err := writeJSONLine(opts.IO.Out, r); err != nil {
+			var v any = r
+			if r.Error != "" {
+				v = struct {
+					File  string `json:"file"`
+					Error string `json:"error"`
+				}{r.File, r.Error}
+			}
+			if err := writeJSONLine(opts.IO.Out, v); err != nil {
 				return err
 			}
 		}
