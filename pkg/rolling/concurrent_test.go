@@ -103,11 +103,16 @@ func TestRollWhilePiAppends(t *testing.T) {
 			// Roll over and over while the writer runs: a 20k window at 50 %
 			// makes nearly every run evict.
 			r := newRoller(Options{ContextWindow: 20000, TargetUtilization: 0.5, MinKeepMessages: 10, EvictionNote: true, Force: true, Wait: 10 * time.Second})
-			rolls := 0
+			rolls, refused := 0, 0
 			var failures []string
 			for ctx.Err() == nil {
 				rep := r.Roll(context.Background(), path)
-				if rep.Error != "" {
+				switch {
+				case rep.Error != "" && strings.Contains(rep.Error, "changed while ctxtool was planning"):
+					// A clean refusal: pi kept writing faster than a re-plan
+					// (a loaded CI machine); nothing was written.
+					refused++
+				case rep.Error != "":
 					failures = append(failures, rep.Error)
 				}
 				if rep.Rolled {
@@ -119,8 +124,9 @@ func TestRollWhilePiAppends(t *testing.T) {
 				t.Fatalf("%d of the rolls failed while pi appends, first: %s", len(failures), failures[0])
 			}
 			if rolls < 3 {
-				t.Fatalf("only %d rolls ran during the writes; the test proves nothing", rolls)
+				t.Fatalf("only %d rolls ran during the writes (%d refused); the test proves nothing", rolls, refused)
 			}
+			t.Logf("%d rolls, %d clean refusals while pi appended", rolls, refused)
 
 			final, _ := os.ReadFile(path)
 			if !bytes.HasPrefix(final, orig) {

@@ -217,7 +217,7 @@ func (r *Roller) roll(ctx context.Context, path string) *Report {
 		// Update re-plans a few times when pi (no lock) appends between our
 		// read and our write; a session written to in bursts can outrun
 		// that, so give it a few more rounds after a short pause.
-		if err == nil || !fileChanged(err) || attempt == 3 || ctx.Err() != nil {
+		if err == nil || !fileChanged(err) || attempt == 7 || ctx.Err() != nil {
 			break
 		}
 		time.Sleep(time.Duration(20*(attempt+1)) * time.Millisecond)
