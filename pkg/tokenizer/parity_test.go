@@ -163,6 +163,9 @@ func splitLong(t testing.TB, samples []string, limit int) (normal, long []string
 // all); CTXTOOL_TOKENIZER_FULL=1 uses all 4.6 MB of fixture text, 256 and
 // 1500 bytes (~10 min).
 func TestParityWithJSTiktoken(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: skipping the ~20 s js-tiktoken parity run")
+	}
 	requireJS(t)
 	limit, check := 64, "ORACLE_CHECK_BYTES=300"
 	if os.Getenv("CTXTOOL_TOKENIZER_FULL") != "" {
