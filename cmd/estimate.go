@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -290,9 +289,6 @@ func writeJSONLine(w io.Writer, v any) error {
 	_, err = w.Write(append(b, '\n'))
 	return err
 }
-
-// rawJSON keeps json imported for command files that embed raw objects.
-var _ = json.Valid
 
 func printEstimateTable(opts *EstimateOptions, reports []*EstimateReport) {
 	out := opts.IO.Out

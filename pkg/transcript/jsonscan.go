@@ -460,21 +460,11 @@ func hex4(b []byte) rune {
 	return r
 }
 
-// stringifyLen returns the length in UTF-16 units of
-// JSON.stringify(JSON.parse(raw)) for one validated JSON value: what pi's
-// heuristic counts for tool-call arguments. For a canonical line it equals
-// the UTF-16 length of the raw bytes; for any other spelling it re-derives
-// the canonical form (whitespace dropped, escapes normalised, numbers in
-// JavaScript's shortest form).
-func stringifyLen(raw []byte) int {
-	s := scanner{b: raw}
-	n := s.canonLen(0)
-	if s.err != nil {
-		return 0
-	}
-	return n
-}
-
+// canonLen validates one value and returns the length in UTF-16 units of
+// JSON.stringify(JSON.parse(value)): what pi's heuristic counts for tool-call
+// arguments. For a canonical line it equals the UTF-16 length of the raw
+// bytes; for any other spelling it re-derives the canonical form (whitespace
+// dropped, escapes normalised, numbers in JavaScript's shortest form).
 func (s *scanner) canonLen(depth int) int {
 	if depth > 512 {
 		s.fail("nesting too deep")
