@@ -3,7 +3,6 @@ package checkpoint
 import (
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
@@ -53,7 +52,7 @@ func FromSession(s *transcript.Session) (Input, error) {
 		msg := Message{
 			EntryID: e.ID, Role: m.Role, CustomType: m.CustomType, Text: m.Text(),
 			ToolCallID: m.ToolCallID, ToolName: m.ToolName, IsError: m.IsError, StopReason: m.StopReason,
-			Time: entryTime(e, m),
+			Time: e.Time(),
 		}
 		if e.Type == "custom_message" {
 			msg.Role = "custom"
@@ -107,19 +106,4 @@ func compactionFiles(s *transcript.Session, e *transcript.Entry) CompactionInfo 
 	}
 	_ = json.Unmarshal(raw, &c) // details are free-form; anything else means no files
 	return CompactionInfo{ReadFiles: c.Details.ReadFiles, ModifiedFiles: c.Details.ModifiedFiles}
-}
-
-// entryTime prefers the message's own epoch-ms timestamp (seconds below
-// 1e11, as OpenClaw reads them), else the entry's ISO timestamp.
-func entryTime(e *transcript.Entry, m *transcript.Message) time.Time {
-	if ms := m.Timestamp; ms > 0 {
-		if ms < 1e11 {
-			ms *= 1000
-		}
-		return time.UnixMilli(int64(ms)).UTC()
-	}
-	if t, err := time.Parse(time.RFC3339Nano, e.Timestamp); err == nil {
-		return t.UTC()
-	}
-	return time.Time{}
 }

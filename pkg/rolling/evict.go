@@ -185,7 +185,7 @@ func Evict(in EvictInput) Eviction {
 		}
 		ev.EvictedCount++
 		ev.EvictedTokens += m.Tokens
-		if ts := MessageTime(m.Entry); !ts.IsZero() {
+		if ts := m.Entry.Time(); !ts.IsZero() {
 			if ev.FirstEvicted.IsZero() || ts.Before(ev.FirstEvicted) {
 				ev.FirstEvicted = ts
 			}
@@ -233,23 +233,4 @@ func validCuts(msgs []Message) []bool {
 			m.Entry != nil && m.Entry.ID != ""
 	}
 	return valid
-}
-
-// MessageTime is when a message was created: message.timestamp (epoch ms;
-// positive values below 1e11 are seconds, as OpenClaw reads them), else the
-// entry's ISO timestamp. Zero when neither parses.
-func MessageTime(e *transcript.Entry) time.Time {
-	if e == nil {
-		return time.Time{}
-	}
-	if ms := e.MsgTimestamp; ms > 0 {
-		if ms < 1e11 {
-			ms *= 1000
-		}
-		return time.UnixMilli(int64(ms)).UTC()
-	}
-	if t, err := time.Parse(time.RFC3339Nano, e.Timestamp); err == nil {
-		return t.UTC()
-	}
-	return time.Time{}
 }

@@ -86,7 +86,7 @@ func previousRanges(s *transcript.Session, c *transcript.Context, prev *Details)
 			r.FirstLine = e.Line
 		}
 		r.LastLine = e.Line
-		if ts := MessageTime(e); !ts.IsZero() {
+		if ts := e.Time(); !ts.IsZero() {
 			if first.IsZero() || ts.Before(first) {
 				first = ts
 			}

@@ -498,7 +498,7 @@ func rangeOf(msgs []Message) Range {
 			r.FirstLine = m.Entry.Line
 		}
 		r.LastLine = m.Entry.Line
-		if ts := MessageTime(m.Entry); !ts.IsZero() {
+		if ts := m.Entry.Time(); !ts.IsZero() {
 			if first.IsZero() || ts.Before(first) {
 				first = ts
 			}

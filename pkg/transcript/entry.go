@@ -1,5 +1,7 @@
 package transcript
 
+import "time"
+
 // Entry is what ctxtool keeps in memory of one session line: enough to build
 // the tree, rebuild pi's context and estimate it, but not the content. Full
 // content is read back from the file on demand (Session.Raw, Session.Message)
@@ -132,4 +134,23 @@ func (m Malformed) HidesCompaction() bool {
 		}
 	}
 	return false
+}
+
+// Time is when the entry's message was created: message.timestamp (epoch
+// ms; positive values below 1e11 are seconds, as OpenClaw reads them), else
+// the entry's ISO timestamp. Zero when neither parses.
+func (e *Entry) Time() time.Time {
+	if e == nil {
+		return time.Time{}
+	}
+	if ms := e.MsgTimestamp; ms > 0 {
+		if ms < 1e11 {
+			ms *= 1000
+		}
+		return time.UnixMilli(int64(ms)).UTC()
+	}
+	if t, err := time.Parse(time.RFC3339Nano, e.Timestamp); err == nil {
+		return t.UTC()
+	}
+	return time.Time{}
 }
