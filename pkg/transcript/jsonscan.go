@@ -2,7 +2,6 @@ package transcript
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"math/bits"
@@ -26,8 +25,6 @@ type scanner struct {
 	// canon is the JSON.stringify length of the last string scanned.
 	canon int
 }
-
-var errSyntax = errors.New("syntax error")
 
 func (s *scanner) fail(format string, args ...any) bool {
 	if s.err == nil {

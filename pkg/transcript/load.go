@@ -270,8 +270,6 @@ type assembler struct {
 	pending         map[int]*batch
 	index           int // pi's array index of the next parsed record
 	firstParsedLine int
-	lastLen         int
-	lastEndsNL      bool
 }
 
 func (a *assembler) add(b *batch) {
@@ -289,7 +287,6 @@ func (a *assembler) add(b *batch) {
 			raw = raw[:len(raw)-1]
 		}
 		s.Lines = lineNo
-		a.lastEndsNL = endsNL
 		off := b.offset + int64(start)
 		switch pl.kind {
 		case kindBlank:
