@@ -136,8 +136,13 @@ func runEstimate(opts *EstimateOptions) error {
 	}
 	var reports []*EstimateReport
 	failed, crossed := 0, false
-	for _, file := range opts.Files {
+	prog := opts.IO.NewProgress("estimating", "files", len(opts.Files))
+	defer prog.Clear()
+	for i, file := range opts.Files {
 		r, err := estimateFile(opts, file)
+		if err != nil || len(r.MalformedLines) > 0 || len(r.Warnings) > 0 {
+			prog.Clear()
+		}
 		if err != nil {
 			failed++
 			fmt.Fprintf(opts.IO.ErrOut, "ctxtool: %v\n", err)
@@ -167,7 +172,9 @@ func runEstimate(opts *EstimateOptions) error {
 			}
 		}
 		reports = append(reports, r)
+		prog.Update(i+1, "")
 	}
+	prog.Clear()
 	if !opts.JSON {
 		printEstimateTable(opts, reports)
 	}

@@ -119,27 +119,27 @@ func runIndex(ctx context.Context, opts *IndexOptions) error {
 	for _, f := range files {
 		total += f.Size
 	}
-	prog := newIndexProgress(opts.IO, len(files), total)
+	prog := opts.IO.NewProgress("indexing", "files", len(files))
 	start := time.Now()
 	var all []recall.Stats
 	failed := 0
 	var done int64
 	for i, f := range files {
 		if err := ctx.Err(); err != nil {
-			prog.clear()
+			prog.Clear()
 			return exitcode.New(exitcode.Runtime, err)
 		}
 		st, err := ix.Index(ctx, f.Path)
 		done += f.Size
-		prog.update(i+1, done)
+		prog.Update(i+1, fmt.Sprintf("%.1f/%.1f MB", float64(done)/1e6, float64(total)/1e6))
 		if err != nil {
 			failed++
-			prog.clear()
+			prog.Clear()
 			fmt.Fprintf(opts.IO.ErrOut, "ctxtool: %v\n", err)
 			st.Skipped = "error: " + err.Error()
 		}
 		for _, l := range st.MalformedLines {
-			prog.clear()
+			prog.Clear()
 			fmt.Fprintf(opts.IO.ErrOut, "warning: %s:%d: malformed line (not one JSON object); indexed what decodes\n", st.File, l)
 		}
 		if opts.JSON {
@@ -163,7 +163,7 @@ func runIndex(ctx context.Context, opts *IndexOptions) error {
 			fmt.Fprintf(opts.IO.ErrOut, "ctxtool: %v\n", err)
 		}
 	}
-	prog.clear()
+	prog.Clear()
 	for _, r := range removed {
 		st := recall.Stats{File: r, Skipped: "removed", Mode: "removed"}
 		if opts.JSON {
@@ -211,33 +211,3 @@ func printIndexTable(out io.Writer, all []recall.Stats, db string, took time.Dur
 }
 
 // indexProgress is a one-line counter on stderr, shown only on a terminal and
-// only once the work has taken more than a second.
-type indexProgress struct {
-	io       *IOStreams
-	files    int
-	total    int64
-	start    time.Time
-	last     time.Time
-	shown    bool
-	disabled bool
-}
-
-func newIndexProgress(io *IOStreams, files int, total int64) *indexProgress {
-	return &indexProgress{io: io, files: files, total: total, start: time.Now(), disabled: !io.IsStderrTTY()}
-}
-
-func (p *indexProgress) update(done int, bytes int64) {
-	if p.disabled || time.Since(p.start) < time.Second || time.Since(p.last) < 100*time.Millisecond {
-		return
-	}
-	p.last = time.Now()
-	p.shown = true
-	fmt.Fprintf(p.io.ErrOut, "\rindexing %d/%d files, %.1f/%.1f MB", done, p.files, float64(bytes)/1e6, float64(p.total)/1e6)
-}
-
-func (p *indexProgress) clear() {
-	if p.shown {
-		fmt.Fprint(p.io.ErrOut, "\r\033[K")
-		p.shown = false
-	}
-}

@@ -218,16 +218,16 @@ func runRoll(ctx context.Context, opts *RollOptions) error {
 		}
 	}
 
-	prog := newRollProgress(opts.IO, len(files))
+	prog := opts.IO.NewProgress("rolling", "sessions", len(files))
 	var writeErr error
 	var mu sync.Mutex
 	var notable []*rolling.Report
-	sum := r.Batch(ctx, files, rolling.BatchOptions{Jobs: opts.Jobs, OlderThan: opts.OlderThan, Progress: prog.update},
+	sum := r.Batch(ctx, files, rolling.BatchOptions{Jobs: opts.Jobs, OlderThan: opts.OlderThan, Progress: func(done, total int) { prog.Update(done, "") }},
 		func(rep *rolling.Report) {
 			mu.Lock()
 			defer mu.Unlock()
 			if rep.Error != "" && !rep.Locked {
-				prog.clear()
+				prog.Clear()
 				fmt.Fprintf(opts.IO.ErrOut, "ctxtool: %s\n", rep.Error)
 			}
 			if opts.JSON {
@@ -240,7 +240,7 @@ func runRoll(ctx context.Context, opts *RollOptions) error {
 				notable = append(notable, rep)
 			}
 		})
-	prog.clear()
+	prog.Clear()
 	if writeErr != nil {
 		return exitcode.New(exitcode.Runtime, writeErr)
 	}
@@ -307,39 +307,6 @@ func printRollTable(out io.Writer, reps []*rolling.Report, sum rolling.Summary, 
 		sum.Locked, sum.Fallback, sum.Errors, sum.Seconds, sum.PerSecond)
 }
 
-// rollProgress is a progress bar on stderr, shown only on a terminal and
-// only once the batch has taken more than a second.
-type rollProgress struct {
-	io       *IOStreams
-	total    int
-	start    time.Time
-	last     time.Time
-	shown    bool
-	disabled bool
-}
-
-func newRollProgress(io *IOStreams, total int) *rollProgress {
-	return &rollProgress{io: io, total: total, start: time.Now(), disabled: !io.IsStderrTTY() || total == 0}
-}
-
-func (p *rollProgress) update(done, total int) {
-	if p.disabled || time.Since(p.start) < time.Second || (done < total && time.Since(p.last) < 100*time.Millisecond) {
-		return
-	}
-	p.last = time.Now()
-	p.shown = true
-	const width = 30
-	fill := done * width / total
-	rate := float64(done) / time.Since(p.start).Seconds()
-	fmt.Fprintf(p.io.ErrOut, "\rrolling [%s%s] %d/%d sessions, %.1f/s", strings.Repeat("#", fill), strings.Repeat(".", width-fill), done, total, rate)
-}
-
-func (p *rollProgress) clear() {
-	if p.shown {
-		fmt.Fprint(p.io.ErrOut, "\r\033[K")
-		p.shown = false
-	}
-}
 
 // rollFallback is the seed's fallback for rolling without recall: OpenClaw's
 // safeguard compaction, summarised by the configured model or, without one,

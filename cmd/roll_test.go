@@ -300,24 +300,3 @@ func TestRollUsageErrors(t *testing.T) {
 	}
 }
 
-func TestRollProgressBar(t *testing.T) {
-	io, _, _, errOut := iostreams.Test()
-	p := newRollProgress(io, 10)
-	p.start = time.Now().Add(-2 * time.Second)
-	p.update(5, 10)
-	if errOut.Len() != 0 {
-		t.Fatal("progress on a non-terminal")
-	}
-	io.SetTTY(false, true)
-	p = newRollProgress(io, 10)
-	p.update(1, 10) // under a second: nothing yet
-	if errOut.Len() != 0 {
-		t.Fatal("progress shown before a second passed")
-	}
-	p.start = time.Now().Add(-2 * time.Second)
-	p.update(5, 10)
-	p.clear()
-	if s := errOut.String(); !strings.Contains(s, "[###############...............] 5/10 sessions") || !strings.HasSuffix(s, "\r\033[K") {
-		t.Fatalf("progress bar %q", s)
-	}
-}
