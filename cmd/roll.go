@@ -307,7 +307,6 @@ func printRollTable(out io.Writer, reps []*rolling.Report, sum rolling.Summary, 
 		sum.Locked, sum.Fallback, sum.Errors, sum.Seconds, sum.PerSecond)
 }
 
-
 // rollFallback is the seed's fallback for rolling without recall: OpenClaw's
 // safeguard compaction, summarised by the configured model or, without one,
 // by the built-in extractive summariser.

@@ -299,4 +299,3 @@ func TestRollUsageErrors(t *testing.T) {
 		os.Remove(path + ".lock")
 	}
 }
-
