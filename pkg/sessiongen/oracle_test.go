@@ -1,33 +1,15 @@
 package sessiongen
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
+
+	"github.com/ctxtool/ctxtool/internal/oracle"
 )
 
-// moduleRoot walks up from the package directory to go.mod.
-func moduleRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found")
-		}
-		dir = parent
-	}
-}
+// moduleRoot is the repository root (where go.mod is).
+func moduleRoot(t *testing.T) string { return oracle.ModuleRoot() }
 
 func needNode(t *testing.T) {
 	t.Helper()
@@ -36,69 +18,16 @@ func needNode(t *testing.T) {
 	}
 }
 
-// piReport is the part of pi-check.mjs output the tests compare.
-type piReport struct {
-	File              string         `json:"file"`
-	Bytes             int64          `json:"bytes"`
-	Loads             bool           `json:"loads"`
-	Error             string         `json:"error"`
-	Lines             int            `json:"lines"`
-	MalformedLines    []int          `json:"malformedLines"`
-	Version           int            `json:"version"`
-	Entries           int            `json:"entries"`
-	BrokenParents     int            `json:"brokenParents"`
-	LeafID            string         `json:"leafId"`
-	PathEntries       int            `json:"pathEntries"`
-	ContextMessages   int            `json:"contextMessages"`
-	HeuristicTokens   int            `json:"heuristicTokens"`
-	UsageTokens       int            `json:"usageTokens"`
-	FirstRole         string         `json:"firstRole"`
-	LastRole          string         `json:"lastRole"`
-	Roles             map[string]int `json:"roles"`
-	OrphanToolResults int            `json:"orphanToolResults"`
-	OrphanToolCalls   int            `json:"orphanToolCalls"`
-	Model             *struct {
-		Provider string `json:"provider"`
-		ModelID  string `json:"modelId"`
-	} `json:"model"`
-	ThinkingLevel     string `json:"thinkingLevel"`
-	CompactionsInFile int    `json:"compactionsInFile"`
-	LastCompaction    *struct {
-		ID string `json:"id"`
-	} `json:"lastCompaction"`
-	Messages []struct {
-		EntryID string `json:"entryId"`
-		Line    int    `json:"line"`
-		Role    string `json:"role"`
-		Tokens  int    `json:"tokens"`
-	} `json:"messages"`
-}
+// piReport is what pi's own loader reports for a file.
+type piReport = oracle.Result
 
 // piCheck runs pi's own loader (shared/oracle/pi-check.mjs) over files in
-// one node process. It skips when node or the oracle install is missing.
+// one node process, keyed by file. Like every oracle test it skips without
+// the oracle, except in CI where it fails.
 func piCheck(t *testing.T, files ...string) map[string]piReport {
 	t.Helper()
-	needNode(t)
-	dir := os.Getenv("PI_ORACLE")
-	if dir == "" {
-		dir = filepath.Join(moduleRoot(t), "..", "shared", "oracle")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules")); err != nil {
-		t.Skip("run " + filepath.Join(dir, "install.sh") + " to enable pi checks")
-	}
-	args := append([]string{filepath.Join(dir, "pi-check.mjs"), "--no-text", "--per-message"}, files...)
-	out, err := exec.Command("node", args...).Output()
-	if err != nil {
-		t.Fatalf("pi-check: %v", err)
-	}
 	res := map[string]piReport{}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(nil, 256<<20)
-	for sc.Scan() {
-		var r piReport
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatalf("pi-check output: %v", err)
-		}
+	for _, r := range oracle.Check(t, true, false, files...) {
 		res[r.File] = r
 	}
 	return res
