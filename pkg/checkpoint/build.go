@@ -263,18 +263,9 @@ func buildDecisions(turns []turn, st *State) []Decision {
 	}
 	var all []dec
 	for i := 1; i < len(turns); i++ {
-		u, prev := turns[i].user, turns[i-1].answer
-		if u == nil || prev == nil {
-			continue
+		if what, ok := decisionAt(turns[i].user, turns[i-1].answer); ok {
+			all = append(all, dec{what: what, when: turns[i].user.Time})
 		}
-		reply := strings.TrimSpace(u.Text)
-		if utf8.RuneCountInString(reply) >= shortReplyChars || runeLen(prev.Text) <= longAgentChars {
-			continue
-		}
-		all = append(all, dec{
-			what: fmt.Sprintf("User replied %q to: %s", oneLine(reply, shortReplyChars), gist(lastParagraph(prev.Text), GistChars)),
-			when: u.Time,
-		})
 	}
 	for _, d := range st.Decisions {
 		t, _ := time.Parse(time.RFC3339, d.When)
@@ -299,6 +290,23 @@ func buildDecisions(turns []turn, st *State) []Decision {
 		out = out[len(out)-MaxDecisions:]
 	}
 	return out
+}
+
+// decisionAt is the decision heuristic for one user message: reply is a
+// short user message (under 50 characters) and answer the last agent
+// answer with text before it (nil when the previous turn had none) and over
+// 500 characters. It returns the decision's text. Both the builder and the
+// incremental capture (capture.go) use it, so the same reply gives the same
+// words and a recorded decision dedupes against the rebuilt one.
+func decisionAt(reply, answer *Message) (string, bool) {
+	if reply == nil || answer == nil {
+		return "", false
+	}
+	r := strings.TrimSpace(reply.Text)
+	if utf8.RuneCountInString(r) >= shortReplyChars || runeLen(answer.Text) <= longAgentChars {
+		return "", false
+	}
+	return fmt.Sprintf("User replied %q to: %s", oneLine(r, shortReplyChars), gist(lastParagraph(answer.Text), GistChars)), true
 }
 
 // buildThread is §11.2: summary = first user message + " ... " + last user
@@ -515,6 +523,7 @@ func buildOpenAndLearnings(msgs []Message, st *State) (open, learnings []string)
 	type fail struct{ tool, err string }
 	lastFail := map[string]*fail{}
 	var recovered []string
+	seenFail := map[string]bool{} // failures the messages show, recorded or not
 	names := map[string]string{}
 	for _, m := range msgs {
 		for _, tc := range m.ToolCalls {
@@ -538,6 +547,7 @@ func buildOpenAndLearnings(msgs []Message, st *State) (open, learnings []string)
 		}
 		if m.IsError {
 			lastFail[tool] = &fail{tool: tool, err: firstLine(m.Text)}
+			seenFail[failKey(tool, firstLine(m.Text))] = true
 		} else if f := lastFail[tool]; f != nil {
 			recovered = append(recovered, fmt.Sprintf("%q failed, then worked on retry: %s", f.tool, orNone(gist(f.err, GistChars))))
 			delete(lastFail, tool)
@@ -558,11 +568,18 @@ func buildOpenAndLearnings(msgs []Message, st *State) (open, learnings []string)
 	}
 	open = dedupeCap(append(append([]string{}, st.OpenItems...), open...), MaxOpenItems)
 	for _, e := range st.Thread.Errors {
+		if seenFail[failKey(e.Tool, e.Error)] {
+			continue // already an open item or a "then worked on retry" learning
+		}
 		recovered = append(recovered, fmt.Sprintf("%q failed: %s", e.Tool, orNone(gist(e.Error, GistChars))))
 	}
 	learnings = dedupeCap(append(append([]string{}, st.Learnings...), recovered...), MaxLearnings)
 	return open, learnings
 }
+
+// failKey identifies a tool failure by tool and error gist, so an error the
+// capture recorded matches the same failure read from the messages.
+func failKey(tool, err string) string { return tool + "\x00" + gist(err, GistChars) }
 
 // dedupeCap removes duplicates (first occurrence wins) and keeps the last n.
 func dedupeCap(items []string, n int) []string {

@@ -42,28 +42,13 @@ func FromSession(s *transcript.Session) (Input, error) {
 		default:
 			continue
 		}
-		m, err := s.Message(e)
+		msg, err := messageOf(s, e)
 		if err != nil {
-			return in, fmt.Errorf("%s:%d: %v", s.File, e.Line, err)
+			return in, err
 		}
-		if m == nil {
-			continue
+		if msg != nil {
+			in.Messages = append(in.Messages, *msg)
 		}
-		msg := Message{
-			EntryID: e.ID, Role: m.Role, CustomType: m.CustomType, Text: m.Text(),
-			ToolCallID: m.ToolCallID, ToolName: m.ToolName, IsError: m.IsError, StopReason: m.StopReason,
-			Time: e.Time(),
-		}
-		if e.Type == "custom_message" {
-			msg.Role = "custom"
-		}
-		if m.Role == "bashExecution" {
-			msg.Text = "$ " + m.Command
-		}
-		for _, b := range m.ToolCalls() {
-			msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: b.ID, Name: b.Name, Args: b.Arguments})
-		}
-		in.Messages = append(in.Messages, msg)
 	}
 	in.SplitTurn = splitTurn(ctx)
 	for _, e := range s.Entries {
@@ -72,6 +57,34 @@ func FromSession(s *transcript.Session) (Input, error) {
 		}
 	}
 	return in, nil
+}
+
+// messageOf decodes a message or custom_message entry into what the
+// builder reads (nil when the entry produces no message). The builder and
+// the incremental capture share it, so both see the same text.
+func messageOf(s *transcript.Session, e *transcript.Entry) (*Message, error) {
+	m, err := s.Message(e)
+	if err != nil {
+		return nil, fmt.Errorf("%s:%d: %v", s.File, e.Line, err)
+	}
+	if m == nil {
+		return nil, nil
+	}
+	msg := &Message{
+		EntryID: e.ID, Role: m.Role, CustomType: m.CustomType, Text: m.Text(),
+		ToolCallID: m.ToolCallID, ToolName: m.ToolName, IsError: m.IsError, StopReason: m.StopReason,
+		Time: e.Time(),
+	}
+	if e.Type == "custom_message" {
+		msg.Role = "custom"
+	}
+	if m.Role == "bashExecution" {
+		msg.Text = "$ " + m.Command
+	}
+	for _, b := range m.ToolCalls() {
+		msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: b.ID, Name: b.Name, Args: b.Arguments})
+	}
+	return msg, nil
 }
 
 // splitTurn: the compaction in force kept a turn from its middle (the first
