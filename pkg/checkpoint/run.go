@@ -60,8 +60,9 @@ func ValidTrigger(t string) bool {
 }
 
 // Take builds a checkpoint of a session and stores it unless the 80% gate
-// (auto-80pct) or the dedupe rule says not to. State files are bundled and
-// reset only when a checkpoint is written.
+// (auto-80pct) or the dedupe rule says not to. It first captures the lines
+// appended since the last capture (Capture) into the state files, which
+// are bundled and reset only when a checkpoint is written.
 func Take(o TakeOptions) (*TakeResult, error) {
 	if o.Trigger == "" {
 		o.Trigger = TriggerManual
@@ -87,6 +88,21 @@ func Take(o TakeOptions) (*TakeResult, error) {
 		return nil, err
 	}
 	defer s.Close()
+	// Capture first (§7.2), under the state lock held until the reset, so
+	// the lines since the last capture reach this checkpoint's state and a
+	// concurrent capture cannot slip in between the bundle and the reset.
+	// Stdin has no position to remember: its state is bundled as found.
+	var captured *CaptureResult
+	if o.File != "-" {
+		lock, err := o.Store.lockState(key, 0)
+		if err != nil {
+			return nil, err
+		}
+		defer lock.Release()
+		if captured, err = captureSession(o.Store, s, key, o.Now()); err != nil {
+			return nil, err
+		}
+	}
 	in, err := FromSession(s)
 	if err != nil {
 		return nil, err
@@ -119,6 +135,9 @@ func Take(o TakeOptions) (*TakeResult, error) {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("%s has been compacted %d times: repeated compaction loses detail (consider a fresh session resumed from this checkpoint)", o.File, in.CompactionCount))
 	}
 
+	if captured != nil {
+		res.Warnings = append(res.Warnings, captured.Warnings...)
+	}
 	state, warns := o.Store.ReadState(key)
 	res.Warnings = append(res.Warnings, warns...)
 	in.State = state

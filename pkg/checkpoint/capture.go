@@ -1,0 +1,440 @@
+package checkpoint
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/ctxtool/ctxtool/pkg/transcript"
+)
+
+// The incremental capture of seed 002 §7.2 for a command line: OpenClaw's
+// context-manager extension records state on every tool_result and context
+// event; ctxtool gets the same effect by reading, each time it runs, the
+// session lines appended since it last ran (from a cron job or a hook) and
+// applying layers A and B to them. What it records lives in the state files
+// until the next checkpoint bundles and resets them, so a session that is
+// reset, rewritten or switched to another branch keeps what was captured.
+
+// captureFile remembers how far the capture has read (one per session key,
+// next to the state files; ResetState leaves it alone).
+const captureFile = "capture.json"
+
+// DefaultStateLockWait is how long Capture and Take wait for another capture
+// or checkpoint of the same session key to finish.
+const DefaultStateLockWait = 10 * time.Second
+
+// maxCallWalk bounds the walk from a tool result back to its call, so a
+// session full of orphaned results stays linear.
+const maxCallWalk = 1000
+
+// captureMark is capture.json: the part of the session file already
+// captured. The hash of the last captured line tells an append (the line is
+// still there, unchanged) from a rewrite or truncation (it is not).
+type captureMark struct {
+	File       string `json:"file"`       // absolute path of the session file
+	Offset     int64  `json:"offset"`     // end of the last captured line, newline included
+	Line       int    `json:"line"`       // physical lines captured
+	LineOffset int64  `json:"lineOffset"` // start of the last captured line
+	LineHash   string `json:"lineHash"`   // sha256 (hex) of that line without its newline
+	CapturedAt string `json:"capturedAt"`
+}
+
+// CaptureOptions configures Capture (checkpoint --capture).
+type CaptureOptions struct {
+	File       string
+	SessionKey string // "" = KeyFromFile
+	Store      *Store
+	Now        func() time.Time // stamps capture.json (nil: time.Now)
+	Wait       time.Duration    // state lock wait (≤ 0: DefaultStateLockWait)
+}
+
+// CaptureResult is the outcome; its JSON is the output line of
+// checkpoint --capture.
+type CaptureResult struct {
+	File       string `json:"file"`
+	SessionKey string `json:"sessionKey"`
+	// Captured: complete lines were read and applied to the state files.
+	Captured bool `json:"captured"`
+	NewLines int  `json:"newLines"`
+	// FromLine..ToLine are the physical lines read (1-based, inclusive).
+	FromLine    int `json:"fromLine,omitempty"`
+	ToLine      int `json:"toLine,omitempty"`
+	Decisions   int `json:"decisions"`   // decisions added to decisions.json
+	ToolResults int `json:"toolResults"` // tool results read (layer A)
+	ToolErrors  int `json:"toolErrors"`  // of which failed
+	// Malformed counts lines that are not session entries (skipped).
+	Malformed int `json:"malformed,omitempty"`
+	// Restarted: the file was new to the capture, or changed other than
+	// by appending, so reading started over (Reason says from where).
+	Restarted bool     `json:"restarted,omitempty"`
+	Reason    string   `json:"reason,omitempty"`
+	Warnings  []string `json:"warnings,omitempty"`
+}
+
+// Capture records the incremental state of the lines appended to a session
+// since the last capture, under the session key's state lock.
+func Capture(o CaptureOptions) (*CaptureResult, error) {
+	if o.File == "-" {
+		return nil, fmt.Errorf("capturing needs a session file: the capture remembers how far it read, which stdin cannot tell")
+	}
+	key := o.SessionKey
+	if key == "" {
+		key = KeyFromFile(o.File)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	s, err := transcript.Load(o.File)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	lock, err := o.Store.lockState(key, o.Wait)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Release()
+	return captureSession(o.Store, s, key, o.Now())
+}
+
+// lockState takes the lock that keeps a capture and a checkpoint of the
+// same key from interleaving (a capture between a checkpoint's read of the
+// state and its reset would be lost). It is OpenClaw's lock protocol on
+// <state>/context/state/<key>/capture.lock.
+func (s *Store) lockState(key string, wait time.Duration) (*transcript.Lock, error) {
+	dir := s.StateFilesDir(key)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create state directory: %w (check --state-dir)", err)
+	}
+	if wait <= 0 {
+		wait = DefaultStateLockWait
+	}
+	return transcript.AcquireLock(context.Background(), filepath.Join(dir, "capture"), wait)
+}
+
+// captureSession is Capture on a loaded session; the caller holds the state lock.
+func captureSession(st *Store, s *transcript.Session, key string, now time.Time) (*CaptureResult, error) {
+	res := &CaptureResult{File: s.File, SessionKey: key}
+	abs, err := filepath.Abs(s.File)
+	if err != nil {
+		abs = s.File
+	}
+	f, err := os.Open(s.File)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	// Only complete lines: a last line without its newline is a write in
+	// progress, captured once it ends.
+	lines, end := s.Lines, s.Size
+	torn := !s.EndsWithNewline && s.Size > 0
+	if torn {
+		lines--
+		nl, err := lastNewline(f, s.Size)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", s.File, err)
+		}
+		end = nl + 1
+	}
+
+	markPath := filepath.Join(st.StateFilesDir(key), captureFile)
+	mark, why := readMark(markPath)
+	if why == "" {
+		why = mark.check(f, abs, end, lines)
+	}
+	from := 0
+	if why == "" {
+		from = mark.Line
+	} else {
+		var where string
+		from, where = restartLine(st, s, key, lines)
+		res.Restarted = true
+		res.Reason = why + "; reading " + where
+		if why != "first capture of this session key" && why != "first capture of this file" {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("%s: %s", s.File, res.Reason))
+		}
+	}
+	res.NewLines = lines - from
+	if res.NewLines > 0 {
+		res.FromLine, res.ToLine = from+1, lines
+		if err := applyCapture(st, s, key, from, lines, res); err != nil {
+			return nil, err
+		}
+		res.Captured = true
+	} else if res.Reason == "" {
+		res.Reason = "no new complete lines since the last capture"
+		if torn {
+			res.Reason += " (the last line has no newline yet: a write in progress)"
+		}
+	}
+	if res.Captured || why != "" {
+		nm := captureMark{File: abs, Offset: end, Line: lines, CapturedAt: now.UTC().Format(time.RFC3339)}
+		if end > 0 {
+			if nm.LineOffset, err = lastNewline(f, end-1); err != nil {
+				return nil, fmt.Errorf("%s: %v", s.File, err)
+			}
+			nm.LineOffset++
+			if nm.LineHash, err = hashRange(f, nm.LineOffset, end-1); err != nil {
+				return nil, fmt.Errorf("%s: %v", s.File, err)
+			}
+		}
+		data, _ := json.MarshalIndent(nm, "", "  ")
+		if err := writeAtomic(markPath, append(data, '\n')); err != nil {
+			return nil, fmt.Errorf("write %s: %w", markPath, err)
+		}
+	}
+	return res, nil
+}
+
+// readMark loads capture.json; a missing or unreadable one means starting
+// over, and the second result says why.
+func readMark(path string) (*captureMark, string) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, "first capture of this session key"
+	}
+	var m captureMark
+	if err == nil {
+		err = json.Unmarshal(data, &m)
+	}
+	if err != nil {
+		return nil, fmt.Sprintf("%s is unreadable (%v)", path, err)
+	}
+	return &m, ""
+}
+
+// check says why the captured part is no longer the start of the file ("":
+// it is, only appends happened).
+func (m *captureMark) check(f *os.File, abs string, end int64, lines int) string {
+	switch {
+	case m.File != abs:
+		return "first capture of this file"
+	case m.Offset > end || m.Line > lines || m.Offset < 0 || m.LineOffset < 0 || m.LineOffset > m.Offset:
+		return "the session file is shorter than what was captured (truncated or rewritten)"
+	case m.Offset == 0:
+		return ""
+	}
+	var nl [1]byte
+	if _, err := f.ReadAt(nl[:], m.Offset-1); err != nil || nl[0] != '\n' {
+		return "the session file was rewritten (the last captured line no longer ends where it did)"
+	}
+	if h, err := hashRange(f, m.LineOffset, m.Offset-1); err != nil || h != m.LineHash {
+		return "the session file was rewritten (the last captured line changed)"
+	}
+	return ""
+}
+
+// restartLine is where reading starts over: after the last entry written
+// no later than the latest checkpoint (its state was bundled then), or at
+// the start of the file when the key has no checkpoint.
+func restartLine(st *Store, s *transcript.Session, key string, lines int) (int, string) {
+	cp, _, err := st.Latest(key)
+	if err != nil {
+		return 0, "from the start of the file"
+	}
+	created, err := time.Parse(time.RFC3339, cp.Meta.CreatedAt)
+	if err != nil {
+		return 0, "from the start of the file"
+	}
+	from := 0
+	for _, e := range s.Entries {
+		if e.Line > lines {
+			break
+		}
+		if t := e.Time(); !t.IsZero() && !t.After(created) {
+			from = e.Line
+		}
+	}
+	return from, fmt.Sprintf("from line %d, after checkpoint %s (%s)", from+1, cp.Meta.CheckpointID, cp.Meta.CreatedAt)
+}
+
+// applyCapture reads lines from+1..to and records layers A and B in the state.
+func applyCapture(st *Store, s *transcript.Session, key string, from, to int, res *CaptureResult) error {
+	inRange := func(line int) bool { return line > from && line <= to }
+	for _, m := range s.Malformed {
+		if inRange(m.Line) {
+			res.Malformed++
+		}
+	}
+	for _, l := range s.NonObjects {
+		if inRange(l) {
+			res.Malformed++
+		}
+	}
+	if res.Malformed > 0 {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%s: skipped %d malformed line(s) among lines %d–%d", s.File, res.Malformed, from+1, to))
+	}
+	_, warns := st.ReadState(key) // UpdateState drops stale files silently; say so
+	res.Warnings = append(res.Warnings, warns...)
+	decoded := map[*transcript.Entry]*Message{}
+	decode := func(e *transcript.Entry) *Message {
+		if m, ok := decoded[e]; ok {
+			return m
+		}
+		m, err := messageOf(s, e)
+		if err != nil {
+			res.Malformed++
+			res.Warnings = append(res.Warnings, fmt.Sprintf("skipped: %v", err))
+		}
+		decoded[e] = m
+		return m
+	}
+	return st.UpdateState(key, func(state *State) error {
+		for _, e := range s.Entries {
+			if !inRange(e.Line) || e.Type != "message" {
+				continue
+			}
+			switch e.Role {
+			case "toolResult":
+				m := decode(e)
+				if m == nil {
+					continue
+				}
+				res.ToolResults++
+				if m.IsError {
+					res.ToolErrors++
+				}
+				recordToolResult(state, s, e, m, decode)
+			case "user":
+				m := decode(e)
+				if m == nil || strings.TrimSpace(m.Text) == "" {
+					continue
+				}
+				// Layer B: the last user message is the current topic; a
+				// short reply to a long answer is a decision.
+				state.Thread.Topic = gist(m.Text, TopicChars)
+				what, ok := decisionAt(m, answerBefore(s, e, decode))
+				if ok && !hasDecision(state.Decisions, what) {
+					when := ""
+					if !m.Time.IsZero() {
+						when = m.Time.UTC().Format(time.RFC3339)
+					}
+					state.Decisions = append(state.Decisions, StateDecision{What: what, When: when})
+					res.Decisions++
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// recordToolResult is layer A for one tool result: the call it answers
+// (found up the parent chain) gives the name and the path arguments.
+func recordToolResult(state *State, s *transcript.Session, e *transcript.Entry, m *Message, decode func(*transcript.Entry) *Message) {
+	var call *ToolCall
+	p := s.ByID(e.ParentID)
+	for i := 0; p != nil && i < maxCallWalk && call == nil; i++ {
+		for _, id := range p.ToolCallIDs {
+			if id != m.ToolCallID {
+				continue
+			}
+			if am := decode(p); am != nil {
+				for j := range am.ToolCalls {
+					if am.ToolCalls[j].ID == id {
+						call = &am.ToolCalls[j]
+					}
+				}
+			}
+		}
+		p = s.ByID(p.ParentID)
+	}
+	name := m.ToolName
+	var args json.RawMessage
+	if call != nil {
+		if name == "" {
+			name = call.Name
+		}
+		args = call.Args
+	}
+	name = strings.TrimSpace(Clean(name))
+	if name == "" {
+		return
+	}
+	when := e.Time()
+	n := len(state.Thread.Errors)
+	state.RecordToolResult(name, args, m.IsError, firstLine(m.Text), when)
+	// The same failure read again (after a restart) is not a new one.
+	if len(state.Thread.Errors) > n {
+		last := state.Thread.Errors[len(state.Thread.Errors)-1]
+		for _, x := range state.Thread.Errors[:n] {
+			if x == last {
+				state.Thread.Errors = state.Thread.Errors[:n]
+				break
+			}
+		}
+	}
+}
+
+// answerBefore is the answer decisionAt compares a user message with: the
+// last assistant message with text in the turn before it, walking the
+// parent chain the way splitTurns cuts the branch (messages only, a user
+// message with text ends the previous turn).
+func answerBefore(s *transcript.Session, e *transcript.Entry, decode func(*transcript.Entry) *Message) *Message {
+	for p := s.ByID(e.ParentID); p != nil; p = s.ByID(p.ParentID) {
+		if p.Type != "message" || (p.Role != "assistant" && p.Role != "user") {
+			continue
+		}
+		m := decode(p)
+		if m == nil || strings.TrimSpace(m.Text) == "" {
+			continue
+		}
+		if m.Role == "user" {
+			return nil
+		}
+		return m
+	}
+	return nil
+}
+
+func hasDecision(ds []StateDecision, what string) bool {
+	for _, d := range ds {
+		if d.What == what {
+			return true
+		}
+	}
+	return false
+}
+
+// lastNewline is the offset of the last '\n' before end, -1 when none.
+func lastNewline(f *os.File, end int64) (int64, error) {
+	buf := make([]byte, 64<<10)
+	for end > 0 {
+		n := int64(len(buf))
+		if n > end {
+			n = end
+		}
+		if _, err := f.ReadAt(buf[:n], end-n); err != nil && err != io.EOF {
+			return 0, err
+		}
+		for i := n - 1; i >= 0; i-- {
+			if buf[i] == '\n' {
+				return end - n + i, nil
+			}
+		}
+		end -= n
+	}
+	return -1, nil
+}
+
+// hashRange is the sha256 (hex) of the bytes [from, to).
+func hashRange(f *os.File, from, to int64) (string, error) {
+	h := sha256.New()
+	n, err := io.Copy(h, io.NewSectionReader(f, from, to-from))
+	if err != nil {
+		return "", err
+	}
+	if n != to-from {
+		return "", io.ErrUnexpectedEOF
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
