@@ -17,6 +17,7 @@ type CheckpointOptions struct {
 	SessionKey      string
 	Trigger         string
 	Force           bool
+	Capture         bool // record incremental state only (checkpoint --capture)
 	StateDir        string
 	Keep            int
 	DedupeThreshold float64
@@ -42,9 +43,22 @@ _latest.json pointer; the newest checkpoint.keep (5) are kept.
 No checkpoint is written when the context grew or shrank by less than
 checkpoint.dedupeThreshold (5%) since the last one, or, with
 --trigger auto-80pct, while the context is below 80% of the window. --force
-writes anyway. 'ctxtool restore' renders a checkpoint as resume text.`,
+writes anyway. 'ctxtool restore' renders a checkpoint as resume text.
+
+--capture writes no checkpoint: it reads only the lines appended since the
+last capture and records, in <state-dir>/context/state/<session key>/, the
+tools used, the files read and modified (path arguments of successful
+calls), failed tool calls, the current topic (last user message) and
+decisions (a reply under 50 characters to an answer over 500). It is
+OpenClaw's per-event incremental capture for a command line: run it from a
+cron job or a hook. A last line without its newline (still being written)
+waits for the next run; a file rewritten or truncated since the last capture
+is read again from after the latest checkpoint (or from its start). Every
+checkpoint captures first, then bundles that state and resets it, so what a
+session recorded survives a reset to a new file under the same key.`,
 		Example: `  ctxtool checkpoint session.jsonl
   ctxtool checkpoint --trigger auto-80pct --json session.jsonl   # from a hook, every turn
+  ctxtool checkpoint --capture --json session.jsonl              # from cron, every minute
   ctxtool checkpoint --session-key telegram:user123 --force - < session.jsonl`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -66,6 +80,7 @@ writes anyway. 'ctxtool restore' renders a checkpoint as resume text.`,
 	fl.StringVar(&opts.SessionKey, "session-key", "", "session key (default: derived from the file name, or OpenClaw's sessions.json)")
 	fl.StringVar(&opts.Trigger, "trigger", checkpoint.TriggerManual, "auto-80pct|compaction|session-end|manual")
 	fl.BoolVar(&opts.Force, "force", false, "write even under the 5% dedupe and the 80% gate")
+	fl.BoolVar(&opts.Capture, "capture", false, "record incremental state from the lines appended since the last capture; write no checkpoint")
 	fl.Int("context-window", 0, "context window in tokens (default: from the session's model)")
 	fl.Int("keep", checkpoint.DefaultKeep, "checkpoints kept per session key (config checkpoint.keep)")
 	fl.Float64("dedupe-threshold", checkpoint.DefaultDedupeThreshold, "skip when input tokens changed by less than this fraction (config checkpoint.dedupeThreshold)")
@@ -73,6 +88,9 @@ writes anyway. 'ctxtool restore' renders a checkpoint as resume text.`,
 }
 
 func runCheckpoint(opts *CheckpointOptions) error {
+	if opts.Capture {
+		return runCapture(opts) // --trigger does not apply
+	}
 	if !checkpoint.ValidTrigger(opts.Trigger) {
 		return exitcode.Newf(exitcode.Usage, "--trigger %q: use auto-80pct, compaction, session-end or manual", opts.Trigger)
 	}
@@ -92,11 +110,8 @@ func runCheckpoint(opts *CheckpointOptions) error {
 	if err != nil {
 		return err
 	}
-	for _, w := range res.Warnings {
-		fmt.Fprintf(opts.IO.ErrOut, "warning: %s\n", w)
-	}
-	if opts.JSON {
-		return writeJSONLine(opts.IO.Out, res)
+	if done, err := warnOrJSON(opts, res.Warnings, res); done {
+		return err
 	}
 	out := opts.IO.Out
 	if res.Written {
@@ -114,6 +129,50 @@ func runCheckpoint(opts *CheckpointOptions) error {
 		fmt.Fprintln(out, res.Gauge)
 	}
 	return nil
+}
+
+// runCapture is checkpoint --capture: incremental state only.
+func runCapture(opts *CheckpointOptions) error {
+	if opts.File == "-" {
+		return exitcode.Newf(exitcode.Usage, "--capture needs a session FILE: it remembers how far it read, which stdin cannot tell")
+	}
+	if opts.Force {
+		return exitcode.Newf(exitcode.Usage, "--capture writes no checkpoint: --force does not apply")
+	}
+	res, err := checkpoint.Capture(checkpoint.CaptureOptions{
+		File: opts.File, SessionKey: opts.SessionKey,
+		Store: &checkpoint.Store{StateDir: opts.StateDir, Keep: opts.Keep}, Now: opts.Now,
+	})
+	if err != nil {
+		return err
+	}
+	if done, err := warnOrJSON(opts, res.Warnings, res); done {
+		return err
+	}
+	out := opts.IO.Out
+	if !res.Captured {
+		fmt.Fprintf(out, "nothing captured: %s\n", res.Reason)
+		return nil
+	}
+	fmt.Fprintf(out, "captured lines %d-%d (%d new): %d tool result(s) (%d failed), %d decision(s)\n",
+		res.FromLine, res.ToLine, res.NewLines, res.ToolResults, res.ToolErrors, res.Decisions)
+	fmt.Fprintf(out, "  %-13s %s\n", "session key", res.SessionKey)
+	if res.Restarted {
+		fmt.Fprintf(out, "  %-13s %s\n", "note", res.Reason)
+	}
+	return nil
+}
+
+// warnOrJSON prints warnings to stderr and, with --json, the result line;
+// done says the JSON was written and the text output is not wanted.
+func warnOrJSON(opts *CheckpointOptions, warnings []string, res any) (done bool, err error) {
+	for _, w := range warnings {
+		fmt.Fprintf(opts.IO.ErrOut, "warning: %s\n", w)
+	}
+	if opts.JSON {
+		return true, writeJSONLine(opts.IO.Out, res)
+	}
+	return false, nil
 }
 
 // restoreCounter measures resume texts (o200k).

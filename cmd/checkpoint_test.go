@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxtool/ctxtool/internal/oracle"
 	"github.com/ctxtool/ctxtool/pkg/checkpoint"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
 	"github.com/ctxtool/ctxtool/pkg/iostreams"
@@ -205,5 +207,124 @@ func TestRestoreAppendAndCorruptFallback(t *testing.T) {
 	}
 	if _, err := os.Stat(transcript.LockPath(f)); !os.IsNotExist(err) {
 		t.Errorf("lock left behind: %v", err)
+	}
+}
+
+// checkpoint --capture from "cron" over a real session that grows: JSON
+// fields, only new lines read, a torn line waits; then a checkpoint bundles
+// the captured state into the YAML and resets the state files.
+func TestCheckpointCaptureCommand(t *testing.T) {
+	var fx string
+	for _, f := range oracle.Fixtures(t) {
+		if strings.Contains(f, "session-d5dde00") {
+			fx = f
+		}
+	}
+	if fx == "" {
+		t.Skip("session-d5dde00 fixture missing")
+	}
+	data, err := os.ReadFile(fx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	dir := t.TempDir()
+	f := filepath.Join(dir, "s.jsonl")
+	state := filepath.Join(dir, "state")
+	run := func(args ...string) (map[string]any, string) {
+		t.Helper()
+		io, _, out, errOut := iostreams.Test()
+		root, _ := NewRootCmd(io)
+		root.SetArgs(append([]string{"--state-dir", state, "--json", "checkpoint"}, args...))
+		if err := root.Execute(); err != nil {
+			t.Fatalf("%v: %v (%s)", args, err, errOut)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(out.Bytes(), &m); err != nil {
+			t.Fatalf("bad JSON %q", out)
+		}
+		return m, errOut.String()
+	}
+	// 200 lines and half of the 201st.
+	half := lines[200][:len(lines[200])/2]
+	if err := os.WriteFile(f, append(bytes.Join(lines[:200], nil), half...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m, _ := run("--capture", f)
+	for _, k := range []string{"file", "captured", "newLines", "decisions", "toolResults"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("JSON lacks %q: %v", k, m)
+		}
+	}
+	if m["captured"] != true || m["newLines"] != 200.0 || m["toolResults"].(float64) == 0 {
+		t.Fatalf("first capture: %v", m)
+	}
+	m, _ = run("--capture", f)
+	if m["captured"] != false || m["newLines"] != 0.0 || !strings.Contains(m["reason"].(string), "write in progress") {
+		t.Fatalf("torn: %v", m)
+	}
+	fa, err := os.OpenFile(f, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rest := bytes.Join(lines[201:], nil)
+	fa.Write(lines[200][len(half):])
+	fa.Write(rest)
+	fa.Close()
+	m, stderr := run("--capture", f)
+	if m["captured"] != true || m["fromLine"] != 201.0 || m["newLines"] != float64(len(lines)-1-200) {
+		t.Fatalf("growth: %v", m)
+	}
+	if m["malformed"] != 1.0 || !strings.Contains(stderr, "skipped 1 malformed line(s)") { // line 440
+		t.Errorf("malformed line 440: %v %q", m, stderr)
+	}
+	st := &checkpoint.Store{StateDir: state}
+	captured, warns := st.ReadState("s")
+	if len(warns) > 0 || len(captured.Resources.ToolsUsed) == 0 || len(captured.Thread.Errors) == 0 {
+		t.Fatalf("state %+v %v", captured, warns)
+	}
+	// Plant a recorded item the transcript cannot give, to see it bundled.
+	if err := st.UpdateState("s", func(s *checkpoint.State) error {
+		s.OpenItems = append(s.OpenItems, "recorded by the capture hook")
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	m, _ = run(f)
+	if m["written"] != true {
+		t.Fatalf("checkpoint: %v", m)
+	}
+	cpData, err := os.ReadFile(m["path"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := checkpoint.Unmarshal(cpData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(cp.OpenItems, "\n"), "recorded by the capture hook") {
+		t.Errorf("state not bundled: %v", cp.OpenItems)
+	}
+	for _, tool := range captured.Resources.ToolsUsed {
+		if !strings.Contains(strings.Join(cp.Resources.ToolsUsed, ","), tool) {
+			t.Errorf("tool %q missing from the checkpoint", tool)
+		}
+	}
+	after, _ := st.ReadState("s")
+	if len(after.OpenItems)+len(after.Resources.ToolsUsed)+len(after.Thread.Errors)+len(after.Decisions) != 0 || after.Thread.Topic != "" {
+		t.Errorf("state not reset: %+v", after)
+	}
+	// Text output; usage errors.
+	io, _, out, _ := iostreams.Test()
+	if err := runCheckpoint(&CheckpointOptions{IO: io, File: f, StateDir: state, Capture: true}); err != nil || !strings.HasPrefix(out.String(), "nothing captured: no new complete lines") {
+		t.Errorf("text: %v %q", err, out)
+	}
+	for _, o := range []*CheckpointOptions{
+		{IO: io, File: "-", SessionKey: "k", Trigger: "manual", Capture: true},
+		{IO: io, File: f, Trigger: "manual", Capture: true, Force: true},
+	} {
+		if err := runCheckpoint(o); exitcode.Code(err) != exitcode.Usage {
+			t.Errorf("%+v: %v", o, err)
+		}
 	}
 }
