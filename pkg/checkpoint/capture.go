@@ -104,7 +104,7 @@ func Capture(o CaptureOptions) (*CaptureResult, error) {
 		return nil, err
 	}
 	defer lock.Release()
-	return captureSession(o.Store, s, key, o.Now())
+	return captureSession(o.Store, s, key, o.Now(), nil)
 }
 
 // lockState takes the lock that keeps a capture and a checkpoint of the
@@ -122,8 +122,10 @@ func (s *Store) lockState(key string, wait time.Duration) (*transcript.Lock, err
 	return transcript.AcquireLock(context.Background(), filepath.Join(dir, "capture"), wait)
 }
 
-// captureSession is Capture on a loaded session; the caller holds the state lock.
-func captureSession(st *Store, s *transcript.Session, key string, now time.Time) (*CaptureResult, error) {
+// captureSession is Capture on a loaded session; the caller holds the state
+// lock. known are messages the caller already decoded (Take's branch), so
+// they are not read and decoded a second time.
+func captureSession(st *Store, s *transcript.Session, key string, now time.Time, known []Message) (*CaptureResult, error) {
 	res := &CaptureResult{File: s.File, SessionKey: key}
 	abs, err := filepath.Abs(s.File)
 	if err != nil {
@@ -167,7 +169,7 @@ func captureSession(st *Store, s *transcript.Session, key string, now time.Time)
 	res.NewLines = lines - from
 	if res.NewLines > 0 {
 		res.FromLine, res.ToLine = from+1, lines
-		if err := applyCapture(st, s, key, from, lines, res); err != nil {
+		if err := applyCapture(st, s, key, from, lines, res, known); err != nil {
 			return nil, err
 		}
 		res.Captured = true
@@ -259,7 +261,7 @@ func restartLine(st *Store, s *transcript.Session, key string, lines int) (int, 
 }
 
 // applyCapture reads lines from+1..to and records layers A and B in the state.
-func applyCapture(st *Store, s *transcript.Session, key string, from, to int, res *CaptureResult) error {
+func applyCapture(st *Store, s *transcript.Session, key string, from, to int, res *CaptureResult, known []Message) error {
 	inRange := func(line int) bool { return line > from && line <= to }
 	for _, m := range s.Malformed {
 		if inRange(m.Line) {
@@ -277,6 +279,11 @@ func applyCapture(st *Store, s *transcript.Session, key string, from, to int, re
 	_, warns := st.ReadState(key) // UpdateState drops stale files silently; say so
 	res.Warnings = append(res.Warnings, warns...)
 	decoded := map[*transcript.Entry]*Message{}
+	for i := range known {
+		if e := s.ByID(known[i].EntryID); e != nil {
+			decoded[e] = &known[i]
+		}
+	}
 	decode := func(e *transcript.Entry) *Message {
 		if m, ok := decoded[e]; ok {
 			return m

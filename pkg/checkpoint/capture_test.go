@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -460,5 +461,30 @@ func TestCaptureStdinRefused(t *testing.T) {
 	_, err := Capture(CaptureOptions{File: "-", SessionKey: "k", Store: &Store{StateDir: t.TempDir()}})
 	if err == nil || !strings.Contains(err.Error(), "session file") {
 		t.Errorf("%v", err)
+	}
+}
+
+// TestCaptureWaitsForTheStateLock: a capture does not interleave with a
+// checkpoint of the same key; past its wait it fails with a lock error
+// (exit 4) and records nothing.
+func TestCaptureWaitsForTheStateLock(t *testing.T) {
+	dir := t.TempDir()
+	file, _ := genFile(t, dir, "s.jsonl", sessiongen.Options{Seed: 2, Turns: 3})
+	st := &Store{StateDir: filepath.Join(dir, "state")}
+	lock, err := st.lockState("k", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Capture(CaptureOptions{File: file, SessionKey: "k", Store: st, Wait: 100 * time.Millisecond})
+	var le *transcript.LockedError
+	if !errors.As(err, &le) {
+		t.Fatalf("want a lock error, got %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(st.StateFilesDir("k"), captureFile)); !os.IsNotExist(err) {
+		t.Errorf("capture.json written under a foreign lock: %v", err)
+	}
+	lock.Release()
+	if r := capture(t, st, file, "k"); !r.Captured {
+		t.Errorf("after release: %+v", r)
 	}
 }

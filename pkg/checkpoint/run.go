@@ -88,6 +88,10 @@ func Take(o TakeOptions) (*TakeResult, error) {
 		return nil, err
 	}
 	defer s.Close()
+	in, err := FromSession(s)
+	if err != nil {
+		return nil, err
+	}
 	// Capture first (§7.2), under the state lock held until the reset, so
 	// the lines since the last capture reach this checkpoint's state and a
 	// concurrent capture cannot slip in between the bundle and the reset.
@@ -99,13 +103,9 @@ func Take(o TakeOptions) (*TakeResult, error) {
 			return nil, err
 		}
 		defer lock.Release()
-		if captured, err = captureSession(o.Store, s, key, o.Now()); err != nil {
+		if captured, err = captureSession(o.Store, s, key, o.Now(), in.Messages); err != nil {
 			return nil, err
 		}
-	}
-	in, err := FromSession(s)
-	if err != nil {
-		return nil, err
 	}
 	ctx := s.Context()
 	tokens, err := Measure(s, ctx)
