@@ -488,3 +488,37 @@ func TestCaptureWaitsForTheStateLock(t *testing.T) {
 		t.Errorf("after release: %+v", r)
 	}
 }
+
+// TestCaptureGrowingGenerated: the same over a v3 session with branches,
+// compactions, aborted and failed replies, tool errors, CJK turns, garbage
+// lines and a torn tail, captured in seven steps.
+func TestCaptureGrowingGenerated(t *testing.T) {
+	dir := t.TempDir()
+	src, lines := genFile(t, dir, "src.jsonl", sessiongen.Options{Seed: 31, Turns: 40, Branches: 3, Compactions: 2,
+		AbortedAssistants: 2, ErrorAssistants: 2, ToolErrors: 5, CJKShare: 0.2, GarbageLines: 2, CustomMessages: 2, TruncatedTail: true})
+	file := filepath.Join(dir, "s.jsonl")
+	st := &Store{StateDir: filepath.Join(dir, "state")}
+	writeFile(t, file)
+	n := len(lines) // the last element is the torn tail
+	prev, total, malformed := 0, 0, 0
+	for i := 1; i <= 7; i++ {
+		c := n * i / 7
+		appendFile(t, file, lines[prev:c]...)
+		r := capture(t, st, file, "k")
+		total += r.NewLines
+		malformed += r.Malformed
+		prev = c
+	}
+	whole := &Store{StateDir: filepath.Join(dir, "whole")}
+	wr := capture(t, whole, src, "k")
+	if total != n-1 || wr.NewLines != n-1 || malformed != wr.Malformed || wr.Malformed != 2 {
+		t.Errorf("lines %d/%d/%d, malformed %d/%d", total, wr.NewLines, n-1, malformed, wr.Malformed)
+	}
+	got, want := readState(t, st, "k"), readState(t, whole, "k")
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("seven captures differ from one:\n%+v\n%+v", got, want)
+	}
+	if len(got.Thread.Errors) != 5 || len(got.Resources.ToolsUsed) == 0 {
+		t.Errorf("state %+v", got)
+	}
+}
