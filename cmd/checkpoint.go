@@ -25,6 +25,7 @@ type CheckpointOptions struct {
 	ModelWindows    map[string]int
 	JSON            bool
 	Now             func() time.Time // nil: time.Now
+	Wait            time.Duration    // state lock wait
 }
 
 func init() { register(newCheckpointCmd) }
@@ -80,6 +81,7 @@ session recorded survives a reset to a new file under the same key.`,
 	fl.StringVar(&opts.SessionKey, "session-key", "", "session key (default: derived from the file name, or OpenClaw's sessions.json)")
 	fl.StringVar(&opts.Trigger, "trigger", checkpoint.TriggerManual, "auto-80pct|compaction|session-end|manual")
 	fl.BoolVar(&opts.Force, "force", false, "write even under the 5% dedupe and the 80% gate")
+	fl.DurationVar(&opts.Wait, "wait", checkpoint.DefaultStateLockWait, "how long to wait for another capture of the same session to finish")
 	fl.BoolVar(&opts.Capture, "capture", false, "record incremental state from the lines appended since the last capture; write no checkpoint")
 	fl.Int("context-window", 0, "context window in tokens (default: from the session's model)")
 	fl.Int("keep", checkpoint.DefaultKeep, "checkpoints kept per session key (config checkpoint.keep)")
@@ -98,7 +100,7 @@ func runCheckpoint(opts *CheckpointOptions) error {
 		return exitcode.Newf(exitcode.Usage, "reading the session from stdin: name its key with --session-key")
 	}
 	res, err := checkpoint.Take(checkpoint.TakeOptions{
-		File: opts.File, SessionKey: opts.SessionKey, Trigger: opts.Trigger, Force: opts.Force,
+		File: opts.File, SessionKey: opts.SessionKey, Trigger: opts.Trigger, Force: opts.Force, Wait: opts.Wait,
 		Store:           &checkpoint.Store{StateDir: opts.StateDir, Keep: opts.Keep},
 		DedupeThreshold: opts.DedupeThreshold, ContextWindow: opts.ContextWindow,
 		WindowFor: func(model string) int {
@@ -140,7 +142,7 @@ func runCapture(opts *CheckpointOptions) error {
 		return exitcode.Newf(exitcode.Usage, "--capture writes no checkpoint: --force does not apply")
 	}
 	res, err := checkpoint.Capture(checkpoint.CaptureOptions{
-		File: opts.File, SessionKey: opts.SessionKey,
+		File: opts.File, SessionKey: opts.SessionKey, Wait: opts.Wait,
 		Store: &checkpoint.Store{StateDir: opts.StateDir, Keep: opts.Keep}, Now: opts.Now,
 	})
 	if err != nil {

@@ -28,6 +28,9 @@ type TakeOptions struct {
 	WindowFor func(model string) int
 	Now       func() time.Time
 	Count     func(string) int // token counter for the restore text
+	// Wait is how long to wait for another capture's state lock
+	// (≤ 0: DefaultStateLockWait).
+	Wait time.Duration
 }
 
 // TakeResult is the outcome; its JSON is the command's output line.
@@ -98,7 +101,7 @@ func Take(o TakeOptions) (*TakeResult, error) {
 	// Stdin has no position to remember: its state is bundled as found.
 	var captured *CaptureResult
 	if o.File != "-" {
-		lock, err := o.Store.lockState(key, 0)
+		lock, err := o.Store.lockState(key, o.Wait)
 		if err != nil {
 			return nil, err
 		}
