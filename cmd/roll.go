@@ -297,6 +297,10 @@ func printRollTable(out io.Writer, reps []*rolling.Report, sum rolling.Summary, 
 		}
 		t.flush()
 		fmt.Fprintln(out)
+		// A dry run of one session shows exactly what would be appended.
+		if len(reps) == 1 && dryRun && reps[0].Note != "" {
+			fmt.Fprintf(out, "--- eviction note that would be appended (from line %d on is kept) ---\n%s\n\n", reps[0].FirstKeptLine, reps[0].Note)
+		}
 	}
 	verb := "rolled"
 	if dryRun {

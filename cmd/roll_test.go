@@ -299,3 +299,32 @@ func TestRollUsageErrors(t *testing.T) {
 		os.Remove(path + ".lock")
 	}
 }
+
+// A dry run of one session shows the exact note it would append and writes
+// nothing.
+func TestRollDryRunShowsNote(t *testing.T) {
+	var src string
+	for _, f := range oracle.Fixtures(t) {
+		if strings.Contains(f, "large-session") {
+			src = f
+		}
+	}
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	data, _ := os.ReadFile(src)
+	os.WriteFile(path, data, 0o644)
+	_, out, _, err := runRollCmd(t, "roll", "--state-dir", t.TempDir(), "--trigger", "0", "--dry-run", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "eviction note that would be appended") || !strings.Contains(out, "Removed now: 22 messages") {
+		t.Fatalf("dry run output:\n%s", out)
+	}
+	after, _ := os.ReadFile(path)
+	if string(after) != string(data) {
+		t.Fatal("dry run wrote to the session")
+	}
+	reps, _, _, _ := runRollCmd(t, "roll", "--state-dir", t.TempDir(), "--trigger", "0", "--dry-run", "--json", path)
+	if len(reps) != 1 || !strings.HasPrefix(reps[0].Note, "[Context rolled by ctxtool]") {
+		t.Fatalf("JSON note: %+v", reps)
+	}
+}

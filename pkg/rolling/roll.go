@@ -2,6 +2,7 @@ package rolling
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -88,8 +89,10 @@ type Report struct {
 	LastEvictedTimestamp  string `json:"lastEvictedTimestamp,omitempty"`
 	Fallback              string `json:"fallback,omitempty"`
 	// Compacted is set when the fallback summarised the session instead.
-	Compacted        bool    `json:"compacted,omitempty"`
-	DryRun           bool    `json:"dryRun,omitempty"`
+	Compacted bool `json:"compacted,omitempty"`
+	DryRun    bool `json:"dryRun,omitempty"`
+	// Note is the eviction note a dry run would append (dry runs only).
+	Note             string  `json:"note,omitempty"`
 	TokensBefore     int     `json:"tokensBefore"`
 	ContextWindow    int     `json:"contextWindow"`
 	Utilization      float64 `json:"utilization"`
@@ -404,6 +407,12 @@ func (r *Roller) plan(s *transcript.Session, build bool) (decision, error) {
 		}
 	}
 	d.ev, d.line = ev, line
+	if r.DryRun {
+		var entry struct{ Summary string }
+		if err := json.Unmarshal(line, &entry); err == nil {
+			rep.Note = entry.Summary
+		}
+	}
 	first := ev.Kept[0].Entry
 	d.roll, d.first = true, first
 	rep.Reason = ev.Reason
