@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // Session is a loaded session file: header, entry metadata in file order,
@@ -182,30 +183,44 @@ func load(name string, r io.ReaderAt, size int64) (*Session, error) {
 }
 
 // produce reads the file and emits batches of whole lines.
+// readerCopied and readerScanned count the bytes produce copies between
+// buffers and scans for newlines, so a test can prove the work is linear in
+// the file size however long its lines are (a test reading them must be the
+// only Load running).
+var readerCopied, readerScanned atomic.Int64
+
 func produce(r io.ReaderAt, size int64, jobs chan<- *batch) error {
 	var off int64
 	seq, line := 0, 1
-	var carry []byte // bytes of an incomplete line from the previous read
+	// carry is the start of a line whose end has not been read yet; it never
+	// contains a newline. growing marks a line longer than a chunk: it gets
+	// a private buffer that doubles, so a line of n bytes costs O(n) copying
+	// and scanning rather than O(n²).
+	var carry []byte
+	growing := false
 	for off < size || len(carry) > 0 {
-		bp := chunkPool.Get().(*[]byte)
-		buf := (*bp)[:0]
-		pooled := true
-		if len(carry) >= chunkSize/2 {
-			// A long line: give it a buffer of its own.
-			buf = make([]byte, 0, len(carry)+chunkSize)
-			pooled = false
-			chunkPool.Put(bp)
+		var buf []byte
+		var bp *[]byte
+		if growing {
+			buf = carry
+			if cap(buf)-len(buf) < chunkSize {
+				nb := make([]byte, len(buf), 2*len(buf)+chunkSize)
+				readerCopied.Add(int64(copy(nb, buf)))
+				buf = nb
+			}
+		} else {
+			bp = chunkPool.Get().(*[]byte)
+			buf = append((*bp)[:0], carry...)
+			readerCopied.Add(int64(len(carry)))
 		}
-		buf = append(buf, carry...)
+		scanned := len(carry) // known to hold no newline
 		start := off - int64(len(carry))
-		n := 0
 		if off < size {
 			want := cap(buf) - len(buf)
 			if int64(want) > size-off {
 				want = int(size - off)
 			}
-			var err error
-			n, err = r.ReadAt(buf[len(buf):len(buf)+want], off)
+			n, err := r.ReadAt(buf[len(buf):len(buf)+want], off)
 			if err != nil && err != io.EOF {
 				return err
 			}
@@ -215,22 +230,32 @@ func produce(r io.ReaderAt, size int64, jobs chan<- *batch) error {
 			buf = buf[:len(buf)+n]
 			off += int64(n)
 		}
-		cut := bytes.LastIndexByte(buf, '\n') + 1
+		cut := 0
+		readerScanned.Add(int64(len(buf) - scanned))
+		if i := bytes.LastIndexByte(buf[scanned:], '\n'); i >= 0 {
+			cut = scanned + i + 1
+		}
 		if off >= size {
-			cut = len(buf) // last line may lack a newline
+			cut = len(buf) // the last line may lack a newline
 		}
 		if cut == 0 {
-			// No newline yet: keep reading into a bigger buffer.
-			carry = append(carry[:0:0], buf...)
-			if pooled {
-				chunkPool.Put(&buf)
+			// No newline yet: keep reading into a buffer of the line's own.
+			if bp != nil {
+				carry = append(make([]byte, 0, 2*len(buf)+chunkSize), buf...)
+				readerCopied.Add(int64(len(buf)))
+				chunkPool.Put(bp)
+			} else {
+				carry = buf
 			}
+			growing = true
 			continue
 		}
-		carry = append(carry[:0], buf[cut:]...)
-		b := &batch{seq: seq, data: buf[:cut], firstLine: line, offset: start, pooled: pooled}
+		// The rest must not alias the batch, which a parser now owns.
+		carry = append([]byte(nil), buf[cut:]...)
+		growing = false
+		b := &batch{seq: seq, data: buf[:cut], firstLine: line, offset: start, pooled: bp != nil}
 		line += bytes.Count(b.data, []byte{'\n'})
-		if cut > 0 && buf[cut-1] != '\n' {
+		if buf[cut-1] != '\n' {
 			line++
 		}
 		seq++
