@@ -189,21 +189,8 @@ func (c *Config) Duration(fs *pflag.FlagSet, flag, key string) time.Duration {
 	return c.v.GetDuration(key)
 }
 
-// Get returns the raw resolved value of a key (no flag).
-func (c *Config) Get(key string) any { return c.v.Get(key) }
-
-// IsSet reports whether key has a value from anywhere but the defaults.
-func (c *Config) IsSet(key string) bool {
-	return c.v.IsSet(key) && c.v.InConfig(key) || os.Getenv(EnvName(key)) != ""
-}
-
 // Sub returns the map under a key, e.g. "models".
 func (c *Config) Sub(key string) map[string]any { return c.v.GetStringMap(key) }
-
-// EnvName is the environment variable that sets key.
-func EnvName(key string) string {
-	return "CTXTOOL_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
-}
 
 // StateDir resolves the state directory: flag/env/config, else
 // $XDG_STATE_HOME/ctxtool, else ~/.local/state/ctxtool.
