@@ -1,6 +1,7 @@
 package transcript
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -86,7 +87,7 @@ func appendLines(path string, expectSize int64, endsWithNewline bool, lines [][]
 		buf = append(buf, '\n')
 	}
 	for _, l := range lines {
-		if strings.ContainsRune(string(l), '\n') {
+		if bytes.IndexByte(l, '\n') >= 0 {
 			return fmt.Errorf("%s: internal error: an appended entry contains a raw newline", path)
 		}
 		buf = append(buf, l...)

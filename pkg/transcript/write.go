@@ -3,7 +3,6 @@ package transcript
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -175,6 +174,3 @@ func (w *Writer) CustomMessage(customType string, content any, display bool, det
 		Display: display, Details: details, ID: id, ParentID: w.parentPtr(), Timestamp: ts})
 	return w.done(line, id, err)
 }
-
-// RawJSON lets callers pass pre-encoded JSON as a field value.
-type RawJSON = json.RawMessage
