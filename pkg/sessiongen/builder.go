@@ -151,7 +151,6 @@ type Builder struct {
 	clock     time.Time
 	prevClock time.Time
 	buf       []byte
-	scratch   []byte
 	off       int64
 	line      int
 	index     int
