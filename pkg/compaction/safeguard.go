@@ -52,6 +52,8 @@ func (r *run) safeguard(msgs, prefix []*Msg) error {
 	r.out.Preserved = len(recent)
 	preserved := formatRecentTurns(recent)
 
+	// Before the history goroutine starts: dropOversized counts into r.out.
+	prefix, prefixNotes := r.dropOversized(prefix)
 	var history, turn string
 	var herr, terr error
 	var wg sync.WaitGroup
@@ -64,7 +66,6 @@ func (r *run) safeguard(msgs, prefix []*Msg) error {
 		}
 		history, herr = r.inStages(msgs, mainPrev, instr)
 	}()
-	prefix, prefixNotes := r.dropOversized(prefix)
 	if len(prefix) > 0 && meaningful(prefix) {
 		wg.Add(1)
 		go func() {

@@ -2,6 +2,7 @@ package compaction
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -121,5 +122,40 @@ func TestExtractiveKeepsIdentifiersAndIsDeterministic(t *testing.T) {
 	}
 	if u16len(a) > 16000 {
 		t.Fatalf("%d chars", u16len(a))
+	}
+}
+
+// Oversized messages in both the history and a split turn's prefix are
+// left out and counted; the two are summarised concurrently, so this also
+// guards (under -race) against both sides updating the outcome at once.
+func TestSafeguardOversizedInHistoryAndTurnPrefix(t *testing.T) {
+	g := newGen(3)
+	huge := strings.Repeat("2026-03-02 09:00:00 INFO query ok rows=12 latency=3ms\n", 1000)
+	g.user("Task 0: dump the access log of pkg/svc0.")
+	c0 := call{id: "toolu_h0", name: "bash", cmd: "cat access.log"}
+	g.assistant("Reading the log.", []call{c0})
+	g.result(c0, huge, false)
+	g.assistant("Done with task 0: the log shows no errors.", nil)
+	g.user("Task 1: dump the database log and then check each service.")
+	c1 := call{id: "toolu_h1", name: "bash", cmd: "cat db.log"}
+	g.assistant("Reading the database log.", []call{c1})
+	g.result(c1, huge, false)
+	for j := 0; j < 6; j++ {
+		c := call{id: fmt.Sprintf("toolu_s%d", j), name: "read", path: fmt.Sprintf("pkg/svc%d/main.go", j)}
+		g.assistant(fmt.Sprintf("Checking service %d.", j), []call{c})
+		g.result(c, para(2), false)
+	}
+	g.assistant("All services checked.", nil)
+	f := g.write(t, "oversized.jsonl")
+	res, err := Run(context.Background(), f, Options{Settings: Settings{Strategy: StrategySafeguard, Force: true, KeepRecentTokens: 500,
+		ContextWindow: 20000, MaxHistoryShare: 0.9, RecentTurnsPreserve: -1}, Summarizer: Extractive{}, Estimator: "heuristic", DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.SplitTurn || res.Outcome() == nil {
+		t.Fatalf("want a split turn, got %+v", res)
+	}
+	if o := res.Outcome(); o.Omitted != 2 {
+		t.Fatalf("omitted %d messages, want 2 (one in the history, one in the turn prefix)", o.Omitted)
 	}
 }
