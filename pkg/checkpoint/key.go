@@ -62,14 +62,21 @@ func SanitizeKey(key string) string {
 // store's key (e.g. "agent:main:main"); otherwise the file name without
 // ".jsonl" (and without an archive suffix such as ".reset.<stamp>").
 func KeyFromFile(path string) string {
-	base := filepath.Base(path)
-	if i := strings.Index(base, ".jsonl"); i > 0 {
-		base = base[:i]
+	return keyFromFile(path, readStore(filepath.Dir(path)))
+}
+
+// keyFromFile is KeyFromFile with the directory's sessions.json already read
+// (Take also needs its compactionCount, so it reads the file once).
+func keyFromFile(path string, sessions map[string]storeEntry) string {
+	file := filepath.Base(path)
+	stem := file
+	if i := strings.Index(stem, ".jsonl"); i > 0 {
+		stem = stem[:i]
 	}
-	if k := keyFromStore(filepath.Dir(path), filepath.Base(path), base); k != "" {
+	if k := keyInStore(sessions, file, stem); k != "" {
 		return k
 	}
-	return base
+	return stem
 }
 
 // storeEntry is the part of an OpenClaw sessions.json entry read here.
@@ -77,7 +84,6 @@ type storeEntry struct {
 	SessionID       string `json:"sessionId"`
 	SessionFile     string `json:"sessionFile"`
 	CompactionCount int    `json:"compactionCount"`
-	Channel         string `json:"channel"`
 }
 
 func readStore(dir string) map[string]storeEntry {
@@ -92,11 +98,11 @@ func readStore(dir string) map[string]storeEntry {
 	return st
 }
 
-// keyFromStore finds the sessions.json key whose entry names this file. Ties
+// keyInStore finds the sessions.json key whose entry names this file. Ties
 // (several keys pointing at one transcript) resolve to the smallest key.
-func keyFromStore(dir, file, stem string) string {
+func keyInStore(sessions map[string]storeEntry, file, stem string) string {
 	best := ""
-	for k, e := range readStore(dir) {
+	for k, e := range sessions {
 		if e.SessionID == stem || (e.SessionFile != "" && filepath.Base(e.SessionFile) == file) {
 			if best == "" || k < best {
 				best = k
@@ -104,14 +110,6 @@ func keyFromStore(dir, file, stem string) string {
 		}
 	}
 	return best
-}
-
-// storeCompactionCount is the compactionCount OpenClaw keeps for key, or -1.
-func storeCompactionCount(sessionFile, key string) int {
-	if e, ok := readStore(filepath.Dir(sessionFile))[key]; ok {
-		return e.CompactionCount
-	}
-	return -1
 }
 
 var idRE = regexp.MustCompile(`^cp_([0-9]{3,9})$`)

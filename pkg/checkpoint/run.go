@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/ctxtool/ctxtool/pkg/transcript"
@@ -79,12 +80,15 @@ func Take(o TakeOptions) (*TakeResult, error) {
 	if o.DedupeThreshold <= 0 {
 		o.DedupeThreshold = DefaultDedupeThreshold
 	}
+	// OpenClaw's sessions.json beside the file names its key and counts its
+	// compactions.
+	sessions := readStore(filepath.Dir(o.File))
 	key := o.SessionKey
 	if key == "" {
 		if o.File == "-" {
 			return nil, fmt.Errorf("reading the session from stdin: name its key with --session-key")
 		}
-		key = KeyFromFile(o.File)
+		key = keyFromFile(o.File, sessions)
 	}
 	s, err := transcript.Load(o.File)
 	if err != nil {
@@ -125,8 +129,8 @@ func Take(o TakeOptions) (*TakeResult, error) {
 	if o.ContextWindow <= 0 {
 		o.ContextWindow = DefaultContextWindow
 	}
-	if n := storeCompactionCount(o.File, key); n > in.CompactionCount {
-		in.CompactionCount = n
+	if e, ok := sessions[key]; ok && e.CompactionCount > in.CompactionCount {
+		in.CompactionCount = e.CompactionCount
 	}
 	in.SessionKey, in.Trigger, in.Now = key, o.Trigger, o.Now()
 	in.InputTokens, in.ContextWindow = tokens, o.ContextWindow
