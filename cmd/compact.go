@@ -101,7 +101,14 @@ and exits 1.`,
 
 // fromConfig resolves flags, environment and config into the options.
 func (o *CompactOptions) fromConfig(cfg *config.Config, c *cobra.Command) error {
-	fs := c.Flags()
+	o.load(cfg, c.Flags())
+	return o.validate()
+}
+
+// load reads the compaction, summariser and LLM settings: from the flags
+// where fs has them, else environment and config. roll's safeguard fallback
+// shares it, so both commands compact with the same settings.
+func (o *CompactOptions) load(cfg *config.Config, fs *pflag.FlagSet) {
 	s := compaction.Settings{
 		Strategy:               cfg.String(fs, "strategy", "compaction.mode"),
 		KeepRecentTokens:       cfg.Int(fs, "keep-recent-tokens", "compaction.keepRecentTokens"),
@@ -126,16 +133,8 @@ func (o *CompactOptions) fromConfig(cfg *config.Config, c *cobra.Command) error 
 	if s.ReserveTokensFloor == 0 {
 		s.ReserveTokensFloor = -1 // 0 disables the floor (OpenClaw)
 	}
-	if err := s.Validate(); err != nil {
-		return err
-	}
 	o.Settings = s
 	o.Summarizer = cfg.String(fs, "summarizer", "compaction.summarizer")
-	switch o.Summarizer {
-	case "auto", "llm", "extractive":
-	default:
-		return fmt.Errorf("--summarizer %q: use auto, llm or extractive", o.Summarizer)
-	}
 	o.Estimator = cfg.String(fs, "tokenizer", "estimate.tokenizer")
 	o.Model = cfg.String(fs, "model", "model")
 	o.Windows = modelWindows(cfg)
@@ -147,6 +146,18 @@ func (o *CompactOptions) fromConfig(cfg *config.Config, c *cobra.Command) error 
 		MaxRetries: cfg.Int(nil, "", "llm.maxRetries"),
 	}
 	o.Deadline = cfg.Duration(nil, "", "llm.deadline")
+}
+
+// validate checks what load read.
+func (o *CompactOptions) validate() error {
+	if err := o.Settings.Validate(); err != nil {
+		return err
+	}
+	switch o.Summarizer {
+	case "auto", "llm", "extractive":
+	default:
+		return fmt.Errorf("--summarizer %q: use auto, llm or extractive", o.Summarizer)
+	}
 	return nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -12,10 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ctxtool/ctxtool/pkg/compaction"
-	"github.com/ctxtool/ctxtool/pkg/config"
 	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
-	"github.com/ctxtool/ctxtool/pkg/llm"
 	"github.com/ctxtool/ctxtool/pkg/recall"
 	"github.com/ctxtool/ctxtool/pkg/rolling"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
@@ -115,7 +112,16 @@ code 4 unless --wait gets the lock). Standalone pi takes no lock: use
 				}
 			}
 			if opts.Fallback == nil {
-				opts.Fallback = rollFallback(cfg, opts)
+				// The fallback's summariser logs from the batch workers:
+				// serialise everything roll writes to stderr.
+				streams := *opts.IO
+				streams.ErrOut = &lockedWriter{w: opts.IO.ErrOut}
+				opts.IO = &streams
+				co := &CompactOptions{IO: opts.IO}
+				co.load(cfg, fl)
+				co.Settings.Strategy = compaction.StrategySafeguard
+				co.Settings.Force = true // the roll trigger already decided
+				opts.Fallback = rollFallback(co)
 			}
 			return runRoll(c.Context(), opts)
 		},
@@ -312,36 +318,41 @@ func printRollTable(out io.Writer, reps []*rolling.Report, sum rolling.Summary, 
 }
 
 // rollFallback is the seed's fallback for rolling without recall: OpenClaw's
-// safeguard compaction, summarised by the configured model or, without one,
-// by the built-in extractive summariser.
-func rollFallback(cfg *config.Config, opts *RollOptions) rolling.FallbackFunc {
+// safeguard compaction with the settings and the summariser compact would
+// use (co, read by CompactOptions.load, strategy safeguard): the configured
+// model when an endpoint is configured, else the built-in extractive
+// summariser. The summariser is built, and the settings checked, when the
+// first session needs it.
+func rollFallback(co *CompactOptions) rolling.FallbackFunc {
+	var (
+		once   sync.Once
+		sum    compaction.Summarizer
+		sumErr error
+	)
 	return func(ctx context.Context, path string, o rolling.Options) (*rolling.Report, error) {
-		set := compaction.Settings{
-			Strategy:               compaction.StrategySafeguard,
-			KeepRecentTokens:       cfg.Int(nil, "", "compaction.keepRecentTokens"),
-			ReserveTokens:          cfg.Int(nil, "", "compaction.reserveTokens"),
-			ReserveTokensFloor:     cfg.Int(nil, "", "compaction.reserveTokensFloor"),
-			ContextWindow:          o.ContextWindow,
-			Force:                  true, // the roll trigger already decided
-			MaxHistoryShare:        cfg.Float(nil, "", "compaction.maxHistoryShare"),
-			RecentTurnsPreserve:    cfg.Int(nil, "", "compaction.recentTurnsPreserve"),
-			IdentifierPolicy:       cfg.String(nil, "", "compaction.identifierPolicy"),
-			IdentifierInstructions: cfg.String(nil, "", "compaction.identifierInstructions"),
-			CustomInstructions:     cfg.String(nil, "", "compaction.customInstructions"),
-			QualityGuard:           cfg.Bool(nil, "", "compaction.qualityGuard.enabled"),
-			QualityGuardRetries:    cfg.Int(nil, "", "compaction.qualityGuard.maxRetries"),
+		once.Do(func() {
+			if sumErr = co.validate(); sumErr == nil {
+				sum, sumErr = co.summarizer()
+			}
+			if sumErr != nil {
+				sumErr = fmt.Errorf("safeguard fallback: %w", sumErr)
+			}
+		})
+		if sumErr != nil {
+			return nil, sumErr
 		}
-		sum, err := rollSummarizer(cfg)
-		if err != nil {
-			return nil, err
+		if co.Deadline > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, co.Deadline)
+			defer cancel()
 		}
 		res, err := compaction.Run(ctx, path, compaction.Options{
-			Settings: set, Summarizer: sum, Estimator: opts.Tokenizer, DryRun: o.DryRun, Wait: o.Wait,
+			Settings: co.Settings, Summarizer: sum, Estimator: co.Estimator, DryRun: o.DryRun, Wait: o.Wait,
 			ResolveWindow: func(model string) int {
-				if opts.Model != "" {
-					model = opts.Model
+				if co.Model != "" {
+					model = co.Model
 				}
-				w, _ := resolveWindow(model, 0, opts.ModelWindows)
+				w, _ := resolveWindow(model, 0, co.Windows)
 				return w
 			},
 		})
@@ -363,33 +374,14 @@ func rollFallback(cfg *config.Config, opts *RollOptions) rolling.FallbackFunc {
 	}
 }
 
-// rollSummarizer picks the fallback's summariser like compact does:
-// compaction.summarizer auto = the model when llm.model is configured, else
-// the extractive one.
-func rollSummarizer(cfg *config.Config) (compaction.Summarizer, error) {
-	kind := cfg.String(nil, "", "compaction.summarizer")
-	model := cfg.String(nil, "", "llm.model")
-	if kind == "extractive" || (kind != "llm" && model == "") {
-		return compaction.Extractive{}, nil
-	}
-	c, err := llm.New(llm.Config{
-		BaseURL: rollFirstSet(cfg.String(nil, "", "llm.baseURL"), os.Getenv("OPENAI_BASE_URL")),
-		Model:   model,
-		APIKey:  rollFirstSet(cfg.String(nil, "", "llm.apiKey"), os.Getenv("OPENAI_API_KEY")),
-		Timeout: cfg.Duration(nil, "", "llm.timeout"), MaxRetries: cfg.Int(nil, "", "llm.maxRetries"),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("summariser for the safeguard fallback: %v (set llm.model/llm.baseURL, or compaction.summarizer: extractive)", err)
-	}
-	return compaction.NewLLMSummarizer(c), nil
+// lockedWriter serialises writes from concurrent goroutines.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
 }
 
-// rollFirstSet returns the first non-empty value.
-func rollFirstSet(vals ...string) string {
-	for _, v := range vals {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

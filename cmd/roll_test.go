@@ -328,3 +328,25 @@ func TestRollDryRunShowsNote(t *testing.T) {
 		t.Fatalf("JSON note: %+v", reps)
 	}
 }
+
+// The fallback picks its summariser as compact does: llm.model alone (no
+// llm.baseURL, no API key) is not an endpoint, so the offline extractive
+// summariser is used instead of calling api.openai.com without a key.
+func TestRollFallbackSummarizerLikeCompact(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("OPENAI_BASE_URL", "")
+	dir := t.TempDir()
+	cfgFile := filepath.Join(dir, "ctxtool.yaml")
+	os.WriteFile(cfgFile, []byte("recall:\n  enabled: false\nllm:\n  model: gpt-4o-mini\n  maxRetries: 0\n  timeout: 2s\n"), 0o644)
+	path := filepath.Join(dir, "s.jsonl")
+	if _, err := sessiongen.GenerateFile(path, sessiongen.Options{Seed: 61, Turns: 40, ToolCallsPerTurn: 5}); err != nil {
+		t.Fatal(err)
+	}
+	reps, _, stderr, err := runRollCmd(t, "roll", "--config", cfgFile, "--json", "--context-window", "40000", "--trigger", "0", path)
+	if err != nil || len(reps) != 1 {
+		t.Fatalf("fallback: %v %+v\n%s", err, reps, stderr)
+	}
+	if r := reps[0]; r.Fallback != "safeguard" || !r.Compacted || !strings.Contains(r.Reason, "extractive") {
+		t.Fatalf("fallback report %+v\nstderr %s", r, stderr)
+	}
+}
