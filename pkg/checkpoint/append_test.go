@@ -176,3 +176,36 @@ func TestCompactionCountWarning(t *testing.T) {
 		t.Fatalf("dir %s", st.Dir(r.SessionKey))
 	}
 }
+
+// TestStdinIgnoresSessionsJSONInWorkingDirectory: a session read from
+// stdin has no directory, so a sessions.json in the working directory (an
+// unrelated OpenClaw store) must not lend it a compactionCount.
+func TestStdinIgnoresSessionsJSONInWorkingDirectory(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "piped.jsonl")
+	if _, err := sessiongen.GenerateFile(file, sessiongen.Options{Seed: 3, Turns: 6}); err != nil {
+		t.Fatal(err)
+	}
+	cwd := t.TempDir()
+	store := `{"agent:main:telegram:dm:42":{"sessionId":"other","compactionCount":5,"updatedAt":1}}`
+	if err := os.WriteFile(filepath.Join(cwd, "sessions.json"), []byte(store), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(cwd)
+	in, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	stdin := os.Stdin
+	os.Stdin = in
+	defer func() { os.Stdin = stdin }()
+	r, err := Take(TakeOptions{File: "-", SessionKey: "agent:main:telegram:dm:42", Store: &Store{StateDir: t.TempDir()},
+		Now: func() time.Time { return goldenNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.CompactionCount != 0 || len(r.Warnings) != 0 {
+		t.Fatalf("stdin session took compactionCount %d from ./sessions.json: %+v", r.CompactionCount, r)
+	}
+}

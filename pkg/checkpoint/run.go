@@ -81,8 +81,11 @@ func Take(o TakeOptions) (*TakeResult, error) {
 		o.DedupeThreshold = DefaultDedupeThreshold
 	}
 	// OpenClaw's sessions.json beside the file names its key and counts its
-	// compactions.
-	sessions := readStore(filepath.Dir(o.File))
+	// compactions; stdin has no directory (not the working directory's).
+	var sessions map[string]storeEntry
+	if o.File != "-" {
+		sessions = readStore(filepath.Dir(o.File))
+	}
 	key := o.SessionKey
 	if key == "" {
 		if o.File == "-" {
