@@ -209,5 +209,3 @@ func printIndexTable(out io.Writer, all []recall.Stats, db string, took time.Dur
 	fmt.Fprintf(out, "\n%d indexed, %d unchanged, %.1f MB in %.2fs%s; index %s\n",
 		indexed, unchanged, float64(bytes)/1e6, took.Seconds(), rate, filepath.Clean(db))
 }
-
-// indexProgress is a one-line counter on stderr, shown only on a terminal and

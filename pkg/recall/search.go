@@ -281,14 +281,12 @@ func (ix *Index) keywordCandidates(ctx context.Context, tokens []string, fileID 
 
 func quoteFTS(t string) string { return `"` + strings.ReplaceAll(t, `"`, "") + `"` }
 
-func tokenHasCJK(t string) bool { return hasCJK(t) }
-
 // ftsQuery adds the chunks matching all tokens to cands (keeping the best
 // score per chunk).
 func (ix *Index) ftsQuery(ctx context.Context, tokens []string, fileID int64, limit int, cands map[int64]*candidate) error {
 	cjk := false
 	for _, t := range tokens {
-		if tokenHasCJK(t) {
+		if hasCJK(t) {
 			cjk = true
 		}
 	}
@@ -487,7 +485,7 @@ func boosted(c *candidate, kw []string) float64 {
 	base := strings.ToLower(filepath.Base(c.path))
 	inPath := 0
 	for _, t := range kw {
-		if chunkTokens[t] || (tokenHasCJK(t) && strings.Contains(lower, t)) {
+		if chunkTokens[t] || (hasCJK(t) && strings.Contains(lower, t)) {
 			found++
 		}
 		if strings.Contains(base, t) {

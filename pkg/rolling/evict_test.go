@@ -23,9 +23,7 @@ func conv(tokens int, spec ...string) []Message {
 			m.Role = "assistant"
 		case len(s) > 2 && s[:2] == "a:":
 			m.Role = "assistant"
-			for _, id := range splitComma(s[2:]) {
-				e.ToolCallIDs = append(e.ToolCallIDs, id)
-			}
+			e.ToolCallIDs = append(e.ToolCallIDs, splitComma(s[2:])...)
 		case len(s) > 2 && s[:2] == "r:":
 			m.Role = "toolResult"
 			e.ToolCallID = s[2:]

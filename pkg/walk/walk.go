@@ -206,10 +206,9 @@ func Walk(paths []string, opts Options) ([]File, error) {
 	return out, nil
 }
 
+// unwrap drops the *fs.PathError wrapper: messages name the path already.
 func unwrap(err error) error {
-	var pe *fs.PathError
-	if e, ok := err.(*fs.PathError); ok {
-		pe = e
+	if pe, ok := err.(*fs.PathError); ok {
 		return pe.Err
 	}
 	return err
