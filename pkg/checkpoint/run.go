@@ -98,7 +98,8 @@ func Take(o TakeOptions) (*TakeResult, error) {
 		return nil, err
 	}
 	defer s.Close()
-	in, err := FromSession(s)
+	ctx := s.Context()
+	in, err := fromContext(s, ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +118,6 @@ func Take(o TakeOptions) (*TakeResult, error) {
 			return nil, err
 		}
 	}
-	ctx := s.Context()
 	tokens, err := Measure(s, ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%s: measure context: %v", o.File, err)
@@ -152,12 +152,14 @@ func Take(o TakeOptions) (*TakeResult, error) {
 	res.Warnings = append(res.Warnings, warns...)
 	in.State = state
 	cp := Build(in)
-	text := Render(cp, RenderOptions{Count: o.Count})
-	res.Tokens = count(o.Count, text)
+	// res.Tokens is the size of the restore text, rendered once per outcome:
+	// a written checkpoint's text names its id, known only after Write.
+	restoreTokens := func() int { return count(o.Count, Render(cp, RenderOptions{Count: o.Count})) }
 
 	if !o.Force && o.Trigger == TriggerAuto80 && util < AutoThreshold {
 		res.Reason = fmt.Sprintf("utilization %.1f%% is below the %.0f%% threshold of --trigger auto-80pct", util*100, AutoThreshold*100)
 		res.Gauge = Gauge(tokens, o.ContextWindow, false)
+		res.Tokens = restoreTokens()
 		return res, nil
 	}
 	if !o.Force {
@@ -166,6 +168,7 @@ func Take(o TakeOptions) (*TakeResult, error) {
 				res.Reason = fmt.Sprintf("input tokens changed by %.1f%% since %s (less than %.0f%%; --force writes anyway)", delta*100, last.Meta.CheckpointID, o.DedupeThreshold*100)
 				res.Previous = last.Meta.CheckpointID
 				res.Gauge = Gauge(tokens, o.ContextWindow, false)
+				res.Tokens = restoreTokens()
 				return res, nil
 			}
 		}
@@ -177,8 +180,7 @@ func Take(o TakeOptions) (*TakeResult, error) {
 	res.Written, res.CheckpointID, res.Path, res.Pruned = true, wr.ID, wr.Path, wr.Pruned
 	res.Previous = cp.Meta.PreviousCheckpoint
 	res.Gauge = Gauge(tokens, o.ContextWindow, true)
-	// The id is part of the text: render again now that it is known.
-	res.Tokens = count(o.Count, Render(cp, RenderOptions{Count: o.Count}))
+	res.Tokens = restoreTokens()
 	if err := o.Store.ResetState(key); err != nil {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("checkpoint written but the state files were not reset: %v", err))
 	}

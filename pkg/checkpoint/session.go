@@ -30,10 +30,14 @@ var Measure = func(s *transcript.Session, ctx *transcript.Context) (int, error) 
 // checkpoint is what survives it), the compactions' file lists, the split
 // turn and the compaction count. Token fields are left to the caller.
 func FromSession(s *transcript.Session) (Input, error) {
+	return fromContext(s, s.Context())
+}
+
+// fromContext is FromSession on the session's context, which Take also
+// measures: the branch is ctx.Path, walked once.
+func fromContext(s *transcript.Session, ctx *transcript.Context) (Input, error) {
 	in := Input{SessionFile: s.File}
-	path := s.Branch()
-	ctx := s.Context()
-	for _, e := range path {
+	for _, e := range ctx.Path {
 		switch e.Type {
 		case "message", "custom_message":
 		case "compaction":
