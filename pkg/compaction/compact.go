@@ -54,9 +54,7 @@ func Compact(ctx context.Context, s *transcript.Session, p *Preparation, set Set
 	}
 	out := &Outcome{}
 	ops := newFileOps()
-	if p.PrevCompaction != nil {
-		mergePrevFiles(s, p.PrevCompaction, ops)
-	}
+	mergePrevFiles(p.prevDetails, ops)
 	for _, m := range msgs {
 		ops.addMessage(m.M)
 	}
@@ -84,29 +82,24 @@ func Compact(ctx context.Context, s *transcript.Session, p *Preparation, set Set
 	return out, nil
 }
 
-// mergePrevFiles adds the previous compaction's cumulative file lists. pi
-// skips them when the compaction came from an extension (fromHook); we
-// merge them whatever wrote them, so the lists stay cumulative.
-func mergePrevFiles(s *transcript.Session, prev *transcript.Entry, ops *FileOps) {
-	raw, err := s.Raw(prev)
-	if err != nil {
+// mergePrevFiles adds the previous compaction's cumulative file lists
+// (its details, as Prepare decoded them). pi skips them when the compaction
+// came from an extension (fromHook); we merge them whatever wrote them, so
+// the lists stay cumulative.
+func mergePrevFiles(details json.RawMessage, ops *FileOps) {
+	var d struct {
+		ReadFiles     []any `json:"readFiles"`
+		ModifiedFiles []any `json:"modifiedFiles"`
+	}
+	if len(details) == 0 || json.Unmarshal(details, &d) != nil {
 		return
 	}
-	var e struct {
-		Details struct {
-			ReadFiles     []any `json:"readFiles"`
-			ModifiedFiles []any `json:"modifiedFiles"`
-		} `json:"details"`
-	}
-	if json.Unmarshal(raw, &e) != nil {
-		return
-	}
-	for _, f := range e.Details.ReadFiles {
+	for _, f := range d.ReadFiles {
 		if p, ok := f.(string); ok && p != "" {
 			ops.Read[p] = true
 		}
 	}
-	for _, f := range e.Details.ModifiedFiles {
+	for _, f := range d.ModifiedFiles {
 		if p, ok := f.(string); ok && p != "" {
 			ops.Edited[p] = true
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -235,5 +236,27 @@ func TestDryRunWritesNothing(t *testing.T) {
 	}
 	if _, err := os.Stat(transcript.LockPath(f)); !os.IsNotExist(err) {
 		t.Fatal("dry run left a lock")
+	}
+}
+
+// The previous compaction's file lists (its details) carry into the new
+// entry's lists, for v3 and v1 sessions and every strategy.
+func TestPreviousFileListsAreMerged(t *testing.T) {
+	sc := scenarios(t)
+	for _, name := range []string{"earlier-compaction", "v1"} {
+		for _, st := range Strategies {
+			res, err := Run(context.Background(), sc[name], Options{Settings: Settings{Strategy: st, Force: true, KeepRecentTokens: 3000},
+				DryRun: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := res.Outcome()
+			if o == nil {
+				t.Fatalf("%s/%s: nothing summarised: %s", name, st, res.Reason)
+			}
+			if !slices.Contains(o.ReadFiles, "docs/old-read.md") || !slices.Contains(o.ModifiedFiles, "src/old-mod.go") {
+				t.Fatalf("%s/%s: previous lists not merged: read %v, modified %v", name, st, o.ReadFiles, o.ModifiedFiles)
+			}
+		}
 	}
 }

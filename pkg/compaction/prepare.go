@@ -1,6 +1,7 @@
 package compaction
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/ctxtool/ctxtool/pkg/transcript"
@@ -25,6 +26,9 @@ type Preparation struct {
 	// and PreviousSummary its summary, carried into the new one.
 	PrevCompaction  *transcript.Entry
 	PreviousSummary string
+	// prevDetails is its `details` (the cumulative file lists), decoded
+	// with the summary.
+	prevDetails json.RawMessage
 
 	// BoundaryStart is where summarising may begin: the previous
 	// compaction's first kept entry, so the entries it kept are summarised or
@@ -151,7 +155,7 @@ func Prepare(s *transcript.Session, set Settings) (*Preparation, error) {
 			return nil, fmt.Errorf("%s:%d: previous compaction: %v", s.File, path[prev].Line, err)
 		}
 		if m != nil {
-			p.PreviousSummary = m.Summary
+			p.PreviousSummary, p.prevDetails = m.Summary, m.Details
 		}
 		p.BoundaryStart = prev + 1
 		if id := path[prev].FirstKeptEntryID; id != "" {
