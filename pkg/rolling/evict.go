@@ -176,6 +176,7 @@ func Evict(in EvictInput) Eviction {
 	ev.FirstKept = best
 	ev.Kept = in.Messages[best:]
 	ev.Evicted = in.Messages[:best]
+	var sp rangeBuilder
 	for i := range ev.Evicted {
 		m := &ev.Evicted[i]
 		if m.Role == "compactionSummary" {
@@ -183,17 +184,10 @@ func Evict(in EvictInput) Eviction {
 			ev.ReplacedTokens += m.Tokens
 			continue
 		}
-		ev.EvictedCount++
-		ev.EvictedTokens += m.Tokens
-		if ts := m.Entry.Time(); !ts.IsZero() {
-			if ev.FirstEvicted.IsZero() || ts.Before(ev.FirstEvicted) {
-				ev.FirstEvicted = ts
-			}
-			if ts.After(ev.LastEvicted) {
-				ev.LastEvicted = ts
-			}
-		}
+		sp.add(m.Entry, m.Tokens)
 	}
+	ev.EvictedCount, ev.EvictedTokens = sp.Messages, sp.Tokens
+	ev.FirstEvicted, ev.LastEvicted = sp.first, sp.last
 	ev.NoteTokens = note(best)
 	ev.KeptTokens = kept(best) + ev.NoteTokens
 	return ev

@@ -74,32 +74,48 @@ func previousRanges(s *transcript.Session, c *transcript.Context, prev *Details)
 	if c.KeptStart >= 0 {
 		end = c.KeptStart
 	}
-	r := Range{Summarized: true}
-	var first, last time.Time
+	var sp rangeBuilder
 	for _, e := range c.Path[:end] {
 		if e.Role == "" || e.Type == "compaction" {
 			continue
 		}
-		r.Messages++
-		r.Tokens += e.Tokens()
-		if r.FirstLine == 0 {
-			r.FirstLine = e.Line
-		}
-		r.LastLine = e.Line
-		if ts := e.Time(); !ts.IsZero() {
-			if first.IsZero() || ts.Before(first) {
-				first = ts
-			}
-			if ts.After(last) {
-				last = ts
-			}
-		}
+		sp.add(e, e.Tokens())
 	}
-	if r.Messages == 0 {
+	if sp.Messages == 0 {
 		return nil
 	}
-	r.First, r.Last = FormatTime(first), FormatTime(last)
+	r := sp.result()
+	r.Summarized = true
 	return []Range{r}
+}
+
+// rangeBuilder accumulates messages into a Range, bounding them in time.
+type rangeBuilder struct {
+	Range
+	first, last time.Time
+}
+
+func (s *rangeBuilder) add(e *transcript.Entry, tokens int) {
+	s.Messages++
+	s.Tokens += tokens
+	if s.FirstLine == 0 {
+		s.FirstLine = e.Line
+	}
+	s.LastLine = e.Line
+	if ts := e.Time(); !ts.IsZero() {
+		if s.first.IsZero() || ts.Before(s.first) {
+			s.first = ts
+		}
+		if ts.After(s.last) {
+			s.last = ts
+		}
+	}
+}
+
+func (s *rangeBuilder) result() Range {
+	r := s.Range
+	r.First, r.Last = FormatTime(s.first), FormatTime(s.last)
+	return r
 }
 
 // capRanges merges the oldest ranges until at most maxRanges remain.

@@ -495,29 +495,13 @@ func measureAfter(s *transcript.Session, data, line []byte, measure Estimator) (
 
 // rangeOf summarises evicted conversation messages (summaries excluded).
 func rangeOf(msgs []Message) Range {
-	var r Range
-	var first, last time.Time
+	var sp rangeBuilder
 	for _, m := range msgs {
-		if m.Role == "compactionSummary" {
-			continue
-		}
-		r.Messages++
-		r.Tokens += m.Tokens
-		if r.FirstLine == 0 {
-			r.FirstLine = m.Entry.Line
-		}
-		r.LastLine = m.Entry.Line
-		if ts := m.Entry.Time(); !ts.IsZero() {
-			if first.IsZero() || ts.Before(first) {
-				first = ts
-			}
-			if ts.After(last) {
-				last = ts
-			}
+		if m.Role != "compactionSummary" {
+			sp.add(m.Entry, m.Tokens)
 		}
 	}
-	r.First, r.Last = FormatTime(first), FormatTime(last)
-	return r
+	return sp.result()
 }
 
 // fileChanged recognises transcript.Update giving up because the file kept
