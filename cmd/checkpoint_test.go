@@ -149,6 +149,7 @@ func TestCheckpointAndRestoreThroughRoot(t *testing.T) {
 	for _, args := range [][]string{
 		{"restore", "--format", "xml", "telegram:user1"},
 		{"restore", "--id", "../x", "telegram:user1"},
+		{"restore", "--id", "cp_1234567890", "telegram:user1"}, // more digits than a checkpoint id has
 		{"restore", "--append", "telegram:user1"},
 		{"checkpoint", "--trigger", "hourly", f},
 	} {

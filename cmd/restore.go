@@ -108,7 +108,7 @@ func runRestore(opts *RestoreOptions) error {
 	default:
 		return exitcode.Newf(exitcode.Usage, "--format %q: use text, yaml or json", opts.Format)
 	}
-	if opts.ID != "" && !validCheckpointID(opts.ID) {
+	if opts.ID != "" && !checkpoint.ValidID(opts.ID) {
 		return exitcode.Newf(exitcode.Usage, "--id %q: give a checkpoint id like cp_003 (see --list)", opts.ID)
 	}
 	t := checkpoint.ResolveTarget(opts.Target, opts.SessionKey)
@@ -178,12 +178,6 @@ func runRestore(opts *RestoreOptions) error {
 	}
 	_, err = fmt.Fprint(opts.IO.Out, text)
 	return err
-}
-
-func validCheckpointID(id string) bool {
-	var n int
-	_, err := fmt.Sscanf(id, "cp_%d", &n)
-	return err == nil && n >= 0 && checkpoint.FormatID(n) == id
 }
 
 func listCheckpoints(opts *RestoreOptions, store *checkpoint.Store, t checkpoint.Target) error {

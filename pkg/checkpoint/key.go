@@ -114,7 +114,10 @@ func keyInStore(sessions map[string]storeEntry, file, stem string) string {
 
 var idRE = regexp.MustCompile(`^cp_([0-9]{3,9})$`)
 
-func validID(id string) bool { return idRE.MatchString(id) }
+// ValidID reports whether id has the form of a checkpoint id (cp_NNN, 3 to
+// 9 digits): the one rule for file names, _latest.json, meta.checkpoint_id
+// and restore --id.
+func ValidID(id string) bool { return idRE.MatchString(id) }
 
 // idNumber returns N of "cp_NNN", or -1.
 func idNumber(id string) int {

@@ -226,7 +226,7 @@ func Unmarshal(data []byte) (*Checkpoint, error) {
 		return nil, fmt.Errorf("schema_version %d is not supported (want %d)", cp.SchemaVersion, SchemaVersion)
 	}
 	cp.trimBlocks()
-	if !validID(cp.Meta.CheckpointID) {
+	if !ValidID(cp.Meta.CheckpointID) {
 		return nil, fmt.Errorf("meta.checkpoint_id %q is not of the form cp_NNN", cp.Meta.CheckpointID)
 	}
 	return &cp, nil

@@ -92,7 +92,7 @@ func (s *Store) List(key string) ([]Entry, error) {
 
 // Load reads one checkpoint by id.
 func (s *Store) Load(key, id string) (*Checkpoint, error) {
-	if !validID(id) {
+	if !ValidID(id) {
 		return nil, fmt.Errorf("checkpoint id %q is not of the form cp_NNN (see 'ctxtool restore --list')", id)
 	}
 	path := filepath.Join(s.Dir(key), id+".yaml")
@@ -122,7 +122,7 @@ func (s *Store) readPointer(key string) (*latestPointer, error) {
 	if err := json.Unmarshal(data, &p); err != nil {
 		return nil, fmt.Errorf("%s: %v", filepath.Join(s.Dir(key), latestFile), err)
 	}
-	if !validID(p.CheckpointID) {
+	if !ValidID(p.CheckpointID) {
 		return nil, fmt.Errorf("%s: checkpoint_id %q is not of the form cp_NNN", filepath.Join(s.Dir(key), latestFile), p.CheckpointID)
 	}
 	return &p, nil
