@@ -5,12 +5,14 @@ import (
 	"fmt"
 
 	"github.com/ctxtool/ctxtool/pkg/estimate"
+	"github.com/ctxtool/ctxtool/pkg/models"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 // DefaultContextWindow is used when neither the caller nor the config
-// names a window (the 200k of the seed's examples and pi's Claude models).
-const DefaultContextWindow = 200000
+// names a window: OpenClaw's default for unknown models (the 200k of the
+// seed's examples), the model table's value.
+const DefaultContextWindow = models.DefaultContextWindow
 
 // Measure returns the context size the gauge and the 80% gate use: seed
 // 002 §6.1's source order — the provider's last usage plus chars/4 for what
