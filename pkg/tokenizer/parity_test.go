@@ -224,7 +224,7 @@ func TestPathologicalInputsFastAndExact(t *testing.T) {
 			n := tk.Count(inputs[name])
 			d := time.Since(start)
 			t.Logf("%s %s: %d tokens in %v", enc, name, n, d)
-			if d > time.Second {
+			if d > time.Second && !raceEnabled {
 				t.Errorf("%s %s took %v; want < 1s", enc, name, d)
 			}
 			got[enc] = append(got[enc], n)
