@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 // KV is one member of an ordered JSON object.
@@ -109,30 +111,14 @@ var safeByte = func() (t [256]bool) {
 	return t
 }()
 
-// appendFloat formats f like JavaScript's Number.prototype.toString: the
-// shortest round-trip digits, plain notation for 1e-6 <= |f| < 1e21 and
-// exponent notation ("5e-7", "1e+21") outside that range.
+// appendFloat formats f like JavaScript's Number.prototype.toString
+// (transcript.FormatJSNumber: shortest round-trip digits, exponent form below
+// 1e-6 and from 1e21 on), with JSON.stringify's null for NaN and ±Infinity.
 func appendFloat(b []byte, f float64) []byte {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return append(b, "null"...) // what JSON.stringify writes
 	}
-	if f == 0 {
-		return append(b, '0') // also -0
-	}
-	abs := math.Abs(f)
-	if abs < 1e-6 || abs >= 1e21 {
-		n := len(b)
-		b = strconv.AppendFloat(b, f, 'e', -1, 64)
-		// Go writes e-07 / e+21; JavaScript writes e-7 / e+21.
-		for i := n; i < len(b)-2; i++ {
-			if b[i] == 'e' && b[i+2] == '0' && len(b)-i > 3 {
-				b = append(b[:i+2], b[i+3:]...)
-				break
-			}
-		}
-		return b
-	}
-	return strconv.AppendFloat(b, f, 'f', -1, 64)
+	return append(b, transcript.FormatJSNumber(f)...)
 }
 
 // appendValue writes one JSON value. Supported: nil, string, bool, all Go
