@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -374,16 +372,12 @@ func (r *Roller) plan(s *transcript.Session, build bool) (decision, error) {
 		// calibrated fit changes. Measure the rolled session in memory and
 		// evict further while it is over the target, so a second run finds
 		// nothing to do.
-		data, err := readPrefix(s)
-		if err != nil {
-			return decision{}, err
-		}
 		for attempt := 0; ; attempt++ {
 			line, err = r.buildLine(s, ev, m.Tokens, noteFor, earlier, prev, prevFromHook)
 			if err != nil {
 				return decision{}, err
 			}
-			after, err := measureAfter(s, data, line, measure)
+			after, err := measureAfter(s, line, measure)
 			if err != nil {
 				return decision{}, err
 			}
@@ -454,34 +448,13 @@ func (r *Roller) buildLine(s *transcript.Session, ev Eviction, tokensBefore int,
 	return a.Line, nil
 }
 
-// readPrefix reads the bytes the session was loaded from.
-func readPrefix(s *transcript.Session) ([]byte, error) {
-	f, err := os.Open(s.File)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data := make([]byte, s.Size)
-	if _, err := io.ReadFull(f, data); err != nil {
-		return nil, fmt.Errorf("%s: the file shrank while rolling: %v", s.File, err)
-	}
-	return data, nil
-}
-
 // measureAfter estimates the context of the session with line appended,
 // without writing anything.
-func measureAfter(s *transcript.Session, data, line []byte, measure Estimator) (int, error) {
-	buf := make([]byte, 0, len(data)+len(line)+2)
-	buf = append(buf, data...)
-	if len(buf) > 0 && buf[len(buf)-1] != '\n' {
-		buf = append(buf, '\n')
-	}
-	buf = append(append(buf, line...), '\n')
-	after, err := transcript.LoadBytes(s.File, buf)
+func measureAfter(s *transcript.Session, line []byte, measure Estimator) (int, error) {
+	after, err := s.WithAppended(line)
 	if err != nil {
 		return 0, fmt.Errorf("%s: the rolled session does not load: %v", s.File, err)
 	}
-	defer after.Close()
 	c := after.Context()
 	if c.Compaction == nil || len(c.Messages) == 0 || c.Messages[0].Role != "compactionSummary" {
 		return 0, fmt.Errorf("%s: internal error: the rolled session's context does not start with the note", s.File)

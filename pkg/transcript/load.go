@@ -362,15 +362,23 @@ func (a *assembler) add(b *batch) {
 }
 
 // finish gives v1 entries their ids and builds the id index.
-func (s *Session) finish() {
+func (s *Session) finish() { s.finishFrom(0) }
+
+// finishFrom does finish's work for the entries from index start on (the
+// earlier ones are already finished).
+func (s *Session) finishFrom(start int) {
+	added := s.Entries[start:]
 	if s.Version < 2 {
 		var prev string
-		for _, e := range s.Entries {
+		if start > 0 {
+			prev = s.Entries[start-1].ID
+		}
+		for _, e := range added {
 			e.ID = fmt.Sprintf("v1:L%d", e.Line)
 			e.ParentID = prev
 			prev = e.ID
 		}
-		for _, e := range s.Entries {
+		for _, e := range added {
 			if e.Type == "compaction" && e.FirstKeptEntryIndex >= 0 {
 				// pi resolves the index while assigning ids in file order, so
 				// a target after the compaction has no id yet: nothing kept.
@@ -380,7 +388,7 @@ func (s *Session) finish() {
 			}
 		}
 	}
-	for _, e := range s.Entries {
+	for _, e := range added {
 		s.byID[e.ID] = e
 		if e.Role == "hookMessage" {
 			if s.Version < 3 {
@@ -390,6 +398,73 @@ func (s *Session) finish() {
 			}
 		}
 	}
+}
+
+// WithAppended returns the session as it would be after appending lines
+// (each one JSON entry without its newline), without writing or re-reading
+// the file: planners use it to measure a result before committing to it.
+// The new session shares the original's entries and reads their content
+// through it, so the original must stay open while the new one is used.
+func (s *Session) WithAppended(lines ...[]byte) (*Session, error) {
+	n := &Session{File: s.File, Header: s.Header, Version: s.Version, Malformed: s.Malformed,
+		NonObjects: s.NonObjects, ExtraHeaders: s.ExtraHeaders, Blank: s.Blank, EndsWithNewline: true,
+		byID: make(map[string]*Entry, len(s.byID)+len(lines))}
+	for id, e := range s.byID {
+		n.byID[id] = e
+	}
+	n.Entries = append(s.Entries[:len(s.Entries):len(s.Entries)], make([]*Entry, 0, len(lines))...)
+	var extra []byte
+	if s.Size > 0 && !s.EndsWithNewline {
+		extra = append(extra, '\n')
+	}
+	index := 1 // header
+	if len(s.Entries) > 0 {
+		index = s.Entries[len(s.Entries)-1].Index + 1
+	}
+	for i, line := range lines {
+		pl := parseLine(line)
+		if pl.kind != kindEntry {
+			return nil, fmt.Errorf("%s: internal error: appended entry %d is not a valid entry (%s)", s.File, i+1, pl.err)
+		}
+		e := pl.entry
+		e.Line, e.Offset, e.Length, e.Index = s.Lines+1+i, s.Size+int64(len(extra)), len(line), index+i
+		extra = append(append(extra, line...), '\n')
+		n.Entries = append(n.Entries, e)
+	}
+	n.Lines = s.Lines + len(lines)
+	n.Size = s.Size + int64(len(extra))
+	n.src = appendedReader{base: s, baseSize: s.Size, extra: extra}
+	n.finishFrom(len(s.Entries))
+	return n, nil
+}
+
+// appendedReader reads the original file below baseSize and the appended
+// bytes above it.
+type appendedReader struct {
+	base     *Session
+	baseSize int64
+	extra    []byte
+}
+
+func (r appendedReader) ReadAt(p []byte, off int64) (int, error) {
+	if off >= r.baseSize {
+		off -= r.baseSize
+		if off >= int64(len(r.extra)) {
+			return 0, io.EOF
+		}
+		n := copy(p, r.extra[off:])
+		if n < len(p) {
+			return n, io.EOF
+		}
+		return n, nil
+	}
+	r.base.mu.Lock()
+	src := r.base.src
+	r.base.mu.Unlock()
+	if src == nil {
+		return 0, fmt.Errorf("%s: session is closed", r.base.File)
+	}
+	return src.ReadAt(p, off)
 }
 
 // entryAtIndex returns the entry at pi's array index (header = 0).
