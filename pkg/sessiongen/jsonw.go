@@ -229,6 +229,14 @@ func sortJSKeys(keys []string) {
 
 // Marshal encodes v the way JSON.stringify would (see appendValue for the
 // supported types). Useful for tests that build tool arguments or details.
+//
+// transcript.MarshalJS (encoding/json plus a U+2028/U+2029 fix-up) is not a
+// substitute: it writes what JSON.parse reads back the same, but not always
+// JSON.stringify's bytes — invalid UTF-8 becomes the escape \ufffd (node
+// writes the raw character), -0 stays "-0" (node writes "0") and map keys
+// sort as strings ("10" before "2"; JavaScript enumerates index keys first)
+// — and it cannot keep an Obj's member order. Generated lines must survive
+// JSON.stringify(JSON.parse(line)) byte for byte, so this encoder stays.
 func Marshal(v any) ([]byte, error) {
 	return appendValue(nil, v)
 }
