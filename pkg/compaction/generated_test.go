@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
@@ -257,6 +258,56 @@ func TestPreviousFileListsAreMerged(t *testing.T) {
 			if !slices.Contains(o.ReadFiles, "docs/old-read.md") || !slices.Contains(o.ModifiedFiles, "src/old-mod.go") {
 				t.Fatalf("%s/%s: previous lists not merged: read %v, modified %v", name, st, o.ReadFiles, o.ModifiedFiles)
 			}
+		}
+	}
+}
+
+// appendingSummarizer appends a line to the session during its first call,
+// like pi writing a reply while ctxtool summarises.
+type appendingSummarizer struct {
+	Extractive
+	file string
+	line []byte
+	once sync.Once
+}
+
+func (a *appendingSummarizer) Summarize(ctx context.Context, r *Request) (string, error) {
+	a.once.Do(func() {
+		f, err := os.OpenFile(a.file, os.O_WRONLY|os.O_APPEND, 0)
+		if err == nil {
+			f.Write(append(a.line, '\n'))
+			f.Close()
+		}
+	})
+	return a.Extractive.Summarize(ctx, r)
+}
+
+// A line appended while --truncate summarises must survive in the
+// rewritten file, not only in the backup.
+func TestTruncateKeepsLinesAppendedMeanwhile(t *testing.T) {
+	g := newGen(3)
+	for i := 0; i < 4; i++ {
+		g.turn(i, 4, 600)
+	}
+	file := g.write(t, "live.jsonl")
+	g.user("One more thing, written while ctxtool was summarising.")
+	late := []byte(g.lines[len(g.lines)-1])
+	sum := &appendingSummarizer{file: file, line: late}
+	res, err := Run(context.Background(), file, Options{Settings: Settings{Force: true, KeepRecentTokens: 1000}, Summarizer: sum, Truncate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, _ := os.ReadFile(file)
+	if !bytes.HasSuffix(after, append(late, '\n')) {
+		t.Fatalf("the line appended during summarising is not the last line of the rewritten file (backup %s)", res.Backup)
+	}
+	if baks, _ := filepath.Glob(file + ".bak.*"); len(baks) != 1 || baks[0] != res.Backup {
+		t.Fatalf("backups %v, reported %s", baks, res.Backup)
+	}
+	if oracle.Available() {
+		r := oracle.CheckOne(t, file)
+		if !r.Loads || r.FirstRole != "compactionSummary" || r.HeuristicTokens != res.TokensAfter || r.ContextMessages != res.KeptMessages+1 {
+			t.Fatalf("pi sees %+v, we reported %d tokens, %d kept", r, res.TokensAfter, res.KeptMessages)
 		}
 	}
 }

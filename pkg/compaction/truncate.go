@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
@@ -14,7 +15,10 @@ import (
 // usual, then rewrite the file as header + the compaction (a root) + the
 // kept tail of the active branch, keeping the original as
 // <file>.bak.<stamp>. Kept lines are copied byte for byte except for the
-// parentId of an entry whose parent was dropped.
+// parentId of an entry whose parent was dropped. pi does not take the lock,
+// so when the file grew while we summarised it is reloaded and planned
+// again (the summary is reused when the cut did not move), as
+// transcript.Update does for appends.
 func runTruncate(ctx context.Context, path string, o Options, plan func(*transcript.Session) (*planned, error),
 	finish func(*planned), res *Result) error {
 	if path == "-" {
@@ -25,30 +29,53 @@ func runTruncate(ctx context.Context, path string, o Options, plan func(*transcr
 		return err
 	}
 	defer lock.Release()
+	for attempt := 0; ; attempt++ {
+		changed, err := truncateOnce(path, plan, finish, res)
+		if !changed {
+			return err
+		}
+		if attempt >= maxTruncateReplans {
+			return transcript.ErrFileChanged
+		}
+	}
+}
+
+// maxTruncateReplans bounds the re-plans of runTruncate.
+const maxTruncateReplans = 5
+
+// truncateOnce loads, plans and rewrites the file unless it changed since
+// it was loaded (changed is then true and nothing was written).
+func truncateOnce(path string, plan func(*transcript.Session) (*planned, error), finish func(*planned), res *Result) (changed bool, err error) {
 	s, err := transcript.Load(path)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer s.Close()
 	pl, err := plan(s)
 	finish(pl)
 	if err != nil || pl == nil {
-		return err
+		return false, err
 	}
 	content, err := truncatedFile(s, pl)
 	if err != nil {
-		return fmt.Errorf("%s: %v", path, err)
+		return false, fmt.Errorf("%s: %v", path, err)
 	}
 	backup, err := transcript.RewriteAtomic(path, func(w io.Writer) error {
+		// Last check before the rename: anything appended since the load
+		// would survive only in the backup.
+		if st, err := os.Stat(path); err != nil || st.Size() != s.Size {
+			changed = true
+			return transcript.ErrFileChanged
+		}
 		_, err := w.Write(content)
 		return err
 	})
-	if err != nil {
-		return err
+	if changed || err != nil {
+		return changed, err
 	}
 	res.Backup = backup
 	res.Compacted = true
-	return nil
+	return false, nil
 }
 
 // truncatedFile builds the rewritten session.
