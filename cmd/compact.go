@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -139,9 +140,9 @@ func (o *CompactOptions) load(cfg *config.Config, fs *pflag.FlagSet) {
 	o.Model = cfg.String(fs, "model", "model")
 	o.Windows = modelWindows(cfg)
 	o.LLM = llm.Config{
-		BaseURL:    compactFirstSet(cfg.String(nil, "", "llm.baseURL"), os.Getenv("OPENAI_BASE_URL")),
+		BaseURL:    cmp.Or(cfg.String(nil, "", "llm.baseURL"), os.Getenv("OPENAI_BASE_URL")),
 		Model:      cfg.String(fs, "llm-model", "llm.model"),
-		APIKey:     compactFirstSet(cfg.String(nil, "", "llm.apiKey"), os.Getenv("OPENAI_API_KEY")),
+		APIKey:     cmp.Or(cfg.String(nil, "", "llm.apiKey"), os.Getenv("OPENAI_API_KEY")),
 		Timeout:    cfg.Duration(nil, "", "llm.timeout"),
 		MaxRetries: cfg.Int(nil, "", "llm.maxRetries"),
 	}
@@ -166,15 +167,6 @@ func boolFlag(fs *pflag.FlagSet, name string) bool {
 	return b
 }
 
-func compactFirstSet(v ...string) string {
-	for _, s := range v {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
-}
-
 // summarizer picks the summariser and says which on stderr.
 func (o *CompactOptions) summarizer() (compaction.Summarizer, error) {
 	configured := o.LLM.Model != "" && (o.LLM.BaseURL != "" || o.LLM.APIKey != "")
@@ -182,7 +174,7 @@ func (o *CompactOptions) summarizer() (compaction.Summarizer, error) {
 	if pick == "auto" {
 		if configured {
 			pick = "llm"
-			fmt.Fprintf(o.IO.ErrOut, "summarizer: llm (%s at %s)\n", o.LLM.Model, compactFirstSet(o.LLM.BaseURL, "https://api.openai.com/v1"))
+			fmt.Fprintf(o.IO.ErrOut, "summarizer: llm (%s at %s)\n", o.LLM.Model, cmp.Or(o.LLM.BaseURL, "https://api.openai.com/v1"))
 		} else {
 			pick = "extractive"
 			why := "no LLM configured: set llm.model plus llm.baseURL or OPENAI_API_KEY"
