@@ -640,20 +640,21 @@ func (s *idSet) scan(text string, prio, pos int, recent bool) {
 	if recent {
 		prio = prioRecent
 	}
-	for _, u := range reURL.FindAllString(text, -1) {
-		s.add(u, prio, pos)
+	urls, rest := findAndBlank(reURL, text)
+	for _, l := range urls {
+		s.add(text[l[0]:l[1]], prio, pos)
 	}
-	rest := reURL.ReplaceAllString(text, " ")
-	for _, m := range reAbsPath.FindAllStringSubmatch(rest, -1) {
+	paths, noPaths := findAndBlank(reAbsPath, rest)
+	for _, l := range paths {
+		s.add(rest[l[2]:l[3]], prio, pos)
+	}
+	for _, m := range reRelPath.FindAllStringSubmatch(noPaths, -1) {
 		s.add(m[1], prio, pos)
 	}
-	for _, m := range reRelPath.FindAllStringSubmatch(reAbsPath.ReplaceAllString(rest, " "), -1) {
-		s.add(m[1], prio, pos)
+	uuids, noUUID := findAndBlank(reUUID, rest)
+	for _, l := range uuids {
+		s.add(rest[l[0]:l[1]], prio, pos)
 	}
-	for _, u := range reUUID.FindAllString(rest, -1) {
-		s.add(u, prio, pos)
-	}
-	noUUID := reUUID.ReplaceAllString(rest, " ")
 	for _, h := range reHex.FindAllString(noUUID, -1) {
 		if reHasDigit.MatchString(h) && reHasAlpha.MatchString(h) {
 			s.add(h, prio, pos)
@@ -668,6 +669,27 @@ func (s *idSet) scan(text string, prio, pos int, recent bool) {
 	for _, n := range reLongNum.FindAllString(noUUID, -1) {
 		s.add(n, prio, pos)
 	}
+}
+
+// findAndBlank is FindAllStringSubmatchIndex and ReplaceAllString(s, " ")
+// in one pass (for patterns that never match the empty string): the
+// matches, and s with each of them replaced by a space so later patterns
+// do not find their parts again.
+func findAndBlank(re *regexp.Regexp, s string) ([][]int, string) {
+	locs := re.FindAllStringSubmatchIndex(s, -1)
+	if len(locs) == 0 {
+		return nil, s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	last := 0
+	for _, l := range locs {
+		b.WriteString(s[last:l[0]])
+		b.WriteByte(' ')
+		last = l[1]
+	}
+	b.WriteString(s[last:])
+	return locs, b.String()
 }
 
 // list orders identifiers by rank, then most recent first.
