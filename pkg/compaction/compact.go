@@ -230,9 +230,9 @@ const originalHeading = "## Original request (verbatim)"
 // keeps it, and a compaction can only keep a contiguous tail, so it travels
 // verbatim inside the summary.
 func (r *run) firstUserText() string {
-	for _, e := range r.p.Path {
+	for i, e := range r.p.Path {
 		if e.Type == "message" && e.Role == "user" {
-			if e.Line >= 0 && r.p.Cut >= 0 && indexOf(r.p.Path, e) >= r.p.Cut {
+			if r.p.Cut >= 0 && i >= r.p.Cut {
 				return "" // it is kept verbatim anyway
 			}
 			m, err := r.s.Message(e)
@@ -247,15 +247,6 @@ func (r *run) firstUserText() string {
 		}
 	}
 	return ""
-}
-
-func indexOf(path []*transcript.Entry, e *transcript.Entry) int {
-	for i, x := range path {
-		if x == e {
-			return i
-		}
-	}
-	return -1
 }
 
 // stripSection removes a "## " section (heading and body) from a summary.
