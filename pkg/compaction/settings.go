@@ -11,8 +11,8 @@
 //
 // Entry points: Prepare (pure planning), Compact (plan + summarise, no I/O
 // on the session file) and Run (the whole command, with locking and
-// writing). The roll command uses Compact with the safeguard strategy as
-// its fallback.
+// writing). The roll command uses Run with the safeguard strategy as its
+// fallback.
 package compaction
 
 import "fmt"
