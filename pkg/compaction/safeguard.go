@@ -155,10 +155,7 @@ func (r *run) inStages(msgs []*Msg, prev, instr string) (string, error) {
 	if maxChunk < 1 {
 		maxChunk = 1
 	}
-	total := 0
-	for _, m := range msgs {
-		total += r.count(m)
-	}
+	total := sumTokens(msgs, r.count)
 	var out string
 	var err error
 	switch {
@@ -232,15 +229,21 @@ func adaptiveChunkRatio(msgs []*Msg, window int, count func(*Msg) int) float64 {
 	if len(msgs) == 0 || window <= 0 {
 		return baseChunkRatio
 	}
-	total := 0
-	for _, m := range msgs {
-		total += count(m)
-	}
+	total := sumTokens(msgs, count)
 	avg := float64(total) / float64(len(msgs)) * safetyMargin / float64(window)
 	if avg > 0.1 {
 		return math.Max(minChunkRatio, baseChunkRatio-math.Min(2*avg, baseChunkRatio-minChunkRatio))
 	}
 	return baseChunkRatio
+}
+
+// sumTokens is the size of msgs by count.
+func sumTokens(msgs []*Msg, count func(*Msg) int) int {
+	n := 0
+	for _, m := range msgs {
+		n += count(m)
+	}
+	return n
 }
 
 // toolGroups splits messages into atomic groups: an assistant that calls
@@ -273,19 +276,13 @@ func splitByTokenShare(msgs []*Msg, parts int, count func(*Msg) int) [][]*Msg {
 	if parts <= 1 || len(msgs) == 0 {
 		return [][]*Msg{msgs}
 	}
-	total := 0
-	for _, m := range msgs {
-		total += count(m)
-	}
+	total := sumTokens(msgs, count)
 	target := float64(total) / float64(parts)
 	var out [][]*Msg
 	var cur []*Msg
 	curTok := 0
 	for _, g := range toolGroups(msgs) {
-		gt := 0
-		for _, m := range g {
-			gt += count(m)
-		}
+		gt := sumTokens(g, count)
 		if len(out) < parts-1 && len(cur) > 0 && float64(curTok+gt) > target {
 			out = append(out, cur)
 			cur, curTok = nil, 0
@@ -310,10 +307,7 @@ func chunkByMaxTokens(msgs []*Msg, maxTokens int, count func(*Msg) int) [][]*Msg
 	var cur []*Msg
 	curTok := 0
 	for _, g := range toolGroups(msgs) {
-		gt := 0
-		for _, m := range g {
-			gt += count(m)
-		}
+		gt := sumTokens(g, count)
 		if len(cur) > 0 && curTok+gt > limit {
 			out = append(out, cur)
 			cur, curTok = nil, 0
@@ -333,10 +327,7 @@ func chunkByMaxTokens(msgs []*Msg, maxTokens int, count func(*Msg) int) [][]*Msg
 func pruneHistory(msgs []*Msg, budget int, count func(*Msg) int) (kept, dropped []*Msg) {
 	kept = msgs
 	for {
-		total := 0
-		for _, m := range kept {
-			total += count(m)
-		}
+		total := sumTokens(kept, count)
 		if total <= budget || len(kept) < 2 {
 			return kept, dropped
 		}
