@@ -250,18 +250,8 @@ func roll(args []string) ([]rolling.Report, time.Duration, error) {
 
 func summarize(reps []rolling.Report) rolling.Summary {
 	var s rolling.Summary
-	for _, r := range reps {
-		s.Sessions++
-		switch {
-		case r.Error != "":
-			s.Errors++
-		case r.Rolled:
-			s.Rolled++
-			s.EvictedCount += r.EvictedCount
-			s.EvictedTokens += r.EvictedTokens
-		default:
-			s.Unchanged++
-		}
+	for i := range reps {
+		s.Add(&reps[i])
 	}
 	return s
 }

@@ -67,7 +67,7 @@ func (r *Roller) Batch(ctx context.Context, files []walk.File, bo BatchOptions, 
 		reports[i] = rep
 		done++
 		for next < len(files) && reports[next] != nil {
-			sum.add(reports[next])
+			sum.Add(reports[next])
 			if emit != nil {
 				emit(reports[next])
 			}
@@ -112,7 +112,8 @@ func (r *Roller) Batch(ctx context.Context, files []walk.File, bo BatchOptions, 
 	return sum
 }
 
-func (s *Summary) add(r *Report) {
+// Add counts one session's report into the summary.
+func (s *Summary) Add(r *Report) {
 	s.Sessions++
 	switch {
 	case r.Locked:
