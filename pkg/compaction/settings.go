@@ -15,7 +15,11 @@
 // fallback.
 package compaction
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/ctxtool/ctxtool/pkg/models"
+)
 
 // Strategies.
 const (
@@ -32,7 +36,7 @@ const (
 	DefaultReserveTokens      = 16384
 	DefaultKeepRecentTokens   = 20000
 	DefaultReserveTokensFloor = 20000
-	DefaultContextWindow      = 200000
+	DefaultContextWindow      = models.DefaultContextWindow
 	DefaultMaxHistoryShare    = 0.5
 	DefaultRecentTurns        = 3
 	MaxRecentTurns            = 12

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ctxtool/ctxtool/pkg/models"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -23,7 +24,7 @@ import (
 const (
 	DefaultTargetUtilization = 0.8
 	DefaultMinKeepMessages   = 10
-	DefaultContextWindow     = 200000
+	DefaultContextWindow     = models.DefaultContextWindow
 	DefaultReserveTokens     = 16384
 )
 
