@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
+	"github.com/ctxtool/ctxtool/internal/sessiongen"
 	"github.com/ctxtool/ctxtool/pkg/checkpoint"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
 	"github.com/ctxtool/ctxtool/pkg/iostreams"
-	"github.com/ctxtool/ctxtool/pkg/sessiongen"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 

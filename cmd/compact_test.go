@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
+	"github.com/ctxtool/ctxtool/internal/testkit/llmtest"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
 	"github.com/ctxtool/ctxtool/pkg/iostreams"
-	"github.com/ctxtool/ctxtool/pkg/llm/llmtest"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 

@@ -1,4 +1,4 @@
-// Command gen writes synthetic pi session files with pkg/sessiongen.
+// Command gen writes synthetic pi session files with internal/sessiongen.
 //
 //	go run ./bench/gen -preset sample-v3 -o testdata/sample-v3.jsonl
 //	go run ./bench/gen -preset bench -size 1GB -o /tmp/big.jsonl
@@ -21,7 +21,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ctxtool/ctxtool/pkg/sessiongen"
+	"github.com/ctxtool/ctxtool/internal/sessiongen"
 )
 
 func main() {

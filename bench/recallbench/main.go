@@ -22,8 +22,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/ctxtool/ctxtool/internal/testkit/recalltest"
 	"github.com/ctxtool/ctxtool/pkg/recall"
-	"github.com/ctxtool/ctxtool/pkg/recall/recalltest"
 )
 
 // threadCPU is the calling OS thread's user+system time (the query loop

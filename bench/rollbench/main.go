@@ -34,9 +34,9 @@ import (
 
 	"github.com/ctxtool/ctxtool/cmd"
 	"github.com/ctxtool/ctxtool/internal/oracle"
+	"github.com/ctxtool/ctxtool/internal/sessiongen"
 	"github.com/ctxtool/ctxtool/pkg/iostreams"
 	"github.com/ctxtool/ctxtool/pkg/rolling"
-	"github.com/ctxtool/ctxtool/pkg/sessiongen"
 )
 
 func main() {

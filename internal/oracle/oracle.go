@@ -1,6 +1,8 @@
-// Package oracle runs pi's own session loader (../shared/oracle/pi-check.mjs)
-// from Go tests, so tests can prove that what ctxtool reads and writes is
-// what pi loads. Tests skip when node or the oracle's packages are missing.
+// Package oracle runs pi's own session loader (internal/oracle/js/pi-check.mjs,
+// pinned in internal/oracle/js/package-lock.json) from Go tests, so tests can
+// prove that what ctxtool reads and writes is what pi loads. Tests skip when
+// node or the harness's packages are missing (install them with
+// internal/oracle/js/install.sh); with CI=true they fail instead.
 package oracle
 
 import (
@@ -65,13 +67,13 @@ type Result struct {
 	Messages          []Message   `json:"messages"`
 }
 
-// Dir is the oracle directory: $PI_ORACLE, else ../shared/oracle beside the
-// module root.
+// Dir is the harness directory: $PI_ORACLE, else internal/oracle/js in the
+// module.
 func Dir() string {
 	if d := os.Getenv("PI_ORACLE"); d != "" {
 		return d
 	}
-	return filepath.Join(ModuleRoot(), "..", "shared", "oracle")
+	return filepath.Join(ModuleRoot(), "internal", "oracle", "js")
 }
 
 // ModuleRoot walks up from the working directory to go.mod.
@@ -87,14 +89,36 @@ func ModuleRoot() string {
 	}
 }
 
-// Fixtures returns the real pi sessions in ../shared/fixtures/external.
+// Fixtures returns the real pi sessions vendored in testdata/external (MIT,
+// from pi's repository; provenance in testdata/external/SOURCES.md).
 func Fixtures(t testing.TB) []string {
 	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(ModuleRoot(), "..", "shared", "fixtures", "external", "*.jsonl"))
+	files, _ := filepath.Glob(filepath.Join(ModuleRoot(), "testdata", "external", "*.jsonl"))
 	if len(files) == 0 {
-		t.Skip("../shared/fixtures/external not found")
+		t.Fatal("testdata/external has no fixtures")
 	}
 	return files
+}
+
+// Fixture is one vendored real pi session by file name, e.g.
+// "pi-v1-before-compaction.jsonl".
+func Fixture(name string) string {
+	return filepath.Join(ModuleRoot(), "testdata", "external", name)
+}
+
+// WildDir is ../shared/fixtures/wild (real transcripts of every format that
+// must not be copied into the repository); tests that use it skip when it is
+// absent, and fail in CI.
+func WildDir(t testing.TB) string {
+	t.Helper()
+	d := filepath.Join(ModuleRoot(), "..", "shared", "fixtures", "wild")
+	if _, err := os.Stat(d); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s not found: CI expects ../shared beside the repository", d)
+		}
+		t.Skipf("%s not found (real transcripts from ../shared; clone the shared folder beside the repository to run this)", d)
+	}
+	return d
 }
 
 // Available reports whether the oracle can run here.
@@ -116,7 +140,7 @@ func Require(t testing.TB) {
 	if os.Getenv("CI") == "true" {
 		t.Fatalf("pi oracle not installed: run %s", filepath.Join(Dir(), "install.sh"))
 	}
-	t.Skip("pi oracle not installed (run ../shared/oracle/install.sh)")
+	t.Skipf("pi oracle not installed: run %s (needs node >= 20 and npm)", filepath.Join(Dir(), "install.sh"))
 }
 
 // Check runs pi's loader on files (with --no-text unless withText) and

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
-	"github.com/ctxtool/ctxtool/pkg/sessiongen"
+	"github.com/ctxtool/ctxtool/internal/sessiongen"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -100,10 +100,7 @@ func TestAppendedResumeIsLastMessageInPi(t *testing.T) {
 // TestTakeGateAndDedupe exercises the 80% gate, the dedupe rule and --force
 // on a real fixture, and the bundling/reset of the state files.
 func TestTakeGateAndDedupe(t *testing.T) {
-	f := filepath.Join(oracle.ModuleRoot(), "..", "shared", "fixtures", "external", "pi-v1-session-d5dde00.jsonl")
-	if _, err := os.Stat(f); err != nil {
-		t.Skip("fixtures not present")
-	}
+	f := oracle.Fixture("pi-v1-session-d5dde00.jsonl")
 	st := &Store{StateDir: t.TempDir()}
 	now := func() time.Time { return goldenNow }
 	take := func(o TakeOptions) *TakeResult {

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
-	"github.com/ctxtool/ctxtool/pkg/sessiongen"
+	"github.com/ctxtool/ctxtool/internal/sessiongen"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 

@@ -122,7 +122,7 @@ func TestFixturesAllStrategiesExtractive(t *testing.T) {
 // A previous compaction's kept region must be summarised or kept again.
 func TestPreviousKeptRegionIsNotLost(t *testing.T) {
 	oracle.Require(t)
-	fx := filepath.Join(oracle.ModuleRoot(), "..", "shared", "fixtures", "external", "pi-v1-before-compaction.jsonl")
+	fx := oracle.Fixture("pi-v1-before-compaction.jsonl")
 	s, err := transcript.Load(fx)
 	if err != nil {
 		t.Fatal(err)

@@ -5,19 +5,18 @@ import (
 	"context"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
+	"github.com/ctxtool/ctxtool/internal/testkit/llmtest"
 	"github.com/ctxtool/ctxtool/pkg/llm"
-	"github.com/ctxtool/ctxtool/pkg/llm/llmtest"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 func fixture(name string) string {
-	return filepath.Join(oracle.ModuleRoot(), "..", "shared", "fixtures", "external", name)
+	return oracle.Fixture(name)
 }
 
 func llmSummarizer(t *testing.T, srv *llmtest.Server, mut func(*llm.Config)) *LLMSummarizer {

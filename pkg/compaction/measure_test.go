@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
-	"github.com/ctxtool/ctxtool/pkg/llm/llmtest"
+	"github.com/ctxtool/ctxtool/internal/testkit/llmtest"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ctxtool/ctxtool/pkg/llm/llmtest"
+	"github.com/ctxtool/ctxtool/internal/testkit/llmtest"
 )
 
 // fakeSleep records waits instead of sleeping.

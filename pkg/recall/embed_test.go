@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxtool/ctxtool/internal/testkit/recalltest"
 	"github.com/ctxtool/ctxtool/pkg/recall"
-	"github.com/ctxtool/ctxtool/pkg/recall/recalltest"
 )
 
 // fakeEmbeddings is an OpenAI-compatible /embeddings endpoint whose vectors

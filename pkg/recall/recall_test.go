@@ -9,8 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxtool/ctxtool/internal/oracle"
+	"github.com/ctxtool/ctxtool/internal/testkit/recalltest"
 	"github.com/ctxtool/ctxtool/pkg/recall"
-	"github.com/ctxtool/ctxtool/pkg/recall/recalltest"
 	"github.com/ctxtool/ctxtool/pkg/walk"
 )
 
@@ -282,10 +283,7 @@ func TestShortCJKQuery(t *testing.T) {
 }
 
 func TestMalformedAndFixtures(t *testing.T) {
-	fx := "/work/shared/fixtures/external/pi-v1-compact-705ba5d.jsonl"
-	if _, err := os.Stat(fx); err != nil {
-		t.Skip("fixtures not present")
-	}
+	fx := oracle.Fixture("pi-v1-compact-705ba5d.jsonl")
 	ix := openIndex(t)
 	st := indexAll(t, ix, fx)[0]
 	if st.Lines != 1013 || st.Malformed != 1 || len(st.MalformedLines) != 1 || st.MalformedLines[0] != 1013 {

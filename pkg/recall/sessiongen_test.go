@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/ctxtool/ctxtool/internal/sessiongen"
 	"github.com/ctxtool/ctxtool/pkg/recall"
-	"github.com/ctxtool/ctxtool/pkg/sessiongen"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 

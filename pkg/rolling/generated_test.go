@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
-	"github.com/ctxtool/ctxtool/pkg/sessiongen"
+	"github.com/ctxtool/ctxtool/internal/sessiongen"
 )
 
 // generatedShapes are the session shapes the issue asks for, from the

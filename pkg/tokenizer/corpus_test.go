@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -22,10 +21,7 @@ import (
 // plus every 10th raw line, in file order.
 func fixtureSamples(t testing.TB) []string {
 	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(oracle.ModuleRoot(), "..", "shared", "fixtures", "external", "*.jsonl"))
-	if len(files) == 0 {
-		t.Skip("../shared/fixtures/external not found")
-	}
+	files := oracle.Fixtures(t)
 	sort.Strings(files)
 	seen := map[string]bool{}
 	var out []string

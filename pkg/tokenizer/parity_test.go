@@ -16,7 +16,7 @@ import (
 )
 
 // Parity with OpenAI's tokenizer as shipped in js-tiktoken 1.0.21 (installed by
-// shared/oracle/install.sh), compared per sample on count and on a hash of the
+// internal/oracle/js/install.sh), compared per sample on count and on a hash of the
 // token ids.
 
 type jsResult struct {
@@ -37,7 +37,7 @@ func requireJS(t testing.TB) string {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("js-tiktoken not installed: run %s", filepath.Join(dir, "install.sh"))
 		}
-		t.Skip("js-tiktoken not installed (run ../shared/oracle/install.sh)")
+		t.Skipf("js-tiktoken not installed: run %s (needs node >= 20 and npm)", filepath.Join(dir, "install.sh"))
 	}
 	return dir
 }

@@ -12,7 +12,7 @@ import (
 // line malformed exactly when a standard JSON parser rejects it (JSON.parse
 // and encoding/json agree on validity). Seeded with every fixture line.
 func FuzzParseLine(f *testing.F) {
-	files, _ := filepath.Glob("../../../shared/fixtures/external/*.jsonl")
+	files, _ := filepath.Glob("../../testdata/external/*.jsonl")
 	files = append(files, "testdata/spec-v3.jsonl", "testdata/spec-v1.jsonl")
 	for _, file := range files {
 		fh, err := os.Open(file)

@@ -21,7 +21,7 @@ func needNode(t *testing.T) {
 // piReport is what pi's own loader reports for a file.
 type piReport = oracle.Result
 
-// piCheck runs pi's own loader (shared/oracle/pi-check.mjs) over files in
+// piCheck runs pi's own loader (internal/oracle/js/pi-check.mjs) over files in
 // one node process, keyed by file. Like every oracle test it skips without
 // the oracle, except in CI where it fails.
 func piCheck(t *testing.T, files ...string) map[string]piReport {

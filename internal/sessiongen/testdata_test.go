@@ -11,7 +11,7 @@ import (
 
 // TestCommittedTestdataIsCurrent regenerates every testdata preset and
 // compares it with the committed file and with the numbers in
-// testdata/README.md. Fix a failure with `go generate ./pkg/sessiongen`
+// testdata/README.md. Fix a failure with `go generate ./internal/sessiongen`
 // (and update the README table from pi-check).
 func TestCommittedTestdataIsCurrent(t *testing.T) {
 	root := moduleRoot(t)
@@ -42,10 +42,10 @@ func TestCommittedTestdataIsCurrent(t *testing.T) {
 			}
 			committed, err := os.ReadFile(filepath.Join(root, "testdata", p.File))
 			if err != nil {
-				t.Fatalf("%v (run go generate ./pkg/sessiongen)", err)
+				t.Fatalf("%v (run go generate ./internal/sessiongen)", err)
 			}
 			if !bytes.Equal(committed, buf.Bytes()) {
-				t.Fatalf("testdata/%s differs from preset %s: run go generate ./pkg/sessiongen", p.File, p.Name)
+				t.Fatalf("testdata/%s differs from preset %s: run go generate ./internal/sessiongen", p.File, p.Name)
 			}
 			if res.Bytes >= 300<<10 {
 				t.Errorf("testdata/%s is %d bytes; keep samples under 300 KB", p.File, res.Bytes)

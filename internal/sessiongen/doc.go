@@ -28,7 +28,7 @@
 // # What pi will see
 //
 // Close (and Generate) return a Result that predicts what pi's loader
-// reports for the file (shared/oracle/pi-check.mjs): entries, malformed
+// reports for the file (internal/oracle/js/pi-check.mjs): entries, malformed
 // lines, leaf, path length, the rebuilt context (messages, roles, pi's
 // heuristic tokens, pi's usage-anchored estimate, orphaned tool calls and
 // results, model, thinking level) and the entry id/line behind each context
