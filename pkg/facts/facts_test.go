@@ -135,7 +135,7 @@ func TestCorpusHas(t *testing.T) {
 		f    *Fact
 		want bool
 	}{
-		{"- never log the API_SECRET field in the payment handlers", c, true},      // case/punctuation ignored
+		{"- never log the API_SECRET field in the payment handlers", c, true},        // case/punctuation ignored
 		{"Rule: the api_secret field is never logged by payment handlers.", c, true}, // reworded, content words kept
 		{"Never log secrets.", c, false},
 		{"proxy on :31686", n, true},
