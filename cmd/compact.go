@@ -129,7 +129,7 @@ func (o *CompactOptions) load(cfg *config.Config, fs *pflag.FlagSet) {
 		SummarizeThreshold:     cfg.Int(nil, "", "compaction.summarize.thresholdTokens"),
 		SummarizeFallback:      cfg.String(nil, "", "compaction.summarize.fallback"),
 		CustomInstructions:     cfg.String(fs, "instructions", "compaction.customInstructions"),
-		ExtractiveMaxChars:     cfg.Int(nil, "", "compaction.extractive.maxChars"),
+		ExtractiveBudgetTokens: cfg.Int(nil, "", "compaction.extractive.budgetTokens"),
 	}
 	if s.ReserveTokensFloor == 0 {
 		s.ReserveTokensFloor = -1 // 0 disables the floor (OpenClaw)

@@ -116,8 +116,8 @@ type run struct {
 }
 
 func (r *run) call(req *Request) (string, error) {
-	if req.MaxChars == 0 {
-		req.MaxChars = r.set.ExtractiveMaxChars
+	if req.BudgetTokens == 0 {
+		req.BudgetTokens = r.set.SummaryBudget()
 	}
 	text, err := r.sum.Summarize(r.ctx, req)
 	if err != nil {
@@ -141,13 +141,29 @@ func (r *run) pi(msgs, prefix []*Msg) error {
 	var herr, terr error
 	var wg sync.WaitGroup
 	prev := stripFileBlocks(r.p.PreviousSummary)
+	// The extractive summary as a whole (history, split-turn prefix, file
+	// lists) stays within the budget: the file lists are capped at about a
+	// third of it, the prefix gets a quarter, the history the rest. (A
+	// model's summary is bounded by MaxOutputTokens; its lists stay whole,
+	// as pi writes them.)
+	budget := r.set.SummaryBudget()
+	files := formatFileLists(r.out.ReadFiles, r.out.ModifiedFiles, 0, 0)
+	if r.sum.Name() == "extractive" {
+		files = formatFileLists(r.out.ReadFiles, r.out.ModifiedFiles, budget/2, budget)
+	}
+	histBudget := budget - countTokens(files) - 8
+	prefixBudget := 0
+	if len(prefix) > 0 {
+		prefixBudget = budget / 4
+		histBudget -= prefixBudget + countTokens(splitTurnJoin)
+	}
 	if len(msgs) > 0 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			history, herr = r.call(&Request{Kind: KindHistory, Layout: LayoutCheckpoint, Messages: msgs,
 				Transcript: serialize(msgs, headPreview(2000), 4000), PreviousSummary: prev,
-				Instructions: r.set.CustomInstructions, MaxOutputTokens: reserve * 8 / 10})
+				Instructions: r.set.CustomInstructions, MaxOutputTokens: reserve * 8 / 10, BudgetTokens: histBudget})
 		}()
 	} else {
 		// Nothing new before the turn: the previous summary stands as is
@@ -160,7 +176,7 @@ func (r *run) pi(msgs, prefix []*Msg) error {
 			defer wg.Done()
 			turn, terr = r.call(&Request{Kind: KindTurnPrefix, Layout: LayoutTurnPrefix, Messages: prefix,
 				Transcript: serialize(prefix, headPreview(2000), 4000), Instructions: r.set.CustomInstructions,
-				MaxOutputTokens: reserve / 2, MaxChars: r.set.ExtractiveMaxChars / 2})
+				MaxOutputTokens: reserve / 2, BudgetTokens: prefixBudget})
 		}()
 	}
 	wg.Wait()
@@ -177,8 +193,8 @@ func (r *run) pi(msgs, prefix []*Msg) error {
 		}
 		summary += splitTurnJoin + turn
 	}
-	if fl := formatFileLists(r.out.ReadFiles, r.out.ModifiedFiles, 0, 0); fl != "" {
-		summary += "\n\n" + fl
+	if files != "" {
+		summary += "\n\n" + files
 	}
 	r.out.Summary = summary
 	return nil
@@ -203,7 +219,7 @@ func (r *run) summarize(msgs []*Msg) error {
 		}
 		r.out.Fallback = err.Error()
 		ext, xerr := Extractive{}.Summarize(r.ctx, &Request{Kind: KindHistory, Layout: LayoutCheckpoint, Messages: msgs,
-			PreviousSummary: prev, MaxChars: r.set.ExtractiveMaxChars})
+			PreviousSummary: prev, BudgetTokens: r.set.SummaryBudget()})
 		if xerr != nil {
 			return fmt.Errorf("%v; the trim fallback failed too: %v", err, xerr)
 		}

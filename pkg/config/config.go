@@ -53,7 +53,7 @@ var Defaults = map[string]any{
 	"compaction.summarize.maxOutputTokens": 4096,
 	"compaction.summarize.thresholdTokens": 80000,
 	"compaction.summarize.fallback":        "trim",
-	"compaction.extractive.maxChars":       12000,
+	"compaction.extractive.budgetTokens":   0,
 
 	"compaction.rolling.targetUtilization": 0.8,
 	"compaction.rolling.minKeepMessages":   10,

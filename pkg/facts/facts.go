@@ -221,6 +221,9 @@ func (d *detector) sentence(seq int, base Fact, role, sen string) {
 		f.Class, f.Kind, f.Value, f.Sentence = Identifier, id.kind, id.value, around(sen, id.value)
 		d.add(f, seq)
 	}
+	if isToolOutput(role) && reLogLine.MatchString(sen) {
+		return // test/log lines: timings and ids of runs, not facts of the work
+	}
 	for _, n := range findNumbers(rest) {
 		f := base
 		f.Class, f.Kind, f.Value, f.Sentence = Number, n.kind, n.value, around(sen, n.value)
@@ -251,6 +254,10 @@ func (d *detector) addSentence(base Fact, c Class, sen string, seq int) {
 	f.Class, f.Sentence = c, sen
 	d.add(f, seq)
 }
+
+// isToolOutput reports whether a role is output of a tool (not words
+// someone said).
+func isToolOutput(role string) bool { return role == "toolResult" || role == "bashExecution" }
 
 // minSentence is the shortest sentence (runes) classified as a statement.
 const minSentence = 12

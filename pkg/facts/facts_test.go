@@ -2,6 +2,7 @@ package facts
 
 import (
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -228,3 +229,41 @@ func dump(fs []Fact) string {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// findAndBlank must find and blank exactly what FindAllStringSubmatch and
+// ReplaceAllString do (whole-match patterns), on real session text.
+func TestFindAndBlankMatchesFindAndReplace(t *testing.T) {
+	_, self, _, _ := runtime.Caller(0)
+	s, err := transcript.Load(filepath.Join(filepath.Dir(self), "..", "..", "testdata", "external", "pi-v1-large-session.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	checked := 0
+	for _, e := range s.Entries {
+		m, err := s.Message(e)
+		if err != nil || m == nil {
+			continue
+		}
+		text := m.Text()
+		for _, re := range []*regexp.Regexp{reURL, reUUID, reHostPort, reHex, reTicket} {
+			locs, blanked := findAndBlank(re, text, 0)
+			if want := re.ReplaceAllString(text, " "); blanked != want {
+				t.Fatalf("line %d, %s: blanked text differs", e.Line, re)
+			}
+			want := re.FindAllString(text, -1)
+			if len(locs) != len(want) {
+				t.Fatalf("line %d, %s: %d matches, want %d", e.Line, re, len(locs), len(want))
+			}
+			for i, l := range locs {
+				if text[l[0]:l[1]] != want[i] {
+					t.Fatalf("line %d, %s: match %d differs", e.Line, re, i)
+				}
+				checked++
+			}
+		}
+	}
+	if checked < 50 {
+		t.Fatalf("only %d matches checked", checked)
+	}
+}

@@ -157,7 +157,14 @@ var (
 	reRequestAsst = regexp.MustCompile(`(?i)^(?:next|then|afterwards|later),? (?:i|we)(?:'ll| will)\b|\b(?:i|we)(?:'ll| will) (?:also |then |next |later )?(?:add|fix|update|write|run|check|implement|look|handle|do|finish|revisit|migrate)\b.*\b(?:next|later|afterwards|after that|tomorrow)\b`)
 )
 
+// reLogLine matches test-runner and log lines and JSON fields, whose
+// numbers and "failed" states are data, not statements.
+var reLogLine = regexp.MustCompile(`^(?:--- |=== )?(?:PASS|FAIL|ok|RUN|SKIP)\b|^\d{4}-\d\d-\d\d[T ]\d|^"[^"]+"\s*:`)
+
 func isError(sen, role string) bool {
+	if isToolOutput(role) && strings.HasPrefix(sen, `"`) && reLogLine.MatchString(sen) {
+		return false // a JSON field such as "status": "failed"
+	}
 	if role == "user" || role == "assistant" {
 		// prose mentions "failed" casually; ask for an error shape
 		return reErrorCue.MatchString(sen) && (strings.Contains(sen, ":") || strings.Contains(strings.ToLower(sen), "failed") || strings.Contains(strings.ToLower(sen), "error"))

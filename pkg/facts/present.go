@@ -30,6 +30,19 @@ func NewCorpus(texts ...string) *Corpus {
 	return c
 }
 
+// Add appends text to the corpus.
+func (c *Corpus) Add(text string) {
+	c.raw += "\n" + text
+	n := normalize(text)
+	c.norm += n + " "
+	for _, w := range strings.Fields(n) {
+		c.words[w] = true
+	}
+	for _, x := range reNumberToken.FindAllString(text, -1) {
+		c.numbers[strings.ReplaceAll(x, ",", "")] = true
+	}
+}
+
 // Has reports whether the corpus still carries f:
 //   - an identifier: its exact text;
 //   - a number: every number in its value, as a whole number (so "31686"
