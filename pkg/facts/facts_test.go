@@ -267,3 +267,12 @@ func TestFindAndBlankMatchesFindAndReplace(t *testing.T) {
 		t.Fatalf("only %d matches checked", checked)
 	}
 }
+
+func TestNumbersAreWholeTokens(t *testing.T) {
+	f := Fact{Class: Number, Value: "768 MB"}
+	for text, want := range map[string]bool{"quota_c768 directly": false, "v2.768": false, "cache 768MB": true, "(768 MB)": true, "x768": false} {
+		if got := NewCorpus(text).Has(f); got != want {
+			t.Errorf("Has(768 MB) in %q = %v, want %v", text, got, want)
+		}
+	}
+}
