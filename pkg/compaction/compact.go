@@ -35,6 +35,9 @@ type Outcome struct {
 	// Fallback is set when the summarize strategy fell back to a
 	// mechanical extract; it holds the summariser's error.
 	Fallback string
+	// Audit lists the facts of the region the summary (with the kept
+	// messages) dropped.
+	Audit *Audit
 }
 
 // Compact summarises what a preparation says to summarise. It reads message
@@ -52,7 +55,7 @@ func Compact(ctx context.Context, s *transcript.Session, p *Preparation, set Set
 	if err != nil {
 		return nil, err
 	}
-	out := &Outcome{}
+	base := Outcome{}
 	ops := newFileOps()
 	mergePrevFiles(p.prevDetails, ops)
 	for _, m := range msgs {
@@ -61,23 +64,57 @@ func Compact(ctx context.Context, s *transcript.Session, p *Preparation, set Set
 	for _, m := range prefix {
 		ops.addMessage(m.M)
 	}
-	out.ReadFiles, out.ModifiedFiles = ops.Lists()
-	out.Failures, out.FailuresTotal = collectFailures(append(append([]*Msg{}, msgs...), prefix...))
+	base.ReadFiles, base.ModifiedFiles = ops.Lists()
+	base.Failures, base.FailuresTotal = collectFailures(append(append([]*Msg{}, msgs...), prefix...))
 
-	r := &run{ctx: ctx, s: s, p: p, set: set, sum: sum, out: out}
-	switch set.Strategy {
-	case StrategySafeguard:
-		err = r.safeguard(msgs, prefix)
-	case StrategySummarize:
-		err = r.summarize(msgs)
-	default:
-		err = r.pi(msgs, prefix)
+	attempt := func(set Settings) (*Outcome, error) {
+		out := base
+		r := &run{ctx: ctx, s: s, p: p, set: set, sum: sum, out: &out}
+		var err error
+		switch set.Strategy {
+		case StrategySafeguard:
+			err = r.safeguard(msgs, prefix)
+		case StrategySummarize:
+			err = r.summarize(msgs)
+		default:
+			err = r.pi(msgs, prefix)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if strings.TrimSpace(out.Summary) == "" {
+			return nil, fmt.Errorf("the %s summariser produced an empty summary", sum.Name())
+		}
+		return &out, nil
 	}
+	out, err := attempt(set)
 	if err != nil {
 		return nil, err
 	}
-	if strings.TrimSpace(out.Summary) == "" {
-		return nil, fmt.Errorf("the %s summariser produced an empty summary", sum.Name())
+	found := regionFacts(p, msgs, prefix)
+	kept, err := keptText(s, p)
+	if err != nil {
+		return nil, err
+	}
+	out.Audit = audit(found, out.Summary, kept)
+	// The identifier guard: a model that dropped identifiers gets one more
+	// try with the list (the extractive summariser keeps what its budget
+	// allows and would only repeat itself).
+	if ids := out.Audit.droppedIdentifiers(); len(ids) > 0 && set.IdentifierRetry && sum.Name() != "extractive" && out.Fallback == "" {
+		retry := set
+		retry.CustomInstructions = strings.TrimSpace(set.CustomInstructions + "\n" + identifierRetryInstruction(ids))
+		again, err := attempt(retry)
+		if err != nil {
+			return nil, fmt.Errorf("identifier retry: %w", err)
+		}
+		again.Audit = audit(found, again.Summary, kept)
+		again.QualityRetries = out.QualityRetries + 1
+		if len(again.Audit.droppedIdentifiers()) <= len(ids) {
+			out = again
+		} else {
+			out.QualityRetries = again.QualityRetries
+		}
+		out.QualityIssues = append(out.QualityIssues, fmt.Sprintf("%d identifiers still missing after the retry", len(out.Audit.droppedIdentifiers())))
 	}
 	return out, nil
 }

@@ -75,6 +75,10 @@ type Settings struct {
 	IdentifierInstructions string
 	QualityGuard           bool
 	QualityGuardRetries    int
+	// IdentifierRetry asks a model once more, listing them, when its
+	// summary dropped identifiers of the region (every strategy;
+	// compaction.identifierRetry, on in the CLI).
+	IdentifierRetry bool
 
 	// summarize
 	ProtectedTail      int
