@@ -89,4 +89,3 @@ func TestIndexSearchRollOnPostgres(t *testing.T) {
 		t.Errorf("no hit before the first kept line %d of %s: %+v", rolled[0].FirstKeptLine, filepath.Base(p), hits)
 	}
 }
-
