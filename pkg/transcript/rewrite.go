@@ -27,6 +27,10 @@ type RewriteOptions struct {
 // to the old file can only come from an open made just before the rename.
 const DefaultSettle = 50 * time.Millisecond
 
+// afterRename, when set (tests), runs right after Rewrite's rename: a
+// writer that opened the old file just before it writes here.
+var afterRename func()
+
 // maxCarryRounds bounds the re-renames of Rewrite when late appends keep
 // arriving out of order.
 const maxCarryRounds = 8
@@ -137,6 +141,9 @@ func Rewrite(s *Session, content []byte, opts RewriteOptions) (*RewriteResult, e
 		}
 		committed = true
 		res.Backup = backup
+		if afterRename != nil {
+			afterRename()
+		}
 		safefile.SyncDir(filepath.Dir(real))
 		c := carrier{path: real, first: old, prev: old, prevUsed: s.Size, cur: tmp, curBase: int64(len(content)), mode: ofi}
 		err := c.run(settle)
