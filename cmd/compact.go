@@ -14,6 +14,7 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/compaction"
 	"github.com/ctxtool/ctxtool/pkg/config"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
+	"github.com/ctxtool/ctxtool/pkg/facts"
 	"github.com/ctxtool/ctxtool/pkg/llm"
 )
 
@@ -22,7 +23,7 @@ type CompactOptions struct {
 	IO         *IOStreams
 	Files      []string
 	JSON       bool
-	Summarizer string // auto | llm | extractive
+	Summarizer string // auto | llm | extractive | exec:COMMAND
 	LLM        llm.Config
 	Deadline   time.Duration
 	Settings   compaction.Settings
@@ -33,6 +34,11 @@ type CompactOptions struct {
 	Truncate   bool
 	Idle       time.Duration
 	Wait       time.Duration
+	// Audit prints the dropped facts (human output); FailOnDropped >= 0
+	// refuses a summary dropping more facts than that (exit 3).
+	Audit         bool
+	FailOnDropped int
+	Hooks         compaction.Hooks
 }
 
 func init() { register(newCompactCmd) }
@@ -86,7 +92,7 @@ and exits 1.`,
 	}
 	fl := cmd.Flags()
 	fl.String("strategy", compaction.StrategyDefault, "default|safeguard|summarize (config compaction.mode)")
-	fl.String("summarizer", "auto", "auto|llm|extractive")
+	fl.String("summarizer", "auto", "auto|llm|extractive|exec:COMMAND (COMMAND reads the preparation as JSON on stdin, writes the summary)")
 	fl.Int("keep-recent-tokens", compaction.DefaultKeepRecentTokens, "tokens of recent history to keep verbatim")
 	fl.Int("reserve-tokens", compaction.DefaultReserveTokens, "tokens reserved below the window (trigger = window − reserve)")
 	fl.String("instructions", "", "extra instructions for the summary (config compaction.customInstructions)")
@@ -98,6 +104,8 @@ and exits 1.`,
 	fl.Int("context-window", 0, "context window in tokens (default: from the session's model)")
 	fl.String("model", "", "model id for the context window (default: the session's last model)")
 	fl.String("llm-model", "", "summarizer model (config llm.model)")
+	fl.BoolVar(&opts.Audit, "audit", false, "list the facts of the summarised region the summary dropped (always in --json as audit)")
+	fl.IntVar(&opts.FailOnDropped, "fail-on-dropped", -1, "exit 3 and write nothing when the summary drops more than N facts (CI gate)")
 	fl.String("tokenizer", "auto", "estimator sizing the kept tail: auto|heuristic|calibrated|o200k|cl100k")
 	return cmd
 }
@@ -149,6 +157,12 @@ func (o *CompactOptions) load(cfg *config.Config, fs *pflag.FlagSet) {
 		MaxRetries: cfg.Int(nil, "", "llm.maxRetries"),
 	}
 	o.Deadline = cfg.Duration(nil, "", "llm.deadline")
+	o.Settings.IdentifierRetry = cfg.Bool(nil, "", "compaction.identifierRetry")
+	o.Hooks = compaction.Hooks{
+		BeforeCompaction: cfg.String(nil, "", "compaction.hooks.beforeCompaction"),
+		AfterCompaction:  cfg.String(nil, "", "compaction.hooks.afterCompaction"),
+		Timeout:          cfg.Duration(nil, "", "compaction.hooks.timeout"),
+	}
 }
 
 // validate checks what load read.
@@ -156,10 +170,11 @@ func (o *CompactOptions) validate() error {
 	if err := o.Settings.Validate(); err != nil {
 		return err
 	}
-	switch o.Summarizer {
-	case "auto", "llm", "extractive":
+	switch {
+	case o.Summarizer == "auto", o.Summarizer == "llm", o.Summarizer == "extractive":
+	case strings.HasPrefix(o.Summarizer, "exec:") && strings.TrimSpace(strings.TrimPrefix(o.Summarizer, "exec:")) != "":
 	default:
-		return fmt.Errorf("--summarizer %q: use auto, llm or extractive", o.Summarizer)
+		return fmt.Errorf("--summarizer %q: use auto, llm, extractive or exec:COMMAND", o.Summarizer)
 	}
 	return nil
 }
@@ -188,6 +203,9 @@ func (o *CompactOptions) summarizer() (compaction.Summarizer, error) {
 	}
 	if pick == "extractive" {
 		return compaction.Extractive{}, nil
+	}
+	if cmd, ok := strings.CutPrefix(pick, "exec:"); ok {
+		return &compaction.ExecSummarizer{Command: strings.TrimSpace(cmd), Timeout: o.Deadline}, nil
 	}
 	if !configured {
 		return nil, exitcode.Newf(exitcode.Usage, "--summarizer llm needs llm.model and an endpoint: set llm.baseURL (or OPENAI_BASE_URL) and/or llm.apiKey (or OPENAI_API_KEY)")
@@ -225,7 +243,11 @@ func runCompact(ctx context.Context, o *CompactOptions) error {
 				w, _ := resolveWindow(model, 0, o.Windows)
 				return w
 			},
-			Logf: func(format string, args ...any) { fmt.Fprintf(o.IO.ErrOut, format+"\n", args...) },
+			Hooks: o.Hooks,
+			Logf:  func(format string, args ...any) { fmt.Fprintf(o.IO.ErrOut, format+"\n", args...) },
+		}
+		if o.FailOnDropped >= 0 {
+			opts.FailOnDropped = &o.FailOnDropped
 		}
 		res, err := compaction.Run(ctx, file, opts)
 		if err != nil {
@@ -308,12 +330,48 @@ func printCompact(o *CompactOptions, r *compaction.Result, runErr error) {
 	if r.Fallback != "" {
 		t.row("fallback", r.Fallback)
 	}
+	if a := r.Audit; a != nil {
+		line := fmt.Sprintf("%d facts in the summarised region, %d dropped", a.Facts, len(a.Dropped))
+		if len(a.Dropped) > 0 {
+			var parts []string
+			for _, c := range facts.Classes {
+				if n := a.DroppedByClass[c]; n > 0 {
+					parts = append(parts, fmt.Sprintf("%d %s", n, c))
+				}
+			}
+			line += " (" + strings.Join(parts, ", ") + ")"
+			if !o.Audit {
+				line += "; --audit lists them"
+			}
+		}
+		t.row("audit", line)
+	}
+	if r.QualityRetries > 0 {
+		t.row("retries", fmt.Sprintf("%d (summariser asked again for dropped identifiers)", r.QualityRetries))
+	}
 	if r.Backup != "" {
 		t.row("backup", r.Backup)
 	}
 	t.flush()
+	if o.Audit && r.Audit != nil && len(r.Audit.Dropped) > 0 {
+		fmt.Fprintf(w, "\n--- facts the summary dropped (%d) ---\n", len(r.Audit.Dropped))
+		at := newTable(w)
+		for _, f := range r.Audit.Dropped {
+			at.row(fmt.Sprintf("line %d", f.Line), string(f.Class), oneLineCut(f.Value, 160))
+		}
+		at.flush()
+	}
 	if r.DryRun && r.Summary != "" {
 		fmt.Fprintf(w, "\n--- summary that would be written (%d characters) ---\n%s\n", len([]rune(r.Summary)), strings.TrimRight(r.Summary, "\n"))
 	}
 	fmt.Fprintln(w)
+}
+
+// oneLineCut collapses whitespace and cuts s to n runes.
+func oneLineCut(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }

@@ -55,39 +55,18 @@ func Compact(ctx context.Context, s *transcript.Session, p *Preparation, set Set
 	if err != nil {
 		return nil, err
 	}
-	base := Outcome{}
-	ops := newFileOps()
-	mergePrevFiles(p.prevDetails, ops)
+	g := &region{msgs: msgs, prefix: prefix, ops: newFileOps()}
+	mergePrevFiles(p.prevDetails, g.ops)
 	for _, m := range msgs {
-		ops.addMessage(m.M)
+		g.ops.addMessage(m.M)
 	}
 	for _, m := range prefix {
-		ops.addMessage(m.M)
+		g.ops.addMessage(m.M)
 	}
-	base.ReadFiles, base.ModifiedFiles = ops.Lists()
-	base.Failures, base.FailuresTotal = collectFailures(append(append([]*Msg{}, msgs...), prefix...))
+	g.base.ReadFiles, g.base.ModifiedFiles = g.ops.Lists()
+	g.base.Failures, g.base.FailuresTotal = collectFailures(append(append([]*Msg{}, msgs...), prefix...))
 
-	attempt := func(set Settings) (*Outcome, error) {
-		out := base
-		r := &run{ctx: ctx, s: s, p: p, set: set, sum: sum, out: &out}
-		var err error
-		switch set.Strategy {
-		case StrategySafeguard:
-			err = r.safeguard(msgs, prefix)
-		case StrategySummarize:
-			err = r.summarize(msgs)
-		default:
-			err = r.pi(msgs, prefix)
-		}
-		if err != nil {
-			return nil, err
-		}
-		if strings.TrimSpace(out.Summary) == "" {
-			return nil, fmt.Errorf("the %s summariser produced an empty summary", sum.Name())
-		}
-		return &out, nil
-	}
-	out, err := attempt(set)
+	out, err := g.summarize(ctx, s, p, set, sum)
 	if err != nil {
 		return nil, err
 	}
@@ -100,10 +79,10 @@ func Compact(ctx context.Context, s *transcript.Session, p *Preparation, set Set
 	// The identifier guard: a model that dropped identifiers gets one more
 	// try with the list (the extractive summariser keeps what its budget
 	// allows and would only repeat itself).
-	if ids := out.Audit.droppedIdentifiers(); len(ids) > 0 && set.IdentifierRetry && sum.Name() != "extractive" && out.Fallback == "" {
+	if ids := out.Audit.droppedIdentifiers(); len(ids) > 0 && set.IdentifierRetry && sum.Name() == "llm" && out.Fallback == "" {
 		retry := set
 		retry.CustomInstructions = strings.TrimSpace(set.CustomInstructions + "\n" + identifierRetryInstruction(ids))
-		again, err := attempt(retry)
+		again, err := g.summarize(ctx, s, p, retry, sum)
 		if err != nil {
 			return nil, fmt.Errorf("identifier retry: %w", err)
 		}
@@ -117,6 +96,42 @@ func Compact(ctx context.Context, s *transcript.Session, p *Preparation, set Set
 		out.QualityIssues = append(out.QualityIssues, fmt.Sprintf("%d identifiers still missing after the retry", len(out.Audit.droppedIdentifiers())))
 	}
 	return out, nil
+}
+
+// region is what a compaction summarises: the messages, the turn
+// prefix, the cumulative file operations and the outcome fields every
+// attempt shares.
+type region struct {
+	msgs, prefix []*Msg
+	ops          *FileOps
+	base         Outcome
+}
+
+// summarize makes one summary of the region with set: the strategy's
+// summariser calls, or one call of a summariser that takes the whole
+// preparation (exec).
+func (g *region) summarize(ctx context.Context, s *transcript.Session, p *Preparation, set Settings, sum Summarizer) (*Outcome, error) {
+	out := g.base
+	var err error
+	if whole, ok := sum.(preparationSummarizer); ok {
+		// an external summariser owns the whole summary; pi's file lists
+		// are appended as pi appends them to its own
+		out.Summary, err = whole.SummarizePreparation(ctx, s, p, set, g.msgs, g.prefix, g.ops)
+		fl := formatFileLists(out.ReadFiles, out.ModifiedFiles, 0, 0)
+		if err == nil && fl != "" && !strings.Contains(out.Summary, "<read-files>") && !strings.Contains(out.Summary, "<modified-files>") {
+			out.Summary += "\n\n" + fl
+		}
+	} else {
+		r := &run{ctx: ctx, s: s, p: p, set: set, sum: sum, out: &out}
+		err = r.strategy(g.msgs, g.prefix)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(out.Summary) == "" {
+		return nil, fmt.Errorf("the %s summariser produced an empty summary", sum.Name())
+	}
+	return &out, nil
 }
 
 // mergePrevFiles adds the previous compaction's cumulative file lists
@@ -150,6 +165,17 @@ type run struct {
 	set Settings
 	sum Summarizer
 	out *Outcome
+}
+
+// strategy runs the configured strategy's summariser calls.
+func (r *run) strategy(msgs, prefix []*Msg) error {
+	switch r.set.Strategy {
+	case StrategySafeguard:
+		return r.safeguard(msgs, prefix)
+	case StrategySummarize:
+		return r.summarize(msgs)
+	}
+	return r.pi(msgs, prefix)
 }
 
 func (r *run) call(req *Request) (string, error) {

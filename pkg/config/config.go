@@ -54,6 +54,10 @@ var Defaults = map[string]any{
 	"compaction.summarize.thresholdTokens": 80000,
 	"compaction.summarize.fallback":        "trim",
 	"compaction.extractive.budgetTokens":   0,
+	"compaction.identifierRetry":          true,
+	"compaction.hooks.beforeCompaction":    "",
+	"compaction.hooks.afterCompaction":     "",
+	"compaction.hooks.timeout":             "30s",
 
 	"compaction.rolling.targetUtilization": 0.8,
 	"compaction.rolling.minKeepMessages":   10,
