@@ -54,7 +54,7 @@ var Defaults = map[string]any{
 	"compaction.summarize.thresholdTokens": 80000,
 	"compaction.summarize.fallback":        "trim",
 	"compaction.extractive.budgetTokens":   0,
-	"compaction.identifierRetry":          true,
+	"compaction.identifierRetry":           true,
 	"compaction.hooks.beforeCompaction":    "",
 	"compaction.hooks.afterCompaction":     "",
 	"compaction.hooks.timeout":             "30s",
