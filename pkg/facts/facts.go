@@ -236,15 +236,23 @@ func (d *detector) sentence(seq int, base Fact, role, sen string) {
 	if words < minSentence {
 		return
 	}
+	if isError(sen, role) {
+		d.addSentence(base, Error, sen, seq)
+		return
+	}
+	lower := strings.ToLower(sen)
+	maybeConstraint, maybeDecision := constraintCues.any(lower), decisionCues.any(lower)
+	maybeRequest := requestCues.any(lower) || role == "user" || role == "assistant"
+	if !maybeConstraint && !maybeDecision && !maybeRequest {
+		return
+	}
 	prose := looksLikeProse(sen)
 	switch {
-	case isError(sen, role):
-		d.addSentence(base, Error, sen, seq)
-	case prose && isConstraint(sen):
+	case prose && maybeConstraint && isConstraint(sen):
 		d.addSentence(base, Constraint, sen, seq)
-	case prose && isDecision(sen):
+	case prose && maybeDecision && isDecision(sen):
 		d.addSentence(base, Decision, sen, seq)
-	case isRequest(sen, role, prose):
+	case maybeRequest && isRequest(sen, role, prose):
 		d.addSentence(base, Request, sen, seq)
 	}
 }
