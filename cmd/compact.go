@@ -84,19 +84,12 @@ and exits 1.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.String("strategy", compaction.StrategyDefault, "default|safeguard|summarize (config compaction.mode)")
-	fl.String("summarizer", "auto", "auto|llm|extractive")
-	fl.Int("keep-recent-tokens", compaction.DefaultKeepRecentTokens, "tokens of recent history to keep verbatim")
-	fl.Int("reserve-tokens", compaction.DefaultReserveTokens, "tokens reserved below the window (trigger = window − reserve)")
-	fl.String("instructions", "", "extra instructions for the summary (config compaction.customInstructions)")
+	configFlags(cmd, "compaction.mode", "compaction.summarizer", "compaction.keepRecentTokens", "compaction.reserveTokens",
+		"compaction.customInstructions", "contextWindow", "model", "llm.model", "estimate.tokenizer")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "show what would be summarized and kept; write nothing")
 	fl.BoolVar(&opts.Truncate, "truncate", false, "rewrite the file as header + compaction + kept tail (original kept as <file>.bak.<stamp>)")
 	fl.DurationVar(&opts.Wait, "wait", 0, "wait this long for the session lock (default: fail at once, exit 4)")
 	fl.Bool("force", false, "compact even below the strategy's trigger")
-	fl.Int("context-window", 0, "context window in tokens (default: from the session's model)")
-	fl.String("model", "", "model id for the context window (default: the session's last model)")
-	fl.String("llm-model", "", "summarizer model (config llm.model)")
-	fl.String("tokenizer", "auto", "estimator sizing the kept tail: auto|heuristic|calibrated|o200k|cl100k")
 	return cmd
 }
 
@@ -111,42 +104,42 @@ func (o *CompactOptions) fromConfig(cfg *config.Config, c *cobra.Command) error 
 // shares it, so both commands compact with the same settings.
 func (o *CompactOptions) load(cfg *config.Config, fs *pflag.FlagSet) {
 	s := compaction.Settings{
-		Strategy:               cfg.String(fs, "strategy", "compaction.mode"),
-		KeepRecentTokens:       cfg.Int(fs, "keep-recent-tokens", "compaction.keepRecentTokens"),
-		ReserveTokens:          cfg.Int(fs, "reserve-tokens", "compaction.reserveTokens"),
-		ReserveTokensFloor:     cfg.Int(nil, "", "compaction.reserveTokensFloor"),
-		ContextWindow:          cfg.Int(fs, "context-window", "contextWindow"),
+		Strategy:               cfg.String(fs, "compaction.mode"),
+		KeepRecentTokens:       cfg.Int(fs, "compaction.keepRecentTokens"),
+		ReserveTokens:          cfg.Int(fs, "compaction.reserveTokens"),
+		ReserveTokensFloor:     cfg.Int(nil, "compaction.reserveTokensFloor"),
+		ContextWindow:          cfg.Int(fs, "contextWindow"),
 		Force:                  boolFlag(fs, "force"),
-		MaxHistoryShare:        cfg.Float(nil, "", "compaction.maxHistoryShare"),
-		RecentTurnsPreserve:    cfg.Int(nil, "", "compaction.recentTurnsPreserve"),
-		IdentifierPolicy:       cfg.String(nil, "", "compaction.identifierPolicy"),
-		IdentifierInstructions: cfg.String(nil, "", "compaction.identifierInstructions"),
-		QualityGuard:           cfg.Bool(nil, "", "compaction.qualityGuard.enabled"),
-		QualityGuardRetries:    cfg.Int(nil, "", "compaction.qualityGuard.maxRetries"),
-		ProtectedTail:          cfg.Int(nil, "", "compaction.summarize.protectedTail"),
-		MaxInputChars:          cfg.Int(nil, "", "compaction.summarize.maxInputChars"),
-		MaxOutputTokens:        cfg.Int(nil, "", "compaction.summarize.maxOutputTokens"),
-		SummarizeThreshold:     cfg.Int(nil, "", "compaction.summarize.thresholdTokens"),
-		SummarizeFallback:      cfg.String(nil, "", "compaction.summarize.fallback"),
-		CustomInstructions:     cfg.String(fs, "instructions", "compaction.customInstructions"),
-		ExtractiveMaxChars:     cfg.Int(nil, "", "compaction.extractive.maxChars"),
+		MaxHistoryShare:        cfg.Float(nil, "compaction.maxHistoryShare"),
+		RecentTurnsPreserve:    cfg.Int(nil, "compaction.recentTurnsPreserve"),
+		IdentifierPolicy:       cfg.String(nil, "compaction.identifierPolicy"),
+		IdentifierInstructions: cfg.String(nil, "compaction.identifierInstructions"),
+		QualityGuard:           cfg.Bool(nil, "compaction.qualityGuard.enabled"),
+		QualityGuardRetries:    cfg.Int(nil, "compaction.qualityGuard.maxRetries"),
+		ProtectedTail:          cfg.Int(nil, "compaction.summarize.protectedTail"),
+		MaxInputChars:          cfg.Int(nil, "compaction.summarize.maxInputChars"),
+		MaxOutputTokens:        cfg.Int(nil, "compaction.summarize.maxOutputTokens"),
+		SummarizeThreshold:     cfg.Int(nil, "compaction.summarize.thresholdTokens"),
+		SummarizeFallback:      cfg.String(nil, "compaction.summarize.fallback"),
+		CustomInstructions:     cfg.String(fs, "compaction.customInstructions"),
+		ExtractiveMaxChars:     cfg.Int(nil, "compaction.extractive.maxChars"),
 	}
 	if s.ReserveTokensFloor == 0 {
 		s.ReserveTokensFloor = -1 // 0 disables the floor (OpenClaw)
 	}
 	o.Settings = s
-	o.Summarizer = cfg.String(fs, "summarizer", "compaction.summarizer")
-	o.Estimator = cfg.String(fs, "tokenizer", "estimate.tokenizer")
-	o.Model = cfg.String(fs, "model", "model")
+	o.Summarizer = cfg.String(fs, "compaction.summarizer")
+	o.Estimator = cfg.String(fs, "estimate.tokenizer")
+	o.Model = cfg.String(fs, "model")
 	o.Windows = modelWindows(cfg)
 	o.LLM = llm.Config{
-		BaseURL:    cmp.Or(cfg.String(nil, "", "llm.baseURL"), os.Getenv("OPENAI_BASE_URL")),
-		Model:      cfg.String(fs, "llm-model", "llm.model"),
-		APIKey:     cmp.Or(cfg.String(nil, "", "llm.apiKey"), os.Getenv("OPENAI_API_KEY")),
-		Timeout:    cfg.Duration(nil, "", "llm.timeout"),
-		MaxRetries: cfg.Int(nil, "", "llm.maxRetries"),
+		BaseURL:    cmp.Or(cfg.String(nil, "llm.baseURL"), os.Getenv("OPENAI_BASE_URL")),
+		Model:      cfg.String(fs, "llm.model"),
+		APIKey:     cmp.Or(cfg.String(nil, "llm.apiKey"), os.Getenv("OPENAI_API_KEY")),
+		Timeout:    cfg.Duration(nil, "llm.timeout"),
+		MaxRetries: cfg.Int(nil, "llm.maxRetries"),
 	}
-	o.Deadline = cfg.Duration(nil, "", "llm.deadline")
+	o.Deadline = cfg.Duration(nil, "llm.deadline")
 }
 
 // validate checks what load read.

@@ -60,7 +60,7 @@ set, chunks are also embedded through the OpenAI-compatible endpoint
 			opts.Paths = args
 			opts.JSON = f.JSON
 			opts.StateDir = cfg.StateDir(c.Flags())
-			opts.MaxChars = cfg.Int(nil, "", "recall.toolOutputChars")
+			opts.MaxChars = cfg.Int(nil, "recall.toolOutputChars")
 			if opts.Embedder, err = recallEmbedder(cfg); err != nil {
 				return exitcode.New(exitcode.Usage, err)
 			}
@@ -73,22 +73,22 @@ set, chunks are also embedded through the OpenAI-compatible endpoint
 // recallEmbedder builds the embeddings client when llm.embeddingModel is
 // set (nil otherwise: keyword-only recall).
 func recallEmbedder(cfg *config.Config) (recall.Embedder, error) {
-	model := cfg.String(nil, "", "llm.embeddingModel")
+	model := cfg.String(nil, "llm.embeddingModel")
 	if model == "" {
 		return nil, nil
 	}
-	base := cfg.String(nil, "", "llm.baseURL")
+	base := cfg.String(nil, "llm.baseURL")
 	if base == "" {
 		base = os.Getenv("OPENAI_BASE_URL")
 	}
-	key := cfg.String(nil, "", "llm.apiKey")
+	key := cfg.String(nil, "llm.apiKey")
 	if key == "" {
 		key = os.Getenv("OPENAI_API_KEY")
 	}
 	return recall.NewOpenAIEmbedder(recall.EmbedderConfig{
 		BaseURL: base, APIKey: key, Model: model,
-		Timeout:    cfg.Duration(nil, "", "llm.timeout"),
-		MaxRetries: cfg.Int(nil, "", "llm.maxRetries"),
+		Timeout:    cfg.Duration(nil, "llm.timeout"),
+		MaxRetries: cfg.Int(nil, "llm.maxRetries"),
 	})
 }
 
