@@ -30,7 +30,9 @@ type CompactOptions struct {
 	Model      string // for the context window
 	Windows    map[string]int
 	DryRun     bool
-	Truncate   bool
+	// IfNeeded gates the compaction on the strategy's trigger.
+	IfNeeded bool
+	Truncate bool
 	Wait       time.Duration
 }
 
@@ -63,12 +65,14 @@ Summarizers (--summarizer):
   extractive  built in, deterministic, offline
   auto        llm when configured, else extractive (says which on stderr)
 
-Without --force a session below the strategy's trigger is left alone.
-Nothing is written with --dry-run; a failed or empty summary writes nothing
-and exits 1.`,
-		Example: `  ctxtool compact session.jsonl --summarizer extractive --dry-run --force
+It compacts on request, like pi's /compact: whenever there is history to
+summarize. --if-needed (for hooks and cron) leaves a session below the
+strategy's trigger alone. Nothing is written with --dry-run; a failed or
+empty summary writes nothing and exits 1.`,
+		Example: `  ctxtool compact session.jsonl --summarizer extractive --dry-run
   ctxtool compact session.jsonl --strategy safeguard --json
-  OPENAI_API_KEY=… ctxtool compact session.jsonl --summarizer llm --llm-model gpt-4o-mini --force`,
+  ctxtool compact session.jsonl --if-needed        # from a hook: only above the trigger
+  OPENAI_API_KEY=… ctxtool compact session.jsonl --summarizer llm --llm-model gpt-4o-mini`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			cfg, err := f.Config()
@@ -89,13 +93,19 @@ and exits 1.`,
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "show what would be summarized and kept; write nothing")
 	fl.BoolVar(&opts.Truncate, "truncate", false, "rewrite the file as header + compaction + kept tail (original kept as <file>.bak.<stamp>)")
 	fl.DurationVar(&opts.Wait, "wait", 0, "wait this long for the session lock (default: fail at once, exit 4)")
-	fl.Bool("force", false, "compact even below the strategy's trigger")
+	fl.BoolVar(&opts.IfNeeded, "if-needed", false, "compact only when the context is above the strategy's trigger (hooks, cron)")
+	// --force was needed before compact compacted on request; old scripts keep working.
+	fl.Bool("force", false, "compact even below the trigger (the default; kept for old scripts)")
+	_ = fl.MarkHidden("force")
 	return cmd
 }
 
 // fromConfig resolves flags, environment and config into the options.
 func (o *CompactOptions) fromConfig(cfg *config.Config, c *cobra.Command) error {
 	o.load(cfg, c.Flags())
+	if o.IfNeeded && boolFlag(c.Flags(), "force") {
+		return fmt.Errorf("--if-needed and --force contradict each other: leave out --force (compact compacts on request)")
+	}
 	return o.validate()
 }
 
@@ -109,7 +119,6 @@ func (o *CompactOptions) load(cfg *config.Config, fs *pflag.FlagSet) {
 		ReserveTokens:          cfg.Int(fs, "compaction.reserveTokens"),
 		ReserveTokensFloor:     cfg.Int(nil, "compaction.reserveTokensFloor"),
 		ContextWindow:          cfg.Int(fs, "contextWindow"),
-		Force:                  boolFlag(fs, "force"),
 		MaxHistoryShare:        cfg.Float(nil, "compaction.maxHistoryShare"),
 		RecentTurnsPreserve:    cfg.Int(nil, "compaction.recentTurnsPreserve"),
 		IdentifierPolicy:       cfg.String(nil, "compaction.identifierPolicy"),
@@ -181,7 +190,14 @@ func (o *CompactOptions) summarizer() (compaction.Summarizer, error) {
 		return compaction.Extractive{}, nil
 	}
 	if !configured {
-		return nil, exitcode.Newf(exitcode.Usage, "--summarizer llm needs llm.model and an endpoint: set llm.baseURL (or OPENAI_BASE_URL) and/or llm.apiKey (or OPENAI_API_KEY)")
+		var missing []string
+		if o.LLM.Model == "" {
+			missing = append(missing, "a model: --llm-model NAME (or llm.model, CTXTOOL_LLM_MODEL)")
+		}
+		if o.LLM.BaseURL == "" && o.LLM.APIKey == "" {
+			missing = append(missing, "an endpoint: OPENAI_API_KEY (or llm.apiKey) for OpenAI, and/or OPENAI_BASE_URL (or llm.baseURL) for another server")
+		}
+		return nil, exitcode.Newf(exitcode.Usage, "--summarizer llm needs %s", strings.Join(missing, "; and "))
 	}
 	cfg := o.LLM
 	cfg.Logf = func(format string, args ...any) { fmt.Fprintf(o.IO.ErrOut, format+"\n", args...) }
@@ -207,8 +223,10 @@ func runCompact(ctx context.Context, o *CompactOptions) error {
 	}
 	worst := 0
 	for _, file := range o.Files {
+		set := o.Settings
+		set.Force = !o.IfNeeded
 		opts := compaction.Options{
-			Settings: o.Settings, Summarizer: sum, Estimator: o.Estimator, DryRun: o.DryRun, Truncate: o.Truncate, Wait: o.Wait,
+			Settings: set, Summarizer: sum, Estimator: o.Estimator, DryRun: o.DryRun, Truncate: o.Truncate, Wait: o.Wait,
 			ResolveWindow: func(model string) int {
 				if o.Model != "" {
 					model = o.Model

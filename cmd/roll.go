@@ -237,7 +237,7 @@ func runRoll(ctx context.Context, opts *RollOptions) error {
 				}
 				return
 			}
-			if len(files) <= 20 || rep.Rolled || rep.Fallback != "" || rep.Error != "" {
+			if len(files) <= 20 || rep.Would() || rep.Fallback != "" || rep.Error != "" {
 				notable = append(notable, rep)
 			}
 		})
@@ -264,7 +264,7 @@ func printRollTable(out io.Writer, reps []*rolling.Report, sum rolling.Summary, 
 		for _, r := range reps {
 			rolled := "no"
 			switch {
-			case r.Rolled && dryRun:
+			case r.Would() && dryRun:
 				rolled = "would"
 			case r.Rolled:
 				rolled = "yes"
@@ -278,14 +278,14 @@ func printRollTable(out io.Writer, reps []*rolling.Report, sum rolling.Summary, 
 				rolled = "skipped"
 			}
 			tokens := humanInt(r.TokensBefore)
-			if r.Rolled {
+			if r.Would() {
 				tokens += " → " + humanInt(r.KeptTokens)
 			}
 			if r.ContextWindow > 0 {
 				tokens += fmt.Sprintf(" / %s", humanInt(r.ContextWindow))
 			}
 			what := r.Reason
-			if r.Rolled && r.FirstEvictedTimestamp != "" {
+			if r.Would() && r.FirstEvictedTimestamp != "" {
 				what = r.FirstEvictedTimestamp + " … " + r.LastEvictedTimestamp
 				if r.Reason != "" {
 					what += " (" + r.Reason + ")"
