@@ -33,7 +33,7 @@ type CompactOptions struct {
 	// IfNeeded gates the compaction on the strategy's trigger.
 	IfNeeded bool
 	Truncate bool
-	Wait       time.Duration
+	Wait     time.Duration
 }
 
 func init() { register(newCompactCmd) }
