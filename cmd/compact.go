@@ -33,6 +33,7 @@ type CompactOptions struct {
 	// IfNeeded gates the compaction on the strategy's trigger.
 	IfNeeded bool
 	Truncate bool
+	Idle     time.Duration
 	Wait     time.Duration
 }
 
@@ -92,6 +93,7 @@ empty summary writes nothing and exits 1.`,
 		"compaction.customInstructions", "contextWindow", "model", "llm.model", "estimate.tokenizer")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "show what would be summarized and kept; write nothing")
 	fl.BoolVar(&opts.Truncate, "truncate", false, "rewrite the file as header + compaction + kept tail (original kept as <file>.bak.<stamp>)")
+	fl.DurationVar(&opts.Idle, "idle", compaction.DefaultIdle, "with --truncate: refuse a session written to less than this long ago (an agent is active; exit 4)")
 	fl.DurationVar(&opts.Wait, "wait", 0, "wait this long for the session lock (default: fail at once, exit 4)")
 	fl.BoolVar(&opts.IfNeeded, "if-needed", false, "compact only when the context is above the strategy's trigger (hooks, cron)")
 	// --force was needed before compact compacted on request; old scripts keep working.
@@ -226,7 +228,7 @@ func runCompact(ctx context.Context, o *CompactOptions) error {
 		set := o.Settings
 		set.Force = !o.IfNeeded
 		opts := compaction.Options{
-			Settings: set, Summarizer: sum, Estimator: o.Estimator, DryRun: o.DryRun, Truncate: o.Truncate, Wait: o.Wait,
+			Settings: set, Summarizer: sum, Estimator: o.Estimator, DryRun: o.DryRun, Truncate: o.Truncate, Idle: o.Idle, Wait: o.Wait,
 			ResolveWindow: func(model string) int {
 				if o.Model != "" {
 					model = o.Model

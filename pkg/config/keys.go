@@ -161,6 +161,8 @@ var Keys = []Key{
 		Doc: "Roll at utilization >= trigger; 0 = at pi's compaction threshold (on the command line, --trigger 0 rolls every session above the target)."},
 
 	{Name: "recall.enabled", Kind: Bool, Default: true, Doc: "Index and search transcripts; roll falls back to a summary when false."},
+	{Name: "recall.url", Kind: String, Default: "", Flag: "index",
+		Doc: `Where the recall index lives: "" = <stateDir>/recall/index.sqlite; a SQLite file path; or postgres://user:password@host:5432/db for one index shared by a fleet (tables ctxtool_recall_*; add ?search_path=name for a namespace).`},
 	{Name: "recall.maxResults", Kind: Int, Default: 6, Flag: "max-results", Range: positive(), Doc: "Hits returned by search."},
 	{Name: "recall.minScore", Kind: Float, Default: 0.35, Flag: "min-score", Range: unit(), Doc: "Lowest score of a search hit (0-1)."},
 	{Name: "recall.toolOutputChars", Kind: Int, Default: 4000, Range: positive(),
