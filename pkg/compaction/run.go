@@ -44,10 +44,13 @@ type Options struct {
 
 // Result is what `ctxtool compact --json` prints for one file.
 type Result struct {
-	File               string `json:"file"`
-	Compacted          bool   `json:"compacted"`
-	Reason             string `json:"reason,omitempty"`
-	DryRun             bool   `json:"dryRun,omitempty"`
+	File      string `json:"file"`
+	Compacted bool   `json:"compacted"`
+	Reason    string `json:"reason,omitempty"`
+	DryRun    bool   `json:"dryRun,omitempty"`
+	// WouldCompact is set on dry runs only: whether a real run would
+	// compact (Compacted stays false; roll --dry-run says wouldRoll).
+	WouldCompact       *bool  `json:"wouldCompact,omitempty"`
 	Strategy           string `json:"strategy"`
 	Summarizer         string `json:"summarizer"`
 	FirstKeptEntryID   string `json:"firstKeptEntryId"`
@@ -161,20 +164,33 @@ func Run(ctx context.Context, path string, o Options) (*Result, error) {
 		return nil, err
 	}
 	res := newResult(path, o)
+	err = runSteps(ctx, path, o, res)
+	if o.DryRun {
+		would := err == nil && res.Reason == ""
+		res.WouldCompact = &would
+	}
+	if err != nil {
+		res.Compacted = false
+		if res.Reason == "" {
+			res.Reason = err.Error()
+		}
+	}
+	return res, err
+}
+
+// runSteps is Run's steps, filling res.
+func runSteps(ctx context.Context, path string, o Options, res *Result) error {
 	usage0 := usageOf(o.Summarizer)
 
 	s, err := transcript.Load(path) // 1. load
 	if err != nil {
-		return fail(res, err)
+		return err
 	}
 	defer func() { s.Close() }()
 
 	set, p, err := plan(s, o, res) // 2. plan
-	if err != nil || p == nil {
-		if err != nil {
-			return fail(res, err)
-		}
-		return res, nil
+	if p == nil {
+		return err // nil with res.Reason when there is nothing to do
 	}
 
 	hooks := o.Hooks.start(ctx, HookBefore, beforeEvent(path, p), o.logf)
@@ -182,14 +198,14 @@ func Run(ctx context.Context, path string, o Options) (*Result, error) {
 	finishResult(res, pl, set, o, usageOf(o.Summarizer).minus(usage0))
 	hooks.wait()
 	if err != nil {
-		return fail(res, err)
+		return err
 	}
 	if dropped := len(pl.out.Audit.Dropped); o.FailOnDropped != nil && dropped > *o.FailOnDropped {
 		res.Reason = fmt.Sprintf("the summary drops %d facts of the summarised region (--fail-on-dropped %d); nothing written — see the audit", dropped, *o.FailOnDropped)
-		return res, exitcode.New(exitcode.Threshold, fmt.Errorf("%s: %s", path, res.Reason))
+		return exitcode.New(exitcode.Threshold, fmt.Errorf("%s: %s", path, res.Reason))
 	}
 	if o.DryRun {
-		return res, nil
+		return nil
 	}
 
 	if o.Truncate { // 4. commit (lock only here)
@@ -204,7 +220,7 @@ func Run(ctx context.Context, path string, o Options) (*Result, error) {
 		}
 	}
 	if err != nil {
-		return fail(res, err)
+		return err
 	}
 	res.Compacted = true
 	if w := verify(path, res); w != "" { // 5. verify
@@ -213,7 +229,7 @@ func Run(ctx context.Context, path string, o Options) (*Result, error) {
 	}
 	o.Hooks.start(ctx, HookAfter, afterEvent(path, res), o.logf).wait()
 	res.Summary = ""
-	return res, nil
+	return nil
 }
 
 // normalized fills Run's defaults and validates the settings.
@@ -243,15 +259,6 @@ func newResult(path string, o Options) *Result {
 	return res
 }
 
-// fail records err as the result's reason.
-func fail(res *Result, err error) (*Result, error) {
-	res.Compacted = false
-	if res.Reason == "" {
-		res.Reason = err.Error()
-	}
-	return res, err
-}
-
 // plan is step 2: the settings sized for this session and its
 // preparation, or nil when there is nothing to do (res.Reason says why).
 func plan(s *transcript.Session, o Options, res *Result) (Settings, *Preparation, error) {
@@ -279,10 +286,10 @@ func plan(s *transcript.Session, o Options, res *Result) (Settings, *Preparation
 		return set, nil, nil
 	}
 	if p.BelowTrigger && !set.Force {
-		res.Reason = fmt.Sprintf("below the trigger: the context is %d tokens, the %s strategy compacts above %d (window %d − reserve %d); use --force to compact anyway",
+		res.Reason = fmt.Sprintf("below the trigger: the context is %d tokens, the %s strategy compacts above %d (window %d − reserve %d); run without --if-needed to compact anyway",
 			p.ContextTokens, set.Strategy, p.Threshold, p.ContextWindow, p.ReserveTokens)
 		if set.Strategy == StrategySummarize {
-			res.Reason = fmt.Sprintf("below the trigger: the context is %d tokens, the summarize strategy compacts above %d; use --force to compact anyway",
+			res.Reason = fmt.Sprintf("below the trigger: the context is %d tokens, the summarize strategy compacts above %d; run without --if-needed to compact anyway",
 				p.ContextTokens, p.Threshold)
 		}
 		if !o.DryRun {
