@@ -2,6 +2,7 @@ package compaction
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/ctxtool/ctxtool/pkg/facts"
@@ -103,13 +104,40 @@ func audit(found []facts.Fact, summary, kept string) *Audit {
 	return a
 }
 
-// droppedIdentifiers are the identifier values an audit found missing.
+// droppedIdentifiers are the identifier values an audit found missing,
+// the ones a resumed agent most likely needs first: said in the
+// conversation before seen in tool output, distinctive shapes (URLs,
+// paths, UUIDs, tickets, full hashes) before short hashes and numeric ids,
+// recent before old.
 func (a *Audit) droppedIdentifiers() []string {
-	var out []string
+	var ids []facts.Fact
 	for _, f := range a.Dropped {
 		if f.Class == facts.Identifier {
-			out = append(out, f.Value)
+			ids = append(ids, f)
 		}
+	}
+	weight := func(f facts.Fact) int {
+		switch {
+		case f.Kind == "id" || (f.Kind == "hash" && len(f.Value) < 12):
+			return 2
+		case f.Kind == "hash":
+			return 1
+		}
+		return 0
+	}
+	sort.SliceStable(ids, func(i, j int) bool {
+		a, b := ids[i], ids[j]
+		if ra, rb := facts.OriginRank(a.Origin), facts.OriginRank(b.Origin); ra != rb {
+			return ra < rb
+		}
+		if wa, wb := weight(a), weight(b); wa != wb {
+			return wa < wb
+		}
+		return a.Seq > b.Seq
+	})
+	out := make([]string, len(ids))
+	for i, f := range ids {
+		out[i] = f.Value
 	}
 	return out
 }
