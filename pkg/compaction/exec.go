@@ -4,7 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -103,7 +104,7 @@ func (e *ExecSummarizer) SummarizePreparation(ctx context.Context, s *transcript
 	if pp.TurnPrefixMessages, err = rawMessages(s, prefix, &in.Entries); err != nil {
 		return "", err
 	}
-	pp.FileOps.Read, pp.FileOps.Written, pp.FileOps.Edited = sortedSet(ops.Read), sortedSet(ops.Written), sortedSet(ops.Edited)
+	pp.FileOps.Read, pp.FileOps.Written, pp.FileOps.Edited = listOf(ops.Read), listOf(ops.Written), listOf(ops.Edited)
 	pp.Settings.ReserveTokens, pp.Settings.KeepRecentTokens = set.ReserveTokens, set.KeepRecentTokens
 	return e.run(ctx, in)
 }
@@ -151,13 +152,9 @@ func rawMessages(s *transcript.Session, msgs []*Msg, where *[]ExecEntry) ([]json
 	return out, nil
 }
 
-func sortedSet(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+// listOf is a set's members, sorted; [] (not null) when empty.
+func listOf(set map[string]bool) []string {
+	return append([]string{}, slices.Sorted(maps.Keys(set))...)
 }
 
 // preparationSummarizer is implemented by summarisers that take a whole
