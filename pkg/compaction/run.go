@@ -187,40 +187,65 @@ func runSteps(ctx context.Context, path string, o Options, res *Result) error {
 		return err
 	}
 	defer func() { s.Close() }()
-
-	set, p, err := plan(s, o, res) // 2. plan
-	if p == nil {
-		return err // nil with res.Reason when there is nothing to do
-	}
-
-	hooks := o.Hooks.start(ctx, HookBefore, beforeEvent(path, p), o.logf)
-	pl, err := summarize(ctx, s, p, set, o) // 3. summarise (no lock)
-	finishResult(res, pl, set, o, usageOf(o.Summarizer).minus(usage0))
-	hooks.wait()
-	if err != nil {
-		return err
-	}
-	if dropped := len(pl.out.Audit.Dropped); o.FailOnDropped != nil && dropped > *o.FailOnDropped {
-		res.Reason = fmt.Sprintf("the summary drops %d facts of the summarised region (--fail-on-dropped %d); nothing written — see the audit", dropped, *o.FailOnDropped)
-		return exitcode.New(exitcode.Threshold, fmt.Errorf("%s: %s", path, res.Reason))
-	}
-	if o.DryRun {
-		return nil
-	}
-
-	if o.Truncate { // 4. commit (lock only here)
-		err = commitRewrite(ctx, s, pl, o, res)
-	} else {
-		var grown *transcript.Session
-		grown, pl, err = commitAppend(ctx, s, pl, set, o, res)
-		if grown != nil {
-			s.Close()
-			s = grown
-			finishResult(res, pl, set, o, usageOf(o.Summarizer).minus(usage0))
+	if !o.DryRun {
+		// refuse what cannot be written (read-only, parentId cycles) before
+		// paying for a summary
+		if err := writable(s, o.Truncate); err != nil {
+			return err
 		}
 	}
-	if err != nil {
-		return err
+
+	for pass := 0; ; pass++ {
+		set, p, err := plan(s, o, res) // 2. plan
+		if p == nil {
+			return err // nil with res.Reason when there is nothing to do
+		}
+
+		hooks := o.Hooks.start(ctx, HookBefore, beforeEvent(path, p), o.logf)
+		pl, err := summarize(ctx, s, p, set, o) // 3. summarise (no lock)
+		finishResult(res, pl, set, o, usageOf(o.Summarizer).minus(usage0))
+		hooks.wait()
+		if err != nil {
+			return err
+		}
+		if dropped := len(pl.out.Audit.Dropped); o.FailOnDropped != nil && dropped > *o.FailOnDropped {
+			res.Reason = fmt.Sprintf("the summary drops %d facts of the summarised region (--fail-on-dropped %d); nothing written — see the audit", dropped, *o.FailOnDropped)
+			return exitcode.New(exitcode.Threshold, fmt.Errorf("%s: %s", path, res.Reason))
+		}
+		if o.DryRun {
+			return nil
+		}
+
+		if o.Truncate { // 4. commit (lock only here)
+			err = commitRewrite(ctx, s, pl, o, res)
+		} else {
+			var grown *transcript.Session
+			grown, pl, err = commitAppend(ctx, s, pl, set, o, res)
+			if grown != nil {
+				s.Close()
+				s = grown
+				finishResult(res, pl, set, o, usageOf(o.Summarizer).minus(usage0))
+			}
+		}
+		if errors.Is(err, ErrPlanMoved) && pass == 0 {
+			// Another process compacted, rewrote or branched the session
+			// meanwhile: plan again on what is there now — usually nothing
+			// is left to do ("already compacted") — and summarise once more
+			// only if there is.
+			next, lerr := transcript.Load(path)
+			if lerr != nil {
+				return lerr
+			}
+			s.Close()
+			s = next
+			res.Replans++
+			o.logf("%s: %v; planning again", path, ErrPlanMoved)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		break
 	}
 	res.Compacted = true
 	if w := verify(path, res); w != "" { // 5. verify
@@ -230,6 +255,15 @@ func runSteps(ctx context.Context, path string, o Options, res *Result) error {
 	o.Hooks.start(ctx, HookAfter, afterEvent(path, res), o.logf).wait()
 	res.Summary = ""
 	return nil
+}
+
+// writable checks that the session may be appended to (or, for
+// --truncate, rewritten).
+func writable(s *transcript.Session, rewrite bool) error {
+	if rewrite {
+		return s.Rewritable()
+	}
+	return s.Writable()
 }
 
 // normalized fills Run's defaults and validates the settings.
