@@ -55,6 +55,11 @@ var Defaults = map[string]any{
 	"compaction.summarize.fallback":        "trim",
 	"compaction.extractive.maxChars":       12000,
 
+	"compaction.memoryFlush.enabled":             true,
+	"compaction.memoryFlush.softThresholdTokens": 4000,
+	"compaction.memoryFlush.prompt":              "Pre-compaction memory flush. Store durable memories now (use memory/YYYY-MM-DD.md; create memory/ if needed). If nothing to store, reply with NO_REPLY.",
+	"compaction.memoryFlush.systemPrompt":        "Pre-compaction memory flush turn. The session is near auto-compaction; capture durable memories to disk. You may reply, but usually NO_REPLY is correct.",
+
 	"compaction.rolling.targetUtilization": 0.8,
 	"compaction.rolling.minKeepMessages":   10,
 	"compaction.rolling.evictionNote":      true,
@@ -66,6 +71,20 @@ var Defaults = map[string]any{
 	// recall.toolOutputChars caps the indexed text of one tool result, tool
 	// call, thinking block or bash run (head + tail kept).
 	"recall.toolOutputChars": 4000,
+
+	"contextManagement.enabled":                            true,
+	"contextManagement.budget.systemPromptRatio":           0.15,
+	"contextManagement.budget.bootstrapRatio":              0.10,
+	"contextManagement.budget.historyRatio":                0.45,
+	"contextManagement.budget.responseRatio":               0.20,
+	"contextManagement.budget.minResponseTokens":           4096,
+	"contextManagement.rollingSummary.enabled":             true,
+	"contextManagement.rollingSummary.windowSize":          5,
+	"contextManagement.rollingSummary.summaryMaxTokens":    2000,
+	"contextManagement.rollingSummary.triggerThreshold":    30000,
+	"contextManagement.semanticHistory.enabled":            true,
+	"contextManagement.semanticHistory.maxRetrievedChunks": 5,
+	"contextManagement.semanticHistory.minRelevanceScore":  0.6,
 
 	"checkpoint.keep":            5,
 	"checkpoint.dedupeThreshold": 0.05,
