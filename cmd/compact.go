@@ -32,6 +32,9 @@ type CompactOptions struct {
 	DryRun     bool
 	Truncate   bool
 	Wait       time.Duration
+	// MemoryFlush runs the pre-compaction memory flush first (Flush).
+	MemoryFlush bool
+	Flush       MemoryFlushSettings
 }
 
 func init() { register(newCompactCmd) }
@@ -78,6 +81,11 @@ and exits 1.`,
 			if err := opts.fromConfig(cfg, c); err != nil {
 				return exitcode.New(exitcode.Usage, err)
 			}
+			if opts.MemoryFlush {
+				if err := opts.loadFlush(cfg, c.Flags()); err != nil {
+					return exitcode.New(exitcode.Usage, err)
+				}
+			}
 			opts.Files = args
 			opts.JSON = f.JSON
 			return runCompact(c.Context(), opts)
@@ -97,6 +105,8 @@ and exits 1.`,
 	fl.String("model", "", "model id for the context window (default: the session's last model)")
 	fl.String("llm-model", "", "summarizer model (config llm.model)")
 	fl.String("tokenizer", "auto", "estimator sizing the kept tail: auto|heuristic|calibrated|o200k|cl100k")
+	fl.BoolVar(&opts.MemoryFlush, "memory-flush", false, "first append the durable facts of the summarised history to <workspace>/memory/YYYY-MM-DD.md (see 'ctxtool flush')")
+	fl.StringVar(&opts.Flush.Workspace, "workspace", "", "the agent's workspace, for --memory-flush")
 	return cmd
 }
 
@@ -225,7 +235,17 @@ func runCompact(ctx context.Context, o *CompactOptions) error {
 			},
 			Logf: func(format string, args ...any) { fmt.Fprintf(o.IO.ErrOut, format+"\n", args...) },
 		}
+		if o.MemoryFlush {
+			if err := flushBeforeCompaction(ctx, o, file); err != nil {
+				fmt.Fprintf(o.IO.ErrOut, "ctxtool: %v\n", err)
+				worst = max(worst, exitcode.Code(err))
+				continue
+			}
+		}
 		res, err := compaction.Run(ctx, file, opts)
+		if err == nil {
+			recordCompaction(ctx, o, res)
+		}
 		if err != nil {
 			code := exitcode.Code(err)
 			fmt.Fprintf(o.IO.ErrOut, "ctxtool: %v\n", err)

@@ -35,7 +35,7 @@ func SummarizeRegion(ctx context.Context, s *transcript.Session, entries []*tran
 		r.MaxChars = DefaultExtractiveChars
 	}
 	text, err := sum.Summarize(ctx, &Request{Kind: KindHistory, Layout: LayoutCheckpoint, Messages: msgs,
-		Transcript: serialize(msgs, headPreview(2000), 4000), Instructions: r.Instructions,
+		Transcript: regionText(msgs), Instructions: r.Instructions,
 		MaxOutputTokens: r.MaxOutputTokens, MaxChars: r.MaxChars})
 	if err != nil {
 		return "", err
@@ -46,3 +46,18 @@ func SummarizeRegion(ctx context.Context, s *transcript.Session, entries []*tran
 	}
 	return text, nil
 }
+
+// RegionTranscript is the text a summariser sees of context messages: each
+// message labelled by role, tool results cut to their first 2,000
+// characters, and — when maxChars > 0 — the middle cut out beyond maxChars
+// (the start and the latest state survive). The memory flush sends it to a
+// model.
+func RegionTranscript(s *transcript.Session, entries []*transcript.Entry, maxChars int) (string, error) {
+	msgs, err := loadMsgs(s, entries)
+	if err != nil {
+		return "", err
+	}
+	return capMiddle(regionText(msgs), maxChars), nil
+}
+
+func regionText(msgs []*Msg) string { return serialize(msgs, headPreview(2000), 4000) }
