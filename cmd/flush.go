@@ -183,7 +183,7 @@ func (o *FlushOptions) flushFile(ctx context.Context, file string, model memflus
 	}
 	return memflush.Run(ctx, memflush.Options{
 		File: file, Workspace: o.Workspace, StateDir: o.StateDir, SessionKey: o.SessionKey,
-		Measure: func(s *transcript.Session) (int, int) { return o.measure(s) },
+		Measure:            func(s *transcript.Session) (int, int) { return o.measure(s) },
 		ReserveTokensFloor: floor, SoftThresholdTokens: o.SoftThresholdTokens,
 		Force: force, Compaction: o.Compact.Settings, Model: model,
 		Prompt: o.Prompt, SystemPrompt: o.SystemPrompt, DryRun: o.DryRun, Wait: o.Compact.Wait,

@@ -26,6 +26,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctxtool/ctxtool/pkg/safefile"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -207,18 +208,36 @@ func Update(ctx context.Context, storePath, key string, wait time.Duration, chan
 	if err := json.Indent(&out, top.marshal(), "", "  "); err != nil {
 		return err
 	}
-	backup, err := transcript.RewriteAtomic(storePath, func(w io.Writer) error {
-		_, err := w.Write(out.Bytes())
-		return err
-	})
+	return replace(storePath, out.Bytes())
+}
+
+// replace writes the store atomically (temp file, fsync, rename), its mode
+// kept, after keeping the previous file as sessions.json.bak.<stamp> (a
+// hard link); older ctxtool backups are then removed.
+func replace(storePath string, data []byte) error {
+	st, err := os.Stat(storePath)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %v", storePath, err)
+	}
+	backup := storePath + ".bak." + transcript.BackupStamp(time.Now())
+	if err := os.Link(storePath, backup); err != nil {
+		old, rerr := readFile(storePath)
+		if rerr != nil {
+			return rerr
+		}
+		if err := safefile.WriteFile(backup, old, st.Mode().Perm()); err != nil {
+			return fmt.Errorf("%s: cannot keep a backup at %s: %v (not changed)", storePath, backup, err)
+		}
+	}
+	if err := safefile.WriteFile(storePath, data, st.Mode().Perm()); err != nil {
+		os.Remove(backup)
+		return fmt.Errorf("%s: %v (not changed)", storePath, err)
 	}
 	pruneBackups(storePath, backup)
 	return nil
 }
 
-// ctxtoolBackup matches the backups RewriteAtomic names (an ISO stamp),
+// ctxtoolBackup matches the backups replace names (an ISO stamp),
 // never OpenClaw's own sessions.json.bak.<digits>.
 var ctxtoolBackup = regexp.MustCompile(`\.bak\.\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}\.\d{3}Z$`)
 

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/ctxtool/ctxtool/pkg/safefile"
 )
 
 // OpenClaw's session-store lock (src/config/sessions/store.ts,
@@ -41,9 +43,11 @@ func AcquireStoreLock(ctx context.Context, store string, wait time.Duration) (*L
 				os.Remove(path)
 				return nil, fmt.Errorf("%s: write lock: %v", path, err)
 			}
-			l := &Lock{Path: path, f: f}
-			registerHeld(l)
-			return l, nil
+			l, err := own(path, f)
+			if err != nil || l != nil {
+				return l, err
+			}
+			continue // replaced under us (taken over as stale): look again
 		}
 		if !errors.Is(err, os.ErrExist) {
 			return nil, fmt.Errorf("%s: cannot create lock: %v (is the directory writable?)", path, unwrapPathErr(err))
@@ -77,7 +81,7 @@ func inspectStoreLock(path string) (pid int, stale bool) {
 		PID int `json:"pid"`
 	}
 	if data, err := os.ReadFile(path); err == nil && json.Unmarshal(data, &p) == nil && p.PID > 0 {
-		return p.PID, !pidAlive(p.PID)
+		return p.PID, !safefile.PidAlive(p.PID)
 	}
 	return 0, false
 }
