@@ -33,6 +33,10 @@ type BudgetOptions struct {
 	ModelWindows  map[string]int
 	Config        budget.Config
 	StateDir      string
+	// IndexLocation is --index / recall.url; Embedder turns on hybrid
+	// recall (llm.embeddingModel).
+	IndexLocation string
+	Embedder      recall.Embedder
 	// Summarize runs the rolling summary with the summariser Compact
 	// describes (auto, llm or extractive).
 	Summarize bool
@@ -91,6 +95,10 @@ or a test to send; their chars/4 sizes add up to the reported total.`,
 			opts.Files = args
 			opts.JSON = f.JSON
 			opts.StateDir = cfg.StateDir(c.Flags())
+			opts.IndexLocation = cfg.String(c.Flags(), "index", "recall.url")
+			if opts.Embedder, err = recallEmbedder(cfg); err != nil {
+				return exitcode.New(exitcode.Usage, err)
+			}
 			if err := opts.load(cfg, c.Flags()); err != nil {
 				return exitcode.New(exitcode.Usage, err)
 			}
@@ -107,6 +115,7 @@ or a test to send; their chars/4 sizes add up to the reported total.`,
 	fl.BoolVar(&opts.Summarize, "summarize", false, "run the rolling summary when it triggers and inject it")
 	fl.String("summarizer", "auto", "summariser for --summarize: auto|llm|extractive")
 	fl.String("llm-model", "", "summarizer model (config llm.model)")
+	addIndexFlag(cmd)
 	return cmd
 }
 
@@ -186,13 +195,17 @@ func runBudget(ctx context.Context, o *BudgetOptions) error {
 	}
 	var searcher budget.Searcher
 	if o.Config.SemanticHistory.Enabled {
-		if _, err := os.Stat(recall.DBPath(o.StateDir)); err == nil {
-			ix, err := recall.Open(o.StateDir)
-			if err != nil {
-				return err
+		// No index yet is not an error: the report says semantic history
+		// needs one.
+		if loc, err := recallLocation(o.IndexLocation, o.StateDir); err == nil {
+			if _, serr := os.Stat(loc); recall.IsURL(loc) || serr == nil {
+				ix, err := openRecall(loc, "", o.Embedder, 0)
+				if err != nil {
+					return err
+				}
+				defer ix.Close()
+				searcher = ix
 			}
-			defer ix.Close()
-			searcher = ix
 		}
 	}
 	var sum compaction.Summarizer
