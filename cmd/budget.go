@@ -15,6 +15,7 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/compaction"
 	"github.com/ctxtool/ctxtool/pkg/config"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
+	"github.com/ctxtool/ctxtool/pkg/models"
 	"github.com/ctxtool/ctxtool/pkg/recall"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
@@ -95,7 +96,7 @@ or a test to send; their chars/4 sizes add up to the reported total.`,
 			opts.Files = args
 			opts.JSON = f.JSON
 			opts.StateDir = cfg.StateDir(c.Flags())
-			opts.IndexLocation = cfg.String(c.Flags(), "index", "recall.url")
+			opts.IndexLocation = cfg.String(c.Flags(), "recall.url")
 			if opts.Embedder, err = recallEmbedder(cfg); err != nil {
 				return exitcode.New(exitcode.Usage, err)
 			}
@@ -108,21 +109,17 @@ or a test to send; their chars/4 sizes add up to the reported total.`,
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Workspace, "workspace", "", "the agent's workspace directory (bootstrap files)")
 	fl.StringVar(&opts.SystemPrompt, "system-prompt", "", "file holding the system prompt (default: the overhead learnt from usage records)")
-	fl.String("model", "", "model id for the context window (default: the session's last model)")
-	fl.Int("context-window", 0, "context window in tokens (overrides the model table)")
 	fl.StringVar(&opts.Emit, "emit", "", "emit 'context': the assembled request as JSON messages")
 	fl.BoolVarP(&opts.Verbose, "verbose", "v", false, "print the seed's verification log lines on stderr")
 	fl.BoolVar(&opts.Summarize, "summarize", false, "run the rolling summary when it triggers and inject it")
-	fl.String("summarizer", "auto", "summariser for --summarize: auto|llm|extractive")
-	fl.String("llm-model", "", "summarizer model (config llm.model)")
-	addIndexFlag(cmd)
+	configFlags(cmd, "contextWindow", "model", "compaction.summarizer", "llm.model", "recall.url")
 	return cmd
 }
 
 // load resolves the flags and contextManagement.* config.
 func (o *BudgetOptions) load(cfg *config.Config, fs *pflag.FlagSet) error {
-	o.Model = cfg.String(fs, "model", "model")
-	o.ContextWindow = cfg.Int(fs, "context-window", "contextWindow")
+	o.Model = cfg.String(fs, "model")
+	o.ContextWindow = cfg.Int(fs, "contextWindow")
 	o.ModelWindows = modelWindows(cfg)
 	o.Config = budgetConfig(cfg)
 	if err := o.Config.Validate(); err != nil {
@@ -139,22 +136,22 @@ func (o *BudgetOptions) load(cfg *config.Config, fs *pflag.FlagSet) error {
 // budgetConfig reads contextManagement.*.
 func budgetConfig(cfg *config.Config) budget.Config {
 	return budget.Config{
-		Enabled:           cfg.Bool(nil, "", "contextManagement.enabled"),
-		SystemPromptRatio: cfg.Float(nil, "", "contextManagement.budget.systemPromptRatio"),
-		BootstrapRatio:    cfg.Float(nil, "", "contextManagement.budget.bootstrapRatio"),
-		HistoryRatio:      cfg.Float(nil, "", "contextManagement.budget.historyRatio"),
-		ResponseRatio:     cfg.Float(nil, "", "contextManagement.budget.responseRatio"),
-		MinResponseTokens: cfg.Int(nil, "", "contextManagement.budget.minResponseTokens"),
+		Enabled:           cfg.Bool(nil, "contextManagement.enabled"),
+		SystemPromptRatio: cfg.Float(nil, "contextManagement.budget.systemPromptRatio"),
+		BootstrapRatio:    cfg.Float(nil, "contextManagement.budget.bootstrapRatio"),
+		HistoryRatio:      cfg.Float(nil, "contextManagement.budget.historyRatio"),
+		ResponseRatio:     cfg.Float(nil, "contextManagement.budget.responseRatio"),
+		MinResponseTokens: cfg.Int(nil, "contextManagement.budget.minResponseTokens"),
 		RollingSummary: budget.RollingConfig{
-			Enabled:          cfg.Bool(nil, "", "contextManagement.rollingSummary.enabled"),
-			WindowSize:       cfg.Int(nil, "", "contextManagement.rollingSummary.windowSize"),
-			SummaryMaxTokens: cfg.Int(nil, "", "contextManagement.rollingSummary.summaryMaxTokens"),
-			TriggerThreshold: cfg.Int(nil, "", "contextManagement.rollingSummary.triggerThreshold"),
+			Enabled:          cfg.Bool(nil, "contextManagement.rollingSummary.enabled"),
+			WindowSize:       cfg.Int(nil, "contextManagement.rollingSummary.windowSize"),
+			SummaryMaxTokens: cfg.Int(nil, "contextManagement.rollingSummary.summaryMaxTokens"),
+			TriggerThreshold: cfg.Int(nil, "contextManagement.rollingSummary.triggerThreshold"),
 		},
 		SemanticHistory: budget.SemanticConfig{
-			Enabled:            cfg.Bool(nil, "", "contextManagement.semanticHistory.enabled"),
-			MaxRetrievedChunks: cfg.Int(nil, "", "contextManagement.semanticHistory.maxRetrievedChunks"),
-			MinRelevanceScore:  cfg.Float(nil, "", "contextManagement.semanticHistory.minRelevanceScore"),
+			Enabled:            cfg.Bool(nil, "contextManagement.semanticHistory.enabled"),
+			MaxRetrievedChunks: cfg.Int(nil, "contextManagement.semanticHistory.maxRetrievedChunks"),
+			MinRelevanceScore:  cfg.Float(nil, "contextManagement.semanticHistory.minRelevanceScore"),
 		},
 	}
 }
@@ -250,15 +247,7 @@ func budgetFile(ctx context.Context, o *BudgetOptions, file, systemPrompt string
 		return nil, err
 	}
 	defer s.Close()
-	pctx := s.Context()
-	model := o.Model
-	if model == "" && pctx.Model != nil {
-		model = pctx.Model.ModelID
-	}
-	if model == "" {
-		model = s.Header.ModelID
-	}
-	window, _ := resolveWindow(model, o.ContextWindow, o.ModelWindows)
+	window := models.ForSession(s.Branch(), s.Header, models.Settings{Model: o.Model, ContextWindow: o.ContextWindow, Overrides: o.ModelWindows}).Tokens
 	abs, _ := filepath.Abs(file)
 	in := budget.Input{Session: s, Window: window, Config: o.Config, Workspace: o.Workspace,
 		SystemPrompt: systemPrompt, HaveSystemPrompt: o.SystemPrompt != "", Searcher: searcher, SessionPath: abs}

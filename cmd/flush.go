@@ -13,6 +13,7 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
 	"github.com/ctxtool/ctxtool/pkg/memflush"
+	"github.com/ctxtool/ctxtool/pkg/models"
 	"github.com/ctxtool/ctxtool/pkg/sessionstore"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
@@ -88,34 +89,27 @@ flushes do not duplicate entries.`,
 	fl.StringVar(&opts.SessionKey, "session-key", "", "key the flush cycle is tracked under (default: sessions.json's key, else the file name)")
 	fl.BoolVar(&opts.Force, "force", false, "flush below the token threshold (still once per compaction)")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "show the notes that would be written; write nothing")
-	fl.Int("soft-threshold-tokens", memflush.DefaultSoftThresholdTokens, "flush this many tokens before the compaction reserve (config compaction.memoryFlush.softThresholdTokens)")
-	addMemoryFlushSharedFlags(fl)
-	return cmd
-}
-
-// addMemoryFlushSharedFlags are the flags flush shares with compact.
-func addMemoryFlushSharedFlags(fl *pflag.FlagSet) {
-	fl.Int("context-window", 0, "context window in tokens (default: from the session's model)")
-	fl.String("model", "", "model id for the context window (default: the session's last model)")
-	fl.String("summarizer", "auto", "who writes the notes: auto|llm|extractive (extractive = the offline fact detector)")
-	fl.String("llm-model", "", "model for the notes (config llm.model)")
 	fl.Duration("wait", 0, "wait this long for the locks of a concurrent flush (default 10s)")
+	configFlags(cmd, "compaction.memoryFlush.softThresholdTokens", "contextWindow", "model", "compaction.summarizer", "llm.model")
+	return cmd
 }
 
 // load resolves flags and config.
 func (o *FlushOptions) load(cfg *config.Config, fs *pflag.FlagSet) error {
-	o.Enabled = cfg.Bool(nil, "", "compaction.memoryFlush.enabled")
-	o.SoftThresholdTokens = cfg.Int(fs, "soft-threshold-tokens", "compaction.memoryFlush.softThresholdTokens")
-	o.Prompt = cfg.String(nil, "", "compaction.memoryFlush.prompt")
-	o.SystemPrompt = cfg.String(nil, "", "compaction.memoryFlush.systemPrompt")
+	o.Enabled = cfg.Bool(nil, "compaction.memoryFlush.enabled")
+	o.SoftThresholdTokens = cfg.Int(fs, "compaction.memoryFlush.softThresholdTokens")
+	o.Prompt = cfg.String(nil, "compaction.memoryFlush.prompt")
+	o.SystemPrompt = cfg.String(nil, "compaction.memoryFlush.systemPrompt")
 	if o.SoftThresholdTokens < 0 {
 		return fmt.Errorf("compaction.memoryFlush.softThresholdTokens = %d: use 0 or more", o.SoftThresholdTokens)
 	}
 	if o.Compact == nil {
 		o.Compact = &CompactOptions{IO: o.IO}
 		o.Compact.load(cfg, fs)
-		if w, err := fs.GetDuration("wait"); err == nil {
-			o.Compact.Wait = w
+		if fs != nil {
+			if w, err := fs.GetDuration("wait"); err == nil {
+				o.Compact.Wait = w
+			}
 		}
 	}
 	return o.Compact.validate()
@@ -198,14 +192,7 @@ func (o *FlushOptions) measure(s *transcript.Session) (int, int) {
 	if r, err := estimate.Context(s, ctx, estimate.Usage); err == nil {
 		tokens = r.Tokens
 	}
-	model := o.Compact.Model
-	if model == "" && ctx.Model != nil {
-		model = ctx.Model.ModelID
-	}
-	if model == "" && s.Header != nil {
-		model = s.Header.ModelID
-	}
-	w, _ := resolveWindow(model, o.Compact.Settings.ContextWindow, o.Compact.Windows)
+	w := models.ForSession(ctx.Path, s.Header, models.Settings{Model: o.Compact.Model, ContextWindow: o.Compact.Settings.ContextWindow, Overrides: o.Compact.Windows}).Tokens
 	return tokens, w
 }
 

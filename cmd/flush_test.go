@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
+	"github.com/ctxtool/ctxtool/pkg/config"
 	"github.com/ctxtool/ctxtool/pkg/memflush"
 	"github.com/ctxtool/ctxtool/pkg/sessionstore"
 )
@@ -147,5 +148,22 @@ func TestFlushReadmeExamples(t *testing.T) {
 		if code != 0 || out == "" {
 			t.Fatalf("ctxtool %s: exit %d\n%s", strings.Join(args, " "), code, errOut)
 		}
+	}
+}
+
+// The memoryFlush defaults in the key table are the seed's, as memflush has them.
+func TestFlushConfigDefaults(t *testing.T) {
+	cleanEnv(t)
+	fo := &FlushOptions{}
+	cfg, err := config.Load("", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fo.load(cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !fo.Enabled || fo.SoftThresholdTokens != memflush.DefaultSoftThresholdTokens || fo.Prompt != memflush.DefaultPrompt || fo.SystemPrompt != memflush.DefaultSystemPrompt ||
+		fo.Compact.Settings.ReserveTokensFloor != memflush.DefaultReserveTokensFloor {
+		t.Fatalf("config defaults %+v", fo)
 	}
 }
