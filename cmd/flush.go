@@ -238,10 +238,12 @@ func printFlush(o *FlushOptions, r *memflush.Result) {
 	fmt.Fprintln(w)
 }
 
-// flushBeforeCompaction is compact --memory-flush: the flush, forced past
-// the token threshold (the compaction happens anyway), before compacting.
-// A failed flush stops the compaction of that file: its notes would be
-// lost with the history.
+// flushBeforeCompaction is compact --memory-flush: the flush before
+// compacting — forced past its token threshold (the compaction happens
+// anyway), unless --if-needed makes the compaction itself conditional: then
+// the flush's own, lower threshold decides, as in OpenClaw. A failed flush
+// stops the compaction of that file: its notes would be lost with the
+// history.
 func flushBeforeCompaction(ctx context.Context, o *CompactOptions, file string) error {
 	fo := &FlushOptions{IO: o.IO, Enabled: o.Flush.Enabled, Workspace: o.Flush.Workspace, StateDir: o.Flush.StateDir,
 		SoftThresholdTokens: o.Flush.SoftThresholdTokens, Prompt: o.Flush.Prompt, SystemPrompt: o.Flush.SystemPrompt,
@@ -250,7 +252,7 @@ func flushBeforeCompaction(ctx context.Context, o *CompactOptions, file string) 
 	if err != nil {
 		return err
 	}
-	r, err := fo.flushFile(ctx, file, model, true)
+	r, err := fo.flushFile(ctx, file, model, !o.IfNeeded)
 	if err != nil {
 		return fmt.Errorf("memory flush before compaction failed, %s not compacted: %w", file, err)
 	}

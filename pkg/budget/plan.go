@@ -172,6 +172,9 @@ func Plan(ctx context.Context, in Input) (*Report, error) {
 	alloc := Allocate(in.Window, cfg)
 	r := &Report{File: s.File, ContextWindow: alloc.Total, Budget: alloc, BootstrapMaxChars: alloc.BootstrapMaxChars(),
 		Bootstrap: []BootstrapFile{}}
+	if !cfg.Enabled {
+		r.Warnings = append(r.Warnings, "contextManagement.enabled is false: OpenClaw would limit history by turns (VS6); this is the VS7 budget it would use if enabled")
+	}
 	logf("context management: bootstrap budget=%d tokens, maxChars=%d", alloc.Bootstrap, alloc.BootstrapMaxChars())
 
 	// Bootstrap files.
