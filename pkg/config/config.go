@@ -69,6 +69,17 @@ var Defaults = map[string]any{
 
 	"checkpoint.keep":            5,
 	"checkpoint.dedupeThreshold": 0.05,
+
+	// lint: the CI gate (ctxtool lint). Per-rule severities live under
+	// lint.severity.<rule> (a map, like models.<name>).
+	"lint.failOn":         "error",
+	"lint.enable":         []string{},
+	"lint.disable":        []string{},
+	"lint.maxLineBytes":   4194304,
+	"lint.maxImageBytes":  1048576,
+	"lint.maxTokens":      0,
+	"lint.maxUtilization": 0.0,
+	"lint.fixIdle":        "10m",
 }
 
 // Config is the resolved configuration of one process run.
@@ -178,6 +189,24 @@ func (c *Config) Bool(fs *pflag.FlagSet, flag, key string) bool {
 		return b
 	}
 	return c.v.GetBool(key)
+}
+
+// StringSlice returns the flag's values when set, else the key's resolved
+// list (a YAML list, or a comma-separated string from the environment).
+func (c *Config) StringSlice(fs *pflag.FlagSet, flag, key string) []string {
+	if flagSet(fs, flag) {
+		v, _ := fs.GetStringSlice(flag)
+		return v
+	}
+	var out []string
+	for _, item := range c.v.GetStringSlice(key) {
+		for _, part := range strings.Split(item, ",") {
+			if part = strings.TrimSpace(part); part != "" {
+				out = append(out, part)
+			}
+		}
+	}
+	return out
 }
 
 // Duration returns the flag's value when set, else the key's resolved value.
