@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ctxtool/ctxtool/pkg/config"
-	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
 	"github.com/ctxtool/ctxtool/pkg/lint"
 	"github.com/ctxtool/ctxtool/pkg/walk"
@@ -92,21 +91,16 @@ Directories are walked for transcripts (and .reset/.deleted archives).`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Format, "format", "text", "output: text, json (one object per finding) or sarif (SARIF 2.1.0)")
-	fl.String("fail-on", "error", "exit 3 on findings of this severity or worse: error, warning, note or never")
-	fl.StringSlice("enable", nil, "turn rules on (ids from --list-rules, comma-separated or repeated; \"all\")")
-	fl.StringSlice("disable", nil, "turn rules off")
+	enumCompletion(cmd, "format", []string{"text", "json", "sarif"})
+	configFlags(cmd, "lint.failOn", "lint.maxTokens", "lint.maxLineBytes", "lint.maxImageBytes", "lint.fixIdle",
+		"estimate.tokenizer", "model", "contextWindow")
+	fl.StringSlice("enable", nil, "turn rules on (ids from --list-rules, comma-separated or repeated; \"all\"); adds to lint.enable")
+	fl.StringSlice("disable", nil, "turn rules off; adds to lint.disable")
 	fl.StringVar(&opts.Baseline, "baseline", "", "fail only on findings not in this earlier lint output (--json or sarif)")
-	fl.Int("max-tokens", 0, "context-over-budget: the active context may hold at most N tokens")
-	fl.String("max-utilization", "", "context-over-budget: at most this share of the window (0.8 or 80%)")
-	fl.Int("max-line-bytes", 0, "oversized-line limit (default from lint.maxLineBytes, 4 MiB)")
-	fl.Int("max-image-bytes", 0, "large-inline-image limit in decoded bytes (default lint.maxImageBytes, 1 MiB)")
-	fl.String("tokenizer", "auto", "how the budget rule counts tokens (as estimate --tokenizer)")
-	fl.String("model", "", "model id for the context window (default: the session's last model)")
-	fl.Int("context-window", 0, "context window in tokens (overrides the model table)")
+	fl.String("max-utilization", "", "context-over-budget: at most this share of the window, 0.8 or 80% (config lint.maxUtilization)")
 	fl.BoolVar(&opts.Fix, "fix", false, "apply the safe append-only repairs (under the session lock), then report what is left")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "with --fix: say what would be appended, write nothing")
 	fl.DurationVar(&opts.Wait, "wait", 0, "with --fix: wait this long for the session lock")
-	fl.Duration("idle", 10*time.Minute, "with --fix: skip sessions written to more recently than this (lint.fixIdle)")
 	fl.BoolVar(&opts.ListRules, "list-rules", false, "print the rules (id, severity, fixable, what it finds) and exit")
 	return cmd
 }
@@ -119,49 +113,35 @@ func lintConfig(opts *LintOptions, cfg *config.Config, c *cobra.Command) error {
 	default:
 		return fmt.Errorf("--format %q: use text, json or sarif", opts.Format)
 	}
-	opts.FailOn = cfg.String(fl, "fail-on", "lint.failOn")
+	opts.FailOn = cfg.String(fl, "lint.failOn")
 	if _, err := failThreshold(opts.FailOn); err != nil {
 		return err
 	}
 	rs := lint.DefaultRuleSet()
-	for rule, v := range cfg.Sub("lint.severity") {
-		sev, err := lint.ParseSeverity(fmt.Sprint(v))
-		if err != nil {
-			return fmt.Errorf("lint.severity.%s: %v", rule, err)
-		}
-		if err := rs.SetSeverity(rule, sev); err != nil {
-			return fmt.Errorf("lint.severity: %v", err)
-		}
+	if err := lint.ApplySeverities(rs, cfg.String(nil, "lint.severity")); err != nil {
+		return fmt.Errorf("lint.severity: %v", err)
 	}
-	// Config first, flags after: --enable X wins over lint.disable: [X].
-	if err := rs.Disable(cfg.StringSlice(nil, "", "lint.disable")...); err != nil {
+	// Config first, flags after: --enable X wins over lint.disable: X.
+	if err := rs.Disable(cfg.String(nil, "lint.disable")); err != nil {
 		return fmt.Errorf("lint.disable: %v", err)
 	}
-	if err := rs.Enable(cfg.StringSlice(nil, "", "lint.enable")...); err != nil {
+	if err := rs.Enable(cfg.String(nil, "lint.enable")); err != nil {
 		return fmt.Errorf("lint.enable: %v", err)
 	}
-	if fl.Changed("disable") {
-		if err := rs.Disable(cfg.StringSlice(fl, "disable", "")...); err != nil {
-			return fmt.Errorf("--disable: %v", err)
-		}
+	disable, _ := fl.GetStringSlice("disable")
+	if err := rs.Disable(disable...); err != nil {
+		return fmt.Errorf("--disable: %v", err)
 	}
-	if fl.Changed("enable") {
-		if err := rs.Enable(cfg.StringSlice(fl, "enable", "")...); err != nil {
-			return fmt.Errorf("--enable: %v", err)
-		}
+	enable, _ := fl.GetStringSlice("enable")
+	if err := rs.Enable(enable...); err != nil {
+		return fmt.Errorf("--enable: %v", err)
 	}
 	o := &opts.Lint
 	o.Rules = rs
-	o.MaxLineBytes = cfg.Int(nil, "", "lint.maxLineBytes")
-	if fl.Changed("max-line-bytes") {
-		o.MaxLineBytes, _ = fl.GetInt("max-line-bytes")
-	}
-	o.MaxImageBytes = cfg.Int(nil, "", "lint.maxImageBytes")
-	if fl.Changed("max-image-bytes") {
-		o.MaxImageBytes, _ = fl.GetInt("max-image-bytes")
-	}
-	o.MaxTokens = cfg.Int(fl, "max-tokens", "lint.maxTokens")
-	o.MaxUtilization = cfg.Float(nil, "", "lint.maxUtilization")
+	o.MaxLineBytes = cfg.Int(fl, "lint.maxLineBytes")
+	o.MaxImageBytes = cfg.Int(fl, "lint.maxImageBytes")
+	o.MaxTokens = cfg.Int(fl, "lint.maxTokens")
+	o.MaxUtilization = cfg.Float(nil, "lint.maxUtilization")
 	if fl.Changed("max-utilization") {
 		s, _ := fl.GetString("max-utilization")
 		u, err := parseUtilization(s)
@@ -170,17 +150,11 @@ func lintConfig(opts *LintOptions, cfg *config.Config, c *cobra.Command) error {
 		}
 		o.MaxUtilization = u
 	}
-	if o.MaxTokens < 0 || o.MaxUtilization < 0 || o.MaxLineBytes < 0 || o.MaxImageBytes < 0 {
-		return fmt.Errorf("lint limits must not be negative (max-tokens, max-utilization, max-line-bytes, max-image-bytes)")
-	}
-	o.Tokenizer = cfg.String(fl, "tokenizer", "estimate.tokenizer")
-	if !estimate.ValidMethod(o.Tokenizer) {
-		return fmt.Errorf("--tokenizer %q: use one of %s", o.Tokenizer, strings.Join(estimate.Methods, ", "))
-	}
-	o.Model = cfg.String(fl, "model", "model")
-	o.ContextWindow = cfg.Int(fl, "context-window", "contextWindow")
+	o.Tokenizer = cfg.String(fl, "estimate.tokenizer")
+	o.Model = cfg.String(fl, "model")
+	o.ContextWindow = cfg.Int(fl, "contextWindow")
 	o.ModelWindows = modelWindows(cfg)
-	opts.Idle = cfg.Duration(fl, "idle", "lint.fixIdle")
+	opts.Idle = cfg.Duration(fl, "lint.fixIdle")
 	if opts.DryRun && !opts.Fix {
 		return fmt.Errorf("--dry-run goes with --fix (lint alone never writes)")
 	}

@@ -21,6 +21,9 @@ func runLintCmd(t *testing.T, args ...string) (string, string, int) {
 	root, _ := NewRootCmd(io)
 	root.SetArgs(append([]string{"lint"}, args...))
 	err := root.Execute()
+	if err != nil {
+		errOut.WriteString(err.Error()) // what Execute prints
+	}
 	return out.String(), errOut.String(), exitcode.Code(err)
 }
 
@@ -192,5 +195,29 @@ func TestLintListRulesAndDirectories(t *testing.T) {
 		if filepath.Base(f.File) != "a.jsonl" {
 			t.Errorf("linted %s", f.File)
 		}
+	}
+}
+
+// lint.* config keys set rules, severities and the failing level.
+func TestLintConfigKeys(t *testing.T) {
+	truncated := "../testdata/edge-truncated.jsonl"
+	conf := filepath.Join(t.TempDir(), "ctxtool.yaml")
+	os.WriteFile(conf, []byte("lint:\n  disable: malformed-line\n  severity: torn-line=warning\n"), 0o644)
+	out, stderr, code := runLintCmd(t, "--config", conf, "--json", truncated)
+	fs := jsonFindings(t, out)
+	if code != 0 || len(fs) != 1 || fs[0].Rule != "torn-line" || fs[0].Severity != lint.Warning {
+		t.Fatalf("exit %d %s: %+v", code, stderr, fs)
+	}
+	// The flag turns a rule the config disabled back on.
+	if _, _, code := runLintCmd(t, "--config", conf, "--enable", "malformed-line", truncated); code != 3 {
+		t.Fatalf("--enable over lint.disable: exit %d", code)
+	}
+	os.WriteFile(conf, []byte("lint:\n  failOn: warning\n"), 0o644)
+	if _, _, code := runLintCmd(t, "--config", conf, "../testdata/edge-trailing-toolcall.jsonl"); code != 3 {
+		t.Fatalf("lint.failOn warning: exit %d", code)
+	}
+	os.WriteFile(conf, []byte("lint:\n  severity: torn-line=loud\n"), 0o644)
+	if _, stderr, code := runLintCmd(t, "--config", conf, truncated); code != 2 || !strings.Contains(stderr, "lint.severity") {
+		t.Fatalf("bad severity: exit %d %s", code, stderr)
 	}
 }

@@ -245,6 +245,29 @@ func ruleNames() []string {
 	return names
 }
 
+// ApplySeverities reads per-rule overrides written as
+// "rule=level,rule=level" (config lint.severity).
+func ApplySeverities(rs *RuleSet, spec string) error {
+	for _, item := range strings.Split(spec, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		id, level, ok := strings.Cut(item, "=")
+		if !ok {
+			return fmt.Errorf("%q: write rule=level (error, warning, note or off)", item)
+		}
+		sev, err := ParseSeverity(level)
+		if err != nil {
+			return fmt.Errorf("%s: %v", strings.TrimSpace(id), err)
+		}
+		if err := rs.SetSeverity(strings.TrimSpace(id), sev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Disable turns rules off.
 func (rs *RuleSet) Disable(ids ...string) error {
 	list, err := ruleIDs(ids)
