@@ -8,6 +8,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/ctxtool/ctxtool/pkg/models"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -172,6 +173,7 @@ type checker struct {
 	opts     *Options
 	ctx      *transcript.Context
 	onPath   []bool // by position in s.Entries
+	win      *models.SessionWindow
 	findings []Finding
 }
 
@@ -205,7 +207,19 @@ func (c *checker) run() {
 	c.tools()
 	c.compactions()
 	c.sizes()
+	c.usage()
 	c.budget()
+}
+
+// window is the session's model and context window, resolved the way every
+// command resolves it (models.ForSession).
+func (c *checker) window() models.SessionWindow {
+	if c.win == nil {
+		w := models.ForSession(c.ctx.Path, c.s.Header, models.Settings{Model: c.opts.Model,
+			ContextWindow: c.opts.ContextWindow, Overrides: c.opts.ModelWindows})
+		c.win = &w
+	}
+	return *c.win
 }
 
 // markPath records which entries are on the root→leaf path, without a map

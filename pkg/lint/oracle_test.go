@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
+	"github.com/ctxtool/ctxtool/internal/testkit/usagekit"
 )
 
 // piFiles are every pi-format session in testdata/ and ../shared/fixtures
@@ -116,6 +117,33 @@ func TestRealFixturesShowTheirDefects(t *testing.T) {
 		if !found {
 			t.Errorf("%s: no %s at line %d: %+v", filepath.Base(c.file), c.rule, c.line, fs)
 		}
+	}
+}
+
+// The usage rule uses issue 9's classification: on the sessions whose usage
+// lies (usagekit) it names the pinned and flat records, and it is quiet
+// where usage is sound or only OpenClaw's zero-usage pseudo replies occur.
+func TestUsageRuleOnLyingSessions(t *testing.T) {
+	cases, err := usagekit.Write(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"pinned-4096": "pinned", "flat-large": "flat", "mirror-zero": "", "header-only": "", "outgrows-window": ""}
+	for _, c := range cases {
+		fs := findingsOf(lintFile(t, c.File, nil), RuleUsageSuspect)
+		var got []string
+		for _, f := range fs {
+			got = append(got, strings.TrimPrefix(f.Key, "usage:"))
+		}
+		if strings.Join(got, ",") != want[c.Name] {
+			t.Errorf("%s: usage findings %v, want %q: %+v", c.Name, got, want[c.Name], fs)
+		}
+	}
+	// The real OpenClaw session with Ollama's pinned 4096 shows it too.
+	f := filepath.Join(oracle.WildDir(t), "openclaw", "archeoneocode-fad751fa.jsonl")
+	fs := findingsOf(lintFile(t, f, nil), RuleUsageSuspect)
+	if len(fs) == 0 || fs[0].Key != "usage:pinned" || !strings.Contains(fs[0].Message, "4096") {
+		t.Fatalf("archeoneocode: %+v", fs)
 	}
 }
 

@@ -104,6 +104,7 @@ const (
 	RuleCompactionSplits  = "compaction-splits-tool-pair"
 	RuleCompactionNoGain  = "compaction-reclaims-nothing"
 	RuleCompactionEmpty   = "compaction-empty-summary"
+	RuleUsageSuspect      = "usage-suspect"
 	RuleContextOverBudget = "context-over-budget"
 	RuleOversizedLine     = "oversized-line"
 	RuleLargeImage        = "large-inline-image"
@@ -172,6 +173,9 @@ var rules = []*Rule{
 	{ID: RuleCompactionEmpty, Severity: Warning,
 		Summary: "a compaction whose summary is empty or an empty skeleton: the summarised history is lost",
 		Remedy:  "compact again from a copy taken before this compaction, or re-summarise with `ctxtool compact`; check the summariser's model and limits"},
+	{ID: RuleUsageSuspect, Severity: Warning,
+		Summary: "provider usage records that cannot measure their context: pinned (a truncation cap such as Ollama's num_ctx), flat while the transcript grows, zero, or implausibly small",
+		Remedy:  "do not trust token counts from this provider's usage: ctxtool estimates from the content instead; fix the provider setting (e.g. raise Ollama's num_ctx) if the prompt was truncated"},
 	{ID: RuleContextOverBudget, Severity: Error, Needs: "--max-tokens or --max-utilization",
 		Summary: "the active context is over the budget set with --max-tokens / --max-utilization",
 		Remedy:  "compact or roll the session (`ctxtool compact`, `ctxtool roll`)"},

@@ -300,6 +300,19 @@ func ruleCases() []ruleCase {
 			}, nil)
 			return p, lines
 		}, sev: Note}, // the first is superseded: checked separately below
+		{rule: RuleUsageSuspect, make: func(t *testing.T) (string, []int) {
+			var line int
+			pinned := func() *sessiongen.Usage { return &sessiongen.Usage{Input: 4096, Output: 100, TotalTokens: 4196} }
+			p := session(t, func(b *sessiongen.Builder) {
+				turn(b, "one")
+				b.UserText("summarise the design doc")
+				b.Assistant(sessiongen.Assistant{Content: []sessiongen.Block{sessiongen.Text("It has three parts.")}, Usage: pinned()})
+				line = b.Lines()
+				b.UserText("and the second part?")
+				b.Assistant(sessiongen.Assistant{Content: []sessiongen.Block{sessiongen.Text("The second part is the cache.")}, Usage: pinned()})
+			}, nil)
+			return p, []int{line}
+		}},
 		{rule: RuleContextOverBudget, opts: func(o *Options) { o.MaxTokens = 20; o.Tokenizer = "heuristic" }, make: func(t *testing.T) (string, []int) {
 			var line int
 			p := session(t, func(b *sessiongen.Builder) { turn(b, "one"); turn(b, "two"); line = b.Lines() }, nil)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/ctxtool/ctxtool/pkg/estimate"
-	"github.com/ctxtool/ctxtool/pkg/models"
 )
 
 // sizes reports oversized lines and large inline images.
@@ -117,14 +116,8 @@ func (c *checker) budget() {
 		c.report(RuleContextOverBudget, c.leafLine(), "budget", "could not estimate the context: %v", err)
 		return
 	}
-	model := o.Model
-	if model == "" && c.ctx.Model != nil {
-		model = c.ctx.Model.ModelID
-	}
-	if model == "" {
-		model = c.s.Header.ModelID
-	}
-	window := models.Resolve(model, o.ModelWindows, o.ContextWindow).Tokens
+	w := c.window()
+	window := w.Tokens
 	util := float64(res.Tokens) / float64(window)
 	var over []string
 	if o.MaxTokens > 0 && res.Tokens > o.MaxTokens {
@@ -138,7 +131,7 @@ func (c *checker) budget() {
 	}
 	leaf := c.s.Leaf()
 	f := c.report(RuleContextOverBudget, c.leafLine(), "budget",
-		"the active context is %d tokens (%s), %.1f%% of the %d-token window: over %s", res.Tokens, res.Method, util*100, window, joinAnd(over))
+		"the active context is %d tokens (%s), %.1f%% of the window of %s: over %s", res.Tokens, res.Method, util*100, w.Describe(), joinAnd(over))
 	setEntry(f, leaf)
 }
 
