@@ -95,6 +95,7 @@ var Sections = map[string]string{
 	"contextManagement":      "Seed 001 (VS7) context budget, used by ctxtool budget. The window is split by\nthese ratios; what no ratio claims is the reserve, which history gets together\nwith any system-prompt or bootstrap budget left unused.",
 	"recall":                 "",
 	"checkpoint":             "",
+	"lint":                   "ctxtool lint: the CI gate for transcripts (`ctxtool lint --list-rules`).",
 }
 
 // Keys is every configuration key, in the order of config.example.yaml.
@@ -203,6 +204,25 @@ var Keys = []Key{
 	{Name: "checkpoint.keep", Kind: Int, Default: 5, Flag: "keep", Range: positive(), Doc: "Checkpoints kept per session."},
 	{Name: "checkpoint.dedupeThreshold", Kind: Float, Default: 0.05, Flag: "dedupe-threshold", Range: unit(),
 		Doc: "No new checkpoint when input tokens changed by less than this share."},
+
+	{Name: "lint.failOn", Kind: String, Default: "error", Flag: "fail-on", Enum: []string{"error", "warning", "note", "never"},
+		Doc: "Exit 3 when a finding at or above this severity is found (only new ones with --baseline): error | warning | note | never."},
+	{Name: "lint.enable", Kind: String, Default: "",
+		Doc: `Rules to turn on, comma-separated ids from --list-rules ("all" for every rule); the --enable flag adds to it.`},
+	{Name: "lint.disable", Kind: String, Default: "",
+		Doc: "Rules to turn off, comma-separated; the --disable flag adds to it."},
+	{Name: "lint.severity", Kind: String, Default: "",
+		Doc: `Per-rule severity overrides, comma-separated rule=error|warning|note|off (e.g. "unreachable-entries=off,pending-tool-call=error").`},
+	{Name: "lint.maxLineBytes", Kind: Int, Default: 4194304, Flag: "max-line-bytes", Range: nonNegative(),
+		Doc: "oversized-line: a single line over this many bytes (0 = off)."},
+	{Name: "lint.maxImageBytes", Kind: Int, Default: 1048576, Flag: "max-image-bytes", Range: nonNegative(),
+		Doc: "large-inline-image: an inline image over this many decoded bytes (0 = off)."},
+	{Name: "lint.maxTokens", Kind: Int, Default: 0, Flag: "max-tokens", Range: nonNegative(),
+		Doc: "context-over-budget: the active context may hold at most this many tokens, counted with estimate.tokenizer (0 = no limit)."},
+	{Name: "lint.maxUtilization", Kind: Float, Default: 0.0, Range: nonNegative(),
+		Doc: "context-over-budget: at most this share of the context window (0.8 = 80%; 0 = no limit); flag --max-utilization 0.8 or 80%."},
+	{Name: "lint.fixIdle", Kind: Duration, Default: "10m", Flag: "idle",
+		Doc: "lint --fix leaves alone sessions written to more recently than this (a tool may still be running; standalone pi takes no lock)."},
 }
 
 // EnvOnly are environment variables that are not config keys but belong to
