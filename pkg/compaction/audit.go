@@ -63,17 +63,12 @@ func (a *Audit) ForDetails() *DetailsAudit {
 // regionFacts are the facts of what a compaction replaces: the messages
 // it summarises and the previous summary (whose facts it must carry).
 func regionFacts(p *Preparation, msgs ...[]*Msg) []facts.Fact {
-	var srcs []facts.Source
+	var groups [][]facts.Fact
 	if p.PreviousSummary != "" && p.PrevCompaction != nil {
-		srcs = append(srcs, facts.Source{Text: stripFileBlocks(p.PreviousSummary), Line: p.PrevCompaction.Line,
-			EntryID: p.PrevCompaction.ID, Role: "compactionSummary"})
+		groups = append(groups, facts.Scan(facts.Source{Text: stripFileBlocks(p.PreviousSummary), Line: p.PrevCompaction.Line,
+			EntryID: p.PrevCompaction.ID, Role: "compactionSummary"}))
 	}
-	for _, ms := range msgs {
-		for _, m := range ms {
-			srcs = append(srcs, facts.FromMessage(m.E, m.M)...)
-		}
-	}
-	return facts.Detect(srcs)
+	return facts.Merge(append(groups, msgFacts(msgs...)...))
 }
 
 // keptText is the text of the kept messages, as the fact detector reads it.

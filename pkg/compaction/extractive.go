@@ -140,16 +140,12 @@ const itemChars = 400
 
 // regionItems turns the region's messages into items.
 func regionItems(msgs []*Msg) []item {
-	var srcs []facts.Source
 	var users []*Msg
 	var lastAssistant string
 	var finals []item
 	tools := map[string]int{}
 	ops := newFileOps()
 	for i, mm := range msgs {
-		for _, s := range facts.FromMessage(mm.E, mm.M) {
-			srcs = append(srcs, s)
-		}
 		switch mm.Role() {
 		case "user":
 			t := strings.TrimSpace(msgText(mm.M))
@@ -194,7 +190,7 @@ func regionItems(msgs []*Msg) []item {
 		finals = finals[len(finals)-8:]
 	}
 	out = append(out, finals...)
-	for _, f := range facts.Detect(srcs) {
+	for _, f := range facts.Merge(msgFacts(msgs)) {
 		f := f
 		out = append(out, factItem(&f))
 	}

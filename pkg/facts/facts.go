@@ -130,9 +130,30 @@ const MaxSentence = 240
 // appearance. A fact seen several times keeps its first line, every line in
 // Lines, the shortest carrying sentence, and the most conversational origin.
 func Detect(srcs []Source) []Fact {
-	d := &detector{index: map[string]int{}}
+	groups := make([][]Fact, len(srcs))
 	for i, s := range srcs {
-		d.source(i, s)
+		groups[i] = Scan(s)
+	}
+	return Merge(groups)
+}
+
+// Scan finds the facts of one source (de-duplicated within it). Callers
+// that look at the same text more than once (a summary and its audit)
+// scan each message once and Merge the results.
+func Scan(s Source) []Fact {
+	d := &detector{index: map[string]int{}}
+	d.source(0, s)
+	return d.out
+}
+
+// Merge de-duplicates scanned facts the way Detect does; groups are in
+// session order (a group's index is its recency).
+func Merge(groups [][]Fact) []Fact {
+	d := &detector{index: map[string]int{}}
+	for i, g := range groups {
+		for _, f := range g {
+			d.add(f, i)
+		}
 	}
 	for i := range d.out {
 		sort.Ints(d.out[i].Lines)
