@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+
+	"github.com/ctxtool/ctxtool/pkg/formats"
 )
 
 // Session is a loaded session file: header, entry metadata in file order,
@@ -30,6 +32,9 @@ type Session struct {
 	// EndsWithNewline is false when the last byte is not '\n' (appends must
 	// add one first, or the appended line glues onto the last one).
 	EndsWithNewline bool
+	// Foreign is the translated source when the file is not pi JSONL
+	// (foreign.go); nil for pi files.
+	Foreign *formats.View
 
 	byID map[string]*Entry
 	src  io.ReaderAt
@@ -58,7 +63,16 @@ func Load(path string) (*Session, error) {
 		if err != nil {
 			return nil, fmt.Errorf("stdin: %v", err)
 		}
+		if v, err := formats.OpenReader("-", bytes.NewReader(data)); err != nil || v != nil {
+			if err != nil {
+				return nil, err
+			}
+			return loadView("-", v)
+		}
 		return LoadBytes("-", data)
+	}
+	if s, handled, err := loadForeign(path); handled {
+		return s, err
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -105,6 +119,9 @@ func LoadBytes(name string, data []byte) (*Session, error) {
 func (s *Session) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.Foreign != nil {
+		s.Foreign.Close()
+	}
 	if s.file != nil {
 		err := s.file.Close()
 		s.file = nil

@@ -64,6 +64,9 @@ func LockPath(session string) string {
 // create; stale locks are taken over). With wait > 0 it retries until the
 // deadline with OpenClaw's backoff (min(1s, 50ms × attempt)).
 func AcquireLock(ctx context.Context, session string, wait time.Duration) (*Lock, error) {
+	if err := CheckWritable(session); err != nil {
+		return nil, err
+	}
 	path := LockPath(session)
 	deadline := time.Now().Add(wait)
 	for attempt := 1; ; attempt++ {
