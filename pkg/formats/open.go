@@ -13,6 +13,8 @@ import (
 // lineConv is a stateful converter fed one source line at a time.
 type lineConv interface {
 	line(no int, raw []byte) error
+	// flush writes what the converter holds back for the next lines.
+	flush() error
 	finish() error
 }
 

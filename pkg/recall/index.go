@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ctxtool/ctxtool/pkg/formats"
 )
 
 // headLen is how much of a file's start is hashed to notice a rewrite.
@@ -212,7 +214,7 @@ type readResult struct {
 // line), extracts and chunks them, and hands finished chunks to emit.
 // Malformed lines are counted after line newFrom only (earlier ones were
 // counted when first indexed).
-func (ix *Index) scanLines(ctx context.Context, f *os.File, off int64, line, newFrom int, emit func([]chunk) error) (readResult, error) {
+func (ix *Index) scanLines(ctx context.Context, f *os.File, conv *formats.LineConverter, off int64, line, newFrom int, emit func([]chunk) error) (readResult, error) {
 	res := readResult{end: off, lastLineStart: off, lines: line}
 	x := extractor{maxChars: ix.maxChars}
 	ch := newChunker()
@@ -241,7 +243,7 @@ func (ix *Index) scanLines(ctx context.Context, f *os.File, off int64, line, new
 		res.read++
 		res.lastLineStart = res.end
 		res.end += int64(len(l))
-		units, ok := x.extractLine(l)
+		units, ok := extractSourceLine(&x, conv, res.lines, l)
 		if !ok && res.lines > newFrom {
 			res.nMalformed++
 			if len(res.malformed) < maxReportedMalformed {
@@ -287,7 +289,7 @@ func (ix *Index) Index(ctx context.Context, path string) (Stats, error) {
 		return Stats{File: path}, err
 	}
 	st := Stats{File: abs}
-	f, err := os.Open(abs)
+	f, conv, err := openSource(abs)
 	if err != nil {
 		return st, fmt.Errorf("recall: %v", err)
 	}
@@ -398,7 +400,7 @@ func (ix *Index) Index(ctx context.Context, path string) (Stats, error) {
 	var readErr error
 	go func() {
 		defer close(batches)
-		res, readErr = ix.scanLines(pctx, f, off, line, newFrom, func(cs []chunk) error {
+		res, readErr = ix.scanLines(pctx, f, conv, off, line, newFrom, func(cs []chunk) error {
 			select {
 			case batches <- cs:
 				return nil
@@ -608,7 +610,7 @@ func (ix *Index) Prune(ctx context.Context, roots ...string) ([]string, error) {
 		if len(absRoots) > 0 && !underAny(p, absRoots) {
 			continue
 		}
-		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(sourceFile(p)); !errors.Is(err, os.ErrNotExist) {
 			continue
 		}
 		if err := ix.removeLocked(ctx, p); err != nil {
