@@ -1,0 +1,230 @@
+package facts
+
+import (
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/ctxtool/ctxtool/pkg/transcript"
+)
+
+func find(fs []Fact, c Class, sub string) *Fact {
+	for i := range fs {
+		if fs[i].Class == c && strings.Contains(fs[i].Value, sub) {
+			return &fs[i]
+		}
+	}
+	return nil
+}
+
+func TestDetectEveryClassWithLines(t *testing.T) {
+	srcs := []Source{
+		{Line: 3, Role: "user", Text: "Please add a retry to the uploader. Never log the api_secret field in any handler."},
+		{Line: 4, Role: "assistant", Text: "We decided to use SQLite for the local cache instead of BoltDB. The debug proxy listens on port 31686."},
+		{Line: 5, Role: "toolCall", Text: "/srv/app/internal/cache/store.go"},
+		{Line: 6, Role: "toolResult", IsError: true, Text: "open /srv/app/config/prod.yaml: permission denied\nexit status 1"},
+		{Line: 7, Role: "toolResult", Text: "commit 3f9a2c41be7d\nsee https://example.com/runbooks/cache and ticket OPS-4411, upload limit of 500 requests per minute, memory 512 MB, coverage 87.5%"},
+		{Line: 8, Role: "user", Text: "Do not restart the billing service during business hours. Can you also check why the nightly job takes 45 minutes?"},
+		{Line: 9, Role: "assistant", Text: "Pinned go to version 1.22.4 and the request id is 0b5f7c1e-2d3a-4c8b-9e6f-1a2b3c4d5e6f."},
+	}
+	fs := Detect(srcs)
+	want := []struct {
+		c    Class
+		sub  string
+		line int
+		kind string
+	}{
+		{Request, "Please add a retry to the uploader", 3, ""},
+		{Constraint, "Never log the api_secret field", 3, ""},
+		{Decision, "decided to use SQLite", 4, ""},
+		{Number, "port 31686", 4, "port"},
+		{Identifier, "/srv/app/internal/cache/store.go", 5, "path"},
+		{Error, "permission denied", 6, ""},
+		{Identifier, "/srv/app/config/prod.yaml", 6, "path"},
+		{Identifier, "3f9a2c41be7d", 7, "hash"},
+		{Identifier, "https://example.com/runbooks/cache", 7, "url"},
+		{Identifier, "OPS-4411", 7, "ticket"},
+		{Number, "limit of 500", 7, "count"},
+		{Number, "512 MB", 7, "size"},
+		{Number, "87.5%", 7, "percent"},
+		{Constraint, "Do not restart the billing service", 8, ""},
+		{Request, "Can you also check why the nightly job", 8, ""},
+		{Number, "45 minutes", 8, "duration"},
+		{Number, "1.22.4", 9, "version"},
+		{Identifier, "0b5f7c1e-2d3a-4c8b-9e6f-1a2b3c4d5e6f", 9, "uuid"},
+	}
+	for _, w := range want {
+		f := find(fs, w.c, w.sub)
+		if f == nil {
+			t.Errorf("no %s fact containing %q; got:\n%s", w.c, w.sub, dump(fs))
+			continue
+		}
+		if f.Line != w.line {
+			t.Errorf("%s %q: line %d, want %d", w.c, w.sub, f.Line, w.line)
+		}
+		if w.kind != "" && f.Kind != w.kind {
+			t.Errorf("%s %q: kind %q, want %q", w.c, w.sub, f.Kind, w.kind)
+		}
+	}
+	// Numbers inside identifiers are not numbers of their own.
+	for _, f := range fs {
+		if f.Class == Number && (strings.Contains(f.Value, "3f9a") || strings.Contains(f.Value, "4411")) {
+			t.Errorf("number found inside an identifier: %+v", f)
+		}
+	}
+	// The request id's hex runs are not reported as hashes.
+	if f := find(fs, Identifier, "2d3a"); f != nil && f.Kind == "hash" {
+		t.Errorf("UUID part reported as a hash: %+v", f)
+	}
+}
+
+func TestDetectDedupesAndKeepsLines(t *testing.T) {
+	fs := Detect([]Source{
+		{Line: 10, Role: "toolResult", Text: "wrote /tmp/work/out/report.csv (1200 rows)"},
+		{Line: 12, Role: "assistant", Text: "The report is in /tmp/work/out/report.csv."},
+		{Line: 20, Role: "toolResult", Text: "cat /tmp/work/out/report.csv"},
+	})
+	var n int
+	for _, f := range fs {
+		if f.Class == Identifier && f.Value == "/tmp/work/out/report.csv" {
+			n++
+			if f.Line != 10 || len(f.Lines) != 3 || f.Lines[2] != 20 {
+				t.Errorf("lines: %d %v", f.Line, f.Lines)
+			}
+			if f.Origin != "assistant" {
+				t.Errorf("origin %q, want assistant (the most conversational role it was seen in)", f.Origin)
+			}
+			if f.Sentence != "The report is in /tmp/work/out/report.csv." {
+				t.Errorf("sentence %q: want the assistant's sentence", f.Sentence)
+			}
+		}
+	}
+	if n != 1 {
+		t.Fatalf("identifier reported %d times, want once:\n%s", n, dump(fs))
+	}
+}
+
+func TestDetectIgnoresCodeAndSmallTalk(t *testing.T) {
+	fs := Detect([]Source{
+		{Line: 2, Role: "toolResult", Text: "func (s *Store) Get(k string) ([]byte, error) {\n\tif err != nil { return nil, err }\n}"},
+		{Line: 3, Role: "assistant", Text: "Sure, here it is."},
+		{Line: 4, Role: "user", Text: "thanks"},
+	})
+	for _, f := range fs {
+		if f.Class == Constraint || f.Class == Decision || f.Class == Request {
+			t.Errorf("statement found in code or small talk: %+v", f)
+		}
+	}
+}
+
+func TestCorpusHas(t *testing.T) {
+	fs := Detect([]Source{
+		{Line: 1, Role: "user", Text: "Never log the api_secret field in the payment handlers."},
+		{Line: 2, Role: "assistant", Text: "The debug proxy uses port 31686. Artifacts go to /var/lib/ci/artifacts/build-77."},
+	})
+	c := find(fs, Constraint, "api_secret")
+	n := find(fs, Number, "31686")
+	id := find(fs, Identifier, "/var/lib/ci/artifacts/build-77")
+	if c == nil || n == nil || id == nil {
+		t.Fatalf("facts not detected:\n%s", dump(fs))
+	}
+	cases := []struct {
+		text string
+		f    *Fact
+		want bool
+	}{
+		{"- never log the API_SECRET field in the payment handlers", c, true},        // case/punctuation ignored
+		{"Rule: the api_secret field is never logged by payment handlers.", c, true}, // reworded, content words kept
+		{"Never log secrets.", c, false},
+		{"proxy on :31686", n, true},
+		{"proxy on 316860", n, false},
+		{"see /var/lib/ci/artifacts/build-77 for logs", id, true},
+		{"see /var/lib/ci/artifacts/build-7", id, false},
+	}
+	for _, k := range cases {
+		if got := NewCorpus(k.text).Has(*k.f); got != k.want {
+			t.Errorf("Has(%q) in %q = %v, want %v", k.f.Value, k.text, got, k.want)
+		}
+	}
+	miss := Missing(fs, "Never log the api_secret field in the payment handlers.", "port 31686")
+	if len(miss) != 1 || miss[0].Value != "/var/lib/ci/artifacts/build-77" {
+		t.Errorf("Missing = %s", dump(miss))
+	}
+}
+
+func TestSentences(t *testing.T) {
+	got := Sentences("Edit ~/.pi/agent/settings.json first. Then v1.2 is fine!\n- Done.\n// never push to main。次の文")
+	want := []string{"Edit ~/.pi/agent/settings.json first.", "Then v1.2 is fine!", "Done.", "never push to main。", "次の文"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("Sentences = %q\nwant %q", got, want)
+	}
+}
+
+func TestFromEntriesOnSession(t *testing.T) {
+	_, self, _, _ := runtime.Caller(0)
+	path := filepath.Join(filepath.Dir(self), "..", "..", "testdata", "sample-v3.jsonl")
+	s, err := transcript.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := s.Context()
+	var entries []*transcript.Entry
+	for _, m := range ctx.Messages {
+		entries = append(entries, m.Entry)
+	}
+	srcs, err := FromEntries(s, entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := Detect(srcs)
+	if len(fs) == 0 {
+		t.Fatal("no facts in sample-v3")
+	}
+	lines := map[int]bool{}
+	for _, e := range entries {
+		lines[e.Line] = true
+	}
+	counts := Count(fs)
+	byLine := map[int]*transcript.Entry{}
+	for _, e := range entries {
+		byLine[e.Line] = e
+	}
+	for _, f := range fs {
+		e := byLine[f.Line]
+		if e == nil {
+			t.Errorf("fact %q on line %d, which is not a context message", f.Value, f.Line)
+			continue
+		}
+		if f.Class != Identifier {
+			continue
+		}
+		m, err := s.Message(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var text strings.Builder
+		for _, src := range FromMessage(e, m) {
+			text.WriteString(src.Text)
+		}
+		if !strings.Contains(text.String(), f.Value) {
+			t.Errorf("identifier %q not in the message on its line %d", f.Value, f.Line)
+		}
+	}
+	if counts[Identifier] == 0 {
+		t.Errorf("no identifiers in a real coding session: %v", counts)
+	}
+	t.Logf("sample-v3: %v", counts)
+}
+
+func dump(fs []Fact) string {
+	var b strings.Builder
+	for _, f := range fs {
+		b.WriteString("  " + string(f.Class) + "/" + f.Kind + " L" + itoa(f.Line) + " " + f.Value + "\n")
+	}
+	return b.String()
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
