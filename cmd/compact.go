@@ -31,6 +31,7 @@ type CompactOptions struct {
 	Windows    map[string]int
 	DryRun     bool
 	Truncate   bool
+	Idle       time.Duration
 	Wait       time.Duration
 }
 
@@ -91,6 +92,7 @@ and exits 1.`,
 	fl.String("instructions", "", "extra instructions for the summary (config compaction.customInstructions)")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "show what would be summarized and kept; write nothing")
 	fl.BoolVar(&opts.Truncate, "truncate", false, "rewrite the file as header + compaction + kept tail (original kept as <file>.bak.<stamp>)")
+	fl.DurationVar(&opts.Idle, "idle", compaction.DefaultIdle, "with --truncate: refuse a session written to less than this long ago (an agent is active; exit 4)")
 	fl.DurationVar(&opts.Wait, "wait", 0, "wait this long for the session lock (default: fail at once, exit 4)")
 	fl.Bool("force", false, "compact even below the strategy's trigger")
 	fl.Int("context-window", 0, "context window in tokens (default: from the session's model)")
@@ -215,7 +217,7 @@ func runCompact(ctx context.Context, o *CompactOptions) error {
 	worst := 0
 	for _, file := range o.Files {
 		opts := compaction.Options{
-			Settings: o.Settings, Summarizer: sum, Estimator: o.Estimator, DryRun: o.DryRun, Truncate: o.Truncate, Wait: o.Wait,
+			Settings: o.Settings, Summarizer: sum, Estimator: o.Estimator, DryRun: o.DryRun, Truncate: o.Truncate, Idle: o.Idle, Wait: o.Wait,
 			ResolveWindow: func(model string) int {
 				if o.Model != "" {
 					model = o.Model

@@ -22,6 +22,11 @@ type IndexOptions struct {
 	Paths    []string
 	JSON     bool
 	StateDir string
+	// Location is --index / recall.url ("" = the state directory's SQLite
+	// file).
+	Location string
+	// Rebuild empties the index first (--rebuild).
+	Rebuild bool
 	// Embedder enables semantic search (nil: keyword only).
 	Embedder recall.Embedder
 	// MaxChars caps tool output per message (recall.toolOutputChars).
@@ -46,11 +51,22 @@ the last run stopped, a file whose indexed part changed is indexed again, and
 files that were removed from an indexed directory drop out. A trailing line
 without newline (a session being written) waits for the next run.
 
-The index lives in <state-dir>/recall/index.sqlite. With llm.embeddingModel
-set, chunks are also embedded through the OpenAI-compatible endpoint
-(llm.baseURL, llm.apiKey / OPENAI_API_KEY) for hybrid search.`,
+Each file is indexed all-or-nothing: a run killed at any moment leaves the
+index as it was before that file, and the next run completes it.
+
+The index lives in <state-dir>/recall/index.sqlite, or where --index
+(config recall.url) says: another SQLite file, or a PostgreSQL database
+(postgres://user:password@host/db) that any number of machines index into
+and search at once. --rebuild empties the index first (the remedy for a
+damaged index; on PostgreSQL it empties every machine's rows).
+
+With llm.embeddingModel set, chunks are also embedded through the
+OpenAI-compatible endpoint (llm.baseURL, llm.apiKey / OPENAI_API_KEY) for
+hybrid search.`,
 		Example: `  ctxtool index ~/.openclaw/agents/main/sessions
-  ctxtool index --json ~/.pi/agent/sessions`,
+  ctxtool index --json ~/.pi/agent/sessions
+  ctxtool index --index postgres://ctxtool@db.internal/recall /srv/agents/*/sessions
+  ctxtool index --rebuild ~/.pi/agent/sessions`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			cfg, err := f.Config()
@@ -60,6 +76,7 @@ set, chunks are also embedded through the OpenAI-compatible endpoint
 			opts.Paths = args
 			opts.JSON = f.JSON
 			opts.StateDir = cfg.StateDir(c.Flags())
+			opts.Location = cfg.String(c.Flags(), "index", "recall.url")
 			opts.MaxChars = cfg.Int(nil, "", "recall.toolOutputChars")
 			if opts.Embedder, err = recallEmbedder(cfg); err != nil {
 				return exitcode.New(exitcode.Usage, err)
@@ -67,7 +84,26 @@ set, chunks are also embedded through the OpenAI-compatible endpoint
 			return runIndex(c.Context(), opts)
 		},
 	}
+	addIndexFlag(cmd)
+	cmd.Flags().BoolVar(&opts.Rebuild, "rebuild", false, "empty the index first and index everything again (a damaged index's remedy)")
 	return cmd
+}
+
+// addIndexFlag adds --index (config recall.url) to a command using recall.
+func addIndexFlag(cmd *cobra.Command) {
+	cmd.Flags().String("index", "", "recall index: a SQLite file or postgres://… (config recall.url; default <state-dir>/recall/index.sqlite)")
+}
+
+// recallLocation is where the index lives: the explicit location
+// (--index / recall.url), else the state directory's SQLite file.
+func recallLocation(location, stateDir string) (string, error) {
+	if location != "" {
+		return location, nil
+	}
+	if stateDir == "" {
+		return "", fmt.Errorf("no recall index location: set --state-dir (CTXTOOL_STATE_DIR) or --index (recall.url)")
+	}
+	return recall.DBPath(stateDir), nil
 }
 
 // recallEmbedder builds the embeddings client when llm.embeddingModel is
@@ -92,9 +128,14 @@ func recallEmbedder(cfg *config.Config) (recall.Embedder, error) {
 	})
 }
 
-// openRecall opens the index of the state directory.
-func openRecall(stateDir string, e recall.Embedder, maxChars int) (*recall.Index, error) {
-	ix, err := recall.Open(stateDir, recall.WithEmbedder(e), recall.WithMaxChars(maxChars))
+// openRecall opens the index at location (--index / recall.url), or the
+// state directory's.
+func openRecall(location, stateDir string, e recall.Embedder, maxChars int) (*recall.Index, error) {
+	loc, err := recallLocation(location, stateDir)
+	if err != nil {
+		return nil, exitcode.New(exitcode.Usage, err)
+	}
+	ix, err := recall.OpenURL(loc, recall.WithEmbedder(e), recall.WithMaxChars(maxChars))
 	if err != nil {
 		return nil, exitcode.New(exitcode.Runtime, err)
 	}
@@ -109,29 +150,36 @@ func runIndex(ctx context.Context, opts *IndexOptions) error {
 	if err != nil {
 		return exitcode.New(exitcode.Usage, err)
 	}
-	ix, err := openRecall(opts.StateDir, opts.Embedder, opts.MaxChars)
+	if opts.Rebuild {
+		loc, err := recallLocation(opts.Location, opts.StateDir)
+		if err != nil {
+			return exitcode.New(exitcode.Usage, err)
+		}
+		if err := recall.Rebuild(loc); err != nil {
+			return exitcode.New(exitcode.Runtime, err)
+		}
+	}
+	ix, err := openRecall(opts.Location, opts.StateDir, opts.Embedder, opts.MaxChars)
 	if err != nil {
 		return err
 	}
 	defer ix.Close()
 
 	var total int64
-	for _, f := range files {
+	paths := make([]string, len(files))
+	for i, f := range files {
 		total += f.Size
+		paths[i] = f.Path
 	}
 	prog := opts.IO.NewProgress("indexing", "files", len(files))
 	start := time.Now()
 	var all []recall.Stats
 	failed := 0
 	var done int64
-	for i, f := range files {
-		if err := ctx.Err(); err != nil {
-			prog.Clear()
-			return exitcode.New(exitcode.Runtime, err)
-		}
-		st, err := ix.Index(ctx, f.Path)
-		done += f.Size
-		prog.Update(i+1, fmt.Sprintf("%.1f/%.1f MB", float64(done)/1e6, float64(total)/1e6))
+	var writeErr error
+	err = ix.IndexFiles(ctx, paths, func(st recall.Stats, err error) {
+		done += files[len(all)].Size
+		prog.Update(len(all)+1, fmt.Sprintf("%.1f/%.1f MB", float64(done)/1e6, float64(total)/1e6))
 		if err != nil {
 			failed++
 			prog.Clear()
@@ -142,12 +190,19 @@ func runIndex(ctx context.Context, opts *IndexOptions) error {
 			prog.Clear()
 			fmt.Fprintf(opts.IO.ErrOut, "warning: %s:%d: malformed line (not one JSON object); indexed what decodes\n", st.File, l)
 		}
-		if opts.JSON {
-			if err := writeJSONLine(opts.IO.Out, st); err != nil {
-				return err
-			}
+		if opts.JSON && writeErr == nil {
+			writeErr = writeJSONLine(opts.IO.Out, st)
 		}
 		all = append(all, st)
+	})
+	if err != nil {
+		// The storage failed (or the run was cancelled): the files not
+		// reported are not indexed; what was reported is kept.
+		prog.Clear()
+		return exitcode.New(exitcode.Runtime, err)
+	}
+	if writeErr != nil {
+		return writeErr
 	}
 	// Files that vanished from the walked directories drop out.
 	var roots []string

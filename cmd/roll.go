@@ -36,6 +36,7 @@ type RollOptions struct {
 	// RecallEnabled is config recall.enabled; StateDir holds the index.
 	RecallEnabled bool
 	StateDir      string
+	RecallURL     string // --index / recall.url
 	Embedder      recall.Embedder
 	MaxChars      int
 	// Fallback summarises when recall is unavailable (nil: unavailable).
@@ -105,6 +106,7 @@ code 4 unless --wait gets the lock). Standalone pi takes no lock: use
 			opts.ModelWindows = modelWindows(cfg)
 			opts.RecallEnabled = cfg.Bool(nil, "", "recall.enabled")
 			opts.StateDir = cfg.StateDir(fl)
+			opts.RecallURL = cfg.String(fl, "index", "recall.url")
 			opts.MaxChars = cfg.Int(nil, "", "recall.toolOutputChars")
 			if opts.RecallEnabled {
 				if opts.Embedder, err = recallEmbedder(cfg); err != nil {
@@ -139,6 +141,7 @@ code 4 unless --wait gets the lock). Standalone pi takes no lock: use
 	fl.String("tokenizer", "auto", "token estimate: auto|heuristic|usage|calibrated|o200k|cl100k")
 	fl.String("model", "", "model id for the context window (default: the session's last model)")
 	fl.Int("context-window", 0, "context window in tokens (overrides the model table)")
+	addIndexFlag(cmd)
 	return cmd
 }
 
@@ -210,7 +213,7 @@ func runRoll(ctx context.Context, opts *RollOptions) error {
 	}
 	if !opts.RecallEnabled {
 		r.RecallErr = fmt.Errorf("recall is disabled (recall.enabled: false)")
-	} else if ix, err := openRecall(opts.StateDir, opts.Embedder, opts.MaxChars); err != nil {
+	} else if ix, err := openRecall(opts.RecallURL, opts.StateDir, opts.Embedder, opts.MaxChars); err != nil {
 		r.RecallErr = fmt.Errorf("the recall index cannot be opened: %v", err)
 	} else {
 		defer ix.Close()

@@ -17,6 +17,7 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/config"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
 	"github.com/ctxtool/ctxtool/pkg/iostreams"
+	"github.com/ctxtool/ctxtool/pkg/safefile"
 )
 
 // Version is set at build time with -ldflags "-X github.com/ctxtool/ctxtool/cmd.Version=…".
@@ -89,6 +90,9 @@ lock.`,
 
 // Execute runs the CLI and returns the process exit code.
 func Execute() int {
+	// SIGINT/SIGTERM end every command within a second, with its temp
+	// files removed and its locks released, whatever it is doing.
+	safefile.HandleInterrupts()
 	io := iostreams.System()
 	root, _ := NewRootCmd(io)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

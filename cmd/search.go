@@ -22,6 +22,7 @@ type SearchOptions struct {
 	Session    string
 	JSON       bool
 	StateDir   string
+	Location   string // --index / recall.url
 	Embedder   recall.Embedder
 }
 
@@ -53,6 +54,7 @@ citation, entryIds, timestamp, source); no hits print nothing.`,
 			opts.Query = strings.Join(args, " ")
 			opts.JSON = f.JSON
 			opts.StateDir = cfg.StateDir(c.Flags())
+			opts.Location = cfg.String(c.Flags(), "index", "recall.url")
 			opts.MaxResults = cfg.Int(c.Flags(), "max-results", "recall.maxResults")
 			opts.MinScore = cfg.Float(c.Flags(), "min-score", "recall.minScore")
 			if opts.Embedder, err = recallEmbedder(cfg); err != nil {
@@ -65,6 +67,7 @@ citation, entryIds, timestamp, source); no hits print nothing.`,
 	fl.Int("max-results", recall.DefaultMaxResults, "most hits to show")
 	fl.Float64("min-score", recall.DefaultMinScore, "drop hits scoring below this (0..1)")
 	fl.StringVar(&opts.Session, "session", "", "search only this session file")
+	addIndexFlag(cmd)
 	return cmd
 }
 
@@ -78,11 +81,14 @@ func runSearch(ctx context.Context, opts *SearchOptions) error {
 	if opts.MinScore < 0 || opts.MinScore > 1 {
 		return exitcode.Newf(exitcode.Usage, "--min-score %v: must be between 0 and 1", opts.MinScore)
 	}
-	db := recall.DBPath(opts.StateDir)
-	if _, err := os.Stat(db); errors.Is(err, os.ErrNotExist) {
-		return exitcode.Newf(exitcode.Runtime, "no recall index at %s: run 'ctxtool index PATH...' first (same --state-dir)", db)
+	loc, err := recallLocation(opts.Location, opts.StateDir)
+	if err != nil {
+		return exitcode.New(exitcode.Usage, err)
 	}
-	ix, err := openRecall(opts.StateDir, opts.Embedder, 0)
+	if _, err := os.Stat(loc); !recall.IsURL(loc) && errors.Is(err, os.ErrNotExist) {
+		return exitcode.Newf(exitcode.Runtime, "no recall index at %s: run 'ctxtool index PATH...' first (same --state-dir / --index)", loc)
+	}
+	ix, err := openRecall(loc, "", opts.Embedder, 0)
 	if err != nil {
 		return err
 	}

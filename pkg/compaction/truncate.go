@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
-	"os"
+	"time"
 
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
@@ -15,14 +15,21 @@ import (
 // usual, then rewrite the file as header + the compaction (a root) + the
 // kept tail of the active branch, keeping the original as
 // <file>.bak.<stamp>. Kept lines are copied byte for byte except for the
-// parentId of an entry whose parent was dropped. pi does not take the lock,
-// so when the file grew while we summarised it is reloaded and planned
-// again (the summary is reused when the cut did not move), as
-// transcript.Update does for appends.
+// parentId of an entry whose parent was dropped. A session written to
+// within o.Idle is refused (an agent is active). pi does not take the lock:
+// what it appends while ctxtool works — even during the rename — is
+// carried over by transcript.Rewrite after the new content, in order.
 func runTruncate(ctx context.Context, path string, o Options, plan func(*transcript.Session) (*planned, error),
 	finish func(*planned), res *Result) error {
 	if path == "-" {
 		return fmt.Errorf("-: cannot rewrite standard input; give a session file path")
+	}
+	real, err := transcript.WritablePath(path)
+	if err != nil {
+		return err
+	}
+	if err := transcript.CheckIdle(real, o.Idle); err != nil {
+		return err
 	}
 	lock, err := transcript.AcquireLock(ctx, path, o.Wait)
 	if err != nil {
@@ -30,7 +37,7 @@ func runTruncate(ctx context.Context, path string, o Options, plan func(*transcr
 	}
 	defer lock.Release()
 	for attempt := 0; ; attempt++ {
-		changed, err := truncateOnce(path, plan, finish, res)
+		changed, err := truncateOnce(path, o, plan, finish, res)
 		if !changed {
 			return err
 		}
@@ -40,17 +47,24 @@ func runTruncate(ctx context.Context, path string, o Options, plan func(*transcr
 	}
 }
 
+// DefaultIdle is --idle: --truncate refuses a session written to less than
+// this long ago.
+const DefaultIdle = 5 * time.Second
+
 // maxTruncateReplans bounds the re-plans of runTruncate.
 const maxTruncateReplans = 5
 
-// truncateOnce loads, plans and rewrites the file unless it changed since
-// it was loaded (changed is then true and nothing was written).
-func truncateOnce(path string, plan func(*transcript.Session) (*planned, error), finish func(*planned), res *Result) (changed bool, err error) {
+// truncateOnce loads, plans and rewrites the file unless it was replaced
+// since it was loaded (changed is then true and nothing was written).
+func truncateOnce(path string, o Options, plan func(*transcript.Session) (*planned, error), finish func(*planned), res *Result) (changed bool, err error) {
 	s, err := transcript.Load(path)
 	if err != nil {
 		return false, err
 	}
 	defer s.Close()
+	if err := s.Rewritable(); err != nil {
+		return false, err
+	}
 	pl, err := plan(s)
 	finish(pl)
 	if err != nil || pl == nil {
@@ -60,20 +74,15 @@ func truncateOnce(path string, plan func(*transcript.Session) (*planned, error),
 	if err != nil {
 		return false, fmt.Errorf("%s: %v", path, err)
 	}
-	backup, err := transcript.RewriteAtomic(path, func(w io.Writer) error {
-		// Last check before the rename: anything appended since the load
-		// would survive only in the backup.
-		if st, err := os.Stat(path); err != nil || st.Size() != s.Size {
-			changed = true
-			return transcript.ErrFileChanged
-		}
-		_, err := w.Write(content)
-		return err
-	})
-	if changed || err != nil {
-		return changed, err
+	rr, err := transcript.Rewrite(s, content, transcript.RewriteOptions{Idle: o.Idle, Settle: o.settle})
+	if errors.Is(err, transcript.ErrFileChanged) {
+		return true, err
 	}
-	res.Backup = backup
+	if err != nil {
+		return false, err
+	}
+	res.Backup = rr.Backup
+	res.CarriedLines = rr.CarriedLines
 	res.Compacted = true
 	return false, nil
 }
@@ -90,8 +99,9 @@ func truncatedFile(s *transcript.Session, pl *planned) ([]byte, error) {
 	// without labels that point at dropped entries.
 	keptIDs := map[string]bool{}
 	var tail []*transcript.Entry
+	leaf := s.Leaf()
 	for _, e := range p.Path[p.Cut:] {
-		if e.Type == "compaction" {
+		if e.Type == "compaction" && e != leaf {
 			continue
 		}
 		tail = append(tail, e)
@@ -99,7 +109,9 @@ func truncatedFile(s *transcript.Session, pl *planned) ([]byte, error) {
 	}
 	filtered := tail[:0]
 	for _, e := range tail {
-		if e.Type == "label" && e.TargetID != "" && !keptIDs[e.TargetID] {
+		// The leaf always stays: a writer that ignores the lock (pi) hangs
+		// its next entry off it.
+		if e.Type == "label" && e.TargetID != "" && !keptIDs[e.TargetID] && e != leaf {
 			continue
 		}
 		filtered = append(filtered, e)

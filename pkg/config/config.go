@@ -60,7 +60,10 @@ var Defaults = map[string]any{
 	"compaction.rolling.evictionNote":      true,
 	"compaction.rolling.trigger":           0.0,
 
-	"recall.enabled":    true,
+	"recall.enabled": true,
+	// recall.url puts the index in PostgreSQL (postgres://…) or another
+	// SQLite file; "" = <stateDir>/recall/index.sqlite.
+	"recall.url":        "",
 	"recall.maxResults": 6,
 	"recall.minScore":   0.35,
 	// recall.toolOutputChars caps the indexed text of one tool result, tool

@@ -30,6 +30,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"syscall"
 )
 
 // Format names a transcript format.
@@ -103,16 +104,16 @@ func SniffFile(path string) (Sniffed, error) {
 	if db, _, ok := SplitStorePath(path); ok {
 		path = db
 	}
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if err != nil {
 		return Sniffed{}, err
 	}
-	defer f.Close()
-	if st, err := f.Stat(); err == nil && !st.Mode().IsRegular() {
-		// FIFOs and devices: do not block or consume them here; the pi
-		// reader reports what it finds.
+	if f == nil {
+		// FIFOs and devices: never opened or consumed here; the pi reader
+		// reports what it finds.
 		return Sniffed{Format: Pi}, nil
 	}
+	defer f.Close()
 	return Sniff(io.LimitReader(f, sniffLimit))
 }
 
@@ -307,4 +308,26 @@ func CheckWritable(path string) error {
 func IsReadOnly(err error) bool {
 	var ro *ReadOnlyError
 	return errors.As(err, &ro)
+}
+
+// openRegular opens path for reading if it is a regular file; (nil, nil)
+// for anything else (a FIFO would block the open, a device never ends).
+// O_NONBLOCK keeps a file swapped for a FIFO after the stat from blocking.
+func openRegular(path string) (*os.File, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, nil
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }

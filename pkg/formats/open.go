@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -38,14 +37,11 @@ func Open(path string) (*View, error) {
 	if db, key, ok := SplitStorePath(path); ok {
 		return openStore(db, key, path)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
+	f, err := openRegular(path)
+	if err != nil || f == nil {
+		return nil, err // directories, FIFOs (nil, nil): the pi reader reports them
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return nil, nil // directories, FIFOs: the pi reader reports them
-	}
 	sn, err := Sniff(io.LimitReader(f, sniffLimit))
 	if err != nil {
 		return nil, fmt.Errorf("%s: read: %v", path, err)

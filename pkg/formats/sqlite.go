@@ -57,8 +57,8 @@ func SplitStorePath(p string) (db, key string, ok bool) {
 }
 
 func isSQLiteFile(p string) bool {
-	f, err := os.Open(p)
-	if err != nil {
+	f, err := openRegular(p)
+	if err != nil || f == nil {
 		return false
 	}
 	defer f.Close()

@@ -154,24 +154,8 @@ func (ix *Index) embedMissing(ctx context.Context, fileID int64) (int, error) {
 		return 0, nil
 	}
 	model := ix.embedder.Model()
-	rows, err := ix.db.QueryContext(ctx, `SELECT id, text FROM chunks WHERE file_id=? AND (model IS NULL OR model != ?) ORDER BY id`, fileID, model)
+	ids, texts, err := ix.st.unembedded(ctx, fileID, model)
 	if err != nil {
-		return 0, fmt.Errorf("recall: %v", err)
-	}
-	var ids []int64
-	var texts []string
-	for rows.Next() {
-		var id int64
-		var t string
-		if err := rows.Scan(&id, &t); err != nil {
-			rows.Close()
-			return 0, err
-		}
-		ids = append(ids, id)
-		texts = append(texts, t)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return 0, err
 	}
 	done := 0
@@ -185,17 +169,11 @@ func (ix *Index) embedMissing(ctx context.Context, fileID int64) (int, error) {
 		if len(vecs) != j-i {
 			return done, fmt.Errorf("recall: embedder returned %d vectors for %d texts", len(vecs), j-i)
 		}
-		tx, err := ix.db.BeginTx(ctx, nil)
-		if err != nil {
-			return done, err
-		}
+		enc := make([][]byte, len(vecs))
 		for k, v := range vecs {
-			if _, err := tx.ExecContext(ctx, `UPDATE chunks SET model=?, embedding=? WHERE id=?`, model, encodeVec(v), ids[i+k]); err != nil {
-				tx.Rollback()
-				return done, fmt.Errorf("recall: store embedding: %v", err)
-			}
+			enc[k] = encodeVec(v)
 		}
-		if err := tx.Commit(); err != nil {
+		if err := ix.st.storeVectors(ctx, model, ids[i:j], enc); err != nil {
 			return done, err
 		}
 		done += j - i

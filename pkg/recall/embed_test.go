@@ -90,12 +90,14 @@ func (f *fakeEmbeddings) embedder(t *testing.T) recall.Embedder {
 	return e
 }
 
-func TestHybridSearch(t *testing.T) {
+func TestHybridSearch(t *testing.T) { eachBackend(t, testHybridSearch) }
+
+func testHybridSearch(t *testing.T, k kit) {
 	dir := t.TempDir()
 	facts := genSessions(t, dir, 2, 60)
 	files := sessionFiles(t, dir)
 	fake := newFakeEmbeddings(t)
-	ix := openIndex(t, recall.WithEmbedder(fake.embedder(t)))
+	ix := k.open(t, recall.WithEmbedder(fake.embedder(t)))
 	stats := indexAll(t, ix, files...)
 	chunks := 0
 	for _, st := range stats {
@@ -139,14 +141,16 @@ func TestHybridSearch(t *testing.T) {
 	}
 }
 
-func TestEmbeddingsBackfill(t *testing.T) {
+func TestEmbeddingsBackfill(t *testing.T) { eachBackend(t, testEmbeddingsBackfill) }
+
+func testEmbeddingsBackfill(t *testing.T, k kit) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "s.jsonl")
 	if _, err := recalltest.WriteFile(p, recalltest.Options{Seed: 3, Turns: 30}); err != nil {
 		t.Fatal(err)
 	}
-	state := t.TempDir()
-	ix, err := recall.Open(state)
+	state := k.location(t)
+	ix, err := recall.OpenURL(state)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +161,7 @@ func TestEmbeddingsBackfill(t *testing.T) {
 	}
 	// Embeddings configured later: the unchanged file gets its vectors.
 	fake := newFakeEmbeddings(t)
-	ix, err = recall.Open(state, recall.WithEmbedder(fake.embedder(t)))
+	ix, err = recall.OpenURL(state, recall.WithEmbedder(fake.embedder(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

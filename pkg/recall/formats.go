@@ -1,6 +1,7 @@
 package recall
 
 import (
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -19,21 +20,24 @@ import (
 //     ("store.sqlite#<key>") through a copy whose line N is the row with
 //     seq N-1; its citations name rows (path@seq=A-B).
 
-// openSource opens what Index reads for abs, and the line translator to
-// apply (nil for pi lines).
-func openSource(abs string) (*os.File, *formats.LineConverter, error) {
-	tmp, f, err := formats.Materialize(abs)
+// openSource opens what Index reads for abs: the file, or the temporary
+// copy of a zstd file or store session.
+func openSource(abs string) (*os.File, error) {
+	tmp, _, err := formats.Materialize(abs)
+	if err != nil || tmp != nil {
+		return tmp, err
+	}
+	return os.Open(abs)
+}
+
+// sourceConverter is the line translator for what f holds (nil for pi
+// lines), judged from its first line.
+func sourceConverter(f *os.File) *formats.LineConverter {
+	sn, err := formats.Sniff(io.NewSectionReader(f, 0, 4<<20))
 	if err != nil {
-		return nil, nil, err
+		return nil
 	}
-	if tmp != nil {
-		return tmp, formats.NewLineConverter(f), nil
-	}
-	file, err := os.Open(abs)
-	if err != nil {
-		return nil, nil, err
-	}
-	return file, formats.NewLineConverter(f), nil
+	return formats.NewLineConverter(sn.Format)
 }
 
 // extractSourceLine extracts one physical line, translating it first when

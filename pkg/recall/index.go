@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -14,8 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/ctxtool/ctxtool/pkg/formats"
 )
 
 // headLen is how much of a file's start is hashed to notice a rewrite.
@@ -65,6 +62,7 @@ type fileRow struct {
 	lastLineStart, bytesIndexed int64
 	lastLineHash                string
 	lines, malformed            int
+	indexedAt                   int64 // unix ms
 }
 
 func absPath(p string) (string, error) {
@@ -73,26 +71,6 @@ func absPath(p string) (string, error) {
 		return "", fmt.Errorf("recall: %s: %v", p, err)
 	}
 	return filepath.Clean(a), nil
-}
-
-// rowQuerier is a *sql.DB or a *sql.Tx.
-type rowQuerier interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
-func loadRow(ctx context.Context, db rowQuerier, path string) (*fileRow, error) {
-	r := &fileRow{}
-	err := db.QueryRowContext(ctx, `SELECT id, size, mtime_ns, head_len, head_hash, sample_hash, last_line_start,
-		last_line_hash, bytes_indexed, lines_indexed, malformed FROM files WHERE path=?`, path).
-		Scan(&r.id, &r.size, &r.mtimeNs, &r.headLen, &r.headHash, &r.sampleHash, &r.lastLineStart, &r.lastLineHash,
-			&r.bytesIndexed, &r.lines, &r.malformed)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("recall: read index state of %s: %v", path, err)
-	}
-	return r, nil
 }
 
 func hashRange(f *os.File, off, n int64) (string, error) {
@@ -189,7 +167,7 @@ func (ix *Index) Covered(path string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("recall: %v", err)
 	}
-	row, err := loadRow(context.Background(), ix.db, abs)
+	row, err := ix.st.fileRow(context.Background(), abs)
 	if err != nil || row == nil {
 		return false, err
 	}
@@ -214,7 +192,8 @@ type readResult struct {
 // line), extracts and chunks them, and hands finished chunks to emit.
 // Malformed lines are counted after line newFrom only (earlier ones were
 // counted when first indexed).
-func (ix *Index) scanLines(ctx context.Context, f *os.File, conv *formats.LineConverter, off int64, line, newFrom int, emit func([]chunk) error) (readResult, error) {
+func (ix *Index) scanLines(ctx context.Context, f *os.File, off int64, line, newFrom int, emit func([]chunk) error) (readResult, error) {
+	conv := sourceConverter(f)
 	res := readResult{end: off, lastLineStart: off, lines: line}
 	x := extractor{maxChars: ix.maxChars}
 	ch := newChunker()
@@ -283,64 +262,192 @@ func (ix *Index) scanLines(ctx context.Context, f *os.File, conv *formats.LineCo
 // unchanged, only the new lines when it grew, everything when the indexed
 // part changed. It is safe while the session is being appended to.
 func (ix *Index) Index(ctx context.Context, path string) (Stats, error) {
-	start := time.Now()
-	abs, err := absPath(path)
+	var st Stats
+	var ferr error
+	err := ix.IndexFiles(ctx, []string{path}, func(s Stats, err error) { st, ferr = s, err })
 	if err != nil {
-		return Stats{File: path}, err
+		if st.File == "" {
+			st.File = path
+		}
+		return st, err
 	}
-	st := Stats{File: abs}
-	f, conv, err := openSource(abs)
-	if err != nil {
-		return st, fmt.Errorf("recall: %v", err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return st, fmt.Errorf("recall: %v", err)
-	}
-	if fi.IsDir() {
-		return st, fmt.Errorf("recall: %s is a directory (index walks directories, Index takes files)", abs)
-	}
+	return st, ferr
+}
 
+// IndexFiles brings many files up to date, calling report once per file
+// (in order) after its rows are committed, with its Stats or the error that
+// kept it out of the index. Files are all-or-nothing each; on SQLite many
+// files share one transaction (up to ~64 MB of new text), which is what
+// makes a directory of small sessions index as fast as one big file.
+//
+// The returned error is a *StoreError (disk full, corrupt index, lost
+// database connection: it would fail every other file too) or the
+// context's; files not reported were not indexed.
+func (ix *Index) IndexFiles(ctx context.Context, paths []string, report func(Stats, error)) error {
 	ix.wmu.Lock()
 	defer ix.wmu.Unlock()
-	unchanged := func(row *fileRow) (Stats, error) {
-		st.Mode, st.Skipped, st.Lines = ModeUnchanged, "unchanged", row.lines
-		st.Embedded, err = ix.embedMissing(ctx, row.id)
-		st.Seconds = time.Since(start).Seconds()
-		return st, err
+	type pending struct {
+		st  Stats
+		err error
+		id  int64 // file to embed once committed (0: none)
 	}
-	// Plan without the write lock first (the common case, unchanged, then
-	// costs no lock), and again under it: another process may have indexed
-	// the file in between.
-	row, err := loadRow(ctx, ix.db, abs)
+	var queue []pending
+	var b batch
+	var batchBytes int64
+	flush := func() error {
+		if b != nil {
+			err := b.commit()
+			b, batchBytes = nil, 0
+			if err != nil {
+				return err
+			}
+		}
+		for _, p := range queue {
+			if p.err == nil && p.id != 0 {
+				n, err := ix.embedMissing(ctx, p.id)
+				p.st.Embedded = n
+				if err != nil {
+					p.err = err
+				}
+			}
+			if report != nil {
+				report(p.st, p.err)
+			}
+		}
+		queue = queue[:0]
+		return nil
+	}
+	defer func() {
+		if b != nil {
+			b.rollback()
+		}
+	}()
+	for _, path := range paths {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		start := time.Now()
+		abs, err := absPath(path)
+		if err != nil {
+			queue = append(queue, pending{st: Stats{File: path}, err: err})
+			continue
+		}
+		st := Stats{File: abs}
+		f, err := openIndexable(abs)
+		if err != nil {
+			queue = append(queue, pending{st: st, err: err})
+			continue
+		}
+		// Plan without the lock first: unchanged, the common case, then
+		// costs no lock (and no waiting for another indexer's batch).
+		row, mode, err := ix.planFile(ctx, f, abs)
+		if err == nil && mode == ModeUnchanged {
+			f.Close()
+			st.Mode, st.Skipped, st.Lines = ModeUnchanged, "unchanged", row.lines
+			st.Seconds = time.Since(start).Seconds()
+			queue = append(queue, pending{st: st, id: row.id})
+			continue
+		}
+		if err != nil {
+			f.Close()
+			var se *StoreError
+			if errors.As(err, &se) {
+				return err
+			}
+			queue = append(queue, pending{st: st, err: err})
+			continue
+		}
+		if b == nil {
+			if b, err = ix.st.batch(ctx); err != nil {
+				f.Close()
+				return err
+			}
+		}
+		var fileID int64
+		err = b.file(ctx, abs, func(w writer) error {
+			var err error
+			fileID, err = ix.indexFile(ctx, w, f, abs, &st)
+			return err
+		})
+		f.Close()
+		st.Seconds = time.Since(start).Seconds()
+		if err != nil {
+			var se *StoreError
+			if errors.As(err, &se) || ctx.Err() != nil {
+				return err
+			}
+			queue = append(queue, pending{st: Stats{File: abs}, err: err})
+			continue
+		}
+		queue = append(queue, pending{st: st, id: fileID})
+		batchBytes += st.Bytes
+		if batchBytes >= ix.batchBytes {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return flush()
+}
+
+// openIndexable opens a file to index.
+func openIndexable(abs string) (*os.File, error) {
+	f, err := openSource(abs)
 	if err != nil {
-		return st, err
+		return nil, fmt.Errorf("recall: %v", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("recall: %v", err)
+	}
+	if fi.IsDir() {
+		f.Close()
+		return nil, fmt.Errorf("recall: %s is a directory (index walks directories, Index takes files)", abs)
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("recall: %s is not a regular file (%s); only session files are indexed", abs, fi.Mode().Type())
+	}
+	return f, nil
+}
+
+// planFile reads the file's bookkeeping without a lock and decides.
+func (ix *Index) planFile(ctx context.Context, f *os.File, abs string) (*fileRow, string, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, "", fmt.Errorf("recall: %v", err)
+	}
+	row, err := ix.st.fileRow(ctx, abs)
+	if err != nil {
+		return nil, "", err
 	}
 	mode, err := plan(f, fi.Size(), row)
 	if err != nil {
-		return st, fmt.Errorf("recall: read %s: %v", abs, err)
+		return nil, "", fmt.Errorf("recall: read %s: %v", abs, err)
 	}
-	if mode == ModeUnchanged {
-		return unchanged(row)
-	}
-	tx, err := ix.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: the write lock
+	return row, mode, nil
+}
+
+// indexFile writes one file's new rows through w (the file's lock is held:
+// the plan is made again, another process may have indexed the file since
+// the unlocked plan). It returns the file's id.
+func (ix *Index) indexFile(ctx context.Context, w writer, f *os.File, abs string, st *Stats) (int64, error) {
+	fi, err := f.Stat()
 	if err != nil {
-		return st, fmt.Errorf("recall: begin: %v", err)
+		return 0, fmt.Errorf("recall: %v", err)
 	}
-	defer tx.Rollback()
-	if fi, err = f.Stat(); err != nil {
-		return st, fmt.Errorf("recall: %v", err)
+	row, err := w.fileRow(ctx, abs)
+	if err != nil {
+		return 0, err
 	}
-	if row, err = loadRow(ctx, tx, abs); err != nil {
-		return st, err
-	}
-	if mode, err = plan(f, fi.Size(), row); err != nil {
-		return st, fmt.Errorf("recall: read %s: %v", abs, err)
+	mode, err := plan(f, fi.Size(), row)
+	if err != nil {
+		return 0, fmt.Errorf("recall: read %s: %v", abs, err)
 	}
 	if mode == ModeUnchanged {
-		tx.Rollback()
-		return unchanged(row)
+		st.Mode, st.Skipped, st.Lines = ModeUnchanged, "unchanged", row.lines
+		return row.id, nil
 	}
 	st.Mode = mode
 	var off int64
@@ -350,20 +457,16 @@ func (ix *Index) Index(ctx context.Context, path string) (Stats, error) {
 		// A small last chunk is chunked again together with the new lines,
 		// so a session indexed after every turn does not end up as a row
 		// of tiny chunks. Its lines are re-read, not counted as new.
-		var id, startOff int64
-		var startLine, endLine int
-		var text string
-		err := tx.QueryRowContext(ctx, `SELECT id, start_line, end_line, start_offset, text FROM chunks
-			WHERE file_id=? ORDER BY start_line DESC, id DESC LIMIT 1`, row.id).Scan(&id, &startLine, &endLine, &startOff, &text)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return st, fmt.Errorf("recall: %v", err)
+		last, startOff, ok, err := w.lastChunk(ctx, row.id)
+		if err != nil {
+			return 0, err
 		}
-		if err == nil && endLine == row.lines && weightedLen(text) < chunkMaxChars/2 {
-			if err := deleteChunk(ctx, tx, id); err != nil {
-				return st, err
+		if ok && last.end == row.lines && weightedLen(last.text) < chunkMaxChars/2 {
+			if err := w.deleteChunk(ctx, last.id); err != nil {
+				return 0, err
 			}
-			st.LinesReread = row.lines - startLine + 1
-			off, line = startOff, startLine-1
+			st.LinesReread = row.lines - last.start + 1
+			off, line = startOff, last.start-1
 		}
 	}
 	newFrom := line + st.LinesReread // lines up to here were indexed before
@@ -371,28 +474,48 @@ func (ix *Index) Index(ctx context.Context, path string) (Stats, error) {
 	if row != nil {
 		fileID = row.id
 		if mode == ModeReindex {
-			if err := deleteChunks(ctx, tx, fileID); err != nil {
-				return st, err
+			if err := w.deleteFileChunks(ctx, fileID); err != nil {
+				return 0, err
 			}
 		}
-	} else {
-		r, err := tx.ExecContext(ctx, `INSERT INTO files(path, size, mtime_ns, head_len, head_hash, sample_hash,
-			last_line_start, last_line_hash, bytes_indexed, lines_indexed, malformed, indexed_at)
-			VALUES(?, 0, 0, 0, '', '', 0, '', 0, 0, 0, 0)`, abs)
-		if err != nil {
-			return st, fmt.Errorf("recall: add %s: %v", abs, err)
-		}
-		if fileID, err = r.LastInsertId(); err != nil {
-			return st, err
-		}
+	} else if fileID, err = w.addFile(ctx, abs); err != nil {
+		return 0, err
 	}
-	ins, err := newInserter(ctx, tx)
+	res, err := ix.writeChunks(ctx, w, f, fileID, off, line, newFrom, st)
 	if err != nil {
-		return st, err
+		return 0, err
 	}
-	defer ins.close()
-	// Reading and extracting (JSON decoding) runs beside the inserts
-	// (SQLite tokenizing): two cores, two stages.
+	hl := min(int64(headLen), res.end)
+	nr := &fileRow{headLen: hl, lastLineStart: res.lastLineStart, bytesIndexed: res.end, lines: res.lines,
+		malformed: malformedBefore + res.nMalformed, indexedAt: time.Now().UnixMilli()}
+	if nr.headHash, err = hashRange(f, 0, hl); err == nil {
+		if nr.lastLineHash, err = hashRange(f, res.lastLineStart, res.end-res.lastLineStart); err == nil {
+			nr.sampleHash, err = sampleHash(f, res.end)
+		}
+	}
+	if err != nil {
+		return 0, fmt.Errorf("recall: read %s: %v", abs, err)
+	}
+	if fi2, err := f.Stat(); err == nil {
+		fi = fi2
+	}
+	nr.size, nr.mtimeNs = fi.Size(), fi.ModTime().UnixNano()
+	if err := w.updateFile(ctx, fileID, nr); err != nil {
+		return 0, err
+	}
+	st.Indexed = true
+	st.LinesIndexed = res.lines - newFrom
+	st.Lines = res.lines
+	st.Bytes = res.end - max(off, rowBytes(row, mode))
+	st.Malformed = res.nMalformed
+	st.MalformedLines = res.malformed
+	return fileID, nil
+}
+
+// writeChunks reads and chunks the file from off and stores the chunks.
+// Reading and extracting (JSON decoding) runs beside the inserts (index
+// tokenizing): two cores, two stages.
+func (ix *Index) writeChunks(ctx context.Context, w writer, f *os.File, fileID, off int64, line, newFrom int, st *Stats) (readResult, error) {
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	batches := make(chan []chunk, 8)
@@ -400,7 +523,7 @@ func (ix *Index) Index(ctx context.Context, path string) (Stats, error) {
 	var readErr error
 	go func() {
 		defer close(batches)
-		res, readErr = ix.scanLines(pctx, f, conv, off, line, newFrom, func(cs []chunk) error {
+		res, readErr = ix.scanLines(pctx, f, off, line, newFrom, func(cs []chunk) error {
 			select {
 			case batches <- cs:
 				return nil
@@ -414,110 +537,16 @@ func (ix *Index) Index(ctx context.Context, path string) (Stats, error) {
 		if insErr != nil {
 			continue // drain so the reader can finish
 		}
-		for i := range cs {
-			if insErr = ins.add(ctx, fileID, &cs[i]); insErr != nil {
-				cancel()
-				break
-			}
+		if insErr = w.addChunks(ctx, fileID, cs); insErr != nil {
+			cancel()
+			continue
 		}
 		st.Chunks += len(cs)
 	}
 	if insErr != nil {
-		return st, insErr
+		return res, insErr
 	}
-	if readErr != nil {
-		return st, readErr
-	}
-	hl := min(int64(headLen), res.end)
-	headHash, err := hashRange(f, 0, hl)
-	if err != nil {
-		return st, fmt.Errorf("recall: read %s: %v", abs, err)
-	}
-	lastHash, err := hashRange(f, res.lastLineStart, res.end-res.lastLineStart)
-	if err != nil {
-		return st, fmt.Errorf("recall: read %s: %v", abs, err)
-	}
-	sampHash, err := sampleHash(f, res.end)
-	if err != nil {
-		return st, fmt.Errorf("recall: read %s: %v", abs, err)
-	}
-	if fi2, err := f.Stat(); err == nil {
-		fi = fi2
-	}
-	if _, err := tx.ExecContext(ctx, `UPDATE files SET size=?, mtime_ns=?, head_len=?, head_hash=?, sample_hash=?,
-		last_line_start=?, last_line_hash=?, bytes_indexed=?, lines_indexed=?, malformed=?, indexed_at=?
-		WHERE id=?`, fi.Size(), fi.ModTime().UnixNano(), hl, headHash, sampHash, res.lastLineStart, lastHash,
-		res.end, res.lines, malformedBefore+res.nMalformed, time.Now().UnixMilli(), fileID); err != nil {
-		return st, fmt.Errorf("recall: update %s: %v", abs, err)
-	}
-	ins.close()
-	if err := tx.Commit(); err != nil {
-		return st, fmt.Errorf("recall: commit %s: %v", abs, err)
-	}
-	st.Indexed = true
-	st.LinesIndexed = res.lines - newFrom
-	st.Lines = res.lines
-	st.Bytes = res.end - max(off, rowBytes(row, mode))
-	st.Malformed = res.nMalformed
-	st.MalformedLines = res.malformed
-	st.Embedded, err = ix.embedMissing(ctx, fileID)
-	st.Seconds = time.Since(start).Seconds()
-	return st, err
-}
-
-// inserter holds the prepared statements of one indexing transaction.
-type inserter struct {
-	chunk, fts, tri *sql.Stmt
-}
-
-func newInserter(ctx context.Context, tx *sql.Tx) (*inserter, error) {
-	var ins inserter
-	var err error
-	if ins.chunk, err = tx.PrepareContext(ctx, `INSERT INTO chunks(file_id, start_line, end_line, start_offset,
-		entry_ids, ts, has_cjk, text) VALUES(?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
-		return nil, fmt.Errorf("recall: prepare: %v", err)
-	}
-	if ins.fts, err = tx.PrepareContext(ctx, `INSERT INTO chunks_fts(rowid, text) VALUES(?, ?)`); err != nil {
-		ins.close()
-		return nil, fmt.Errorf("recall: prepare: %v", err)
-	}
-	if ins.tri, err = tx.PrepareContext(ctx, `INSERT INTO chunks_tri(rowid, text) VALUES(?, ?)`); err != nil {
-		ins.close()
-		return nil, fmt.Errorf("recall: prepare: %v", err)
-	}
-	return &ins, nil
-}
-
-func (ins *inserter) close() {
-	for _, s := range []*sql.Stmt{ins.chunk, ins.fts, ins.tri} {
-		if s != nil {
-			s.Close()
-		}
-	}
-}
-
-// add stores one chunk. Only chunks with CJK text go into the trigram
-// table: a query that needs the trigram table contains CJK, so it can only
-// match chunks that do.
-func (ins *inserter) add(ctx context.Context, fileID int64, c *chunk) error {
-	r, err := ins.chunk.ExecContext(ctx, fileID, c.StartLine, c.EndLine, c.StartOffset, strings.Join(c.EntryIDs, " "),
-		c.Timestamp, c.HasCJK, c.Text)
-	if err != nil {
-		return fmt.Errorf("recall: insert chunk: %v", err)
-	}
-	id, err := r.LastInsertId()
-	if err != nil {
-		return err
-	}
-	if _, err := ins.fts.ExecContext(ctx, id, c.Text); err != nil {
-		return fmt.Errorf("recall: insert chunk text: %v", err)
-	}
-	if c.HasCJK {
-		if _, err := ins.tri.ExecContext(ctx, id, c.Text); err != nil {
-			return fmt.Errorf("recall: insert chunk text: %v", err)
-		}
-	}
-	return nil
+	return res, readErr
 }
 
 // rowBytes is where new bytes start: the end of the indexed part when
@@ -529,31 +558,6 @@ func rowBytes(row *fileRow, mode string) int64 {
 	return 0
 }
 
-// deleteChunk removes one chunk from the chunk table and both indexes.
-func deleteChunk(ctx context.Context, tx *sql.Tx, id int64) error {
-	return deleteChunksWhere(ctx, tx, "id=?", id)
-}
-
-// deleteChunks removes a file's chunks.
-func deleteChunks(ctx context.Context, tx *sql.Tx, fileID int64) error {
-	return deleteChunksWhere(ctx, tx, "file_id=?", fileID)
-}
-
-// deleteChunksWhere removes chunks from the chunk table and both full-text
-// indexes (external-content FTS5 tables need the old text to delete).
-func deleteChunksWhere(ctx context.Context, tx *sql.Tx, cond string, arg int64) error {
-	for _, q := range []string{
-		`INSERT INTO chunks_fts(chunks_fts, rowid, text) SELECT 'delete', id, text FROM chunks WHERE ` + cond,
-		`INSERT INTO chunks_tri(chunks_tri, rowid, text) SELECT 'delete', id, text FROM chunks WHERE has_cjk=1 AND ` + cond,
-		`DELETE FROM chunks WHERE ` + cond,
-	} {
-		if _, err := tx.ExecContext(ctx, q, arg); err != nil {
-			return fmt.Errorf("recall: delete chunks: %v", err)
-		}
-	}
-	return nil
-}
-
 // Remove drops a file from the index.
 func (ix *Index) Remove(ctx context.Context, path string) error {
 	abs, err := absPath(path)
@@ -562,36 +566,33 @@ func (ix *Index) Remove(ctx context.Context, path string) error {
 	}
 	ix.wmu.Lock()
 	defer ix.wmu.Unlock()
-	return ix.removeLocked(ctx, abs)
+	return ix.remove(ctx, []string{abs})
 }
 
-func (ix *Index) removeLocked(ctx context.Context, abs string) error {
-	tx, err := ix.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("recall: begin: %v", err)
-	}
-	defer tx.Rollback()
-	var id int64
-	err = tx.QueryRowContext(ctx, `SELECT id FROM files WHERE path=?`, abs).Scan(&id)
-	if errors.Is(err, sql.ErrNoRows) {
+func (ix *Index) remove(ctx context.Context, paths []string) error {
+	if len(paths) == 0 {
 		return nil
 	}
+	b, err := ix.st.batch(ctx)
 	if err != nil {
 		return err
 	}
-	if err := deleteChunks(ctx, tx, id); err != nil {
-		return err
+	defer b.rollback()
+	for _, p := range paths {
+		if err := b.file(ctx, p, func(w writer) error {
+			_, err := w.removeFile(ctx, p)
+			return err
+		}); err != nil {
+			return err
+		}
 	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM files WHERE id=?`, id); err != nil {
-		return err
-	}
-	return tx.Commit()
+	return b.commit()
 }
 
 // Prune drops every indexed file that no longer exists and returns their
 // paths. Files under one of roots only, when roots are given.
 func (ix *Index) Prune(ctx context.Context, roots ...string) ([]string, error) {
-	paths, err := ix.Files(ctx)
+	paths, err := ix.st.files(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -603,22 +604,21 @@ func (ix *Index) Prune(ctx context.Context, roots ...string) ([]string, error) {
 		}
 		absRoots = append(absRoots, a)
 	}
-	ix.wmu.Lock()
-	defer ix.wmu.Unlock()
-	var removed []string
+	var gone []string
 	for _, p := range paths {
 		if len(absRoots) > 0 && !underAny(p, absRoots) {
 			continue
 		}
-		if _, err := os.Stat(sourceFile(p)); !errors.Is(err, os.ErrNotExist) {
-			continue
+		if _, err := os.Stat(sourceFile(p)); errors.Is(err, os.ErrNotExist) {
+			gone = append(gone, p)
 		}
-		if err := ix.removeLocked(ctx, p); err != nil {
-			return removed, err
-		}
-		removed = append(removed, p)
 	}
-	return removed, nil
+	ix.wmu.Lock()
+	defer ix.wmu.Unlock()
+	if err := ix.remove(ctx, gone); err != nil {
+		return nil, err
+	}
+	return gone, nil
 }
 
 func underAny(p string, roots []string) bool {
@@ -631,19 +631,4 @@ func underAny(p string, roots []string) bool {
 }
 
 // Files lists the indexed file paths.
-func (ix *Index) Files(ctx context.Context) ([]string, error) {
-	rows, err := ix.db.QueryContext(ctx, `SELECT path FROM files ORDER BY path`)
-	if err != nil {
-		return nil, fmt.Errorf("recall: list files: %v", err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var p string
-		if err := rows.Scan(&p); err != nil {
-			return nil, err
-		}
-		out = append(out, p)
-	}
-	return out, rows.Err()
-}
+func (ix *Index) Files(ctx context.Context) ([]string, error) { return ix.st.files(ctx) }

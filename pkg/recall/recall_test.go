@@ -59,16 +59,6 @@ func genSessions(t *testing.T, dir string, n, turns int) []planted {
 	return all
 }
 
-func openIndex(t testing.TB, opts ...recall.Option) *recall.Index {
-	t.Helper()
-	ix, err := recall.Open(t.TempDir(), opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ix.Close() })
-	return ix
-}
-
 func indexAll(t testing.TB, ix *recall.Index, files ...string) []recall.Stats {
 	t.Helper()
 	var out []recall.Stats
@@ -93,14 +83,16 @@ func rankOf(hits []recall.Hit, p planted) int {
 	return 0
 }
 
-func TestPlantedFactsTop3(t *testing.T) {
+func TestPlantedFactsTop3(t *testing.T) { eachBackend(t, testPlantedFactsTop3) }
+
+func testPlantedFactsTop3(t *testing.T, k kit) {
 	dir := t.TempDir()
 	facts := genSessions(t, dir, 6, 150)
 	files := sessionFiles(t, dir)
 	if len(files) != 6 {
 		t.Fatalf("walk: %v", files)
 	}
-	ix := openIndex(t)
+	ix := k.open(t)
 	indexAll(t, ix, files...)
 	for _, f := range facts {
 		res, err := ix.Search(context.Background(), f.Query, recall.SearchOptions{MaxResults: 6, MinScore: 0.35})
@@ -135,11 +127,13 @@ func TestPlantedFactsTop3(t *testing.T) {
 	}
 }
 
-func TestSessionFilter(t *testing.T) {
+func TestSessionFilter(t *testing.T) { eachBackend(t, testSessionFilter) }
+
+func testSessionFilter(t *testing.T, k kit) {
 	dir := t.TempDir()
 	facts := genSessions(t, dir, 2, 60)
 	files := sessionFiles(t, dir)
-	ix := openIndex(t)
+	ix := k.open(t)
 	indexAll(t, ix, files...)
 	// The fact of session 0 must not be found when searching session 1.
 	f := facts[0]
@@ -166,13 +160,15 @@ func TestSessionFilter(t *testing.T) {
 	}
 }
 
-func TestIncremental(t *testing.T) {
+func TestIncremental(t *testing.T) { eachBackend(t, testIncremental) }
+
+func testIncremental(t *testing.T, k kit) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "s.jsonl")
 	if _, err := recalltest.WriteFile(p, recalltest.Options{Seed: 7, Turns: 80}); err != nil {
 		t.Fatal(err)
 	}
-	ix := openIndex(t)
+	ix := k.open(t)
 	first := indexAll(t, ix, p)[0]
 	if !first.Indexed || first.Mode != recall.ModeFull || first.Chunks == 0 {
 		t.Fatalf("first run: %+v", first)
@@ -258,7 +254,9 @@ func TestIncremental(t *testing.T) {
 
 // CJK terms shorter than three characters cannot use the trigram index; a
 // LIKE scan over the CJK chunks finds them.
-func TestShortCJKQuery(t *testing.T) {
+func TestShortCJKQuery(t *testing.T) { eachBackend(t, testShortCJKQuery) }
+
+func testShortCJKQuery(t *testing.T, k kit) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "s.jsonl")
 	if _, err := recalltest.WriteFile(p, recalltest.Options{Seed: 9, Turns: 30}); err != nil {
@@ -268,7 +266,7 @@ func TestShortCJKQuery(t *testing.T) {
 	fmt.Fprintln(f, `{"type":"message","id":"c0ffee01","parentId":null,"timestamp":"2026-03-05T10:00:00.000Z","message":{"role":"user","content":"这个项目代号是龘靐，不要告诉别人。","timestamp":1772704800000}}`)
 	fmt.Fprintln(f, `{"type":"message","id":"c0ffee02","parentId":"c0ffee01","timestamp":"2026-03-05T10:00:01.000Z","message":{"role":"user","content":"另一个句子没有那个词。","timestamp":1772704801000}}`)
 	f.Close()
-	ix := openIndex(t)
+	ix := k.open(t)
 	st := indexAll(t, ix, p)[0]
 	for _, q := range []string{"龘靐", "龘", "代号是龘靐"} {
 		res, err := ix.Search(context.Background(), q, recall.SearchOptions{MinScore: 0.35})
@@ -282,9 +280,11 @@ func TestShortCJKQuery(t *testing.T) {
 	}
 }
 
-func TestMalformedAndFixtures(t *testing.T) {
+func TestMalformedAndFixtures(t *testing.T) { eachBackend(t, testMalformedAndFixtures) }
+
+func testMalformedAndFixtures(t *testing.T, k kit) {
 	fx := oracle.Fixture("pi-v1-compact-705ba5d.jsonl")
-	ix := openIndex(t)
+	ix := k.open(t)
 	st := indexAll(t, ix, fx)[0]
 	if st.Lines != 1013 || st.Malformed != 1 || len(st.MalformedLines) != 1 || st.MalformedLines[0] != 1013 {
 		t.Fatalf("fixture stats: %+v", st)
@@ -314,13 +314,15 @@ func factAt(line int) recalltest.Fact { return recalltest.Fact{Line: line} }
 // Indexing while another process appends (each line written in two parts,
 // so the indexer often sees a torn last line) loses nothing and indexes no
 // half line.
-func TestIndexWhileAppending(t *testing.T) {
+func TestIndexWhileAppending(t *testing.T) { eachBackend(t, testIndexWhileAppending) }
+
+func testIndexWhileAppending(t *testing.T, k kit) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "live.jsonl")
 	if _, err := recalltest.WriteFile(p, recalltest.Options{Seed: 11, Turns: 10}); err != nil {
 		t.Fatal(err)
 	}
-	ix := openIndex(t)
+	ix := k.open(t)
 	const n = 200
 	done := make(chan error, 1)
 	go func() {
@@ -375,15 +377,17 @@ func TestIndexWhileAppending(t *testing.T) {
 
 // Two index handles (two ctxtool processes) racing on one growing file
 // index every line exactly once between them.
-func TestTwoIndexersOneFile(t *testing.T) {
-	dir, state := t.TempDir(), t.TempDir()
+func TestTwoIndexersOneFile(t *testing.T) { eachBackend(t, testTwoIndexersOneFile) }
+
+func testTwoIndexersOneFile(t *testing.T, k kit) {
+	dir, state := t.TempDir(), k.location(t)
 	p := filepath.Join(dir, "live.jsonl")
 	if _, err := recalltest.WriteFile(p, recalltest.Options{Seed: 12, Turns: 5}); err != nil {
 		t.Fatal(err)
 	}
 	var handles [2]*recall.Index
 	for i := range handles {
-		ix, err := recall.Open(state)
+		ix, err := recall.OpenURL(state)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,7 +2,6 @@ package recall
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -29,10 +28,8 @@ import (
 //   - with embeddings: 0.7 × cosine + 0.3 × BM25 score over the union of
 //     both candidate lists; if nothing reaches minScore, keyword hits with
 //     score ≥ min(minScore, 0.3).
-// CJK text has no spaces, so unicode61 sees a whole run as one token; a
-// query with CJK therefore goes to a trigram index (substring match), and
-// CJK terms shorter than three characters, which trigrams cannot match, to
-// a LIKE scan of the CJK chunks.
+// CJK text has no spaces, so a query with CJK matches substrings (see each
+// backend's match).
 
 // Defaults of memory_search.
 const (
@@ -154,13 +151,14 @@ func (ix *Index) Search(ctx context.Context, query string, opts SearchOptions) (
 		if err != nil {
 			return nil, err
 		}
-		err = ix.db.QueryRowContext(ctx, `SELECT id FROM files WHERE path=?`, abs).Scan(&fileID)
-		if err == sql.ErrNoRows {
+		id, ok, err := ix.st.fileID(ctx, abs)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
 			return nil, fmt.Errorf("recall: %s is not indexed (run 'ctxtool index %s' first)", abs, opts.Session)
 		}
-		if err != nil {
-			return nil, fmt.Errorf("recall: %v", err)
-		}
+		fileID = id
 	}
 	tokens := queryTokens(query)
 	res := &Result{Mode: "fts-only"}
@@ -268,140 +266,40 @@ func Citation(path string, start, end int) string {
 func (ix *Index) keywordCandidates(ctx context.Context, tokens []string, fileID int64, limit int) (map[int64]*candidate, error) {
 	cands := map[int64]*candidate{}
 	kw := keywords(tokens)
-	if err := ix.ftsQuery(ctx, kw, fileID, limit, cands); err != nil {
+	add := func(ms []match) {
+		for _, m := range ms {
+			if c, ok := cands[m.id]; ok {
+				c.text = math.Max(c.text, m.score)
+			} else {
+				cands[m.id] = &candidate{id: m.id, text: m.score, hasText: true}
+			}
+		}
+	}
+	ms, err := ix.st.match(ctx, kw, fileID, limit)
+	if err != nil {
 		return nil, err
 	}
+	add(ms)
 	if len(cands) > 0 || len(kw) == 1 {
 		return cands, nil // (one keyword: the AND query was that query)
 	}
 	for _, k := range kw {
-		if err := ix.ftsQuery(ctx, []string{k}, fileID, limit, cands); err != nil {
+		ms, err := ix.st.match(ctx, []string{k}, fileID, limit)
+		if err != nil {
 			return nil, err
 		}
+		add(ms)
 	}
 	return cands, nil
 }
 
-func quoteFTS(t string) string { return `"` + strings.ReplaceAll(t, `"`, "") + `"` }
-
-// ftsQuery adds the chunks matching all tokens to cands (keeping the best
-// score per chunk).
-func (ix *Index) ftsQuery(ctx context.Context, tokens []string, fileID int64, limit int, cands map[int64]*candidate) error {
-	cjk := false
-	for _, t := range tokens {
-		if hasCJK(t) {
-			cjk = true
-		}
-	}
-	// from/args select the matching chunks as column "id"; table is the
-	// FTS table whose bm25() ranks them ("" = no ranking: LIKE only).
-	var from, table, idCol string
-	var args []any
-	var where []string
-	if !cjk {
-		parts := make([]string, len(tokens))
-		for i, t := range tokens {
-			parts[i] = quoteFTS(t)
-		}
-		table, idCol = "chunks_fts", "chunks_fts.rowid"
-		from = `FROM chunks_fts WHERE chunks_fts MATCH ?`
-		args = append(args, strings.Join(parts, " AND "))
-		if fileID >= 0 {
-			where = append(where, `rowid IN (SELECT id FROM chunks WHERE file_id=?)`)
-			args = append(args, fileID)
-		}
-	} else {
-		var long []string
-		var likes []any
-		for _, t := range tokens {
-			if utf8.RuneCountInString(t) >= 3 {
-				long = append(long, quoteFTS(t))
-			} else {
-				where = append(where, `c.text LIKE ? ESCAPE '\'`)
-				likes = append(likes, "%"+likeEscape(t)+"%")
-			}
-		}
-		if len(long) > 0 {
-			table, idCol = "chunks_tri", "t.rowid"
-			from = `FROM chunks_tri t JOIN chunks c ON c.id = t.rowid WHERE chunks_tri MATCH ?`
-			args = append(args, strings.Join(long, " AND "))
-		} else {
-			idCol = "c.id"
-			from = `FROM chunks c WHERE c.has_cjk = 1`
-		}
-		args = append(args, likes...)
-		if fileID >= 0 {
-			where = append(where, `c.file_id = ?`)
-			args = append(args, fileID)
-		}
-	}
-	for _, w := range where {
-		from += " AND " + w
-	}
-	var q string
-	many, err := ix.manyMatches(ctx, idCol, from, args)
-	if err != nil {
-		return err
-	}
-	if many || table == "" {
-		// Not selective (or LIKE only): the newest matches, unranked; the
-		// keyword boosts order them.
-		q = `SELECT ` + idCol + `, 0.0 ` + from + ` ORDER BY ` + idCol + ` DESC LIMIT ?`
-	} else {
-		q = `SELECT ` + idCol + `, bm25(` + table + `) AS r ` + from + ` ORDER BY r LIMIT ?`
-	}
-	rows, err := ix.db.QueryContext(ctx, q, append(args, limit)...)
-	if err != nil {
-		return fmt.Errorf("recall: search: %v", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id int64
-		var rank float64
-		if err := rows.Scan(&id, &rank); err != nil {
-			return fmt.Errorf("recall: search: %v", err)
-		}
-		s := 0.0
-		if rank != 0 {
-			s = bm25RankToScore(rank)
-		}
-		if c, ok := cands[id]; ok {
-			c.text = math.Max(c.text, s)
-		} else {
-			cands[id] = &candidate{id: id, text: s, hasText: true}
-		}
-	}
-	return rows.Err()
-}
-
-// rankWindow bounds BM25 ranking. SQLite's bm25() costs microseconds per
-// match plus a scan of every query term's whole posting list, and a query
-// of only common words can match half of a 100 MB corpus. A query matching
-// more than rankWindow chunks is not selective: its newest matches are
-// taken unranked (BM25 part 0) and ordered by the keyword boosts, a recency
-// prior that keeps p95 latency flat. Below the window ranking is exact.
+// rankWindow bounds BM25 ranking. Ranking costs per match plus a scan of
+// every query term's whole posting list, and a query of only common words
+// can match half of a 100 MB corpus. A query matching more than rankWindow
+// chunks is not selective: its newest matches are taken unranked (BM25 part
+// 0) and ordered by the keyword boosts, a recency prior that keeps p95
+// latency flat. Below the window ranking is exact. Both backends apply it.
 const rankWindow = 1000
-
-// manyMatches reports whether the query has at least rankWindow matches,
-// by stepping through them newest first without ranking (cheap).
-func (ix *Index) manyMatches(ctx context.Context, idCol, from string, args []any) (bool, error) {
-	q := `SELECT ` + idCol + ` ` + from + ` ORDER BY ` + idCol + ` DESC LIMIT 1 OFFSET ?`
-	a := append(append([]any{}, args...), rankWindow-1)
-	var id int64
-	err := ix.db.QueryRowContext(ctx, q, a...).Scan(&id)
-	if err == sql.ErrNoRows {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("recall: search: %v", err)
-	}
-	return true, nil
-}
-
-func likeEscape(s string) string {
-	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
-	return r.Replace(s)
-}
 
 // vectorCandidates scores every embedded chunk against the query vector
 // (brute force over unit vectors) and keeps the best limit.
@@ -414,27 +312,11 @@ func (ix *Index) vectorCandidates(ctx context.Context, query string, fileID int6
 		return nil, fmt.Errorf("recall: embedder returned no vector for the query")
 	}
 	qv := normalize(vecs[0])
-	q := `SELECT id, embedding FROM chunks WHERE model = ?`
-	args := []any{ix.embedder.Model()}
-	if fileID >= 0 {
-		q += ` AND file_id = ?`
-		args = append(args, fileID)
-	}
-	rows, err := ix.db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("recall: vector search: %v", err)
-	}
-	defer rows.Close()
 	var all []*candidate
-	for rows.Next() {
-		var id int64
-		var b []byte
-		if err := rows.Scan(&id, &b); err != nil {
-			return nil, err
-		}
+	err = ix.st.vectors(ctx, ix.embedder.Model(), fileID, func(id int64, b []byte) {
 		all = append(all, &candidate{id: id, vector: dotEncoded(qv, b), hasVector: true})
-	}
-	if err := rows.Err(); err != nil {
+	})
+	if err != nil {
 		return nil, err
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].vector > all[j].vector })
@@ -450,27 +332,17 @@ func (ix *Index) loadCandidates(ctx context.Context, cands map[int64]*candidate)
 	if len(cands) == 0 {
 		return nil
 	}
-	ids := make([]string, 0, len(cands))
+	ids := make([]int64, 0, len(cands))
 	for id := range cands {
-		ids = append(ids, strconv.FormatInt(id, 10))
+		ids = append(ids, id)
 	}
-	rows, err := ix.db.QueryContext(ctx, `SELECT c.id, f.path, c.start_line, c.end_line, c.entry_ids, c.ts, c.text
-		FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id IN (`+strings.Join(ids, ",")+`)`)
+	cs, err := ix.st.chunks(ctx, ids)
 	if err != nil {
-		return fmt.Errorf("recall: search: %v", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id int64
-		var c candidate
-		if err := rows.Scan(&id, &c.path, &c.start, &c.end, &c.entryIDs, &c.ts, &c.body); err != nil {
-			return err
-		}
-		k := cands[id]
-		k.path, k.start, k.end, k.entryIDs, k.ts, k.body = c.path, c.start, c.end, c.entryIDs, c.ts, c.body
-	}
-	if err := rows.Err(); err != nil {
 		return err
+	}
+	for _, c := range cs {
+		k := cands[c.id]
+		k.path, k.start, k.end, k.entryIDs, k.ts, k.body = c.path, c.start, c.end, c.entryIDs, c.ts, c.text
 	}
 	for id, c := range cands { // a chunk deleted between the two queries
 		if c.path == "" {

@@ -33,7 +33,9 @@ func contextLines(t *testing.T, path string) map[int]bool {
 // ports, urls, CJK, decisions) early in sessions that are then compacted
 // (out of the active context), with branches, CJK turns, glued lines and a
 // torn tail, are found in the top 3 with the right file and line.
-func TestSessiongenFactsTop3(t *testing.T) {
+func TestSessiongenFactsTop3(t *testing.T) { eachBackend(t, testSessiongenFactsTop3) }
+
+func testSessiongenFactsTop3(t *testing.T, k kit) {
 	dir := t.TempDir()
 	type fact struct {
 		file string
@@ -61,7 +63,7 @@ func TestSessiongenFactsTop3(t *testing.T) {
 			facts = append(facts, fact{p, f})
 		}
 	}
-	ix := openIndex(t)
+	ix := k.open(t)
 	for _, p := range sessionFiles(t, dir) {
 		if _, err := ix.Index(context.Background(), p); err != nil {
 			t.Fatal(err)

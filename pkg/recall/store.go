@@ -1,24 +1,39 @@
 // Package recall is ctxtool's memory search over session transcripts: an
-// on-disk SQLite index (FTS5) of every message of every session file —
-// including what compactions and rolls removed from the active context —
-// searched with BM25 scored like OpenClaw's memory_search, optionally mixed
-// with embedding similarity.
+// index of every message of every session file — including what compactions
+// and rolls removed from the active context — searched with BM25 scored like
+// OpenClaw's memory_search, optionally mixed with embedding similarity.
 //
 // Rolling mode drops messages from the context and trusts recall to bring
 // them back; `roll` therefore asks Covered before evicting and calls Index
 // when the index is behind.
 //
-// The index is one file, <stateDir>/recall/index.sqlite (WAL mode), safe to
-// share between processes: writes take SQLite's write lock up front
-// (BEGIN IMMEDIATE) and wait up to 30 s for it.
+// Two stores hold the same rows (same chunking, citations and incremental
+// bookkeeping; see backend):
+//   - SQLite (the embedded default): one file, <stateDir>/recall/index.sqlite
+//     (WAL mode), FTS5 with a trigram table for CJK. Safe to share between
+//     processes on one machine: writes take SQLite's write lock up front
+//     (BEGIN IMMEDIATE) and wait up to 30 s for it.
+//   - PostgreSQL (OpenURL("postgres://…"), config recall.url): one database
+//     for a fleet of machines; tsvector + GIN, pg_trgm for CJK; every file is
+//     written in its own transaction under a per-file advisory lock, so any
+//     number of indexers may run at once.
+//
+// Every file is indexed all-or-nothing: a kill at any moment leaves the
+// index as it was before that file, and the next run completes it.
 //
 // Use:
 //
-//	ix, err := recall.Open(stateDir)            // recall.WithEmbedder(e) for hybrid search
+//	ix, err := recall.Open(stateDir)             // or OpenURL(url); WithEmbedder(e) for hybrid search
 //	defer ix.Close()
-//	ok, err := ix.Covered(path)                  // every complete line indexed?
-//	st, err := ix.Index(ctx, path)               // bring one file up to date
+//	ok, err := ix.Covered(path)                   // every complete line indexed?
+//	st, err := ix.Index(ctx, path)                // bring one file up to date
+//	err = ix.IndexFiles(ctx, paths, report)       // many files, batched commits
 //	res, err := ix.Search(ctx, "query", recall.SearchOptions{MaxResults: 6, MinScore: 0.35})
+//
+// A Hit cites the session file and its physical JSONL lines
+// (Hit.Path, StartLine, EndLine, Citation "path#Lstart-Lend") and the entry
+// ids on them (Hit.EntryIDs): this citation shape is the stable contract for
+// callers (roll, search, compact --truncate, the VS7 budget).
 //
 // Known limits: an in-place edit of a file's middle that keeps its size is
 // caught only when it touches a sampled block;
@@ -28,72 +43,33 @@ package recall
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
-
-	_ "modernc.org/sqlite" // pure-Go SQLite with FTS5
 )
 
 // schemaVersion changes whenever the tables or the extraction/chunking
 // rules change; an index of another version is rebuilt from scratch (it is a
 // cache of the transcripts, nothing in it is original).
-const schemaVersion = "7"
+const schemaVersion = "8"
 
 // DefaultMaxChars caps tool results, tool-call arguments, thinking and bash
 // output per message (head and tail kept).
 const DefaultMaxChars = 4000
 
-const schema = `
-CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS files(
-	id INTEGER PRIMARY KEY,
-	path TEXT NOT NULL UNIQUE,
-	size INTEGER NOT NULL,
-	mtime_ns INTEGER NOT NULL,
-	head_len INTEGER NOT NULL,
-	head_hash TEXT NOT NULL,
-	sample_hash TEXT NOT NULL,
-	last_line_start INTEGER NOT NULL,
-	last_line_hash TEXT NOT NULL,
-	bytes_indexed INTEGER NOT NULL,
-	lines_indexed INTEGER NOT NULL,
-	malformed INTEGER NOT NULL,
-	indexed_at INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS chunks(
-	id INTEGER PRIMARY KEY,
-	file_id INTEGER NOT NULL,
-	start_line INTEGER NOT NULL,
-	end_line INTEGER NOT NULL,
-	start_offset INTEGER NOT NULL,
-	entry_ids TEXT NOT NULL,
-	ts INTEGER NOT NULL,
-	has_cjk INTEGER NOT NULL,
-	text TEXT NOT NULL,
-	model TEXT,
-	embedding BLOB
-);
-CREATE INDEX IF NOT EXISTS chunks_file ON chunks(file_id, start_line);
-CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
-	text, content='chunks', content_rowid='id', tokenize='unicode61 remove_diacritics 2');
-CREATE VIRTUAL TABLE IF NOT EXISTS chunks_tri USING fts5(
-	text, content='chunks', content_rowid='id', tokenize='trigram case_sensitive 0');
-`
-
 // Index is an open recall index. It is safe for concurrent use; writes are
-// serialised.
+// serialised within a process.
 type Index struct {
-	db       *sql.DB
-	path     string
+	st       backend
 	embedder Embedder
 	maxChars int
+	// batchBytes and batchFiles bound one SQLite transaction of IndexFiles.
+	batchBytes int64
 
-	wmu sync.Mutex // one writer per process (SQLite allows one anyway)
+	wmu sync.Mutex // one writer per process
 }
 
 // Option configures Open.
@@ -112,10 +88,17 @@ func WithMaxChars(n int) Option {
 	}
 }
 
-// DBPath is where the index of a state directory lives.
+// DBPath is where the SQLite index of a state directory lives.
 func DBPath(stateDir string) string { return filepath.Join(stateDir, "recall", "index.sqlite") }
 
-// Open opens (creating if needed) the index in <stateDir>/recall/index.sqlite.
+// IsURL reports whether location names a PostgreSQL database rather than a
+// SQLite file.
+func IsURL(location string) bool {
+	return strings.HasPrefix(location, "postgres://") || strings.HasPrefix(location, "postgresql://")
+}
+
+// Open opens (creating if needed) the SQLite index in
+// <stateDir>/recall/index.sqlite.
 func Open(stateDir string, opts ...Option) (*Index, error) {
 	if stateDir == "" {
 		return nil, errors.New("recall: empty state directory (set --state-dir or CTXTOOL_STATE_DIR)")
@@ -123,68 +106,82 @@ func Open(stateDir string, opts ...Option) (*Index, error) {
 	return OpenFile(DBPath(stateDir), opts...)
 }
 
-// OpenFile opens the index at an explicit database path.
+// OpenURL opens the index at location: a postgres:// or postgresql:// URL
+// for PostgreSQL, otherwise the path of a SQLite file.
+func OpenURL(location string, opts ...Option) (*Index, error) {
+	if IsURL(location) {
+		st, err := openPostgres(context.Background(), location)
+		if err != nil {
+			return nil, err
+		}
+		return newIndex(st, opts), nil
+	}
+	return OpenFile(location, opts...)
+}
+
+// OpenFile opens the SQLite index at an explicit database path.
 func OpenFile(dbPath string, opts ...Option) (*Index, error) {
-	// 0700: the index holds transcript text (tool output may carry secrets).
-	if err := os.MkdirAll(filepath.Dir(dbPath), 0o700); err != nil {
-		return nil, fmt.Errorf("recall: create %s: %v (check the state directory's permissions)", filepath.Dir(dbPath), err)
-	}
-	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(30000)")
-	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous(OFF)")
-	q.Add("_pragma", "cache_size(-32000)")
-	q.Add("_pragma", "temp_store(MEMORY)")
-	q.Set("_txlock", "immediate")
-	db, err := sql.Open("sqlite", "file:"+dbPath+"?"+q.Encode())
+	st, err := openSQLite(dbPath)
 	if err != nil {
-		return nil, fmt.Errorf("recall: open %s: %v", dbPath, err)
+		return nil, err
 	}
-	ix := &Index{db: db, path: dbPath, maxChars: DefaultMaxChars}
+	return newIndex(st, opts), nil
+}
+
+func newIndex(st backend, opts []Option) *Index {
+	ix := &Index{st: st, maxChars: DefaultMaxChars, batchBytes: 64 << 20}
 	for _, o := range opts {
 		o(ix)
 	}
-	if err := ix.migrate(context.Background()); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("recall: %s: %v (delete the file to rebuild the index)", dbPath, err)
-	}
-	return ix, nil
+	return ix
 }
 
-// Path is the database file.
-func (ix *Index) Path() string { return ix.path }
+// Path is where the index lives: the SQLite file, or the PostgreSQL URL
+// without its password.
+func (ix *Index) Path() string { return ix.st.location() }
 
 // Close closes the database.
-func (ix *Index) Close() error { return ix.db.Close() }
+func (ix *Index) Close() error { return ix.st.close() }
 
-func (ix *Index) migrate(ctx context.Context) error {
-	ix.wmu.Lock()
-	defer ix.wmu.Unlock()
-	tx, err := ix.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
+// Rebuild empties the index (every file is indexed again by the next run).
+// For SQLite the file is deleted and created anew, which also recovers from
+// a corrupt index; for PostgreSQL the recall tables are dropped and created
+// again — every machine's rows, not only this one's.
+func Rebuild(location string) error {
+	if IsURL(location) {
+		st, err := openPostgres(context.Background(), location)
+		if err != nil {
+			return err
+		}
+		defer st.close()
+		return st.rebuild(context.Background())
 	}
-	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)`); err != nil {
-		return err
-	}
-	var v string
-	err = tx.QueryRowContext(ctx, `SELECT value FROM meta WHERE key='schema'`).Scan(&v)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return err
-	}
-	if v != schemaVersion {
-		for _, t := range []string{"chunks_fts", "chunks_tri", "chunks", "files"} {
-			if _, err := tx.ExecContext(ctx, "DROP TABLE IF EXISTS "+t); err != nil {
-				return err
-			}
+	for _, suf := range []string{"", "-wal", "-shm", "-journal"} {
+		if err := os.Remove(location + suf); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("recall: remove %s: %v", location+suf, err)
 		}
 	}
-	if _, err := tx.ExecContext(ctx, schema); err != nil {
-		return err
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO meta(key, value) VALUES('schema', ?)`, schemaVersion); err != nil {
-		return err
-	}
-	return tx.Commit()
+	return nil
 }
+
+// StoreError is a failure of the index's storage itself (disk full, I/O
+// error, corruption, unreachable database): it names the index and what to
+// do. IndexFiles stops at the first one instead of failing every file.
+type StoreError struct {
+	Index  string // file path or redacted URL
+	Err    error
+	Remedy string
+}
+
+func (e *StoreError) Error() string {
+	return fmt.Sprintf("recall index %s: %v (%s)", e.Index, e.Err, e.Remedy)
+}
+
+func (e *StoreError) Unwrap() error { return e.Err }
+
+// Remedies named by StoreError.
+const (
+	remedyFull    = "free space on its device, then run 'ctxtool index' again: nothing indexed so far is lost"
+	remedyCorrupt = "the index is damaged; rebuild it with 'ctxtool index --rebuild PATH...' (it is a cache of the transcripts: nothing original is lost)"
+	remedyIO      = "check the device and the file's permissions, then run again; if the error persists, 'ctxtool index --rebuild PATH...'"
+)

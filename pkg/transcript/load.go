@@ -2,6 +2,8 @@ package transcript
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +11,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/ctxtool/ctxtool/pkg/formats"
 )
@@ -37,9 +40,16 @@ type Session struct {
 	Foreign *formats.View
 
 	byID map[string]*Entry
+	// dups are entries whose id an earlier entry already has.
+	dups []*Entry
 	src  io.ReaderAt
 	file *os.File
 	mu   sync.Mutex
+	// fi and fp identify the bytes the session was loaded from (the file,
+	// and a hash of its first and last bytes up to Size): a write checks
+	// them under the lock.
+	fi os.FileInfo
+	fp [32]byte
 }
 
 // InvalidHeaderError means the first parseable line is not a session header:
@@ -74,27 +84,107 @@ func Load(path string) (*Session, error) {
 	if s, handled, err := loadForeign(path); handled {
 		return s, err
 	}
-	f, err := os.Open(path)
+	f, st, err := OpenRegular(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", path, unwrapPathErr(err))
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("%s: %v", path, err)
-	}
-	if st.IsDir() {
-		f.Close()
-		return nil, fmt.Errorf("%s: is a directory (give a .jsonl session file)", path)
+		return nil, err
 	}
 	s, err := load(path, f, st.Size())
+	if err == nil {
+		s.fp, err = fingerprint(f, s.Size)
+		if err != nil {
+			err = fmt.Errorf("%s: read: %v", path, err)
+		}
+	}
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
 	s.file = f
 	s.src = f
+	s.fi = st
 	return s, nil
+}
+
+// OpenRegular opens a file for reading, refusing at once anything that is
+// not a regular file: a FIFO would block the read forever, a device never
+// end, a directory is not a session. The open itself does not block on a
+// FIFO swapped in at the last moment.
+func OpenRegular(path string) (*os.File, os.FileInfo, error) {
+	if st, err := os.Stat(path); err != nil {
+		return nil, nil, fmt.Errorf("%s: %v", path, unwrapPathErr(err))
+	} else if err := checkRegular(path, st); err != nil {
+		return nil, nil, err
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %v", path, unwrapPathErr(err))
+	}
+	st, err := f.Stat()
+	if err == nil {
+		err = checkRegular(path, st)
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, st, nil
+}
+
+// NotRegularError refuses a path that is not a regular file.
+type NotRegularError struct {
+	File string
+	What string
+}
+
+func (e *NotRegularError) Error() string {
+	return fmt.Sprintf("%s: is %s, not a session file; ctxtool reads and writes regular .jsonl files only (pass a file, or a directory to commands that walk directories)", e.File, e.What)
+}
+
+func checkRegular(path string, st os.FileInfo) error {
+	m := st.Mode()
+	var what string
+	switch {
+	case m.IsRegular():
+		return nil
+	case m.IsDir():
+		what = "a directory"
+	case m&os.ModeNamedPipe != 0:
+		what = "a FIFO (named pipe)"
+	case m&os.ModeSocket != 0:
+		what = "a socket"
+	case m&os.ModeCharDevice != 0:
+		what = "a character device"
+	case m&os.ModeDevice != 0:
+		what = "a block device"
+	default:
+		what = "not a regular file (" + m.Type().String() + ")"
+	}
+	return &NotRegularError{File: path, What: what}
+}
+
+// fingerprintSpan is how much of each end of a file fingerprint hashes.
+const fingerprintSpan = 4096
+
+// fingerprint hashes the first and last fingerprintSpan bytes of the first
+// size bytes of r.
+func fingerprint(r io.ReaderAt, size int64) ([32]byte, error) {
+	h := sha256.New()
+	var sz [8]byte
+	binary.LittleEndian.PutUint64(sz[:], uint64(size))
+	h.Write(sz[:])
+	head := min(size, fingerprintSpan)
+	tailFrom := max(head, size-fingerprintSpan)
+	for _, span := range [][2]int64{{0, head}, {tailFrom, size}} {
+		if span[1] <= span[0] {
+			continue
+		}
+		if _, err := io.Copy(h, io.NewSectionReader(r, span[0], span[1]-span[0])); err != nil {
+			return [32]byte{}, err
+		}
+	}
+	var out [32]byte
+	copy(out[:], h.Sum(nil))
+	return out, nil
 }
 
 func unwrapPathErr(err error) error {
@@ -406,6 +496,9 @@ func (s *Session) finishFrom(start int) {
 		}
 	}
 	for _, e := range added {
+		if e.ID != "" && s.byID[e.ID] != nil {
+			s.dups = append(s.dups, e)
+		}
 		s.byID[e.ID] = e
 		if e.Role == "hookMessage" {
 			if s.Version < 3 {
@@ -424,7 +517,7 @@ func (s *Session) finishFrom(start int) {
 // through it, so the original must stay open while the new one is used.
 func (s *Session) WithAppended(lines ...[]byte) (*Session, error) {
 	n := &Session{File: s.File, Header: s.Header, Version: s.Version, Malformed: s.Malformed,
-		NonObjects: s.NonObjects, ExtraHeaders: s.ExtraHeaders, Blank: s.Blank, EndsWithNewline: true,
+		NonObjects: s.NonObjects, ExtraHeaders: s.ExtraHeaders, Blank: s.Blank, EndsWithNewline: true, dups: s.dups,
 		byID: make(map[string]*Entry, len(s.byID)+len(lines))}
 	for id, e := range s.byID {
 		n.byID[id] = e

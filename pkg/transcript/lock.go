@@ -1,23 +1,26 @@
 package transcript
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/ctxtool/ctxtool/pkg/safefile"
 )
 
 // StaleLockAge is OpenClaw's limit: a lock older than this may be taken over.
 const StaleLockAge = 30 * time.Minute
+
+// maxLockPayload caps what is read of a lock file: a payload is ~80 bytes,
+// and a lock file of any size must not cost more than this to inspect.
+const maxLockPayload = 4096
 
 // Lock is a held OpenClaw session write lock (<file>.lock).
 type Lock struct {
@@ -25,21 +28,40 @@ type Lock struct {
 	f    *os.File
 }
 
-// LockedError says another live process holds the session lock.
+// LockedError says another process holds the session lock, or that the lock
+// file is not a lock ctxtool may take over yet (empty, unreadable).
 type LockedError struct {
 	Session   string
 	LockPath  string
 	PID       int
 	CreatedAt string
+	// Problem describes a lock file that names no live process (empty,
+	// not JSON, no pid…); StaleAt is when OpenClaw's rule lets it be taken
+	// over (30 minutes after its last write).
+	Problem string
+	StaleAt time.Time
 }
 
 func (e *LockedError) Error() string {
-	return fmt.Sprintf("%s: locked by pid %d since %s (%s); wait for it to finish, pass --wait DURATION, or remove the lock file if that process is gone",
+	if e.Problem != "" {
+		return fmt.Sprintf("%s: the lock file %s %s; it counts as stale 30 minutes after it was written (at %s, in %s), when ctxtool takes it over; if no process is writing this session, remove it now (rm %s)",
+			e.Session, e.LockPath, e.Problem, e.StaleAt.Local().Format("15:04:05"), time.Until(e.StaleAt).Round(time.Second), shellQuote(e.LockPath))
+	}
+	return fmt.Sprintf("%s: locked by pid %d since %s (%s); wait for it to finish or pass --wait DURATION",
 		e.Session, e.PID, e.CreatedAt, e.LockPath)
 }
 
 // Locked marks the error for exit code 4.
 func (e *LockedError) Locked() bool { return true }
+
+func shellQuote(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool {
+		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == '+' || r == ':' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
 
 type lockPayload struct {
 	PID       int    `json:"pid"`
@@ -48,8 +70,13 @@ type lockPayload struct {
 }
 
 // LockPath is where OpenClaw keeps the lock of a session file: the real
-// directory of the session plus "<name>.lock".
+// directory of the real session file (symlinks resolved) plus
+// "<name>.lock". A symlink to a session and the session itself share one
+// lock.
 func LockPath(session string) string {
+	if real, err := filepath.EvalSymlinks(session); err == nil {
+		session = real
+	}
 	dir, name := filepath.Split(session)
 	if dir == "" {
 		dir = "."
@@ -60,42 +87,53 @@ func LockPath(session string) string {
 	return filepath.Join(dir, name+".lock")
 }
 
-// AcquireLock takes the session lock the way OpenClaw does (exclusive
+// AcquireLock takes the session lock the way OpenClaw does (an exclusive
 // create; stale locks are taken over). With wait > 0 it retries until the
 // deadline with OpenClaw's backoff (min(1s, 50ms × attempt)).
+//
+// The payload is written to a temp file first and linked into place, so the
+// lock never exists without its pid (a kill in between leaves a temp file
+// that a later run removes, not an empty lock that blocks). A stale lock is
+// taken over by renaming a new lock over it while holding flock(2) on the
+// directory, after checking under that flock that the lock is still the
+// stale one; ownership is then re-verified. Of any number of ctxtool
+// processes racing over one stale lock, exactly one gets it.
 func AcquireLock(ctx context.Context, session string, wait time.Duration) (*Lock, error) {
 	if err := CheckWritable(session); err != nil {
 		return nil, err
 	}
 	path := LockPath(session)
+	sweepDir(filepath.Dir(path))
 	deadline := time.Now().Add(wait)
-	for attempt := 1; ; attempt++ {
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-		if err == nil {
-			p := lockPayload{PID: os.Getpid(), CreatedAt: time.Now().UTC().Format("2006-01-02T15:04:05.000Z")}
-			if st, ok := procStartTime(os.Getpid()); ok {
-				p.Starttime = &st
-			}
-			data, _ := json.MarshalIndent(p, "", "  ")
-			if _, err := f.Write(data); err != nil {
-				f.Close()
-				os.Remove(path)
-				return nil, fmt.Errorf("%s: write lock: %v", path, err)
-			}
-			l := &Lock{Path: path, f: f}
-			registerHeld(l)
-			return l, nil
+	quick := 0 // immediate retries after a lost race
+	for attempt := 1; ; {
+		if err := ctx.Err(); err != nil {
+			return nil, err
 		}
-		if !errors.Is(err, os.ErrExist) {
-			return nil, fmt.Errorf("%s: cannot create lock: %v (is the directory writable?)", path, unwrapPathErr(err))
+		l, err := createLock(path)
+		if err != nil || l != nil {
+			return l, err
 		}
-		info, stale := inspectLock(path)
-		if stale {
-			os.Remove(path)
+		info := inspectLock(path)
+		if info.gone && quick < 100 {
+			quick++
 			continue
 		}
+		if info.stale && quick < 100 {
+			quick++
+			l, err := takeOver(path, info)
+			if err != nil || l != nil {
+				return l, err
+			}
+			continue // someone else got it, or it changed: look again
+		}
+		quick = 0
 		if wait <= 0 || time.Now().After(deadline) {
-			return nil, &LockedError{Session: session, LockPath: path, PID: info.PID, CreatedAt: info.CreatedAt}
+			le := &LockedError{Session: session, LockPath: path, PID: info.payload.PID, CreatedAt: info.payload.CreatedAt, Problem: info.problem}
+			if info.problem != "" {
+				le.StaleAt = info.modTime.Add(StaleLockAge)
+			}
+			return nil, le
 		}
 		d := time.Duration(attempt) * 50 * time.Millisecond
 		if d > time.Second {
@@ -104,6 +142,7 @@ func AcquireLock(ctx context.Context, session string, wait time.Duration) (*Lock
 		if rem := time.Until(deadline); d > rem {
 			d = rem
 		}
+		attempt++
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
@@ -112,145 +151,279 @@ func AcquireLock(ctx context.Context, session string, wait time.Duration) (*Lock
 	}
 }
 
-// Release closes and deletes the lock file.
+// newPayloadFile writes this process's lock payload to a temp file next to
+// the lock.
+func newPayloadFile(path string) (*os.File, error) {
+	f, err := safefile.CreateTemp(path, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("%s: cannot create lock: %v (is the directory writable?)", path, unwrapPathErr(err))
+	}
+	p := lockPayload{PID: os.Getpid(), CreatedAt: time.Now().UTC().Format("2006-01-02T15:04:05.000Z")}
+	if st, ok := safefile.ProcStartTime(os.Getpid()); ok {
+		p.Starttime = &st
+	}
+	data, _ := json.MarshalIndent(p, "", "  ")
+	if _, err := f.Write(data); err != nil {
+		discardTemp(f)
+		return nil, fmt.Errorf("%s: write lock: %v", path, err)
+	}
+	return f, nil
+}
+
+func discardTemp(f *os.File) {
+	f.Close()
+	os.Remove(f.Name())
+	safefile.Forget(f.Name())
+}
+
+// createLock links a fresh payload file to path. It returns (nil, nil) when
+// a lock already exists.
+func createLock(path string) (*Lock, error) {
+	f, err := newPayloadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	err = os.Link(f.Name(), path)
+	if err != nil && !errors.Is(err, os.ErrExist) && linkUnsupported(err) {
+		// No hard links on this file system: an exclusive create, then the
+		// payload (a kill in between leaves an empty lock, reported as such).
+		discardTemp(f)
+		return createLockNoLink(path)
+	}
+	tmp := f.Name()
+	os.Remove(tmp)
+	safefile.Forget(tmp)
+	if err != nil {
+		f.Close()
+		if errors.Is(err, os.ErrExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("%s: cannot create lock: %v (is the directory writable?)", path, unwrapPathErr(err))
+	}
+	return own(path, f)
+}
+
+func linkUnsupported(err error) bool {
+	return errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.ENOTSUP) || errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.EXDEV)
+}
+
+func createLockNoLink(path string) (*Lock, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if errors.Is(err, os.ErrExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: cannot create lock: %v (is the directory writable?)", path, unwrapPathErr(err))
+	}
+	p := lockPayload{PID: os.Getpid(), CreatedAt: time.Now().UTC().Format("2006-01-02T15:04:05.000Z")}
+	if st, ok := safefile.ProcStartTime(os.Getpid()); ok {
+		p.Starttime = &st
+	}
+	data, _ := json.MarshalIndent(p, "", "  ")
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		os.Remove(path)
+		return nil, fmt.Errorf("%s: write lock: %v", path, err)
+	}
+	return own(path, f)
+}
+
+// own re-verifies that the lock file at path is the one f has open, then
+// records the lock as held.
+func own(path string, f *os.File) (*Lock, error) {
+	mine, err1 := f.Stat()
+	there, err2 := os.Stat(path)
+	if err1 != nil || err2 != nil || !os.SameFile(mine, there) {
+		f.Close()
+		return nil, nil // replaced under us: look again
+	}
+	l := &Lock{Path: path, f: f}
+	heldMu.Lock()
+	held[path] = l
+	heldMu.Unlock()
+	safefile.OnInterrupt("lock:"+path, func() { l.Release() })
+	return l, nil
+}
+
+// takeOver replaces a stale lock by a fresh one of ours. Under flock(2) on
+// the lock's directory (which every ctxtool taking over a lock there holds)
+// it checks that the lock is still the very file found stale and still
+// stale, then renames a new payload file over it. It returns (nil, nil)
+// when the lock changed meanwhile.
+func takeOver(path string, seen lockInfo) (*Lock, error) {
+	unlock := flockDir(filepath.Dir(path))
+	defer unlock()
+	now := inspectLock(path)
+	if now.gone || !now.stale || now.fi == nil || seen.fi == nil || !os.SameFile(now.fi, seen.fi) {
+		return nil, nil
+	}
+	f, err := newPayloadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		discardTemp(f)
+		return nil, fmt.Errorf("%s: cannot take over the stale lock: %v", path, unwrapPathErr(err))
+	}
+	safefile.Forget(f.Name())
+	return own(path, f)
+}
+
+// flockDir takes flock(2) on a directory; best effort (a file system
+// without flock leaves only the inode check).
+func flockDir(dir string) func() {
+	d, err := os.Open(dir)
+	if err != nil {
+		return func() {}
+	}
+	if err := syscall.Flock(int(d.Fd()), syscall.LOCK_EX); err != nil {
+		d.Close()
+		return func() {}
+	}
+	return func() {
+		syscall.Flock(int(d.Fd()), syscall.LOCK_UN)
+		d.Close()
+	}
+}
+
+// Release deletes the lock file, if it is still ours, and closes it.
 func (l *Lock) Release() error {
-	if l == nil || l.f == nil {
+	if l == nil {
 		return nil
 	}
-	unregisterHeld(l)
-	l.f.Close()
+	heldMu.Lock()
+	f := l.f
 	l.f = nil
+	if held[l.Path] == l {
+		delete(held, l.Path)
+	}
+	heldMu.Unlock()
+	if f == nil {
+		return nil
+	}
+	safefile.OffInterrupt("lock:" + l.Path)
+	defer f.Close()
+	mine, err1 := f.Stat()
+	there, err2 := os.Stat(l.Path)
+	if err1 != nil || err2 != nil || !os.SameFile(mine, there) {
+		return nil // gone, or taken over as stale by someone else: not ours to delete
+	}
 	if err := os.Remove(l.Path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
 	return nil
 }
 
-// inspectLock applies OpenClaw's staleness rules to an existing lock.
-func inspectLock(path string) (lockPayload, bool) {
-	var p lockPayload
-	data, err := os.ReadFile(path)
+// lockInfo is what inspectLock found.
+type lockInfo struct {
+	payload lockPayload
+	fi      os.FileInfo
+	modTime time.Time
+	gone    bool // no lock file (any more)
+	stale   bool
+	// problem describes a lock file that names no process ("" when its
+	// payload is a valid lock).
+	problem string
+}
+
+// inspectLock applies OpenClaw's staleness rules to an existing lock. The
+// file is read up to maxLockPayload bytes; whatever it holds is described,
+// never echoed whole.
+func inspectLock(path string) lockInfo {
+	var info lockInfo
+	fi, err := os.Lstat(path)
 	if err != nil {
-		// Vanished between our create and read: retry at once.
-		return p, errors.Is(err, os.ErrNotExist)
-	}
-	st, statErr := os.Stat(path)
-	oldByMtime := statErr == nil && time.Since(st.ModTime()) > StaleLockAge
-	if json.Unmarshal(bytes.TrimSpace(data), &p) != nil {
-		return p, oldByMtime
-	}
-	created, terr := time.Parse(time.RFC3339Nano, p.CreatedAt)
-	if p.PID <= 0 || terr != nil {
-		return p, oldByMtime
-	}
-	if !pidAlive(p.PID) {
-		return p, true
-	}
-	if p.Starttime != nil {
-		if cur, ok := procStartTime(p.PID); ok && cur != *p.Starttime {
-			return p, true // the pid was recycled
+		info.gone = errors.Is(err, os.ErrNotExist)
+		if !info.gone {
+			info.problem = fmt.Sprintf("cannot be read (%v)", unwrapPathErr(err))
 		}
-	} else if p.PID == os.Getpid() && !holdsLock(path) {
-		return p, true // our own orphan
+		return info
 	}
-	return p, time.Since(created) > StaleLockAge
-}
-
-func pidAlive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
-}
-
-// procStartTime reads field 22 of /proc/<pid>/stat (clock ticks since boot).
-func procStartTime(pid int) (int64, bool) {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	info.fi, info.modTime = fi, fi.ModTime()
+	oldByMtime := time.Since(fi.ModTime()) > StaleLockAge
+	if !fi.Mode().IsRegular() {
+		info.problem = fmt.Sprintf("is not a regular file (%s)", fi.Mode().Type())
+		return info // never taken over: removing it is for a human to decide
+	}
+	data, size, err := safefile.ReadCapped(path, maxLockPayload)
 	if err != nil {
-		return 0, false
+		info.gone = errors.Is(err, os.ErrNotExist)
+		info.problem = fmt.Sprintf("cannot be read (%v)", unwrapPathErr(err))
+		return info
 	}
-	// The command name (field 2) may contain spaces; fields resume after ')'.
-	i := bytes.LastIndexByte(data, ')')
-	if i < 0 {
-		return 0, false
+	trimmed := strings.TrimSpace(string(data))
+	switch {
+	case size == 0 || (trimmed == "" && size <= maxLockPayload):
+		info.problem = "is empty (a writer was probably killed between creating it and writing its pid)"
+	case size > maxLockPayload:
+		info.problem = fmt.Sprintf("is %d bytes, not a lock payload (it starts with %s)", size, preview(data))
+	case json.Unmarshal([]byte(trimmed), &info.payload) != nil:
+		info.payload = lockPayload{}
+		info.problem = fmt.Sprintf("does not hold a lock payload (%d bytes, starting with %s)", size, preview(data))
 	}
-	fields := strings.Fields(string(data[i+1:]))
-	// fields[0] is field 3 (state), so field 22 is fields[19].
-	if len(fields) < 20 {
-		return 0, false
+	if info.problem != "" {
+		info.stale = oldByMtime
+		return info
 	}
-	v, err := strconv.ParseInt(fields[19], 10, 64)
-	return v, err == nil
+	p := info.payload
+	created, terr := time.Parse(time.RFC3339Nano, p.CreatedAt)
+	switch {
+	case p.PID <= 0:
+		info.problem = fmt.Sprintf("names no pid (%s)", preview(data))
+	case terr != nil:
+		info.problem = fmt.Sprintf("has no valid createdAt (%s)", preview(data))
+	}
+	if info.problem != "" {
+		info.stale = oldByMtime
+		return info
+	}
+	switch {
+	case !safefile.PidAlive(p.PID):
+		info.stale = true
+	case p.Starttime != nil:
+		if cur, ok := safefile.ProcStartTime(p.PID); ok && cur != *p.Starttime {
+			info.stale = true // the pid was recycled
+		}
+	case p.PID == os.Getpid() && !holdsLock(path):
+		info.stale = true // our own orphan
+	}
+	if time.Since(created) > StaleLockAge {
+		info.stale = true
+	}
+	return info
 }
 
-// Held locks are released if the process is interrupted, so a Ctrl-C never
-// leaves a session locked for 30 minutes.
+// preview quotes the start of an untrusted payload for a message.
+func preview(data []byte) string {
+	const max = 40
+	if len(data) > max {
+		return fmt.Sprintf("%q…", data[:max])
+	}
+	return fmt.Sprintf("%q", data)
+}
+
+// Held locks, by lock path.
 var (
-	heldMu  sync.Mutex
-	held    = map[*Lock]bool{}
-	cleanup = map[string]bool{} // temp files to remove on interrupt
-	sigOnce sync.Once
+	heldMu sync.Mutex
+	held   = map[string]*Lock{}
 )
-
-func registerHeld(l *Lock) {
-	heldMu.Lock()
-	held[l] = true
-	heldMu.Unlock()
-	sigOnce.Do(func() {
-		ch := make(chan os.Signal, 1)
-		signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGQUIT)
-		go func() {
-			sig := <-ch
-			releaseAll()
-			code := 130
-			if sig == syscall.SIGTERM {
-				code = 143
-			}
-			os.Exit(code)
-		}()
-	})
-}
-
-func unregisterHeld(l *Lock) {
-	heldMu.Lock()
-	delete(held, l)
-	heldMu.Unlock()
-}
 
 func holdsLock(path string) bool {
 	heldMu.Lock()
 	defer heldMu.Unlock()
-	for l := range held {
-		if l.Path == path {
-			return true
-		}
-	}
-	return false
+	return held[path] != nil
 }
 
-func registerTemp(path string, on bool) {
-	heldMu.Lock()
-	defer heldMu.Unlock()
-	if on {
-		cleanup[path] = true
-	} else {
-		delete(cleanup, path)
-	}
-}
+// sweptDirs records the directories already swept by this process.
+var sweptDirs sync.Map
 
-func releaseAll() {
-	heldMu.Lock()
-	locks := make([]*Lock, 0, len(held))
-	for l := range held {
-		locks = append(locks, l)
+// sweepDir removes, once per directory and process, what killed ctxtool
+// runs left there: temp files of dead processes (rewrites, lock payloads)
+// and backups that are still the live file itself (a rewrite killed between
+// keeping the backup and the rename).
+func sweepDir(dir string) {
+	if _, done := sweptDirs.LoadOrStore(dir, true); done {
+		return
 	}
-	temps := make([]string, 0, len(cleanup))
-	for t := range cleanup {
-		temps = append(temps, t)
-	}
-	heldMu.Unlock()
-	for _, t := range temps {
-		os.Remove(t)
-	}
-	for _, l := range locks {
-		l.Release()
-	}
+	safefile.Sweep(dir)
 }

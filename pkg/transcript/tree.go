@@ -1,5 +1,12 @@
 package transcript
 
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
 // Leaf is pi's leaf after loading: the last entry in file order.
 func (s *Session) Leaf() *Entry {
 	if len(s.Entries) == 0 {
@@ -174,4 +181,114 @@ func (c *Context) UsageStale() bool {
 		}
 	}
 	return true
+}
+
+// TreeProblem is a defect of the entry tree that pi's loader cannot cope
+// with: its walk from the leaf never ends.
+type TreeProblem struct {
+	// Kind is "duplicate id" or "parent cycle".
+	Kind  string
+	ID    string // the duplicated id, or an id on the cycle
+	Lines []int  // lines of the entries involved, in file order
+}
+
+func (p TreeProblem) String() string {
+	ls := make([]string, len(p.Lines))
+	for i, l := range p.Lines {
+		ls[i] = strconv.Itoa(l)
+	}
+	if p.Kind == "duplicate id" {
+		return fmt.Sprintf("entry id %q is on lines %s", p.ID, strings.Join(ls, ", "))
+	}
+	if len(p.Lines) == 1 {
+		return fmt.Sprintf("the entry on line %s is its own parent (a parentId cycle)", ls[0])
+	}
+	return fmt.Sprintf("the entries on lines %s are each other's ancestors (a parentId cycle)", strings.Join(ls, ", "))
+}
+
+// TreeProblems lists duplicate entry ids and parentId cycles, in file
+// order. Writers refuse a session that has any: pi would hang on it.
+func (s *Session) TreeProblems() []TreeProblem {
+	var out []TreeProblem
+	seen := map[string]bool{}
+	for _, d := range s.dups {
+		if seen[d.ID] {
+			continue
+		}
+		seen[d.ID] = true
+		p := TreeProblem{Kind: "duplicate id", ID: d.ID}
+		for _, e := range s.Entries {
+			if e.ID == d.ID {
+				p.Lines = append(p.Lines, e.Line)
+			}
+		}
+		out = append(out, p)
+	}
+	// Cycles: follow each entry's parents, colouring entries on the
+	// current walk (1) and finished ones (2).
+	color := make(map[*Entry]uint8, len(s.Entries))
+	var walk []*Entry
+	for _, start := range s.Entries {
+		walk = walk[:0]
+		cur := start
+		for cur != nil && color[cur] == 0 {
+			color[cur] = 1
+			walk = append(walk, cur)
+			if cur.ParentID == "" {
+				cur = nil
+				break
+			}
+			cur = s.byID[cur.ParentID]
+		}
+		if cur != nil && color[cur] == 1 {
+			p := TreeProblem{Kind: "parent cycle", ID: cur.ID}
+			on := false
+			for _, e := range walk {
+				on = on || e == cur
+				if on {
+					p.Lines = append(p.Lines, e.Line)
+				}
+			}
+			sort.Ints(p.Lines)
+			out = append(out, p)
+		}
+		for _, e := range walk {
+			color[e] = 2
+		}
+	}
+	return out
+}
+
+// Writable reports why ctxtool must not append to this session (nil when
+// it may): pi cannot load its entry tree (a parentId cycle, which duplicate
+// ids can create: pi's walk from the leaf never ends), or its file is not a
+// regular, writable file. Duplicate ids without a cycle load in pi (the
+// later entry wins, in pi as in ctxtool) and do not stop an append; they do
+// stop Rewrite, whose re-parenting could close a cycle.
+func (s *Session) Writable() error {
+	if s.File == "-" || s.fi == nil {
+		return fmt.Errorf("%s: cannot write to standard input; give a session file path", s.File)
+	}
+	var cycles []TreeProblem
+	for _, p := range s.TreeProblems() {
+		if p.Kind == "parent cycle" {
+			cycles = append(cycles, p)
+		}
+	}
+	if len(cycles) > 0 {
+		return &TreeError{File: s.File, Problems: cycles}
+	}
+	_, err := WritablePath(s.File)
+	return err
+}
+
+// Rewritable is Writable for Rewrite: duplicate ids refuse too.
+func (s *Session) Rewritable() error {
+	if err := s.Writable(); err != nil {
+		return err
+	}
+	if probs := s.TreeProblems(); len(probs) > 0 {
+		return &TreeError{File: s.File, Problems: probs}
+	}
+	return nil
 }

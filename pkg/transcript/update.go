@@ -3,8 +3,8 @@ package transcript
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,14 +32,19 @@ const maxReplans = 5
 // read — in that case it reloads and plans again, so new entries always hang
 // off the true last line. A failed write is rolled back to the original
 // size. The session passed to plan is closed when Update returns.
+//
+// For a plan that takes long (an LLM call), plan without the lock and write
+// with Append instead, so the agent is never blocked meanwhile.
 func Update(ctx context.Context, path string, opts UpdateOptions, plan Plan) error {
 	if path == "-" {
 		return fmt.Errorf("-: cannot write to standard input; give a session file path")
 	}
-	var lock *Lock
 	if !opts.DryRun {
-		var err error
-		if lock, err = AcquireLock(ctx, path, opts.Wait); err != nil {
+		if _, err := WritablePath(path); err != nil {
+			return err
+		}
+		lock, err := AcquireLock(ctx, path, opts.Wait)
+		if err != nil {
 			return err
 		}
 		defer lock.Release()
@@ -50,11 +55,12 @@ func Update(ctx context.Context, path string, opts UpdateOptions, plan Plan) err
 			return err
 		}
 		lines, err := plan(s)
-		s.Close()
 		if err != nil || len(lines) == 0 || opts.DryRun {
+			s.Close()
 			return err
 		}
-		err = appendLines(path, s.Size, s.EndsWithNewline, lines)
+		err = appendVerified(s, lines)
+		s.Close()
 		if err == ErrFileChanged && attempt < maxReplans {
 			continue
 		}
@@ -62,28 +68,118 @@ func Update(ctx context.Context, path string, opts UpdateOptions, plan Plan) err
 	}
 }
 
+// AppendOptions controls Append.
+type AppendOptions struct {
+	// Wait is how long to wait for the session lock (0: fail at once).
+	Wait time.Duration
+}
+
+// Append is the write half of planning without the lock: it takes the
+// session lock, checks that the file is still exactly the bytes s was loaded
+// from — the same file, the same size, the same first and last bytes — and
+// appends lines after them in one write, then releases the lock. When
+// anything else wrote to the file since s was loaded (pi appends without
+// the lock) nothing is written and the error is ErrFileChanged: reload,
+// re-plan (the new entries must hang off the true last line) and call
+// Append again. A session pi cannot load (duplicate ids, parent cycles), a
+// read-only file or a file that is not a regular file is refused.
+func Append(ctx context.Context, s *Session, opts AppendOptions, lines [][]byte) error {
+	if len(lines) == 0 {
+		return nil
+	}
+	if err := s.Writable(); err != nil {
+		return err
+	}
+	lock, err := AcquireLock(ctx, s.File, opts.Wait)
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
+	return appendVerified(s, lines)
+}
+
 // ErrFileChanged is returned by Update when another writer kept appending
-// faster than ctxtool could re-plan (maxReplans times): nothing was written.
+// faster than ctxtool could re-plan (maxReplans times), and by Append when
+// the file is no longer what the session was loaded from: nothing was
+// written.
 var ErrFileChanged = fmt.Errorf("the session file changed while ctxtool was planning (another process keeps writing it; retry later or use --older-than)")
 
-// appendLines appends lines (each without newline) in a single write, after a
-// newline if the file lacks its final one. It refuses when the file's size is
-// no longer expectSize.
-func appendLines(path string, expectSize int64, endsWithNewline bool, lines [][]byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+// WritablePath resolves a session path for writing: symlinks are followed
+// to the real file (which is what gets locked, appended to and rewritten,
+// so a link stays a link), and the real file must be a regular file that is
+// not read-only.
+func WritablePath(path string) (string, error) {
+	real, err := resolve(path)
+	if err != nil {
+		return "", err
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return "", fmt.Errorf("%s: %v", path, unwrapPathErr(err))
+	}
+	if err := checkRegular(path, fi); err != nil {
+		return "", err
+	}
+	if err := checkWritableMode(path, fi); err != nil {
+		return "", err
+	}
+	return real, nil
+}
+
+// resolve follows symlinks; a dangling link is an error that says where it
+// points.
+func resolve(path string) (string, error) {
+	real, err := filepath.EvalSymlinks(path)
+	if err == nil {
+		return real, nil
+	}
+	if target, lerr := os.Readlink(path); lerr == nil {
+		return "", fmt.Errorf("%s: a symlink to %s, which does not exist", path, target)
+	}
+	return "", fmt.Errorf("%s: %v", path, unwrapPathErr(err))
+}
+
+// ReadOnlyError refuses to write a file without write permission bits:
+// somebody made it read-only on purpose (root could write it anyway).
+type ReadOnlyError struct {
+	File string
+	Mode os.FileMode
+}
+
+func (e *ReadOnlyError) Error() string {
+	return fmt.Sprintf("%s: the file is read-only (mode %04o); ctxtool does not write to read-only sessions — make it writable (chmod u+w %s) if it may change", e.File, e.Mode.Perm(), shellQuote(e.File))
+}
+
+func checkWritableMode(path string, fi os.FileInfo) error {
+	if fi.Mode().Perm()&0o222 == 0 {
+		return &ReadOnlyError{File: path, Mode: fi.Mode()}
+	}
+	return nil
+}
+
+// appendVerified appends lines (each without newline) in a single write
+// after the bytes s was loaded from, after a newline if the file lacks its
+// final one. It refuses (ErrFileChanged) when the file is no longer those
+// bytes: another file, another size, other first or last bytes.
+func appendVerified(s *Session, lines [][]byte) error {
+	if err := s.Writable(); err != nil {
+		return err
+	}
+	path := s.File
+	real, err := WritablePath(path)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(real, os.O_RDWR|os.O_APPEND, 0)
 	if err != nil {
 		return fmt.Errorf("%s: open for append: %v", path, unwrapPathErr(err))
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("%s: %v", path, err)
-	}
-	if st.Size() != expectSize {
-		return ErrFileChanged
+	if err := s.sameBytes(f); err != nil {
+		return err
 	}
 	var buf []byte
-	if expectSize > 0 && !endsWithNewline {
+	if s.Size > 0 && !s.EndsWithNewline {
 		buf = append(buf, '\n')
 	}
 	for _, l := range lines {
@@ -94,11 +190,85 @@ func appendLines(path string, expectSize int64, endsWithNewline bool, lines [][]
 		buf = append(buf, '\n')
 	}
 	if _, err := f.Write(buf); err != nil {
-		f.Truncate(expectSize)
+		f.Truncate(s.Size)
 		return fmt.Errorf("%s: append failed, file restored to its previous size: %v", path, err)
 	}
 	if err := f.Sync(); err != nil {
 		return fmt.Errorf("%s: fsync: %v", path, err)
+	}
+	return nil
+}
+
+// sameBytes checks that f (open on the session's real file) is still the
+// file s was loaded from, of the same size, with the same first and last
+// bytes.
+func (s *Session) sameBytes(f *os.File) error {
+	if s.fi == nil {
+		return fmt.Errorf("%s: internal error: the session was not loaded from a file", s.File)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("%s: %v", s.File, err)
+	}
+	if !os.SameFile(st, s.fi) || st.Size() != s.Size {
+		return ErrFileChanged
+	}
+	if fp, err := fingerprint(f, s.Size); err != nil {
+		return fmt.Errorf("%s: %v", s.File, err)
+	} else if fp != s.fp {
+		return ErrFileChanged
+	}
+	return nil
+}
+
+// TreeError refuses a write into a session whose entry tree pi cannot load.
+type TreeError struct {
+	File     string
+	Problems []TreeProblem
+}
+
+func (e *TreeError) Error() string {
+	var parts []string
+	for i, p := range e.Problems {
+		if i == 3 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(e.Problems)-3))
+			break
+		}
+		parts = append(parts, p.String())
+	}
+	return fmt.Sprintf("%s: pi cannot load this session's entry tree (%s), so ctxtool will not write into it; list every problem with `ctxtool lint %s` and work on a repaired copy (`ctxtool export %s --to pi` writes a clean one)",
+		e.File, strings.Join(parts, "; "), shellQuote(e.File), shellQuote(e.File))
+}
+
+// BusyError refuses to rewrite a session that was written to a moment ago.
+type BusyError struct {
+	File  string
+	Since time.Duration
+	Idle  time.Duration
+}
+
+func (e *BusyError) Error() string {
+	return fmt.Sprintf("%s: the session was written %s ago, within --idle %s: an agent is probably writing it, and --truncate replaces the file; retry when the session is quiet (or lower --idle)",
+		e.File, e.Since.Round(time.Millisecond), e.Idle)
+}
+
+// Locked marks the error for exit code 4 (the session is busy).
+func (e *BusyError) Locked() bool { return true }
+
+// CheckIdle refuses (BusyError) a session modified less than idle ago.
+func CheckIdle(path string, idle time.Duration) error {
+	if idle <= 0 {
+		return nil
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("%s: %v", path, unwrapPathErr(err))
+	}
+	if since := time.Since(fi.ModTime()); since < idle {
+		if since < 0 {
+			since = 0
+		}
+		return &BusyError{File: path, Since: since, Idle: idle}
 	}
 	return nil
 }
@@ -109,76 +279,4 @@ func BackupStamp(t time.Time) string {
 	return strings.ReplaceAll(t.UTC().Format("2006-01-02T15:04:05.000Z"), ":", "-")
 }
 
-// RewriteAtomic replaces a file's content with what write produces, keeping
-// the original as <file>.bak.<stamp>: the backup is a hard link (or a copy)
-// of the original, the new content goes to a temp file in the same directory
-// which is fsynced and renamed over the original, then the directory is
-// fsynced. Any failure leaves the original file untouched.
-func RewriteAtomic(path string, write func(w io.Writer) error) (backup string, err error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return "", fmt.Errorf("%s: %v", path, unwrapPathErr(err))
-	}
-	dir := filepath.Dir(path)
-	backup = path + ".bak." + BackupStamp(time.Now())
-	if err := os.Link(path, backup); err != nil {
-		if err := copyFile(path, backup, st.Mode().Perm()); err != nil {
-			return "", fmt.Errorf("%s: cannot keep a backup at %s: %v", path, backup, err)
-		}
-	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".ctxtool-tmp-*")
-	if err != nil {
-		os.Remove(backup)
-		return "", fmt.Errorf("%s: cannot create a temp file in %s: %v", path, dir, err)
-	}
-	registerTemp(tmp.Name(), true)
-	defer registerTemp(tmp.Name(), false)
-	fail := func(e error) (string, error) {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		os.Remove(backup)
-		return "", fmt.Errorf("%s: rewrite failed, original untouched: %v", path, e)
-	}
-	if err := write(tmp); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Chmod(st.Mode().Perm()); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fail(err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fail(err)
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return backup, nil
-}
-
-func copyFile(src, dst string, perm os.FileMode) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, perm)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		os.Remove(dst)
-		return err
-	}
-	if err := out.Sync(); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
-}
+var errNotLocked = errors.New("internal error: the session lock is not held")

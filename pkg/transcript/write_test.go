@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -245,33 +244,67 @@ func TestStaleLocksAreTakenOver(t *testing.T) {
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 
-func TestRewriteAtomic(t *testing.T) {
+func TestRewrite(t *testing.T) {
 	f := copyFile(t, "testdata/spec-v3.jsonl")
 	orig, _ := os.ReadFile(f)
-	backup, err := transcript.RewriteAtomic(f, func(w io.Writer) error {
-		_, err := w.Write([]byte("new content\n"))
-		return err
-	})
+	os.Chmod(f, 0o640)
+	s, err := transcript.Load(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// Without the lock: refused.
+	if _, err := transcript.Rewrite(s, []byte("x\n"), transcript.RewriteOptions{}); err == nil {
+		t.Fatal("Rewrite without the lock succeeded")
+	}
+	l, err := transcript.AcquireLock(context.Background(), f, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	rr, err := transcript.Rewrite(s, []byte("new content\n"), transcript.RewriteOptions{Settle: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	got, _ := os.ReadFile(f)
-	bak, _ := os.ReadFile(backup)
-	if string(got) != "new content\n" || string(bak) != string(orig) || !strings.Contains(backup, ".bak.") {
-		t.Fatalf("rewrite: %q, backup %s", got, backup)
+	bak, _ := os.ReadFile(rr.Backup)
+	if string(got) != "new content\n" || string(bak) != string(orig) || !strings.Contains(rr.Backup, ".bak.") || rr.CarriedBytes != 0 {
+		t.Fatalf("rewrite: %q, backup %s, carried %d", got, rr.Backup, rr.CarriedBytes)
 	}
-	// A failing writer leaves the file as it was and no stray files.
+	if st, _ := os.Stat(f); st.Mode().Perm() != 0o640 {
+		t.Fatalf("mode %v, want 0640", st.Mode().Perm())
+	}
 	entries, _ := os.ReadDir(filepath.Dir(f))
-	_, err = transcript.RewriteAtomic(f, func(w io.Writer) error {
-		w.Write([]byte("partial"))
-		return errors.New("boom")
-	})
-	if err == nil {
-		t.Fatal("want error")
+	for _, e := range entries {
+		if strings.Contains(e.Name(), "ctxtool-tmp") {
+			t.Fatalf("temp file left: %s", e.Name())
+		}
 	}
-	got2, _ := os.ReadFile(f)
-	entries2, _ := os.ReadDir(filepath.Dir(f))
-	if string(got2) != "new content\n" || len(entries2) != len(entries) {
-		t.Fatalf("failed rewrite changed things: %q, %d→%d files", got2, len(entries), len(entries2))
+}
+
+func TestRewriteRefusesReplacedOrBusyFile(t *testing.T) {
+	f := copyFile(t, "testdata/spec-v3.jsonl")
+	s, err := transcript.Load(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	l, _ := transcript.AcquireLock(context.Background(), f, 0)
+	defer l.Release()
+	// Written just now: --idle refuses, exit code 4 (busy).
+	_, err = transcript.Rewrite(s, []byte("x\n"), transcript.RewriteOptions{Idle: time.Minute})
+	var be *transcript.BusyError
+	if !errors.As(err, &be) || !be.Locked() || !strings.Contains(err.Error(), "--idle") {
+		t.Fatalf("busy session: %v", err)
+	}
+	// Replaced by another file: the session is stale.
+	data, _ := os.ReadFile(f)
+	os.Remove(f)
+	os.WriteFile(f, data, 0o644)
+	if _, err := transcript.Rewrite(s, []byte("x\n"), transcript.RewriteOptions{}); !errors.Is(err, transcript.ErrFileChanged) {
+		t.Fatalf("replaced file: %v", err)
+	}
+	if got, _ := os.ReadFile(f); string(got) != string(data) {
+		t.Fatal("file changed")
 	}
 }

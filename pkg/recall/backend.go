@@ -1,0 +1,85 @@
+package recall
+
+import "context"
+
+// backend is where an index keeps its rows. Both stores hold the same rows:
+// a files table (one row per session file with the bookkeeping of what is
+// indexed, see fileRow) and a chunks table (see chunk); they differ in how
+// text is searched and how concurrent writers are kept apart. The logic that
+// decides what to write (plan, scan, chunk) and how to score what is found
+// lives once, in index.go and search.go.
+type backend interface {
+	// location names the index in messages: a file path or a URL without
+	// its password.
+	location() string
+	close() error
+	// rebuild drops every row and recreates the tables.
+	rebuild(ctx context.Context) error
+
+	// fileRow reads a file's bookkeeping without taking any lock (nil when
+	// the file is not indexed).
+	fileRow(ctx context.Context, path string) (*fileRow, error)
+	// fileID finds an indexed file (ok=false when it is not).
+	fileID(ctx context.Context, path string) (id int64, ok bool, err error)
+	// files lists the indexed paths, sorted.
+	files(ctx context.Context) ([]string, error)
+
+	// batch starts a group of per-file writes.
+	batch(ctx context.Context) (batch, error)
+
+	// match finds chunks containing every token (lower-cased query
+	// tokens), best first, at most limit, with their keyword score in
+	// 0..1 (0: matched but not ranked). fileID < 0 searches every file.
+	match(ctx context.Context, tokens []string, fileID int64, limit int) ([]match, error)
+	// chunks loads stored chunks by id (ids that vanished are left out).
+	chunks(ctx context.Context, ids []int64) ([]storedChunk, error)
+
+	// vectors calls fn for every chunk embedded with model.
+	vectors(ctx context.Context, model string, fileID int64, fn func(id int64, vec []byte)) error
+	// unembedded lists a file's chunks without a vector of model.
+	unembedded(ctx context.Context, fileID int64, model string) (ids []int64, texts []string, err error)
+	// storeVectors saves vectors (encoded by encodeVec) in one transaction.
+	storeVectors(ctx context.Context, model string, ids []int64, vecs [][]byte) error
+}
+
+// batch groups per-file writes. Each file call is all-or-nothing on its
+// own: on SQLite a savepoint inside the batch's transaction (one commit for
+// many files: FTS5 writes a new segment per commit), on PostgreSQL its own
+// transaction under the file's advisory lock (committed when file returns).
+// A kill before commit leaves the index as it was before the batch.
+type batch interface {
+	file(ctx context.Context, path string, fn func(w writer) error) error
+	commit() error
+	rollback()
+}
+
+// writer writes one file's rows inside a batch; every read sees the
+// batch's own writes and the file's lock is held.
+type writer interface {
+	fileRow(ctx context.Context, path string) (*fileRow, error)
+	// lastChunk is the file's last chunk (ok=false when it has none).
+	lastChunk(ctx context.Context, fileID int64) (c storedChunk, startOffset int64, ok bool, err error)
+	deleteChunk(ctx context.Context, id int64) error
+	deleteFileChunks(ctx context.Context, fileID int64) error
+	addFile(ctx context.Context, path string) (int64, error)
+	addChunks(ctx context.Context, fileID int64, cs []chunk) error
+	updateFile(ctx context.Context, fileID int64, r *fileRow) error
+	// removeFile drops a file and its chunks (false: it was not indexed).
+	removeFile(ctx context.Context, path string) (bool, error)
+}
+
+// match is one chunk found by a keyword query.
+type match struct {
+	id    int64
+	score float64
+}
+
+// storedChunk is a chunk as read back for a search hit.
+type storedChunk struct {
+	id         int64
+	path       string
+	start, end int
+	entryIDs   string
+	ts         int64
+	text       string
+}

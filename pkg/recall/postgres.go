@@ -1,0 +1,551 @@
+package recall
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// The PostgreSQL schema: the same two tables as SQLite's, plus each chunk's
+// tsvector (built by tsvectorLiteral) under a GIN index, its token count
+// and per-file totals for BM25, and a pg_trgm index over the text of CJK
+// chunks. Tables are created in the connection's search_path (add
+// ?search_path=name to the URL to give a team its own namespace).
+const pgSchema = `
+CREATE TABLE IF NOT EXISTS ctxtool_recall_files(
+	id BIGSERIAL PRIMARY KEY,
+	path TEXT NOT NULL UNIQUE,
+	size BIGINT NOT NULL,
+	mtime_ns BIGINT NOT NULL,
+	head_len BIGINT NOT NULL,
+	head_hash TEXT NOT NULL,
+	sample_hash TEXT NOT NULL,
+	last_line_start BIGINT NOT NULL,
+	last_line_hash TEXT NOT NULL,
+	bytes_indexed BIGINT NOT NULL,
+	lines_indexed INTEGER NOT NULL,
+	malformed INTEGER NOT NULL,
+	indexed_at BIGINT NOT NULL,
+	n_chunks BIGINT NOT NULL DEFAULT 0,
+	n_tokens BIGINT NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS ctxtool_recall_chunks(
+	id BIGSERIAL PRIMARY KEY,
+	file_id BIGINT NOT NULL REFERENCES ctxtool_recall_files(id) ON DELETE CASCADE,
+	start_line INTEGER NOT NULL,
+	end_line INTEGER NOT NULL,
+	start_offset BIGINT NOT NULL,
+	entry_ids TEXT NOT NULL,
+	ts BIGINT NOT NULL,
+	has_cjk BOOLEAN NOT NULL,
+	n_tokens INTEGER NOT NULL,
+	text TEXT NOT NULL,
+	tsv TSVECTOR NOT NULL,
+	model TEXT,
+	embedding BYTEA
+);
+CREATE INDEX IF NOT EXISTS ctxtool_recall_chunks_file ON ctxtool_recall_chunks(file_id, start_line);
+CREATE INDEX IF NOT EXISTS ctxtool_recall_chunks_tsv ON ctxtool_recall_chunks USING GIN(tsv);
+CREATE INDEX IF NOT EXISTS ctxtool_recall_chunks_trgm ON ctxtool_recall_chunks USING GIN(text gin_trgm_ops) WHERE has_cjk;
+`
+
+// migrateLock is the advisory lock key that serialises schema changes
+// (several indexers may start at once on an empty database).
+const migrateLock = 0x63747874_6f6f6c00 // "ctxtool\0"
+
+// pgStore is the PostgreSQL backend.
+type pgStore struct {
+	pool *pgxpool.Pool
+	loc  string
+
+	// totals caches the corpus size BM25 needs (rows, average length)
+	// for a few seconds: exact enough for ranking, and one query less.
+	mu       sync.Mutex
+	totalsAt time.Time
+	nRows    int64
+	avgdl    float64
+}
+
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "postgres://…"
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
+}
+
+func openPostgres(ctx context.Context, raw string) (*pgStore, error) {
+	s := &pgStore{loc: redactURL(raw)}
+	cfg, err := pgxpool.ParseConfig(raw)
+	if err != nil {
+		return nil, fmt.Errorf("recall: %s: %v (give a URL like postgres://user:password@host:5432/db)", s.loc, err)
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = 10 * time.Second
+	}
+	s.pool, err = pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, s.err("connect", err)
+	}
+	if err := s.migrate(ctx); err != nil {
+		s.pool.Close()
+		return nil, s.err("open", err)
+	}
+	return s, nil
+}
+
+func (s *pgStore) location() string { return s.loc }
+func (s *pgStore) close() error     { s.pool.Close(); return nil }
+
+// err names the database in every error; storage failures (the server is
+// unreachable, out of disk, data corrupted) become StoreErrors.
+func (s *pgStore) err(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch {
+		case pe.Code == "53100": // disk_full
+			return &StoreError{Index: s.loc, Err: fmt.Errorf("%s: %v", op, err), Remedy: "free space on the database server, then run 'ctxtool index' again"}
+		case strings.HasPrefix(pe.Code, "XX"), pe.Code == "58030": // internal error, data corrupted, io_error
+			return &StoreError{Index: s.loc, Err: fmt.Errorf("%s: %v", op, err), Remedy: "check the database server's log; 'ctxtool index --rebuild PATH...' recreates the recall tables"}
+		case pe.Code == "42501": // insufficient_privilege
+			return &StoreError{Index: s.loc, Err: fmt.Errorf("%s: %v", op, err), Remedy: "the user needs CREATE on the database (for the tables and the pg_trgm extension) and write access to the ctxtool_recall_* tables"}
+		}
+		return fmt.Errorf("recall: %s %s: %v", op, s.loc, err)
+	}
+	if pgconn.SafeToRetry(err) || pgconn.Timeout(err) || strings.Contains(err.Error(), "connect") {
+		return &StoreError{Index: s.loc, Err: fmt.Errorf("%s: %v", op, err), Remedy: "check that the server is running and reachable and the URL (recall.url / --index) is right"}
+	}
+	return fmt.Errorf("recall: %s %s: %v", op, s.loc, err)
+}
+
+func (s *pgStore) migrate(ctx context.Context) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(migrateLock)); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS ctxtool_recall_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)`); err != nil {
+		return err
+	}
+	var v string
+	err = tx.QueryRow(ctx, `SELECT value FROM ctxtool_recall_meta WHERE key='schema'`).Scan(&v)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return err
+	}
+	if v == schemaVersion {
+		return tx.Commit(ctx)
+	}
+	if err := s.create(ctx, tx); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// create drops and creates the recall tables inside tx.
+func (s *pgStore) create(ctx context.Context, tx pgx.Tx) error {
+	if _, err := tx.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pg_trgm`); err != nil {
+		return fmt.Errorf("create extension pg_trgm (CJK search; install postgresql-contrib or ask an administrator to run CREATE EXTENSION pg_trgm): %w", err)
+	}
+	if _, err := tx.Exec(ctx, `DROP TABLE IF EXISTS ctxtool_recall_chunks, ctxtool_recall_files`); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, pgSchema); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO ctxtool_recall_meta(key, value) VALUES('schema', $1)
+		ON CONFLICT(key) DO UPDATE SET value = EXCLUDED.value`, schemaVersion)
+	return err
+}
+
+func (s *pgStore) rebuild(ctx context.Context) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return s.err("rebuild", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(migrateLock)); err != nil {
+		return s.err("rebuild", err)
+	}
+	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS ctxtool_recall_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)`); err != nil {
+		return s.err("rebuild", err)
+	}
+	if err := s.create(ctx, tx); err != nil {
+		return s.err("rebuild", err)
+	}
+	return s.err("rebuild", tx.Commit(ctx))
+}
+
+// pgQuerier is a pool or a transaction.
+type pgQuerier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+func (s *pgStore) loadFileRow(ctx context.Context, q pgQuerier, path string) (*fileRow, error) {
+	r, err := scanFileRow(q.QueryRow(ctx, `SELECT `+fileCols+` FROM ctxtool_recall_files WHERE path=$1`, path))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, s.err("read the state of "+path, err)
+	}
+	return r, nil
+}
+
+func (s *pgStore) fileRow(ctx context.Context, path string) (*fileRow, error) {
+	return s.loadFileRow(ctx, s.pool, path)
+}
+
+func (s *pgStore) fileID(ctx context.Context, path string) (int64, bool, error) {
+	var id int64
+	err := s.pool.QueryRow(ctx, `SELECT id FROM ctxtool_recall_files WHERE path=$1`, path).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, s.err("search", err)
+	}
+	return id, true, nil
+}
+
+func (s *pgStore) files(ctx context.Context) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT path FROM ctxtool_recall_files ORDER BY path`)
+	if err != nil {
+		return nil, s.err("list files", err)
+	}
+	paths, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return paths, s.err("list files", err)
+}
+
+// pgBatch runs every file in its own transaction: holding several files'
+// advisory locks in one transaction could deadlock two indexers that walk
+// overlapping directories in different orders.
+type pgBatch struct {
+	s  *pgStore
+	tx pgx.Tx
+}
+
+func (s *pgStore) batch(ctx context.Context) (batch, error) { return &pgBatch{s: s}, nil }
+
+func (b *pgBatch) file(ctx context.Context, path string, fn func(w writer) error) error {
+	tx, err := b.s.pool.Begin(ctx)
+	if err != nil {
+		return b.s.err("begin", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	// The index is a cache of the transcripts: a server crash that loses
+	// the last commits loses nothing the next run does not redo, so
+	// commits need not wait for the WAL flush.
+	if _, err := tx.Exec(ctx, `SET LOCAL synchronous_commit = off`); err != nil {
+		return b.s.err("begin", err)
+	}
+	// One writer per file across all machines; readers never wait.
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, path); err != nil {
+		return b.s.err("lock "+path, err)
+	}
+	b.tx = tx
+	defer func() { b.tx = nil }()
+	if err := fn(b); err != nil {
+		return err
+	}
+	return b.s.err("commit "+path, tx.Commit(ctx))
+}
+
+func (b *pgBatch) commit() error { return nil }
+func (b *pgBatch) rollback()     {}
+
+func (b *pgBatch) fileRow(ctx context.Context, path string) (*fileRow, error) {
+	return b.s.loadFileRow(ctx, b.tx, path)
+}
+
+func (b *pgBatch) lastChunk(ctx context.Context, fileID int64) (storedChunk, int64, bool, error) {
+	var c storedChunk
+	var off int64
+	err := b.tx.QueryRow(ctx, `SELECT id, start_line, end_line, start_offset, text FROM ctxtool_recall_chunks
+		WHERE file_id=$1 ORDER BY start_line DESC, id DESC LIMIT 1`, fileID).Scan(&c.id, &c.start, &c.end, &off, &c.text)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return c, 0, false, nil
+	}
+	if err != nil {
+		return c, 0, false, b.s.err("read last chunk", err)
+	}
+	return c, off, true, nil
+}
+
+func (b *pgBatch) deleteChunk(ctx context.Context, id int64) error {
+	_, err := b.tx.Exec(ctx, `DELETE FROM ctxtool_recall_chunks WHERE id=$1`, id)
+	return b.s.err("delete chunk", err)
+}
+
+func (b *pgBatch) deleteFileChunks(ctx context.Context, fileID int64) error {
+	_, err := b.tx.Exec(ctx, `DELETE FROM ctxtool_recall_chunks WHERE file_id=$1`, fileID)
+	return b.s.err("delete chunks", err)
+}
+
+func (b *pgBatch) addFile(ctx context.Context, path string) (int64, error) {
+	var id int64
+	err := b.tx.QueryRow(ctx, `INSERT INTO ctxtool_recall_files(path, size, mtime_ns, head_len, head_hash, sample_hash,
+		last_line_start, last_line_hash, bytes_indexed, lines_indexed, malformed, indexed_at)
+		VALUES($1, 0, 0, 0, '', '', 0, '', 0, 0, 0, 0) RETURNING id`, path).Scan(&id)
+	return id, b.s.err("add "+path, err)
+}
+
+// pgText makes text storable: PostgreSQL's text cannot hold NUL bytes.
+func pgText(s string) string {
+	if strings.IndexByte(s, 0) >= 0 {
+		s = strings.ReplaceAll(s, "\x00", " ")
+	}
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	return s
+}
+
+// addChunks inserts a batch of chunks in one statement (arrays unnested
+// server-side: one round trip per batch).
+func (b *pgBatch) addChunks(ctx context.Context, fileID int64, cs []chunk) error {
+	n := len(cs)
+	start, end, ntok := make([]int32, n), make([]int32, n), make([]int32, n)
+	off, ts := make([]int64, n), make([]int64, n)
+	ids, text, tsv := make([]string, n), make([]string, n), make([]string, n)
+	cjk := make([]bool, n)
+	for i := range cs {
+		c := &cs[i]
+		start[i], end[i], off[i], ts[i], cjk[i] = int32(c.StartLine), int32(c.EndLine), c.StartOffset, c.Timestamp, c.HasCJK
+		ids[i] = pgText(strings.Join(c.EntryIDs, " "))
+		text[i] = pgText(c.Text)
+		var nt int
+		tsv[i], nt = tsvectorLiteral(text[i])
+		ntok[i] = int32(nt)
+	}
+	_, err := b.tx.Exec(ctx, `INSERT INTO ctxtool_recall_chunks(file_id, start_line, end_line, start_offset, entry_ids,
+		ts, has_cjk, n_tokens, text, tsv)
+		SELECT $1, u.s, u.e, u.o, u.i, u.t, u.c, u.n, u.x, u.v::tsvector
+		FROM unnest($2::int[], $3::int[], $4::bigint[], $5::text[], $6::bigint[], $7::bool[], $8::int[], $9::text[], $10::text[])
+			AS u(s, e, o, i, t, c, n, x, v)`, fileID, start, end, off, ids, ts, cjk, ntok, text, tsv)
+	return b.s.err("insert chunks", err)
+}
+
+func (b *pgBatch) updateFile(ctx context.Context, fileID int64, r *fileRow) error {
+	_, err := b.tx.Exec(ctx, `UPDATE ctxtool_recall_files SET size=$1, mtime_ns=$2, head_len=$3, head_hash=$4,
+		sample_hash=$5, last_line_start=$6, last_line_hash=$7, bytes_indexed=$8, lines_indexed=$9, malformed=$10,
+		indexed_at=$11,
+		n_chunks=(SELECT count(*) FROM ctxtool_recall_chunks WHERE file_id=$12),
+		n_tokens=(SELECT coalesce(sum(n_tokens), 0) FROM ctxtool_recall_chunks WHERE file_id=$12)
+		WHERE id=$12`, r.size, r.mtimeNs, r.headLen, r.headHash, r.sampleHash, r.lastLineStart, r.lastLineHash,
+		r.bytesIndexed, r.lines, r.malformed, r.indexedAt, fileID)
+	return b.s.err("update file state", err)
+}
+
+func (b *pgBatch) removeFile(ctx context.Context, path string) (bool, error) {
+	tag, err := b.tx.Exec(ctx, `DELETE FROM ctxtool_recall_files WHERE path=$1`, path) // chunks cascade
+	if err != nil {
+		return false, b.s.err("remove "+path, err)
+	}
+	return tag.RowsAffected() > 0, nil
+}
+
+// totals returns the number of chunks and their average token count.
+func (s *pgStore) totals(ctx context.Context) (int64, float64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if time.Since(s.totalsAt) < 10*time.Second {
+		return s.nRows, s.avgdl, nil
+	}
+	var rows, toks int64
+	if err := s.pool.QueryRow(ctx, `SELECT coalesce(sum(n_chunks), 0)::bigint, coalesce(sum(n_tokens), 0)::bigint
+		FROM ctxtool_recall_files`).Scan(&rows, &toks); err != nil {
+		return 0, 0, s.err("search", err)
+	}
+	s.nRows, s.avgdl, s.totalsAt = rows, 0, time.Now()
+	if rows > 0 {
+		s.avgdl = float64(toks) / float64(rows)
+	}
+	return s.nRows, s.avgdl, nil
+}
+
+// bm25Candidates bounds how many matches are scored with BM25 (pre-ranked
+// by ts_rank, which orders by the same term frequencies without IDF).
+const bm25Candidates = 250
+
+// match finds the chunks with every token. Without CJK: a tsquery over the
+// tsvector GIN index, ranked with FTS5's BM25 formula (so that scores, and
+// minScore, mean what they mean on SQLite). With CJK: substring matches
+// (ILIKE) over the CJK chunks, served by the pg_trgm index, unranked.
+func (s *pgStore) match(ctx context.Context, tokens []string, fileID int64, limit int) ([]match, error) {
+	cjk := false
+	for _, t := range tokens {
+		if hasCJK(t) {
+			cjk = true
+		}
+	}
+	var where []string
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	var terms [][]string
+	if cjk {
+		where = append(where, "has_cjk")
+		for _, t := range tokens {
+			where = append(where, "text ILIKE "+arg("%"+likeEscape(t)+"%"))
+		}
+	} else {
+		terms = queryTerms(tokens)
+		if len(terms) == 0 {
+			return nil, nil
+		}
+		where = append(where, "tsv @@ "+arg(tsqueryLiteral(terms))+"::tsquery")
+	}
+	if fileID >= 0 {
+		where = append(where, "file_id = "+arg(fileID))
+	}
+	cond := strings.Join(where, " AND ")
+	var n int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM ctxtool_recall_chunks WHERE `+cond+
+		` LIMIT `+fmt.Sprint(rankWindow)+`) m`, args...).Scan(&n); err != nil {
+		return nil, s.err("search", err)
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	if n >= rankWindow || cjk {
+		rows, err := s.pool.Query(ctx, `SELECT id, 0.0::float8 FROM ctxtool_recall_chunks WHERE `+cond+
+			` ORDER BY id DESC LIMIT `+fmt.Sprint(limit), args...)
+		if err != nil {
+			return nil, s.err("search", err)
+		}
+		ms, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (match, error) {
+			var m match
+			return m, r.Scan(&m.id, &m.score)
+		})
+		return ms, s.err("search", err)
+	}
+	nRows, avgdl, err := s.totals(ctx)
+	if err != nil {
+		return nil, err
+	}
+	df := make([]int64, len(terms))
+	for i, seq := range terms {
+		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM ctxtool_recall_chunks WHERE tsv @@ $1::tsquery`,
+			tsqueryLiteral([][]string{seq})).Scan(&df[i]); err != nil {
+			return nil, s.err("search", err)
+		}
+	}
+	for _, d := range df {
+		nRows = max(nRows, d) // the totals are a few seconds old
+	}
+	rows, err := s.pool.Query(ctx, `SELECT id, text FROM ctxtool_recall_chunks WHERE `+cond+
+		` ORDER BY ts_rank(tsv, `+"$1"+`::tsquery, 1) DESC, id DESC LIMIT `+fmt.Sprint(bm25Candidates), args...)
+	if err != nil {
+		return nil, s.err("search", err)
+	}
+	defer rows.Close()
+	var ms []match
+	for rows.Next() {
+		var m match
+		var text string
+		if err := rows.Scan(&m.id, &text); err != nil {
+			return nil, s.err("search", err)
+		}
+		m.score = bm25RankToScore(bm25(text, terms, df, nRows, avgdl))
+		ms = append(ms, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.err("search", err)
+	}
+	sortMatches(ms)
+	return ms[:min(limit, len(ms))], nil
+}
+
+func (s *pgStore) chunks(ctx context.Context, ids []int64) ([]storedChunk, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT c.id, f.path, c.start_line, c.end_line, c.entry_ids, c.ts, c.text
+		FROM ctxtool_recall_chunks c JOIN ctxtool_recall_files f ON f.id = c.file_id WHERE c.id = ANY($1)`, ids)
+	if err != nil {
+		return nil, s.err("search", err)
+	}
+	defer rows.Close()
+	var out []storedChunk
+	for rows.Next() {
+		var c storedChunk
+		if err := rows.Scan(&c.id, &c.path, &c.start, &c.end, &c.entryIDs, &c.ts, &c.text); err != nil {
+			return nil, s.err("search", err)
+		}
+		out = append(out, c)
+	}
+	return out, s.err("search", rows.Err())
+}
+
+func (s *pgStore) vectors(ctx context.Context, model string, fileID int64, fn func(id int64, vec []byte)) error {
+	q := `SELECT id, embedding FROM ctxtool_recall_chunks WHERE model = $1`
+	args := []any{model}
+	if fileID >= 0 {
+		q += ` AND file_id = $2`
+		args = append(args, fileID)
+	}
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return s.err("vector search", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var b []byte
+		if err := rows.Scan(&id, &b); err != nil {
+			return s.err("vector search", err)
+		}
+		fn(id, b)
+	}
+	return s.err("vector search", rows.Err())
+}
+
+func (s *pgStore) unembedded(ctx context.Context, fileID int64, model string) ([]int64, []string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, text FROM ctxtool_recall_chunks WHERE file_id=$1
+		AND (model IS NULL OR model != $2) ORDER BY id`, fileID, model)
+	if err != nil {
+		return nil, nil, s.err("read chunks to embed", err)
+	}
+	defer rows.Close()
+	var ids []int64
+	var texts []string
+	for rows.Next() {
+		var id int64
+		var t string
+		if err := rows.Scan(&id, &t); err != nil {
+			return nil, nil, s.err("read chunks to embed", err)
+		}
+		ids = append(ids, id)
+		texts = append(texts, t)
+	}
+	return ids, texts, s.err("read chunks to embed", rows.Err())
+}
+
+func (s *pgStore) storeVectors(ctx context.Context, model string, ids []int64, vecs [][]byte) error {
+	_, err := s.pool.Exec(ctx, `UPDATE ctxtool_recall_chunks c SET model=$1, embedding=u.v
+		FROM unnest($2::bigint[], $3::bytea[]) AS u(id, v) WHERE c.id = u.id`, model, ids, vecs)
+	return s.err("store embeddings", err)
+}

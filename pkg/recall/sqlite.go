@@ -1,0 +1,610 @@
+package recall
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"modernc.org/sqlite"
+)
+
+const sqliteSchema = `
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files(
+	id INTEGER PRIMARY KEY,
+	path TEXT NOT NULL UNIQUE,
+	size INTEGER NOT NULL,
+	mtime_ns INTEGER NOT NULL,
+	head_len INTEGER NOT NULL,
+	head_hash TEXT NOT NULL,
+	sample_hash TEXT NOT NULL,
+	last_line_start INTEGER NOT NULL,
+	last_line_hash TEXT NOT NULL,
+	bytes_indexed INTEGER NOT NULL,
+	lines_indexed INTEGER NOT NULL,
+	malformed INTEGER NOT NULL,
+	indexed_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS chunks(
+	id INTEGER PRIMARY KEY,
+	file_id INTEGER NOT NULL,
+	start_line INTEGER NOT NULL,
+	end_line INTEGER NOT NULL,
+	start_offset INTEGER NOT NULL,
+	entry_ids TEXT NOT NULL,
+	ts INTEGER NOT NULL,
+	has_cjk INTEGER NOT NULL,
+	text TEXT NOT NULL,
+	model TEXT,
+	embedding BLOB
+);
+CREATE INDEX IF NOT EXISTS chunks_file ON chunks(file_id, start_line);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
+	text, content='chunks', content_rowid='id', tokenize='unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_tri USING fts5(
+	text, content='chunks', content_rowid='id', tokenize='trigram case_sensitive 0');
+`
+
+// sqliteStore is the embedded default backend.
+type sqliteStore struct {
+	db   *sql.DB
+	path string
+}
+
+func openSQLite(dbPath string) (*sqliteStore, error) {
+	// 0700: the index holds transcript text (tool output may carry secrets).
+	if err := os.MkdirAll(filepath.Dir(dbPath), 0o700); err != nil {
+		return nil, fmt.Errorf("recall: create %s: %v (check the state directory's permissions)", filepath.Dir(dbPath), err)
+	}
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(30000)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	// synchronous OFF: a kill -9 of ctxtool loses nothing committed (the
+	// OS has the pages); a power cut may lose the last commits, which the
+	// next run indexes again. WAL keeps the file consistent either way.
+	q.Add("_pragma", "synchronous(OFF)")
+	q.Add("_pragma", "cache_size(-32000)")
+	q.Add("_pragma", "temp_store(MEMORY)")
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite", "file:"+dbPath+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("recall: open %s: %v", dbPath, err)
+	}
+	s := &sqliteStore{db: db, path: dbPath}
+	if err := s.migrate(context.Background()); err != nil {
+		db.Close()
+		return nil, s.err("open", err)
+	}
+	return s, nil
+}
+
+func (s *sqliteStore) location() string { return s.path }
+func (s *sqliteStore) close() error     { return s.db.Close() }
+
+// err turns a database error into one that names the index and says what
+// to do when the storage itself failed.
+func (s *sqliteStore) err(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		// Primary result codes (the low byte of extended codes).
+		switch se.Code() & 0xff {
+		case 13: // SQLITE_FULL
+			return &StoreError{Index: s.path, Err: fmt.Errorf("%s: the disk is full (%v)", op, err), Remedy: remedyFull}
+		case 11, 26: // SQLITE_CORRUPT, SQLITE_NOTADB
+			return &StoreError{Index: s.path, Err: fmt.Errorf("%s: %v", op, err), Remedy: remedyCorrupt}
+		case 10: // SQLITE_IOERR: a full disk often shows as one (e.g. growing the -shm file)
+			return &StoreError{Index: s.path, Err: fmt.Errorf("%s: %v", op, err), Remedy: "free space on its device if it is full; " + remedyIO}
+		case 3, 8, 14: // SQLITE_PERM, SQLITE_READONLY, SQLITE_CANTOPEN
+			return &StoreError{Index: s.path, Err: fmt.Errorf("%s: %v", op, err), Remedy: remedyIO}
+		}
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("recall: %s %s: %v", op, s.path, err)
+}
+
+func (s *sqliteStore) migrate(ctx context.Context) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)`); err != nil {
+		return err
+	}
+	var v string
+	err = tx.QueryRowContext(ctx, `SELECT value FROM meta WHERE key='schema'`).Scan(&v)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	if v == schemaVersion {
+		return nil
+	}
+	if err := dropSQLite(ctx, tx); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, sqliteSchema); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO meta(key, value) VALUES('schema', ?)`, schemaVersion); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+func dropSQLite(ctx context.Context, tx *sql.Tx) error {
+	for _, t := range []string{"chunks_fts", "chunks_tri", "chunks", "files"} {
+		if _, err := tx.ExecContext(ctx, "DROP TABLE IF EXISTS "+t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *sqliteStore) rebuild(ctx context.Context) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return s.err("rebuild", err)
+	}
+	defer tx.Rollback()
+	if err := dropSQLite(ctx, tx); err != nil {
+		return s.err("rebuild", err)
+	}
+	if _, err := tx.ExecContext(ctx, sqliteSchema); err != nil {
+		return s.err("rebuild", err)
+	}
+	return s.err("rebuild", tx.Commit())
+}
+
+const fileCols = `id, size, mtime_ns, head_len, head_hash, sample_hash, last_line_start,
+	last_line_hash, bytes_indexed, lines_indexed, malformed`
+
+// rowScanner is a *sql.Row or a pgx.Row.
+type rowScanner interface{ Scan(dest ...any) error }
+
+func scanFileRow(r rowScanner) (*fileRow, error) {
+	f := &fileRow{}
+	err := r.Scan(&f.id, &f.size, &f.mtimeNs, &f.headLen, &f.headHash, &f.sampleHash, &f.lastLineStart, &f.lastLineHash,
+		&f.bytesIndexed, &f.lines, &f.malformed)
+	return f, err
+}
+
+// sqlQuerier is a *sql.DB or a *sql.Tx.
+type sqlQuerier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+func (s *sqliteStore) loadFileRow(ctx context.Context, q sqlQuerier, path string) (*fileRow, error) {
+	r, err := scanFileRow(q.QueryRowContext(ctx, `SELECT `+fileCols+` FROM files WHERE path=?`, path))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, s.err("read the state of "+path, err)
+	}
+	return r, nil
+}
+
+func (s *sqliteStore) fileRow(ctx context.Context, path string) (*fileRow, error) {
+	return s.loadFileRow(ctx, s.db, path)
+}
+
+func (s *sqliteStore) fileID(ctx context.Context, path string) (int64, bool, error) {
+	var id int64
+	err := s.db.QueryRowContext(ctx, `SELECT id FROM files WHERE path=?`, path).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, s.err("search", err)
+	}
+	return id, true, nil
+}
+
+func (s *sqliteStore) files(ctx context.Context) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT path FROM files ORDER BY path`)
+	if err != nil {
+		return nil, s.err("list files", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var p string
+		if err := rows.Scan(&p); err != nil {
+			return nil, s.err("list files", err)
+		}
+		out = append(out, p)
+	}
+	return out, s.err("list files", rows.Err())
+}
+
+// sqliteBatch is one write transaction (BEGIN IMMEDIATE: SQLite's write
+// lock, so the files' rows cannot change under it) with a savepoint per file.
+type sqliteBatch struct {
+	s                  *sqliteStore
+	tx                 *sql.Tx
+	chunk, fts, tri    *sql.Stmt
+	prepared, finished bool
+}
+
+func (s *sqliteStore) batch(ctx context.Context) (batch, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, s.err("begin", err)
+	}
+	return &sqliteBatch{s: s, tx: tx}, nil
+}
+
+func (b *sqliteBatch) file(ctx context.Context, path string, fn func(w writer) error) error {
+	if _, err := b.tx.ExecContext(ctx, `SAVEPOINT file`); err != nil {
+		return b.s.err("begin "+path, err)
+	}
+	if err := fn(b); err != nil {
+		if _, rerr := b.tx.ExecContext(context.WithoutCancel(ctx), `ROLLBACK TO file`); rerr != nil {
+			return errors.Join(err, b.s.err("roll back "+path, rerr))
+		}
+		b.tx.ExecContext(context.WithoutCancel(ctx), `RELEASE file`)
+		return err
+	}
+	_, err := b.tx.ExecContext(ctx, `RELEASE file`)
+	return b.s.err("write "+path, err)
+}
+
+func (b *sqliteBatch) closeStmts() {
+	for _, st := range []*sql.Stmt{b.chunk, b.fts, b.tri} {
+		if st != nil {
+			st.Close()
+		}
+	}
+}
+
+func (b *sqliteBatch) commit() error {
+	b.closeStmts()
+	b.finished = true
+	return b.s.err("commit", b.tx.Commit())
+}
+
+func (b *sqliteBatch) rollback() {
+	if !b.finished {
+		b.closeStmts()
+		b.tx.Rollback()
+		b.finished = true
+	}
+}
+
+func (b *sqliteBatch) fileRow(ctx context.Context, path string) (*fileRow, error) {
+	return b.s.loadFileRow(ctx, b.tx, path)
+}
+
+func (b *sqliteBatch) lastChunk(ctx context.Context, fileID int64) (storedChunk, int64, bool, error) {
+	var c storedChunk
+	var off int64
+	err := b.tx.QueryRowContext(ctx, `SELECT id, start_line, end_line, start_offset, text FROM chunks
+		WHERE file_id=? ORDER BY start_line DESC, id DESC LIMIT 1`, fileID).Scan(&c.id, &c.start, &c.end, &off, &c.text)
+	if errors.Is(err, sql.ErrNoRows) {
+		return c, 0, false, nil
+	}
+	if err != nil {
+		return c, 0, false, b.s.err("read last chunk", err)
+	}
+	return c, off, true, nil
+}
+
+func (b *sqliteBatch) deleteChunk(ctx context.Context, id int64) error {
+	return b.deleteWhere(ctx, "id=?", id)
+}
+
+func (b *sqliteBatch) deleteFileChunks(ctx context.Context, fileID int64) error {
+	return b.deleteWhere(ctx, "file_id=?", fileID)
+}
+
+// deleteWhere removes chunks from the chunk table and both full-text
+// indexes (external-content FTS5 tables need the old text to delete).
+func (b *sqliteBatch) deleteWhere(ctx context.Context, cond string, arg int64) error {
+	for _, q := range []string{
+		`INSERT INTO chunks_fts(chunks_fts, rowid, text) SELECT 'delete', id, text FROM chunks WHERE ` + cond,
+		`INSERT INTO chunks_tri(chunks_tri, rowid, text) SELECT 'delete', id, text FROM chunks WHERE has_cjk=1 AND ` + cond,
+		`DELETE FROM chunks WHERE ` + cond,
+	} {
+		if _, err := b.tx.ExecContext(ctx, q, arg); err != nil {
+			return b.s.err("delete chunks", err)
+		}
+	}
+	return nil
+}
+
+func (b *sqliteBatch) addFile(ctx context.Context, path string) (int64, error) {
+	r, err := b.tx.ExecContext(ctx, `INSERT INTO files(path, size, mtime_ns, head_len, head_hash, sample_hash,
+		last_line_start, last_line_hash, bytes_indexed, lines_indexed, malformed, indexed_at)
+		VALUES(?, 0, 0, 0, '', '', 0, '', 0, 0, 0, 0)`, path)
+	if err != nil {
+		return 0, b.s.err("add "+path, err)
+	}
+	id, err := r.LastInsertId()
+	return id, b.s.err("add "+path, err)
+}
+
+func (b *sqliteBatch) prepare(ctx context.Context) error {
+	if b.prepared {
+		return nil
+	}
+	var err error
+	if b.chunk, err = b.tx.PrepareContext(ctx, `INSERT INTO chunks(file_id, start_line, end_line, start_offset,
+		entry_ids, ts, has_cjk, text) VALUES(?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
+		return b.s.err("prepare", err)
+	}
+	if b.fts, err = b.tx.PrepareContext(ctx, `INSERT INTO chunks_fts(rowid, text) VALUES(?, ?)`); err != nil {
+		return b.s.err("prepare", err)
+	}
+	if b.tri, err = b.tx.PrepareContext(ctx, `INSERT INTO chunks_tri(rowid, text) VALUES(?, ?)`); err != nil {
+		return b.s.err("prepare", err)
+	}
+	b.prepared = true
+	return nil
+}
+
+// addChunks stores chunks. Only chunks with CJK text go into the trigram
+// table: a query that needs the trigram table contains CJK, so it can only
+// match chunks that do.
+func (b *sqliteBatch) addChunks(ctx context.Context, fileID int64, cs []chunk) error {
+	if err := b.prepare(ctx); err != nil {
+		return err
+	}
+	for i := range cs {
+		c := &cs[i]
+		r, err := b.chunk.ExecContext(ctx, fileID, c.StartLine, c.EndLine, c.StartOffset, strings.Join(c.EntryIDs, " "),
+			c.Timestamp, c.HasCJK, c.Text)
+		if err != nil {
+			return b.s.err("insert chunk", err)
+		}
+		id, err := r.LastInsertId()
+		if err != nil {
+			return b.s.err("insert chunk", err)
+		}
+		if _, err := b.fts.ExecContext(ctx, id, c.Text); err != nil {
+			return b.s.err("insert chunk text", err)
+		}
+		if c.HasCJK {
+			if _, err := b.tri.ExecContext(ctx, id, c.Text); err != nil {
+				return b.s.err("insert chunk text", err)
+			}
+		}
+	}
+	return nil
+}
+
+func (b *sqliteBatch) updateFile(ctx context.Context, fileID int64, r *fileRow) error {
+	_, err := b.tx.ExecContext(ctx, `UPDATE files SET size=?, mtime_ns=?, head_len=?, head_hash=?, sample_hash=?,
+		last_line_start=?, last_line_hash=?, bytes_indexed=?, lines_indexed=?, malformed=?, indexed_at=?
+		WHERE id=?`, r.size, r.mtimeNs, r.headLen, r.headHash, r.sampleHash, r.lastLineStart, r.lastLineHash,
+		r.bytesIndexed, r.lines, r.malformed, r.indexedAt, fileID)
+	return b.s.err("update file state", err)
+}
+
+func (b *sqliteBatch) removeFile(ctx context.Context, path string) (bool, error) {
+	var id int64
+	err := b.tx.QueryRowContext(ctx, `SELECT id FROM files WHERE path=?`, path).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, b.s.err("remove "+path, err)
+	}
+	if err := b.deleteFileChunks(ctx, id); err != nil {
+		return false, err
+	}
+	if _, err := b.tx.ExecContext(ctx, `DELETE FROM files WHERE id=?`, id); err != nil {
+		return false, b.s.err("remove "+path, err)
+	}
+	return true, nil
+}
+
+func quoteFTS(t string) string { return `"` + strings.ReplaceAll(t, `"`, "") + `"` }
+
+func likeEscape(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+	return r.Replace(s)
+}
+
+// match runs one FTS5 query. CJK text has no spaces, so unicode61 sees a
+// whole run as one token; a query with CJK therefore goes to the trigram
+// index (substring match), and CJK terms shorter than three characters,
+// which trigrams cannot match, to a LIKE scan of the CJK chunks.
+func (s *sqliteStore) match(ctx context.Context, tokens []string, fileID int64, limit int) ([]match, error) {
+	cjk := false
+	for _, t := range tokens {
+		if hasCJK(t) {
+			cjk = true
+		}
+	}
+	// from/args select the matching chunks as column idCol; table is the
+	// FTS table whose bm25() ranks them ("" = no ranking: LIKE only).
+	var from, table, idCol string
+	var args []any
+	var where []string
+	if !cjk {
+		parts := make([]string, len(tokens))
+		for i, t := range tokens {
+			parts[i] = quoteFTS(t)
+		}
+		table, idCol = "chunks_fts", "chunks_fts.rowid"
+		from = `FROM chunks_fts WHERE chunks_fts MATCH ?`
+		args = append(args, strings.Join(parts, " AND "))
+		if fileID >= 0 {
+			where = append(where, `rowid IN (SELECT id FROM chunks WHERE file_id=?)`)
+			args = append(args, fileID)
+		}
+	} else {
+		var long []string
+		var likes []any
+		for _, t := range tokens {
+			if utf8.RuneCountInString(t) >= 3 {
+				long = append(long, quoteFTS(t))
+			} else {
+				where = append(where, `c.text LIKE ? ESCAPE '\'`)
+				likes = append(likes, "%"+likeEscape(t)+"%")
+			}
+		}
+		if len(long) > 0 {
+			table, idCol = "chunks_tri", "t.rowid"
+			from = `FROM chunks_tri t JOIN chunks c ON c.id = t.rowid WHERE chunks_tri MATCH ?`
+			args = append(args, strings.Join(long, " AND "))
+		} else {
+			idCol = "c.id"
+			from = `FROM chunks c WHERE c.has_cjk = 1`
+		}
+		args = append(args, likes...)
+		if fileID >= 0 {
+			where = append(where, `c.file_id = ?`)
+			args = append(args, fileID)
+		}
+	}
+	for _, w := range where {
+		from += " AND " + w
+	}
+	many, err := s.manyMatches(ctx, idCol, from, args)
+	if err != nil {
+		return nil, err
+	}
+	var q string
+	if many || table == "" {
+		// Not selective (or LIKE only): the newest matches, unranked; the
+		// keyword boosts order them.
+		q = `SELECT ` + idCol + `, 0.0 ` + from + ` ORDER BY ` + idCol + ` DESC LIMIT ?`
+	} else {
+		q = `SELECT ` + idCol + `, bm25(` + table + `) AS r ` + from + ` ORDER BY r LIMIT ?`
+	}
+	rows, err := s.db.QueryContext(ctx, q, append(args, limit)...)
+	if err != nil {
+		return nil, s.err("search", err)
+	}
+	defer rows.Close()
+	var out []match
+	for rows.Next() {
+		var m match
+		var rank float64
+		if err := rows.Scan(&m.id, &rank); err != nil {
+			return nil, s.err("search", err)
+		}
+		if rank != 0 {
+			m.score = bm25RankToScore(rank)
+		}
+		out = append(out, m)
+	}
+	return out, s.err("search", rows.Err())
+}
+
+// manyMatches reports whether the query has at least rankWindow matches,
+// by stepping through them newest first without ranking (cheap).
+func (s *sqliteStore) manyMatches(ctx context.Context, idCol, from string, args []any) (bool, error) {
+	q := `SELECT ` + idCol + ` ` + from + ` ORDER BY ` + idCol + ` DESC LIMIT 1 OFFSET ?`
+	a := append(append([]any{}, args...), rankWindow-1)
+	var id int64
+	err := s.db.QueryRowContext(ctx, q, a...).Scan(&id)
+	if err == sql.ErrNoRows {
+		return false, nil
+	}
+	if err != nil {
+		return false, s.err("search", err)
+	}
+	return true, nil
+}
+
+func idList(ids []int64) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = strconv.FormatInt(id, 10)
+	}
+	return strings.Join(parts, ",")
+}
+
+func (s *sqliteStore) chunks(ctx context.Context, ids []int64) ([]storedChunk, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT c.id, f.path, c.start_line, c.end_line, c.entry_ids, c.ts, c.text
+		FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id IN (`+idList(ids)+`)`)
+	if err != nil {
+		return nil, s.err("search", err)
+	}
+	defer rows.Close()
+	var out []storedChunk
+	for rows.Next() {
+		var c storedChunk
+		if err := rows.Scan(&c.id, &c.path, &c.start, &c.end, &c.entryIDs, &c.ts, &c.text); err != nil {
+			return nil, s.err("search", err)
+		}
+		out = append(out, c)
+	}
+	return out, s.err("search", rows.Err())
+}
+
+func (s *sqliteStore) vectors(ctx context.Context, model string, fileID int64, fn func(id int64, vec []byte)) error {
+	q := `SELECT id, embedding FROM chunks WHERE model = ?`
+	args := []any{model}
+	if fileID >= 0 {
+		q += ` AND file_id = ?`
+		args = append(args, fileID)
+	}
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return s.err("vector search", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var b []byte
+		if err := rows.Scan(&id, &b); err != nil {
+			return s.err("vector search", err)
+		}
+		fn(id, b)
+	}
+	return s.err("vector search", rows.Err())
+}
+
+func (s *sqliteStore) unembedded(ctx context.Context, fileID int64, model string) ([]int64, []string, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id, text FROM chunks WHERE file_id=? AND (model IS NULL OR model != ?) ORDER BY id`, fileID, model)
+	if err != nil {
+		return nil, nil, s.err("read chunks to embed", err)
+	}
+	defer rows.Close()
+	var ids []int64
+	var texts []string
+	for rows.Next() {
+		var id int64
+		var t string
+		if err := rows.Scan(&id, &t); err != nil {
+			return nil, nil, s.err("read chunks to embed", err)
+		}
+		ids = append(ids, id)
+		texts = append(texts, t)
+	}
+	return ids, texts, s.err("read chunks to embed", rows.Err())
+}
+
+func (s *sqliteStore) storeVectors(ctx context.Context, model string, ids []int64, vecs [][]byte) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return s.err("store embeddings", err)
+	}
+	defer tx.Rollback()
+	for i, v := range vecs {
+		if _, err := tx.ExecContext(ctx, `UPDATE chunks SET model=?, embedding=? WHERE id=?`, model, v, ids[i]); err != nil {
+			return s.err("store embeddings", err)
+		}
+	}
+	return s.err("store embeddings", tx.Commit())
+}

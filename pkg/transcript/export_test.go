@@ -1,0 +1,4 @@
+package transcript
+
+// SetAfterRename installs a hook run right after Rewrite's rename.
+func SetAfterRename(f func()) { afterRename = f }

@@ -1,0 +1,399 @@
+package transcript
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/ctxtool/ctxtool/pkg/safefile"
+)
+
+// RewriteOptions controls Rewrite.
+type RewriteOptions struct {
+	// Idle refuses (BusyError) a session modified less than this long ago.
+	Idle time.Duration
+	// Settle is how long Rewrite keeps watching the replaced file after
+	// the rename for a writer that opened it just before (0: DefaultSettle).
+	Settle time.Duration
+}
+
+// DefaultSettle is how long after its rename Rewrite watches the old file
+// for late appends. pi opens the file by path for every append, so a write
+// to the old file can only come from an open made just before the rename.
+const DefaultSettle = 50 * time.Millisecond
+
+// afterRename, when set (tests), runs right after Rewrite's rename: a
+// writer that opened the old file just before it writes here.
+var afterRename func()
+
+// maxCarryRounds bounds the re-renames of Rewrite when late appends keep
+// arriving out of order.
+const maxCarryRounds = 8
+
+// RewriteResult says what Rewrite did.
+type RewriteResult struct {
+	// Backup is the original file, kept as <file>.bak.<stamp>.
+	Backup string
+	// CarriedBytes and CarriedLines count what other writers appended
+	// after the session was loaded, carried over after the new content in
+	// the order it was written.
+	CarriedBytes int64
+	CarriedLines int
+}
+
+// Rewrite replaces the file s was loaded from by content (which the caller
+// built from s: header, new entries, kept lines), keeping the original as
+// <file>.bak.<stamp>. The caller holds the session lock.
+//
+// Writers that ignore the lock (pi) lose nothing: whatever they appended to
+// the file after s was loaded — before the rename, or after it through a
+// file they had opened just before — is carried over after content in the
+// order it was written, so their entries keep their parents (the last entry
+// of s, which content must keep) and pi's leaf stays their last entry.
+// Symlinks are resolved: the real file is replaced and a link stays a link.
+// The file's mode and owner are kept; a read-only file, a file with other
+// hard links, a file modified within opts.Idle or one whose last line is
+// incomplete is refused. Any failure before the rename leaves the file
+// untouched; a kill after it leaves the full original in the backup.
+func Rewrite(s *Session, content []byte, opts RewriteOptions) (*RewriteResult, error) {
+	if s.File == "-" || s.fi == nil {
+		return nil, fmt.Errorf("-: cannot rewrite standard input; give a session file path")
+	}
+	if err := s.Rewritable(); err != nil {
+		return nil, err
+	}
+	real, err := WritablePath(s.File)
+	if err != nil {
+		return nil, err
+	}
+	if !holdsLock(LockPath(real)) {
+		return nil, fmt.Errorf("%s: %w", s.File, errNotLocked)
+	}
+	if s.Size > 0 && !s.EndsWithNewline {
+		return nil, ErrFileChanged // a line being written: reload once it is complete
+	}
+	if err := CheckIdle(real, opts.Idle); err != nil {
+		var be *BusyError
+		if errors.As(err, &be) {
+			be.File = s.File
+		}
+		return nil, err
+	}
+	settle := opts.Settle
+	if settle <= 0 {
+		settle = DefaultSettle
+	}
+	old, err := os.Open(real)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", s.File, unwrapPathErr(err))
+	}
+	defer old.Close()
+	ofi, err := old.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", s.File, err)
+	}
+	if !os.SameFile(ofi, s.fi) || ofi.Size() < s.Size {
+		return nil, ErrFileChanged
+	}
+	if fp, err := fingerprint(old, s.Size); err != nil || fp != s.fp {
+		return nil, ErrFileChanged
+	}
+	if st, ok := ofi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+		return nil, fmt.Errorf("%s: the file has %d hard links; replacing it would leave the other names on the old content — rewrite a copy, or remove the other links first", s.File, st.Nlink)
+	}
+
+	tmp, err := safefile.CreateTemp(real, ofi.Mode().Perm())
+	if err != nil {
+		return nil, fmt.Errorf("%s: cannot create a temp file next to it: %v", s.File, unwrapPathErr(err))
+	}
+	tmpName := tmp.Name()
+	committed := false
+	defer func() {
+		if !committed {
+			tmp.Close()
+			os.Remove(tmpName)
+		}
+		safefile.Forget(tmpName)
+	}()
+	if err := writeAll(tmp, content, ofi); err != nil {
+		return nil, fmt.Errorf("%s: rewrite failed, original untouched: %v", s.File, err)
+	}
+
+	res := &RewriteResult{}
+	err = safefile.Critical(func() error {
+		backup := real + ".bak." + BackupStamp(time.Now())
+		if err := os.Link(real, backup); err != nil {
+			if err := copyFile(real, backup, ofi.Mode().Perm()); err != nil {
+				return fmt.Errorf("%s: cannot keep a backup at %s, original untouched: %v", s.File, backup, err)
+			}
+		} else if bfi, err := os.Stat(backup); err != nil || !os.SameFile(bfi, ofi) {
+			os.Remove(backup)
+			return ErrFileChanged // replaced under us
+		}
+		if err := os.Rename(tmpName, real); err != nil {
+			os.Remove(backup)
+			return fmt.Errorf("%s: rewrite failed, original untouched: %v", s.File, err)
+		}
+		committed = true
+		res.Backup = backup
+		if afterRename != nil {
+			afterRename()
+		}
+		safefile.SyncDir(filepath.Dir(real))
+		c := carrier{path: real, first: old, prev: old, prevUsed: s.Size, cur: tmp, curBase: int64(len(content)), mode: ofi}
+		err := c.run(settle)
+		res.CarriedBytes, res.CarriedLines = c.carried, c.carriedLines
+		for _, f := range []*os.File{c.prev, c.cur} {
+			if f != old && f != tmp {
+				f.Close()
+			}
+		}
+		tmp.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %v; the original, with everything written to it, is in %s", s.File, err, backup)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// writeAll writes content to a new file, gives it the mode and owner of the
+// original, and syncs it.
+func writeAll(f *os.File, content []byte, orig os.FileInfo) error {
+	if _, err := f.Write(content); err != nil {
+		return err
+	}
+	if err := f.Chmod(orig.Mode().Perm()); err != nil {
+		return err
+	}
+	if st, ok := orig.Sys().(*syscall.Stat_t); ok {
+		// Only root can give a file away; others create it as its owner.
+		if int(st.Uid) != os.Getuid() || int(st.Gid) != os.Getgid() {
+			_ = f.Chown(int(st.Uid), int(st.Gid))
+		}
+	}
+	return f.Sync()
+}
+
+// carrier moves what writers appended to the replaced file (prev) into the
+// live one (cur) after our content, in order. Its model of a writer is pi's:
+// one append after another, each opening the file by path, so once a byte
+// reaches the live file nothing more reaches the old one.
+type carrier struct {
+	path         string
+	prev         *os.File // the replaced file
+	prevUsed     int64    // bytes of prev already in the live file
+	cur          *os.File // the live file (ours since the rename)
+	curBase      int64    // bytes of cur that are ours: content + carried
+	mode         os.FileInfo
+	carried      int64
+	carriedLines int
+	rounds       int
+	first        *os.File // the original file, closed by Rewrite
+}
+
+func (c *carrier) run(settle time.Duration) error {
+	quietSince := time.Now()
+	for {
+		// The live file first: bytes seen there were written after every
+		// byte that reached prev, which is read next.
+		curSize, err := size(c.cur)
+		if err != nil {
+			return err
+		}
+		late, final, err := c.pending(curSize > c.curBase || time.Since(quietSince) >= settle)
+		if err != nil {
+			return err
+		}
+		if len(late) == 0 {
+			if final && time.Since(quietSince) >= settle {
+				return c.cur.Sync()
+			}
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		quietSince = time.Now()
+		if curSize == c.curBase {
+			end, err := appendAt(c.cur, late)
+			if err != nil {
+				return err
+			}
+			if end-int64(len(late)) == c.curBase {
+				c.curBase = end
+				c.took(late)
+				continue
+			}
+			// Another append reached the live file before ours: put ours
+			// back in front of it.
+			if err := c.rebuild(end-int64(len(late)), int64(len(late))); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := c.rebuild(-1, 0); err != nil {
+			return err
+		}
+	}
+}
+
+func (c *carrier) took(late []byte) {
+	c.prevUsed += int64(len(late))
+	c.carried += int64(len(late))
+	c.carriedLines += bytes.Count(late, []byte{'\n'})
+	if late[len(late)-1] != '\n' {
+		c.carriedLines++
+	}
+}
+
+// pending returns the bytes of prev not yet carried: whole lines only,
+// unless final (the writer has moved on, or the settle time is over), when a
+// torn last line is taken as it is.
+func (c *carrier) pending(final bool) ([]byte, bool, error) {
+	n, err := size(c.prev)
+	if err != nil {
+		return nil, false, err
+	}
+	if n <= c.prevUsed {
+		return nil, final, nil
+	}
+	buf := make([]byte, n-c.prevUsed)
+	if _, err := c.prev.ReadAt(buf, c.prevUsed); err != nil && err != io.EOF {
+		return nil, false, err
+	}
+	if !final {
+		i := bytes.LastIndexByte(buf, '\n')
+		buf = buf[:i+1]
+	}
+	return buf, final, nil
+}
+
+// rebuild writes a new live file: our part of cur, then everything still
+// pending in prev, then the other bytes of cur (without the misplaced copy
+// of ours at [skipAt, skipAt+skipLen) when skipAt ≥ 0), and renames it
+// into place. The old live file becomes prev for the next round (whatever
+// reaches it late is carried over in turn).
+func (c *carrier) rebuild(skipAt, skipLen int64) error {
+	c.rounds++
+	if c.rounds > maxCarryRounds {
+		return fmt.Errorf("other writers kept appending while ctxtool carried their lines over (%d rounds)", maxCarryRounds)
+	}
+	curEnd, err := size(c.cur)
+	if err != nil {
+		return err
+	}
+	// Everything in prev is final now: the live file has bytes of the
+	// writer that came after them.
+	late, _, err := c.pending(true)
+	if err != nil {
+		return err
+	}
+	next, err := safefile.CreateTemp(c.path, c.mode.Mode().Perm())
+	if err != nil {
+		return err
+	}
+	name := next.Name()
+	defer safefile.Forget(name)
+	fail := func(err error) error {
+		next.Close()
+		os.Remove(name)
+		return err
+	}
+	if err := copyRange(next, c.cur, 0, c.curBase); err != nil {
+		return fail(err)
+	}
+	if _, err := next.Write(late); err != nil {
+		return fail(err)
+	}
+	other := c.curBase
+	if skipAt >= 0 {
+		if err := copyRange(next, c.cur, c.curBase, skipAt); err != nil {
+			return fail(err)
+		}
+		other = skipAt + skipLen
+	}
+	if err := copyRange(next, c.cur, other, curEnd); err != nil {
+		return fail(err)
+	}
+	if err := writeAll(next, nil, c.mode); err != nil {
+		return fail(err)
+	}
+	if err := os.Rename(name, c.path); err != nil {
+		return fail(err)
+	}
+	safefile.SyncDir(filepath.Dir(c.path))
+	if len(late) > 0 {
+		c.took(late)
+	}
+	end, _ := size(next)
+	if c.prev != c.first {
+		c.prev.Close()
+	}
+	c.prev, c.prevUsed = c.cur, curEnd
+	c.cur, c.curBase = next, end
+	return nil
+}
+
+func size(f *os.File) (int64, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return st.Size(), nil
+}
+
+// appendAt appends b to f with O_APPEND semantics and returns the file
+// offset after the write, so the caller knows where the bytes landed.
+func appendAt(f *os.File, b []byte) (int64, error) {
+	fd := int(f.Fd())
+	flags, _, e := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_GETFL, 0)
+	if e != 0 {
+		return 0, e
+	}
+	if flags&syscall.O_APPEND == 0 {
+		if _, _, e := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_SETFL, flags|syscall.O_APPEND); e != 0 {
+			return 0, e
+		}
+	}
+	if _, err := f.Write(b); err != nil {
+		return 0, err
+	}
+	return f.Seek(0, io.SeekCurrent)
+}
+
+func copyRange(dst io.Writer, src *os.File, from, to int64) error {
+	if to <= from {
+		return nil
+	}
+	_, err := io.Copy(dst, io.NewSectionReader(src, from, to-from))
+	return err
+}
+
+func copyFile(src, dst string, perm os.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, perm)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		os.Remove(dst)
+		return err
+	}
+	if err := out.Sync(); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}

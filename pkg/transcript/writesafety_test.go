@@ -1,0 +1,453 @@
+package transcript_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ctxtool/ctxtool/internal/oracle"
+	"github.com/ctxtool/ctxtool/pkg/transcript"
+)
+
+// writerLine is an entry as pi appends it: a user message hanging off the
+// writer's previous entry.
+func writerLine(id, parent string) string {
+	return `{"type":"message","id":"` + id + `","parentId":"` + parent + `","timestamp":"2026-03-02T10:40:00.000Z","message":{"role":"user","content":"from the writer ` + id + `","timestamp":1772448000000}}` + "\n"
+}
+
+func appendByPath(t *testing.T, path, data string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(data); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rewriteSame rewrites a session with its own bytes under the lock, so the
+// only change is what other writers add meanwhile.
+func rewriteSame(t *testing.T, f string, before func(), hook func()) (*transcript.RewriteResult, []byte) {
+	t.Helper()
+	s, err := transcript.Load(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	content, _ := os.ReadFile(f)
+	content = content[:s.Size]
+	l, err := transcript.AcquireLock(context.Background(), f, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	if before != nil {
+		before()
+	}
+	transcript.SetAfterRename(hook)
+	defer transcript.SetAfterRename(nil)
+	rr, err := transcript.Rewrite(s, content, transcript.RewriteOptions{Settle: 30 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rr, content
+}
+
+// Bytes a lock-ignoring writer puts into the old file — after the load,
+// or through a file it opened just before the rename — end up in the live
+// file after the new content, in the order they were written, and the
+// backup holds the original with them.
+func TestRewriteCarriesLateAppends(t *testing.T) {
+	const leaf = "a1f00012" // last entry of spec-v3.jsonl
+	cases := []struct {
+		name string
+		// before runs before Rewrite; hook right after its rename, with
+		// old open on the replaced file.
+		before func(t *testing.T, f string)
+		hook   func(t *testing.T, f string, old *os.File)
+		want   []string // writer ids in the order they must appear
+	}{
+		{"appended after the load", func(t *testing.T, f string) {
+			appendByPath(t, f, writerLine("w0000001", leaf))
+		}, nil, []string{"w0000001"}},
+		{"written to the old file after the rename", nil, func(t *testing.T, f string, old *os.File) {
+			old.WriteString(writerLine("w0000001", leaf))
+			go func() {
+				time.Sleep(5 * time.Millisecond)
+				appendByPath(t, f, writerLine("w0000002", "w0000001"))
+			}()
+		}, []string{"w0000001", "w0000002"}},
+		{"the next append reaches the new file first", nil, func(t *testing.T, f string, old *os.File) {
+			// The writer's late write to the old file and its next one to
+			// the new file both land before ctxtool looks: the carried
+			// line must still come first.
+			old.WriteString(writerLine("w0000001", leaf))
+			appendByPath(t, f, writerLine("w0000002", "w0000001"))
+			go func() {
+				time.Sleep(3 * time.Millisecond)
+				appendByPath(t, f, writerLine("w0000003", "w0000002"))
+			}()
+		}, []string{"w0000001", "w0000002", "w0000003"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := copyFile(t, "testdata/spec-v3.jsonl")
+			orig, _ := os.ReadFile(f)
+			var old *os.File
+			before := func() {
+				var err error
+				if old, err = os.OpenFile(f, os.O_WRONLY|os.O_APPEND, 0); err != nil {
+					t.Fatal(err)
+				}
+				if c.before != nil {
+					c.before(t, f)
+				}
+			}
+			var hook func()
+			if c.hook != nil {
+				hook = func() { c.hook(t, f, old) }
+			}
+			rr, content := rewriteSame(t, f, before, hook)
+			old.Close()
+			time.Sleep(20 * time.Millisecond) // let a delayed append land
+			got, _ := os.ReadFile(f)
+			var wantTail string
+			parent := leaf
+			for _, id := range c.want {
+				wantTail += writerLine(id, parent)
+				parent = id
+			}
+			if string(got) != string(content)+wantTail {
+				t.Fatalf("live file:\n%s\nwant the content followed by\n%s", got[len(content):], wantTail)
+			}
+			if rr.CarriedLines < 1 {
+				t.Fatalf("carried %d lines", rr.CarriedLines)
+			}
+			bak, _ := os.ReadFile(rr.Backup)
+			if !bytes.HasPrefix(bak, orig) {
+				t.Fatal("backup lost the original")
+			}
+			if oracle.Available() {
+				r := oracle.CheckOne(t, f)
+				if !r.Loads || r.BrokenParents != 0 || r.LeafID != c.want[len(c.want)-1] {
+					t.Fatalf("pi: loads %v, broken parents %d, leaf %s", r.Loads, r.BrokenParents, r.LeafID)
+				}
+			}
+		})
+	}
+}
+
+// The lock of a symlinked session is the real file's lock; appends and
+// rewrites go to the real file and the link stays a link.
+func TestSymlinkedSession(t *testing.T) {
+	real := copyFile(t, "testdata/spec-v3.jsonl")
+	dir := t.TempDir()
+	link := filepath.Join(dir, "link.jsonl")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	if got := transcript.LockPath(link); got != real+".lock" {
+		t.Fatalf("LockPath(link) = %s, want %s", got, real+".lock")
+	}
+	held, err := transcript.AcquireLock(context.Background(), real, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendOne := func() error {
+		return transcript.Update(context.Background(), link, transcript.UpdateOptions{}, func(s *transcript.Session) ([][]byte, error) {
+			a, err := s.NewWriter().CustomMessage("t", "via the link", false, nil)
+			return [][]byte{a.Line}, err
+		})
+	}
+	var le *transcript.LockedError
+	if err := appendOne(); !errors.As(err, &le) || le.LockPath != real+".lock" {
+		t.Fatalf("append through the link while the real file is locked: %v", err)
+	}
+	held.Release()
+	if err := appendOne(); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Lstat(link); fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatal("the link is no longer a symlink")
+	}
+	if data, _ := os.ReadFile(real); !strings.Contains(string(data), "via the link") {
+		t.Fatal("the real file did not get the entry")
+	}
+	if _, err := os.Stat(link + ".lock"); !os.IsNotExist(err) {
+		t.Fatal("a lock next to the link")
+	}
+	// Rewrite through the link replaces the real file, keeps the link.
+	s, _ := transcript.Load(link)
+	l, _ := transcript.AcquireLock(context.Background(), link, 0)
+	rr, err := transcript.Rewrite(s, []byte("{\"type\":\"session\",\"version\":3,\"id\":\"x\",\"timestamp\":\"t\",\"cwd\":\"/\"}\n"), transcript.RewriteOptions{Settle: time.Millisecond})
+	l.Release()
+	s.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Lstat(link); fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatal("Rewrite replaced the link by a file")
+	}
+	if filepath.Dir(rr.Backup) != filepath.Dir(real) {
+		t.Fatalf("backup %s not next to the real file", rr.Backup)
+	}
+	if data, _ := os.ReadFile(real); !strings.Contains(string(data), `"id":"x"`) {
+		t.Fatal("the real file was not rewritten")
+	}
+}
+
+// FIFOs, devices and directories are refused at once, by readers and
+// writers; nothing blocks on a FIFO without a writer.
+func TestNonRegularFilesRefused(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "pipe.jsonl")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skip("no FIFOs here:", err)
+	}
+	for _, p := range []string{fifo, "/dev/zero", dir} {
+		start := time.Now()
+		_, err := transcript.Load(p)
+		var nr *transcript.NotRegularError
+		if !errors.As(err, &nr) || time.Since(start) > time.Second {
+			t.Fatalf("Load(%s): %v after %v", p, err, time.Since(start))
+		}
+		err = transcript.Update(context.Background(), p, transcript.UpdateOptions{}, func(*transcript.Session) ([][]byte, error) {
+			t.Fatal("planned on a non-regular file")
+			return nil, nil
+		})
+		if !errors.As(err, &nr) {
+			t.Fatalf("Update(%s): %v", p, err)
+		}
+	}
+	if _, err := os.Stat(fifo + ".lock"); !os.IsNotExist(err) {
+		t.Fatal("a lock was taken for a FIFO")
+	}
+}
+
+// A read-only session is never written, even by root.
+func TestReadOnlySessionRefused(t *testing.T) {
+	f := copyFile(t, "testdata/spec-v3.jsonl")
+	os.Chmod(f, 0o444)
+	before, _ := os.ReadFile(f)
+	err := transcript.Update(context.Background(), f, transcript.UpdateOptions{}, func(s *transcript.Session) ([][]byte, error) {
+		a, err := s.NewWriter().CustomMessage("t", "x", false, nil)
+		return [][]byte{a.Line}, err
+	})
+	var ro *transcript.ReadOnlyError
+	if !errors.As(err, &ro) || !strings.Contains(err.Error(), "0444") {
+		t.Fatalf("Update on 0444: %v", err)
+	}
+	s, _ := transcript.Load(f)
+	defer s.Close()
+	if _, err := transcript.Rewrite(s, []byte("x\n"), transcript.RewriteOptions{}); !errors.As(err, &ro) {
+		t.Fatalf("Rewrite on 0444: %v", err)
+	}
+	after, _ := os.ReadFile(f)
+	st, _ := os.Stat(f)
+	if string(before) != string(after) || st.Mode().Perm() != 0o444 {
+		t.Fatal("the read-only file changed")
+	}
+}
+
+// A parentId cycle (here made by a duplicated id, as a faulty sync leaves
+// it) hangs pi's walk from the leaf: writers refuse with the lines.
+// Duplicate ids without a cycle load in pi: appends go on, a rewrite
+// (whose re-parenting could close a cycle) refuses.
+func TestWritesRefuseTreesPiCannotLoad(t *testing.T) {
+	head := `{"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/"}` + "\n" +
+		`{"type":"message","id":"a","parentId":null,"timestamp":"t","message":{"role":"user","content":"one","timestamp":1}}` + "\n" +
+		`{"type":"message","id":"b","parentId":"a","timestamp":"t","message":{"role":"user","content":"two","timestamp":1}}` + "\n" +
+		`{"type":"message","id":"c","parentId":"b","timestamp":"t","message":{"role":"user","content":"three","timestamp":1}}` + "\n"
+	cyclic := head + `{"type":"message","id":"b","parentId":"c","timestamp":"t","message":{"role":"user","content":"two again","timestamp":1}}` + "\n"
+	dupOnly := head + `{"type":"message","id":"b","parentId":"a","timestamp":"t","message":{"role":"user","content":"two again","timestamp":1}}` + "\n"
+	appendOne := func(f string) error {
+		return transcript.Update(context.Background(), f, transcript.UpdateOptions{}, func(s *transcript.Session) ([][]byte, error) {
+			a, err := s.NewWriter().CustomMessage("t", "x", false, nil)
+			return [][]byte{a.Line}, err
+		})
+	}
+	dir := t.TempDir()
+	f := filepath.Join(dir, "cyclic.jsonl")
+	os.WriteFile(f, []byte(cyclic), 0o644)
+	err := appendOne(f)
+	var te *transcript.TreeError
+	if !errors.As(err, &te) || !strings.Contains(err.Error(), "lines 4, 5") || !strings.Contains(err.Error(), "ctxtool lint") {
+		t.Fatalf("append to a cyclic tree: %v", err)
+	}
+	if got, _ := os.ReadFile(f); string(got) != cyclic {
+		t.Fatal("the cyclic session changed")
+	}
+
+	g := filepath.Join(dir, "dup.jsonl")
+	os.WriteFile(g, []byte(dupOnly), 0o644)
+	s, _ := transcript.Load(g)
+	probs := s.TreeProblems()
+	if len(probs) != 1 || probs[0].Kind != "duplicate id" || fmt.Sprint(probs[0].Lines) != "[3 5]" {
+		t.Fatalf("problems %+v", probs)
+	}
+	l, _ := transcript.AcquireLock(context.Background(), g, 0)
+	if _, err := transcript.Rewrite(s, []byte("x\n"), transcript.RewriteOptions{}); !errors.As(err, &te) {
+		t.Fatalf("Rewrite of a duplicate-id session: %v", err)
+	}
+	l.Release()
+	s.Close()
+	if err := appendOne(g); err != nil {
+		t.Fatalf("append to a duplicate-id session without a cycle: %v", err)
+	}
+	if oracle.Available() {
+		if r := oracle.CheckOne(t, g); !r.Loads || r.LeafType != "custom_message" {
+			t.Fatalf("pi: %+v", r)
+		}
+	}
+}
+
+// Lock files left by killed writers: an empty or garbage lock is described
+// (never echoed whole, read with a small cap) and taken over once its mtime
+// is 30 minutes old.
+func TestLeftoverLockFiles(t *testing.T) {
+	f := copyFile(t, "testdata/spec-v3.jsonl")
+	big := bytes.Repeat([]byte("garbage!"), 8<<20) // 64 MiB
+	cases := map[string][]byte{"empty": nil, "garbage": []byte("\x00\x01not json"), "huge": big, "no pid": []byte(`{"createdAt":"2026-01-01T00:00:00Z"}`)}
+	for name, payload := range cases {
+		os.WriteFile(f+".lock", payload, 0o644)
+		_, err := transcript.AcquireLock(context.Background(), f, 0)
+		var le *transcript.LockedError
+		if !errors.As(err, &le) || le.Problem == "" {
+			t.Fatalf("%s: %v", name, err)
+		}
+		msg := err.Error()
+		if strings.Contains(msg, "pid 0") || len(msg) > 1000 || !strings.Contains(msg, "rm ") {
+			t.Fatalf("%s: unclear message (%d bytes): %.300s", name, len(msg), msg)
+		}
+		old := time.Now().Add(-31 * time.Minute)
+		os.Chtimes(f+".lock", old, old)
+		l, err := transcript.AcquireLock(context.Background(), f, 0)
+		if err != nil {
+			t.Fatalf("%s, 31 minutes old: %v", name, err)
+		}
+		l.Release()
+	}
+	if !strings.Contains(errFor(t, f, nil), "is empty") || !strings.Contains(errFor(t, f, big), "67108864 bytes") {
+		t.Fatal("messages do not say what was found")
+	}
+}
+
+func errFor(t *testing.T, f string, payload []byte) string {
+	os.WriteFile(f+".lock", payload, 0o644)
+	defer os.Remove(f + ".lock")
+	_, err := transcript.AcquireLock(context.Background(), f, 0)
+	if err == nil {
+		t.Fatal("acquired a fresh leftover lock")
+	}
+	return err.Error()
+}
+
+// Eight processes racing over one stale lock: exactly one holds it, every
+// round, whatever made the lock stale.
+func TestStaleLockTakeoverIsExclusive(t *testing.T) {
+	if os.Getenv("CTXTOOL_TEST_RACE_LOCK") != "" {
+		raceChild()
+		return
+	}
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Skip(err)
+	}
+	deadPid := dead.Process.Pid
+	now := time.Now().UTC().Format(time.RFC3339)
+	stale := map[string]func(string){
+		"dead pid": func(p string) {
+			os.WriteFile(p, []byte(`{"pid": `+strconv.Itoa(deadPid)+`, "createdAt": "`+now+`"}`), 0o644)
+		},
+		"old empty lock": func(p string) {
+			os.WriteFile(p, nil, 0o644)
+			old := time.Now().Add(-time.Hour)
+			os.Chtimes(p, old, old)
+		},
+		"too old": func(p string) { os.WriteFile(p, []byte(`{"pid": 1, "createdAt": "2020-01-01T00:00:00.000Z"}`), 0o644) },
+	}
+	const procs, rounds = 8, 4
+	for name, mk := range stale {
+		for round := 0; round < rounds; round++ {
+			dir := t.TempDir()
+			session := filepath.Join(dir, "s.jsonl")
+			os.WriteFile(session, []byte("{}\n"), 0o644)
+			mk(session + ".lock")
+			var wg sync.WaitGroup
+			outs := make([]string, procs)
+			start := time.Now().Add(300 * time.Millisecond).UnixNano()
+			for i := 0; i < procs; i++ {
+				wg.Add(1)
+				go func(i int) {
+					defer wg.Done()
+					cmd := exec.Command(os.Args[0], "-test.run", "^TestStaleLockTakeoverIsExclusive$")
+					cmd.Env = append(os.Environ(), "CTXTOOL_TEST_RACE_LOCK="+session, "CTXTOOL_TEST_RACE_START="+strconv.FormatInt(start, 10), "CTXTOOL_TEST_RACE_PROCS="+strconv.Itoa(procs))
+					out, _ := cmd.CombinedOutput()
+					outs[i] = string(out)
+				}(i)
+			}
+			wg.Wait()
+			got, overlaps := 0, 0
+			for _, o := range outs {
+				if strings.Contains(o, "HELD") {
+					got++
+				}
+				if strings.Contains(o, "OVERLAP") {
+					overlaps++
+				}
+			}
+			if got != 1 || overlaps != 0 {
+				t.Fatalf("%s, round %d: %d processes held the lock, %d saw another holder\n%s", name, round, got, overlaps, strings.Join(outs, "\n"))
+			}
+			if _, err := os.Stat(session + ".lock"); !os.IsNotExist(err) {
+				t.Fatalf("%s: lock left behind", name)
+			}
+			if left, _ := filepath.Glob(filepath.Join(dir, ".*ctxtool-tmp*")); len(left) > 0 {
+				t.Fatalf("%s: temp files left: %v", name, left)
+			}
+		}
+	}
+}
+
+// raceChild waits for the common start time, tries the lock once, and
+// while holding it checks that nobody else does (an O_EXCL marker); the
+// holder keeps the lock until every child has tried.
+func raceChild() {
+	session := os.Getenv("CTXTOOL_TEST_RACE_LOCK")
+	start, _ := strconv.ParseInt(os.Getenv("CTXTOOL_TEST_RACE_START"), 10, 64)
+	procs, _ := strconv.Atoi(os.Getenv("CTXTOOL_TEST_RACE_PROCS"))
+	time.Sleep(time.Until(time.Unix(0, start)))
+	l, err := transcript.AcquireLock(context.Background(), session, 0)
+	os.WriteFile(session+".tried."+strconv.Itoa(os.Getpid()), nil, 0o644)
+	if err != nil {
+		fmt.Println("REFUSED", err)
+		os.Exit(0)
+	}
+	m, err := os.OpenFile(session+".holder", os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		fmt.Println("OVERLAP")
+	} else {
+		fmt.Println("HELD")
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			if tried, _ := filepath.Glob(session + ".tried.*"); len(tried) >= procs {
+				break
+			}
+		}
+		m.Close()
+		os.Remove(session + ".holder")
+	}
+	l.Release()
+	os.Exit(0)
+}
