@@ -97,3 +97,55 @@ func TestUnknownFormatError(t *testing.T) {
 		t.Errorf("stderr %q", stderr)
 	}
 }
+
+// Done-when: every real transcript in ../shared/fixtures/wild (pi, OpenClaw,
+// Claude Code, Codex) is read by estimate, index/search, checkpoint and
+// restore without error, and index cites lines inside each file. (lint is
+// issue 10's command; it reads through the same transcript core.)
+func TestWildFilesEveryReadingCommand(t *testing.T) {
+	cleanEnv(t)
+	dir := oracle.WildDir(t)
+	files, _ := filepath.Glob(filepath.Join(dir, "*", "*.jsonl"))
+	if len(files) < 13 {
+		t.Fatalf("%d wild files", len(files))
+	}
+	state := t.TempDir()
+	if _, stderr, code := runCLI(t, append([]string{"--json", "estimate"}, files...)...); code != 0 {
+		t.Fatalf("estimate: exit %d: %s", code, stderr)
+	}
+	out, stderr, code := runCLI(t, "--state-dir", state, "--json", "index", dir)
+	if code != 0 {
+		t.Fatalf("index: exit %d: %s", code, stderr)
+	}
+	type stat struct {
+		File    string `json:"file"`
+		Indexed bool   `json:"indexed"`
+		Chunks  int    `json:"chunks"`
+		Lines   int    `json:"lines"`
+	}
+	stats := jsonLines[stat](t, out)
+	if len(stats) != len(files) {
+		t.Fatalf("index reported %d files, want %d", len(stats), len(files))
+	}
+	for _, s := range stats {
+		if !s.Indexed || s.Chunks == 0 {
+			t.Errorf("%s: indexed=%v, %d chunks", s.File, s.Indexed, s.Chunks)
+		}
+	}
+	// A phrase only the Claude Code compaction summary and a Codex tool
+	// output hold: found, cited inside those files.
+	for _, q := range []string{"AshComputer", "xyflow onNodeDrag"} {
+		out, stderr, code := runCLI(t, "--state-dir", state, "--json", "search", q)
+		if code != 0 || out == "" {
+			t.Errorf("search %q: exit %d, no hits (%s)", q, code, stderr)
+		}
+	}
+	for _, f := range files {
+		if _, stderr, code := runCLI(t, "--state-dir", state, "checkpoint", f); code != 0 {
+			t.Errorf("checkpoint %s: exit %d: %s", f, code, stderr)
+		}
+		if _, stderr, code := runCLI(t, "--state-dir", state, "restore", f); code != 0 {
+			t.Errorf("restore %s: exit %d: %s", f, code, stderr)
+		}
+	}
+}
