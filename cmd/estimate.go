@@ -219,8 +219,8 @@ func estimateFile(opts *EstimateOptions, file string) (*EstimateReport, error) {
 		model = s.Header.ModelID
 	}
 	window, source := resolveWindow(model, opts.ContextWindow, opts.ModelWindows)
-	if fw := s.FileContextWindow(); fw > 0 && (source == string(models.FromTable) || source == string(models.FromDefault)) {
-		window, source = fw, "file"
+	if fw := s.Header.ContextWindow; fw > 0 && (source == string(models.FromTable) || source == string(models.FromDefault)) {
+		window, source = fw, string(models.FromFile)
 	}
 	r := &EstimateReport{
 		File: file, Version: s.Version, Entries: len(s.Entries), ContextMessages: len(ctx.Messages),

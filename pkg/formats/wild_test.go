@@ -143,8 +143,8 @@ func TestCodexCompactedRollout(t *testing.T) {
 	if u := ctx.EstimateContextTokens(); u.UsageTokens != 95164 {
 		t.Errorf("usage anchor %d, want 95164 (last_token_usage.total_tokens, line 2310)", u.UsageTokens)
 	}
-	if s.FileContextWindow() != 258400 {
-		t.Errorf("window %d, want 258400", s.FileContextWindow())
+	if s.Header.ContextWindow != 258400 {
+		t.Errorf("window %d, want 258400", s.Header.ContextWindow)
 	}
 }
 

@@ -56,6 +56,7 @@ func loadView(name string, v *formats.View) (*Session, error) {
 	}
 	if s.Header != nil {
 		s.Header.Line = v.SourceRow(s.Header.Line)
+		s.Header.ContextWindow = v.ContextWindow
 	}
 	for i := range s.Malformed {
 		s.Malformed[i].Line = v.SourceRow(s.Malformed[i].Line)
@@ -69,14 +70,3 @@ func loadView(name string, v *formats.View) (*Session, error) {
 // CheckWritable refuses (with a *formats.ReadOnlyError saying why and what
 // to do instead) a write to a file in a format ctxtool only reads.
 func CheckWritable(path string) error { return formats.CheckWritable(path) }
-
-// FileContextWindow is the context window the transcript itself states
-// (Codex's model_context_window), 0 when it states none. Window resolution
-// ranks it below --context-window and config, above the model table: it is
-// the number the agent itself ran with.
-func (s *Session) FileContextWindow() int {
-	if s.Foreign == nil {
-		return 0
-	}
-	return s.Foreign.ContextWindow
-}
