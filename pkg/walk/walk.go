@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/ctxtool/ctxtool/pkg/formats"
+	"github.com/ctxtool/ctxtool/pkg/safefile"
 )
 
 // Kind is what a file in a sessions directory is.
@@ -179,11 +180,21 @@ func Walk(paths []string, opts Options) ([]File, error) {
 		}
 	}
 	for _, root := range paths {
+		if db, _, ok := formats.SplitStorePath(root); ok {
+			// One session of an OpenClaw store: "store.sqlite#<key>".
+			if st, err := os.Stat(db); err == nil {
+				add(File{Path: root, Kind: Transcript, Size: st.Size(), ModTime: st.ModTime(), Explicit: true, Format: formats.OpenClawSQLite})
+				continue
+			}
+		}
 		st, err := os.Stat(root)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v (give a session .jsonl file or a sessions directory)", root, unwrap(err))
 		}
 		if !st.IsDir() {
+			if err := safefile.CheckRegular(root, st); err != nil {
+				return nil, err
+			}
 			k := Classify(root)
 			if k == Lock || k == Temp || k == Store {
 				return nil, fmt.Errorf("%s: this is a %s, not a session transcript (give the .jsonl file)", root, k)
