@@ -41,6 +41,17 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	bin = filepath.Join(dir, "ctxtool")
+	// The binary is built from the whole module: stat its sources so that
+	// go test's result cache notices when any of them changes.
+	filepath.WalkDir(oracle.ModuleRoot(), func(p string, e os.DirEntry, err error) error {
+		if err == nil && e.IsDir() && (e.Name() == "node_modules" || e.Name() == ".git") {
+			return filepath.SkipDir
+		}
+		if err == nil && strings.HasSuffix(p, ".go") {
+			os.Stat(p)
+		}
+		return nil
+	})
 	build := exec.Command("go", "build", "-o", bin, ".")
 	build.Dir = oracle.ModuleRoot()
 	if out, err := build.CombinedOutput(); err != nil {
