@@ -241,6 +241,9 @@ func estimateFile(opts *EstimateOptions, file string) (*EstimateReport, error) {
 	for _, m := range s.Malformed {
 		r.MalformedLines = append(r.MalformedLines, MalformedReport{Line: m.Line, Bytes: m.Bytes, Error: m.Err, Objects: m.Objects})
 	}
+	for _, w := range s.Warnings {
+		r.Warnings = append(r.Warnings, w.String())
+	}
 	if w := windowWarning(window); w != "" {
 		r.Warnings = append(r.Warnings, w)
 	}

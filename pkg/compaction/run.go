@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/ctxtool/ctxtool/pkg/estimate"
@@ -169,6 +170,12 @@ func Run(ctx context.Context, path string, o Options) (*Result, error) {
 			return nil, err
 		}
 		res.prep = p
+		for _, w := range s.Warnings {
+			if msg := w.String(); !slices.Contains(res.Warnings, msg) {
+				logf("%s: warning: %s", path, w)
+				res.Warnings = append(res.Warnings, msg)
+			}
+		}
 		fillPlan(res, s, p)
 		if p.Reason != "" {
 			res.Reason = p.Reason
