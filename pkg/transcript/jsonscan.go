@@ -429,23 +429,6 @@ func (s *scanner) rawCopy() (json.RawMessage, bool) {
 	return append(json.RawMessage(nil), b...), true
 }
 
-// maybeDecoded decodes a string value as encoding/json would (invalid UTF-8
-// bytes become U+FFFD); any other value is skipped and gives "".
-func (s *scanner) maybeDecoded() (string, bool) {
-	if s.peek() != '"' {
-		return "", s.skip(0)
-	}
-	st, en, _, ok := s.str()
-	if !ok {
-		return "", false
-	}
-	raw := s.b[st:en]
-	if !utf8.Valid(raw) {
-		raw = replaceInvalidUTF8(raw)
-	}
-	return decodeString(raw), true
-}
-
 // replaceInvalidUTF8 replaces each byte that is not part of a valid UTF-8
 // sequence by U+FFFD, as encoding/json does.
 func replaceInvalidUTF8(b []byte) []byte {
@@ -462,13 +445,18 @@ func replaceInvalidUTF8(b []byte) []byte {
 	return out
 }
 
-// stringValue scans a string and decodes it (allocating).
+// stringValue scans a string and decodes it (allocating) as encoding/json
+// and Node's UTF-8 reading do: invalid UTF-8 bytes become U+FFFD.
 func (s *scanner) stringValue() (string, bool) {
 	st, en, _, ok := s.str()
 	if !ok {
 		return "", false
 	}
-	return decodeString(s.b[st:en]), true
+	raw := s.b[st:en]
+	if !utf8.Valid(raw) {
+		raw = replaceInvalidUTF8(raw)
+	}
+	return decodeString(raw), true
 }
 
 // numberValue scans a number and returns it as float64.

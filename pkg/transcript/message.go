@@ -129,11 +129,11 @@ func DecodeMessage(e *Entry, line []byte) (*Message, error) {
 		case "message":
 			msgSpan, good = sc.span()
 		case "summary":
-			summary, good = sc.maybeDecoded()
+			summary, good = sc.maybeString()
 		case "content":
 			contentSpan, good = sc.span()
 		case "customType":
-			customType, good = sc.maybeDecoded()
+			customType, good = sc.maybeString()
 		case "details":
 			details, good = sc.rawCopy()
 		default:
@@ -184,21 +184,21 @@ func decodeMessageObject(b []byte, m *Message) error {
 		var good bool
 		switch string(key) {
 		case "role":
-			m.Role, good = sc.maybeDecoded()
+			m.Role, good = sc.maybeString()
 		case "content":
 			content, good = sc.span()
 		case "toolCallId":
-			m.ToolCallID, good = sc.maybeDecoded()
+			m.ToolCallID, good = sc.maybeString()
 		case "toolName":
-			m.ToolName, good = sc.maybeDecoded()
+			m.ToolName, good = sc.maybeString()
 		case "isError":
 			m.IsError, good = sc.maybeBool()
 		case "details":
 			m.Details, good = sc.rawCopy()
 		case "command":
-			m.Command, good = sc.maybeDecoded()
+			m.Command, good = sc.maybeString()
 		case "output":
-			m.Output, good = sc.maybeDecoded()
+			m.Output, good = sc.maybeString()
 		case "exitCode":
 			if c := sc.peek(); c == '-' || (c >= '0' && c <= '9') {
 				var n int
@@ -215,19 +215,19 @@ func decodeMessageObject(b []byte, m *Message) error {
 		case "excludeFromContext":
 			m.ExcludeFromContext, good = sc.maybeBool()
 		case "customType":
-			m.CustomType, good = sc.maybeDecoded()
+			m.CustomType, good = sc.maybeString()
 		case "api":
-			m.API, good = sc.maybeDecoded()
+			m.API, good = sc.maybeString()
 		case "provider":
-			m.Provider, good = sc.maybeDecoded()
+			m.Provider, good = sc.maybeString()
 		case "model":
-			m.Model, good = sc.maybeDecoded()
+			m.Model, good = sc.maybeString()
 		case "usage":
 			m.Usage, good = sc.usage()
 		case "stopReason":
-			m.StopReason, good = sc.maybeDecoded()
+			m.StopReason, good = sc.maybeString()
 		case "errorMessage":
-			m.ErrorMsg, good = sc.maybeDecoded()
+			m.ErrorMsg, good = sc.maybeString()
 		case "timestamp":
 			m.Timestamp, good = sc.maybeNumber()
 		default:
@@ -247,7 +247,7 @@ func decodeContent(raw []byte, m *Message) error {
 	sc.ws()
 	switch sc.peek() {
 	case '"':
-		t, ok := sc.maybeDecoded()
+		t, ok := sc.maybeString()
 		if !ok {
 			return sc.err
 		}
@@ -288,21 +288,21 @@ func decodeContent(raw []byte, m *Message) error {
 			var good bool
 			switch string(key) {
 			case "type":
-				b.Type, good = sc.maybeDecoded()
+				b.Type, good = sc.maybeString()
 			case "text":
-				b.Text, good = sc.maybeDecoded()
+				b.Text, good = sc.maybeString()
 			case "thinking":
-				b.Thinking, good = sc.maybeDecoded()
+				b.Thinking, good = sc.maybeString()
 			case "id":
-				b.ID, good = sc.maybeDecoded()
+				b.ID, good = sc.maybeString()
 			case "name":
-				b.Name, good = sc.maybeDecoded()
+				b.Name, good = sc.maybeString()
 			case "arguments":
 				b.Arguments, good = sc.rawCopy()
 			case "data":
-				b.Data, good = sc.maybeDecoded()
+				b.Data, good = sc.maybeString()
 			case "mimeType":
-				b.MimeType, good = sc.maybeDecoded()
+				b.MimeType, good = sc.maybeString()
 			default:
 				good = sc.skip(0)
 			}
