@@ -286,9 +286,11 @@ func (ix *Index) IndexFiles(ctx context.Context, paths []string, report func(Sta
 	ix.wmu.Lock()
 	defer ix.wmu.Unlock()
 	type pending struct {
-		st  Stats
-		err error
-		id  int64 // file to embed once committed (0: none)
+		st      Stats
+		err     error
+		id      int64 // file to embed once committed (0: none)
+		path    string
+		written bool // in the open batch: redone if the batch is lost
 	}
 	var queue []pending
 	var b batch
@@ -321,7 +323,10 @@ func (ix *Index) IndexFiles(ctx context.Context, paths []string, report func(Sta
 			b.rollback()
 		}
 	}()
-	for _, path := range paths {
+	work := append([]string(nil), paths...)
+	for len(work) > 0 {
+		path := work[0]
+		work = work[1:]
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -375,10 +380,27 @@ func (ix *Index) IndexFiles(ctx context.Context, paths []string, report func(Sta
 			if errors.As(err, &se) || ctx.Err() != nil {
 				return err
 			}
+			if errors.Is(err, errBatchLost) {
+				// The files written earlier in this batch are gone with
+				// it: index them again, in a new batch.
+				b, batchBytes = nil, 0
+				var redo []string
+				kept := queue[:0]
+				for _, p := range queue {
+					if p.written {
+						redo = append(redo, p.path)
+					} else {
+						kept = append(kept, p)
+					}
+				}
+				queue = kept
+				work = append(redo, work...)
+				err = unwrapBatchLost(err)
+			}
 			queue = append(queue, pending{st: Stats{File: abs}, err: err})
 			continue
 		}
-		queue = append(queue, pending{st: st, id: fileID})
+		queue = append(queue, pending{st: st, id: fileID, path: path, written: true})
 		batchBytes += st.Bytes
 		if batchBytes >= ix.batchBytes {
 			if err := flush(); err != nil {
@@ -387,6 +409,18 @@ func (ix *Index) IndexFiles(ctx context.Context, paths []string, report func(Sta
 		}
 	}
 	return flush()
+}
+
+// unwrapBatchLost is the error that made a batch roll back.
+func unwrapBatchLost(err error) error {
+	if u, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range u.Unwrap() {
+			if e != errBatchLost {
+				return e
+			}
+		}
+	}
+	return err
 }
 
 // openIndexable opens a file to index.
