@@ -388,7 +388,6 @@ func (s *pgStore) totals(ctx context.Context) (int64, float64, error) {
 	return s.nRows, s.avgdl, nil
 }
 
-
 // match finds the chunks with every token. Without CJK: a tsquery over the
 // tsvector GIN index, ranked with FTS5's BM25 formula (so that scores, and
 // minScore, mean what they mean on SQLite). With CJK: substring matches
