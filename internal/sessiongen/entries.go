@@ -101,6 +101,9 @@ type Assistant struct {
 	// API, Provider, Model default to the builder's current model
 	// (Config or the last ModelChange).
 	API, Provider, Model string
+	// NoModel writes no api, provider and model (old v1 files, whose model
+	// is only in the header).
+	NoModel bool
 	// Usage nil = ground-truth usage (see package doc); error assistants
 	// get all-zero usage.
 	Usage *Usage

@@ -494,13 +494,18 @@ func (b *Builder) appendAssistant(buf []byte, n *node, a *Assistant, ms int64) (
 		c := costOf(model, u)
 		u.Cost = &c
 	}
-	buf = append(buf, `,"api":`...)
-	buf = appendString(buf, api)
-	buf = append(buf, `,"provider":`...)
-	buf = appendString(buf, provider)
-	buf = append(buf, `,"model":`...)
-	buf = appendString(buf, model)
-	buf = append(buf, `,"usage":{"input":`...)
+	if a.NoModel {
+		n.provider, n.model = "", ""
+		buf = append(buf, `,"usage":{"input":`...)
+	} else {
+		buf = append(buf, `,"api":`...)
+		buf = appendString(buf, api)
+		buf = append(buf, `,"provider":`...)
+		buf = appendString(buf, provider)
+		buf = append(buf, `,"model":`...)
+		buf = appendString(buf, model)
+		buf = append(buf, `,"usage":{"input":`...)
+	}
 	buf = strconv.AppendInt(buf, int64(u.Input), 10)
 	buf = append(buf, `,"output":`...)
 	buf = strconv.AppendInt(buf, int64(u.Output), 10)

@@ -1,0 +1,288 @@
+package estimate
+
+import (
+	"fmt"
+	"math/bits"
+
+	"github.com/ctxtool/ctxtool/pkg/models"
+	"github.com/ctxtool/ctxtool/pkg/transcript"
+)
+
+// Usage records are evidence, not truth. Real sessions carry records that
+// cannot measure the context they sit in: Ollama reports input 4096 on
+// every reply when num_ctx truncates the prompt, some providers repeat the
+// same prompt size for hundreds of replies while the transcript grows,
+// OpenClaw's transcript-only replies (openclaw/delivery-mirror,
+// openclaw/gateway-injected) carry all-zero usage, and a record from before
+// the compaction in force measures a context that no longer exists.
+// AuditUsage sorts every assistant record of a branch into one class; only
+// "fresh" records anchor an estimate, and fresh or stale ones ("sound")
+// calibrate it.
+
+// UsageClass is the verdict on one assistant message's usage record.
+type UsageClass string
+
+// The classes, checked in this order (the first that applies wins).
+const (
+	// UsageErrored: stopReason error or aborted — the reply was not a
+	// completed request and pi ignores its usage.
+	UsageErrored UsageClass = "errored"
+	// UsagePseudo: an OpenClaw transcript-only reply (provider openclaw,
+	// model delivery-mirror or gateway-injected): no model ran.
+	UsagePseudo UsageClass = "pseudo"
+	// UsageZero: no usage, a zero count, or no prompt tokens reported.
+	UsageZero UsageClass = "zero"
+	// UsagePinned: the prompt count equals a power of two (≥ 1024) or the
+	// context window while the content sent was at least that large, or
+	// the same power of two recurs: the provider truncated the prompt
+	// (Ollama's num_ctx) and reports the cap.
+	UsagePinned UsageClass = "pinned"
+	// UsageFlat: the same prompt count as the previous reply although
+	// messages were added in between — no tokenizer counts two different
+	// prompts alike, so both records are reporting something else.
+	UsageFlat UsageClass = "flat"
+	// UsageImplausible: the count is below half of pi's chars/4 estimate of
+	// the messages sent (chars/4 overstates real tokens by at most ~20%, on
+	// clean English), so the provider did not see what the transcript holds.
+	UsageImplausible UsageClass = "implausible"
+	// UsageStale: sound, but the record precedes the compaction in force,
+	// so it measures a context that no longer exists.
+	UsageStale UsageClass = "stale"
+	// UsageFresh: sound and measuring the context in force: an anchor.
+	UsageFresh UsageClass = "fresh"
+)
+
+// ImplausibleRatio is the lower bound of count / chars-4-content below
+// which a record is implausible; ImplausibleMinContent the content size
+// (pi tokens) below which the check is not made (small contexts are all
+// framing).
+const (
+	ImplausibleRatio      = 0.5
+	ImplausibleMinContent = 1024
+)
+
+// UsageRecord is one assistant message of the branch and the verdict on
+// its usage.
+type UsageRecord struct {
+	Entry     *transcript.Entry
+	Line      int // 1-based line of the assistant message
+	PathIndex int // index in the root→leaf path
+	Class     UsageClass
+	// Reason says why in words a user can check against the file.
+	Reason string
+	// Tokens is pi's calculateContextTokens of the record; Prompt is the
+	// prompt side only (input + cacheRead + cacheWrite).
+	Tokens, Prompt int
+	// Content is pi's chars/4 estimate of the context the reply completed:
+	// the messages sent plus the reply itself.
+	Content int
+}
+
+// Trusted reports whether the record may anchor an estimate of the context
+// in force.
+func (r *UsageRecord) Trusted() bool { return r.Class == UsageFresh }
+
+// Sound reports whether the record measured its own context correctly (it
+// may calibrate, even when stale).
+func (r *UsageRecord) Sound() bool { return r.Class == UsageFresh || r.Class == UsageStale }
+
+// UsageAudit is the classification of every usage record of a branch.
+type UsageAudit struct {
+	// Records lists every assistant message on the path, in path order.
+	Records []UsageRecord
+	// Anchor is the index in Records of the last fresh record (the anchor
+	// of usage-based estimates), -1 when there is none.
+	Anchor int
+	// PiAnchor is the index of the record pi's estimateContextTokens
+	// anchors on (the last completed assistant message of the context
+	// with a usage object, whatever its count), -1 when none.
+	PiAnchor int
+	// LastSound is the index of the last sound record on the path (fresh
+	// or stale): it measures what no message accounts for (system prompt,
+	// tools), -1 when none.
+	LastSound int
+}
+
+// AuditUsage classifies the usage record of every assistant message of a
+// root→leaf path. window is the session's context window (0 = unknown):
+// a prompt count equal to it is a cap. It runs in one pass plus a lookup
+// per compaction, linear in the path.
+func AuditUsage(path []*transcript.Entry, window int) *UsageAudit {
+	a := &UsageAudit{Anchor: -1, PiAnchor: -1, LastSound: -1}
+	ctx := transcript.BuildContext(path) // the compaction in force and its kept start
+	inForce := ctx.CompactionIndex
+	keptStart := ctx.KeptStart
+
+	// active is pi's chars/4 of the context the provider would be sent at
+	// each point of the walk; a compaction restarts it as summary + kept
+	// entries, read off prefix sums (linear, where a scan of the path
+	// prefix per compaction is quadratic).
+	w := newContextWalk(path)
+	powers := map[int]int{} // prompt counts that are powers of two → records
+	for i, e := range path {
+		w.step(i)
+		if e.Type != "message" || e.Role != "assistant" {
+			continue
+		}
+		r := UsageRecord{Entry: e, Line: e.Line, PathIndex: i, Content: w.active}
+		if e.Usage != nil {
+			r.Tokens = e.Usage.ContextTokens()
+			r.Prompt = e.Usage.Input + e.Usage.CacheRead + e.Usage.CacheWrite
+		}
+		if isPow2(r.Prompt) {
+			powers[r.Prompt]++
+		}
+		a.Records = append(a.Records, r)
+	}
+
+	prev := -1 // previous record of the era with a prompt count
+	era := -1
+	for k := range a.Records {
+		r := &a.Records[k]
+		e := r.Entry
+		if w.era[r.PathIndex] != era {
+			era, prev = w.era[r.PathIndex], -1
+		}
+		sent := r.Content - e.Tokens() // the messages the reply answered
+		switch {
+		case e.StopReason == "error" || e.StopReason == "aborted":
+			r.Class, r.Reason = UsageErrored, "the reply stopped with "+e.StopReason+" (pi ignores its usage)"
+		case models.TranscriptOnly(e.Provider, e.Model):
+			r.Class, r.Reason = UsagePseudo, fmt.Sprintf("%s/%s is an OpenClaw transcript-only message: no model ran", e.Provider, e.Model)
+		case e.Usage == nil:
+			r.Class, r.Reason = UsageZero, "no usage recorded"
+		case r.Tokens <= 0:
+			r.Class, r.Reason = UsageZero, "usage is zero"
+		case r.Prompt <= 0:
+			r.Class, r.Reason = UsageZero, fmt.Sprintf("no prompt tokens reported (total %d)", r.Tokens)
+		case r.Prompt >= 1024 && isPow2(r.Prompt) && (powers[r.Prompt] > 1 || sent >= r.Prompt):
+			r.Class = UsagePinned
+			r.Reason = fmt.Sprintf("prompt %d tokens is a power of two", r.Prompt)
+			if powers[r.Prompt] > 1 {
+				r.Reason += fmt.Sprintf(" reported by %d replies", powers[r.Prompt])
+			} else {
+				r.Reason += fmt.Sprintf(" while the messages sent alone are ~%d tokens", sent)
+			}
+			r.Reason += ": the provider truncated the prompt (Ollama num_ctx) and reports the cap"
+		case window > 0 && r.Prompt == window:
+			r.Class, r.Reason = UsagePinned, fmt.Sprintf("prompt %d tokens equals the context window: the provider reports its cap", r.Prompt)
+		}
+		if r.Class == "" && prev >= 0 {
+			p := &a.Records[prev]
+			grew := sent - (p.Content - p.Entry.Tokens())
+			if r.Prompt == p.Prompt && grew > 0 {
+				r.Class = UsageFlat
+				r.Reason = fmt.Sprintf("prompt %d tokens, the same as the reply at line %d although ~%d tokens were added in between", r.Prompt, p.Line, grew)
+				if p.Sound() {
+					p.Class = UsageFlat
+					p.Reason = fmt.Sprintf("prompt %d tokens, the same as the reply at line %d although ~%d tokens were added in between", p.Prompt, r.Line, grew)
+				}
+			}
+		}
+		if r.Class == "" && r.Content >= ImplausibleMinContent && float64(r.Tokens) < ImplausibleRatio*float64(r.Content) {
+			r.Class = UsageImplausible
+			r.Reason = fmt.Sprintf("%d tokens is %.0f%% of the ~%d tokens (chars/4) of the messages in its context", r.Tokens, 100*float64(r.Tokens)/float64(r.Content), r.Content)
+		}
+		if r.Class == "" {
+			if inForce >= 0 && r.PathIndex < inForce {
+				r.Class = UsageStale
+				r.Reason = fmt.Sprintf("precedes the compaction in force (line %d): it measures the context before it", path[inForce].Line)
+			} else {
+				r.Class = UsageFresh
+			}
+		}
+		if r.Prompt > 0 && r.Class != UsageErrored && r.Class != UsagePseudo {
+			prev = k
+		}
+	}
+	for k := range a.Records {
+		r := &a.Records[k]
+		if r.Sound() {
+			a.LastSound = k
+		}
+		if r.Trusted() {
+			a.Anchor = k
+		}
+		inContext := inForce < 0 || r.PathIndex > inForce || (keptStart >= 0 && r.PathIndex >= keptStart)
+		if inContext && r.Entry.UsageTrusted() {
+			a.PiAnchor = k
+		}
+	}
+	return a
+}
+
+// Rejected is the record pi would anchor on when ctxtool does not trust it
+// (nil when pi has no anchor or ctxtool anchors on the same record).
+func (a *UsageAudit) Rejected() *UsageRecord {
+	if a.PiAnchor < 0 || a.PiAnchor == a.Anchor {
+		return nil
+	}
+	return &a.Records[a.PiAnchor]
+}
+
+// Counts tallies the records by class.
+func (a *UsageAudit) Counts() map[UsageClass]int {
+	out := map[UsageClass]int{}
+	for _, r := range a.Records {
+		out[r.Class]++
+	}
+	return out
+}
+
+func isPow2(n int) bool { return n > 0 && bits.OnesCount(uint(n)) == 1 }
+
+// contextWalk follows the context the provider would be sent along a
+// root→leaf path: after step(i), active is pi's chars/4 of the context if
+// path[i] were the leaf, and era[i] numbers the compactions passed.
+type contextWalk struct {
+	path   []*transcript.Entry
+	prefix []int          // prefix[i] = Σ pi tokens of messages in path[:i]
+	first  map[string]int // entry id → first path index (pi finds kept entries by id)
+	era    []int
+	active int
+	n      int
+}
+
+func newContextWalk(path []*transcript.Entry) *contextWalk {
+	w := &contextWalk{path: path, prefix: make([]int, len(path)+1), first: map[string]int{}, era: make([]int, len(path))}
+	for i, e := range path {
+		w.prefix[i+1] = w.prefix[i]
+		if producesMessage(e) {
+			w.prefix[i+1] += e.Tokens()
+		}
+		if e.ID != "" {
+			if _, dup := w.first[e.ID]; !dup {
+				w.first[e.ID] = i
+			}
+		}
+	}
+	return w
+}
+
+// keptFrom is the path index of a compaction's first kept entry before it,
+// or -1 when it keeps nothing from before itself.
+func (w *contextWalk) keptFrom(i int) int {
+	c := w.path[i]
+	if c.FirstKeptEntryID == "" {
+		return -1
+	}
+	if k, ok := w.first[c.FirstKeptEntryID]; ok && k < i {
+		return k
+	}
+	return -1
+}
+
+func (w *contextWalk) step(i int) {
+	e := w.path[i]
+	switch {
+	case e.Type == "compaction":
+		w.n++
+		w.active = e.Tokens()
+		if k := w.keptFrom(i); k >= 0 {
+			w.active += w.prefix[i] - w.prefix[k]
+		}
+	case producesMessage(e):
+		w.active += e.Tokens()
+	}
+	w.era[i] = w.n
+}
