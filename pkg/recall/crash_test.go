@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -24,11 +25,19 @@ func init() {
 	if loc == "" {
 		return
 	}
-	dir := os.Getenv(crashChild + "_DIR")
 	ix, err := recall.OpenURL(loc, recall.WithBatchBytes(48<<10))
 	if err == nil {
-		files, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
-		err = ix.IndexFiles(context.Background(), files, nil)
+		var files []string
+		for _, dir := range filepath.SplitList(os.Getenv(crashChild + "_DIR")) {
+			fs, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+			files = append(files, fs...)
+		}
+		err = ix.IndexFiles(context.Background(), files, func(st recall.Stats, ferr error) {
+			if ferr != nil {
+				fmt.Fprintln(os.Stderr, ferr)
+				os.Exit(1)
+			}
+		})
 		ix.Close()
 	}
 	if err != nil {
@@ -38,6 +47,8 @@ func init() {
 	os.Exit(0)
 }
 
+// runCrashChild starts a process indexing the *.jsonl files of dir (a
+// list of directories separated by os.PathListSeparator) into loc.
 func runCrashChild(t *testing.T, loc, dir string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
@@ -126,4 +137,55 @@ func testKillDuringIndex(t *testing.T, k kit) {
 		}
 	}
 	t.Logf("%d kills over a %v run", killed, took)
+}
+
+// Four indexer processes started together over overlapping directories (in
+// different orders) end with exactly the rows of one sequential run: no
+// file indexed twice, no chunk lost or duplicated.
+func TestConcurrentIndexers(t *testing.T) { eachBackend(t, testConcurrentIndexers) }
+
+func testConcurrentIndexers(t *testing.T, k kit) {
+	root := t.TempDir()
+	var dirs []string
+	for d := 0; d < 3; d++ {
+		dir := filepath.Join(root, fmt.Sprintf("d%d", d))
+		os.MkdirAll(dir, 0o755)
+		dirs = append(dirs, dir)
+		for i := 0; i < 4; i++ {
+			seed := uint64(100 + 10*d + i)
+			if _, err := recalltest.WriteFile(filepath.Join(dir, fmt.Sprintf("s%d.jsonl", i)),
+				recalltest.Options{Seed: seed, Turns: 40 + 20*i, Facts: recalltest.DefaultFacts(seed)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	list := func(ds ...string) string { return strings.Join(ds, string(os.PathListSeparator)) }
+	seqLoc := k.location(t)
+	if err := runCrashChild(t, seqLoc, list(dirs...)).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	want := dump(t, seqLoc)
+	if len(want) != 12 {
+		t.Fatalf("sequential run indexed %d files", len(want))
+	}
+	loc := k.location(t)
+	sets := []string{list(dirs[0], dirs[1]), list(dirs[1], dirs[2]), list(dirs[2], dirs[0]), list(dirs[2], dirs[1], dirs[0])}
+	var cmds []*exec.Cmd
+	for _, s := range sets {
+		cmds = append(cmds, runCrashChild(t, loc, s))
+	}
+	for i, c := range cmds {
+		if err := c.Wait(); err != nil {
+			t.Fatalf("indexer %d: %v", i, err)
+		}
+	}
+	got := dump(t, loc)
+	if !reflect.DeepEqual(got, want) {
+		for _, p := range recall.SortedKeys(want) {
+			if !reflect.DeepEqual(got[p], want[p]) {
+				t.Errorf("%s: %d chunks after 4 concurrent indexers, %d after one sequential run", filepath.Base(p), len(got[p]), len(want[p]))
+			}
+		}
+		t.Fatalf("files: %v", recall.SortedKeys(got))
+	}
 }
