@@ -72,3 +72,13 @@ func sortedKeys(m map[string][]string) []string {
 
 // SortedKeys lists a dump's paths.
 func SortedKeys(m map[string][]string) []string { return sortedKeys(m) }
+
+// LimitPages makes the SQLite file unable to grow (as on a full disk): one
+// connection, whose page limit is the file's current size.
+func LimitPages(t interface{ Fatal(...any) }, ix *Index) {
+	st := ix.st.(*sqliteStore)
+	st.db.SetMaxOpenConns(1)
+	if _, err := st.db.Exec(`PRAGMA max_page_count = 1`); err != nil { // clamps to the current page count
+		t.Fatal(err)
+	}
+}

@@ -377,8 +377,11 @@ func (ix *Index) IndexFiles(ctx context.Context, paths []string, report func(Sta
 		st.Seconds = time.Since(start).Seconds()
 		if err != nil {
 			var se *StoreError
-			if errors.As(err, &se) || ctx.Err() != nil {
-				return err
+			if errors.As(err, &se) {
+				return se
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
 			}
 			if errors.Is(err, errBatchLost) {
 				// The files written earlier in this batch are gone with
@@ -423,24 +426,22 @@ func unwrapBatchLost(err error) error {
 	return err
 }
 
-// openIndexable opens a file to index.
+// openIndexable opens a file to index. The type is checked before the
+// open: opening a FIFO for reading blocks until a writer comes.
 func openIndexable(abs string) (*os.File, error) {
-	f, err := os.Open(abs)
+	fi, err := os.Stat(abs)
 	if err != nil {
-		return nil, fmt.Errorf("recall: %v", err)
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
 		return nil, fmt.Errorf("recall: %v", err)
 	}
 	if fi.IsDir() {
-		f.Close()
 		return nil, fmt.Errorf("recall: %s is a directory (index walks directories, Index takes files)", abs)
 	}
 	if !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("recall: %s is not a regular file (%s); only session files are indexed", abs, fi.Mode().Type())
+		return nil, fmt.Errorf("recall: %s is not a file (%s): not a session file; only regular files are indexed", abs, fi.Mode().Type())
+	}
+	f, err := os.Open(abs)
+	if err != nil {
+		return nil, fmt.Errorf("recall: %v", err)
 	}
 	return f, nil
 }

@@ -182,6 +182,6 @@ func (e *StoreError) Unwrap() error { return e.Err }
 // Remedies named by StoreError.
 const (
 	remedyFull    = "free space on its device, then run 'ctxtool index' again: nothing indexed so far is lost"
-	remedyCorrupt = "the index is damaged; rebuild it with 'ctxtool index --rebuild PATH...' (it is a cache of the transcripts: nothing original is lost)"
+	remedyCorrupt = "the index is damaged: rebuild it with 'ctxtool index --rebuild PATH...'; it is a cache of the transcripts, nothing original is lost"
 	remedyIO      = "check the device and the file's permissions, then run again; if the error persists, 'ctxtool index --rebuild PATH...'"
 )
