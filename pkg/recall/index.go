@@ -193,6 +193,7 @@ type readResult struct {
 // Malformed lines are counted after line newFrom only (earlier ones were
 // counted when first indexed).
 func (ix *Index) scanLines(ctx context.Context, f *os.File, off int64, line, newFrom int, emit func([]chunk) error) (readResult, error) {
+	conv := sourceConverter(f)
 	res := readResult{end: off, lastLineStart: off, lines: line}
 	x := extractor{maxChars: ix.maxChars}
 	ch := newChunker()
@@ -221,7 +222,7 @@ func (ix *Index) scanLines(ctx context.Context, f *os.File, off int64, line, new
 		res.read++
 		res.lastLineStart = res.end
 		res.end += int64(len(l))
-		units, ok := x.extractLine(l)
+		units, ok := extractSourceLine(&x, conv, res.lines, l)
 		if !ok && res.lines > newFrom {
 			res.nMalformed++
 			if len(res.malformed) < maxReportedMalformed {
@@ -426,20 +427,20 @@ func unwrapBatchLost(err error) error {
 	return err
 }
 
-// openIndexable opens a file to index. The type is checked before the
-// open: opening a FIFO for reading blocks until a writer comes.
+// openIndexable opens a file to index (through openSource: the file, or
+// the temporary copy of a zstd file or store session). The type is checked
+// before the open: opening a FIFO for reading blocks until a writer comes.
+// A store session ("store.sqlite#key") is no path; openSource checks it.
 func openIndexable(abs string) (*os.File, error) {
-	fi, err := os.Stat(abs)
-	if err != nil {
-		return nil, fmt.Errorf("recall: %v", err)
+	if fi, err := os.Stat(abs); err == nil {
+		if fi.IsDir() {
+			return nil, fmt.Errorf("recall: %s is a directory (index walks directories, Index takes files)", abs)
+		}
+		if !fi.Mode().IsRegular() {
+			return nil, fmt.Errorf("recall: %s is not a file (%s): not a session file; only regular files are indexed", abs, fi.Mode().Type())
+		}
 	}
-	if fi.IsDir() {
-		return nil, fmt.Errorf("recall: %s is a directory (index walks directories, Index takes files)", abs)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("recall: %s is not a file (%s): not a session file; only regular files are indexed", abs, fi.Mode().Type())
-	}
-	f, err := os.Open(abs)
+	f, err := openSource(abs)
 	if err != nil {
 		return nil, fmt.Errorf("recall: %v", err)
 	}
@@ -643,7 +644,7 @@ func (ix *Index) Prune(ctx context.Context, roots ...string) ([]string, error) {
 		if len(absRoots) > 0 && !underAny(p, absRoots) {
 			continue
 		}
-		if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(sourceFile(p)); errors.Is(err, os.ErrNotExist) {
 			gone = append(gone, p)
 		}
 	}
