@@ -111,6 +111,7 @@ func runCheckpoint(opts *CheckpointOptions) error {
 	if err != nil {
 		return err
 	}
+	warnMalformed(opts.IO.ErrOut, opts.File, res.MalformedLines, "reads the session without it")
 	if done, err := warnOrJSON(opts, res.Warnings, res); done {
 		return err
 	}
@@ -147,6 +148,7 @@ func runCapture(opts *CheckpointOptions) error {
 	if err != nil {
 		return err
 	}
+	warnMalformed(opts.IO.ErrOut, opts.File, res.MalformedLines, "captures without it")
 	if done, err := warnOrJSON(opts, res.Warnings, res); done {
 		return err
 	}

@@ -249,6 +249,7 @@ func runCompact(ctx context.Context, o *CompactOptions) error {
 				res = &compaction.Result{File: file, Reason: err.Error(), Strategy: o.Settings.Strategy, Summarizer: sum.Name()}
 			}
 		}
+		warnMalformed(o.IO.ErrOut, file, res.MalformedLines, "compacts pi's context without it")
 		for _, w := range res.Warnings {
 			fmt.Fprintf(o.IO.ErrOut, "warning: %s: %s\n", file, w)
 		}

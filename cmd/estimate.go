@@ -94,18 +94,10 @@ type EstimateReport struct {
 	TrailingTokens  int                  `json:"trailingTokens,omitempty"`
 	Overhead        int                  `json:"overheadTokens,omitempty"`
 	UsageStale      bool                 `json:"usageStale"`
-	MalformedLines  []MalformedReport    `json:"malformedLines"`
+	MalformedLines  []transcript.Malformed `json:"malformedLines"`
 	Warnings        []string             `json:"warnings,omitempty"`
 	Messages        []MessageTokenReport `json:"messages,omitempty"`
 	Error           string               `json:"error,omitempty"`
-}
-
-// MalformedReport describes one line pi drops.
-type MalformedReport struct {
-	Line    int      `json:"line"`
-	Bytes   int      `json:"bytes"`
-	Error   string   `json:"error"`
-	Objects []string `json:"objects,omitempty"`
 }
 
 // MessageTokenReport is one context message with --per-message.
@@ -146,10 +138,7 @@ func runEstimate(opts *EstimateOptions) error {
 			fmt.Fprintf(opts.IO.ErrOut, "ctxtool: %v\n", err)
 			r = &EstimateReport{File: file, Error: err.Error()}
 		} else {
-			for _, m := range r.MalformedLines {
-				fmt.Fprintf(opts.IO.ErrOut, "warning: %s:%d: malformed line (%d bytes, %s)%s; pi drops it — ctxtool leaves it in place and counts without it\n",
-					file, m.Line, m.Bytes, m.Error, describeGlued(m.Objects))
-			}
+			warnMalformed(opts.IO.ErrOut, file, r.MalformedLines, "counts without it")
 			for _, w := range r.Warnings {
 				fmt.Fprintf(opts.IO.ErrOut, "warning: %s: %s\n", file, w)
 			}
@@ -186,19 +175,6 @@ func runEstimate(opts *EstimateOptions) error {
 	return nil
 }
 
-func describeGlued(objs []string) string {
-	if len(objs) == 0 {
-		return ""
-	}
-	s := fmt.Sprintf(": %d JSON records glued on one line (%s)", len(objs), strings.Join(objs, ", "))
-	for _, o := range objs {
-		if o == "compaction" {
-			s += " — it hides a compaction that pi ignores"
-		}
-	}
-	return s
-}
-
 func estimateFile(opts *EstimateOptions, file string) (*EstimateReport, error) {
 	s, err := transcript.Load(file)
 	if err != nil {
@@ -222,7 +198,7 @@ func estimateFile(opts *EstimateOptions, file string) (*EstimateReport, error) {
 		File: file, Version: s.Version, Entries: len(s.Entries), ContextMessages: len(ctx.Messages),
 		Model: model, ContextWindow: window, WindowSource: source, Tokens: res.Tokens, Method: res.Method,
 		ByRole: res.ByRole, UsageTokens: res.UsageTokens, TrailingTokens: res.TrailingTokens,
-		Overhead: res.Overhead, UsageStale: res.Stale, MalformedLines: []MalformedReport{}, Warnings: res.Notes,
+		Overhead: res.Overhead, UsageStale: res.Stale, MalformedLines: append([]transcript.Malformed{}, s.Malformed...), Warnings: res.Notes,
 	}
 	if ctx.Model != nil && ctx.Model.Provider != "" && opts.Model == "" {
 		r.Model = ctx.Model.Provider + "/" + ctx.Model.ModelID
@@ -237,9 +213,6 @@ func estimateFile(opts *EstimateOptions, file string) (*EstimateReport, error) {
 	}
 	if window > 0 {
 		r.Utilization = float64(res.Tokens) / float64(window)
-	}
-	for _, m := range s.Malformed {
-		r.MalformedLines = append(r.MalformedLines, MalformedReport{Line: m.Line, Bytes: m.Bytes, Error: m.Err, Objects: m.Objects})
 	}
 	if w := windowWarning(window); w != "" {
 		r.Warnings = append(r.Warnings, w)

@@ -186,9 +186,9 @@ func runIndex(ctx context.Context, opts *IndexOptions) error {
 			fmt.Fprintf(opts.IO.ErrOut, "ctxtool: %v\n", err)
 			st.Skipped = "error: " + err.Error()
 		}
-		for _, l := range st.MalformedLines {
+		if len(st.MalformedLines) > 0 {
 			prog.Clear()
-			fmt.Fprintf(opts.IO.ErrOut, "warning: %s:%d: malformed line (not one JSON object); indexed what decodes\n", st.File, l)
+			warnMalformed(opts.IO.ErrOut, st.File, st.MalformedLines, "indexes the records that decode")
 		}
 		if opts.JSON && writeErr == nil {
 			writeErr = writeJSONLine(opts.IO.Out, st)

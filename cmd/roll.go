@@ -234,6 +234,10 @@ func runRoll(ctx context.Context, opts *RollOptions) error {
 				prog.Clear()
 				fmt.Fprintf(opts.IO.ErrOut, "ctxtool: %s\n", rep.Error)
 			}
+			if len(rep.MalformedLines) > 0 {
+				prog.Clear()
+				warnMalformed(opts.IO.ErrOut, rep.File, rep.MalformedLines, "rolls pi's context without it")
+			}
 			if opts.JSON {
 				if err := writeJSONLine(opts.IO.Out, rep); err != nil && writeErr == nil {
 					writeErr = err

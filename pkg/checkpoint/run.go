@@ -53,6 +53,8 @@ type TakeResult struct {
 	Pruned          []string `json:"pruned,omitempty"`
 	Gauge           string   `json:"gauge,omitempty"`
 	Warnings        []string `json:"warnings,omitempty"`
+	// MalformedLines are the session's lines pi drops.
+	MalformedLines []transcript.Malformed `json:"malformedLines,omitempty"`
 }
 
 // Triggers are the triggers the command accepts.
@@ -136,7 +138,7 @@ func Take(o TakeOptions) (*TakeResult, error) {
 	in.SessionKey, in.Trigger, in.Now = key, o.Trigger, o.Now()
 	in.InputTokens, in.ContextWindow = tokens, o.ContextWindow
 	res := &TakeResult{File: o.File, SessionKey: key, Trigger: o.Trigger, InputTokens: tokens,
-		ContextWindow: o.ContextWindow, CompactionCount: in.CompactionCount}
+		ContextWindow: o.ContextWindow, CompactionCount: in.CompactionCount, MalformedLines: s.Malformed}
 	util := float64(tokens) / float64(o.ContextWindow)
 	res.Utilization = math.Round(util*10000) / 10000
 	if in.CompactionCount > 3 {

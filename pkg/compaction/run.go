@@ -86,6 +86,9 @@ type Result struct {
 	// Summary is the text that was (or, with --dry-run, would be) written.
 	Summary  string   `json:"summary,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`
+	// MalformedLines are the session's lines pi drops: the compaction is
+	// planned without them, as pi would, and they stay in the file.
+	MalformedLines []transcript.Malformed `json:"malformedLines,omitempty"`
 
 	prep    *Preparation
 	outcome *Outcome
@@ -158,6 +161,7 @@ func Run(ctx context.Context, path string, o Options) (*Result, error) {
 		}
 		set.Count = c.count
 		res.Estimator = c.method
+		res.MalformedLines = s.Malformed
 		if set.ContextWindow <= 0 {
 			set.ContextWindow = DefaultContextWindow
 			if o.ResolveWindow != nil {
