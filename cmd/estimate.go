@@ -77,27 +77,27 @@ Tokenizers:
 
 // EstimateReport is the JSON object printed per file.
 type EstimateReport struct {
-	File            string               `json:"file"`
-	Version         int                  `json:"version"`
-	Entries         int                  `json:"entries"`
-	ContextMessages int                  `json:"contextMessages"`
-	Compactions     int                  `json:"compactions"`
-	LeafID          string               `json:"leafId"`
-	Model           string               `json:"model"`
-	ContextWindow   int                  `json:"contextWindow"`
-	WindowSource    string               `json:"contextWindowSource"`
-	Tokens          int                  `json:"tokens"`
-	Method          string               `json:"method"`
-	Utilization     float64              `json:"utilization"`
-	ByRole          map[string]int       `json:"byRole"`
-	UsageTokens     int                  `json:"usageTokens,omitempty"`
-	TrailingTokens  int                  `json:"trailingTokens,omitempty"`
-	Overhead        int                  `json:"overheadTokens,omitempty"`
-	UsageStale      bool                 `json:"usageStale"`
+	File            string                 `json:"file"`
+	Version         int                    `json:"version"`
+	Entries         int                    `json:"entries"`
+	ContextMessages int                    `json:"contextMessages"`
+	Compactions     int                    `json:"compactions"`
+	LeafID          string                 `json:"leafId"`
+	Model           string                 `json:"model"`
+	ContextWindow   int                    `json:"contextWindow"`
+	WindowSource    string                 `json:"contextWindowSource"`
+	Tokens          int                    `json:"tokens"`
+	Method          string                 `json:"method"`
+	Utilization     float64                `json:"utilization"`
+	ByRole          map[string]int         `json:"byRole"`
+	UsageTokens     int                    `json:"usageTokens,omitempty"`
+	TrailingTokens  int                    `json:"trailingTokens,omitempty"`
+	Overhead        int                    `json:"overheadTokens,omitempty"`
+	UsageStale      bool                   `json:"usageStale"`
 	MalformedLines  []transcript.Malformed `json:"malformedLines"`
-	Warnings        []string             `json:"warnings,omitempty"`
-	Messages        []MessageTokenReport `json:"messages,omitempty"`
-	Error           string               `json:"error,omitempty"`
+	Warnings        []string               `json:"warnings,omitempty"`
+	Messages        []MessageTokenReport   `json:"messages,omitempty"`
+	Error           string                 `json:"error,omitempty"`
 }
 
 // MessageTokenReport is one context message with --per-message.
