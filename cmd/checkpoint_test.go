@@ -276,7 +276,7 @@ func TestCheckpointCaptureCommand(t *testing.T) {
 	if m["captured"] != true || m["fromLine"] != 201.0 || m["newLines"] != float64(len(lines)-1-200) {
 		t.Fatalf("growth: %v", m)
 	}
-	if m["malformed"] != 1.0 || !strings.Contains(stderr, "skipped 1 malformed line(s)") { // line 440
+	if m["malformed"] != 1.0 || !strings.Contains(stderr, f+":440: malformed line") { // line 440
 		t.Errorf("malformed line 440: %v %q", m, stderr)
 	}
 	st := &checkpoint.Store{StateDir: state}
@@ -317,7 +317,7 @@ func TestCheckpointCaptureCommand(t *testing.T) {
 	}
 	// Text output; usage errors.
 	io, _, out, _ := iostreams.Test()
-	if err := runCheckpoint(&CheckpointOptions{IO: io, File: f, StateDir: state, Capture: true}); err != nil || !strings.HasPrefix(out.String(), "nothing captured: no new complete lines") {
+	if err := runCheckpoint(&CheckpointOptions{IO: io, File: f, StateDir: state, Capture: true}); err != nil || !strings.HasPrefix(out.String(), f+": nothing captured: no new complete lines") {
 		t.Errorf("text: %v %q", err, out)
 	}
 	for _, o := range []*CheckpointOptions{

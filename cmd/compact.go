@@ -238,7 +238,10 @@ func runCompact(ctx context.Context, o *CompactOptions) error {
 			},
 			Logf: func(format string, args ...any) { fmt.Fprintf(o.IO.ErrOut, format+"\n", args...) },
 		}
-		res, err := compaction.Run(ctx, file, opts)
+		res, err := (*compaction.Result)(nil), checkInput(file)
+		if err == nil {
+			res, err = compaction.Run(ctx, file, opts)
+		}
 		if err != nil {
 			code := exitcode.Code(err)
 			fmt.Fprintf(o.IO.ErrOut, "ctxtool: %v\n", err)
@@ -280,8 +283,8 @@ func printCompact(o *CompactOptions, r *compaction.Result, runErr error) {
 	case !r.Compacted:
 		status = "not compacted"
 	}
-	t := newTable(w)
-	t.row("file", r.File)
+	t := newTable(w).fit(o.IO.Width())
+	t.row("file", displayPath(r.File))
 	t.row("result", status)
 	if r.Reason != "" {
 		t.row("reason", r.Reason)

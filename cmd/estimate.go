@@ -98,6 +98,8 @@ type EstimateReport struct {
 	Warnings        []string               `json:"warnings,omitempty"`
 	Messages        []MessageTokenReport   `json:"messages,omitempty"`
 	Error           string                 `json:"error,omitempty"`
+	// FailOver says, with --fail-over, whether this file crossed it.
+	FailOver *bool `json:"failOver,omitempty"`
 }
 
 // MessageTokenReport is one context message with --per-message.
@@ -124,8 +126,8 @@ func runEstimate(opts *EstimateOptions) error {
 	if err != nil {
 		return exitcode.New(exitcode.Usage, err)
 	}
-	var reports []*EstimateReport
-	failed, crossed := 0, false
+	var reports, crossed []*EstimateReport
+	failed, worst := 0, 0
 	prog := opts.IO.NewProgress("estimating", "files", len(opts.Files))
 	defer prog.Clear()
 	for i, file := range opts.Files {
@@ -135,6 +137,7 @@ func runEstimate(opts *EstimateOptions) error {
 		}
 		if err != nil {
 			failed++
+			worst = max(worst, exitcode.Code(err))
 			fmt.Fprintf(opts.IO.ErrOut, "ctxtool: %v\n", err)
 			r = &EstimateReport{File: file, Error: err.Error()}
 		} else {
@@ -142,8 +145,12 @@ func runEstimate(opts *EstimateOptions) error {
 			for _, w := range r.Warnings {
 				fmt.Fprintf(opts.IO.ErrOut, "warning: %s: %s\n", file, w)
 			}
-			if limit.crossed(r.Tokens, r.ContextWindow) {
-				crossed = true
+			if limit.set() {
+				over := limit.crossed(r.Tokens, r.ContextWindow)
+				r.FailOver = &over
+				if over {
+					crossed = append(crossed, r)
+				}
 			}
 		}
 		if opts.JSON {
@@ -165,17 +172,30 @@ func runEstimate(opts *EstimateOptions) error {
 	if !opts.JSON {
 		printEstimateTable(opts, reports)
 	}
-	if failed > 0 {
-		return exitcode.Silent(exitcode.Runtime)
-	}
-	if crossed {
-		fmt.Fprintf(opts.IO.ErrOut, "ctxtool: --fail-over %s crossed\n", opts.FailOver)
+	// A crossed gate is what CI asked about: exit 3 wins over files that
+	// could not be read (each reported above, and counted here).
+	if len(crossed) > 0 {
+		for _, r := range crossed {
+			fmt.Fprintf(opts.IO.ErrOut, "ctxtool: %s: %s tokens (%.1f%% of %s) crosses --fail-over %s\n",
+				displayPath(r.File), humanInt(r.Tokens), r.Utilization*100, humanInt(r.ContextWindow), opts.FailOver)
+		}
+		msg := fmt.Sprintf("ctxtool: --fail-over %s crossed by %d of %d files", opts.FailOver, len(crossed), len(opts.Files))
+		if failed > 0 {
+			msg += fmt.Sprintf("; %d could not be read (see above)", failed)
+		}
+		fmt.Fprintln(opts.IO.ErrOut, msg)
 		return exitcode.Silent(exitcode.Threshold)
+	}
+	if failed > 0 {
+		return exitcode.Silent(worst)
 	}
 	return nil
 }
 
 func estimateFile(opts *EstimateOptions, file string) (*EstimateReport, error) {
+	if err := checkInput(file); err != nil {
+		return nil, err
+	}
 	s, err := transcript.Load(file)
 	if err != nil {
 		return nil, err
@@ -246,8 +266,19 @@ func parseFailOver(s string) (failLimit, error) {
 	if err != nil || n <= 0 {
 		return failLimit{}, fmt.Errorf("--fail-over %q: give a token count (150000) or a percentage of the window (80%%)", s)
 	}
+	// "--fail-over 80" almost always means 80%: a bare number is a token
+	// count, so small ones are refused rather than silently gating at 80
+	// tokens.
+	if n < minFailOverTokens {
+		return failLimit{}, fmt.Errorf("--fail-over %s is ambiguous: write %s%% for a share of the window, or a token count of at least %d", s, s, minFailOverTokens)
+	}
 	return failLimit{tokens: n}, nil
 }
+
+// minFailOverTokens is the smallest bare --fail-over token count.
+const minFailOverTokens = 1000
+
+func (l failLimit) set() bool { return l.tokens > 0 || l.percent > 0 }
 
 func (l failLimit) crossed(tokens, window int) bool {
 	if l.tokens > 0 {
@@ -270,14 +301,14 @@ func writeJSONLine(w io.Writer, v any) error {
 
 func printEstimateTable(opts *EstimateOptions, reports []*EstimateReport) {
 	out := opts.IO.Out
-	t := newTable(out)
+	t := newTable(out).fit(opts.IO.Width())
 	t.row("FILE", "MESSAGES", "TOKENS", "WINDOW", "USED", "METHOD", "MODEL")
 	for _, r := range reports {
 		if r.Error != "" {
-			t.row(r.File, "-", "-", "-", "-", "error", "")
+			t.row(displayPath(r.File), "-", "-", "-", "-", "error", "")
 			continue
 		}
-		t.row(r.File, strconv.Itoa(r.ContextMessages), humanInt(r.Tokens), humanInt(r.ContextWindow),
+		t.row(displayPath(r.File), strconv.Itoa(r.ContextMessages), humanInt(r.Tokens), humanInt(r.ContextWindow),
 			fmt.Sprintf("%.1f%%", r.Utilization*100), r.Method, r.Model)
 	}
 	t.flush()
@@ -299,7 +330,7 @@ func printEstimateTable(opts *EstimateOptions, reports []*EstimateReport) {
 	}
 	for _, r := range reports {
 		if r.Messages != nil {
-			fmt.Fprintf(out, "\n%s\n", r.File)
+			fmt.Fprintf(out, "\n%s\n", displayPath(r.File))
 			mt := newTable(out)
 			mt.row("LINE", "ENTRY", "ROLE", "TOKENS")
 			for _, m := range r.Messages {
@@ -308,8 +339,10 @@ func printEstimateTable(opts *EstimateOptions, reports []*EstimateReport) {
 			mt.flush()
 		}
 		if opts.Gauge != nil && r.Error == "" {
+			// Prefixed with its file: after a table of several files an
+			// unnamed gauge line could belong to any of them.
 			if g := opts.Gauge(r.Tokens, r.ContextWindow); g != "" {
-				fmt.Fprintln(out, g)
+				fmt.Fprintf(out, "%s: %s\n", displayPath(r.File), g)
 			}
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"text/tabwriter"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -104,6 +104,13 @@ type CheckpointListing struct {
 	Error       string  `json:"error,omitempty"`
 }
 
+// looksLikePath tells a session FILE argument from a session key: keys
+// ("agent:main:main", "telegram:user123") are not paths.
+func looksLikePath(arg string) bool {
+	return strings.HasSuffix(arg, ".jsonl") || strings.HasPrefix(arg, "/") || strings.HasPrefix(arg, "./") ||
+		strings.HasPrefix(arg, "../") || strings.HasPrefix(arg, "~")
+}
+
 // restoreFormats are the values of restore --format.
 var restoreFormats = []string{"text", "yaml", "json"}
 
@@ -113,6 +120,11 @@ func runRestore(opts *RestoreOptions) error {
 	}
 	if opts.ID != "" && !checkpoint.ValidID(opts.ID) {
 		return exitcode.Newf(exitcode.Usage, "--id %q: give a checkpoint id like cp_003 (see --list)", opts.ID)
+	}
+	if looksLikePath(opts.Target) {
+		if err := checkInput(opts.Target); err != nil {
+			return err
+		}
 	}
 	t := checkpoint.ResolveTarget(opts.Target, opts.SessionKey)
 	if opts.Append && t.File == "" {
@@ -212,8 +224,8 @@ func listCheckpoints(opts *RestoreOptions, store *checkpoint.Store, t checkpoint
 		fmt.Fprintf(opts.IO.ErrOut, "no checkpoints for session key %q in %s\n", t.Key, store.Dir(t.Key))
 		return nil
 	}
-	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tCREATED\tTRIGGER\tTOKENS\tUTIL\tPREVIOUS\tSTATUS")
+	tw := newTable(opts.IO.Out).fit(opts.IO.Width())
+	tw.row("ID", "CREATED", "TRIGGER", "TOKENS", "UTIL", "PREVIOUS", "STATUS")
 	for _, r := range rows {
 		status := "ok"
 		if r.Error != "" {
@@ -226,7 +238,8 @@ func listCheckpoints(opts *RestoreOptions, store *checkpoint.Store, t checkpoint
 		if prev == "" {
 			prev = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.1f%%\t%s\t%s\n", r.ID, r.CreatedAt, r.Trigger, r.InputTokens, r.Utilization*100, prev, status)
+		tw.row(r.ID, r.CreatedAt, r.Trigger, humanInt(r.InputTokens), fmt.Sprintf("%.1f%%", r.Utilization*100), prev, status)
 	}
-	return tw.Flush()
+	tw.flush()
+	return nil
 }

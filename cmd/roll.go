@@ -187,9 +187,9 @@ func runRoll(ctx context.Context, opts *RollOptions) error {
 	if err := validateRoll(opts); err != nil {
 		return exitcode.New(exitcode.Usage, err)
 	}
-	files, err := walk.Walk(opts.Paths, walk.Options{})
+	files, err := walkInputs(opts.IO.ErrOut, opts.Paths, walk.Options{})
 	if err != nil {
-		return exitcode.New(exitcode.Usage, err)
+		return err
 	}
 	for _, f := range files {
 		if f.Explicit && f.Kind != walk.Transcript {
@@ -253,7 +253,7 @@ func runRoll(ctx context.Context, opts *RollOptions) error {
 		return exitcode.New(exitcode.Runtime, writeErr)
 	}
 	if !opts.JSON {
-		printRollTable(opts.IO.Out, notable, sum, opts.Roll.DryRun)
+		printRollTable(opts.IO, notable, sum, opts.Roll.DryRun)
 	}
 	switch {
 	case sum.Errors > 0:
@@ -264,9 +264,10 @@ func runRoll(ctx context.Context, opts *RollOptions) error {
 	return nil
 }
 
-func printRollTable(out io.Writer, reps []*rolling.Report, sum rolling.Summary, dryRun bool) {
+func printRollTable(streams *IOStreams, reps []*rolling.Report, sum rolling.Summary, dryRun bool) {
+	out := streams.Out
 	if len(reps) > 0 {
-		t := newTable(out)
+		t := newTable(out).fit(streams.Width())
 		t.row("FILE", "ROLLED", "EVICTED", "EVICTED TOKENS", "TOKENS", "KEPT", "RANGE / REASON")
 		for _, r := range reps {
 			rolled := "no"
@@ -301,7 +302,7 @@ func printRollTable(out io.Writer, reps []*rolling.Report, sum rolling.Summary, 
 			if r.Error != "" && !r.Locked {
 				what = r.Error
 			}
-			t.row(r.File, rolled, humanInt(r.EvictedCount), humanInt(r.EvictedTokens), tokens, humanInt(r.KeptMessages), what)
+			t.row(displayPath(r.File), rolled, humanInt(r.EvictedCount), humanInt(r.EvictedTokens), tokens, humanInt(r.KeptMessages), what)
 		}
 		t.flush()
 		fmt.Fprintln(out)
