@@ -14,8 +14,8 @@ import (
 
 // CheckpointOptions are the inputs of `ctxtool checkpoint`.
 type CheckpointOptions struct {
-	IO              *IOStreams
-	File            string
+	IO   *IOStreams
+	File string
 	// Paths are --capture's files and directories (File is Paths[0]).
 	Paths           []string
 	SessionKey      string
