@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/ctxtool/ctxtool/pkg/safefile"
 )
 
 // UpdateOptions controls Update.
@@ -53,6 +55,12 @@ func Update(ctx context.Context, path string, opts UpdateOptions, plan Plan) err
 		s, err := Load(path)
 		if err != nil {
 			return err
+		}
+		if !opts.DryRun {
+			if err := s.Writable(); err != nil {
+				s.Close()
+				return err
+			}
 		}
 		lines, err := plan(s)
 		if err != nil || len(lines) == 0 || opts.DryRun {
@@ -189,10 +197,12 @@ func appendVerified(s *Session, lines [][]byte) error {
 		buf = append(buf, l...)
 		buf = append(buf, '\n')
 	}
+	safefile.CrashPoint("append-before-write")
 	if _, err := f.Write(buf); err != nil {
 		f.Truncate(s.Size)
 		return fmt.Errorf("%s: append failed, file restored to its previous size: %v", path, err)
 	}
+	safefile.CrashPoint("append-written")
 	if err := f.Sync(); err != nil {
 		return fmt.Errorf("%s: fsync: %v", path, err)
 	}
