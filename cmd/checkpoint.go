@@ -85,7 +85,7 @@ session recorded survives a reset to a new file under the same key.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&opts.SessionKey, "session-key", "", "session key (default: derived from the file name, or OpenClaw's sessions.json)")
+	fl.StringVar(&opts.SessionKey, "session-key", "", "session key (default: OpenClaw's sessions.json key for the file, else the session's own id from its header)")
 	fl.StringVar(&opts.Trigger, "trigger", checkpoint.TriggerManual, "auto-80pct|compaction|session-end|manual")
 	enumCompletion(cmd, "trigger", checkpoint.Triggers)
 	fl.BoolVar(&opts.Force, "force", false, "write even under the 5% dedupe and the 80% gate")

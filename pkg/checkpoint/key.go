@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 // maxDirName bounds a sanitized key; longer keys keep a prefix plus a hash
@@ -57,26 +59,51 @@ func SanitizeKey(key string) string {
 	return s
 }
 
-// KeyFromFile derives the default session key of a transcript. For an
-// OpenClaw transcript whose directory has a sessions.json naming it, that
-// store's key (e.g. "agent:main:main"); otherwise the file name without
-// ".jsonl" (and without an archive suffix such as ".reset.<stamp>").
+// KeyFromFile derives the default session key of a transcript: the
+// session's own identity, never just its file name (x/session.jsonl and
+// y/session.jsonl are different sessions). For an OpenClaw transcript whose
+// directory has a sessions.json naming it, that store's key (e.g.
+// "agent:main:main", which stays with the conversation across resets);
+// otherwise the session header's id (pi's session UUID); for a file with
+// no header id, the file name plus a hash of its absolute path.
 func KeyFromFile(path string) string {
-	return keyFromFile(path, readStore(filepath.Dir(path)))
+	h, _ := transcript.ReadHeader(path)
+	return keyFromFile(path, readStore(filepath.Dir(path)), h.ID)
 }
 
-// keyFromFile is KeyFromFile with the directory's sessions.json already read
-// (Take also needs its compactionCount, so it reads the file once).
-func keyFromFile(path string, sessions map[string]storeEntry) string {
-	file := filepath.Base(path)
-	stem := file
-	if i := strings.Index(stem, ".jsonl"); i > 0 {
-		stem = stem[:i]
-	}
+// keyFromFile is KeyFromFile with the directory's sessions.json and the
+// header id already read (Take has both).
+func keyFromFile(path string, sessions map[string]storeEntry, headerID string) string {
+	file, stem := fileStem(path)
 	if k := keyInStore(sessions, file, stem); k != "" {
 		return k
 	}
-	return stem
+	if headerID != "" {
+		return headerID
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		abs = path
+	}
+	sum := sha256.Sum256([]byte(abs))
+	return stem + "-" + hex.EncodeToString(sum[:4])
+}
+
+// openclawKey is the sessions.json key naming the file, "" when none does.
+func openclawKey(path string) string {
+	file, stem := fileStem(path)
+	return keyInStore(readStore(filepath.Dir(path)), file, stem)
+}
+
+// fileStem is the file name and the name without ".jsonl" (and without an
+// archive suffix such as ".reset.<stamp>").
+func fileStem(path string) (file, stem string) {
+	file = filepath.Base(path)
+	stem = file
+	if i := strings.Index(stem, ".jsonl"); i > 0 {
+		stem = stem[:i]
+	}
+	return file, stem
 }
 
 // storeEntry is the part of an OpenClaw sessions.json entry read here.
