@@ -33,8 +33,12 @@ type CompactOptions struct {
 	// IfNeeded gates the compaction on the strategy's trigger.
 	IfNeeded bool
 	Truncate bool
-	Idle     time.Duration
-	Wait     time.Duration
+	// IndexBackup puts a --truncate backup in the recall index, so what
+	// the rewrite dropped stays searchable (nil: recall is disabled; the
+	// next 'ctxtool index' of the directory reads the backup).
+	IndexBackup func(ctx context.Context, path string) error
+	Idle        time.Duration
+	Wait        time.Duration
 }
 
 func init() { register(newCompactCmd) }
@@ -85,6 +89,22 @@ empty summary writes nothing and exits 1.`,
 			}
 			opts.Files = args
 			opts.JSON = f.JSON
+			if opts.Truncate && !opts.DryRun && cfg.Bool(nil, "recall.enabled") && opts.IndexBackup == nil {
+				emb, err := recallEmbedder(cfg)
+				if err != nil {
+					return exitcode.New(exitcode.Usage, err)
+				}
+				loc, state, maxChars := cfg.String(nil, "recall.url"), cfg.StateDir(c.Flags()), cfg.Int(nil, "recall.toolOutputChars")
+				opts.IndexBackup = func(ctx context.Context, path string) error {
+					ix, err := openRecall(loc, state, emb, maxChars)
+					if err != nil {
+						return err
+					}
+					defer ix.Close()
+					_, err = ix.Index(ctx, path)
+					return err
+				}
+			}
 			return runCompact(c.Context(), opts)
 		},
 	}
@@ -241,6 +261,18 @@ func runCompact(ctx context.Context, o *CompactOptions) error {
 		res, err := (*compaction.Result)(nil), checkInput(file)
 		if err == nil {
 			res, err = compaction.Run(ctx, file, opts)
+		}
+		if err == nil && res.Backup != "" && o.IndexBackup != nil {
+			// Nothing leaves search: the lines the rewrite dropped are in
+			// the backup, which directory walks skip (as OpenClaw's memory
+			// search does); index it by name now. It stays in the index:
+			// index prunes only files that no longer exist.
+			if ierr := o.IndexBackup(ctx, res.Backup); ierr != nil {
+				err = fmt.Errorf("%s: compacted, but the backup %s holding the dropped lines is not searchable yet: %v (run 'ctxtool index %s')",
+					file, res.Backup, ierr, res.Backup)
+			} else {
+				res.BackupIndexed = true
+			}
 		}
 		if err != nil {
 			code := exitcode.Code(err)

@@ -80,6 +80,8 @@ type Result struct {
 	Chunks              int    `json:"chunks,omitempty"`
 	Fallback            string `json:"fallback,omitempty"`
 	Backup              string `json:"backup,omitempty"`
+	// BackupIndexed: the backup is in the recall index (set by the CLI).
+	BackupIndexed bool `json:"backupIndexed,omitempty"`
 	// CarriedLines counts lines another writer (pi takes no lock) appended
 	// while --truncate rewrote the file, carried over after the new content.
 	CarriedLines int `json:"carriedLines,omitempty"`
