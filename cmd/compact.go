@@ -34,11 +34,13 @@ type CompactOptions struct {
 	IfNeeded bool
 	Truncate bool
 	// IndexBackup puts a --truncate backup in the recall index, so what
-	// the rewrite dropped stays searchable (nil: recall is disabled; the
-	// next 'ctxtool index' of the directory reads the backup).
+	// the rewrite dropped stays searchable (nil: recall is disabled).
 	IndexBackup func(ctx context.Context, path string) error
 	Idle        time.Duration
 	Wait        time.Duration
+	// MemoryFlush runs the pre-compaction memory flush first (Flush).
+	MemoryFlush bool
+	Flush       MemoryFlushSettings
 }
 
 func init() { register(newCompactCmd) }
@@ -87,6 +89,11 @@ empty summary writes nothing and exits 1.`,
 			if err := opts.fromConfig(cfg, c); err != nil {
 				return exitcode.New(exitcode.Usage, err)
 			}
+			if opts.MemoryFlush {
+				if err := opts.loadFlush(cfg, c.Flags()); err != nil {
+					return exitcode.New(exitcode.Usage, err)
+				}
+			}
 			opts.Files = args
 			opts.JSON = f.JSON
 			if opts.Truncate && !opts.DryRun && cfg.Bool(nil, "recall.enabled") && opts.IndexBackup == nil {
@@ -119,6 +126,8 @@ empty summary writes nothing and exits 1.`,
 	// --force was needed before compact compacted on request; old scripts keep working.
 	fl.Bool("force", false, "compact even below the trigger (the default; kept for old scripts)")
 	_ = fl.MarkHidden("force")
+	fl.BoolVar(&opts.MemoryFlush, "memory-flush", false, "first append the durable facts of the summarised history to <workspace>/memory/YYYY-MM-DD.md (see 'ctxtool flush')")
+	fl.StringVar(&opts.Flush.Workspace, "workspace", "", "the agent's workspace, for --memory-flush")
 	return cmd
 }
 
@@ -258,9 +267,26 @@ func runCompact(ctx context.Context, o *CompactOptions) error {
 			},
 			Logf: func(format string, args ...any) { fmt.Fprintf(o.IO.ErrOut, format+"\n", args...) },
 		}
-		res, err := (*compaction.Result)(nil), checkInput(file)
+		if err := checkInput(file); err != nil {
+			fmt.Fprintf(o.IO.ErrOut, "ctxtool: %v\n", err)
+			worst = max(worst, exitcode.Code(err))
+			if o.JSON {
+				if err := writeJSONLine(o.IO.Out, &compaction.Result{File: file, Reason: err.Error(), Strategy: o.Settings.Strategy, Summarizer: sum.Name()}); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		if o.MemoryFlush {
+			if err := flushBeforeCompaction(ctx, o, file); err != nil {
+				fmt.Fprintf(o.IO.ErrOut, "ctxtool: %v\n", err)
+				worst = max(worst, exitcode.Code(err))
+				continue
+			}
+		}
+		res, err := compaction.Run(ctx, file, opts)
 		if err == nil {
-			res, err = compaction.Run(ctx, file, opts)
+			recordCompaction(ctx, o, res)
 		}
 		if err == nil && res.Backup != "" && o.IndexBackup != nil {
 			// Nothing leaves search: the lines the rewrite dropped are in

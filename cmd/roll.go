@@ -187,7 +187,7 @@ func runRoll(ctx context.Context, opts *RollOptions) error {
 	if err := validateRoll(opts); err != nil {
 		return exitcode.New(exitcode.Usage, err)
 	}
-	files, err := walkInputs(opts.IO.ErrOut, opts.Paths, walk.Options{})
+	files, err := walkInputs(opts.IO.ErrOut, opts.Paths, walk.Options{Writable: true})
 	if err != nil {
 		return err
 	}

@@ -3,14 +3,13 @@ package checkpoint
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 
+	"github.com/ctxtool/ctxtool/pkg/sessionstore"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -73,9 +72,8 @@ func KeyFromFile(path string) string {
 
 // keyFromFile is KeyFromFile with the directory's sessions.json and the
 // header id already read (Take has both).
-func keyFromFile(path string, sessions map[string]storeEntry, headerID string) string {
-	file, stem := fileStem(path)
-	if k := keyInStore(sessions, file, stem); k != "" {
+func keyFromFile(path string, st *sessionstore.Store, headerID string) string {
+	if k := st.KeyFor(path); k != "" {
 		return k
 	}
 	if headerID != "" {
@@ -86,57 +84,22 @@ func keyFromFile(path string, sessions map[string]storeEntry, headerID string) s
 		abs = path
 	}
 	sum := sha256.Sum256([]byte(abs))
-	return stem + "-" + hex.EncodeToString(sum[:4])
+	return sessionstore.Stem(filepath.Base(path)) + "-" + hex.EncodeToString(sum[:4])
 }
 
 // openclawKey is the sessions.json key naming the file, "" when none does.
 func openclawKey(path string) string {
-	file, stem := fileStem(path)
-	return keyInStore(readStore(filepath.Dir(path)), file, stem)
+	return readStore(filepath.Dir(path)).KeyFor(path)
 }
 
-// fileStem is the file name and the name without ".jsonl" (and without an
-// archive suffix such as ".reset.<stamp>").
-func fileStem(path string) (file, stem string) {
-	file = filepath.Base(path)
-	stem = file
-	if i := strings.Index(stem, ".jsonl"); i > 0 {
-		stem = stem[:i]
-	}
-	return file, stem
-}
-
-// storeEntry is the part of an OpenClaw sessions.json entry read here.
-type storeEntry struct {
-	SessionID       string `json:"sessionId"`
-	SessionFile     string `json:"sessionFile"`
-	CompactionCount int    `json:"compactionCount"`
-}
-
-func readStore(dir string) map[string]storeEntry {
-	data, err := os.ReadFile(filepath.Join(dir, "sessions.json"))
-	if err != nil || len(data) > 64<<20 {
-		return nil
-	}
-	var st map[string]storeEntry
-	if json.Unmarshal(data, &st) != nil {
+// readStore reads the sessions.json of dir; an unreadable store counts as
+// none (the key then falls back to the file name).
+func readStore(dir string) *sessionstore.Store {
+	st, err := sessionstore.Read(dir)
+	if err != nil {
 		return nil
 	}
 	return st
-}
-
-// keyInStore finds the sessions.json key whose entry names this file. Ties
-// (several keys pointing at one transcript) resolve to the smallest key.
-func keyInStore(sessions map[string]storeEntry, file, stem string) string {
-	best := ""
-	for k, e := range sessions {
-		if e.SessionID == stem || (e.SessionFile != "" && filepath.Base(e.SessionFile) == file) {
-			if best == "" || k < best {
-				best = k
-			}
-		}
-	}
-	return best
 }
 
 var idRE = regexp.MustCompile(`^cp_([0-9]{3,9})$`)

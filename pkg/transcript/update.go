@@ -19,6 +19,10 @@ type UpdateOptions struct {
 	Wait time.Duration
 	// DryRun plans but writes nothing.
 	DryRun bool
+	// FinalNewline ends an unterminated last line with a newline even when
+	// the plan appends nothing (lint --fix), so the next writer's append
+	// cannot glue onto it.
+	FinalNewline bool
 }
 
 // Plan decides what to append to a freshly loaded session. Returning no lines
@@ -63,7 +67,7 @@ func Update(ctx context.Context, path string, opts UpdateOptions, plan Plan) err
 			}
 		}
 		lines, err := plan(s)
-		if err != nil || len(lines) == 0 || opts.DryRun {
+		if err != nil || opts.DryRun || (len(lines) == 0 && (!opts.FinalNewline || s.EndsWithNewline || s.Size == 0)) {
 			s.Close()
 			return err
 		}
@@ -117,6 +121,9 @@ var ErrFileChanged = fmt.Errorf("the session file changed while ctxtool was plan
 // so a link stays a link), and the real file must be a regular file that is
 // not read-only.
 func WritablePath(path string) (string, error) {
+	if err := CheckWritable(path); err != nil {
+		return "", err // Claude Code, Codex, zstd, OpenClaw stores (foreign.go)
+	}
 	real, err := resolve(path)
 	if err != nil {
 		return "", err
