@@ -98,7 +98,10 @@ func Take(o TakeOptions) (*TakeResult, error) {
 	}
 	defer s.Close()
 	if key == "" {
-		key = keyFromFile(o.File, sessions, s.Header.ID)
+		// The header as KeyFromFile reads it (restore finds the key the
+		// same way): pi's header id; other formats fall back to the path.
+		h, _ := transcript.ReadHeader(o.File)
+		key = keyFromFile(o.File, sessions, h.ID)
 	}
 	ctx := s.Context()
 	in, err := fromContext(s, ctx)
