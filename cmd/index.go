@@ -177,8 +177,8 @@ func runIndex(ctx context.Context, opts *IndexOptions) error {
 	var done int64
 	var writeErr error
 	err = ix.IndexFiles(ctx, paths, func(st recall.Stats, err error) {
-		done += files[len(all)].Size
-		prog.Update(len(all)+1, fmt.Sprintf("%.1f/%.1f MB", float64(done)/1e6, float64(total)/1e6))
+		done += st.Bytes
+		prog.Update(len(all)+1, fmt.Sprintf("%.1f MB new of %.1f MB", float64(done)/1e6, float64(total)/1e6))
 		if err != nil {
 			failed++
 			prog.Clear()
