@@ -25,7 +25,11 @@ type EstimateOptions struct {
 	ModelWindows  map[string]int // config models.<name>.contextWindow
 	PerMessage    bool
 	FailOver      string
-	JSON          bool
+	// Baseline is an earlier `estimate --json` output; MaxGrowth the growth
+	// over it that fails (exit 3).
+	Baseline  string
+	MaxGrowth string
+	JSON      bool
 	// Gauge renders the one-line context gauge ("" below its threshold).
 	Gauge func(tokens, window int) string
 }
@@ -72,6 +76,8 @@ Tokenizers:
 	configFlags(cmd, "estimate.tokenizer", "model", "contextWindow")
 	fl.BoolVar(&opts.PerMessage, "per-message", false, "add every context message (entryId, line, role, tokens)")
 	fl.StringVar(&opts.FailOver, "fail-over", "", "exit 3 if tokens exceed N, or P% of the window (CI gate)")
+	fl.StringVar(&opts.Baseline, "baseline", "", "compare with an earlier `estimate --json` output (adds baselineTokens and growth)")
+	fl.StringVar(&opts.MaxGrowth, "max-growth", "", "with --baseline: exit 3 if a session's context grew more than this (10% or 0.1)")
 	return cmd
 }
 
@@ -98,6 +104,8 @@ type EstimateReport struct {
 	Warnings        []string             `json:"warnings,omitempty"`
 	Messages        []MessageTokenReport `json:"messages,omitempty"`
 	Error           string               `json:"error,omitempty"`
+	BaselineTokens  int                  `json:"baselineTokens,omitempty"`
+	Growth          *float64             `json:"growth,omitempty"`
 }
 
 // MalformedReport describes one line pi drops.
@@ -132,8 +140,20 @@ func runEstimate(opts *EstimateOptions) error {
 	if err != nil {
 		return exitcode.New(exitcode.Usage, err)
 	}
+	maxGrowth, err := estimate.ParseGrowth(opts.MaxGrowth)
+	if err != nil {
+		return exitcode.New(exitcode.Usage, err)
+	}
+	var base *estimate.Baseline
+	if opts.Baseline != "" {
+		if base, err = estimate.LoadBaseline(opts.Baseline); err != nil {
+			return exitcode.New(exitcode.Usage, err)
+		}
+	} else if maxGrowth > 0 {
+		return exitcode.Newf(exitcode.Usage, "--max-growth needs --baseline FILE (an earlier `estimate --json` output)")
+	}
 	var reports []*EstimateReport
-	failed, crossed := 0, false
+	failed, crossed, grew := 0, false, false
 	prog := opts.IO.NewProgress("estimating", "files", len(opts.Files))
 	defer prog.Clear()
 	for i, file := range opts.Files {
@@ -155,6 +175,19 @@ func runEstimate(opts *EstimateOptions) error {
 			}
 			if limit.crossed(r.Tokens, r.ContextWindow) {
 				crossed = true
+			}
+			if base != nil {
+				g := base.Check(file, r.Tokens, maxGrowth)
+				if !g.Known {
+					fmt.Fprintf(opts.IO.ErrOut, "warning: %s: not in the baseline %s; growth not checked\n", file, opts.Baseline)
+				} else {
+					r.BaselineTokens, r.Growth = g.BaselineTokens, &g.Share
+				}
+				if g.Over {
+					grew = true
+					fmt.Fprintf(opts.IO.ErrOut, "ctxtool: %s: the context grew %.1f%% since the baseline (%d → %d tokens), over --max-growth %s\n",
+						file, g.Share*100, g.BaselineTokens, r.Tokens, opts.MaxGrowth)
+				}
 			}
 		}
 		if opts.JSON {
@@ -181,6 +214,8 @@ func runEstimate(opts *EstimateOptions) error {
 	}
 	if crossed {
 		fmt.Fprintf(opts.IO.ErrOut, "ctxtool: --fail-over %s crossed\n", opts.FailOver)
+	}
+	if crossed || grew {
 		return exitcode.Silent(exitcode.Threshold)
 	}
 	return nil
