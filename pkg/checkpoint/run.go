@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/ctxtool/ctxtool/pkg/sessionstore"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -80,7 +81,7 @@ func Take(o TakeOptions) (*TakeResult, error) {
 	}
 	// OpenClaw's sessions.json beside the file names its key and counts its
 	// compactions; stdin has no directory (not the working directory's).
-	var sessions map[string]storeEntry
+	var sessions *sessionstore.Store
 	if o.File != "-" {
 		sessions = readStore(filepath.Dir(o.File))
 	}
@@ -130,7 +131,7 @@ func Take(o TakeOptions) (*TakeResult, error) {
 	if o.ContextWindow <= 0 {
 		o.ContextWindow = DefaultContextWindow
 	}
-	if e, ok := sessions[key]; ok && e.CompactionCount > in.CompactionCount {
+	if e, ok := sessions.Entry(key); ok && e.CompactionCount > in.CompactionCount {
 		in.CompactionCount = e.CompactionCount
 	}
 	in.SessionKey, in.Trigger, in.Now = key, o.Trigger, o.Now()

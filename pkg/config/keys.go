@@ -86,14 +86,16 @@ func (r *Range) check(n float64) string {
 // Sections documents the sections of config.example.yaml (comment above
 // the section's first line).
 var Sections = map[string]string{
-	"estimate":             "",
-	"llm":                  "OpenAI-compatible endpoint for LLM summaries and (optional) embeddings.\nOPENAI_API_KEY and OPENAI_BASE_URL are read when apiKey/baseURL are empty.",
-	"compaction":           "",
-	"compaction.rolling":   "Rolling window (ctxtool roll).",
-	"compaction.summarize": "Seed 003 single-pass strategy.",
-	"recall":               "",
-	"checkpoint":           "",
-	"lint":                 "ctxtool lint: the CI gate for transcripts (`ctxtool lint --list-rules`).",
+	"estimate":               "",
+	"llm":                    "OpenAI-compatible endpoint for LLM summaries and (optional) embeddings.\nOPENAI_API_KEY and OPENAI_BASE_URL are read when apiKey/baseURL are empty.",
+	"compaction":             "",
+	"compaction.rolling":     "Rolling window (ctxtool roll).",
+	"compaction.summarize":   "Seed 003 single-pass strategy.",
+	"compaction.memoryFlush": "Pre-compaction memory flush (ctxtool flush, compact --memory-flush), seed 004:\nflush when the session's tokens >= window - reserveTokensFloor - softThresholdTokens,\nonce per compaction; notes go to <workspace>/memory/YYYY-MM-DD.md.",
+	"contextManagement":      "Seed 001 (VS7) context budget, used by ctxtool budget. The window is split by\nthese ratios; what no ratio claims is the reserve, which history gets together\nwith any system-prompt or bootstrap budget left unused.",
+	"recall":                 "",
+	"checkpoint":             "",
+	"lint":                   "ctxtool lint: the CI gate for transcripts (`ctxtool lint --list-rules`).",
 }
 
 // Keys is every configuration key, in the order of config.example.yaml.
@@ -152,6 +154,17 @@ var Keys = []Key{
 		Doc: "trim: on summarizer failure, trim with a fallback note | fail."},
 	{Name: "compaction.extractive.maxChars", Kind: Int, Default: 12000, Range: positive(), Doc: "Budget of the offline extractive summary, in characters."},
 
+	{Name: "compaction.memoryFlush.enabled", Kind: Bool, Default: true,
+		Doc: "Run the memory flush (false: flush and compact --memory-flush do nothing)."},
+	{Name: "compaction.memoryFlush.softThresholdTokens", Kind: Int, Default: 4000, Flag: "soft-threshold-tokens", Range: nonNegative(),
+		Doc: "Flush this many tokens before the compaction reserve (window - reserveTokensFloor)."},
+	{Name: "compaction.memoryFlush.prompt", Kind: String,
+		Default: "Pre-compaction memory flush. Store durable memories now (use memory/YYYY-MM-DD.md; create memory/ if needed). If nothing to store, reply with NO_REPLY.",
+		Doc:     "User prompt of the flush turn sent to an LLM (the offline flush ignores it)."},
+	{Name: "compaction.memoryFlush.systemPrompt", Kind: String,
+		Default: "Pre-compaction memory flush turn. The session is near auto-compaction; capture durable memories to disk. You may reply, but usually NO_REPLY is correct.",
+		Doc:     "System prompt of the flush turn sent to an LLM."},
+
 	{Name: "compaction.rolling.targetUtilization", Kind: Float, Default: 0.8, Flag: "target-utilization", Range: share(),
 		Doc: "Fraction of the context window kept after a roll (eviction note included)."},
 	{Name: "compaction.rolling.minKeepMessages", Kind: Int, Default: 10, Flag: "min-keep-messages", Range: nonNegative(),
@@ -168,6 +181,25 @@ var Keys = []Key{
 	{Name: "recall.minScore", Kind: Float, Default: 0.35, Flag: "min-score", Range: unit(), Doc: "Lowest score of a search hit (0-1)."},
 	{Name: "recall.toolOutputChars", Kind: Int, Default: 4000, Range: positive(),
 		Doc: "Indexed characters of one tool result / tool call / bash run (head + tail)."},
+
+	{Name: "contextManagement.enabled", Kind: Bool, Default: true, Doc: "VS7 context management (seed 001)."},
+	{Name: "contextManagement.budget.systemPromptRatio", Kind: Float, Default: 0.15, Range: unit(), Doc: "Share of the window for the system prompt (tools, runtime info, semantic history)."},
+	{Name: "contextManagement.budget.bootstrapRatio", Kind: Float, Default: 0.10, Range: unit(),
+		Doc: "Share of the window for bootstrap files; each file is cut at this budget × 4 characters."},
+	{Name: "contextManagement.budget.historyRatio", Kind: Float, Default: 0.45, Range: unit(), Doc: "Share of the window for conversation history (before reclaim)."},
+	{Name: "contextManagement.budget.responseRatio", Kind: Float, Default: 0.20, Range: unit(), Doc: "Share of the window reserved for the response."},
+	{Name: "contextManagement.budget.minResponseTokens", Kind: Int, Default: 4096, Range: nonNegative(),
+		Doc: "The response never gets less; history gives up the difference."},
+	{Name: "contextManagement.rollingSummary.enabled", Kind: Bool, Default: true, Doc: "Summarize history older than the last windowSize user turns when it grows past the trigger."},
+	{Name: "contextManagement.rollingSummary.windowSize", Kind: Int, Default: 5, Range: nonNegative(),
+		Doc: "User turns kept verbatim (also the turns history limiting always preserves)."},
+	{Name: "contextManagement.rollingSummary.summaryMaxTokens", Kind: Int, Default: 2000, Range: nonNegative(), Doc: "Longest rolling summary, in tokens."},
+	{Name: "contextManagement.rollingSummary.triggerThreshold", Kind: Int, Default: 30000, Range: nonNegative(),
+		Doc: "Summarize when history exceeds min(triggerThreshold, 80% of the history budget) tokens."},
+	{Name: "contextManagement.semanticHistory.enabled", Kind: Bool, Default: true,
+		Doc: "Inject recall hits for the last user prompt as <relevant-prior-context>, within 30% of the bootstrap budget."},
+	{Name: "contextManagement.semanticHistory.maxRetrievedChunks", Kind: Int, Default: 5, Range: nonNegative(), Doc: "Most chunks injected."},
+	{Name: "contextManagement.semanticHistory.minRelevanceScore", Kind: Float, Default: 0.6, Range: unit(), Doc: "Lowest score of an injected chunk (0-1)."},
 
 	{Name: "checkpoint.keep", Kind: Int, Default: 5, Flag: "keep", Range: positive(), Doc: "Checkpoints kept per session."},
 	{Name: "checkpoint.dedupeThreshold", Kind: Float, Default: 0.05, Flag: "dedupe-threshold", Range: unit(),
