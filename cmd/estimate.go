@@ -12,6 +12,7 @@ import (
 
 	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
+	"github.com/ctxtool/ctxtool/pkg/models"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -253,6 +254,9 @@ func estimateFile(opts *EstimateOptions, file string) (*EstimateReport, error) {
 		model = s.Header.ModelID
 	}
 	window, source := resolveWindow(model, opts.ContextWindow, opts.ModelWindows)
+	if fw := s.Header.ContextWindow; fw > 0 && (source == string(models.FromTable) || source == string(models.FromDefault)) {
+		window, source = fw, string(models.FromFile)
+	}
 	r := &EstimateReport{
 		File: file, Version: s.Version, Entries: len(s.Entries), ContextMessages: len(ctx.Messages),
 		Model: model, ContextWindow: window, WindowSource: source, Tokens: res.Tokens, Method: res.Method,
@@ -275,6 +279,9 @@ func estimateFile(opts *EstimateOptions, file string) (*EstimateReport, error) {
 	}
 	for _, m := range s.Malformed {
 		r.MalformedLines = append(r.MalformedLines, MalformedReport{Line: m.Line, Bytes: m.Bytes, Error: m.Err, Objects: m.Objects})
+	}
+	if s.Foreign != nil {
+		r.Warnings = append(r.Warnings, s.Foreign.Notes...)
 	}
 	if w := windowWarning(window); w != "" {
 		r.Warnings = append(r.Warnings, w)
