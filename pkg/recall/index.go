@@ -2,6 +2,7 @@ package recall
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -13,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 // headLen is how much of a file's start is hashed to notice a rewrite.
@@ -48,10 +51,10 @@ type Stats struct {
 	Bytes int64 `json:"bytes"`
 	// Malformed lines found this run (not one JSON object); their text is
 	// still indexed where it decodes as concatenated objects.
-	Malformed      int     `json:"malformed"`
-	MalformedLines []int   `json:"malformedLines,omitempty"`
-	Embedded       int     `json:"embedded,omitempty"`
-	Seconds        float64 `json:"seconds"`
+	Malformed      int                    `json:"malformed"`
+	MalformedLines []transcript.Malformed `json:"malformedLines,omitempty"`
+	Embedded       int                    `json:"embedded,omitempty"`
+	Seconds        float64                `json:"seconds"`
 }
 
 type fileRow struct {
@@ -184,7 +187,7 @@ type readResult struct {
 	lastLineStart int64
 	lines         int // physical line number of the last complete line
 	read          int // lines read this run
-	malformed     []int
+	malformed     []transcript.Malformed
 	nMalformed    int
 }
 
@@ -226,7 +229,15 @@ func (ix *Index) scanLines(ctx context.Context, f *os.File, off int64, line, new
 		if !ok && res.lines > newFrom {
 			res.nMalformed++
 			if len(res.malformed) < maxReportedMalformed {
-				res.malformed = append(res.malformed, res.lines)
+				// Described as transcript.Load describes it, so index
+				// reports bad lines the way every other command does.
+				raw := bytes.TrimRight(l, "\r\n")
+				m, bad := transcript.DiagnoseLine(raw, true)
+				if !bad {
+					m = transcript.Malformed{Bytes: len(raw), Err: "not a session entry"}
+				}
+				m.Line, m.Offset = res.lines, res.lastLineStart
+				res.malformed = append(res.malformed, m)
 			}
 		}
 		for _, u := range units {
