@@ -17,8 +17,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
@@ -33,10 +31,18 @@ func main() {
 	seed := flag.Int64("seed", -1, "override the seed")
 	opts := flag.String("opts", "", "Options as JSON, merged over the preset")
 	list := flag.Bool("list", false, "list presets")
+	agent := flag.String("format", "pi", "pi, claude-code, codex or codex-legacy (the last three take -size/-seed only)")
 	flag.BoolVar(&verbose, "v", false, "also print the planted facts (one JSON object per line)")
 	flag.Parse()
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(200) // mostly short-lived garbage: trade some memory for speed
+	}
+	if *agent != "pi" {
+		if err := writeAgent(*agent, *out, *size, *seed); err != nil {
+			fmt.Fprintln(os.Stderr, "gen:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	if err := run(*preset, *out, *all, *dir, *size, *seed, *opts, *list); err != nil {
 		fmt.Fprintln(os.Stderr, "gen:", err)
@@ -78,7 +84,7 @@ func run(preset, out string, all bool, dir, size string, seed int64, opts string
 		}
 	}
 	if size != "" {
-		n, err := parseSize(size)
+		n, err := sessiongen.ParseSize(size)
 		if err != nil {
 			return err
 		}
@@ -117,21 +123,46 @@ func write(path string, o sessiongen.Options) error {
 	return nil
 }
 
-func parseSize(s string) (int64, error) {
-	u := strings.ToUpper(strings.TrimSpace(s))
-	mult := int64(1)
-	for _, suf := range []struct {
-		s string
-		m int64
-	}{{"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}} {
-		if strings.HasSuffix(u, suf.s) {
-			u, mult = strings.TrimSuffix(u, suf.s), suf.m
-			break
+// writeAgent writes a Claude Code or Codex transcript (sessiongen/agents.go).
+func writeAgent(format, path, size string, seed int64) error {
+	if path == "" {
+		return fmt.Errorf("need -o FILE")
+	}
+	o := sessiongen.AgentOptions{Thinking: true, Compactions: 0}
+	if size != "" {
+		n, err := sessiongen.ParseSize(size)
+		if err != nil {
+			return err
 		}
+		o.TargetBytes = n
 	}
-	f, err := strconv.ParseFloat(strings.TrimSpace(u), 64)
-	if err != nil || f <= 0 {
-		return 0, fmt.Errorf("bad -size %q (e.g. 100MB, 1GB)", s)
+	if seed >= 0 {
+		o.Seed = uint64(seed)
 	}
-	return int64(f * float64(mult)), nil
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	var res *sessiongen.AgentResult
+	switch format {
+	case "claude-code":
+		res, err = sessiongen.GenerateClaudeCode(f, o)
+	case "codex", "codex-legacy":
+		o.Legacy = format == "codex-legacy"
+		res, err = sessiongen.GenerateCodex(f, o)
+	default:
+		err = fmt.Errorf("-format %q: use pi, claude-code, codex or codex-legacy", format)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %v", path, err)
+	}
+	j, _ := json.Marshal(map[string]any{"file": path, "format": format, "bytes": res.Bytes, "lines": res.Lines,
+		"contextMessages": res.ContextMessages, "heuristicTokens": res.ContextTokens, "usageTokens": res.UsageTokens,
+		"seconds": time.Since(start).Seconds()})
+	fmt.Fprintln(os.Stderr, string(j))
+	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/ctxtool/ctxtool/pkg/formats"
 	"github.com/ctxtool/ctxtool/pkg/safefile"
 )
 
@@ -40,6 +41,9 @@ type Session struct {
 	// Warnings name lines read in a defined but lossy way: out-of-range
 	// numbers clamped, oversized entries not counted.
 	Warnings []Warning
+	// Foreign is the translated source when the file is not pi JSONL
+	// (foreign.go); nil for pi files.
+	Foreign *formats.View
 
 	byID map[string]*Entry
 	// dups are entries whose id an earlier entry already has.
@@ -90,7 +94,16 @@ func Load(path string) (*Session, error) {
 		if err != nil {
 			return nil, fmt.Errorf("stdin: %v", err)
 		}
+		if v, err := formats.OpenReader("-", bytes.NewReader(data)); err != nil || v != nil {
+			if err != nil {
+				return nil, err
+			}
+			return loadView("-", v)
+		}
 		return LoadBytes("-", data)
+	}
+	if s, handled, err := loadForeign(path); handled {
+		return s, err
 	}
 	f, st, err := OpenRegular(path)
 	if err != nil {
@@ -190,6 +203,9 @@ func LoadBytes(name string, data []byte) (*Session, error) {
 func (s *Session) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.Foreign != nil {
+		s.Foreign.Close()
+	}
 	if s.file != nil {
 		err := s.file.Close()
 		s.file = nil
@@ -543,13 +559,13 @@ func (a *assembler) place(pl parsedLine, lineNo int, off int64, length int, raw 
 			s.Blank = append(s.Blank, lineNo)
 		}
 	case kindMalformed:
-		m := Malformed{Line: lineNo, Offset: off, Bytes: length, Err: shortErr(pl.err)}
+		var m Malformed
 		if oversized {
-			m.Err = fmt.Sprintf("over the %d MiB line cap and does not start like a session entry", MaxLineBytes>>20)
+			m = Malformed{Bytes: length, Err: fmt.Sprintf("over the %d MiB line cap and does not start like a session entry", MaxLineBytes>>20), Truncated: !endsNL}
 		} else {
-			m.Objects = describeObjects(raw)
+			m = diagnose(pl, raw, endsNL)
 		}
-		m.Truncated = !endsNL && m.Objects == nil
+		m.Line, m.Offset = lineNo, off
 		s.Malformed = append(s.Malformed, m)
 	case kindNonObject:
 		if a.firstParsedLine == 0 {
