@@ -124,7 +124,7 @@ type ccConv struct {
 	names map[string]string
 	// written holds the uuids written as entries (a pending group's too).
 	written map[string]struct{}
-	pend  *ccGroup
+	pend    *ccGroup
 	// side is the isSidechain value of the file's conversation (-1: not
 	// seen yet).
 	side      int8
