@@ -150,7 +150,7 @@ func (g *agentGen) contextTokens() int { return g.ctxTok }
 
 // add puts a message of chars UTF-16 units into the context.
 func (g *agentGen) add(chars int) {
-	g.add(chars)
+	g.ctx = append(g.ctx, chars)
 	g.ctxTok += heur(chars)
 }
 
