@@ -1,6 +1,9 @@
 package recall
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // backend is where an index keeps its rows. Both stores hold the same rows:
 // a files table (one row per session file with the bookkeeping of what is
@@ -42,16 +45,21 @@ type backend interface {
 	storeVectors(ctx context.Context, model string, ids []int64, vecs [][]byte) error
 }
 
-// batch groups per-file writes. Each file call is all-or-nothing on its
-// own: on SQLite a savepoint inside the batch's transaction (one commit for
-// many files: FTS5 writes a new segment per commit), on PostgreSQL its own
-// transaction under the file's advisory lock (committed when file returns).
-// A kill before commit leaves the index as it was before the batch.
+// batch groups per-file writes. Each file is all-or-nothing: on SQLite
+// many files share the batch's one transaction (FTS5 writes a new segment
+// per commit), and a file that fails half way rolls the whole batch back
+// (errBatchLost: the engine redoes the others); on PostgreSQL every file is
+// its own transaction under the file's advisory lock, committed when file
+// returns. A kill before commit leaves the index as it was before the
+// batch, which is before each of its files.
 type batch interface {
 	file(ctx context.Context, path string, fn func(w writer) error) error
 	commit() error
 	rollback()
 }
+
+// errBatchLost says a batch was rolled back: none of its files are written.
+var errBatchLost = errors.New("recall: batch rolled back")
 
 // writer writes one file's rows inside a batch; every read sees the
 // batch's own writes and the file's lock is held.

@@ -50,6 +50,8 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
 	text, content='chunks', content_rowid='id', tokenize='unicode61 remove_diacritics 2');
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_tri USING fts5(
 	text, content='chunks', content_rowid='id', tokenize='trigram case_sensitive 0');
+INSERT INTO chunks_fts(chunks_fts, rank) VALUES('hashsize', 16777216);
+INSERT INTO chunks_tri(chunks_tri, rank) VALUES('hashsize', 16777216);
 `
 
 // sqliteStore is the embedded default backend.
@@ -232,7 +234,11 @@ func (s *sqliteStore) files(ctx context.Context) ([]string, error) {
 }
 
 // sqliteBatch is one write transaction (BEGIN IMMEDIATE: SQLite's write
-// lock, so the files' rows cannot change under it) with a savepoint per file.
+// lock, so the files' rows cannot change under it). Files are not wrapped
+// in savepoints: FTS5 flushes its pending terms to a new segment at every
+// savepoint, which costs more than the indexing. A file that fails half
+// way rolls the whole batch back instead (errBatchLost), and the engine
+// indexes the batch's other files again.
 type sqliteBatch struct {
 	s                  *sqliteStore
 	tx                 *sql.Tx
@@ -249,18 +255,14 @@ func (s *sqliteStore) batch(ctx context.Context) (batch, error) {
 }
 
 func (b *sqliteBatch) file(ctx context.Context, path string, fn func(w writer) error) error {
-	if _, err := b.tx.ExecContext(ctx, `SAVEPOINT file`); err != nil {
-		return b.s.err("begin "+path, err)
+	if b.finished {
+		return errBatchLost
 	}
 	if err := fn(b); err != nil {
-		if _, rerr := b.tx.ExecContext(context.WithoutCancel(ctx), `ROLLBACK TO file`); rerr != nil {
-			return errors.Join(err, b.s.err("roll back "+path, rerr))
-		}
-		b.tx.ExecContext(context.WithoutCancel(ctx), `RELEASE file`)
-		return err
+		b.rollback()
+		return fmt.Errorf("%w: %w", errBatchLost, err)
 	}
-	_, err := b.tx.ExecContext(ctx, `RELEASE file`)
-	return b.s.err("write "+path, err)
+	return nil
 }
 
 func (b *sqliteBatch) closeStmts() {
