@@ -91,3 +91,53 @@ type storedChunk struct {
 	ts         int64
 	text       string
 }
+
+// rowIter is a *sql.Rows or a pgx.Rows: the row-reading helpers below
+// serve both stores.
+type rowIter interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// collectChunks reads rows of (id, path, start, end, entry ids, ts, text).
+func collectChunks(rows rowIter) ([]storedChunk, error) {
+	var out []storedChunk
+	for rows.Next() {
+		var c storedChunk
+		if err := rows.Scan(&c.id, &c.path, &c.start, &c.end, &c.entryIDs, &c.ts, &c.text); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// collectIDTexts reads rows of (id, text).
+func collectIDTexts(rows rowIter) ([]int64, []string, error) {
+	var ids []int64
+	var texts []string
+	for rows.Next() {
+		var id int64
+		var t string
+		if err := rows.Scan(&id, &t); err != nil {
+			return nil, nil, err
+		}
+		ids = append(ids, id)
+		texts = append(texts, t)
+	}
+	return ids, texts, rows.Err()
+}
+
+// eachVector reads rows of (id, embedding).
+func eachVector(rows rowIter, fn func(id int64, vec []byte)) error {
+	for rows.Next() {
+		var id int64
+		var b []byte
+		if err := rows.Scan(&id, &b); err != nil {
+			return err
+		}
+		fn(id, b)
+	}
+	return rows.Err()
+}

@@ -23,41 +23,35 @@ func Dump(ix *Index) (map[string][]string, error) {
 		h := sha256.Sum256([]byte(text))
 		out[path] = append(out[path], fmt.Sprintf("%d/%d L%d-%d [%s] %s", bytes, lines, start, end, ids, hex.EncodeToString(h[:8])))
 	}
+	var rows rowIter
 	switch st := ix.st.(type) {
 	case *sqliteStore:
-		rows, err := st.db.QueryContext(ctx, fmt.Sprintf(q, "files", "chunks"))
+		r, err := st.db.QueryContext(ctx, fmt.Sprintf(q, "files", "chunks"))
 		if err != nil {
 			return nil, err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var p, ids, text string
-			var b int64
-			var l, s, e int
-			if err := rows.Scan(&p, &b, &l, &s, &e, &ids, &text); err != nil {
-				return nil, err
-			}
-			add(p, b, l, s, e, ids, text)
-		}
-		return out, rows.Err()
+		defer r.Close()
+		rows = r
 	case *pgStore:
-		rows, err := st.pool.Query(ctx, fmt.Sprintf(q, "ctxtool_recall_files", "ctxtool_recall_chunks"))
+		r, err := st.pool.Query(ctx, fmt.Sprintf(q, "ctxtool_recall_files", "ctxtool_recall_chunks"))
 		if err != nil {
 			return nil, err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var p, ids, text string
-			var b int64
-			var l, s, e int
-			if err := rows.Scan(&p, &b, &l, &s, &e, &ids, &text); err != nil {
-				return nil, err
-			}
-			add(p, b, l, s, e, ids, text)
-		}
-		return out, rows.Err()
+		defer r.Close()
+		rows = r
+	default:
+		return nil, fmt.Errorf("unknown backend %T", ix.st)
 	}
-	return nil, fmt.Errorf("unknown backend %T", ix.st)
+	for rows.Next() {
+		var p, ids, text string
+		var b int64
+		var l, s, e int
+		if err := rows.Scan(&p, &b, &l, &s, &e, &ids, &text); err != nil {
+			return nil, err
+		}
+		add(p, b, l, s, e, ids, text)
+	}
+	return out, rows.Err()
 }
 
 // sortedKeys is for messages.

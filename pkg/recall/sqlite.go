@@ -543,15 +543,8 @@ func (s *sqliteStore) chunks(ctx context.Context, ids []int64) ([]storedChunk, e
 		return nil, s.err("search", err)
 	}
 	defer rows.Close()
-	var out []storedChunk
-	for rows.Next() {
-		var c storedChunk
-		if err := rows.Scan(&c.id, &c.path, &c.start, &c.end, &c.entryIDs, &c.ts, &c.text); err != nil {
-			return nil, s.err("search", err)
-		}
-		out = append(out, c)
-	}
-	return out, s.err("search", rows.Err())
+	out, err := collectChunks(rows)
+	return out, s.err("search", err)
 }
 
 func (s *sqliteStore) vectors(ctx context.Context, model string, fileID int64, fn func(id int64, vec []byte)) error {
@@ -566,15 +559,7 @@ func (s *sqliteStore) vectors(ctx context.Context, model string, fileID int64, f
 		return s.err("vector search", err)
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var id int64
-		var b []byte
-		if err := rows.Scan(&id, &b); err != nil {
-			return s.err("vector search", err)
-		}
-		fn(id, b)
-	}
-	return s.err("vector search", rows.Err())
+	return s.err("vector search", eachVector(rows, fn))
 }
 
 func (s *sqliteStore) unembedded(ctx context.Context, fileID int64, model string) ([]int64, []string, error) {
@@ -583,18 +568,8 @@ func (s *sqliteStore) unembedded(ctx context.Context, fileID int64, model string
 		return nil, nil, s.err("read chunks to embed", err)
 	}
 	defer rows.Close()
-	var ids []int64
-	var texts []string
-	for rows.Next() {
-		var id int64
-		var t string
-		if err := rows.Scan(&id, &t); err != nil {
-			return nil, nil, s.err("read chunks to embed", err)
-		}
-		ids = append(ids, id)
-		texts = append(texts, t)
-	}
-	return ids, texts, s.err("read chunks to embed", rows.Err())
+	ids, texts, err := collectIDTexts(rows)
+	return ids, texts, s.err("read chunks to embed", err)
 }
 
 func (s *sqliteStore) storeVectors(ctx context.Context, model string, ids []int64, vecs [][]byte) error {
