@@ -26,7 +26,11 @@ type EstimateOptions struct {
 	ModelWindows  map[string]int // config models.<name>.contextWindow
 	PerMessage    bool
 	FailOver      string
-	JSON          bool
+	// Baseline is an earlier `estimate --json` output; MaxGrowth the growth
+	// over it that fails (exit 3).
+	Baseline  string
+	MaxGrowth string
+	JSON      bool
 	// Gauge renders the one-line context gauge ("" below its threshold).
 	Gauge func(tokens, window int) string
 }
@@ -73,6 +77,8 @@ Tokenizers:
 	configFlags(cmd, "estimate.tokenizer", "model", "contextWindow")
 	fl.BoolVar(&opts.PerMessage, "per-message", false, "add every context message (entryId, line, role, tokens)")
 	fl.StringVar(&opts.FailOver, "fail-over", "", "exit 3 if tokens exceed N, or P% of the window (CI gate)")
+	fl.StringVar(&opts.Baseline, "baseline", "", "compare with an earlier `estimate --json` output (adds baselineTokens and growth)")
+	fl.StringVar(&opts.MaxGrowth, "max-growth", "", "with --baseline: exit 3 if a session's context grew more than this (10% or 0.1)")
 	return cmd
 }
 
@@ -101,6 +107,9 @@ type EstimateReport struct {
 	Error           string                 `json:"error,omitempty"`
 	// FailOver says, with --fail-over, whether this file crossed it.
 	FailOver *bool `json:"failOver,omitempty"`
+	// BaselineTokens and Growth compare with --baseline (growth 0.1 = 10%).
+	BaselineTokens int      `json:"baselineTokens,omitempty"`
+	Growth         *float64 `json:"growth,omitempty"`
 }
 
 // MessageTokenReport is one context message with --per-message.
@@ -127,8 +136,20 @@ func runEstimate(opts *EstimateOptions) error {
 	if err != nil {
 		return exitcode.New(exitcode.Usage, err)
 	}
+	maxGrowth, err := estimate.ParseGrowth(opts.MaxGrowth)
+	if err != nil {
+		return exitcode.New(exitcode.Usage, err)
+	}
+	var base *estimate.Baseline
+	if opts.Baseline != "" {
+		if base, err = estimate.LoadBaseline(opts.Baseline); err != nil {
+			return exitcode.New(exitcode.Usage, err)
+		}
+	} else if maxGrowth > 0 {
+		return exitcode.Newf(exitcode.Usage, "--max-growth needs --baseline FILE (an earlier `estimate --json` output)")
+	}
 	var reports, crossed []*EstimateReport
-	failed, worst := 0, 0
+	failed, worst, grew := 0, 0, false
 	prog := opts.IO.NewProgress("estimating", "files", len(opts.Files))
 	defer prog.Clear()
 	for i, file := range opts.Files {
@@ -151,6 +172,19 @@ func runEstimate(opts *EstimateOptions) error {
 				r.FailOver = &over
 				if over {
 					crossed = append(crossed, r)
+				}
+			}
+			if base != nil {
+				g := base.Check(file, r.Tokens, maxGrowth)
+				if !g.Known {
+					fmt.Fprintf(opts.IO.ErrOut, "warning: %s: not in the baseline %s; growth not checked\n", file, opts.Baseline)
+				} else {
+					r.BaselineTokens, r.Growth = g.BaselineTokens, &g.Share
+				}
+				if g.Over {
+					grew = true
+					fmt.Fprintf(opts.IO.ErrOut, "ctxtool: %s: the context grew %.1f%% since the baseline (%d → %d tokens), over --max-growth %s\n",
+						displayPath(file), g.Share*100, g.BaselineTokens, r.Tokens, opts.MaxGrowth)
 				}
 			}
 		}
@@ -185,6 +219,9 @@ func runEstimate(opts *EstimateOptions) error {
 			msg += fmt.Sprintf("; %d could not be read (see above)", failed)
 		}
 		fmt.Fprintln(opts.IO.ErrOut, msg)
+		return exitcode.Silent(exitcode.Threshold)
+	}
+	if grew {
 		return exitcode.Silent(exitcode.Threshold)
 	}
 	if failed > 0 {

@@ -306,3 +306,21 @@ func unwrap(err error) error {
 	}
 	return err
 }
+
+// Key is the name a file is known by across runs (baselines compare runs
+// made from different working copies): relative to the working directory
+// when the file lies below it, with forward slashes; "-" stays "-".
+func Key(path string) string {
+	if path == "-" {
+		return path
+	}
+	p := path
+	if filepath.IsAbs(p) {
+		if wd, err := os.Getwd(); err == nil {
+			if rel, err := filepath.Rel(wd, p); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+				p = rel
+			}
+		}
+	}
+	return filepath.ToSlash(filepath.Clean(p))
+}

@@ -233,6 +233,9 @@ func startServer(bin string) (*Server, error) {
 			s.cmd.SysProcAttr = &syscall.SysProcAttr{}
 		}
 		s.cmd.SysProcAttr.Setpgid = true
+		// A test binary killed by its timeout never runs Main's Stop:
+		// the server then quits with it (immediate shutdown).
+		s.cmd.SysProcAttr.Pdeathsig = syscall.SIGQUIT
 		if err = s.cmd.Start(); err != nil {
 			logf.Close()
 			break
