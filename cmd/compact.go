@@ -34,8 +34,11 @@ type CompactOptions struct {
 	// IfNeeded gates the compaction on the strategy's trigger.
 	IfNeeded bool
 	Truncate bool
-	Idle     time.Duration
-	Wait     time.Duration
+	// IndexBackup puts a --truncate backup in the recall index, so what
+	// the rewrite dropped stays searchable (nil: recall is disabled).
+	IndexBackup func(ctx context.Context, path string) error
+	Idle        time.Duration
+	Wait        time.Duration
 	// MemoryFlush runs the pre-compaction memory flush first (Flush).
 	MemoryFlush bool
 	Flush       MemoryFlushSettings
@@ -99,6 +102,22 @@ empty summary writes nothing and exits 1.`,
 			}
 			opts.Files = args
 			opts.JSON = f.JSON
+			if opts.Truncate && !opts.DryRun && cfg.Bool(nil, "recall.enabled") && opts.IndexBackup == nil {
+				emb, err := recallEmbedder(cfg)
+				if err != nil {
+					return exitcode.New(exitcode.Usage, err)
+				}
+				loc, state, maxChars := cfg.String(nil, "recall.url"), cfg.StateDir(c.Flags()), cfg.Int(nil, "recall.toolOutputChars")
+				opts.IndexBackup = func(ctx context.Context, path string) error {
+					ix, err := openRecall(loc, state, emb, maxChars)
+					if err != nil {
+						return err
+					}
+					defer ix.Close()
+					_, err = ix.Index(ctx, path)
+					return err
+				}
+			}
 			return runCompact(c.Context(), opts)
 		},
 	}
@@ -270,6 +289,16 @@ func runCompact(ctx context.Context, o *CompactOptions) error {
 		if o.FailOnDropped >= 0 {
 			opts.FailOnDropped = &o.FailOnDropped
 		}
+		if err := checkInput(file); err != nil {
+			fmt.Fprintf(o.IO.ErrOut, "ctxtool: %v\n", err)
+			worst = max(worst, exitcode.Code(err))
+			if o.JSON {
+				if err := writeJSONLine(o.IO.Out, &compaction.Result{File: file, Reason: err.Error(), Strategy: o.Settings.Strategy, Summarizer: sum.Name()}); err != nil {
+					return err
+				}
+			}
+			continue
+		}
 		if o.MemoryFlush {
 			if err := flushBeforeCompaction(ctx, o, file); err != nil {
 				fmt.Fprintf(o.IO.ErrOut, "ctxtool: %v\n", err)
@@ -281,6 +310,18 @@ func runCompact(ctx context.Context, o *CompactOptions) error {
 		if err == nil {
 			recordCompaction(ctx, o, res)
 		}
+		if err == nil && res.Backup != "" && o.IndexBackup != nil {
+			// Nothing leaves search: the lines the rewrite dropped are in
+			// the backup, which directory walks skip (as OpenClaw's memory
+			// search does); index it by name now. It stays in the index:
+			// index prunes only files that no longer exist.
+			if ierr := o.IndexBackup(ctx, res.Backup); ierr != nil {
+				err = fmt.Errorf("%s: compacted, but the backup %s holding the dropped lines is not searchable yet: %v (run 'ctxtool index %s')",
+					file, res.Backup, ierr, res.Backup)
+			} else {
+				res.BackupIndexed = true
+			}
+		}
 		if err != nil {
 			code := exitcode.Code(err)
 			fmt.Fprintf(o.IO.ErrOut, "ctxtool: %v\n", err)
@@ -291,6 +332,7 @@ func runCompact(ctx context.Context, o *CompactOptions) error {
 				res = &compaction.Result{File: file, Reason: err.Error(), Strategy: o.Settings.Strategy, Summarizer: sum.Name()}
 			}
 		}
+		warnMalformed(o.IO.ErrOut, file, res.MalformedLines, "compacts pi's context without it")
 		for _, w := range res.Warnings {
 			fmt.Fprintf(o.IO.ErrOut, "warning: %s: %s\n", file, w)
 		}
@@ -321,8 +363,8 @@ func printCompact(o *CompactOptions, r *compaction.Result, runErr error) {
 	case !r.Compacted:
 		status = "not compacted"
 	}
-	t := newTable(w)
-	t.row("file", r.File)
+	t := newTable(w).fit(o.IO.Width())
+	t.row("file", displayPath(r.File))
 	t.row("result", status)
 	if r.Reason != "" {
 		t.row("reason", r.Reason)

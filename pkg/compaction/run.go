@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/ctxtool/ctxtool/pkg/estimate"
@@ -86,6 +87,8 @@ type Result struct {
 	Chunks              int    `json:"chunks,omitempty"`
 	Fallback            string `json:"fallback,omitempty"`
 	Backup              string `json:"backup,omitempty"`
+	// BackupIndexed: the backup is in the recall index (set by the CLI).
+	BackupIndexed bool `json:"backupIndexed,omitempty"`
 	// CarriedLines counts lines another writer (pi takes no lock) appended
 	// while --truncate rewrote the file, carried over after the new content.
 	CarriedLines int `json:"carriedLines,omitempty"`
@@ -102,6 +105,9 @@ type Result struct {
 	// Summary is the text that was (or, with --dry-run, would be) written.
 	Summary  string   `json:"summary,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`
+	// MalformedLines are the session's lines pi drops: the compaction is
+	// planned without them, as pi would, and they stay in the file.
+	MalformedLines []transcript.Malformed `json:"malformedLines,omitempty"`
 
 	prep    *Preparation
 	outcome *Outcome
@@ -303,6 +309,7 @@ func plan(s *transcript.Session, o Options, res *Result) (Settings, *Preparation
 	}
 	set.Count = c.count
 	res.Estimator = c.method
+	res.MalformedLines = s.Malformed
 	if set.ContextWindow <= 0 {
 		set.ContextWindow = DefaultContextWindow
 		if o.ResolveWindow != nil {
@@ -314,6 +321,12 @@ func plan(s *transcript.Session, o Options, res *Result) (Settings, *Preparation
 		return set, nil, err
 	}
 	res.prep = p
+	for _, w := range s.Warnings {
+		if msg := w.String(); !slices.Contains(res.Warnings, msg) {
+			o.logf("%s: warning: %s", s.File, w)
+			res.Warnings = append(res.Warnings, msg)
+		}
+	}
 	fillPlan(res, s, p)
 	if p.Reason != "" {
 		res.Reason = p.Reason

@@ -109,6 +109,8 @@ type Report struct {
 	Skipped          bool    `json:"skipped,omitempty"`
 	Error            string  `json:"error,omitempty"`
 	Seconds          float64 `json:"seconds"`
+	// MalformedLines are the session's lines pi drops (left in place).
+	MalformedLines []transcript.Malformed `json:"malformedLines,omitempty"`
 
 	err   error
 	would bool
@@ -321,7 +323,7 @@ func (r *Roller) plan(s *transcript.Session, build bool) (decision, error) {
 		target = DefaultTargetUtilization
 	}
 	d := decision{rep: Report{
-		File: s.File, DryRun: r.DryRun, TokensBefore: m.Tokens, ContextWindow: win, Method: m.Method,
+		File: s.File, DryRun: r.DryRun, MalformedLines: s.Malformed, TokensBefore: m.Tokens, ContextWindow: win, Method: m.Method,
 		ContextMessages: len(c.Messages), KeptMessages: len(c.Messages), KeptTokens: m.Tokens,
 		Utilization:  math.Round(float64(m.Tokens)/float64(win)*10000) / 10000,
 		TargetTokens: int(math.Floor(target * float64(win))),
