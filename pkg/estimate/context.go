@@ -1,102 +1,226 @@
 package estimate
 
 import (
+	"fmt"
+	"math"
+
+	"github.com/ctxtool/ctxtool/pkg/models"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
-// Result is the estimate of a whole active context.
+// Options are what every command passes to Measure: the method (--tokenizer)
+// and the window settings (--model, --context-window, config). The same
+// file with the same options gives the same size in every command.
+type Options struct {
+	Method string // "" = auto
+	Window models.Settings
+}
+
+// Rejection describes the usage record pi would anchor on when ctxtool does
+// not trust it (estimate --json usageRejected).
+type Rejection struct {
+	Line   int        `json:"line"`
+	Class  UsageClass `json:"class"`
+	Reason string     `json:"reason"`
+	Tokens int        `json:"tokens"`
+}
+
+// Result is the size of a whole active context.
 type Result struct {
 	// Method actually used ("auto" resolved to calibrated or o200k).
 	Method string
+	// Tokens is the next request: Σ PerMessage + Overhead.
 	Tokens int
-	// PerMessage holds each context message's estimate (for calibrated and
-	// usage, the message part only; Overhead/anchor are separate).
+	// PerMessage holds each context message's share of Tokens.
 	PerMessage []int
 	ByRole     map[string]int
-	// UsageTokens is the usage record the estimate is anchored on (0 if none);
-	// TrailingTokens is what follows it.
+	// UsageTokens is the fresh usage record the estimate is anchored on (0
+	// if none); TrailingTokens is what follows it.
 	UsageTokens    int
 	TrailingTokens int
 	AnchorIndex    int // context index of the anchor, -1 if none
-	// Overhead is the estimated system prompt + tools (calibrated, no anchor).
+	AnchorLine     int // its line, 0 if none
+	// Overhead is what no message accounts for (system prompt, tools,
+	// framing), measured by the last sound usage record; 0 without one.
 	Overhead int
+	// Scale < 1 is applied to the message counts when the last sound usage
+	// record counted less than they say (the counter overstates this
+	// session's content); 1 otherwise.
+	Scale float64
 	// Stale is true when the session's last usage record predates the
 	// compaction in force: pi then reports the size as unknown.
-	Stale       bool
+	Stale bool
+	// Rejected is pi's anchor when ctxtool does not trust it.
+	Rejected *Rejection
+	// Window is the resolved model and context window; Utilization is
+	// Tokens / Window.Tokens.
+	Window      models.SessionWindow
+	Utilization float64
 	Calibration *Calibration
+	Audit       *UsageAudit
 	Notes       []string
+
+	counter *Counter
+	scaled  map[*transcript.Entry]int
 }
 
-// Context estimates the context with the given method.
+// Context measures the context with the given method and the default
+// window settings (see Measure).
 func Context(s *transcript.Session, ctx *transcript.Context, method string) (*Result, error) {
-	r := &Result{Method: method, ByRole: map[string]int{}, AnchorIndex: -1, Stale: ctx.UsageStale()}
+	return Measure(s, ctx, Options{Method: method})
+}
+
+// usesEvidence reports whether a method relies on usage records. The
+// heuristic is pi's chars/4 exactly, and o200k/cl100k count the content;
+// the others anchor on trustworthy usage.
+func usesEvidence(method string) bool {
 	switch method {
-	case Heuristic:
-		for _, m := range ctx.Messages {
-			r.add(m, m.Tokens())
-		}
-		return r, nil
-	case Usage:
-		// pi's estimateContextTokens: the last trusted usage + chars/4 after it.
-		// After a compaction with no reply yet, that anchor is stale (pi's
-		// gauge says "unknown"); we report the heuristic of the whole
-		// context instead of the pre-compaction size.
-		u := ctx.EstimateContextTokens()
-		for _, m := range ctx.Messages {
-			r.add(m, m.Tokens())
-		}
-		r.Tokens = 0
-		if r.Stale || u.LastUsageIndex < 0 {
-			for _, n := range r.PerMessage {
-				r.Tokens += n
-			}
-			if r.Stale {
-				r.Notes = append(r.Notes, "the last usage record predates the compaction in force (pi reports the size as unknown); counting the context with chars/4 instead")
-			}
-			return r, nil
-		}
-		r.UsageTokens, r.TrailingTokens, r.AnchorIndex, r.Tokens = u.UsageTokens, u.TrailingTokens, u.LastUsageIndex, u.Tokens
-		return r, nil
+	case Heuristic, O200k, Cl100k:
+		return false
 	}
-	c, err := NewCounter(s, method)
-	if err != nil {
-		return nil, err
+	return true
+}
+
+// Measure is the one context-size function every command calls (estimate,
+// compact's trigger and kept-tail sizing, roll's trigger and target,
+// checkpoint's gauge and 80% gate). It resolves the session's model and
+// window, audits the usage records, counts each context message with the
+// method and, for methods that use usage evidence (auto, calibrated,
+// usage):
+//   - with a fresh anchor: Tokens = the anchor's count + the messages after
+//     it (pi's estimateContextTokens, on a record that can be trusted);
+//   - else with a sound record (fresh or stale): the messages + the
+//     overhead that record measured beyond its own messages;
+//   - else: the messages alone, and a note saying why.
+//
+// Tokens always equals Σ PerMessage + Overhead, so eviction and compaction
+// arithmetic done with PerMessage closes: removing messages removes exactly
+// their share, and measuring the result later gives the same number.
+func Measure(s *transcript.Session, ctx *transcript.Context, o Options) (*Result, error) {
+	method := o.Method
+	if method == "" {
+		method = Auto
 	}
-	r.Method = c.Method()
-	r.Calibration = c.Calibration()
-	if c.Note != "" {
-		r.Notes = append(r.Notes, c.Note)
+	if !ValidMethod(method) {
+		return nil, fmt.Errorf("unknown tokenizer %q (use one of %v)", method, Methods)
 	}
-	entries := make([]*transcript.Entry, len(ctx.Messages))
+	win := models.ForSession(ctx.Path, s.Header, o.Window)
+	audit := AuditUsage(ctx.Path, win.Tokens)
+	r := &Result{Method: method, ByRole: map[string]int{}, AnchorIndex: -1, Scale: 1, Stale: ctx.UsageStale(),
+		Window: win, Audit: audit}
+	var count func(e *transcript.Entry) int
+	switch method {
+	case Heuristic, Usage:
+		count = (*transcript.Entry).Tokens
+	default:
+		c, err := newCounter(s, method, audit)
+		if err != nil {
+			return nil, err
+		}
+		r.Method, r.Calibration, r.counter = c.Method(), c.Calibration(), c
+		if c.Note != "" {
+			r.Notes = append(r.Notes, c.Note)
+		}
+		entries := make([]*transcript.Entry, len(ctx.Messages))
+		for i, m := range ctx.Messages {
+			entries[i] = m.Entry
+		}
+		c.Prefetch(entries)
+		count = c.Tokens
+	}
+	raw := make([]int, len(ctx.Messages))
 	for i, m := range ctx.Messages {
-		entries[i] = m.Entry
+		raw[i] = count(m.Entry)
 	}
-	c.Prefetch(entries)
-	for _, m := range ctx.Messages {
-		r.add(m, c.Tokens(m.Entry))
+	if usesEvidence(method) {
+		r.applyEvidence(ctx, audit, raw, count)
 	}
-	if r.Method != Calibrated {
-		return r, nil
-	}
-	// Calibrated: anchor on the last fresh usage record when there is one
-	// (it counts the system prompt, tools and exact tokenisation), else add
-	// the learnt overhead to the calibrated messages.
-	u := ctx.EstimateContextTokens()
-	if !r.Stale && u.LastUsageIndex >= 0 {
-		r.UsageTokens, r.AnchorIndex = u.UsageTokens, u.LastUsageIndex
-		for _, n := range r.PerMessage[u.LastUsageIndex+1:] {
-			r.TrailingTokens += n
+	r.PerMessage = raw
+	if r.Scale != 1 {
+		r.scaled = map[*transcript.Entry]int{}
+		r.PerMessage = make([]int, len(raw))
+		for i, n := range raw {
+			r.PerMessage[i] = int(math.Round(float64(n) * r.Scale))
+			r.scaled[ctx.Messages[i].Entry] = r.PerMessage[i]
 		}
-		r.Tokens = r.UsageTokens + r.TrailingTokens
-		return r, nil
 	}
-	r.Overhead = r.Calibration.Overhead
+	for i, m := range ctx.Messages {
+		r.ByRole[m.Role] += r.PerMessage[i]
+		r.Tokens += r.PerMessage[i]
+	}
 	r.Tokens += r.Overhead
+	if r.AnchorIndex >= 0 {
+		r.TrailingTokens = r.Tokens - r.UsageTokens
+	}
+	if win.Tokens > 0 {
+		r.Utilization = float64(r.Tokens) / float64(win.Tokens)
+	}
+	if rej := audit.Rejected(); rej != nil {
+		r.Rejected = &Rejection{Line: rej.Line, Class: rej.Class, Reason: rej.Reason, Tokens: rej.Tokens}
+		if usesEvidence(method) {
+			instead := "the content estimate"
+			switch {
+			case r.AnchorIndex >= 0:
+				instead = fmt.Sprintf("the usage at line %d plus the messages after it", r.AnchorLine)
+			case r.Overhead > 0 || r.Scale != 1:
+				instead = fmt.Sprintf("the content estimate corrected by the usage at line %d", audit.Records[audit.LastSound].Line)
+			}
+			r.Notes = append(r.Notes, fmt.Sprintf("usage at line %d not used (%s: %s); counting %s instead", rej.Line, rej.Class, rej.Reason, instead))
+		}
+	}
+	if a := audit.Anchor; a >= 0 && win.Tokens > 0 && audit.Records[a].Prompt > win.Tokens && usesEvidence(method) {
+		rec := audit.Records[a]
+		r.Notes = append(r.Notes, fmt.Sprintf("the provider counted a %d-token prompt at line %d, more than the %s window: the session overflowed, or the window is wrong (set --context-window or models.<name>.contextWindow)",
+			rec.Prompt, rec.Line, win.Describe()))
+	}
 	return r, nil
 }
 
-func (r *Result) add(m transcript.ContextMessage, n int) {
-	r.PerMessage = append(r.PerMessage, n)
-	r.ByRole[m.Role] += n
-	r.Tokens += n
+// applyEvidence sets the anchor, overhead and scale from the audit.
+func (r *Result) applyEvidence(ctx *transcript.Context, audit *UsageAudit, raw []int, count func(*transcript.Entry) int) {
+	if audit.LastSound < 0 {
+		return
+	}
+	ref := audit.Records[audit.LastSound]
+	// What the record's own context costs by the counter: the messages
+	// pi would have built at that point of the path.
+	at := transcript.BuildContext(ctx.Path[:ref.PathIndex+1])
+	content := 0
+	for _, m := range at.Messages {
+		content += count(m.Entry)
+	}
+	if content <= 0 {
+		return
+	}
+	if over := ref.Tokens - content; over >= 0 {
+		r.Overhead = over
+	} else {
+		r.Scale = float64(ref.Tokens) / float64(content)
+	}
+	if audit.Anchor >= 0 {
+		anchor := audit.Records[audit.Anchor]
+		for i, m := range ctx.Messages {
+			if m.Entry == anchor.Entry {
+				r.AnchorIndex, r.AnchorLine, r.UsageTokens = i, anchor.Line, anchor.Tokens
+				break
+			}
+		}
+	}
+}
+
+// Count is the share of one context message in Tokens (the scaled
+// counter): what compaction sizes its kept tail with, so that the tail and
+// the whole are in the same unit.
+func (r *Result) Count(e *transcript.Entry) int {
+	if n, ok := r.scaled[e]; ok {
+		return n
+	}
+	n := e.Tokens()
+	if r.counter != nil {
+		n = r.counter.Tokens(e)
+	}
+	if r.Scale != 1 {
+		n = int(math.Round(float64(n) * r.Scale))
+	}
+	return n
 }
