@@ -70,9 +70,9 @@ session recorded survives a reset to a new file under the same key.`,
 			opts.File = args[0]
 			opts.JSON = f.JSON
 			opts.StateDir = cfg.StateDir(c.Flags())
-			opts.Keep = cfg.Int(c.Flags(), "keep", "checkpoint.keep")
-			opts.DedupeThreshold = cfg.Float(c.Flags(), "dedupe-threshold", "checkpoint.dedupeThreshold")
-			opts.ContextWindow = cfg.Int(c.Flags(), "context-window", "contextWindow")
+			opts.Keep = cfg.Int(c.Flags(), "checkpoint.keep")
+			opts.DedupeThreshold = cfg.Float(c.Flags(), "checkpoint.dedupeThreshold")
+			opts.ContextWindow = cfg.Int(c.Flags(), "contextWindow")
 			opts.ModelWindows = modelWindows(cfg)
 			return runCheckpoint(opts)
 		},
@@ -80,12 +80,11 @@ session recorded survives a reset to a new file under the same key.`,
 	fl := cmd.Flags()
 	fl.StringVar(&opts.SessionKey, "session-key", "", "session key (default: derived from the file name, or OpenClaw's sessions.json)")
 	fl.StringVar(&opts.Trigger, "trigger", checkpoint.TriggerManual, "auto-80pct|compaction|session-end|manual")
+	enumCompletion(cmd, "trigger", checkpoint.Triggers)
 	fl.BoolVar(&opts.Force, "force", false, "write even under the 5% dedupe and the 80% gate")
 	fl.DurationVar(&opts.Wait, "wait", checkpoint.DefaultStateLockWait, "how long to wait for another capture of the same session to finish")
 	fl.BoolVar(&opts.Capture, "capture", false, "record incremental state from the lines appended since the last capture; write no checkpoint")
-	fl.Int("context-window", 0, "context window in tokens (default: from the session's model)")
-	fl.Int("keep", checkpoint.DefaultKeep, "checkpoints kept per session key (config checkpoint.keep)")
-	fl.Float64("dedupe-threshold", checkpoint.DefaultDedupeThreshold, "skip when input tokens changed by less than this fraction (config checkpoint.dedupeThreshold)")
+	configFlags(cmd, "contextWindow", "checkpoint.keep", "checkpoint.dedupeThreshold")
 	return cmd
 }
 

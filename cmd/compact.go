@@ -30,9 +30,11 @@ type CompactOptions struct {
 	Model      string // for the context window
 	Windows    map[string]int
 	DryRun     bool
-	Truncate   bool
-	Idle       time.Duration
-	Wait       time.Duration
+	// IfNeeded gates the compaction on the strategy's trigger.
+	IfNeeded bool
+	Truncate bool
+	Idle     time.Duration
+	Wait     time.Duration
 }
 
 func init() { register(newCompactCmd) }
@@ -64,12 +66,14 @@ Summarizers (--summarizer):
   extractive  built in, deterministic, offline
   auto        llm when configured, else extractive (says which on stderr)
 
-Without --force a session below the strategy's trigger is left alone.
-Nothing is written with --dry-run; a failed or empty summary writes nothing
-and exits 1.`,
-		Example: `  ctxtool compact session.jsonl --summarizer extractive --dry-run --force
+It compacts on request, like pi's /compact: whenever there is history to
+summarize. --if-needed (for hooks and cron) leaves a session below the
+strategy's trigger alone. Nothing is written with --dry-run; a failed or
+empty summary writes nothing and exits 1.`,
+		Example: `  ctxtool compact session.jsonl --summarizer extractive --dry-run
   ctxtool compact session.jsonl --strategy safeguard --json
-  OPENAI_API_KEY=… ctxtool compact session.jsonl --summarizer llm --llm-model gpt-4o-mini --force`,
+  ctxtool compact session.jsonl --if-needed        # from a hook: only above the trigger
+  OPENAI_API_KEY=… ctxtool compact session.jsonl --summarizer llm --llm-model gpt-4o-mini`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			cfg, err := f.Config()
@@ -85,26 +89,25 @@ and exits 1.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.String("strategy", compaction.StrategyDefault, "default|safeguard|summarize (config compaction.mode)")
-	fl.String("summarizer", "auto", "auto|llm|extractive")
-	fl.Int("keep-recent-tokens", compaction.DefaultKeepRecentTokens, "tokens of recent history to keep verbatim")
-	fl.Int("reserve-tokens", compaction.DefaultReserveTokens, "tokens reserved below the window (trigger = window − reserve)")
-	fl.String("instructions", "", "extra instructions for the summary (config compaction.customInstructions)")
+	configFlags(cmd, "compaction.mode", "compaction.summarizer", "compaction.keepRecentTokens", "compaction.reserveTokens",
+		"compaction.customInstructions", "contextWindow", "model", "llm.model", "estimate.tokenizer")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "show what would be summarized and kept; write nothing")
 	fl.BoolVar(&opts.Truncate, "truncate", false, "rewrite the file as header + compaction + kept tail (original kept as <file>.bak.<stamp>)")
 	fl.DurationVar(&opts.Idle, "idle", compaction.DefaultIdle, "with --truncate: refuse a session written to less than this long ago (an agent is active; exit 4)")
 	fl.DurationVar(&opts.Wait, "wait", 0, "wait this long for the session lock (default: fail at once, exit 4)")
-	fl.Bool("force", false, "compact even below the strategy's trigger")
-	fl.Int("context-window", 0, "context window in tokens (default: from the session's model)")
-	fl.String("model", "", "model id for the context window (default: the session's last model)")
-	fl.String("llm-model", "", "summarizer model (config llm.model)")
-	fl.String("tokenizer", "auto", "estimator sizing the kept tail: auto|heuristic|calibrated|o200k|cl100k")
+	fl.BoolVar(&opts.IfNeeded, "if-needed", false, "compact only when the context is above the strategy's trigger (hooks, cron)")
+	// --force was needed before compact compacted on request; old scripts keep working.
+	fl.Bool("force", false, "compact even below the trigger (the default; kept for old scripts)")
+	_ = fl.MarkHidden("force")
 	return cmd
 }
 
 // fromConfig resolves flags, environment and config into the options.
 func (o *CompactOptions) fromConfig(cfg *config.Config, c *cobra.Command) error {
 	o.load(cfg, c.Flags())
+	if o.IfNeeded && boolFlag(c.Flags(), "force") {
+		return fmt.Errorf("--if-needed and --force contradict each other: leave out --force (compact compacts on request)")
+	}
 	return o.validate()
 }
 
@@ -113,42 +116,41 @@ func (o *CompactOptions) fromConfig(cfg *config.Config, c *cobra.Command) error 
 // shares it, so both commands compact with the same settings.
 func (o *CompactOptions) load(cfg *config.Config, fs *pflag.FlagSet) {
 	s := compaction.Settings{
-		Strategy:               cfg.String(fs, "strategy", "compaction.mode"),
-		KeepRecentTokens:       cfg.Int(fs, "keep-recent-tokens", "compaction.keepRecentTokens"),
-		ReserveTokens:          cfg.Int(fs, "reserve-tokens", "compaction.reserveTokens"),
-		ReserveTokensFloor:     cfg.Int(nil, "", "compaction.reserveTokensFloor"),
-		ContextWindow:          cfg.Int(fs, "context-window", "contextWindow"),
-		Force:                  boolFlag(fs, "force"),
-		MaxHistoryShare:        cfg.Float(nil, "", "compaction.maxHistoryShare"),
-		RecentTurnsPreserve:    cfg.Int(nil, "", "compaction.recentTurnsPreserve"),
-		IdentifierPolicy:       cfg.String(nil, "", "compaction.identifierPolicy"),
-		IdentifierInstructions: cfg.String(nil, "", "compaction.identifierInstructions"),
-		QualityGuard:           cfg.Bool(nil, "", "compaction.qualityGuard.enabled"),
-		QualityGuardRetries:    cfg.Int(nil, "", "compaction.qualityGuard.maxRetries"),
-		ProtectedTail:          cfg.Int(nil, "", "compaction.summarize.protectedTail"),
-		MaxInputChars:          cfg.Int(nil, "", "compaction.summarize.maxInputChars"),
-		MaxOutputTokens:        cfg.Int(nil, "", "compaction.summarize.maxOutputTokens"),
-		SummarizeThreshold:     cfg.Int(nil, "", "compaction.summarize.thresholdTokens"),
-		SummarizeFallback:      cfg.String(nil, "", "compaction.summarize.fallback"),
-		CustomInstructions:     cfg.String(fs, "instructions", "compaction.customInstructions"),
-		ExtractiveMaxChars:     cfg.Int(nil, "", "compaction.extractive.maxChars"),
+		Strategy:               cfg.String(fs, "compaction.mode"),
+		KeepRecentTokens:       cfg.Int(fs, "compaction.keepRecentTokens"),
+		ReserveTokens:          cfg.Int(fs, "compaction.reserveTokens"),
+		ReserveTokensFloor:     cfg.Int(nil, "compaction.reserveTokensFloor"),
+		ContextWindow:          cfg.Int(fs, "contextWindow"),
+		MaxHistoryShare:        cfg.Float(nil, "compaction.maxHistoryShare"),
+		RecentTurnsPreserve:    cfg.Int(nil, "compaction.recentTurnsPreserve"),
+		IdentifierPolicy:       cfg.String(nil, "compaction.identifierPolicy"),
+		IdentifierInstructions: cfg.String(nil, "compaction.identifierInstructions"),
+		QualityGuard:           cfg.Bool(nil, "compaction.qualityGuard.enabled"),
+		QualityGuardRetries:    cfg.Int(nil, "compaction.qualityGuard.maxRetries"),
+		ProtectedTail:          cfg.Int(nil, "compaction.summarize.protectedTail"),
+		MaxInputChars:          cfg.Int(nil, "compaction.summarize.maxInputChars"),
+		MaxOutputTokens:        cfg.Int(nil, "compaction.summarize.maxOutputTokens"),
+		SummarizeThreshold:     cfg.Int(nil, "compaction.summarize.thresholdTokens"),
+		SummarizeFallback:      cfg.String(nil, "compaction.summarize.fallback"),
+		CustomInstructions:     cfg.String(fs, "compaction.customInstructions"),
+		ExtractiveMaxChars:     cfg.Int(nil, "compaction.extractive.maxChars"),
 	}
 	if s.ReserveTokensFloor == 0 {
 		s.ReserveTokensFloor = -1 // 0 disables the floor (OpenClaw)
 	}
 	o.Settings = s
-	o.Summarizer = cfg.String(fs, "summarizer", "compaction.summarizer")
-	o.Estimator = cfg.String(fs, "tokenizer", "estimate.tokenizer")
-	o.Model = cfg.String(fs, "model", "model")
+	o.Summarizer = cfg.String(fs, "compaction.summarizer")
+	o.Estimator = cfg.String(fs, "estimate.tokenizer")
+	o.Model = cfg.String(fs, "model")
 	o.Windows = modelWindows(cfg)
 	o.LLM = llm.Config{
-		BaseURL:    cmp.Or(cfg.String(nil, "", "llm.baseURL"), os.Getenv("OPENAI_BASE_URL")),
-		Model:      cfg.String(fs, "llm-model", "llm.model"),
-		APIKey:     cmp.Or(cfg.String(nil, "", "llm.apiKey"), os.Getenv("OPENAI_API_KEY")),
-		Timeout:    cfg.Duration(nil, "", "llm.timeout"),
-		MaxRetries: cfg.Int(nil, "", "llm.maxRetries"),
+		BaseURL:    cmp.Or(cfg.String(nil, "llm.baseURL"), os.Getenv("OPENAI_BASE_URL")),
+		Model:      cfg.String(fs, "llm.model"),
+		APIKey:     cmp.Or(cfg.String(nil, "llm.apiKey"), os.Getenv("OPENAI_API_KEY")),
+		Timeout:    cfg.Duration(nil, "llm.timeout"),
+		MaxRetries: cfg.Int(nil, "llm.maxRetries"),
 	}
-	o.Deadline = cfg.Duration(nil, "", "llm.deadline")
+	o.Deadline = cfg.Duration(nil, "llm.deadline")
 }
 
 // validate checks what load read.
@@ -190,7 +192,14 @@ func (o *CompactOptions) summarizer() (compaction.Summarizer, error) {
 		return compaction.Extractive{}, nil
 	}
 	if !configured {
-		return nil, exitcode.Newf(exitcode.Usage, "--summarizer llm needs llm.model and an endpoint: set llm.baseURL (or OPENAI_BASE_URL) and/or llm.apiKey (or OPENAI_API_KEY)")
+		var missing []string
+		if o.LLM.Model == "" {
+			missing = append(missing, "a model: --llm-model NAME (or llm.model, CTXTOOL_LLM_MODEL)")
+		}
+		if o.LLM.BaseURL == "" && o.LLM.APIKey == "" {
+			missing = append(missing, "an endpoint: OPENAI_API_KEY (or llm.apiKey) for OpenAI, and/or OPENAI_BASE_URL (or llm.baseURL) for another server")
+		}
+		return nil, exitcode.Newf(exitcode.Usage, "--summarizer llm needs %s", strings.Join(missing, "; and "))
 	}
 	cfg := o.LLM
 	cfg.Logf = func(format string, args ...any) { fmt.Fprintf(o.IO.ErrOut, format+"\n", args...) }
@@ -216,8 +225,10 @@ func runCompact(ctx context.Context, o *CompactOptions) error {
 	}
 	worst := 0
 	for _, file := range o.Files {
+		set := o.Settings
+		set.Force = !o.IfNeeded
 		opts := compaction.Options{
-			Settings: o.Settings, Summarizer: sum, Estimator: o.Estimator, DryRun: o.DryRun, Truncate: o.Truncate, Idle: o.Idle, Wait: o.Wait,
+			Settings: set, Summarizer: sum, Estimator: o.Estimator, DryRun: o.DryRun, Truncate: o.Truncate, Idle: o.Idle, Wait: o.Wait,
 			ResolveWindow: func(model string) int {
 				if o.Model != "" {
 					model = o.Model

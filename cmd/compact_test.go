@@ -62,24 +62,62 @@ func sampleCopy(t *testing.T) (string, []byte) {
 	return p, b
 }
 
-func TestCompactDryRunReadme(t *testing.T) {
+// compact compacts on request, like pi's /compact (it used to refuse below
+// the trigger without --force); --if-needed is the gate for hooks and cron;
+// --force is still accepted. Dry runs say wouldCompact either way.
+func TestCompactOnRequestAndIfNeeded(t *testing.T) {
 	cleanEnv(t)
 	f, orig := sampleCopy(t)
 	out, errOut, code := runCLI(t, "compact", f, "--summarizer", "extractive", "--dry-run")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{"would not compact (dry run)", "below the trigger", "summarized", "kept", "--- summary that would be written"} {
+	for _, want := range []string{"would compact (dry run)", "summarized", "kept", "--- summary that would be written"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("output lacks %q:\n%s", want, out)
 		}
 	}
-	out, _, code = runCLI(t, "compact", f, "--summarizer", "extractive", "--dry-run", "--force")
-	if code != 0 || !strings.Contains(out, "would compact (dry run)") {
-		t.Fatalf("exit %d:\n%s", code, out)
+	out, _, code = runCLI(t, "compact", f, "--summarizer", "extractive", "--dry-run", "--if-needed")
+	if code != 0 || !strings.Contains(out, "would not compact (dry run)") || !strings.Contains(out, "below the trigger") || !strings.Contains(out, "without --if-needed") {
+		t.Fatalf("--if-needed: exit %d:\n%s", code, out)
+	}
+	dry := func(args ...string) map[string]any {
+		t.Helper()
+		out, errOut, code := runCLI(t, append([]string{"--json", "compact", f, "--summarizer", "extractive", "--dry-run"}, args...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d %s", args, code, errOut)
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(out), &m); err != nil {
+			t.Fatalf("%v: %q", err, out)
+		}
+		return m
+	}
+	if m := dry(); m["wouldCompact"] != true || m["compacted"] != false || m["reason"] != nil {
+		t.Fatalf("dry run of a compaction that would happen: %v", m)
+	}
+	if m := dry("--if-needed"); m["wouldCompact"] != false || m["reason"] == nil {
+		t.Fatalf("dry run below the trigger with --if-needed: %v", m)
 	}
 	if now, _ := os.ReadFile(f); string(now) != string(orig) {
 		t.Fatal("dry run wrote to the file")
+	}
+	if _, errOut, code := runCLI(t, "compact", f, "--if-needed", "--force"); code != exitcode.Usage || !strings.Contains(errOut, "leave out --force") {
+		t.Fatalf("--if-needed --force: exit %d %s", code, errOut)
+	}
+	// Below the trigger, --if-needed writes nothing; a plain compact writes.
+	out, _, code = runCLI(t, "--json", "compact", f, "--summarizer", "extractive", "--if-needed")
+	if now, _ := os.ReadFile(f); code != 0 || string(now) != string(orig) || !strings.Contains(out, `"compacted":false`) {
+		t.Fatalf("--if-needed below the trigger: exit %d %s", code, out)
+	}
+	out, _, code = runCLI(t, "--json", "compact", f, "--summarizer", "extractive")
+	if now, _ := os.ReadFile(f); code != 0 || len(now) <= len(orig) || !strings.Contains(out, `"compacted":true`) {
+		t.Fatalf("compact on request: exit %d %s", code, out)
+	}
+	// --force: accepted, same as the default.
+	g, _ := sampleCopy(t)
+	if out, _, code := runCLI(t, "--json", "compact", g, "--summarizer", "extractive", "--force"); code != 0 || !strings.Contains(out, `"compacted":true`) {
+		t.Fatalf("--force: exit %d %s", code, out)
 	}
 }
 
@@ -146,9 +184,15 @@ func TestCompactAutoPicksConfiguredLLM(t *testing.T) {
 func TestCompactUsageAndLockErrors(t *testing.T) {
 	cleanEnv(t)
 	f, orig := sampleCopy(t)
-	if _, errOut, code := runCLI(t, "compact", f, "--summarizer", "llm"); code != exitcode.Usage || !strings.Contains(errOut, "llm.model") {
+	if _, errOut, code := runCLI(t, "compact", f, "--summarizer", "llm"); code != exitcode.Usage || !strings.Contains(errOut, "--llm-model NAME") || !strings.Contains(errOut, "OPENAI_API_KEY") {
 		t.Fatalf("llm without config: exit %d %s", code, errOut)
 	}
+	// The README's LLM example, with a key but no model: the error names --llm-model.
+	t.Setenv("OPENAI_API_KEY", "sk-x")
+	if _, errOut, code := runCLI(t, "compact", f, "--summarizer", "llm"); code != exitcode.Usage || !strings.Contains(errOut, "--llm-model") || strings.Contains(errOut, "endpoint") {
+		t.Fatalf("llm without a model: exit %d %s", code, errOut)
+	}
+	t.Setenv("OPENAI_API_KEY", "")
 	if _, _, code := runCLI(t, "compact", f, "--strategy", "bogus"); code != exitcode.Usage {
 		t.Fatalf("bad strategy: exit %d", code)
 	}

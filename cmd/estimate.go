@@ -58,9 +58,9 @@ Tokenizers:
 			}
 			opts.Files = args
 			opts.JSON = f.JSON
-			opts.Tokenizer = cfg.String(c.Flags(), "tokenizer", "estimate.tokenizer")
-			opts.Model = cfg.String(c.Flags(), "model", "model")
-			opts.ContextWindow = cfg.Int(c.Flags(), "context-window", "contextWindow")
+			opts.Tokenizer = cfg.String(c.Flags(), "estimate.tokenizer")
+			opts.Model = cfg.String(c.Flags(), "model")
+			opts.ContextWindow = cfg.Int(c.Flags(), "contextWindow")
 			opts.ModelWindows = modelWindows(cfg)
 			if opts.Gauge == nil {
 				opts.Gauge = contextGauge
@@ -69,9 +69,7 @@ Tokenizers:
 		},
 	}
 	fl := cmd.Flags()
-	fl.String("tokenizer", "auto", "auto|heuristic|usage|calibrated|o200k|cl100k")
-	fl.String("model", "", "model id for the context window (default: the session's last model)")
-	fl.Int("context-window", 0, "context window in tokens (overrides the model table)")
+	configFlags(cmd, "estimate.tokenizer", "model", "contextWindow")
 	fl.BoolVar(&opts.PerMessage, "per-message", false, "add every context message (entryId, line, role, tokens)")
 	fl.StringVar(&opts.FailOver, "fail-over", "", "exit 3 if tokens exceed N, or P% of the window (CI gate)")
 	return cmd

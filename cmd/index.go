@@ -76,8 +76,8 @@ hybrid search.`,
 			opts.Paths = args
 			opts.JSON = f.JSON
 			opts.StateDir = cfg.StateDir(c.Flags())
-			opts.Location = cfg.String(c.Flags(), "index", "recall.url")
-			opts.MaxChars = cfg.Int(nil, "", "recall.toolOutputChars")
+			opts.Location = cfg.String(c.Flags(), "recall.url")
+			opts.MaxChars = cfg.Int(nil, "recall.toolOutputChars")
 			if opts.Embedder, err = recallEmbedder(cfg); err != nil {
 				return exitcode.New(exitcode.Usage, err)
 			}
@@ -91,7 +91,7 @@ hybrid search.`,
 
 // addIndexFlag adds --index (config recall.url) to a command using recall.
 func addIndexFlag(cmd *cobra.Command) {
-	cmd.Flags().String("index", "", "recall index: a SQLite file or postgres://… (config recall.url; default <state-dir>/recall/index.sqlite)")
+	configFlags(cmd, "recall.url")
 }
 
 // recallLocation is where the index lives: the explicit location
@@ -109,22 +109,22 @@ func recallLocation(location, stateDir string) (string, error) {
 // recallEmbedder builds the embeddings client when llm.embeddingModel is
 // set (nil otherwise: keyword-only recall).
 func recallEmbedder(cfg *config.Config) (recall.Embedder, error) {
-	model := cfg.String(nil, "", "llm.embeddingModel")
+	model := cfg.String(nil, "llm.embeddingModel")
 	if model == "" {
 		return nil, nil
 	}
-	base := cfg.String(nil, "", "llm.baseURL")
+	base := cfg.String(nil, "llm.baseURL")
 	if base == "" {
 		base = os.Getenv("OPENAI_BASE_URL")
 	}
-	key := cfg.String(nil, "", "llm.apiKey")
+	key := cfg.String(nil, "llm.apiKey")
 	if key == "" {
 		key = os.Getenv("OPENAI_API_KEY")
 	}
 	return recall.NewOpenAIEmbedder(recall.EmbedderConfig{
 		BaseURL: base, APIKey: key, Model: model,
-		Timeout:    cfg.Duration(nil, "", "llm.timeout"),
-		MaxRetries: cfg.Int(nil, "", "llm.maxRetries"),
+		Timeout:    cfg.Duration(nil, "llm.timeout"),
+		MaxRetries: cfg.Int(nil, "llm.maxRetries"),
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -65,6 +66,7 @@ session lock, so the agent sees it on its next turn.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Format, "format", "text", "text|yaml|json")
+	enumCompletion(cmd, "format", restoreFormats)
 	fl.BoolVar(&opts.Append, "append", false, "append the resume text to the session FILE as a custom_message entry")
 	fl.BoolVar(&opts.List, "list", false, "list the session's checkpoints")
 	fl.StringVar(&opts.ID, "id", "", "checkpoint to render (cp_NNN; default the latest)")
@@ -102,10 +104,11 @@ type CheckpointListing struct {
 	Error       string  `json:"error,omitempty"`
 }
 
+// restoreFormats are the values of restore --format.
+var restoreFormats = []string{"text", "yaml", "json"}
+
 func runRestore(opts *RestoreOptions) error {
-	switch opts.Format {
-	case "text", "yaml", "json":
-	default:
+	if !slices.Contains(restoreFormats, opts.Format) {
 		return exitcode.Newf(exitcode.Usage, "--format %q: use text, yaml or json", opts.Format)
 	}
 	if opts.ID != "" && !checkpoint.ValidID(opts.ID) {

@@ -92,22 +92,22 @@ code 4 unless --wait gets the lock). Standalone pi takes no lock: use
 			opts.Paths = args
 			opts.JSON = f.JSON
 			o := &opts.Roll
-			o.TargetUtilization = cfg.Float(fl, "target-utilization", "compaction.rolling.targetUtilization")
-			o.MinKeepMessages = cfg.Int(fl, "min-keep-messages", "compaction.rolling.minKeepMessages")
-			o.EvictionNote = cfg.Bool(fl, "eviction-note", "compaction.rolling.evictionNote")
-			o.Trigger = cfg.Float(fl, "trigger", "compaction.rolling.trigger")
+			o.TargetUtilization = cfg.Float(fl, "compaction.rolling.targetUtilization")
+			o.MinKeepMessages = cfg.Int(fl, "compaction.rolling.minKeepMessages")
+			o.EvictionNote = cfg.Bool(fl, "compaction.rolling.evictionNote")
+			o.Trigger = cfg.Float(fl, "compaction.rolling.trigger")
 			// An explicit --trigger 0 forces a roll; 0 from the config is the
 			// default "use the compaction threshold".
 			o.Force = fl.Changed("trigger") && o.Trigger == 0
-			o.ReserveTokens = cfg.Int(nil, "", "compaction.reserveTokens")
-			o.ContextWindow = cfg.Int(fl, "context-window", "contextWindow")
-			opts.Model = cfg.String(fl, "model", "model")
-			opts.Tokenizer = cfg.String(fl, "tokenizer", "estimate.tokenizer")
+			o.ReserveTokens = cfg.Int(nil, "compaction.reserveTokens")
+			o.ContextWindow = cfg.Int(fl, "contextWindow")
+			opts.Model = cfg.String(fl, "model")
+			opts.Tokenizer = cfg.String(fl, "estimate.tokenizer")
 			opts.ModelWindows = modelWindows(cfg)
-			opts.RecallEnabled = cfg.Bool(nil, "", "recall.enabled")
+			opts.RecallEnabled = cfg.Bool(nil, "recall.enabled")
 			opts.StateDir = cfg.StateDir(fl)
-			opts.RecallURL = cfg.String(fl, "index", "recall.url")
-			opts.MaxChars = cfg.Int(nil, "", "recall.toolOutputChars")
+			opts.RecallURL = cfg.String(fl, "recall.url")
+			opts.MaxChars = cfg.Int(nil, "recall.toolOutputChars")
 			if opts.RecallEnabled {
 				if opts.Embedder, err = recallEmbedder(cfg); err != nil {
 					return exitcode.New(exitcode.Usage, err)
@@ -129,18 +129,13 @@ code 4 unless --wait gets the lock). Standalone pi takes no lock: use
 		},
 	}
 	fl := cmd.Flags()
-	fl.Float64("target-utilization", rolling.DefaultTargetUtilization, "fraction of the context window to keep after eviction (note included)")
-	fl.Int("min-keep-messages", rolling.DefaultMinKeepMessages, "always keep at least this many recent messages")
-	fl.Bool("eviction-note", true, "write the eviction note as the compaction summary (false: empty summary)")
-	fl.Float64("trigger", 0, "roll when utilization ≥ P (default: pi's compaction threshold; 0 given explicitly: always roll down to the target)")
+	configFlags(cmd, "compaction.rolling.targetUtilization", "compaction.rolling.minKeepMessages", "compaction.rolling.evictionNote",
+		"compaction.rolling.trigger", "estimate.tokenizer", "model", "contextWindow")
 	fl.BoolVar(&opts.Roll.DryRun, "dry-run", false, "report what would be evicted, write nothing")
 	fl.DurationVar(&opts.Roll.Wait, "wait", 0, "wait up to this long for a locked session (default: skip it)")
 	fl.BoolVar(&opts.Roll.NoFallback, "no-fallback", false, "refuse instead of summarising when recall is unavailable")
 	fl.IntVar(&opts.Jobs, "jobs", 0, "sessions processed in parallel (default: number of CPUs)")
 	fl.DurationVar(&opts.OlderThan, "older-than", 0, "skip sessions modified more recently than this (live sessions)")
-	fl.String("tokenizer", "auto", "token estimate: auto|heuristic|usage|calibrated|o200k|cl100k")
-	fl.String("model", "", "model id for the context window (default: the session's last model)")
-	fl.Int("context-window", 0, "context window in tokens (overrides the model table)")
 	addIndexFlag(cmd)
 	return cmd
 }
@@ -245,7 +240,7 @@ func runRoll(ctx context.Context, opts *RollOptions) error {
 				}
 				return
 			}
-			if len(files) <= 20 || rep.Rolled || rep.Fallback != "" || rep.Error != "" {
+			if len(files) <= 20 || rep.Would() || rep.Fallback != "" || rep.Error != "" {
 				notable = append(notable, rep)
 			}
 		})
@@ -272,7 +267,7 @@ func printRollTable(out io.Writer, reps []*rolling.Report, sum rolling.Summary, 
 		for _, r := range reps {
 			rolled := "no"
 			switch {
-			case r.Rolled && dryRun:
+			case r.Would() && dryRun:
 				rolled = "would"
 			case r.Rolled:
 				rolled = "yes"
@@ -286,14 +281,14 @@ func printRollTable(out io.Writer, reps []*rolling.Report, sum rolling.Summary, 
 				rolled = "skipped"
 			}
 			tokens := humanInt(r.TokensBefore)
-			if r.Rolled {
+			if r.Would() {
 				tokens += " → " + humanInt(r.KeptTokens)
 			}
 			if r.ContextWindow > 0 {
 				tokens += fmt.Sprintf(" / %s", humanInt(r.ContextWindow))
 			}
 			what := r.Reason
-			if r.Rolled && r.FirstEvictedTimestamp != "" {
+			if r.Would() && r.FirstEvictedTimestamp != "" {
 				what = r.FirstEvictedTimestamp + " … " + r.LastEvictedTimestamp
 				if r.Reason != "" {
 					what += " (" + r.Reason + ")"

@@ -327,6 +327,15 @@ func TestRollDryRunShowsNote(t *testing.T) {
 	if len(reps) != 1 || !strings.HasPrefix(reps[0].Note, "[Context rolled by ctxtool]") {
 		t.Fatalf("JSON note: %+v", reps)
 	}
+	// A dry run says wouldRoll (as compact --dry-run says wouldCompact);
+	// rolled is what happened: nothing.
+	if reps[0].Rolled || reps[0].WouldRoll == nil || !*reps[0].WouldRoll {
+		t.Fatalf("dry run: rolled %v wouldRoll %v", reps[0].Rolled, reps[0].WouldRoll)
+	}
+	reps, _, _, _ = runRollCmd(t, "roll", "--state-dir", t.TempDir(), "--dry-run", "--json", path)
+	if len(reps) != 1 || reps[0].Rolled || reps[0].WouldRoll == nil || *reps[0].WouldRoll {
+		t.Fatalf("dry run under the trigger: %+v", reps)
+	}
 }
 
 // The fallback picks its summariser as compact does: llm.model alone (no

@@ -30,7 +30,6 @@ type Factory struct {
 
 	configFile   string
 	openclawFile string
-	stateDir     string
 	JSON         bool
 
 	cfg *config.Config
@@ -77,8 +76,16 @@ lock.`,
 	pf := root.PersistentFlags()
 	pf.StringVar(&f.configFile, "config", "", "config file (default ./ctxtool.yaml, then $XDG_CONFIG_HOME/ctxtool/config.yaml)")
 	pf.StringVar(&f.openclawFile, "openclaw-config", "", "read agents.defaults.compaction/contextManagement from an openclaw.json (JSON5)")
-	pf.StringVar(&f.stateDir, "state-dir", "", "state directory for checkpoints and the recall index (env CTXTOOL_STATE_DIR)")
+	config.Flag(pf, "stateDir")
 	pf.BoolVar(&f.JSON, "json", false, "machine output: one JSON object per input file, one per line")
+	// Flags standing for config keys are checked against the key table
+	// (ranges, allowed values) before any command runs.
+	root.PersistentPreRunE = func(c *cobra.Command, args []string) error {
+		if err := config.CheckFlags(c.Flags()); err != nil {
+			return exitcode.New(exitcode.Usage, err)
+		}
+		return nil
+	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return exitcode.New(exitcode.Usage, fmt.Errorf("%v (see '%s --help')", err, c.CommandPath()))
 	})

@@ -54,9 +54,9 @@ citation, entryIds, timestamp, source); no hits print nothing.`,
 			opts.Query = strings.Join(args, " ")
 			opts.JSON = f.JSON
 			opts.StateDir = cfg.StateDir(c.Flags())
-			opts.Location = cfg.String(c.Flags(), "index", "recall.url")
-			opts.MaxResults = cfg.Int(c.Flags(), "max-results", "recall.maxResults")
-			opts.MinScore = cfg.Float(c.Flags(), "min-score", "recall.minScore")
+			opts.Location = cfg.String(c.Flags(), "recall.url")
+			opts.MaxResults = cfg.Int(c.Flags(), "recall.maxResults")
+			opts.MinScore = cfg.Float(c.Flags(), "recall.minScore")
 			if opts.Embedder, err = recallEmbedder(cfg); err != nil {
 				return exitcode.New(exitcode.Usage, err)
 			}
@@ -64,8 +64,7 @@ citation, entryIds, timestamp, source); no hits print nothing.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.Int("max-results", recall.DefaultMaxResults, "most hits to show")
-	fl.Float64("min-score", recall.DefaultMinScore, "drop hits scoring below this (0..1)")
+	configFlags(cmd, "recall.maxResults", "recall.minScore")
 	fl.StringVar(&opts.Session, "session", "", "search only this session file")
 	addIndexFlag(cmd)
 	return cmd

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/ctxtool/ctxtool/pkg/transcript"
@@ -54,14 +55,11 @@ type TakeResult struct {
 	Warnings        []string `json:"warnings,omitempty"`
 }
 
+// Triggers are the triggers the command accepts.
+var Triggers = []string{TriggerAuto80, TriggerCompaction, TriggerSessionEnd, TriggerManual}
+
 // ValidTrigger reports whether t is a trigger the command accepts.
-func ValidTrigger(t string) bool {
-	switch t {
-	case TriggerAuto80, TriggerCompaction, TriggerSessionEnd, TriggerManual:
-		return true
-	}
-	return false
-}
+func ValidTrigger(t string) bool { return slices.Contains(Triggers, t) }
 
 // Take builds a checkpoint of a session and stores it unless the 80% gate
 // (auto-80pct) or the dedupe rule says not to. It first captures the lines

@@ -38,10 +38,13 @@ type Options struct {
 
 // Result is what `ctxtool compact --json` prints for one file.
 type Result struct {
-	File               string `json:"file"`
-	Compacted          bool   `json:"compacted"`
-	Reason             string `json:"reason,omitempty"`
-	DryRun             bool   `json:"dryRun,omitempty"`
+	File      string `json:"file"`
+	Compacted bool   `json:"compacted"`
+	Reason    string `json:"reason,omitempty"`
+	DryRun    bool   `json:"dryRun,omitempty"`
+	// WouldCompact is set on dry runs only: whether a real run would
+	// compact (Compacted stays false; roll --dry-run says wouldRoll).
+	WouldCompact       *bool  `json:"wouldCompact,omitempty"`
 	Strategy           string `json:"strategy"`
 	Summarizer         string `json:"summarizer"`
 	FirstKeptEntryID   string `json:"firstKeptEntryId"`
@@ -172,10 +175,10 @@ func Run(ctx context.Context, path string, o Options) (*Result, error) {
 			return nil, nil
 		}
 		if p.BelowTrigger && !set.Force {
-			res.Reason = fmt.Sprintf("below the trigger: the context is %d tokens, the %s strategy compacts above %d (window %d − reserve %d); use --force to compact anyway",
+			res.Reason = fmt.Sprintf("below the trigger: the context is %d tokens, the %s strategy compacts above %d (window %d − reserve %d); run without --if-needed to compact anyway",
 				p.ContextTokens, set.Strategy, p.Threshold, p.ContextWindow, p.ReserveTokens)
 			if set.Strategy == StrategySummarize {
-				res.Reason = fmt.Sprintf("below the trigger: the context is %d tokens, the summarize strategy compacts above %d; use --force to compact anyway",
+				res.Reason = fmt.Sprintf("below the trigger: the context is %d tokens, the summarize strategy compacts above %d; run without --if-needed to compact anyway",
 					p.ContextTokens, p.Threshold)
 			}
 			if !o.DryRun {
@@ -254,6 +257,10 @@ func Run(ctx context.Context, path string, o Options) (*Result, error) {
 			return [][]byte{a.Line}, nil
 		})
 		res.Compacted = err == nil && wrote
+	}
+	if o.DryRun {
+		would := err == nil && res.Reason == ""
+		res.WouldCompact = &would
 	}
 	if err != nil {
 		res.Compacted = false

@@ -187,8 +187,13 @@ func (s Settings) Validate() error {
 	default:
 		return fmt.Errorf("compaction.summarize.fallback %q: use trim or fail", s.SummarizeFallback)
 	}
-	if s.KeepRecentTokens < 0 || s.ReserveTokens < 0 || s.ContextWindow < 0 {
-		return fmt.Errorf("token settings must not be negative")
+	for _, f := range []struct {
+		key string
+		n   int
+	}{{"compaction.keepRecentTokens", s.KeepRecentTokens}, {"compaction.reserveTokens", s.ReserveTokens}, {"contextWindow", s.ContextWindow}} {
+		if f.n < 0 {
+			return fmt.Errorf("%s %d: must not be negative", f.key, f.n)
+		}
 	}
 	return nil
 }

@@ -9,6 +9,8 @@
 package config
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,61 +21,6 @@ import (
 	"github.com/spf13/viper"
 )
 
-// Defaults holds every configuration key and its default value. Keep it in
-// step with config.example.yaml (a test checks that they agree).
-var Defaults = map[string]any{
-	"stateDir": "",
-
-	"estimate.tokenizer": "auto",
-	"contextWindow":      0,
-	"model":              "",
-
-	"llm.baseURL":        "",
-	"llm.model":          "",
-	"llm.apiKey":         "",
-	"llm.embeddingModel": "",
-	"llm.timeout":        "120s",
-	"llm.deadline":       "10m",
-	"llm.maxRetries":     4,
-
-	"compaction.mode":                      "default",
-	"compaction.summarizer":                "auto",
-	"compaction.reserveTokens":             16384,
-	"compaction.keepRecentTokens":          20000,
-	"compaction.reserveTokensFloor":        20000,
-	"compaction.maxHistoryShare":           0.5,
-	"compaction.recentTurnsPreserve":       3,
-	"compaction.identifierPolicy":          "strict",
-	"compaction.identifierInstructions":    "",
-	"compaction.customInstructions":        "",
-	"compaction.qualityGuard.enabled":      false,
-	"compaction.qualityGuard.maxRetries":   1,
-	"compaction.summarize.protectedTail":   6,
-	"compaction.summarize.maxInputChars":   100000,
-	"compaction.summarize.maxOutputTokens": 4096,
-	"compaction.summarize.thresholdTokens": 80000,
-	"compaction.summarize.fallback":        "trim",
-	"compaction.extractive.maxChars":       12000,
-
-	"compaction.rolling.targetUtilization": 0.8,
-	"compaction.rolling.minKeepMessages":   10,
-	"compaction.rolling.evictionNote":      true,
-	"compaction.rolling.trigger":           0.0,
-
-	"recall.enabled": true,
-	// recall.url puts the index in PostgreSQL (postgres://…) or another
-	// SQLite file; "" = <stateDir>/recall/index.sqlite.
-	"recall.url":        "",
-	"recall.maxResults": 6,
-	"recall.minScore":   0.35,
-	// recall.toolOutputChars caps the indexed text of one tool result, tool
-	// call, thinking block or bash run (head + tail kept).
-	"recall.toolOutputChars": 4000,
-
-	"checkpoint.keep":            5,
-	"checkpoint.dedupeThreshold": 0.05,
-}
-
 // Config is the resolved configuration of one process run.
 type Config struct {
 	v *viper.Viper
@@ -82,22 +29,27 @@ type Config struct {
 }
 
 // Load reads the config file (explicit path, else ./ctxtool.yaml, else
-// $XDG_CONFIG_HOME/ctxtool/config.yaml) and the optional OpenClaw config.
-// A missing default file is fine; a missing explicit file is an error.
+// $XDG_CONFIG_HOME/ctxtool/config.yaml), the environment and the optional
+// OpenClaw config, and validates all of them against Keys: an unknown key,
+// a value of the wrong type or out of range is an error naming the file and
+// line (or the variable), the key and what it expects. A missing default
+// file is fine; a missing explicit file is an error.
 func Load(explicit, openclawFile string) (*Config, error) {
 	v := viper.New()
-	for k, d := range Defaults {
+	for k, d := range Defaults() {
 		v.SetDefault(k, d)
 	}
 	v.SetEnvPrefix("CTXTOOL")
 	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
 	v.AutomaticEnv()
 
+	var errs []error
 	if openclawFile != "" {
 		oc, err := ReadOpenClaw(openclawFile)
 		if err != nil {
 			return nil, err
 		}
+		errs = append(errs, checkOpenClaw(openclawFile, oc))
 		for k, val := range oc {
 			v.SetDefault(k, val)
 		}
@@ -114,12 +66,25 @@ func Load(explicit, openclawFile string) (*Config, error) {
 		}
 	}
 	if file != "" {
-		v.SetConfigFile(file)
+		data, err := os.ReadFile(file)
+		switch {
+		case errors.Is(err, os.ErrNotExist) && explicit != "":
+			return nil, fmt.Errorf("--config %s: no such file (create it from config.example.yaml, or leave out --config)", file)
+		case err != nil:
+			return nil, fmt.Errorf("config %s: %v", file, err)
+		}
+		if err := checkFile(file, data); err != nil {
+			return nil, err
+		}
 		v.SetConfigType("yaml")
-		if err := v.ReadInConfig(); err != nil {
+		if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
 			return nil, fmt.Errorf("config %s: %v (check the YAML syntax; config.example.yaml shows every key)", file, err)
 		}
 		c.File = file
+	}
+	errs = append(errs, checkEnvironment())
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -138,58 +103,54 @@ func defaultFiles() []string {
 	return files
 }
 
-// flagSet reports whether the named flag exists in fs and was set by the user.
-func flagSet(fs *pflag.FlagSet, name string) bool {
-	if fs == nil || name == "" {
-		return false
+// String returns the key's flag value when the user set the flag on fs
+// (nil: no flags), else the key's value from environment, file or default.
+func (c *Config) String(fs *pflag.FlagSet, key string) string {
+	k := mustKey(key)
+	if f := changedFlag(fs, k); f != nil {
+		return f.Value.String()
 	}
-	f := fs.Lookup(name)
-	return f != nil && f.Changed
+	return c.v.GetString(k.Name)
 }
 
-// String returns the flag's value when set, else the key's resolved value.
-func (c *Config) String(fs *pflag.FlagSet, flag, key string) string {
-	if flagSet(fs, flag) {
-		s, _ := fs.GetString(flag)
-		return s
-	}
-	return c.v.GetString(key)
-}
-
-// Int returns the flag's value when set, else the key's resolved value.
-func (c *Config) Int(fs *pflag.FlagSet, flag, key string) int {
-	if flagSet(fs, flag) {
-		n, _ := fs.GetInt(flag)
+// Int is String for integer keys.
+func (c *Config) Int(fs *pflag.FlagSet, key string) int {
+	k := mustKey(key)
+	if f := changedFlag(fs, k); f != nil {
+		n, _ := fs.GetInt(f.Name)
 		return n
 	}
-	return c.v.GetInt(key)
+	return c.v.GetInt(k.Name)
 }
 
-// Float returns the flag's value when set, else the key's resolved value.
-func (c *Config) Float(fs *pflag.FlagSet, flag, key string) float64 {
-	if flagSet(fs, flag) {
-		n, _ := fs.GetFloat64(flag)
+// Float is String for number keys.
+func (c *Config) Float(fs *pflag.FlagSet, key string) float64 {
+	k := mustKey(key)
+	if f := changedFlag(fs, k); f != nil {
+		n, _ := fs.GetFloat64(f.Name)
 		return n
 	}
-	return c.v.GetFloat64(key)
+	return c.v.GetFloat64(k.Name)
 }
 
-// Bool returns the flag's value when set, else the key's resolved value.
-func (c *Config) Bool(fs *pflag.FlagSet, flag, key string) bool {
-	if flagSet(fs, flag) {
-		b, _ := fs.GetBool(flag)
+// Bool is String for boolean keys.
+func (c *Config) Bool(fs *pflag.FlagSet, key string) bool {
+	k := mustKey(key)
+	if f := changedFlag(fs, k); f != nil {
+		b, _ := fs.GetBool(f.Name)
 		return b
 	}
-	return c.v.GetBool(key)
+	return c.v.GetBool(k.Name)
 }
 
-// Duration returns the flag's value when set, else the key's resolved value.
-func (c *Config) Duration(fs *pflag.FlagSet, flag, key string) time.Duration {
-	if flagSet(fs, flag) {
-		d, _ := fs.GetDuration(flag)
+// Duration is String for duration keys.
+func (c *Config) Duration(fs *pflag.FlagSet, key string) time.Duration {
+	k := mustKey(key)
+	if f := changedFlag(fs, k); f != nil {
+		d, _ := fs.GetDuration(f.Name)
 		return d
 	}
-	return c.v.GetDuration(key)
+	return c.v.GetDuration(k.Name)
 }
 
 // Sub returns the map under a key, e.g. "models".
@@ -198,9 +159,8 @@ func (c *Config) Sub(key string) map[string]any { return c.v.GetStringMap(key) }
 // StateDir resolves the state directory: flag/env/config, else
 // $XDG_STATE_HOME/ctxtool, else ~/.local/state/ctxtool.
 func (c *Config) StateDir(fs *pflag.FlagSet) string {
-	if flagSet(fs, "state-dir") {
-		d, _ := fs.GetString("state-dir")
-		return d
+	if f := changedFlag(fs, mustKey("stateDir")); f != nil {
+		return f.Value.String()
 	}
 	// The documented variable comes before the config file; viper's own
 	// mapping of "stateDir" (CTXTOOL_STATEDIR) is honoured by the lookup below.

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"flag"
 	"os"
 	"path/filepath"
 	"sort"
@@ -24,11 +25,24 @@ func flattenYAML(prefix string, m map[string]any, out map[string]any) {
 	}
 }
 
-// config.example.yaml documents every key with its default value.
-func TestExampleConfigMatchesDefaults(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "..", "config.example.yaml"))
+var update = flag.Bool("update", false, "rewrite config.example.yaml from the key table")
+
+// config.example.yaml is generated from Keys: it documents every key with
+// its default, and parsing it back gives exactly the table's defaults.
+func TestExampleConfig(t *testing.T) {
+	path := filepath.Join("..", "..", "config.example.yaml")
+	want := ExampleYAML()
+	if *update {
+		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if string(data) != want {
+		t.Fatalf("config.example.yaml is not what pkg/config/keys.go generates; run: go test ./pkg/config -run TestExampleConfig -update")
 	}
 	var doc map[string]any
 	if err := yaml.Unmarshal(data, &doc); err != nil {
@@ -37,7 +51,7 @@ func TestExampleConfigMatchesDefaults(t *testing.T) {
 	got := map[string]any{}
 	flattenYAML("", doc, got)
 	var missing, extra, differ []string
-	for k, d := range Defaults {
+	for k, d := range Defaults() {
 		v, ok := got[k]
 		if !ok {
 			missing = append(missing, k)
@@ -48,14 +62,18 @@ func TestExampleConfigMatchesDefaults(t *testing.T) {
 		}
 	}
 	for k := range got {
-		if _, ok := Defaults[k]; !ok {
+		if _, ok := Lookup(k); !ok {
 			extra = append(extra, k)
 		}
 	}
 	sort.Strings(missing)
 	sort.Strings(extra)
 	if len(missing)+len(extra)+len(differ) > 0 {
-		t.Fatalf("config.example.yaml vs Defaults: missing %v, unknown %v, different defaults %v", missing, extra, differ)
+		t.Fatalf("config.example.yaml vs Keys: missing %v, unknown %v, different defaults %v", missing, extra, differ)
+	}
+	// The example itself loads without a complaint.
+	if _, err := Load(path, ""); err != nil {
+		t.Fatalf("the example does not load: %v", err)
 	}
 }
 
@@ -90,18 +108,18 @@ func TestPrecedenceFlagEnvFileOpenClawDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := c.Int(nil, "", "compaction.keepRecentTokens"); got != 22222 {
+	if got := c.Int(nil, "compaction.keepRecentTokens"); got != 22222 {
 		t.Fatalf("file must beat openclaw: %d", got)
 	}
-	if got := c.String(nil, "", "compaction.mode"); got != "safeguard" {
+	if got := c.String(nil, "compaction.mode"); got != "safeguard" {
 		t.Fatalf("openclaw must beat default: %q", got)
 	}
-	if got := c.Int(nil, "", "compaction.reserveTokens"); got != 16384 {
+	if got := c.Int(nil, "compaction.reserveTokens"); got != 16384 {
 		t.Fatalf("default: %d", got)
 	}
 	t.Setenv("CTXTOOL_COMPACTION_KEEPRECENTTOKENS", "33333")
 	c, _ = Load(file, oc)
-	if got := c.Int(nil, "", "compaction.keepRecentTokens"); got != 33333 {
+	if got := c.Int(nil, "compaction.keepRecentTokens"); got != 33333 {
 		t.Fatalf("env must beat file: %d", got)
 	}
 	if _, err := Load(filepath.Join(dir, "missing.yaml"), ""); err == nil {

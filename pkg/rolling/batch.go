@@ -124,7 +124,7 @@ func (s *Summary) Add(r *Report) {
 		s.Skipped++
 	case r.Fallback != "":
 		s.Fallback++
-	case r.Rolled:
+	case r.Would():
 		s.Rolled++
 		s.EvictedCount += r.EvictedCount
 		s.EvictedTokens += r.EvictedTokens

@@ -89,6 +89,10 @@ type Report struct {
 	// Compacted is set when the fallback summarised the session instead.
 	Compacted bool `json:"compacted,omitempty"`
 	DryRun    bool `json:"dryRun,omitempty"`
+	// WouldRoll is set on dry runs only: whether a real run would roll
+	// (Rolled stays false: nothing was rolled). compact --dry-run says
+	// wouldCompact the same way.
+	WouldRoll *bool `json:"wouldRoll,omitempty"`
 	// Note is the eviction note a dry run would append (dry runs only).
 	Note             string  `json:"note,omitempty"`
 	TokensBefore     int     `json:"tokensBefore"`
@@ -106,8 +110,12 @@ type Report struct {
 	Error            string  `json:"error,omitempty"`
 	Seconds          float64 `json:"seconds"`
 
-	err error
+	err   error
+	would bool
 }
+
+// Would reports whether the session was rolled, or with a dry run would be.
+func (r *Report) Would() bool { return r.Rolled || (r.WouldRoll != nil && *r.WouldRoll) }
 
 // Err is the error behind Report.Error (nil when the roll succeeded or was
 // not needed); a *transcript.LockedError for locked sessions.
@@ -155,6 +163,10 @@ type decision struct {
 func (r *Roller) Roll(ctx context.Context, path string) *Report {
 	start := time.Now()
 	rep := r.roll(ctx, path)
+	if r.DryRun {
+		would := rep.would && rep.Error == ""
+		rep.WouldRoll = &would
+	}
 	rep.Seconds = math.Round(time.Since(start).Seconds()*1000) / 1000
 	return rep
 }
@@ -207,10 +219,11 @@ func (r *Roller) roll(ctx context.Context, path string) *Report {
 				}
 			}
 		}
-		final.Rolled = true
 		if r.DryRun {
+			final.would = true
 			return nil, nil
 		}
+		final.Rolled = true
 		return [][]byte{d.line}, nil
 	}
 	for attempt := 0; ; attempt++ {

@@ -354,7 +354,7 @@ func TestRollLockedAndDryRun(t *testing.T) {
 	o := Options{TargetUtilization: 0.3, MinKeepMessages: 10, EvictionNote: true, Force: true}
 
 	rep := newRoller(Options{TargetUtilization: 0.3, MinKeepMessages: 10, EvictionNote: true, Force: true, DryRun: true}).Roll(context.Background(), path)
-	if !rep.Rolled || !rep.DryRun || rep.EvictedCount == 0 {
+	if rep.Rolled || !rep.Would() || !rep.DryRun || rep.EvictedCount == 0 {
 		t.Fatalf("dry run: %+v", rep)
 	}
 

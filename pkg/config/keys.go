@@ -1,0 +1,276 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Kind is the type a key's value must have; its name is what error
+// messages say was expected.
+type Kind string
+
+const (
+	String   Kind = "a string"
+	Int      Kind = "an integer"
+	Float    Kind = "a number"
+	Bool     Kind = "true or false"
+	Duration Kind = "a duration (e.g. 90s, 10m)"
+	// Map is a section of free-form names: models.<name>.contextWindow.
+	Map Kind = "a map of model names"
+)
+
+// Key is one configuration setting. Keys is the single table of them: the
+// loader validates config files, environment and flags against it, flags
+// are defined from it (Flag), and config.example.yaml is generated from it
+// (a test fails when the file and the table differ).
+//
+// To add a setting: append a Key to Keys (in the section it belongs to),
+// read it with Config.String/Int/Float/Bool/Duration(fs, name), define its
+// flag with the Flag function if it has one, then regenerate the example:
+//
+//	go test ./pkg/config -run TestExampleConfig -update
+type Key struct {
+	// Name is the dotted key, as in the config file: "compaction.keepRecentTokens".
+	Name string
+	Kind Kind
+	// Default is the value when nothing sets the key: string, int,
+	// float64, bool, or a duration string ("120s").
+	Default any
+	// Flag is the command-line flag that overrides the key on the commands
+	// that define it with config.Flag ("" = config and environment only).
+	Flag string
+	// Doc says what the key does, in one or two sentences: the flag's help
+	// and the comment above the key in config.example.yaml.
+	Doc string
+	// Enum lists the allowed values of a String key (validated; offered by
+	// shell completion).
+	Enum []string
+	// Range bounds a numeric key (nil: any value).
+	Range *Range
+}
+
+// Range bounds a number; the message names the key and the rule.
+type Range struct {
+	Min, Max     float64
+	HasMax       bool
+	ExclusiveMin bool // Min itself is not allowed
+}
+
+func nonNegative() *Range { return &Range{Min: 0} }
+func positive() *Range    { return &Range{Min: 0, ExclusiveMin: true} }
+func unit() *Range        { return &Range{Min: 0, Max: 1, HasMax: true} }
+func share() *Range       { return &Range{Min: 0, Max: 1, HasMax: true, ExclusiveMin: true} }
+
+// check returns "" when n is allowed, else the rule it breaks.
+func (r *Range) check(n float64) string {
+	if r == nil {
+		return ""
+	}
+	switch {
+	case r.HasMax && r.ExclusiveMin && (n <= r.Min || n > r.Max):
+		return fmt.Sprintf("must be in (%v, %v]", r.Min, r.Max)
+	case r.HasMax && (n < r.Min || n > r.Max):
+		return fmt.Sprintf("must be between %v and %v", r.Min, r.Max)
+	case r.ExclusiveMin && n <= r.Min && r.Min == 0:
+		return "must be positive"
+	case r.ExclusiveMin && n <= r.Min:
+		return fmt.Sprintf("must be greater than %v", r.Min)
+	case n < r.Min && r.Min == 0:
+		return "must not be negative"
+	case n < r.Min:
+		return fmt.Sprintf("must be at least %v", r.Min)
+	}
+	return ""
+}
+
+// Sections documents the sections of config.example.yaml (comment above
+// the section's first line).
+var Sections = map[string]string{
+	"estimate":             "",
+	"llm":                  "OpenAI-compatible endpoint for LLM summaries and (optional) embeddings.\nOPENAI_API_KEY and OPENAI_BASE_URL are read when apiKey/baseURL are empty.",
+	"compaction":           "",
+	"compaction.rolling":   "Rolling window (ctxtool roll).",
+	"compaction.summarize": "Seed 003 single-pass strategy.",
+	"recall":               "",
+	"checkpoint":           "",
+}
+
+// Keys is every configuration key, in the order of config.example.yaml.
+var Keys = []Key{
+	{Name: "stateDir", Kind: String, Default: "", Flag: "state-dir",
+		Doc: "Checkpoints and the recall index live here. Default: $XDG_STATE_HOME/ctxtool (or ~/.local/state/ctxtool). Also env CTXTOOL_STATE_DIR."},
+
+	{Name: "model", Kind: String, Default: "", Flag: "model",
+		Doc: `Model id used to look up the context window; "" = the session's last model.`},
+	{Name: "contextWindow", Kind: Int, Default: 0, Flag: "context-window", Range: nonNegative(),
+		Doc: "Context window in tokens; 0 = from the model table (200000 for unknown models)."},
+	{Name: "models", Kind: Map,
+		Doc: "Per-model overrides of the built-in model table: models.<name>.contextWindow."},
+
+	{Name: "estimate.tokenizer", Kind: String, Default: "auto", Flag: "tokenizer",
+		Enum: []string{"auto", "heuristic", "usage", "calibrated", "o200k", "cl100k"},
+		Doc:  "How tokens are measured: auto (calibrated from the session's usage records, else o200k) | heuristic (pi's chars/4) | usage | calibrated | o200k | cl100k."},
+
+	{Name: "llm.baseURL", Kind: String, Default: "", Doc: "Base URL of the OpenAI-compatible API; \"\" = OPENAI_BASE_URL, else OpenAI."},
+	{Name: "llm.model", Kind: String, Default: "", Flag: "llm-model", Doc: "Summarizer model; needed for --summarizer llm."},
+	{Name: "llm.apiKey", Kind: String, Default: "", Doc: "API key; \"\" = OPENAI_API_KEY."},
+	{Name: "llm.embeddingModel", Kind: String, Default: "", Doc: `Embedding model for hybrid recall search; "" = keyword search only.`},
+	{Name: "llm.timeout", Kind: Duration, Default: "120s", Doc: "Timeout of one LLM call."},
+	{Name: "llm.deadline", Kind: Duration, Default: "10m", Doc: "Overall deadline of one command's LLM work."},
+	{Name: "llm.maxRetries", Kind: Int, Default: 4, Range: nonNegative(),
+		Doc: "Retries on 429/5xx, exponential backoff with jitter, Retry-After honoured."},
+
+	{Name: "compaction.mode", Kind: String, Default: "default", Flag: "strategy",
+		Enum: []string{"default", "safeguard", "summarize"},
+		Doc:  "Compaction strategy: default (pi) | safeguard (OpenClaw) | summarize (single pass)."},
+	{Name: "compaction.summarizer", Kind: String, Default: "auto", Flag: "summarizer",
+		Enum: []string{"auto", "llm", "extractive"},
+		Doc:  "auto (llm when configured, else extractive) | llm | extractive (built in, offline)."},
+	{Name: "compaction.reserveTokens", Kind: Int, Default: 16384, Flag: "reserve-tokens", Range: nonNegative(),
+		Doc: "pi: tokens reserved below the window; --if-needed compacts when tokens > window - reserveTokens."},
+	{Name: "compaction.keepRecentTokens", Kind: Int, Default: 20000, Flag: "keep-recent-tokens", Range: nonNegative(),
+		Doc: "Tokens of recent history kept verbatim."},
+	{Name: "compaction.reserveTokensFloor", Kind: Int, Default: 20000, Range: nonNegative(),
+		Doc: "OpenClaw safeguard: reserve floor (0 disables it)."},
+	{Name: "compaction.maxHistoryShare", Kind: Float, Default: 0.5, Range: share(),
+		Doc: "OpenClaw safeguard: largest share of the window the summarized history may take."},
+	{Name: "compaction.recentTurnsPreserve", Kind: Int, Default: 3, Range: nonNegative(),
+		Doc: "OpenClaw safeguard: recent user turns kept verbatim."},
+	{Name: "compaction.identifierPolicy", Kind: String, Default: "strict", Enum: []string{"strict", "off", "custom"},
+		Doc: "strict | off | custom (then identifierInstructions is used)."},
+	{Name: "compaction.identifierInstructions", Kind: String, Default: "", Doc: "Identifier instructions for identifierPolicy: custom."},
+	{Name: "compaction.customInstructions", Kind: String, Default: "", Flag: "instructions",
+		Doc: "Extra instructions appended to the summarizer instruction."},
+	{Name: "compaction.qualityGuard.enabled", Kind: Bool, Default: false, Doc: "Check LLM summaries and retry weak ones."},
+	{Name: "compaction.qualityGuard.maxRetries", Kind: Int, Default: 1, Range: nonNegative(), Doc: "Retries of the quality guard."},
+	{Name: "compaction.summarize.protectedTail", Kind: Int, Default: 6, Range: nonNegative(), Doc: "Messages kept verbatim at the end."},
+	{Name: "compaction.summarize.maxInputChars", Kind: Int, Default: 100000, Range: positive(), Doc: "Characters of history sent to the summarizer."},
+	{Name: "compaction.summarize.maxOutputTokens", Kind: Int, Default: 4096, Range: positive(), Doc: "Longest summary, in tokens."},
+	{Name: "compaction.summarize.thresholdTokens", Kind: Int, Default: 80000, Range: nonNegative(), Doc: "Compact (with --if-needed) above this many tokens."},
+	{Name: "compaction.summarize.fallback", Kind: String, Default: "trim", Enum: []string{"trim", "fail"},
+		Doc: "trim: on summarizer failure, trim with a fallback note | fail."},
+	{Name: "compaction.extractive.maxChars", Kind: Int, Default: 12000, Range: positive(), Doc: "Budget of the offline extractive summary, in characters."},
+
+	{Name: "compaction.rolling.targetUtilization", Kind: Float, Default: 0.8, Flag: "target-utilization", Range: share(),
+		Doc: "Fraction of the context window kept after a roll (eviction note included)."},
+	{Name: "compaction.rolling.minKeepMessages", Kind: Int, Default: 10, Flag: "min-keep-messages", Range: nonNegative(),
+		Doc: "Always keep at least this many recent messages."},
+	{Name: "compaction.rolling.evictionNote", Kind: Bool, Default: true, Flag: "eviction-note",
+		Doc: "Write the eviction note as the compaction summary (false: empty summary)."},
+	{Name: "compaction.rolling.trigger", Kind: Float, Default: 0.0, Flag: "trigger", Range: unit(),
+		Doc: "Roll at utilization >= trigger; 0 = at pi's compaction threshold (on the command line, --trigger 0 rolls every session above the target)."},
+
+	{Name: "recall.enabled", Kind: Bool, Default: true, Doc: "Index and search transcripts; roll falls back to a summary when false."},
+	{Name: "recall.url", Kind: String, Default: "", Flag: "index",
+		Doc: `Where the recall index lives: "" = <stateDir>/recall/index.sqlite; a SQLite file path; or postgres://user:password@host:5432/db for one index shared by a fleet (tables ctxtool_recall_*; add ?search_path=name for a namespace).`},
+	{Name: "recall.maxResults", Kind: Int, Default: 6, Flag: "max-results", Range: positive(), Doc: "Hits returned by search."},
+	{Name: "recall.minScore", Kind: Float, Default: 0.35, Flag: "min-score", Range: unit(), Doc: "Lowest score of a search hit (0-1)."},
+	{Name: "recall.toolOutputChars", Kind: Int, Default: 4000, Range: positive(),
+		Doc: "Indexed characters of one tool result / tool call / bash run (head + tail)."},
+
+	{Name: "checkpoint.keep", Kind: Int, Default: 5, Flag: "keep", Range: positive(), Doc: "Checkpoints kept per session."},
+	{Name: "checkpoint.dedupeThreshold", Kind: Float, Default: 0.05, Flag: "dedupe-threshold", Range: unit(),
+		Doc: "No new checkpoint when input tokens changed by less than this share."},
+}
+
+// EnvOnly are environment variables that are not config keys but belong to
+// ctxtool (documented, so they are not reported as mistakes).
+var EnvOnly = map[string]string{
+	"CTXTOOL_STATE_DIR": "state directory (same as stateDir / --state-dir)",
+	"CTXTOOL_FORCE_TTY": "draw progress bars even when stderr is not a terminal",
+}
+
+var keyIndex = func() map[string]int {
+	m := make(map[string]int, len(Keys))
+	for i, k := range Keys {
+		m[strings.ToLower(k.Name)] = i
+	}
+	return m
+}()
+
+// Lookup returns the key of that name (case-insensitive, as viper reads it).
+func Lookup(name string) (Key, bool) {
+	i, ok := keyIndex[strings.ToLower(name)]
+	if !ok {
+		return Key{}, false
+	}
+	return Keys[i], true
+}
+
+// mustKey is Lookup for names written in the code: an unknown name is a
+// programming error that every test of the command reports.
+func mustKey(name string) Key {
+	k, ok := Lookup(name)
+	if !ok {
+		panic(fmt.Sprintf("config: %q is not in config.Keys (add it there)", name))
+	}
+	return k
+}
+
+// Env is the environment variable that sets the key: CTXTOOL_ + the name
+// in upper case with dots as underscores.
+func (k Key) Env() string {
+	return "CTXTOOL_" + strings.ToUpper(strings.ReplaceAll(k.Name, ".", "_"))
+}
+
+// Defaults returns every key's default value, by name (Map keys excluded).
+func Defaults() map[string]any {
+	m := make(map[string]any, len(Keys))
+	for _, k := range Keys {
+		if k.Kind != Map {
+			m[k.Name] = k.Default
+		}
+	}
+	return m
+}
+
+// section reports whether name is a section (a prefix of some key).
+func section(name string) bool {
+	p := strings.ToLower(name) + "."
+	for _, k := range Keys {
+		if strings.HasPrefix(strings.ToLower(k.Name), p) {
+			return true
+		}
+	}
+	return false
+}
+
+// suggest names the key closest to a mistyped one, or "".
+func suggest(name string) string {
+	best, bestD := "", 4
+	for _, k := range Keys {
+		if d := editDistance(strings.ToLower(name), strings.ToLower(k.Name)); d < bestD {
+			best, bestD = k.Name, d
+		}
+	}
+	// Also a key under a different section with the same last element.
+	if best == "" {
+		last := name[strings.LastIndex(name, ".")+1:]
+		for _, k := range Keys {
+			if strings.EqualFold(k.Name[strings.LastIndex(k.Name, ".")+1:], last) {
+				return k.Name
+			}
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
