@@ -13,6 +13,7 @@ import (
 
 	"github.com/ctxtool/ctxtool/pkg/compaction"
 	"github.com/ctxtool/ctxtool/pkg/config"
+	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
 	"github.com/ctxtool/ctxtool/pkg/llm"
 )
@@ -26,10 +27,10 @@ type CompactOptions struct {
 	LLM        llm.Config
 	Deadline   time.Duration
 	Settings   compaction.Settings
-	Estimator  string
-	Model      string // for the context window
-	Windows    map[string]int
-	DryRun     bool
+	// Size measures the context (--tokenizer, --model, --context-window
+	// and the config), as estimate, roll and checkpoint do.
+	Size   estimate.Options
+	DryRun bool
 	// IfNeeded gates the compaction on the strategy's trigger.
 	IfNeeded bool
 	Truncate bool
@@ -140,9 +141,7 @@ func (o *CompactOptions) load(cfg *config.Config, fs *pflag.FlagSet) {
 	}
 	o.Settings = s
 	o.Summarizer = cfg.String(fs, "compaction.summarizer")
-	o.Estimator = cfg.String(fs, "estimate.tokenizer")
-	o.Model = cfg.String(fs, "model")
-	o.Windows = modelWindows(cfg)
+	o.Size = sizeOptions(cfg, fs)
 	o.LLM = llm.Config{
 		BaseURL:    cmp.Or(cfg.String(nil, "llm.baseURL"), os.Getenv("OPENAI_BASE_URL")),
 		Model:      cfg.String(fs, "llm.model"),
@@ -228,14 +227,7 @@ func runCompact(ctx context.Context, o *CompactOptions) error {
 		set := o.Settings
 		set.Force = !o.IfNeeded
 		opts := compaction.Options{
-			Settings: set, Summarizer: sum, Estimator: o.Estimator, DryRun: o.DryRun, Truncate: o.Truncate, Idle: o.Idle, Wait: o.Wait,
-			ResolveWindow: func(model string) int {
-				if o.Model != "" {
-					model = o.Model
-				}
-				w, _ := resolveWindow(model, 0, o.Windows)
-				return w
-			},
+			Settings: set, Summarizer: sum, Size: o.Size, DryRun: o.DryRun, Truncate: o.Truncate, Idle: o.Idle, Wait: o.Wait,
 			Logf: func(format string, args ...any) { fmt.Fprintf(o.IO.ErrOut, format+"\n", args...) },
 		}
 		res, err := compaction.Run(ctx, file, opts)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
+	"github.com/ctxtool/ctxtool/pkg/models"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -23,6 +24,7 @@ type EstimateOptions struct {
 	Model         string
 	ContextWindow int
 	ModelWindows  map[string]int // config models.<name>.contextWindow
+	ContextTokens int            // config contextTokens (OpenClaw's cap)
 	PerMessage    bool
 	FailOver      string
 	JSON          bool
@@ -58,10 +60,9 @@ Tokenizers:
 			}
 			opts.Files = args
 			opts.JSON = f.JSON
-			opts.Tokenizer = cfg.String(c.Flags(), "estimate.tokenizer")
-			opts.Model = cfg.String(c.Flags(), "model")
-			opts.ContextWindow = cfg.Int(c.Flags(), "contextWindow")
-			opts.ModelWindows = modelWindows(cfg)
+			so := sizeOptions(cfg, c.Flags())
+			opts.Tokenizer, opts.Model, opts.ContextWindow = so.Method, so.Window.Model, so.Window.ContextWindow
+			opts.ModelWindows, opts.ContextTokens = so.Window.Overrides, so.Window.ContextTokens
 			if opts.Gauge == nil {
 				opts.Gauge = contextGauge
 			}
@@ -77,27 +78,31 @@ Tokenizers:
 
 // EstimateReport is the JSON object printed per file.
 type EstimateReport struct {
-	File            string               `json:"file"`
-	Version         int                  `json:"version"`
-	Entries         int                  `json:"entries"`
-	ContextMessages int                  `json:"contextMessages"`
-	Compactions     int                  `json:"compactions"`
-	LeafID          string               `json:"leafId"`
-	Model           string               `json:"model"`
-	ContextWindow   int                  `json:"contextWindow"`
-	WindowSource    string               `json:"contextWindowSource"`
-	Tokens          int                  `json:"tokens"`
-	Method          string               `json:"method"`
-	Utilization     float64              `json:"utilization"`
-	ByRole          map[string]int       `json:"byRole"`
-	UsageTokens     int                  `json:"usageTokens,omitempty"`
-	TrailingTokens  int                  `json:"trailingTokens,omitempty"`
-	Overhead        int                  `json:"overheadTokens,omitempty"`
-	UsageStale      bool                 `json:"usageStale"`
-	MalformedLines  []MalformedReport    `json:"malformedLines"`
-	Warnings        []string             `json:"warnings,omitempty"`
-	Messages        []MessageTokenReport `json:"messages,omitempty"`
-	Error           string               `json:"error,omitempty"`
+	File            string         `json:"file"`
+	Version         int            `json:"version"`
+	Entries         int            `json:"entries"`
+	ContextMessages int            `json:"contextMessages"`
+	Compactions     int            `json:"compactions"`
+	LeafID          string         `json:"leafId"`
+	Model           string         `json:"model"`
+	ContextWindow   int            `json:"contextWindow"`
+	WindowSource    string         `json:"contextWindowSource"`
+	Tokens          int            `json:"tokens"`
+	Method          string         `json:"method"`
+	Utilization     float64        `json:"utilization"`
+	ByRole          map[string]int `json:"byRole"`
+	UsageTokens     int            `json:"usageTokens,omitempty"`
+	TrailingTokens  int            `json:"trailingTokens,omitempty"`
+	AnchorLine      int            `json:"anchorLine,omitempty"`
+	Overhead        int            `json:"overheadTokens,omitempty"`
+	UsageStale      bool           `json:"usageStale"`
+	// UsageRejected is the usage record pi would anchor on when ctxtool
+	// does not trust it (pinned, flat, zero, a mirror reply, stale…).
+	UsageRejected  *estimate.Rejection  `json:"usageRejected,omitempty"`
+	MalformedLines []MalformedReport    `json:"malformedLines"`
+	Warnings       []string             `json:"warnings,omitempty"`
+	Messages       []MessageTokenReport `json:"messages,omitempty"`
+	Error          string               `json:"error,omitempty"`
 }
 
 // MalformedReport describes one line pi drops.
@@ -206,26 +211,18 @@ func estimateFile(opts *EstimateOptions, file string) (*EstimateReport, error) {
 	}
 	defer s.Close()
 	ctx := s.Context()
-	res, err := estimate.Context(s, ctx, opts.Tokenizer)
+	res, err := estimate.Measure(s, ctx, estimate.Options{Method: opts.Tokenizer, Window: models.Settings{
+		Model: opts.Model, ContextWindow: opts.ContextWindow, Overrides: opts.ModelWindows, ContextTokens: opts.ContextTokens}})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", file, err)
 	}
-	model := opts.Model
-	if model == "" && ctx.Model != nil {
-		model = ctx.Model.ModelID
-	}
-	if model == "" && s.Header.ModelID != "" {
-		model = s.Header.ModelID
-	}
-	window, source := resolveWindow(model, opts.ContextWindow, opts.ModelWindows)
+	window := res.Window.Tokens
 	r := &EstimateReport{
 		File: file, Version: s.Version, Entries: len(s.Entries), ContextMessages: len(ctx.Messages),
-		Model: model, ContextWindow: window, WindowSource: source, Tokens: res.Tokens, Method: res.Method,
-		ByRole: res.ByRole, UsageTokens: res.UsageTokens, TrailingTokens: res.TrailingTokens,
-		Overhead: res.Overhead, UsageStale: res.Stale, MalformedLines: []MalformedReport{}, Warnings: res.Notes,
-	}
-	if ctx.Model != nil && ctx.Model.Provider != "" && opts.Model == "" {
-		r.Model = ctx.Model.Provider + "/" + ctx.Model.ModelID
+		Model: res.Window.Model, ContextWindow: window, WindowSource: string(res.Window.Source), Tokens: res.Tokens, Method: res.Method,
+		Utilization: res.Utilization, ByRole: res.ByRole, UsageTokens: res.UsageTokens, TrailingTokens: res.TrailingTokens,
+		AnchorLine: res.AnchorLine, Overhead: res.Overhead, UsageStale: res.Stale, UsageRejected: res.Rejected,
+		MalformedLines: []MalformedReport{}, Warnings: res.Notes,
 	}
 	for _, e := range s.Entries {
 		if e.Type == "compaction" {
@@ -234,9 +231,6 @@ func estimateFile(opts *EstimateOptions, file string) (*EstimateReport, error) {
 	}
 	if leaf := s.Leaf(); leaf != nil {
 		r.LeafID = leaf.ID
-	}
-	if window > 0 {
-		r.Utilization = float64(res.Tokens) / float64(window)
 	}
 	for _, m := range s.Malformed {
 		r.MalformedLines = append(r.MalformedLines, MalformedReport{Line: m.Line, Bytes: m.Bytes, Error: m.Err, Objects: m.Objects})

@@ -121,4 +121,3 @@ func pathSpansQuadratic(path []*transcript.Entry, feat func(*transcript.Entry) f
 	}
 	return spans, anchors
 }
-

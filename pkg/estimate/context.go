@@ -40,13 +40,12 @@ type Result struct {
 	TrailingTokens int
 	AnchorIndex    int // context index of the anchor, -1 if none
 	AnchorLine     int // its line, 0 if none
-	// Overhead is what no message accounts for (system prompt, tools,
-	// framing), measured by the last sound usage record; 0 without one.
+	// Overhead is what no message accounts for (system prompt, tools),
+	// and Scale what the counter's sizes are multiplied by, so that the last
+	// sound usage record is reproduced (see applyEvidence); 0 and 1 without
+	// usage evidence.
 	Overhead int
-	// Scale < 1 is applied to the message counts when the last sound usage
-	// record counted less than they say (the counter overstates this
-	// session's content); 1 otherwise.
-	Scale float64
+	Scale    float64
 	// Stale is true when the session's last usage record predates the
 	// compaction in force: pi then reports the size as unknown.
 	Stale bool
@@ -110,8 +109,17 @@ func Measure(s *transcript.Session, ctx *transcript.Context, o Options) (*Result
 		Window: win, Audit: audit}
 	var count func(e *transcript.Entry) int
 	switch method {
-	case Heuristic, Usage:
+	case Heuristic:
 		count = (*transcript.Entry).Tokens
+	case Usage:
+		// pi's chars/4 per message; the calibration only measures the
+		// overhead.
+		count = (*transcript.Entry).Tokens
+		c, err := newCounter(s, Calibrated, audit)
+		if err != nil {
+			return nil, err
+		}
+		r.Calibration = c.Calibration()
 	default:
 		c, err := newCounter(s, method, audit)
 		if err != nil {
@@ -133,7 +141,7 @@ func Measure(s *transcript.Session, ctx *transcript.Context, o Options) (*Result
 		raw[i] = count(m.Entry)
 	}
 	if usesEvidence(method) {
-		r.applyEvidence(ctx, audit, raw, count)
+		r.applyEvidence(ctx, audit, r.Calibration, count)
 	}
 	r.PerMessage = raw
 	if r.Scale != 1 {
@@ -162,7 +170,7 @@ func Measure(s *transcript.Session, ctx *transcript.Context, o Options) (*Result
 			switch {
 			case r.AnchorIndex >= 0:
 				instead = fmt.Sprintf("the usage at line %d plus the messages after it", r.AnchorLine)
-			case r.Overhead > 0 || r.Scale != 1:
+			case audit.LastSound >= 0:
 				instead = fmt.Sprintf("the content estimate corrected by the usage at line %d", audit.Records[audit.LastSound].Line)
 			}
 			r.Notes = append(r.Notes, fmt.Sprintf("usage at line %d not used (%s: %s); counting %s instead", rej.Line, rej.Class, rej.Reason, instead))
@@ -176,14 +184,30 @@ func Measure(s *transcript.Session, ctx *transcript.Context, o Options) (*Result
 	return r, nil
 }
 
-// applyEvidence sets the anchor, overhead and scale from the audit.
-func (r *Result) applyEvidence(ctx *transcript.Context, audit *UsageAudit, raw []int, count func(*transcript.Entry) int) {
+// Bounds of the content scale a usage record may imply: chars/4 is 0.74–1.2
+// of real tokens on code and prose and 3–4× low on CJK text; outside these
+// bounds the overhead estimate does not fit the record.
+const (
+	minScale = 0.3
+	maxScale = 5.0
+)
+
+// applyEvidence reads the last sound usage record as
+//
+//	usage = Overhead + Scale × (the counter's size of the messages it saw)
+//
+// with Overhead the system prompt and tools the calibration measured (the
+// median of what the session's sound records carry beyond their messages),
+// so the record is reproduced exactly and every message — kept, evicted,
+// or after it — is counted in the same unit. A scale alone would make a
+// large prompt grow with the content; an overhead alone would carry the
+// counter's error on the whole old context into a compacted one.
+func (r *Result) applyEvidence(ctx *transcript.Context, audit *UsageAudit, cal *Calibration, count func(*transcript.Entry) int) {
 	if audit.LastSound < 0 {
 		return
 	}
 	ref := audit.Records[audit.LastSound]
-	// What the record's own context costs by the counter: the messages
-	// pi would have built at that point of the path.
+	// The record's own context: the messages pi built at that point.
 	at := transcript.BuildContext(ctx.Path[:ref.PathIndex+1])
 	content := 0
 	for _, m := range at.Messages {
@@ -192,11 +216,18 @@ func (r *Result) applyEvidence(ctx *transcript.Context, audit *UsageAudit, raw [
 	if content <= 0 {
 		return
 	}
-	if over := ref.Tokens - content; over >= 0 {
-		r.Overhead = over
-	} else {
-		r.Scale = float64(ref.Tokens) / float64(content)
+	u := float64(ref.Tokens)
+	over := 0.0
+	if cal != nil {
+		over = math.Min(math.Max(float64(cal.Overhead), 0), u)
 	}
+	scale := (u - over) / float64(content)
+	if scale < minScale || scale > maxScale {
+		// The overhead estimate does not fit this record: take the
+		// smallest correction that reproduces it.
+		over, scale = math.Max(u-float64(content), 0), math.Min(u/float64(content), 1)
+	}
+	r.Overhead, r.Scale = int(math.Round(over)), scale
 	if audit.Anchor >= 0 {
 		anchor := audit.Records[audit.Anchor]
 		for i, m := range ctx.Messages {
