@@ -297,11 +297,18 @@ func printCompact(o *CompactOptions, r *compaction.Result, runErr error) {
 		}
 		t.row("trigger", fmt.Sprintf("%s of %s tokens (window %s)", humanInt(r.ContextTokens), humanInt(r.Threshold), humanInt(r.ContextWindow)))
 	}
-	after := humanInt(r.TokensAfter)
-	if r.SummaryTokens == 0 && r.DryRun {
-		after += " (kept only)"
+	if planned := r.Compacted || (r.DryRun && r.Reason == "" && runErr == nil); planned {
+		after := humanInt(r.TokensAfter)
+		if r.SummaryTokens == 0 && r.DryRun {
+			after += " (kept only)"
+		}
+		t.row("tokens", fmt.Sprintf("%s → %s (pi heuristic: the messages pi rebuilds)", humanInt(r.TokensBefore), after))
+		t.row("next request", fmt.Sprintf("%s → %s (%s, system prompt and tools included: what estimate reports)",
+			humanInt(r.ContextTokens), humanInt(r.NextRequestTokens), r.Estimator))
+	} else if r.TokensBefore > 0 {
+		t.row("tokens", fmt.Sprintf("%s (pi heuristic), unchanged: nothing written", humanInt(r.TokensBefore)))
+		t.row("next request", fmt.Sprintf("%s (%s, %.1f%% of the window)", humanInt(r.ContextTokens), r.Estimator, 100*r.Utilization))
 	}
-	t.row("tokens", fmt.Sprintf("%s → %s (pi heuristic)", humanInt(r.TokensBefore), after))
 	if r.SummaryTokens > 0 {
 		t.row("summary", humanInt(r.SummaryTokens)+" tokens")
 	}

@@ -203,3 +203,52 @@ func TestRollClosesOnUsageKit(t *testing.T) {
 		}
 	}
 }
+
+// Issue 9: compact reports the messages pi will rebuild (tokensAfter, pi's
+// rule, checked against pi's loader) and the next request with system
+// prompt and tools (nextRequestTokens), which the estimate that follows
+// reports within 2%.
+func TestCompactNextRequestIsTheNextEstimate(t *testing.T) {
+	cleanEnv(t)
+	oracle.Require(t)
+	cases, err := usagekit.Write(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := []string{oracle.Fixture("pi-v1-large-session.jsonl")}
+	for _, c := range cases {
+		files = append(files, c.File)
+	}
+	for _, src := range files {
+		t.Run(filepath.Base(src), func(t *testing.T) {
+			data, _ := os.ReadFile(src)
+			file := filepath.Join(t.TempDir(), filepath.Base(src))
+			if err := os.WriteFile(file, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, errOut, code := runCLI(t, "compact", "--json", "--summarizer", "extractive", "--keep-recent-tokens", "2000", file)
+			if code != 0 {
+				t.Fatalf("compact: exit %d %s", code, errOut)
+			}
+			var r compaction.Result
+			jsonLine(t, out, &r)
+			if !r.Compacted || r.NextRequestTokens <= r.TokensAfter/2 || r.NextRequestTokens >= r.ContextTokens {
+				t.Fatalf("compacted %v: tokensAfter %d nextRequest %d context %d", r.Compacted, r.TokensAfter, r.NextRequestTokens, r.ContextTokens)
+			}
+			var est EstimateReport
+			eo, _, _ := runCLI(t, "estimate", "--json", file)
+			jsonLine(t, eo, &est)
+			if d := math.Abs(float64(est.Tokens - r.NextRequestTokens)); d > 0.02*float64(r.NextRequestTokens) {
+				t.Errorf("estimate after compact %d, compact said the next request is %d", est.Tokens, r.NextRequestTokens)
+			}
+			if pi := oracle.CheckOne(t, file); pi.HeuristicTokens != r.TokensAfter {
+				t.Errorf("pi's loader counts %d, compact said tokensAfter %d", pi.HeuristicTokens, r.TokensAfter)
+			}
+			// Nothing left to do: nothing written, and no "→ 0".
+			out, _, _ = runCLI(t, "compact", file)
+			if strings.Contains(out, "→ 0") || !strings.Contains(out, "unchanged: nothing written") {
+				t.Errorf("second compact:\n%s", out)
+			}
+		})
+	}
+}
