@@ -48,7 +48,13 @@ Tokenizers:
   calibrated  learnt from the session's own usage records (per content class)
   o200k       exact tiktoken o200k_base count of the content (offline)
   cl100k      exact tiktoken cl100k_base count of the content (offline)
-  auto        calibrated where the session has usage records, else o200k`,
+  auto        calibrated where the session has usage records, else o200k
+
+usage, calibrated and auto trust only fresh usage records: a record that is
+pinned (Ollama's num_ctx), flat while the context grows, zero (OpenClaw's
+delivery-mirror replies), implausible or stale after a compaction is not an
+anchor; JSON usageRejected says which and why. compact, roll and checkpoint
+measure the same way and report the same size.`,
 		Example: `  ctxtool estimate session.jsonl
   ctxtool estimate --tokenizer heuristic --json ~/.pi/agent/sessions/*/*.jsonl
   ctxtool estimate --fail-over 80% session.jsonl   # exit 3 above 80% of the window`,

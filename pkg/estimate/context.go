@@ -85,12 +85,12 @@ func usesEvidence(method string) bool {
 // checkpoint's gauge and 80% gate). It resolves the session's model and
 // window, audits the usage records, counts each context message with the
 // method and, for methods that use usage evidence (auto, calibrated,
-// usage):
-//   - with a fresh anchor: Tokens = the anchor's count + the messages after
-//     it (pi's estimateContextTokens, on a record that can be trusted);
-//   - else with a sound record (fresh or stale): the messages + the
-//     overhead that record measured beyond its own messages;
-//   - else: the messages alone, and a note saying why.
+// usage), reads the last sound record (applyEvidence):
+//   - a fresh anchor: Tokens = the anchor's count + the messages after it
+//     (pi's estimateContextTokens, on a record that can be trusted);
+//   - only a stale record: the messages, counted in the unit that record
+//     implies, + the system prompt and tools it measured;
+//   - none: the messages alone, and a note saying why.
 //
 // Tokens always equals Σ PerMessage + Overhead, so eviction and compaction
 // arithmetic done with PerMessage closes: removing messages removes exactly
