@@ -36,6 +36,9 @@ type CompactOptions struct {
 	Truncate bool
 	Idle     time.Duration
 	Wait     time.Duration
+	// MemoryFlush runs the pre-compaction memory flush first (Flush).
+	MemoryFlush bool
+	Flush       MemoryFlushSettings
 }
 
 func init() { register(newCompactCmd) }
@@ -84,6 +87,11 @@ empty summary writes nothing and exits 1.`,
 			if err := opts.fromConfig(cfg, c); err != nil {
 				return exitcode.New(exitcode.Usage, err)
 			}
+			if opts.MemoryFlush {
+				if err := opts.loadFlush(cfg, c.Flags()); err != nil {
+					return exitcode.New(exitcode.Usage, err)
+				}
+			}
 			opts.Files = args
 			opts.JSON = f.JSON
 			return runCompact(c.Context(), opts)
@@ -100,6 +108,8 @@ empty summary writes nothing and exits 1.`,
 	// --force was needed before compact compacted on request; old scripts keep working.
 	fl.Bool("force", false, "compact even below the trigger (the default; kept for old scripts)")
 	_ = fl.MarkHidden("force")
+	fl.BoolVar(&opts.MemoryFlush, "memory-flush", false, "first append the durable facts of the summarised history to <workspace>/memory/YYYY-MM-DD.md (see 'ctxtool flush')")
+	fl.StringVar(&opts.Flush.Workspace, "workspace", "", "the agent's workspace, for --memory-flush")
 	return cmd
 }
 
@@ -230,7 +240,17 @@ func runCompact(ctx context.Context, o *CompactOptions) error {
 			Settings: set, Summarizer: sum, Size: o.Size, DryRun: o.DryRun, Truncate: o.Truncate, Idle: o.Idle, Wait: o.Wait,
 			Logf: func(format string, args ...any) { fmt.Fprintf(o.IO.ErrOut, format+"\n", args...) },
 		}
+		if o.MemoryFlush {
+			if err := flushBeforeCompaction(ctx, o, file); err != nil {
+				fmt.Fprintf(o.IO.ErrOut, "ctxtool: %v\n", err)
+				worst = max(worst, exitcode.Code(err))
+				continue
+			}
+		}
 		res, err := compaction.Run(ctx, file, opts)
+		if err == nil {
+			recordCompaction(ctx, o, res)
+		}
 		if err != nil {
 			code := exitcode.Code(err)
 			fmt.Fprintf(o.IO.ErrOut, "ctxtool: %v\n", err)

@@ -20,10 +20,15 @@ func sizeOptions(cfg *config.Config, fs *pflag.FlagSet) estimate.Options {
 		Window: models.Settings{
 			Model:         cfg.String(fs, "model"),
 			ContextWindow: cfg.Int(fs, "contextWindow"),
-			Overrides:     models.Overrides(cfg.Sub("models")),
+			Overrides:     modelWindows(cfg),
 			ContextTokens: cfg.Int(nil, "contextTokens"),
 		},
 	}
+}
+
+// modelWindows reads config models.<name>.contextWindow overrides.
+func modelWindows(cfg *config.Config) map[string]int {
+	return models.Overrides(cfg.Sub("models"))
 }
 
 // windowWarning applies OpenClaw's context-window guard (warn below 32k,

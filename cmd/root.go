@@ -7,10 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -98,13 +95,15 @@ lock.`,
 // Execute runs the CLI and returns the process exit code.
 func Execute() int {
 	// SIGINT/SIGTERM end every command within a second, with its temp
-	// files removed and its locks released, whatever it is doing.
-	safefile.HandleInterrupts()
+	// files removed and its locks released, whatever it is doing: the
+	// context is cancelled, and the handler exits with 128+signal.
+	ctx := safefile.Context(context.Background())
 	io := iostreams.System()
 	root, _ := NewRootCmd(io)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	err := root.ExecuteContext(ctx)
+	if safefile.Interrupted() {
+		select {} // the interrupt handler ends the process
+	}
 	if err == nil {
 		return exitcode.OK
 	}

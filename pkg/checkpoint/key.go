@@ -3,13 +3,13 @@ package checkpoint
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/ctxtool/ctxtool/pkg/sessionstore"
 )
 
 // maxDirName bounds a sanitized key; longer keys keep a prefix plus a hash
@@ -67,49 +67,21 @@ func KeyFromFile(path string) string {
 
 // keyFromFile is KeyFromFile with the directory's sessions.json already read
 // (Take also needs its compactionCount, so it reads the file once).
-func keyFromFile(path string, sessions map[string]storeEntry) string {
-	file := filepath.Base(path)
-	stem := file
-	if i := strings.Index(stem, ".jsonl"); i > 0 {
-		stem = stem[:i]
-	}
-	if k := keyInStore(sessions, file, stem); k != "" {
+func keyFromFile(path string, st *sessionstore.Store) string {
+	if k := st.KeyFor(path); k != "" {
 		return k
 	}
-	return stem
+	return sessionstore.Stem(filepath.Base(path))
 }
 
-// storeEntry is the part of an OpenClaw sessions.json entry read here.
-type storeEntry struct {
-	SessionID       string `json:"sessionId"`
-	SessionFile     string `json:"sessionFile"`
-	CompactionCount int    `json:"compactionCount"`
-}
-
-func readStore(dir string) map[string]storeEntry {
-	data, err := os.ReadFile(filepath.Join(dir, "sessions.json"))
-	if err != nil || len(data) > 64<<20 {
-		return nil
-	}
-	var st map[string]storeEntry
-	if json.Unmarshal(data, &st) != nil {
+// readStore reads the sessions.json of dir; an unreadable store counts as
+// none (the key then falls back to the file name).
+func readStore(dir string) *sessionstore.Store {
+	st, err := sessionstore.Read(dir)
+	if err != nil {
 		return nil
 	}
 	return st
-}
-
-// keyInStore finds the sessions.json key whose entry names this file. Ties
-// (several keys pointing at one transcript) resolve to the smallest key.
-func keyInStore(sessions map[string]storeEntry, file, stem string) string {
-	best := ""
-	for k, e := range sessions {
-		if e.SessionID == stem || (e.SessionFile != "" && filepath.Base(e.SessionFile) == file) {
-			if best == "" || k < best {
-				best = k
-			}
-		}
-	}
-	return best
 }
 
 var idRE = regexp.MustCompile(`^cp_([0-9]{3,9})$`)

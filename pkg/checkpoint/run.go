@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ctxtool/ctxtool/pkg/estimate"
+	"github.com/ctxtool/ctxtool/pkg/sessionstore"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -88,7 +89,7 @@ func Take(o TakeOptions) (*TakeResult, error) {
 	}
 	// OpenClaw's sessions.json beside the file names its key and counts its
 	// compactions; stdin has no directory (not the working directory's).
-	var sessions map[string]storeEntry
+	var sessions *sessionstore.Store
 	if o.File != "-" {
 		sessions = readStore(filepath.Dir(o.File))
 	}
@@ -129,7 +130,7 @@ func Take(o TakeOptions) (*TakeResult, error) {
 		return nil, fmt.Errorf("%s: measure context: %v", o.File, err)
 	}
 	tokens, window := size.Tokens, size.Window.Tokens
-	if e, ok := sessions[key]; ok && e.CompactionCount > in.CompactionCount {
+	if e, ok := sessions.Entry(key); ok && e.CompactionCount > in.CompactionCount {
 		in.CompactionCount = e.CompactionCount
 	}
 	in.SessionKey, in.Trigger, in.Now = key, o.Trigger, o.Now()

@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"sort"
 	"time"
+
+	"github.com/ctxtool/ctxtool/pkg/safefile"
 )
 
 // Defaults of the store (config checkpoint.keep, checkpoint.dedupeThreshold).
@@ -306,6 +308,7 @@ func writeOnce(path string, data []byte) error {
 	if err != nil {
 		return err
 	}
+	defer safefile.Forget(tmp)
 	defer os.Remove(tmp)
 	if err := os.Link(tmp, path); err != nil {
 		if errors.Is(err, fs.ErrExist) {
@@ -332,6 +335,7 @@ func writeAtomic(path string, data []byte) error {
 	if err != nil {
 		return err
 	}
+	defer safefile.Forget(tmp)
 	if err := os.Rename(tmp, path); err != nil {
 		_ = os.Remove(path)
 		if err2 := os.Rename(tmp, path); err2 != nil {
@@ -343,8 +347,12 @@ func writeAtomic(path string, data []byte) error {
 	return nil
 }
 
+// writeTemp writes data to a temp file next to path, named with this
+// process's pid so that a later run removes it if the process is killed
+// (it sweeps the directory first).
 func writeTemp(path string, data []byte) (string, error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	safefile.SweepOnce(filepath.Dir(path))
+	f, err := safefile.CreateTemp(path, 0o600)
 	if err != nil {
 		return "", err
 	}
@@ -363,6 +371,7 @@ func writeTemp(path string, data []byte) (string, error) {
 		os.Remove(name)
 		return "", err
 	}
+	safefile.CrashPoint("temp-written")
 	return name, nil
 }
 

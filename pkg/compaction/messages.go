@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"unicode/utf16"
 
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
@@ -207,43 +206,14 @@ func capMiddle(s string, max int) string {
 }
 
 // u16len is JavaScript's String length: UTF-16 code units, what pi counts.
-func u16len(s string) int {
-	n := 0
-	for _, r := range s {
-		n += utf16.RuneLen(r) // invalid bytes read as U+FFFD: 1 unit, like TextDecoder
-	}
-	return n
-}
+func u16len(s string) int { return transcript.UTF16Len(s) }
 
 // cutUnits returns the longest prefix of s with at most n UTF-16 units,
 // never splitting a rune.
-func cutUnits(s string, n int) string {
-	u := 0
-	for i, r := range s {
-		w := utf16.RuneLen(r)
-		if u+w > n {
-			return s[:i]
-		}
-		u += w
-	}
-	return s
-}
+func cutUnits(s string, n int) string { return transcript.PrefixUTF16(s, n) }
 
 // lastUnits returns the longest suffix of s with at most n UTF-16 units.
-func lastUnits(s string, n int) string {
-	rs := []rune(s)
-	u := 0
-	i := len(rs)
-	for i > 0 {
-		w := utf16.RuneLen(rs[i-1])
-		if u+w > n {
-			break
-		}
-		u += w
-		i--
-	}
-	return string(rs[i:])
-}
+func lastUnits(s string, n int) string { return transcript.SuffixUTF16(s, n) }
 
 // oneLine collapses whitespace and cuts to max units with an ellipsis.
 func oneLine(s string, max int) string {

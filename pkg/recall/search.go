@@ -12,6 +12,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 // Search scoring follows OpenClaw's memory_search (reference-behaviour.md
@@ -447,14 +449,4 @@ func snippet(text string, kw []string, max int) string {
 	return out
 }
 
-func utf16Len(s string) int {
-	n := 0
-	for _, r := range s {
-		if r > 0xFFFF {
-			n += 2
-		} else {
-			n++
-		}
-	}
-	return n
-}
+func utf16Len(s string) int { return transcript.UTF16Len(s) }

@@ -193,6 +193,10 @@ func (r *Roller) roll(ctx context.Context, path string) *Report {
 	if err != nil {
 		return (&Report{File: path}).fail(err)
 	}
+	if err := s.PiLoadable(); err != nil {
+		s.Close()
+		return (&Report{File: path}).fail(err)
+	}
 	d, err := r.plan(s, false)
 	s.Close()
 	if err != nil {

@@ -1,9 +1,11 @@
 package safefile
 
 import (
+	"context"
 	"os"
 	"os/signal"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -23,6 +25,28 @@ var (
 	exitFunc  = os.Exit
 	intrSigns = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
 )
+
+var (
+	interrupted atomic.Bool
+	cancels     []context.CancelFunc
+)
+
+// Interrupted reports whether a signal is ending the process: a command
+// that returns because its context was cancelled should then wait for the
+// handler's exit (with 128+signal) rather than report an error of its own.
+func Interrupted() bool { return interrupted.Load() }
+
+// Context returns a context cancelled when the process is interrupted, so
+// waits and loops stop at once and unwind (releasing what they hold) while
+// the handler waits for critical sections and exits.
+func Context(parent context.Context) context.Context {
+	HandleInterrupts()
+	ctx, cancel := context.WithCancel(parent)
+	intrMu.Lock()
+	cancels = append(cancels, cancel)
+	intrMu.Unlock()
+	return ctx
+}
 
 type cleanup struct {
 	seq int
@@ -80,6 +104,12 @@ func HandleInterrupts() {
 		signal.Notify(ch, intrSigns...)
 		go func() {
 			sig := <-ch
+			interrupted.Store(true)
+			intrMu.Lock()
+			for _, c := range cancels {
+				c()
+			}
+			intrMu.Unlock()
 			exitFunc(interrupt(sig))
 		}()
 	})
@@ -117,4 +147,18 @@ func interrupt(sig os.Signal) int {
 		code = 128 + int(s)
 	}
 	return code
+}
+
+// crashAt is CTXTOOL_CRASH_AT, read once.
+var crashAt = sync.OnceValue(func() string { return os.Getenv("CTXTOOL_CRASH_AT") })
+
+// CrashPoint kills the process with SIGKILL when the environment variable
+// CTXTOOL_CRASH_AT names this point. Tests use it to put a kill -9 exactly
+// where a timed kill rarely lands (between creating a file and filling it,
+// between a backup and a rename); unset, it does nothing.
+func CrashPoint(name string) {
+	if at := crashAt(); at != "" && at == name {
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {}
+	}
 }

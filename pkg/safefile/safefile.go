@@ -16,8 +16,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -25,6 +27,9 @@ import (
 // tempMarker is in the name of every temp file ctxtool makes:
 // .<target name>.ctxtool-tmp-<pid>-<random>.
 const tempMarker = ".ctxtool-tmp-"
+
+// legacyCheckpointTemp matches the temp files of older checkpoint stores.
+var legacyCheckpointTemp = regexp.MustCompile(`^\..+\.[0-9]+\.tmp$`)
 
 // LegacyTempAge is how old a temp file without a pid in its name (written by
 // an older ctxtool) must be before a later run removes it.
@@ -66,7 +71,8 @@ func TempOwner(name string) (pid int, ok bool) {
 	base := filepath.Base(name)
 	i := strings.LastIndex(base, tempMarker)
 	if i <= 0 || base[0] != '.' {
-		return 0, false
+		// Older checkpoint stores wrote .<name>.<digits>.tmp.
+		return 0, legacyCheckpointTemp.MatchString(base)
 	}
 	rest := base[i+len(tempMarker):]
 	if j := strings.IndexByte(rest, '-'); j > 0 {
@@ -105,7 +111,7 @@ func Sweep(dir string) []string {
 	}
 	var removed []string
 	for _, e := range entries {
-		if !strings.Contains(e.Name(), tempMarker) || !e.Type().IsRegular() {
+		if _, ok := TempOwner(e.Name()); !ok || !e.Type().IsRegular() {
 			continue
 		}
 		info, err := e.Info()
@@ -120,6 +126,19 @@ func Sweep(dir string) []string {
 	return removed
 }
 
+var swept sync.Map
+
+// SweepOnce is Sweep, at most once per directory and process (reading a
+// directory of thousands of sessions for every file would be quadratic).
+// It reports whether this call swept.
+func SweepOnce(dir string) bool {
+	if _, done := swept.LoadOrStore(filepath.Clean(dir), true); done {
+		return false
+	}
+	Sweep(dir)
+	return true
+}
+
 // WriteFile replaces path with data atomically: a temp file carrying this
 // process's pid, fsync, rename, fsync of the directory.
 func WriteFile(path string, data []byte, perm os.FileMode) error {
@@ -132,6 +151,7 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 	if _, err = f.Write(data); err == nil {
 		err = f.Sync()
 	}
+	CrashPoint("temp-written")
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -206,4 +226,39 @@ func ReadCapped(path string, limit int) (data []byte, size int64, err error) {
 		return nil, st.Size(), err
 	}
 	return buf[:n], st.Size(), nil
+}
+
+// NotRegularError refuses a path that is not a regular file.
+type NotRegularError struct {
+	File string
+	What string
+}
+
+func (e *NotRegularError) Error() string {
+	return fmt.Sprintf("%s: is %s, not a session file; ctxtool reads and writes regular .jsonl files only", e.File, e.What)
+}
+
+// CheckRegular refuses (NotRegularError) anything but a regular file: a
+// FIFO would block a read forever, a device never ends, a directory is not
+// a file.
+func CheckRegular(path string, st os.FileInfo) error {
+	m := st.Mode()
+	var what string
+	switch {
+	case m.IsRegular():
+		return nil
+	case m.IsDir():
+		what = "a directory"
+	case m&os.ModeNamedPipe != 0:
+		what = "a FIFO (named pipe)"
+	case m&os.ModeSocket != 0:
+		what = "a socket"
+	case m&os.ModeCharDevice != 0:
+		what = "a character device"
+	case m&os.ModeDevice != 0:
+		what = "a block device"
+	default:
+		what = "not a regular file (" + m.Type().String() + ")"
+	}
+	return &NotRegularError{File: path, What: what}
 }

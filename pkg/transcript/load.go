@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/ctxtool/ctxtool/pkg/safefile"
 )
 
 // Session is a loaded session file: header, entry metadata in file order,
@@ -117,36 +119,9 @@ func OpenRegular(path string) (*os.File, os.FileInfo, error) {
 }
 
 // NotRegularError refuses a path that is not a regular file.
-type NotRegularError struct {
-	File string
-	What string
-}
+type NotRegularError = safefile.NotRegularError
 
-func (e *NotRegularError) Error() string {
-	return fmt.Sprintf("%s: is %s, not a session file; ctxtool reads and writes regular .jsonl files only (pass a file, or a directory to commands that walk directories)", e.File, e.What)
-}
-
-func checkRegular(path string, st os.FileInfo) error {
-	m := st.Mode()
-	var what string
-	switch {
-	case m.IsRegular():
-		return nil
-	case m.IsDir():
-		what = "a directory"
-	case m&os.ModeNamedPipe != 0:
-		what = "a FIFO (named pipe)"
-	case m&os.ModeSocket != 0:
-		what = "a socket"
-	case m&os.ModeCharDevice != 0:
-		what = "a character device"
-	case m&os.ModeDevice != 0:
-		what = "a block device"
-	default:
-		what = "not a regular file (" + m.Type().String() + ")"
-	}
-	return &NotRegularError{File: path, What: what}
-}
+func checkRegular(path string, st os.FileInfo) error { return safefile.CheckRegular(path, st) }
 
 // fingerprintSpan is how much of each end of a file fingerprint hashes.
 const fingerprintSpan = 4096

@@ -180,6 +180,7 @@ func createLock(path string) (*Lock, error) {
 	if err != nil {
 		return nil, err
 	}
+	safefile.CrashPoint("lock-payload")
 	err = os.Link(f.Name(), path)
 	if err != nil && !errors.Is(err, os.ErrExist) && linkUnsupported(err) {
 		// No hard links on this file system: an exclusive create, then the
@@ -239,6 +240,7 @@ func own(path string, f *os.File) (*Lock, error) {
 	held[path] = l
 	heldMu.Unlock()
 	safefile.OnInterrupt("lock:"+path, func() { l.Release() })
+	safefile.CrashPoint("lock-held")
 	return l, nil
 }
 
@@ -258,6 +260,7 @@ func takeOver(path string, seen lockInfo) (*Lock, error) {
 	if err != nil {
 		return nil, err
 	}
+	safefile.CrashPoint("lock-takeover")
 	if err := os.Rename(f.Name(), path); err != nil {
 		discardTemp(f)
 		return nil, fmt.Errorf("%s: cannot take over the stale lock: %v", path, unwrapPathErr(err))
@@ -411,16 +414,34 @@ func holdsLock(path string) bool {
 	return held[path] != nil
 }
 
-// sweptDirs records the directories already swept by this process.
-var sweptDirs sync.Map
-
 // sweepDir removes, once per directory and process, what killed ctxtool
 // runs left there: temp files of dead processes (rewrites, lock payloads)
 // and backups that are still the live file itself (a rewrite killed between
 // keeping the backup and the rename).
 func sweepDir(dir string) {
-	if _, done := sweptDirs.LoadOrStore(dir, true); done {
+	if !safefile.SweepOnce(dir) {
 		return
 	}
-	safefile.Sweep(dir)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		name := e.Name()
+		i := strings.LastIndex(name, ".bak.")
+		if i <= 0 || !e.Type().IsRegular() {
+			continue
+		}
+		bak, live := filepath.Join(dir, name), filepath.Join(dir, name[:i])
+		bfi, err1 := os.Stat(bak)
+		lfi, err2 := os.Stat(live)
+		if err1 != nil || err2 != nil || !os.SameFile(bfi, lfi) {
+			continue
+		}
+		// A backup that is still the live file: its rewrite never got to
+		// the rename. Only a rewrite holding the lock could still need it.
+		if info := inspectLock(live + ".lock"); info.gone || info.stale {
+			os.Remove(bak)
+		}
+	}
 }

@@ -124,6 +124,7 @@ func Rewrite(s *Session, content []byte, opts RewriteOptions) (*RewriteResult, e
 		return nil, fmt.Errorf("%s: rewrite failed, original untouched: %v", s.File, err)
 	}
 
+	safefile.CrashPoint("rewrite-temp")
 	res := &RewriteResult{}
 	err = safefile.Critical(func() error {
 		backup := real + ".bak." + BackupStamp(time.Now())
@@ -135,6 +136,7 @@ func Rewrite(s *Session, content []byte, opts RewriteOptions) (*RewriteResult, e
 			os.Remove(backup)
 			return ErrFileChanged // replaced under us
 		}
+		safefile.CrashPoint("rewrite-backup")
 		if err := os.Rename(tmpName, real); err != nil {
 			os.Remove(backup)
 			return fmt.Errorf("%s: rewrite failed, original untouched: %v", s.File, err)
@@ -144,6 +146,7 @@ func Rewrite(s *Session, content []byte, opts RewriteOptions) (*RewriteResult, e
 		if afterRename != nil {
 			afterRename()
 		}
+		safefile.CrashPoint("rewrite-renamed")
 		safefile.SyncDir(filepath.Dir(real))
 		c := carrier{path: real, first: old, prev: old, prevUsed: s.Size, cur: tmp, curBase: int64(len(content)), mode: ofi}
 		err := c.run(settle)

@@ -269,6 +269,17 @@ func (s *Session) Writable() error {
 	if s.File == "-" || s.fi == nil {
 		return fmt.Errorf("%s: cannot write to standard input; give a session file path", s.File)
 	}
+	if err := s.PiLoadable(); err != nil {
+		return err
+	}
+	_, err := WritablePath(s.File)
+	return err
+}
+
+// PiLoadable returns a TreeError when pi's loader cannot load the session:
+// a parentId cycle (which duplicate ids can create) makes its walk from the
+// leaf never end.
+func (s *Session) PiLoadable() error {
 	var cycles []TreeProblem
 	for _, p := range s.TreeProblems() {
 		if p.Kind == "parent cycle" {
@@ -278,8 +289,7 @@ func (s *Session) Writable() error {
 	if len(cycles) > 0 {
 		return &TreeError{File: s.File, Problems: cycles}
 	}
-	_, err := WritablePath(s.File)
-	return err
+	return nil
 }
 
 // Rewritable is Writable for Rewrite: duplicate ids refuse too.

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/ctxtool/ctxtool/pkg/safefile"
 )
 
 // UpdateOptions controls Update.
@@ -17,6 +19,10 @@ type UpdateOptions struct {
 	Wait time.Duration
 	// DryRun plans but writes nothing.
 	DryRun bool
+	// FinalNewline ends an unterminated last line with a newline even when
+	// the plan appends nothing (lint --fix), so the next writer's append
+	// cannot glue onto it.
+	FinalNewline bool
 }
 
 // Plan decides what to append to a freshly loaded session. Returning no lines
@@ -54,8 +60,14 @@ func Update(ctx context.Context, path string, opts UpdateOptions, plan Plan) err
 		if err != nil {
 			return err
 		}
+		if !opts.DryRun {
+			if err := s.Writable(); err != nil {
+				s.Close()
+				return err
+			}
+		}
 		lines, err := plan(s)
-		if err != nil || len(lines) == 0 || opts.DryRun {
+		if err != nil || opts.DryRun || (len(lines) == 0 && (!opts.FinalNewline || s.EndsWithNewline || s.Size == 0)) {
 			s.Close()
 			return err
 		}
@@ -189,10 +201,12 @@ func appendVerified(s *Session, lines [][]byte) error {
 		buf = append(buf, l...)
 		buf = append(buf, '\n')
 	}
+	safefile.CrashPoint("append-before-write")
 	if _, err := f.Write(buf); err != nil {
 		f.Truncate(s.Size)
 		return fmt.Errorf("%s: append failed, file restored to its previous size: %v", path, err)
 	}
+	safefile.CrashPoint("append-written")
 	if err := f.Sync(); err != nil {
 		return fmt.Errorf("%s: fsync: %v", path, err)
 	}

@@ -174,3 +174,47 @@ func (w *Writer) CustomMessage(customType string, content any, display bool, det
 		Display: display, Details: details, ID: id, ParentID: w.parentPtr(), Timestamp: ts})
 	return w.done(line, id, err)
 }
+
+type toolResultMessage struct {
+	Role       string  `json:"role"`
+	ToolCallID string  `json:"toolCallId"`
+	ToolName   string  `json:"toolName"`
+	Content    []Block `json:"content"`
+	IsError    bool    `json:"isError"`
+	Timestamp  int64   `json:"timestamp"`
+}
+
+type messageV3 struct {
+	Type      string  `json:"type"`
+	ID        string  `json:"id"`
+	ParentID  *string `json:"parentId"`
+	Timestamp string  `json:"timestamp"`
+	Message   any     `json:"message"`
+}
+
+type messageV1 struct {
+	Type      string `json:"type"`
+	Timestamp string `json:"timestamp"`
+	Message   any    `json:"message"`
+}
+
+// ToolResult builds a toolResult message entry answering a tool call with
+// a single text block, in pi's key order (what pi's provider layer
+// synthesises in memory for an unanswered call: "No result provided",
+// isError true).
+func (w *Writer) ToolResult(callID, toolName, text string, isError bool) (Appended, error) {
+	now := w.Now()
+	msg := toolResultMessage{Role: "toolResult", ToolCallID: callID, ToolName: toolName,
+		Content: []Block{{Type: "text", Text: text}}, IsError: isError, Timestamp: now.UnixMilli()}
+	ts := w.timestamp()
+	if w.s.Version < 2 {
+		line, err := MarshalJS(messageV1{Type: "message", Timestamp: ts, Message: msg})
+		return w.done(line, "", err)
+	}
+	id, err := w.newID()
+	if err != nil {
+		return Appended{}, err
+	}
+	line, err := MarshalJS(messageV3{Type: "message", ID: id, ParentID: w.parentPtr(), Timestamp: ts, Message: msg})
+	return w.done(line, id, err)
+}

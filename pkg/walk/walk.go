@@ -17,6 +17,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/ctxtool/ctxtool/pkg/safefile"
 )
 
 // Kind is what a file in a sessions directory is.
@@ -160,6 +162,9 @@ func Walk(paths []string, opts Options) ([]File, error) {
 			return nil, fmt.Errorf("%s: %v (give a session .jsonl file or a sessions directory)", root, unwrap(err))
 		}
 		if !st.IsDir() {
+			if err := safefile.CheckRegular(root, st); err != nil {
+				return nil, err
+			}
 			k := Classify(root)
 			if k == Lock || k == Temp || k == Store {
 				return nil, fmt.Errorf("%s: this is a %s, not a session transcript (give the .jsonl file)", root, k)

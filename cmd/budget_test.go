@@ -1,0 +1,242 @@
+package cmd
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode/utf16"
+
+	"github.com/ctxtool/ctxtool/internal/oracle"
+	"github.com/ctxtool/ctxtool/internal/sessiongen"
+	"github.com/ctxtool/ctxtool/pkg/budget"
+	"github.com/ctxtool/ctxtool/pkg/config"
+)
+
+func writeWorkspace(t *testing.T) string {
+	t.Helper()
+	ws := t.TempDir()
+	files := map[string]string{
+		"AGENTS.md":            strings.Repeat("Always run go test ./... before committing.\n", 900),
+		"SOUL.md":              "Direct and brief.\n",
+		"USER.md":              "Ana; UTC+1.\n",
+		"MEMORY.md":            "- ledger: PostgreSQL 16\n",
+		"memory/2026-03-01.md": "- chose pg16\n",
+	}
+	for name, text := range files {
+		p := filepath.Join(ws, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ws
+}
+
+// TestBudgetEmitContextLoadsInPi is the --emit context done-when check: the
+// emitted messages, counted with chars/4 — the system texts here, every
+// other message by pi's own estimateTokens after loading them as a session
+// in pi — add up to the reported total.
+func TestBudgetEmitContextLoadsInPi(t *testing.T) {
+	cleanEnv(t)
+	dir := t.TempDir()
+	f := genSession(t, dir, "s.jsonl", 40)
+	ws := writeWorkspace(t)
+	sys := filepath.Join(dir, "system.txt")
+	if err := os.WriteFile(sys, []byte(strings.Repeat("You are a coding agent. ", 100)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, extra := range [][]string{nil, {"--summarize", "--summarizer", "extractive"}} {
+		args := append([]string{"budget", f, "--workspace", ws, "--system-prompt", sys, "--context-window", "48000",
+			"--state-dir", filepath.Join(dir, "state"), "--emit", "context"}, extra...)
+		out, errOut, code := runCLI(t, args...)
+		if code != 0 {
+			t.Fatalf("budget %v: exit %d\n%s", extra, code, errOut)
+		}
+		var e EmittedContext
+		if err := json.Unmarshal([]byte(out), &e); err != nil {
+			t.Fatalf("emit context output: %v\n%s", err, out)
+		}
+		if len(e.Messages) != len(e.Meta) || len(e.Messages) < 3 {
+			t.Fatalf("%d messages, %d meta", len(e.Messages), len(e.Meta))
+		}
+		system := 0
+		session := []string{`{"type":"session","version":3,"id":"emit-check","timestamp":"2026-03-01T00:00:00.000Z","cwd":"/tmp"}`}
+		parent := "null"
+		for i, raw := range e.Messages {
+			var m struct {
+				Role    string `json:"role"`
+				Content any    `json:"content"`
+			}
+			if err := json.Unmarshal(raw, &m); err != nil {
+				t.Fatal(err)
+			}
+			if m.Role == "system" {
+				text, _ := m.Content.(string)
+				system += int(math.Ceil(float64(len(utf16.Encode([]rune(text)))) / 4))
+				continue
+			}
+			id := fmt.Sprintf("m%07d", i)
+			session = append(session, fmt.Sprintf(`{"type":"message","id":%q,"parentId":%s,"timestamp":"2026-03-01T00:00:00.000Z","message":%s}`, id, parent, raw))
+			parent = fmt.Sprintf("%q", id)
+		}
+		file := filepath.Join(dir, fmt.Sprintf("emitted-%d.jsonl", len(extra)))
+		if err := os.WriteFile(file, []byte(strings.Join(session, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		pi := oracle.CheckOne(t, file)
+		if !pi.Loads || pi.ContextMessages != len(session)-1 {
+			t.Fatalf("pi loads %v with %d messages, want %d (%s)", pi.Loads, pi.ContextMessages, len(session)-1, pi.Error)
+		}
+		if system+pi.HeuristicTokens != e.TotalTokens || e.EmittedTokens != e.TotalTokens {
+			t.Fatalf("%v: system %d + pi %d = %d, reported total %d (emitted %d)", extra, system, pi.HeuristicTokens, system+pi.HeuristicTokens, e.TotalTokens, e.EmittedTokens)
+		}
+		if pi.OrphanToolResults != 0 {
+			t.Fatalf("%v: the kept history has %d tool results without their call", extra, pi.OrphanToolResults)
+		}
+		if len(extra) > 0 && e.Meta[2].Region != budget.RegionSummary {
+			t.Fatalf("--summarize: third message is %s, want the summary", e.Meta[2].Region)
+		}
+	}
+}
+
+// TestBudgetTableAndJSON runs the command for humans and machines.
+func TestBudgetTableAndJSON(t *testing.T) {
+	cleanEnv(t)
+	dir := t.TempDir()
+	f := genSession(t, dir, "s.jsonl", 30)
+	ws := writeWorkspace(t)
+	out, errOut, code := runCLI(t, "budget", f, "--workspace", ws, "--context-window", "40000", "--state-dir", dir, "-v")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"system prompt", "bootstrap", "history", "AGENTS.md", "truncated at 16,000 chars", "missing", "memory search only", "preserved"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(errOut, "context management: bootstrap budget=4000 tokens, maxChars=16000") {
+		t.Errorf("-v lacks the seed's log line:\n%s", errOut)
+	}
+	out, _, code = runCLI(t, "budget", f, "--workspace", ws, "--context-window", "40000", "--state-dir", dir, "--json")
+	if code != 0 {
+		t.Fatal(code)
+	}
+	var r budget.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Budget.Total != 40000 || r.HistoryBudget != r.Budget.History+r.Reclaimed+r.Budget.Reserve || len(r.Bootstrap) != 8 {
+		t.Fatalf("json report %+v", r)
+	}
+	if _, _, code := runCLI(t, "budget", f, "--emit", "prompt"); code != 2 {
+		t.Fatalf("--emit prompt: exit %d, want 2", code)
+	}
+}
+
+// The contextManagement defaults in config are the seed's, as budget has them.
+func TestBudgetConfigDefaults(t *testing.T) {
+	cleanEnv(t)
+	cfg, err := config.Load("", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := budgetConfig(cfg); got != budget.DefaultConfig() {
+		t.Fatalf("config defaults %+v\nbudget defaults %+v", got, budget.DefaultConfig())
+	}
+}
+
+// readmeExamples returns the ctxtool command lines of the first sh block
+// under a README heading.
+func readmeExamples(t *testing.T, heading string) [][]string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(oracle.ModuleRoot(), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(data), "\n"+heading+"\n")
+	if !ok {
+		t.Fatalf("README has no %q section", heading)
+	}
+	_, block, ok := strings.Cut(after, "```sh\n")
+	if !ok {
+		t.Fatalf("README %q has no sh block", heading)
+	}
+	block, _, _ = strings.Cut(block, "```")
+	var out [][]string
+	for _, line := range strings.Split(block, "\n") {
+		line, _, _ = strings.Cut(line, "#")
+		if f := strings.Fields(line); len(f) > 1 && f[0] == "ctxtool" {
+			out = append(out, f[1:])
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("README %q: no ctxtool examples", heading)
+	}
+	return out
+}
+
+// TestBudgetReadmeExamples runs the README's budget examples as written.
+func TestBudgetReadmeExamples(t *testing.T) {
+	cleanEnv(t)
+	t.Chdir(oracle.ModuleRoot())
+	t.Setenv("CTXTOOL_STATE_DIR", t.TempDir())
+	for _, args := range readmeExamples(t, "### budget") {
+		out, errOut, code := runCLI(t, args...)
+		if code != 0 || out == "" {
+			t.Fatalf("ctxtool %s: exit %d\n%s", strings.Join(args, " "), code, errOut)
+		}
+	}
+}
+
+// TestBudgetSemanticHistoryFromIndex: with an index built by 'ctxtool
+// index', the last prompt's recall hits are injected.
+func TestBudgetSemanticHistoryFromIndex(t *testing.T) {
+	cleanEnv(t)
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	old := filepath.Join(dir, "old.jsonl")
+	b := sessiongen.NewBuilder(mustCreateFile(t, old), sessiongen.Config{})
+	b.UserText("Which database should the billing ledger use?")
+	b.AssistantText("Decision: the billing ledger uses PostgreSQL 16 with logical replication to the reporting replica.")
+	if _, err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cur := filepath.Join(dir, "cur.jsonl")
+	b = sessiongen.NewBuilder(mustCreateFile(t, cur), sessiongen.Config{})
+	b.UserText("Set up the reporting replica for the billing ledger database.")
+	b.AssistantText("Looking at it.")
+	if _, err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := runCLI(t, "index", old, "--state-dir", state); code != 0 {
+		t.Fatalf("index: %s", errOut)
+	}
+	t.Setenv("CTXTOOL_CONTEXTMANAGEMENT_SEMANTICHISTORY_MINRELEVANCESCORE", "0.3")
+	out, errOut, code := runCLI(t, "budget", cur, "--state-dir", state, "--json")
+	if code != 0 {
+		t.Fatalf("budget: %s", errOut)
+	}
+	var r budget.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Semantic.Chunks) != 1 || !strings.Contains(r.Semantic.Chunks[0].Snippet, "PostgreSQL 16") || r.Actual.SemanticHistory == 0 {
+		t.Fatalf("semantic history: %+v", r.Semantic)
+	}
+}
+
+func mustCreateFile(t *testing.T, path string) *os.File {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}

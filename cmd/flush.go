@@ -1,0 +1,311 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/ctxtool/ctxtool/pkg/compaction"
+	"github.com/ctxtool/ctxtool/pkg/config"
+	"github.com/ctxtool/ctxtool/pkg/estimate"
+	"github.com/ctxtool/ctxtool/pkg/exitcode"
+	"github.com/ctxtool/ctxtool/pkg/memflush"
+	"github.com/ctxtool/ctxtool/pkg/models"
+	"github.com/ctxtool/ctxtool/pkg/sessionstore"
+	"github.com/ctxtool/ctxtool/pkg/transcript"
+)
+
+// FlushOptions are the inputs of `ctxtool flush` (and of compact
+// --memory-flush).
+type FlushOptions struct {
+	IO        *IOStreams
+	Files     []string
+	JSON      bool
+	Enabled   bool
+	Workspace string
+	StateDir  string
+	// SessionKey overrides the key the cycle is tracked under.
+	SessionKey          string
+	SoftThresholdTokens int
+	Force               bool
+	DryRun              bool
+	Prompt              string
+	SystemPrompt        string
+	// Compact carries the compaction settings (the region flushed is the
+	// one compact would summarise), the model and the window lookup.
+	Compact *CompactOptions
+}
+
+func init() { register(newFlushCmd) }
+
+func newFlushCmd(f *Factory) *cobra.Command {
+	opts := &FlushOptions{IO: f.IO}
+	cmd := &cobra.Command{
+		Use:   "flush FILE...",
+		Short: "Pre-compaction memory flush: append durable facts to memory/YYYY-MM-DD.md",
+		Long: `Save what a session is about to lose to compaction into the agent's workspace
+notes, as OpenClaw's pre-compaction memory flush does (seed 004 §4).
+
+A session is flushed when its tokens reach
+  contextWindow − compaction.reserveTokensFloor (20000)
+                − compaction.memoryFlush.softThresholdTokens (4000)
+(176,000 for a 200k window), and only once per compaction: the flush
+records the session's compactionCount as memoryFlushCompactionCount in the
+state directory and, when the session is listed in OpenClaw's sessions.json,
+in its store entry (under the store's lock). After the next compaction it is
+due again. --force skips the token threshold, not the once-per-cycle rule.
+
+The notes go to <workspace>/memory/YYYY-MM-DD.md (created if needed; only
+ever appended to). Offline they are the constraints, open requests,
+decisions and identifiers found in the history compact would summarise;
+with an LLM (--summarizer llm, or auto with llm.* configured) the model gets
+that history with the seed's flush prompt (compaction.memoryFlush.prompt and
+.systemPrompt) and its answer is appended — NO_REPLY writes nothing. A note
+the file already holds is never written again, so concurrent or repeated
+flushes do not duplicate entries.`,
+		Example: `  ctxtool flush session.jsonl --workspace ~/.openclaw/workspace
+  ctxtool flush session.jsonl --workspace ws --force --dry-run --json
+  ctxtool compact session.jsonl --memory-flush --workspace ws   # flush, then compact`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			cfg, err := f.Config()
+			if err != nil {
+				return err
+			}
+			opts.Files = args
+			opts.JSON = f.JSON
+			opts.StateDir = cfg.StateDir(c.Flags())
+			if err := opts.load(cfg, c.Flags()); err != nil {
+				return exitcode.New(exitcode.Usage, err)
+			}
+			return runFlush(c.Context(), opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Workspace, "workspace", "", "the agent's workspace directory (notes go to its memory/)")
+	fl.StringVar(&opts.SessionKey, "session-key", "", "key the flush cycle is tracked under (default: sessions.json's key, else the file name)")
+	fl.BoolVar(&opts.Force, "force", false, "flush below the token threshold (still once per compaction)")
+	fl.BoolVar(&opts.DryRun, "dry-run", false, "show the notes that would be written; write nothing")
+	fl.Duration("wait", 0, "wait this long for the locks of a concurrent flush (default 10s)")
+	configFlags(cmd, "compaction.memoryFlush.softThresholdTokens", "contextWindow", "model", "compaction.summarizer", "llm.model")
+	return cmd
+}
+
+// load resolves flags and config.
+func (o *FlushOptions) load(cfg *config.Config, fs *pflag.FlagSet) error {
+	o.Enabled = cfg.Bool(nil, "compaction.memoryFlush.enabled")
+	o.SoftThresholdTokens = cfg.Int(fs, "compaction.memoryFlush.softThresholdTokens")
+	o.Prompt = cfg.String(nil, "compaction.memoryFlush.prompt")
+	o.SystemPrompt = cfg.String(nil, "compaction.memoryFlush.systemPrompt")
+	if o.SoftThresholdTokens < 0 {
+		return fmt.Errorf("compaction.memoryFlush.softThresholdTokens = %d: use 0 or more", o.SoftThresholdTokens)
+	}
+	if o.Compact == nil {
+		o.Compact = &CompactOptions{IO: o.IO}
+		o.Compact.load(cfg, fs)
+		if fs != nil {
+			if w, err := fs.GetDuration("wait"); err == nil {
+				o.Compact.Wait = w
+			}
+		}
+	}
+	return o.Compact.validate()
+}
+
+func runFlush(ctx context.Context, o *FlushOptions) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if o.Workspace == "" {
+		return exitcode.Newf(exitcode.Usage, "flush needs --workspace DIR: the agent's workspace, whose memory/YYYY-MM-DD.md receives the notes")
+	}
+	model, err := o.model()
+	if err != nil {
+		return err
+	}
+	worst := 0
+	for _, file := range o.Files {
+		res, err := o.flushFile(ctx, file, model, o.Force)
+		if err != nil {
+			fmt.Fprintf(o.IO.ErrOut, "ctxtool: %v\n", err)
+			worst = max(worst, exitcode.Code(err))
+			if res == nil {
+				continue
+			}
+		}
+		for _, w := range res.Warnings {
+			fmt.Fprintf(o.IO.ErrOut, "warning: %s: %s\n", file, w)
+		}
+		if o.JSON {
+			if err := writeJSONLine(o.IO.Out, res); err != nil {
+				return err
+			}
+		} else {
+			printFlush(o, res)
+		}
+	}
+	if worst != 0 {
+		return exitcode.Silent(worst)
+	}
+	return nil
+}
+
+// model is the LLM that writes the notes (nil: the offline detector),
+// picked like compact's summariser.
+func (o *FlushOptions) model() (memflush.Completer, error) {
+	sum, err := o.Compact.summarizer()
+	if err != nil {
+		return nil, err
+	}
+	if l, ok := sum.(*compaction.LLMSummarizer); ok {
+		return l.Client, nil
+	}
+	return nil, nil
+}
+
+// flushFile flushes one session; force skips the token threshold.
+func (o *FlushOptions) flushFile(ctx context.Context, file string, model memflush.Completer, force bool) (*memflush.Result, error) {
+	if !o.Enabled {
+		return &memflush.Result{File: file, Reason: "disabled (compaction.memoryFlush.enabled: false)", Entries: []string{}}, nil
+	}
+	floor := o.Compact.Settings.ReserveTokensFloor
+	if floor < 0 {
+		floor = 0 // -1 is "floor disabled"
+	}
+	return memflush.Run(ctx, memflush.Options{
+		File: file, Workspace: o.Workspace, StateDir: o.StateDir, SessionKey: o.SessionKey,
+		Measure:            func(s *transcript.Session) (int, int) { return o.measure(s) },
+		ReserveTokensFloor: floor, SoftThresholdTokens: o.SoftThresholdTokens,
+		Force: force, Compaction: o.Compact.Settings, Model: model,
+		Prompt: o.Prompt, SystemPrompt: o.SystemPrompt, DryRun: o.DryRun, Wait: o.Compact.Wait,
+	})
+}
+
+// measure is the session's size — pi's usage-anchored estimate, the number
+// OpenClaw's flush gate reads from its store — and its context window.
+func (o *FlushOptions) measure(s *transcript.Session) (int, int) {
+	size := o.Compact.Size
+	size.Method = estimate.Usage
+	r, err := estimate.Measure(s, s.Context(), size)
+	if err != nil { // only an unknown method fails, and usage is known
+		return 0, models.DefaultContextWindow
+	}
+	return r.Tokens, r.Window.Tokens
+}
+
+func printFlush(o *FlushOptions, r *memflush.Result) {
+	w := o.IO.Out
+	t := newTable(w)
+	t.row("file", r.File)
+	status := "flushed"
+	switch {
+	case !r.Flushed:
+		status = "not flushed: " + r.Reason
+	case r.DryRun:
+		status = "would flush (dry run)"
+	case r.NoReply:
+		status = "flushed: the model had nothing to store (NO_REPLY)"
+	}
+	t.row("result", status)
+	if r.SessionKey != "" {
+		t.row("session key", r.SessionKey)
+	}
+	if r.ContextWindow > 0 {
+		t.row("tokens", fmt.Sprintf("%s of %s (flush at %s)", humanInt(r.Tokens), humanInt(r.ContextWindow), humanInt(r.Threshold)))
+		last := "never"
+		if r.LastFlushCompactionCount != nil {
+			last = fmt.Sprint(*r.LastFlushCompactionCount)
+		}
+		t.row("compactions", fmt.Sprintf("%d (last flush at %s)", r.CompactionCount, last))
+	}
+	if r.RegionMessages > 0 {
+		t.row("region", fmt.Sprintf("%d messages, lines %d–%d", r.RegionMessages, r.FromLine, r.ToLine))
+	}
+	if r.Flushed {
+		t.row("memory file", r.MemoryFile)
+		t.row("notes", fmt.Sprintf("%d new (%s), %d already there", len(r.Entries), r.Source, r.Duplicates))
+	}
+	if r.SessionsJSON != "" {
+		t.row("sessions.json", "memoryFlushCompactionCount recorded in "+r.SessionsJSON)
+	}
+	t.flush()
+	if len(r.Entries) > 0 {
+		fmt.Fprintln(w, "\n"+strings.Join(r.Entries, "\n"))
+	}
+	fmt.Fprintln(w)
+}
+
+// flushBeforeCompaction is compact --memory-flush: the flush before
+// compacting — forced past its token threshold (the compaction happens
+// anyway), unless --if-needed makes the compaction itself conditional: then
+// the flush's own, lower threshold decides, as in OpenClaw. A failed flush
+// stops the compaction of that file: its notes would be lost with the
+// history.
+func flushBeforeCompaction(ctx context.Context, o *CompactOptions, file string) error {
+	fo := &FlushOptions{IO: o.IO, Enabled: o.Flush.Enabled, Workspace: o.Flush.Workspace, StateDir: o.Flush.StateDir,
+		SoftThresholdTokens: o.Flush.SoftThresholdTokens, Prompt: o.Flush.Prompt, SystemPrompt: o.Flush.SystemPrompt,
+		DryRun: o.DryRun, Compact: o}
+	model, err := fo.model()
+	if err != nil {
+		return err
+	}
+	r, err := fo.flushFile(ctx, file, model, !o.IfNeeded)
+	if err != nil {
+		return fmt.Errorf("memory flush before compaction failed, %s not compacted: %w", file, err)
+	}
+	for _, w := range r.Warnings {
+		fmt.Fprintf(o.IO.ErrOut, "warning: %s: %s\n", file, w)
+	}
+	if r.Flushed {
+		fmt.Fprintf(o.IO.ErrOut, "memory flush: %d new notes in %s (%d already there)\n", len(r.Entries), r.MemoryFile, r.Duplicates)
+	} else {
+		fmt.Fprintf(o.IO.ErrOut, "memory flush: %s\n", r.Reason)
+	}
+	return nil
+}
+
+// loadFlush reads the memory-flush settings for compact --memory-flush.
+func (o *CompactOptions) loadFlush(cfg *config.Config, fs *pflag.FlagSet) error {
+	if o.Flush.Workspace == "" {
+		return fmt.Errorf("--memory-flush needs --workspace DIR: the agent's workspace, whose memory/YYYY-MM-DD.md receives the notes")
+	}
+	fo := &FlushOptions{Compact: o}
+	if err := fo.load(cfg, fs); err != nil {
+		return err
+	}
+	o.Flush.Enabled, o.Flush.SoftThresholdTokens, o.Flush.Prompt, o.Flush.SystemPrompt = fo.Enabled, fo.SoftThresholdTokens, fo.Prompt, fo.SystemPrompt
+	o.Flush.StateDir = cfg.StateDir(fs)
+	return nil
+}
+
+// MemoryFlushSettings are what compact --memory-flush needs beyond the
+// compaction settings.
+type MemoryFlushSettings struct {
+	Enabled             bool
+	Workspace           string
+	StateDir            string
+	SoftThresholdTokens int
+	Prompt              string
+	SystemPrompt        string
+}
+
+// recordCompaction updates OpenClaw's sessions.json after ctxtool
+// compacted a session it lists (compactionCount + 1, totalTokens =
+// tokensAfter, breakdown cleared). The compaction is written either way: a
+// store that cannot be updated is a warning.
+func recordCompaction(ctx context.Context, o *CompactOptions, res *compaction.Result) {
+	if !res.Compacted || res.DryRun {
+		return
+	}
+	ref, err := sessionstore.RecordCompaction(ctx, res.File, res.TokensAfter, o.Wait)
+	switch {
+	case err != nil:
+		w := "sessions.json not updated after the compaction: " + err.Error()
+		res.Warnings = append(res.Warnings, w)
+	case ref != nil:
+		fmt.Fprintf(o.IO.ErrOut, "sessions.json: %s compactionCount %d, totalTokens %d\n", ref.Key, ref.Entry.CompactionCount, res.TokensAfter)
+	}
+}

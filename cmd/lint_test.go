@@ -1,0 +1,223 @@
+package cmd
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ctxtool/ctxtool/internal/oracle"
+	"github.com/ctxtool/ctxtool/pkg/exitcode"
+	"github.com/ctxtool/ctxtool/pkg/iostreams"
+	"github.com/ctxtool/ctxtool/pkg/lint"
+)
+
+func runLintCmd(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	io, _, out, errOut := iostreams.Test()
+	root, _ := NewRootCmd(io)
+	root.SetArgs(append([]string{"lint"}, args...))
+	err := root.Execute()
+	if err != nil {
+		errOut.WriteString(err.Error()) // what Execute prints
+	}
+	return out.String(), errOut.String(), exitcode.Code(err)
+}
+
+func copyFixture(t *testing.T, src string) string {
+	t.Helper()
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), filepath.Base(src))
+	if err := os.WriteFile(dst, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+func jsonFindings(t *testing.T, out string) []lint.Finding {
+	t.Helper()
+	var fs []lint.Finding
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		var f lint.Finding
+		if err := json.Unmarshal(sc.Bytes(), &f); err != nil {
+			t.Fatalf("bad JSON line %q: %v", sc.Text(), err)
+		}
+		fs = append(fs, f)
+	}
+	return fs
+}
+
+func TestLintExitCodesAndFailOn(t *testing.T) {
+	truncated := "../testdata/edge-truncated.jsonl"
+	trailing := "../testdata/edge-trailing-toolcall.jsonl"
+	clean := "../testdata/edge-cjk.jsonl"
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{clean}, 0},
+		{[]string{truncated}, 3},                        // errors fail by default
+		{[]string{"--fail-on", "never", truncated}, 0},  // report only
+		{[]string{trailing}, 0},                         // warnings pass by default
+		{[]string{"--fail-on", "warning", trailing}, 3}, // …unless asked
+		{[]string{"--disable", "torn-line,malformed-line", truncated}, 0},
+		{[]string{"--fail-on", "sometimes", clean}, 2},
+		{[]string{"--enable", "no-such-rule", clean}, 2},
+		{[]string{"does-not-exist.jsonl"}, 2},
+	} {
+		_, stderr, code := runLintCmd(t, c.args...)
+		if code != c.code {
+			t.Errorf("lint %v: exit %d, want %d (%s)", c.args, code, c.code, stderr)
+		}
+	}
+}
+
+func TestLintTableAndJSON(t *testing.T) {
+	out, _, code := runLintCmd(t, "../testdata/edge-truncated.jsonl", "../testdata/edge-cjk.jsonl")
+	if code != 3 || !strings.Contains(out, "edge-truncated.jsonl\n") || !strings.Contains(out, "  16 ") ||
+		!strings.Contains(out, "torn-line") || !strings.Contains(out, "→ torn-line: run `ctxtool lint --fix`") ||
+		!strings.Contains(out, "2 files: 2 errors, 0 warnings, 0 notes (1 clean); 1 fixable with --fix") {
+		t.Fatalf("table:\n%s", out)
+	}
+	out, _, _ = runLintCmd(t, "--json", "../testdata/edge-truncated.jsonl")
+	fs := jsonFindings(t, out)
+	if len(fs) != 2 || fs[0].Line != 16 || fs[0].Rule != "malformed-line" || fs[1].Line != 33 || fs[1].Rule != "torn-line" || !fs[1].Fixable {
+		t.Fatalf("json: %+v", fs)
+	}
+}
+
+// A baseline written by --json (or SARIF) makes only new findings fail.
+func TestLintBaseline(t *testing.T) {
+	sess := copyFixture(t, "../testdata/edge-glued.jsonl")
+	for _, format := range []string{"json", "sarif"} {
+		out, _, code := runLintCmd(t, "--format", format, sess)
+		if code != 3 {
+			t.Fatalf("%s: exit %d", format, code)
+		}
+		base := filepath.Join(t.TempDir(), "baseline."+format)
+		os.WriteFile(base, []byte(out), 0o644)
+		if _, stderr, code := runLintCmd(t, "--baseline", base, sess); code != 0 {
+			t.Fatalf("%s baseline: unchanged findings failed: exit %d %s", format, code, stderr)
+		}
+		// The session grows a new defect: only it fails.
+		f, _ := os.OpenFile(sess, os.O_APPEND|os.O_WRONLY, 0)
+		f.WriteString("not json at all\n")
+		f.Close()
+		out, stderr, code := runLintCmd(t, "--json", "--baseline", base, sess)
+		fs := jsonFindings(t, out)
+		var states []string
+		for _, x := range fs {
+			states = append(states, x.Rule+":"+x.BaselineState)
+		}
+		if code != 3 || !strings.Contains(stderr, "1 new findings") ||
+			strings.Join(states, " ") != "glued-line:unchanged glued-line:unchanged malformed-line:new" {
+			t.Fatalf("%s baseline after growth: exit %d %q %v", format, code, stderr, states)
+		}
+		sess = copyFixture(t, "../testdata/edge-glued.jsonl")
+	}
+}
+
+// --fix answers the pending tool call the way pi does in memory, under the
+// lock; pi loads the result, and the rule is quiet afterwards.
+func TestLintFixPendingToolCall(t *testing.T) {
+	sess := copyFixture(t, "../testdata/edge-trailing-toolcall.jsonl")
+	before, _ := os.ReadFile(sess)
+	out, _, _ := runLintCmd(t, "--fix", "--dry-run", "--idle", "0", sess)
+	if after, _ := os.ReadFile(sess); !bytes.Equal(before, after) || !strings.Contains(out, "would fix pending-tool-call") {
+		t.Fatalf("dry run wrote or said nothing:\n%s", out)
+	}
+	// A fresh file is left alone (the tool may still be running).
+	out, _, _ = runLintCmd(t, "--fix", sess)
+	if after, _ := os.ReadFile(sess); !bytes.Equal(before, after) || !strings.Contains(out, "not fixed: written") {
+		t.Fatalf("--fix touched a session written just now:\n%s", out)
+	}
+	out, _, code := runLintCmd(t, "--fix", "--idle", "0", "--fail-on", "warning", sess)
+	after, _ := os.ReadFile(sess)
+	if !bytes.HasPrefix(after, before) || bytes.Count(after[len(before):], []byte("\n")) != 1 || code != 0 ||
+		!strings.Contains(out, "fixed pending-tool-call") || strings.Contains(out, "pending-tool-call  ") {
+		t.Fatalf("--fix: exit %d\n%s\nappended %q", code, out, after[len(before):])
+	}
+	if _, err := os.Stat(sess + ".lock"); !os.IsNotExist(err) {
+		t.Fatal("the lock was not released")
+	}
+	pi := oracle.CheckOne(t, sess)
+	orig := oracle.CheckOne(t, "../testdata/edge-trailing-toolcall.jsonl")
+	if !pi.Loads || pi.ContextMessages != orig.ContextMessages+1 || pi.LastRole != "toolResult" || pi.OrphanToolResults != 0 {
+		t.Fatalf("pi after the fix: %+v", pi)
+	}
+}
+
+// --fix ends a torn last line, so the next append (pi checks nothing)
+// starts on its own line.
+func TestLintFixTornLine(t *testing.T) {
+	sess := copyFixture(t, "../testdata/edge-truncated.jsonl")
+	before, _ := os.ReadFile(sess)
+	out, _, code := runLintCmd(t, "--fix", "--idle", "0", sess)
+	after, _ := os.ReadFile(sess)
+	if string(after) != string(before)+"\n" || code != 3 || !strings.Contains(out, "fixed torn-line") {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	// The torn bytes are still reported (as a malformed line now).
+	out, _, _ = runLintCmd(t, "--json", sess)
+	if fs := jsonFindings(t, out); len(fs) != 2 || fs[1].Rule != "malformed-line" || fs[1].Line != 33 {
+		t.Fatalf("after the fix: %+v", fs)
+	}
+	if pi := oracle.CheckOne(t, sess); !pi.Loads || len(pi.MalformedLines) != 2 {
+		t.Fatalf("pi: %+v", pi)
+	}
+}
+
+func TestLintListRulesAndDirectories(t *testing.T) {
+	out, _, code := runLintCmd(t, "--list-rules")
+	for _, r := range lint.Rules() {
+		if !strings.Contains(out, r.ID) {
+			t.Errorf("--list-rules misses %s", r.ID)
+		}
+	}
+	if code != 0 {
+		t.Fatal(code)
+	}
+	// A directory is walked; backups and locks are skipped.
+	dir := t.TempDir()
+	data, _ := os.ReadFile("../testdata/edge-truncated.jsonl")
+	os.WriteFile(filepath.Join(dir, "a.jsonl"), data, 0o644)
+	os.WriteFile(filepath.Join(dir, "a.jsonl.bak.2026-03-08T13-03-27.008Z"), data, 0o644)
+	os.WriteFile(filepath.Join(dir, "a.jsonl.lock"), []byte(`{"pid":1}`), 0o644)
+	out, _, _ = runLintCmd(t, "--json", dir)
+	for _, f := range jsonFindings(t, out) {
+		if filepath.Base(f.File) != "a.jsonl" {
+			t.Errorf("linted %s", f.File)
+		}
+	}
+}
+
+// lint.* config keys set rules, severities and the failing level.
+func TestLintConfigKeys(t *testing.T) {
+	truncated := "../testdata/edge-truncated.jsonl"
+	conf := filepath.Join(t.TempDir(), "ctxtool.yaml")
+	os.WriteFile(conf, []byte("lint:\n  disable: malformed-line\n  severity: torn-line=warning\n"), 0o644)
+	out, stderr, code := runLintCmd(t, "--config", conf, "--json", truncated)
+	fs := jsonFindings(t, out)
+	if code != 0 || len(fs) != 1 || fs[0].Rule != "torn-line" || fs[0].Severity != lint.Warning {
+		t.Fatalf("exit %d %s: %+v", code, stderr, fs)
+	}
+	// The flag turns a rule the config disabled back on.
+	if _, _, code := runLintCmd(t, "--config", conf, "--enable", "malformed-line", truncated); code != 3 {
+		t.Fatalf("--enable over lint.disable: exit %d", code)
+	}
+	os.WriteFile(conf, []byte("lint:\n  failOn: warning\n"), 0o644)
+	if _, _, code := runLintCmd(t, "--config", conf, "../testdata/edge-trailing-toolcall.jsonl"); code != 3 {
+		t.Fatalf("lint.failOn warning: exit %d", code)
+	}
+	os.WriteFile(conf, []byte("lint:\n  severity: torn-line=loud\n"), 0o644)
+	if _, stderr, code := runLintCmd(t, "--config", conf, truncated); code != 2 || !strings.Contains(stderr, "lint.severity") {
+		t.Fatalf("bad severity: exit %d %s", code, stderr)
+	}
+}

@@ -1,0 +1,759 @@
+// Package torture runs the ctxtool binary the way the world does: against
+// a writer that ignores the session lock, under kill -9 at any moment,
+// racing copies of itself, and on hostile files. Test-only.
+//
+// Counts are sized so each test takes a few seconds; CTXTOOL_SOAK=N
+// multiplies them by N for a long soak (for example CTXTOOL_SOAK=10 go test
+// ./internal/torture -timeout 1h).
+package torture
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ctxtool/ctxtool/internal/oracle"
+	"github.com/ctxtool/ctxtool/pkg/safefile"
+	"github.com/ctxtool/ctxtool/pkg/transcript"
+)
+
+// bin is the ctxtool binary built for the tests.
+var bin string
+
+func TestMain(m *testing.M) {
+	if os.Getenv(writerEnv) != "" {
+		runWriter()
+		return
+	}
+	dir, err := os.MkdirTemp("", "ctxtool-torture-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bin = filepath.Join(dir, "ctxtool")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Dir = oracle.ModuleRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// soak is the CTXTOOL_SOAK multiplier (1 by default).
+func soak() int {
+	if n, err := strconv.Atoi(os.Getenv("CTXTOOL_SOAK")); err == nil && n > 1 {
+		return n
+	}
+	return 1
+}
+
+// run is one ctxtool run.
+type run struct {
+	code   int
+	stdout string
+	stderr string
+	maxRSS int64 // KiB
+	took   time.Duration
+}
+
+func ctxtool(t *testing.T, args ...string) run {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	start := time.Now()
+	err := cmd.Run()
+	r := run{stdout: out.String(), stderr: errb.String(), took: time.Since(start)}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("ctxtool %v: %v", args, err)
+	}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		r.maxRSS = ru.Maxrss
+	}
+	return r
+}
+
+func copyTo(t *testing.T, src, dir, name string) string {
+	t.Helper()
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(dir, name)
+	if err := os.WriteFile(dst, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+func fixture(name string) string { return filepath.Join(oracle.ModuleRoot(), "testdata", name) }
+
+// lastID returns the id of a session's last entry.
+func lastID(t *testing.T, path string) string {
+	t.Helper()
+	data, _ := os.ReadFile(path)
+	lines := bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n"))
+	var e struct{ ID string }
+	json.Unmarshal(lines[len(lines)-1], &e)
+	return e.ID
+}
+
+// ---- a writer that ignores the lock, as pi does ----
+
+const writerEnv = "CTXTOOL_TORTURE_WRITER"
+
+// startWriter starts a process that appends a user message every 1–3 ms to
+// session, opening it by path for every append and never taking the lock
+// (pi's appendFileSync), each entry hanging off the writer's previous one.
+// stop ends it and returns the ids it wrote, in order.
+func startWriter(t *testing.T, session string) (stop func() []string) {
+	t.Helper()
+	dir := t.TempDir()
+	stopFile, idsFile := filepath.Join(dir, "stop"), filepath.Join(dir, "ids")
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), writerEnv+"="+session, "CTXTOOL_TORTURE_STOP="+stopFile,
+		"CTXTOOL_TORTURE_IDS="+idsFile, "CTXTOOL_TORTURE_PARENT="+lastID(t, session))
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return func() []string {
+		os.WriteFile(stopFile, nil, 0o644)
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("writer: %v\n%s", err, errb.String())
+		}
+		data, _ := os.ReadFile(idsFile)
+		return strings.Fields(string(data))
+	}
+}
+
+func runWriter() {
+	session, stopFile, idsFile := os.Getenv(writerEnv), os.Getenv("CTXTOOL_TORTURE_STOP"), os.Getenv("CTXTOOL_TORTURE_IDS")
+	parent := os.Getenv("CTXTOOL_TORTURE_PARENT")
+	var ids []string
+	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	text := strings.Repeat("The agent keeps working while ctxtool compacts. ", 4)
+	for n := 1; ; n++ {
+		if _, err := os.Stat(stopFile); err == nil {
+			break
+		}
+		id := fmt.Sprintf("w%07d", n)
+		line := `{"type":"message","id":"` + id + `","parentId":"` + parent + `","timestamp":"` + time.Now().UTC().Format("2006-01-02T15:04:05.000Z") +
+			`","message":{"role":"user","content":"` + id + ` ` + text + `","timestamp":` + strconv.FormatInt(time.Now().UnixMilli(), 10) + `}}` + "\n"
+		f, err := os.OpenFile(session, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		if _, err := f.WriteString(line); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		f.Close()
+		ids = append(ids, id)
+		parent = id
+		time.Sleep(time.Millisecond + time.Duration(rng.Int63n(int64(2*time.Millisecond))))
+	}
+	os.WriteFile(idsFile, []byte(strings.Join(ids, "\n")), 0o644)
+	os.Exit(0)
+}
+
+// entry is what the checks need of a session line.
+type entry struct {
+	Type             string
+	ID               string
+	ParentID         *string
+	FirstKeptEntryID string
+}
+
+func entries(t *testing.T, path string) []entry {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []entry
+	for i, l := range bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n")) {
+		var e entry
+		if err := json.Unmarshal(l, &e); err != nil {
+			t.Fatalf("%s:%d: %v", path, i+1, err)
+		}
+		if e.Type != "session" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// checkNothingLost follows a session through the rewrites of a series of
+// `compact --truncate` runs. Each backup is the file a run replaced,
+// including whatever reached it late (it is a hard link to the replaced
+// file); the next state is the next backup, or the live file at the end.
+// Every entry of a backup from the run's first kept entry on must be in the
+// next state (the entries before it were summarised), every state's parents
+// must resolve, and every writer entry must be in the live file or
+// summarised. pi must load the live file with no broken parents and the
+// writer's last entry as its leaf.
+func checkNothingLost(t *testing.T, session string, ids []string) {
+	t.Helper()
+	baks, _ := filepath.Glob(session + ".bak.*")
+	sortStrings(baks)
+	states := append(baks, session)
+	summarised := map[string]bool{}
+	for i := 0; i+1 < len(states); i++ {
+		before, after := entries(t, states[i]), entries(t, states[i+1])
+		if len(after) == 0 || after[0].Type != "compaction" || after[0].ParentID != nil {
+			t.Fatalf("%s does not start with a root compaction", states[i+1])
+		}
+		kept := after[0].FirstKeptEntryID
+		have := map[string]bool{}
+		for _, e := range after {
+			have[e.ID] = true
+		}
+		cut := -1
+		for j, e := range before {
+			if e.ID == kept {
+				cut = j
+			}
+		}
+		if cut < 0 {
+			t.Fatalf("%s: the first kept entry %s of the next run is not in it", states[i], kept)
+		}
+		for j, e := range before {
+			switch {
+			case j < cut:
+				summarised[e.ID] = true
+			case e.Type == "compaction":
+				// older compactions are replaced by the new one
+			case !have[e.ID]:
+				t.Fatalf("entry %s (%s) of %s is neither summarised nor in the next state %s: lost", e.ID, e.Type, states[i], states[i+1])
+			}
+		}
+		for _, e := range after {
+			if e.ParentID != nil && !have[*e.ParentID] {
+				t.Fatalf("%s: entry %s has a missing parent %s", states[i+1], e.ID, *e.ParentID)
+			}
+		}
+	}
+	live := map[string]bool{}
+	for _, e := range entries(t, session) {
+		live[e.ID] = true
+	}
+	inLive := 0
+	for _, id := range ids {
+		if live[id] {
+			inLive++
+		} else if !summarised[id] {
+			t.Fatalf("writer entry %s is neither in the live file nor summarised: lost", id)
+		}
+	}
+	t.Logf("writer entries: %d in the live file, %d summarised by a later run", inLive, len(ids)-inLive)
+	if oracle.Available() || os.Getenv("CI") == "true" {
+		r := oracle.CheckOne(t, session)
+		if !r.Loads || r.BrokenParents != 0 || r.LeafID != ids[len(ids)-1] || len(r.MalformedLines) != 0 {
+			t.Fatalf("pi: loads %v (%s), broken parents %d, malformed %v, leaf %s (writer's last %s)",
+				r.Loads, r.Error, r.BrokenParents, r.MalformedLines, r.LeafID, ids[len(ids)-1])
+		}
+	}
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	return s[strings.LastIndexByte(s, '\n')+1:]
+}
+
+func sortStrings(s []string) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
+
+// A lock-ignoring writer appending every 1–3 ms during 50 `compact
+// --truncate` runs loses nothing: every entry it wrote is in the live file
+// or was summarised by a later run (checkNothingLost), pi loads the file
+// with no broken parent, and pi's leaf is the writer's last entry. With the default --idle the runs are refused instead (exit 4).
+func TestTruncateWithLockIgnoringWriter(t *testing.T) {
+	dir := t.TempDir()
+	session := copyTo(t, fixture("sample-v3.jsonl"), dir, "live.jsonl")
+	stop := startWriter(t, session)
+	time.Sleep(20 * time.Millisecond)
+	r := ctxtool(t, "compact", "--truncate", "--force", "--summarizer", "extractive", session)
+	if r.code != 4 || !strings.Contains(r.stderr, "--idle") {
+		stop()
+		t.Fatalf("default --idle on an active session: exit %d, %s", r.code, r.stderr)
+	}
+	runs := 50 * soak()
+	compacted, carried, failed := 0, 0, map[string]int{}
+	for i := 0; i < runs; i++ {
+		r := ctxtool(t, "compact", "--truncate", "--idle", "0", "--force", "--summarizer", "extractive",
+			"--keep-recent-tokens", "300", "--tokenizer", "heuristic", "--json", session)
+		var res struct {
+			Compacted    bool
+			CarriedLines int
+			Reason       string
+		}
+		json.Unmarshal([]byte(r.stdout), &res)
+		switch {
+		case r.code == 0 && res.Compacted:
+			compacted++
+			carried += res.CarriedLines
+		default:
+			failed[fmt.Sprintf("exit %d: %.120s", r.code, lastLine(r.stderr+"\n"+res.Reason))]++
+		}
+	}
+	ids := stop()
+	t.Logf("%d runs: %d compacted, %d lines carried over; writer wrote %d entries; other outcomes %v", runs, compacted, carried, len(ids), failed)
+	checkNothingLost(t, session, ids)
+	if compacted < runs/2 {
+		t.Fatalf("only %d of %d runs compacted: %v", compacted, runs, failed)
+	}
+	if baks, _ := filepath.Glob(session + ".bak.*"); len(baks) != compacted {
+		t.Fatalf("%d backups for %d rewrites", len(baks), compacted)
+	}
+	if tmps, _ := filepath.Glob(filepath.Join(dir, ".*ctxtool-tmp*")); len(tmps) > 0 {
+		t.Fatalf("temp files left: %v", tmps)
+	}
+}
+
+// writing is a command that writes, with what "nothing lost" means for it.
+type writing struct {
+	name string
+	args func(session, state string) []string
+	// truncates: the session may be replaced by a rewrite, the original
+	// kept as a backup; otherwise the original must stay a prefix.
+	truncates bool
+	// readOnly: the session itself must not change.
+	readOnly bool
+}
+
+var writers = []writing{
+	{name: "compact", args: func(s, st string) []string {
+		return []string{"compact", "--force", "--summarizer", "extractive", "--tokenizer", "heuristic", s}
+	}},
+	{name: "compact --truncate", truncates: true, args: func(s, st string) []string {
+		return []string{"compact", "--truncate", "--idle", "0", "--force", "--summarizer", "extractive", "--tokenizer", "heuristic", s}
+	}},
+	{name: "roll", args: func(s, st string) []string {
+		return []string{"roll", "--trigger", "0", "--target-utilization", "0.05", "--tokenizer", "heuristic", "--state-dir", st, s}
+	}},
+	{name: "checkpoint", readOnly: true, args: func(s, st string) []string {
+		return []string{"checkpoint", "--force", "--state-dir", st, s}
+	}},
+	{name: "restore --append", args: func(s, st string) []string {
+		return []string{"restore", "--append", "--state-dir", st, s}
+	}},
+}
+
+// Every writing command killed with SIGKILL at 30 moments spread over its
+// run leaves nothing that blocks or confuses the next run: no lock that is
+// not taken over, no temp file a later run does not remove, no orphan
+// backup; the session keeps every original line (or, after a rewrite, the
+// backup does); the next run succeeds. (What a kill does to the recall
+// index is issue 17's.)
+func TestKillNineLeavesNoBlockingLeftover(t *testing.T) {
+	kills := 30 * soak()
+	src := fixture("sample-v3.jsonl")
+	orig, _ := os.ReadFile(src)
+	for _, w := range writers {
+		w := w
+		t.Run(w.name, func(t *testing.T) {
+			t.Parallel()
+			template := t.TempDir()
+			state := filepath.Join(template, "state")
+			if w.name == "restore --append" {
+				s := copyTo(t, src, template, "s.jsonl")
+				if r := ctxtool(t, "checkpoint", "--force", "--state-dir", state, s); r.code != 0 {
+					t.Fatalf("checkpoint: %s", r.stderr)
+				}
+			}
+			// How long an uninterrupted run takes: the kills sweep it.
+			probeDir := t.TempDir()
+			copyTree(t, template, probeDir)
+			probe := copyTo(t, src, probeDir, "s.jsonl")
+			r := ctxtool(t, w.args(probe, filepath.Join(probeDir, "state"))...)
+			if r.code != 0 {
+				t.Fatalf("uninterrupted run: exit %d: %s", r.code, r.stderr)
+			}
+			span := r.took
+			var finals, hit []string
+			// Timed kills sweep the run; then a kill at each crash point.
+			for i := 0; i < kills+len(crashPoints); i++ {
+				dir := t.TempDir()
+				copyTree(t, template, dir)
+				session := copyTo(t, src, dir, "s.jsonl")
+				st := filepath.Join(dir, "state")
+				cmd := exec.Command(bin, w.args(session, st)...)
+				point := ""
+				if i >= kills {
+					point = crashPoints[i-kills]
+					cmd.Env = append(os.Environ(), "CTXTOOL_CRASH_AT="+point)
+					if point == "lock-takeover" {
+						writeStaleLock(t, session+".lock")
+					}
+				}
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				if point == "" {
+					time.Sleep(span * time.Duration(2*i+1) / time.Duration(2*kills))
+					cmd.Process.Kill()
+				}
+				cmd.Wait()
+				if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); point != "" && ok && ws.Signaled() {
+					hit = append(hit, point)
+				}
+				checkNoBlockingLeftover(t, dir, st)
+				checkOriginalKept(t, w, session, orig)
+				if i%6 == 5 || i >= kills-1 {
+					// The next run is not blocked by anything the kill left.
+					if r := ctxtool(t, w.args(session, st)...); r.code != 0 {
+						t.Fatalf("kill %d (after %v): the next run failed: exit %d: %s", i, span*time.Duration(2*i+1)/time.Duration(2*kills), r.code, r.stderr)
+					}
+					checkNoBlockingLeftover(t, dir, st)
+				}
+				finals = append(finals, session)
+			}
+			t.Logf("%d timed kills over %v; crash points reached: %v", kills, span.Round(time.Millisecond), hit)
+			if oracle.Available() || os.Getenv("CI") == "true" {
+				for j, res := range oracle.Check(t, false, false, finals...) {
+					if !res.Loads || res.BrokenParents != 0 || len(res.MalformedLines) != 0 {
+						t.Fatalf("after kill %d pi sees: loads %v (%s), broken parents %d, malformed %v", j, res.Loads, res.Error, res.BrokenParents, res.MalformedLines)
+					}
+				}
+			}
+		})
+	}
+}
+
+// crashPoints are the safefile.CrashPoint names in the write paths.
+var crashPoints = []string{"lock-payload", "lock-held", "lock-takeover", "append-before-write", "append-written",
+	"rewrite-temp", "rewrite-backup", "rewrite-renamed", "temp-written"}
+
+// checkNoBlockingLeftover: every lock in the session and state directories
+// can be taken at once, and once the directories have been swept by a
+// ctxtool run (here: this process's first lock there) no temp file or
+// orphan backup remains.
+func checkNoBlockingLeftover(t *testing.T, dirs ...string) {
+	t.Helper()
+	var locks, temps []string
+	for _, d := range dirs {
+		filepath.WalkDir(d, func(p string, e os.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			switch {
+			case strings.HasSuffix(p, ".lock"):
+				locks = append(locks, p)
+			case strings.Contains(e.Name(), "ctxtool-tmp") || strings.HasSuffix(e.Name(), ".tmp"):
+				temps = append(temps, p)
+			}
+			return nil
+		})
+	}
+	for _, l := range locks {
+		lk, err := transcript.AcquireLock(context.Background(), strings.TrimSuffix(l, ".lock"), 0)
+		if err != nil {
+			t.Fatalf("a kill left a lock that blocks: %v", err)
+		}
+		lk.Release()
+	}
+	for _, tmp := range temps {
+		safefile.Sweep(filepath.Dir(tmp))
+		if _, err := os.Stat(tmp); err == nil {
+			t.Fatalf("a kill left %s, which a later run does not remove", tmp)
+		}
+	}
+}
+
+// checkOriginalKept: the original lines are still in the session (a
+// prefix), or — after a rewrite — the backup holds them and the live file
+// loads.
+func checkOriginalKept(t *testing.T, w writing, session string, orig []byte) {
+	t.Helper()
+	data, err := os.ReadFile(session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	baks, _ := filepath.Glob(session + ".bak.*")
+	switch {
+	case w.readOnly && !bytes.Equal(data, orig):
+		t.Fatal("checkpoint changed the session")
+	case bytes.HasPrefix(data, orig):
+		if w.truncates {
+			for _, b := range baks {
+				if bd, _ := os.ReadFile(b); !bytes.Equal(bd, orig) {
+					t.Fatalf("backup %s differs from the original", b)
+				}
+			}
+		}
+	case !w.truncates:
+		t.Fatal("the original lines are no longer a prefix of the session")
+	case len(baks) != 1:
+		t.Fatalf("rewritten, with %d backups", len(baks))
+	default:
+		if bd, _ := os.ReadFile(baks[0]); !bytes.Equal(bd, orig) {
+			t.Fatal("rewritten, and the backup is not the original")
+		}
+		s, err := transcript.Load(session)
+		if err != nil || len(s.Malformed) != 0 {
+			t.Fatalf("the rewritten session does not load: %v", err)
+		}
+		s.Close()
+	}
+}
+
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	filepath.WalkDir(src, func(p string, e os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		if e.IsDir() {
+			return os.MkdirAll(target, 0o700)
+		}
+		if e.Name() == "s.jsonl" && filepath.Dir(p) == src {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, 0o600)
+	})
+}
+
+// writeStaleLock leaves a lock of a process that has exited.
+func writeStaleLock(t *testing.T, path string) {
+	t.Helper()
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	payload := fmt.Sprintf(`{"pid": %d, "createdAt": %q}`, dead.Process.Pid, time.Now().UTC().Format(time.RFC3339))
+	if err := os.WriteFile(path, []byte(payload), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Eight `compact` runs racing over a stale lock append exactly one
+// compaction, and exactly one says compacted:true.
+func TestRacingRunsOverStaleLock(t *testing.T) {
+	const procs = 8
+	for round := 0; round < 3*soak(); round++ {
+		dir := t.TempDir()
+		session := copyTo(t, fixture("sample-v3.jsonl"), dir, "s.jsonl")
+		before := bytes.Count(mustRead(t, session), []byte(`"type":"compaction"`))
+		writeStaleLock(t, session+".lock")
+		type out struct {
+			r   run
+			res struct{ Compacted bool }
+		}
+		outs := make([]out, procs)
+		done := make(chan int)
+		for i := 0; i < procs; i++ {
+			go func(i int) {
+				outs[i].r = ctxtool(t, "compact", "--force", "--summarizer", "extractive", "--tokenizer", "heuristic", "--json", session)
+				json.Unmarshal([]byte(outs[i].r.stdout), &outs[i].res)
+				done <- i
+			}(i)
+		}
+		for i := 0; i < procs; i++ {
+			<-done
+		}
+		after := bytes.Count(mustRead(t, session), []byte(`"type":"compaction"`))
+		said, codes := 0, map[int]int{}
+		for _, o := range outs {
+			codes[o.r.code]++
+			if o.res.Compacted {
+				said++
+			}
+			if o.r.code != 0 && o.r.code != 4 {
+				t.Fatalf("exit %d: %s", o.r.code, o.r.stderr)
+			}
+		}
+		if after-before != 1 || said != 1 {
+			t.Fatalf("round %d: %d compactions appended, %d runs said compacted:true (exit codes %v)", round, after-before, said, codes)
+		}
+		if _, err := os.Stat(session + ".lock"); !os.IsNotExist(err) {
+			t.Fatal("lock left behind")
+		}
+		t.Logf("round %d: exit codes %v", round, codes)
+	}
+}
+
+func mustRead(t *testing.T, p string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// Hostile files through the CLI: a FIFO, a device and a directory are
+// refused at once by every command; a symlinked session is locked and
+// written through its real file and stays a link; a read-only session and
+// one whose tree pi cannot load are never written.
+func TestHostileFiles(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	fifo := filepath.Join(dir, "pipe.jsonl")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skip("no FIFOs here:", err)
+	}
+	commands := map[string][]string{
+		"estimate":           {"estimate"},
+		"compact":            {"compact", "--force", "--summarizer", "extractive"},
+		"compact --truncate": {"compact", "--truncate", "--idle", "0", "--force", "--summarizer", "extractive"},
+		"roll":               {"roll", "--trigger", "0", "--target-utilization", "0.05", "--state-dir", state},
+		"checkpoint":         {"checkpoint", "--force", "--state-dir", state},
+		"restore --append":   {"restore", "--append", "--state-dir", state},
+		"index":              {"index", "--state-dir", state},
+	}
+	for name, args := range commands {
+		for _, target := range []string{fifo, "/dev/zero"} {
+			r := ctxtool(t, append(args, target)...)
+			if r.code == 0 || r.took > time.Second || !(strings.Contains(r.stderr, "not a session file") || strings.Contains(r.stderr, "is not a file")) {
+				t.Errorf("%s %s: exit %d after %v: %s", name, target, r.code, r.took.Round(time.Millisecond), lastLine(r.stderr))
+			}
+		}
+	}
+
+	// Symlink: the real file's lock applies; a rewrite keeps the link.
+	real := copyTo(t, fixture("sample-v3.jsonl"), dir, "real.jsonl")
+	link := filepath.Join(t.TempDir(), "link.jsonl")
+	os.Symlink(real, link)
+	held, err := transcript.AcquireLock(context.Background(), real, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := ctxtool(t, "compact", "--force", "--summarizer", "extractive", link)
+	held.Release()
+	if r.code != 4 || !strings.Contains(r.stderr, real+".lock") {
+		t.Fatalf("compact through a link while the real file is locked: exit %d: %s", r.code, r.stderr)
+	}
+	if r := ctxtool(t, "compact", "--truncate", "--idle", "0", "--force", "--summarizer", "extractive", link); r.code != 0 {
+		t.Fatalf("compact --truncate through a link: exit %d: %s", r.code, r.stderr)
+	}
+	if fi, _ := os.Lstat(link); fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatal("compact --truncate replaced the link by a file")
+	}
+	if baks, _ := filepath.Glob(real + ".bak.*"); len(baks) != 1 {
+		t.Fatalf("backups next to the real file: %v", baks)
+	}
+
+	// Read-only: refused, unchanged, still 0444.
+	ro := copyTo(t, fixture("sample-v3.jsonl"), dir, "ro.jsonl")
+	os.Chmod(ro, 0o444)
+	orig := mustRead(t, ro)
+	if r := ctxtool(t, "checkpoint", "--force", "--state-dir", state, ro); r.code != 0 {
+		t.Fatalf("checkpoint of a read-only session (it only reads it): %s", r.stderr)
+	}
+	for _, args := range [][]string{commands["compact"], commands["compact --truncate"], commands["roll"], commands["restore --append"]} {
+		r := ctxtool(t, append(args, ro)...)
+		if r.code == 0 || !strings.Contains(r.stderr, "read-only") {
+			t.Errorf("%v on 0444: exit %d: %s", args, r.code, lastLine(r.stderr))
+		}
+	}
+	if st, _ := os.Stat(ro); !bytes.Equal(mustRead(t, ro), orig) || st.Mode().Perm() != 0o444 {
+		t.Fatal("the read-only session changed")
+	}
+
+	// A duplicated id that closes a parentId cycle (pi's loader never
+	// returns on it): refused with the lines, exit 1.
+	cyc := copyTo(t, fixture("sample-v3.jsonl"), dir, "cycle.jsonl")
+	es := entries(t, cyc)
+	lastMsg := es[len(es)-1]
+	dupe := fmt.Sprintf(`{"type":"message","id":%q,"parentId":%q,"timestamp":"2026-03-02T10:41:00.000Z","message":{"role":"user","content":"duplicated","timestamp":1}}`+"\n", es[len(es)-2].ID, lastMsg.ID)
+	f, _ := os.OpenFile(cyc, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(dupe)
+	f.Close()
+	orig = mustRead(t, cyc)
+	for _, args := range [][]string{commands["compact"], commands["compact --truncate"], commands["roll"]} {
+		r := ctxtool(t, append(args, cyc)...)
+		if r.code != 1 || !strings.Contains(r.stderr, "parentId cycle") || !strings.Contains(r.stderr, "ctxtool lint") {
+			t.Errorf("%v on a cyclic session: exit %d: %s", args, r.code, lastLine(r.stderr))
+		}
+	}
+	if !bytes.Equal(mustRead(t, cyc), orig) {
+		t.Fatal("the cyclic session changed")
+	}
+}
+
+// Every command stops within a second of SIGTERM or SIGINT, whatever it is
+// doing — waiting for a lock, blocked reading standard input — and leaves
+// no lock of its own behind.
+func TestCommandsStopOnSignal(t *testing.T) {
+	dir := t.TempDir()
+	session := copyTo(t, fixture("sample-v3.jsonl"), dir, "s.jsonl")
+	held, err := transcript.AcquireLock(context.Background(), session, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release()
+	state := filepath.Join(dir, "state")
+	cases := map[string][]string{
+		"compact waiting for the lock": {"compact", "--wait", "1m", "--force", "--summarizer", "extractive", session},
+		"roll waiting for the lock":    {"roll", "--wait", "1m", "--trigger", "0", "--target-utilization", "0.05", "--state-dir", state, session},
+		"restore --append waiting":     {"restore", "--append", "--wait", "1m", "--state-dir", state, session},
+		"estimate reading stdin":       {"estimate", "-"},
+		"checkpoint reading stdin":     {"checkpoint", "--session-key", "k", "--state-dir", state, "-"},
+	}
+	if r := ctxtool(t, "checkpoint", "--force", "--state-dir", state, session); r.code != 0 {
+		t.Fatalf("checkpoint: %s", r.stderr)
+	}
+	for name, args := range cases {
+		for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+			cmd := exec.Command(bin, args...)
+			stdin, _ := cmd.StdinPipe() // never closed: a read blocks
+			var errb bytes.Buffer
+			cmd.Stderr = &errb
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(400 * time.Millisecond)
+			sent := time.Now()
+			cmd.Process.Signal(sig)
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case err := <-done:
+				if took := time.Since(sent); took > time.Second {
+					t.Errorf("%s: stopped %v after %v", name, took, sig)
+				}
+				if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 128+int(sig) {
+					t.Errorf("%s: exit %v after %v, want %d (%s)", name, err, sig, 128+int(sig), lastLine(errb.String()))
+				}
+			case <-time.After(3 * time.Second):
+				cmd.Process.Kill()
+				t.Errorf("%s: still running 3 s after %v", name, sig)
+			}
+			stdin.Close()
+		}
+	}
+	// The lock we hold is still ours: nobody took or removed it.
+	if info, err := os.ReadFile(session + ".lock"); err != nil || !strings.Contains(string(info), strconv.Itoa(os.Getpid())) {
+		t.Fatalf("the held lock changed: %s %v", info, err)
+	}
+}

@@ -1,0 +1,265 @@
+package lint
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	"github.com/ctxtool/ctxtool/pkg/models"
+	"github.com/ctxtool/ctxtool/pkg/transcript"
+)
+
+// Finding is one defect at one place.
+type Finding struct {
+	File string `json:"file"`
+	// Line is 1-based; 0 when the finding is about the whole file.
+	Line int `json:"line"`
+	// Column is the 1-based column in UTF-16 code units (SARIF's default)
+	// where the defect starts inside the line; 0 = the whole line.
+	Column   int      `json:"column,omitempty"`
+	Rule     string   `json:"rule"`
+	Severity Severity `json:"severity"`
+	Message  string   `json:"message"`
+	Remedy   string   `json:"remedy"`
+	EntryID  string   `json:"entryId,omitempty"`
+	// Key identifies the defect inside the file independently of the
+	// message wording (an entry id, a tool-call id, a secret's hash), so a
+	// baseline still matches after the session grew.
+	Key     string `json:"key"`
+	Fixable bool   `json:"fixable,omitempty"`
+	// BaselineState is "new" or "unchanged" when linting against a
+	// baseline (SARIF's baselineState), "" otherwise.
+	BaselineState string `json:"baselineState,omitempty"`
+}
+
+// Options configure a lint run.
+type Options struct {
+	Rules *RuleSet
+	// MaxLineBytes is the oversized-line limit (0: rule finds nothing).
+	MaxLineBytes int
+	// MaxImageBytes is the large-inline-image limit in decoded bytes.
+	MaxImageBytes int
+	// Budget: context-over-budget compares the estimate with these (0: off).
+	MaxTokens      int
+	MaxUtilization float64
+	// Tokenizer for the budget estimate (estimate's methods; "" = auto).
+	Tokenizer string
+	// Model / ContextWindow / ModelWindows resolve the window for
+	// MaxUtilization, as estimate does.
+	Model         string
+	ContextWindow int
+	ModelWindows  map[string]int
+}
+
+// Default limits (config lint.maxLineBytes, lint.maxImageBytes).
+const (
+	DefaultMaxLineBytes  = 4 << 20
+	DefaultMaxImageBytes = 1 << 20
+)
+
+// DefaultOptions runs every rule with the default limits and no budget.
+func DefaultOptions() *Options {
+	return &Options{Rules: DefaultRuleSet(), MaxLineBytes: DefaultMaxLineBytes, MaxImageBytes: DefaultMaxImageBytes}
+}
+
+// Report is the result for one file.
+type Report struct {
+	File     string
+	Findings []Finding
+	// Lines and Entries describe what was read (for summaries).
+	Lines   int
+	Entries int
+}
+
+// File lints one session file ("-" reads standard input). The error is for
+// files that cannot be read at all; everything wrong inside a readable
+// file is a finding.
+func File(path string, opts *Options) (*Report, error) {
+	if path == "-" {
+		data, err := io.ReadAll(os.Stdin)
+		if err != nil {
+			return nil, fmt.Errorf("stdin: %v", err)
+		}
+		return Bytes("-", data, opts)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", path, unwrapPathErr(err))
+	}
+	if st.IsDir() {
+		return nil, fmt.Errorf("%s: is a directory (lint walks directories itself: pass it as an argument, not a file)", path)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file (give a session .jsonl file)", path)
+	}
+	// The content scan streams the file beside the transcript load.
+	var scan contentResult
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		f, err := os.Open(path)
+		if err != nil {
+			scan.err = err
+			return
+		}
+		defer f.Close()
+		scan = scanContent(f)
+	}()
+	s, loadErr := transcript.Load(path)
+	wg.Wait()
+	if s != nil {
+		defer s.Close()
+	}
+	if scan.err != nil {
+		return nil, fmt.Errorf("%s: read: %v", path, scan.err)
+	}
+	return lint(path, s, loadErr, &scan, opts)
+}
+
+// Bytes lints a session held in memory.
+func Bytes(name string, data []byte, opts *Options) (*Report, error) {
+	scan := scanContent(bytes.NewReader(data))
+	if scan.err != nil {
+		return nil, fmt.Errorf("%s: read: %v", name, scan.err)
+	}
+	s, loadErr := transcript.LoadBytes(name, data)
+	return lint(name, s, loadErr, &scan, opts)
+}
+
+func lint(file string, s *transcript.Session, loadErr error, scan *contentResult, opts *Options) (*Report, error) {
+	if opts == nil {
+		opts = DefaultOptions()
+	}
+	if opts.Rules == nil {
+		opts.Rules = DefaultRuleSet()
+	}
+	c := &checker{file: file, s: s, opts: opts}
+	var hdr *transcript.InvalidHeaderError
+	switch {
+	case loadErr == nil:
+	case errors.As(loadErr, &hdr):
+		c.invalidHeader(hdr)
+	default:
+		return nil, loadErr
+	}
+	if s != nil {
+		c.run()
+	}
+	c.content(scan)
+	sortFindings(c.findings)
+	r := &Report{File: file, Findings: c.findings, Lines: scan.lines}
+	if s != nil {
+		r.Entries = len(s.Entries)
+	}
+	return r, nil
+}
+
+func unwrapPathErr(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// checker holds one file's state while the rules run.
+type checker struct {
+	file     string
+	s        *transcript.Session
+	opts     *Options
+	ctx      *transcript.Context
+	onPath   []bool // by position in s.Entries
+	win      *models.SessionWindow
+	findings []Finding
+}
+
+// report adds a finding of rule at line with the rule's default severity.
+func (c *checker) report(rule string, line int, key, format string, args ...any) *Finding {
+	return c.reportAt(rule, byID[rule].Severity, line, key, format, args...)
+}
+
+// reportAt adds a finding with a severity of the finding's own (before
+// configuration is applied); it returns nil when the rule is off.
+func (c *checker) reportAt(rule string, sev Severity, line int, key, format string, args ...any) *Finding {
+	sev = c.opts.Rules.severityFor(rule, sev)
+	if sev == Off {
+		return nil
+	}
+	r := byID[rule]
+	c.findings = append(c.findings, Finding{File: c.file, Line: line, Rule: rule, Severity: sev,
+		Message: fmt.Sprintf(format, args...), Remedy: r.Remedy, Key: key, Fixable: r.Fixable})
+	return &c.findings[len(c.findings)-1]
+}
+
+func (c *checker) enabled(rule string) bool { return c.opts.Rules.Severity(rule) != Off }
+
+// run executes the rules that work on the loaded session.
+func (c *checker) run() {
+	c.ctx = c.s.Context()
+	c.markPath()
+	c.lines()
+	c.header()
+	c.tree()
+	c.tools()
+	c.compactions()
+	c.sizes()
+	c.usage()
+	c.budget()
+}
+
+// window is the session's model and context window, resolved the way every
+// command resolves it (models.ForSession).
+func (c *checker) window() models.SessionWindow {
+	if c.win == nil {
+		w := models.ForSession(c.ctx.Path, c.s.Header, models.Settings{Model: c.opts.Model,
+			ContextWindow: c.opts.ContextWindow, Overrides: c.opts.ModelWindows})
+		c.win = &w
+	}
+	return *c.win
+}
+
+// markPath records which entries are on the root→leaf path, without a map
+// over all entries: the path is walked against the entries in file order.
+func (c *checker) markPath() {
+	entries := c.s.Entries
+	c.onPath = make([]bool, len(entries))
+	// A binary search by line finds each path entry's position.
+	for _, e := range c.ctx.Path {
+		i := entryPos(entries, e.Line)
+		if i >= 0 {
+			c.onPath[i] = true
+		}
+	}
+}
+
+// entryPos is the position of the entry on a line, -1 if none.
+func entryPos(entries []*transcript.Entry, line int) int {
+	lo, hi := 0, len(entries)
+	for lo < hi {
+		m := (lo + hi) / 2
+		if entries[m].Line < line {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo < len(entries) && entries[lo].Line == line {
+		return lo
+	}
+	return -1
+}
+
+// entryAtLine returns the entry on a line, nil if none.
+func (c *checker) entryAtLine(line int) *transcript.Entry {
+	if c.s == nil {
+		return nil
+	}
+	if i := entryPos(c.s.Entries, line); i >= 0 {
+		return c.s.Entries[i]
+	}
+	return nil
+}

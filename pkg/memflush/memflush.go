@@ -1,0 +1,334 @@
+// Package memflush is OpenClaw's pre-compaction memory flush (seed 004 §4)
+// for a command line: when a session nears compaction, the durable facts
+// of the history about to be summarised are appended to the agent's
+// workspace notes, memory/YYYY-MM-DD.md, once per compaction cycle.
+//
+// The rule is the seed's: flush when the session's tokens reach
+// contextWindow − reserveTokensFloor − softThresholdTokens, and not again
+// until the next compaction (memoryFlushCompactionCount == compactionCount
+// means done). The cycle is tracked in the state directory and, for a
+// session listed in OpenClaw's legacy sessions.json, in its store entry as
+// OpenClaw does.
+//
+// Offline, the notes are the decisions, constraints, open requests and
+// identifiers pkg/facts detects in the region compaction would summarise;
+// with a model, its answer to the seed's flush prompt ("NO_REPLY" writes
+// nothing). The memory file is only ever appended to, and nothing it
+// already holds is written again — so a crash between the append and the
+// bookkeeping, or two flushes at once, never duplicates a note.
+package memflush
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/ctxtool/ctxtool/pkg/checkpoint"
+	"github.com/ctxtool/ctxtool/pkg/compaction"
+	"github.com/ctxtool/ctxtool/pkg/llm"
+	"github.com/ctxtool/ctxtool/pkg/safefile"
+	"github.com/ctxtool/ctxtool/pkg/sessionstore"
+	"github.com/ctxtool/ctxtool/pkg/transcript"
+)
+
+// Seed 004 defaults.
+const (
+	DefaultSoftThresholdTokens = 4000
+	DefaultReserveTokensFloor  = 20000
+	// NoReply is the answer with which a model says there is nothing to
+	// store.
+	NoReply = "NO_REPLY"
+)
+
+// DefaultPrompt and DefaultSystemPrompt are the seed's flush turn.
+const (
+	DefaultPrompt       = "Pre-compaction memory flush. Store durable memories now (use memory/YYYY-MM-DD.md; create memory/ if needed). If nothing to store, reply with NO_REPLY."
+	DefaultSystemPrompt = "Pre-compaction memory flush turn. The session is near auto-compaction; capture durable memories to disk. You may reply, but usually NO_REPLY is correct."
+)
+
+// Threshold is where the flush triggers: window − reserve floor − soft
+// threshold, never below 0.
+func Threshold(window, reserveTokensFloor, softThresholdTokens int) int {
+	return max(0, max(1, window)-max(0, reserveTokensFloor)-max(0, softThresholdTokens))
+}
+
+// Due is the seed's shouldRunMemoryFlush: tokens > 0, a positive
+// threshold reached, and no flush yet at this compaction count.
+func Due(tokens, threshold, compactionCount int, lastFlushAt *int) (bool, string) {
+	switch {
+	case tokens <= 0:
+		return false, "the session's size is unknown (0 tokens)"
+	case threshold <= 0:
+		return false, "the flush threshold is 0 (window ≤ reserveTokensFloor + softThresholdTokens)"
+	case tokens < threshold:
+		return false, fmt.Sprintf("below the flush threshold: %d of %d tokens", tokens, threshold)
+	case lastFlushAt != nil && *lastFlushAt == compactionCount:
+		return false, fmt.Sprintf("already flushed in this compaction cycle (compactionCount %d)", compactionCount)
+	}
+	return true, ""
+}
+
+// Completer is the model the flush may ask (llm.Client implements it).
+type Completer interface {
+	Complete(ctx context.Context, r llm.Request) (*llm.Completion, error)
+}
+
+// Options are the inputs of Run.
+type Options struct {
+	File      string
+	Workspace string
+	StateDir  string
+	// SessionKey names the session in the state directory ("" = from
+	// sessions.json, else the file name).
+	SessionKey string
+	// Measure gives the session's size (the caller's context-size
+	// estimate) and its context window.
+	Measure                                 func(s *transcript.Session) (tokens, window int)
+	ReserveTokensFloor, SoftThresholdTokens int
+	// Force skips the token threshold (compact --memory-flush: the
+	// compaction happens anyway); the once-per-cycle rule still holds.
+	Force bool
+	// Compaction plans the region about to be compacted (compaction.Prepare).
+	Compaction compaction.Settings
+	// Model, when set, writes the notes (the seed's prompts); nil: the
+	// offline fact detector.
+	Model                Completer
+	Prompt, SystemPrompt string
+	DryRun               bool
+	// Wait is how long to wait for a concurrent flush of the same session
+	// and for the memory file's and store's locks.
+	Wait time.Duration
+	Now  func() time.Time
+}
+
+// Result is what `ctxtool flush --json` prints for one session.
+type Result struct {
+	File       string `json:"file"`
+	SessionKey string `json:"sessionKey"`
+	// Flushed: notes were appended (or, with a NO_REPLY answer or nothing
+	// new to note, the cycle was marked done with nothing written).
+	Flushed bool   `json:"flushed"`
+	Reason  string `json:"reason,omitempty"`
+	DryRun  bool   `json:"dryRun,omitempty"`
+
+	Tokens        int `json:"tokens"`
+	Threshold     int `json:"threshold"`
+	ContextWindow int `json:"contextWindow"`
+	// CompactionCount is the session's count; LastFlushCompactionCount
+	// the count at the previous flush (nil: never).
+	CompactionCount          int  `json:"compactionCount"`
+	LastFlushCompactionCount *int `json:"lastFlushCompactionCount"`
+
+	// Region is what compaction would summarise, where the notes come from.
+	RegionMessages int `json:"regionMessages"`
+	FromLine       int `json:"fromLine,omitempty"`
+	ToLine         int `json:"toLine,omitempty"`
+	// Source is "facts" (offline) or "llm".
+	Source     string `json:"source"`
+	MemoryFile string `json:"memoryFile,omitempty"`
+	// Entries were written; Duplicates were already in the memory file.
+	Entries    []string `json:"entries"`
+	Duplicates int      `json:"duplicates"`
+	NoReply    bool     `json:"noReply,omitempty"`
+	// SessionsJSON is the store updated with memoryFlushCompactionCount
+	// ("" when the session is in none).
+	SessionsJSON string   `json:"sessionsJson,omitempty"`
+	Warnings     []string `json:"warnings,omitempty"`
+}
+
+// state is the per-session record in <state-dir>/memflush/<key>.json.
+type state struct {
+	MemoryFlushCompactionCount *int   `json:"memoryFlushCompactionCount"`
+	MemoryFlushAt              int64  `json:"memoryFlushAt,omitempty"`
+	File                       string `json:"file,omitempty"`
+}
+
+// StatePath is where the flush cycle of a session key is recorded.
+func StatePath(stateDir, key string) string {
+	return filepath.Join(stateDir, "memflush", checkpoint.SanitizeKey(key)+".json")
+}
+
+// Run flushes one session if the rule says so.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Workspace == "" {
+		return nil, fmt.Errorf("no workspace: pass --workspace DIR (the agent's workspace, where memory/YYYY-MM-DD.md lives)")
+	}
+	if o.StateDir == "" {
+		return nil, fmt.Errorf("no state directory (set --state-dir or CTXTOOL_STATE_DIR)")
+	}
+	s, err := transcript.Load(o.File)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	ref, err := sessionstore.Find(o.File)
+	if err != nil {
+		return nil, err
+	}
+	key := o.SessionKey
+	if key == "" {
+		key = checkpoint.KeyFromFile(o.File)
+	}
+	if o.Measure == nil {
+		return nil, fmt.Errorf("memflush: no Measure")
+	}
+	tokens, window := o.Measure(s)
+	res := &Result{File: o.File, SessionKey: key, Tokens: tokens, ContextWindow: window, DryRun: o.DryRun,
+		Threshold: Threshold(window, o.ReserveTokensFloor, o.SoftThresholdTokens), Entries: []string{}, Source: "facts"}
+	if o.Model != nil {
+		res.Source = "llm"
+	}
+
+	// One flush of a session at a time: the second waits, then sees the
+	// cycle done.
+	statePath := StatePath(o.StateDir, key)
+	if err := os.MkdirAll(filepath.Dir(statePath), 0o700); err != nil {
+		return nil, fmt.Errorf("state directory %s: %v", filepath.Dir(statePath), err)
+	}
+	lock, err := transcript.AcquireLock(ctx, statePath, cmp.Or(o.Wait, defaultLockWait))
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Release()
+	st, err := readState(statePath)
+	if err != nil {
+		return nil, err
+	}
+	if ref != nil {
+		// Re-read inside the lock: another flush may just have written it.
+		if ref, err = sessionstore.Find(o.File); err != nil {
+			return nil, err
+		}
+	}
+	res.CompactionCount = compactions(s)
+	res.LastFlushCompactionCount = st.MemoryFlushCompactionCount
+	if ref != nil {
+		res.CompactionCount = ref.Entry.CompactionCount
+		if ref.Entry.MemoryFlushCompactionCount != nil {
+			res.LastFlushCompactionCount = ref.Entry.MemoryFlushCompactionCount
+		}
+	}
+	if o.Force && tokens < res.Threshold {
+		tokens = res.Threshold // compaction is happening regardless of size
+	}
+	if ok, why := Due(tokens, res.Threshold, res.CompactionCount, res.LastFlushCompactionCount); !ok {
+		res.Reason = why
+		return res, nil
+	}
+
+	// The region about to be compacted.
+	set := o.Compaction
+	set.Force = true
+	if set.ContextWindow <= 0 {
+		set.ContextWindow = window
+	}
+	p, err := compaction.Prepare(s, set)
+	if err != nil {
+		return nil, err
+	}
+	region := append(append([]*transcript.Entry{}, p.Summarize...), p.TurnPrefix...)
+	res.RegionMessages = len(region)
+	if len(region) == 0 {
+		res.Reason = "nothing would be compacted: " + strings.TrimSpace(p.Reason)
+		return res, nil
+	}
+	res.FromLine, res.ToLine = region[0].Line, region[len(region)-1].Line
+
+	now := o.Now()
+	res.MemoryFile = filepath.Join(o.Workspace, "memory", now.Format("2006-01-02")+".md")
+	var notes []note
+	if o.Model != nil {
+		notes, res.NoReply, err = modelNotes(ctx, s, region, o, res.MemoryFile)
+	} else {
+		notes, err = factNotes(s, region)
+	}
+	if err != nil {
+		return res, err
+	}
+	if !o.DryRun {
+		if err := os.MkdirAll(filepath.Dir(res.MemoryFile), 0o755); err != nil {
+			return res, fmt.Errorf("memory directory %s: %v (check the workspace's permissions)", filepath.Dir(res.MemoryFile), err)
+		}
+	}
+	written, dups, err := appendNotes(ctx, res.MemoryFile, notes, heading(key, now), o.DryRun, o.Wait)
+	if err != nil {
+		return res, err
+	}
+	res.Entries, res.Duplicates = written, dups
+	res.Flushed = true
+	if o.DryRun {
+		return res, nil
+	}
+
+	// Bookkeeping: the cycle is done.
+	count := res.CompactionCount
+	st = state{MemoryFlushCompactionCount: &count, MemoryFlushAt: now.UnixMilli(), File: o.File}
+	if err := writeState(statePath, st); err != nil {
+		return res, err
+	}
+	if ref != nil {
+		err := sessionstore.Update(ctx, ref.StorePath, ref.Key, o.Wait, func(sessionstore.Entry) (*sessionstore.Patch, error) {
+			return &sessionstore.Patch{Set: map[string]any{"memoryFlushCompactionCount": count, "memoryFlushAt": now.UnixMilli()}}, nil
+		})
+		if err != nil {
+			res.Warnings = append(res.Warnings, "sessions.json not updated (the state directory records the flush): "+err.Error())
+		} else {
+			res.SessionsJSON = ref.StorePath
+		}
+	}
+	return res, nil
+}
+
+// compactions counts the compaction entries on the session's branch: the
+// compaction count of a session no store lists.
+func compactions(s *transcript.Session) int {
+	n := 0
+	for _, e := range s.Branch() {
+		if e.Type == "compaction" {
+			n++
+		}
+	}
+	return n
+}
+
+func readState(path string) (state, error) {
+	var st state
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return st, nil
+	}
+	if err != nil {
+		return st, fmt.Errorf("%s: %v", path, err)
+	}
+	if err := json.Unmarshal(data, &st); err != nil {
+		return st, fmt.Errorf("%s: %v (delete it to start the flush cycle afresh)", path, err)
+	}
+	return st, nil
+}
+
+// writeState replaces the state file atomically (temp file, fsync, rename).
+func writeState(path string, st state) error {
+	data, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := safefile.WriteFile(path, append(data, '\n'), 0o600); err != nil {
+		return fmt.Errorf("state %s: %v", path, err)
+	}
+	return nil
+}
+
+// heading opens one flush's block in the memory file.
+func heading(key string, t time.Time) string {
+	return fmt.Sprintf("## Pre-compaction memory flush — %s, %s", key, t.Format("15:04 MST"))
+}
