@@ -240,3 +240,31 @@ func mustCreateFile(t *testing.T, path string) *os.File {
 	t.Cleanup(func() { f.Close() })
 	return f
 }
+
+// OpenClaw's own config (agents.defaults.contextManagement, JSON5) sets the
+// budget, as the seed's config block does.
+func TestBudgetFromOpenClawConfig(t *testing.T) {
+	cleanEnv(t)
+	dir := t.TempDir()
+	f := genSession(t, dir, "s.jsonl", 10)
+	oc := filepath.Join(dir, "openclaw.json")
+	os.WriteFile(oc, []byte(`{
+  // seed 001
+  agents: { defaults: { contextManagement: {
+    budget: { systemPromptRatio: 0.10, historyRatio: 0.50, minResponseTokens: 8192, },
+    rollingSummary: { windowSize: 3 },
+  } } },
+}`), 0o644)
+	out, errOut, code := runCLI(t, "budget", f, "--openclaw-config", oc, "--context-window", "20000", "--state-dir", dir, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var r budget.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	// 20000: system 2000, bootstrap 2000, history 10000 − (8192 − 4000), response 8192.
+	if r.Budget.SystemPrompt != 2000 || r.Budget.History != 10000-(8192-4000) || r.Budget.Response != 8192 || r.History.PreservedTurns != 3 {
+		t.Fatalf("budget %+v, preserved %d", r.Budget, r.History.PreservedTurns)
+	}
+}

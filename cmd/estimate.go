@@ -241,6 +241,9 @@ func estimateFile(opts *EstimateOptions, file string) (*EstimateReport, error) {
 	for _, m := range s.Malformed {
 		r.MalformedLines = append(r.MalformedLines, MalformedReport{Line: m.Line, Bytes: m.Bytes, Error: m.Err, Objects: m.Objects})
 	}
+	if s.Foreign != nil {
+		r.Warnings = append(r.Warnings, s.Foreign.Notes...)
+	}
 	if w := windowWarning(window); w != "" {
 		r.Warnings = append(r.Warnings, w)
 	}

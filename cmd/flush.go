@@ -122,6 +122,11 @@ func runFlush(ctx context.Context, o *FlushOptions) error {
 	if o.Workspace == "" {
 		return exitcode.Newf(exitcode.Usage, "flush needs --workspace DIR: the agent's workspace, whose memory/YYYY-MM-DD.md receives the notes")
 	}
+	for _, f := range o.Files {
+		if f == "-" {
+			return exitcode.Newf(exitcode.Usage, "flush reads session files, not stdin: the compaction cycle is tracked per file")
+		}
+	}
 	model, err := o.model()
 	if err != nil {
 		return err

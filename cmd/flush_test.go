@@ -69,6 +69,9 @@ func TestFlushCommand(t *testing.T) {
 	if _, errOut, code := runCLI(t, "flush", file); code != 2 || !strings.Contains(errOut, "--workspace") {
 		t.Fatalf("flush without --workspace: exit %d %s", code, errOut)
 	}
+	if _, errOut, code := runCLI(t, "flush", "-", "--workspace", ws); code != 2 || !strings.Contains(errOut, "stdin") {
+		t.Fatalf("flush of stdin: exit %d %s", code, errOut)
+	}
 }
 
 // TestCompactMemoryFlushUpdatesSessionsJSON: compact --memory-flush flushes,

@@ -184,7 +184,7 @@ func runRoll(ctx context.Context, opts *RollOptions) error {
 	if err := validateRoll(opts); err != nil {
 		return exitcode.New(exitcode.Usage, err)
 	}
-	files, err := walk.Walk(opts.Paths, walk.Options{})
+	files, err := walk.Walk(opts.Paths, walk.Options{Writable: true})
 	if err != nil {
 		return exitcode.New(exitcode.Usage, err)
 	}

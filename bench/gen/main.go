@@ -33,10 +33,18 @@ func main() {
 	seed := flag.Int64("seed", -1, "override the seed")
 	opts := flag.String("opts", "", "Options as JSON, merged over the preset")
 	list := flag.Bool("list", false, "list presets")
+	agent := flag.String("format", "pi", "pi, claude-code, codex or codex-legacy (the last three take -size/-seed only)")
 	flag.BoolVar(&verbose, "v", false, "also print the planted facts (one JSON object per line)")
 	flag.Parse()
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(200) // mostly short-lived garbage: trade some memory for speed
+	}
+	if *agent != "pi" {
+		if err := writeAgent(*agent, *out, *size, *seed); err != nil {
+			fmt.Fprintln(os.Stderr, "gen:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	if err := run(*preset, *out, *all, *dir, *size, *seed, *opts, *list); err != nil {
 		fmt.Fprintln(os.Stderr, "gen:", err)
@@ -134,4 +142,48 @@ func parseSize(s string) (int64, error) {
 		return 0, fmt.Errorf("bad -size %q (e.g. 100MB, 1GB)", s)
 	}
 	return int64(f * float64(mult)), nil
+}
+
+// writeAgent writes a Claude Code or Codex transcript (sessiongen/agents.go).
+func writeAgent(format, path, size string, seed int64) error {
+	if path == "" {
+		return fmt.Errorf("need -o FILE")
+	}
+	o := sessiongen.AgentOptions{Thinking: true, Compactions: 0}
+	if size != "" {
+		n, err := parseSize(size)
+		if err != nil {
+			return err
+		}
+		o.TargetBytes = n
+	}
+	if seed >= 0 {
+		o.Seed = uint64(seed)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	var res *sessiongen.AgentResult
+	switch format {
+	case "claude-code":
+		res, err = sessiongen.GenerateClaudeCode(f, o)
+	case "codex", "codex-legacy":
+		o.Legacy = format == "codex-legacy"
+		res, err = sessiongen.GenerateCodex(f, o)
+	default:
+		err = fmt.Errorf("-format %q: use pi, claude-code, codex or codex-legacy", format)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %v", path, err)
+	}
+	j, _ := json.Marshal(map[string]any{"file": path, "format": format, "bytes": res.Bytes, "lines": res.Lines,
+		"contextMessages": res.ContextMessages, "heuristicTokens": res.ContextTokens, "usageTokens": res.UsageTokens,
+		"seconds": time.Since(start).Seconds()})
+	fmt.Fprintln(os.Stderr, string(j))
+	return nil
 }

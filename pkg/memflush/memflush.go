@@ -166,6 +166,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.StateDir == "" {
 		return nil, fmt.Errorf("no state directory (set --state-dir or CTXTOOL_STATE_DIR)")
 	}
+	if o.File == "-" {
+		return nil, fmt.Errorf("flush reads a session file, not stdin: its compaction cycle is tracked per file (and in the sessions.json beside it)")
+	}
 	s, err := transcript.Load(o.File)
 	if err != nil {
 		return nil, err

@@ -36,13 +36,20 @@ var noteLabel = map[facts.Class]string{
 }
 
 // factNotes are the durable facts of the region: constraints, open
-// requests, decisions, and the identifiers said in the conversation (tool
-// output is full of paths and hashes nobody needs to remember), in that
-// order.
+// requests, decisions and identifiers, in that order — from what was said
+// in the conversation only. Tool calls and their output are left out: what
+// a tool read or printed is on disk already (a rule in AGENTS.md, a path
+// in a listing), and scanning it would cost most of the flush's time.
 func factNotes(s *transcript.Session, region []*transcript.Entry) ([]note, error) {
-	srcs, err := facts.FromEntries(s, region)
+	all, err := facts.FromEntries(s, region)
 	if err != nil {
 		return nil, err
+	}
+	var srcs []facts.Source
+	for _, src := range all {
+		if facts.OriginRank(src.Role) <= facts.OriginRank("assistant") {
+			srcs = append(srcs, src)
+		}
 	}
 	by := facts.ByClass(facts.Detect(srcs))
 	var out []note
@@ -53,8 +60,8 @@ func factNotes(s *transcript.Session, region []*transcript.Entry) ([]note, error
 	}
 	ids := 0
 	for _, f := range by[facts.Identifier] {
-		if facts.OriginRank(f.Origin) > facts.OriginRank("assistant") || ids >= maxIdentifiers {
-			continue
+		if ids >= maxIdentifiers {
+			break
 		}
 		ids++
 		text := "- Identifier: `" + f.Value + "`"

@@ -80,6 +80,9 @@ type Settings struct {
 // FromCap is the Source of a window lowered by Settings.ContextTokens.
 const FromCap Source = "contextTokens cap"
 
+// FromFile is the Source of a window the transcript itself states.
+const FromFile Source = "file"
+
 // SessionWindow is the resolved model and window of one session.
 type SessionWindow struct {
 	Window
@@ -118,6 +121,11 @@ func ForSession(path []*transcript.Entry, header *transcript.Header, set Setting
 	}
 	w := Resolve(id, set.Overrides, set.ContextWindow)
 	w.Model = sm.Name()
+	if header != nil && header.ContextWindow > 0 && (w.Source == FromTable || w.Source == FromDefault) {
+		// The transcript states the window the agent ran with (Codex's
+		// model_context_window): it beats the table, not the user.
+		w.Tokens, w.Source, w.Matched = header.ContextWindow, FromFile, ""
+	}
 	if set.ContextWindow <= 0 && set.ContextTokens > 0 && set.ContextTokens < w.Tokens {
 		w.Tokens, w.Source = set.ContextTokens, FromCap
 	}

@@ -41,3 +41,19 @@ func TestForSession(t *testing.T) {
 		t.Fatal("TranscriptOnly")
 	}
 }
+
+// A window the transcript states (Codex's model_context_window) beats the
+// model table, not the user's --context-window or config.
+func TestForSessionFileWindow(t *testing.T) {
+	h := &transcript.Header{ContextWindow: 258400}
+	path := []*transcript.Entry{{Type: "message", Role: "assistant", Provider: "openai", Model: "gpt-5.2-codex"}}
+	if w := ForSession(path, h, Settings{}); w.Tokens != 258400 || w.Source != FromFile {
+		t.Errorf("file window: %+v", w.Window)
+	}
+	if w := ForSession(path, h, Settings{ContextWindow: 100000}); w.Tokens != 100000 || w.Source != FromFlag {
+		t.Errorf("--context-window: %+v", w.Window)
+	}
+	if w := ForSession(path, h, Settings{Overrides: map[string]int{"gpt-5.2-codex": 50000}}); w.Tokens != 50000 || w.Source != FromConfig {
+		t.Errorf("config override: %+v", w.Window)
+	}
+}

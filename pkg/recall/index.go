@@ -193,6 +193,7 @@ type readResult struct {
 // Malformed lines are counted after line newFrom only (earlier ones were
 // counted when first indexed).
 func (ix *Index) scanLines(ctx context.Context, f *os.File, off int64, line, newFrom int, emit func([]chunk) error) (readResult, error) {
+	conv := sourceConverter(f)
 	res := readResult{end: off, lastLineStart: off, lines: line}
 	x := extractor{maxChars: ix.maxChars}
 	ch := newChunker()
@@ -221,7 +222,7 @@ func (ix *Index) scanLines(ctx context.Context, f *os.File, off int64, line, new
 		res.read++
 		res.lastLineStart = res.end
 		res.end += int64(len(l))
-		units, ok := x.extractLine(l)
+		units, ok := extractSourceLine(&x, conv, res.lines, l)
 		if !ok && res.lines > newFrom {
 			res.nMalformed++
 			if len(res.malformed) < maxReportedMalformed {
@@ -391,7 +392,7 @@ func (ix *Index) IndexFiles(ctx context.Context, paths []string, report func(Sta
 
 // openIndexable opens a file to index.
 func openIndexable(abs string) (*os.File, error) {
-	f, err := os.Open(abs)
+	f, err := openSource(abs)
 	if err != nil {
 		return nil, fmt.Errorf("recall: %v", err)
 	}
@@ -608,7 +609,7 @@ func (ix *Index) Prune(ctx context.Context, roots ...string) ([]string, error) {
 		if len(absRoots) > 0 && !underAny(p, absRoots) {
 			continue
 		}
-		if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(sourceFile(p)); errors.Is(err, os.ErrNotExist) {
 			gone = append(gone, p)
 		}
 	}

@@ -255,6 +255,9 @@ func (ix *Index) Search(ctx context.Context, query string, opts SearchOptions) (
 
 // Citation formats path#Lstart-Lend (path#Lstart for one line).
 func Citation(path string, start, end int) string {
+	if storeSession(path) {
+		return storeCitation(path, start, end)
+	}
 	if start == end {
 		return path + "#L" + strconv.Itoa(start)
 	}

@@ -108,6 +108,9 @@ type Header struct {
 	Provider      string
 	ModelID       string
 	ThinkingLevel string
+	// ContextWindow is the window a translated transcript states (Codex's
+	// model_context_window; foreign.go), 0 for pi files.
+	ContextWindow int
 }
 
 // Malformed is a line pi's loader would drop because JSON.parse fails on it.

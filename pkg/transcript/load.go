@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/ctxtool/ctxtool/pkg/formats"
 	"github.com/ctxtool/ctxtool/pkg/safefile"
 )
 
@@ -35,6 +36,9 @@ type Session struct {
 	// EndsWithNewline is false when the last byte is not '\n' (appends must
 	// add one first, or the appended line glues onto the last one).
 	EndsWithNewline bool
+	// Foreign is the translated source when the file is not pi JSONL
+	// (foreign.go); nil for pi files.
+	Foreign *formats.View
 
 	byID map[string]*Entry
 	// dups are entries whose id an earlier entry already has.
@@ -70,7 +74,16 @@ func Load(path string) (*Session, error) {
 		if err != nil {
 			return nil, fmt.Errorf("stdin: %v", err)
 		}
+		if v, err := formats.OpenReader("-", bytes.NewReader(data)); err != nil || v != nil {
+			if err != nil {
+				return nil, err
+			}
+			return loadView("-", v)
+		}
 		return LoadBytes("-", data)
+	}
+	if s, handled, err := loadForeign(path); handled {
+		return s, err
 	}
 	f, st, err := OpenRegular(path)
 	if err != nil {
@@ -170,6 +183,9 @@ func LoadBytes(name string, data []byte) (*Session, error) {
 func (s *Session) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.Foreign != nil {
+		s.Foreign.Close()
+	}
 	if s.file != nil {
 		err := s.file.Close()
 		s.file = nil

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/ctxtool/ctxtool/pkg/formats"
 )
 
 // Leaf is pi's leaf after loading: the last entry in file order.
@@ -266,6 +268,9 @@ func (s *Session) TreeProblems() []TreeProblem {
 // later entry wins, in pi as in ctxtool) and do not stop an append; they do
 // stop Rewrite, whose re-parenting could close a cycle.
 func (s *Session) Writable() error {
+	if s.ReadOnly() {
+		return &formats.ReadOnlyError{File: s.File, Format: s.Format()}
+	}
 	if s.File == "-" || s.fi == nil {
 		return fmt.Errorf("%s: cannot write to standard input; give a session file path", s.File)
 	}

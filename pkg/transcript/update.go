@@ -121,6 +121,9 @@ var ErrFileChanged = fmt.Errorf("the session file changed while ctxtool was plan
 // so a link stays a link), and the real file must be a regular file that is
 // not read-only.
 func WritablePath(path string) (string, error) {
+	if err := CheckWritable(path); err != nil {
+		return "", err // Claude Code, Codex, zstd, OpenClaw stores (foreign.go)
+	}
 	real, err := resolve(path)
 	if err != nil {
 		return "", err

@@ -5,7 +5,14 @@
 //
 // Both layouts are covered by one recursive walk: pi keeps sessions in
 // <agentDir>/sessions/--<cwd>--/*.jsonl, OpenClaw in
-// <stateDir>/agents/<agentId>/sessions/*.jsonl.
+// <stateDir>/agents/<agentId>/sessions/*.jsonl. The same walk finds the
+// other agents' homes: Claude Code's ~/.claude/projects/<dir>/<uuid>.jsonl
+// (and <uuid>/subagents/*.jsonl), Codex's
+// ~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl, *.jsonl.zst files
+// (OpenClaw's sessions/cold/ archives among them) and OpenClaw's session
+// database ~/.openclaw/agents/<id>/agent/*.sqlite, which is expanded into
+// one "store.sqlite#<session key>" path per session. Each file carries its
+// format, so writers can leave the read-only ones alone.
 package walk
 
 import (
@@ -18,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctxtool/ctxtool/pkg/formats"
 	"github.com/ctxtool/ctxtool/pkg/safefile"
 )
 
@@ -48,12 +56,15 @@ const (
 	Lock
 	// Temp is a rewrite in progress (*.truncate-tmp, ctxtool's temp files).
 	Temp
+	// Database is OpenClaw's per-agent session store (agent/*.sqlite); Walk
+	// returns its sessions as Transcript files.
+	Database
 )
 
 var kindNames = map[Kind]string{
 	Other: "not a transcript", Transcript: "transcript", Archive: "archived transcript",
 	Backup: "backup", Checkpoint: "checkpoint copy", Trajectory: "trajectory",
-	Store: "session store", Lock: "lock file", Temp: "temporary file",
+	Store: "session store", Lock: "lock file", Temp: "temporary file", Database: "session database",
 }
 
 func (k Kind) String() string { return kindNames[k] }
@@ -105,6 +116,13 @@ func Classify(name string) Kind {
 		return Other // editor swap files, ctxtool temp files
 	case strings.HasSuffix(base, ".jsonl"):
 		return Transcript
+	case strings.HasSuffix(base, ".jsonl.zst"):
+		if filepath.Base(filepath.Dir(name)) == "cold" {
+			return Archive // OpenClaw's cold storage: read-only history
+		}
+		return Transcript
+	case strings.HasSuffix(base, ".sqlite") && filepath.Base(filepath.Dir(name)) == "agent":
+		return Database
 	}
 	return Other
 }
@@ -118,12 +136,17 @@ type File struct {
 	// Explicit is true when the file was named on the command line rather
 	// than found in a directory.
 	Explicit bool
+	// Format is what the file holds (sniffed from its first line).
+	Format formats.Format
 }
 
 // Options select what Walk returns.
 type Options struct {
 	// Kinds to return from directories; nil = Transcript only.
 	Kinds []Kind
+	// Writable drops files found in directories that ctxtool does not write
+	// (Claude Code, Codex, zstd, OpenClaw stores): for batch writers.
+	Writable bool
 }
 
 func (o Options) wants(k Kind) bool {
@@ -157,6 +180,13 @@ func Walk(paths []string, opts Options) ([]File, error) {
 		}
 	}
 	for _, root := range paths {
+		if db, _, ok := formats.SplitStorePath(root); ok {
+			// One session of an OpenClaw store: "store.sqlite#<key>".
+			if st, err := os.Stat(db); err == nil {
+				add(File{Path: root, Kind: Transcript, Size: st.Size(), ModTime: st.ModTime(), Explicit: true, Format: formats.OpenClawSQLite})
+				continue
+			}
+		}
 		st, err := os.Stat(root)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v (give a session .jsonl file or a sessions directory)", root, unwrap(err))
@@ -169,7 +199,18 @@ func Walk(paths []string, opts Options) ([]File, error) {
 			if k == Lock || k == Temp || k == Store {
 				return nil, fmt.Errorf("%s: this is a %s, not a session transcript (give the .jsonl file)", root, k)
 			}
-			add(File{Path: root, Kind: k, Size: st.Size(), ModTime: st.ModTime(), Explicit: true})
+			f := File{Path: root, Kind: k, Size: st.Size(), ModTime: st.ModTime(), Explicit: true, Format: sniff(root)}
+			if f.Format == formats.OpenClawSQLite {
+				sessions, err := storeSessions(f)
+				if err != nil {
+					return nil, err
+				}
+				for _, s := range sessions {
+					add(s)
+				}
+				continue
+			}
+			add(f)
 			continue
 		}
 		var found []File
@@ -190,6 +231,16 @@ func Walk(paths []string, opts Options) ([]File, error) {
 				return nil
 			}
 			k := Classify(p)
+			if k == Database && opts.wants(Transcript) && !opts.Writable {
+				info, err := d.Info()
+				if err != nil {
+					return nil
+				}
+				// A database that is no OpenClaw store is skipped quietly.
+				sessions, _ := storeSessions(File{Path: p, Size: info.Size(), ModTime: info.ModTime()})
+				found = append(found, sessions...)
+				return nil
+			}
 			if !opts.wants(k) {
 				return nil
 			}
@@ -197,7 +248,11 @@ func Walk(paths []string, opts Options) ([]File, error) {
 			if err != nil {
 				return nil // vanished while walking
 			}
-			found = append(found, File{Path: p, Kind: k, Size: info.Size(), ModTime: info.ModTime()})
+			f := File{Path: p, Kind: k, Size: info.Size(), ModTime: info.ModTime(), Format: sniff(p)}
+			if opts.Writable && !f.Format.Writable() {
+				return nil
+			}
+			found = append(found, f)
 			return nil
 		})
 		if err != nil {
@@ -208,6 +263,30 @@ func Walk(paths []string, opts Options) ([]File, error) {
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, nil
+}
+
+// sniff names a file's format; unreadable files count as pi (the reader
+// reports them).
+func sniff(p string) formats.Format {
+	sn, err := formats.SniffFile(p)
+	if err != nil || sn.Format == formats.Unknown {
+		return formats.Pi
+	}
+	return sn.Format
+}
+
+// storeSessions lists the sessions of an OpenClaw store as files.
+func storeSessions(db File) ([]File, error) {
+	sessions, err := formats.ListStore(db.Path)
+	if err != nil {
+		return nil, err
+	}
+	var out []File
+	for _, s := range sessions {
+		out = append(out, File{Path: formats.StorePath(db.Path, s.Key), Kind: Transcript, Size: db.Size,
+			ModTime: db.ModTime, Explicit: db.Explicit, Format: formats.OpenClawSQLite})
+	}
 	return out, nil
 }
 

@@ -1,0 +1,76 @@
+package cmd
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ctxtool/ctxtool/pkg/exitcode"
+	"github.com/ctxtool/ctxtool/pkg/formats"
+)
+
+// ExportOptions are the inputs of `ctxtool export`.
+type ExportOptions struct {
+	IO     *IOStreams
+	File   string
+	To     string
+	Output string
+	Force  bool
+	JSON   bool
+}
+
+func init() { register(newExportCmd) }
+
+func newExportCmd(f *Factory) *cobra.Command {
+	opts := &ExportOptions{IO: f.IO}
+	cmd := &cobra.Command{
+		Use:   "export FILE --to pi",
+		Short: "Write any supported transcript as a pi v3 session",
+		Long: `Write a Claude Code transcript, a Codex rollout, a *.jsonl.zst file or one
+session of an OpenClaw SQLite store (store.sqlite#<session key>) as a pi v3
+session file: the conversation the agent would send, with its usage records,
+in pi's format. pi loads it, and every ctxtool command — compact, roll,
+restore --append included — works on the copy. The original is only read.
+
+Without -o the session goes to standard output. A pi file is copied
+unchanged (it is a pi session already).`,
+		Example: `  ctxtool export ~/.claude/projects/-home-me-app/3f2c….jsonl --to pi -o app.jsonl
+  ctxtool export ~/.codex/sessions/2026/03/18/rollout-….jsonl --to pi > rollout.jsonl
+  ctxtool export ~/.openclaw/agents/main/agent/openclaw-agent.sqlite#agent:main:main --to pi -o main.jsonl`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.File = args[0]
+			opts.JSON = f.JSON
+			return runExport(opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.To, "to", "pi", "output format (pi: a pi v3 session JSONL)")
+	fl.StringVarP(&opts.Output, "output", "o", "", "write to this file (default: standard output)")
+	fl.BoolVar(&opts.Force, "force", false, "replace an existing -o file")
+	return cmd
+}
+
+func runExport(opts *ExportOptions) error {
+	if opts.To != "pi" {
+		return exitcode.Newf(exitcode.Usage, "--to %q: the only output format is pi", opts.To)
+	}
+	if opts.Output == "" {
+		if opts.JSON {
+			return exitcode.Newf(exitcode.Usage, "--json needs -o FILE (the session itself goes to standard output)")
+		}
+		if _, err := formats.Export(opts.File, opts.IO.Out); err != nil {
+			return exitcode.New(exitcode.Runtime, err)
+		}
+		return nil
+	}
+	res, err := formats.ExportFile(opts.File, opts.Output, opts.Force)
+	if err != nil {
+		return exitcode.New(exitcode.Runtime, err)
+	}
+	if opts.JSON {
+		return writeJSONLine(opts.IO.Out, res)
+	}
+	fmt.Fprintf(opts.IO.ErrOut, "%s (%s) → %s: pi v3 session, %d lines, %.1f MB\n", res.File, res.Format, res.Output, res.Lines, float64(res.Bytes)/1e6)
+	return nil
+}

@@ -1,0 +1,417 @@
+package formats
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+)
+
+// block is one pi content block.
+type block struct {
+	kind     string // text, thinking, image, toolCall
+	text     string // text, thinking
+	sig      string // thinkingSignature
+	redacted bool
+	id, name string // toolCall
+	args     []byte // toolCall arguments: a JSON object
+	data     string // image base64
+	mime     string
+}
+
+// usage is a pi usage record; total carries the source format's context
+// rule (see each converter), which is what pi's calculateContextTokens and
+// every estimator read.
+type usage struct {
+	input, output, cacheRead, cacheWrite, total int64
+}
+
+// entry is one pi entry to write.
+type entry struct {
+	typ       string // message, compaction, custom_message, model_change
+	id        string
+	parent    string // "" = root
+	timestamp string // ISO-8601
+
+	// message
+	role          string // user, assistant, toolResult
+	content       []block
+	contentString bool // content is content[0].text as a plain string
+	msgTime       int64
+	api, provider string
+	model         string
+	stopReason    string
+	usage         *usage
+	toolCallID    string
+	toolName      string
+	isError       bool
+
+	// compaction
+	summary      string
+	tokensBefore int64
+
+	// custom_message
+	customType string
+}
+
+// view is what converters write into.
+type view struct {
+	out  *spool
+	rows []int32
+	w    jsonw
+	// header is written lazily, before the first entry, from what the
+	// converter learnt by then.
+	headerDone bool
+	sessionID  string
+	started    string
+	cwd        string
+	headerRow  int
+	malformed  []Malformed
+	notes      []string
+	window     int
+}
+
+// Malformed is a source line that is not one JSON object. It is reported
+// (file, line, error) and left out, as pi leaves out its malformed lines.
+type Malformed struct {
+	Line  int
+	Bytes int
+	Err   string
+}
+
+func (v *view) put(row int) error {
+	v.w.b = append(v.w.b, '\n')
+	_, err := v.out.Write(v.w.b)
+	v.w.b = v.w.b[:0]
+	v.rows = append(v.rows, int32(row))
+	return err
+}
+
+func (v *view) header(row int) error {
+	if v.headerDone {
+		return nil
+	}
+	v.headerDone = true
+	id := v.sessionID
+	if id == "" {
+		id = "imported"
+	}
+	ts := v.started
+	if ts == "" {
+		ts = time.Unix(0, 0).UTC().Format("2006-01-02T15:04:05.000Z")
+	}
+	w := &v.w
+	w.firstKey("type")
+	w.str("session")
+	w.key("version")
+	w.raw("3")
+	w.key("id")
+	w.str(id)
+	w.key("timestamp")
+	w.str(ts)
+	w.key("cwd")
+	w.str(v.cwd)
+	w.raw("}")
+	if v.headerRow > 0 {
+		row = v.headerRow
+	}
+	return v.put(row)
+}
+
+// emit writes one entry produced from source row.
+func (v *view) emit(e *entry, row int) error {
+	if err := v.header(row); err != nil {
+		return err
+	}
+	encodeEntry(&v.w, e)
+	return v.put(row)
+}
+
+func encodeEntry(w *jsonw, e *entry) {
+	w.firstKey("type")
+	w.str(e.typ)
+	switch e.typ {
+	case "custom_message":
+		w.key("customType")
+		w.str(e.customType)
+		w.key("content")
+		encodeContent(w, e)
+		w.key("display")
+		w.raw("false")
+		writeBase(w, e)
+		w.raw("}")
+		return
+	}
+	writeBase(w, e)
+	switch e.typ {
+	case "message":
+		w.key("message")
+		encodeMessage(w, e)
+	case "compaction":
+		w.key("summary")
+		w.str(e.summary)
+		w.key("firstKeptEntryId")
+		w.str("")
+		w.key("tokensBefore")
+		w.int(e.tokensBefore)
+		w.key("fromHook")
+		w.raw("false")
+	case "model_change":
+		w.key("provider")
+		w.str(e.provider)
+		w.key("modelId")
+		w.str(e.model)
+	}
+	w.raw("}")
+}
+
+func writeBase(w *jsonw, e *entry) {
+	w.key("id")
+	w.str(e.id)
+	w.key("parentId")
+	if e.parent == "" {
+		w.raw("null")
+	} else {
+		w.str(e.parent)
+	}
+	w.key("timestamp")
+	w.str(e.timestamp)
+}
+
+func encodeMessage(w *jsonw, e *entry) {
+	w.firstKey("role")
+	w.str(e.role)
+	switch e.role {
+	case "toolResult":
+		w.key("toolCallId")
+		w.str(e.toolCallID)
+		w.key("toolName")
+		w.str(e.toolName)
+		w.key("content")
+		encodeContent(w, e)
+		w.key("isError")
+		if e.isError {
+			w.raw("true")
+		} else {
+			w.raw("false")
+		}
+	case "assistant":
+		w.key("content")
+		encodeContent(w, e)
+		w.key("api")
+		w.str(e.api)
+		w.key("provider")
+		w.str(e.provider)
+		w.key("model")
+		w.str(e.model)
+		u := e.usage
+		if u == nil {
+			u = &usage{}
+		}
+		w.key("usage")
+		w.firstKey("input")
+		w.int(u.input)
+		w.key("output")
+		w.int(u.output)
+		w.key("cacheRead")
+		w.int(u.cacheRead)
+		w.key("cacheWrite")
+		w.int(u.cacheWrite)
+		w.key("totalTokens")
+		w.int(u.total)
+		w.key("cost")
+		w.raw(`{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}}`)
+		w.key("stopReason")
+		w.str(e.stopReason)
+	default:
+		w.key("content")
+		encodeContent(w, e)
+	}
+	w.key("timestamp")
+	w.int(e.msgTime)
+	w.raw("}")
+}
+
+func encodeContent(w *jsonw, e *entry) {
+	if e.contentString {
+		s := ""
+		if len(e.content) > 0 {
+			s = e.content[0].text
+		}
+		w.str(s)
+		return
+	}
+	w.raw("[")
+	for i, b := range e.content {
+		if i > 0 {
+			w.raw(",")
+		}
+		w.firstKey("type")
+		w.str(b.kind)
+		switch b.kind {
+		case "text":
+			w.key("text")
+			w.str(b.text)
+		case "thinking":
+			w.key("thinking")
+			w.str(b.text)
+			if b.sig != "" {
+				w.key("thinkingSignature")
+				w.str(b.sig)
+			}
+			if b.redacted {
+				w.key("redacted")
+				w.raw("true")
+			}
+		case "image":
+			w.key("data")
+			w.str(b.data)
+			w.key("mimeType")
+			w.str(b.mime)
+		case "toolCall":
+			w.key("id")
+			w.str(b.id)
+			w.key("name")
+			w.str(b.name)
+			w.key("arguments")
+			if len(b.args) == 0 {
+				w.raw("{}")
+			} else {
+				w.rawb(b.args)
+			}
+		}
+		w.raw("}")
+	}
+	w.raw("]")
+}
+
+// isoMillis normalises an ISO-8601 timestamp to pi's form (UTC, ms, Z);
+// unparsable ones are kept as they are.
+func isoMillis(s string) string {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return s
+	}
+	return t.UTC().Format("2006-01-02T15:04:05.000Z")
+}
+
+// epochMillis is the message timestamp pi stores (0 when unparsable).
+func epochMillis(s string) int64 {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// argsObject returns raw JSON as a toolCall arguments object: objects as
+// they are (compacted), anything else wrapped as {"input": value}.
+func argsObject(raw []byte) []byte {
+	if isObject(raw) && json.Valid(raw) {
+		return compactJSON(raw)
+	}
+	var w jsonw
+	w.firstKey("input")
+	if len(raw) == 0 || !json.Valid(raw) {
+		w.str(string(raw))
+	} else {
+		w.rawb(compactJSON(raw))
+	}
+	w.raw("}")
+	return w.b
+}
+
+// argsFromString parses a JSON-encoded arguments string (Codex's
+// function_call.arguments); a string that is not a JSON object becomes
+// {"input": string}.
+func argsFromString(s string) []byte {
+	b := []byte(s)
+	if isObject(b) && json.Valid(b) {
+		return compactJSON(b)
+	}
+	var w jsonw
+	w.firstKey("input")
+	w.str(s)
+	w.raw("}")
+	return w.b
+}
+
+func compactJSON(raw []byte) []byte {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return raw
+	}
+	return buf.Bytes()
+}
+
+// View is a transcript translated to pi v3 JSONL.
+type View struct {
+	// Format is the source format; Inner is the format inside a zstd file.
+	Format, Inner Format
+	File          string
+	// Unit is what SourceRow numbers: "line" (1-based source line) or
+	// "seq" (an OpenClaw transcript_events row).
+	Unit string
+	// ContextWindow is the model's window as the file states it (Codex's
+	// model_context_window), 0 when the file does not say.
+	ContextWindow int
+	// Malformed are source lines that are not JSON objects.
+	Malformed []Malformed
+	// Notes are facts worth a warning (skipped side-chain lines, …).
+	Notes []string
+
+	data *spool
+	rows []int32
+}
+
+// ReaderAt reads the pi JSONL.
+func (v *View) ReaderAt() io.ReaderAt { return v.data }
+
+// Size is the length of the pi JSONL in bytes.
+func (v *View) Size() int64 { return v.data.size }
+
+// Lines is the number of pi lines.
+func (v *View) Lines() int { return len(v.rows) }
+
+// SourceRow maps a 1-based pi line to its source line (or row seq).
+func (v *View) SourceRow(line int) int {
+	if line < 1 || line > len(v.rows) {
+		return line
+	}
+	return int(v.rows[line-1])
+}
+
+// WriteTo copies the pi JSONL to w.
+func (v *View) WriteTo(w io.Writer) (int64, error) {
+	return io.Copy(w, io.NewSectionReader(v.data, 0, v.data.size))
+}
+
+// Close releases the spool.
+func (v *View) Close() error {
+	if v == nil || v.data == nil {
+		return nil
+	}
+	return v.data.Close()
+}
+
+// Cite formats a source position for messages: "line 12" or "row seq 12".
+func (v *View) Cite(row int) string {
+	if v.Unit == "seq" {
+		return fmt.Sprintf("seq %d", row)
+	}
+	return fmt.Sprintf("line %d", row)
+}
+
+func (v *view) finish(f Format, file, unit string) (*View, error) {
+	if !v.headerDone {
+		if err := v.header(1); err != nil {
+			return nil, err
+		}
+	}
+	if err := v.out.finish(); err != nil {
+		return nil, err
+	}
+	return &View{Format: f, File: file, Unit: unit, ContextWindow: v.window, Malformed: v.malformed,
+		Notes: v.notes, data: v.out, rows: v.rows}, nil
+}

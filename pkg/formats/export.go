@@ -1,0 +1,118 @@
+package formats
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// ExportResult describes one export.
+type ExportResult struct {
+	File   string `json:"file"`
+	Format Format `json:"format"`
+	Output string `json:"output"`
+	Lines  int    `json:"lines"`
+	Bytes  int64  `json:"bytes"`
+}
+
+// Export writes the transcript at src as a pi v3 session to w: the
+// translated view for the formats ctxtool only reads, the file unchanged
+// for pi JSONL (already a pi session; pi migrates v1/v2 itself on open).
+func Export(src string, w io.Writer) (ExportResult, error) {
+	res := ExportResult{File: src}
+	var v *View
+	var err error
+	if src == "-" {
+		v, err = OpenReader("-", os.Stdin)
+		if err == nil && v == nil {
+			return res, fmt.Errorf("-: standard input is pi JSONL already; nothing to export")
+		}
+	} else {
+		v, err = Open(src)
+	}
+	if err != nil {
+		return res, err
+	}
+	if v == nil {
+		f, err := os.Open(src)
+		if err != nil {
+			return res, err
+		}
+		defer f.Close()
+		res.Format = Pi
+		cw := &countWriter{w: w}
+		if _, err := io.Copy(cw, f); err != nil {
+			return res, err
+		}
+		res.Bytes, res.Lines = cw.n, cw.lines
+		return res, nil
+	}
+	defer v.Close()
+	res.Format = v.Format
+	cw := &countWriter{w: w}
+	if _, err := v.WriteTo(cw); err != nil {
+		return res, err
+	}
+	res.Bytes, res.Lines = cw.n, cw.lines
+	return res, nil
+}
+
+// ExportFile exports src to the file dst, created through a temporary file
+// and a rename so that a failure leaves nothing half-written. An existing
+// dst is refused unless force is set; dst may never be src.
+func ExportFile(src, dst string, force bool) (ExportResult, error) {
+	if a, b := absOrSelf(src), absOrSelf(dst); a == b {
+		return ExportResult{File: src}, fmt.Errorf("%s: the output is the input; give another -o path", dst)
+	}
+	if _, err := os.Lstat(dst); err == nil && !force {
+		return ExportResult{File: src}, fmt.Errorf("%s exists; give another -o path or --force to replace it", dst)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".ctxtool-tmp-*")
+	if err != nil {
+		return ExportResult{File: src}, fmt.Errorf("%s: %v", dst, err)
+	}
+	defer os.Remove(tmp.Name())
+	res, err := Export(src, tmp)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return res, err
+	}
+	if err := os.Rename(tmp.Name(), dst); err != nil {
+		return res, fmt.Errorf("%s: %v", dst, err)
+	}
+	res.Output = dst
+	return res, nil
+}
+
+func absOrSelf(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		if r, err := filepath.EvalSymlinks(a); err == nil {
+			return r
+		}
+		return a
+	}
+	return p
+}
+
+type countWriter struct {
+	w     io.Writer
+	n     int64
+	lines int
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	for _, b := range p[:n] {
+		if b == '\n' {
+			c.lines++
+		}
+	}
+	return n, err
+}

@@ -1,0 +1,230 @@
+package formats
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"unicode/utf8"
+)
+
+// lineReader yields lines (without the newline) of any length; a final line
+// without newline counts.
+type lineReader struct {
+	br   *bufio.Reader
+	long []byte
+	// max bounds one line (0: unbounded).
+	max int
+}
+
+var errLineTooLong = errors.New("line too long")
+
+func newLineReader(r io.Reader) *lineReader {
+	return &lineReader{br: bufio.NewReaderSize(r, 1<<20)}
+}
+
+func (l *lineReader) peek(n int) ([]byte, error) {
+	b, err := l.br.Peek(n)
+	if err == io.EOF || err == bufio.ErrBufferFull {
+		err = nil
+	}
+	return b, err
+}
+
+// next returns the next line; the slice is valid until the next call.
+func (l *lineReader) next() ([]byte, error) {
+	l.long = l.long[:0]
+	for {
+		part, err := l.br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			l.long = append(l.long, part...)
+			if l.max > 0 && len(l.long) > l.max {
+				return nil, errLineTooLong
+			}
+			continue
+		}
+		if err == io.EOF {
+			if len(part) == 0 && len(l.long) == 0 {
+				return nil, io.EOF
+			}
+			if len(l.long) > 0 {
+				return append(l.long, part...), nil
+			}
+			return part, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		part = part[:len(part)-1]
+		if len(l.long) > 0 {
+			l.long = append(l.long, part...)
+			return l.long, nil
+		}
+		return part, nil
+	}
+}
+
+// spoolMemory is how much of a produced view stays in memory before the
+// rest goes to a temporary file.
+var spoolMemory = 32 << 20
+
+// spool is an append-only byte store readable at any offset: memory first,
+// then an unlinked temporary file.
+type spool struct {
+	mu   sync.Mutex
+	mem  []byte
+	file *os.File
+	w    *bufio.Writer
+	size int64
+}
+
+func (s *spool) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.file == nil && len(s.mem)+len(p) > spoolMemory {
+		f, err := os.CreateTemp("", "ctxtool-view-*.jsonl")
+		if err != nil {
+			return 0, fmt.Errorf("temporary file for the converted transcript: %v (set TMPDIR to a writable directory)", err)
+		}
+		os.Remove(f.Name()) // unlinked: nothing is left behind, even after kill -9
+		s.file = f
+		s.w = bufio.NewWriterSize(f, 1<<20)
+		if _, err := s.w.Write(s.mem); err != nil {
+			return 0, err
+		}
+		s.mem = nil
+	}
+	s.size += int64(len(p))
+	if s.file != nil {
+		return s.w.Write(p)
+	}
+	s.mem = append(s.mem, p...)
+	return len(p), nil
+}
+
+// finish flushes the file part.
+func (s *spool) finish() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.w != nil {
+		return s.w.Flush()
+	}
+	return nil
+}
+
+func (s *spool) ReadAt(p []byte, off int64) (int, error) {
+	s.mu.Lock()
+	f, mem := s.file, s.mem
+	s.mu.Unlock()
+	if f != nil {
+		return f.ReadAt(p, off)
+	}
+	if off >= int64(len(mem)) {
+		return 0, io.EOF
+	}
+	n := copy(p, mem[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (s *spool) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mem = nil
+	if s.file != nil {
+		err := s.file.Close()
+		s.file = nil
+		return err
+	}
+	return nil
+}
+
+// jsonw appends JSON the way JSON.stringify writes it (no HTML escaping,
+// compact), which is all the produced pi lines need.
+type jsonw struct{ b []byte }
+
+func (w *jsonw) raw(s string)  { w.b = append(w.b, s...) }
+func (w *jsonw) rawb(b []byte) { w.b = append(w.b, b...) }
+func (w *jsonw) str(s string)  { w.b = appendString(w.b, s) }
+func (w *jsonw) key(k string)  { w.b = append(appendString(append(w.b, ','), k), ':') }
+func (w *jsonw) firstKey(k string) {
+	w.b = append(appendString(append(w.b, '{'), k), ':')
+}
+func (w *jsonw) int(n int64) { w.b = appendInt(w.b, n) }
+
+func appendInt(b []byte, n int64) []byte {
+	if n < 0 {
+		b = append(b, '-')
+		n = -n
+	}
+	var tmp [20]byte
+	i := len(tmp)
+	for {
+		i--
+		tmp[i] = byte('0' + n%10)
+		n /= 10
+		if n == 0 {
+			break
+		}
+	}
+	return append(b, tmp[i:]...)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString writes s as a JSON string: '"', '\\' and control characters
+// escaped, invalid UTF-8 replaced by U+FFFD (as encoding/json does).
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < 0x80 {
+			i++
+			continue
+		}
+		if c < 0x80 {
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, "\ufffd"...)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	return append(append(b, s[start:]...), '"')
+}
+
+// isObject reports whether raw starts a JSON object.
+func isObject(raw []byte) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && raw[0] == '{'
+}

@@ -1,0 +1,271 @@
+package formats
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// lineConv is a stateful converter fed one source line at a time.
+type lineConv interface {
+	line(no int, raw []byte) error
+	// flush writes what the converter holds back for the next lines.
+	flush() error
+	finish() error
+}
+
+func newConv(f Format, v *view) lineConv {
+	switch f {
+	case ClaudeCode:
+		return newCCConv(v)
+	case Codex:
+		return newCodexConv(v, false)
+	case CodexLegacy:
+		return newCodexConv(v, true)
+	}
+	return nil
+}
+
+// Open translates the transcript at path to a pi view. It returns (nil,
+// nil) for pi JSONL, which pkg/transcript reads itself, and an
+// *UnknownFormatError for files that are no transcript ctxtool knows.
+// path may name one session of an OpenClaw store: "store.sqlite#<key>".
+func Open(path string) (*View, error) {
+	if db, key, ok := SplitStorePath(path); ok {
+		return openStore(db, key, path)
+	}
+	f, err := openRegular(path)
+	if err != nil || f == nil {
+		return nil, err // directories, FIFOs (nil, nil): the pi reader reports them
+	}
+	defer f.Close()
+	sn, err := Sniff(io.LimitReader(f, sniffLimit))
+	if err != nil {
+		return nil, fmt.Errorf("%s: read: %v", path, err)
+	}
+	switch sn.Format {
+	case Pi:
+		return nil, nil
+	case Unknown:
+		return nil, &UnknownFormatError{File: path, Line: sn.Line, Looks: sn.Looks}
+	case OpenClawSQLite:
+		return openStore(path, "", path)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	return OpenReader(path, f)
+}
+
+// OpenReader translates a transcript read from r (a JSONL format or zstd;
+// not a database). Pi JSONL gives (nil, nil).
+func OpenReader(name string, r io.Reader) (*View, error) {
+	lr := newLineReader(r)
+	head, err := lr.peek(4)
+	if err != nil {
+		return nil, fmt.Errorf("%s: read: %v", name, err)
+	}
+	if bytes.HasPrefix(head, zstdMagic) {
+		return openZstd(name, lr.br)
+	}
+	f, replay, err := sniffLines(lr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: read: %v", name, err)
+	}
+	switch f.Format {
+	case Pi:
+		return nil, nil
+	case Unknown:
+		return nil, &UnknownFormatError{File: name, Line: f.Line, Looks: f.Looks}
+	}
+	return convert(name, f.Format, lr, replay)
+}
+
+// sniffLines reads lines until one classifies, returning them for replay.
+func sniffLines(lr *lineReader) (Sniffed, [][]byte, error) {
+	var replay [][]byte
+	var read int64
+	for no := 1; ; no++ {
+		line, err := lr.next()
+		if err == io.EOF {
+			return Sniffed{Format: Pi}, replay, nil
+		}
+		if err != nil {
+			return Sniffed{}, nil, err
+		}
+		replay = append(replay, append([]byte(nil), line...))
+		read += int64(len(line))
+		if f, looks, ok := classifyLine(line); ok {
+			return Sniffed{Format: f, Line: no, Looks: looks}, replay, nil
+		}
+		if read > sniffLimit {
+			return Sniffed{Format: Pi}, replay, nil
+		}
+	}
+}
+
+// convert runs a format's converter over replayed lines and the rest of lr.
+func convert(name string, f Format, lr *lineReader, replay [][]byte) (*View, error) {
+	v := &view{out: &spool{}}
+	c := newConv(f, v)
+	no := 0
+	feed := func(raw []byte) error {
+		no++
+		if len(bytes.TrimSpace(raw)) == 0 {
+			return nil
+		}
+		return c.line(no, raw)
+	}
+	for _, l := range replay {
+		if err := feed(l); err != nil {
+			v.out.Close()
+			return nil, fmt.Errorf("%s: %v", name, err)
+		}
+	}
+	for {
+		l, err := lr.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			v.out.Close()
+			return nil, fmt.Errorf("%s: read: %v", name, err)
+		}
+		if err := feed(l); err != nil {
+			v.out.Close()
+			return nil, fmt.Errorf("%s: %v", name, err)
+		}
+	}
+	if err := c.finish(); err != nil {
+		v.out.Close()
+		return nil, fmt.Errorf("%s: %v", name, err)
+	}
+	view, err := v.finish(f, name, "line")
+	if err != nil {
+		v.out.Close()
+		return nil, fmt.Errorf("%s: %v", name, err)
+	}
+	return view, nil
+}
+
+// openZstd decompresses a *.jsonl.zst stream and translates what is
+// inside: pi JSONL line for line (same line numbers), the other JSONL
+// formats through their converters, or an OpenClaw cold archive (its event
+// records, cited by seq).
+func openZstd(name string, r io.Reader) (*View, error) {
+	dec, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
+	if err != nil {
+		return nil, fmt.Errorf("%s: zstd: %v", name, err)
+	}
+	defer dec.Close()
+	lr := newLineReader(dec)
+	sn, replay, err := sniffLines(lr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: zstd: %v (is the file complete?)", name, err)
+	}
+	var v *View
+	switch {
+	case sn.Format == Unknown && sn.Looks == "an OpenClaw cold-archive record":
+		v, err = coldArchive(name, lr, replay)
+	case sn.Format == Pi:
+		v, err = copyLines(name, lr, replay)
+	case sn.Format == Unknown:
+		return nil, &UnknownFormatError{File: name + " (decompressed)", Line: sn.Line, Looks: sn.Looks}
+	default:
+		v, err = convert(name, sn.Format, lr, replay)
+	}
+	if err != nil {
+		return nil, err
+	}
+	v.Inner, v.Format = v.Format, Zstd
+	return v, nil
+}
+
+// copyLines spools pi JSONL unchanged (malformed and blank lines too, so
+// the pi reader reports them at their own line numbers).
+func copyLines(name string, lr *lineReader, replay [][]byte) (*View, error) {
+	v := &view{out: &spool{}}
+	no := 0
+	put := func(l []byte) error {
+		no++
+		v.w.b = append(v.w.b, l...)
+		return v.put(no)
+	}
+	for _, l := range replay {
+		if err := put(l); err != nil {
+			v.out.Close()
+			return nil, err
+		}
+	}
+	for {
+		l, err := lr.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			v.out.Close()
+			return nil, fmt.Errorf("%s: zstd: %v (is the file complete?)", name, err)
+		}
+		if err := put(l); err != nil {
+			v.out.Close()
+			return nil, err
+		}
+	}
+	if err := v.out.finish(); err != nil {
+		v.out.Close()
+		return nil, err
+	}
+	return &View{Format: Pi, File: name, Unit: "line", data: v.out, rows: v.rows}, nil
+}
+
+// coldArchive reads the event records of an OpenClaw cold archive
+// (records {kind:"event", seq, event_json}; the other kinds are indexes).
+func coldArchive(name string, lr *lineReader, replay [][]byte) (*View, error) {
+	v := &view{out: &spool{}}
+	no := 0
+	put := func(l []byte) error {
+		no++
+		var rec struct {
+			Kind      string `json:"kind"`
+			Seq       int    `json:"seq"`
+			EventJSON string `json:"event_json"`
+		}
+		if err := json.Unmarshal(l, &rec); err != nil {
+			v.malformed = append(v.malformed, Malformed{Line: no, Bytes: len(l), Err: shortJSONErr(err)})
+			return nil
+		}
+		if rec.Kind != "event" {
+			return nil
+		}
+		v.w.b = append(v.w.b, rec.EventJSON...)
+		return v.put(rec.Seq)
+	}
+	for _, l := range replay {
+		if err := put(l); err != nil {
+			v.out.Close()
+			return nil, err
+		}
+	}
+	for {
+		l, err := lr.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			v.out.Close()
+			return nil, fmt.Errorf("%s: zstd: %v (is the file complete?)", name, err)
+		}
+		if err := put(l); err != nil {
+			v.out.Close()
+			return nil, err
+		}
+	}
+	if err := v.out.finish(); err != nil {
+		v.out.Close()
+		return nil, err
+	}
+	return &View{Format: Pi, File: name, Unit: "seq", Malformed: v.malformed, data: v.out, rows: v.rows}, nil
+}

@@ -1,0 +1,82 @@
+package recall
+
+import (
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/ctxtool/ctxtool/pkg/formats"
+)
+
+// Recall indexes every format pkg/formats reads, with citations that point
+// into the user's own file:
+//   - pi JSONL is read as it is;
+//   - Claude Code and Codex files are read as they are, and each line is
+//     translated to the pi lines it holds before extraction, so chunks cite
+//     the source line (and appends are indexed incrementally as for pi);
+//   - a *.jsonl.zst is indexed through a decompressed temporary copy (same
+//     line numbers), and one session of an OpenClaw store
+//     ("store.sqlite#<key>") through a copy whose line N is the row with
+//     seq N-1; its citations name rows (path@seq=A-B).
+
+// openSource opens what Index reads for abs: the file, or the temporary
+// copy of a zstd file or store session.
+func openSource(abs string) (*os.File, error) {
+	tmp, _, err := formats.Materialize(abs)
+	if err != nil || tmp != nil {
+		return tmp, err
+	}
+	return os.Open(abs)
+}
+
+// sourceConverter is the line translator for what f holds (nil for pi
+// lines), judged from its first line.
+func sourceConverter(f *os.File) *formats.LineConverter {
+	sn, err := formats.Sniff(io.NewSectionReader(f, 0, 4<<20))
+	if err != nil {
+		return nil
+	}
+	return formats.NewLineConverter(sn.Format)
+}
+
+// extractSourceLine extracts one physical line, translating it first when
+// the file is not pi JSONL.
+func extractSourceLine(x *extractor, conv *formats.LineConverter, no int, line []byte) ([]unit, bool) {
+	if conv == nil {
+		return x.extractLine(line)
+	}
+	lines, ok := conv.Convert(no, line)
+	var units []unit
+	for _, l := range lines {
+		u, _ := x.extractLine(l)
+		units = append(units, u...)
+	}
+	return units, ok
+}
+
+// sourceFile is the file on disk behind an indexed path (the database of a
+// store session).
+func sourceFile(p string) string {
+	if db, _, ok := formats.SplitStorePath(p); ok {
+		return db
+	}
+	if i := strings.LastIndexByte(p, '#'); i > 0 && strings.HasSuffix(p[:i], ".sqlite") {
+		return p[:i]
+	}
+	return p
+}
+
+func storeSession(p string) bool {
+	_, _, ok := formats.SplitStorePath(p)
+	return ok
+}
+
+// storeCitation names database rows: line N of a store session is seq N-1.
+func storeCitation(path string, start, end int) string {
+	c := path + "@seq=" + strconv.Itoa(start-1)
+	if end != start {
+		c += "-" + strconv.Itoa(end-1)
+	}
+	return c
+}
