@@ -60,7 +60,7 @@ type Result struct {
 	Notes       []string
 
 	counter *Counter
-	scaled  map[*transcript.Entry]int
+	share   map[*transcript.Entry]int // PerMessage by entry
 }
 
 // Context measures the context with the given method and the default
@@ -145,12 +145,27 @@ func Measure(s *transcript.Session, ctx *transcript.Context, o Options) (*Result
 	}
 	r.PerMessage = raw
 	if r.Scale != 1 {
-		r.scaled = map[*transcript.Entry]int{}
-		r.PerMessage = make([]int, len(raw))
-		for i, n := range raw {
-			r.PerMessage[i] = int(math.Round(float64(n) * r.Scale))
-			r.scaled[ctx.Messages[i].Entry] = r.PerMessage[i]
+		// Scale the messages the last sound record saw (all of them when
+		// it is stale; up to the anchor when it is fresh, the trailing
+		// ones staying in the counter's unit as in pi's rule), rounding
+		// the running sum so the scaled part totals exactly the record's
+		// count minus the overhead.
+		end := len(raw)
+		if r.AnchorIndex >= 0 {
+			end = r.AnchorIndex + 1
 		}
+		r.PerMessage = make([]int, len(raw))
+		copy(r.PerMessage, raw)
+		cum, done := 0, 0
+		for i := 0; i < end; i++ {
+			cum += raw[i]
+			upTo := int(math.Round(float64(cum) * r.Scale))
+			r.PerMessage[i], done = upTo-done, upTo
+		}
+	}
+	r.share = make(map[*transcript.Entry]int, len(raw))
+	for i, m := range ctx.Messages {
+		r.share[m.Entry] = r.PerMessage[i]
 	}
 	for i, m := range ctx.Messages {
 		r.ByRole[m.Role] += r.PerMessage[i]
@@ -221,13 +236,14 @@ func (r *Result) applyEvidence(ctx *transcript.Context, audit *UsageAudit, cal *
 	if cal != nil {
 		over = math.Min(math.Max(float64(cal.Overhead), 0), u)
 	}
+	over = math.Round(over)
 	scale := (u - over) / float64(content)
 	if scale < minScale || scale > maxScale {
 		// The overhead estimate does not fit this record: take the
 		// smallest correction that reproduces it.
 		over, scale = math.Max(u-float64(content), 0), math.Min(u/float64(content), 1)
 	}
-	r.Overhead, r.Scale = int(math.Round(over)), scale
+	r.Overhead, r.Scale = int(over), scale
 	if audit.Anchor >= 0 {
 		anchor := audit.Records[audit.Anchor]
 		for i, m := range ctx.Messages {
@@ -243,7 +259,7 @@ func (r *Result) applyEvidence(ctx *transcript.Context, audit *UsageAudit, cal *
 // counter): what compaction sizes its kept tail with, so that the tail and
 // the whole are in the same unit.
 func (r *Result) Count(e *transcript.Entry) int {
-	if n, ok := r.scaled[e]; ok {
+	if n, ok := r.share[e]; ok {
 		return n
 	}
 	n := e.Tokens()
