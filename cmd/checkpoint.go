@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -10,12 +11,15 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/checkpoint"
 	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
+	"github.com/ctxtool/ctxtool/pkg/walk"
 )
 
 // CheckpointOptions are the inputs of `ctxtool checkpoint`.
 type CheckpointOptions struct {
-	IO              *IOStreams
-	File            string
+	IO   *IOStreams
+	File string
+	// Paths are --capture's files and directories (File is Paths[0]).
+	Paths           []string
 	SessionKey      string
 	Trigger         string
 	Force           bool
@@ -65,13 +69,16 @@ session recorded survives a reset to a new file under the same key.`,
   ctxtool checkpoint --trigger auto-80pct --json session.jsonl   # from a hook, every turn
   ctxtool checkpoint --capture --json session.jsonl              # from cron, every minute
   ctxtool checkpoint --session-key telegram:user123 --force - < session.jsonl`,
-		Args: cobra.ExactArgs(1),
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) > 1 && !opts.Capture {
+				return exitcode.Newf(exitcode.Usage, "checkpoint takes one session FILE (only --capture takes several files and directories)")
+			}
 			cfg, err := f.Config()
 			if err != nil {
 				return err
 			}
-			opts.File = args[0]
+			opts.File, opts.Paths = args[0], args
 			opts.JSON = f.JSON
 			opts.StateDir = cfg.StateDir(c.Flags())
 			opts.Keep = cfg.Int(c.Flags(), "checkpoint.keep")
@@ -81,7 +88,7 @@ session recorded survives a reset to a new file under the same key.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&opts.SessionKey, "session-key", "", "session key (default: derived from the file name, or OpenClaw's sessions.json)")
+	fl.StringVar(&opts.SessionKey, "session-key", "", "session key (default: OpenClaw's sessions.json key for the file, else the session's own id from its header)")
 	fl.StringVar(&opts.Trigger, "trigger", checkpoint.TriggerManual, "auto-80pct|compaction|session-end|manual")
 	enumCompletion(cmd, "trigger", checkpoint.Triggers)
 	fl.BoolVar(&opts.Force, "force", false, "write even under the 5% dedupe and the 80% gate")
@@ -105,6 +112,9 @@ func runCheckpoint(opts *CheckpointOptions) error {
 	if opts.File == "-" && opts.SessionKey == "" {
 		return exitcode.Newf(exitcode.Usage, "reading the session from stdin: name its key with --session-key")
 	}
+	if err := checkInput(opts.File); err != nil {
+		return err
+	}
 	res, err := checkpoint.Take(checkpoint.TakeOptions{
 		File: opts.File, SessionKey: opts.SessionKey, Trigger: opts.Trigger, Force: opts.Force, Wait: opts.Wait,
 		Store:           &checkpoint.Store{StateDir: opts.StateDir, Keep: opts.Keep},
@@ -114,6 +124,7 @@ func runCheckpoint(opts *CheckpointOptions) error {
 	if err != nil {
 		return err
 	}
+	warnMalformed(opts.IO.ErrOut, opts.File, res.MalformedLines, "reads the session without it")
 	if done, err := warnOrJSON(opts, res.Warnings, res); done {
 		return err
 	}
@@ -138,31 +149,69 @@ func runCheckpoint(opts *CheckpointOptions) error {
 	return nil
 }
 
-// runCapture is checkpoint --capture: incremental state only.
+// runCapture is checkpoint --capture: incremental state only, for each
+// session file named or found in the directories named (as roll walks
+// them), so one cron line can capture every session of a machine.
 func runCapture(opts *CheckpointOptions) error {
-	if opts.File == "-" {
+	paths := opts.Paths
+	if len(paths) == 0 {
+		paths = []string{opts.File}
+	}
+	if slices.Contains(paths, "-") {
 		return exitcode.Newf(exitcode.Usage, "--capture needs a session FILE: it remembers how far it read, which stdin cannot tell")
 	}
 	if opts.Force {
 		return exitcode.Newf(exitcode.Usage, "--capture writes no checkpoint: --force does not apply")
 	}
+	files, err := walkInputs(opts.IO.ErrOut, paths, walk.Options{})
+	if err != nil {
+		return err
+	}
+	if opts.SessionKey != "" && len(files) > 1 {
+		return exitcode.Newf(exitcode.Usage, "--session-key names one session, but %d session files were found: give one FILE", len(files))
+	}
+	worst := 0
+	for _, f := range files {
+		if err := captureOne(opts, f.Path); err != nil {
+			code := exitcode.Code(err)
+			if len(files) == 1 {
+				return err
+			}
+			fmt.Fprintf(opts.IO.ErrOut, "ctxtool: %v\n", err)
+			if opts.JSON {
+				if err := writeJSONLine(opts.IO.Out, map[string]string{"file": f.Path, "error": err.Error()}); err != nil {
+					return err
+				}
+			}
+			worst = max(worst, code)
+		}
+	}
+	if worst != 0 {
+		return exitcode.Silent(worst)
+	}
+	return nil
+}
+
+// captureOne captures one session file.
+func captureOne(opts *CheckpointOptions, file string) error {
 	res, err := checkpoint.Capture(checkpoint.CaptureOptions{
-		File: opts.File, SessionKey: opts.SessionKey, Wait: opts.Wait,
+		File: file, SessionKey: opts.SessionKey, Wait: opts.Wait,
 		Store: &checkpoint.Store{StateDir: opts.StateDir, Keep: opts.Keep}, Now: opts.Now,
 	})
 	if err != nil {
 		return err
 	}
+	warnMalformed(opts.IO.ErrOut, file, res.MalformedLines, "captures without it")
 	if done, err := warnOrJSON(opts, res.Warnings, res); done {
 		return err
 	}
 	out := opts.IO.Out
 	if !res.Captured {
-		fmt.Fprintf(out, "nothing captured: %s\n", res.Reason)
+		fmt.Fprintf(out, "%s: nothing captured: %s\n", displayPath(file), res.Reason)
 		return nil
 	}
-	fmt.Fprintf(out, "captured lines %d-%d (%d new): %d tool result(s) (%d failed), %d decision(s)\n",
-		res.FromLine, res.ToLine, res.NewLines, res.ToolResults, res.ToolErrors, res.Decisions)
+	fmt.Fprintf(out, "%s: captured lines %d-%d (%d new): %d tool result(s) (%d failed), %d decision(s)\n",
+		displayPath(file), res.FromLine, res.ToLine, res.NewLines, res.ToolResults, res.ToolErrors, res.Decisions)
 	fmt.Fprintf(out, "  %-13s %s\n", "session key", res.SessionKey)
 	if res.Restarted {
 		fmt.Fprintf(out, "  %-13s %s\n", "note", res.Reason)

@@ -63,13 +63,14 @@ func TestCheckpointCommandJSONFields(t *testing.T) {
 			t.Errorf("JSON lacks %q: %s", k, out)
 		}
 	}
-	if raw["written"] != true || raw["checkpointId"] != "cp_001" || raw["sessionKey"] != "s1" {
+	key := checkpoint.KeyFromFile(f) // the session's own id
+	if raw["written"] != true || raw["checkpointId"] != "cp_001" || raw["sessionKey"] != key {
 		t.Errorf("%s", out)
 	}
-	if _, err := os.Stat(filepath.Join(state, "context", "checkpoints", "s1", "cp_001.yaml")); err != nil {
+	if _, err := os.Stat(filepath.Join(state, "context", "checkpoints", key, "cp_001.yaml")); err != nil {
 		t.Error(err)
 	}
-	if _, err := os.Stat(filepath.Join(state, "context", "checkpoints", "s1", "_latest.json")); err != nil {
+	if _, err := os.Stat(filepath.Join(state, "context", "checkpoints", key, "_latest.json")); err != nil {
 		t.Error(err)
 	}
 	// Dedupe, then --force; seven forced writes leave five.
@@ -83,7 +84,7 @@ func TestCheckpointCommandJSONFields(t *testing.T) {
 	if r.CheckpointID != "cp_007" || strings.Join(r.Pruned, ",") != "cp_002" {
 		t.Fatalf("retention: %+v", r)
 	}
-	ents, _ := filepath.Glob(filepath.Join(state, "context", "checkpoints", "s1", "cp_*.yaml"))
+	ents, _ := filepath.Glob(filepath.Join(state, "context", "checkpoints", key, "cp_*.yaml"))
 	if len(ents) != 5 {
 		t.Fatalf("%d checkpoint files", len(ents))
 	}
@@ -168,7 +169,7 @@ func TestCheckpointAndRestoreThroughRoot(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ents, _ := filepath.Glob(filepath.Join(state, "context", "checkpoints", "s2", "cp_*.yaml"))
+	ents, _ := filepath.Glob(filepath.Join(state, "context", "checkpoints", checkpoint.KeyFromFile(f), "cp_*.yaml"))
 	if len(ents) != 2 {
 		t.Fatalf("checkpoint.keep=2 left %d files", len(ents))
 	}
@@ -181,7 +182,7 @@ func TestRestoreAppendAndCorruptFallback(t *testing.T) {
 	runCP(t, &CheckpointOptions{File: f, StateDir: state})
 	runCP(t, &CheckpointOptions{File: f, StateDir: state, Force: true})
 	// Corrupt the latest: restore falls back to cp_001 with a warning.
-	latest := filepath.Join(state, "context", "checkpoints", "s3", "cp_002.yaml")
+	latest := filepath.Join(state, "context", "checkpoints", checkpoint.KeyFromFile(f), "cp_002.yaml")
 	if err := os.WriteFile(latest, []byte("schema: \"openclaw/checkpoint\"\nschema_version: 1\nmeta: [oops\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -276,16 +277,16 @@ func TestCheckpointCaptureCommand(t *testing.T) {
 	if m["captured"] != true || m["fromLine"] != 201.0 || m["newLines"] != float64(len(lines)-1-200) {
 		t.Fatalf("growth: %v", m)
 	}
-	if m["malformed"] != 1.0 || !strings.Contains(stderr, "skipped 1 malformed line(s)") { // line 440
+	if m["malformed"] != 1.0 || !strings.Contains(stderr, f+":440: malformed line") { // line 440
 		t.Errorf("malformed line 440: %v %q", m, stderr)
 	}
 	st := &checkpoint.Store{StateDir: state}
-	captured, warns := st.ReadState("s")
+	captured, warns := st.ReadState(checkpoint.KeyFromFile(f))
 	if len(warns) > 0 || len(captured.Resources.ToolsUsed) == 0 || len(captured.Thread.Errors) == 0 {
 		t.Fatalf("state %+v %v", captured, warns)
 	}
 	// Plant a recorded item the transcript cannot give, to see it bundled.
-	if err := st.UpdateState("s", func(s *checkpoint.State) error {
+	if err := st.UpdateState(checkpoint.KeyFromFile(f), func(s *checkpoint.State) error {
 		s.OpenItems = append(s.OpenItems, "recorded by the capture hook")
 		return nil
 	}); err != nil {
@@ -311,13 +312,13 @@ func TestCheckpointCaptureCommand(t *testing.T) {
 			t.Errorf("tool %q missing from the checkpoint", tool)
 		}
 	}
-	after, _ := st.ReadState("s")
+	after, _ := st.ReadState(checkpoint.KeyFromFile(f))
 	if len(after.OpenItems)+len(after.Resources.ToolsUsed)+len(after.Thread.Errors)+len(after.Decisions) != 0 || after.Thread.Topic != "" {
 		t.Errorf("state not reset: %+v", after)
 	}
 	// Text output; usage errors.
 	io, _, out, _ := iostreams.Test()
-	if err := runCheckpoint(&CheckpointOptions{IO: io, File: f, StateDir: state, Capture: true}); err != nil || !strings.HasPrefix(out.String(), "nothing captured: no new complete lines") {
+	if err := runCheckpoint(&CheckpointOptions{IO: io, File: f, StateDir: state, Capture: true}); err != nil || !strings.HasPrefix(out.String(), f+": nothing captured: no new complete lines") {
 		t.Errorf("text: %v %q", err, out)
 	}
 	for _, o := range []*CheckpointOptions{

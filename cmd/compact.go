@@ -34,8 +34,11 @@ type CompactOptions struct {
 	// IfNeeded gates the compaction on the strategy's trigger.
 	IfNeeded bool
 	Truncate bool
-	Idle     time.Duration
-	Wait     time.Duration
+	// IndexBackup puts a --truncate backup in the recall index, so what
+	// the rewrite dropped stays searchable (nil: recall is disabled).
+	IndexBackup func(ctx context.Context, path string) error
+	Idle        time.Duration
+	Wait        time.Duration
 	// MemoryFlush runs the pre-compaction memory flush first (Flush).
 	MemoryFlush bool
 	Flush       MemoryFlushSettings
@@ -94,6 +97,22 @@ empty summary writes nothing and exits 1.`,
 			}
 			opts.Files = args
 			opts.JSON = f.JSON
+			if opts.Truncate && !opts.DryRun && cfg.Bool(nil, "recall.enabled") && opts.IndexBackup == nil {
+				emb, err := recallEmbedder(cfg)
+				if err != nil {
+					return exitcode.New(exitcode.Usage, err)
+				}
+				loc, state, maxChars := cfg.String(nil, "recall.url"), cfg.StateDir(c.Flags()), cfg.Int(nil, "recall.toolOutputChars")
+				opts.IndexBackup = func(ctx context.Context, path string) error {
+					ix, err := openRecall(loc, state, emb, maxChars)
+					if err != nil {
+						return err
+					}
+					defer ix.Close()
+					_, err = ix.Index(ctx, path)
+					return err
+				}
+			}
 			return runCompact(c.Context(), opts)
 		},
 	}
@@ -240,6 +259,16 @@ func runCompact(ctx context.Context, o *CompactOptions) error {
 			Settings: set, Summarizer: sum, Size: o.Size, DryRun: o.DryRun, Truncate: o.Truncate, Idle: o.Idle, Wait: o.Wait,
 			Logf: func(format string, args ...any) { fmt.Fprintf(o.IO.ErrOut, format+"\n", args...) },
 		}
+		if err := checkInput(file); err != nil {
+			fmt.Fprintf(o.IO.ErrOut, "ctxtool: %v\n", err)
+			worst = max(worst, exitcode.Code(err))
+			if o.JSON {
+				if err := writeJSONLine(o.IO.Out, &compaction.Result{File: file, Reason: err.Error(), Strategy: o.Settings.Strategy, Summarizer: sum.Name()}); err != nil {
+					return err
+				}
+			}
+			continue
+		}
 		if o.MemoryFlush {
 			if err := flushBeforeCompaction(ctx, o, file); err != nil {
 				fmt.Fprintf(o.IO.ErrOut, "ctxtool: %v\n", err)
@@ -251,6 +280,18 @@ func runCompact(ctx context.Context, o *CompactOptions) error {
 		if err == nil {
 			recordCompaction(ctx, o, res)
 		}
+		if err == nil && res.Backup != "" && o.IndexBackup != nil {
+			// Nothing leaves search: the lines the rewrite dropped are in
+			// the backup, which directory walks skip (as OpenClaw's memory
+			// search does); index it by name now. It stays in the index:
+			// index prunes only files that no longer exist.
+			if ierr := o.IndexBackup(ctx, res.Backup); ierr != nil {
+				err = fmt.Errorf("%s: compacted, but the backup %s holding the dropped lines is not searchable yet: %v (run 'ctxtool index %s')",
+					file, res.Backup, ierr, res.Backup)
+			} else {
+				res.BackupIndexed = true
+			}
+		}
 		if err != nil {
 			code := exitcode.Code(err)
 			fmt.Fprintf(o.IO.ErrOut, "ctxtool: %v\n", err)
@@ -261,6 +302,7 @@ func runCompact(ctx context.Context, o *CompactOptions) error {
 				res = &compaction.Result{File: file, Reason: err.Error(), Strategy: o.Settings.Strategy, Summarizer: sum.Name()}
 			}
 		}
+		warnMalformed(o.IO.ErrOut, file, res.MalformedLines, "compacts pi's context without it")
 		for _, w := range res.Warnings {
 			fmt.Fprintf(o.IO.ErrOut, "warning: %s: %s\n", file, w)
 		}
@@ -291,8 +333,8 @@ func printCompact(o *CompactOptions, r *compaction.Result, runErr error) {
 	case !r.Compacted:
 		status = "not compacted"
 	}
-	t := newTable(w)
-	t.row("file", r.File)
+	t := newTable(w).fit(o.IO.Width())
+	t.row("file", displayPath(r.File))
 	t.row("result", status)
 	if r.Reason != "" {
 		t.row("reason", r.Reason)

@@ -27,7 +27,11 @@ type EstimateOptions struct {
 	ContextTokens int            // config contextTokens (OpenClaw's cap)
 	PerMessage    bool
 	FailOver      string
-	JSON          bool
+	// Baseline is an earlier `estimate --json` output; MaxGrowth the growth
+	// over it that fails (exit 3).
+	Baseline  string
+	MaxGrowth string
+	JSON      bool
 	// Gauge renders the one-line context gauge ("" below its threshold).
 	Gauge func(tokens, window int) string
 }
@@ -79,6 +83,8 @@ measure the same way and report the same size.`,
 	configFlags(cmd, "estimate.tokenizer", "model", "contextWindow")
 	fl.BoolVar(&opts.PerMessage, "per-message", false, "add every context message (entryId, line, role, tokens)")
 	fl.StringVar(&opts.FailOver, "fail-over", "", "exit 3 if tokens exceed N, or P% of the window (CI gate)")
+	fl.StringVar(&opts.Baseline, "baseline", "", "compare with an earlier `estimate --json` output (adds baselineTokens and growth)")
+	fl.StringVar(&opts.MaxGrowth, "max-growth", "", "with --baseline: exit 3 if a session's context grew more than this (10% or 0.1)")
 	return cmd
 }
 
@@ -104,19 +110,16 @@ type EstimateReport struct {
 	UsageStale      bool           `json:"usageStale"`
 	// UsageRejected is the usage record pi would anchor on when ctxtool
 	// does not trust it (pinned, flat, zero, a mirror reply, stale…).
-	UsageRejected  *estimate.Rejection  `json:"usageRejected,omitempty"`
-	MalformedLines []MalformedReport    `json:"malformedLines"`
-	Warnings       []string             `json:"warnings,omitempty"`
-	Messages       []MessageTokenReport `json:"messages,omitempty"`
-	Error          string               `json:"error,omitempty"`
-}
-
-// MalformedReport describes one line pi drops.
-type MalformedReport struct {
-	Line    int      `json:"line"`
-	Bytes   int      `json:"bytes"`
-	Error   string   `json:"error"`
-	Objects []string `json:"objects,omitempty"`
+	UsageRejected  *estimate.Rejection    `json:"usageRejected,omitempty"`
+	MalformedLines []transcript.Malformed `json:"malformedLines"`
+	Warnings       []string               `json:"warnings,omitempty"`
+	Messages       []MessageTokenReport   `json:"messages,omitempty"`
+	Error          string                 `json:"error,omitempty"`
+	// FailOver says, with --fail-over, whether this file crossed it.
+	FailOver *bool `json:"failOver,omitempty"`
+	// BaselineTokens and Growth compare with --baseline (growth 0.1 = 10%).
+	BaselineTokens int      `json:"baselineTokens,omitempty"`
+	Growth         *float64 `json:"growth,omitempty"`
 }
 
 // MessageTokenReport is one context message with --per-message.
@@ -143,8 +146,20 @@ func runEstimate(opts *EstimateOptions) error {
 	if err != nil {
 		return exitcode.New(exitcode.Usage, err)
 	}
-	var reports []*EstimateReport
-	failed, crossed := 0, false
+	maxGrowth, err := estimate.ParseGrowth(opts.MaxGrowth)
+	if err != nil {
+		return exitcode.New(exitcode.Usage, err)
+	}
+	var base *estimate.Baseline
+	if opts.Baseline != "" {
+		if base, err = estimate.LoadBaseline(opts.Baseline); err != nil {
+			return exitcode.New(exitcode.Usage, err)
+		}
+	} else if maxGrowth > 0 {
+		return exitcode.Newf(exitcode.Usage, "--max-growth needs --baseline FILE (an earlier `estimate --json` output)")
+	}
+	var reports, crossed []*EstimateReport
+	failed, worst, grew := 0, 0, false
 	prog := opts.IO.NewProgress("estimating", "files", len(opts.Files))
 	defer prog.Clear()
 	for i, file := range opts.Files {
@@ -154,18 +169,33 @@ func runEstimate(opts *EstimateOptions) error {
 		}
 		if err != nil {
 			failed++
+			worst = max(worst, exitcode.Code(err))
 			fmt.Fprintf(opts.IO.ErrOut, "ctxtool: %v\n", err)
 			r = &EstimateReport{File: file, Error: err.Error()}
 		} else {
-			for _, m := range r.MalformedLines {
-				fmt.Fprintf(opts.IO.ErrOut, "warning: %s:%d: malformed line (%d bytes, %s)%s; pi drops it — ctxtool leaves it in place and counts without it\n",
-					file, m.Line, m.Bytes, m.Error, describeGlued(m.Objects))
-			}
+			warnMalformed(opts.IO.ErrOut, file, r.MalformedLines, "counts without it")
 			for _, w := range r.Warnings {
 				fmt.Fprintf(opts.IO.ErrOut, "warning: %s: %s\n", file, w)
 			}
-			if limit.crossed(r.Tokens, r.ContextWindow) {
-				crossed = true
+			if limit.set() {
+				over := limit.crossed(r.Tokens, r.ContextWindow)
+				r.FailOver = &over
+				if over {
+					crossed = append(crossed, r)
+				}
+			}
+			if base != nil {
+				g := base.Check(file, r.Tokens, maxGrowth)
+				if !g.Known {
+					fmt.Fprintf(opts.IO.ErrOut, "warning: %s: not in the baseline %s; growth not checked\n", file, opts.Baseline)
+				} else {
+					r.BaselineTokens, r.Growth = g.BaselineTokens, &g.Share
+				}
+				if g.Over {
+					grew = true
+					fmt.Fprintf(opts.IO.ErrOut, "ctxtool: %s: the context grew %.1f%% since the baseline (%d → %d tokens), over --max-growth %s\n",
+						displayPath(file), g.Share*100, g.BaselineTokens, r.Tokens, opts.MaxGrowth)
+				}
 			}
 		}
 		if opts.JSON {
@@ -187,30 +217,33 @@ func runEstimate(opts *EstimateOptions) error {
 	if !opts.JSON {
 		printEstimateTable(opts, reports)
 	}
-	if failed > 0 {
-		return exitcode.Silent(exitcode.Runtime)
-	}
-	if crossed {
-		fmt.Fprintf(opts.IO.ErrOut, "ctxtool: --fail-over %s crossed\n", opts.FailOver)
+	// A crossed gate is what CI asked about: exit 3 wins over files that
+	// could not be read (each reported above, and counted here).
+	if len(crossed) > 0 {
+		for _, r := range crossed {
+			fmt.Fprintf(opts.IO.ErrOut, "ctxtool: %s: %s tokens (%.1f%% of %s) crosses --fail-over %s\n",
+				displayPath(r.File), humanInt(r.Tokens), r.Utilization*100, humanInt(r.ContextWindow), opts.FailOver)
+		}
+		msg := fmt.Sprintf("ctxtool: --fail-over %s crossed by %d of %d files", opts.FailOver, len(crossed), len(opts.Files))
+		if failed > 0 {
+			msg += fmt.Sprintf("; %d could not be read (see above)", failed)
+		}
+		fmt.Fprintln(opts.IO.ErrOut, msg)
 		return exitcode.Silent(exitcode.Threshold)
+	}
+	if grew {
+		return exitcode.Silent(exitcode.Threshold)
+	}
+	if failed > 0 {
+		return exitcode.Silent(worst)
 	}
 	return nil
 }
 
-func describeGlued(objs []string) string {
-	if len(objs) == 0 {
-		return ""
-	}
-	s := fmt.Sprintf(": %d JSON records glued on one line (%s)", len(objs), strings.Join(objs, ", "))
-	for _, o := range objs {
-		if o == "compaction" {
-			s += " — it hides a compaction that pi ignores"
-		}
-	}
-	return s
-}
-
 func estimateFile(opts *EstimateOptions, file string) (*EstimateReport, error) {
+	if err := checkInput(file); err != nil {
+		return nil, err
+	}
 	s, err := transcript.Load(file)
 	if err != nil {
 		return nil, err
@@ -228,7 +261,7 @@ func estimateFile(opts *EstimateOptions, file string) (*EstimateReport, error) {
 		Model: res.Window.Model, ContextWindow: window, WindowSource: string(res.Window.Source), Tokens: res.Tokens, Method: res.Method,
 		Utilization: res.Utilization, ByRole: res.ByRole, UsageTokens: res.UsageTokens, TrailingTokens: res.TrailingTokens,
 		AnchorLine: res.AnchorLine, Overhead: res.Overhead, UsageStale: res.Stale, UsageRejected: res.Rejected,
-		MalformedLines: []MalformedReport{}, Warnings: res.Notes,
+		MalformedLines: append([]transcript.Malformed{}, s.Malformed...), Warnings: res.Notes,
 	}
 	for _, e := range s.Entries {
 		if e.Type == "compaction" {
@@ -237,9 +270,6 @@ func estimateFile(opts *EstimateOptions, file string) (*EstimateReport, error) {
 	}
 	if leaf := s.Leaf(); leaf != nil {
 		r.LeafID = leaf.ID
-	}
-	for _, m := range s.Malformed {
-		r.MalformedLines = append(r.MalformedLines, MalformedReport{Line: m.Line, Bytes: m.Bytes, Error: m.Err, Objects: m.Objects})
 	}
 	if s.Foreign != nil {
 		r.Warnings = append(r.Warnings, s.Foreign.Notes...)
@@ -276,8 +306,19 @@ func parseFailOver(s string) (failLimit, error) {
 	if err != nil || n <= 0 {
 		return failLimit{}, fmt.Errorf("--fail-over %q: give a token count (150000) or a percentage of the window (80%%)", s)
 	}
+	// "--fail-over 80" almost always means 80%: a bare number is a token
+	// count, so small ones are refused rather than silently gating at 80
+	// tokens.
+	if n < minFailOverTokens {
+		return failLimit{}, fmt.Errorf("--fail-over %s is ambiguous: write %s%% for a share of the window, or a token count of at least %d", s, s, minFailOverTokens)
+	}
 	return failLimit{tokens: n}, nil
 }
+
+// minFailOverTokens is the smallest bare --fail-over token count.
+const minFailOverTokens = 1000
+
+func (l failLimit) set() bool { return l.tokens > 0 || l.percent > 0 }
 
 func (l failLimit) crossed(tokens, window int) bool {
 	if l.tokens > 0 {
@@ -300,14 +341,14 @@ func writeJSONLine(w io.Writer, v any) error {
 
 func printEstimateTable(opts *EstimateOptions, reports []*EstimateReport) {
 	out := opts.IO.Out
-	t := newTable(out)
+	t := newTable(out).fit(opts.IO.Width())
 	t.row("FILE", "MESSAGES", "TOKENS", "WINDOW", "USED", "METHOD", "MODEL")
 	for _, r := range reports {
 		if r.Error != "" {
-			t.row(r.File, "-", "-", "-", "-", "error", "")
+			t.row(displayPath(r.File), "-", "-", "-", "-", "error", "")
 			continue
 		}
-		t.row(r.File, strconv.Itoa(r.ContextMessages), humanInt(r.Tokens), humanInt(r.ContextWindow),
+		t.row(displayPath(r.File), strconv.Itoa(r.ContextMessages), humanInt(r.Tokens), humanInt(r.ContextWindow),
 			fmt.Sprintf("%.1f%%", r.Utilization*100), r.Method, r.Model)
 	}
 	t.flush()
@@ -329,7 +370,7 @@ func printEstimateTable(opts *EstimateOptions, reports []*EstimateReport) {
 	}
 	for _, r := range reports {
 		if r.Messages != nil {
-			fmt.Fprintf(out, "\n%s\n", r.File)
+			fmt.Fprintf(out, "\n%s\n", displayPath(r.File))
 			mt := newTable(out)
 			mt.row("LINE", "ENTRY", "ROLE", "TOKENS")
 			for _, m := range r.Messages {
@@ -338,8 +379,10 @@ func printEstimateTable(opts *EstimateOptions, reports []*EstimateReport) {
 			mt.flush()
 		}
 		if opts.Gauge != nil && r.Error == "" {
+			// Prefixed with its file: after a table of several files an
+			// unnamed gauge line could belong to any of them.
 			if g := opts.Gauge(r.Tokens, r.ContextWindow); g != "" {
-				fmt.Fprintln(out, g)
+				fmt.Fprintf(out, "%s: %s\n", displayPath(r.File), g)
 			}
 		}
 	}

@@ -3,7 +3,6 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -146,9 +145,9 @@ func runIndex(ctx context.Context, opts *IndexOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	files, err := walk.Walk(opts.Paths, walk.Options{Kinds: []walk.Kind{walk.Transcript, walk.Archive}})
+	files, err := walkInputs(opts.IO.ErrOut, opts.Paths, walk.Options{Kinds: []walk.Kind{walk.Transcript, walk.Archive}})
 	if err != nil {
-		return exitcode.New(exitcode.Usage, err)
+		return err
 	}
 	if opts.Rebuild {
 		loc, err := recallLocation(opts.Location, opts.StateDir)
@@ -178,17 +177,17 @@ func runIndex(ctx context.Context, opts *IndexOptions) error {
 	var done int64
 	var writeErr error
 	err = ix.IndexFiles(ctx, paths, func(st recall.Stats, err error) {
-		done += files[len(all)].Size
-		prog.Update(len(all)+1, fmt.Sprintf("%.1f/%.1f MB", float64(done)/1e6, float64(total)/1e6))
+		done += st.Bytes
+		prog.Update(len(all)+1, fmt.Sprintf("%.1f MB new of %.1f MB", float64(done)/1e6, float64(total)/1e6))
 		if err != nil {
 			failed++
 			prog.Clear()
 			fmt.Fprintf(opts.IO.ErrOut, "ctxtool: %v\n", err)
 			st.Skipped = "error: " + err.Error()
 		}
-		for _, l := range st.MalformedLines {
+		if len(st.MalformedLines) > 0 {
 			prog.Clear()
-			fmt.Fprintf(opts.IO.ErrOut, "warning: %s:%d: malformed line (not one JSON object); indexed what decodes\n", st.File, l)
+			warnMalformed(opts.IO.ErrOut, st.File, st.MalformedLines, "indexes the records that decode")
 		}
 		if opts.JSON && writeErr == nil {
 			writeErr = writeJSONLine(opts.IO.Out, st)
@@ -229,7 +228,7 @@ func runIndex(ctx context.Context, opts *IndexOptions) error {
 		all = append(all, st)
 	}
 	if !opts.JSON {
-		printIndexTable(opts.IO.Out, all, ix.Path(), time.Since(start))
+		printIndexTable(opts.IO, all, ix.Path(), time.Since(start))
 	}
 	if failed > 0 {
 		return exitcode.Silent(exitcode.Runtime)
@@ -237,8 +236,9 @@ func runIndex(ctx context.Context, opts *IndexOptions) error {
 	return nil
 }
 
-func printIndexTable(out io.Writer, all []recall.Stats, db string, took time.Duration) {
-	t := newTable(out)
+func printIndexTable(streams *IOStreams, all []recall.Stats, db string, took time.Duration) {
+	out := streams.Out
+	t := newTable(out).fit(streams.Width())
 	t.row("FILE", "STATUS", "LINES", "CHUNKS", "MB", "SECONDS")
 	var bytes int64
 	indexed, unchanged := 0, 0
@@ -253,7 +253,7 @@ func printIndexTable(out io.Writer, all []recall.Stats, db string, took time.Dur
 			unchanged++
 		}
 		bytes += st.Bytes
-		t.row(st.File, status, fmt.Sprintf("%s/%s", humanInt(st.LinesIndexed), humanInt(st.Lines)),
+		t.row(displayPath(st.File), status, fmt.Sprintf("%s/%s", humanInt(st.LinesIndexed), humanInt(st.Lines)),
 			humanInt(st.Chunks), fmt.Sprintf("%.2f", float64(st.Bytes)/1e6), fmt.Sprintf("%.3f", st.Seconds))
 	}
 	t.flush()

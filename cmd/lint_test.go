@@ -221,3 +221,116 @@ func TestLintConfigKeys(t *testing.T) {
 		t.Fatalf("bad severity: exit %d %s", code, stderr)
 	}
 }
+
+// docCommands returns the ctxtool command lines of a doc (shell lines and
+// workflow `run:` steps), verbatim.
+func docCommands(t *testing.T, doc string) []string {
+	t.Helper()
+	data, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		line = strings.TrimPrefix(line, "run: ")
+		if strings.HasPrefix(line, "ctxtool ") {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// runDocLine runs one documented command line: words split on spaces,
+// globs expanded, "> FILE" redirected, as a shell would.
+func runDocLine(t *testing.T, line string) int {
+	t.Helper()
+	words := strings.Fields(line)[1:]
+	var args []string
+	redirect := ""
+	for i := 0; i < len(words); i++ {
+		switch w := words[i]; {
+		case w == ">":
+			redirect = words[i+1]
+			i++
+		case strings.Contains(w, "*"):
+			m, _ := filepath.Glob(w)
+			args = append(args, m...)
+		default:
+			args = append(args, w)
+		}
+	}
+	io, _, out, _ := iostreams.Test()
+	root, _ := NewRootCmd(io)
+	root.SetArgs(args)
+	err := root.Execute()
+	if redirect != "" {
+		if err := os.WriteFile(redirect, out.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return exitcode.Code(err)
+}
+
+// docs/ci-lint.md runs as written: baselines, SARIF for code scanning, the
+// gate on new findings and the growth gate — green on the recorded
+// transcripts, red once one grows a new defect and 20% more context.
+func TestCIDocWorkflowRunsAsWritten(t *testing.T) {
+	cmds := docCommands(t, "../docs/ci-lint.md")
+	if len(cmds) < 5 {
+		t.Fatalf("found %d commands in docs/ci-lint.md", len(cmds))
+	}
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "transcripts"), 0o755)
+	for _, f := range []string{"sample-v3.jsonl", "edge-glued.jsonl", "edge-trailing-toolcall.jsonl"} {
+		data, _ := os.ReadFile(filepath.Join("..", "testdata", f))
+		os.WriteFile(filepath.Join(dir, "transcripts", f), data, 0o644)
+	}
+	t.Chdir(dir)
+	os.MkdirAll("ci", 0o755)
+	run := func(pred func(string) bool) map[string]int {
+		codes := map[string]int{}
+		for _, c := range cmds {
+			if pred(c) {
+				codes[c] = runDocLine(t, c)
+			}
+		}
+		return codes
+	}
+	isBaseline := func(c string) bool { return strings.Contains(c, "> ci/") }
+	for c, code := range run(isBaseline) {
+		if code != 0 {
+			t.Fatalf("%s: exit %d", c, code)
+		}
+	}
+	for c, code := range run(func(c string) bool { return !isBaseline(c) }) {
+		if code != 0 {
+			t.Errorf("on the recorded transcripts: %s: exit %d", c, code)
+		}
+	}
+	if data, _ := os.ReadFile("lint.sarif"); !bytes.Contains(data, []byte(`"version":"2.1.0"`)) || !bytes.Contains(data, []byte("edge-glued.jsonl")) {
+		t.Fatalf("lint.sarif: %.300s", data)
+	}
+	// The agent suite records a session that grew: a long new user message
+	// (+~10k tokens, 18% of its context) and a glued line (a new defect).
+	sess := filepath.Join("transcripts", "sample-v3.jsonl")
+	data, _ := os.ReadFile(sess)
+	lines := bytes.Split(bytes.TrimSpace(data), []byte("\n"))
+	var leaf struct{ ID string }
+	json.Unmarshal(lines[len(lines)-1], &leaf)
+	msg := `{"type":"message","id":"aaaa0001","parentId":"` + leaf.ID + `","timestamp":"2026-03-02T11:00:00.000Z","message":{"role":"user","content":[{"type":"text","text":"` +
+		strings.Repeat("more context ", 3000) + `"}],"timestamp":1772449200000}}`
+	f, _ := os.OpenFile(sess, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(msg + "\n" + `{"type":"custom","customType":"x","id":"aaaa0002","parentId":"aaaa0001","timestamp":"2026-03-02T11:00:01.000Z"}{"type":"custom"}` + "\n")
+	f.Close()
+	codes := run(func(c string) bool { return !isBaseline(c) })
+	for c, code := range codes {
+		want := 0
+		if strings.Contains(c, "--baseline") {
+			want = 3
+		}
+		if code != want {
+			t.Errorf("after growth: %s: exit %d, want %d", c, code, want)
+		}
+	}
+}

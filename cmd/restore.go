@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"text/tabwriter"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ctxtool/ctxtool/pkg/checkpoint"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
+	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 // RestoreOptions are the inputs of `ctxtool restore`.
@@ -43,10 +44,12 @@ text an agent reads after a compaction (about 600-700 tokens, never more than
 800). A corrupt latest checkpoint falls back to the previous one, with a
 warning.
 
-The argument is a session file (its key is derived from the file name, or
---session-key) or a session key. --append adds the text to the session file
-as a custom_message entry (customType ctxtool.checkpoint) under OpenClaw's
-session lock, so the agent sees it on its next turn.`,
+The argument is a session file (its key: OpenClaw's sessions.json key, else
+the session's own id; or --session-key) or a session key. --append adds the
+text to the session file as a custom_message entry (customType
+ctxtool.checkpoint) under OpenClaw's session lock, so the agent sees it on
+its next turn. It refuses (exit 1) a checkpoint taken from another session,
+and appends nothing when the session's last entry is that text already.`,
 		Example: `  ctxtool restore session.jsonl
   ctxtool restore --append session.jsonl          # right after a compaction
   ctxtool restore --list telegram:user123
@@ -70,23 +73,27 @@ session lock, so the agent sees it on its next turn.`,
 	fl.BoolVar(&opts.Append, "append", false, "append the resume text to the session FILE as a custom_message entry")
 	fl.BoolVar(&opts.List, "list", false, "list the session's checkpoints")
 	fl.StringVar(&opts.ID, "id", "", "checkpoint to render (cp_NNN; default the latest)")
-	fl.StringVar(&opts.SessionKey, "session-key", "", "session key when FILE's derived key is not the right one")
+	fl.StringVar(&opts.SessionKey, "session-key", "", "session key when FILE's own key is not the right one (the checkpoint must still come from FILE's session)")
 	fl.DurationVar(&opts.Wait, "wait", 0, "with --append: wait this long for the session lock")
 	return cmd
 }
 
 // RestoreReport is the --json output of restore.
 type RestoreReport struct {
-	File         string   `json:"file,omitempty"`
-	SessionKey   string   `json:"sessionKey"`
-	CheckpointID string   `json:"checkpointId"`
-	Path         string   `json:"path"`
-	Tokens       int      `json:"tokens"`
-	Text         string   `json:"text,omitempty"`
-	Appended     bool     `json:"appended"`
-	EntryID      string   `json:"entryId,omitempty"`
-	Line         int      `json:"line,omitempty"`
-	Warnings     []string `json:"warnings,omitempty"`
+	File         string `json:"file,omitempty"`
+	SessionKey   string `json:"sessionKey"`
+	CheckpointID string `json:"checkpointId"`
+	Path         string `json:"path"`
+	Tokens       int    `json:"tokens"`
+	Text         string `json:"text,omitempty"`
+	Appended     bool   `json:"appended"`
+	EntryID      string `json:"entryId,omitempty"`
+	Line         int    `json:"line,omitempty"`
+	// Reason says why nothing was appended (the text is already the
+	// session's last entry).
+	Reason         string                 `json:"reason,omitempty"`
+	Warnings       []string               `json:"warnings,omitempty"`
+	MalformedLines []transcript.Malformed `json:"malformedLines,omitempty"`
 
 	Checkpoint *checkpoint.Checkpoint `json:"checkpoint,omitempty"`
 }
@@ -104,6 +111,13 @@ type CheckpointListing struct {
 	Error       string  `json:"error,omitempty"`
 }
 
+// looksLikePath tells a session FILE argument from a session key: keys
+// ("agent:main:main", "telegram:user123") are not paths.
+func looksLikePath(arg string) bool {
+	return strings.HasSuffix(arg, ".jsonl") || strings.HasPrefix(arg, "/") || strings.HasPrefix(arg, "./") ||
+		strings.HasPrefix(arg, "../") || strings.HasPrefix(arg, "~")
+}
+
 // restoreFormats are the values of restore --format.
 var restoreFormats = []string{"text", "yaml", "json"}
 
@@ -113,6 +127,11 @@ func runRestore(opts *RestoreOptions) error {
 	}
 	if opts.ID != "" && !checkpoint.ValidID(opts.ID) {
 		return exitcode.Newf(exitcode.Usage, "--id %q: give a checkpoint id like cp_003 (see --list)", opts.ID)
+	}
+	if looksLikePath(opts.Target) {
+		if err := checkInput(opts.Target); err != nil {
+			return err
+		}
 	}
 	t := checkpoint.ResolveTarget(opts.Target, opts.SessionKey)
 	if opts.Append && t.File == "" {
@@ -146,9 +165,17 @@ func runRestore(opts *RestoreOptions) error {
 		if err != nil {
 			return err
 		}
-		rep.Appended, rep.EntryID, rep.Line = true, a.EntryID, a.Line
+		warnMalformed(opts.IO.ErrOut, t.File, a.Malformed, "appends after it")
+		rep.Appended, rep.EntryID, rep.Line, rep.MalformedLines = !a.AlreadyLast, a.EntryID, a.Line, a.Malformed
+		if a.AlreadyLast {
+			rep.Reason = fmt.Sprintf("already appended: the session's last entry (line %d) is %s's resume text", a.Line, cp.Meta.CheckpointID)
+		}
 		if opts.JSON {
 			return writeJSONLine(opts.IO.Out, rep)
+		}
+		if a.AlreadyLast {
+			fmt.Fprintf(opts.IO.Out, "nothing appended to %s: %s\n", t.File, rep.Reason)
+			return nil
 		}
 		id := a.EntryID
 		if id == "" {
@@ -212,8 +239,8 @@ func listCheckpoints(opts *RestoreOptions, store *checkpoint.Store, t checkpoint
 		fmt.Fprintf(opts.IO.ErrOut, "no checkpoints for session key %q in %s\n", t.Key, store.Dir(t.Key))
 		return nil
 	}
-	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tCREATED\tTRIGGER\tTOKENS\tUTIL\tPREVIOUS\tSTATUS")
+	tw := newTable(opts.IO.Out).fit(opts.IO.Width())
+	tw.row("ID", "CREATED", "TRIGGER", "TOKENS", "UTIL", "PREVIOUS", "STATUS")
 	for _, r := range rows {
 		status := "ok"
 		if r.Error != "" {
@@ -226,7 +253,8 @@ func listCheckpoints(opts *RestoreOptions, store *checkpoint.Store, t checkpoint
 		if prev == "" {
 			prev = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.1f%%\t%s\t%s\n", r.ID, r.CreatedAt, r.Trigger, r.InputTokens, r.Utilization*100, prev, status)
+		tw.row(r.ID, r.CreatedAt, r.Trigger, humanInt(r.InputTokens), fmt.Sprintf("%.1f%%", r.Utilization*100), prev, status)
 	}
-	return tw.Flush()
+	tw.flush()
+	return nil
 }

@@ -184,9 +184,9 @@ func runRoll(ctx context.Context, opts *RollOptions) error {
 	if err := validateRoll(opts); err != nil {
 		return exitcode.New(exitcode.Usage, err)
 	}
-	files, err := walk.Walk(opts.Paths, walk.Options{Writable: true})
+	files, err := walkInputs(opts.IO.ErrOut, opts.Paths, walk.Options{Writable: true})
 	if err != nil {
-		return exitcode.New(exitcode.Usage, err)
+		return err
 	}
 	for _, f := range files {
 		if f.Explicit && f.Kind != walk.Transcript {
@@ -223,6 +223,10 @@ func runRoll(ctx context.Context, opts *RollOptions) error {
 				prog.Clear()
 				fmt.Fprintf(opts.IO.ErrOut, "ctxtool: %s\n", rep.Error)
 			}
+			if len(rep.MalformedLines) > 0 {
+				prog.Clear()
+				warnMalformed(opts.IO.ErrOut, rep.File, rep.MalformedLines, "rolls pi's context without it")
+			}
 			if opts.JSON {
 				if err := writeJSONLine(opts.IO.Out, rep); err != nil && writeErr == nil {
 					writeErr = err
@@ -238,7 +242,7 @@ func runRoll(ctx context.Context, opts *RollOptions) error {
 		return exitcode.New(exitcode.Runtime, writeErr)
 	}
 	if !opts.JSON {
-		printRollTable(opts.IO.Out, notable, sum, opts.Roll.DryRun)
+		printRollTable(opts.IO, notable, sum, opts.Roll.DryRun)
 	}
 	switch {
 	case sum.Errors > 0:
@@ -249,9 +253,10 @@ func runRoll(ctx context.Context, opts *RollOptions) error {
 	return nil
 }
 
-func printRollTable(out io.Writer, reps []*rolling.Report, sum rolling.Summary, dryRun bool) {
+func printRollTable(streams *IOStreams, reps []*rolling.Report, sum rolling.Summary, dryRun bool) {
+	out := streams.Out
 	if len(reps) > 0 {
-		t := newTable(out)
+		t := newTable(out).fit(streams.Width())
 		t.row("FILE", "ROLLED", "EVICTED", "EVICTED TOKENS", "TOKENS", "KEPT", "RANGE / REASON")
 		for _, r := range reps {
 			rolled := "no"
@@ -286,7 +291,7 @@ func printRollTable(out io.Writer, reps []*rolling.Report, sum rolling.Summary, 
 			if r.Error != "" && !r.Locked {
 				what = r.Error
 			}
-			t.row(r.File, rolled, humanInt(r.EvictedCount), humanInt(r.EvictedTokens), tokens, humanInt(r.KeptMessages), what)
+			t.row(displayPath(r.File), rolled, humanInt(r.EvictedCount), humanInt(r.EvictedTokens), tokens, humanInt(r.KeptMessages), what)
 		}
 		t.flush()
 		fmt.Fprintln(out)

@@ -3,21 +3,145 @@ package cmd
 import (
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
-	"text/tabwriter"
+	"unicode/utf8"
 )
 
-// table prints aligned columns for humans.
-type table struct{ w *tabwriter.Writer }
-
-func newTable(out io.Writer) *table {
-	return &table{w: tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)}
+// table prints aligned columns for humans: numeric columns right-aligned,
+// and, given a width (fit), the widest text columns shortened with "…" so a
+// row never wraps (the FILE column keeps its tail: the file name).
+type table struct {
+	out   io.Writer
+	width int
+	rows  [][]string
 }
 
-func (t *table) row(cols ...string) { fmt.Fprintln(t.w, strings.Join(cols, "\t")) }
+func newTable(out io.Writer) *table { return &table{out: out} }
 
-func (t *table) flush() { t.w.Flush() }
+// fit limits rows to width columns (0: no limit, e.g. not a terminal).
+func (t *table) fit(width int) *table {
+	t.width = width
+	return t
+}
+
+func (t *table) row(cols ...string) { t.rows = append(t.rows, cols) }
+
+// numericCell matches counts, sizes, shares and the "-" of a missing value.
+var numericCell = regexp.MustCompile(`^(-|[~≈<>]?-?[0-9][0-9,.]*(%|[kKMG]B?| ?MB| ?s)?)$`)
+
+func (t *table) flush() {
+	if len(t.rows) == 0 {
+		return
+	}
+	ncol := 0
+	for _, r := range t.rows {
+		ncol = max(ncol, len(r))
+	}
+	widths := make([]int, ncol)
+	numeric := make([]bool, ncol)
+	for c := range numeric {
+		numeric[c] = len(t.rows) > 1
+	}
+	for i, r := range t.rows {
+		for c, cell := range r {
+			widths[c] = max(widths[c], utf8.RuneCountInString(cell))
+			if i > 0 && cell != "" && !numericCell.MatchString(cell) {
+				numeric[c] = false
+			}
+		}
+	}
+	t.shrink(widths, numeric)
+	var b strings.Builder
+	for _, r := range t.rows {
+		b.Reset()
+		for c := 0; c < ncol; c++ {
+			cell := ""
+			if c < len(r) {
+				cell = r[c]
+			}
+			cell = clip(cell, widths[c], c == 0)
+			pad := strings.Repeat(" ", widths[c]-utf8.RuneCountInString(cell))
+			switch {
+			case numeric[c]:
+				b.WriteString(pad + cell)
+			case c == ncol-1:
+				b.WriteString(cell)
+			default:
+				b.WriteString(cell + pad)
+			}
+			if c < ncol-1 {
+				b.WriteString("  ")
+			}
+		}
+		fmt.Fprintln(t.out, strings.TrimRight(b.String(), " "))
+	}
+	t.rows = nil
+}
+
+// shrink narrows the widest text columns until a row fits t.width; a
+// column keeps at least minColumn characters.
+func (t *table) shrink(widths []int, numeric []bool) {
+	const minColumn = 12
+	if t.width <= 0 {
+		return
+	}
+	total := func() int {
+		n := 2 * (len(widths) - 1)
+		for _, w := range widths {
+			n += w
+		}
+		return n
+	}
+	for over := total() - t.width; over > 0; over = total() - t.width {
+		widest := -1
+		for c, w := range widths {
+			if !numeric[c] && w > minColumn && (widest < 0 || w > widths[widest]) {
+				widest = c
+			}
+		}
+		if widest < 0 {
+			return // nothing left to narrow: let the terminal wrap
+		}
+		widths[widest] = max(minColumn, widths[widest]-over)
+	}
+}
+
+// clip shortens s to n characters with "…": keeping the tail (file names)
+// or the head.
+func clip(s string, n int, keepTail bool) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	if keepTail {
+		return "…" + string(r[len(r)-(n-1):])
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// displayPath shows a path the short way for humans: relative to the
+// working directory when it is under it, else ~/… under the home
+// directory, else as given. JSON output keeps paths as given.
+func displayPath(p string) string {
+	if p == "" || p == "-" || !filepath.IsAbs(p) {
+		return p
+	}
+	if wd, err := os.Getwd(); err == nil {
+		if rel, err := filepath.Rel(wd, p); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return rel
+		}
+	}
+	if home, err := os.UserHomeDir(); err == nil && home != "/" {
+		if rel, err := filepath.Rel(home, p); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return filepath.Join("~", rel)
+		}
+	}
+	return p
+}
 
 // humanInt writes 123456 as 123,456.
 func humanInt(n int) string {

@@ -17,8 +17,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
@@ -86,7 +84,7 @@ func run(preset, out string, all bool, dir, size string, seed int64, opts string
 		}
 	}
 	if size != "" {
-		n, err := parseSize(size)
+		n, err := sessiongen.ParseSize(size)
 		if err != nil {
 			return err
 		}
@@ -125,25 +123,6 @@ func write(path string, o sessiongen.Options) error {
 	return nil
 }
 
-func parseSize(s string) (int64, error) {
-	u := strings.ToUpper(strings.TrimSpace(s))
-	mult := int64(1)
-	for _, suf := range []struct {
-		s string
-		m int64
-	}{{"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}} {
-		if strings.HasSuffix(u, suf.s) {
-			u, mult = strings.TrimSuffix(u, suf.s), suf.m
-			break
-		}
-	}
-	f, err := strconv.ParseFloat(strings.TrimSpace(u), 64)
-	if err != nil || f <= 0 {
-		return 0, fmt.Errorf("bad -size %q (e.g. 100MB, 1GB)", s)
-	}
-	return int64(f * float64(mult)), nil
-}
-
 // writeAgent writes a Claude Code or Codex transcript (sessiongen/agents.go).
 func writeAgent(format, path, size string, seed int64) error {
 	if path == "" {
@@ -151,7 +130,7 @@ func writeAgent(format, path, size string, seed int64) error {
 	}
 	o := sessiongen.AgentOptions{Thinking: true, Compactions: 0}
 	if size != "" {
-		n, err := parseSize(size)
+		n, err := sessiongen.ParseSize(size)
 		if err != nil {
 			return err
 		}

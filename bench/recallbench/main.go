@@ -1,19 +1,26 @@
 // Command recallbench measures ctxtool's recall index on generated
-// transcripts with planted facts: indexing throughput, the cost of a second
-// (unchanged) run and of an append, query latency p50/p95 and the share of
-// planted facts found in the top 3. It prints one table.
+// transcripts with planted facts (or on an existing corpus): indexing
+// throughput, the cost of a second (unchanged) run and of an append, query
+// latency p50/p95 and the share of planted facts found in the top 3 — for
+// the SQLite backend, the PostgreSQL backend (a throwaway server, as the
+// tests start one), or both, with the top-3 overlap between them. It prints
+// one table per backend.
 //
 //	go run ./bench/recallbench            # ~100 MB in a temp dir
 //	go run ./bench/recallbench -mb 20 -cpuprofile cpu.out
+//	go run ./bench/recallbench -corpus /data/sessions -backend both
+//	go run ./bench/recallbench -backend postgres -pg postgres://user@host/db
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"runtime/pprof"
 	"sort"
@@ -22,8 +29,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/ctxtool/ctxtool/internal/testkit/pgtest"
 	"github.com/ctxtool/ctxtool/internal/testkit/recalltest"
 	"github.com/ctxtool/ctxtool/pkg/recall"
+	"github.com/ctxtool/ctxtool/pkg/walk"
 )
 
 // threadCPU is the calling OS thread's user+system time (the query loop
@@ -49,124 +58,265 @@ type planted struct {
 	recalltest.Fact
 }
 
+type config struct {
+	mb, fileMB           float64
+	dir, corpus          string
+	nq                   int
+	cpuprofile, qprofile string
+	backend, pgURL       string
+}
+
 func main() {
-	mb := flag.Float64("mb", 100, "megabytes of transcripts to generate")
-	fileMB := flag.Float64("file-mb", 2, "approximate size of one session file")
-	dir := flag.String("dir", "", "work directory (default: a temp dir, removed afterwards)")
-	queries := flag.Int("queries", 400, "number of timed queries")
-	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the indexing run")
-	qprofile := flag.String("qprofile", "", "write a CPU profile of the timed queries")
+	var c config
+	flag.Float64Var(&c.mb, "mb", 100, "megabytes of transcripts to generate")
+	flag.Float64Var(&c.fileMB, "file-mb", 2, "approximate size of one session file")
+	flag.StringVar(&c.dir, "dir", "", "work directory (default: a temp dir, removed afterwards)")
+	flag.StringVar(&c.corpus, "corpus", "", "index the transcripts under this directory instead of generating (queries: words drawn from it)")
+	flag.IntVar(&c.nq, "queries", 400, "number of timed queries")
+	flag.StringVar(&c.cpuprofile, "cpuprofile", "", "write a CPU profile of the indexing run")
+	flag.StringVar(&c.qprofile, "qprofile", "", "write a CPU profile of the timed queries")
+	flag.StringVar(&c.backend, "backend", "sqlite", "sqlite | postgres | both")
+	flag.StringVar(&c.pgURL, "pg", "", "PostgreSQL URL (default: a throwaway server, as the tests start)")
 	flag.BoolVar(&verbose, "v", false, "list the slowest queries")
 	flag.Parse()
-	if err := run(*mb, *fileMB, *dir, *queries, *cpuprofile, *qprofile); err != nil {
+	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "recallbench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(mb, fileMB float64, dir string, nq int, cpuprofile, qprofile string) error {
-	ctx := context.Background()
-	if dir == "" {
+// corpus is what gets indexed and asked.
+type corpus struct {
+	files   []string
+	total   int64
+	facts   []planted
+	queries []string // timed queries
+	gen     time.Duration
+}
+
+func run(c config) error {
+	if c.dir == "" {
 		d, err := os.MkdirTemp("", "recallbench")
 		if err != nil {
 			return err
 		}
 		defer os.RemoveAll(d)
-		dir = d
+		c.dir = d
 	}
-	sessDir := filepath.Join(dir, "sessions")
-	os.MkdirAll(sessDir, 0o755)
+	var cp *corpus
+	var err error
+	if c.corpus != "" {
+		cp, err = existingCorpus(c.corpus, c.nq)
+	} else {
+		cp, err = generate(filepath.Join(c.dir, "sessions"), c.mb, c.fileMB, c.nq)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Printf("transcripts: %d files, %.1f MB (generated in %.1fs); load average %s\n\n",
+		len(cp.files), float64(cp.total)/1e6, cp.gen.Seconds(), loadavg())
 
-	// Generate: ~fileMB per file (about 7 KB per turn with the defaults).
+	var locs []string
+	names := map[string]string{}
+	if c.backend == "sqlite" || c.backend == "both" {
+		l := filepath.Join(c.dir, "state", "recall", "index.sqlite")
+		locs, names[l] = append(locs, l), "sqlite"
+	}
+	if c.backend == "postgres" || c.backend == "both" {
+		url := c.pgURL
+		if url == "" {
+			srv, err := pgtest.Start()
+			if err != nil {
+				return err
+			}
+			defer srv.Stop()
+			if url, err = srv.CreateDB("recallbench"); err != nil {
+				return err
+			}
+		}
+		locs, names[url] = append(locs, url), "postgres"
+	}
+	if len(locs) == 0 {
+		return fmt.Errorf("-backend %q: use sqlite, postgres or both", c.backend)
+	}
+	top3 := map[string][][]string{}
+	for _, loc := range locs {
+		fmt.Printf("== %s\n", names[loc])
+		t, err := measure(c, cp, loc)
+		if err != nil {
+			return err
+		}
+		top3[names[loc]] = t
+		fmt.Println()
+	}
+	if a, b := top3["sqlite"], top3["postgres"]; a != nil && b != nil {
+		same, total, shown := 0, 0, 0
+		for i := range a {
+			want := map[string]bool{}
+			for _, h := range a[i] {
+				want[h] = true
+			}
+			total += len(a[i])
+			n := 0
+			for _, h := range b[i] {
+				if want[h] {
+					n++
+				}
+			}
+			same += n
+			if verbose && n < len(a[i]) && shown < 10 {
+				shown++
+				fmt.Printf("differs: %q\n  sqlite   %v\n  postgres %v\n", cp.queries[i], a[i], b[i])
+			}
+		}
+		fmt.Printf("top-3 overlap postgres vs sqlite: %d/%d hits (%.1f%%) over %d queries\n",
+			same, total, 100*float64(same)/float64(max(1, total)), len(a))
+	}
+	return nil
+}
+
+// generate writes sessions with planted facts (~fileMB each).
+func generate(sessDir string, mb, fileMB float64, nq int) (*corpus, error) {
+	os.MkdirAll(sessDir, 0o755)
 	t0 := time.Now()
-	turns := max(20, int(fileMB*1e6/7000))
-	var facts []planted
-	var files []string
-	var total int64
-	for i := 0; total < int64(mb*1e6); i++ {
+	cp := &corpus{}
+	turns := max(20, int(fileMB*1e6/7000)) // about 7 KB per turn with the defaults
+	for i := 0; cp.total < int64(mb*1e6); i++ {
 		seed := uint64(10_000 + i)
 		p := filepath.Join(sessDir, fmt.Sprintf("%08d-bench.jsonl", i))
 		fs, err := recalltest.WriteFile(p, recalltest.Options{Seed: seed, Turns: turns,
 			Facts: recalltest.DefaultFacts(seed), Compactions: 2})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		fi, _ := os.Stat(p)
-		total += fi.Size()
-		files = append(files, p)
+		cp.total += fi.Size()
+		cp.files = append(cp.files, p)
 		for _, f := range fs {
-			facts = append(facts, planted{p, f})
+			cp.facts = append(cp.facts, planted{p, f})
 		}
 	}
-	gen := time.Since(t0)
+	cp.gen = time.Since(t0)
+	// Timed queries: planted-fact queries, and 1–3 common filler words.
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < nq; i++ {
+		if i%2 == 0 {
+			cp.queries = append(cp.queries, cp.facts[rng.IntN(len(cp.facts))].Query)
+		} else {
+			cp.queries = append(cp.queries, commonQuery(rng))
+		}
+	}
+	return cp, nil
+}
 
-	ix, err := recall.Open(filepath.Join(dir, "state"))
+var common = strings.Fields("function error request config cache token parser query transaction retry deploy module handler timeout stream")
+
+func commonQuery(rng *rand.Rand) string {
+	n := 1 + rng.IntN(3)
+	var ws []string
+	for k := 0; k < n; k++ {
+		ws = append(ws, common[rng.IntN(len(common))])
+	}
+	return strings.Join(ws, " ")
+}
+
+var wordRe = regexp.MustCompile(`[A-Za-z][A-Za-z0-9_]{5,24}`)
+
+// existingCorpus indexes the transcripts under dir; its queries are half
+// rarer words (1–2 words of ≥ 6 letters from random lines of the corpus),
+// half common ones.
+func existingCorpus(dir string, nq int) (*corpus, error) {
+	fs, err := walk.Walk([]string{dir}, walk.Options{Kinds: []walk.Kind{walk.Transcript, walk.Archive}})
 	if err != nil {
-		return err
+		return nil, err
+	}
+	cp := &corpus{}
+	for _, f := range fs {
+		cp.files = append(cp.files, f.Path)
+		cp.total += f.Size
+	}
+	if len(cp.files) == 0 {
+		return nil, fmt.Errorf("no transcripts under %s", dir)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for len(cp.queries) < nq {
+		if len(cp.queries)%2 == 1 {
+			cp.queries = append(cp.queries, commonQuery(rng))
+			continue
+		}
+		f, err := os.Open(cp.files[rng.IntN(len(cp.files))])
+		if err != nil {
+			return nil, err
+		}
+		fi, _ := f.Stat()
+		buf := make([]byte, 4096)
+		n, _ := f.ReadAt(buf, rng.Int64N(max(1, fi.Size()-4096)))
+		f.Close()
+		ws := wordRe.FindAllString(string(buf[:n]), -1)
+		if len(ws) < 4 {
+			continue
+		}
+		k := rng.IntN(len(ws) - 2)
+		q := ws[k+1]
+		if rng.IntN(2) == 0 {
+			q += " " + ws[k+2]
+		}
+		cp.queries = append(cp.queries, q)
+	}
+	return cp, nil
+}
+
+// measure indexes the corpus into loc, queries it, prints a table and
+// returns each timed query's top 3 (as citations).
+func measure(c config, cp *corpus, loc string) ([][]string, error) {
+	ctx := context.Background()
+	ix, err := recall.OpenURL(loc)
+	if err != nil {
+		return nil, err
 	}
 	defer ix.Close()
 
-	if cpuprofile != "" {
-		f, err := os.Create(cpuprofile)
+	if c.cpuprofile != "" {
+		f, err := os.Create(c.cpuprofile)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		pprof.StartCPUProfile(f)
 	}
 	t1 := time.Now()
 	c1 := cpuTime()
 	chunks := 0
-	for _, f := range files {
-		st, err := ix.Index(ctx, f)
-		if err != nil {
-			return err
-		}
+	var ierr error
+	err = ix.IndexFiles(ctx, cp.files, func(st recall.Stats, err error) {
 		chunks += st.Chunks
-	}
+		if err != nil && ierr == nil {
+			ierr = err
+		}
+	})
 	first := time.Since(t1)
 	firstCPU := cpuTime() - c1
-	if cpuprofile != "" {
+	if c.cpuprofile != "" {
 		pprof.StopCPUProfile()
+	}
+	if err = cmp.Or(err, ierr); err != nil {
+		return nil, err
 	}
 
 	t2 := time.Now()
 	var secondBytes int64
-	for _, f := range files {
-		st, err := ix.Index(ctx, f)
-		if err != nil {
-			return err
-		}
-		secondBytes += st.Bytes
+	err = ix.IndexFiles(ctx, cp.files, func(st recall.Stats, err error) { secondBytes += st.Bytes })
+	if err != nil {
+		return nil, err
 	}
 	second := time.Since(t2)
-
-	// Append one turn (a few lines) to 10 files and index them again.
-	var appended, appendLines, reread int
-	t3 := time.Now()
-	for i, f := range files[:min(10, len(files))] {
-		fh, err := os.OpenFile(f, os.O_APPEND|os.O_WRONLY, 0)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(fh, `{"type":"message","id":"app%05d","parentId":null,"timestamp":"2026-04-01T10:00:00.000Z","message":{"role":"user","content":"appended note %d about the heron%d rollout","timestamp":1775037600000}}`+"\n", i, i, i)
-		fh.Close()
-		st, err := ix.Index(ctx, f)
-		if err != nil {
-			return err
-		}
-		appended++
-		appendLines += st.LinesIndexed
-		reread += st.LinesReread
-	}
-	appendTime := time.Since(t3)
 
 	// Recall of planted facts.
 	top3, top1 := 0, 0
 	var missed []string
-	for _, f := range facts {
+	for _, f := range cp.facts {
 		res, err := ix.Search(ctx, f.Query, recall.SearchOptions{MaxResults: 6, MinScore: 0.35})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		r := 0
 		for i, h := range res.Hits {
@@ -185,44 +335,37 @@ func run(mb, fileMB float64, dir string, nq int, cpuprofile, qprofile string) er
 		}
 	}
 
-	// Timed queries: planted-fact queries, and 1–3 common filler words.
-	rng := rand.New(rand.NewPCG(1, 2))
-	common := strings.Fields("function error request config cache token parser query transaction retry deploy module handler timeout stream")
 	var lat, qcpu []time.Duration
 	type slowQ struct {
 		q   string
 		cpu time.Duration
 	}
 	var slow []slowQ
+	var tops [][]string
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	if qprofile != "" {
-		f, err := os.Create(qprofile)
+	if c.qprofile != "" {
+		f, err := os.Create(c.qprofile)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		pprof.StartCPUProfile(f)
 		defer pprof.StopCPUProfile()
 	}
-	for i := 0; i < nq; i++ {
-		var q string
-		if i%2 == 0 {
-			q = facts[rng.IntN(len(facts))].Query
-		} else {
-			n := 1 + rng.IntN(3)
-			var ws []string
-			for k := 0; k < n; k++ {
-				ws = append(ws, common[rng.IntN(len(common))])
-			}
-			q = strings.Join(ws, " ")
-		}
-		s, c := time.Now(), threadCPU()
-		if _, err := ix.Search(ctx, q, recall.SearchOptions{MaxResults: 6, MinScore: 0.35}); err != nil {
-			return err
+	for _, q := range cp.queries {
+		s, c0 := time.Now(), threadCPU()
+		res, err := ix.Search(ctx, q, recall.SearchOptions{MaxResults: 6, MinScore: 0.35})
+		if err != nil {
+			return nil, err
 		}
 		lat = append(lat, time.Since(s))
-		qcpu = append(qcpu, threadCPU()-c)
+		qcpu = append(qcpu, threadCPU()-c0)
 		slow = append(slow, slowQ{q, qcpu[len(qcpu)-1]})
+		var t []string
+		for _, h := range res.Hits[:min(3, len(res.Hits))] {
+			t = append(t, h.Citation)
+		}
+		tops = append(tops, t)
 	}
 	sort.Slice(slow, func(i, j int) bool { return slow[i].cpu > slow[j].cpu })
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
@@ -231,27 +374,56 @@ func run(mb, fileMB float64, dir string, nq int, cpuprofile, qprofile string) er
 	cpct := func(p float64) time.Duration { return qcpu[min(len(qcpu)-1, int(p*float64(len(qcpu))))] }
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
 
-	dbSize := int64(0)
-	for _, suf := range []string{"", "-wal"} {
-		if fi, err := os.Stat(ix.Path() + suf); err == nil {
-			dbSize += fi.Size()
+	runtime.UnlockOSThread()
+	// Append one line to 10 files and index them again.
+	var appended, appendLines, reread int
+	t3 := time.Now()
+	if c.corpus == "" && c.backend != "both" { // (both: the second backend must see the same files)
+		for i, f := range cp.files[:min(10, len(cp.files))] {
+			fh, err := os.OpenFile(f, os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				return nil, err
+			}
+			fmt.Fprintf(fh, `{"type":"message","id":"app%05d","parentId":null,"timestamp":"2026-04-01T10:00:00.000Z","message":{"role":"user","content":"appended note %d about the heron%d rollout","timestamp":1775037600000}}`+"\n", i, i, i)
+			fh.Close()
+			st, err := ix.Index(ctx, f)
+			if err != nil {
+				return nil, err
+			}
+			appended++
+			appendLines += st.LinesIndexed
+			reread += st.LinesReread
 		}
 	}
+	appendTime := time.Since(t3)
 
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	row := func(k, v string) { fmt.Fprintf(w, "%s\t%s\t\n", k, v) }
 	row("metric", "value")
-	row("transcripts", fmt.Sprintf("%d files, %.1f MB (generated in %.1fs)", len(files), float64(total)/1e6, gen.Seconds()))
+	row("index", ix.Path())
 	row("chunks", fmt.Sprint(chunks))
-	row("index size", fmt.Sprintf("%.1f MB", float64(dbSize)/1e6))
-	row("first index (wall)", fmt.Sprintf("%.2fs = %.1f MB/s", first.Seconds(), float64(total)/1e6/first.Seconds()))
-	row("first index (CPU, all threads)", fmt.Sprintf("%.2fs = %.1f MB per CPU-second", firstCPU.Seconds(), float64(total)/1e6/firstCPU.Seconds()))
+	if !recall.IsURL(loc) {
+		dbSize := int64(0)
+		for _, suf := range []string{"", "-wal"} {
+			if fi, err := os.Stat(loc + suf); err == nil {
+				dbSize += fi.Size()
+			}
+		}
+		row("index size", fmt.Sprintf("%.1f MB", float64(dbSize)/1e6))
+	}
+	mbs := float64(cp.total) / 1e6
+	row("first index (wall)", fmt.Sprintf("%.2fs = %.1f MB/s", first.Seconds(), mbs/first.Seconds()))
+	row("first index (CPU of this process)", fmt.Sprintf("%.2fs = %.1f MB per CPU-second", firstCPU.Seconds(), mbs/firstCPU.Seconds()))
 	row("second index (unchanged)", fmt.Sprintf("%.1f ms, %d bytes read as new", float64(second.Microseconds())/1000, secondBytes))
-	row("append 1 line to 10 files", fmt.Sprintf("%.1f ms, %d files, %d new lines indexed, %d re-read", float64(appendTime.Microseconds())/1000, appended, appendLines, reread))
+	if appended > 0 {
+		row("append 1 line to 10 files", fmt.Sprintf("%.1f ms, %d files, %d new lines indexed, %d re-read", float64(appendTime.Microseconds())/1000, appended, appendLines, reread))
+	}
 	row("query p50 / p95 / max (wall)", ms(pct(0.50))+" / "+ms(pct(0.95))+" / "+ms(lat[len(lat)-1]))
 	row("query p50 / p95 / max (thread CPU)", ms(cpct(0.50))+" / "+ms(cpct(0.95))+" / "+ms(qcpu[len(qcpu)-1]))
 	row("load average at end", loadavg())
-	row("planted facts in top 3", fmt.Sprintf("%d/%d (%.1f%%), top 1: %d", top3, len(facts), 100*float64(top3)/float64(len(facts)), top1))
+	if len(cp.facts) > 0 {
+		row("planted facts in top 3", fmt.Sprintf("%d/%d (%.1f%%), top 1: %d", top3, len(cp.facts), 100*float64(top3)/float64(len(cp.facts)), top1))
+	}
 	w.Flush()
 	if verbose {
 		for _, q := range slow[:min(8, len(slow))] {
@@ -261,7 +433,7 @@ func run(mb, fileMB float64, dir string, nq int, cpuprofile, qprofile string) er
 	for _, m := range missed {
 		fmt.Println("missed:", m)
 	}
-	return nil
+	return tops, nil
 }
 
 func loadavg() string {

@@ -53,9 +53,11 @@ type CompactionInfo struct {
 // Input is everything Build needs; no model, no clock of its own.
 type Input struct {
 	SessionKey, SessionFile string
-	Trigger                 string
-	Messages                []Message // branch order, root → leaf
-	Compactions             []CompactionInfo
+	// SessionID is the session header's id ("" without one).
+	SessionID   string
+	Trigger     string
+	Messages    []Message // branch order, root → leaf
+	Compactions []CompactionInfo
 	// SplitTurn: the last compaction cut a turn and nothing followed it.
 	SplitTurn       bool
 	CompactionCount int
@@ -73,6 +75,7 @@ func Build(in Input) *Checkpoint {
 	cp := &Checkpoint{Schema: Schema, SchemaVersion: SchemaVersion}
 	cp.Meta.SessionKey = in.SessionKey
 	cp.Meta.SessionFile = in.SessionFile
+	cp.Meta.SessionID = in.SessionID
 	cp.Meta.CreatedAt = in.Now.UTC().Format(time.RFC3339)
 	cp.Meta.Trigger = in.Trigger
 	if cp.Meta.Trigger == "" {

@@ -74,6 +74,9 @@ type CaptureResult struct {
 	ToolErrors  int `json:"toolErrors"`  // of which failed
 	// Malformed counts lines that are not session entries (skipped).
 	Malformed int `json:"malformed,omitempty"`
+	// MalformedLines are the lines of the range pi drops (reported as
+	// every command reports them).
+	MalformedLines []transcript.Malformed `json:"malformedLines,omitempty"`
 	// Restarted: the file was new to the capture, or changed other than
 	// by appending, so reading started over (Reason says from where).
 	Restarted bool     `json:"restarted,omitempty"`
@@ -266,15 +269,14 @@ func applyCapture(st *Store, s *transcript.Session, key string, from, to int, re
 	for _, m := range s.Malformed {
 		if inRange(m.Line) {
 			res.Malformed++
+			res.MalformedLines = append(res.MalformedLines, m)
 		}
 	}
 	for _, l := range s.NonObjects {
 		if inRange(l) {
 			res.Malformed++
+			res.Warnings = append(res.Warnings, fmt.Sprintf("%s:%d: not a JSON object; skipped", s.File, l))
 		}
-	}
-	if res.Malformed > 0 {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("%s: skipped %d malformed line(s) among lines %d–%d", s.File, res.Malformed, from+1, to))
 	}
 	_, warns := st.ReadState(key) // UpdateState drops stale files silently; say so
 	res.Warnings = append(res.Warnings, warns...)

@@ -261,8 +261,8 @@ func TestCaptureMalformedLines(t *testing.T) {
 	if r.Malformed != 5 || !r.Captured || r.ToolErrors != 2 {
 		t.Fatalf("%+v", r)
 	}
-	if len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "skipped 5 malformed") {
-		t.Errorf("warnings %v", r.Warnings)
+	if len(r.MalformedLines) != 5 || r.MalformedLines[0].Line == 0 || r.MalformedLines[0].Bytes == 0 {
+		t.Errorf("malformedLines %+v", r.MalformedLines)
 	}
 	if s := readState(t, st, "k"); len(s.Thread.Errors) != 2 {
 		t.Errorf("errors %+v", s.Thread.Errors)

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/ctxtool/ctxtool/pkg/sessionstore"
+	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 // maxDirName bounds a sanitized key; longer keys keep a prefix plus a hash
@@ -57,21 +58,38 @@ func SanitizeKey(key string) string {
 	return s
 }
 
-// KeyFromFile derives the default session key of a transcript. For an
-// OpenClaw transcript whose directory has a sessions.json naming it, that
-// store's key (e.g. "agent:main:main"); otherwise the file name without
-// ".jsonl" (and without an archive suffix such as ".reset.<stamp>").
+// KeyFromFile derives the default session key of a transcript: the
+// session's own identity, never just its file name (x/session.jsonl and
+// y/session.jsonl are different sessions). For an OpenClaw transcript whose
+// directory has a sessions.json naming it, that store's key (e.g.
+// "agent:main:main", which stays with the conversation across resets);
+// otherwise the session header's id (pi's session UUID); for a file with
+// no header id, the file name plus a hash of its absolute path.
 func KeyFromFile(path string) string {
-	return keyFromFile(path, readStore(filepath.Dir(path)))
+	h, _ := transcript.ReadHeader(path)
+	return keyFromFile(path, readStore(filepath.Dir(path)), h.ID)
 }
 
-// keyFromFile is KeyFromFile with the directory's sessions.json already read
-// (Take also needs its compactionCount, so it reads the file once).
-func keyFromFile(path string, st *sessionstore.Store) string {
+// keyFromFile is KeyFromFile with the directory's sessions.json and the
+// header id already read (Take has both).
+func keyFromFile(path string, st *sessionstore.Store, headerID string) string {
 	if k := st.KeyFor(path); k != "" {
 		return k
 	}
-	return sessionstore.Stem(filepath.Base(path))
+	if headerID != "" {
+		return headerID
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		abs = path
+	}
+	sum := sha256.Sum256([]byte(abs))
+	return sessionstore.Stem(filepath.Base(path)) + "-" + hex.EncodeToString(sum[:4])
+}
+
+// openclawKey is the sessions.json key naming the file, "" when none does.
+func openclawKey(path string) string {
+	return readStore(filepath.Dir(path)).KeyFor(path)
 }
 
 // readStore reads the sessions.json of dir; an unreadable store counts as

@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -62,6 +63,8 @@ type TakeResult struct {
 	UsageRejected *estimate.Rejection `json:"usageRejected,omitempty"`
 	DryRun        bool                `json:"dryRun,omitempty"`
 	Warnings      []string            `json:"warnings,omitempty"`
+	// MalformedLines are the session's lines pi drops.
+	MalformedLines []transcript.Malformed `json:"malformedLines,omitempty"`
 }
 
 // Triggers are the triggers the command accepts.
@@ -94,17 +97,20 @@ func Take(o TakeOptions) (*TakeResult, error) {
 		sessions = readStore(filepath.Dir(o.File))
 	}
 	key := o.SessionKey
-	if key == "" {
-		if o.File == "-" {
-			return nil, fmt.Errorf("reading the session from stdin: name its key with --session-key")
-		}
-		key = keyFromFile(o.File, sessions)
+	if key == "" && o.File == "-" {
+		return nil, fmt.Errorf("reading the session from stdin: name its key with --session-key")
 	}
 	s, err := transcript.Load(o.File)
 	if err != nil {
 		return nil, err
 	}
 	defer s.Close()
+	if key == "" {
+		// The header as KeyFromFile reads it (restore finds the key the
+		// same way): pi's header id; other formats fall back to the path.
+		h, _ := transcript.ReadHeader(o.File)
+		key = keyFromFile(o.File, sessions, h.ID)
+	}
 	ctx := s.Context()
 	in, err := fromContext(s, ctx)
 	if err != nil {
@@ -137,7 +143,7 @@ func Take(o TakeOptions) (*TakeResult, error) {
 	in.InputTokens, in.ContextWindow = tokens, window
 	res := &TakeResult{File: o.File, SessionKey: key, Trigger: o.Trigger, InputTokens: tokens,
 		ContextWindow: window, CompactionCount: in.CompactionCount, DryRun: o.DryRun, Method: size.Method,
-		UsageRejected: size.Rejected}
+		UsageRejected: size.Rejected, MalformedLines: s.Malformed}
 	util := size.Utilization
 	res.Utilization = math.Round(util*10000) / 10000
 	res.Warnings = append(res.Warnings, size.Notes...)
@@ -235,6 +241,80 @@ func (s *Store) Select(key, id string) (*Checkpoint, []string, error) {
 type AppendResult struct {
 	EntryID string
 	Line    int
+	// AlreadyLast: nothing was appended, the session's last entry is this
+	// checkpoint's resume text already (Line and EntryID name it).
+	AlreadyLast bool
+	// Malformed are the session's lines pi drops.
+	Malformed []transcript.Malformed
+}
+
+// ForeignCheckpointError is restore --append refusing a checkpoint taken
+// from another session.
+type ForeignCheckpointError struct {
+	File, FileSession string
+	CheckpointID      string
+	CPSession, CPFile string
+}
+
+func (e *ForeignCheckpointError) Error() string {
+	return fmt.Sprintf("%s: not appending %s: it was taken from another session (%s, %s), not from this one (%s); "+
+		"restore --append adds a checkpoint only to the session it came from — check the FILE and --session-key, or run 'ctxtool checkpoint %s' first",
+		e.File, e.CheckpointID, e.CPSession, e.CPFile, e.FileSession, e.File)
+}
+
+// checkSameSession refuses cp when it was taken from another session than
+// s: the header ids differ (or, for checkpoints without one, the recorded
+// absolute paths). An OpenClaw session key stays with a conversation across
+// resets (new file, new id), so a checkpoint under the key sessions.json
+// gives FILE belongs to it.
+func checkSameSession(cp *Checkpoint, s *transcript.Session, file string) error {
+	if k := openclawKey(file); k != "" && k == cp.Meta.SessionKey {
+		return nil
+	}
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		abs = file
+	}
+	foreign := &ForeignCheckpointError{File: file, FileSession: "session " + s.Header.ID, CheckpointID: cp.Meta.CheckpointID,
+		CPSession: "session " + cp.Meta.SessionID, CPFile: cp.Meta.SessionFile}
+	switch {
+	case cp.Meta.SessionID != "" && s.Header.ID != "":
+		if cp.Meta.SessionID != s.Header.ID {
+			return foreign
+		}
+	case filepath.IsAbs(cp.Meta.SessionFile):
+		if cp.Meta.SessionFile != abs {
+			foreign.CPSession, foreign.FileSession = "key "+cp.Meta.SessionKey, abs
+			return foreign
+		}
+	}
+	return nil
+}
+
+// alreadyLast reports whether the session's last entry is the resume text
+// of this checkpoint (a second restore --append must not repeat it).
+func alreadyLast(s *transcript.Session, cp *Checkpoint, text string) (*transcript.Entry, bool) {
+	if len(s.Entries) == 0 {
+		return nil, false
+	}
+	e := s.Entries[len(s.Entries)-1]
+	if e.Type != "custom_message" || e.CustomType != CustomType {
+		return nil, false
+	}
+	raw, err := s.Raw(e)
+	if err != nil {
+		return nil, false
+	}
+	var m struct {
+		Content any `json:"content"`
+		Details struct {
+			CheckpointID string `json:"checkpointId"`
+		} `json:"details"`
+	}
+	if json.Unmarshal(raw, &m) != nil {
+		return nil, false
+	}
+	return e, m.Details.CheckpointID == cp.Meta.CheckpointID && m.Content == text
 }
 
 // AppendResume appends text to the session as a custom_message entry
@@ -249,6 +329,14 @@ func AppendResume(ctx context.Context, file string, cp *Checkpoint, text string,
 		"createdAt":    cp.Meta.CreatedAt,
 	}
 	err := transcript.Update(ctx, file, transcript.UpdateOptions{Wait: wait}, func(s *transcript.Session) ([][]byte, error) {
+		res.Malformed = s.Malformed
+		if err := checkSameSession(cp, s, file); err != nil {
+			return nil, err
+		}
+		if e, dup := alreadyLast(s, cp, text); dup {
+			res = AppendResult{EntryID: e.ID, Line: e.Line, AlreadyLast: true, Malformed: s.Malformed}
+			return nil, nil
+		}
 		w := s.NewWriter()
 		if now != nil {
 			w.Now = now
@@ -257,7 +345,7 @@ func AppendResume(ctx context.Context, file string, cp *Checkpoint, text string,
 		if err != nil {
 			return nil, err
 		}
-		res = AppendResult{EntryID: a.ID, Line: s.Lines + 1}
+		res = AppendResult{EntryID: a.ID, Line: s.Lines + 1, Malformed: s.Malformed}
 		return [][]byte{a.Line}, nil
 	})
 	if err != nil {

@@ -66,9 +66,12 @@ type Checkpoint struct {
 
 // Meta identifies the checkpoint and the context size it was taken at.
 type Meta struct {
-	CheckpointID       string     `yaml:"checkpoint_id" json:"checkpoint_id"`
-	SessionKey         string     `yaml:"session_key" json:"session_key"`
-	SessionFile        string     `yaml:"session_file" json:"session_file"`
+	CheckpointID string `yaml:"checkpoint_id" json:"checkpoint_id"`
+	SessionKey   string `yaml:"session_key" json:"session_key"`
+	SessionFile  string `yaml:"session_file" json:"session_file"`
+	// SessionID is the session header's id: the identity restore --append
+	// checks, so one session's state never lands in another.
+	SessionID          string     `yaml:"session_id,omitempty" json:"session_id,omitempty"`
 	CreatedAt          string     `yaml:"created_at" json:"created_at"`
 	Trigger            string     `yaml:"trigger" json:"trigger"`
 	CompactionCount    int        `yaml:"compaction_count" json:"compaction_count"`
@@ -140,6 +143,9 @@ func Marshal(cp *Checkpoint) ([]byte, error) {
 	add(meta, "checkpoint_id", quoted(cp.Meta.CheckpointID))
 	add(meta, "session_key", quoted(cp.Meta.SessionKey))
 	add(meta, "session_file", quoted(cp.Meta.SessionFile))
+	if cp.Meta.SessionID != "" {
+		add(meta, "session_id", quoted(cp.Meta.SessionID))
+	}
 	add(meta, "created_at", quoted(cp.Meta.CreatedAt))
 	add(meta, "trigger", quoted(cp.Meta.Trigger))
 	add(meta, "compaction_count", plainInt(cp.Meta.CompactionCount))

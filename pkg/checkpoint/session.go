@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 
 	"github.com/ctxtool/ctxtool/pkg/models"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
@@ -24,7 +25,14 @@ func FromSession(s *transcript.Session) (Input, error) {
 // fromContext is FromSession on the session's context, which Take also
 // measures: the branch is ctx.Path, walked once.
 func fromContext(s *transcript.Session, ctx *transcript.Context) (Input, error) {
-	in := Input{SessionFile: s.File}
+	// The absolute path: the checkpoint says which file it came from
+	// wherever restore is run.
+	in := Input{SessionFile: s.File, SessionID: s.Header.ID}
+	if s.File != "-" {
+		if abs, err := filepath.Abs(s.File); err == nil {
+			in.SessionFile = abs
+		}
+	}
 	for _, e := range ctx.Path {
 		switch e.Type {
 		case "message", "custom_message":

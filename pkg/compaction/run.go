@@ -89,12 +89,17 @@ type Result struct {
 	Chunks              int    `json:"chunks,omitempty"`
 	Fallback            string `json:"fallback,omitempty"`
 	Backup              string `json:"backup,omitempty"`
+	// BackupIndexed: the backup is in the recall index (set by the CLI).
+	BackupIndexed bool `json:"backupIndexed,omitempty"`
 	// CarriedLines counts lines another writer (pi takes no lock) appended
 	// while --truncate rewrote the file, carried over after the new content.
 	CarriedLines int `json:"carriedLines,omitempty"`
 	// Summary is the text that was (or, with --dry-run, would be) written.
 	Summary  string   `json:"summary,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`
+	// MalformedLines are the session's lines pi drops: the compaction is
+	// planned without them, as pi would, and they stay in the file.
+	MalformedLines []transcript.Malformed `json:"malformedLines,omitempty"`
 
 	prep    *Preparation
 	outcome *Outcome
@@ -171,6 +176,7 @@ func Run(ctx context.Context, path string, o Options) (*Result, error) {
 			logf("%s: %s", path, note)
 		}
 		res.Estimator, res.Utilization, res.UsageRejected = m.Method, m.Utilization, m.Rejected
+		res.MalformedLines = s.Malformed
 		if m.Rejected != nil {
 			res.Warnings = appendOnce(res.Warnings, m.Notes...)
 		}

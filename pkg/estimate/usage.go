@@ -242,6 +242,19 @@ func (a *UsageAudit) sound() map[*transcript.Entry]bool {
 
 func isPow2(n int) bool { return n > 0 && bits.OnesCount(uint(n)) == 1 }
 
+// ActiveTokens returns, for each index i of a root→leaf path, pi's chars/4
+// of the context the provider would be sent if path[i] were the leaf
+// (BuildContext(path[:i+1]).HeuristicTokens() for every i, in one pass).
+func ActiveTokens(path []*transcript.Entry) []int {
+	w := newContextWalk(path)
+	out := make([]int, len(path))
+	for i := range path {
+		w.step(i)
+		out[i] = w.active
+	}
+	return out
+}
+
 // contextWalk follows the context the provider would be sent along a
 // root→leaf path: after step(i), active is pi's chars/4 of the context if
 // path[i] were the leaf, and era[i] numbers the compactions passed.
@@ -255,7 +268,7 @@ type contextWalk struct {
 }
 
 func newContextWalk(path []*transcript.Entry) *contextWalk {
-	w := &contextWalk{path: path, prefix: make([]int, len(path)+1), first: map[string]int{}, era: make([]int, len(path))}
+	w := &contextWalk{path: path, prefix: make([]int, len(path)+1), first: make(map[string]int, len(path)), era: make([]int, len(path))}
 	for i, e := range path {
 		w.prefix[i+1] = w.prefix[i]
 		if producesMessage(e) {

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"io"
 	"os"
+	"strconv"
 
 	"golang.org/x/term"
 )
@@ -20,6 +21,9 @@ type IOStreams struct {
 	// outTTY/errTTY are decided once at construction; tests force them.
 	outTTY bool
 	errTTY bool
+	// width is stdout's terminal width in columns (0: not a terminal, or
+	// unknown: tables are not narrowed).
+	width int
 }
 
 // System returns streams bound to the process's stdin, stdout and stderr.
@@ -30,8 +34,30 @@ func System() *IOStreams {
 		ErrOut: os.Stderr,
 		outTTY: isTerminal(os.Stdout),
 		errTTY: isTerminal(os.Stderr),
+		width:  terminalWidth(os.Stdout),
 	}
 }
+
+// terminalWidth is f's width when it is a terminal; $COLUMNS when the size
+// cannot be read (some CI consoles); 0 otherwise.
+func terminalWidth(f *os.File) int {
+	if !term.IsTerminal(int(f.Fd())) {
+		return 0
+	}
+	if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 0 {
+		return w
+	}
+	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 0 {
+		return n
+	}
+	return 0
+}
+
+// Width is stdout's terminal width (0: do not narrow output).
+func (s *IOStreams) Width() int { return s.width }
+
+// SetWidth forces the terminal width; for tests.
+func (s *IOStreams) SetWidth(n int) { s.width = n }
 
 // Test returns streams backed by buffers: stdin, stdout, stderr.
 func Test() (*IOStreams, *bytes.Buffer, *bytes.Buffer, *bytes.Buffer) {

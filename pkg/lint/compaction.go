@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -13,6 +14,7 @@ import (
 // findings are notes.
 func (c *checker) compactions() {
 	path := c.ctx.Path
+	var active []int // pi's chars/4 of the context at each path index
 	for i, e := range path {
 		if e.Type != "compaction" {
 			continue
@@ -33,8 +35,13 @@ func (c *checker) compactions() {
 			c.splitsToolPair(path, kept, i, sev(Error), superseded)
 		}
 		if c.enabled(RuleCompactionNoGain) {
-			before := transcript.BuildContext(path[:i]).HeuristicTokens()
-			after := transcript.BuildContext(path[:i+1]).HeuristicTokens()
+			if active == nil {
+				active = estimate.ActiveTokens(path)
+			}
+			before, after := 0, active[i]
+			if i > 0 {
+				before = active[i-1]
+			}
 			if after >= before {
 				f := c.reportAt(RuleCompactionNoGain, sev(Warning), e.Line, "nogain:"+e.ID,
 					"the context is %d tokens before this compaction and %d after it (pi's chars/4): it reclaims nothing%s", before, after, superseded)

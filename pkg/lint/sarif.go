@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+
+	"github.com/ctxtool/ctxtool/pkg/walk"
 )
 
 // SARIF 2.1.0 (OASIS), the subset GitHub code scanning reads: one run, the
@@ -193,7 +195,7 @@ func ruleName(id string) string {
 // finding's key, hashed (secrets' keys are hashes already, but the file
 // path need not appear in clear either).
 func Fingerprint(f Finding) string {
-	sum := sha256.Sum256([]byte(f.Rule + "\x00" + normPath(f.File) + "\x00" + f.Key))
+	sum := sha256.Sum256([]byte(f.Rule + "\x00" + walk.Key(f.File) + "\x00" + f.Key))
 	return hex.EncodeToString(sum[:16])
 }
 
@@ -201,26 +203,9 @@ func Fingerprint(f Finding) string {
 // against the repository root when lint runs there) or a file: URI for
 // absolute paths.
 func artifactURI(file string) string {
-	p := normPath(file)
+	p := walk.Key(file)
 	if filepath.IsAbs(p) {
 		return (&url.URL{Scheme: "file", Path: p}).String()
 	}
 	return (&url.URL{Path: p}).String()
-}
-
-// normPath is the path a finding is keyed by: relative to the working
-// directory when it lies below it, with forward slashes.
-func normPath(file string) string {
-	if file == "-" {
-		return "-"
-	}
-	p := file
-	if filepath.IsAbs(p) {
-		if wd, err := filepath.Abs("."); err == nil {
-			if rel, err := filepath.Rel(wd, p); err == nil && !strings.HasPrefix(rel, "..") {
-				p = rel
-			}
-		}
-	}
-	return filepath.ToSlash(filepath.Clean(p))
 }

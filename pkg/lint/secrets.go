@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sort"
 	"strings"
 )
 
@@ -145,30 +146,49 @@ type scanner struct {
 	cur        *cursor
 	res        *contentResult
 	endedInRun bool
+	found      []found
 }
 
+// found is a credential at data[pos:end], before its line is known.
+type found struct {
+	pos, end     int
+	kind, prefix string
+}
+
+// minRun is the shortest run the scan must see: every credential it looks
+// for is at least this long (AWS's "secretAccessKey" name is 15). Runs are
+// found by sampling every minRun-th byte: any run of minRun or more
+// token bytes contains a sample, and a sample that is not a token byte
+// rules out all runs through it, so most of the input is never touched.
+const minRun = 14
+
 // run scans the runs that start before limit; it returns where the next
-// chunk resumes (a run boundary at or after limit).
+// chunk resumes (at or after limit, never inside a scanned run).
 func (s *scanner) run(skipLeading bool) int {
 	d, n := s.data, len(s.data)
-	i := 0
+	lo := 0 // bytes before lo belong to runs already handled
 	if skipLeading {
-		for i < n && tokenByte[d[i]] {
-			i++
+		for lo < n && tokenByte[d[lo]] {
+			lo++
 		}
 	}
-	for i < s.limit {
-		for i < s.limit && !tokenByte[d[i]] {
-			i++
+	resume := max(lo, s.limit)
+	for p := lo + minRun - 1; p < n && p < s.limit+minRun-1; {
+		if !tokenByte[d[p]] {
+			p += minRun
+			continue
 		}
-		if i >= s.limit {
-			break
+		st, en := p, p+1
+		for st > lo && tokenByte[d[st-1]] {
+			st--
 		}
-		st := i
-		for i < n && tokenByte[d[i]] {
-			i++
+		if st >= s.limit {
+			break // the next chunk starts before this run
 		}
-		if i == n && !s.eof {
+		for en < n && tokenByte[d[en]] {
+			en++
+		}
+		if en == n && !s.eof {
 			// The run reaches past what was read: a blob far longer than any
 			// credential (scanAhead ≥ the chunk tail). Skip its rest too.
 			s.endedInRun = true
@@ -181,14 +201,42 @@ func (s *scanner) run(skipLeading bool) int {
 			case 'n', 'r', 't', 'b', 'f':
 				st++
 			case 'u':
-				st = min(st+5, i)
+				st = min(st+5, en)
 			}
 		}
-		if i-st >= 6 && i-st <= maxSecretRun {
-			s.check(st, i)
+		if en-st >= minRun && en-st <= maxSecretRun {
+			s.check(st, en)
+		}
+		lo, p = en, en+minRun
+		resume = max(resume, en)
+	}
+	s.privateKeys(min(s.limit, n))
+	// The cursor only moves forward: place the hits in file order.
+	sort.Slice(s.found, func(i, j int) bool { return s.found[i].pos < s.found[j].pos })
+	for _, f := range s.found {
+		s.record(f)
+	}
+	return resume
+}
+
+// privateKeys finds "PRIVATE KEY-----" headers (their runs are too short
+// for the sampled scan) in d[:end].
+func (s *scanner) privateKeys(end int) {
+	d := s.data
+	marker := []byte("PRIVATE KEY")
+	for i := 0; i < end; {
+		j := bytes.Index(d[i:end], marker)
+		if j < 0 {
+			return
+		}
+		at := i + j
+		i = at + len(marker)
+		from := max(0, at-40)
+		if b := bytes.LastIndex(d[from:at], []byte("-----BEGIN")); b >= 0 {
+			st := from + b
+			s.privateKey(st, st+len("-----BEGIN"))
 		}
 	}
-	return i
 }
 
 func hasPrefixFold(b []byte, p string) bool {
@@ -233,38 +281,41 @@ var prefixKinds = []struct {
 	{"npm_", 40, "npm token"},
 }
 
-// check looks at the run d[st:en].
+// prefixByFirst indexes prefixKinds by their first byte.
+var prefixByFirst = func() (t [256][]int) {
+	for i, k := range prefixKinds {
+		t[k.prefix[0]] = append(t[k.prefix[0]], i)
+	}
+	return
+}()
+
+// check looks at the run d[st:en] (at least minRun long).
 func (s *scanner) check(st, en int) {
 	d := s.data
 	run := d[st:en]
+	if st >= 7 && hasPrefixFold(d[st-7:st], "bearer ") {
+		s.bearer(st-7, st-1)
+		return
+	}
 	switch run[0] {
 	case 'e':
 		if run[1] == 'y' && run[2] == 'J' {
 			s.jwt(st, en)
 		}
 		return
-	case '-':
-		if string(run) == "-----BEGIN" {
-			s.privateKey(st, en)
-		}
-		return
-	case 'B', 'b':
-		if len(run) == 6 && strings.EqualFold(string(run), "bearer") {
-			s.bearer(st, en)
-			return
-		}
 	case 'A':
 		if len(run) == 20 && (run[1] == 'K' || run[1] == 'S') && run[2] == 'I' && run[3] == 'A' && upperAlnum(run) && !placeholder(run) {
 			s.hit(st, en, "AWS access key id", string(run[:4]))
 			return
 		}
 	}
-	if len(run) >= 15 && (hasSuffixFold(run, "secret_access_key") || hasSuffixFold(run, "secretaccesskey")) {
+	if last := run[len(run)-1]; (last == 'y' || last == 'Y') && (hasSuffixFold(run, "secret_access_key") || hasSuffixFold(run, "secretaccesskey")) {
 		s.awsSecret(en)
 		return
 	}
-	for _, k := range prefixKinds {
-		if len(run) >= k.min && len(run) >= len(k.prefix) && string(run[:len(k.prefix)]) == k.prefix {
+	for _, i := range prefixByFirst[run[0]] {
+		k := prefixKinds[i]
+		if len(run) >= k.min && string(run[:len(k.prefix)]) == k.prefix {
 			if !placeholder(run[len(k.prefix):]) {
 				s.hit(st, en, k.kind, k.prefix)
 			}
@@ -374,8 +425,14 @@ func (s *scanner) awsSecret(en int) {
 	s.hit(p, q, "AWS secret access key", "")
 }
 
-// hit records a credential d[st:en].
+// hit notes a credential d[st:en].
 func (s *scanner) hit(st, en int, kind, prefix string) {
+	s.found = append(s.found, found{pos: st, end: en, kind: kind, prefix: prefix})
+}
+
+// record turns a hit into a secretHit with its line and column.
+func (s *scanner) record(f found) {
+	st, en, kind, prefix := f.pos, f.end, f.kind, f.prefix
 	s.cur.advance(s.data, st)
 	value := s.data[st:en]
 	sum := sha256.Sum256(value)

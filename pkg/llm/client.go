@@ -1,4 +1,4 @@
-// Package llm is a small chat-completion client for any OpenAI-compatible
+// Package llm is a small chat-completion and embeddings client for any OpenAI-compatible
 // endpoint (OpenAI, vLLM, Ollama, LiteLLM, …) built on go-openai. It exists
 // so that summarisation can survive real endpoints: every call has its own
 // timeout, the whole job has a deadline, and 429/5xx answers and timeouts are
@@ -148,41 +148,85 @@ func (c *Client) Complete(ctx context.Context, r Request) (*Completion, error) {
 	}
 	req.Messages = append(req.Messages, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: r.User})
 
+	var resp openai.ChatCompletionResponse
+	attempts, err := c.do(ctx, func(callCtx context.Context) error {
+		var err error
+		resp, err = c.api.CreateChatCompletion(callCtx, req)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	text := ""
+	if len(resp.Choices) > 0 {
+		text = strings.TrimSpace(resp.Choices[0].Message.Content)
+	}
+	if text == "" {
+		// An empty answer is a failure we do not retry: the same
+		// prompt would most likely give the same nothing.
+		reason := ""
+		if len(resp.Choices) > 0 {
+			reason = " (finish_reason " + string(resp.Choices[0].FinishReason) + ")"
+		}
+		return nil, fmt.Errorf("%s: the model returned an empty answer%s", c.cfg.Model, reason)
+	}
+	c.count(func(s *Stats) {
+		s.Calls++
+		s.InputTokens += resp.Usage.PromptTokens
+		s.OutputTokens += resp.Usage.CompletionTokens
+	})
+	return &Completion{Text: text, InputTokens: resp.Usage.PromptTokens, OutputTokens: resp.Usage.CompletionTokens,
+		Attempts: attempts, Model: resp.Model}, nil
+}
+
+// Embed returns the embeddings of texts from the configured model (POST
+// /embeddings), in order, with the same retry policy as Complete.
+func (c *Client) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	var resp openai.EmbeddingResponse
+	_, err := c.do(ctx, func(callCtx context.Context) error {
+		var err error
+		resp, err = c.api.CreateEmbeddings(callCtx, openai.EmbeddingRequest{Input: texts, Model: openai.EmbeddingModel(c.cfg.Model)})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(resp.Data) != len(texts) {
+		return nil, fmt.Errorf("%s at %s: the embeddings endpoint returned %d vectors for %d texts", c.cfg.Model, c.cfg.BaseURL, len(resp.Data), len(texts))
+	}
+	vecs := make([][]float32, len(texts))
+	for _, d := range resp.Data {
+		if d.Index < 0 || d.Index >= len(texts) {
+			return nil, fmt.Errorf("%s at %s: the embeddings endpoint returned index %d for %d texts", c.cfg.Model, c.cfg.BaseURL, d.Index, len(texts))
+		}
+		vecs[d.Index] = d.Embedding
+	}
+	c.count(func(s *Stats) { s.Calls++ })
+	return vecs, nil
+}
+
+// do is ctxtool's one retry policy for network calls: call runs with its
+// own Timeout inside ctx (the overall deadline); 429, 5xx, timeouts and
+// dropped connections are retried up to MaxRetries times with exponential
+// backoff and jitter, honouring Retry-After; other failures end at once.
+// It returns the number of attempts made.
+func (c *Client) do(ctx context.Context, call func(ctx context.Context) error) (int, error) {
 	var lastErr error
 	for attempt := 1; ; attempt++ {
 		if err := ctx.Err(); err != nil {
-			return nil, c.deadlineErr(err, lastErr)
+			return attempt - 1, c.deadlineErr(err, lastErr)
 		}
 		rec := &recorded{}
 		callCtx, cancel := context.WithTimeout(context.WithValue(ctx, recorderKey{}, rec), c.cfg.Timeout)
-		resp, err := c.api.CreateChatCompletion(callCtx, req)
+		err := call(callCtx)
 		timedOut := callCtx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 		cancel()
 		c.count(func(s *Stats) { s.Attempts++ })
 		if err == nil {
-			text := ""
-			if len(resp.Choices) > 0 {
-				text = strings.TrimSpace(resp.Choices[0].Message.Content)
-			}
-			if text == "" {
-				// An empty answer is a failure we do not retry: the same
-				// prompt would most likely give the same nothing.
-				reason := ""
-				if len(resp.Choices) > 0 {
-					reason = " (finish_reason " + string(resp.Choices[0].FinishReason) + ")"
-				}
-				return nil, fmt.Errorf("%s: the model returned an empty answer%s", c.cfg.Model, reason)
-			}
-			c.count(func(s *Stats) {
-				s.Calls++
-				s.InputTokens += resp.Usage.PromptTokens
-				s.OutputTokens += resp.Usage.CompletionTokens
-			})
-			return &Completion{Text: text, InputTokens: resp.Usage.PromptTokens, OutputTokens: resp.Usage.CompletionTokens,
-				Attempts: attempt, Model: resp.Model}, nil
+			return attempt, nil
 		}
 		if ctx.Err() != nil {
-			return nil, c.deadlineErr(ctx.Err(), err)
+			return attempt, c.deadlineErr(ctx.Err(), err)
 		}
 		status := statusOf(err)
 		retryable := timedOut || status == http.StatusTooManyRequests || status >= 500 || (status == 0 && isNetErr(err))
@@ -192,27 +236,27 @@ func (c *Client) Complete(ctx context.Context, r Request) (*Completion, error) {
 		lastErr = describe(c.cfg, err, status)
 		if !retryable || attempt > c.cfg.MaxRetries {
 			if retryable {
-				return nil, fmt.Errorf("%w (gave up after %d attempts)", lastErr, attempt)
+				return attempt, fmt.Errorf("%w (gave up after %d attempts)", lastErr, attempt)
 			}
-			return nil, lastErr
+			return attempt, lastErr
 		}
 		wait := c.backoff(attempt)
 		if ra, ok := rec.retryAfter(); ok {
 			if ra > c.cfg.MaxRetryAfter {
-				return nil, fmt.Errorf("%w; the server asks to retry after %s, longer than ctxtool waits (%s)", lastErr, ra, c.cfg.MaxRetryAfter)
+				return attempt, fmt.Errorf("%w; the server asks to retry after %s, longer than ctxtool waits (%s)", lastErr, ra, c.cfg.MaxRetryAfter)
 			}
 			if ra > wait {
 				wait = ra
 			}
 		}
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
-			return nil, fmt.Errorf("%w; not retrying: the next attempt (in %s) would pass the overall deadline (llm.deadline)", lastErr, wait.Round(time.Millisecond))
+			return attempt, fmt.Errorf("%w; not retrying: the next attempt (in %s) would pass the overall deadline (llm.deadline)", lastErr, wait.Round(time.Millisecond))
 		}
 		if c.cfg.Logf != nil {
 			c.cfg.Logf("llm: %v; retry %d/%d in %s", lastErr, attempt, c.cfg.MaxRetries, wait.Round(time.Millisecond))
 		}
 		if err := c.sleep(ctx, wait); err != nil {
-			return nil, c.deadlineErr(err, lastErr)
+			return attempt, c.deadlineErr(err, lastErr)
 		}
 	}
 }

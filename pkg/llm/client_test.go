@@ -2,7 +2,11 @@ package llm
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -187,5 +191,50 @@ func TestReasoningModelsGetMaxCompletionTokens(t *testing.T) {
 	}
 	if r := srv.Requests()[0]; r.MaxTokens != 0 || r.Temperature != nil {
 		t.Fatalf("sent max_tokens/temperature to a reasoning model: %+v", r)
+	}
+}
+
+// Embed goes through the same retry policy as Complete (a 503 and a 429
+// with Retry-After are retried) and puts vectors back in input order.
+func TestEmbedRetriesAndOrders(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/embeddings" {
+			http.NotFound(w, r)
+			return
+		}
+		switch calls.Add(1) {
+		case 1:
+			http.Error(w, `{"error":{"message":"busy"}}`, http.StatusServiceUnavailable)
+			return
+		case 2:
+			w.Header().Set("Retry-After", "0")
+			http.Error(w, `{"error":{"message":"slow down"}}`, http.StatusTooManyRequests)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"object":"list","model":"emb","data":[
+			{"object":"embedding","index":1,"embedding":[0,1]},
+			{"object":"embedding","index":0,"embedding":[1,0]}]}`)
+	}))
+	defer srv.Close()
+	c, err := New(Config{BaseURL: srv.URL + "/v1", Model: "emb", MaxRetries: 3, MinBackoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vecs, err := c.Embed(context.Background(), []string{"a", "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls.Load() != 3 || c.Stats().Attempts != 3 {
+		t.Errorf("calls %d, attempts %d: want 3 (two retries)", calls.Load(), c.Stats().Attempts)
+	}
+	if len(vecs) != 2 || vecs[0][0] != 1 || vecs[1][1] != 1 {
+		t.Errorf("vectors out of order: %v", vecs)
+	}
+	c2, _ := New(Config{BaseURL: srv.URL + "/v1", Model: "emb", MaxRetries: 0})
+	calls.Store(0)
+	if _, err := c2.Embed(context.Background(), []string{"a"}); err == nil || calls.Load() != 1 {
+		t.Errorf("MaxRetries 0: err %v after %d calls", err, calls.Load())
 	}
 }

@@ -179,7 +179,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	key := o.SessionKey
-	if key == "" {
+	switch {
+	case key != "":
+	case ref != nil:
+		key = ref.Key
+	default:
 		key = checkpoint.KeyFromFile(o.File)
 	}
 	if o.Measure == nil {

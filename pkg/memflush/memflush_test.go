@@ -56,7 +56,8 @@ func buildSession(t *testing.T, dir, name string) string {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	b := sessiongen.NewBuilder(f, sessiongen.Config{})
+	// Each file its own session id: the flush cycle is keyed by it.
+	b := sessiongen.NewBuilder(f, sessiongen.Config{SessionID: "sess-" + strings.TrimSuffix(name, ".jsonl")})
 	for i := 0; i < 14; i++ {
 		b.UserText("Continue with the report.")
 		text := filler
@@ -190,7 +191,7 @@ func TestFlushOncePerCycle(t *testing.T) {
 	if strings.Contains(mem, "p99 latency") {
 		t.Errorf("the kept tail's fact was flushed; only the region about to be compacted is:\n%s", mem)
 	}
-	if !strings.HasPrefix(mem, "# 2026-03-01\n\n## Pre-compaction memory flush — s, ") {
+	if !strings.HasPrefix(mem, "# 2026-03-01\n\n## Pre-compaction memory flush — sess-s, ") {
 		t.Errorf("memory file starts %q", mem[:min(80, len(mem))])
 	}
 

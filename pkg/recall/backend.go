@@ -1,6 +1,9 @@
 package recall
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // backend is where an index keeps its rows. Both stores hold the same rows:
 // a files table (one row per session file with the bookkeeping of what is
@@ -42,16 +45,21 @@ type backend interface {
 	storeVectors(ctx context.Context, model string, ids []int64, vecs [][]byte) error
 }
 
-// batch groups per-file writes. Each file call is all-or-nothing on its
-// own: on SQLite a savepoint inside the batch's transaction (one commit for
-// many files: FTS5 writes a new segment per commit), on PostgreSQL its own
-// transaction under the file's advisory lock (committed when file returns).
-// A kill before commit leaves the index as it was before the batch.
+// batch groups per-file writes. Each file is all-or-nothing: on SQLite
+// many files share the batch's one transaction (FTS5 writes a new segment
+// per commit), and a file that fails half way rolls the whole batch back
+// (errBatchLost: the engine redoes the others); on PostgreSQL every file is
+// its own transaction under the file's advisory lock, committed when file
+// returns. A kill before commit leaves the index as it was before the
+// batch, which is before each of its files.
 type batch interface {
 	file(ctx context.Context, path string, fn func(w writer) error) error
 	commit() error
 	rollback()
 }
+
+// errBatchLost says a batch was rolled back: none of its files are written.
+var errBatchLost = errors.New("recall: batch rolled back")
 
 // writer writes one file's rows inside a batch; every read sees the
 // batch's own writes and the file's lock is held.
@@ -82,4 +90,54 @@ type storedChunk struct {
 	entryIDs   string
 	ts         int64
 	text       string
+}
+
+// rowIter is a *sql.Rows or a pgx.Rows: the row-reading helpers below
+// serve both stores.
+type rowIter interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// collectChunks reads rows of (id, path, start, end, entry ids, ts, text).
+func collectChunks(rows rowIter) ([]storedChunk, error) {
+	var out []storedChunk
+	for rows.Next() {
+		var c storedChunk
+		if err := rows.Scan(&c.id, &c.path, &c.start, &c.end, &c.entryIDs, &c.ts, &c.text); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// collectIDTexts reads rows of (id, text).
+func collectIDTexts(rows rowIter) ([]int64, []string, error) {
+	var ids []int64
+	var texts []string
+	for rows.Next() {
+		var id int64
+		var t string
+		if err := rows.Scan(&id, &t); err != nil {
+			return nil, nil, err
+		}
+		ids = append(ids, id)
+		texts = append(texts, t)
+	}
+	return ids, texts, rows.Err()
+}
+
+// eachVector reads rows of (id, embedding).
+func eachVector(rows rowIter, fn func(id int64, vec []byte)) error {
+	for rows.Next() {
+		var id int64
+		var b []byte
+		if err := rows.Scan(&id, &b); err != nil {
+			return err
+		}
+		fn(id, b)
+	}
+	return rows.Err()
 }

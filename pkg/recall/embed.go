@@ -5,14 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"math/rand/v2"
-	"net"
-	"net/http"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
+	"github.com/ctxtool/ctxtool/pkg/llm"
 )
 
 // Embedder turns texts into vectors. Semantic search is optional: without
@@ -31,19 +27,20 @@ type EmbedderConfig struct {
 	Model   string
 	// Timeout per HTTP request (default 60 s).
 	Timeout time.Duration
-	// MaxRetries on 429, 408, 5xx and network errors (config
-	// llm.maxRetries; 0 = no retry), with exponential backoff from Backoff
-	// (default 500 ms, jittered, ≤ 20 s).
+	// MaxRetries on 429, 5xx, timeouts and network errors (config
+	// llm.maxRetries; 0 = no retry), with pkg/llm's backoff starting at
+	// Backoff (default 500 ms).
 	MaxRetries int
 	Backoff    time.Duration
 	// BatchSize texts per request (default 64).
 	BatchSize int
 }
 
-// OpenAIEmbedder calls POST {BaseURL}/embeddings.
+// OpenAIEmbedder calls POST {BaseURL}/embeddings through pkg/llm, so
+// embeddings and summaries share one retry policy.
 type OpenAIEmbedder struct {
-	cfg    EmbedderConfig
-	client *openai.Client
+	client    *llm.Client
+	batchSize int
 }
 
 // NewOpenAIEmbedder builds a client; Model is required.
@@ -54,96 +51,31 @@ func NewOpenAIEmbedder(c EmbedderConfig) (*OpenAIEmbedder, error) {
 	if c.Timeout <= 0 {
 		c.Timeout = 60 * time.Second
 	}
-	if c.MaxRetries < 0 {
-		c.MaxRetries = 0
-	}
-	if c.Backoff <= 0 {
-		c.Backoff = 500 * time.Millisecond
-	}
 	if c.BatchSize <= 0 {
 		c.BatchSize = 64
 	}
-	oc := openai.DefaultConfig(c.APIKey)
-	if c.BaseURL != "" {
-		oc.BaseURL = c.BaseURL
+	cl, err := llm.New(llm.Config{BaseURL: c.BaseURL, Model: c.Model, APIKey: c.APIKey, Timeout: c.Timeout,
+		MaxRetries: c.MaxRetries, MinBackoff: c.Backoff})
+	if err != nil {
+		return nil, fmt.Errorf("recall: %v", err)
 	}
-	oc.HTTPClient = &http.Client{Timeout: c.Timeout}
-	return &OpenAIEmbedder{cfg: c, client: openai.NewClientWithConfig(oc)}, nil
+	return &OpenAIEmbedder{client: cl, batchSize: c.BatchSize}, nil
 }
 
 // Model implements Embedder.
-func (e *OpenAIEmbedder) Model() string { return e.cfg.Model }
+func (e *OpenAIEmbedder) Model() string { return e.client.Model() }
 
-// Embed implements Embedder, in batches, retrying transient failures.
+// Embed implements Embedder, in batches.
 func (e *OpenAIEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	out := make([][]float32, 0, len(texts))
-	for i := 0; i < len(texts); i += e.cfg.BatchSize {
-		batch := texts[i:min(i+e.cfg.BatchSize, len(texts))]
-		vecs, err := e.embedBatch(ctx, batch)
+	for i := 0; i < len(texts); i += e.batchSize {
+		vecs, err := e.client.Embed(ctx, texts[i:min(i+e.batchSize, len(texts))])
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("recall: embeddings: %v (check llm.baseURL, llm.apiKey / OPENAI_API_KEY and llm.embeddingModel)", err)
 		}
 		out = append(out, vecs...)
 	}
 	return out, nil
-}
-
-func (e *OpenAIEmbedder) embedBatch(ctx context.Context, batch []string) ([][]float32, error) {
-	var lastErr error
-	for attempt := 0; attempt <= e.cfg.MaxRetries; attempt++ {
-		if attempt > 0 {
-			d := e.cfg.Backoff << (attempt - 1)
-			d = min(d, 20*time.Second)
-			d = d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
-			select {
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			case <-time.After(d):
-			}
-		}
-		resp, err := e.client.CreateEmbeddings(ctx, openai.EmbeddingRequest{
-			Input: batch, Model: openai.EmbeddingModel(e.cfg.Model)})
-		if err == nil {
-			if len(resp.Data) != len(batch) {
-				return nil, fmt.Errorf("recall: embeddings endpoint returned %d vectors for %d texts", len(resp.Data), len(batch))
-			}
-			vecs := make([][]float32, len(batch))
-			for _, d := range resp.Data {
-				if d.Index < 0 || d.Index >= len(batch) {
-					return nil, fmt.Errorf("recall: embeddings endpoint returned index %d for %d texts", d.Index, len(batch))
-				}
-				vecs[d.Index] = d.Embedding
-			}
-			return vecs, nil
-		}
-		lastErr = err
-		if ctx.Err() != nil || !retryable(err) {
-			break
-		}
-	}
-	return nil, fmt.Errorf("recall: embeddings (%s, model %s): %v (check llm.baseURL, llm.apiKey / OPENAI_API_KEY and llm.embeddingModel)",
-		e.cfg.BaseURL, e.cfg.Model, lastErr)
-}
-
-// retryable: rate limits, server errors, timeouts and dropped connections.
-func retryable(err error) bool {
-	code := 0
-	var ae *openai.APIError
-	var re *openai.RequestError
-	switch {
-	case errors.As(err, &ae):
-		code = ae.HTTPStatusCode
-	case errors.As(err, &re):
-		code = re.HTTPStatusCode
-	}
-	if code != 0 {
-		return code == http.StatusTooManyRequests || code == http.StatusRequestTimeout || code >= 500
-	}
-	if errors.Is(err, context.Canceled) {
-		return false
-	}
-	var ne net.Error
-	return errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // embedMissing embeds the chunks of a file that have no vector of the

@@ -2,6 +2,7 @@ package recall
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -13,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 // headLen is how much of a file's start is hashed to notice a rewrite.
@@ -48,10 +51,10 @@ type Stats struct {
 	Bytes int64 `json:"bytes"`
 	// Malformed lines found this run (not one JSON object); their text is
 	// still indexed where it decodes as concatenated objects.
-	Malformed      int     `json:"malformed"`
-	MalformedLines []int   `json:"malformedLines,omitempty"`
-	Embedded       int     `json:"embedded,omitempty"`
-	Seconds        float64 `json:"seconds"`
+	Malformed      int                    `json:"malformed"`
+	MalformedLines []transcript.Malformed `json:"malformedLines,omitempty"`
+	Embedded       int                    `json:"embedded,omitempty"`
+	Seconds        float64                `json:"seconds"`
 }
 
 type fileRow struct {
@@ -184,7 +187,7 @@ type readResult struct {
 	lastLineStart int64
 	lines         int // physical line number of the last complete line
 	read          int // lines read this run
-	malformed     []int
+	malformed     []transcript.Malformed
 	nMalformed    int
 }
 
@@ -226,7 +229,15 @@ func (ix *Index) scanLines(ctx context.Context, f *os.File, off int64, line, new
 		if !ok && res.lines > newFrom {
 			res.nMalformed++
 			if len(res.malformed) < maxReportedMalformed {
-				res.malformed = append(res.malformed, res.lines)
+				// Described as transcript.Load describes it, so index
+				// reports bad lines the way every other command does.
+				raw := bytes.TrimRight(l, "\r\n")
+				m, bad := transcript.DiagnoseLine(raw, true)
+				if !bad {
+					m = transcript.Malformed{Bytes: len(raw), Err: "not a session entry"}
+				}
+				m.Line, m.Offset = res.lines, res.lastLineStart
+				res.malformed = append(res.malformed, m)
 			}
 		}
 		for _, u := range units {
@@ -287,9 +298,11 @@ func (ix *Index) IndexFiles(ctx context.Context, paths []string, report func(Sta
 	ix.wmu.Lock()
 	defer ix.wmu.Unlock()
 	type pending struct {
-		st  Stats
-		err error
-		id  int64 // file to embed once committed (0: none)
+		st      Stats
+		err     error
+		id      int64 // file to embed once committed (0: none)
+		path    string
+		written bool // in the open batch: redone if the batch is lost
 	}
 	var queue []pending
 	var b batch
@@ -322,7 +335,10 @@ func (ix *Index) IndexFiles(ctx context.Context, paths []string, report func(Sta
 			b.rollback()
 		}
 	}()
-	for _, path := range paths {
+	work := append([]string(nil), paths...)
+	for len(work) > 0 {
+		path := work[0]
+		work = work[1:]
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -373,13 +389,33 @@ func (ix *Index) IndexFiles(ctx context.Context, paths []string, report func(Sta
 		st.Seconds = time.Since(start).Seconds()
 		if err != nil {
 			var se *StoreError
-			if errors.As(err, &se) || ctx.Err() != nil {
-				return err
+			if errors.As(err, &se) {
+				return se
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if errors.Is(err, errBatchLost) {
+				// The files written earlier in this batch are gone with
+				// it: index them again, in a new batch.
+				b, batchBytes = nil, 0
+				var redo []string
+				kept := queue[:0]
+				for _, p := range queue {
+					if p.written {
+						redo = append(redo, p.path)
+					} else {
+						kept = append(kept, p)
+					}
+				}
+				queue = kept
+				work = append(redo, work...)
+				err = unwrapBatchLost(err)
 			}
 			queue = append(queue, pending{st: Stats{File: abs}, err: err})
 			continue
 		}
-		queue = append(queue, pending{st: st, id: fileID})
+		queue = append(queue, pending{st: st, id: fileID, path: path, written: true})
 		batchBytes += st.Bytes
 		if batchBytes >= ix.batchBytes {
 			if err := flush(); err != nil {
@@ -390,24 +426,34 @@ func (ix *Index) IndexFiles(ctx context.Context, paths []string, report func(Sta
 	return flush()
 }
 
-// openIndexable opens a file to index.
+// unwrapBatchLost is the error that made a batch roll back.
+func unwrapBatchLost(err error) error {
+	if u, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range u.Unwrap() {
+			if e != errBatchLost {
+				return e
+			}
+		}
+	}
+	return err
+}
+
+// openIndexable opens a file to index (through openSource: the file, or
+// the temporary copy of a zstd file or store session). The type is checked
+// before the open: opening a FIFO for reading blocks until a writer comes.
+// A store session ("store.sqlite#key") is no path; openSource checks it.
 func openIndexable(abs string) (*os.File, error) {
+	if fi, err := os.Stat(abs); err == nil {
+		if fi.IsDir() {
+			return nil, fmt.Errorf("recall: %s is a directory (index walks directories, Index takes files)", abs)
+		}
+		if !fi.Mode().IsRegular() {
+			return nil, fmt.Errorf("recall: %s is not a file (%s): not a session file; only regular files are indexed", abs, fi.Mode().Type())
+		}
+	}
 	f, err := openSource(abs)
 	if err != nil {
 		return nil, fmt.Errorf("recall: %v", err)
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("recall: %v", err)
-	}
-	if fi.IsDir() {
-		f.Close()
-		return nil, fmt.Errorf("recall: %s is a directory (index walks directories, Index takes files)", abs)
-	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("recall: %s is not a regular file (%s); only session files are indexed", abs, fi.Mode().Type())
 	}
 	return f, nil
 }

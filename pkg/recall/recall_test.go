@@ -286,7 +286,7 @@ func testMalformedAndFixtures(t *testing.T, k kit) {
 	fx := oracle.Fixture("pi-v1-compact-705ba5d.jsonl")
 	ix := k.open(t)
 	st := indexAll(t, ix, fx)[0]
-	if st.Lines != 1013 || st.Malformed != 1 || len(st.MalformedLines) != 1 || st.MalformedLines[0] != 1013 {
+	if st.Lines != 1013 || st.Malformed != 1 || len(st.MalformedLines) != 1 || st.MalformedLines[0].Line != 1013 || !st.MalformedLines[0].HidesCompaction() {
 		t.Fatalf("fixture stats: %+v", st)
 	}
 	// The hidden compaction inside the malformed line 1013 is still indexed.

@@ -50,6 +50,8 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
 	text, content='chunks', content_rowid='id', tokenize='unicode61 remove_diacritics 2');
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_tri USING fts5(
 	text, content='chunks', content_rowid='id', tokenize='trigram case_sensitive 0');
+INSERT INTO chunks_fts(chunks_fts, rank) VALUES('hashsize', 16777216);
+INSERT INTO chunks_tri(chunks_tri, rank) VALUES('hashsize', 16777216);
 `
 
 // sqliteStore is the embedded default backend.
@@ -232,7 +234,11 @@ func (s *sqliteStore) files(ctx context.Context) ([]string, error) {
 }
 
 // sqliteBatch is one write transaction (BEGIN IMMEDIATE: SQLite's write
-// lock, so the files' rows cannot change under it) with a savepoint per file.
+// lock, so the files' rows cannot change under it). Files are not wrapped
+// in savepoints: FTS5 flushes its pending terms to a new segment at every
+// savepoint, which costs more than the indexing. A file that fails half
+// way rolls the whole batch back instead (errBatchLost), and the engine
+// indexes the batch's other files again.
 type sqliteBatch struct {
 	s                  *sqliteStore
 	tx                 *sql.Tx
@@ -249,18 +255,14 @@ func (s *sqliteStore) batch(ctx context.Context) (batch, error) {
 }
 
 func (b *sqliteBatch) file(ctx context.Context, path string, fn func(w writer) error) error {
-	if _, err := b.tx.ExecContext(ctx, `SAVEPOINT file`); err != nil {
-		return b.s.err("begin "+path, err)
+	if b.finished {
+		return errBatchLost
 	}
 	if err := fn(b); err != nil {
-		if _, rerr := b.tx.ExecContext(context.WithoutCancel(ctx), `ROLLBACK TO file`); rerr != nil {
-			return errors.Join(err, b.s.err("roll back "+path, rerr))
-		}
-		b.tx.ExecContext(context.WithoutCancel(ctx), `RELEASE file`)
-		return err
+		b.rollback()
+		return fmt.Errorf("%w: %w", errBatchLost, err)
 	}
-	_, err := b.tx.ExecContext(ctx, `RELEASE file`)
-	return b.s.err("write "+path, err)
+	return nil
 }
 
 func (b *sqliteBatch) closeStmts() {
@@ -541,15 +543,8 @@ func (s *sqliteStore) chunks(ctx context.Context, ids []int64) ([]storedChunk, e
 		return nil, s.err("search", err)
 	}
 	defer rows.Close()
-	var out []storedChunk
-	for rows.Next() {
-		var c storedChunk
-		if err := rows.Scan(&c.id, &c.path, &c.start, &c.end, &c.entryIDs, &c.ts, &c.text); err != nil {
-			return nil, s.err("search", err)
-		}
-		out = append(out, c)
-	}
-	return out, s.err("search", rows.Err())
+	out, err := collectChunks(rows)
+	return out, s.err("search", err)
 }
 
 func (s *sqliteStore) vectors(ctx context.Context, model string, fileID int64, fn func(id int64, vec []byte)) error {
@@ -564,15 +559,7 @@ func (s *sqliteStore) vectors(ctx context.Context, model string, fileID int64, f
 		return s.err("vector search", err)
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var id int64
-		var b []byte
-		if err := rows.Scan(&id, &b); err != nil {
-			return s.err("vector search", err)
-		}
-		fn(id, b)
-	}
-	return s.err("vector search", rows.Err())
+	return s.err("vector search", eachVector(rows, fn))
 }
 
 func (s *sqliteStore) unembedded(ctx context.Context, fileID int64, model string) ([]int64, []string, error) {
@@ -581,18 +568,8 @@ func (s *sqliteStore) unembedded(ctx context.Context, fileID int64, model string
 		return nil, nil, s.err("read chunks to embed", err)
 	}
 	defer rows.Close()
-	var ids []int64
-	var texts []string
-	for rows.Next() {
-		var id int64
-		var t string
-		if err := rows.Scan(&id, &t); err != nil {
-			return nil, nil, s.err("read chunks to embed", err)
-		}
-		ids = append(ids, id)
-		texts = append(texts, t)
-	}
-	return ids, texts, s.err("read chunks to embed", rows.Err())
+	ids, texts, err := collectIDTexts(rows)
+	return ids, texts, s.err("read chunks to embed", err)
 }
 
 func (s *sqliteStore) storeVectors(ctx context.Context, model string, ids []int64, vecs [][]byte) error {

@@ -54,7 +54,7 @@ import (
 // schemaVersion changes whenever the tables or the extraction/chunking
 // rules change; an index of another version is rebuilt from scratch (it is a
 // cache of the transcripts, nothing in it is original).
-const schemaVersion = "8"
+const schemaVersion = "9"
 
 // DefaultMaxChars caps tool results, tool-call arguments, thinking and bash
 // output per message (head and tail kept).
@@ -182,6 +182,6 @@ func (e *StoreError) Unwrap() error { return e.Err }
 // Remedies named by StoreError.
 const (
 	remedyFull    = "free space on its device, then run 'ctxtool index' again: nothing indexed so far is lost"
-	remedyCorrupt = "the index is damaged; rebuild it with 'ctxtool index --rebuild PATH...' (it is a cache of the transcripts: nothing original is lost)"
+	remedyCorrupt = "the index is damaged: rebuild it with 'ctxtool index --rebuild PATH...'; it is a cache of the transcripts, nothing original is lost"
 	remedyIO      = "check the device and the file's permissions, then run again; if the error persists, 'ctxtool index --rebuild PATH...'"
 )

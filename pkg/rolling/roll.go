@@ -120,9 +120,11 @@ type Report struct {
 	Locked           bool    `json:"locked,omitempty"`
 	Skipped          bool    `json:"skipped,omitempty"`
 	Error            string  `json:"error,omitempty"`
+	Seconds          float64 `json:"seconds"`
 	// Warnings are the estimator's (a usage record it did not trust…).
 	Warnings []string `json:"warnings,omitempty"`
-	Seconds  float64  `json:"seconds"`
+	// MalformedLines are the session's lines pi drops (left in place).
+	MalformedLines []transcript.Malformed `json:"malformedLines,omitempty"`
 
 	err   error
 	would bool
@@ -338,7 +340,7 @@ func (r *Roller) plan(s *transcript.Session, build bool) (decision, error) {
 		target = DefaultTargetUtilization
 	}
 	d := decision{rep: Report{
-		File: s.File, DryRun: r.DryRun, TokensBefore: m.Tokens, ContextWindow: win, Method: m.Method,
+		File: s.File, DryRun: r.DryRun, MalformedLines: s.Malformed, TokensBefore: m.Tokens, ContextWindow: win, Method: m.Method,
 		ContextMessages: len(c.Messages), KeptMessages: len(c.Messages), KeptTokens: m.Tokens, Warnings: m.Notes,
 		Utilization:  math.Round(float64(m.Tokens)/float64(win)*10000) / 10000,
 		TargetTokens: int(math.Floor(target * float64(win))),

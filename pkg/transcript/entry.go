@@ -1,6 +1,10 @@
 package transcript
 
-import "time"
+import (
+	"fmt"
+	"strings"
+	"time"
+)
 
 // Entry is what ctxtool keeps in memory of one session line: enough to build
 // the tree, rebuild pi's context and estimate it, but not the content. Full
@@ -114,18 +118,54 @@ type Header struct {
 }
 
 // Malformed is a line pi's loader would drop because JSON.parse fails on it.
+// Its JSON form is the malformedLines element of every command's output.
 type Malformed struct {
-	Line   int
-	Offset int64
-	Bytes  int
-	Err    string
+	Line   int    `json:"line"`
+	Offset int64  `json:"-"`
+	Bytes  int    `json:"bytes"`
+	Err    string `json:"error"`
 	// Objects lists "type" (or "type/role" for messages) of each JSON value
 	// when the line is several complete values glued together, e.g. after an
 	// append to a file that lacked its final newline.
-	Objects []string
+	Objects []string `json:"objects,omitempty"`
 	// Truncated is true for a last line that ends without a newline and
 	// does not parse: a write torn by a crash.
-	Truncated bool
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// DiagnoseLine reports what is wrong with one line (without its newline;
+// endsNL says whether it had one) that pi's loader would drop, and false
+// when JSON.parse accepts it. Readers with their own line loop (recall)
+// describe bad lines with it exactly as Load does.
+func DiagnoseLine(line []byte, endsNL bool) (Malformed, bool) {
+	pl := parseLine(line)
+	if pl.kind != kindMalformed {
+		return Malformed{}, false
+	}
+	return diagnose(pl, line, endsNL), true
+}
+
+func diagnose(pl parsedLine, raw []byte, endsNL bool) Malformed {
+	m := Malformed{Bytes: len(raw), Err: shortErr(pl.err)}
+	m.Objects = describeObjects(raw)
+	m.Truncated = !endsNL && m.Objects == nil
+	return m
+}
+
+// Describe says in a few words what the line is: its size, the parse
+// error, and the records glued on it (naming a hidden compaction).
+func (m Malformed) Describe() string {
+	s := fmt.Sprintf("malformed line (%d bytes, %s)", m.Bytes, m.Err)
+	if m.Truncated {
+		s = fmt.Sprintf("torn last line (%d bytes without a newline, %s: a write cut short)", m.Bytes, m.Err)
+	}
+	if len(m.Objects) > 0 {
+		s += fmt.Sprintf(": %d JSON records glued on one line (%s)", len(m.Objects), strings.Join(m.Objects, ", "))
+		if m.HidesCompaction() {
+			s += " — it hides a compaction that pi ignores"
+		}
+	}
+	return s
 }
 
 // HidesCompaction reports whether a glued line contains a compaction that pi

@@ -400,9 +400,8 @@ func (a *assembler) add(b *batch) {
 				s.Blank = append(s.Blank, lineNo)
 			}
 		case kindMalformed:
-			m := Malformed{Line: lineNo, Offset: off, Bytes: len(raw), Err: shortErr(pl.err)}
-			m.Objects = describeObjects(raw)
-			m.Truncated = !endsNL && m.Objects == nil
+			m := diagnose(pl, raw, endsNL)
+			m.Line, m.Offset = lineNo, off
 			s.Malformed = append(s.Malformed, m)
 		case kindNonObject:
 			if a.firstParsedLine == 0 {

@@ -16,6 +16,7 @@
 package walk
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -144,6 +145,10 @@ type File struct {
 type Options struct {
 	// Kinds to return from directories; nil = Transcript only.
 	Kinds []Kind
+	// Missing, when set, is told about each path that does not exist and
+	// the walk goes on with the others (cron lines list ~/.openclaw and
+	// ~/.pi on machines that have one of them); nil makes it an error.
+	Missing func(path string)
 	// Writable drops files found in directories that ctxtool does not write
 	// (Claude Code, Codex, zstd, OpenClaw stores): for batch writers.
 	Writable bool
@@ -188,6 +193,10 @@ func Walk(paths []string, opts Options) ([]File, error) {
 			}
 		}
 		st, err := os.Stat(root)
+		if errors.Is(err, fs.ErrNotExist) && opts.Missing != nil {
+			opts.Missing(root)
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v (give a session .jsonl file or a sessions directory)", root, unwrap(err))
 		}
@@ -296,4 +305,22 @@ func unwrap(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// Key is the name a file is known by across runs (baselines compare runs
+// made from different working copies): relative to the working directory
+// when the file lies below it, with forward slashes; "-" stays "-".
+func Key(path string) string {
+	if path == "-" {
+		return path
+	}
+	p := path
+	if filepath.IsAbs(p) {
+		if wd, err := os.Getwd(); err == nil {
+			if rel, err := filepath.Rel(wd, p); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+				p = rel
+			}
+		}
+	}
+	return filepath.ToSlash(filepath.Clean(p))
 }

@@ -96,25 +96,43 @@ func DB(t testing.TB) string {
 		t.Fatalf("pgtest: %s", failMsg)
 	}
 	name := fmt.Sprintf("t%d_%d", os.Getpid(), dbSeq.Add(1))
-	ctx := context.Background()
-	admin := server.URL("postgres")
-	conn, err := pgx.Connect(ctx, admin)
+	url, err := server.CreateDB(name)
 	if err != nil {
-		t.Fatalf("pgtest: connect: %v", err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatalf("pgtest: create database: %v", err)
+		t.Fatalf("pgtest: %v", err)
 	}
 	t.Cleanup(func() {
-		c, err := pgx.Connect(ctx, admin)
+		ctx := context.Background()
+		c, err := pgx.Connect(ctx, server.URL("postgres"))
 		if err != nil {
 			return
 		}
 		defer c.Close(ctx)
 		c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
 	})
-	return server.URL(name)
+	return url
+}
+
+// Start starts a server outside a test (benchmarks); Stop it when done.
+func Start() (*Server, error) {
+	bin := binDir()
+	if bin == "" {
+		return nil, fmt.Errorf("no PostgreSQL server binaries (initdb, postgres) on PATH or in /usr/lib/postgresql/*/bin: apt-get install postgresql")
+	}
+	return startServer(bin)
+}
+
+// CreateDB creates database name and returns its URL.
+func (s *Server) CreateDB(name string) (string, error) {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, s.URL("postgres"))
+	if err != nil {
+		return "", fmt.Errorf("connect: %v", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		return "", fmt.Errorf("create database: %v", err)
+	}
+	return s.URL(name), nil
 }
 
 // URL is the connection URL of database name.
@@ -215,6 +233,9 @@ func startServer(bin string) (*Server, error) {
 			s.cmd.SysProcAttr = &syscall.SysProcAttr{}
 		}
 		s.cmd.SysProcAttr.Setpgid = true
+		// A test binary killed by its timeout never runs Main's Stop:
+		// the server then quits with it (immediate shutdown).
+		s.cmd.SysProcAttr.Pdeathsig = syscall.SIGQUIT
 		if err = s.cmd.Start(); err != nil {
 			logf.Close()
 			break

@@ -1,0 +1,127 @@
+// Command lint times `ctxtool lint` against `ctxtool estimate` on the same
+// generated session, alternating the two in one run, and prints a table:
+// median wall time, CPU time, worst peak RSS, and the ratios. The issue's
+// bound: lint within 2× estimate's time, with the same memory bound. Run
+// from the repo root:
+//
+//	go run ./bench/lint                     # ~1 GB session
+//	go run ./bench/lint -size 100MB -runs 5
+//	go run ./bench/lint -file big.jsonl -tokenizer auto
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/ctxtool/ctxtool/internal/sessiongen"
+)
+
+func main() {
+	size := flag.String("size", "1GB", "size of the generated session")
+	runs := flag.Int("runs", 3, "runs of each side (medians are reported)")
+	file := flag.String("file", "", "use this session instead of generating one")
+	tok := flag.String("tokenizer", "heuristic", "estimate's --tokenizer (auto runs calibrated/o200k: much slower)")
+	flag.Parse()
+	if err := run(*size, *runs, *file, *tok); err != nil {
+		fmt.Fprintln(os.Stderr, "bench/lint:", err)
+		os.Exit(1)
+	}
+}
+
+type sample struct {
+	wall, cpu time.Duration
+	rssKB     int64
+}
+
+func run(size string, runs int, file, tok string) error {
+	tmp, err := os.MkdirTemp("", "ctxtool-lintbench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	if file == "" {
+		file = filepath.Join(tmp, "session.jsonl")
+		opts, err := sessiongen.PresetOptions("bench")
+		if err != nil {
+			return err
+		}
+		n, err := sessiongen.ParseSize(size)
+		if err != nil {
+			return err
+		}
+		opts.TargetBytes = n
+		fmt.Fprintf(os.Stderr, "generating a %s session…\n", size)
+		if _, err := sessiongen.GenerateFile(file, opts); err != nil {
+			return err
+		}
+	}
+	st, err := os.Stat(file)
+	if err != nil {
+		return err
+	}
+	bin := filepath.Join(tmp, "ctxtool")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		return fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	sides := []struct {
+		name string
+		args []string
+	}{
+		{"estimate --tokenizer " + tok, []string{"estimate", "--tokenizer", tok, "--json", file}},
+		{"lint (all rules)", []string{"lint", "--json", "--fail-on", "never", file}},
+		{"lint --max-utilization 0.8", []string{"lint", "--json", "--fail-on", "never", "--tokenizer", tok, "--max-utilization", "0.8", file}},
+	}
+	res := make([][]sample, len(sides))
+	exec.Command(bin, sides[0].args...).Run() // warm the page cache
+	for i := 0; i < runs; i++ {
+		for j, s := range sides {
+			x, err := measure(bin, s.args)
+			if err != nil {
+				return err
+			}
+			res[j] = append(res[j], x)
+		}
+	}
+	base := summarize(res[0])
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Printf("%.0f MB session, %d runs each, alternating; medians of wall and CPU, worst peak RSS\n\n", float64(st.Size())/1e6, runs)
+	fmt.Fprintln(w, "command\twall\tCPU\tpeak RSS\twall ÷ estimate\tCPU ÷ estimate\tRSS ÷ estimate\t")
+	for j, s := range sides {
+		m := summarize(res[j])
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d MB\t%.2f\t%.2f\t%.2f\t\n", s.name, m.wall.Round(time.Millisecond), m.cpu.Round(time.Millisecond), m.rssKB/1024,
+			m.wall.Seconds()/base.wall.Seconds(), m.cpu.Seconds()/base.cpu.Seconds(), float64(m.rssKB)/float64(base.rssKB))
+	}
+	return w.Flush()
+}
+
+func measure(bin string, args []string) (sample, error) {
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = nil, nil
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		return sample{}, fmt.Errorf("%v: %v", args, err)
+	}
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return sample{wall: time.Since(start), cpu: cpu, rssKB: ru.Maxrss}, nil
+}
+
+func summarize(s []sample) sample {
+	walls := make([]time.Duration, len(s))
+	cpus := make([]time.Duration, len(s))
+	var rss int64
+	for i, x := range s {
+		walls[i], cpus[i] = x.wall, x.cpu
+		rss = max(rss, x.rssKB)
+	}
+	sort.Slice(walls, func(i, j int) bool { return walls[i] < walls[j] })
+	sort.Slice(cpus, func(i, j int) bool { return cpus[i] < cpus[j] })
+	return sample{wall: walls[len(walls)/2], cpu: cpus[len(cpus)/2], rssKB: rss}
+}

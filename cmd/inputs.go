@@ -1,0 +1,52 @@
+package cmd
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/ctxtool/ctxtool/pkg/exitcode"
+	"github.com/ctxtool/ctxtool/pkg/walk"
+)
+
+// The one rule for paths that do not exist, in every command: a usage
+// error (exit 2) naming the path. Commands that walk directories (roll,
+// index, checkpoint --capture) warn and go on instead while at least one
+// of their paths exists, so one cron line can name ~/.openclaw/agents and
+// ~/.pi/agent/sessions on a machine that has only one of them.
+
+// errMissing is the error for a path that does not exist.
+func errMissing(path string) error {
+	return exitcode.Newf(exitcode.Usage, "%s: no such file or directory (check the path)", path)
+}
+
+// checkInput returns errMissing when path does not exist ("-" is stdin).
+func checkInput(path string) error {
+	if path == "-" {
+		return nil
+	}
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return errMissing(path)
+	}
+	return nil
+}
+
+// walkInputs expands the paths of a batch command (walk.Walk), warning on
+// errOut about each missing path; when none of them exists it is exit 2.
+func walkInputs(errOut io.Writer, paths []string, opts walk.Options) ([]walk.File, error) {
+	var missing []string
+	opts.Missing = func(p string) { missing = append(missing, p) }
+	files, err := walk.Walk(paths, opts)
+	if err != nil {
+		return nil, exitcode.New(exitcode.Usage, err)
+	}
+	if len(missing) > 0 && len(missing) == len(paths) {
+		return nil, errMissing(strings.Join(missing, ", "))
+	}
+	for _, p := range missing {
+		fmt.Fprintf(errOut, "warning: %s: no such file or directory; skipped (the other paths are processed)\n", p)
+	}
+	return files, nil
+}

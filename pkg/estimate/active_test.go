@@ -1,0 +1,28 @@
+package estimate
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/ctxtool/ctxtool/internal/oracle"
+	"github.com/ctxtool/ctxtool/pkg/transcript"
+)
+
+// ActiveTokens equals BuildContext of every path prefix.
+func TestActiveTokensEqualsBuildContext(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join(oracle.ModuleRoot(), "testdata", "*.jsonl"))
+	for _, f := range append(files, oracle.Fixtures(t)...) {
+		s, err := transcript.Load(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := s.Branch()
+		got := ActiveTokens(path)
+		for i := range path {
+			if want := transcript.BuildContext(path[:i+1]).HeuristicTokens(); got[i] != want {
+				t.Fatalf("%s: index %d (line %d): %d, BuildContext %d", filepath.Base(f), i, path[i].Line, got[i], want)
+			}
+		}
+		s.Close()
+	}
+}

@@ -1,0 +1,78 @@
+package recall
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+)
+
+// WithBatchBytes bounds a SQLite batch (tests make several batches out of a
+// small corpus).
+func WithBatchBytes(n int64) Option { return func(ix *Index) { ix.batchBytes = n } }
+
+// Dump describes every indexed file and its chunks, by path: what a clean
+// index and a crashed-then-completed one must agree on (ids aside).
+func Dump(ix *Index) (map[string][]string, error) {
+	ctx := context.Background()
+	const q = `SELECT f.path, f.bytes_indexed, f.lines_indexed, c.start_line, c.end_line, c.entry_ids, c.text
+		FROM %s f JOIN %s c ON c.file_id = f.id ORDER BY f.path, c.start_line, c.id`
+	out := map[string][]string{}
+	add := func(path string, bytes int64, lines, start, end int, ids, text string) {
+		h := sha256.Sum256([]byte(text))
+		out[path] = append(out[path], fmt.Sprintf("%d/%d L%d-%d [%s] %s", bytes, lines, start, end, ids, hex.EncodeToString(h[:8])))
+	}
+	var rows rowIter
+	switch st := ix.st.(type) {
+	case *sqliteStore:
+		r, err := st.db.QueryContext(ctx, fmt.Sprintf(q, "files", "chunks"))
+		if err != nil {
+			return nil, err
+		}
+		defer r.Close()
+		rows = r
+	case *pgStore:
+		r, err := st.pool.Query(ctx, fmt.Sprintf(q, "ctxtool_recall_files", "ctxtool_recall_chunks"))
+		if err != nil {
+			return nil, err
+		}
+		defer r.Close()
+		rows = r
+	default:
+		return nil, fmt.Errorf("unknown backend %T", ix.st)
+	}
+	for rows.Next() {
+		var p, ids, text string
+		var b int64
+		var l, s, e int
+		if err := rows.Scan(&p, &b, &l, &s, &e, &ids, &text); err != nil {
+			return nil, err
+		}
+		add(p, b, l, s, e, ids, text)
+	}
+	return out, rows.Err()
+}
+
+// sortedKeys is for messages.
+func sortedKeys(m map[string][]string) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// SortedKeys lists a dump's paths.
+func SortedKeys(m map[string][]string) []string { return sortedKeys(m) }
+
+// LimitPages makes the SQLite file unable to grow (as on a full disk): one
+// connection, whose page limit is the file's current size.
+func LimitPages(t interface{ Fatal(...any) }, ix *Index) {
+	st := ix.st.(*sqliteStore)
+	st.db.SetMaxOpenConns(1)
+	if _, err := st.db.Exec(`PRAGMA max_page_count = 1`); err != nil { // clamps to the current page count
+		t.Fatal(err)
+	}
+}
