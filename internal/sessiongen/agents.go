@@ -75,8 +75,9 @@ type agentGen struct {
 	cw   *countingWriter
 	line int
 	now  time.Time
-	// context the agent would send: chars per message.
+	// context the agent would send: chars per message, and Σ ceil(chars/4).
 	ctx      []int
+	ctxTok   int
 	usage    int
 	sysTok   int
 	res      AgentResult
@@ -145,13 +146,16 @@ func (g *agentGen) num(n int)    { g.b = strconv.AppendInt(g.b, int64(n), 10) }
 
 func heur(chars int) int { return (chars + 3) / 4 }
 
-func (g *agentGen) contextTokens() int {
-	n := 0
-	for _, c := range g.ctx {
-		n += heur(c)
-	}
-	return n
+func (g *agentGen) contextTokens() int { return g.ctxTok }
+
+// add puts a message of chars UTF-16 units into the context.
+func (g *agentGen) add(chars int) {
+	g.ctx = append(g.ctx, chars)
+	g.ctxTok += heur(chars)
 }
+
+// reset empties the context (a compaction).
+func (g *agentGen) reset() { g.ctx, g.ctxTok = g.ctx[:0], 0 }
 
 func units(s string) int { u, _, _ := measure(s); return u }
 
@@ -276,7 +280,8 @@ func GenerateClaudeCode(w io.Writer, o AgentOptions) (*AgentResult, error) {
 			g.str(summary)
 			g.b = append(g.b, `},"isVisibleInTranscriptOnly":true,"isCompactSummary":true`...)
 			tail(u)
-			g.ctx = append(g.ctx[:0], units(summary))
+			g.reset()
+			g.add(units(summary))
 			last = u
 			prevUsage = 0
 		}
@@ -294,7 +299,7 @@ func GenerateClaudeCode(w io.Writer, o AgentOptions) (*AgentResult, error) {
 		if turn == 0 && g.o.Fact != "" {
 			g.res.FactLine = g.line
 		}
-		g.ctx = append(g.ctx, units(text))
+		g.add(units(text))
 		last = u
 		if g.r.IntN(4) == 0 {
 			g.b = append(g.b, `{"type":"queue-operation","operation":"enqueue","timestamp":"`...)
@@ -378,7 +383,7 @@ func GenerateClaudeCode(w io.Writer, o AgentOptions) (*AgentResult, error) {
 				tail(bu)
 				last = bu
 			}
-			g.ctx = append(g.ctx, chars)
+			g.add(chars)
 			if n == 0 {
 				break
 			}
@@ -401,7 +406,7 @@ func GenerateClaudeCode(w io.Writer, o AgentOptions) (*AgentResult, error) {
 				g.b = append(g.b, `,"stderr":"","interrupted":false},"sourceToolAssistantUUID":`...)
 				g.str(blockUUID[firstTool+i])
 				tail(ru)
-				g.ctx = append(g.ctx, units(tc.result))
+				g.add(units(tc.result))
 				last = ru
 			}
 		}
@@ -533,10 +538,10 @@ func GenerateCodex(w io.Writer, o AgentOptions) (*AgentResult, error) {
 	}
 	dev := "<permissions instructions>sandbox_mode is workspace-write. " + g.prose(3) + "</permissions instructions>"
 	message("developer", "input_text", dev)
-	g.ctx = append(g.ctx, units(dev))
+	g.add(units(dev))
 	envc := "<environment_context>\n  <cwd>/home/dev/acme</cwd>\n  <shell>bash</shell>\n</environment_context>"
 	message("user", "input_text", envc)
-	g.ctx = append(g.ctx, units(envc))
+	g.add(units(envc))
 	var users []string
 	for turn := 0; g.more(turn); turn++ {
 		if g.compactAt(turn) {
@@ -545,7 +550,7 @@ func GenerateCodex(w io.Writer, o AgentOptions) (*AgentResult, error) {
 			keep := users[max(0, len(users)-2):]
 			env("compacted")
 			g.b = append(g.b, `{"message":"","replacement_history":[`...)
-			g.ctx = g.ctx[:0]
+			g.reset()
 			for i, u := range keep {
 				if i > 0 {
 					g.b = append(g.b, ',')
@@ -553,7 +558,7 @@ func GenerateCodex(w io.Writer, o AgentOptions) (*AgentResult, error) {
 				g.b = append(g.b, `{"type":"message","role":"user","content":[{"type":"input_text","text":`...)
 				g.str(u)
 				g.b = append(g.b, `}]}`...)
-				g.ctx = append(g.ctx, units(u))
+				g.add(units(u))
 			}
 			if len(keep) > 0 {
 				g.b = append(g.b, ',')
@@ -584,7 +589,7 @@ func GenerateCodex(w io.Writer, o AgentOptions) (*AgentResult, error) {
 		event("user_message", "message", text)
 		state()
 		users = append(users, text)
-		g.ctx = append(g.ctx, units(text))
+		g.add(units(text))
 		calls := g.r.IntN(g.o.ToolCallsPerTurn + 1)
 		for {
 			n := 0
@@ -627,7 +632,7 @@ func GenerateCodex(w io.Writer, o AgentOptions) (*AgentResult, error) {
 				chars += units(said)
 			}
 			tokenCount(chars)
-			g.ctx = append(g.ctx, chars)
+			g.add(chars)
 			state()
 			if n == 0 {
 				break
@@ -640,7 +645,7 @@ func GenerateCodex(w io.Writer, o AgentOptions) (*AgentResult, error) {
 				g.str(tc.result)
 				g.b = append(g.b, '}')
 				end()
-				g.ctx = append(g.ctx, units(tc.result))
+				g.add(units(tc.result))
 			}
 		}
 		event("task_complete", "last_agent_message", "")

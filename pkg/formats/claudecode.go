@@ -36,7 +36,9 @@ import (
 //   - Synthetic assistant lines (model "<synthetic>", isApiErrorMessage:
 //     Claude Code's own error notices) are not sent and are left out.
 //   - Side-chain lines (isSidechain differing from the file's first
-//     message) belong to another conversation and are left out.
+//     message) belong to another conversation and are left out. A parent
+//     uuid that is not in the file (a subagent file's first lines point
+//     into the main session) makes the line a root.
 //   - Usage rule: a reply's context size is input_tokens +
 //     cache_creation_input_tokens + cache_read_input_tokens (output is the
 //     next message, not this request); it becomes the pi usage's
@@ -120,7 +122,9 @@ type ccConv struct {
 	tip map[string]string
 	// names maps tool_use ids to tool names for the results.
 	names map[string]string
-	pend  *ccGroup
+	// written holds the uuids written as entries (a pending group's too).
+	written map[string]struct{}
+	pend    *ccGroup
 	// side is the isSidechain value of the file's conversation (-1: not
 	// seen yet).
 	side      int8
@@ -129,7 +133,8 @@ type ccConv struct {
 }
 
 func newCCConv(v *view) *ccConv {
-	return &ccConv{v: v, alias: map[string]string{}, tip: map[string]string{}, names: map[string]string{}, side: -1}
+	return &ccConv{v: v, alias: map[string]string{}, tip: map[string]string{}, names: map[string]string{},
+		written: map[string]struct{}{}, side: -1}
 }
 
 func (c *ccConv) resolve(p *string) string {
@@ -139,7 +144,12 @@ func (c *ccConv) resolve(p *string) string {
 	if a, ok := c.alias[*p]; ok {
 		return a
 	}
-	return *p
+	if _, ok := c.written[*p]; ok {
+		return *p
+	}
+	// A parent that is not in this file: a subagent transcript's first
+	// lines point into the main session. The conversation starts here.
+	return ""
 }
 
 func (c *ccConv) line(no int, raw []byte) error {
@@ -213,6 +223,7 @@ func (c *ccConv) assistant(no int, l *ccLine) error {
 	if err := c.flush(); err != nil {
 		return err
 	}
+	c.written[l.UUID] = struct{}{}
 	g := &ccGroup{msgID: m.ID, row: no}
 	g.e = entry{typ: "message", id: l.UUID, parent: parent, timestamp: isoMillis(l.Timestamp), role: "assistant",
 		content: blocks, msgTime: epochMillis(l.Timestamp), api: "anthropic-messages", provider: "anthropic",
@@ -318,6 +329,7 @@ func (c *ccConv) user(no int, l *ccLine) error {
 		parent = t // chain parallel results after the previous one
 	}
 	group := c.resolve(l.ParentUUID)
+	c.written[l.UUID] = struct{}{}
 	for i := range out {
 		e := &out[i]
 		e.id = l.UUID

@@ -1,6 +1,7 @@
 package formats
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -124,22 +125,32 @@ func newCodexConv(v *view, legacy bool) *cxConv {
 
 func (c *cxConv) line(no int, raw []byte) error {
 	var typ string
-	var payload json.RawMessage
 	ts := ""
+	var it cxItem
 	if c.legacy {
-		payload = raw
-	} else {
-		var env cxEnvelope
-		if err := json.Unmarshal(raw, &env); err != nil {
+		if err := json.Unmarshal(raw, &it); err != nil {
 			c.v.malformed = append(c.v.malformed, Malformed{Line: no, Bytes: len(raw), Err: shortJSONErr(err)})
 			return nil
 		}
-		typ, payload, ts = env.Type, env.Payload, env.Timestamp
-	}
-	var it cxItem
-	if err := json.Unmarshal(payload, &it); err != nil {
-		c.v.malformed = append(c.v.malformed, Malformed{Line: no, Bytes: len(raw), Err: shortJSONErr(err)})
-		return nil
+	} else {
+		if echo(raw) {
+			return nil // an event_msg echo of what response_items hold
+		}
+		// One pass for envelope and payload; a payload of a shape this
+		// reader does not know is skipped, only a broken line is malformed.
+		var env struct {
+			Timestamp string `json:"timestamp"`
+			Type      string `json:"type"`
+			Payload   cxItem `json:"payload"`
+		}
+		if err := json.Unmarshal(raw, &env); err != nil {
+			var outer cxEnvelope
+			if err := json.Unmarshal(raw, &outer); err != nil {
+				c.v.malformed = append(c.v.malformed, Malformed{Line: no, Bytes: len(raw), Err: shortJSONErr(err)})
+			}
+			return nil
+		}
+		typ, ts, it = env.Type, env.Timestamp, env.Payload
 	}
 	if ts != "" {
 		c.ts = ts
@@ -190,6 +201,19 @@ func (c *cxConv) line(no int, raw []byte) error {
 		return c.item(&it, no)
 	}
 	return nil
+}
+
+// echo reports an event_msg line other than token_count and task_started
+// from its first bytes, so the UI echoes (half a rollout's bytes) are not
+// decoded at all.
+func echo(raw []byte) bool {
+	head := raw[:min(len(raw), 160)]
+	i := bytes.Index(head, []byte(`"type":"event_msg","payload":{"type":"`))
+	if i < 0 {
+		return false
+	}
+	rest := head[i+len(`"type":"event_msg","payload":{"type":"`):]
+	return !bytes.HasPrefix(rest, []byte(`token_count"`)) && !bytes.HasPrefix(rest, []byte(`task_started"`))
 }
 
 func (c *cxConv) event(it *cxItem) {

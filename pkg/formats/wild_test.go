@@ -170,3 +170,18 @@ func TestCodexLegacyShape(t *testing.T) {
 		t.Errorf("roles %v, want 111 tool results and 14 user messages", roles)
 	}
 }
+
+// A subagent transcript's first lines point at the main session's uuids
+// (here lines 1–3, each at a different one): they are roots, so nothing
+// reports a broken parent, and the path runs from line 3 to the leaf.
+func TestClaudeCodeSubagentStartsAtItsFirstLine(t *testing.T) {
+	s := loadWild(t, "claude-code/spotter-4d5611e5-agent-acompact.jsonl")
+	for _, e := range s.Entries {
+		if e.ParentID != "" && s.ByID(e.ParentID) == nil {
+			t.Errorf("entry at line %d has parent %s, which is not in the file", e.Line, e.ParentID)
+		}
+	}
+	if p := s.Branch(); len(p) != 3 || p[0].Line != 3 || p[0].ParentID != "" {
+		t.Errorf("path of %d entries from line %d, want 3 from the root at line 3", len(p), p[0].Line)
+	}
+}
