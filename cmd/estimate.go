@@ -274,6 +274,9 @@ func estimateFile(opts *EstimateOptions, file string) (*EstimateReport, error) {
 	if s.Foreign != nil {
 		r.Warnings = append(r.Warnings, s.Foreign.Notes...)
 	}
+	for _, w := range s.Warnings {
+		r.Warnings = append(r.Warnings, w.String())
+	}
 	if w := windowWarning(window); w != "" {
 		r.Warnings = append(r.Warnings, w)
 	}

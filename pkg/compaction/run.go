@@ -186,6 +186,12 @@ func Run(ctx context.Context, path string, o Options) (*Result, error) {
 			return nil, err
 		}
 		res.prep = p
+		for _, w := range s.Warnings {
+			if msg := w.String(); !slices.Contains(res.Warnings, msg) {
+				logf("%s: warning: %s", path, w)
+				res.Warnings = append(res.Warnings, msg)
+			}
+		}
 		fillPlan(res, s, p)
 		// Until a compaction is planned, the context stays as it is.
 		res.TokensAfter, res.NextRequestTokens = p.TokensBefore, m.Tokens
