@@ -810,7 +810,10 @@ func TestPathologicalSizesPeakRSS(t *testing.T) {
 		{nul, []string{"roll", "--trigger", "0", "--state-dir", state}, base, false},
 		{headed, []string{"estimate"}, base, true},
 		{big, []string{"estimate", "--tokenizer", "heuristic"}, base + 2*bigLine>>20, true},
-		{big, []string{"checkpoint", "--force", "--state-dir", state}, base + 2*bigLine>>20, true},
+		// checkpoint measures like estimate (issue 9: auto by default,
+		// whose exact count of a 200 MB line is the tokenizer's cost, not
+		// the reader's); heuristic bounds the reading, as for the others.
+		{big, []string{"checkpoint", "--force", "--tokenizer", "heuristic", "--state-dir", state}, base + 2*bigLine>>20, true},
 		{big, []string{"compact", "--dry-run", "--force", "--summarizer", "extractive", "--tokenizer", "heuristic"}, base + 2*bigLine>>20, true},
 	}
 	for _, c := range cases {

@@ -16,14 +16,12 @@ import (
 type Options struct {
 	Settings   Settings
 	Summarizer Summarizer
-	// Estimator is the estimate method sizing the kept tail ("" = auto:
-	// calibrated from the session's usage records where it has enough,
-	// else the best offline count).
-	Estimator string
-	// ResolveWindow gives the context window of a model when
-	// Settings.ContextWindow is 0 (nil: 200,000).
-	ResolveWindow func(model string) int
-	DryRun        bool
+	// Size is how the context is measured and its window resolved
+	// (estimate.Measure, the function estimate, roll and checkpoint call):
+	// the trigger compares its size with the threshold and the kept tail is
+	// sized in its unit. Settings.ContextWindow > 0 overrides its window.
+	Size   estimate.Options
+	DryRun bool
 	// Truncate rewrites the file as header + compaction + kept tail after
 	// keeping the original as <file>.bak.<stamp>.
 	Truncate bool
@@ -59,17 +57,27 @@ type Result struct {
 	KeptMessages       int    `json:"keptMessages"`
 	// TokensBefore and TokensAfter are pi's heuristic (Σ estimateTokens)
 	// of the context before and of the context pi rebuilds after.
-	TokensBefore    int `json:"tokensBefore"`
-	TokensAfter     int `json:"tokensAfter"`
-	SummaryTokens   int `json:"summaryTokens"`
-	LLMCalls        int `json:"llmCalls"`
-	LLMInputTokens  int `json:"llmInputTokens"`
-	LLMOutputTokens int `json:"llmOutputTokens"`
+	TokensBefore int `json:"tokensBefore"`
+	TokensAfter  int `json:"tokensAfter"`
+	// NextRequestTokens is the next request after the compaction, system
+	// prompt and tools included: what `ctxtool estimate` (same flags)
+	// reports next. When nothing is written both "after" sizes are the
+	// context as it is.
+	NextRequestTokens int `json:"nextRequestTokens"`
+	// Utilization is ContextTokens / ContextWindow; UsageRejected the
+	// usage record pi would anchor on when it is not trusted.
+	Utilization     float64             `json:"utilization"`
+	UsageRejected   *estimate.Rejection `json:"usageRejected,omitempty"`
+	SummaryTokens   int                 `json:"summaryTokens"`
+	LLMCalls        int                 `json:"llmCalls"`
+	LLMInputTokens  int                 `json:"llmInputTokens"`
+	LLMOutputTokens int                 `json:"llmOutputTokens"`
 
 	// EntryTokensBefore is what the entry stores as tokensBefore: pi's
 	// usage-anchored estimateContextTokens (heuristic when stale).
 	EntryTokensBefore int `json:"entryTokensBefore"`
-	// ContextTokens is the trigger measure, Threshold the trigger.
+	// ContextTokens is the trigger measure (estimate.Measure, the size
+	// every command reports), Threshold the trigger.
 	ContextTokens int `json:"contextTokens"`
 	Threshold     int `json:"threshold"`
 	ContextWindow int `json:"contextWindow"`
@@ -145,6 +153,7 @@ type planned struct {
 	prep        *Preparation
 	out         *Outcome
 	tokensAfter int
+	nextRequest int // estimate.Measure of the session with the entry appended
 	details     *Details
 }
 
@@ -291,6 +300,16 @@ func (o Options) normalized() (Options, error) {
 
 func (o Options) logf(format string, args ...any) { o.Logf(format, args...) }
 
+// size is how the session is measured: Options.Size, with
+// Settings.ContextWindow overriding its window.
+func (o Options) size() estimate.Options {
+	size := o.Size
+	if o.Settings.ContextWindow > 0 {
+		size.Window.ContextWindow = o.Settings.ContextWindow
+	}
+	return size
+}
+
 func newResult(path string, o Options) *Result {
 	res := &Result{File: path, Strategy: o.Settings.Strategy, Summarizer: o.Summarizer.Name(), DryRun: o.DryRun}
 	if o.Settings.Strategy != StrategySummarize {
@@ -303,19 +322,16 @@ func newResult(path string, o Options) *Result {
 // preparation, or nil when there is nothing to do (res.Reason says why).
 func plan(s *transcript.Session, o Options, res *Result) (Settings, *Preparation, error) {
 	set := o.Settings
-	c, note := counterFor(s, o.Estimator)
+	m, note := measureFor(s, o.size())
 	if note != "" {
 		o.logf("%s: %s", s.File, note)
 	}
-	set.Count = c.count
-	res.Estimator = c.method
+	res.Estimator, res.Utilization, res.UsageRejected = m.Method, m.Utilization, m.Rejected
 	res.MalformedLines = s.Malformed
-	if set.ContextWindow <= 0 {
-		set.ContextWindow = DefaultContextWindow
-		if o.ResolveWindow != nil {
-			set.ContextWindow = o.ResolveWindow(sessionModel(s))
-		}
+	if m.Rejected != nil {
+		res.Warnings = appendOnce(res.Warnings, m.Notes...)
 	}
+	set.Count, set.ContextWindow, set.ContextTokens = m.Count, m.Window.Tokens, m.Tokens
 	p, err := Prepare(s, set)
 	if err != nil {
 		return set, nil, err
@@ -328,6 +344,8 @@ func plan(s *transcript.Session, o Options, res *Result) (Settings, *Preparation
 		}
 	}
 	fillPlan(res, s, p)
+	// Until a compaction is planned, the context stays as it is.
+	res.TokensAfter, res.NextRequestTokens = p.TokensBefore, m.Tokens
 	if p.Reason != "" {
 		res.Reason = p.Reason
 		return set, nil, nil
@@ -346,7 +364,9 @@ func plan(s *transcript.Session, o Options, res *Result) (Settings, *Preparation
 	if o.DryRun && o.Summarizer.Name() != "extractive" {
 		res.Warnings = append(res.Warnings, "dry run: the "+o.Summarizer.Name()+" summariser was not called; tokensAfter counts the kept messages only")
 		res.TokensAfter = afterTokens(p, "")
-		return set, nil, nil
+		next, err := nextRequest(s, p, "", o.size())
+		res.NextRequestTokens = next
+		return set, nil, err
 	}
 	return set, p, nil
 }
@@ -370,6 +390,9 @@ func summarize(ctx context.Context, s *transcript.Session, p *Preparation, set S
 		return nil, fmt.Errorf("%s: %w: the summary and kept messages (%d tokens) are not smaller than the context (%d tokens); the session is unchanged",
 			s.File, ErrNothingReclaimed, pl.tokensAfter, p.TokensBefore)
 	}
+	if pl.nextRequest, err = nextRequest(s, p, out.Summary, o.size()); err != nil {
+		return nil, err
+	}
 	return pl, nil
 }
 
@@ -381,7 +404,7 @@ func finishResult(res *Result, pl *planned, set Settings, o Options, u Usage) {
 		return
 	}
 	res.outcome = pl.out
-	res.TokensAfter = pl.tokensAfter
+	res.TokensAfter, res.NextRequestTokens = pl.tokensAfter, pl.nextRequest
 	res.SummaryTokens = (u16len(pl.out.Summary) + 3) / 4
 	res.Chunks = pl.out.Chunks
 	res.Fallback = pl.out.Fallback
@@ -435,6 +458,9 @@ func commitAppend(ctx context.Context, s *transcript.Session, pl *planned, set S
 		o.logf("%s: the session grew while it was summarised; appending after the new lines", s.File)
 		fillPlan(res, next, p)
 		pl = &planned{prep: p, out: pl.out, tokensAfter: afterTokens(p, pl.out.Summary), details: pl.details}
+		if pl.nextRequest, err = nextRequest(next, p, pl.out.Summary, o.size()); err != nil {
+			return grown, pl, err
+		}
 		if pl.details != nil {
 			d := *pl.details
 			d.TokensAfter = pl.tokensAfter
@@ -551,43 +577,42 @@ func verify(path string, res *Result) string {
 	return ""
 }
 
-func sessionModel(s *transcript.Session) string {
-	if c := s.Context(); c.Model != nil && c.Model.ModelID != "" {
-		return c.Model.ModelID
+// measureFor measures the session with the shared context-size function,
+// falling back to pi's heuristic when the asked method cannot run here (an
+// exact tokenizer missing from the build).
+func measureFor(s *transcript.Session, size estimate.Options) (*estimate.Result, string) {
+	m, err := estimate.Measure(s, s.Context(), size)
+	if err == nil {
+		return m, ""
 	}
-	if s.Header != nil {
-		return s.Header.ModelID
-	}
-	return ""
+	asked := size.Method
+	size.Method = estimate.Heuristic
+	m, _ = estimate.Measure(s, s.Context(), size) // the heuristic cannot fail
+	return m, "estimator " + asked + " unavailable (" + err.Error() + "): measuring with pi's heuristic"
 }
 
-type counter struct {
-	method string
-	count  Counter
-}
-
-// counterFor builds the best estimator for the session, falling back to
-// pi's heuristic when no better one can run here.
-func counterFor(s *transcript.Session, method string) (counter, string) {
-	if method == "" {
-		method = estimate.Auto
-	}
-	if method == estimate.Heuristic {
-		return counter{method: method, count: Heuristic}, ""
-	}
-	c, err := estimate.NewCounter(s, method)
-	note := ""
-	if err != nil && method == estimate.Auto {
-		// no exact tokenizer in this build: prior-weighted calibration
-		c, err = estimate.NewCounter(s, estimate.Calibrated)
-	}
+// nextRequest is the size of the next request once a compaction with this
+// summary is appended: the same measure, on the session as it will be.
+func nextRequest(s *transcript.Session, p *Preparation, summary string, size estimate.Options) (int, error) {
+	a, err := s.NewWriter().Compaction(transcript.CompactionSpec{Summary: summary, FirstKept: p.FirstKept, TokensBefore: p.UsageBefore})
 	if err != nil {
-		return counter{method: estimate.Heuristic, count: Heuristic}, "estimator " + method + " unavailable (" + err.Error() + "): sizing the kept tail with pi's heuristic"
+		return 0, err
 	}
-	if c.Note != "" {
-		note = c.Note
+	after, err := s.WithAppended(a.Line)
+	if err != nil {
+		return 0, fmt.Errorf("%s: the compacted session does not load: %v", s.File, err)
 	}
-	return counter{method: c.Method(), count: c.Tokens}, note
+	m, _ := measureFor(after, size)
+	return m.Tokens, nil
+}
+
+func appendOnce(list []string, items ...string) []string {
+	for _, it := range items {
+		if !slices.Contains(list, it) {
+			list = append(list, it)
+		}
+	}
+	return list
 }
 
 func usageOf(s Summarizer) Usage {
