@@ -114,14 +114,21 @@ func TestCommandsAgreeOnContextSize(t *testing.T) {
 	}
 }
 
-// The real pi and OpenClaw sessions of ../shared/fixtures/wild give the
-// same figures in every command too.
+// The real sessions of ../shared/fixtures/wild (pi, OpenClaw, and the
+// Claude Code and Codex transcripts issue 14's readers open) give the same
+// figures in every command too.
 func TestCommandsAgreeOnWildSessions(t *testing.T) {
 	cleanEnv(t)
 	dir := oracle.WildDir(t)
-	files, _ := filepath.Glob(filepath.Join(dir, "openclaw", "*.jsonl"))
-	pi, _ := filepath.Glob(filepath.Join(dir, "pi", "*.jsonl"))
-	for _, f := range append(files, pi...) {
+	var files []string
+	for _, kind := range []string{"openclaw", "pi", "claude-code", "codex"} {
+		fs, _ := filepath.Glob(filepath.Join(dir, kind, "*.jsonl"))
+		files = append(files, fs...)
+	}
+	if len(files) < 13 {
+		t.Fatalf("only %d wild files", len(files))
+	}
+	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			src, err := os.ReadFile(f)
 			if err != nil {
