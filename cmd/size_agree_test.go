@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -256,6 +257,50 @@ func TestCompactNextRequestIsTheNextEstimate(t *testing.T) {
 			out, _, _ = runCLI(t, "compact", file)
 			if strings.Contains(out, "→ 0") || !strings.Contains(out, "unchanged: nothing written") {
 				t.Errorf("second compact:\n%s", out)
+			}
+		})
+	}
+}
+
+// Issue 9: a user reading the human output (no --json) of any command learns
+// that a usage record was not trusted and which line it is — not only the
+// JSON consumer. Each command names the rejected record's line on stderr or
+// stdout.
+func TestEveryCommandSaysWhichUsageItDistrusted(t *testing.T) {
+	cleanEnv(t)
+	cases, err := usagekit.Write(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		if c.PiAnchorClass == "fresh" {
+			continue
+		}
+		t.Run(c.Name, func(t *testing.T) {
+			var est EstimateReport
+			out, errOut, code := runCLI(t, "estimate", "--json", c.File)
+			if code != 0 {
+				t.Fatalf("estimate: exit %d\n%s", code, errOut)
+			}
+			jsonLine(t, out, &est)
+			if est.UsageRejected == nil {
+				t.Fatalf("estimate rejected nothing on %s", c.Name)
+			}
+			want := fmt.Sprintf("usage at line %d not used", est.UsageRejected.Line)
+			state := t.TempDir()
+			for _, args := range [][]string{
+				{"estimate"},
+				{"compact", "--dry-run", "--summarizer", "extractive"},
+				{"roll", "--dry-run", "--state-dir", state},
+				{"checkpoint", "--trigger", "auto-80pct", "--dry-run", "--state-dir", state},
+			} {
+				out, errOut, code := runCLI(t, append(args, c.File)...)
+				if code != 0 {
+					t.Fatalf("%v: exit %d\n%s", args, code, errOut)
+				}
+				if !strings.Contains(out+errOut, want) {
+					t.Errorf("ctxtool %v does not say %q:\nstdout:\n%s\nstderr:\n%s", args, want, out, errOut)
+				}
 			}
 		})
 	}
