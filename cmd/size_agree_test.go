@@ -305,3 +305,48 @@ func TestEveryCommandSaysWhichUsageItDistrusted(t *testing.T) {
 		})
 	}
 }
+
+// lint's context-over-budget rule measures the context as estimate does
+// with the same flags (window overrides included): the limit equal to
+// estimate's figure passes, one token less fails and names that figure.
+func TestLintBudgetAgreesWithEstimate(t *testing.T) {
+	cleanEnv(t)
+	cases, err := usagekit.Write(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		flagSets := [][]string{nil, {"--context-window", "100000"}, {"--model", "gpt-4"}, {"--tokenizer", "heuristic"}}
+		for _, flags := range flagSets {
+			t.Run(c.Name+strings.Join(flags, "="), func(t *testing.T) {
+				var est EstimateReport
+				out, errOut, code := runCLI(t, append(append([]string{"estimate", "--json"}, flags...), c.File)...)
+				if code != 0 {
+					t.Fatalf("estimate: exit %d\n%s", code, errOut)
+				}
+				jsonLine(t, out, &est)
+				budget := func(limit int) []string {
+					args := append([]string{"lint", "--json", "--max-tokens", fmt.Sprint(limit)}, flags...)
+					out, errOut, _ := runCLI(t, append(args, c.File)...)
+					var msgs []string
+					for _, f := range jsonFindings(t, out) {
+						if f.Rule == "context-over-budget" {
+							msgs = append(msgs, f.Message)
+						}
+					}
+					if errOut != "" && len(msgs) == 0 && out == "" {
+						t.Fatalf("lint: %s", errOut)
+					}
+					return msgs
+				}
+				if msgs := budget(est.Tokens); len(msgs) != 0 {
+					t.Fatalf("--max-tokens %d (estimate's figure) fires: %q", est.Tokens, msgs)
+				}
+				msgs := budget(est.Tokens - 1)
+				if len(msgs) != 1 || !strings.Contains(msgs[0], fmt.Sprintf("the active context is %d tokens", est.Tokens)) {
+					t.Fatalf("--max-tokens %d: want one finding naming %d tokens, got %q", est.Tokens-1, est.Tokens, msgs)
+				}
+			})
+		}
+	}
+}
