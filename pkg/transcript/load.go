@@ -73,6 +73,19 @@ type Warning struct {
 
 func (w Warning) String() string { return fmt.Sprintf("line %d: %s", w.Line, w.Msg) }
 
+// Notes are what every command reports about how the file was read: the
+// foreign reader's notes and the lossy-read warnings, as text.
+func (s *Session) Notes() []string {
+	var out []string
+	if s.Foreign != nil {
+		out = append(out, s.Foreign.Notes...)
+	}
+	for _, w := range s.Warnings {
+		out = append(out, w.String())
+	}
+	return out
+}
+
 // InvalidHeaderError means the first parseable line is not a session header:
 // pi would treat the file as empty and overwrite it.
 type InvalidHeaderError struct {
