@@ -379,7 +379,11 @@ func printCompact(o *CompactOptions, r *compaction.Result, runErr error) {
 		if r.PreviousSummary {
 			t.row("previous", "summary carried forward")
 		}
-		t.row("trigger", fmt.Sprintf("%s of %s tokens (window %s)", humanInt(r.ContextTokens), humanInt(r.Threshold), humanInt(r.ContextWindow)))
+		if r.Threshold <= 0 && r.Strategy != compaction.StrategySummarize {
+			t.row("trigger", fmt.Sprintf("every prompt: window %s − reserve %s leaves no room (context %s)", humanInt(r.ContextWindow), humanInt(r.ContextWindow-r.Threshold), humanInt(r.ContextTokens)))
+		} else {
+			t.row("trigger", fmt.Sprintf("%s of %s tokens (window %s)", humanInt(r.ContextTokens), humanInt(r.Threshold), humanInt(r.ContextWindow)))
+		}
 	}
 	if planned := r.Compacted || (r.DryRun && r.Reason == "" && runErr == nil); planned {
 		after := humanInt(r.TokensAfter)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
 	"github.com/ctxtool/ctxtool/internal/testkit/llmtest"
+	"github.com/ctxtool/ctxtool/internal/testkit/usagekit"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
 	"github.com/ctxtool/ctxtool/pkg/iostreams"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
@@ -271,5 +272,41 @@ func TestCompactAuditGateAndExecExamples(t *testing.T) {
 	out, _, code = runCLI(t, "compact", f, "--summarizer", "extractive", "--json")
 	if code != 0 || !strings.Contains(out, `"audit":{"facts":`) {
 		t.Fatalf("exit %d: %s", code, out)
+	}
+}
+
+// On a model whose window is not larger than the reserve (gpt-4's 8,192
+// against pi's 16,384), pi compacts before every prompt. compact says so in
+// words — not "trigger 7,090 of -8,192" — and tells how to fix it; with a
+// reserve below the window the trigger is the usual window − reserve.
+func TestCompactWindowSmallerThanReserve(t *testing.T) {
+	cleanEnv(t)
+	cases, err := usagekit.Write(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file string
+	for _, c := range cases {
+		if c.Window == 8192 {
+			file = c.File
+		}
+	}
+	if file == "" {
+		t.Fatal("usagekit has no 8k-window session")
+	}
+	out, errOut, code := runCLI(t, "compact", "--dry-run", "--summarizer", "extractive", file)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	if strings.Contains(out, "of -") || !strings.Contains(out, "every prompt: window 8,192 − reserve 16,384") ||
+		!strings.Contains(out+errOut, "--reserve-tokens") {
+		t.Fatalf("no plain trigger message:\n%s\n%s", out, errOut)
+	}
+	out, errOut, code = runCLI(t, "compact", "--dry-run", "--summarizer", "extractive", "--reserve-tokens", "2048", file)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	if !strings.Contains(out, "of 6,144 tokens (window 8,192)") || strings.Contains(out+errOut, "every prompt") {
+		t.Fatalf("reserve 2048: want trigger 6,144:\n%s\n%s", out, errOut)
 	}
 }

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -258,5 +259,94 @@ func TestCompactNextRequestIsTheNextEstimate(t *testing.T) {
 				t.Errorf("second compact:\n%s", out)
 			}
 		})
+	}
+}
+
+// Issue 9: a user reading the human output (no --json) of any command learns
+// that a usage record was not trusted and which line it is — not only the
+// JSON consumer. Each command names the rejected record's line on stderr or
+// stdout.
+func TestEveryCommandSaysWhichUsageItDistrusted(t *testing.T) {
+	cleanEnv(t)
+	cases, err := usagekit.Write(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		if c.PiAnchorClass == "fresh" {
+			continue
+		}
+		t.Run(c.Name, func(t *testing.T) {
+			var est EstimateReport
+			out, errOut, code := runCLI(t, "estimate", "--json", c.File)
+			if code != 0 {
+				t.Fatalf("estimate: exit %d\n%s", code, errOut)
+			}
+			jsonLine(t, out, &est)
+			if est.UsageRejected == nil {
+				t.Fatalf("estimate rejected nothing on %s", c.Name)
+			}
+			want := fmt.Sprintf("usage at line %d not used", est.UsageRejected.Line)
+			state := t.TempDir()
+			for _, args := range [][]string{
+				{"estimate"},
+				{"compact", "--dry-run", "--summarizer", "extractive"},
+				{"roll", "--dry-run", "--state-dir", state},
+				{"checkpoint", "--trigger", "auto-80pct", "--dry-run", "--state-dir", state},
+			} {
+				out, errOut, code := runCLI(t, append(args, c.File)...)
+				if code != 0 {
+					t.Fatalf("%v: exit %d\n%s", args, code, errOut)
+				}
+				if !strings.Contains(out+errOut, want) {
+					t.Errorf("ctxtool %v does not say %q:\nstdout:\n%s\nstderr:\n%s", args, want, out, errOut)
+				}
+			}
+		})
+	}
+}
+
+// lint's context-over-budget rule measures the context as estimate does
+// with the same flags (window overrides included): the limit equal to
+// estimate's figure passes, one token less fails and names that figure.
+func TestLintBudgetAgreesWithEstimate(t *testing.T) {
+	cleanEnv(t)
+	cases, err := usagekit.Write(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		flagSets := [][]string{nil, {"--context-window", "100000"}, {"--model", "gpt-4"}, {"--tokenizer", "heuristic"}}
+		for _, flags := range flagSets {
+			t.Run(c.Name+strings.Join(flags, "="), func(t *testing.T) {
+				var est EstimateReport
+				out, errOut, code := runCLI(t, append(append([]string{"estimate", "--json"}, flags...), c.File)...)
+				if code != 0 {
+					t.Fatalf("estimate: exit %d\n%s", code, errOut)
+				}
+				jsonLine(t, out, &est)
+				budget := func(limit int) []string {
+					args := append([]string{"lint", "--json", "--max-tokens", fmt.Sprint(limit)}, flags...)
+					out, errOut, _ := runCLI(t, append(args, c.File)...)
+					var msgs []string
+					for _, f := range jsonFindings(t, out) {
+						if f.Rule == "context-over-budget" {
+							msgs = append(msgs, f.Message)
+						}
+					}
+					if errOut != "" && len(msgs) == 0 && out == "" {
+						t.Fatalf("lint: %s", errOut)
+					}
+					return msgs
+				}
+				if msgs := budget(est.Tokens); len(msgs) != 0 {
+					t.Fatalf("--max-tokens %d (estimate's figure) fires: %q", est.Tokens, msgs)
+				}
+				msgs := budget(est.Tokens - 1)
+				if len(msgs) != 1 || !strings.Contains(msgs[0], fmt.Sprintf("the active context is %d tokens", est.Tokens)) {
+					t.Fatalf("--max-tokens %d: want one finding naming %d tokens, got %q", est.Tokens-1, est.Tokens, msgs)
+				}
+			})
+		}
 	}
 }

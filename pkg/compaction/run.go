@@ -344,6 +344,10 @@ func plan(s *transcript.Session, o Options, res *Result) (Settings, *Preparation
 		}
 	}
 	fillPlan(res, s, p)
+	if set.Strategy != StrategySummarize && p.Threshold <= 0 {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("the %d-token window leaves nothing above the %d-token reserve: pi compacts before every prompt on this model; set compaction.reserveTokens (--reserve-tokens) well below the window",
+			p.ContextWindow, p.ReserveTokens))
+	}
 	// Until a compaction is planned, the context stays as it is.
 	res.TokensAfter, res.NextRequestTokens = p.TokensBefore, m.Tokens
 	if p.Reason != "" {

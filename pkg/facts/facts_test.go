@@ -276,3 +276,23 @@ func TestNumbersAreWholeTokens(t *testing.T) {
 		}
 	}
 }
+
+// A decision written as a label ("Decision: …", as people and agents write
+// them in notes and summaries) is a decision, in prose and in markdown.
+func TestDecisionLabels(t *testing.T) {
+	for _, text := range []string{
+		"Decision: the deploy window is Tuesday 10:00 UTC.",
+		"**Decision:** keep the retry budget at three attempts.",
+		"Final decision: Postgres stays the default backend for the fleet.",
+		"The decision was to pin the tokenizer to o200k for every model.",
+	} {
+		fs := Detect([]Source{{Text: text, Line: 1, Role: "user"}})
+		if f := find(fs, Decision, ""); f == nil {
+			t.Errorf("no decision in %q: %+v", text, fs)
+		}
+	}
+	// A label-less mention is not a decision.
+	if fs := Detect([]Source{{Text: "The decisionTree package has a helper for this.", Line: 1, Role: "assistant"}}); find(fs, Decision, "") != nil {
+		t.Errorf("decisionTree made a decision: %+v", fs)
+	}
+}

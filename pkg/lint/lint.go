@@ -215,11 +215,17 @@ func (c *checker) run() {
 // command resolves it (models.ForSession).
 func (c *checker) window() models.SessionWindow {
 	if c.win == nil {
-		w := models.ForSession(c.ctx.Path, c.s.Header, models.Settings{Model: c.opts.Model,
-			ContextWindow: c.opts.ContextWindow, Overrides: c.opts.ModelWindows})
+		w := models.ForSession(c.ctx.Path, c.s.Header, c.windowSettings())
 		c.win = &w
 	}
 	return *c.win
+}
+
+// windowSettings are the command's --model/--context-window/config windows,
+// which the budget estimate must use too so that lint measures the context
+// as estimate does with the same flags.
+func (c *checker) windowSettings() models.Settings {
+	return models.Settings{Model: c.opts.Model, ContextWindow: c.opts.ContextWindow, Overrides: c.opts.ModelWindows}
 }
 
 // markPath records which entries are on the root→leaf path, without a map
