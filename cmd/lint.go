@@ -3,8 +3,6 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"os"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -188,17 +186,10 @@ func failThreshold(s string) (lint.Severity, error) {
 	return sev, nil
 }
 
-// lintMemoryLimit bounds the heap like estimate's: lint keeps the same
-// entry metadata and streams the content.
-const lintMemoryLimit = estimateMemoryLimit
-
 func runLint(opts *LintOptions) error {
 	if opts.ListRules {
 		printRules(opts)
 		return nil
-	}
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(lintMemoryLimit)
 	}
 	if opts.Ctx == nil {
 		opts.Ctx = context.Background()
@@ -242,6 +233,7 @@ func runLint(opts *LintOptions) error {
 				fixes = append(fixes, fr)
 			}
 		}
+		limitHeap(file.Path) // lint keeps estimate's entry metadata
 		r, err := lint.File(file.Path, &opts.Lint)
 		if err != nil {
 			prog.Clear()
