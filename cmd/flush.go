@@ -34,8 +34,8 @@ type FlushOptions struct {
 	ForceFlushTranscriptBytes int64
 	Force                     bool
 	DryRun                    bool
-	Prompt              string
-	SystemPrompt        string
+	Prompt                    string
+	SystemPrompt              string
 	// Compact carries the compaction settings (the region flushed is the
 	// one compact would summarise), the model and the window lookup.
 	Compact *CompactOptions
@@ -298,9 +298,9 @@ func (o *CompactOptions) loadFlush(cfg *config.Config, fs *pflag.FlagSet) error 
 // MemoryFlushSettings are what compact --memory-flush needs beyond the
 // compaction settings.
 type MemoryFlushSettings struct {
-	Enabled             bool
-	Workspace           string
-	StateDir            string
+	Enabled                   bool
+	Workspace                 string
+	StateDir                  string
 	SoftThresholdTokens       int
 	ForceFlushTranscriptBytes int64
 	Prompt                    string
