@@ -271,12 +271,7 @@ func estimateFile(opts *EstimateOptions, file string) (*EstimateReport, error) {
 	if leaf := s.Leaf(); leaf != nil {
 		r.LeafID = leaf.ID
 	}
-	if s.Foreign != nil {
-		r.Warnings = append(r.Warnings, s.Foreign.Notes...)
-	}
-	for _, w := range s.Warnings {
-		r.Warnings = append(r.Warnings, w.String())
-	}
+	r.Warnings = append(r.Warnings, s.Notes()...)
 	if w := windowWarning(window); w != "" {
 		r.Warnings = append(r.Warnings, w)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -215,7 +216,10 @@ func runLint(opts *LintOptions) error {
 			return exitcode.New(exitcode.Usage, err)
 		}
 	}
-	files, err := walk.Walk(opts.Paths, walk.Options{Kinds: []walk.Kind{walk.Transcript, walk.Archive}})
+	if opts.Fix && slices.Contains(opts.Paths, "-") {
+		return exitcode.New(exitcode.Usage, fmt.Errorf("--fix cannot repair standard input: give the session file"))
+	}
+	files, err := walk.Walk(opts.Paths, walk.Options{Kinds: []walk.Kind{walk.Transcript, walk.Archive}, Stdin: true})
 	if err != nil {
 		return exitcode.New(exitcode.Usage, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -349,4 +350,62 @@ func TestLintBudgetAgreesWithEstimate(t *testing.T) {
 			})
 		}
 	}
+}
+
+// How the file was read (here a clamped out-of-range number) is reported
+// by every command that reads it, in the same words.
+func TestEveryCommandReportsReadWarnings(t *testing.T) {
+	cleanEnv(t)
+	src, err := os.ReadFile("../testdata/sample-v3.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(src), "\n")
+	n := -1
+	for i, l := range lines {
+		if strings.Contains(l, `"totalTokens":4616`) {
+			lines[i], n = strings.Replace(l, `"output":355`, `"output":1e300`, 1), i+1
+		}
+	}
+	if n < 0 {
+		t.Fatal("sample changed: no usage record with totalTokens 4616")
+	}
+	file := filepath.Join(t.TempDir(), "clamped.jsonl")
+	if err := os.WriteFile(file, []byte(strings.Join(lines, "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("line %d: usage.output 1e300 is out of range", n)
+	est, got := measureAllWarnings(t, file)
+	if !slices.ContainsFunc(est, func(w string) bool { return strings.Contains(w, want) }) {
+		t.Fatalf("estimate's warnings %q lack %q", est, want)
+	}
+	for cmd, ws := range got {
+		if !slices.ContainsFunc(ws, func(w string) bool { return strings.Contains(w, want) }) {
+			t.Errorf("%s's warnings %q lack %q", cmd, ws, want)
+		}
+	}
+}
+
+// measureAllWarnings returns the warnings of estimate, then of compact,
+// roll and checkpoint (dry runs, --json).
+func measureAllWarnings(t *testing.T, file string) ([]string, map[string][]string) {
+	t.Helper()
+	state := t.TempDir()
+	run := func(v any, args ...string) {
+		t.Helper()
+		out, errOut, code := runCLI(t, append(args, "--json", file)...)
+		if code != 0 {
+			t.Fatalf("ctxtool %v: exit %d\n%s", args, code, errOut)
+		}
+		jsonLine(t, out, v)
+	}
+	var est EstimateReport
+	run(&est, "estimate")
+	var comp compaction.Result
+	run(&comp, "compact", "--dry-run", "--summarizer", "extractive")
+	var roll rolling.Report
+	run(&roll, "roll", "--dry-run", "--state-dir", state)
+	var cp checkpoint.TakeResult
+	run(&cp, "checkpoint", "--trigger", "auto-80pct", "--dry-run", "--state-dir", state)
+	return est.Warnings, map[string][]string{"compact": comp.Warnings, "roll": roll.Warnings, "checkpoint": cp.Warnings}
 }

@@ -337,9 +337,9 @@ func plan(s *transcript.Session, o Options, res *Result) (Settings, *Preparation
 		return set, nil, err
 	}
 	res.prep = p
-	for _, w := range s.Warnings {
-		if msg := w.String(); !slices.Contains(res.Warnings, msg) {
-			o.logf("%s: warning: %s", s.File, w)
+	for _, msg := range s.Notes() {
+		if !slices.Contains(res.Warnings, msg) {
+			o.logf("%s: warning: %s", s.File, msg)
 			res.Warnings = append(res.Warnings, msg)
 		}
 	}

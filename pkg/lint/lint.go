@@ -79,11 +79,7 @@ type Report struct {
 // file is a finding.
 func File(path string, opts *Options) (*Report, error) {
 	if path == "-" {
-		data, err := io.ReadAll(os.Stdin)
-		if err != nil {
-			return nil, fmt.Errorf("stdin: %v", err)
-		}
-		return Bytes("-", data, opts)
+		return stdin(opts)
 	}
 	st, err := os.Stat(path)
 	if err != nil {
@@ -118,6 +114,28 @@ func File(path string, opts *Options) (*Report, error) {
 		return nil, fmt.Errorf("%s: read: %v", path, scan.err)
 	}
 	return lint(path, s, loadErr, &scan, opts)
+}
+
+// stdin lints standard input, spooled to a temporary file so a large pipe
+// costs disk, not memory.
+func stdin(opts *Options) (*Report, error) {
+	f, size, err := transcript.SpoolStdin()
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	scan := scanContent(f)
+	if scan.err != nil {
+		return nil, fmt.Errorf("stdin: read: %v", scan.err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, fmt.Errorf("stdin: %v", err)
+	}
+	s, loadErr := transcript.LoadOpen("-", f, size)
+	if s != nil {
+		defer s.Close()
+	}
+	return lint("-", s, loadErr, &scan, opts)
 }
 
 // Bytes lints a session held in memory.
