@@ -451,6 +451,9 @@ func renderItems(l Layout, items []item, budget int) string {
 				}
 				sub = append(sub, line)
 			}
+			if s == slotContext {
+				sub = groupBareIdentifiers(bySlot[s])
+			}
 			if len(sec.sub) > 0 {
 				if k > 0 {
 					lines = append(lines, "")
@@ -484,6 +487,47 @@ func renderItems(l Layout, items []item, budget int) string {
 		parts[i] = bl.heading + "\n" + strings.Join(bl.lines, "\n")
 	}
 	return strings.Join(parts, "\n\n")
+}
+
+// identifierGroups labels the lines bare identifiers are grouped on, by
+// facts' identifier kinds.
+var identifierGroups = map[string]string{"path": "Files", "url": "URLs", "hash": "Hashes", "uuid": "UUIDs",
+	"hostport": "Hosts", "ticket": "Tickets", "issue": "Issues", "id": "Ids"}
+
+// groupBareIdentifiers renders context items. Identifiers found without a
+// sentence worth keeping (commit hashes, paths, ids) go on one line per
+// kind — "Hashes: 5a3eb40, 6838135" — instead of a line each: the same
+// values verbatim, readable by a resumed agent, and fewer tokens than the
+// budget charged for them. Everything else stays a line of its own, in
+// order.
+func groupBareIdentifiers(items []item) []string {
+	var lines, kinds []string
+	groups := map[string][]string{}
+	for _, it := range items {
+		label := ""
+		switch {
+		case it.fact != nil && it.fact.Class == facts.Identifier && it.text == it.fact.Value:
+			label = identifierGroups[it.fact.Kind]
+		case it.fact == nil && !strings.ContainsAny(it.text, " \t") && len(it.text) <= 120:
+			label = "Other identifiers" // carried from an earlier summary's list
+		}
+		if label == "" {
+			lines = append(lines, it.text)
+			continue
+		}
+		if groups[label] == nil {
+			kinds = append(kinds, label)
+		}
+		groups[label] = append(groups[label], it.text)
+	}
+	for _, k := range kinds {
+		if len(groups[k]) == 1 {
+			lines = append(lines, groups[k][0])
+			continue
+		}
+		lines = append(lines, k+": "+strings.Join(groups[k], ", "))
+	}
+	return lines
 }
 
 func listLines(lines []string, numbered bool) []string {

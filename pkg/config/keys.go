@@ -170,6 +170,8 @@ var Keys = []Key{
 		Doc: "Run the memory flush (false: flush and compact --memory-flush do nothing)."},
 	{Name: "compaction.memoryFlush.softThresholdTokens", Kind: Int, Default: 4000, Flag: "soft-threshold-tokens", Range: nonNegative(),
 		Doc: "Flush this many tokens before the compaction reserve (window - reserveTokensFloor)."},
+	{Name: "compaction.memoryFlush.forceFlushTranscriptBytes", Kind: Int, Default: 2097152, Range: nonNegative(),
+		Doc: "Flush also when the session file has reached this many bytes, whatever its token count says (OpenClaw's 2 MiB: token counts can be stale or pinned); 0 = tokens only."},
 	{Name: "compaction.memoryFlush.prompt", Kind: String,
 		Default: "Pre-compaction memory flush. Store durable memories now (use memory/YYYY-MM-DD.md; create memory/ if needed). If nothing to store, reply with NO_REPLY.",
 		Doc:     "User prompt of the flush turn sent to an LLM (the offline flush ignores it)."},
