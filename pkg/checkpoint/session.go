@@ -34,6 +34,15 @@ func fromContext(s *transcript.Session, ctx *transcript.Context) (Input, error) 
 		}
 	}
 	lastCalls := -1 // index in in.Messages of the last message with tool calls
+	n := 0
+	for _, e := range ctx.Path {
+		if e.Type == "message" || e.Type == "custom_message" {
+			n++
+		}
+	}
+	// Sized once: append's generations of a 1 GB branch's messages were
+	// live together (150 MB of the peak heap).
+	in.Messages = make([]Message, 0, n)
 	for _, e := range ctx.Path {
 		switch e.Type {
 		case "message", "custom_message":
