@@ -6,9 +6,10 @@
 # peak RSS per size. pi's own loader (SessionManager.open +
 # buildSessionContext + estimateTokens, bench/estimate/pi-estimate.mjs) is the
 # peer: its row says "fails" where it cannot load the file, and the ratio
-# columns compare each command with it at the same size. "grow" is the time
-# growth from the previous size divided by the size growth: 1.0 is linear,
-# the bound is 1.3 per decade.
+# columns compare each command with it at the same size. "grow" is the wall
+# time growth from the previous size divided by the size growth (1.0 is
+# linear, the bound is 1.3 per decade); "cgrow" is the same for CPU
+# time, which the load of a shared machine disturbs less.
 #
 #   usage: nice bench/curve.sh [SIZES] [RUNS] [DIR]
 #          nice bench/curve.sh "10MB 100MB 1GB" 3 /tmp/ctxtool-curve
@@ -53,7 +54,7 @@ one() {
 
 median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) print "-"; else print a[int((NR+1)/2)]}'; }
 
-printf '%-28s %6s %8s %8s %8s %7s %7s %6s %s\n' COMMAND SIZE "WALL s" "CPU s" "RSS MB" "t/pi" "rss/pi" grow note
+printf '%-28s %6s %8s %8s %8s %7s %7s %6s %6s %s\n' COMMAND SIZE "WALL s" "CPU s" "RSS MB" "t/pi" "rss/pi" grow cgrow note
 for size in $SIZES; do
 	f="$DIR/s$size.jsonl"
 	if [ ! -s "$f" ]; then
@@ -90,7 +91,7 @@ for size in $SIZES; do
 			walls+=("$w"); cpus+=("$cpu"); rsss+=("$rss")
 		done
 		if [ -n "$note" ]; then
-			printf '%-28s %6s %8s %8s %8s %7s %7s %6s %s\n' "$label" "$size" - - - - - - "$note"
+			printf '%-28s %6s %8s %8s %8s %7s %7s %6s %6s %s\n' "$label" "$size" - - - - - - - "$note"
 			continue
 		fi
 		w=$(printf '%s\n' "${walls[@]}" | median)
@@ -104,12 +105,15 @@ for size in $SIZES; do
 		fi
 		key=$(echo "$label" | tr -c 'a-z0-9' _)
 		prev_w=$(eval echo "\${prev_w_$key:-}")
+		prev_c=$(eval echo "\${prev_c_$key:-}")
 		prev_mb=$(eval echo "\${prev_mb_$key:-}")
-		grow=-
+		grow=-; cgrow=-
 		if [ -n "$prev_w" ]; then
-			grow=$(awk -v a="$w" -v b="$prev_w" -v m="$mb" -v p="$prev_mb" 'BEGIN{if (b>0) printf "%.2f", (a/b)/(m/p); else print "-"}')
+			ratio='BEGIN{if (b>0) printf "%.2f", (a/b)/(m/p); else print "-"}'
+			grow=$(awk -v a="$w" -v b="$prev_w" -v m="$mb" -v p="$prev_mb" "$ratio")
+			cgrow=$(awk -v a="$cpu" -v b="$prev_c" -v m="$mb" -v p="$prev_mb" "$ratio")
 		fi
-		eval "prev_w_$key=$w; prev_mb_$key=$mb"
-		printf '%-28s %6s %8s %8s %8s %7s %7s %6s %s\n' "$label" "$size" "$w" "$cpu" "$rss" "$tr" "$rr" "$grow" "$note"
+		eval "prev_w_$key=$w; prev_c_$key=$cpu; prev_mb_$key=$mb"
+		printf '%-28s %6s %8s %8s %8s %7s %7s %6s %6s %s\n' "$label" "$size" "$w" "$cpu" "$rss" "$tr" "$rr" "$grow" "$cgrow" "$note"
 	done
 done
