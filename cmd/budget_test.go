@@ -121,7 +121,7 @@ func TestBudgetTableAndJSON(t *testing.T) {
 		}
 	}
 	if !strings.Contains(errOut, "context management: bootstrap budget=4000 tokens, maxChars=16000") {
-		t.Errorf("-v lacks the seed's log line:\n%s", errOut)
+		t.Errorf("-v lacks VS7's log line:\n%s", errOut)
 	}
 	out, _, code = runCLI(t, "budget", f, "--workspace", ws, "--context-window", "40000", "--state-dir", dir, "--json")
 	if code != 0 {
@@ -139,7 +139,7 @@ func TestBudgetTableAndJSON(t *testing.T) {
 	}
 }
 
-// The contextManagement defaults in config are the seed's, as budget has them.
+// The contextManagement defaults in config are VS7's, as budget has them.
 func TestBudgetConfigDefaults(t *testing.T) {
 	cleanEnv(t)
 	cfg, err := config.Load("", "")
@@ -242,14 +242,14 @@ func mustCreateFile(t *testing.T, path string) *os.File {
 }
 
 // OpenClaw's own config (agents.defaults.contextManagement, JSON5) sets the
-// budget, as the seed's config block does.
+// budget, as VS7's config block does.
 func TestBudgetFromOpenClawConfig(t *testing.T) {
 	cleanEnv(t)
 	dir := t.TempDir()
 	f := genSession(t, dir, "s.jsonl", 10)
 	oc := filepath.Join(dir, "openclaw.json")
 	os.WriteFile(oc, []byte(`{
-  // seed 001
+  // VS7
   agents: { defaults: { contextManagement: {
     budget: { systemPromptRatio: 0.10, historyRatio: 0.50, minResponseTokens: 8192, },
     rollingSummary: { windowSize: 3 },

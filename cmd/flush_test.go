@@ -154,7 +154,7 @@ func TestFlushReadmeExamples(t *testing.T) {
 	}
 }
 
-// The memoryFlush defaults in the key table are the seed's, as memflush has them.
+// The memoryFlush defaults in the key table are OpenClaw's, as memflush has them.
 func TestFlushConfigDefaults(t *testing.T) {
 	cleanEnv(t)
 	fo := &FlushOptions{}

@@ -1,4 +1,4 @@
-// Package budget is seed 001's VS7 context budget: what the next request of
+// Package budget is OpenClaw's VS7 context budget (docs/design/context-budget.md): what the next request of
 // a session would contain when the context window is divided into regions
 // (system prompt, bootstrap files, history, response, reserve), unused
 // system-prompt and bootstrap budget is reclaimed for history, the history
@@ -10,7 +10,7 @@
 // text), the unit VS7 itself budgets in, so the assembled context a wrapper
 // sends has exactly the size reported. The steps are pure functions of
 // explicit inputs (Allocate, BuildBootstrap, LimitHistory, SplitTurns,
-// SelectChunks); Plan runs them in the seed's order.
+// SelectChunks); Plan runs them in VS7's order.
 package budget
 
 import (
@@ -18,7 +18,7 @@ import (
 	"math"
 )
 
-// Config is contextManagement.* (seed 001) with its defaults in
+// Config is contextManagement.* with its defaults in
 // DefaultConfig.
 type Config struct {
 	Enabled bool
@@ -52,7 +52,7 @@ type SemanticConfig struct {
 	MinRelevanceScore  float64
 }
 
-// DefaultConfig returns the seed's defaults.
+// DefaultConfig returns VS7's defaults.
 func DefaultConfig() Config {
 	return Config{
 		Enabled:           true,

@@ -1,5 +1,5 @@
 // Package walk finds session transcripts under directories and classifies
-// file names the way OpenClaw does (session-format.md §1.2), so that batch
+// file names the way OpenClaw does (docs/design/pi-baseline.md), so that batch
 // commands (roll, index) process the same files OpenClaw treats as live
 // transcripts and never parse locks, backups, archives or temp files.
 //
