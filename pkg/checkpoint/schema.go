@@ -4,6 +4,12 @@
 // store on disk, accumulates incremental state between checkpoints and
 // renders the lean resume text injected after a compaction: the rules are
 // in docs/design/checkpoints.md.
+//
+// It owns the checkpoint schema, the builder, the store under
+// <state>/context (checkpoints, the incremental state and the capture mark)
+// and the resume text. It must not call a model, must not change a
+// checkpoint file once written, and writes to a session file only through
+// AppendResume: one custom_message under the session lock.
 package checkpoint
 
 import (

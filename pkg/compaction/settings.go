@@ -13,6 +13,10 @@
 // on the session file) and Run (the whole command, with locking and
 // writing). The roll command uses Run with the safeguard strategy as its
 // fallback.
+//
+// It must not print (progress goes to Options.Logf), must not write a
+// session file except through pkg/transcript, and must not know which
+// Summarizer it calls: strategies see only the Summarizer interface.
 package compaction
 
 import (

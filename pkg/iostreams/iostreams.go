@@ -1,6 +1,9 @@
 // Package iostreams carries the standard streams of one command run, so that
 // commands never touch os.Stdout directly and tests can capture everything a
 // command prints (the gh cli pattern).
+//
+// It must not hold command logic: only streams, terminal facts and progress
+// bars.
 package iostreams
 
 import (

@@ -11,6 +11,9 @@
 // parsed (transcript.Session: entries, malformed lines, the rebuilt
 // context), so lint agrees with estimate/compact/roll and with pi's loader;
 // only the secret scan reads the raw bytes again, streaming.
+//
+// It must not change a session except through Fix: append-only repairs under
+// the session lock.
 package lint
 
 import (

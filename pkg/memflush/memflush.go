@@ -1,8 +1,8 @@
 // Package memflush is OpenClaw's pre-compaction memory flush
-// (docs/design/openclaw-compaction.md)
-// for a command line: when a session nears compaction, the durable facts
-// of the history about to be summarised are appended to the agent's
-// workspace notes, memory/YYYY-MM-DD.md, once per compaction cycle.
+// (docs/design/openclaw-compaction.md) for a command line: when a session
+// nears compaction, the durable facts of the history about to be summarised
+// are appended to the agent's workspace notes, memory/YYYY-MM-DD.md, once per
+// compaction cycle.
 //
 // The rule is OpenClaw's: flush when the session's tokens reach
 // contextWindow − reserveTokensFloor − softThresholdTokens, and not again
@@ -17,6 +17,10 @@
 // nothing). The memory file is only ever appended to, and nothing it
 // already holds is written again — so a crash between the append and the
 // bookkeeping, or two flushes at once, never duplicates a note.
+//
+// It writes only the memory file (appended to), its own state file under the
+// state directory and the session's sessions.json entry; never the session
+// transcript.
 package memflush
 
 import (

@@ -1,15 +1,18 @@
 // Package rolling implements ctxtool's rolling context window
-// (docs/design/rolling-window.md):
-// instead of summarising old history, the oldest messages of the active
-// context are evicted and replaced by a short eviction note that tells the
-// agent what left its window and how to search for it. The messages stay in
-// the session file (and in the recall index), so nothing is lost and no model
-// call is made.
+// (docs/design/rolling-window.md): instead of summarising old history, the
+// oldest messages of the active context are evicted and replaced by a short
+// eviction note that tells the agent what left its window and how to search
+// for it. The messages stay in the session file (and in the recall index), so
+// nothing is lost and no model call is made.
 //
 // On disk an eviction is an appended `compaction` entry whose summary is the
 // note and whose firstKeptEntryId is the first kept message: the only entry
 // pi and OpenClaw understand that removes older entries from the rebuilt
 // context (docs/design/pi-baseline.md), so both load the result natively.
+//
+// It must not call a model: the summarising fallback for sessions recall
+// cannot cover is injected (FallbackFunc), and sizes come from the injected
+// Estimator.
 package rolling
 
 import (

@@ -8,6 +8,9 @@
 // store's lock (sessions.json.lock), re-reading inside the lock, replacing
 // the file atomically (temp file, fsync, rename). Every other key, entry
 // and field is kept as it was, in its order.
+//
+// It must not change any field but those a caller patches, and must not
+// write the store without its lock.
 package sessionstore
 
 import (

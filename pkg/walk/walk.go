@@ -13,6 +13,9 @@
 // database ~/.openclaw/agents/<id>/agent/*.sqlite, which is expanded into
 // one "store.sqlite#<session key>" path per session. Each file carries its
 // format, so writers can leave the read-only ones alone.
+//
+// It reads at most a file's first bytes (to tell its format) and never
+// writes.
 package walk
 
 import (
