@@ -68,9 +68,6 @@ func Test() (*IOStreams, *bytes.Buffer, *bytes.Buffer, *bytes.Buffer) {
 	return &IOStreams{In: in, Out: out, ErrOut: errOut}, in, out, errOut
 }
 
-// IsStdoutTTY reports whether stdout is a terminal (colour and alignment for humans).
-func (s *IOStreams) IsStdoutTTY() bool { return s.outTTY }
-
 // IsStderrTTY reports whether stderr is a terminal (progress bars go there).
 func (s *IOStreams) IsStderrTTY() bool { return s.errTTY }
 

@@ -308,17 +308,6 @@ func (rs *RuleSet) SetSeverity(id string, s Severity) error {
 // Severity is the configured severity of a rule (Off when disabled).
 func (rs *RuleSet) Severity(id string) Severity { return rs.sev[id] }
 
-// Enabled lists the rules that run, in catalogue order.
-func (rs *RuleSet) Enabled() []string {
-	var out []string
-	for _, r := range rules {
-		if rs.sev[r.ID] != Off {
-			out = append(out, r.ID)
-		}
-	}
-	return out
-}
-
 // severityFor applies the configured severity to a finding's own one: a
 // rule configured below its default lowers every finding to at most that;
 // a rule raised above its default raises its findings by the same steps.

@@ -679,17 +679,6 @@ func rowBytes(row *fileRow, mode string) int64 {
 	return 0
 }
 
-// Remove drops a file from the index.
-func (ix *Index) Remove(ctx context.Context, path string) error {
-	abs, err := absPath(path)
-	if err != nil {
-		return err
-	}
-	ix.wmu.Lock()
-	defer ix.wmu.Unlock()
-	return ix.remove(ctx, []string{abs})
-}
-
 func (ix *Index) remove(ctx context.Context, paths []string) error {
 	if len(paths) == 0 {
 		return nil
@@ -750,6 +739,3 @@ func underAny(p string, roots []string) bool {
 	}
 	return false
 }
-
-// Files lists the indexed file paths.
-func (ix *Index) Files(ctx context.Context) ([]string, error) { return ix.st.files(ctx) }

@@ -73,9 +73,6 @@ var kindNames = map[Kind]string{
 
 func (k Kind) String() string { return kindNames[k] }
 
-// Indexed reports whether OpenClaw's memory search reads files of this kind.
-func (k Kind) Indexed() bool { return k == Transcript || k == Archive }
-
 // archiveStamp is OpenClaw's archive suffix: ISO-8601 UTC with ':' → '-'.
 var archiveStamp = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(\.\d{3})?Z$`)
 
