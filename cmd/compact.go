@@ -13,7 +13,9 @@ import (
 
 	"github.com/ctxtool/ctxtool/pkg/compaction"
 	"github.com/ctxtool/ctxtool/pkg/config"
+	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
+	"github.com/ctxtool/ctxtool/pkg/facts"
 	"github.com/ctxtool/ctxtool/pkg/llm"
 )
 
@@ -22,14 +24,14 @@ type CompactOptions struct {
 	IO         *IOStreams
 	Files      []string
 	JSON       bool
-	Summarizer string // auto | llm | extractive
+	Summarizer string // auto | llm | extractive | exec:COMMAND
 	LLM        llm.Config
 	Deadline   time.Duration
 	Settings   compaction.Settings
-	Estimator  string
-	Model      string // for the context window
-	Windows    map[string]int
-	DryRun     bool
+	// Size measures the context (--tokenizer, --model, --context-window
+	// and the config), as estimate, roll and checkpoint do.
+	Size   estimate.Options
+	DryRun bool
 	// IfNeeded gates the compaction on the strategy's trigger.
 	IfNeeded bool
 	Truncate bool
@@ -41,6 +43,11 @@ type CompactOptions struct {
 	// MemoryFlush runs the pre-compaction memory flush first (Flush).
 	MemoryFlush bool
 	Flush       MemoryFlushSettings
+	// Audit prints the dropped facts (human output); FailOnDropped >= 0
+	// refuses a summary dropping more facts than that (exit 3).
+	Audit         bool
+	FailOnDropped int
+	Hooks         compaction.Hooks
 }
 
 func init() { register(newCompactCmd) }
@@ -130,6 +137,8 @@ empty summary writes nothing and exits 1.`,
 	_ = fl.MarkHidden("force")
 	fl.BoolVar(&opts.MemoryFlush, "memory-flush", false, "first append the durable facts of the summarised history to <workspace>/memory/YYYY-MM-DD.md (see 'ctxtool flush')")
 	fl.StringVar(&opts.Flush.Workspace, "workspace", "", "the agent's workspace, for --memory-flush")
+	fl.BoolVar(&opts.Audit, "audit", false, "list the facts of the summarised region the summary dropped (always in --json as audit)")
+	fl.IntVar(&opts.FailOnDropped, "fail-on-dropped", -1, "exit 3 and write nothing when the summary drops more than N facts (CI gate)")
 	return cmd
 }
 
@@ -164,16 +173,15 @@ func (o *CompactOptions) load(cfg *config.Config, fs *pflag.FlagSet) {
 		SummarizeThreshold:     cfg.Int(nil, "compaction.summarize.thresholdTokens"),
 		SummarizeFallback:      cfg.String(nil, "compaction.summarize.fallback"),
 		CustomInstructions:     cfg.String(fs, "compaction.customInstructions"),
-		ExtractiveMaxChars:     cfg.Int(nil, "compaction.extractive.maxChars"),
+		ExtractiveBudgetTokens: cfg.Int(nil, "compaction.extractive.budgetTokens"),
+		IdentifierRetry:        cfg.Bool(nil, "compaction.identifierRetry"),
 	}
 	if s.ReserveTokensFloor == 0 {
 		s.ReserveTokensFloor = -1 // 0 disables the floor (OpenClaw)
 	}
 	o.Settings = s
 	o.Summarizer = cfg.String(fs, "compaction.summarizer")
-	o.Estimator = cfg.String(fs, "estimate.tokenizer")
-	o.Model = cfg.String(fs, "model")
-	o.Windows = modelWindows(cfg)
+	o.Size = sizeOptions(cfg, fs)
 	o.LLM = llm.Config{
 		BaseURL:    cmp.Or(cfg.String(nil, "llm.baseURL"), os.Getenv("OPENAI_BASE_URL")),
 		Model:      cfg.String(fs, "llm.model"),
@@ -182,6 +190,11 @@ func (o *CompactOptions) load(cfg *config.Config, fs *pflag.FlagSet) {
 		MaxRetries: cfg.Int(nil, "llm.maxRetries"),
 	}
 	o.Deadline = cfg.Duration(nil, "llm.deadline")
+	o.Hooks = compaction.Hooks{
+		BeforeCompaction: cfg.String(nil, "compaction.hooks.beforeCompaction"),
+		AfterCompaction:  cfg.String(nil, "compaction.hooks.afterCompaction"),
+		Timeout:          cfg.Duration(nil, "compaction.hooks.timeout"),
+	}
 }
 
 // validate checks what load read.
@@ -189,10 +202,11 @@ func (o *CompactOptions) validate() error {
 	if err := o.Settings.Validate(); err != nil {
 		return err
 	}
-	switch o.Summarizer {
-	case "auto", "llm", "extractive":
+	switch {
+	case o.Summarizer == "auto", o.Summarizer == "llm", o.Summarizer == "extractive":
+	case strings.HasPrefix(o.Summarizer, "exec:") && strings.TrimSpace(strings.TrimPrefix(o.Summarizer, "exec:")) != "":
 	default:
-		return fmt.Errorf("--summarizer %q: use auto, llm or extractive", o.Summarizer)
+		return fmt.Errorf("--summarizer %q: use auto, llm, extractive or exec:COMMAND", o.Summarizer)
 	}
 	return nil
 }
@@ -221,6 +235,9 @@ func (o *CompactOptions) summarizer() (compaction.Summarizer, error) {
 	}
 	if pick == "extractive" {
 		return compaction.Extractive{}, nil
+	}
+	if cmd, ok := strings.CutPrefix(pick, "exec:"); ok {
+		return &compaction.ExecSummarizer{Command: strings.TrimSpace(cmd), Timeout: o.Deadline}, nil
 	}
 	if !configured {
 		var missing []string
@@ -259,15 +276,12 @@ func runCompact(ctx context.Context, o *CompactOptions) error {
 		set := o.Settings
 		set.Force = !o.IfNeeded
 		opts := compaction.Options{
-			Settings: set, Summarizer: sum, Estimator: o.Estimator, DryRun: o.DryRun, Truncate: o.Truncate, Idle: o.Idle, Wait: o.Wait,
-			ResolveWindow: func(model string) int {
-				if o.Model != "" {
-					model = o.Model
-				}
-				w, _ := resolveWindow(model, 0, o.Windows)
-				return w
-			},
-			Logf: func(format string, args ...any) { fmt.Fprintf(o.IO.ErrOut, format+"\n", args...) },
+			Settings: set, Summarizer: sum, Size: o.Size, DryRun: o.DryRun, Truncate: o.Truncate, Idle: o.Idle, Wait: o.Wait,
+			Hooks: o.Hooks,
+			Logf:  func(format string, args ...any) { fmt.Fprintf(o.IO.ErrOut, format+"\n", args...) },
+		}
+		if o.FailOnDropped >= 0 {
+			opts.FailOnDropped = &o.FailOnDropped
 		}
 		if err := checkInput(file); err != nil {
 			fmt.Fprintf(o.IO.ErrOut, "ctxtool: %v\n", err)
@@ -367,13 +381,24 @@ func printCompact(o *CompactOptions, r *compaction.Result, runErr error) {
 		if r.PreviousSummary {
 			t.row("previous", "summary carried forward")
 		}
-		t.row("trigger", fmt.Sprintf("%s of %s tokens (window %s)", humanInt(r.ContextTokens), humanInt(r.Threshold), humanInt(r.ContextWindow)))
+		if r.Threshold <= 0 && r.Strategy != compaction.StrategySummarize {
+			t.row("trigger", fmt.Sprintf("every prompt: window %s − reserve %s leaves no room (context %s)", humanInt(r.ContextWindow), humanInt(r.ContextWindow-r.Threshold), humanInt(r.ContextTokens)))
+		} else {
+			t.row("trigger", fmt.Sprintf("%s of %s tokens (window %s)", humanInt(r.ContextTokens), humanInt(r.Threshold), humanInt(r.ContextWindow)))
+		}
 	}
-	after := humanInt(r.TokensAfter)
-	if r.SummaryTokens == 0 && r.DryRun {
-		after += " (kept only)"
+	if planned := r.Compacted || (r.DryRun && r.Reason == "" && runErr == nil); planned {
+		after := humanInt(r.TokensAfter)
+		if r.SummaryTokens == 0 && r.DryRun {
+			after += " (kept only)"
+		}
+		t.row("tokens", fmt.Sprintf("%s → %s (pi heuristic: the messages pi rebuilds)", humanInt(r.TokensBefore), after))
+		t.row("next request", fmt.Sprintf("%s → %s (%s, system prompt and tools included: what estimate reports)",
+			humanInt(r.ContextTokens), humanInt(r.NextRequestTokens), r.Estimator))
+	} else if r.TokensBefore > 0 {
+		t.row("tokens", fmt.Sprintf("%s (pi heuristic), unchanged: nothing written", humanInt(r.TokensBefore)))
+		t.row("next request", fmt.Sprintf("%s (%s, %.1f%% of the window)", humanInt(r.ContextTokens), r.Estimator, 100*r.Utilization))
 	}
-	t.row("tokens", fmt.Sprintf("%s → %s (pi heuristic)", humanInt(r.TokensBefore), after))
 	if r.SummaryTokens > 0 {
 		t.row("summary", humanInt(r.SummaryTokens)+" tokens")
 	}
@@ -383,12 +408,48 @@ func printCompact(o *CompactOptions, r *compaction.Result, runErr error) {
 	if r.Fallback != "" {
 		t.row("fallback", r.Fallback)
 	}
+	if a := r.Audit; a != nil {
+		line := fmt.Sprintf("%d facts in the summarised region, %d dropped", a.Facts, len(a.Dropped))
+		if len(a.Dropped) > 0 {
+			var parts []string
+			for _, c := range facts.Classes {
+				if n := a.DroppedByClass[c]; n > 0 {
+					parts = append(parts, fmt.Sprintf("%d %s", n, c))
+				}
+			}
+			line += " (" + strings.Join(parts, ", ") + ")"
+			if !o.Audit {
+				line += "; --audit lists them"
+			}
+		}
+		t.row("audit", line)
+	}
+	if r.QualityRetries > 0 {
+		t.row("retries", fmt.Sprintf("%d (summariser asked again for dropped identifiers)", r.QualityRetries))
+	}
 	if r.Backup != "" {
 		t.row("backup", r.Backup)
 	}
 	t.flush()
+	if o.Audit && r.Audit != nil && len(r.Audit.Dropped) > 0 {
+		fmt.Fprintf(w, "\n--- facts the summary dropped (%d) ---\n", len(r.Audit.Dropped))
+		at := newTable(w)
+		for _, f := range r.Audit.Dropped {
+			at.row(fmt.Sprintf("line %d", f.Line), string(f.Class), oneLineCut(f.Value, 160))
+		}
+		at.flush()
+	}
 	if r.DryRun && r.Summary != "" {
 		fmt.Fprintf(w, "\n--- summary that would be written (%d characters) ---\n%s\n", len([]rune(r.Summary)), strings.TrimRight(r.Summary, "\n"))
 	}
 	fmt.Fprintln(w)
+}
+
+// oneLineCut collapses whitespace and cuts s to n runes.
+func oneLineCut(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }
