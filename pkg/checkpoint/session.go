@@ -74,6 +74,17 @@ func fromContext(s *transcript.Session, ctx *transcript.Context) (Input, error) 
 // builder reads (nil when the entry produces no message). The builder and
 // the incremental capture share it, so both see the same text.
 func messageOf(s *transcript.Session, e *transcript.Entry) (*Message, error) {
+	if e.Type == "message" && e.Role == "toolResult" && !e.IsError && !e.Oversized {
+		// Of a successful tool result only what the entry already holds is
+		// read (slimText drops its text): decoding every tool output was
+		// most of a checkpoint's CPU.
+		return &Message{EntryID: e.ID, Role: e.Role, ToolCallID: e.ToolCallID, ToolName: e.ToolName, Time: e.Time()}, nil
+	}
+	return decodeMessage(s, e)
+}
+
+// decodeMessage is messageOf from the decoded line, every field filled.
+func decodeMessage(s *transcript.Session, e *transcript.Entry) (*Message, error) {
 	m, err := s.Message(e)
 	if err != nil {
 		return nil, fmt.Errorf("%s:%d: %v", s.File, e.Line, err)

@@ -25,7 +25,7 @@ func fullInput(t *testing.T, s *transcript.Session) Input {
 		if e.Type != "message" && e.Type != "custom_message" {
 			continue
 		}
-		m, err := messageOf(s, e)
+		m, err := decodeMessage(s, e)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -74,6 +74,11 @@ func TestSlimInputBuildsTheSameCheckpoint(t *testing.T) {
 			t.Fatalf("%s: %d messages slim, %d full", f, len(slim.Messages), len(full.Messages))
 		}
 		for i := range slim.Messages {
+			a, b := slim.Messages[i], full.Messages[i]
+			if a.EntryID != b.EntryID || a.Role != b.Role || a.ToolCallID != b.ToolCallID || a.ToolName != b.ToolName ||
+				a.IsError != b.IsError || !a.Time.Equal(b.Time) || a.StopReason != b.StopReason || a.CustomType != b.CustomType {
+				t.Fatalf("%s: message %d differs beyond its text:\nslim %+v\nfull %+v", f, i, a, b)
+			}
 			if len(slim.Messages[i].Text) < len(full.Messages[i].Text) {
 				slimmed++
 			}
@@ -114,5 +119,69 @@ func TestSlimArgsKeepsPathKeys(t *testing.T) {
 	}
 	if !isModifyCall(m.ToolCalls[0]) || isModifyCall(m.ToolCalls[1]) {
 		t.Error("modify classification changed by slimming")
+	}
+}
+
+// benchSession writes a session of the benchmark shape (bench/gen's
+// "bench" preset: tool outputs, thinking, compactions) of about size bytes.
+func benchSession(tb testing.TB, size int64) string {
+	tb.Helper()
+	o, err := sessiongen.PresetOptions("bench")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	o.TargetBytes = size
+	f := filepath.Join(tb.TempDir(), "bench.jsonl")
+	if _, err := sessiongen.GenerateFile(f, o); err != nil {
+		tb.Fatal(err)
+	}
+	return f
+}
+
+// What the builder holds grows with what it reads (user and assistant
+// text, the last call's arguments), not with the tool outputs and written
+// files that make up most of a session: held in full they made a 1 GB
+// checkpoint peak at 2.7 GB.
+func TestBuilderInputHoldsLittleOfTheFile(t *testing.T) {
+	f := benchSession(t, 8<<20)
+	s, err := transcript.Load(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	held := func(in Input) (n int) {
+		for _, m := range in.Messages {
+			n += len(m.Text)
+			for _, tc := range m.ToolCalls {
+				n += len(tc.Args)
+			}
+		}
+		return n
+	}
+	slim, err := FromSession(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, full := held(slim), held(fullInput(t, s))
+	t.Logf("file %d bytes; the builder holds %d bytes of text and arguments (%d unslimmed)", s.Size, h, full)
+	if h*5 > int(s.Size) {
+		t.Errorf("the builder input holds %d of the file's %d bytes (over 20%%)", h, s.Size)
+	}
+}
+
+func BenchmarkCheckpointInput(b *testing.B) {
+	f := benchSession(b, 8<<20)
+	s, err := transcript.Load(f)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	b.SetBytes(s.Size)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := FromSession(s); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
