@@ -151,49 +151,6 @@ func TestBudgetConfigDefaults(t *testing.T) {
 	}
 }
 
-// readmeExamples returns the ctxtool command lines of the first sh block
-// under a README heading.
-func readmeExamples(t *testing.T, heading string) [][]string {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(oracle.ModuleRoot(), "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, after, ok := strings.Cut(string(data), "\n"+heading+"\n")
-	if !ok {
-		t.Fatalf("README has no %q section", heading)
-	}
-	_, block, ok := strings.Cut(after, "```sh\n")
-	if !ok {
-		t.Fatalf("README %q has no sh block", heading)
-	}
-	block, _, _ = strings.Cut(block, "```")
-	var out [][]string
-	for _, line := range strings.Split(block, "\n") {
-		line, _, _ = strings.Cut(line, "#")
-		if f := strings.Fields(line); len(f) > 1 && f[0] == "ctxtool" {
-			out = append(out, f[1:])
-		}
-	}
-	if len(out) == 0 {
-		t.Fatalf("README %q: no ctxtool examples", heading)
-	}
-	return out
-}
-
-// TestBudgetReadmeExamples runs the README's budget examples as written.
-func TestBudgetReadmeExamples(t *testing.T) {
-	cleanEnv(t)
-	t.Chdir(oracle.ModuleRoot())
-	t.Setenv("CTXTOOL_STATE_DIR", t.TempDir())
-	for _, args := range readmeExamples(t, "### budget") {
-		out, errOut, code := runCLI(t, args...)
-		if code != 0 || out == "" {
-			t.Fatalf("ctxtool %s: exit %d\n%s", strings.Join(args, " "), code, errOut)
-		}
-	}
-}
-
 // TestBudgetSemanticHistoryFromIndex: with an index built by 'ctxtool
 // index', the last prompt's recall hits are injected.
 func TestBudgetSemanticHistoryFromIndex(t *testing.T) {
