@@ -3,11 +3,13 @@ package cmd
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ctxtool/ctxtool/pkg/checkpoint"
+	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
 	"github.com/ctxtool/ctxtool/pkg/walk"
 )
@@ -25,11 +27,13 @@ type CheckpointOptions struct {
 	StateDir        string
 	Keep            int
 	DedupeThreshold float64
-	ContextWindow   int
-	ModelWindows    map[string]int
-	JSON            bool
-	Now             func() time.Time // nil: time.Now
-	Wait            time.Duration    // state lock wait
+	// Size measures the context (--tokenizer, --model, --context-window
+	// and the config), as estimate, compact and roll do.
+	Size   estimate.Options
+	DryRun bool
+	JSON   bool
+	Now    func() time.Time // nil: time.Now
+	Wait   time.Duration    // state lock wait
 }
 
 func init() { register(newCheckpointCmd) }
@@ -79,8 +83,7 @@ session recorded survives a reset to a new file under the same key.`,
 			opts.StateDir = cfg.StateDir(c.Flags())
 			opts.Keep = cfg.Int(c.Flags(), "checkpoint.keep")
 			opts.DedupeThreshold = cfg.Float(c.Flags(), "checkpoint.dedupeThreshold")
-			opts.ContextWindow = cfg.Int(c.Flags(), "contextWindow")
-			opts.ModelWindows = modelWindows(cfg)
+			opts.Size = sizeOptions(cfg, c.Flags())
 			return runCheckpoint(opts)
 		},
 	}
@@ -91,13 +94,17 @@ session recorded survives a reset to a new file under the same key.`,
 	fl.BoolVar(&opts.Force, "force", false, "write even under the 5% dedupe and the 80% gate")
 	fl.DurationVar(&opts.Wait, "wait", checkpoint.DefaultStateLockWait, "how long to wait for another capture of the same session to finish")
 	fl.BoolVar(&opts.Capture, "capture", false, "record incremental state from the lines appended since the last capture; write no checkpoint")
-	configFlags(cmd, "contextWindow", "checkpoint.keep", "checkpoint.dedupeThreshold")
+	configFlags(cmd, "contextWindow", "model", "estimate.tokenizer", "checkpoint.keep", "checkpoint.dedupeThreshold")
+	fl.BoolVar(&opts.DryRun, "dry-run", false, "report what would be written (utilization, gate, dedupe); write nothing, capture nothing")
 	return cmd
 }
 
 func runCheckpoint(opts *CheckpointOptions) error {
 	if opts.Capture {
 		return runCapture(opts) // --trigger does not apply
+	}
+	if m := opts.Size.Method; m != "" && !estimate.ValidMethod(m) {
+		return exitcode.Newf(exitcode.Usage, "--tokenizer %q: use one of %s", m, strings.Join(estimate.Methods, ", "))
 	}
 	if !checkpoint.ValidTrigger(opts.Trigger) {
 		return exitcode.Newf(exitcode.Usage, "--trigger %q: use auto-80pct, compaction, session-end or manual", opts.Trigger)
@@ -111,11 +118,7 @@ func runCheckpoint(opts *CheckpointOptions) error {
 	res, err := checkpoint.Take(checkpoint.TakeOptions{
 		File: opts.File, SessionKey: opts.SessionKey, Trigger: opts.Trigger, Force: opts.Force, Wait: opts.Wait,
 		Store:           &checkpoint.Store{StateDir: opts.StateDir, Keep: opts.Keep},
-		DedupeThreshold: opts.DedupeThreshold, ContextWindow: opts.ContextWindow,
-		WindowFor: func(model string) int {
-			w, _ := resolveWindow(model, 0, opts.ModelWindows)
-			return w
-		},
+		DedupeThreshold: opts.DedupeThreshold, Size: opts.Size, DryRun: opts.DryRun,
 		Now: opts.Now, Count: restoreCounter(),
 	})
 	if err != nil {
@@ -126,9 +129,12 @@ func runCheckpoint(opts *CheckpointOptions) error {
 		return err
 	}
 	out := opts.IO.Out
-	if res.Written {
+	switch {
+	case res.Written:
 		fmt.Fprintf(out, "%s written: %s\n", res.CheckpointID, res.Path)
-	} else {
+	case res.DryRun:
+		fmt.Fprintf(out, "%s\n", res.Reason)
+	default:
 		fmt.Fprintf(out, "no checkpoint written: %s\n", res.Reason)
 	}
 	fmt.Fprintf(out, "  %-13s %s\n", "session key", res.SessionKey)

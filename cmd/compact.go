@@ -13,6 +13,7 @@ import (
 
 	"github.com/ctxtool/ctxtool/pkg/compaction"
 	"github.com/ctxtool/ctxtool/pkg/config"
+	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
 	"github.com/ctxtool/ctxtool/pkg/llm"
 )
@@ -26,10 +27,10 @@ type CompactOptions struct {
 	LLM        llm.Config
 	Deadline   time.Duration
 	Settings   compaction.Settings
-	Estimator  string
-	Model      string // for the context window
-	Windows    map[string]int
-	DryRun     bool
+	// Size measures the context (--tokenizer, --model, --context-window
+	// and the config), as estimate, roll and checkpoint do.
+	Size   estimate.Options
+	DryRun bool
 	// IfNeeded gates the compaction on the strategy's trigger.
 	IfNeeded bool
 	Truncate bool
@@ -169,9 +170,7 @@ func (o *CompactOptions) load(cfg *config.Config, fs *pflag.FlagSet) {
 	}
 	o.Settings = s
 	o.Summarizer = cfg.String(fs, "compaction.summarizer")
-	o.Estimator = cfg.String(fs, "estimate.tokenizer")
-	o.Model = cfg.String(fs, "model")
-	o.Windows = modelWindows(cfg)
+	o.Size = sizeOptions(cfg, fs)
 	o.LLM = llm.Config{
 		BaseURL:    cmp.Or(cfg.String(nil, "llm.baseURL"), os.Getenv("OPENAI_BASE_URL")),
 		Model:      cfg.String(fs, "llm.model"),
@@ -257,14 +256,7 @@ func runCompact(ctx context.Context, o *CompactOptions) error {
 		set := o.Settings
 		set.Force = !o.IfNeeded
 		opts := compaction.Options{
-			Settings: set, Summarizer: sum, Estimator: o.Estimator, DryRun: o.DryRun, Truncate: o.Truncate, Idle: o.Idle, Wait: o.Wait,
-			ResolveWindow: func(model string) int {
-				if o.Model != "" {
-					model = o.Model
-				}
-				w, _ := resolveWindow(model, 0, o.Windows)
-				return w
-			},
+			Settings: set, Summarizer: sum, Size: o.Size, DryRun: o.DryRun, Truncate: o.Truncate, Idle: o.Idle, Wait: o.Wait,
 			Logf: func(format string, args ...any) { fmt.Fprintf(o.IO.ErrOut, format+"\n", args...) },
 		}
 		if err := checkInput(file); err != nil {
@@ -367,11 +359,18 @@ func printCompact(o *CompactOptions, r *compaction.Result, runErr error) {
 		}
 		t.row("trigger", fmt.Sprintf("%s of %s tokens (window %s)", humanInt(r.ContextTokens), humanInt(r.Threshold), humanInt(r.ContextWindow)))
 	}
-	after := humanInt(r.TokensAfter)
-	if r.SummaryTokens == 0 && r.DryRun {
-		after += " (kept only)"
+	if planned := r.Compacted || (r.DryRun && r.Reason == "" && runErr == nil); planned {
+		after := humanInt(r.TokensAfter)
+		if r.SummaryTokens == 0 && r.DryRun {
+			after += " (kept only)"
+		}
+		t.row("tokens", fmt.Sprintf("%s → %s (pi heuristic: the messages pi rebuilds)", humanInt(r.TokensBefore), after))
+		t.row("next request", fmt.Sprintf("%s → %s (%s, system prompt and tools included: what estimate reports)",
+			humanInt(r.ContextTokens), humanInt(r.NextRequestTokens), r.Estimator))
+	} else if r.TokensBefore > 0 {
+		t.row("tokens", fmt.Sprintf("%s (pi heuristic), unchanged: nothing written", humanInt(r.TokensBefore)))
+		t.row("next request", fmt.Sprintf("%s (%s, %.1f%% of the window)", humanInt(r.ContextTokens), r.Estimator, 100*r.Utilization))
 	}
-	t.row("tokens", fmt.Sprintf("%s → %s (pi heuristic)", humanInt(r.TokensBefore), after))
 	if r.SummaryTokens > 0 {
 		t.row("summary", humanInt(r.SummaryTokens)+" tokens")
 	}

@@ -24,6 +24,7 @@ type EstimateOptions struct {
 	Model         string
 	ContextWindow int
 	ModelWindows  map[string]int // config models.<name>.contextWindow
+	ContextTokens int            // config contextTokens (OpenClaw's cap)
 	PerMessage    bool
 	FailOver      string
 	// Baseline is an earlier `estimate --json` output; MaxGrowth the growth
@@ -51,7 +52,13 @@ Tokenizers:
   calibrated  learnt from the session's own usage records (per content class)
   o200k       exact tiktoken o200k_base count of the content (offline)
   cl100k      exact tiktoken cl100k_base count of the content (offline)
-  auto        calibrated where the session has usage records, else o200k`,
+  auto        calibrated where the session has usage records, else o200k
+
+usage, calibrated and auto trust only fresh usage records: a record that is
+pinned (Ollama's num_ctx), flat while the context grows, zero (OpenClaw's
+delivery-mirror replies), implausible or stale after a compaction is not an
+anchor; JSON usageRejected says which and why. compact, roll and checkpoint
+measure the same way and report the same size.`,
 		Example: `  ctxtool estimate session.jsonl
   ctxtool estimate --tokenizer heuristic --json ~/.pi/agent/sessions/*/*.jsonl
   ctxtool estimate --fail-over 80% session.jsonl   # exit 3 above 80% of the window`,
@@ -63,10 +70,9 @@ Tokenizers:
 			}
 			opts.Files = args
 			opts.JSON = f.JSON
-			opts.Tokenizer = cfg.String(c.Flags(), "estimate.tokenizer")
-			opts.Model = cfg.String(c.Flags(), "model")
-			opts.ContextWindow = cfg.Int(c.Flags(), "contextWindow")
-			opts.ModelWindows = modelWindows(cfg)
+			so := sizeOptions(cfg, c.Flags())
+			opts.Tokenizer, opts.Model, opts.ContextWindow = so.Method, so.Window.Model, so.Window.ContextWindow
+			opts.ModelWindows, opts.ContextTokens = so.Window.Overrides, so.Window.ContextTokens
 			if opts.Gauge == nil {
 				opts.Gauge = contextGauge
 			}
@@ -84,27 +90,31 @@ Tokenizers:
 
 // EstimateReport is the JSON object printed per file.
 type EstimateReport struct {
-	File            string                 `json:"file"`
-	Version         int                    `json:"version"`
-	Entries         int                    `json:"entries"`
-	ContextMessages int                    `json:"contextMessages"`
-	Compactions     int                    `json:"compactions"`
-	LeafID          string                 `json:"leafId"`
-	Model           string                 `json:"model"`
-	ContextWindow   int                    `json:"contextWindow"`
-	WindowSource    string                 `json:"contextWindowSource"`
-	Tokens          int                    `json:"tokens"`
-	Method          string                 `json:"method"`
-	Utilization     float64                `json:"utilization"`
-	ByRole          map[string]int         `json:"byRole"`
-	UsageTokens     int                    `json:"usageTokens,omitempty"`
-	TrailingTokens  int                    `json:"trailingTokens,omitempty"`
-	Overhead        int                    `json:"overheadTokens,omitempty"`
-	UsageStale      bool                   `json:"usageStale"`
-	MalformedLines  []transcript.Malformed `json:"malformedLines"`
-	Warnings        []string               `json:"warnings,omitempty"`
-	Messages        []MessageTokenReport   `json:"messages,omitempty"`
-	Error           string                 `json:"error,omitempty"`
+	File            string         `json:"file"`
+	Version         int            `json:"version"`
+	Entries         int            `json:"entries"`
+	ContextMessages int            `json:"contextMessages"`
+	Compactions     int            `json:"compactions"`
+	LeafID          string         `json:"leafId"`
+	Model           string         `json:"model"`
+	ContextWindow   int            `json:"contextWindow"`
+	WindowSource    string         `json:"contextWindowSource"`
+	Tokens          int            `json:"tokens"`
+	Method          string         `json:"method"`
+	Utilization     float64        `json:"utilization"`
+	ByRole          map[string]int `json:"byRole"`
+	UsageTokens     int            `json:"usageTokens,omitempty"`
+	TrailingTokens  int            `json:"trailingTokens,omitempty"`
+	AnchorLine      int            `json:"anchorLine,omitempty"`
+	Overhead        int            `json:"overheadTokens,omitempty"`
+	UsageStale      bool           `json:"usageStale"`
+	// UsageRejected is the usage record pi would anchor on when ctxtool
+	// does not trust it (pinned, flat, zero, a mirror reply, stale…).
+	UsageRejected  *estimate.Rejection    `json:"usageRejected,omitempty"`
+	MalformedLines []transcript.Malformed `json:"malformedLines"`
+	Warnings       []string               `json:"warnings,omitempty"`
+	Messages       []MessageTokenReport   `json:"messages,omitempty"`
+	Error          string                 `json:"error,omitempty"`
 	// FailOver says, with --fail-over, whether this file crossed it.
 	FailOver *bool `json:"failOver,omitempty"`
 	// BaselineTokens and Growth compare with --baseline (growth 0.1 = 10%).
@@ -240,29 +250,18 @@ func estimateFile(opts *EstimateOptions, file string) (*EstimateReport, error) {
 	}
 	defer s.Close()
 	ctx := s.Context()
-	res, err := estimate.Context(s, ctx, opts.Tokenizer)
+	res, err := estimate.Measure(s, ctx, estimate.Options{Method: opts.Tokenizer, Window: models.Settings{
+		Model: opts.Model, ContextWindow: opts.ContextWindow, Overrides: opts.ModelWindows, ContextTokens: opts.ContextTokens}})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", file, err)
 	}
-	model := opts.Model
-	if model == "" && ctx.Model != nil {
-		model = ctx.Model.ModelID
-	}
-	if model == "" && s.Header.ModelID != "" {
-		model = s.Header.ModelID
-	}
-	window, source := resolveWindow(model, opts.ContextWindow, opts.ModelWindows)
-	if fw := s.Header.ContextWindow; fw > 0 && (source == string(models.FromTable) || source == string(models.FromDefault)) {
-		window, source = fw, string(models.FromFile)
-	}
+	window := res.Window.Tokens
 	r := &EstimateReport{
 		File: file, Version: s.Version, Entries: len(s.Entries), ContextMessages: len(ctx.Messages),
-		Model: model, ContextWindow: window, WindowSource: source, Tokens: res.Tokens, Method: res.Method,
-		ByRole: res.ByRole, UsageTokens: res.UsageTokens, TrailingTokens: res.TrailingTokens,
-		Overhead: res.Overhead, UsageStale: res.Stale, MalformedLines: append([]transcript.Malformed{}, s.Malformed...), Warnings: res.Notes,
-	}
-	if ctx.Model != nil && ctx.Model.Provider != "" && opts.Model == "" {
-		r.Model = ctx.Model.Provider + "/" + ctx.Model.ModelID
+		Model: res.Window.Model, ContextWindow: window, WindowSource: string(res.Window.Source), Tokens: res.Tokens, Method: res.Method,
+		Utilization: res.Utilization, ByRole: res.ByRole, UsageTokens: res.UsageTokens, TrailingTokens: res.TrailingTokens,
+		AnchorLine: res.AnchorLine, Overhead: res.Overhead, UsageStale: res.Stale, UsageRejected: res.Rejected,
+		MalformedLines: append([]transcript.Malformed{}, s.Malformed...), Warnings: res.Notes,
 	}
 	for _, e := range s.Entries {
 		if e.Type == "compaction" {
@@ -272,11 +271,11 @@ func estimateFile(opts *EstimateOptions, file string) (*EstimateReport, error) {
 	if leaf := s.Leaf(); leaf != nil {
 		r.LeafID = leaf.ID
 	}
-	if window > 0 {
-		r.Utilization = float64(res.Tokens) / float64(window)
-	}
 	if s.Foreign != nil {
 		r.Warnings = append(r.Warnings, s.Foreign.Notes...)
+	}
+	for _, w := range s.Warnings {
+		r.Warnings = append(r.Warnings, w.String())
 	}
 	if w := windowWarning(window); w != "" {
 		r.Warnings = append(r.Warnings, w)

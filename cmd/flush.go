@@ -192,13 +192,13 @@ func (o *FlushOptions) flushFile(ctx context.Context, file string, model memflus
 // measure is the session's size — pi's usage-anchored estimate, the number
 // OpenClaw's flush gate reads from its store — and its context window.
 func (o *FlushOptions) measure(s *transcript.Session) (int, int) {
-	ctx := s.Context()
-	tokens := 0
-	if r, err := estimate.Context(s, ctx, estimate.Usage); err == nil {
-		tokens = r.Tokens
+	size := o.Compact.Size
+	size.Method = estimate.Usage
+	r, err := estimate.Measure(s, s.Context(), size)
+	if err != nil { // only an unknown method fails, and usage is known
+		return 0, models.DefaultContextWindow
 	}
-	w := models.ForSession(ctx.Path, s.Header, models.Settings{Model: o.Compact.Model, ContextWindow: o.Compact.Settings.ContextWindow, Overrides: o.Compact.Windows}).Tokens
-	return tokens, w
+	return r.Tokens, r.Window.Tokens
 }
 
 func printFlush(o *FlushOptions, r *memflush.Result) {

@@ -28,10 +28,9 @@ type RollOptions struct {
 	Roll      rolling.Options
 	Jobs      int
 	OlderThan time.Duration
-	Tokenizer string
-	Model     string
-	// ModelWindows are config models.<name>.contextWindow overrides.
-	ModelWindows map[string]int
+	// Size measures contexts (--tokenizer, --model, --context-window and
+	// the config), as estimate, compact and checkpoint do.
+	Size estimate.Options
 
 	// RecallEnabled is config recall.enabled; StateDir holds the index.
 	RecallEnabled bool
@@ -100,10 +99,7 @@ code 4 unless --wait gets the lock). Standalone pi takes no lock: use
 			// default "use the compaction threshold".
 			o.Force = fl.Changed("trigger") && o.Trigger == 0
 			o.ReserveTokens = cfg.Int(nil, "compaction.reserveTokens")
-			o.ContextWindow = cfg.Int(fl, "contextWindow")
-			opts.Model = cfg.String(fl, "model")
-			opts.Tokenizer = cfg.String(fl, "estimate.tokenizer")
-			opts.ModelWindows = modelWindows(cfg)
+			opts.Size = sizeOptions(cfg, fl)
 			opts.RecallEnabled = cfg.Bool(nil, "recall.enabled")
 			opts.StateDir = cfg.StateDir(fl)
 			opts.RecallURL = cfg.String(fl, "recall.url")
@@ -153,8 +149,8 @@ func validateRoll(opts *RollOptions) error {
 		return fmt.Errorf("--jobs %d: must be ≥ 1", opts.Jobs)
 	case opts.OlderThan < 0:
 		return fmt.Errorf("--older-than %v: must be positive", opts.OlderThan)
-	case !estimate.ValidMethod(opts.Tokenizer):
-		return fmt.Errorf("--tokenizer %q: use one of %s", opts.Tokenizer, strings.Join(estimate.Methods, ", "))
+	case opts.Size.Method != "" && !estimate.ValidMethod(opts.Size.Method):
+		return fmt.Errorf("--tokenizer %q: use one of %s", opts.Size.Method, strings.Join(estimate.Methods, ", "))
 	}
 	return nil
 }
@@ -169,14 +165,15 @@ func (a recallAdapter) Index(ctx context.Context, path string) error {
 	return err
 }
 
-// rollEstimator measures contexts with the estimate package.
-func rollEstimator(method string) rolling.Estimator {
+// rollEstimator measures contexts with the one context-size function.
+func rollEstimator(o estimate.Options) rolling.Estimator {
 	return func(s *transcript.Session, c *transcript.Context) (rolling.Measurement, error) {
-		res, err := estimate.Context(s, c, method)
+		res, err := estimate.Measure(s, c, o)
 		if err != nil {
 			return rolling.Measurement{}, err
 		}
-		return rolling.Measurement{Tokens: res.Tokens, PerMessage: res.PerMessage, Method: res.Method}, nil
+		return rolling.Measurement{Tokens: res.Tokens, PerMessage: res.PerMessage, Method: res.Method,
+			Window: res.Window.Tokens, Notes: res.Notes}, nil
 	}
 }
 
@@ -197,15 +194,7 @@ func runRoll(ctx context.Context, opts *RollOptions) error {
 		}
 	}
 
-	r := &rolling.Roller{Options: opts.Roll, Measure: rollEstimator(opts.Tokenizer), Fallback: opts.Fallback}
-	r.Window = func(m *transcript.ModelRef) int {
-		model := opts.Model
-		if model == "" && m != nil {
-			model = m.ModelID
-		}
-		w, _ := resolveWindow(model, 0, opts.ModelWindows)
-		return w
-	}
+	r := &rolling.Roller{Options: opts.Roll, Measure: rollEstimator(opts.Size), Fallback: opts.Fallback}
 	if !opts.RecallEnabled {
 		r.RecallErr = fmt.Errorf("recall is disabled (recall.enabled: false)")
 	} else if ix, err := openRecall(opts.RecallURL, opts.StateDir, opts.Embedder, opts.MaxChars); err != nil {
@@ -350,14 +339,7 @@ func rollFallback(co *CompactOptions) rolling.FallbackFunc {
 			defer cancel()
 		}
 		res, err := compaction.Run(ctx, path, compaction.Options{
-			Settings: co.Settings, Summarizer: sum, Estimator: co.Estimator, DryRun: o.DryRun, Wait: o.Wait,
-			ResolveWindow: func(model string) int {
-				if co.Model != "" {
-					model = co.Model
-				}
-				w, _ := resolveWindow(model, 0, co.Windows)
-				return w
-			},
+			Settings: co.Settings, Summarizer: sum, Size: co.Size, DryRun: o.DryRun, Wait: o.Wait,
 		})
 		if err != nil {
 			return nil, err

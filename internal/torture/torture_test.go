@@ -41,6 +41,17 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	bin = filepath.Join(dir, "ctxtool")
+	// The binary is built from the whole module: stat its sources so that
+	// go test's result cache notices when any of them changes.
+	filepath.WalkDir(oracle.ModuleRoot(), func(p string, e os.DirEntry, err error) error {
+		if err == nil && e.IsDir() && (e.Name() == "node_modules" || e.Name() == ".git") {
+			return filepath.SkipDir
+		}
+		if err == nil && strings.HasSuffix(p, ".go") {
+			os.Stat(p)
+		}
+		return nil
+	})
 	build := exec.Command("go", "build", "-o", bin, ".")
 	build.Dir = oracle.ModuleRoot()
 	if out, err := build.CombinedOutput(); err != nil {
@@ -756,4 +767,88 @@ func TestCommandsStopOnSignal(t *testing.T) {
 	if info, err := os.ReadFile(session + ".lock"); err != nil || !strings.Contains(string(info), strconv.Itoa(os.Getpid())) {
 		t.Fatalf("the held lock changed: %s %v", info, err)
 	}
+}
+
+// Pathological sizes: a 2 GB file of NUL bytes without a newline (with and
+// without a header line before it) and a session with one 200 MB line.
+// Peak RSS is measured per command (getrusage of the child): no command
+// holds more than about twice the largest line it reads plus its normal
+// working set; lines over transcript.MaxLineBytes are never read whole.
+// (`index` reads lines itself, in pkg/recall: issue 17.)
+func TestPathologicalSizesPeakRSS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("reads 4 GB and a 200 MB line; skipped with -short")
+	}
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	const gb2 = 2 << 30
+	nul := filepath.Join(dir, "nul.jsonl")
+	f, _ := os.Create(nul)
+	f.Truncate(gb2) // sparse: no disk used
+	f.Close()
+	headed := filepath.Join(dir, "headed.jsonl")
+	hdr := `{"type":"session","version":3,"id":"s","timestamp":"2026-03-02T09:00:00.000Z","cwd":"/"}` + "\n"
+	os.WriteFile(headed, []byte(hdr), 0o644)
+	os.Truncate(headed, int64(len(hdr))+gb2)
+
+	const bigLine = 200 << 20
+	big := filepath.Join(dir, "big.jsonl")
+	writeBigLineSession(t, big, bigLine)
+
+	type limit struct {
+		file string
+		args []string
+		// maxMiB bounds the peak RSS; ok says whether the command must
+		// succeed.
+		maxMiB int64
+		ok     bool
+	}
+	base := int64(160) // a command's own working set, MiB (tokenizer tables, sqlite)
+	cases := []limit{
+		{nul, []string{"estimate"}, base, false},
+		{nul, []string{"compact", "--force", "--summarizer", "extractive"}, base, false},
+		{nul, []string{"roll", "--trigger", "0", "--state-dir", state}, base, false},
+		{headed, []string{"estimate"}, base, true},
+		{big, []string{"estimate", "--tokenizer", "heuristic"}, base + 2*bigLine>>20, true},
+		// checkpoint measures like estimate (issue 9: auto by default,
+		// whose exact count of a 200 MB line is the tokenizer's cost, not
+		// the reader's); heuristic bounds the reading, as for the others.
+		{big, []string{"checkpoint", "--force", "--tokenizer", "heuristic", "--state-dir", state}, base + 2*bigLine>>20, true},
+		{big, []string{"compact", "--dry-run", "--force", "--summarizer", "extractive", "--tokenizer", "heuristic"}, base + 2*bigLine>>20, true},
+	}
+	for _, c := range cases {
+		r := ctxtool(t, append(c.args, c.file)...)
+		name := fmt.Sprintf("%s on %s", strings.Join(c.args[:1], " "), filepath.Base(c.file))
+		t.Logf("%-40s exit %d, peak RSS %4d MiB, %v: %s", name, r.code, r.maxRSS>>10, r.took.Round(time.Millisecond), lastLine(r.stderr))
+		if r.maxRSS>>10 > c.maxMiB {
+			t.Errorf("%s: peak RSS %d MiB, over %d MiB", name, r.maxRSS>>10, c.maxMiB)
+		}
+		if c.ok && r.code != 0 {
+			t.Errorf("%s: exit %d: %s", name, r.code, r.stderr)
+		}
+		if !c.ok && (r.code == 0 || r.stderr == "") {
+			t.Errorf("%s: exit %d without an error", name, r.code)
+		}
+	}
+}
+
+// writeBigLineSession writes a session with a tool result of n bytes on one
+// line, streamed (never held in memory).
+func writeBigLineSession(t *testing.T, path string, n int) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	f.WriteString(`{"type":"session","version":3,"id":"s","timestamp":"2026-03-02T09:00:00.000Z","cwd":"/"}` + "\n")
+	f.WriteString(`{"type":"message","id":"a1","parentId":null,"timestamp":"2026-03-02T09:00:01.000Z","message":{"role":"user","content":"read the log","timestamp":1772442001000}}` + "\n")
+	f.WriteString(`{"type":"message","id":"a2","parentId":"a1","timestamp":"2026-03-02T09:00:02.000Z","message":{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"read","arguments":{"path":"big.log"}}],"stopReason":"toolUse","timestamp":1772442002000}}` + "\n")
+	f.WriteString(`{"type":"message","id":"a3","parentId":"a2","timestamp":"2026-03-02T09:00:03.000Z","message":{"role":"toolResult","toolCallId":"c1","toolName":"read","content":[{"type":"text","text":"`)
+	chunk := []byte(strings.Repeat("log line 0123456789 abcdefghij\\n", 1<<15))
+	for w := 0; w < n; w += len(chunk) {
+		f.Write(chunk)
+	}
+	f.WriteString(`"}],"isError":false,"timestamp":1772442003000}}` + "\n")
+	f.WriteString(`{"type":"message","id":"a4","parentId":"a3","timestamp":"2026-03-02T09:00:04.000Z","message":{"role":"user","content":"thanks","timestamp":1772442004000}}` + "\n")
 }

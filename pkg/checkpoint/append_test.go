@@ -11,6 +11,8 @@ import (
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
+	"github.com/ctxtool/ctxtool/pkg/estimate"
+	"github.com/ctxtool/ctxtool/pkg/models"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -112,14 +114,15 @@ func TestTakeGateAndDedupe(t *testing.T) {
 		}
 		return r
 	}
-	// 10.6% of 200k: auto-80pct does not write.
+	// 16% of 200k (chars/4 of the compacted context + the overhead the
+	// last usage record measured): auto-80pct does not write.
 	r := take(TakeOptions{Trigger: TriggerAuto80})
 	if r.Written || !strings.Contains(r.Reason, "below the 80% threshold") {
 		t.Fatalf("gate: %+v", r)
 	}
-	// A 25k window makes it 85%: written.
-	r = take(TakeOptions{Trigger: TriggerAuto80, ContextWindow: 25000})
-	if !r.Written || r.CheckpointID != "cp_001" || r.Gauge != "[Context: 85% | 21k/25k tokens | Checkpoint saved]" {
+	// A 38k window makes it 85%: written.
+	r = take(TakeOptions{Trigger: TriggerAuto80, Size: estimate.Options{Window: models.Settings{ContextWindow: 38000}}})
+	if !r.Written || r.CheckpointID != "cp_001" || r.Gauge != "[Context: 85% | 33k/38k tokens | Checkpoint saved]" {
 		t.Fatalf("auto write: %+v", r)
 	}
 	// Same tokens again: deduplicated.

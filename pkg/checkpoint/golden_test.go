@@ -11,7 +11,9 @@ import (
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
+	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/tokenizer"
+	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden/checkpoint")
@@ -138,12 +140,25 @@ func TestFixtureFacts(t *testing.T) {
 	if cp := byName["pi-v1-session-d5dde00"]; cp == nil || !cp.Working.Interrupted || cp.Meta.CompactionCount != 1 {
 		t.Errorf("d5dde00: %+v", cp)
 	}
-	// before-compaction: two compactions; usage-anchored 180,820 tokens.
-	if cp := byName["pi-v1-before-compaction"]; cp == nil || cp.Meta.CompactionCount != 2 || cp.Meta.TokenUsage.InputTokens != 180820 {
+	// The gauge is estimate's number (estimate.Measure, same options).
+	for name, cp := range byName {
+		s, err := transcript.Load(oracle.Fixture(name + ".jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := estimate.Measure(s, s.Context(), estimate.Options{})
+		s.Close()
+		if err != nil || cp.Meta.TokenUsage.InputTokens != m.Tokens || cp.Meta.TokenUsage.ContextWindow != m.Window.Tokens {
+			t.Errorf("%s: checkpoint says %d/%d, estimate %d/%d (%v)", name, cp.Meta.TokenUsage.InputTokens, cp.Meta.TokenUsage.ContextWindow, m.Tokens, m.Window.Tokens, err)
+		}
+	}
+	// before-compaction: two compactions.
+	if cp := byName["pi-v1-before-compaction"]; cp == nil || cp.Meta.CompactionCount != 2 {
 		t.Errorf("before-compaction meta: %+v", cp.Meta)
 	}
-	// large-session: usage anchor 177,657 of 200k = 88.8%.
-	if cp := byName["pi-v1-large-session"]; cp == nil || cp.Meta.TokenUsage.InputTokens != 177657 || cp.Meta.TokenUsage.Utilization != 0.8883 {
+	// large-session: anchored on its last usage record, 177,657 of 200k,
+	// plus the short reply after it.
+	if cp := byName["pi-v1-large-session"]; cp == nil || cp.Meta.TokenUsage.InputTokens < 177657 || cp.Meta.TokenUsage.InputTokens > 177657+100 {
 		t.Errorf("large-session meta: %+v", cp.Meta)
 	}
 	for name, cp := range byName {

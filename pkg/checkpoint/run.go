@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/sessionstore"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
@@ -26,12 +27,14 @@ type TakeOptions struct {
 	Force           bool   // ignore the dedupe and the 80% gate
 	Store           *Store
 	DedupeThreshold float64 // ≤ 0: DefaultDedupeThreshold
-	ContextWindow   int     // > 0 wins over WindowFor
-	// WindowFor maps the session's model to its context window (nil or
-	// ≤ 0: DefaultContextWindow).
-	WindowFor func(model string) int
-	Now       func() time.Time
-	Count     func(string) int // token counter for the restore text
+	// Size is how the context is measured and its window resolved: the
+	// options every command shares (estimate.Measure), so the gauge and
+	// the 80% gate agree with estimate, compact and roll.
+	Size estimate.Options
+	// DryRun writes nothing: no capture, no checkpoint, no state reset.
+	DryRun bool
+	Now    func() time.Time
+	Count  func(string) int // token counter for the restore text
 	// Wait is how long to wait for another capture's state lock
 	// (≤ 0: DefaultStateLockWait).
 	Wait time.Duration
@@ -54,7 +57,12 @@ type TakeResult struct {
 	Previous        string   `json:"previousCheckpoint,omitempty"`
 	Pruned          []string `json:"pruned,omitempty"`
 	Gauge           string   `json:"gauge,omitempty"`
-	Warnings        []string `json:"warnings,omitempty"`
+	// Method is the estimate method of InputTokens; UsageRejected the
+	// usage record pi would anchor on when it is not trusted.
+	Method        string              `json:"method,omitempty"`
+	UsageRejected *estimate.Rejection `json:"usageRejected,omitempty"`
+	DryRun        bool                `json:"dryRun,omitempty"`
+	Warnings      []string            `json:"warnings,omitempty"`
 	// MalformedLines are the session's lines pi drops.
 	MalformedLines []transcript.Malformed `json:"malformedLines,omitempty"`
 }
@@ -113,7 +121,7 @@ func Take(o TakeOptions) (*TakeResult, error) {
 	// concurrent capture cannot slip in between the bundle and the reset.
 	// Stdin has no position to remember: its state is bundled as found.
 	var captured *CaptureResult
-	if o.File != "-" {
+	if o.File != "-" && !o.DryRun {
 		lock, err := o.Store.lockState(key, o.Wait)
 		if err != nil {
 			return nil, err
@@ -123,29 +131,22 @@ func Take(o TakeOptions) (*TakeResult, error) {
 			return nil, err
 		}
 	}
-	tokens, err := Measure(s, ctx)
+	size, err := estimate.Measure(s, ctx, o.Size)
 	if err != nil {
 		return nil, fmt.Errorf("%s: measure context: %v", o.File, err)
 	}
-	if o.ContextWindow <= 0 && o.WindowFor != nil {
-		model := s.Header.ModelID
-		if ctx.Model != nil && ctx.Model.ModelID != "" {
-			model = ctx.Model.ModelID
-		}
-		o.ContextWindow = o.WindowFor(model)
-	}
-	if o.ContextWindow <= 0 {
-		o.ContextWindow = DefaultContextWindow
-	}
+	tokens, window := size.Tokens, size.Window.Tokens
 	if e, ok := sessions.Entry(key); ok && e.CompactionCount > in.CompactionCount {
 		in.CompactionCount = e.CompactionCount
 	}
 	in.SessionKey, in.Trigger, in.Now = key, o.Trigger, o.Now()
-	in.InputTokens, in.ContextWindow = tokens, o.ContextWindow
+	in.InputTokens, in.ContextWindow = tokens, window
 	res := &TakeResult{File: o.File, SessionKey: key, Trigger: o.Trigger, InputTokens: tokens,
-		ContextWindow: o.ContextWindow, CompactionCount: in.CompactionCount, MalformedLines: s.Malformed}
-	util := float64(tokens) / float64(o.ContextWindow)
+		ContextWindow: window, CompactionCount: in.CompactionCount, DryRun: o.DryRun, Method: size.Method,
+		UsageRejected: size.Rejected, MalformedLines: s.Malformed}
+	util := size.Utilization
 	res.Utilization = math.Round(util*10000) / 10000
+	res.Warnings = append(res.Warnings, size.Notes...)
 	if in.CompactionCount > 3 {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("%s has been compacted %d times: repeated compaction loses detail (consider a fresh session resumed from this checkpoint)", o.File, in.CompactionCount))
 	}
@@ -163,7 +164,7 @@ func Take(o TakeOptions) (*TakeResult, error) {
 
 	if !o.Force && o.Trigger == TriggerAuto80 && util < AutoThreshold {
 		res.Reason = fmt.Sprintf("utilization %.1f%% is below the %.0f%% threshold of --trigger auto-80pct", util*100, AutoThreshold*100)
-		res.Gauge = Gauge(tokens, o.ContextWindow, false)
+		res.Gauge = Gauge(tokens, window, false)
 		res.Tokens = restoreTokens()
 		return res, nil
 	}
@@ -172,11 +173,17 @@ func Take(o TakeOptions) (*TakeResult, error) {
 			if dup, delta := Dedupe(last, tokens, o.DedupeThreshold); dup {
 				res.Reason = fmt.Sprintf("input tokens changed by %.1f%% since %s (less than %.0f%%; --force writes anyway)", delta*100, last.Meta.CheckpointID, o.DedupeThreshold*100)
 				res.Previous = last.Meta.CheckpointID
-				res.Gauge = Gauge(tokens, o.ContextWindow, false)
+				res.Gauge = Gauge(tokens, window, false)
 				res.Tokens = restoreTokens()
 				return res, nil
 			}
 		}
+	}
+	if o.DryRun {
+		res.Reason = "dry run: a checkpoint would be written (the lines since the last capture were not captured)"
+		res.Gauge = Gauge(tokens, window, false)
+		res.Tokens = restoreTokens()
+		return res, nil
 	}
 	wr, err := o.Store.Write(key, cp)
 	if err != nil {
@@ -184,7 +191,7 @@ func Take(o TakeOptions) (*TakeResult, error) {
 	}
 	res.Written, res.CheckpointID, res.Path, res.Pruned = true, wr.ID, wr.Path, wr.Pruned
 	res.Previous = cp.Meta.PreviousCheckpoint
-	res.Gauge = Gauge(tokens, o.ContextWindow, true)
+	res.Gauge = Gauge(tokens, window, true)
 	res.Tokens = restoreTokens()
 	if err := o.Store.ResetState(key); err != nil {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("checkpoint written but the state files were not reset: %v", err))

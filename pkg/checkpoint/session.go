@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/models"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
@@ -14,19 +13,6 @@ import (
 // names a window: OpenClaw's default for unknown models (the 200k of the
 // seed's examples), the model table's value.
 const DefaultContextWindow = models.DefaultContextWindow
-
-// Measure returns the context size the gauge and the 80% gate use: seed
-// 002 §6.1's source order — the provider's last usage plus chars/4 for what
-// follows (pi's estimateContextTokens), or chars/4 of the whole context when
-// that usage predates the compaction in force. It is a variable so a better
-// estimator can be swapped in.
-var Measure = func(s *transcript.Session, ctx *transcript.Context) (int, error) {
-	r, err := estimate.Context(s, ctx, estimate.Usage)
-	if err != nil {
-		return 0, err
-	}
-	return r.Tokens, nil
-}
 
 // FromSession reads a loaded session into a builder Input: the messages of
 // the branch (root → leaf, including those before a compaction: the

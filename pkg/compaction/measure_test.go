@@ -11,6 +11,7 @@ import (
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
 	"github.com/ctxtool/ctxtool/internal/testkit/llmtest"
+	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -24,13 +25,13 @@ func TestKeptTailMatchesAskedTokens(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, _ := counterFor(s, "auto")
+		m, _ := measureFor(s, estimate.Options{})
 		for _, keep := range []int{10000, 20000, 40000} {
-			p, err := Prepare(s, Settings{KeepRecentTokens: keep, Count: c.count})
+			p, err := Prepare(s, Settings{KeepRecentTokens: keep, Count: m.Count})
 			if err != nil {
 				t.Fatal(err)
 			}
-			real, ok := RealKeptTokens(p, c.count)
+			real, ok := RealKeptTokens(p, m.Count)
 			if !ok {
 				// e.g. the last message alone is larger than keep: no
 				// usage record lies inside the kept tail

@@ -59,13 +59,15 @@ func msgText(m *transcript.Message) string {
 	case "compactionSummary", "branchSummary":
 		return m.Summary
 	}
-	var b strings.Builder
+	// One text block (the usual case, and a huge tool result's) is
+	// returned as is: no copy of a string that can be hundreds of MB.
+	var texts []string
 	for _, bl := range m.Content {
 		if bl.Type == "text" {
-			b.WriteString(bl.Text)
+			texts = append(texts, bl.Text)
 		}
 	}
-	return b.String()
+	return strings.Join(texts, "")
 }
 
 func thinkingText(m *transcript.Message) string {

@@ -127,7 +127,11 @@ func Prepare(s *transcript.Session, set Settings) (*Preparation, error) {
 		p.Threshold = set.SummarizeThreshold
 		// seed 003 triggers on its own chars/4 estimate of the messages
 		p.ContextTokens = p.TokensBefore
-	} else {
+	}
+	if set.ContextTokens > 0 {
+		p.ContextTokens = set.ContextTokens
+	}
+	if set.Strategy != StrategySummarize {
 		p.Threshold = set.ContextWindow - p.ReserveTokens
 	}
 	p.BelowTrigger = p.ContextTokens <= p.Threshold

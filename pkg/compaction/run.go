@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/ctxtool/ctxtool/pkg/estimate"
@@ -14,14 +15,12 @@ import (
 type Options struct {
 	Settings   Settings
 	Summarizer Summarizer
-	// Estimator is the estimate method sizing the kept tail ("" = auto:
-	// calibrated from the session's usage records where it has enough,
-	// else the best offline count).
-	Estimator string
-	// ResolveWindow gives the context window of a model when
-	// Settings.ContextWindow is 0 (nil: 200,000).
-	ResolveWindow func(model string) int
-	DryRun        bool
+	// Size is how the context is measured and its window resolved
+	// (estimate.Measure, the function estimate, roll and checkpoint call):
+	// the trigger compares its size with the threshold and the kept tail is
+	// sized in its unit. Settings.ContextWindow > 0 overrides its window.
+	Size   estimate.Options
+	DryRun bool
 	// Truncate rewrites the file as header + compaction + kept tail after
 	// keeping the original as <file>.bak.<stamp>.
 	Truncate bool
@@ -52,17 +51,27 @@ type Result struct {
 	KeptMessages       int    `json:"keptMessages"`
 	// TokensBefore and TokensAfter are pi's heuristic (Σ estimateTokens)
 	// of the context before and of the context pi rebuilds after.
-	TokensBefore    int `json:"tokensBefore"`
-	TokensAfter     int `json:"tokensAfter"`
-	SummaryTokens   int `json:"summaryTokens"`
-	LLMCalls        int `json:"llmCalls"`
-	LLMInputTokens  int `json:"llmInputTokens"`
-	LLMOutputTokens int `json:"llmOutputTokens"`
+	TokensBefore int `json:"tokensBefore"`
+	TokensAfter  int `json:"tokensAfter"`
+	// NextRequestTokens is the next request after the compaction, system
+	// prompt and tools included: what `ctxtool estimate` (same flags)
+	// reports next. When nothing is written both "after" sizes are the
+	// context as it is.
+	NextRequestTokens int `json:"nextRequestTokens"`
+	// Utilization is ContextTokens / ContextWindow; UsageRejected the
+	// usage record pi would anchor on when it is not trusted.
+	Utilization     float64             `json:"utilization"`
+	UsageRejected   *estimate.Rejection `json:"usageRejected,omitempty"`
+	SummaryTokens   int                 `json:"summaryTokens"`
+	LLMCalls        int                 `json:"llmCalls"`
+	LLMInputTokens  int                 `json:"llmInputTokens"`
+	LLMOutputTokens int                 `json:"llmOutputTokens"`
 
 	// EntryTokensBefore is what the entry stores as tokensBefore: pi's
 	// usage-anchored estimateContextTokens (heuristic when stale).
 	EntryTokensBefore int `json:"entryTokensBefore"`
-	// ContextTokens is the trigger measure, Threshold the trigger.
+	// ContextTokens is the trigger measure (estimate.Measure, the size
+	// every command reports), Threshold the trigger.
 	ContextTokens int `json:"contextTokens"`
 	Threshold     int `json:"threshold"`
 	ContextWindow int `json:"contextWindow"`
@@ -125,6 +134,7 @@ type planned struct {
 	prep        *Preparation
 	out         *Outcome
 	tokensAfter int
+	nextRequest int // estimate.Measure of the session with the entry appended
 	details     *Details
 }
 
@@ -148,6 +158,10 @@ func Run(ctx context.Context, path string, o Options) (*Result, error) {
 		logf = func(string, ...any) {}
 	}
 	res := &Result{File: path, Strategy: set.Strategy, Summarizer: o.Summarizer.Name(), DryRun: o.DryRun}
+	size := o.Size
+	if set.ContextWindow > 0 {
+		size.Window.ContextWindow = set.ContextWindow
+	}
 	if set.Strategy != StrategySummarize {
 		res.KeepRecentTokens = set.withDefaults().KeepRecentTokens
 	}
@@ -157,25 +171,30 @@ func Run(ctx context.Context, path string, o Options) (*Result, error) {
 
 	plan := func(s *transcript.Session) (*planned, error) {
 		set := set
-		c, note := counterFor(s, o.Estimator)
+		m, note := measureFor(s, size)
 		if note != "" {
 			logf("%s: %s", path, note)
 		}
-		set.Count = c.count
-		res.Estimator = c.method
+		res.Estimator, res.Utilization, res.UsageRejected = m.Method, m.Utilization, m.Rejected
 		res.MalformedLines = s.Malformed
-		if set.ContextWindow <= 0 {
-			set.ContextWindow = DefaultContextWindow
-			if o.ResolveWindow != nil {
-				set.ContextWindow = o.ResolveWindow(sessionModel(s))
-			}
+		if m.Rejected != nil {
+			res.Warnings = appendOnce(res.Warnings, m.Notes...)
 		}
+		set.Count, set.ContextWindow, set.ContextTokens = m.Count, m.Window.Tokens, m.Tokens
 		p, err := Prepare(s, set)
 		if err != nil {
 			return nil, err
 		}
 		res.prep = p
+		for _, w := range s.Warnings {
+			if msg := w.String(); !slices.Contains(res.Warnings, msg) {
+				logf("%s: warning: %s", path, w)
+				res.Warnings = append(res.Warnings, msg)
+			}
+		}
 		fillPlan(res, s, p)
+		// Until a compaction is planned, the context stays as it is.
+		res.TokensAfter, res.NextRequestTokens = p.TokensBefore, m.Tokens
 		if p.Reason != "" {
 			res.Reason = p.Reason
 			return nil, nil
@@ -194,12 +213,18 @@ func Run(ctx context.Context, path string, o Options) (*Result, error) {
 		if o.DryRun && o.Summarizer.Name() != "extractive" {
 			res.Warnings = append(res.Warnings, "dry run: the "+o.Summarizer.Name()+" summariser was not called; tokensAfter counts the kept messages only")
 			res.TokensAfter = afterTokens(p, "")
+			if res.NextRequestTokens, err = nextRequest(s, p, "", size); err != nil {
+				return nil, err
+			}
 			return nil, nil
 		}
 		key := fmt.Sprintf("%s|%d|%d|%d", p.FirstKept.ID, p.BoundaryStart, len(p.Summarize), len(p.TurnPrefix))
 		if memo != nil && memoKey == key {
 			memo.prep = p
 			memo.tokensAfter = afterTokens(p, memo.out.Summary)
+			if memo.nextRequest, err = nextRequest(s, p, memo.out.Summary, size); err != nil {
+				return nil, err
+			}
 			return memo, nil
 		}
 		logf("%s: summarising %d messages with the %s summariser (%s strategy)…", path, len(p.Summarize)+len(p.TurnPrefix), o.Summarizer.Name(), set.Strategy)
@@ -215,6 +240,9 @@ func Run(ctx context.Context, path string, o Options) (*Result, error) {
 			return nil, fmt.Errorf("%s: %w: the summary and kept messages (%d tokens) are not smaller than the context (%d tokens); the session is unchanged",
 				path, ErrNothingReclaimed, pl.tokensAfter, p.TokensBefore)
 		}
+		if pl.nextRequest, err = nextRequest(s, p, out.Summary, size); err != nil {
+			return nil, err
+		}
 		memo, memoKey = pl, key
 		return pl, nil
 	}
@@ -226,7 +254,7 @@ func Run(ctx context.Context, path string, o Options) (*Result, error) {
 			return
 		}
 		res.outcome = pl.out
-		res.TokensAfter = pl.tokensAfter
+		res.TokensAfter, res.NextRequestTokens = pl.tokensAfter, pl.nextRequest
 		res.SummaryTokens = (u16len(pl.out.Summary) + 3) / 4
 		res.Chunks = pl.out.Chunks
 		res.Fallback = pl.out.Fallback
@@ -347,43 +375,42 @@ func verify(path string, res *Result) string {
 	return ""
 }
 
-func sessionModel(s *transcript.Session) string {
-	if c := s.Context(); c.Model != nil && c.Model.ModelID != "" {
-		return c.Model.ModelID
+// measureFor measures the session with the shared context-size function,
+// falling back to pi's heuristic when the asked method cannot run here (an
+// exact tokenizer missing from the build).
+func measureFor(s *transcript.Session, size estimate.Options) (*estimate.Result, string) {
+	m, err := estimate.Measure(s, s.Context(), size)
+	if err == nil {
+		return m, ""
 	}
-	if s.Header != nil {
-		return s.Header.ModelID
-	}
-	return ""
+	asked := size.Method
+	size.Method = estimate.Heuristic
+	m, _ = estimate.Measure(s, s.Context(), size) // the heuristic cannot fail
+	return m, "estimator " + asked + " unavailable (" + err.Error() + "): measuring with pi's heuristic"
 }
 
-type counter struct {
-	method string
-	count  Counter
-}
-
-// counterFor builds the best estimator for the session, falling back to
-// pi's heuristic when no better one can run here.
-func counterFor(s *transcript.Session, method string) (counter, string) {
-	if method == "" {
-		method = estimate.Auto
-	}
-	if method == estimate.Heuristic {
-		return counter{method: method, count: Heuristic}, ""
-	}
-	c, err := estimate.NewCounter(s, method)
-	note := ""
-	if err != nil && method == estimate.Auto {
-		// no exact tokenizer in this build: prior-weighted calibration
-		c, err = estimate.NewCounter(s, estimate.Calibrated)
-	}
+// nextRequest is the size of the next request once a compaction with this
+// summary is appended: the same measure, on the session as it will be.
+func nextRequest(s *transcript.Session, p *Preparation, summary string, size estimate.Options) (int, error) {
+	a, err := s.NewWriter().Compaction(transcript.CompactionSpec{Summary: summary, FirstKept: p.FirstKept, TokensBefore: p.UsageBefore})
 	if err != nil {
-		return counter{method: estimate.Heuristic, count: Heuristic}, "estimator " + method + " unavailable (" + err.Error() + "): sizing the kept tail with pi's heuristic"
+		return 0, err
 	}
-	if c.Note != "" {
-		note = c.Note
+	after, err := s.WithAppended(a.Line)
+	if err != nil {
+		return 0, fmt.Errorf("%s: the compacted session does not load: %v", s.File, err)
 	}
-	return counter{method: c.Method(), count: c.Tokens}, note
+	m, _ := measureFor(after, size)
+	return m.Tokens, nil
+}
+
+func appendOnce(list []string, items ...string) []string {
+	for _, it := range items {
+		if !slices.Contains(list, it) {
+			list = append(list, it)
+		}
+	}
+	return list
 }
 
 func usageOf(s Summarizer) Usage {

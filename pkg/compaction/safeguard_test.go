@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -149,7 +150,7 @@ func TestSafeguardOversizedInHistoryAndTurnPrefix(t *testing.T) {
 	g.assistant("All services checked.", nil)
 	f := g.write(t, "oversized.jsonl")
 	res, err := Run(context.Background(), f, Options{Settings: Settings{Strategy: StrategySafeguard, Force: true, KeepRecentTokens: 500,
-		ContextWindow: 20000, MaxHistoryShare: 0.9, RecentTurnsPreserve: -1}, Summarizer: Extractive{}, Estimator: "heuristic", DryRun: true})
+		ContextWindow: 20000, MaxHistoryShare: 0.9, RecentTurnsPreserve: -1}, Summarizer: Extractive{}, Size: estimate.Options{Method: estimate.Heuristic}, DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -92,6 +92,10 @@ type Settings struct {
 	// Count sizes messages for keepRecentTokens and chunking (nil: pi's
 	// heuristic). Run installs the best estimator here.
 	Count Counter
+	// ContextTokens is the size of the context the trigger compares with
+	// the threshold (0: pi's usage-anchored estimate). Run installs
+	// estimate.Measure's size, the one every command reports.
+	ContextTokens int
 }
 
 func (s Settings) withDefaults() Settings {

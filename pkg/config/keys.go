@@ -107,6 +107,8 @@ var Keys = []Key{
 		Doc: `Model id used to look up the context window; "" = the session's last model.`},
 	{Name: "contextWindow", Kind: Int, Default: 0, Flag: "context-window", Range: nonNegative(),
 		Doc: "Context window in tokens; 0 = from the model table (200000 for unknown models)."},
+	{Name: "contextTokens", Kind: Int, Default: 0, Range: nonNegative(),
+		Doc: "Cap on every model's context window, as OpenClaw's agents.defaults.contextTokens (read from --openclaw-config too); 0 = no cap. --context-window wins over it."},
 	{Name: "models", Kind: Map,
 		Doc: "Per-model overrides of the built-in model table: models.<name>.contextWindow."},
 

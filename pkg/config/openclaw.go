@@ -11,7 +11,8 @@ import (
 // ReadOpenClaw reads an openclaw.json (JSON5: comments, trailing commas,
 // unquoted keys, single-quoted strings) and returns the settings under
 // agents.defaults.compaction and agents.defaults.contextManagement as flat
-// ctxtool keys ("compaction.mode", "contextManagement.budget.x", …).
+// ctxtool keys ("compaction.mode", "contextManagement.budget.x", …), and
+// agents.defaults.contextTokens (the window cap) as contextTokens.
 func ReadOpenClaw(path string) (map[string]any, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -31,6 +32,10 @@ func ReadOpenClaw(path string) (map[string]any, error) {
 		if m, ok := defaults[section].(map[string]any); ok {
 			flatten(section, m, out)
 		}
+	}
+	// agents.defaults.contextTokens caps every model's context window.
+	if v, ok := defaults["contextTokens"]; ok {
+		out["contextTokens"] = v
 	}
 	return out, nil
 }

@@ -97,40 +97,47 @@ type usageSpan struct {
 }
 
 // pathSpans walks the root→leaf path and returns the usage deltas between
-// consecutive trusted anchors with no compaction between them, plus the
-// per-anchor (usage, feature sum of the active context) pairs.
-func pathSpans(path []*transcript.Entry, feat func(*transcript.Entry) features) (spans []usageSpan, anchors []anchorPoint) {
+// consecutive sound records (audit) with no compaction between them, plus
+// the per-record (usage, feature sum of the context the provider saw)
+// pairs. A compaction restarts the context as its summary plus the kept
+// entries, whose features are read off prefix sums: one pass over the path
+// however many compactions it holds (scanning the path prefix for the kept
+// entries at every compaction was quadratic: 81% of a forced roll of a
+// 1 GB session).
+func pathSpans(path []*transcript.Entry, feat func(*transcript.Entry) features, audit *UsageAudit) (spans []usageSpan, anchors []anchorPoint) {
+	sound := audit.sound()
+	prefix := make([]features, len(path)+1) // Σ features of messages in path[:i]
+	first := map[string]int{}
+	for i, e := range path {
+		prefix[i+1] = prefix[i]
+		if producesMessage(e) {
+			prefix[i+1] = add(prefix[i+1], feat(e))
+		}
+		if _, dup := first[e.ID]; !dup && e.ID != "" {
+			first[e.ID] = i
+		}
+	}
 	var active features // features of the context as the provider saw it
 	prev := -1
 	var acc features
-	msgFeat := make(map[*transcript.Entry]features)
 	for i, e := range path {
 		switch {
 		case e.Type == "compaction":
 			// The context restarts: summary + kept entries.
 			active = feat(e)
-			kept := false
-			for _, k := range path[:i] {
-				if !kept && e.FirstKeptEntryID != "" && k.ID == e.FirstKeptEntryID {
-					kept = true
-				}
-				if kept {
-					if f, ok := msgFeat[k]; ok {
-						active = add(active, f)
-					}
-				}
+			if k, ok := first[e.FirstKeptEntryID]; ok && e.FirstKeptEntryID != "" && k < i {
+				active = add(active, sub(prefix[i], prefix[k]))
 			}
 			prev, acc = -1, features{}
 			continue
 		case producesMessage(e):
 			f := feat(e)
-			msgFeat[e] = f
 			active = add(active, f)
 			acc = add(acc, f)
 		default:
 			continue
 		}
-		if e.Role == "assistant" && e.UsageTrusted() && e.Usage.ContextTokens() > 0 {
+		if sound[e] {
 			u := e.Usage.ContextTokens()
 			anchors = append(anchors, anchorPoint{usage: u, x: active})
 			if prev >= 0 {
@@ -163,6 +170,13 @@ func producesMessage(e *transcript.Entry) bool {
 func add(a, b features) features {
 	for k := range a {
 		a[k] += b[k]
+	}
+	return a
+}
+
+func sub(a, b features) features {
+	for k := range a {
+		a[k] -= b[k]
 	}
 	return a
 }

@@ -65,9 +65,9 @@ func TestCalibratedHoldout(t *testing.T) {
 		c := &Counter{s: s, method: Calibrated, images: map[*transcript.Entry]int{}, exact: map[*transcript.Entry]int{}}
 		path := s.Branch()
 		half := len(path) / 2
-		spans, anchors := pathSpans(path[:half], c.features)
-		c.calib = Fit(spans, anchors)
-		rows := evaluateWith(c, path[half:], 20000)
+		audit := AuditUsage(path, 0)
+		c.calib = Fit(pathSpans(path[:half], c.features, audit))
+		rows := evaluateWith(c, path[half:], 20000, audit)
 		for _, r := range rows {
 			total++
 			if math.Abs(float64(r.Calibrated)/float64(r.Real)-1) <= 0.10 {

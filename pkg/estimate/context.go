@@ -1,102 +1,273 @@
 package estimate
 
 import (
+	"fmt"
+	"math"
+
+	"github.com/ctxtool/ctxtool/pkg/models"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
-// Result is the estimate of a whole active context.
+// Options are what every command passes to Measure: the method (--tokenizer)
+// and the window settings (--model, --context-window, config). The same
+// file with the same options gives the same size in every command.
+type Options struct {
+	Method string // "" = auto
+	Window models.Settings
+}
+
+// Rejection describes the usage record pi would anchor on when ctxtool does
+// not trust it (estimate --json usageRejected).
+type Rejection struct {
+	Line   int        `json:"line"`
+	Class  UsageClass `json:"class"`
+	Reason string     `json:"reason"`
+	Tokens int        `json:"tokens"`
+}
+
+// Result is the size of a whole active context.
 type Result struct {
 	// Method actually used ("auto" resolved to calibrated or o200k).
 	Method string
+	// Tokens is the next request: Σ PerMessage + Overhead.
 	Tokens int
-	// PerMessage holds each context message's estimate (for calibrated and
-	// usage, the message part only; Overhead/anchor are separate).
+	// PerMessage holds each context message's share of Tokens.
 	PerMessage []int
 	ByRole     map[string]int
-	// UsageTokens is the usage record the estimate is anchored on (0 if none);
-	// TrailingTokens is what follows it.
+	// UsageTokens is the fresh usage record the estimate is anchored on (0
+	// if none); TrailingTokens is what follows it.
 	UsageTokens    int
 	TrailingTokens int
 	AnchorIndex    int // context index of the anchor, -1 if none
-	// Overhead is the estimated system prompt + tools (calibrated, no anchor).
+	AnchorLine     int // its line, 0 if none
+	// Overhead is what no message accounts for (system prompt, tools),
+	// and Scale what the counter's sizes are multiplied by, so that the last
+	// sound usage record is reproduced (see applyEvidence); 0 and 1 without
+	// usage evidence.
 	Overhead int
+	Scale    float64
 	// Stale is true when the session's last usage record predates the
 	// compaction in force: pi then reports the size as unknown.
-	Stale       bool
+	Stale bool
+	// Rejected is pi's anchor when ctxtool does not trust it.
+	Rejected *Rejection
+	// Window is the resolved model and context window; Utilization is
+	// Tokens / Window.Tokens.
+	Window      models.SessionWindow
+	Utilization float64
 	Calibration *Calibration
+	Audit       *UsageAudit
 	Notes       []string
+
+	counter *Counter
+	share   map[*transcript.Entry]int // PerMessage by entry
 }
 
-// Context estimates the context with the given method.
+// Context measures the context with the given method and the default
+// window settings (see Measure).
 func Context(s *transcript.Session, ctx *transcript.Context, method string) (*Result, error) {
-	r := &Result{Method: method, ByRole: map[string]int{}, AnchorIndex: -1, Stale: ctx.UsageStale()}
+	return Measure(s, ctx, Options{Method: method})
+}
+
+// usesEvidence reports whether a method relies on usage records. The
+// heuristic is pi's chars/4 exactly, and o200k/cl100k count the content;
+// the others anchor on trustworthy usage.
+func usesEvidence(method string) bool {
+	switch method {
+	case Heuristic, O200k, Cl100k:
+		return false
+	}
+	return true
+}
+
+// Measure is the one context-size function every command calls (estimate,
+// compact's trigger and kept-tail sizing, roll's trigger and target,
+// checkpoint's gauge and 80% gate). It resolves the session's model and
+// window, audits the usage records, counts each context message with the
+// method and, for methods that use usage evidence (auto, calibrated,
+// usage), reads the last sound record (applyEvidence):
+//   - a fresh anchor: Tokens = the anchor's count + the messages after it
+//     (pi's estimateContextTokens, on a record that can be trusted);
+//   - only a stale record: the messages, counted in the unit that record
+//     implies, + the system prompt and tools it measured;
+//   - none: the messages alone, and a note saying why.
+//
+// Tokens always equals Σ PerMessage + Overhead, so eviction and compaction
+// arithmetic done with PerMessage closes: removing messages removes exactly
+// their share, and measuring the result later gives the same number.
+func Measure(s *transcript.Session, ctx *transcript.Context, o Options) (*Result, error) {
+	method := o.Method
+	if method == "" {
+		method = Auto
+	}
+	if !ValidMethod(method) {
+		return nil, fmt.Errorf("unknown tokenizer %q (use one of %v)", method, Methods)
+	}
+	win := models.ForSession(ctx.Path, s.Header, o.Window)
+	audit := AuditUsage(ctx.Path, win.Tokens)
+	r := &Result{Method: method, ByRole: map[string]int{}, AnchorIndex: -1, Scale: 1, Stale: ctx.UsageStale(),
+		Window: win, Audit: audit}
+	var count func(e *transcript.Entry) int
 	switch method {
 	case Heuristic:
-		for _, m := range ctx.Messages {
-			r.add(m, m.Tokens())
-		}
-		return r, nil
+		count = (*transcript.Entry).Tokens
 	case Usage:
-		// pi's estimateContextTokens: the last trusted usage + chars/4 after it.
-		// After a compaction with no reply yet, that anchor is stale (pi's
-		// gauge says "unknown"); we report the heuristic of the whole
-		// context instead of the pre-compaction size.
-		u := ctx.EstimateContextTokens()
-		for _, m := range ctx.Messages {
-			r.add(m, m.Tokens())
+		// pi's chars/4 per message; the calibration only measures the
+		// overhead.
+		count = (*transcript.Entry).Tokens
+		c, err := newCounter(s, Calibrated, audit)
+		if err != nil {
+			return nil, err
 		}
-		r.Tokens = 0
-		if r.Stale || u.LastUsageIndex < 0 {
-			for _, n := range r.PerMessage {
-				r.Tokens += n
-			}
-			if r.Stale {
-				r.Notes = append(r.Notes, "the last usage record predates the compaction in force (pi reports the size as unknown); counting the context with chars/4 instead")
-			}
-			return r, nil
+		r.Calibration = c.Calibration()
+	default:
+		c, err := newCounter(s, method, audit)
+		if err != nil {
+			return nil, err
 		}
-		r.UsageTokens, r.TrailingTokens, r.AnchorIndex, r.Tokens = u.UsageTokens, u.TrailingTokens, u.LastUsageIndex, u.Tokens
-		return r, nil
+		r.Method, r.Calibration, r.counter = c.Method(), c.Calibration(), c
+		if c.Note != "" {
+			r.Notes = append(r.Notes, c.Note)
+		}
+		entries := make([]*transcript.Entry, len(ctx.Messages))
+		for i, m := range ctx.Messages {
+			entries[i] = m.Entry
+		}
+		c.Prefetch(entries)
+		count = c.Tokens
 	}
-	c, err := NewCounter(s, method)
-	if err != nil {
-		return nil, err
-	}
-	r.Method = c.Method()
-	r.Calibration = c.Calibration()
-	if c.Note != "" {
-		r.Notes = append(r.Notes, c.Note)
-	}
-	entries := make([]*transcript.Entry, len(ctx.Messages))
+	raw := make([]int, len(ctx.Messages))
 	for i, m := range ctx.Messages {
-		entries[i] = m.Entry
+		raw[i] = count(m.Entry)
 	}
-	c.Prefetch(entries)
-	for _, m := range ctx.Messages {
-		r.add(m, c.Tokens(m.Entry))
+	if usesEvidence(method) {
+		r.applyEvidence(ctx, audit, r.Calibration, count)
 	}
-	if r.Method != Calibrated {
-		return r, nil
-	}
-	// Calibrated: anchor on the last fresh usage record when there is one
-	// (it counts the system prompt, tools and exact tokenisation), else add
-	// the learnt overhead to the calibrated messages.
-	u := ctx.EstimateContextTokens()
-	if !r.Stale && u.LastUsageIndex >= 0 {
-		r.UsageTokens, r.AnchorIndex = u.UsageTokens, u.LastUsageIndex
-		for _, n := range r.PerMessage[u.LastUsageIndex+1:] {
-			r.TrailingTokens += n
+	r.PerMessage = raw
+	if r.Scale != 1 {
+		// Scale the messages the last sound record saw (all of them when
+		// it is stale; up to the anchor when it is fresh, the trailing
+		// ones staying in the counter's unit as in pi's rule), rounding
+		// the running sum so the scaled part totals exactly the record's
+		// count minus the overhead.
+		end := len(raw)
+		if r.AnchorIndex >= 0 {
+			end = r.AnchorIndex + 1
 		}
-		r.Tokens = r.UsageTokens + r.TrailingTokens
-		return r, nil
+		r.PerMessage = make([]int, len(raw))
+		copy(r.PerMessage, raw)
+		cum, done := 0, 0
+		for i := 0; i < end; i++ {
+			cum += raw[i]
+			upTo := int(math.Round(float64(cum) * r.Scale))
+			r.PerMessage[i], done = upTo-done, upTo
+		}
 	}
-	r.Overhead = r.Calibration.Overhead
+	r.share = make(map[*transcript.Entry]int, len(raw))
+	for i, m := range ctx.Messages {
+		r.share[m.Entry] = r.PerMessage[i]
+	}
+	for i, m := range ctx.Messages {
+		r.ByRole[m.Role] += r.PerMessage[i]
+		r.Tokens += r.PerMessage[i]
+	}
 	r.Tokens += r.Overhead
+	if r.AnchorIndex >= 0 {
+		r.TrailingTokens = r.Tokens - r.UsageTokens
+	}
+	if win.Tokens > 0 {
+		r.Utilization = float64(r.Tokens) / float64(win.Tokens)
+	}
+	if rej := audit.Rejected(); rej != nil {
+		r.Rejected = &Rejection{Line: rej.Line, Class: rej.Class, Reason: rej.Reason, Tokens: rej.Tokens}
+		if usesEvidence(method) {
+			instead := "the content estimate"
+			switch {
+			case r.AnchorIndex >= 0:
+				instead = fmt.Sprintf("the usage at line %d plus the messages after it", r.AnchorLine)
+			case audit.LastSound >= 0:
+				instead = fmt.Sprintf("the content estimate corrected by the usage at line %d", audit.Records[audit.LastSound].Line)
+			}
+			r.Notes = append(r.Notes, fmt.Sprintf("usage at line %d not used (%s: %s); counting %s instead", rej.Line, rej.Class, rej.Reason, instead))
+		}
+	}
+	if a := audit.Anchor; a >= 0 && win.Tokens > 0 && audit.Records[a].Prompt > win.Tokens && usesEvidence(method) {
+		rec := audit.Records[a]
+		r.Notes = append(r.Notes, fmt.Sprintf("the provider counted a %d-token prompt at line %d, more than the %s window: the session overflowed, or the window is wrong (set --context-window or models.<name>.contextWindow)",
+			rec.Prompt, rec.Line, win.Describe()))
+	}
 	return r, nil
 }
 
-func (r *Result) add(m transcript.ContextMessage, n int) {
-	r.PerMessage = append(r.PerMessage, n)
-	r.ByRole[m.Role] += n
-	r.Tokens += n
+// Bounds of the content scale a usage record may imply: chars/4 is 0.74–1.2
+// of real tokens on code and prose and 3–4× low on CJK text; outside these
+// bounds the overhead estimate does not fit the record.
+const (
+	minScale = 0.3
+	maxScale = 5.0
+)
+
+// applyEvidence reads the last sound usage record as
+//
+//	usage = Overhead + Scale × (the counter's size of the messages it saw)
+//
+// with Overhead the system prompt and tools the calibration measured (the
+// median of what the session's sound records carry beyond their messages),
+// so the record is reproduced exactly and every message — kept, evicted,
+// or after it — is counted in the same unit. A scale alone would make a
+// large prompt grow with the content; an overhead alone would carry the
+// counter's error on the whole old context into a compacted one.
+func (r *Result) applyEvidence(ctx *transcript.Context, audit *UsageAudit, cal *Calibration, count func(*transcript.Entry) int) {
+	if audit.LastSound < 0 {
+		return
+	}
+	ref := audit.Records[audit.LastSound]
+	// The record's own context: the messages pi built at that point.
+	at := transcript.BuildContext(ctx.Path[:ref.PathIndex+1])
+	content := 0
+	for _, m := range at.Messages {
+		content += count(m.Entry)
+	}
+	if content <= 0 {
+		return
+	}
+	u := float64(ref.Tokens)
+	over := 0.0
+	if cal != nil {
+		over = math.Min(math.Max(float64(cal.Overhead), 0), u)
+	}
+	over = math.Round(over)
+	scale := (u - over) / float64(content)
+	if scale < minScale || scale > maxScale {
+		// The overhead estimate does not fit this record: take the
+		// smallest correction that reproduces it.
+		over, scale = math.Max(u-float64(content), 0), math.Min(u/float64(content), 1)
+	}
+	r.Overhead, r.Scale = int(over), scale
+	if audit.Anchor >= 0 {
+		anchor := audit.Records[audit.Anchor]
+		for i, m := range ctx.Messages {
+			if m.Entry == anchor.Entry {
+				r.AnchorIndex, r.AnchorLine, r.UsageTokens = i, anchor.Line, anchor.Tokens
+				break
+			}
+		}
+	}
+}
+
+// Count is the share of one context message in Tokens (the scaled
+// counter): what compaction sizes its kept tail with, so that the tail and
+// the whole are in the same unit.
+func (r *Result) Count(e *transcript.Entry) int {
+	if n, ok := r.share[e]; ok {
+		return n
+	}
+	n := e.Tokens()
+	if r.counter != nil {
+		n = r.counter.Tokens(e)
+	}
+	if r.Scale != 1 {
+		n = int(math.Round(float64(n) * r.Scale))
+	}
+	return n
 }

@@ -63,17 +63,28 @@ type Counter struct {
 }
 
 // NewCounter prepares a per-message counter. "auto" is calibrated when the
-// session has enough usage records and o200k otherwise; "usage" counts
+// session has enough sound usage records and o200k otherwise (calibrated
+// with prior weights when no exact tokenizer is built in); "usage" counts
 // single messages like "calibrated" (a usage record sizes a whole context,
 // not a message).
 func NewCounter(s *transcript.Session, method string) (*Counter, error) {
+	return newCounter(s, method, nil)
+}
+
+// newCounter is NewCounter calibrated on an audit already made (nil: audit
+// the branch here).
+func newCounter(s *transcript.Session, method string, audit *UsageAudit) (*Counter, error) {
 	if !ValidMethod(method) {
 		return nil, fmt.Errorf("unknown tokenizer %q (use one of %v)", method, Methods)
 	}
 	c := &Counter{s: s, method: method, images: map[*transcript.Entry]int{}, exact: map[*transcript.Entry]int{}}
 	switch method {
 	case Auto, Calibrated, Usage:
-		c.calib = c.fit()
+		path := s.Branch()
+		if audit == nil {
+			audit = AuditUsage(path, 0)
+		}
+		c.calib = Fit(pathSpans(path, c.features, audit))
 		if c.calib.Usable {
 			c.method = Calibrated
 			break
@@ -88,6 +99,10 @@ func NewCounter(s *transcript.Session, method string) (*Counter, error) {
 	}
 	if c.method == O200k || c.method == Cl100k {
 		t, err := Tokenizers(c.method)
+		if err != nil && method == Auto {
+			c.method = Calibrated // no exact tokenizer in this build: prior weights
+			return c, nil
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -101,11 +116,6 @@ func (c *Counter) Method() string { return c.method }
 
 // Calibration is the fitted model (nil for heuristic and exact methods).
 func (c *Counter) Calibration() *Calibration { return c.calib }
-
-func (c *Counter) fit() *Calibration {
-	spans, anchors := pathSpans(c.s.Branch(), c.features)
-	return Fit(spans, anchors)
-}
 
 func (c *Counter) features(e *transcript.Entry) features {
 	return messageFeatures(e, c.imageTokens(e))

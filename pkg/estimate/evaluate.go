@@ -15,17 +15,19 @@ type SpanCheck struct {
 
 // EvaluateSpans cuts the session's path into consecutive, non-overlapping
 // spans of at least minReal provider tokens (between trusted usage records,
-// never across a compaction) and estimates each with the calibrated counter
+// never across a compaction; only sound records, see AuditUsage) and estimates each with the calibrated counter
 // and pi's heuristic. This is the accuracy table of the calibrated method.
 func EvaluateSpans(s *transcript.Session, minReal int) ([]SpanCheck, *Calibration, error) {
 	c, err := NewCounter(s, Calibrated)
 	if err != nil {
 		return nil, nil, err
 	}
-	return evaluateWith(c, s.Branch(), minReal), c.calib, nil
+	path := s.Branch()
+	return evaluateWith(c, path, minReal, AuditUsage(path, 0)), c.calib, nil
 }
 
-func evaluateWith(c *Counter, path []*transcript.Entry, minReal int) []SpanCheck {
+func evaluateWith(c *Counter, path []*transcript.Entry, minReal int, audit *UsageAudit) []SpanCheck {
+	sound := audit.sound()
 	var out []SpanCheck
 	start := -1
 	var cal, heur float64
@@ -41,7 +43,7 @@ func evaluateWith(c *Counter, path []*transcript.Entry, minReal int) []SpanCheck
 			cal += c.calib.apply(c.features(e))
 			heur += float64(e.Tokens())
 		}
-		if e.Role == "assistant" && e.UsageTrusted() && e.Usage.ContextTokens() > 0 {
+		if sound[e] {
 			if start < 0 {
 				start, cal, heur = i, 0, 0
 				continue

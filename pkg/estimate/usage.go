@@ -229,6 +229,17 @@ func (a *UsageAudit) Counts() map[UsageClass]int {
 	return out
 }
 
+// sound is the set of entries whose records are sound.
+func (a *UsageAudit) sound() map[*transcript.Entry]bool {
+	out := make(map[*transcript.Entry]bool, len(a.Records))
+	for _, r := range a.Records {
+		if r.Sound() {
+			out[r.Entry] = true
+		}
+	}
+	return out
+}
+
 func isPow2(n int) bool { return n > 0 && bits.OnesCount(uint(n)) == 1 }
 
 // ActiveTokens returns, for each index i of a root→leaf path, pi's chars/4

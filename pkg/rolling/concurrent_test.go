@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -84,11 +85,16 @@ func TestRollWhilePiAppends(t *testing.T) {
 			w := &piWriter{path: path, rereadLeaf: reread}
 			ctx, cancel := context.WithCancel(context.Background())
 			var wg sync.WaitGroup
+			var rollsSoFar atomic.Int32
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				defer cancel()
-				for i := 0; i < 400; i++ {
+				// 400 appends, and more while fewer than 3 rolls have run
+				// (a loaded machine slows the rolls, not the writer), up to
+				// a minute.
+				start := time.Now()
+				for i := 0; i < 400 || (rollsSoFar.Load() < 3 && time.Since(start) < time.Minute); i++ {
 					w.append(t, i)
 					// pi appends in bursts: an assistant's tool results come
 					// within milliseconds, then the next model call takes
@@ -117,6 +123,7 @@ func TestRollWhilePiAppends(t *testing.T) {
 				}
 				if rep.Rolled {
 					rolls++
+					rollsSoFar.Add(1)
 				}
 			}
 			wg.Wait()

@@ -80,6 +80,10 @@ type Eviction struct {
 	// TargetMet is false when minKeepMessages or tool-call pairing stopped
 	// eviction above the target.
 	TargetMet bool
+	// Step is the size of the last indivisible span evicted (from the
+	// previous valid cut to FirstKept): how far under the target the
+	// eviction may land.
+	Step int
 	// FirstEvicted / LastEvicted bound the evicted conversation messages in
 	// time (zero when none carries a timestamp).
 	FirstEvicted, LastEvicted time.Time
@@ -142,9 +146,13 @@ func Evict(in EvictInput) Eviction {
 		lo = 2
 	}
 	best, last := -1, -1
+	prevCut := 0
 	for i := lo; i < n && n-i >= minKeep; i++ {
 		if !valid[i] {
 			continue
+		}
+		if last > 0 {
+			prevCut = last
 		}
 		last = i
 		if kept(i) > ev.TargetTokens {
@@ -158,6 +166,7 @@ func Evict(in EvictInput) Eviction {
 	switch {
 	case best > 0:
 		ev.TargetMet = true
+		ev.Step = prefix[best] - prefix[prevCut]
 	case last > 0:
 		best = last
 		ev.Reason = "minKeepMessages (" + strconv.Itoa(minKeep) + ") stops eviction above the target"

@@ -41,9 +41,15 @@ type Measurement struct {
 	// Tokens is the whole context (system prompt/tools included when the
 	// method knows them).
 	Tokens int
-	// PerMessage holds one estimate per context message.
+	// PerMessage holds one estimate per context message; Tokens − Σ
+	// PerMessage is what no message accounts for (system prompt, tools),
+	// which evicting messages leaves in place.
 	PerMessage []int
 	Method     string
+	// Window is the session's context window as the estimator resolved it
+	// (0: Roller.Window); Notes are its warnings (usage records rejected…).
+	Window int
+	Notes  []string
 }
 
 // Estimator measures the active context of a loaded session.
@@ -77,12 +83,18 @@ type FallbackFunc func(ctx context.Context, path string, o Options) (*Report, er
 // Report is the outcome for one session file (the JSON object `roll --json`
 // prints per file).
 type Report struct {
-	File                  string `json:"file"`
-	Rolled                bool   `json:"rolled"`
-	Reason                string `json:"reason,omitempty"`
-	EvictedCount          int    `json:"evictedCount"`
-	EvictedTokens         int    `json:"evictedTokens"`
-	KeptTokens            int    `json:"keptTokens"`
+	File          string `json:"file"`
+	Rolled        bool   `json:"rolled"`
+	Reason        string `json:"reason,omitempty"`
+	EvictedCount  int    `json:"evictedCount"`
+	EvictedTokens int    `json:"evictedTokens"`
+	KeptTokens    int    `json:"keptTokens"`
+	// The arithmetic closes: tokensBefore = evictedTokens + replacedTokens
+	// (a previous summary or note the eviction replaces) + keptTokens −
+	// noteTokens (the new note, counted in keptTokens), all in the unit of
+	// Method; keptTokens is the rolled session measured again.
+	NoteTokens            int    `json:"noteTokens"`
+	ReplacedTokens        int    `json:"replacedTokens,omitempty"`
 	FirstEvictedTimestamp string `json:"firstEvictedTimestamp,omitempty"`
 	LastEvictedTimestamp  string `json:"lastEvictedTimestamp,omitempty"`
 	Fallback              string `json:"fallback,omitempty"`
@@ -109,6 +121,8 @@ type Report struct {
 	Skipped          bool    `json:"skipped,omitempty"`
 	Error            string  `json:"error,omitempty"`
 	Seconds          float64 `json:"seconds"`
+	// Warnings are the estimator's (a usage record it did not trust…).
+	Warnings []string `json:"warnings,omitempty"`
 	// MalformedLines are the session's lines pi drops (left in place).
 	MalformedLines []transcript.Malformed `json:"malformedLines,omitempty"`
 
@@ -313,7 +327,10 @@ func (r *Roller) plan(s *transcript.Session, build bool) (decision, error) {
 	if len(m.PerMessage) != len(c.Messages) {
 		return decision{}, fmt.Errorf("%s: internal error: estimator gave %d counts for %d messages", s.File, len(m.PerMessage), len(c.Messages))
 	}
-	win := r.window(c)
+	win := m.Window
+	if r.ContextWindow > 0 || win <= 0 {
+		win = r.window(c)
+	}
 	reserve := r.ReserveTokens
 	if reserve <= 0 {
 		reserve = DefaultReserveTokens
@@ -324,7 +341,7 @@ func (r *Roller) plan(s *transcript.Session, build bool) (decision, error) {
 	}
 	d := decision{rep: Report{
 		File: s.File, DryRun: r.DryRun, MalformedLines: s.Malformed, TokensBefore: m.Tokens, ContextWindow: win, Method: m.Method,
-		ContextMessages: len(c.Messages), KeptMessages: len(c.Messages), KeptTokens: m.Tokens,
+		ContextMessages: len(c.Messages), KeptMessages: len(c.Messages), KeptTokens: m.Tokens, Warnings: m.Notes,
 		Utilization:  math.Round(float64(m.Tokens)/float64(win)*10000) / 10000,
 		TargetTokens: int(math.Floor(target * float64(win))),
 	}}
@@ -396,12 +413,12 @@ func (r *Roller) plan(s *transcript.Session, build bool) (decision, error) {
 			if err != nil {
 				return decision{}, err
 			}
-			after, err := measureAfter(s, line, measure)
+			after, note, err := measureAfter(s, line, measure)
 			if err != nil {
 				return decision{}, err
 			}
 			delta := after - ev.KeptTokens
-			ev.KeptTokens = after
+			ev.KeptTokens, ev.NoteTokens = after, note
 			if after <= ev.TargetTokens || attempt == 4 {
 				break
 			}
@@ -433,6 +450,11 @@ func (r *Roller) plan(s *transcript.Session, build bool) (decision, error) {
 		rep.Reason = ""
 	}
 	rep.EvictedCount, rep.EvictedTokens, rep.KeptTokens = ev.EvictedCount, ev.EvictedTokens, ev.KeptTokens
+	rep.NoteTokens, rep.ReplacedTokens = ev.NoteTokens, ev.ReplacedTokens
+	if ev.TargetMet && float64(ev.KeptTokens) < 0.95*float64(ev.TargetTokens) && ev.Step > 0 {
+		rep.Reason = fmt.Sprintf("%.1f%% under the target: the smallest eviction that reaches it ends with %d tokens that go together (a message, or a tool call with its results)",
+			100*(1-float64(ev.KeptTokens)/float64(ev.TargetTokens)), ev.Step)
+	}
 	rep.FirstEvictedTimestamp, rep.LastEvictedTimestamp = FormatTime(ev.FirstEvicted), FormatTime(ev.LastEvicted)
 	rep.KeptMessages = len(ev.Kept)
 	rep.FirstKeptLine = first.Line
@@ -468,21 +490,24 @@ func (r *Roller) buildLine(s *transcript.Session, ev Eviction, tokensBefore int,
 }
 
 // measureAfter estimates the context of the session with line appended,
-// without writing anything.
-func measureAfter(s *transcript.Session, line []byte, measure Estimator) (int, error) {
+// without writing anything: the whole and the note's share of it.
+func measureAfter(s *transcript.Session, line []byte, measure Estimator) (tokens, note int, err error) {
 	after, err := s.WithAppended(line)
 	if err != nil {
-		return 0, fmt.Errorf("%s: the rolled session does not load: %v", s.File, err)
+		return 0, 0, fmt.Errorf("%s: the rolled session does not load: %v", s.File, err)
 	}
 	c := after.Context()
 	if c.Compaction == nil || len(c.Messages) == 0 || c.Messages[0].Role != "compactionSummary" {
-		return 0, fmt.Errorf("%s: internal error: the rolled session's context does not start with the note", s.File)
+		return 0, 0, fmt.Errorf("%s: internal error: the rolled session's context does not start with the note", s.File)
 	}
 	m, err := measure(after, c)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return m.Tokens, nil
+	if len(m.PerMessage) > 0 {
+		note = m.PerMessage[0]
+	}
+	return m.Tokens, note, nil
 }
 
 // rangeOf summarises evicted conversation messages (summaries excluded).

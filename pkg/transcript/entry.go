@@ -54,6 +54,11 @@ type Entry struct {
 	// bashExecution messages.
 	ExcludeFromContext bool
 
+	// Oversized marks a line over MaxLineBytes: only its type, id, parent,
+	// timestamp and role were read; Chars is 0 and its content cannot be
+	// decoded.
+	Oversized bool
+
 	// compaction entries.
 	FirstKeptEntryID    string
 	FirstKeptEntryIndex int // v1; -1 when absent

@@ -2,6 +2,7 @@ package transcript
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/bits"
@@ -24,6 +25,8 @@ type scanner struct {
 	wide int
 	// canon is the JSON.stringify length of the last string scanned.
 	canon int
+	// warns collects values read in a defined way (maybeInt).
+	warns []string
 }
 
 func (s *scanner) fail(format string, args ...any) bool {
@@ -237,58 +240,104 @@ func (s *scanner) literal(lit string) bool {
 	return s.fail("invalid literal")
 }
 
-// skip validates and skips one value of any kind.
-func (s *scanner) skip(depth int) bool {
-	if depth > 512 {
-		return s.fail("nesting too deep")
+// skip validates and skips one value of any kind. It keeps its own stack
+// instead of recursing: JSON.parse has no nesting limit a session line
+// could reach, so neither does this (the depth argument is ignored).
+func (s *scanner) skip(_ int) bool {
+	var inline [64]byte
+	stack := inline[:0] // '{' or '[' per open container
+	for {
+		// A value starts here.
+		s.ws()
+		switch c := s.peek(); {
+		case c == '"':
+			if _, _, _, ok := s.str(); !ok {
+				return false
+			}
+		case c == '{':
+			s.i++
+			s.ws()
+			if s.peek() == '}' {
+				s.i++
+				break
+			}
+			stack = append(stack, '{')
+			if !s.member() {
+				return false
+			}
+			continue
+		case c == '[':
+			s.i++
+			s.ws()
+			if s.peek() == ']' {
+				s.i++
+				break
+			}
+			stack = append(stack, '[')
+			continue
+		case c == '-' || (c >= '0' && c <= '9'):
+			if !s.number() {
+				return false
+			}
+		case c == 't':
+			if !s.literal("true") {
+				return false
+			}
+		case c == 'f':
+			if !s.literal("false") {
+				return false
+			}
+		case c == 'n':
+			if !s.literal("null") {
+				return false
+			}
+		case c == 0:
+			return s.fail("unexpected end of input")
+		default:
+			return s.fail("unexpected character %q", c)
+		}
+		// A value ended: close containers until one has a next element.
+		for {
+			if len(stack) == 0 {
+				return true
+			}
+			s.ws()
+			top, c := stack[len(stack)-1], s.peek()
+			if c == ',' {
+				s.i++
+				if top == '{' {
+					s.ws()
+					if !s.member() {
+						return false
+					}
+				}
+				break
+			}
+			if (top == '{' && c == '}') || (top == '[' && c == ']') {
+				s.i++
+				stack = stack[:len(stack)-1]
+				continue
+			}
+			if top == '{' {
+				return s.fail("expected ',' or '}'")
+			}
+			return s.fail("expected ',' or ']'")
+		}
+	}
+}
+
+// member scans an object member's key and colon, leaving the scanner at
+// its value.
+func (s *scanner) member() bool {
+	if _, _, _, ok := s.str(); !ok {
+		return false
 	}
 	s.ws()
-	switch c := s.peek(); {
-	case c == '"':
-		_, _, _, ok := s.str()
-		return ok
-	case c == '{':
-		first := true
-		for {
-			key, ok, done := s.objNext(&first)
-			if !ok {
-				return false
-			}
-			if done {
-				return true
-			}
-			_ = key
-			if !s.skip(depth + 1) {
-				return false
-			}
-		}
-	case c == '[':
-		first := true
-		for {
-			ok, done := s.arrNext(&first)
-			if !ok {
-				return false
-			}
-			if done {
-				return true
-			}
-			if !s.skip(depth + 1) {
-				return false
-			}
-		}
-	case c == '-' || (c >= '0' && c <= '9'):
-		return s.number()
-	case c == 't':
-		return s.literal("true")
-	case c == 'f':
-		return s.literal("false")
-	case c == 'n':
-		return s.literal("null")
-	case c == 0:
-		return s.fail("unexpected end of input")
-	default:
-		return s.fail("unexpected character %q", c)
+	if s.peek() != ':' {
+		return s.fail("expected ':'")
 	}
+	s.i++
+	return true
 }
 
 // objNext advances an object iteration. On the first call the scanner must
@@ -361,13 +410,53 @@ func (s *scanner) arrNext(first *bool) (ok, done bool) {
 	}
 }
 
-// stringValue scans a string and decodes it (allocating).
+// span validates one value and returns its bytes (aliasing the line).
+func (s *scanner) span() ([]byte, bool) {
+	st := s.i
+	if !s.skip(0) {
+		return nil, false
+	}
+	return s.b[st:s.i], true
+}
+
+// rawCopy validates one value and returns a copy of its bytes, as
+// json.RawMessage would hold it.
+func (s *scanner) rawCopy() (json.RawMessage, bool) {
+	b, ok := s.span()
+	if !ok {
+		return nil, false
+	}
+	return append(json.RawMessage(nil), b...), true
+}
+
+// replaceInvalidUTF8 replaces each byte that is not part of a valid UTF-8
+// sequence by U+FFFD, as encoding/json does.
+func replaceInvalidUTF8(b []byte) []byte {
+	out := make([]byte, 0, len(b)+8)
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			out = append(out, "\uFFFD"...)
+		} else {
+			out = append(out, b[i:i+n]...)
+		}
+		i += n
+	}
+	return out
+}
+
+// stringValue scans a string and decodes it (allocating) as encoding/json
+// and Node's UTF-8 reading do: invalid UTF-8 bytes become U+FFFD.
 func (s *scanner) stringValue() (string, bool) {
 	st, en, _, ok := s.str()
 	if !ok {
 		return "", false
 	}
-	return decodeString(s.b[st:en]), true
+	raw := s.b[st:en]
+	if !utf8.Valid(raw) {
+		raw = replaceInvalidUTF8(raw)
+	}
+	return decodeString(raw), true
 }
 
 // numberValue scans a number and returns it as float64.
@@ -376,11 +465,9 @@ func (s *scanner) numberValue() (float64, bool) {
 	if !s.number() {
 		return 0, false
 	}
-	f, err := strconv.ParseFloat(string(s.b[st:s.i]), 64)
-	if err != nil {
-		// Out of range numbers parse as ±Infinity in JavaScript.
-		return math.Inf(1), true
-	}
+	// Out of range numbers are ±Infinity, in Go (with ErrRange) as in
+	// JavaScript.
+	f, _ := strconv.ParseFloat(string(s.b[st:s.i]), 64)
 	return f, true
 }
 
@@ -397,26 +484,32 @@ func decodeString(raw []byte) string {
 	if !hasEsc {
 		return string(raw)
 	}
-	out := make([]byte, 0, len(raw))
+	// A Builder hands its buffer over as the string: one allocation.
+	var out strings.Builder
+	out.Grow(len(raw))
 	for i := 0; i < len(raw); {
 		c := raw[i]
 		if c != '\\' {
-			out = append(out, c)
-			i++
+			j := i + 1
+			for j < len(raw) && raw[j] != '\\' {
+				j++
+			}
+			out.Write(raw[i:j])
+			i = j
 			continue
 		}
 		e := raw[i+1]
 		switch e {
 		case 'b':
-			out = append(out, '\b')
+			out.WriteByte('\b')
 		case 'f':
-			out = append(out, '\f')
+			out.WriteByte('\f')
 		case 'n':
-			out = append(out, '\n')
+			out.WriteByte('\n')
 		case 'r':
-			out = append(out, '\r')
+			out.WriteByte('\r')
 		case 't':
-			out = append(out, '\t')
+			out.WriteByte('\t')
 		case 'u':
 			r := hex4(raw[i+2 : i+6])
 			i += 6
@@ -424,21 +517,21 @@ func decodeString(raw []byte) string {
 				if r < 0xDC00 && i+6 <= len(raw) && raw[i] == '\\' && raw[i+1] == 'u' {
 					r2 := hex4(raw[i+2 : i+6])
 					if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
-						out = utf8.AppendRune(out, d)
+						out.WriteRune(d)
 						i += 6
 						continue
 					}
 				}
 				r = utf8.RuneError
 			}
-			out = utf8.AppendRune(out, r)
+			out.WriteRune(r)
 			continue
 		default:
-			out = append(out, e)
+			out.WriteByte(e)
 		}
 		i += 2
 	}
-	return string(out)
+	return out.String()
 }
 
 func hex4(b []byte) rune {
@@ -461,78 +554,104 @@ func hex4(b []byte) rune {
 // JSON.stringify(JSON.parse(value)): what pi's heuristic counts for tool-call
 // arguments. For a canonical line it equals the UTF-16 length of the raw
 // bytes; for any other spelling it re-derives the canonical form (whitespace
-// dropped, escapes normalised, numbers in JavaScript's shortest form).
-func (s *scanner) canonLen(depth int) int {
-	if depth > 512 {
-		s.fail("nesting too deep")
-		return 0
-	}
-	s.ws()
-	switch c := s.peek(); {
-	case c == '"':
-		return s.canonStringLen()
-	case c == '{':
-		s.i++
+// dropped, escapes normalised, numbers in JavaScript's shortest form). Like
+// skip it keeps its own stack, so nesting depth is unlimited.
+func (s *scanner) canonLen(_ int) int {
+	var inline [64]byte
+	stack := inline[:0]
+	n := 0
+	for {
 		s.ws()
-		if s.peek() == '}' {
+		switch c := s.peek(); {
+		case c == '"':
+			n += s.canonStringLen()
+		case c == '{':
 			s.i++
-			return 2
-		}
-		n, count := 2, 0
-		for {
 			s.ws()
-			n += s.canonStringLen() + 1 // key and colon
-			s.ws()
-			if s.peek() != ':' {
-				s.fail("expected ':'")
-				return 0
-			}
-			s.i++
-			n += s.canonLen(depth + 1)
-			count++
-			s.ws()
-			if s.peek() == ',' {
-				s.i++
-				continue
-			}
+			n += 2
 			if s.peek() == '}' {
 				s.i++
 				break
 			}
-			s.fail("expected ',' or '}'")
-			return 0
-		}
-		return n + count - 1
-	case c == '[':
-		n, first := 2, true
-		count := 0
-		for {
-			ok, done := s.arrNext(&first)
-			if !ok || done {
+			stack = append(stack, '{')
+			n += s.canonStringLen() + 1 // key and colon
+			if s.err == nil {
+				s.ws()
+				if s.peek() != ':' {
+					s.fail("expected ':'")
+				}
+				s.i++
+			}
+			if s.err != nil {
+				return 0
+			}
+			continue
+		case c == '[':
+			s.i++
+			s.ws()
+			n += 2
+			if s.peek() == ']' {
+				s.i++
 				break
 			}
-			n += s.canonLen(depth + 1)
-			count++
+			stack = append(stack, '[')
+			continue
+		case c == 't':
+			s.literal("true")
+			n += 4
+		case c == 'f':
+			s.literal("false")
+			n += 5
+		case c == 'n':
+			s.literal("null")
+			n += 4
+		default:
+			st := s.i
+			if !s.number() {
+				return 0
+			}
+			n += jsNumberLen(s.b[st:s.i])
 		}
-		if count > 1 {
-			n += count - 1
-		}
-		return n
-	case c == 't':
-		s.literal("true")
-		return 4
-	case c == 'f':
-		s.literal("false")
-		return 5
-	case c == 'n':
-		s.literal("null")
-		return 4
-	default:
-		st := s.i
-		if !s.number() {
+		if s.err != nil {
 			return 0
 		}
-		return jsNumberLen(s.b[st:s.i])
+		for {
+			if len(stack) == 0 {
+				return n
+			}
+			s.ws()
+			top, c := stack[len(stack)-1], s.peek()
+			if c == ',' {
+				s.i++
+				n++
+				if top == '{' {
+					s.ws()
+					n += s.canonStringLen() + 1
+					if s.err == nil {
+						s.ws()
+						if s.peek() != ':' {
+							s.fail("expected ':'")
+						}
+						s.i++
+					}
+					if s.err != nil {
+						return 0
+					}
+				}
+				break
+			}
+			if (top == '{' && c == '}') || (top == '[' && c == ']') {
+				s.i++
+				stack = stack[:len(stack)-1]
+				continue
+			}
+			if top == '{' {
+				s.fail("expected ',' or '}'")
+			} else {
+				s.fail("expected ',' or ']'")
+			}
+			return 0
+		}
 	}
 }
 

@@ -36,6 +36,11 @@ type Session struct {
 	// EndsWithNewline is false when the last byte is not '\n' (appends must
 	// add one first, or the appended line glues onto the last one).
 	EndsWithNewline bool
+	// Oversized lists lines over MaxLineBytes (not read into memory).
+	Oversized []Oversized
+	// Warnings name lines read in a defined but lossy way: out-of-range
+	// numbers clamped, oversized entries not counted.
+	Warnings []Warning
 	// Foreign is the translated source when the file is not pi JSONL
 	// (foreign.go); nil for pi files.
 	Foreign *formats.View
@@ -52,6 +57,21 @@ type Session struct {
 	fi os.FileInfo
 	fp [32]byte
 }
+
+// Oversized is a line over MaxLineBytes.
+type Oversized struct {
+	Line   int
+	Offset int64
+	Bytes  int64
+}
+
+// Warning is something odd on a line that ctxtool read in a defined way.
+type Warning struct {
+	Line int
+	Msg  string
+}
+
+func (w Warning) String() string { return fmt.Sprintf("line %d: %s", w.Line, w.Msg) }
 
 // InvalidHeaderError means the first parseable line is not a session header:
 // pi would treat the file as empty and overwrite it.
@@ -201,8 +221,12 @@ type batch struct {
 	firstLine int
 	offset    int64
 	pooled    bool
-	results   []parsedLine
-	offsets   []int32 // line start offsets within data
+	// oversize is the length of a line over MaxLineBytes of which data
+	// holds only the head; endsNL says whether a newline follows it.
+	oversize int64
+	endsNL   bool
+	results  []parsedLine
+	offsets  []int32 // line start offsets within data
 }
 
 const chunkSize = 1 << 20
@@ -255,6 +279,14 @@ func load(name string, r io.ReaderAt, size int64) (*Session, error) {
 	if err := <-readErr; err != nil {
 		return nil, fmt.Errorf("%s: read: %v", name, err)
 	}
+	asm.finishTrailing()
+	if asm.bigLines {
+		// The buffers of lines that were read whole are garbage now; with
+		// GOGC's default the heap would otherwise grow to twice their size
+		// again before the next collection, so a command holding one such
+		// line twice would reach four times its size.
+		runtime.GC()
+	}
 	if s.Header == nil {
 		return nil, &InvalidHeaderError{File: name, Line: asm.firstParsedLine}
 	}
@@ -262,6 +294,20 @@ func load(name string, r io.ReaderAt, size int64) (*Session, error) {
 	s.finish()
 	return s, nil
 }
+
+// MaxLineBytes caps a single line: a longer one is not read into memory.
+// It stays in the tree (its type, id and parentId are read from its first
+// bytes, where pi writes them) but its content is not counted or decoded,
+// and the session reports it (Session.Oversized, a warning). 256 MiB is
+// half of what Node can hold as one string, beyond which pi cannot read
+// the file at all.
+const MaxLineBytes = 256 << 20
+
+// maxLineBytes is MaxLineBytes (tests lower it).
+var maxLineBytes int64 = MaxLineBytes
+
+// oversizeHead is how much of an oversized line is read for its metadata.
+const oversizeHead = 64 << 10
 
 // produce reads the file and emits batches of whole lines.
 // readerCopied and readerScanned count the bytes produce copies between
@@ -273,27 +319,14 @@ var readerCopied, readerScanned atomic.Int64
 func produce(r io.ReaderAt, size int64, jobs chan<- *batch) error {
 	var off int64
 	seq, line := 0, 1
-	// carry is the start of a line whose end has not been read yet; it never
-	// contains a newline. growing marks a line longer than a chunk: it gets
-	// a private buffer that doubles, so a line of n bytes costs O(n) copying
-	// and scanning rather than O(n²).
+	// carry is the start of a line whose end has not been read yet (less
+	// than a chunk); it never contains a newline.
 	var carry []byte
-	growing := false
+	var scratch []byte
 	for off < size || len(carry) > 0 {
-		var buf []byte
-		var bp *[]byte
-		if growing {
-			buf = carry
-			if cap(buf)-len(buf) < chunkSize {
-				nb := make([]byte, len(buf), 2*len(buf)+chunkSize)
-				readerCopied.Add(int64(copy(nb, buf)))
-				buf = nb
-			}
-		} else {
-			bp = chunkPool.Get().(*[]byte)
-			buf = append((*bp)[:0], carry...)
-			readerCopied.Add(int64(len(carry)))
-		}
+		bp := chunkPool.Get().(*[]byte)
+		buf := append((*bp)[:0], carry...)
+		readerCopied.Add(int64(len(carry)))
 		scanned := len(carry) // known to hold no newline
 		start := off - int64(len(carry))
 		if off < size {
@@ -303,6 +336,7 @@ func produce(r io.ReaderAt, size int64, jobs chan<- *batch) error {
 			}
 			n, err := r.ReadAt(buf[len(buf):len(buf)+want], off)
 			if err != nil && err != io.EOF {
+				chunkPool.Put(bp)
 				return err
 			}
 			if n == 0 && err == io.EOF {
@@ -320,21 +354,40 @@ func produce(r io.ReaderAt, size int64, jobs chan<- *batch) error {
 			cut = len(buf) // the last line may lack a newline
 		}
 		if cut == 0 {
-			// No newline yet: keep reading into a buffer of the line's own.
-			if bp != nil {
-				carry = append(make([]byte, 0, 2*len(buf)+chunkSize), buf...)
-				readerCopied.Add(int64(len(buf)))
-				chunkPool.Put(bp)
-			} else {
-				carry = buf
+			// A line longer than a chunk: find its end without keeping
+			// it, then read it whole once into a buffer of its exact size
+			// (or, over MaxLineBytes, only its head).
+			chunkPool.Put(bp)
+			if scratch == nil {
+				scratch = make([]byte, chunkSize)
 			}
-			growing = true
+			end, nl, err := lineEnd(r, off, size, scratch)
+			if err != nil {
+				return err
+			}
+			b := &batch{seq: seq, firstLine: line, offset: start, endsNL: nl}
+			if n := end - start; n > maxLineBytes {
+				b.oversize = n
+				b.data = make([]byte, oversizeHead)
+			} else {
+				b.data = make([]byte, n, n+1) // room for the newline
+			}
+			if _, err := r.ReadAt(b.data, start); err != nil && err != io.EOF {
+				return err
+			}
+			if nl {
+				b.data = append(b.data, '\n')
+				end++
+			}
+			off, carry = end, nil
+			seq++
+			line++
+			jobs <- b
 			continue
 		}
 		// The rest must not alias the batch, which a parser now owns.
-		carry = append([]byte(nil), buf[cut:]...)
-		growing = false
-		b := &batch{seq: seq, data: buf[:cut], firstLine: line, offset: start, pooled: bp != nil}
+		carry = append(carry[:0:0], buf[cut:]...)
+		b := &batch{seq: seq, data: buf[:cut], firstLine: line, offset: start, pooled: true}
 		line += bytes.Count(b.data, []byte{'\n'})
 		if buf[cut-1] != '\n' {
 			line++
@@ -348,7 +401,36 @@ func produce(r io.ReaderAt, size int64, jobs chan<- *batch) error {
 	return nil
 }
 
+// lineEnd scans from off for the next newline and returns its offset (or
+// size when the line runs to the end of the file without one).
+func lineEnd(r io.ReaderAt, off, size int64, scratch []byte) (end int64, newline bool, err error) {
+	for off < size {
+		want := int64(len(scratch))
+		if want > size-off {
+			want = size - off
+		}
+		n, err := r.ReadAt(scratch[:want], off)
+		if err != nil && err != io.EOF {
+			return 0, false, err
+		}
+		if n == 0 {
+			return off, false, nil // shrank under us
+		}
+		readerScanned.Add(int64(n))
+		if i := bytes.IndexByte(scratch[:n], '\n'); i >= 0 {
+			return off + int64(i), true, nil
+		}
+		off += int64(n)
+	}
+	return size, false, nil
+}
+
 func parseBatch(b *batch) {
+	if b.oversize > 0 {
+		b.offsets = []int32{0}
+		b.results = []parsedLine{parseHead(bytes.TrimSuffix(b.data, []byte{'\n'}))}
+		return
+	}
 	data := b.data
 	for pos := 0; pos < len(data); {
 		end := bytes.IndexByte(data[pos:], '\n')
@@ -376,10 +458,31 @@ type assembler struct {
 	pending         map[int]*batch
 	index           int // pi's array index of the next parsed record
 	firstParsedLine int
+	seenContent     bool // a non-blank line was placed
+	bigLines        bool // a line over bigLine was read whole
+	// trailing is a malformed line that would parse without trailing
+	// Unicode whitespace: pi trims the end of the file, so if it stays the
+	// last non-blank line it is read that way.
+	trailing *trailingAlt
 }
+
+type trailingAlt struct {
+	pl      parsedLine
+	lineNo  int
+	off     int64
+	length  int
+	malfIdx int
+}
+
+// bigLine is the size from which a line read whole is worth a collection
+// once it is garbage.
+const bigLine = 16 << 20
 
 func (a *assembler) add(b *batch) {
 	s := a.s
+	if len(b.data) >= bigLine {
+		a.bigLines = true
+	}
 	for i, pl := range b.results {
 		lineNo := b.firstLine + i
 		start := int(b.offsets[i])
@@ -394,41 +497,32 @@ func (a *assembler) add(b *batch) {
 		}
 		s.Lines = lineNo
 		off := b.offset + int64(start)
-		switch pl.kind {
-		case kindBlank:
-			if len(raw) > 0 || endsNL {
-				s.Blank = append(s.Blank, lineNo)
-			}
-		case kindMalformed:
-			m := diagnose(pl, raw, endsNL)
-			m.Line, m.Offset = lineNo, off
-			s.Malformed = append(s.Malformed, m)
-		case kindNonObject:
-			if a.firstParsedLine == 0 {
-				a.firstParsedLine = lineNo
-			}
-			s.NonObjects = append(s.NonObjects, lineNo)
-			a.index++
-		case kindHeader:
-			if a.firstParsedLine == 0 {
-				a.firstParsedLine = lineNo
-				if pl.header.ID != "" {
-					pl.header.Line = lineNo
-					s.Header = pl.header
+		length := len(raw)
+		if b.oversize > 0 {
+			length = int(b.oversize)
+			endsNL = b.endsNL
+			s.Oversized = append(s.Oversized, Oversized{Line: lineNo, Offset: off, Bytes: b.oversize})
+		}
+		if pl.kind != kindBlank {
+			a.trailing = nil
+			if !a.seenContent && pl.kind == kindMalformed && b.oversize == 0 {
+				// pi trims the whole file first: leading Unicode
+				// whitespace (a BOM) before the first line is not part of it.
+				if k := jsTrimLeft(raw); k > 0 {
+					if alt := parseLine(raw[k:]); alt.kind != kindMalformed {
+						pl, off, length = alt, off+int64(k), length-k
+					}
 				}
-			} else {
-				s.ExtraHeaders = append(s.ExtraHeaders, lineNo)
 			}
-			a.index++
-		case kindEntry:
-			if a.firstParsedLine == 0 {
-				a.firstParsedLine = lineNo
+			a.seenContent = true
+		}
+		a.place(pl, lineNo, off, length, raw, endsNL, b.oversize > 0)
+		if pl.kind == kindMalformed && b.oversize == 0 {
+			if k := jsTrimRight(raw); k < len(raw) {
+				if alt := parseLine(raw[:k]); alt.kind != kindMalformed {
+					a.trailing = &trailingAlt{pl: alt, lineNo: lineNo, off: off, length: k, malfIdx: len(s.Malformed) - 1}
+				}
 			}
-			e := pl.entry
-			e.Line, e.Offset, e.Length = lineNo, off, len(raw)
-			a.index++
-			e.Index = a.index - 1
-			s.Entries = append(s.Entries, e)
 		}
 	}
 	if len(b.data) > 0 {
@@ -439,6 +533,73 @@ func (a *assembler) add(b *batch) {
 		chunkPool.Put(&buf)
 	}
 	b.data, b.results, b.offsets = nil, nil, nil
+}
+
+// finishTrailing reads the last non-blank line as pi does when only
+// trailing Unicode whitespace made it malformed.
+func (a *assembler) finishTrailing() {
+	t := a.trailing
+	if t == nil {
+		return
+	}
+	s := a.s
+	s.Malformed = append(s.Malformed[:t.malfIdx], s.Malformed[t.malfIdx+1:]...)
+	a.place(t.pl, t.lineNo, t.off, t.length, nil, true, false)
+}
+
+// place records one parsed line in the session.
+func (a *assembler) place(pl parsedLine, lineNo int, off int64, length int, raw []byte, endsNL, oversized bool) {
+	s := a.s
+	for _, w := range pl.warns {
+		s.Warnings = append(s.Warnings, Warning{Line: lineNo, Msg: w})
+	}
+	switch pl.kind {
+	case kindBlank:
+		if length > 0 || endsNL {
+			s.Blank = append(s.Blank, lineNo)
+		}
+	case kindMalformed:
+		var m Malformed
+		if oversized {
+			m = Malformed{Bytes: length, Err: fmt.Sprintf("over the %d MiB line cap and does not start like a session entry", MaxLineBytes>>20), Truncated: !endsNL}
+		} else {
+			m = diagnose(pl, raw, endsNL)
+		}
+		m.Line, m.Offset = lineNo, off
+		s.Malformed = append(s.Malformed, m)
+	case kindNonObject:
+		if a.firstParsedLine == 0 {
+			a.firstParsedLine = lineNo
+		}
+		s.NonObjects = append(s.NonObjects, lineNo)
+		a.index++
+	case kindHeader:
+		if a.firstParsedLine == 0 {
+			a.firstParsedLine = lineNo
+			if pl.header.ID != "" {
+				pl.header.Line = lineNo
+				s.Header = pl.header
+			}
+		} else {
+			s.ExtraHeaders = append(s.ExtraHeaders, lineNo)
+		}
+		a.index++
+	case kindEntry:
+		if a.firstParsedLine == 0 {
+			a.firstParsedLine = lineNo
+		}
+		e := pl.entry
+		e.Line, e.Offset, e.Length = lineNo, off, length
+		if oversized {
+			e.Oversized = true
+			e.Chars, e.Images, e.Wide, e.ThinkingChars = 0, 0, 0, 0
+			s.Warnings = append(s.Warnings, Warning{Line: lineNo, Msg: fmt.Sprintf("the %s entry %s is %d MiB, over the %d MiB line cap: it stays in the tree but its content is not read or counted",
+				e.Type, e.ID, length>>20, MaxLineBytes>>20)})
+		}
+		a.index++
+		e.Index = a.index - 1
+		s.Entries = append(s.Entries, e)
+	}
 }
 
 // finish gives v1 entries their ids and builds the id index.
@@ -572,6 +733,10 @@ func (s *Session) ByID(id string) *Entry { return s.byID[id] }
 
 // Raw returns the original bytes of an entry's line (without newline).
 func (s *Session) Raw(e *Entry) ([]byte, error) {
+	if e.Oversized {
+		return nil, fmt.Errorf("%s:%d: the line is %d MiB, over the %d MiB line cap: ctxtool does not read it (split or remove it, e.g. in a copy of the session)",
+			s.File, e.Line, e.Length>>20, MaxLineBytes>>20)
+	}
 	buf := make([]byte, e.Length)
 	s.mu.Lock()
 	src := s.src

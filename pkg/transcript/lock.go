@@ -43,6 +43,10 @@ type LockedError struct {
 }
 
 func (e *LockedError) Error() string {
+	if e.Problem != "" && e.StaleAt.IsZero() {
+		return fmt.Sprintf("%s: the lock file %s %s; ctxtool never takes such a lock over — if no process is writing this session, remove it (rm -r %s)",
+			e.Session, e.LockPath, e.Problem, shellQuote(e.LockPath))
+	}
 	if e.Problem != "" {
 		return fmt.Sprintf("%s: the lock file %s %s; it counts as stale 30 minutes after it was written (at %s, in %s), when ctxtool takes it over; if no process is writing this session, remove it now (rm %s)",
 			e.Session, e.LockPath, e.Problem, e.StaleAt.Local().Format("15:04:05"), time.Until(e.StaleAt).Round(time.Second), shellQuote(e.LockPath))
@@ -127,7 +131,7 @@ func AcquireLock(ctx context.Context, session string, wait time.Duration) (*Lock
 		quick = 0
 		if wait <= 0 || time.Now().After(deadline) {
 			le := &LockedError{Session: session, LockPath: path, PID: info.payload.PID, CreatedAt: info.payload.CreatedAt, Problem: info.problem}
-			if info.problem != "" {
+			if info.problem != "" && info.byMtime {
 				le.StaleAt = info.modTime.Add(StaleLockAge)
 			}
 			return nil, le
@@ -322,8 +326,10 @@ type lockInfo struct {
 	gone    bool // no lock file (any more)
 	stale   bool
 	// problem describes a lock file that names no process ("" when its
-	// payload is a valid lock).
+	// payload is a valid lock); byMtime says it turns stale 30 minutes
+	// after its mtime.
 	problem string
+	byMtime bool
 }
 
 // inspectLock applies OpenClaw's staleness rules to an existing lock. The
@@ -362,7 +368,7 @@ func inspectLock(path string) lockInfo {
 		info.problem = fmt.Sprintf("does not hold a lock payload (%d bytes, starting with %s)", size, preview(data))
 	}
 	if info.problem != "" {
-		info.stale = oldByMtime
+		info.stale, info.byMtime = oldByMtime, true
 		return info
 	}
 	p := info.payload
@@ -374,7 +380,7 @@ func inspectLock(path string) lockInfo {
 		info.problem = fmt.Sprintf("has no valid createdAt (%s)", preview(data))
 	}
 	if info.problem != "" {
-		info.stale = oldByMtime
+		info.stale, info.byMtime = oldByMtime, true
 		return info
 	}
 	switch {

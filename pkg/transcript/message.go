@@ -1,9 +1,9 @@
 package transcript
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"strings"
 )
 
@@ -78,37 +78,6 @@ func (m *Message) ToolCalls() []Block {
 	return out
 }
 
-type rawMessage struct {
-	Role               string          `json:"role"`
-	Content            json.RawMessage `json:"content"`
-	ToolCallID         string          `json:"toolCallId"`
-	ToolName           string          `json:"toolName"`
-	IsError            bool            `json:"isError"`
-	Details            json.RawMessage `json:"details"`
-	Command            string          `json:"command"`
-	Output             string          `json:"output"`
-	ExitCode           *int            `json:"exitCode"`
-	Cancelled          bool            `json:"cancelled"`
-	Truncated          bool            `json:"truncated"`
-	ExcludeFromContext bool            `json:"excludeFromContext"`
-	CustomType         string          `json:"customType"`
-	API                string          `json:"api"`
-	Provider           string          `json:"provider"`
-	Model              string          `json:"model"`
-	Usage              *Usage          `json:"usage"`
-	StopReason         string          `json:"stopReason"`
-	ErrorMessage       string          `json:"errorMessage"`
-	Timestamp          float64         `json:"timestamp"`
-}
-
-type rawEntry struct {
-	Message    json.RawMessage `json:"message"`
-	Summary    string          `json:"summary"`
-	Content    json.RawMessage `json:"content"`
-	CustomType string          `json:"customType"`
-	Details    json.RawMessage `json:"details"`
-}
-
 // Message decodes the full message an entry produces (message,
 // custom_message, branch_summary and compaction entries). Other entry types
 // give (nil, nil).
@@ -123,63 +92,224 @@ func (s *Session) Message(e *Entry) (*Message, error) {
 		return nil, err
 	}
 	m, err := DecodeMessage(e, raw)
+	if len(raw) >= bigLine {
+		raw = nil
+		runtime.GC() // see load: the line's buffer is garbage now
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s:%d: %v", s.File, e.Line, err)
 	}
 	return m, nil
 }
 
-// DecodeMessage decodes the message of an entry from its line bytes.
+// DecodeMessage decodes the message of an entry from its line bytes. It
+// reads what JSON.parse accepts — any nesting depth — in one pass over the
+// line: strings are decoded straight from it and raw values (tool-call
+// arguments, details) are single copies, so a message costs about its line
+// once more, not a copy per nesting level. A field of an unexpected type is
+// ignored, as pi's code ignores it.
 func DecodeMessage(e *Entry, line []byte) (*Message, error) {
-	var re rawEntry
-	if err := json.Unmarshal(line, &re); err != nil {
-		return nil, err
+	sc := scanner{b: line}
+	sc.ws()
+	var m Message
+	var msgSpan, contentSpan []byte
+	var summary, customType string
+	var details json.RawMessage
+	first := true
+	for {
+		key, ok, done := sc.objNext(&first)
+		if !ok {
+			return nil, sc.err
+		}
+		if done {
+			break
+		}
+		var good bool
+		switch string(key) {
+		case "message":
+			msgSpan, good = sc.span()
+		case "summary":
+			summary, good = sc.maybeString()
+		case "content":
+			contentSpan, good = sc.span()
+		case "customType":
+			customType, good = sc.maybeString()
+		case "details":
+			details, good = sc.rawCopy()
+		default:
+			good = sc.skip(0)
+		}
+		if !good {
+			return nil, sc.err
+		}
 	}
 	switch e.Type {
 	case "compaction":
-		return &Message{Role: "compactionSummary", Summary: re.Summary, Details: re.Details}, nil
+		return &Message{Role: "compactionSummary", Summary: summary, Details: details}, nil
 	case "branch_summary":
-		return &Message{Role: "branchSummary", Summary: re.Summary, Details: re.Details}, nil
+		return &Message{Role: "branchSummary", Summary: summary, Details: details}, nil
 	case "custom_message":
-		m := &Message{Role: "custom", CustomType: re.CustomType, Details: re.Details}
-		if err := decodeContent(re.Content, m); err != nil {
+		m = Message{Role: "custom", CustomType: customType, Details: details}
+		if err := decodeContent(contentSpan, &m); err != nil {
 			return nil, err
 		}
-		return m, nil
+		return &m, nil
 	}
-	var rm rawMessage
-	if err := json.Unmarshal(re.Message, &rm); err != nil {
+	if err := decodeMessageObject(msgSpan, &m); err != nil {
 		return nil, err
-	}
-	m := &Message{
-		Role: rm.Role, ToolCallID: rm.ToolCallID, ToolName: rm.ToolName, IsError: rm.IsError,
-		Details: rm.Details, Command: rm.Command, Output: rm.Output, ExitCode: rm.ExitCode,
-		Cancelled: rm.Cancelled, Truncated: rm.Truncated, ExcludeFromContext: rm.ExcludeFromContext,
-		CustomType: rm.CustomType, API: rm.API, Provider: rm.Provider, Model: rm.Model,
-		Usage: rm.Usage, StopReason: rm.StopReason, ErrorMsg: rm.ErrorMessage, Timestamp: rm.Timestamp,
 	}
 	if m.Role == "hookMessage" {
 		m.Role = "custom"
 	}
-	if err := decodeContent(rm.Content, m); err != nil {
-		return nil, err
-	}
-	return m, nil
+	return &m, nil
 }
 
-func decodeContent(raw json.RawMessage, m *Message) error {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] == 'n' {
-		return nil
+// decodeMessageObject fills m from a message object's bytes.
+func decodeMessageObject(b []byte, m *Message) error {
+	sc := scanner{b: b}
+	sc.ws()
+	if sc.peek() != '{' {
+		return nil // absent or not an object: an empty message
 	}
-	if raw[0] == '"' {
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return err
+	var content []byte
+	first := true
+	for {
+		key, ok, done := sc.objNext(&first)
+		if !ok {
+			return sc.err
+		}
+		if done {
+			break
+		}
+		var good bool
+		switch string(key) {
+		case "role":
+			m.Role, good = sc.maybeString()
+		case "content":
+			content, good = sc.span()
+		case "toolCallId":
+			m.ToolCallID, good = sc.maybeString()
+		case "toolName":
+			m.ToolName, good = sc.maybeString()
+		case "isError":
+			m.IsError, good = sc.maybeBool()
+		case "details":
+			m.Details, good = sc.rawCopy()
+		case "command":
+			m.Command, good = sc.maybeString()
+		case "output":
+			m.Output, good = sc.maybeString()
+		case "exitCode":
+			if c := sc.peek(); c == '-' || (c >= '0' && c <= '9') {
+				var n int
+				n, good = sc.maybeInt("exitCode")
+				m.ExitCode = &n
+			} else {
+				m.ExitCode = nil
+				good = sc.skip(0)
+			}
+		case "cancelled":
+			m.Cancelled, good = sc.maybeBool()
+		case "truncated":
+			m.Truncated, good = sc.maybeBool()
+		case "excludeFromContext":
+			m.ExcludeFromContext, good = sc.maybeBool()
+		case "customType":
+			m.CustomType, good = sc.maybeString()
+		case "api":
+			m.API, good = sc.maybeString()
+		case "provider":
+			m.Provider, good = sc.maybeString()
+		case "model":
+			m.Model, good = sc.maybeString()
+		case "usage":
+			m.Usage, good = sc.usage()
+		case "stopReason":
+			m.StopReason, good = sc.maybeString()
+		case "errorMessage":
+			m.ErrorMsg, good = sc.maybeString()
+		case "timestamp":
+			m.Timestamp, good = sc.maybeNumber()
+		default:
+			good = sc.skip(0)
+		}
+		if !good {
+			return sc.err
+		}
+	}
+	return decodeContent(content, m)
+}
+
+// decodeContent reads a content value: a string (one text block) or an
+// array of blocks.
+func decodeContent(raw []byte, m *Message) error {
+	sc := scanner{b: raw}
+	sc.ws()
+	switch sc.peek() {
+	case '"':
+		t, ok := sc.maybeString()
+		if !ok {
+			return sc.err
 		}
 		m.ContentIsString = true
-		m.Content = []Block{{Type: "text", Text: s}}
+		m.Content = []Block{{Type: "text", Text: t}}
+		return nil
+	case '[':
+		m.Content = []Block{}
+	default:
 		return nil
 	}
-	return json.Unmarshal(raw, &m.Content)
+	first := true
+	for {
+		ok, done := sc.arrNext(&first)
+		if !ok {
+			return sc.err
+		}
+		if done {
+			return nil
+		}
+		if sc.peek() != '{' {
+			if !sc.skip(0) {
+				return sc.err
+			}
+			m.Content = append(m.Content, Block{})
+			continue
+		}
+		var b Block
+		bfirst := true
+		for {
+			key, ok, done := sc.objNext(&bfirst)
+			if !ok {
+				return sc.err
+			}
+			if done {
+				break
+			}
+			var good bool
+			switch string(key) {
+			case "type":
+				b.Type, good = sc.maybeString()
+			case "text":
+				b.Text, good = sc.maybeString()
+			case "thinking":
+				b.Thinking, good = sc.maybeString()
+			case "id":
+				b.ID, good = sc.maybeString()
+			case "name":
+				b.Name, good = sc.maybeString()
+			case "arguments":
+				b.Arguments, good = sc.rawCopy()
+			case "data":
+				b.Data, good = sc.maybeString()
+			case "mimeType":
+				b.MimeType, good = sc.maybeString()
+			default:
+				good = sc.skip(0)
+			}
+			if !good {
+				return sc.err
+			}
+		}
+		m.Content = append(m.Content, b)
+	}
 }

@@ -2,7 +2,10 @@ package transcript
 
 import (
 	"bytes"
+	"fmt"
+	"math"
 	"strings"
+	"unicode/utf8"
 	"unique"
 )
 
@@ -21,18 +24,57 @@ type parsedLine struct {
 	entry  *Entry
 	header *Header
 	err    string
+	// warns are odd values read in a defined way (clamped numbers).
+	warns []string
 }
 
-// blank reports whether pi skips the line (empty after trim()).
-func blank(line []byte) bool {
-	for _, c := range line {
-		switch c {
-		case ' ', '\t', '\r', '\n', '\v', '\f':
-		default:
-			return false
-		}
+// blank reports whether pi skips the line: empty after JavaScript's trim(),
+// which strips Unicode whitespace (a BOM, no-break spaces, U+2028…) too.
+func blank(line []byte) bool { return jsTrimLeft(line) == len(line) }
+
+// isJSSpace reports whether JavaScript's String#trim strips r: WhiteSpace
+// (tab, VT, FF, space, NBSP, BOM, the Zs category) and LineTerminator.
+func isJSSpace(r rune) bool {
+	switch r {
+	case '\t', '\n', '\v', '\f', '\r', ' ', 0xA0, 0xFEFF, 0x1680, 0x2028, 0x2029, 0x202F, 0x205F, 0x3000:
+		return true
 	}
-	return true
+	return r >= 0x2000 && r <= 0x200A
+}
+
+// jsTrimLeft returns how many leading bytes of b trim() strips.
+func jsTrimLeft(b []byte) int {
+	i := 0
+	for i < len(b) {
+		c := b[i]
+		if c < utf8.RuneSelf {
+			if !isJSSpace(rune(c)) {
+				return i
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError || !isJSSpace(r) {
+			return i
+		}
+		i += n
+	}
+	return i
+}
+
+// jsTrimRight returns the length of b without the trailing bytes trim()
+// strips.
+func jsTrimRight(b []byte) int {
+	j := len(b)
+	for j > 0 {
+		r, n := utf8.DecodeLastRune(b[:j])
+		if r == utf8.RuneError || !isJSSpace(r) {
+			return j
+		}
+		j -= n
+	}
+	return j
 }
 
 // parseLine parses one physical line (without its newline) into entry
@@ -112,9 +154,7 @@ func parseLine(line []byte) parsedLine {
 				e.FirstKeptEntryIndex = int(f)
 			}
 		case "tokensBefore":
-			var f float64
-			f, good = s.maybeNumber()
-			e.TokensBefore = int(f)
+			e.TokensBefore, good = s.maybeInt("tokensBefore")
 		case "fromHook":
 			e.FromHook, good = s.maybeBool()
 		case "provider":
@@ -135,9 +175,7 @@ func parseLine(line []byte) parsedLine {
 			}
 			switch string(key) {
 			case "version":
-				var f float64
-				f, good = s.maybeNumber()
-				h.Version = int(f)
+				h.Version, good = s.maybeInt("version")
 			case "cwd":
 				h.Cwd, good = s.maybeString()
 			default:
@@ -166,7 +204,7 @@ func parseLine(line []byte) parsedLine {
 			h.Version = 1
 		}
 		h.Raw = append([]byte(nil), line...)
-		return parsedLine{kind: kindHeader, header: h}
+		return parsedLine{kind: kindHeader, header: h, warns: s.warns}
 	}
 
 	switch e.Type {
@@ -174,6 +212,7 @@ func parseLine(line []byte) parsedLine {
 		if !msgDone && msgStart >= 0 {
 			ms := scanner{b: line[msgStart:msgEnd]}
 			ms.message(e)
+			s.warns = append(s.warns, ms.warns...)
 		}
 	case "custom_message":
 		e.Role = "custom"
@@ -199,7 +238,7 @@ func parseLine(line []byte) parsedLine {
 		// provider/modelId are only meaningful on these two types.
 		e.Provider, e.Model = "", ""
 	}
-	return parsedLine{kind: kindEntry, entry: e}
+	return parsedLine{kind: kindEntry, entry: e, warns: s.warns}
 }
 
 func (s *scanner) maybeString() (string, bool) {
@@ -233,6 +272,44 @@ func (s *scanner) maybeNumber() (float64, bool) {
 		return s.numberValue()
 	}
 	return 0, s.skip(0)
+}
+
+// MaxSafeInt is JavaScript's Number.MAX_SAFE_INTEGER: the largest count
+// pi reads back exactly. Counts beyond it (1e400 is Infinity to pi) are
+// clamped to it, with a warning, so they neither wrap around in Go nor get
+// written back as something pi misreads.
+const MaxSafeInt = 1<<53 - 1
+
+// maybeInt reads an integer field; a number beyond ±MaxSafeInt is clamped
+// and a warning naming the field is recorded.
+func (s *scanner) maybeInt(field string) (int, bool) {
+	c := s.peek()
+	if c != '-' && (c < '0' || c > '9') {
+		return 0, s.skip(0)
+	}
+	st := s.i
+	f, ok := s.numberValue()
+	if !ok {
+		return 0, false
+	}
+	switch {
+	case f > MaxSafeInt, f < -MaxSafeInt:
+		clamped := MaxSafeInt
+		if f < 0 {
+			clamped = -MaxSafeInt
+		}
+		raw := string(s.b[st:s.i])
+		if len(raw) > 24 {
+			raw = raw[:24] + "…"
+		}
+		how := "a number beyond 2^53 that it rounds"
+		if math.IsInf(f, 0) {
+			how = "Infinity"
+		}
+		s.warns = append(s.warns, fmt.Sprintf("%s %s is out of range (pi reads %s); read as %d", field, raw, how, clamped))
+		return clamped, true
+	}
+	return int(f), true
 }
 
 func (s *scanner) maybeBool() (bool, bool) {
@@ -281,6 +358,10 @@ func (s *scanner) message(e *Entry) bool {
 			e.Provider, good = s.maybeInterned()
 		case "timestamp":
 			e.MsgTimestamp, good = s.maybeNumber()
+			if math.IsInf(e.MsgTimestamp, 0) {
+				s.warns = append(s.warns, "message.timestamp is out of range (pi reads Infinity); ignored")
+				e.MsgTimestamp = 0
+			}
 		case "toolCallId":
 			e.ToolCallID, good = s.maybeString()
 		case "toolName":
@@ -348,24 +429,18 @@ func (s *scanner) usage() (*Usage, bool) {
 		if done {
 			return u, true
 		}
-		var f float64
 		var good bool
 		switch string(key) {
 		case "input":
-			f, good = s.maybeNumber()
-			u.Input = int(f)
+			u.Input, good = s.maybeInt("usage.input")
 		case "output":
-			f, good = s.maybeNumber()
-			u.Output = int(f)
+			u.Output, good = s.maybeInt("usage.output")
 		case "cacheRead":
-			f, good = s.maybeNumber()
-			u.CacheRead = int(f)
+			u.CacheRead, good = s.maybeInt("usage.cacheRead")
 		case "cacheWrite":
-			f, good = s.maybeNumber()
-			u.CacheWrite = int(f)
+			u.CacheWrite, good = s.maybeInt("usage.cacheWrite")
 		case "totalTokens":
-			f, good = s.maybeNumber()
-			u.TotalTokens = int(f)
+			u.TotalTokens, good = s.maybeInt("usage.totalTokens")
 		default:
 			good = s.skip(0)
 		}
@@ -515,4 +590,66 @@ func shortErr(err string) string {
 		return err[i+2:] + " at byte " + strings.TrimPrefix(err[:i], "offset ")
 	}
 	return err
+}
+
+// parseHead reads what it can of an oversized line from its first bytes:
+// the entry's type, id, parentId and timestamp (pi writes them first) and
+// a message's role when it precedes the content. The line is not
+// validated; it is an entry when its type was found.
+func parseHead(head []byte) parsedLine {
+	s := scanner{b: head}
+	s.ws()
+	bad := parsedLine{kind: kindMalformed, err: "over the line cap and does not start like a session entry"}
+	if s.peek() != '{' {
+		return bad
+	}
+	e := &Entry{FirstKeptEntryIndex: -1}
+	first := true
+	for {
+		key, ok, done := s.objNext(&first)
+		if !ok || done {
+			break
+		}
+		var good bool
+		switch string(key) {
+		case "type":
+			e.Type, good = s.maybeInterned()
+		case "id":
+			e.ID, good = s.maybeString()
+		case "parentId":
+			e.ParentID, good = s.maybeString()
+		case "timestamp":
+			e.Timestamp, good = s.maybeString()
+		case "message":
+			// Only the keys before the cut-off: the role, usually first.
+			mfirst := true
+			for {
+				k, ok, done := s.objNext(&mfirst)
+				if !ok || done {
+					break
+				}
+				if string(k) == "role" {
+					e.Role, _ = s.maybeInterned()
+				} else if !s.skip(0) {
+					break
+				}
+			}
+		default:
+			good = s.skip(0)
+		}
+		if !good {
+			break
+		}
+	}
+	switch e.Type {
+	case "", "session":
+		return bad
+	case "custom_message":
+		e.Role = "custom"
+	case "compaction":
+		e.Role = "compactionSummary"
+	case "branch_summary":
+		e.Role = "branchSummary"
+	}
+	return parsedLine{kind: kindEntry, entry: e}
 }

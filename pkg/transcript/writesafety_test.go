@@ -451,3 +451,17 @@ func raceChild() {
 	l.Release()
 	os.Exit(0)
 }
+
+// A lock path that is not a file (a directory someone made) is never
+// taken over, and the message says so.
+func TestLockPathNotAFile(t *testing.T) {
+	f := copyFile(t, "testdata/spec-v3.jsonl")
+	os.Mkdir(f+".lock", 0o755)
+	old := time.Now().Add(-time.Hour)
+	os.Chtimes(f+".lock", old, old)
+	_, err := transcript.AcquireLock(context.Background(), f, 0)
+	var le *transcript.LockedError
+	if !errors.As(err, &le) || !strings.Contains(err.Error(), "never takes such a lock over") || !strings.Contains(err.Error(), "not a regular file") {
+		t.Fatalf("directory lock: %v", err)
+	}
+}

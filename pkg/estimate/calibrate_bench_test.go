@@ -1,0 +1,123 @@
+package estimate
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/ctxtool/ctxtool/internal/sessiongen"
+	"github.com/ctxtool/ctxtool/pkg/transcript"
+)
+
+// BenchmarkPathSpans compares the linear walk with the quadratic one it
+// replaced, on a session with many compactions (each compaction scanned
+// the whole path prefix for its kept entries).
+//
+//	go test ./pkg/estimate -run - -bench PathSpans -benchtime 3x
+func BenchmarkPathSpans(b *testing.B) {
+	file := filepath.Join(b.TempDir(), "many-compactions.jsonl")
+	if _, err := sessiongen.GenerateFile(file, sessiongen.Options{Seed: 9, Turns: 3000, Compactions: 600, ToolResultBytes: 400, NoLineIndex: true}); err != nil {
+		b.Fatal(err)
+	}
+	s, err := transcript.Load(file)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	path := s.Branch()
+	c := &Counter{s: s, method: Calibrated, images: map[*transcript.Entry]int{}, exact: map[*transcript.Entry]int{}}
+	audit := AuditUsage(path, 0)
+	b.Logf("%d path entries", len(path))
+	b.Run("linear", func(b *testing.B) {
+		for b.Loop() {
+			pathSpans(path, c.features, audit)
+		}
+	})
+	b.Run("quadratic-before", func(b *testing.B) {
+		for b.Loop() {
+			pathSpansQuadratic(path, c.features)
+		}
+	})
+}
+
+// The linear walk finds the same spans as the quadratic one where both
+// trust the same records (sessions with ordinary usage).
+func TestPathSpansMatchesQuadratic(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "c.jsonl")
+	if _, err := sessiongen.GenerateFile(file, sessiongen.Options{Seed: 3, Turns: 200, Compactions: 20}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := transcript.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	path := s.Branch()
+	c := &Counter{s: s, method: Calibrated, images: map[*transcript.Entry]int{}, exact: map[*transcript.Entry]int{}}
+	gotS, gotA := pathSpans(path, c.features, AuditUsage(path, 0))
+	wantS, wantA := pathSpansQuadratic(path, c.features)
+	if len(gotS) != len(wantS) || len(gotA) != len(wantA) || len(gotS) < 100 {
+		t.Fatalf("spans %d/%d anchors %d/%d", len(gotS), len(wantS), len(gotA), len(wantA))
+	}
+	for i := range gotA {
+		for k := range gotA[i].x {
+			if d := gotA[i].x[k] - wantA[i].x[k]; d > 1e-6 || d < -1e-6 || gotA[i].usage != wantA[i].usage {
+				t.Fatalf("anchor %d: %+v vs %+v", i, gotA[i], wantA[i])
+			}
+		}
+	}
+	for i := range gotS {
+		if gotS[i].delta != wantS[i].delta || gotS[i].x != wantS[i].x {
+			t.Fatalf("span %d: %+v vs %+v", i, gotS[i], wantS[i])
+		}
+	}
+}
+
+// pathSpansQuadratic is pathSpans as it was before issue 9 (kept for the
+// benchmark): it walks the root→leaf path and returns the usage deltas between
+// consecutive trusted anchors with no compaction between them, plus the
+// per-anchor (usage, feature sum of the active context) pairs.
+func pathSpansQuadratic(path []*transcript.Entry, feat func(*transcript.Entry) features) (spans []usageSpan, anchors []anchorPoint) {
+	var active features // features of the context as the provider saw it
+	prev := -1
+	var acc features
+	msgFeat := make(map[*transcript.Entry]features)
+	for i, e := range path {
+		switch {
+		case e.Type == "compaction":
+			// The context restarts: summary + kept entries.
+			active = feat(e)
+			kept := false
+			for _, k := range path[:i] {
+				if !kept && e.FirstKeptEntryID != "" && k.ID == e.FirstKeptEntryID {
+					kept = true
+				}
+				if kept {
+					if f, ok := msgFeat[k]; ok {
+						active = add(active, f)
+					}
+				}
+			}
+			prev, acc = -1, features{}
+			continue
+		case producesMessage(e):
+			f := feat(e)
+			msgFeat[e] = f
+			active = add(active, f)
+			acc = add(acc, f)
+		default:
+			continue
+		}
+		if e.Role == "assistant" && e.UsageTrusted() && e.Usage.ContextTokens() > 0 {
+			u := e.Usage.ContextTokens()
+			anchors = append(anchors, anchorPoint{usage: u, x: active})
+			if prev >= 0 {
+				d := u - path[prev].Usage.ContextTokens()
+				if d > 0 {
+					spans = append(spans, usageSpan{from: prev, to: i, delta: d, x: acc})
+				}
+			}
+			prev, acc = i, features{}
+		}
+	}
+	return spans, anchors
+}
