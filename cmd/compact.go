@@ -15,6 +15,7 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/config"
 	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
+	"github.com/ctxtool/ctxtool/pkg/facts"
 	"github.com/ctxtool/ctxtool/pkg/llm"
 )
 
@@ -23,7 +24,7 @@ type CompactOptions struct {
 	IO         *IOStreams
 	Files      []string
 	JSON       bool
-	Summarizer string // auto | llm | extractive
+	Summarizer string // auto | llm | extractive | exec:COMMAND
 	LLM        llm.Config
 	Deadline   time.Duration
 	Settings   compaction.Settings
@@ -42,6 +43,11 @@ type CompactOptions struct {
 	// MemoryFlush runs the pre-compaction memory flush first (Flush).
 	MemoryFlush bool
 	Flush       MemoryFlushSettings
+	// Audit prints the dropped facts (human output); FailOnDropped >= 0
+	// refuses a summary dropping more facts than that (exit 3).
+	Audit         bool
+	FailOnDropped int
+	Hooks         compaction.Hooks
 }
 
 func init() { register(newCompactCmd) }
@@ -129,6 +135,8 @@ empty summary writes nothing and exits 1.`,
 	_ = fl.MarkHidden("force")
 	fl.BoolVar(&opts.MemoryFlush, "memory-flush", false, "first append the durable facts of the summarised history to <workspace>/memory/YYYY-MM-DD.md (see 'ctxtool flush')")
 	fl.StringVar(&opts.Flush.Workspace, "workspace", "", "the agent's workspace, for --memory-flush")
+	fl.BoolVar(&opts.Audit, "audit", false, "list the facts of the summarised region the summary dropped (always in --json as audit)")
+	fl.IntVar(&opts.FailOnDropped, "fail-on-dropped", -1, "exit 3 and write nothing when the summary drops more than N facts (CI gate)")
 	return cmd
 }
 
@@ -163,7 +171,8 @@ func (o *CompactOptions) load(cfg *config.Config, fs *pflag.FlagSet) {
 		SummarizeThreshold:     cfg.Int(nil, "compaction.summarize.thresholdTokens"),
 		SummarizeFallback:      cfg.String(nil, "compaction.summarize.fallback"),
 		CustomInstructions:     cfg.String(fs, "compaction.customInstructions"),
-		ExtractiveMaxChars:     cfg.Int(nil, "compaction.extractive.maxChars"),
+		ExtractiveBudgetTokens: cfg.Int(nil, "compaction.extractive.budgetTokens"),
+		IdentifierRetry:        cfg.Bool(nil, "compaction.identifierRetry"),
 	}
 	if s.ReserveTokensFloor == 0 {
 		s.ReserveTokensFloor = -1 // 0 disables the floor (OpenClaw)
@@ -179,6 +188,11 @@ func (o *CompactOptions) load(cfg *config.Config, fs *pflag.FlagSet) {
 		MaxRetries: cfg.Int(nil, "llm.maxRetries"),
 	}
 	o.Deadline = cfg.Duration(nil, "llm.deadline")
+	o.Hooks = compaction.Hooks{
+		BeforeCompaction: cfg.String(nil, "compaction.hooks.beforeCompaction"),
+		AfterCompaction:  cfg.String(nil, "compaction.hooks.afterCompaction"),
+		Timeout:          cfg.Duration(nil, "compaction.hooks.timeout"),
+	}
 }
 
 // validate checks what load read.
@@ -186,10 +200,11 @@ func (o *CompactOptions) validate() error {
 	if err := o.Settings.Validate(); err != nil {
 		return err
 	}
-	switch o.Summarizer {
-	case "auto", "llm", "extractive":
+	switch {
+	case o.Summarizer == "auto", o.Summarizer == "llm", o.Summarizer == "extractive":
+	case strings.HasPrefix(o.Summarizer, "exec:") && strings.TrimSpace(strings.TrimPrefix(o.Summarizer, "exec:")) != "":
 	default:
-		return fmt.Errorf("--summarizer %q: use auto, llm or extractive", o.Summarizer)
+		return fmt.Errorf("--summarizer %q: use auto, llm, extractive or exec:COMMAND", o.Summarizer)
 	}
 	return nil
 }
@@ -218,6 +233,9 @@ func (o *CompactOptions) summarizer() (compaction.Summarizer, error) {
 	}
 	if pick == "extractive" {
 		return compaction.Extractive{}, nil
+	}
+	if cmd, ok := strings.CutPrefix(pick, "exec:"); ok {
+		return &compaction.ExecSummarizer{Command: strings.TrimSpace(cmd), Timeout: o.Deadline}, nil
 	}
 	if !configured {
 		var missing []string
@@ -257,7 +275,11 @@ func runCompact(ctx context.Context, o *CompactOptions) error {
 		set.Force = !o.IfNeeded
 		opts := compaction.Options{
 			Settings: set, Summarizer: sum, Size: o.Size, DryRun: o.DryRun, Truncate: o.Truncate, Idle: o.Idle, Wait: o.Wait,
-			Logf: func(format string, args ...any) { fmt.Fprintf(o.IO.ErrOut, format+"\n", args...) },
+			Hooks: o.Hooks,
+			Logf:  func(format string, args ...any) { fmt.Fprintf(o.IO.ErrOut, format+"\n", args...) },
+		}
+		if o.FailOnDropped >= 0 {
+			opts.FailOnDropped = &o.FailOnDropped
 		}
 		if err := checkInput(file); err != nil {
 			fmt.Fprintf(o.IO.ErrOut, "ctxtool: %v\n", err)
@@ -357,7 +379,11 @@ func printCompact(o *CompactOptions, r *compaction.Result, runErr error) {
 		if r.PreviousSummary {
 			t.row("previous", "summary carried forward")
 		}
-		t.row("trigger", fmt.Sprintf("%s of %s tokens (window %s)", humanInt(r.ContextTokens), humanInt(r.Threshold), humanInt(r.ContextWindow)))
+		if r.Threshold <= 0 && r.Strategy != compaction.StrategySummarize {
+			t.row("trigger", fmt.Sprintf("every prompt: window %s − reserve %s leaves no room (context %s)", humanInt(r.ContextWindow), humanInt(r.ContextWindow-r.Threshold), humanInt(r.ContextTokens)))
+		} else {
+			t.row("trigger", fmt.Sprintf("%s of %s tokens (window %s)", humanInt(r.ContextTokens), humanInt(r.Threshold), humanInt(r.ContextWindow)))
+		}
 	}
 	if planned := r.Compacted || (r.DryRun && r.Reason == "" && runErr == nil); planned {
 		after := humanInt(r.TokensAfter)
@@ -380,12 +406,48 @@ func printCompact(o *CompactOptions, r *compaction.Result, runErr error) {
 	if r.Fallback != "" {
 		t.row("fallback", r.Fallback)
 	}
+	if a := r.Audit; a != nil {
+		line := fmt.Sprintf("%d facts in the summarised region, %d dropped", a.Facts, len(a.Dropped))
+		if len(a.Dropped) > 0 {
+			var parts []string
+			for _, c := range facts.Classes {
+				if n := a.DroppedByClass[c]; n > 0 {
+					parts = append(parts, fmt.Sprintf("%d %s", n, c))
+				}
+			}
+			line += " (" + strings.Join(parts, ", ") + ")"
+			if !o.Audit {
+				line += "; --audit lists them"
+			}
+		}
+		t.row("audit", line)
+	}
+	if r.QualityRetries > 0 {
+		t.row("retries", fmt.Sprintf("%d (summariser asked again for dropped identifiers)", r.QualityRetries))
+	}
 	if r.Backup != "" {
 		t.row("backup", r.Backup)
 	}
 	t.flush()
+	if o.Audit && r.Audit != nil && len(r.Audit.Dropped) > 0 {
+		fmt.Fprintf(w, "\n--- facts the summary dropped (%d) ---\n", len(r.Audit.Dropped))
+		at := newTable(w)
+		for _, f := range r.Audit.Dropped {
+			at.row(fmt.Sprintf("line %d", f.Line), string(f.Class), oneLineCut(f.Value, 160))
+		}
+		at.flush()
+	}
 	if r.DryRun && r.Summary != "" {
 		fmt.Fprintf(w, "\n--- summary that would be written (%d characters) ---\n%s\n", len([]rune(r.Summary)), strings.TrimRight(r.Summary, "\n"))
 	}
 	fmt.Fprintln(w)
+}
+
+// oneLineCut collapses whitespace and cuts s to n runes.
+func oneLineCut(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
 	"github.com/ctxtool/ctxtool/internal/testkit/llmtest"
+	"github.com/ctxtool/ctxtool/internal/testkit/usagekit"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
 	"github.com/ctxtool/ctxtool/pkg/iostreams"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
@@ -207,5 +208,105 @@ func TestCompactUsageAndLockErrors(t *testing.T) {
 	os.Remove(lock)
 	if now, _ := os.ReadFile(f); string(now) != string(orig) {
 		t.Fatal("file changed")
+	}
+}
+
+// The README's audit, CI-gate and exec examples run as written (on a copy
+// of the bundled sample; ./my-summarizer is a small script).
+func TestCompactAuditGateAndExecExamples(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "session.jsonl")
+	data, err := os.ReadFile(filepath.Join("..", "testdata", "sample-v3.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(f, data, 0o644)
+	script := filepath.Join(dir, "my-summarizer")
+	os.WriteFile(script, []byte("#!/bin/sh\ncat > \"$0.in\"\nprintf '## Goal\\n- keep going\\n'\n"), 0o755)
+
+	// the gate: the two-line exec summary drops facts → exit 3, nothing written
+	out, errOut, code := runCLI(t, "compact", f, "--fail-on-dropped", "0", "--json", "--summarizer", "exec:"+script)
+	if code != exitcode.Threshold || !strings.Contains(errOut, "--fail-on-dropped 0") {
+		t.Fatalf("exit %d, stderr %s", code, errOut)
+	}
+	var res struct {
+		Audit *struct {
+			Facts   int `json:"facts"`
+			Dropped []struct {
+				Class string `json:"class"`
+				Line  int    `json:"line"`
+			} `json:"dropped"`
+		} `json:"audit"`
+		Summarizer string `json:"summarizer"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Audit == nil || len(res.Audit.Dropped) == 0 || res.Audit.Dropped[0].Line == 0 || res.Summarizer != "exec" {
+		t.Fatalf("json %v: %s", err, out)
+	}
+	if now, _ := os.ReadFile(f); string(now) != string(data) {
+		t.Fatal("a summary over the limit was written")
+	}
+	var in map[string]any
+	if raw, err := os.ReadFile(script + ".in"); err != nil || json.Unmarshal(raw, &in) != nil || in["type"] != "compaction" {
+		t.Fatalf("the exec summarizer's stdin: %v", err)
+	}
+
+	// the README's dry-run gate (extractive, a budget too small to keep everything)
+	t.Setenv("CTXTOOL_COMPACTION_EXTRACTIVE_BUDGETTOKENS", "300")
+	if _, errOut, code := runCLI(t, "compact", f, "--dry-run", "--fail-on-dropped", "0"); code != exitcode.Threshold {
+		t.Fatalf("dry-run gate: exit %d, %s", code, errOut)
+	}
+	t.Setenv("CTXTOOL_COMPACTION_EXTRACTIVE_BUDGETTOKENS", "0")
+
+	// --audit lists the dropped facts with their lines
+	out, _, code = runCLI(t, "compact", f, "--audit", "--summarizer", "exec:"+script)
+	if code != 0 || !strings.Contains(out, "facts the summary dropped") || !strings.Contains(out, "audit ") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	s, _ := os.ReadFile(f)
+	if !strings.Contains(string(s), `"audit":{"facts":`) {
+		t.Fatal("no details.audit in the written entry")
+	}
+
+	// the extractive summarizer through the CLI, with --json: audit always there
+	os.WriteFile(f, data, 0o644)
+	out, _, code = runCLI(t, "compact", f, "--summarizer", "extractive", "--json")
+	if code != 0 || !strings.Contains(out, `"audit":{"facts":`) {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+}
+
+// On a model whose window is not larger than the reserve (gpt-4's 8,192
+// against pi's 16,384), pi compacts before every prompt. compact says so in
+// words — not "trigger 7,090 of -8,192" — and tells how to fix it; with a
+// reserve below the window the trigger is the usual window − reserve.
+func TestCompactWindowSmallerThanReserve(t *testing.T) {
+	cleanEnv(t)
+	cases, err := usagekit.Write(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file string
+	for _, c := range cases {
+		if c.Window == 8192 {
+			file = c.File
+		}
+	}
+	if file == "" {
+		t.Fatal("usagekit has no 8k-window session")
+	}
+	out, errOut, code := runCLI(t, "compact", "--dry-run", "--summarizer", "extractive", file)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	if strings.Contains(out, "of -") || !strings.Contains(out, "every prompt: window 8,192 − reserve 16,384") ||
+		!strings.Contains(out+errOut, "--reserve-tokens") {
+		t.Fatalf("no plain trigger message:\n%s\n%s", out, errOut)
+	}
+	out, errOut, code = runCLI(t, "compact", "--dry-run", "--summarizer", "extractive", "--reserve-tokens", "2048", file)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	if !strings.Contains(out, "of 6,144 tokens (window 8,192)") || strings.Contains(out+errOut, "every prompt") {
+		t.Fatalf("reserve 2048: want trigger 6,144:\n%s\n%s", out, errOut)
 	}
 }

@@ -28,7 +28,7 @@ func TestConfigTableAgreesWithPackages(t *testing.T) {
 		"compaction.summarize.maxInputChars":   compaction.DefaultMaxInputChars,
 		"compaction.summarize.maxOutputTokens": compaction.DefaultMaxOutputTokens,
 		"compaction.summarize.thresholdTokens": compaction.DefaultSummarizeThreshold,
-		"compaction.extractive.maxChars":       compaction.DefaultExtractiveChars,
+		"compaction.hooks.timeout":             compaction.DefaultHookTimeout.String(),
 		"compaction.mode":                      compaction.StrategyDefault,
 		"compaction.rolling.targetUtilization": rolling.DefaultTargetUtilization,
 		"compaction.rolling.minKeepMessages":   rolling.DefaultMinKeepMessages,
@@ -113,7 +113,7 @@ func TestCompletionOfEnumFlags(t *testing.T) {
 		{"roll", "--tokenizer", estimate.Methods},
 		{"compact", "--tokenizer", estimate.Methods},
 		{"compact", "--strategy", compaction.Strategies},
-		{"compact", "--summarizer", []string{"auto", "llm", "extractive"}},
+		{"compact", "--summarizer", []string{"auto", "llm", "extractive", "exec:"}},
 		{"restore", "--format", []string{"text", "yaml", "json"}},
 		{"checkpoint", "--trigger", checkpoint.Triggers},
 	} {
@@ -121,7 +121,14 @@ func TestCompletionOfEnumFlags(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("%s %s: exit %d %s", tc.cmd, tc.flag, code, errOut)
 		}
-		got := strings.Fields(strings.Split(out, ":")[0])
+		// values, one a line, then cobra's ":<directive>" line
+		var got []string
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, ":") {
+				break
+			}
+			got = append(got, strings.Fields(l)...)
+		}
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("%s %s completes %q, want %q", tc.cmd, tc.flag, got, tc.want)
 		}

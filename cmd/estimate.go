@@ -130,15 +130,20 @@ type MessageTokenReport struct {
 	Tokens  int    `json:"tokens"`
 }
 
-// estimateMemoryLimit bounds the heap while estimating: entry metadata of a
-// 100 MB session is ~55 MB live, and a soft limit keeps the GC from letting
-// the heap double past it. GOMEMLIMIT overrides it.
-const estimateMemoryLimit = 80 << 20
+// limitHeap sets the soft heap limit for reading one session (see
+// estimate.HeapLimit), unless the user set GOMEMLIMIT.
+func limitHeap(file string) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	var size int64
+	if st, err := os.Stat(file); err == nil && st.Mode().IsRegular() {
+		size = st.Size()
+	}
+	debug.SetMemoryLimit(estimate.HeapLimit(size))
+}
 
 func runEstimate(opts *EstimateOptions) error {
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(estimateMemoryLimit)
-	}
 	if !estimate.ValidMethod(opts.Tokenizer) {
 		return exitcode.Newf(exitcode.Usage, "--tokenizer %q: use one of %s", opts.Tokenizer, strings.Join(estimate.Methods, ", "))
 	}
@@ -244,6 +249,7 @@ func estimateFile(opts *EstimateOptions, file string) (*EstimateReport, error) {
 	if err := checkInput(file); err != nil {
 		return nil, err
 	}
+	limitHeap(file)
 	s, err := transcript.Load(file)
 	if err != nil {
 		return nil, err
@@ -271,12 +277,7 @@ func estimateFile(opts *EstimateOptions, file string) (*EstimateReport, error) {
 	if leaf := s.Leaf(); leaf != nil {
 		r.LeafID = leaf.ID
 	}
-	if s.Foreign != nil {
-		r.Warnings = append(r.Warnings, s.Foreign.Notes...)
-	}
-	for _, w := range s.Warnings {
-		r.Warnings = append(r.Warnings, w.String())
-	}
+	r.Warnings = append(r.Warnings, s.Notes()...)
 	if w := windowWarning(window); w != "" {
 		r.Warnings = append(r.Warnings, w)
 	}

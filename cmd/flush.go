@@ -30,10 +30,12 @@ type FlushOptions struct {
 	// SessionKey overrides the key the cycle is tracked under.
 	SessionKey          string
 	SoftThresholdTokens int
-	Force               bool
-	DryRun              bool
-	Prompt              string
-	SystemPrompt        string
+	// ForceFlushTranscriptBytes: a file this large is due (0 = off).
+	ForceFlushTranscriptBytes int64
+	Force                     bool
+	DryRun                    bool
+	Prompt                    string
+	SystemPrompt              string
 	// Compact carries the compaction settings (the region flushed is the
 	// one compact would summarise), the model and the window lookup.
 	Compact *CompactOptions
@@ -57,6 +59,8 @@ records the session's compactionCount as memoryFlushCompactionCount in the
 state directory and, when the session is listed in OpenClaw's sessions.json,
 in its store entry (under the store's lock). After the next compaction it is
 due again. --force skips the token threshold, not the once-per-cycle rule.
+A session file of compaction.memoryFlush.forceFlushTranscriptBytes (2 MiB;
+0 = off) or more is due whatever its token count, as in OpenClaw.
 
 The notes go to <workspace>/memory/YYYY-MM-DD.md (created if needed; only
 ever appended to). Offline they are the constraints, open requests,
@@ -98,6 +102,7 @@ flushes do not duplicate entries.`,
 func (o *FlushOptions) load(cfg *config.Config, fs *pflag.FlagSet) error {
 	o.Enabled = cfg.Bool(nil, "compaction.memoryFlush.enabled")
 	o.SoftThresholdTokens = cfg.Int(fs, "compaction.memoryFlush.softThresholdTokens")
+	o.ForceFlushTranscriptBytes = int64(cfg.Int(nil, "compaction.memoryFlush.forceFlushTranscriptBytes"))
 	o.Prompt = cfg.String(nil, "compaction.memoryFlush.prompt")
 	o.SystemPrompt = cfg.String(nil, "compaction.memoryFlush.systemPrompt")
 	if o.SoftThresholdTokens < 0 {
@@ -183,7 +188,7 @@ func (o *FlushOptions) flushFile(ctx context.Context, file string, model memflus
 	return memflush.Run(ctx, memflush.Options{
 		File: file, Workspace: o.Workspace, StateDir: o.StateDir, SessionKey: o.SessionKey,
 		Measure:            func(s *transcript.Session) (int, int) { return o.measure(s) },
-		ReserveTokensFloor: floor, SoftThresholdTokens: o.SoftThresholdTokens,
+		ReserveTokensFloor: floor, SoftThresholdTokens: o.SoftThresholdTokens, ForceFlushTranscriptBytes: o.ForceFlushTranscriptBytes,
 		Force: force, Compaction: o.Compact.Settings, Model: model,
 		Prompt: o.Prompt, SystemPrompt: o.SystemPrompt, DryRun: o.DryRun, Wait: o.Compact.Wait,
 	})
@@ -220,6 +225,9 @@ func printFlush(o *FlushOptions, r *memflush.Result) {
 	}
 	if r.ContextWindow > 0 {
 		t.row("tokens", fmt.Sprintf("%s of %s (flush at %s)", humanInt(r.Tokens), humanInt(r.ContextWindow), humanInt(r.Threshold)))
+		if r.DueBySize {
+			t.row("due by size", fmt.Sprintf("the file is %s bytes: at least compaction.memoryFlush.forceFlushTranscriptBytes", humanInt(int(r.TranscriptBytes))))
+		}
 		last := "never"
 		if r.LastFlushCompactionCount != nil {
 			last = fmt.Sprint(*r.LastFlushCompactionCount)
@@ -251,8 +259,8 @@ func printFlush(o *FlushOptions, r *memflush.Result) {
 // history.
 func flushBeforeCompaction(ctx context.Context, o *CompactOptions, file string) error {
 	fo := &FlushOptions{IO: o.IO, Enabled: o.Flush.Enabled, Workspace: o.Flush.Workspace, StateDir: o.Flush.StateDir,
-		SoftThresholdTokens: o.Flush.SoftThresholdTokens, Prompt: o.Flush.Prompt, SystemPrompt: o.Flush.SystemPrompt,
-		DryRun: o.DryRun, Compact: o}
+		SoftThresholdTokens: o.Flush.SoftThresholdTokens, ForceFlushTranscriptBytes: o.Flush.ForceFlushTranscriptBytes,
+		Prompt: o.Flush.Prompt, SystemPrompt: o.Flush.SystemPrompt, DryRun: o.DryRun, Compact: o}
 	model, err := fo.model()
 	if err != nil {
 		return err
@@ -282,6 +290,7 @@ func (o *CompactOptions) loadFlush(cfg *config.Config, fs *pflag.FlagSet) error 
 		return err
 	}
 	o.Flush.Enabled, o.Flush.SoftThresholdTokens, o.Flush.Prompt, o.Flush.SystemPrompt = fo.Enabled, fo.SoftThresholdTokens, fo.Prompt, fo.SystemPrompt
+	o.Flush.ForceFlushTranscriptBytes = fo.ForceFlushTranscriptBytes
 	o.Flush.StateDir = cfg.StateDir(fs)
 	return nil
 }
@@ -289,12 +298,13 @@ func (o *CompactOptions) loadFlush(cfg *config.Config, fs *pflag.FlagSet) error 
 // MemoryFlushSettings are what compact --memory-flush needs beyond the
 // compaction settings.
 type MemoryFlushSettings struct {
-	Enabled             bool
-	Workspace           string
-	StateDir            string
-	SoftThresholdTokens int
-	Prompt              string
-	SystemPrompt        string
+	Enabled                   bool
+	Workspace                 string
+	StateDir                  string
+	SoftThresholdTokens       int
+	ForceFlushTranscriptBytes int64
+	Prompt                    string
+	SystemPrompt              string
 }
 
 // recordCompaction updates OpenClaw's sessions.json after ctxtool

@@ -170,3 +170,28 @@ func TestFlushConfigDefaults(t *testing.T) {
 		t.Fatalf("config defaults %+v", fo)
 	}
 }
+
+// compaction.memoryFlush.forceFlushTranscriptBytes reaches the flush from
+// the config (here its environment variable): a session far below the token
+// threshold is due by its size, and the table says why.
+func TestFlushDueBySizeFromConfig(t *testing.T) {
+	cleanEnv(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "s.jsonl")
+	if _, err := sessiongen.GenerateFile(file, sessiongen.Options{Seed: 4, Turns: 30, Facts: 14, FactsWithin: 0.3}); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{file, "--workspace", filepath.Join(dir, "ws"), "--state-dir", filepath.Join(dir, "state"), "--summarizer", "extractive", "--dry-run"}
+	if r := flushJSON(t, args...); r.Flushed || r.DueBySize {
+		t.Fatalf("a small session in a 200k window with the 2 MiB default: %+v", r)
+	}
+	t.Setenv("CTXTOOL_COMPACTION_MEMORYFLUSH_FORCEFLUSHTRANSCRIPTBYTES", "1024")
+	r := flushJSON(t, args...)
+	if !r.Flushed || !r.DueBySize || r.TranscriptBytes < 1024 {
+		t.Fatalf("due by size: %+v", r)
+	}
+	out, errOut, code := runCLI(t, append([]string{"flush"}, args...)...)
+	if code != 0 || !strings.Contains(out, "due by size") || !strings.Contains(out, "forceFlushTranscriptBytes") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+}

@@ -3,8 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"os"
-	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -187,17 +186,10 @@ func failThreshold(s string) (lint.Severity, error) {
 	return sev, nil
 }
 
-// lintMemoryLimit bounds the heap like estimate's: lint keeps the same
-// entry metadata and streams the content.
-const lintMemoryLimit = estimateMemoryLimit
-
 func runLint(opts *LintOptions) error {
 	if opts.ListRules {
 		printRules(opts)
 		return nil
-	}
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(lintMemoryLimit)
 	}
 	if opts.Ctx == nil {
 		opts.Ctx = context.Background()
@@ -215,7 +207,10 @@ func runLint(opts *LintOptions) error {
 			return exitcode.New(exitcode.Usage, err)
 		}
 	}
-	files, err := walk.Walk(opts.Paths, walk.Options{Kinds: []walk.Kind{walk.Transcript, walk.Archive}})
+	if opts.Fix && slices.Contains(opts.Paths, "-") {
+		return exitcode.New(exitcode.Usage, fmt.Errorf("--fix cannot repair standard input: give the session file"))
+	}
+	files, err := walk.Walk(opts.Paths, walk.Options{Kinds: []walk.Kind{walk.Transcript, walk.Archive}, Stdin: true})
 	if err != nil {
 		return exitcode.New(exitcode.Usage, err)
 	}
@@ -238,6 +233,7 @@ func runLint(opts *LintOptions) error {
 				fixes = append(fixes, fr)
 			}
 		}
+		limitHeap(file.Path) // lint keeps estimate's entry metadata
 		r, err := lint.File(file.Path, &opts.Lint)
 		if err != nil {
 			prog.Clear()

@@ -334,3 +334,25 @@ func TestCIDocWorkflowRunsAsWritten(t *testing.T) {
 		}
 	}
 }
+
+// lint reads "-" as standard input (docs/cli.md: FILE may be "-" where the
+// command only reads), with the findings of the file it was fed; --fix on
+// standard input is a usage error, since there is nothing to append to.
+func TestLintStdin(t *testing.T) {
+	in, err := os.Open("../testdata/edge-truncated.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	stdin := os.Stdin
+	os.Stdin = in
+	defer func() { os.Stdin = stdin }()
+	out, errOut, code := runLintCmd(t, "--json", "-")
+	fs := jsonFindings(t, out)
+	if code != 3 || len(fs) != 2 || fs[0].File != "-" || fs[0].Line != 16 || fs[1].Rule != "torn-line" {
+		t.Fatalf("exit %d, findings %+v\n%s", code, fs, errOut)
+	}
+	if _, errOut, code := runLintCmd(t, "--fix", "-"); code != 2 || !strings.Contains(errOut, "standard input") {
+		t.Fatalf("--fix -: exit %d: %s", code, errOut)
+	}
+}

@@ -223,6 +223,14 @@ func runRoll(ctx context.Context, opts *RollOptions) error {
 				prog.Clear()
 				fmt.Fprintf(opts.IO.ErrOut, "ctxtool: %s\n", rep.Error)
 			}
+			// A usage record not trusted changes what a roll evicts: say so for
+			// every session listed below (a large batch lists only those it rolls).
+			if !opts.JSON && (len(files) <= 20 || rep.Would()) {
+				for _, w := range rep.Warnings {
+					prog.Clear()
+					fmt.Fprintf(opts.IO.ErrOut, "warning: %s: %s\n", rep.File, w)
+				}
+			}
 			if len(rep.MalformedLines) > 0 {
 				prog.Clear()
 				warnMalformed(opts.IO.ErrOut, rep.File, rep.MalformedLines, "rolls pi's context without it")

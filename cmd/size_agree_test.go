@@ -2,9 +2,11 @@ package cmd
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -259,4 +261,151 @@ func TestCompactNextRequestIsTheNextEstimate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Issue 9: a user reading the human output (no --json) of any command learns
+// that a usage record was not trusted and which line it is — not only the
+// JSON consumer. Each command names the rejected record's line on stderr or
+// stdout.
+func TestEveryCommandSaysWhichUsageItDistrusted(t *testing.T) {
+	cleanEnv(t)
+	cases, err := usagekit.Write(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		if c.PiAnchorClass == "fresh" {
+			continue
+		}
+		t.Run(c.Name, func(t *testing.T) {
+			var est EstimateReport
+			out, errOut, code := runCLI(t, "estimate", "--json", c.File)
+			if code != 0 {
+				t.Fatalf("estimate: exit %d\n%s", code, errOut)
+			}
+			jsonLine(t, out, &est)
+			if est.UsageRejected == nil {
+				t.Fatalf("estimate rejected nothing on %s", c.Name)
+			}
+			want := fmt.Sprintf("usage at line %d not used", est.UsageRejected.Line)
+			state := t.TempDir()
+			for _, args := range [][]string{
+				{"estimate"},
+				{"compact", "--dry-run", "--summarizer", "extractive"},
+				{"roll", "--dry-run", "--state-dir", state},
+				{"checkpoint", "--trigger", "auto-80pct", "--dry-run", "--state-dir", state},
+			} {
+				out, errOut, code := runCLI(t, append(args, c.File)...)
+				if code != 0 {
+					t.Fatalf("%v: exit %d\n%s", args, code, errOut)
+				}
+				if !strings.Contains(out+errOut, want) {
+					t.Errorf("ctxtool %v does not say %q:\nstdout:\n%s\nstderr:\n%s", args, want, out, errOut)
+				}
+			}
+		})
+	}
+}
+
+// lint's context-over-budget rule measures the context as estimate does
+// with the same flags (window overrides included): the limit equal to
+// estimate's figure passes, one token less fails and names that figure.
+func TestLintBudgetAgreesWithEstimate(t *testing.T) {
+	cleanEnv(t)
+	cases, err := usagekit.Write(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		flagSets := [][]string{nil, {"--context-window", "100000"}, {"--model", "gpt-4"}, {"--tokenizer", "heuristic"}}
+		for _, flags := range flagSets {
+			t.Run(c.Name+strings.Join(flags, "="), func(t *testing.T) {
+				var est EstimateReport
+				out, errOut, code := runCLI(t, append(append([]string{"estimate", "--json"}, flags...), c.File)...)
+				if code != 0 {
+					t.Fatalf("estimate: exit %d\n%s", code, errOut)
+				}
+				jsonLine(t, out, &est)
+				budget := func(limit int) []string {
+					args := append([]string{"lint", "--json", "--max-tokens", fmt.Sprint(limit)}, flags...)
+					out, errOut, _ := runCLI(t, append(args, c.File)...)
+					var msgs []string
+					for _, f := range jsonFindings(t, out) {
+						if f.Rule == "context-over-budget" {
+							msgs = append(msgs, f.Message)
+						}
+					}
+					if errOut != "" && len(msgs) == 0 && out == "" {
+						t.Fatalf("lint: %s", errOut)
+					}
+					return msgs
+				}
+				if msgs := budget(est.Tokens); len(msgs) != 0 {
+					t.Fatalf("--max-tokens %d (estimate's figure) fires: %q", est.Tokens, msgs)
+				}
+				msgs := budget(est.Tokens - 1)
+				if len(msgs) != 1 || !strings.Contains(msgs[0], fmt.Sprintf("the active context is %d tokens", est.Tokens)) {
+					t.Fatalf("--max-tokens %d: want one finding naming %d tokens, got %q", est.Tokens-1, est.Tokens, msgs)
+				}
+			})
+		}
+	}
+}
+
+// How the file was read (here a clamped out-of-range number) is reported
+// by every command that reads it, in the same words.
+func TestEveryCommandReportsReadWarnings(t *testing.T) {
+	cleanEnv(t)
+	src, err := os.ReadFile("../testdata/sample-v3.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(src), "\n")
+	n := -1
+	for i, l := range lines {
+		if strings.Contains(l, `"totalTokens":4616`) {
+			lines[i], n = strings.Replace(l, `"output":355`, `"output":1e300`, 1), i+1
+		}
+	}
+	if n < 0 {
+		t.Fatal("sample changed: no usage record with totalTokens 4616")
+	}
+	file := filepath.Join(t.TempDir(), "clamped.jsonl")
+	if err := os.WriteFile(file, []byte(strings.Join(lines, "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("line %d: usage.output 1e300 is out of range", n)
+	est, got := measureAllWarnings(t, file)
+	if !slices.ContainsFunc(est, func(w string) bool { return strings.Contains(w, want) }) {
+		t.Fatalf("estimate's warnings %q lack %q", est, want)
+	}
+	for cmd, ws := range got {
+		if !slices.ContainsFunc(ws, func(w string) bool { return strings.Contains(w, want) }) {
+			t.Errorf("%s's warnings %q lack %q", cmd, ws, want)
+		}
+	}
+}
+
+// measureAllWarnings returns the warnings of estimate, then of compact,
+// roll and checkpoint (dry runs, --json).
+func measureAllWarnings(t *testing.T, file string) ([]string, map[string][]string) {
+	t.Helper()
+	state := t.TempDir()
+	run := func(v any, args ...string) {
+		t.Helper()
+		out, errOut, code := runCLI(t, append(args, "--json", file)...)
+		if code != 0 {
+			t.Fatalf("ctxtool %v: exit %d\n%s", args, code, errOut)
+		}
+		jsonLine(t, out, v)
+	}
+	var est EstimateReport
+	run(&est, "estimate")
+	var comp compaction.Result
+	run(&comp, "compact", "--dry-run", "--summarizer", "extractive")
+	var roll rolling.Report
+	run(&roll, "roll", "--dry-run", "--state-dir", state)
+	var cp checkpoint.TakeResult
+	run(&cp, "checkpoint", "--trigger", "auto-80pct", "--dry-run", "--state-dir", state)
+	return est.Warnings, map[string][]string{"compact": comp.Warnings, "roll": roll.Warnings, "checkpoint": cp.Warnings}
 }

@@ -83,7 +83,22 @@ type run struct {
 
 func ctxtool(t *testing.T, args ...string) run {
 	t.Helper()
+	return ctxtoolIn(t, "", args...)
+}
+
+// ctxtoolIn runs ctxtool with standard input read from the file stdin
+// ("" = none).
+func ctxtoolIn(t *testing.T, stdin string, args ...string) run {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
+	if stdin != "" {
+		f, err := os.Open(stdin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		cmd.Stdin = f
+	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	start := time.Now()
@@ -795,9 +810,17 @@ func TestPathologicalSizesPeakRSS(t *testing.T) {
 	big := filepath.Join(dir, "big.jsonl")
 	writeBigLineSession(t, big, bigLine)
 
+	// A session piped in costs disk (spooled), not memory: 600 MB of
+	// pipe, one line too long to read, must not be held.
+	headedPipe := filepath.Join(dir, "headed-pipe.jsonl")
+	os.WriteFile(headedPipe, []byte(hdr), 0o644)
+	os.Truncate(headedPipe, int64(len(hdr))+600<<20)
+
 	type limit struct {
 		file string
-		args []string
+		// stdin feeds the file on standard input (the command reads "-").
+		stdin bool
+		args  []string
 		// maxMiB bounds the peak RSS; ok says whether the command must
 		// succeed.
 		maxMiB int64
@@ -805,20 +828,29 @@ func TestPathologicalSizesPeakRSS(t *testing.T) {
 	}
 	base := int64(160) // a command's own working set, MiB (tokenizer tables, sqlite)
 	cases := []limit{
-		{nul, []string{"estimate"}, base, false},
-		{nul, []string{"compact", "--force", "--summarizer", "extractive"}, base, false},
-		{nul, []string{"roll", "--trigger", "0", "--state-dir", state}, base, false},
-		{headed, []string{"estimate"}, base, true},
-		{big, []string{"estimate", "--tokenizer", "heuristic"}, base + 2*bigLine>>20, true},
+		{nul, false, []string{"estimate"}, base, false},
+		{nul, false, []string{"compact", "--force", "--summarizer", "extractive"}, base, false},
+		{nul, false, []string{"roll", "--trigger", "0", "--state-dir", state}, base, false},
+		{headed, false, []string{"estimate"}, base, true},
+		{big, false, []string{"estimate", "--tokenizer", "heuristic"}, base + 2*bigLine>>20, true},
 		// checkpoint measures like estimate (issue 9: auto by default,
 		// whose exact count of a 200 MB line is the tokenizer's cost, not
 		// the reader's); heuristic bounds the reading, as for the others.
-		{big, []string{"checkpoint", "--force", "--tokenizer", "heuristic", "--state-dir", state}, base + 2*bigLine>>20, true},
-		{big, []string{"compact", "--dry-run", "--force", "--summarizer", "extractive", "--tokenizer", "heuristic"}, base + 2*bigLine>>20, true},
+		{big, false, []string{"checkpoint", "--force", "--tokenizer", "heuristic", "--state-dir", state}, base + 2*bigLine>>20, true},
+		{big, false, []string{"compact", "--dry-run", "--force", "--summarizer", "extractive", "--tokenizer", "heuristic"}, base + 2*bigLine>>20, true},
+		{headedPipe, true, []string{"estimate"}, base, true},
+		{headedPipe, true, []string{"lint", "--fail-on", "never"}, base, true},
+		{big, true, []string{"estimate", "--tokenizer", "heuristic"}, base + 2*bigLine>>20, true},
 	}
 	for _, c := range cases {
-		r := ctxtool(t, append(c.args, c.file)...)
+		var r run
 		name := fmt.Sprintf("%s on %s", strings.Join(c.args[:1], " "), filepath.Base(c.file))
+		if c.stdin {
+			r = ctxtoolIn(t, c.file, append(c.args, "-")...)
+			name = fmt.Sprintf("%s < %s", strings.Join(c.args[:1], " "), filepath.Base(c.file))
+		} else {
+			r = ctxtool(t, append(c.args, c.file)...)
+		}
 		t.Logf("%-40s exit %d, peak RSS %4d MiB, %v: %s", name, r.code, r.maxRSS>>10, r.took.Round(time.Millisecond), lastLine(r.stderr))
 		if r.maxRSS>>10 > c.maxMiB {
 			t.Errorf("%s: peak RSS %d MiB, over %d MiB", name, r.maxRSS>>10, c.maxMiB)

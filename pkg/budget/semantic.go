@@ -156,17 +156,19 @@ func Retrieve(ctx context.Context, s Searcher, query string, cfg SemanticConfig,
 		out.Note = "no budget for semantic history"
 		return out
 	}
-	res, err := s.Search(ctx, query, recall.SearchOptions{MaxResults: cfg.MaxRetrievedChunks * 2})
+	carried := func(path string, ids []string) bool {
+		return path == sessionPath && len(ids) > 0 && allIn(ids, excludeEntries)
+	}
+	res, err := s.Search(ctx, query, recall.SearchOptions{MaxResults: cfg.MaxRetrievedChunks * 2, Skip: carried})
 	if err != nil {
 		out.Note = "semantic history skipped: " + err.Error()
 		return out
 	}
 	var hits []recall.Hit
 	for _, h := range res.Hits {
-		if h.Path == sessionPath && len(h.EntryIDs) > 0 && allIn(h.EntryIDs, excludeEntries) {
-			continue
+		if !carried(h.Path, h.EntryIDs) { // a Searcher may ignore Skip
+			hits = append(hits, h)
 		}
-		hits = append(hits, h)
 	}
 	out.Hits = len(hits)
 	out.Chunks = SelectChunks(hits, cfg.MaxRetrievedChunks, cfg.MinRelevanceScore, budgetTokens)

@@ -160,14 +160,25 @@ func TestPlanSemanticRealIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ix.Close()
-	// Only the older session is indexed, as in OpenClaw where the prompt
-	// being sent is not in the index yet. (When the current file is
-	// indexed, recall's AND query matches the prompt itself first and the
-	// keyword fallback never runs; those own hits are skipped, leaving
-	// nothing: see notes/issue-12.md.)
+	// The older session is indexed; then (second pass) the current one
+	// too, as after a cron 'ctxtool index': the prompt matches itself with
+	// every keyword, which must not hide the older history the single-word
+	// search finds.
 	if _, err := ix.Index(context.Background(), old); err != nil {
 		t.Fatal(err)
 	}
+	for _, indexCurrent := range []bool{false, true} {
+		if indexCurrent {
+			if _, err := ix.Index(context.Background(), cur); err != nil {
+				t.Fatal(err)
+			}
+		}
+		planRecallsOld(t, ix, cur, old)
+	}
+}
+
+func planRecallsOld(t *testing.T, ix *recall.Index, cur, old string) {
+	t.Helper()
 	s, err := transcript.Load(cur)
 	if err != nil {
 		t.Fatal(err)

@@ -146,7 +146,7 @@ func Take(o TakeOptions) (*TakeResult, error) {
 		UsageRejected: size.Rejected, MalformedLines: s.Malformed}
 	util := size.Utilization
 	res.Utilization = math.Round(util*10000) / 10000
-	res.Warnings = append(res.Warnings, size.Notes...)
+	res.Warnings = append(append(res.Warnings, s.Notes()...), size.Notes...)
 	if in.CompactionCount > 3 {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("%s has been compacted %d times: repeated compaction loses detail (consider a fresh session resumed from this checkpoint)", o.File, in.CompactionCount))
 	}

@@ -33,6 +33,7 @@ func fromContext(s *transcript.Session, ctx *transcript.Context) (Input, error) 
 			in.SessionFile = abs
 		}
 	}
+	lastCalls := -1 // index in in.Messages of the last message with tool calls
 	for _, e := range ctx.Path {
 		switch e.Type {
 		case "message", "custom_message":
@@ -46,9 +47,19 @@ func fromContext(s *transcript.Session, ctx *transcript.Context) (Input, error) 
 		if err != nil {
 			return in, err
 		}
-		if msg != nil {
-			in.Messages = append(in.Messages, *msg)
+		if msg == nil {
+			continue
 		}
+		slimText(msg)
+		if len(msg.ToolCalls) > 0 {
+			// Only the last call's full arguments are read (pendingCall,
+			// lastCall); older calls need just their path keys.
+			if lastCalls >= 0 {
+				slimArgs(&in.Messages[lastCalls])
+			}
+			lastCalls = len(in.Messages)
+		}
+		in.Messages = append(in.Messages, *msg)
 	}
 	in.SplitTurn = splitTurn(ctx)
 	for _, e := range s.Entries {
@@ -63,6 +74,17 @@ func fromContext(s *transcript.Session, ctx *transcript.Context) (Input, error) 
 // builder reads (nil when the entry produces no message). The builder and
 // the incremental capture share it, so both see the same text.
 func messageOf(s *transcript.Session, e *transcript.Entry) (*Message, error) {
+	if e.Type == "message" && e.Role == "toolResult" && !e.IsError && !e.Oversized {
+		// Of a successful tool result only what the entry already holds is
+		// read (slimText drops its text): decoding every tool output was
+		// most of a checkpoint's CPU.
+		return &Message{EntryID: e.ID, Role: e.Role, ToolCallID: e.ToolCallID, ToolName: e.ToolName, Time: e.Time()}, nil
+	}
+	return decodeMessage(s, e)
+}
+
+// decodeMessage is messageOf from the decoded line, every field filled.
+func decodeMessage(s *transcript.Session, e *transcript.Entry) (*Message, error) {
 	m, err := s.Message(e)
 	if err != nil {
 		return nil, fmt.Errorf("%s:%d: %v", s.File, e.Line, err)
@@ -85,6 +107,48 @@ func messageOf(s *transcript.Session, e *transcript.Entry) (*Message, error) {
 		msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: b.ID, Name: b.Name, Args: b.Arguments})
 	}
 	return msg, nil
+}
+
+// slimText drops the text the builder and the capture never read, so a
+// checkpoint of a gigabyte session does not hold every tool output of the
+// branch in memory (2.7 GB peak at 1 GB): of a tool result only the first
+// line of an error is read (firstLine: open items, learnings, the capture's
+// errors). User, assistant and bash texts are read whole (gists, lengths,
+// task lists) and kept.
+func slimText(m *Message) {
+	if m.Role != "toolResult" {
+		return
+	}
+	if m.IsError {
+		m.Text = firstLine(m.Text)
+	} else {
+		m.Text = ""
+	}
+}
+
+// slimArgs cuts a tool call's arguments to the keys callPaths and
+// isModifyCall read (written files' contents are most of a session's bytes).
+// Arguments that are not a JSON object are kept: nothing reads paths in them.
+func slimArgs(m *Message) {
+	for i := range m.ToolCalls {
+		tc := &m.ToolCalls[i]
+		var args map[string]json.RawMessage
+		if json.Unmarshal(tc.Args, &args) != nil {
+			continue
+		}
+		kept := map[string]json.RawMessage{}
+		for _, k := range append([]string{"command", "paths"}, pathKeys...) {
+			if v, ok := args[k]; ok {
+				kept[k] = v
+			}
+		}
+		if len(kept) == len(args) {
+			continue
+		}
+		if b, err := json.Marshal(kept); err == nil {
+			tc.Args = b
+		}
+	}
 }
 
 // splitTurn: the compaction in force kept a turn from its middle (the first

@@ -35,6 +35,9 @@ type Outcome struct {
 	// Fallback is set when the summarize strategy fell back to a
 	// mechanical extract; it holds the summariser's error.
 	Fallback string
+	// Audit lists the facts of the region the summary (with the kept
+	// messages) dropped.
+	Audit *Audit
 }
 
 // Compact summarises what a preparation says to summarise. It reads message
@@ -52,26 +55,75 @@ func Compact(ctx context.Context, s *transcript.Session, p *Preparation, set Set
 	if err != nil {
 		return nil, err
 	}
-	out := &Outcome{}
-	ops := newFileOps()
-	mergePrevFiles(p.prevDetails, ops)
+	g := &region{msgs: msgs, prefix: prefix, ops: newFileOps()}
+	mergePrevFiles(p.prevDetails, g.ops)
 	for _, m := range msgs {
-		ops.addMessage(m.M)
+		g.ops.addMessage(m.M)
 	}
 	for _, m := range prefix {
-		ops.addMessage(m.M)
+		g.ops.addMessage(m.M)
 	}
-	out.ReadFiles, out.ModifiedFiles = ops.Lists()
-	out.Failures, out.FailuresTotal = collectFailures(append(append([]*Msg{}, msgs...), prefix...))
+	g.base.ReadFiles, g.base.ModifiedFiles = g.ops.Lists()
+	g.base.Failures, g.base.FailuresTotal = collectFailures(append(append([]*Msg{}, msgs...), prefix...))
 
-	r := &run{ctx: ctx, s: s, p: p, set: set, sum: sum, out: out}
-	switch set.Strategy {
-	case StrategySafeguard:
-		err = r.safeguard(msgs, prefix)
-	case StrategySummarize:
-		err = r.summarize(msgs)
-	default:
-		err = r.pi(msgs, prefix)
+	out, err := g.summarize(ctx, s, p, set, sum)
+	if err != nil {
+		return nil, err
+	}
+	found := regionFacts(p, msgs, prefix)
+	kept, err := keptText(s, p)
+	if err != nil {
+		return nil, err
+	}
+	out.Audit = audit(found, out.Summary, kept)
+	// The identifier guard: a model that dropped identifiers gets one more
+	// try with the list (the extractive summariser keeps what its budget
+	// allows and would only repeat itself).
+	if ids := out.Audit.droppedIdentifiers(); len(ids) > 0 && set.IdentifierRetry && sum.Name() == "llm" && out.Fallback == "" {
+		retry := set
+		retry.CustomInstructions = strings.TrimSpace(set.CustomInstructions + "\n" + identifierRetryInstruction(ids))
+		again, err := g.summarize(ctx, s, p, retry, sum)
+		if err != nil {
+			return nil, fmt.Errorf("identifier retry: %w", err)
+		}
+		again.Audit = audit(found, again.Summary, kept)
+		again.QualityRetries = out.QualityRetries + 1
+		if len(again.Audit.droppedIdentifiers()) <= len(ids) {
+			out = again
+		} else {
+			out.QualityRetries = again.QualityRetries
+		}
+		out.QualityIssues = append(out.QualityIssues, fmt.Sprintf("%d identifiers still missing after the retry", len(out.Audit.droppedIdentifiers())))
+	}
+	return out, nil
+}
+
+// region is what a compaction summarises: the messages, the turn
+// prefix, the cumulative file operations and the outcome fields every
+// attempt shares.
+type region struct {
+	msgs, prefix []*Msg
+	ops          *FileOps
+	base         Outcome
+}
+
+// summarize makes one summary of the region with set: the strategy's
+// summariser calls, or one call of a summariser that takes the whole
+// preparation (exec).
+func (g *region) summarize(ctx context.Context, s *transcript.Session, p *Preparation, set Settings, sum Summarizer) (*Outcome, error) {
+	out := g.base
+	var err error
+	if whole, ok := sum.(preparationSummarizer); ok {
+		// an external summariser owns the whole summary; pi's file lists
+		// are appended as pi appends them to its own
+		out.Summary, err = whole.SummarizePreparation(ctx, s, p, set, g.msgs, g.prefix, g.ops)
+		fl := formatFileLists(out.ReadFiles, out.ModifiedFiles, 0, 0)
+		if err == nil && fl != "" && !strings.Contains(out.Summary, "<read-files>") && !strings.Contains(out.Summary, "<modified-files>") {
+			out.Summary += "\n\n" + fl
+		}
+	} else {
+		r := &run{ctx: ctx, s: s, p: p, set: set, sum: sum, out: &out}
+		err = r.strategy(g.msgs, g.prefix)
 	}
 	if err != nil {
 		return nil, err
@@ -79,7 +131,7 @@ func Compact(ctx context.Context, s *transcript.Session, p *Preparation, set Set
 	if strings.TrimSpace(out.Summary) == "" {
 		return nil, fmt.Errorf("the %s summariser produced an empty summary", sum.Name())
 	}
-	return out, nil
+	return &out, nil
 }
 
 // mergePrevFiles adds the previous compaction's cumulative file lists
@@ -115,9 +167,20 @@ type run struct {
 	out *Outcome
 }
 
+// strategy runs the configured strategy's summariser calls.
+func (r *run) strategy(msgs, prefix []*Msg) error {
+	switch r.set.Strategy {
+	case StrategySafeguard:
+		return r.safeguard(msgs, prefix)
+	case StrategySummarize:
+		return r.summarize(msgs)
+	}
+	return r.pi(msgs, prefix)
+}
+
 func (r *run) call(req *Request) (string, error) {
-	if req.MaxChars == 0 {
-		req.MaxChars = r.set.ExtractiveMaxChars
+	if req.BudgetTokens == 0 {
+		req.BudgetTokens = r.set.SummaryBudget()
 	}
 	text, err := r.sum.Summarize(r.ctx, req)
 	if err != nil {
@@ -141,13 +204,29 @@ func (r *run) pi(msgs, prefix []*Msg) error {
 	var herr, terr error
 	var wg sync.WaitGroup
 	prev := stripFileBlocks(r.p.PreviousSummary)
+	// The extractive summary as a whole (history, split-turn prefix, file
+	// lists) stays within the budget: the file lists are capped at about a
+	// third of it, the prefix gets a quarter, the history the rest. (A
+	// model's summary is bounded by MaxOutputTokens; its lists stay whole,
+	// as pi writes them.)
+	budget := r.set.SummaryBudget()
+	files := formatFileLists(r.out.ReadFiles, r.out.ModifiedFiles, 0, 0)
+	if r.sum.Name() == "extractive" {
+		files = formatFileLists(r.out.ReadFiles, r.out.ModifiedFiles, budget/2, budget)
+	}
+	histBudget := budget - countTokens(files) - 8
+	prefixBudget := 0
+	if len(prefix) > 0 {
+		prefixBudget = budget / 4
+		histBudget -= prefixBudget + countTokens(splitTurnJoin)
+	}
 	if len(msgs) > 0 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			history, herr = r.call(&Request{Kind: KindHistory, Layout: LayoutCheckpoint, Messages: msgs,
 				Transcript: serialize(msgs, headPreview(2000), 4000), PreviousSummary: prev,
-				Instructions: r.set.CustomInstructions, MaxOutputTokens: reserve * 8 / 10})
+				Instructions: r.set.CustomInstructions, MaxOutputTokens: reserve * 8 / 10, BudgetTokens: histBudget})
 		}()
 	} else {
 		// Nothing new before the turn: the previous summary stands as is
@@ -160,7 +239,7 @@ func (r *run) pi(msgs, prefix []*Msg) error {
 			defer wg.Done()
 			turn, terr = r.call(&Request{Kind: KindTurnPrefix, Layout: LayoutTurnPrefix, Messages: prefix,
 				Transcript: serialize(prefix, headPreview(2000), 4000), Instructions: r.set.CustomInstructions,
-				MaxOutputTokens: reserve / 2, MaxChars: r.set.ExtractiveMaxChars / 2})
+				MaxOutputTokens: reserve / 2, BudgetTokens: prefixBudget})
 		}()
 	}
 	wg.Wait()
@@ -177,8 +256,8 @@ func (r *run) pi(msgs, prefix []*Msg) error {
 		}
 		summary += splitTurnJoin + turn
 	}
-	if fl := formatFileLists(r.out.ReadFiles, r.out.ModifiedFiles, 0, 0); fl != "" {
-		summary += "\n\n" + fl
+	if files != "" {
+		summary += "\n\n" + files
 	}
 	r.out.Summary = summary
 	return nil
@@ -203,7 +282,7 @@ func (r *run) summarize(msgs []*Msg) error {
 		}
 		r.out.Fallback = err.Error()
 		ext, xerr := Extractive{}.Summarize(r.ctx, &Request{Kind: KindHistory, Layout: LayoutCheckpoint, Messages: msgs,
-			PreviousSummary: prev, MaxChars: r.set.ExtractiveMaxChars})
+			PreviousSummary: prev, BudgetTokens: r.set.SummaryBudget()})
 		if xerr != nil {
 			return fmt.Errorf("%v; the trim fallback failed too: %v", err, xerr)
 		}

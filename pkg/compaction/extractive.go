@@ -2,20 +2,25 @@ package compaction
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"sort"
 	"strings"
-	"unicode"
+	"sync"
+
+	"github.com/ctxtool/ctxtool/pkg/facts"
+	"github.com/ctxtool/ctxtool/pkg/tokenizer"
 )
 
 // Extractive is the built-in summariser: deterministic, offline, free. It
-// fills the same sections a model would, by mechanical extraction: the goal
-// from the first user messages, stated constraints, decisions, finished
-// work, failures, pending asks, next steps from the last messages, and every
-// identifier (paths, URLs, ids, hashes, host:port) the region mentions, as
-// many as fit the budget. It cannot understand; it can only not forget.
+// keeps, under the headings of the requested layout, every fact the fact
+// detector (pkg/facts) finds in the region — constraints, open requests,
+// decisions, errors, numbers with their context, identifiers — each once,
+// in the shortest sentence that carries it, plus the goal, the latest ask
+// and what the agent was doing. The previous summary's lines are carried
+// forward. When the token budget binds, items are kept in the order a
+// resumed agent needs them (see itemTier) and the rest is counted in one
+// closing line. It cannot understand; it can only not forget.
 type Extractive struct{}
 
 // Name implements Summarizer.
@@ -23,341 +28,227 @@ func (Extractive) Name() string { return "extractive" }
 
 // Summarize implements Summarizer.
 func (Extractive) Summarize(_ context.Context, r *Request) (string, error) {
-	max := r.MaxChars
-	if max <= 0 {
-		max = DefaultExtractiveChars
-	}
 	layout := r.Layout
 	if layout == LayoutNarrative || layout == "" {
 		layout = LayoutCheckpoint
 	}
-	var secs []section
+	var items []item
+	if r.PreviousSummary != "" && r.Kind != KindTurnPrefix {
+		items = append(items, summaryItems(r.PreviousSummary, -1)...)
+	}
 	switch r.Kind {
 	case KindMerge:
-		secs = mergeSummaries(layout, r.Partials)
+		for i, p := range r.Partials {
+			items = append(items, summaryItems(p, i)...)
+		}
 	default:
-		secs = extractFacts(r.Messages).sections(layout)
+		region := regionItems(r.Messages)
+		if hasSlot(items, slotGoal) {
+			// the earlier summary states the goal; the region's first ask
+			// is one more ask
+			for i := range region {
+				if region[i].slot == slotGoal {
+					region[i].slot = slotAsk
+				}
+			}
+		}
+		items = append(items, region...)
 	}
-	if r.PreviousSummary != "" && r.Kind != KindTurnPrefix {
-		secs = carryForward(layout, r.PreviousSummary, secs, max*3/10)
-	}
-	out := render(secs, max)
+	out := renderItems(layout, items, extractiveBudget(r))
 	if strings.TrimSpace(out) == "" {
 		return "", fmt.Errorf("extractive summariser found no text to summarise")
 	}
 	return out, nil
 }
 
-// section is one "## heading" block; Lines are its body lines.
-type section struct {
-	Heading string
-	Lines   []string
-	// Fill marks the section that takes whatever budget is left
-	// (identifiers), trimmed from the end with a count of what was left out.
-	Fill bool
+func hasSlot(items []item, s slot) bool {
+	for _, it := range items {
+		if it.slot == s {
+			return true
+		}
+	}
+	return false
 }
 
-type facts struct {
-	goal, constraints, done, inProgress, decisions, failures, asks, next []string
-	ids                                                                  []string
-	tools                                                                map[string]int
-	read, modified                                                       []string
-	lastAssistant                                                        string
+// extractiveBudget is the request's budget in o200k tokens: BudgetTokens,
+// bounded by MaxChars (about 4 characters a token) when that is set.
+func extractiveBudget(r *Request) int {
+	b := r.BudgetTokens
+	if b <= 0 {
+		b = DefaultSummaryBudgetTokens
+	}
+	if r.MaxChars > 0 && r.MaxChars/4 < b {
+		b = r.MaxChars / 4
+	}
+	return b
 }
 
-const itemChars = 220
+// slot is where an item goes; each layout maps slots to its headings.
+type slot int
 
-var (
-	reDecision   = regexp.MustCompile(`(?i)\b(decided|decide to|decision|chose|choose|going with|go with|will use|we'll use|i'll use|let's use|instead of|rather than|switch(?:ed)? to|opt(?:ed)? for|the fix is|fixed by|root cause|the (?:problem|issue|bug) (?:is|was)|turns out|approach)\b`)
-	reConstraint = regexp.MustCompile(`(?i)\b(must|never|always|don't|do not|should not|shouldn't|should|make sure|avoid|no need|prefer|required?|requirement|not allowed)\b`)
-	reNext       = regexp.MustCompile(`(?i)\b(next|then|todo|to do|remaining|still need|need to|will now|i'll|let me|plan|afterwards|follow[- ]up)\b`)
+const (
+	slotGoal slot = iota
+	slotConstraint
+	slotDone
+	slotInProgress
+	slotBlocked
+	slotDecision
+	slotNext
+	slotAsk // a user's ask (Next Steps, or Pending user asks)
+	slotContext
+	slotEarlier
+	nSlots
 )
 
-// sentences splits text into trimmed sentences: at . ! ? followed by a
-// space or the end (so paths like ~/.pi survive), at CJK full stops and at
-// line breaks.
-func sentences(s string) []string {
-	var out []string
-	rs := []rune(s)
-	start := 0
-	emit := func(end int) {
-		m := strings.TrimSpace(strings.TrimLeft(strings.TrimSpace(string(rs[start:end])), "-*#> \t"))
-		if len([]rune(m)) >= 12 {
-			out = append(out, m)
-		}
-		start = end
-	}
-	for i, r := range rs {
-		switch {
-		case r == '\n':
-			emit(i)
-			start = i + 1
-		case r == '。' || r == '！' || r == '？':
-			emit(i + 1)
-		case (r == '.' || r == '!' || r == '?') && (i+1 == len(rs) || unicode.IsSpace(rs[i+1])):
-			emit(i + 1)
-		}
-	}
-	if start < len(rs) {
-		emit(len(rs))
-	}
-	return out
+// item is one line of the summary.
+type item struct {
+	slot slot
+	text string
+	// tier orders items when the budget binds (lower first), seq within a
+	// tier (higher = more recent = first) and, inside a section, on output
+	// (lower first).
+	tier, seq int
+	// fact is the detected fact the item carries (nil for goal, progress
+	// and carried lines): an item whose fact an earlier item already
+	// carries is left out, so every fact appears once.
+	fact *facts.Fact
 }
 
-// extractFacts reads the messages once and keeps what a successor needs.
-func extractFacts(msgs []*Msg) *facts {
-	f := &facts{tools: map[string]int{}}
+// Tiers: the user's constraints first, then open requests, decisions,
+// errors, numbers, identifiers; facts seen only in tool output a step
+// lower per level, so a README's "must" does not push out the user's own
+// words.
+func factTier(f facts.Fact) int {
+	t := f.Class.Rank()
+	switch facts.OriginRank(f.Origin) {
+	case 2: // tool-call arguments
+		t += 2
+	case 3: // tool output
+		t += 4
+	}
+	return t
+}
+
+const (
+	tierGoal     = -2 // the goal and the latest ask come first
+	tierProgress = 3  // what was done / being done
+	tierDone     = 7  // finished work in the agent's own words
+)
+
+// itemChars bounds a goal or progress line.
+const itemChars = 400
+
+// regionItems turns the region's messages into items.
+func regionItems(msgs []*Msg) []item {
+	var users []*Msg
+	var lastAssistant string
+	var finals []item
+	tools := map[string]int{}
 	ops := newFileOps()
-	var users []string
-	var assistantFinal []string
-	var decisions, constraints []string
-	ids := newIDSet()
-	lastN := len(msgs) - 10
 	for i, mm := range msgs {
-		m := mm.M
-		recent := i >= lastN
 		switch mm.Role() {
 		case "user":
-			t := strings.TrimSpace(msgText(m))
-			if t == "" {
-				continue
+			t := strings.TrimSpace(msgText(mm.M))
+			if t != "" && !(strings.HasPrefix(t, "/") && len(t) < 16 && !strings.Contains(t, " ")) {
+				users = append(users, mm)
 			}
-			if !(strings.HasPrefix(t, "/") && len(t) < 16 && !strings.Contains(t, " ")) {
-				users = append(users, t) // not a bare slash command
-			}
-			for _, s := range sentences(t) {
-				if reConstraint.MatchString(s) {
-					constraints = append(constraints, oneLine(s, itemChars))
-				}
-				if reDecision.MatchString(s) {
-					decisions = append(decisions, "User: "+oneLine(s, itemChars))
-				}
-			}
-			ids.scan(t, prioConversation, i, recent)
 		case "assistant":
-			ops.addMessage(m)
-			t := strings.TrimSpace(assistantText(m))
-			for _, b := range m.ToolCalls() {
-				f.tools[b.Name]++
-				ids.scan(argsText(b.Arguments), prioConversation, i, recent)
+			ops.addMessage(mm.M)
+			for _, b := range mm.M.ToolCalls() {
+				tools[b.Name]++
 			}
+			t := strings.TrimSpace(assistantText(mm.M))
 			if t == "" {
 				continue
 			}
-			f.lastAssistant = t
-			for _, s := range sentences(t) {
-				if reDecision.MatchString(s) {
-					decisions = append(decisions, oneLine(s, itemChars))
+			lastAssistant = t
+			if mm.M.StopReason == "stop" || mm.M.StopReason == "length" {
+				if ss := facts.Sentences(t); len(ss) > 0 {
+					finals = append(finals, item{slot: slotDone, text: oneLine(ss[0], 220), tier: tierDone, seq: i})
 				}
 			}
-			if m.StopReason == "stop" || m.StopReason == "length" {
-				if ss := sentences(t); len(ss) > 0 {
-					assistantFinal = append(assistantFinal, oneLine(ss[0], itemChars))
-				}
-			}
-			ids.scan(t, prioConversation, i, recent)
-		case "toolResult", "bashExecution", "custom", "branchSummary":
-			t := msgText(m)
-			if len(t) > 20000 {
-				t = t[:20000]
-			}
-			p := prioToolOutput
-			if mm.Role() == "custom" || mm.Role() == "branchSummary" {
-				p = prioConversation
-			}
-			ids.scan(t, p, i, recent)
 		}
 	}
+	var out []item
 	if len(users) > 0 {
-		f.goal = append(f.goal, oneLine(users[0], 600))
-		if len(users) > 1 && users[1] != users[0] {
-			f.goal = append(f.goal, oneLine(users[1], 300))
-		}
-		// The latest asks, oldest first, the last one marked.
-		from := len(users) - 3
-		if from < 1 {
-			from = 1
-		}
-		if len(users) == 1 {
-			from = 0
-		}
-		for _, u := range users[from:] {
-			f.asks = append(f.asks, oneLine(u, 400))
+		out = append(out, item{slot: slotGoal, text: oneLine(msgText(users[0].M), 600), tier: tierGoal, seq: 0})
+		if last := users[len(users)-1]; last != users[0] {
+			out = append(out, item{slot: slotAsk, text: fmt.Sprintf("Latest user message (line %d): %s", last.E.Line, oneLine(msgText(last.M), itemChars)),
+				tier: tierGoal, seq: len(msgs)})
 		}
 	}
-	f.constraints = firstLast(dedupe(constraints), 4, 4)
-	f.decisions = lastN_(dedupe(decisions), 10)
-	f.done = lastN_(dedupe(assistantFinal), 8)
-	if f.lastAssistant != "" {
-		for _, s := range sentences(f.lastAssistant) {
-			if reNext.MatchString(s) {
-				f.next = append(f.next, oneLine(s, itemChars))
-			}
-		}
-		f.next = lastN_(dedupe(f.next), 5)
-		f.inProgress = []string{"Last agent message: " + oneLine(f.lastAssistant, 400)}
+	if lastAssistant != "" {
+		out = append(out, item{slot: slotInProgress, text: "Last agent message: " + oneLine(lastAssistant, itemChars), tier: tierGoal + 1, seq: len(msgs)})
 	}
-	fails, total := collectFailures(msgs)
-	for _, fl := range fails {
-		f.failures = append(f.failures, fmt.Sprintf("%s (line %d): %s", fl.Tool, fl.Line, fl.Text))
+	if tl := toolLine(tools); tl != "" {
+		out = append(out, item{slot: slotDone, text: tl, tier: tierProgress, seq: -1})
 	}
-	if total > len(fails) {
-		f.failures = append(f.failures, fmt.Sprintf("…and %d more failed tool calls", total-len(fails)))
+	if _, modified := ops.Lists(); len(modified) > 0 {
+		out = append(out, item{slot: slotDone, text: "Modified " + joinCap(modified, 600), tier: tierProgress, seq: 0})
 	}
-	f.read, f.modified = ops.Lists()
-	f.ids = ids.list()
-	return f
-}
-
-func argsText(raw json.RawMessage) string {
-	var v any
-	if json.Unmarshal(raw, &v) != nil {
-		return string(raw)
+	if len(finals) > 8 {
+		finals = finals[len(finals)-8:]
 	}
-	var parts []string
-	var walk func(any)
-	walk = func(x any) {
-		switch t := x.(type) {
-		case string:
-			parts = append(parts, t)
-		case map[string]any:
-			keys := make([]string, 0, len(t))
-			for k := range t {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
-				walk(t[k])
-			}
-		case []any:
-			for _, e := range t {
-				walk(e)
-			}
-		}
-	}
-	walk(v)
-	return strings.Join(parts, "\n")
-}
-
-func bullets(items []string) []string {
-	out := make([]string, 0, len(items))
-	for _, it := range items {
-		out = append(out, "- "+it)
+	out = append(out, finals...)
+	for _, f := range facts.Merge(msgFacts(msgs)) {
+		f := f
+		out = append(out, factItem(&f))
 	}
 	return out
 }
 
-func orNone(lines []string) []string {
-	if len(lines) == 0 {
-		return []string{"- None."}
+// factItem places a fact: statements under their own headings, numbers in
+// their sentence, identifiers bare when they come from tool output (the
+// sentence around them is usually a log line) and in their sentence when
+// someone said them.
+func factItem(f *facts.Fact) item {
+	it := item{text: f.Sentence, tier: factTier(*f), seq: f.Seq, fact: f}
+	switch f.Class {
+	case facts.Constraint:
+		it.slot = slotConstraint
+	case facts.Request:
+		it.slot = slotNext
+		if f.Origin == "user" {
+			it.slot = slotAsk
+		}
+	case facts.Decision:
+		it.slot = slotDecision
+	case facts.Error:
+		it.slot = slotBlocked
+		it.text = fmt.Sprintf("line %d: %s", f.Line, f.Sentence)
+	case facts.Number:
+		it.slot = slotContext
+	default:
+		it.slot = slotContext
+		if facts.OriginRank(f.Origin) >= 2 || u16len(f.Sentence) > 200 {
+			it.text = f.Value
+		}
 	}
-	return lines
+	it.text = oneLine(it.text, facts.MaxSentence+20)
+	return it
 }
 
-func (f *facts) toolLine() string {
-	if len(f.tools) == 0 {
+func toolLine(tools map[string]int) string {
+	if len(tools) == 0 {
 		return ""
 	}
-	names := make([]string, 0, len(f.tools))
-	for n := range f.tools {
+	names := make([]string, 0, len(tools))
+	total := 0
+	for n, c := range tools {
 		names = append(names, n)
+		total += c
 	}
 	sort.Slice(names, func(i, j int) bool {
-		if f.tools[names[i]] != f.tools[names[j]] {
-			return f.tools[names[i]] > f.tools[names[j]]
+		if tools[names[i]] != tools[names[j]] {
+			return tools[names[i]] > tools[names[j]]
 		}
 		return names[i] < names[j]
 	})
-	var parts []string
-	total := 0
-	for _, n := range names {
-		parts = append(parts, fmt.Sprintf("%s ×%d", n, f.tools[n]))
-		total += f.tools[n]
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("%s ×%d", n, tools[n])
 	}
 	return fmt.Sprintf("%d tool calls: %s", total, strings.Join(parts, ", "))
-}
-
-// sections lays the facts out under a layout's headings.
-func (f *facts) sections(l Layout) []section {
-	var done []string
-	if tl := f.toolLine(); tl != "" {
-		done = append(done, "- [x] "+tl)
-	}
-	if len(f.modified) > 0 {
-		done = append(done, "- [x] Modified "+joinCap(f.modified, 600))
-	}
-	for _, d := range f.done {
-		done = append(done, "- [x] "+d)
-	}
-	ids := bullets(f.ids)
-	switch l {
-	case LayoutSafeguard:
-		dec := bullets(f.decisions)
-		if len(f.goal) > 0 {
-			dec = append([]string{"- Goal: " + f.goal[0]}, dec...)
-		}
-		todo := append(bullets(f.next), bullets(f.inProgress)...)
-		for _, fl := range f.failures {
-			todo = append(todo, "- Failed earlier: "+fl)
-		}
-		return []section{
-			{Heading: "## Decisions", Lines: orNone(dec)},
-			{Heading: "## Open TODOs", Lines: orNone(todo)},
-			{Heading: "## Constraints/Rules", Lines: orNone(bullets(f.constraints))},
-			{Heading: "## Pending user asks", Lines: orNone(bullets(f.asks))},
-			{Heading: "## Exact identifiers", Lines: ids, Fill: true},
-		}
-	case LayoutTurnPrefix:
-		req := bullets(f.goal)
-		var work []string
-		if tl := f.toolLine(); tl != "" {
-			work = append(work, "- "+tl)
-		}
-		work = append(work, bullets(f.decisions)...)
-		work = append(work, bullets(f.inProgress)...)
-		for _, fl := range f.failures {
-			work = append(work, "- Failed: "+fl)
-		}
-		return []section{
-			{Heading: "## Request", Lines: orNone(req)},
-			{Heading: "## Work so far", Lines: orNone(work)},
-			{Heading: "## Needed for what follows", Lines: ids, Fill: true},
-		}
-	}
-	progress := []string{"### Done"}
-	progress = append(progress, orNone(done)...)
-	progress = append(progress, "", "### In Progress")
-	progress = append(progress, orNone(bullets(prefixAll("[ ] ", f.inProgress)))...)
-	progress = append(progress, "", "### Blocked")
-	progress = append(progress, orNone(bullets(f.failures))...)
-	var crit []string
-	for _, a := range f.asks {
-		crit = append(crit, "- User asked: "+a)
-	}
-	crit = append(crit, ids...)
-	next := make([]string, 0, len(f.next))
-	for i, n := range f.next {
-		next = append(next, fmt.Sprintf("%d. %s", i+1, n))
-	}
-	if len(next) == 0 && len(f.asks) > 0 {
-		next = append(next, "1. Continue with the user's latest request: "+f.asks[len(f.asks)-1])
-	}
-	return []section{
-		{Heading: "## Goal", Lines: orNone(bullets(f.goal))},
-		{Heading: "## Constraints & Preferences", Lines: orNone(bullets(f.constraints))},
-		{Heading: "## Progress", Lines: progress},
-		{Heading: "## Key Decisions", Lines: orNone(bullets(f.decisions))},
-		{Heading: "## Next Steps", Lines: orNone(next)},
-		{Heading: "## Critical Context", Lines: orNone(crit), Fill: true},
-	}
-}
-
-func prefixAll(p string, items []string) []string {
-	out := make([]string, len(items))
-	for i, s := range items {
-		out[i] = p + s
-	}
-	return out
 }
 
 func joinCap(items []string, max int) string {
@@ -374,6 +265,311 @@ func joinCap(items []string, max int) string {
 	}
 	return b.String()
 }
+
+// headingSlots maps the headings of every layout (ours, pi's, OpenClaw's,
+// seed 003's) to slots, so a previous summary written by any of them is
+// carried forward under the right heading.
+var headingSlots = map[string]slot{
+	"## Goal": slotGoal, "## Original request (verbatim)": slotGoal, "## Original Request": slotGoal, "## Request": slotGoal,
+	"## Constraints & Preferences": slotConstraint, "## Constraints/Rules": slotConstraint,
+	"## Key Decisions": slotDecision, "## Decisions": slotDecision,
+	"## Next Steps": slotNext, "## Open TODOs": slotNext, "## Pending user asks": slotAsk,
+	"## Critical Context": slotContext, "## Exact identifiers": slotContext, "## Needed for what follows": slotContext,
+	"## Context for Suffix": slotContext,
+	"## Work so far":        slotDone, "## Early Progress": slotDone, "## Tool Failures": slotBlocked,
+}
+
+var subSlots = map[string]slot{"### Done": slotDone, "### In Progress": slotInProgress, "### Blocked": slotBlocked}
+
+// carriedTier ranks a previous summary's lines by where they stood.
+var carriedTier = [nSlots]int{slotGoal: tierGoal, slotConstraint: 0, slotAsk: 1, slotNext: 1, slotDecision: 2, slotBlocked: 3,
+	slotContext: 4, slotInProgress: 6, slotDone: 6, slotEarlier: 6}
+
+var (
+	reListMark = regexp.MustCompile(`^\s*(?:[-*•]\s+)?(?:\d+[.)]\s+)?(?:\[[ xX]\]\s+)?`)
+	reNoneLine = regexp.MustCompile(`(?i)^(?:none\.?|none captured\.?|no prior history\.?|no earlier history\.?)$`)
+)
+
+// summaryItems turns an earlier summary (or a partial one) into items: one
+// per line, list markers and numbering stripped (they are rendered again),
+// placed by heading.
+func summaryItems(summary string, part int) []item {
+	var out []item
+	n := 0
+	for _, sec := range parseSections(summary) {
+		s, ok := headingSlots[sec.Heading]
+		if !ok {
+			s = slotEarlier
+			if sec.Heading != "" {
+				out = append(out, item{slot: slotEarlier, text: "(" + strings.TrimPrefix(sec.Heading, "## ") + ")", tier: carriedTier[slotEarlier], seq: part*100000 + n})
+				n++
+			}
+		}
+		cur := s
+		for _, line := range sec.Lines {
+			t := strings.TrimSpace(line)
+			if sub, ok := subSlots[t]; ok && s != slotEarlier {
+				cur = sub
+				continue
+			}
+			if t == "---" || t == "**Turn Context (split turn):**" || strings.HasPrefix(t, "[… ") {
+				continue
+			}
+			t = strings.TrimSpace(reListMark.ReplaceAllString(t, ""))
+			if t == "" || reNoneLine.MatchString(t) || strings.HasPrefix(t, "…and ") {
+				continue
+			}
+			out = append(out, item{slot: cur, text: t, tier: carriedTier[cur], seq: part*100000 + n})
+			n++
+		}
+	}
+	return out
+}
+
+// layoutSections says, per layout, which slots go under which heading.
+type layoutSection struct {
+	heading string
+	slots   []slot
+	// sub are ### sub-headings, one per slot (checkpoint progress).
+	sub []string
+	// numbered renders the lines as 1., 2., …
+	numbered bool
+	// checkbox prefixes lines with [x] (done) or [ ] (in progress).
+	checkbox bool
+}
+
+func layoutOf(l Layout) []layoutSection {
+	switch l {
+	case LayoutSafeguard:
+		return []layoutSection{
+			{heading: "## Decisions", slots: []slot{slotGoal, slotDecision}},
+			{heading: "## Open TODOs", slots: []slot{slotInProgress, slotNext, slotBlocked, slotDone}},
+			{heading: "## Constraints/Rules", slots: []slot{slotConstraint}},
+			{heading: "## Pending user asks", slots: []slot{slotAsk}},
+			{heading: "## Exact identifiers", slots: []slot{slotContext, slotEarlier}},
+		}
+	case LayoutTurnPrefix:
+		return []layoutSection{
+			{heading: "## Request", slots: []slot{slotGoal, slotAsk, slotConstraint, slotNext}},
+			{heading: "## Work so far", slots: []slot{slotDone, slotDecision, slotBlocked, slotInProgress}},
+			{heading: "## Needed for what follows", slots: []slot{slotContext, slotEarlier}},
+		}
+	}
+	return []layoutSection{
+		{heading: "## Goal", slots: []slot{slotGoal}},
+		{heading: "## Constraints & Preferences", slots: []slot{slotConstraint}},
+		{heading: "## Progress", slots: []slot{slotDone, slotInProgress, slotBlocked}, sub: []string{"### Done", "### In Progress", "### Blocked"}, checkbox: true},
+		{heading: "## Key Decisions", slots: []slot{slotDecision}},
+		{heading: "## Next Steps", slots: []slot{slotAsk, slotNext}, numbered: true},
+		{heading: "## Critical Context", slots: []slot{slotContext}},
+		{heading: "## Earlier context", slots: []slot{slotEarlier}},
+	}
+}
+
+// renderItems chooses the items that fit budget o200k tokens, in tier
+// order, leaving out items whose fact (or text) is already carried, and
+// renders them under the layout's headings in the order they happened.
+func renderItems(l Layout, items []item, budget int) string {
+	secs := layoutOf(l)
+	// fixed cost: headings, sub-headings, "- None." lines, the closing note
+	fixed := 0
+	for _, s := range secs {
+		fixed += countTokens(s.heading) + 4
+		for _, h := range s.sub {
+			fixed += countTokens(h) + 4
+		}
+	}
+	const noteReserve = 24
+	room := budget - fixed - noteReserve
+
+	order := make([]int, len(items))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		x, y := items[order[a]], items[order[b]]
+		if x.tier != y.tier {
+			return x.tier < y.tier
+		}
+		return x.seq > y.seq
+	})
+	chosen := make([]bool, len(items))
+	carried := facts.NewCorpus()
+	seenText := map[string]bool{}
+	left := 0
+	var leftLines []int
+	for _, i := range order {
+		it := items[i]
+		key := strings.ToLower(strings.Join(strings.Fields(it.text), " "))
+		if seenText[key] {
+			continue
+		}
+		if it.fact != nil && carried.Has(*it.fact) {
+			continue // an item already chosen says it
+		}
+		cost := countTokens(it.text) + 3
+		if cost > room {
+			left++
+			if it.fact != nil {
+				leftLines = append(leftLines, it.fact.Line)
+			}
+			continue
+		}
+		room -= cost
+		chosen[i] = true
+		seenText[key] = true
+		carried.Add(it.text)
+	}
+
+	bySlot := make([][]item, nSlots)
+	for i, it := range items {
+		if chosen[i] {
+			bySlot[it.slot] = append(bySlot[it.slot], it)
+		}
+	}
+	for s := range bySlot {
+		sort.SliceStable(bySlot[s], func(a, b int) bool { return bySlot[s][a].seq < bySlot[s][b].seq })
+	}
+	type block struct {
+		heading string
+		lines   []string
+	}
+	var blocks []block
+	for _, sec := range secs {
+		var lines []string
+		for k, s := range sec.slots {
+			var sub []string
+			for _, it := range bySlot[s] {
+				line := it.text
+				if sec.checkbox {
+					switch s {
+					case slotDone:
+						line = "[x] " + line
+					case slotInProgress:
+						line = "[ ] " + line
+					}
+				}
+				sub = append(sub, line)
+			}
+			if s == slotContext {
+				sub = groupBareIdentifiers(bySlot[s])
+			}
+			if len(sec.sub) > 0 {
+				if k > 0 {
+					lines = append(lines, "")
+				}
+				lines = append(lines, sec.sub[k])
+				lines = append(lines, listLines(sub, false)...)
+				if len(sub) == 0 {
+					lines = append(lines, "- None.")
+				}
+				continue
+			}
+			lines = append(lines, sub...)
+		}
+		if len(sec.sub) == 0 {
+			if sec.slots[0] == slotEarlier && len(lines) == 0 {
+				continue // no earlier context: no heading
+			}
+			lines = listLines(lines, sec.numbered)
+			if len(lines) == 0 {
+				lines = []string{"- None."}
+			}
+		}
+		blocks = append(blocks, block{sec.heading, lines})
+	}
+	if left > 0 && len(blocks) > 0 {
+		last := &blocks[len(blocks)-1]
+		last.lines = append(last.lines, fmt.Sprintf("- …and %d more items not kept (summary budget %d tokens; the first from line %d)", left, budget, minInt(leftLines)))
+	}
+	parts := make([]string, len(blocks))
+	for i, bl := range blocks {
+		parts[i] = bl.heading + "\n" + strings.Join(bl.lines, "\n")
+	}
+	return strings.Join(parts, "\n\n")
+}
+
+// identifierGroups labels the lines bare identifiers are grouped on, by
+// facts' identifier kinds.
+var identifierGroups = map[string]string{"path": "Files", "url": "URLs", "hash": "Hashes", "uuid": "UUIDs",
+	"hostport": "Hosts", "ticket": "Tickets", "issue": "Issues", "id": "Ids"}
+
+// groupBareIdentifiers renders context items. Identifiers found without a
+// sentence worth keeping (commit hashes, paths, ids) go on one line per
+// kind — "Hashes: 5a3eb40, 6838135" — instead of a line each: the same
+// values verbatim, readable by a resumed agent, and fewer tokens than the
+// budget charged for them. Everything else stays a line of its own, in
+// order.
+func groupBareIdentifiers(items []item) []string {
+	var lines, kinds []string
+	groups := map[string][]string{}
+	for _, it := range items {
+		label := ""
+		switch {
+		case it.fact != nil && it.fact.Class == facts.Identifier && it.text == it.fact.Value:
+			label = identifierGroups[it.fact.Kind]
+		case it.fact == nil && !strings.ContainsAny(it.text, " \t") && len(it.text) <= 120:
+			label = "Other identifiers" // carried from an earlier summary's list
+		}
+		if label == "" {
+			lines = append(lines, it.text)
+			continue
+		}
+		if groups[label] == nil {
+			kinds = append(kinds, label)
+		}
+		groups[label] = append(groups[label], it.text)
+	}
+	for _, k := range kinds {
+		if len(groups[k]) == 1 {
+			lines = append(lines, groups[k][0])
+			continue
+		}
+		lines = append(lines, k+": "+strings.Join(groups[k], ", "))
+	}
+	return lines
+}
+
+func listLines(lines []string, numbered bool) []string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		if numbered {
+			out[i] = fmt.Sprintf("%d. %s", i+1, l)
+		} else {
+			out[i] = "- " + l
+		}
+	}
+	return out
+}
+
+func minInt(xs []int) int {
+	m := 0
+	for _, x := range xs {
+		if x > 0 && (m == 0 || x < m) {
+			m = x
+		}
+	}
+	return m
+}
+
+var (
+	o200kOnce sync.Once
+	o200k     *tokenizer.Tokenizer
+)
+
+// countTokens is the o200k size of s, the unit of the summary budget (pi's
+// chars/4 when the tokenizer cannot load).
+func countTokens(s string) int {
+	o200kOnce.Do(func() { o200k, _ = tokenizer.Get(string(tokenizer.O200k)) })
+	if o200k == nil {
+		return (u16len(s) + 3) / 4
+	}
+	return o200k.Count(s)
+}
+
+// CountSummaryTokens is the o200k size of a summary, the unit of
+// Settings.ExtractiveBudgetTokens.
+func CountSummaryTokens(s string) int { return countTokens(s) }
 
 // parseSections splits a summary into its "## " sections; text before the
 // first heading has an empty heading. File-list blocks are dropped: the new
@@ -401,6 +597,12 @@ func parseSections(s string) []section {
 	return out
 }
 
+// section is one "## heading" block; Lines are its body lines.
+type section struct {
+	Heading string
+	Lines   []string
+}
+
 var reFileBlock = regexp.MustCompile(`(?s)<(read-files|modified-files)>.*?</(read-files|modified-files)>`)
 
 func stripFileBlocks(s string) string { return strings.TrimSpace(reFileBlock.ReplaceAllString(s, "")) }
@@ -413,294 +615,4 @@ func trimBlank(lines []string) []string {
 		lines = lines[:len(lines)-1]
 	}
 	return lines
-}
-
-// carryForward folds a previous summary into new sections: lines under a
-// heading the new summary also has go first (older facts before newer),
-// everything else is kept under "## Earlier context", capped at max units.
-func carryForward(l Layout, prev string, secs []section, max int) []section {
-	old := parseSections(prev)
-	idx := map[string]int{}
-	for i, s := range secs {
-		idx[s.Heading] = i
-	}
-	var earlier []string
-	for _, o := range old {
-		i, ok := idx[o.Heading]
-		if !ok || o.Heading == "" {
-			if o.Heading != "" {
-				earlier = append(earlier, o.Heading)
-			}
-			earlier = append(earlier, o.Lines...)
-			continue
-		}
-		if secs[i].Heading == "## Progress" {
-			// sub-headings make a line-wise merge meaningless
-			earlier = append(earlier, "Earlier progress:")
-			earlier = append(earlier, o.Lines...)
-			continue
-		}
-		secs[i].Lines = dedupe(append(dropNone(o.Lines), dropNone(secs[i].Lines)...))
-		if len(secs[i].Lines) == 0 {
-			secs[i].Lines = []string{"- None."}
-		}
-	}
-	earlier = trimBlank(earlier)
-	if len(earlier) == 0 {
-		return secs
-	}
-	text := strings.Join(earlier, "\n")
-	// Summaries written by other tools nest "## " headings; demote them so
-	// the section structure of the new summary stays flat.
-	text = strings.ReplaceAll(text, "\n## ", "\n### ")
-	if u16len(text) > max {
-		text = cutUnits(text, max) + "\n[… earlier summary shortened to fit]"
-	}
-	return append([]section{{Heading: "## Earlier context", Lines: strings.Split(text, "\n")}}, secs...)
-}
-
-func dropNone(lines []string) []string {
-	out := lines[:0:0]
-	for _, l := range lines {
-		t := strings.TrimSpace(l)
-		if t == "- None." || t == "- None captured." || t == "" {
-			continue
-		}
-		out = append(out, l)
-	}
-	return out
-}
-
-// mergeSummaries merges partial summaries section by section.
-func mergeSummaries(l Layout, parts []string) []section {
-	var out []section
-	idx := map[string]int{}
-	for _, h := range l.Headings() {
-		idx[h] = len(out)
-		out = append(out, section{Heading: h, Fill: h == "## Exact identifiers" || h == "## Critical Context" || h == "## Needed for what follows"})
-	}
-	for _, p := range parts {
-		for _, s := range parseSections(p) {
-			i, ok := idx[s.Heading]
-			if !ok {
-				idx[s.Heading] = len(out)
-				i = len(out)
-				out = append(out, section{Heading: s.Heading})
-			}
-			out[i].Lines = append(out[i].Lines, s.Lines...)
-		}
-	}
-	for i := range out {
-		if out[i].Heading == "## Progress" {
-			continue
-		}
-		out[i].Lines = dedupe(dropNone(out[i].Lines))
-		if len(out[i].Lines) == 0 {
-			out[i].Lines = []string{"- None."}
-		}
-	}
-	// identifiers: most recent part first (they were listed newest-first)
-	return out
-}
-
-// render writes sections within max units: the Fill section gets what the
-// others leave, trimmed from the end with a count of what did not fit.
-func render(secs []section, max int) string {
-	var fixed strings.Builder
-	fill := -1
-	for i, s := range secs {
-		if s.Fill && fill < 0 {
-			fill = i
-			continue
-		}
-		fixed.WriteString(s.Heading + "\n" + strings.Join(s.Lines, "\n") + "\n\n")
-	}
-	var b strings.Builder
-	room := max - u16len(fixed.String())
-	for i, s := range secs {
-		if i > 0 {
-			b.WriteString("\n\n")
-		}
-		if s.Heading != "" {
-			b.WriteString(s.Heading)
-			b.WriteByte('\n')
-		}
-		lines := s.Lines
-		if i == fill {
-			lines = fitLines(lines, room-u16len(s.Heading)-4)
-			if len(lines) == 0 {
-				lines = []string{"- None captured."}
-			}
-		}
-		b.WriteString(strings.Join(lines, "\n"))
-	}
-	out := strings.TrimSpace(b.String())
-	if u16len(out) > max {
-		out = strings.TrimSpace(cutUnits(out, max-40)) + "\n[… summary shortened to fit]"
-	}
-	return out
-}
-
-func fitLines(lines []string, room int) []string {
-	used := 0
-	for i, l := range lines {
-		if used+u16len(l)+1 > room-30 {
-			return append(lines[:i:i], fmt.Sprintf("- …and %d more not listed", len(lines)-i))
-		}
-		used += u16len(l) + 1
-	}
-	return lines
-}
-
-func dedupe(items []string) []string {
-	seen := map[string]bool{}
-	out := items[:0:0]
-	for _, it := range items {
-		k := strings.TrimSpace(it)
-		if seen[k] {
-			continue
-		}
-		seen[k] = true
-		out = append(out, it)
-	}
-	return out
-}
-
-func lastN_(items []string, n int) []string {
-	if len(items) > n {
-		return items[len(items)-n:]
-	}
-	return items
-}
-
-func firstLast(items []string, a, b int) []string {
-	if len(items) <= a+b {
-		return items
-	}
-	return append(append(items[:a:a], "…"), items[len(items)-b:]...)
-}
-
-// Identifier extraction.
-
-const (
-	prioRecent = iota
-	prioConversation
-	prioToolOutput
-)
-
-var (
-	reURL      = regexp.MustCompile(`https?://[^\s"'<>()\[\]{}` + "`" + `]+`)
-	reAbsPath  = regexp.MustCompile(`(?:^|[\s"'(=:\[,])((?:~|\.{1,2})?(?:/[\w.@+-]+){2,}/?)`)
-	reRelPath  = regexp.MustCompile("(?:^|[\\s\"'(=:\\[,`])([\\w-][\\w.-]*(?:/[\\w.@+-]+)+\\.[A-Za-z][A-Za-z0-9]{0,7})\\b")
-	reUUID     = regexp.MustCompile(`\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b`)
-	reHex      = regexp.MustCompile(`\b[0-9a-f]{7,64}\b`)
-	reHostPort = regexp.MustCompile(`\b(?:localhost|\d{1,3}(?:\.\d{1,3}){3}|[a-zA-Z][\w-]*(?:\.[\w-]+)+):\d{2,5}\b`)
-	reTicket   = regexp.MustCompile(`\b[A-Z][A-Z0-9]{1,9}-\d{1,6}\b`)
-	reLongNum  = regexp.MustCompile(`\b\d{6,}\b`)
-	reHasDigit = regexp.MustCompile(`\d`)
-	reHasAlpha = regexp.MustCompile(`[a-f]`)
-)
-
-type idInfo struct {
-	prio, last int
-}
-
-type idSet struct {
-	m     map[string]*idInfo
-	order []string
-}
-
-func newIDSet() *idSet { return &idSet{m: map[string]*idInfo{}} }
-
-func (s *idSet) add(id string, prio, pos int) {
-	id = strings.TrimRight(id, ".,;:)'\"]}>")
-	if len(id) < 4 || len(id) > 300 {
-		return
-	}
-	if in, ok := s.m[id]; ok {
-		if prio < in.prio {
-			in.prio = prio
-		}
-		if pos > in.last {
-			in.last = pos
-		}
-		return
-	}
-	s.m[id] = &idInfo{prio: prio, last: pos}
-	s.order = append(s.order, id)
-}
-
-// scan adds every identifier in text. Identifiers from the last messages
-// rank first (the quality guard checks those), then those the user and
-// agent wrote, then those only seen in tool output.
-func (s *idSet) scan(text string, prio, pos int, recent bool) {
-	if text == "" {
-		return
-	}
-	if recent {
-		prio = prioRecent
-	}
-	urls, rest := findAndBlank(reURL, text)
-	for _, l := range urls {
-		s.add(text[l[0]:l[1]], prio, pos)
-	}
-	paths, noPaths := findAndBlank(reAbsPath, rest)
-	for _, l := range paths {
-		s.add(rest[l[2]:l[3]], prio, pos)
-	}
-	for _, m := range reRelPath.FindAllStringSubmatch(noPaths, -1) {
-		s.add(m[1], prio, pos)
-	}
-	uuids, noUUID := findAndBlank(reUUID, rest)
-	for _, l := range uuids {
-		s.add(rest[l[0]:l[1]], prio, pos)
-	}
-	for _, h := range reHex.FindAllString(noUUID, -1) {
-		if reHasDigit.MatchString(h) && reHasAlpha.MatchString(h) {
-			s.add(h, prio, pos)
-		}
-	}
-	for _, h := range reHostPort.FindAllString(rest, -1) {
-		s.add(h, prio, pos)
-	}
-	for _, t := range reTicket.FindAllString(rest, -1) {
-		s.add(t, prio, pos)
-	}
-	for _, n := range reLongNum.FindAllString(noUUID, -1) {
-		s.add(n, prio, pos)
-	}
-}
-
-// findAndBlank is FindAllStringSubmatchIndex and ReplaceAllString(s, " ")
-// in one pass (for patterns that never match the empty string): the
-// matches, and s with each of them replaced by a space so later patterns
-// do not find their parts again.
-func findAndBlank(re *regexp.Regexp, s string) ([][]int, string) {
-	locs := re.FindAllStringSubmatchIndex(s, -1)
-	if len(locs) == 0 {
-		return nil, s
-	}
-	var b strings.Builder
-	b.Grow(len(s))
-	last := 0
-	for _, l := range locs {
-		b.WriteString(s[last:l[0]])
-		b.WriteByte(' ')
-		last = l[1]
-	}
-	b.WriteString(s[last:])
-	return locs, b.String()
-}
-
-// list orders identifiers by rank, then most recent first.
-func (s *idSet) list() []string {
-	out := append([]string(nil), s.order...)
-	sort.SliceStable(out, func(i, j int) bool {
-		a, b := s.m[out[i]], s.m[out[j]]
-		if a.prio != b.prio {
-			return a.prio < b.prio
-		}
-		return a.last > b.last
-	})
-	return out
 }

@@ -5,10 +5,12 @@ import (
 	"context"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ctxtool/ctxtool/internal/factgen"
 	"github.com/ctxtool/ctxtool/internal/oracle"
 	"github.com/ctxtool/ctxtool/internal/testkit/llmtest"
 	"github.com/ctxtool/ctxtool/pkg/llm"
@@ -223,5 +225,67 @@ func TestSummarizeFallsBackToTrimNote(t *testing.T) {
 	r := checkWritten(t, orig, before, file, res, false)
 	if !strings.Contains(r.LastCompaction.Summary, "The summariser failed") || !strings.Contains(r.LastCompaction.Summary, originalHeading) {
 		t.Fatalf("summary: %.300s", r.LastCompaction.Summary)
+	}
+}
+
+// The identifier guard: a model summary that drops identifiers of the
+// region is asked for once more with the list; the second answer, which
+// copies them, is the one written, and the audit says so.
+func TestIdentifierRetryListsTheDroppedIdentifiers(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	planted, err := factgen.GenerateFile(path, factgen.Options{Seed: 5, Turns: 24, FactsWithin: 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, p := range planted {
+		if p.Class == "identifier" {
+			ids = append(ids, p.Probe)
+		}
+	}
+	srv := llmtest.New()
+	defer srv.Close()
+	srv.Reply = func(r llmtest.Request) string {
+		user := r.Messages[len(r.Messages)-1].Content
+		if i := strings.Index(user, "dropped identifiers the agent needs"); i >= 0 {
+			// copy back what the retry asks for
+			return "## Goal\n- continue\n\n## Critical Context\n- " + user[i:]
+		}
+		return "## Goal\n- continue the work"
+	}
+	res, err := Run(context.Background(), path, Options{Settings: Settings{Force: true, KeepRecentTokens: 8000, IdentifierRetry: true},
+		Summarizer: llmSummarizer(t, srv, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.Requests()
+	var retry string
+	for _, r := range reqs {
+		if u := r.Messages[len(r.Messages)-1].Content; strings.Contains(u, "dropped identifiers the agent needs") {
+			retry = u
+		}
+	}
+	if res.QualityRetries != 1 || retry == "" {
+		t.Fatalf("retries %d; requests %d", res.QualityRetries, len(reqs))
+	}
+	for _, id := range ids {
+		if !strings.Contains(retry, id) {
+			t.Errorf("the retry does not list planted identifier %s", id)
+		}
+	}
+	for _, f := range res.Audit.Dropped {
+		for _, id := range ids {
+			if f.Value == id {
+				t.Errorf("planted identifier %s still dropped after the retry", id)
+			}
+		}
+	}
+	// without the guard: one attempt, identifiers dropped
+	path2 := filepath.Join(t.TempDir(), "s.jsonl")
+	factgen.GenerateFile(path2, factgen.Options{Seed: 5, Turns: 24, FactsWithin: 0.5})
+	res2, err := Run(context.Background(), path2, Options{Settings: Settings{Force: true, KeepRecentTokens: 8000},
+		Summarizer: llmSummarizer(t, srv, nil)})
+	if err != nil || res2.QualityRetries != 0 || res2.Audit.DroppedByClass["identifier"] == 0 {
+		t.Fatalf("without the guard: %v, retries %d, audit %+v", err, res2.QualityRetries, res2.Audit.DroppedByClass)
 	}
 }

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
+	"github.com/ctxtool/ctxtool/pkg/facts"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -14,6 +16,34 @@ import (
 type Msg struct {
 	E *transcript.Entry
 	M *transcript.Message
+
+	// scanned caches the message's facts: the summary and its audit both
+	// read them.
+	scanOnce sync.Once
+	scanned  []facts.Fact
+}
+
+// Facts are the facts of the message (pkg/facts), scanned once.
+func (m *Msg) Facts() []facts.Fact {
+	m.scanOnce.Do(func() {
+		var groups [][]facts.Fact
+		for _, src := range facts.FromMessage(m.E, m.M) {
+			groups = append(groups, facts.Scan(src))
+		}
+		m.scanned = facts.Merge(groups)
+	})
+	return m.scanned
+}
+
+// msgFacts merges the facts of msgs in order (the session's recency).
+func msgFacts(msgs ...[]*Msg) [][]facts.Fact {
+	var groups [][]facts.Fact
+	for _, ms := range msgs {
+		for _, m := range ms {
+			groups = append(groups, m.Facts())
+		}
+	}
+	return groups
 }
 
 // Role is the context role (user, assistant, toolResult, …).

@@ -13,7 +13,7 @@ type RegionRequest struct {
 	// Instructions are added to the summariser's instruction.
 	Instructions string
 	// MaxOutputTokens bounds the model's answer; MaxChars the extractive
-	// summary.
+	// summary (0: its default token budget, DefaultSummaryBudgetTokens).
 	MaxOutputTokens int
 	MaxChars        int
 }
@@ -30,9 +30,6 @@ func SummarizeRegion(ctx context.Context, s *transcript.Session, entries []*tran
 	}
 	if len(msgs) == 0 {
 		return "", fmt.Errorf("nothing to summarise")
-	}
-	if r.MaxChars <= 0 {
-		r.MaxChars = DefaultExtractiveChars
 	}
 	text, err := sum.Summarize(ctx, &Request{Kind: KindHistory, Layout: LayoutCheckpoint, Messages: msgs,
 		Transcript: regionText(msgs), Instructions: r.Instructions,

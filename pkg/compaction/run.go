@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ctxtool/ctxtool/pkg/estimate"
+	"github.com/ctxtool/ctxtool/pkg/exitcode"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -31,6 +32,11 @@ type Options struct {
 	Wait time.Duration
 	// settle overrides transcript.DefaultSettle (tests).
 	settle time.Duration
+	// FailOnDropped, when set, refuses to write a summary that drops more
+	// facts than it points to (exit 3); nil: no limit.
+	FailOnDropped *int
+	// Hooks run before and after the summary (compaction.hooks.*).
+	Hooks Hooks
 	// Logf receives progress and warnings (stderr); nil: silent.
 	Logf func(format string, args ...any)
 }
@@ -94,6 +100,16 @@ type Result struct {
 	// CarriedLines counts lines another writer (pi takes no lock) appended
 	// while --truncate rewrote the file, carried over after the new content.
 	CarriedLines int `json:"carriedLines,omitempty"`
+	// Audit lists the facts of the summarised region that neither the
+	// summary nor the kept messages carry (null when nothing was
+	// summarised).
+	Audit *Audit `json:"audit"`
+	// QualityRetries counts summariser re-asks (the identifier guard, the
+	// safeguard quality guard).
+	QualityRetries int `json:"qualityRetries,omitempty"`
+	// Replans counts re-plans because the session grew while it was
+	// summarised (the compaction then lands after the new lines).
+	Replans int `json:"replans,omitempty"`
 	// Summary is the text that was (or, with --dry-run, would be) written.
 	Summary  string   `json:"summary,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`
@@ -117,19 +133,22 @@ type Details struct {
 	ReadFiles     []string      `json:"readFiles"`
 	ModifiedFiles []string      `json:"modifiedFiles"`
 	ToolFailures  []ToolFailure `json:"toolFailures,omitempty"`
-	Strategy      string        `json:"strategy"`
-	Summarizer    string        `json:"summarizer"`
-	TokensAfter   int           `json:"tokensAfter"`
-	LLM           *Usage        `json:"llm,omitempty"`
-	Fallback      string        `json:"fallback,omitempty"`
-	Generator     string        `json:"generator"`
+	// Audit says which facts of the summarised region the summary dropped.
+	Audit       *DetailsAudit `json:"audit,omitempty"`
+	Strategy    string        `json:"strategy"`
+	Summarizer  string        `json:"summarizer"`
+	TokensAfter int           `json:"tokensAfter"`
+	LLM         *Usage        `json:"llm,omitempty"`
+	Fallback    string        `json:"fallback,omitempty"`
+	Generator   string        `json:"generator"`
 }
 
 // ErrNothingReclaimed is returned when a summary would not make the
 // context smaller.
 var ErrNothingReclaimed = errors.New("nothing would be reclaimed")
 
-// planned is a compaction ready to be written.
+// planned is a compaction ready to be written: the plan, the summary, and
+// what the entry will say.
 type planned struct {
 	prep        *Preparation
 	out         *Outcome
@@ -138,160 +157,29 @@ type planned struct {
 	details     *Details
 }
 
-// Run compacts one session file: plan, summarise and append one compaction
-// entry under the session lock (or, with Truncate, rewrite the file). A
-// session with nothing to compact gives Compacted=false and a Reason, not
-// an error; a failed or empty summary is an error and nothing is written.
+// Run compacts one session file in five visible steps, each taking and
+// returning plain values:
+//
+//  1. load     the session, without the lock;
+//  2. plan     Prepare on it (nothing to do: Compacted=false, a Reason);
+//  3. summarise without the lock — a model call can take minutes while
+//     the agent keeps writing — and audit the summary;
+//  4. commit   under the lock only: append the entry if the file is still
+//     exactly the bytes that were planned; if it only grew, re-plan on the
+//     grown file with the same cut (the summary still covers exactly what
+//     precedes it) and try again; with Truncate, rewrite instead;
+//  5. verify   the written file rebuilds the context reported.
+//
+// Hooks (Options.Hooks) run around the summary; their failures are logged,
+// never fatal. A failed or empty summary is an error and nothing is
+// written.
 func Run(ctx context.Context, path string, o Options) (*Result, error) {
-	set := o.Settings
-	if set.Strategy == "" {
-		set.Strategy = StrategyDefault
-	}
-	if err := set.Validate(); err != nil {
+	o, err := o.normalized()
+	if err != nil {
 		return nil, err
 	}
-	if o.Summarizer == nil {
-		o.Summarizer = Extractive{}
-	}
-	logf := o.Logf
-	if logf == nil {
-		logf = func(string, ...any) {}
-	}
-	res := &Result{File: path, Strategy: set.Strategy, Summarizer: o.Summarizer.Name(), DryRun: o.DryRun}
-	size := o.Size
-	if set.ContextWindow > 0 {
-		size.Window.ContextWindow = set.ContextWindow
-	}
-	if set.Strategy != StrategySummarize {
-		res.KeepRecentTokens = set.withDefaults().KeepRecentTokens
-	}
-	var memo *planned
-	var memoKey string
-	usage0 := usageOf(o.Summarizer)
-
-	plan := func(s *transcript.Session) (*planned, error) {
-		set := set
-		m, note := measureFor(s, size)
-		if note != "" {
-			logf("%s: %s", path, note)
-		}
-		res.Estimator, res.Utilization, res.UsageRejected = m.Method, m.Utilization, m.Rejected
-		res.MalformedLines = s.Malformed
-		if m.Rejected != nil {
-			res.Warnings = appendOnce(res.Warnings, m.Notes...)
-		}
-		set.Count, set.ContextWindow, set.ContextTokens = m.Count, m.Window.Tokens, m.Tokens
-		p, err := Prepare(s, set)
-		if err != nil {
-			return nil, err
-		}
-		res.prep = p
-		for _, w := range s.Warnings {
-			if msg := w.String(); !slices.Contains(res.Warnings, msg) {
-				logf("%s: warning: %s", path, w)
-				res.Warnings = append(res.Warnings, msg)
-			}
-		}
-		fillPlan(res, s, p)
-		// Until a compaction is planned, the context stays as it is.
-		res.TokensAfter, res.NextRequestTokens = p.TokensBefore, m.Tokens
-		if p.Reason != "" {
-			res.Reason = p.Reason
-			return nil, nil
-		}
-		if p.BelowTrigger && !set.Force {
-			res.Reason = fmt.Sprintf("below the trigger: the context is %d tokens, the %s strategy compacts above %d (window %d − reserve %d); run without --if-needed to compact anyway",
-				p.ContextTokens, set.Strategy, p.Threshold, p.ContextWindow, p.ReserveTokens)
-			if set.Strategy == StrategySummarize {
-				res.Reason = fmt.Sprintf("below the trigger: the context is %d tokens, the summarize strategy compacts above %d; run without --if-needed to compact anyway",
-					p.ContextTokens, p.Threshold)
-			}
-			if !o.DryRun {
-				return nil, nil
-			}
-		}
-		if o.DryRun && o.Summarizer.Name() != "extractive" {
-			res.Warnings = append(res.Warnings, "dry run: the "+o.Summarizer.Name()+" summariser was not called; tokensAfter counts the kept messages only")
-			res.TokensAfter = afterTokens(p, "")
-			if res.NextRequestTokens, err = nextRequest(s, p, "", size); err != nil {
-				return nil, err
-			}
-			return nil, nil
-		}
-		key := fmt.Sprintf("%s|%d|%d|%d", p.FirstKept.ID, p.BoundaryStart, len(p.Summarize), len(p.TurnPrefix))
-		if memo != nil && memoKey == key {
-			memo.prep = p
-			memo.tokensAfter = afterTokens(p, memo.out.Summary)
-			if memo.nextRequest, err = nextRequest(s, p, memo.out.Summary, size); err != nil {
-				return nil, err
-			}
-			return memo, nil
-		}
-		logf("%s: summarising %d messages with the %s summariser (%s strategy)…", path, len(p.Summarize)+len(p.TurnPrefix), o.Summarizer.Name(), set.Strategy)
-		out, err := Compact(ctx, s, p, set, o.Summarizer)
-		if err != nil {
-			return nil, fmt.Errorf("%s: compaction failed, the session is unchanged: %w", path, err)
-		}
-		if out.Fallback != "" {
-			logf("%s: warning: the summariser failed (%s); wrote a mechanical extract instead (compaction.summarize.fallback=trim)", path, out.Fallback)
-		}
-		pl := &planned{prep: p, out: out, tokensAfter: afterTokens(p, out.Summary)}
-		if pl.tokensAfter >= p.TokensBefore {
-			return nil, fmt.Errorf("%s: %w: the summary and kept messages (%d tokens) are not smaller than the context (%d tokens); the session is unchanged",
-				path, ErrNothingReclaimed, pl.tokensAfter, p.TokensBefore)
-		}
-		if pl.nextRequest, err = nextRequest(s, p, out.Summary, size); err != nil {
-			return nil, err
-		}
-		memo, memoKey = pl, key
-		return pl, nil
-	}
-
-	finish := func(pl *planned) {
-		u := usageOf(o.Summarizer).minus(usage0)
-		res.LLMCalls, res.LLMInputTokens, res.LLMOutputTokens = u.Calls, u.InputTokens, u.OutputTokens
-		if pl == nil {
-			return
-		}
-		res.outcome = pl.out
-		res.TokensAfter, res.NextRequestTokens = pl.tokensAfter, pl.nextRequest
-		res.SummaryTokens = (u16len(pl.out.Summary) + 3) / 4
-		res.Chunks = pl.out.Chunks
-		res.Fallback = pl.out.Fallback
-		res.Summary = pl.out.Summary
-		d := &Details{ReadFiles: pl.out.ReadFiles, ModifiedFiles: pl.out.ModifiedFiles, ToolFailures: pl.out.Failures,
-			Strategy: set.Strategy, Summarizer: o.Summarizer.Name(), TokensAfter: pl.tokensAfter, Fallback: pl.out.Fallback,
-			Generator: "ctxtool"}
-		if u.Calls > 0 {
-			d.LLM = &u
-		}
-		pl.details = d
-	}
-
-	var err error
-	if o.Truncate && !o.DryRun {
-		err = runTruncate(ctx, path, o, plan, finish, res)
-	} else {
-		// Only the last plan counts: an earlier one may have been dropped
-		// because the file changed, and its re-plan found nothing to do.
-		wrote := false
-		err = transcript.Update(ctx, path, transcript.UpdateOptions{Wait: o.Wait, DryRun: o.DryRun}, func(s *transcript.Session) ([][]byte, error) {
-			wrote = false
-			pl, err := plan(s)
-			finish(pl)
-			if err != nil || pl == nil {
-				return nil, err
-			}
-			a, err := s.NewWriter().Compaction(transcript.CompactionSpec{Summary: pl.out.Summary, FirstKept: pl.prep.FirstKept,
-				TokensBefore: pl.prep.UsageBefore, Details: pl.details})
-			if err != nil {
-				return nil, err
-			}
-			wrote = !o.DryRun
-			return [][]byte{a.Line}, nil
-		})
-		res.Compacted = err == nil && wrote
-	}
+	res := newResult(path, o)
+	err = runSteps(ctx, path, o, res)
 	if o.DryRun {
 		would := err == nil && res.Reason == ""
 		res.WouldCompact = &would
@@ -301,18 +189,336 @@ func Run(ctx context.Context, path string, o Options) (*Result, error) {
 		if res.Reason == "" {
 			res.Reason = err.Error()
 		}
-		return res, err
 	}
-	if res.Compacted {
-		if w := verify(path, res); w != "" {
-			logf("%s: warning: %s", path, w)
-			res.Warnings = append(res.Warnings, w)
+	return res, err
+}
+
+// runSteps is Run's steps, filling res.
+func runSteps(ctx context.Context, path string, o Options, res *Result) error {
+	usage0 := usageOf(o.Summarizer)
+
+	s, err := transcript.Load(path) // 1. load
+	if err != nil {
+		return err
+	}
+	defer func() { s.Close() }()
+	if !o.DryRun {
+		// refuse what cannot be written (read-only, parentId cycles) before
+		// paying for a summary
+		if err := writable(s, o.Truncate); err != nil {
+			return err
 		}
 	}
-	if !o.DryRun {
-		res.Summary = ""
+
+	for pass := 0; ; pass++ {
+		set, p, err := plan(s, o, res) // 2. plan
+		if p == nil {
+			return err // nil with res.Reason when there is nothing to do
+		}
+
+		hooks := o.Hooks.start(ctx, HookBefore, beforeEvent(path, p), o.logf)
+		pl, err := summarize(ctx, s, p, set, o) // 3. summarise (no lock)
+		finishResult(res, pl, set, o, usageOf(o.Summarizer).minus(usage0))
+		hooks.wait()
+		if err != nil {
+			return err
+		}
+		if dropped := len(pl.out.Audit.Dropped); o.FailOnDropped != nil && dropped > *o.FailOnDropped {
+			res.Reason = fmt.Sprintf("the summary drops %d facts of the summarised region (--fail-on-dropped %d); nothing written — see the audit", dropped, *o.FailOnDropped)
+			return exitcode.New(exitcode.Threshold, fmt.Errorf("%s: %s", path, res.Reason))
+		}
+		if o.DryRun {
+			return nil
+		}
+
+		if o.Truncate { // 4. commit (lock only here)
+			err = commitRewrite(ctx, s, pl, o, res)
+		} else {
+			var grown *transcript.Session
+			grown, pl, err = commitAppend(ctx, s, pl, set, o, res)
+			if grown != nil {
+				s.Close()
+				s = grown
+				finishResult(res, pl, set, o, usageOf(o.Summarizer).minus(usage0))
+			}
+		}
+		if errors.Is(err, ErrPlanMoved) && pass == 0 {
+			// Another process compacted, rewrote or branched the session
+			// meanwhile: plan again on what is there now — usually nothing
+			// is left to do ("already compacted") — and summarise once more
+			// only if there is.
+			next, lerr := transcript.Load(path)
+			if lerr != nil {
+				return lerr
+			}
+			s.Close()
+			s = next
+			res.Replans++
+			o.logf("%s: %v; planning again", path, ErrPlanMoved)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		break
 	}
-	return res, nil
+	res.Compacted = true
+	if w := verify(path, res); w != "" { // 5. verify
+		o.logf("%s: warning: %s", path, w)
+		res.Warnings = append(res.Warnings, w)
+	}
+	o.Hooks.start(ctx, HookAfter, afterEvent(path, res), o.logf).wait()
+	res.Summary = ""
+	return nil
+}
+
+// writable checks that the session may be appended to (or, for
+// --truncate, rewritten).
+func writable(s *transcript.Session, rewrite bool) error {
+	if rewrite {
+		return s.Rewritable()
+	}
+	return s.Writable()
+}
+
+// normalized fills Run's defaults and validates the settings.
+func (o Options) normalized() (Options, error) {
+	if o.Settings.Strategy == "" {
+		o.Settings.Strategy = StrategyDefault
+	}
+	if err := o.Settings.Validate(); err != nil {
+		return o, err
+	}
+	if o.Summarizer == nil {
+		o.Summarizer = Extractive{}
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	return o, nil
+}
+
+func (o Options) logf(format string, args ...any) { o.Logf(format, args...) }
+
+// size is how the session is measured: Options.Size, with
+// Settings.ContextWindow overriding its window.
+func (o Options) size() estimate.Options {
+	size := o.Size
+	if o.Settings.ContextWindow > 0 {
+		size.Window.ContextWindow = o.Settings.ContextWindow
+	}
+	return size
+}
+
+func newResult(path string, o Options) *Result {
+	res := &Result{File: path, Strategy: o.Settings.Strategy, Summarizer: o.Summarizer.Name(), DryRun: o.DryRun}
+	if o.Settings.Strategy != StrategySummarize {
+		res.KeepRecentTokens = o.Settings.withDefaults().KeepRecentTokens
+	}
+	return res
+}
+
+// plan is step 2: the settings sized for this session and its
+// preparation, or nil when there is nothing to do (res.Reason says why).
+func plan(s *transcript.Session, o Options, res *Result) (Settings, *Preparation, error) {
+	set := o.Settings
+	m, note := measureFor(s, o.size())
+	if note != "" {
+		o.logf("%s: %s", s.File, note)
+	}
+	res.Estimator, res.Utilization, res.UsageRejected = m.Method, m.Utilization, m.Rejected
+	res.MalformedLines = s.Malformed
+	if m.Rejected != nil {
+		res.Warnings = appendOnce(res.Warnings, m.Notes...)
+	}
+	set.Count, set.ContextWindow, set.ContextTokens = m.Count, m.Window.Tokens, m.Tokens
+	p, err := Prepare(s, set)
+	if err != nil {
+		return set, nil, err
+	}
+	res.prep = p
+	for _, msg := range s.Notes() {
+		if !slices.Contains(res.Warnings, msg) {
+			o.logf("%s: warning: %s", s.File, msg)
+			res.Warnings = append(res.Warnings, msg)
+		}
+	}
+	fillPlan(res, s, p)
+	if set.Strategy != StrategySummarize && p.Threshold <= 0 {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("the %d-token window leaves nothing above the %d-token reserve: pi compacts before every prompt on this model; set compaction.reserveTokens (--reserve-tokens) well below the window",
+			p.ContextWindow, p.ReserveTokens))
+	}
+	// Until a compaction is planned, the context stays as it is.
+	res.TokensAfter, res.NextRequestTokens = p.TokensBefore, m.Tokens
+	if p.Reason != "" {
+		res.Reason = p.Reason
+		return set, nil, nil
+	}
+	if p.BelowTrigger && !set.Force {
+		res.Reason = fmt.Sprintf("below the trigger: the context is %d tokens, the %s strategy compacts above %d (window %d − reserve %d); run without --if-needed to compact anyway",
+			p.ContextTokens, set.Strategy, p.Threshold, p.ContextWindow, p.ReserveTokens)
+		if set.Strategy == StrategySummarize {
+			res.Reason = fmt.Sprintf("below the trigger: the context is %d tokens, the summarize strategy compacts above %d; run without --if-needed to compact anyway",
+				p.ContextTokens, p.Threshold)
+		}
+		if !o.DryRun {
+			return set, nil, nil
+		}
+	}
+	if o.DryRun && o.Summarizer.Name() != "extractive" {
+		res.Warnings = append(res.Warnings, "dry run: the "+o.Summarizer.Name()+" summariser was not called; tokensAfter counts the kept messages only")
+		res.TokensAfter = afterTokens(p, "")
+		next, err := nextRequest(s, p, "", o.size())
+		res.NextRequestTokens = next
+		return set, nil, err
+	}
+	return set, p, nil
+}
+
+// summarize is step 3: the summary of the plan, audited, and the entry's
+// details. It reads the session but takes no lock and writes nothing.
+func summarize(ctx context.Context, s *transcript.Session, p *Preparation, set Settings, o Options) (*planned, error) {
+	o.logf("%s: summarising %d messages with the %s summariser (%s strategy)…", s.File, len(p.Summarize)+len(p.TurnPrefix), o.Summarizer.Name(), set.Strategy)
+	out, err := Compact(ctx, s, p, set, o.Summarizer)
+	if err != nil {
+		return nil, fmt.Errorf("%s: compaction failed, the session is unchanged: %w", s.File, err)
+	}
+	if out.Fallback != "" {
+		o.logf("%s: warning: the summariser failed (%s); wrote a mechanical extract instead (compaction.summarize.fallback=trim)", s.File, out.Fallback)
+	}
+	if n := len(out.Audit.Dropped); n > 0 {
+		o.logf("%s: audit: the summary drops %d of the region's %d facts (compact --audit lists them)", s.File, n, out.Audit.Facts)
+	}
+	pl := &planned{prep: p, out: out, tokensAfter: afterTokens(p, out.Summary)}
+	if pl.tokensAfter >= p.TokensBefore {
+		return nil, fmt.Errorf("%s: %w: the summary and kept messages (%d tokens) are not smaller than the context (%d tokens); the session is unchanged",
+			s.File, ErrNothingReclaimed, pl.tokensAfter, p.TokensBefore)
+	}
+	if pl.nextRequest, err = nextRequest(s, p, out.Summary, o.size()); err != nil {
+		return nil, err
+	}
+	return pl, nil
+}
+
+// finishResult copies the summary, its audit and the usage into the
+// result and builds the entry's details.
+func finishResult(res *Result, pl *planned, set Settings, o Options, u Usage) {
+	res.LLMCalls, res.LLMInputTokens, res.LLMOutputTokens = u.Calls, u.InputTokens, u.OutputTokens
+	if pl == nil {
+		return
+	}
+	res.outcome = pl.out
+	res.TokensAfter, res.NextRequestTokens = pl.tokensAfter, pl.nextRequest
+	res.SummaryTokens = (u16len(pl.out.Summary) + 3) / 4
+	res.Chunks = pl.out.Chunks
+	res.Fallback = pl.out.Fallback
+	res.Summary = pl.out.Summary
+	res.Audit = pl.out.Audit
+	res.QualityRetries = pl.out.QualityRetries
+	d := &Details{ReadFiles: pl.out.ReadFiles, ModifiedFiles: pl.out.ModifiedFiles, ToolFailures: pl.out.Failures,
+		Strategy: set.Strategy, Summarizer: o.Summarizer.Name(), TokensAfter: pl.tokensAfter, Fallback: pl.out.Fallback,
+		Audit: pl.out.Audit.ForDetails(), Generator: "ctxtool"}
+	if u.Calls > 0 {
+		d.LLM = &u
+	}
+	pl.details = d
+}
+
+// maxReplans bounds how often commitAppend re-plans on a grown file.
+const maxReplans = 5
+
+// commitAppend is step 4 for an append: the lock is held only inside
+// transcript.Append, which writes only if the file is still exactly the
+// bytes s was loaded from. When another writer (pi takes no lock) appended
+// meanwhile, the grown file is loaded and re-planned with the same cut
+// (regrow), and the append tried again. It returns the grown session and
+// its plan when it had to re-plan.
+func commitAppend(ctx context.Context, s *transcript.Session, pl *planned, set Settings, o Options, res *Result) (*transcript.Session, *planned, error) {
+	var grown *transcript.Session
+	for attempt := 0; ; attempt++ {
+		a, err := s.NewWriter().Compaction(transcript.CompactionSpec{Summary: pl.out.Summary, FirstKept: pl.prep.FirstKept,
+			TokensBefore: pl.prep.UsageBefore, Details: pl.details})
+		if err != nil {
+			return grown, pl, err
+		}
+		err = transcript.Append(ctx, s, transcript.AppendOptions{Wait: o.Wait}, [][]byte{a.Line})
+		if !errors.Is(err, transcript.ErrFileChanged) || attempt >= maxReplans {
+			return grown, pl, err
+		}
+		next, err := transcript.Load(s.File)
+		if err != nil {
+			return grown, pl, err
+		}
+		p, err := regrow(next, pl.prep, set)
+		if err != nil {
+			next.Close()
+			return grown, pl, fmt.Errorf("%s: %w; nothing written — run compact again", s.File, err)
+		}
+		if grown != nil {
+			grown.Close()
+		}
+		grown, s = next, next
+		res.Replans++
+		o.logf("%s: the session grew while it was summarised; appending after the new lines", s.File)
+		fillPlan(res, next, p)
+		pl = &planned{prep: p, out: pl.out, tokensAfter: afterTokens(p, pl.out.Summary), details: pl.details}
+		if pl.nextRequest, err = nextRequest(next, p, pl.out.Summary, o.size()); err != nil {
+			return grown, pl, err
+		}
+		if pl.details != nil {
+			d := *pl.details
+			d.TokensAfter = pl.tokensAfter
+			pl.details = &d
+		}
+	}
+}
+
+// ErrPlanMoved is returned when the session changed under a compaction in
+// a way a re-plan cannot absorb: its branch no longer contains what was
+// summarised (rewritten, or the leaf moved to another branch), or someone
+// else compacted it.
+var ErrPlanMoved = errors.New("the session changed while it was summarised (rewritten, branched or compacted by another process)")
+
+// regrow re-plans a compaction on a session that grew after old was
+// planned: the grown branch must extend the old one entry for entry, and
+// the cut stays where it was — the summary covers exactly the entries
+// before it, and everything appended since joins the kept tail.
+func regrow(s *transcript.Session, old *Preparation, set Settings) (*Preparation, error) {
+	p, err := Prepare(s, set)
+	if err != nil {
+		return nil, err
+	}
+	path := p.Path
+	if len(path) < len(old.Path) {
+		return nil, ErrPlanMoved
+	}
+	for i, e := range old.Path {
+		if path[i].ID != e.ID || path[i].Line != e.Line || path[i].Type != e.Type {
+			return nil, ErrPlanMoved
+		}
+	}
+	for _, e := range path[len(old.Path):] {
+		if e.Type == "compaction" {
+			return nil, ErrPlanMoved
+		}
+	}
+	count := old.keepCount
+	if count == nil {
+		count = Heuristic
+	}
+	p.Reason, p.BelowTrigger = "", old.BelowTrigger
+	p.BoundaryStart, p.Cut, p.FirstKept = old.BoundaryStart, old.Cut, path[old.Cut]
+	p.SplitTurn, p.TurnStart = old.SplitTurn, old.TurnStart
+	p.Summarize, p.TurnPrefix, p.Moved = old.Summarize, old.TurnPrefix, old.Moved
+	p.PrevCompaction, p.PreviousSummary, p.prevDetails = old.PrevCompaction, old.PreviousSummary, old.prevDetails
+	p.Kept, p.KeptEstimate = nil, 0
+	for _, e := range path[old.Cut:] {
+		if producesMessage(e) {
+			p.Kept = append(p.Kept, e)
+			p.KeptEstimate += count(e)
+		}
+	}
+	return p, nil
 }
 
 // fillPlan copies the plan into the result.

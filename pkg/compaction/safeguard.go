@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"sort"
 	"strings"
 	"sync"
+
+	"github.com/ctxtool/ctxtool/pkg/facts"
 )
 
 // safeguard is OpenClaw's safeguard extension: required sections, history
@@ -436,11 +439,7 @@ func assemble(body, extra, failures, files string) string {
 	return out
 }
 
-var (
-	reQHex  = regexp.MustCompile(`\b[0-9a-fA-F]{8,}\b`)
-	reQNum  = regexp.MustCompile(`\b\d{6,}\b`)
-	reWords = regexp.MustCompile(`[\p{L}\p{N}_]{4,}`)
-)
+var reWords = regexp.MustCompile(`[\p{L}\p{N}_]{4,}`)
 
 var stopWords = map[string]bool{"this": true, "that": true, "with": true, "from": true, "have": true, "what": true,
 	"please": true, "could": true, "would": true, "should": true, "there": true, "then": true, "them": true,
@@ -460,31 +459,25 @@ func qualityIssues(summary string, msgs []*Msg, strictIDs bool) []string {
 		if from < 0 {
 			from = 0
 		}
-		ids := newIDSet()
-		for i, m := range msgs[from:] {
-			t := msgText(m.M)
-			if m.Role() == "assistant" {
-				t = assistantText(m.M)
-			}
-			if len(t) > 20000 {
-				t = t[:20000]
-			}
-			for _, re := range []*regexp.Regexp{reURL, reQHex, reHostPort, reQNum} {
-				for _, x := range re.FindAllString(t, -1) {
-					ids.add(x, 0, i)
-				}
-			}
-			for _, x := range reAbsPath.FindAllStringSubmatch(t, -1) {
-				ids.add(x[1], 0, i)
+		var srcs []facts.Source
+		for _, m := range msgs[from:] {
+			srcs = append(srcs, facts.FromMessage(m.E, m.M)...)
+		}
+		var ids []facts.Fact
+		for _, f := range facts.Detect(srcs) {
+			if f.Class == facts.Identifier {
+				ids = append(ids, f)
 			}
 		}
+		// the most recent first, as OpenClaw checks up to 12
+		sort.SliceStable(ids, func(i, j int) bool { return ids[i].Seq > ids[j].Seq })
 		var missing []string
-		for i, id := range ids.list() {
+		for i, id := range ids {
 			if i >= 12 {
 				break
 			}
-			if !strings.Contains(summary, id) {
-				missing = append(missing, id)
+			if !strings.Contains(summary, id.Value) {
+				missing = append(missing, id.Value)
 			}
 		}
 		if len(missing) > 0 {

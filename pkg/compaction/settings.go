@@ -45,7 +45,10 @@ const (
 	DefaultMaxOutputTokens    = 4096
 	DefaultSummarizeThreshold = 80000
 	MaxSummaryChars           = 16000
-	DefaultExtractiveChars    = 12000
+	// DefaultSummaryBudgetTokens is the floor of the extractive summary's
+	// budget (o200k tokens); the default budget is the larger of it and a
+	// quarter of keepRecentTokens.
+	DefaultSummaryBudgetTokens = 4000
 
 	baseChunkRatio   = 0.4
 	minChunkRatio    = 0.15
@@ -72,6 +75,10 @@ type Settings struct {
 	IdentifierInstructions string
 	QualityGuard           bool
 	QualityGuardRetries    int
+	// IdentifierRetry asks a model once more, listing them, when its
+	// summary dropped identifiers of the region (every strategy;
+	// compaction.identifierRetry, on in the CLI).
+	IdentifierRetry bool
 
 	// summarize
 	ProtectedTail      int
@@ -86,8 +93,9 @@ type Settings struct {
 	// CustomInstructions are added to every summariser instruction
 	// (--instructions, compaction.customInstructions).
 	CustomInstructions string
-	// ExtractiveMaxChars bounds the extractive summary (default 12,000).
-	ExtractiveMaxChars int
+	// ExtractiveBudgetTokens bounds the extractive summary in o200k tokens
+	// (compaction.extractive.budgetTokens; 0: SummaryBudget's default).
+	ExtractiveBudgetTokens int
 
 	// Count sizes messages for keepRecentTokens and chunking (nil: pi's
 	// heuristic). Run installs the best estimator here.
@@ -155,10 +163,23 @@ func (s Settings) withDefaults() Settings {
 	if s.SummarizeFallback == "" {
 		s.SummarizeFallback = "trim"
 	}
-	if s.ExtractiveMaxChars <= 0 {
-		s.ExtractiveMaxChars = DefaultExtractiveChars
-	}
 	return s
+}
+
+// SummaryBudget is the extractive summary's budget in o200k tokens:
+// ExtractiveBudgetTokens when set, else the larger of 4,000 and a quarter
+// of keepRecentTokens (a summary much smaller than the kept tail cannot
+// hold the facts of a long history; a larger one would eat the room the
+// compaction makes).
+func (s Settings) SummaryBudget() int {
+	if s.ExtractiveBudgetTokens > 0 {
+		return s.ExtractiveBudgetTokens
+	}
+	keep := s.KeepRecentTokens
+	if keep <= 0 {
+		keep = DefaultKeepRecentTokens
+	}
+	return max(DefaultSummaryBudgetTokens, keep/4)
 }
 
 // effectiveReserve applies OpenClaw's reserve floor in safeguard mode.

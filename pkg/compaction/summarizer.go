@@ -68,8 +68,11 @@ type Request struct {
 	// identifier rule, quality-guard feedback.
 	Instructions    string
 	MaxOutputTokens int
-	// MaxChars bounds the extractive summary.
-	MaxChars int
+	// MaxChars is a hard cap in characters (safeguard's 16,000), and
+	// BudgetTokens the extractive summary's budget in o200k tokens (0:
+	// DefaultSummaryBudgetTokens); the smaller one binds.
+	MaxChars     int
+	BudgetTokens int
 }
 
 // Summarizer turns a Request into summary text.

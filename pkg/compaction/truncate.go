@@ -11,81 +11,52 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
-// runTruncate is --truncate: under the session lock, plan and summarise as
-// usual, then rewrite the file as header + the compaction (a root) + the
-// kept tail of the active branch, keeping the original as
-// <file>.bak.<stamp>. Kept lines are copied byte for byte except for the
-// parentId of an entry whose parent was dropped. A session written to
-// within o.Idle is refused (an agent is active). pi does not take the lock:
-// what it appends while ctxtool works — even during the rename — is
-// carried over by transcript.Rewrite after the new content, in order.
-func runTruncate(ctx context.Context, path string, o Options, plan func(*transcript.Session) (*planned, error),
-	finish func(*planned), res *Result) error {
-	if path == "-" {
+// commitRewrite is step 4 with --truncate: rewrite the file as header +
+// the compaction (a root) + the kept tail of the active branch, keeping the
+// original as <file>.bak.<stamp>, holding the session lock only for the
+// rewrite. Kept lines are copied byte for byte except for the parentId of
+// an entry whose parent was dropped. A session written to within o.Idle is
+// refused (an agent is active). pi does not take the lock: what it appended
+// since s was loaded — while ctxtool summarised, or even during the rename
+// — is carried over by transcript.Rewrite after the new content, in order.
+func commitRewrite(ctx context.Context, s *transcript.Session, pl *planned, o Options, res *Result) error {
+	if s.File == "-" {
 		return fmt.Errorf("-: cannot rewrite standard input; give a session file path")
 	}
-	real, err := transcript.WritablePath(path)
+	real, err := transcript.WritablePath(s.File)
 	if err != nil {
 		return err
 	}
 	if err := transcript.CheckIdle(real, o.Idle); err != nil {
 		return err
 	}
-	lock, err := transcript.AcquireLock(ctx, path, o.Wait)
+	if err := s.Rewritable(); err != nil {
+		return err
+	}
+	content, err := truncatedFile(s, pl)
+	if err != nil {
+		return fmt.Errorf("%s: %v", s.File, err)
+	}
+	lock, err := transcript.AcquireLock(ctx, s.File, o.Wait)
 	if err != nil {
 		return err
 	}
 	defer lock.Release()
-	for attempt := 0; ; attempt++ {
-		changed, err := truncateOnce(path, o, plan, finish, res)
-		if !changed {
-			return err
-		}
-		if attempt >= maxTruncateReplans {
-			return transcript.ErrFileChanged
-		}
+	rr, err := transcript.Rewrite(s, content, transcript.RewriteOptions{Idle: o.Idle, Settle: o.settle})
+	if errors.Is(err, transcript.ErrFileChanged) {
+		return fmt.Errorf("%s: %w; nothing written — run compact again", s.File, ErrPlanMoved)
 	}
+	if err != nil {
+		return err
+	}
+	res.Backup = rr.Backup
+	res.CarriedLines = rr.CarriedLines
+	return nil
 }
 
 // DefaultIdle is --idle: --truncate refuses a session written to less than
 // this long ago.
 const DefaultIdle = 5 * time.Second
-
-// maxTruncateReplans bounds the re-plans of runTruncate.
-const maxTruncateReplans = 5
-
-// truncateOnce loads, plans and rewrites the file unless it was replaced
-// since it was loaded (changed is then true and nothing was written).
-func truncateOnce(path string, o Options, plan func(*transcript.Session) (*planned, error), finish func(*planned), res *Result) (changed bool, err error) {
-	s, err := transcript.Load(path)
-	if err != nil {
-		return false, err
-	}
-	defer s.Close()
-	if err := s.Rewritable(); err != nil {
-		return false, err
-	}
-	pl, err := plan(s)
-	finish(pl)
-	if err != nil || pl == nil {
-		return false, err
-	}
-	content, err := truncatedFile(s, pl)
-	if err != nil {
-		return false, fmt.Errorf("%s: %v", path, err)
-	}
-	rr, err := transcript.Rewrite(s, content, transcript.RewriteOptions{Idle: o.Idle, Settle: o.settle})
-	if errors.Is(err, transcript.ErrFileChanged) {
-		return true, err
-	}
-	if err != nil {
-		return false, err
-	}
-	res.Backup = rr.Backup
-	res.CarriedLines = rr.CarriedLines
-	res.Compacted = true
-	return false, nil
-}
 
 // truncatedFile builds the rewritten session.
 func truncatedFile(s *transcript.Session, pl *planned) ([]byte, error) {

@@ -98,7 +98,8 @@ func checkEnum(k Key, s string) string {
 		return ""
 	}
 	for _, e := range k.Enum {
-		if s == e {
+		// an entry ending in ':' is a prefix taking a value: exec:COMMAND
+		if s == e || (strings.HasSuffix(e, ":") && strings.HasPrefix(s, e) && strings.TrimSpace(s[len(e):]) != "") {
 			return ""
 		}
 	}

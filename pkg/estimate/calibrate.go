@@ -107,7 +107,11 @@ type usageSpan struct {
 func pathSpans(path []*transcript.Entry, feat func(*transcript.Entry) features, audit *UsageAudit) (spans []usageSpan, anchors []anchorPoint) {
 	sound := audit.sound()
 	prefix := make([]features, len(path)+1) // Σ features of messages in path[:i]
-	first := map[string]int{}
+	first := make(map[string]int, len(path))
+	// At most one anchor and one span per sound record: sized once, as
+	// append's doubling kept every generation live (100 MB at 1 GB).
+	spans = make([]usageSpan, 0, len(sound))
+	anchors = make([]anchorPoint, 0, len(sound))
 	for i, e := range path {
 		prefix[i+1] = prefix[i]
 		if producesMessage(e) {

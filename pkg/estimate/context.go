@@ -63,12 +63,6 @@ type Result struct {
 	share   map[*transcript.Entry]int // PerMessage by entry
 }
 
-// Context measures the context with the given method and the default
-// window settings (see Measure).
-func Context(s *transcript.Session, ctx *transcript.Context, method string) (*Result, error) {
-	return Measure(s, ctx, Options{Method: method})
-}
-
 // usesEvidence reports whether a method relies on usage records. The
 // heuristic is pi's chars/4 exactly, and o200k/cl100k count the content;
 // the others anchor on trustworthy usage.

@@ -226,3 +226,15 @@ func (c *Counter) Prefetch(entries []*transcript.Entry) {
 	close(work)
 	wg.Wait()
 }
+
+// HeapLimit is the soft memory limit (runtime/debug.SetMemoryLimit) for
+// reading a session file of size bytes. Reading keeps per-entry metadata, a
+// live heap of roughly half the file at 1 GB: a fixed 80 MiB limit kept
+// small sessions lean but, once the live heap passed it, made the collector
+// run back to back (42-50% of CPU, estimate 2.1x slower at 1 GB for 25%
+// less RSS). The limit grows with the file so that it only trims the
+// garbage of small sessions and never sits below the live heap.
+func HeapLimit(size int64) int64 {
+	const floor = 80 << 20
+	return max(floor, size)
+}

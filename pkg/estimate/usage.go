@@ -119,6 +119,15 @@ func AuditUsage(path []*transcript.Entry, window int) *UsageAudit {
 	// prefix per compaction is quadratic).
 	w := newContextWalk(path)
 	powers := map[int]int{} // prompt counts that are powers of two → records
+	// Sized up front: grown by append, the generations of a 1 GB path's
+	// records (~300k) were live at once, 100 MB of the peak heap.
+	n := 0
+	for _, e := range path {
+		if e.Type == "message" && e.Role == "assistant" {
+			n++
+		}
+	}
+	a.Records = make([]UsageRecord, 0, n)
 	for i, e := range path {
 		w.step(i)
 		if e.Type != "message" || e.Role != "assistant" {

@@ -130,9 +130,30 @@ const MaxSentence = 240
 // appearance. A fact seen several times keeps its first line, every line in
 // Lines, the shortest carrying sentence, and the most conversational origin.
 func Detect(srcs []Source) []Fact {
-	d := &detector{index: map[string]int{}}
+	groups := make([][]Fact, len(srcs))
 	for i, s := range srcs {
-		d.source(i, s)
+		groups[i] = Scan(s)
+	}
+	return Merge(groups)
+}
+
+// Scan finds the facts of one source (de-duplicated within it). Callers
+// that look at the same text more than once (a summary and its audit)
+// scan each message once and Merge the results.
+func Scan(s Source) []Fact {
+	d := &detector{index: map[string]int{}}
+	d.source(0, s)
+	return d.out
+}
+
+// Merge de-duplicates scanned facts the way Detect does; groups are in
+// session order (a group's index is its recency).
+func Merge(groups [][]Fact) []Fact {
+	d := &detector{index: map[string]int{}}
+	for i, g := range groups {
+		for _, f := range g {
+			d.add(f, i)
+		}
 	}
 	for i := range d.out {
 		sort.Ints(d.out[i].Lines)
@@ -221,6 +242,9 @@ func (d *detector) sentence(seq int, base Fact, role, sen string) {
 		f.Class, f.Kind, f.Value, f.Sentence = Identifier, id.kind, id.value, around(sen, id.value)
 		d.add(f, seq)
 	}
+	if isToolOutput(role) && reLogLine.MatchString(sen) {
+		return // test/log lines: timings and ids of runs, not facts of the work
+	}
 	for _, n := range findNumbers(rest) {
 		f := base
 		f.Class, f.Kind, f.Value, f.Sentence = Number, n.kind, n.value, around(sen, n.value)
@@ -233,15 +257,23 @@ func (d *detector) sentence(seq int, base Fact, role, sen string) {
 	if words < minSentence {
 		return
 	}
+	if isError(sen, role) {
+		d.addSentence(base, Error, sen, seq)
+		return
+	}
+	lower := strings.ToLower(sen)
+	maybeConstraint, maybeDecision := constraintCues.any(lower), decisionCues.any(lower)
+	maybeRequest := requestCues.any(lower) || role == "user" || role == "assistant"
+	if !maybeConstraint && !maybeDecision && !maybeRequest {
+		return
+	}
 	prose := looksLikeProse(sen)
 	switch {
-	case isError(sen, role):
-		d.addSentence(base, Error, sen, seq)
-	case prose && isConstraint(sen):
+	case prose && maybeConstraint && isConstraint(sen):
 		d.addSentence(base, Constraint, sen, seq)
-	case prose && isDecision(sen):
+	case prose && maybeDecision && isDecision(sen):
 		d.addSentence(base, Decision, sen, seq)
-	case isRequest(sen, role, prose):
+	case maybeRequest && isRequest(sen, role, prose):
 		d.addSentence(base, Request, sen, seq)
 	}
 }
@@ -251,6 +283,10 @@ func (d *detector) addSentence(base Fact, c Class, sen string, seq int) {
 	f.Class, f.Sentence = c, sen
 	d.add(f, seq)
 }
+
+// isToolOutput reports whether a role is output of a tool (not words
+// someone said).
+func isToolOutput(role string) bool { return role == "toolResult" || role == "bashExecution" }
 
 // minSentence is the shortest sentence (runes) classified as a statement.
 const minSentence = 12

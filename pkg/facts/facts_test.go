@@ -2,6 +2,7 @@ package facts
 
 import (
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -228,3 +229,70 @@ func dump(fs []Fact) string {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// findAndBlank must find and blank exactly what FindAllStringSubmatch and
+// ReplaceAllString do (whole-match patterns), on real session text.
+func TestFindAndBlankMatchesFindAndReplace(t *testing.T) {
+	_, self, _, _ := runtime.Caller(0)
+	s, err := transcript.Load(filepath.Join(filepath.Dir(self), "..", "..", "testdata", "external", "pi-v1-large-session.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	checked := 0
+	for _, e := range s.Entries {
+		m, err := s.Message(e)
+		if err != nil || m == nil {
+			continue
+		}
+		text := m.Text()
+		for _, re := range []*regexp.Regexp{reURL, reUUID, reHostPort, reHex, reTicket} {
+			locs, blanked := findAndBlank(re, text, 0)
+			if want := re.ReplaceAllString(text, " "); blanked != want {
+				t.Fatalf("line %d, %s: blanked text differs", e.Line, re)
+			}
+			want := re.FindAllString(text, -1)
+			if len(locs) != len(want) {
+				t.Fatalf("line %d, %s: %d matches, want %d", e.Line, re, len(locs), len(want))
+			}
+			for i, l := range locs {
+				if text[l[0]:l[1]] != want[i] {
+					t.Fatalf("line %d, %s: match %d differs", e.Line, re, i)
+				}
+				checked++
+			}
+		}
+	}
+	if checked < 50 {
+		t.Fatalf("only %d matches checked", checked)
+	}
+}
+
+func TestNumbersAreWholeTokens(t *testing.T) {
+	f := Fact{Class: Number, Value: "768 MB"}
+	for text, want := range map[string]bool{"quota_c768 directly": false, "v2.768": false, "cache 768MB": true, "(768 MB)": true, "x768": false} {
+		if got := NewCorpus(text).Has(f); got != want {
+			t.Errorf("Has(768 MB) in %q = %v, want %v", text, got, want)
+		}
+	}
+}
+
+// A decision written as a label ("Decision: …", as people and agents write
+// them in notes and summaries) is a decision, in prose and in markdown.
+func TestDecisionLabels(t *testing.T) {
+	for _, text := range []string{
+		"Decision: the deploy window is Tuesday 10:00 UTC.",
+		"**Decision:** keep the retry budget at three attempts.",
+		"Final decision: Postgres stays the default backend for the fleet.",
+		"The decision was to pin the tokenizer to o200k for every model.",
+	} {
+		fs := Detect([]Source{{Text: text, Line: 1, Role: "user"}})
+		if f := find(fs, Decision, ""); f == nil {
+			t.Errorf("no decision in %q: %+v", text, fs)
+		}
+	}
+	// A label-less mention is not a decision.
+	if fs := Detect([]Source{{Text: "The decisionTree package has a helper for this.", Line: 1, Role: "assistant"}}); find(fs, Decision, "") != nil {
+		t.Errorf("decisionTree made a decision: %+v", fs)
+	}
+}

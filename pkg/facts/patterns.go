@@ -37,41 +37,32 @@ func findIdentifiers(s string) ([]token, string) {
 		}
 		out = append(out, token{kind, v})
 	}
-	locs, rest := findAndBlank(reURL, s, 0)
-	for _, l := range locs {
-		add("url", s[l[0]:l[1]])
+	// Each pattern runs only when the text has the character its shape
+	// needs: most sentences have none, and the regexps are the cost.
+	digits := strings.ContainsAny(s, "0123456789")
+	rest := s
+	stage := func(ok bool, re *regexp.Regexp, g int, kind string) {
+		if !ok {
+			return
+		}
+		prev := rest
+		var locs [][]int
+		locs, rest = findAndBlank(re, rest, g)
+		for _, l := range locs {
+			add(kind, prev[l[2*g]:l[2*g+1]])
+		}
+	}
+	stage(strings.Contains(s, "://"), reURL, 0, "url")
+	stage(strings.Contains(rest, "/"), reAbsPath, 1, "path")
+	stage(strings.Contains(rest, "/"), reRelPath, 1, "path")
+	stage(digits && strings.Count(rest, "-") >= 4, reUUID, 0, "uuid")
+	stage(digits && strings.Contains(rest, ":"), reHostPort, 0, "hostport")
+	stage(strings.Contains(rest, "#"), reIssue, 0, "issue")
+	stage(digits && strings.Contains(rest, "-"), reTicket, 0, "ticket")
+	if !digits {
+		return out, rest
 	}
 	prev := rest
-	locs, rest = findAndBlank(reAbsPath, rest, 1)
-	for _, l := range locs {
-		add("path", prev[l[2]:l[3]])
-	}
-	prev = rest
-	locs, rest = findAndBlank(reRelPath, rest, 1)
-	for _, l := range locs {
-		add("path", prev[l[2]:l[3]])
-	}
-	prev = rest
-	locs, rest = findAndBlank(reUUID, rest, 0)
-	for _, l := range locs {
-		add("uuid", prev[l[0]:l[1]])
-	}
-	prev = rest
-	locs, rest = findAndBlank(reHostPort, rest, 0)
-	for _, l := range locs {
-		add("hostport", prev[l[0]:l[1]])
-	}
-	prev = rest
-	locs, rest = findAndBlank(reIssue, rest, 0)
-	for _, l := range locs {
-		add("issue", prev[l[0]:l[1]])
-	}
-	prev = rest
-	locs, rest = findAndBlank(reTicket, rest, 0)
-	for _, l := range locs {
-		add("ticket", prev[l[0]:l[1]])
-	}
-	prev = rest
 	var hexes [][]int
 	for _, l := range reHex.FindAllStringIndex(prev, -1) {
 		h := prev[l[0]:l[1]]
@@ -81,11 +72,7 @@ func findIdentifiers(s string) ([]token, string) {
 		}
 	}
 	rest = blank(prev, hexes)
-	prev = rest
-	locs, rest = findAndBlank(reLongNum, rest, 0)
-	for _, l := range locs {
-		add("id", prev[l[0]:l[1]])
-	}
+	stage(true, reLongNum, 0, "id")
 	return out, rest
 }
 
@@ -122,22 +109,30 @@ func blank(s string, spans [][]int) string {
 // Numbers with context. Each pattern's whole match is the value.
 var numberPatterns = []struct {
 	kind string
+	need cues // the lower-cased text must contain one (nil: always run)
 	re   *regexp.Regexp
 }{
-	{"port", regexp.MustCompile(`(?i)\bports?\s*(?:number\s*)?(?:=|:|is|of|to|on)?\s*\d{2,5}\b`)},
-	{"version", regexp.MustCompile(`(?i)\bv\d+(?:\.\d+){1,3}(?:-[\w.]+)?\b|\b\d+\.\d+\.\d+(?:-[\w.]+)?\b|\b(?:version|go|node|python|java|ruby|rust|postgres(?:ql)?|mysql|redis|ubuntu|debian|kubernetes|k8s)\s+v?\d+(?:\.\d+)+\b`)},
-	{"percent", regexp.MustCompile(`\b\d+(?:\.\d+)?\s?%`)},
-	{"size", regexp.MustCompile(`\b\d+(?:\.\d+)?\s?(?:[KMGTP]i?B|[kmg]b|bytes?)\b`)},
-	{"duration", regexp.MustCompile(`\b\d+(?:\.\d+)?\s?(?:ms|µs|us|ns|secs?|seconds?|mins?|minutes?|hrs?|hours?|days?|weeks?|s|h)\b`)},
-	{"count", regexp.MustCompile(`(?i)\b(?:limit|max(?:imum)?|min(?:imum)?|at most|at least|up to|no more than|timeout|retries|workers?|threads?|replicas?|batch size|pool size|concurrency|ttl|interval|threshold|quota|budget|capacity|shards?|partitions?|rate limit)\b(?:\s+(?:of|is|=|to|at|set to|:))?\s+\d[\d,]*(?:\.\d+)?\b`)},
-	{"count", regexp.MustCompile(`(?i)\b\d[\d,]*(?:\.\d+)?\s+(?:requests?|tokens?|rows?|connections?|retries|attempts?|workers?|threads?|characters?|chars|records?|replicas?|nodes?|pods?|shards?|partitions?|goroutines?|concurrent \w+|req/s|rps|qps)\b`)},
+	{"port", cues{"port"}, regexp.MustCompile(`(?i)\bports?\s*(?:number\s*)?(?:=|:|is|of|to|on)?\s*\d{2,5}\b`)},
+	{"version", cues{"."}, regexp.MustCompile(`(?i)\bv\d+(?:\.\d+){1,3}(?:-[\w.]+)?\b|\b\d+\.\d+\.\d+(?:-[\w.]+)?\b|\b(?:version|go|node|python|java|ruby|rust|postgres(?:ql)?|mysql|redis|ubuntu|debian|kubernetes|k8s)\s+v?\d+(?:\.\d+)+\b`)},
+	{"percent", cues{"%"}, regexp.MustCompile(`\b\d+(?:\.\d+)?\s?%`)},
+	{"size", cues{"b"}, regexp.MustCompile(`\b\d+(?:\.\d+)?\s?(?:[KMGTP]i?B|[kmg]b|bytes?)\b`)},
+	{"duration", nil, regexp.MustCompile(`\b\d+(?:\.\d+)?\s?(?:ms|µs|us|ns|secs?|seconds?|mins?|minutes?|hrs?|hours?|days?|weeks?|s|h)\b`)},
+	{"count", cues{"limit", "max", "min", "at ", "up to", "no more", "timeout", "retries", "worker", "thread", "replica", "batch", "pool", "concurrency", "ttl", "interval", "threshold", "quota", "budget", "capacity", "shard", "partition"}, regexp.MustCompile(`(?i)\b(?:limit|max(?:imum)?|min(?:imum)?|at most|at least|up to|no more than|timeout|retries|workers?|threads?|replicas?|batch size|pool size|concurrency|ttl|interval|threshold|quota|budget|capacity|shards?|partitions?|rate limit)\b(?:\s+(?:of|is|=|to|at|set to|:))?\s+\d[\d,]*(?:\.\d+)?\b`)},
+	{"count", nil, regexp.MustCompile(`(?i)\b\d[\d,]*(?:\.\d+)?\s+(?:requests?|tokens?|rows?|connections?|retries|attempts?|workers?|threads?|characters?|chars|records?|replicas?|nodes?|pods?|shards?|partitions?|goroutines?|concurrent \w+|req/s|rps|qps)\b`)},
 }
 
 // findNumbers returns the numbers of s that have a unit or a context word.
 // A number is reported once, by the first pattern that claims it.
 func findNumbers(s string) []token {
+	if !strings.ContainsAny(s, "0123456789") {
+		return nil
+	}
 	var out []token
+	lower := strings.ToLower(s)
 	for _, p := range numberPatterns {
+		if p.need != nil && !p.need.any(lower) {
+			continue
+		}
 		locs := p.re.FindAllStringIndex(s, -1)
 		for _, l := range locs {
 			out = append(out, token{p.kind, strings.TrimSpace(s[l[0]:l[1]])})
@@ -151,13 +146,43 @@ func findNumbers(s string) []token {
 var (
 	reErrorCue    = regexp.MustCompile(`\bFAIL\b|\bERROR\b|(?i:\berror\s*(?::(?:[^=]|$)|\])|\berr:\s|\bpanic:|\bfatal(?: error)?:|\b\w*exception\b|\btraceback\b|\bsegmentation fault\b|\bconnection refused\b|\bpermission denied\b|\bno such file or directory\b|\btimed out\b|\bexit (?:code|status):? [1-9]\d*|\bcommand not found\b|\bundefined: |\bfailed\b|\bfails\b|\bfailing\b)`)
 	reConstraint  = regexp.MustCompile(`(?i)\b(never|do not|don't|must not|mustn't|must|should not|shouldn't|should always|always|avoid|not allowed|forbidden|prohibited|make sure|under no circumstances|no more than|only (?:ever )?(?:use|run|deploy|touch|modify|edit|change|call|write|read|push|merge)|(?:keep|stay) (?:\w+ )?(?:under|below|within|on)|is required|are required|required to|has to|have to|need to stay|needs to stay|may not|cannot be|can't be)\b`)
-	reDecision    = regexp.MustCompile(`(?i)\b(we(?:'ve| have)? decided|decided (?:to|on|that)|decision(?: is|:| was)|let's (?:use|go with|keep|stick with|switch)|(?:we|i)(?:'ll| will) (?:use|go with|keep|switch to|stick with)|going (?:to go )?with|go with|chose|chosen|opt(?:ed)? (?:for|to)|settled on|agreed (?:on|to|that)|switch(?:ed|ing)? to|instead of|rather than|the plan is|the fix is|the approach is|we use|will be using|picked)\b`)
+	reDecision    = regexp.MustCompile(`(?i)\b(we(?:'ve| have)? decided|decided (?:to|on|that)|decision(?: is| was)|let's (?:use|go with|keep|stick with|switch)|(?:we|i)(?:'ll| will) (?:use|go with|keep|switch to|stick with)|going (?:to go )?with|go with|chose|chosen|opt(?:ed)? (?:for|to)|settled on|agreed (?:on|to|that)|switch(?:ed|ing)? to|instead of|rather than|the plan is|the fix is|the approach is|we use|will be using|picked)\b|\bdecision\**:`)
 	reRequestAny  = regexp.MustCompile(`\b(?:TODO|FIXME)\b|(?i)\b(?:follow[- ]up|don't forget|do not forget|remember to|still need(?:s)? to|remaining work|open question)\b`)
 	reRequestUser = regexp.MustCompile(`(?i)^(?:please|pls|can you|could you|would you|will you|i need|we need|i want|we want|i'd like|we'd like|let's|also|and also|add|fix|implement|make|update|change|remove|write|create|run|check|investigate|look into|rename|move|refactor|document|test|migrate|bump|upgrade|deploy)\b|\bplease\b|\bcan you\b|\bcould you\b`)
 	reRequestAsst = regexp.MustCompile(`(?i)^(?:next|then|afterwards|later),? (?:i|we)(?:'ll| will)\b|\b(?:i|we)(?:'ll| will) (?:also |then |next |later )?(?:add|fix|update|write|run|check|implement|look|handle|do|finish|revisit|migrate)\b.*\b(?:next|later|afterwards|after that|tomorrow)\b`)
 )
 
+// reLogLine matches test-runner and log lines and JSON fields, whose
+// numbers and "failed" states are data, not statements.
+var reLogLine = regexp.MustCompile(`^(?:--- |=== )?(?:PASS|FAIL|ok|RUN|SKIP)\b|^\d{4}-\d\d-\d\d[T ]\d|^"[^"]+"\s*:`)
+
+// cues are cheap substring tests (on the lower-cased sentence) that a
+// statement regexp can only match when one of them is there.
+type cues []string
+
+func (c cues) any(lower string) bool {
+	for _, w := range c {
+		if strings.Contains(lower, w) {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	errorCues      = cues{"error", "err:", "fail", "panic", "fatal", "exception", "traceback", "segmentation", "refused", "denied", "no such file", "timed out", "exit ", "not found", "undefined"}
+	constraintCues = cues{"never", "not", "n't", "must", "always", "avoid", "allowed", "forbidden", "prohibited", "make sure", "no more than", "only", "keep", "stay", "required", "has to", "have to"}
+	decisionCues   = cues{"decid", "decision", "let's", "'ll", "will", "going", "go with", "chose", "opt", "settled", "agreed", "switch", "instead", "rather", "plan is", "fix is", "approach is", "we use", "picked"}
+	requestCues    = cues{"todo", "fixme", "follow", "forget", "remember", "still need", "remaining", "open question"}
+)
+
 func isError(sen, role string) bool {
+	if !errorCues.any(strings.ToLower(sen)) {
+		return false
+	}
+	if isToolOutput(role) && strings.HasPrefix(sen, `"`) && reLogLine.MatchString(sen) {
+		return false // a JSON field such as "status": "failed"
+	}
 	if role == "user" || role == "assistant" {
 		// prose mentions "failed" casually; ask for an error shape
 		return reErrorCue.MatchString(sen) && (strings.Contains(sen, ":") || strings.Contains(strings.ToLower(sen), "failed") || strings.Contains(strings.ToLower(sen), "error"))
@@ -165,12 +190,16 @@ func isError(sen, role string) bool {
 	return reErrorCue.MatchString(sen)
 }
 
-func isConstraint(sen string) bool { return reConstraint.MatchString(sen) }
+func isConstraint(sen string) bool {
+	return constraintCues.any(strings.ToLower(sen)) && reConstraint.MatchString(sen)
+}
 
-func isDecision(sen string) bool { return reDecision.MatchString(sen) }
+func isDecision(sen string) bool {
+	return decisionCues.any(strings.ToLower(sen)) && reDecision.MatchString(sen)
+}
 
 func isRequest(sen, role string, prose bool) bool {
-	if reRequestAny.MatchString(sen) {
+	if requestCues.any(strings.ToLower(sen)) && reRequestAny.MatchString(sen) {
 		return true
 	}
 	if !prose {
@@ -189,9 +218,6 @@ func isRequest(sen, role string, prose bool) bool {
 // code, JSON or a table row: mostly letters and spaces, at least three
 // words.
 func looksLikeProse(s string) bool {
-	if reCode.MatchString(s) {
-		return false
-	}
 	letters, spaces, other, words := 0, 0, 0, 0
 	inWord := false
 	for _, r := range s {
@@ -217,7 +243,10 @@ func looksLikeProse(s string) bool {
 		return false
 	}
 	// CJK has no spaces between words: letters alone carry it
-	return float64(letters+spaces)/float64(total) >= 0.75
+	if float64(letters+spaces)/float64(total) < 0.75 {
+		return false
+	}
+	return !(strings.ContainsAny(s, ":+-=>()&|!;{") && reCode.MatchString(s))
 }
 
 // reCode matches shapes that only occur in code.

@@ -15,6 +15,8 @@ type Corpus struct {
 	numbers map[string]bool
 }
 
+var reDistinct = regexp.MustCompile(`[\p{L}\p{N}]*(?:\d|_)[\p{L}\p{N}_]*`)
+
 var reNumberToken = regexp.MustCompile(`\d[\d,]*(?:\.\d+)*`)
 
 // NewCorpus prepares texts for Has.
@@ -24,10 +26,40 @@ func NewCorpus(texts ...string) *Corpus {
 	for _, w := range strings.Fields(c.norm) {
 		c.words[w] = true
 	}
-	for _, n := range reNumberToken.FindAllString(raw, -1) {
-		c.numbers[strings.ReplaceAll(n, ",", "")] = true
-	}
+	c.addNumbers(raw)
 	return c
+}
+
+// Add appends text to the corpus.
+func (c *Corpus) Add(text string) {
+	c.raw += "\n" + text
+	n := normalize(text)
+	c.norm += n + " "
+	for _, w := range strings.Fields(n) {
+		c.words[w] = true
+	}
+	c.addNumbers(text)
+}
+
+// addNumbers records the whole numbers of s: digit runs not glued to a
+// word before them (quota_c768 holds no 768).
+func (c *Corpus) addNumbers(s string) {
+	for _, n := range numberTokens(s) {
+		c.numbers[n] = true
+	}
+}
+
+func numberTokens(s string) []string {
+	var out []string
+	for _, l := range reNumberToken.FindAllStringIndex(s, -1) {
+		if l[0] > 0 {
+			if b := s[l[0]-1]; b == '_' || b == '.' || (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z') {
+				continue
+			}
+		}
+		out = append(out, strings.ReplaceAll(s[l[0]:l[1]], ",", ""))
+	}
+	return out
 }
 
 // Has reports whether the corpus still carries f:
@@ -36,7 +68,8 @@ func NewCorpus(texts ...string) *Corpus {
 //     is not found inside "316860"; "1,000" matches "1000");
 //   - a sentence: the sentence itself (case, punctuation and spacing
 //     ignored), or — for a rewording — at least 80% of its content words
-//     and every identifier and number it contains.
+//     and every identifier, number and word with a digit or underscore
+//     it contains.
 func (c *Corpus) Has(f Fact) bool {
 	switch f.Class {
 	case Identifier:
@@ -62,6 +95,13 @@ func (c *Corpus) Has(f Fact) bool {
 			return false
 		}
 	}
+	// words with digits or underscores (status_316b, v2, x86) are what
+	// tells one sentence from its siblings: they must be there verbatim
+	for _, w := range reDistinct.FindAllString(f.Value, -1) {
+		if !strings.Contains(c.raw, w) {
+			return false
+		}
+	}
 	kws := ContentWords(f.Value)
 	if len(kws) < 3 {
 		return false
@@ -76,12 +116,12 @@ func (c *Corpus) Has(f Fact) bool {
 }
 
 func (c *Corpus) hasNumbers(v string) bool {
-	nums := reNumberToken.FindAllString(v, -1)
+	nums := numberTokens(v)
 	if len(nums) == 0 {
 		return strings.Contains(c.raw, v)
 	}
 	for _, n := range nums {
-		if !c.numbers[strings.ReplaceAll(n, ",", "")] {
+		if !c.numbers[n] {
 			return false
 		}
 	}

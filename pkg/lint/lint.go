@@ -79,11 +79,7 @@ type Report struct {
 // file is a finding.
 func File(path string, opts *Options) (*Report, error) {
 	if path == "-" {
-		data, err := io.ReadAll(os.Stdin)
-		if err != nil {
-			return nil, fmt.Errorf("stdin: %v", err)
-		}
-		return Bytes("-", data, opts)
+		return stdin(opts)
 	}
 	st, err := os.Stat(path)
 	if err != nil {
@@ -118,6 +114,28 @@ func File(path string, opts *Options) (*Report, error) {
 		return nil, fmt.Errorf("%s: read: %v", path, scan.err)
 	}
 	return lint(path, s, loadErr, &scan, opts)
+}
+
+// stdin lints standard input, spooled to a temporary file so a large pipe
+// costs disk, not memory.
+func stdin(opts *Options) (*Report, error) {
+	f, size, err := transcript.SpoolStdin()
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	scan := scanContent(f)
+	if scan.err != nil {
+		return nil, fmt.Errorf("stdin: read: %v", scan.err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, fmt.Errorf("stdin: %v", err)
+	}
+	s, loadErr := transcript.LoadOpen("-", f, size)
+	if s != nil {
+		defer s.Close()
+	}
+	return lint("-", s, loadErr, &scan, opts)
 }
 
 // Bytes lints a session held in memory.
@@ -215,11 +233,17 @@ func (c *checker) run() {
 // command resolves it (models.ForSession).
 func (c *checker) window() models.SessionWindow {
 	if c.win == nil {
-		w := models.ForSession(c.ctx.Path, c.s.Header, models.Settings{Model: c.opts.Model,
-			ContextWindow: c.opts.ContextWindow, Overrides: c.opts.ModelWindows})
+		w := models.ForSession(c.ctx.Path, c.s.Header, c.windowSettings())
 		c.win = &w
 	}
 	return *c.win
+}
+
+// windowSettings are the command's --model/--context-window/config windows,
+// which the budget estimate must use too so that lint measures the context
+// as estimate does with the same flags.
+func (c *checker) windowSettings() models.Settings {
+	return models.Settings{Model: c.opts.Model, ContextWindow: c.opts.ContextWindow, Overrides: c.opts.ModelWindows}
 }
 
 // markPath records which entries are on the root→leaf path, without a map

@@ -111,7 +111,7 @@ func (c *checker) budget() {
 	if method == "" {
 		method = estimate.Auto
 	}
-	res, err := estimate.Context(c.s, c.ctx, method)
+	res, err := estimate.Measure(c.s, c.ctx, estimate.Options{Method: method, Window: c.windowSettings()})
 	if err != nil {
 		c.report(RuleContextOverBudget, c.leafLine(), "budget", "could not estimate the context: %v", err)
 		return

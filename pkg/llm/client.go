@@ -73,6 +73,20 @@ type Client struct {
 
 	mu    sync.Mutex
 	stats Stats
+	// params is what the endpoint accepts, learnt from its errors once per
+	// client (one run): which name the output limit goes by, and whether a
+	// temperature may be sent.
+	params params
+}
+
+// params are the request fields an endpoint accepts.
+type params struct {
+	known bool
+	// completionTokens sends max_completion_tokens (OpenAI's reasoning
+	// models reject max_tokens) instead of max_tokens (all older
+	// OpenAI-compatible servers).
+	completionTokens bool
+	noTemperature    bool
 }
 
 // Stats accumulates what a client did (for reporting).
@@ -86,7 +100,7 @@ type Stats struct {
 // New checks the configuration and builds a client.
 func New(cfg Config) (*Client, error) {
 	if strings.TrimSpace(cfg.Model) == "" {
-		return nil, errors.New("no model configured: set llm.model (or --model / CTXTOOL_LLM_MODEL)")
+		return nil, errors.New("no model configured: pass --llm-model NAME (or set llm.model / CTXTOOL_LLM_MODEL)")
 	}
 	if cfg.BaseURL == "" {
 		cfg.BaseURL = "https://api.openai.com/v1"
@@ -131,28 +145,20 @@ func (c *Client) Stats() Stats {
 // Complete runs one chat completion with retries. The context carries the
 // overall deadline; each attempt gets its own Timeout within it.
 func (c *Client) Complete(ctx context.Context, r Request) (*Completion, error) {
-	temp := r.Temperature
-	if temp == 0 {
-		temp = math.SmallestNonzeroFloat32
-	}
-	req := openai.ChatCompletionRequest{Model: c.cfg.Model}
-	if reasoningModel(c.cfg.Model) {
-		// OpenAI's reasoning models reject max_tokens and any temperature
-		// but the default.
-		req.MaxCompletionTokens = r.MaxTokens
-	} else {
-		req.MaxTokens, req.Temperature = r.MaxTokens, temp
-	}
-	if r.System != "" {
-		req.Messages = append(req.Messages, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: r.System})
-	}
-	req.Messages = append(req.Messages, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: r.User})
-
 	var resp openai.ChatCompletionResponse
+	adapted := 0
 	attempts, err := c.do(ctx, func(callCtx context.Context) error {
-		var err error
-		resp, err = c.api.CreateChatCompletion(callCtx, req)
-		return err
+		for {
+			var err error
+			resp, err = c.api.CreateChatCompletion(callCtx, c.chatRequest(r))
+			if err != nil && statusOf(err) == http.StatusBadRequest && adapted < 2 && c.adapt(err) {
+				// the endpoint named a field it does not take: send the
+				// other one at once (not a retry), and from now on
+				adapted++
+				continue
+			}
+			return err
+		}
 	})
 	if err != nil {
 		return nil, err
@@ -229,7 +235,7 @@ func (c *Client) do(ctx context.Context, call func(ctx context.Context) error) (
 			return attempt, c.deadlineErr(ctx.Err(), err)
 		}
 		status := statusOf(err)
-		retryable := timedOut || status == http.StatusTooManyRequests || status >= 500 || (status == 0 && isNetErr(err))
+		retryable := timedOut || Retryable(status, err)
 		if timedOut {
 			err = fmt.Errorf("no answer within %s (llm.timeout)", c.cfg.Timeout)
 		}
@@ -261,6 +267,103 @@ func (c *Client) do(ctx context.Context, call func(ctx context.Context) error) (
 	}
 }
 
+// chatRequest builds the request with the fields the endpoint accepts.
+func (c *Client) chatRequest(r Request) openai.ChatCompletionRequest {
+	c.mu.Lock()
+	p := c.params
+	c.mu.Unlock()
+	if !p.known {
+		p = c.firstGuess()
+	}
+	req := openai.ChatCompletionRequest{Model: c.cfg.Model}
+	if p.completionTokens {
+		req.MaxCompletionTokens = r.MaxTokens
+	} else {
+		req.MaxTokens = r.MaxTokens
+	}
+	if !p.noTemperature {
+		// 0 is sent as the smallest positive float: go-openai drops a zero
+		// value from the JSON, and servers then use their default (~1).
+		req.Temperature = r.Temperature
+		if req.Temperature == 0 {
+			req.Temperature = math.SmallestNonzeroFloat32
+		}
+	}
+	if r.System != "" {
+		req.Messages = append(req.Messages, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: r.System})
+	}
+	req.Messages = append(req.Messages, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: r.User})
+	return req
+}
+
+// firstGuess is what to send before the endpoint said anything: OpenAI
+// itself takes max_completion_tokens for every model (max_tokens is
+// deprecated there, rejected by its reasoning models, which also take no
+// temperature); other OpenAI-compatible servers mostly know only
+// max_tokens.
+func (c *Client) firstGuess() params {
+	reasoning := reasoningModel(c.cfg.Model)
+	return params{completionTokens: reasoning || strings.Contains(c.cfg.BaseURL, "api.openai.com"), noTemperature: reasoning}
+}
+
+// adapt learns from a 400 that the endpoint rejects a field we sent
+// (max_tokens, max_completion_tokens or temperature) and switches to what
+// it takes. It reports whether anything changed.
+func (c *Client) adapt(err error) bool {
+	msg := strings.ToLower(err.Error())
+	var ae *openai.APIError
+	param := ""
+	if errors.As(err, &ae) && ae.Param != nil {
+		param = strings.ToLower(*ae.Param)
+	}
+	rejects := func(field string) bool {
+		if param != "" {
+			return param == field
+		}
+		if !strings.Contains(msg, field) {
+			return false
+		}
+		for _, w := range []string{"unsupported", "not supported", "unrecognized", "unknown", "not permitted", "extra", "invalid", "not allowed"} {
+			if strings.Contains(msg, w) {
+				return true
+			}
+		}
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.params
+	if !p.known {
+		p = c.firstGuess()
+		p.known = true
+	}
+	before := p
+	switch {
+	case !p.completionTokens && rejects("max_tokens"):
+		p.completionTokens = true
+	case p.completionTokens && rejects("max_completion_tokens"):
+		p.completionTokens = false
+	case !p.noTemperature && rejects("temperature"):
+		p.noTemperature = true
+	}
+	if p == before {
+		return false
+	}
+	c.params = p
+	if c.cfg.Logf != nil {
+		name := "max_tokens"
+		if p.completionTokens {
+			name = "max_completion_tokens"
+		}
+		temp := ""
+		if p.noTemperature {
+			temp = ", no temperature"
+		}
+		c.cfg.Logf("llm: %s rejected a request field; sending %s%s for the rest of this run", c.cfg.Model, name, temp)
+	}
+	return true
+}
+
 // reasoningModel matches the model families go-openai validates as
 // reasoning models.
 func reasoningModel(name string) bool {
@@ -280,12 +383,27 @@ func (c *Client) count(f func(*Stats)) {
 
 // backoff is MinBackoff·2^(attempt-1) capped at MaxBackoff, with ±20 % jitter.
 func (c *Client) backoff(attempt int) time.Duration {
-	d := float64(c.cfg.MinBackoff) * math.Pow(2, float64(attempt-1))
-	if d > float64(c.cfg.MaxBackoff) {
-		d = float64(c.cfg.MaxBackoff)
+	return Backoff(attempt, c.cfg.MinBackoff, c.cfg.MaxBackoff, c.rnd())
+}
+
+// Backoff is ctxtool's one retry policy for network calls (issue 13):
+// min·2^(attempt-1) capped at max, with ±20 % jitter (rnd in [0,1)). A
+// Retry-After the server sends wins when it is longer (ParseRetryAfter).
+func Backoff(attempt int, min, max time.Duration, rnd float64) time.Duration {
+	d := float64(min) * math.Pow(2, float64(attempt-1))
+	if d > float64(max) {
+		d = float64(max)
 	}
-	d *= 0.8 + 0.4*c.rnd()
+	d *= 0.8 + 0.4*rnd
 	return time.Duration(d)
+}
+
+// Retryable reports whether a failed HTTP call is worth retrying under
+// that policy: 429, any 5xx, or a network error with no status (status 0).
+// Timeouts of the caller's own per-call deadline are retryable too; the
+// caller knows those.
+func Retryable(status int, err error) bool {
+	return status == http.StatusTooManyRequests || status >= 500 || (status == 0 && err != nil && isNetErr(err))
 }
 
 func (c *Client) deadlineErr(err, last error) error {
@@ -305,9 +423,9 @@ func describe(cfg Config, err error, status int) error {
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		hint = " (check llm.apiKey / OPENAI_API_KEY)"
 	case status == http.StatusNotFound:
-		hint = " (check llm.baseURL — it usually ends in /v1 — and llm.model)"
+		hint = " (check llm.baseURL — it usually ends in /v1 — and the model name: --llm-model / llm.model)"
 	case status == http.StatusBadRequest:
-		hint = " (the endpoint rejected the request; check llm.model and its context size)"
+		hint = " (the endpoint rejected the request; check the model (--llm-model / llm.model) and its context size)"
 	}
 	return fmt.Errorf("%s at %s: %v%s", cfg.Model, cfg.BaseURL, err, hint)
 }

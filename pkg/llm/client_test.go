@@ -194,6 +194,95 @@ func TestReasoningModelsGetMaxCompletionTokens(t *testing.T) {
 	}
 }
 
+// A reasoning-model endpoint rejects max_tokens: the client switches to
+// max_completion_tokens (and stops sending a temperature when that is
+// rejected too) after one rejected request, and keeps the learnt fields for
+// the rest of the run.
+func TestLearnsMaxCompletionTokensOncePerRun(t *testing.T) {
+	srv := llmtest.New()
+	defer srv.Close()
+	srv.Reject = []string{"max_tokens", "temperature"}
+	var logs []string
+	c, _ := newTestClient(t, srv, Config{Model: "company-reasoner", Logf: func(f string, a ...any) { logs = append(logs, f) }})
+	for i := 0; i < 3; i++ {
+		if _, err := c.Complete(context.Background(), Request{User: "hi", MaxTokens: 500}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := srv.Requests()
+	// call 1: max_tokens (400), then max_completion_tokens + temperature
+	// (400), then without temperature; calls 2 and 3 go straight through
+	if len(reqs) != 5 {
+		t.Fatalf("%d requests, want 5 (3 for the first call, then 1 per call)", len(reqs))
+	}
+	for i, r := range reqs[2:] {
+		if r.Sent["max_tokens"] || !r.Sent["max_completion_tokens"] || r.MaxCompletionTokens != 500 || r.Sent["temperature"] {
+			t.Errorf("request %d after learning: fields %v", i+3, r.Sent)
+		}
+	}
+	if len(logs) != 2 {
+		t.Errorf("want one log line per thing learnt, got %q", logs)
+	}
+	if s := c.Stats(); s.Calls != 3 {
+		t.Errorf("stats %+v", s)
+	}
+}
+
+// An older server rejects max_completion_tokens (what ctxtool sends first
+// to api.openai.com): the client falls back to max_tokens.
+func TestFallsBackToMaxTokens(t *testing.T) {
+	srv := llmtest.New()
+	defer srv.Close()
+	srv.Reject = []string{"max_completion_tokens"}
+	c, _ := newTestClient(t, srv, Config{Model: "gpt-4o-mini"})
+	c.params = params{known: true, completionTokens: true} // as firstGuess for api.openai.com
+	for i := 0; i < 2; i++ {
+		if _, err := c.Complete(context.Background(), Request{User: "hi", MaxTokens: 300}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 3 || !reqs[0].Sent["max_completion_tokens"] || reqs[1].MaxTokens != 300 || reqs[2].MaxTokens != 300 || reqs[2].Sent["max_completion_tokens"] {
+		t.Fatalf("requests: %+v", reqs)
+	}
+}
+
+// A 400 that is not about a field is not retried and names the flag to
+// check.
+func TestBadRequestNamesTheModelFlag(t *testing.T) {
+	srv := llmtest.New(llmtest.Step{Status: 400, Body: `{"error":{"message":"model not available","type":"invalid_request_error"}}`})
+	defer srv.Close()
+	c, _ := newTestClient(t, srv, Config{})
+	_, err := c.Complete(context.Background(), Request{User: "hi", MaxTokens: 10})
+	if err == nil || !strings.Contains(err.Error(), "--llm-model") || len(srv.Requests()) != 1 {
+		t.Fatalf("err %v after %d requests", err, len(srv.Requests()))
+	}
+	if _, err := New(Config{}); err == nil || !strings.Contains(err.Error(), "--llm-model") {
+		t.Fatalf("New without a model: %v", err)
+	}
+}
+
+func TestBackoffAndRetryable(t *testing.T) {
+	min, max := 500*time.Millisecond, 30*time.Second
+	if got := Backoff(1, min, max, 0.5); got != min {
+		t.Errorf("attempt 1: %s", got)
+	}
+	if got := Backoff(3, min, max, 0.5); got != 2*time.Second {
+		t.Errorf("attempt 3: %s", got)
+	}
+	if got := Backoff(20, min, max, 0.999); got > max*12/10 || got < max {
+		t.Errorf("attempt 20 with jitter: %s", got)
+	}
+	if got := Backoff(2, min, max, 0); got != 800*time.Millisecond {
+		t.Errorf("jitter floor: %s", got)
+	}
+	for status, want := range map[int]bool{429: true, 500: true, 503: true, 400: false, 401: false, 404: false} {
+		if Retryable(status, nil) != want {
+			t.Errorf("Retryable(%d) = %v", status, !want)
+		}
+	}
+}
+
 // Embed goes through the same retry policy as Complete (a 503 and a 429
 // with Retry-After are retried) and puts vectors back in input order.
 func TestEmbedRetriesAndOrders(t *testing.T) {

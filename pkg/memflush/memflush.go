@@ -92,6 +92,9 @@ type Options struct {
 	// estimate) and its context window.
 	Measure                                 func(s *transcript.Session) (tokens, window int)
 	ReserveTokensFloor, SoftThresholdTokens int
+	// ForceFlushTranscriptBytes makes a session file this large due
+	// whatever its token count (OpenClaw's second trigger); ≤ 0: off.
+	ForceFlushTranscriptBytes int64
 	// Force skips the token threshold (compact --memory-flush: the
 	// compaction happens anyway); the once-per-cycle rule still holds.
 	Force bool
@@ -121,6 +124,11 @@ type Result struct {
 	Tokens        int `json:"tokens"`
 	Threshold     int `json:"threshold"`
 	ContextWindow int `json:"contextWindow"`
+	// TranscriptBytes is the session file's size; DueBySize says the
+	// flush ran because it reached forceFlushTranscriptBytes while the
+	// tokens were below the threshold.
+	TranscriptBytes int64 `json:"transcriptBytes"`
+	DueBySize       bool  `json:"dueBySize,omitempty"`
 	// CompactionCount is the session's count; LastFlushCompactionCount
 	// the count at the previous flush (nil: never).
 	CompactionCount          int  `json:"compactionCount"`
@@ -225,11 +233,16 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			res.LastFlushCompactionCount = ref.Entry.MemoryFlushCompactionCount
 		}
 	}
-	if o.Force && tokens < res.Threshold {
-		tokens = res.Threshold // compaction is happening regardless of size
+	res.TranscriptBytes = s.Size
+	bySize := o.ForceFlushTranscriptBytes > 0 && s.Size >= o.ForceFlushTranscriptBytes
+	if (o.Force || bySize) && tokens < res.Threshold {
+		// compaction is happening regardless of size, or the file is
+		// large enough that the token count is not trusted to say so
+		res.DueBySize = bySize && !o.Force
+		tokens = res.Threshold
 	}
 	if ok, why := Due(tokens, res.Threshold, res.CompactionCount, res.LastFlushCompactionCount); !ok {
-		res.Reason = why
+		res.Reason, res.DueBySize = why, false
 		return res, nil
 	}
 

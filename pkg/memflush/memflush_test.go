@@ -335,6 +335,39 @@ func TestFlushBelowThresholdAndForce(t *testing.T) {
 	}
 }
 
+// OpenClaw's second trigger: a session file of forceFlushTranscriptBytes
+// or more is due although its tokens are below the threshold (token counts
+// can be stale or pinned); one byte short, it is not; still once per cycle.
+func TestFlushDueBySize(t *testing.T) {
+	dir := t.TempDir()
+	ws, state := filepath.Join(dir, "ws"), filepath.Join(dir, "state")
+	os.MkdirAll(ws, 0o755)
+	file := buildSession(t, dir, "s.jsonl")
+	st, err := os.Stat(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := options(t, file, ws, state)
+	o.Measure = measure(200000)
+	o.ForceFlushTranscriptBytes = st.Size() + 1
+	r, err := memflush.Run(context.Background(), o)
+	if err != nil || r.Flushed || r.DueBySize || r.TranscriptBytes != st.Size() || !strings.HasPrefix(r.Reason, "below the flush threshold") {
+		t.Fatalf("one byte below the size trigger: %+v %v", r, err)
+	}
+	o.ForceFlushTranscriptBytes = st.Size()
+	r, err = memflush.Run(context.Background(), o)
+	if err != nil || !r.Flushed || !r.DueBySize || len(r.Entries) < len(plantedRegion) {
+		t.Fatalf("at the size trigger: %+v %v", r, err)
+	}
+	if !strings.Contains(read(t, memoryFile(ws)), r.Entries[0]) {
+		t.Fatalf("memory file lacks %q", r.Entries[0])
+	}
+	r, err = memflush.Run(context.Background(), o)
+	if err != nil || r.Flushed || r.DueBySize || !strings.HasPrefix(r.Reason, "already flushed") {
+		t.Fatalf("second run in the same cycle: %+v %v", r, err)
+	}
+}
+
 // TestFlushWithModel: the seed's prompts reach the model; its bullets are
 // appended; NO_REPLY writes nothing but closes the cycle.
 func TestFlushWithModel(t *testing.T) {

@@ -189,3 +189,27 @@ func testConcurrentIndexers(t *testing.T, k kit) {
 		t.Fatalf("files: %v", recall.SortedKeys(got))
 	}
 }
+
+// Many processes opening a SQLite index that does not exist yet (cron jobs
+// starting together on a fresh machine) all succeed: creating the file and
+// switching it to WAL is one process's job at a time. Before, one of them
+// could fail with SQLITE_BUSY or an I/O error (a rollback journal deleted
+// under it) — seen in TestConcurrentIndexers under load.
+func TestConcurrentFirstOpen(t *testing.T) {
+	rounds := 12
+	if testing.Short() {
+		rounds = 3
+	}
+	for r := 0; r < rounds; r++ {
+		loc := filepath.Join(t.TempDir(), "recall", "index.sqlite")
+		var cmds []*exec.Cmd
+		for i := 0; i < 12; i++ {
+			cmds = append(cmds, runCrashChild(t, loc, ""))
+		}
+		for i, c := range cmds {
+			if err := c.Wait(); err != nil {
+				t.Fatalf("round %d: opener %d: %v", r, i, err)
+			}
+		}
+	}
+}

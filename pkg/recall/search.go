@@ -47,6 +47,12 @@ type SearchOptions struct {
 	MaxResults int     // ≤ 0: DefaultMaxResults
 	MinScore   float64 // hits below are dropped (0 keeps all)
 	Session    string  // only this session file ("" = all)
+	// Skip drops chunks the caller already has — a session's own recent
+	// turns, which a prompt taken from that session always matches. It is
+	// applied before the keyword search decides whether to widen an AND
+	// query to single words, so a query whose only match is the caller's
+	// own text still finds the older history it is after.
+	Skip func(path string, entryIDs []string) bool
 }
 
 // Hit is one search result.
@@ -168,7 +174,7 @@ func (ix *Index) Search(ctx context.Context, query string, opts SearchOptions) (
 		return res, nil
 	}
 	limit := min(200, max(1, opts.MaxResults*4))
-	cands, err := ix.keywordCandidates(ctx, tokens, fileID, limit)
+	cands, err := ix.keywordCandidates(ctx, tokens, fileID, limit, opts.Skip)
 	if err != nil {
 		return nil, err
 	}
@@ -193,6 +199,7 @@ func (ix *Index) Search(ctx context.Context, query string, opts SearchOptions) (
 	if err := ix.loadCandidates(ctx, cands); err != nil {
 		return nil, err
 	}
+	dropSkipped(cands, opts.Skip) // vector candidates too
 	score := map[int64]float64{}
 	if res.Mode == "hybrid" {
 		for id, c := range cands {
@@ -265,7 +272,7 @@ func Citation(path string, start, end int) string {
 }
 
 // keywordCandidates runs the AND query, then the per-keyword fallback.
-func (ix *Index) keywordCandidates(ctx context.Context, tokens []string, fileID int64, limit int) (map[int64]*candidate, error) {
+func (ix *Index) keywordCandidates(ctx context.Context, tokens []string, fileID int64, limit int, skip func(string, []string) bool) (map[int64]*candidate, error) {
 	cands := map[int64]*candidate{}
 	kw := keywords(tokens)
 	add := func(ms []match) {
@@ -282,6 +289,12 @@ func (ix *Index) keywordCandidates(ctx context.Context, tokens []string, fileID 
 		return nil, err
 	}
 	add(ms)
+	if skip != nil {
+		if err := ix.loadCandidates(ctx, cands); err != nil {
+			return nil, err
+		}
+		dropSkipped(cands, skip)
+	}
 	if len(cands) > 0 || len(kw) == 1 {
 		return cands, nil // (one keyword: the AND query was that query)
 	}
@@ -292,7 +305,19 @@ func (ix *Index) keywordCandidates(ctx context.Context, tokens []string, fileID 
 		}
 		add(ms)
 	}
-	return cands, nil
+	return cands, nil // (Search drops skipped ones once all are loaded)
+}
+
+// dropSkipped removes the loaded candidates skip rejects.
+func dropSkipped(cands map[int64]*candidate, skip func(string, []string) bool) {
+	if skip == nil {
+		return
+	}
+	for id, c := range cands {
+		if skip(c.path, strings.Fields(c.entryIDs)) {
+			delete(cands, id)
+		}
+	}
 }
 
 // rankWindow bounds BM25 ranking. Ranking costs per match plus a scan of

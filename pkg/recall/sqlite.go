@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"modernc.org/sqlite"
@@ -75,16 +76,45 @@ func openSQLite(dbPath string) (*sqliteStore, error) {
 	q.Add("_pragma", "cache_size(-32000)")
 	q.Add("_pragma", "temp_store(MEMORY)")
 	q.Set("_txlock", "immediate")
-	db, err := sql.Open("sqlite", "file:"+dbPath+"?"+q.Encode())
-	if err != nil {
-		return nil, fmt.Errorf("recall: open %s: %v", dbPath, err)
-	}
-	s := &sqliteStore{db: db, path: dbPath}
-	if err := s.migrate(context.Background()); err != nil {
+	dsn := "file:" + dbPath + "?" + q.Encode()
+	for attempt := 1; ; attempt++ {
+		db, err := sql.Open("sqlite", dsn)
+		if err != nil {
+			return nil, fmt.Errorf("recall: open %s: %v", dbPath, err)
+		}
+		s := &sqliteStore{db: db, path: dbPath}
+		err = s.migrate(context.Background())
+		if err == nil {
+			return s, nil
+		}
 		db.Close()
-		return nil, s.err("open", err)
+		if !creationRace(err) || attempt == openAttempts {
+			return nil, s.err("open", err)
+		}
+		time.Sleep(time.Duration(attempt) * 20 * time.Millisecond)
 	}
-	return s, nil
+}
+
+// openAttempts bounds the retries of creationRace errors (about 2 s).
+const openAttempts = 12
+
+// creationRace reports the errors of opening an index that another
+// process is creating at the same moment (cron jobs started together on a
+// fresh machine): switching a new file to WAL takes an exclusive lock that
+// SQLite's busy handler does not wait for, and the loser can find the
+// rollback journal deleted under it. Both pass once the file is in WAL
+// mode, so the open is tried again.
+func creationRace(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	const ioerrDeleteNoent = 10 | 23<<8 // SQLITE_IOERR_DELETE_NOENT
+	switch se.Code() {
+	case 5, 6, ioerrDeleteNoent: // SQLITE_BUSY, SQLITE_LOCKED
+		return true
+	}
+	return se.Code()&0xff == 5 // SQLITE_BUSY_*
 }
 
 func (s *sqliteStore) location() string { return s.path }

@@ -13,7 +13,7 @@ import (
 )
 
 func autoEstimator(s *transcript.Session, c *transcript.Context) (Measurement, error) {
-	res, err := estimate.Context(s, c, estimate.Auto)
+	res, err := estimate.Measure(s, c, estimate.Options{})
 	if err != nil {
 		return Measurement{}, err
 	}

@@ -341,7 +341,7 @@ func (r *Roller) plan(s *transcript.Session, build bool) (decision, error) {
 	}
 	d := decision{rep: Report{
 		File: s.File, DryRun: r.DryRun, MalformedLines: s.Malformed, TokensBefore: m.Tokens, ContextWindow: win, Method: m.Method,
-		ContextMessages: len(c.Messages), KeptMessages: len(c.Messages), KeptTokens: m.Tokens, Warnings: m.Notes,
+		ContextMessages: len(c.Messages), KeptMessages: len(c.Messages), KeptTokens: m.Tokens, Warnings: append(s.Notes(), m.Notes...),
 		Utilization:  math.Round(float64(m.Tokens)/float64(win)*10000) / 10000,
 		TargetTokens: int(math.Floor(target * float64(win))),
 	}}

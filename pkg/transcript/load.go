@@ -73,6 +73,19 @@ type Warning struct {
 
 func (w Warning) String() string { return fmt.Sprintf("line %d: %s", w.Line, w.Msg) }
 
+// Notes are what every command reports about how the file was read: the
+// foreign reader's notes and the lossy-read warnings, as text.
+func (s *Session) Notes() []string {
+	var out []string
+	if s.Foreign != nil {
+		out = append(out, s.Foreign.Notes...)
+	}
+	for _, w := range s.Warnings {
+		out = append(out, w.String())
+	}
+	return out
+}
+
 // InvalidHeaderError means the first parseable line is not a session header:
 // pi would treat the file as empty and overwrite it.
 type InvalidHeaderError struct {
@@ -90,17 +103,18 @@ func (e *InvalidHeaderError) Error() string {
 // Load reads and indexes a session file. "-" reads standard input.
 func Load(path string) (*Session, error) {
 	if path == "-" {
-		data, err := io.ReadAll(os.Stdin)
+		f, size, err := SpoolStdin()
 		if err != nil {
-			return nil, fmt.Errorf("stdin: %v", err)
+			return nil, err
 		}
-		if v, err := formats.OpenReader("-", bytes.NewReader(data)); err != nil || v != nil {
+		if v, err := formats.OpenReader("-", f); err != nil || v != nil {
+			f.Close() // a foreign view holds its own copy
 			if err != nil {
 				return nil, err
 			}
 			return loadView("-", v)
 		}
-		return LoadBytes("-", data)
+		return LoadOpen("-", f, size)
 	}
 	if s, handled, err := loadForeign(path); handled {
 		return s, err
@@ -187,6 +201,42 @@ func unwrapPathErr(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// SpoolStdin copies standard input into an unlinked temporary file and
+// returns it rewound. A session piped in is then read like a session file —
+// indexed in one pass, content read back on demand — instead of being held
+// in memory whole (a multi-GB pipe would need as much RAM). Nothing is left
+// on disk: the file has no name, and the space is freed on close or exit.
+func SpoolStdin() (*os.File, int64, error) {
+	f, err := os.CreateTemp("", "ctxtool-stdin-*")
+	if err != nil {
+		return nil, 0, fmt.Errorf("stdin: cannot spool to a temporary file: %v (set TMPDIR to a writable directory)", unwrapPathErr(err))
+	}
+	os.Remove(f.Name())
+	size, err := io.Copy(f, os.Stdin)
+	if err == nil {
+		_, err = f.Seek(0, io.SeekStart)
+	}
+	if err != nil {
+		f.Close()
+		return nil, 0, fmt.Errorf("stdin: %v (is TMPDIR full?)", err)
+	}
+	return f, size, nil
+}
+
+// LoadOpen indexes a session from a file that is already open and rewound
+// (standard input spooled by SpoolStdin); the session owns f and closes it.
+// It can be read, not written: there is no path to append to.
+func LoadOpen(name string, f *os.File, size int64) (*Session, error) {
+	s, err := load(name, f, size)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	s.file = f
+	s.src = f
+	return s, nil
 }
 
 // LoadBytes indexes a session held in memory.

@@ -152,6 +152,9 @@ type Options struct {
 	// Writable drops files found in directories that ctxtool does not write
 	// (Claude Code, Codex, zstd, OpenClaw stores): for batch writers.
 	Writable bool
+	// Stdin accepts "-" as standard input (for commands that only read;
+	// docs/cli.md: FILE may be "-").
+	Stdin bool
 }
 
 func (o Options) wants(k Kind) bool {
@@ -185,6 +188,10 @@ func Walk(paths []string, opts Options) ([]File, error) {
 		}
 	}
 	for _, root := range paths {
+		if root == "-" && opts.Stdin {
+			add(File{Path: "-", Kind: Transcript, Explicit: true})
+			continue
+		}
 		if db, _, ok := formats.SplitStorePath(root); ok {
 			// One session of an OpenClaw store: "store.sqlite#<key>".
 			if st, err := os.Stat(db); err == nil {

@@ -25,12 +25,16 @@ type Step struct {
 
 // Request is what the server saw.
 type Request struct {
-	Model       string    `json:"model"`
-	Messages    []Message `json:"messages"`
-	MaxTokens   int       `json:"max_tokens"`
-	Temperature *float64  `json:"temperature"`
-	Auth        string    `json:"-"`
-	At          time.Time `json:"-"`
+	Model     string    `json:"model"`
+	Messages  []Message `json:"messages"`
+	MaxTokens int       `json:"max_tokens"`
+	// MaxCompletionTokens is the newer name (OpenAI reasoning models).
+	MaxCompletionTokens int `json:"max_completion_tokens"`
+	// Sent lists the top-level fields of the request body.
+	Sent        map[string]bool `json:"-"`
+	Temperature *float64        `json:"temperature"`
+	Auth        string          `json:"-"`
+	At          time.Time       `json:"-"`
 }
 
 // Message is one chat message.
@@ -50,6 +54,10 @@ type Server struct {
 	requests []Request
 	// Always is used after the script runs out.
 	Always Step
+	// Reject answers 400, as OpenAI does, to any request carrying one of
+	// these top-level fields (e.g. "max_tokens" like a reasoning model,
+	// or "max_completion_tokens" like an older server).
+	Reject []string
 }
 
 // New starts a server; the script is consumed one step per request. Close
@@ -81,6 +89,12 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error":{"message":"bad json","type":"invalid_request_error"}}`, http.StatusBadRequest)
 		return
 	}
+	var fields map[string]json.RawMessage
+	_ = json.Unmarshal(body, &fields)
+	req.Sent = map[string]bool{}
+	for k := range fields {
+		req.Sent[k] = true
+	}
 	req.Auth = r.Header.Get("Authorization")
 	req.At = time.Now()
 	s.mu.Lock()
@@ -90,7 +104,21 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		step, s.script = s.script[0], s.script[1:]
 	}
 	reply := s.Reply
+	reject := s.Reject
 	s.mu.Unlock()
+
+	for _, f := range reject {
+		if req.Sent[f] {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			msg := fmt.Sprintf("Unsupported parameter: '%s' is not supported with this model.", f)
+			if f == "max_completion_tokens" {
+				msg = "Unrecognized request argument supplied: max_completion_tokens"
+			}
+			json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": msg, "type": "invalid_request_error", "param": f, "code": "unsupported_parameter"}})
+			return
+		}
+	}
 
 	if step.Delay > 0 {
 		select {
