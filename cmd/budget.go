@@ -51,7 +51,7 @@ func newBudgetCmd(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "budget FILE...",
 		Short: "Show what the next request would contain under the VS7 context budget",
-		Long: `Assemble the next model request of a session the way seed 001's VS7
+		Long: `Assemble the next model request of a session the way OpenClaw's VS7
 context manager does, and show where every token goes. No model is called
 unless --summarize asks for the rolling summary.
 
@@ -79,7 +79,7 @@ unless --summarize asks for the rolling summary.
 
 Sizes are pi's chars/4 rule, the unit VS7 budgets in. The system prompt is
 --system-prompt FILE, or the system prompt + tools overhead learnt from the
-session's usage records. -v prints the seed's verification log lines on
+session's usage records. -v prints VS7's verification log lines on
 stderr. --emit context prints the assembled context as JSON messages
 (system prompt, bootstrap, summary, history as pi holds them) for a wrapper
 or a test to send; their chars/4 sizes add up to the reported total.`,
@@ -110,7 +110,7 @@ or a test to send; their chars/4 sizes add up to the reported total.`,
 	fl.StringVar(&opts.Workspace, "workspace", "", "the agent's workspace directory (bootstrap files)")
 	fl.StringVar(&opts.SystemPrompt, "system-prompt", "", "file holding the system prompt (default: the overhead learnt from usage records)")
 	fl.StringVar(&opts.Emit, "emit", "", "emit 'context': the assembled request as JSON messages")
-	fl.BoolVarP(&opts.Verbose, "verbose", "v", false, "print the seed's verification log lines on stderr")
+	fl.BoolVarP(&opts.Verbose, "verbose", "v", false, "print VS7's verification log lines on stderr")
 	fl.BoolVar(&opts.Summarize, "summarize", false, "run the rolling summary when it triggers and inject it")
 	configFlags(cmd, "contextWindow", "model", "compaction.summarizer", "llm.model", "recall.url")
 	return cmd

@@ -70,8 +70,10 @@ Strategies (--strategy, config compaction.mode):
   default    pi: trigger at window − reserve (16384), keep ~20000 tokens
   safeguard  OpenClaw: reserve floor 20000, staged chunk summaries, the last
              3 user turns verbatim, required sections, ≤ 16,000 characters
-  summarize  seed 003: single pass, first request verbatim, last 6 messages
+  summarize  single pass, first request verbatim, last 6 messages
              kept, tool output previewed (first 500 + last 200 characters)
+The rules of each strategy are in the repository's docs/design/
+(pi-baseline.md, openclaw-compaction.md, single-pass-summary.md).
 
 Summarizers (--summarizer):
   llm         any OpenAI-compatible endpoint (llm.baseURL, llm.model,

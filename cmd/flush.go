@@ -49,7 +49,8 @@ func newFlushCmd(f *Factory) *cobra.Command {
 		Use:   "flush FILE...",
 		Short: "Pre-compaction memory flush: append durable facts to memory/YYYY-MM-DD.md",
 		Long: `Save what a session is about to lose to compaction into the agent's workspace
-notes, as OpenClaw's pre-compaction memory flush does (seed 004 §4).
+notes, as OpenClaw's pre-compaction memory flush does
+(docs/design/openclaw-compaction.md).
 
 A session is flushed when its tokens reach
   contextWindow − compaction.reserveTokensFloor (20000)
@@ -66,7 +67,7 @@ The notes go to <workspace>/memory/YYYY-MM-DD.md (created if needed; only
 ever appended to). Offline they are the constraints, open requests,
 decisions and identifiers found in the history compact would summarise;
 with an LLM (--summarizer llm, or auto with llm.* configured) the model gets
-that history with the seed's flush prompt (compaction.memoryFlush.prompt and
+that history with OpenClaw's flush prompt (compaction.memoryFlush.prompt and
 .systemPrompt) and its answer is appended — NO_REPLY writes nothing. A note
 the file already holds is never written again, so concurrent or repeated
 flushes do not duplicate entries.`,

@@ -135,26 +135,7 @@ func TestCompactMemoryFlushUpdatesSessionsJSON(t *testing.T) {
 	}
 }
 
-// TestFlushReadmeExamples runs the README's flush examples as written.
-func TestFlushReadmeExamples(t *testing.T) {
-	cleanEnv(t)
-	examples := readmeExamples(t, "### flush")
-	root := t.TempDir()
-	t.Chdir(root)
-	t.Setenv("CTXTOOL_STATE_DIR", filepath.Join(root, "state"))
-	if _, err := sessiongen.GenerateFile(filepath.Join(root, "session.jsonl"), sessiongen.Options{Seed: 8, Turns: 30, Facts: 7}); err != nil {
-		t.Fatal(err)
-	}
-	os.MkdirAll(filepath.Join(root, "workspace"), 0o755)
-	for _, args := range examples {
-		out, errOut, code := runCLI(t, args...)
-		if code != 0 || out == "" {
-			t.Fatalf("ctxtool %s: exit %d\n%s", strings.Join(args, " "), code, errOut)
-		}
-	}
-}
-
-// The memoryFlush defaults in the key table are the seed's, as memflush has them.
+// The memoryFlush defaults in the key table are OpenClaw's, as memflush has them.
 func TestFlushConfigDefaults(t *testing.T) {
 	cleanEnv(t)
 	fo := &FlushOptions{}

@@ -41,5 +41,6 @@ func windowWarning(window int) string {
 	return warn
 }
 
-// contextGauge is seed 002's one-line gauge, printed by estimate at ≥ 70%.
+// contextGauge is the one-line gauge of docs/design/checkpoints.md, printed
+// by estimate at ≥ 70%.
 var contextGauge = func(tokens, window int) string { return checkpoint.Gauge(tokens, window, false) }

@@ -317,7 +317,8 @@ func printRollTable(streams *IOStreams, reps []*rolling.Report, sum rolling.Summ
 		sum.Locked, sum.Fallback, sum.Errors, sum.Seconds, sum.PerSecond)
 }
 
-// rollFallback is the seed's fallback for rolling without recall: OpenClaw's
+// rollFallback is the fallback for rolling without recall
+// (docs/design/rolling-window.md): OpenClaw's
 // safeguard compaction with the settings and the summariser compact would
 // use (co, read by CompactOptions.load, strategy safeguard): the configured
 // model when an endpoint is configured, else the built-in extractive

@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -87,9 +86,42 @@ lock.`,
 		return exitcode.New(exitcode.Usage, fmt.Errorf("%v (see '%s --help')", err, c.CommandPath()))
 	})
 	for _, b := range commandBuilders {
-		root.AddCommand(b(f))
+		c := b(f)
+		usageArgs(c)
+		root.AddCommand(c)
 	}
 	return root, f
+}
+
+// usageArgs makes the positional-argument checks of c and its subcommands
+// return usage errors (exit 2), as flag errors do (SetFlagErrorFunc): the
+// exit code comes from the error's type, not from its text.
+func usageArgs(c *cobra.Command) {
+	if check := c.Args; check != nil {
+		c.Args = func(c *cobra.Command, args []string) error {
+			if err := check(c, args); err != nil {
+				return exitcode.New(exitcode.Usage, err)
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		usageArgs(sub)
+	}
+}
+
+// execute runs the command line and returns its error with the exit code it
+// carries. Cobra resolves the command before running anything; an error it
+// returns for the root itself, untyped, can only be that resolution failing
+// (an unknown command): the root has no run function, and its flag errors
+// are typed by SetFlagErrorFunc. That error is a usage error.
+func execute(ctx context.Context, root *cobra.Command) error {
+	cmd, err := root.ExecuteContextC(ctx)
+	var ee *exitcode.Error
+	if err != nil && cmd == root && !errors.As(err, &ee) {
+		err = exitcode.New(exitcode.Usage, err)
+	}
+	return err
 }
 
 // Execute runs the CLI and returns the process exit code.
@@ -100,31 +132,16 @@ func Execute() int {
 	ctx := safefile.Context(context.Background())
 	io := iostreams.System()
 	root, _ := NewRootCmd(io)
-	err := root.ExecuteContext(ctx)
+	err := execute(ctx, root)
 	if safefile.Interrupted() {
 		select {} // the interrupt handler ends the process
 	}
 	if err == nil {
 		return exitcode.OK
 	}
-	code := exitcode.Code(err)
 	var ee *exitcode.Error
 	if !(errors.As(err, &ee) && ee.Err == nil) {
 		fmt.Fprintf(io.ErrOut, "ctxtool: %v\n", err)
 	}
-	// cobra's own usage errors (unknown command, bad args) are usage errors.
-	if code == exitcode.Runtime && isCobraUsageError(err) {
-		code = exitcode.Usage
-	}
-	return code
-}
-
-func isCobraUsageError(err error) bool {
-	msg := err.Error()
-	for _, p := range []string{"unknown command", "unknown flag", "accepts ", "requires at least", "requires exactly", "invalid argument", "unknown shorthand"} {
-		if strings.Contains(msg, p) {
-			return true
-		}
-	}
-	return false
+	return exitcode.Code(err)
 }

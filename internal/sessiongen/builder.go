@@ -269,9 +269,6 @@ func apiFor(provider string) string {
 // Err returns the first error met (bad input, write failure).
 func (b *Builder) Err() error { return b.err }
 
-// Version of the file being written.
-func (b *Builder) Version() int { return b.version }
-
 // Lines returns how many lines have been written so far (the next line's
 // number minus one).
 func (b *Builder) Lines() int { return b.line }
@@ -303,13 +300,6 @@ func (b *Builder) ContextTokens() int {
 		return b.sysTokens
 	}
 	return b.sysTokens + b.leaf.ctxTrue
-}
-
-// SetModel changes the model used by later assistants without writing a
-// model_change entry.
-func (b *Builder) SetModel(provider, model string) {
-	b.provider, b.model, b.api = provider, model, apiFor(provider)
-	b.cacheOK = false
 }
 
 // Branch moves the leaf to the entry id, as pi's branch(id) does: the next

@@ -17,7 +17,7 @@ func ts(t *testing.T, s string) time.Time {
 	return v
 }
 
-// TestBuilderReproducesFormatExample131 rebuilds session-format.md §13.1
+// TestBuilderReproducesFormatExample131 rebuilds ../shared/docs/session-format.md §13.1
 // byte for byte with the Builder.
 func TestBuilderReproducesFormatExample131(t *testing.T) {
 	want, err := os.ReadFile("testdata/format-13-1.jsonl")

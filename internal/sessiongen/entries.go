@@ -248,8 +248,5 @@ func (*BranchSummary) entryType() string       { return "branch_summary" }
 func (*Label) entryType() string               { return "label" }
 func (*SessionInfo) entryType() string         { return "session_info" }
 
-// Bool returns a pointer to v (for FromHook).
-func Bool(v bool) *bool { return &v }
-
 // Int returns a pointer to v (for ExitCode).
 func Int(v int) *int { return &v }

@@ -21,7 +21,7 @@ const (
 
 // Ground-truth tokenizer constants (see the package documentation for the
 // formula). They were chosen to match what the reference measurements in
-// reference-behaviour.md §8 found for real providers.
+// docs/design/pi-baseline.md cites for real providers.
 const (
 	ProseCharsPerToken = 4.2
 	CodeCharsPerToken  = 3.3

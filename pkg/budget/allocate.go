@@ -1,16 +1,22 @@
-// Package budget is seed 001's VS7 context budget: what the next request of
-// a session would contain when the context window is divided into regions
-// (system prompt, bootstrap files, history, response, reserve), unused
-// system-prompt and bootstrap budget is reclaimed for history, the history
-// is limited by tokens with the most recent user turns preserved, older
-// history is optionally replaced by a rolling summary, and recall hits for
-// the last user prompt are injected as <relevant-prior-context>.
+// Package budget is OpenClaw's VS7 context budget
+// (docs/design/context-budget.md): what the next request of a session would
+// contain when the context window is divided into regions (system prompt,
+// bootstrap files, history, response, reserve), unused system-prompt and
+// bootstrap budget is reclaimed for history, the history is limited by tokens
+// with the most recent user turns preserved, older history is optionally
+// replaced by a rolling summary, and recall hits for the last user prompt are
+// injected as <relevant-prior-context>.
 //
 // Every number is pi's chars/4 rule (ceil(UTF-16 units / 4) per message or
 // text), the unit VS7 itself budgets in, so the assembled context a wrapper
 // sends has exactly the size reported. The steps are pure functions of
 // explicit inputs (Allocate, BuildBootstrap, LimitHistory, SplitTurns,
-// SelectChunks); Plan runs them in the seed's order.
+// SelectChunks); Plan runs them in VS7's order.
+//
+// It writes nothing — no session, index or file changes — and reads only
+// what Input names: summarising goes through compaction.SummarizeRegion with
+// the caller's Summarizer, searching through the caller's Searcher. It must
+// not measure in any unit but chars/4, or its report stops matching VS7.
 package budget
 
 import (
@@ -18,7 +24,7 @@ import (
 	"math"
 )
 
-// Config is contextManagement.* (seed 001) with its defaults in
+// Config is contextManagement.* with its defaults in
 // DefaultConfig.
 type Config struct {
 	Enabled bool
@@ -52,7 +58,7 @@ type SemanticConfig struct {
 	MinRelevanceScore  float64
 }
 
-// DefaultConfig returns the seed's defaults.
+// DefaultConfig returns VS7's defaults.
 func DefaultConfig() Config {
 	return Config{
 		Enabled:           true,

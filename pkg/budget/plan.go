@@ -38,7 +38,7 @@ type Input struct {
 	// otherwise the report only says what it would cover.
 	Summarizer compaction.Summarizer
 
-	// Logf receives seed 001's verification log lines (nil: none).
+	// Logf receives VS7's verification log lines (nil: none).
 	Logf func(format string, args ...any)
 }
 
@@ -149,14 +149,14 @@ const (
 )
 
 // SummaryPreamble and the <prior-conversation-summary> tags wrap an
-// injected rolling summary (seed 001).
+// injected rolling summary (VS7).
 const SummaryPreamble = "[Prior conversation summary - for context only, do not respond to this]"
 
 // summaryInstructions ask for what a rolling summary must keep.
 const summaryInstructions = "Summarize this conversation, preserving: key decisions made, open questions, user preferences discovered, important context mentioned, and any pending tasks or TODOs. Be concise but complete."
 
 // Plan assembles the next request of a session under the VS7 budget, in
-// the seed's order: allocation, bootstrap files at the per-file limit,
+// VS7's order: allocation, bootstrap files at the per-file limit,
 // semantic history for the last user prompt, reclaim, rolling summary, and
 // token-limited history with the recent turns preserved.
 func Plan(ctx context.Context, in Input) (*Report, error) {

@@ -17,7 +17,7 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
-// The tests below recompute every number from the seed's formulas with
+// The tests below recompute every number from VS7's formulas with
 // their own arithmetic (integer percentages, their own chars/4 counting of
 // the raw session lines), never by calling the budget package's helpers.
 
@@ -26,7 +26,7 @@ func u16(s string) int { return len(utf16.Encode([]rune(s))) }
 func ceil4(n int) int { return int(math.Ceil(float64(n) / 4)) }
 
 // piTokens is pi's estimateTokens for a message object, written from
-// reference-behaviour.md §1.2 (text, thinking, tool-call names + JSON
+// docs/design/pi-baseline.md (text, thinking, tool-call names + JSON
 // arguments, 1,200 tokens per tool-result image, summaries).
 func piTokens(t *testing.T, raw json.RawMessage) int {
 	t.Helper()
@@ -134,7 +134,7 @@ func generate(t *testing.T, o sessiongen.Options) (string, *sessiongen.Result) {
 	return path, res
 }
 
-// seedAllocation is seed 001's allocation for the default ratios with
+// seedAllocation is VS7's allocation for the default ratios with
 // integer arithmetic (15/10/45/20 percent, response at least 4096 taken
 // from history, the rest reserve).
 func seedAllocation(w int) (sp, bs, hist, resp, reserve int) {
@@ -161,7 +161,7 @@ func TestAllocateMatchesSeed(t *testing.T) {
 			t.Errorf("window %d: maxChars %d, want %d", w, a.BootstrapMaxChars(), bs*4)
 		}
 	}
-	// The seed's worked example: 200k → 20,000 bootstrap tokens, 80,000 chars.
+	// VS7's worked example: 200k → 20,000 bootstrap tokens, 80,000 chars.
 	a := budget.Allocate(200000, budget.DefaultConfig())
 	if a.Bootstrap != 20000 || a.BootstrapMaxChars() != 80000 {
 		t.Fatalf("200k window: bootstrap %d / %d chars, seed says 20000 / 80000", a.Bootstrap, a.BootstrapMaxChars())
@@ -176,7 +176,7 @@ func TestAllocateMatchesSeed(t *testing.T) {
 }
 
 // TestPlanGenerated is the done-when check: a generated session and
-// workspace, every region recomputed from the seed's formulas.
+// workspace, every region recomputed from VS7's formulas.
 func TestPlanGenerated(t *testing.T) {
 	const window = 64000
 	path, gen := generate(t, sessiongen.Options{Seed: 12, Turns: 40})
@@ -341,7 +341,7 @@ func TestPlanGenerated(t *testing.T) {
 		t.Fatalf("free %d, want %d", r.Free, window-total-resp)
 	}
 
-	// The seed's verification lines.
+	// VS7's verification lines.
 	wantLogs := []string{
 		fmt.Sprintf("context management: bootstrap budget=%d tokens, maxChars=%d", bs, bs*4),
 		"semantic history: retrieved 0 chunks, 0 tokens",

@@ -117,7 +117,7 @@ func truncateAtBoundary(text string, maxChars int) string {
 	return cut + ellipsis
 }
 
-// FormatChunks is the seed's block:
+// FormatChunks is VS7's block:
 //
 //	<relevant-prior-context>
 //	<context source="memory/2024-01-15.md" score="0.85">

@@ -16,7 +16,7 @@ import (
 // builder ignores them so a resume text never becomes the "topic".
 const CustomType = "ctxtool.checkpoint"
 
-// Thresholds of the structural heuristics (§7.2 layer B, §11.2).
+// Thresholds of the structural heuristics (docs/design/checkpoints.md).
 const (
 	longAgentChars  = 500              // an agent answer this long is a likely decision point
 	shortReplyChars = 50               // a user reply shorter than this after one is a decision
@@ -67,9 +67,9 @@ type Input struct {
 	State           *State // incremental state to bundle (may be nil)
 }
 
-// Build assembles a checkpoint mechanically (seed 002 §11): pure string
+// Build assembles a checkpoint mechanically (docs/design/checkpoints.md): pure string
 // and structure operations on the messages, language-agnostic heuristics,
-// the caps of §12. CheckpointID and PreviousCheckpoint are left for the
+// the caps. CheckpointID and PreviousCheckpoint are left for the
 // Store to assign.
 func Build(in Input) *Checkpoint {
 	cp := &Checkpoint{Schema: Schema, SchemaVersion: SchemaVersion}
@@ -254,7 +254,7 @@ func lastUserText(msgs []Message) string {
 	return ""
 }
 
-// buildDecisions applies the structural heuristic of §7.2: a short user
+// buildDecisions applies the structural heuristic: a short user
 // reply right after a long agent answer is a decision. No keywords, so it
 // works in any language. Recorded decisions from the state are merged in
 // time order; the newest MaxDecisions are kept, numbered from the session
@@ -312,7 +312,7 @@ func decisionAt(reply, answer *Message) (string, bool) {
 	return fmt.Sprintf("User replied %q to: %s", oneLine(r, shortReplyChars), gist(lastParagraph(answer.Text), GistChars)), true
 }
 
-// buildThread is §11.2: summary = first user message + " ... " + last user
+// buildThread: summary = first user message + " ... " + last user
 // message (100 characters each); key exchanges = the first user message,
 // user messages that follow a long agent answer (pivots) and the last two
 // user/agent pairs, at most MaxExchanges, 120-character gists.

@@ -17,7 +17,7 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
-// The incremental capture of seed 002 §7.2 for a command line: OpenClaw's
+// The incremental capture of docs/design/checkpoints.md for a command line: OpenClaw's
 // context-manager extension records state on every tool_result and context
 // event; ctxtool gets the same effect by reading, each time it runs, the
 // session lines appended since it last ran (from a cron job or a hook) and

@@ -11,7 +11,7 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/tokenizer"
 )
 
-// Budget of the resume text (seed 002 P5, §5.4): about 600–700 tokens,
+// Budget of the resume text (docs/design/checkpoints.md): about 600–700 tokens,
 // never more than 800.
 const (
 	TargetTokens = 700
@@ -103,8 +103,8 @@ func (b *block) drop() {
 	}
 }
 
-// Render turns a checkpoint into the agent-readable resume text of §8.2.
-// Sections keep the order of the seed; when the text is over budget, list
+// Render turns a checkpoint into the agent-readable resume text.
+// Sections keep the schema's order; when the text is over budget, list
 // items are dropped from the largest section first (oldest decisions,
 // middle exchanges, least recent files), and as a last resort the text is
 // cut, so the result never exceeds Max tokens.
@@ -346,9 +346,9 @@ func formatK(n int) string {
 	}
 }
 
-// Gauge is the one-line context gauge of seed 002 §6.4, e.g.
+// Gauge is the one-line context gauge of docs/design/checkpoints.md, e.g.
 // "[Context: 81% | 162k/200k tokens | Checkpoint saved]". It is empty below
-// 70% utilization (§6.3: no injection, save tokens).
+// 70% utilization (no injection, save tokens).
 func Gauge(tokens, window int, saved bool) string {
 	if window <= 0 || tokens < 0 {
 		return ""

@@ -16,7 +16,7 @@ import (
 )
 
 // AutoThreshold is the utilization at which an auto-80pct checkpoint is
-// written (§6.3).
+// written (docs/design/checkpoints.md).
 const AutoThreshold = 0.80
 
 // TakeOptions configures Take (the checkpoint command).
@@ -116,7 +116,7 @@ func Take(o TakeOptions) (*TakeResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Capture first (§7.2), under the state lock held until the reset, so
+	// Capture first, under the state lock held until the reset, so
 	// the lines since the last capture reach this checkpoint's state and a
 	// concurrent capture cannot slip in between the bundle and the reset.
 	// Stdin has no position to remember: its state is bundled as found.

@@ -1,9 +1,15 @@
 // Package checkpoint writes and reads structured YAML checkpoints of a
-// session's working state (schema "openclaw/checkpoint" v1, seed 002 §5.3),
-// builds them mechanically from a transcript (§11, no model call), keeps the
-// per-session store on disk (§5.2, §5.5), accumulates incremental state
-// between checkpoints (§7) and renders the lean resume text injected after a
-// compaction (§8.2).
+// session's working state (schema "openclaw/checkpoint" v1), builds them
+// mechanically from a transcript (no model call), keeps the per-session
+// store on disk, accumulates incremental state between checkpoints and
+// renders the lean resume text injected after a compaction: the rules are
+// in docs/design/checkpoints.md.
+//
+// It owns the checkpoint schema, the builder, the store under
+// <state>/context (checkpoints, the incremental state and the capture mark)
+// and the resume text. It must not call a model, must not change a
+// checkpoint file once written, and writes to a session file only through
+// AppendResume: one custom_message under the session lock.
 package checkpoint
 
 import (
@@ -38,7 +44,7 @@ const (
 	StatusWaiting    = "waiting_for_user"
 )
 
-// Caps of seed 002 §12: the checkpoint never grows without bound.
+// Caps (docs/design/checkpoints.md): the checkpoint never grows without bound.
 const (
 	MaxDecisions    = 50
 	MaxExchanges    = 8
@@ -130,7 +136,7 @@ type Exchange struct {
 }
 
 // Marshal writes cp as YAML. The node tree is built by hand so that the
-// safety rules of §5.1 hold whatever the content: free text is a literal
+// safety rules of docs/design/checkpoints.md hold whatever the content: free text is a literal
 // block scalar (yaml falls back to a double-quoted scalar with escapes when
 // a block cannot represent it), identifiers and tool names are double-quoted,
 // and no key ever comes from content.
@@ -274,7 +280,7 @@ func quotedOrNull(s string) *yaml.Node {
 	return quoted(s)
 }
 
-// blockScalar is a literal block scalar ending in one newline, as in the seed.
+// blockScalar is a literal block scalar ending in one newline, as in the schema's examples.
 func blockScalar(s string) *yaml.Node {
 	s = strings.TrimRight(Clean(s), " \t\n")
 	if s == "" {

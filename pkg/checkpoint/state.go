@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// State is the incremental capture of seed 002 §7: what an extension (or any
+// State is the incremental capture (docs/design/checkpoints.md): what an extension (or any
 // tool) records between checkpoints, one JSON file per part under
 // <state>/context/state/<sanitized key>/. The next checkpoint bundles it and
 // resets the files to empty values.
@@ -59,7 +59,7 @@ var stateFiles = []struct {
 // ReadState loads the session's state files. A file older than the latest
 // checkpoint's pointer (_latest.json) is stale — left from before that
 // checkpoint, e.g. a crash before the reset — and is skipped with a
-// warning (§12 "state files stale from previous session"). A file that does
+// warning (state files stale from a previous session). A file that does
 // not parse is skipped with a warning too; missing files are empty.
 func (s *Store) ReadState(key string) (*State, []string) {
 	st := &State{}
@@ -89,7 +89,7 @@ func (s *Store) ReadState(key string) (*State, []string) {
 	return st, warnings
 }
 
-// clamp applies the caps of §12 so state files cannot grow the checkpoint
+// clamp applies the caps so state files cannot grow the checkpoint
 // without bound.
 func (st *State) clamp() {
 	if len(st.Decisions) > MaxDecisions {
@@ -154,7 +154,7 @@ func (s *Store) writeState(key string, st *State) error {
 	return nil
 }
 
-// RecordToolResult is the tool_result capture of §7.2 layer A: the tool
+// RecordToolResult is the tool_result capture (layer A): the tool
 // name, the file paths in its arguments and, on failure, the error.
 func (st *State) RecordToolResult(name string, args json.RawMessage, isError bool, errText string, when time.Time) {
 	tc := ToolCall{Name: name, Args: args}

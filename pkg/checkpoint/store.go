@@ -25,11 +25,12 @@ const (
 // ErrNoCheckpoint is returned when a session key has no checkpoint at all.
 var ErrNoCheckpoint = errors.New("no checkpoint")
 
-// Store is the on-disk layout of seed 002 §5.2 under a state directory:
+// Store is the on-disk layout of docs/design/checkpoints.md ("Storage")
+// under a state directory:
 //
 //	<state>/context/checkpoints/<sanitized key>/cp_NNN.yaml  (write-once)
 //	<state>/context/checkpoints/<sanitized key>/_latest.json (pointer)
-//	<state>/context/state/<sanitized key>/*.json             (incremental state, §7)
+//	<state>/context/state/<sanitized key>/*.json             (incremental state)
 type Store struct {
 	StateDir string
 	// Keep is how many checkpoints survive retention (≤ 0: DefaultKeep).
@@ -264,7 +265,7 @@ func (s *Store) Write(key string, cp *Checkpoint) (*WriteResult, error) {
 	return nil, fmt.Errorf("write checkpoint in %s: too many concurrent writers", dir)
 }
 
-// prune deletes the oldest checkpoint files beyond Keep (§5.5). Files are
+// prune deletes the oldest checkpoint files beyond Keep. Files are
 // only ever deleted whole, never modified.
 func (s *Store) prune(key string) ([]string, error) {
 	list, err := s.List(key)
@@ -283,7 +284,7 @@ func (s *Store) prune(key string) ([]string, error) {
 
 // Dedupe reports whether a new checkpoint at inputTokens would duplicate
 // last: the input tokens changed by less than threshold (a fraction) since
-// it (§5.2). It also returns the relative change.
+// it. It also returns the relative change.
 func Dedupe(last *Checkpoint, inputTokens int, threshold float64) (bool, float64) {
 	if last == nil {
 		return false, 1

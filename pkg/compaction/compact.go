@@ -263,7 +263,7 @@ func (r *run) pi(msgs, prefix []*Msg) error {
 	return nil
 }
 
-// summarize is seed 003's single pass: the first user message verbatim,
+// summarize is the single pass of docs/design/single-pass-summary.md: the first user message verbatim,
 // the zone serialised with tool-result previews (first 500 + last 200
 // characters), capped at 100,000 characters, one call at temperature 0 with
 // at most 4,096 output tokens; on failure a mechanical extract marked as a
@@ -305,7 +305,7 @@ func (r *run) summarize(msgs []*Msg) error {
 
 const originalHeading = "## Original request (verbatim)"
 
-// firstUserText is the first user message on the path: seed 003 always
+// firstUserText is the first user message on the path: the single pass always
 // keeps it, and a compaction can only keep a contiguous tail, so it travels
 // verbatim inside the summary.
 func (r *run) firstUserText() string {

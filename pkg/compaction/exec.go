@@ -41,8 +41,7 @@ func (e *ExecSummarizer) Summarize(ctx context.Context, r *Request) (string, err
 }
 
 // ExecInput is what an exec summariser reads on stdin. Its preparation
-// has the field names of pi's CompactionPreparation (seed 004 §5,
-// reference-behaviour §1.5).
+// has the field names of pi's CompactionPreparation (docs/design/pi-baseline.md).
 type ExecInput struct {
 	// Type is "compaction" for a whole preparation.
 	Type        string `json:"type"`

@@ -267,7 +267,7 @@ func joinCap(items []string, max int) string {
 }
 
 // headingSlots maps the headings of every layout (ours, pi's, OpenClaw's,
-// seed 003's) to slots, so a previous summary written by any of them is
+// the single-pass summary's) to slots, so a previous summary written by any of them is
 // carried forward under the right heading.
 var headingSlots = map[string]slot{
 	"## Goal": slotGoal, "## Original request (verbatim)": slotGoal, "## Original Request": slotGoal, "## Request": slotGoal,

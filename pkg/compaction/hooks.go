@@ -12,7 +12,7 @@ import (
 )
 
 // Hooks are shell commands run around a compaction, like OpenClaw's
-// before_compaction / after_compaction plugin hooks (seed 004 §5): each
+// before_compaction / after_compaction plugin hooks (docs/design/openclaw-compaction.md): each
 // receives its event object as JSON on stdin, runs in parallel with the
 // compaction's own work, is killed after Timeout, and its failure is
 // logged, never fatal — a hook cannot stop or break a compaction.
@@ -39,7 +39,7 @@ const (
 	HookAfter  HookKind = "afterCompaction"
 )
 
-// BeforeEvent is seed 004's PluginHookBeforeCompactionEvent plus what a
+// BeforeEvent is OpenClaw's PluginHookBeforeCompactionEvent plus what a
 // command needs to find the session.
 type BeforeEvent struct {
 	Hook         HookKind `json:"hook"`
@@ -50,7 +50,7 @@ type BeforeEvent struct {
 	ToSummarize int `json:"toSummarize"`
 }
 
-// AfterEvent is seed 004's PluginHookAfterCompactionEvent: MessageCount
+// AfterEvent is OpenClaw's PluginHookAfterCompactionEvent: MessageCount
 // and TokenCount describe the context after the compaction,
 // CompactedCount the messages it replaced by the summary.
 type AfterEvent struct {

@@ -152,7 +152,7 @@ func headPreview(n int) ResultPreview {
 	}
 }
 
-// headTailPreview keeps the first head and last tail units (seed 003: 500 +
+// headTailPreview keeps the first head and last tail units (single pass: 500 +
 // 200), because a command's verdict is usually at the end of its output.
 func headTailPreview(head, tail int) ResultPreview {
 	return func(s string) string {

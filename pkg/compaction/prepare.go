@@ -125,7 +125,7 @@ func Prepare(s *transcript.Session, set Settings) (*Preparation, error) {
 	p.ContextTokens = p.UsageBefore
 	if set.Strategy == StrategySummarize {
 		p.Threshold = set.SummarizeThreshold
-		// seed 003 triggers on its own chars/4 estimate of the messages
+		// the single pass triggers on its own chars/4 estimate of the messages
 		p.ContextTokens = p.TokensBefore
 	}
 	if set.ContextTokens > 0 {
@@ -302,7 +302,7 @@ func tokenCut(path []*transcript.Entry, start, end, keep int, count Counter) (in
 	return after, true
 }
 
-// tailCut keeps the last n messages (seed 003's protected tail), moving the
+// tailCut keeps the last n messages (the single pass's protected tail), moving the
 // boundary back to a valid cut point so no tool result starts the tail.
 func tailCut(path []*transcript.Entry, start, end, n int) (int, bool) {
 	seen := 0

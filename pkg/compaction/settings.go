@@ -5,7 +5,7 @@
 // one `compaction` entry under the session lock.
 //
 // Three strategies reproduce the reference systems: "default" (pi),
-// "safeguard" (OpenClaw's safeguard extension) and "summarize" (seed 003's
+// "safeguard" (OpenClaw's safeguard extension) and "summarize" (the
 // single pass). Summaries come from a Summarizer: an OpenAI-compatible model
 // or the built-in, deterministic extractive one.
 //
@@ -13,6 +13,10 @@
 // on the session file) and Run (the whole command, with locking and
 // writing). The roll command uses Run with the safeguard strategy as its
 // fallback.
+//
+// It must not print (progress goes to Options.Logf), must not write a
+// session file except through pkg/transcript, and must not know which
+// Summarizer it calls: strategies see only the Summarizer interface.
 package compaction
 
 import (
@@ -31,7 +35,8 @@ const (
 // Strategies lists the accepted --strategy values.
 var Strategies = []string{StrategyDefault, StrategySafeguard, StrategySummarize}
 
-// Reference constants (reference-behaviour.md §1.1, §2.1, §2.2, §2.4, §6).
+// Reference constants (docs/design/pi-baseline.md,
+// docs/design/openclaw-compaction.md, docs/design/single-pass-summary.md).
 const (
 	DefaultReserveTokens      = 16384
 	DefaultKeepRecentTokens   = 20000

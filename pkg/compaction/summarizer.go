@@ -32,7 +32,7 @@ const (
 	LayoutCheckpoint Layout = "checkpoint"
 	// LayoutSafeguard is OpenClaw's five required sections.
 	LayoutSafeguard Layout = "safeguard"
-	// LayoutNarrative is seed 003's concise narrative (no headings for the
+	// LayoutNarrative is the single pass's concise narrative (no headings for the
 	// model; the extractive summariser uses the checkpoint headings).
 	LayoutNarrative Layout = "narrative"
 	// LayoutTurnPrefix is for the prefix of a split turn.

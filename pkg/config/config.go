@@ -6,6 +6,11 @@
 // bind the same key and the last one constructed would win. Instead a command
 // asks for a value naming both its flag and the config key, and the flag wins
 // only when the user actually set it.
+//
+// It owns the key table (Keys: name, env, flag, default, doc, range) and the
+// resolution above. It must not know what a setting means to a command: cmd
+// reads values here and hands them to pkg/ packages as explicit options, and
+// no other pkg/ package imports config.
 package config
 
 import (

@@ -29,7 +29,7 @@ const (
 var FeatureNames = [numFeatures]string{"prose", "cjk", "thinking", "image", "message", "toolCall"}
 
 // prior weights, used to regularise the fit and when a class is absent.
-// chars/4 undercounts code/JSON by 25–35% (reference-behaviour §8), CJK is
+// chars/4 undercounts code/JSON by 25–35% (docs/design/pi-baseline.md), CJK is
 // about one token per character, thinking is prose.
 var prior = [numFeatures]float64{1.3, 1.0, 1.3, 1.0, 4, 12}
 

@@ -2,6 +2,11 @@
 // costs: pi's chars/4 heuristic exactly, exact tiktoken counts, pi's
 // usage-anchored estimate, and a calibrated estimate learnt from the
 // session's own usage records.
+//
+// It owns the context size every command reports and the usage audit. It
+// must not write anything and must not decide what to do with a size:
+// triggers, targets and gates belong to the callers; the window comes from
+// pkg/models.
 package estimate
 
 import (

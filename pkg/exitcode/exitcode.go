@@ -1,6 +1,10 @@
 // Package exitcode defines the process exit codes of the command-line
-// contract (docs/cli.md) and an error type that carries one, so that deep
-// code can say "this is a usage error" without knowing about os.Exit.
+// contract (README.md, "Exit codes") and an error type that carries one, so
+// that deep code can say "this is a usage error" without knowing about
+// os.Exit.
+//
+// It must not call os.Exit: only cmd.Execute turns an error into the
+// process's exit code.
 package exitcode
 
 import (

@@ -18,6 +18,8 @@
 //
 // The API is stable: Class values, Fact fields and the functions below are
 // relied on by other packages and by the JSON that `compact --audit` prints.
+//
+// It reads text only: no model, no I/O, no session writes.
 package facts
 
 import (

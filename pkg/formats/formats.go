@@ -20,6 +20,9 @@
 // spoolMemory bytes and continues in an unlinked temporary file, so a 1 GB
 // transcript costs what a 1 GB pi file costs plus the line map (4 bytes per
 // produced line).
+//
+// It must not write: every format but pi JSONL is read-only, and writers
+// refuse it (ReadOnlyError) instead of converting it in place.
 package formats
 
 import (

@@ -1,6 +1,9 @@
 // Package iostreams carries the standard streams of one command run, so that
 // commands never touch os.Stdout directly and tests can capture everything a
 // command prints (the gh cli pattern).
+//
+// It must not hold command logic: only streams, terminal facts and progress
+// bars.
 package iostreams
 
 import (
@@ -64,9 +67,6 @@ func Test() (*IOStreams, *bytes.Buffer, *bytes.Buffer, *bytes.Buffer) {
 	in, out, errOut := &bytes.Buffer{}, &bytes.Buffer{}, &bytes.Buffer{}
 	return &IOStreams{In: in, Out: out, ErrOut: errOut}, in, out, errOut
 }
-
-// IsStdoutTTY reports whether stdout is a terminal (colour and alignment for humans).
-func (s *IOStreams) IsStdoutTTY() bool { return s.outTTY }
 
 // IsStderrTTY reports whether stderr is a terminal (progress bars go there).
 func (s *IOStreams) IsStderrTTY() bool { return s.errTTY }

@@ -11,6 +11,9 @@
 // parsed (transcript.Session: entries, malformed lines, the rebuilt
 // context), so lint agrees with estimate/compact/roll and with pi's loader;
 // only the secret scan reads the raw bytes again, streaming.
+//
+// It must not change a session except through Fix: append-only repairs under
+// the session lock.
 package lint
 
 import (
@@ -304,17 +307,6 @@ func (rs *RuleSet) SetSeverity(id string, s Severity) error {
 
 // Severity is the configured severity of a rule (Off when disabled).
 func (rs *RuleSet) Severity(id string) Severity { return rs.sev[id] }
-
-// Enabled lists the rules that run, in catalogue order.
-func (rs *RuleSet) Enabled() []string {
-	var out []string
-	for _, r := range rules {
-		if rs.sev[r.ID] != Off {
-			out = append(out, r.ID)
-		}
-	}
-	return out
-}
 
 // severityFor applies the configured severity to a finding's own one: a
 // rule configured below its default lowers every finding to at most that;

@@ -3,6 +3,9 @@
 // so that summarisation can survive real endpoints: every call has its own
 // timeout, the whole job has a deadline, and 429/5xx answers and timeouts are
 // retried with exponential backoff and jitter, honouring Retry-After.
+//
+// It must not know about sessions or summaries (callers build the prompts)
+// and must never print or log the API key.
 package llm
 
 import (

@@ -1,9 +1,10 @@
-// Package memflush is OpenClaw's pre-compaction memory flush (seed 004 §4)
-// for a command line: when a session nears compaction, the durable facts
-// of the history about to be summarised are appended to the agent's
-// workspace notes, memory/YYYY-MM-DD.md, once per compaction cycle.
+// Package memflush is OpenClaw's pre-compaction memory flush
+// (docs/design/openclaw-compaction.md) for a command line: when a session
+// nears compaction, the durable facts of the history about to be summarised
+// are appended to the agent's workspace notes, memory/YYYY-MM-DD.md, once per
+// compaction cycle.
 //
-// The rule is the seed's: flush when the session's tokens reach
+// The rule is OpenClaw's: flush when the session's tokens reach
 // contextWindow − reserveTokensFloor − softThresholdTokens, and not again
 // until the next compaction (memoryFlushCompactionCount == compactionCount
 // means done). The cycle is tracked in the state directory and, for a
@@ -12,10 +13,14 @@
 //
 // Offline, the notes are the decisions, constraints, open requests and
 // identifiers pkg/facts detects in the region compaction would summarise;
-// with a model, its answer to the seed's flush prompt ("NO_REPLY" writes
+// with a model, its answer to OpenClaw's flush prompt ("NO_REPLY" writes
 // nothing). The memory file is only ever appended to, and nothing it
 // already holds is written again — so a crash between the append and the
 // bookkeeping, or two flushes at once, never duplicates a note.
+//
+// It writes only the memory file (appended to), its own state file under the
+// state directory and the session's sessions.json entry; never the session
+// transcript.
 package memflush
 
 import (
@@ -38,7 +43,7 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
-// Seed 004 defaults.
+// OpenClaw's defaults.
 const (
 	DefaultSoftThresholdTokens = 4000
 	DefaultReserveTokensFloor  = 20000
@@ -47,7 +52,7 @@ const (
 	NoReply = "NO_REPLY"
 )
 
-// DefaultPrompt and DefaultSystemPrompt are the seed's flush turn.
+// DefaultPrompt and DefaultSystemPrompt are OpenClaw's flush turn.
 const (
 	DefaultPrompt       = "Pre-compaction memory flush. Store durable memories now (use memory/YYYY-MM-DD.md; create memory/ if needed). If nothing to store, reply with NO_REPLY."
 	DefaultSystemPrompt = "Pre-compaction memory flush turn. The session is near auto-compaction; capture durable memories to disk. You may reply, but usually NO_REPLY is correct."
@@ -59,7 +64,7 @@ func Threshold(window, reserveTokensFloor, softThresholdTokens int) int {
 	return max(0, max(1, window)-max(0, reserveTokensFloor)-max(0, softThresholdTokens))
 }
 
-// Due is the seed's shouldRunMemoryFlush: tokens > 0, a positive
+// Due is OpenClaw's shouldRunMemoryFlush: tokens > 0, a positive
 // threshold reached, and no flush yet at this compaction count.
 func Due(tokens, threshold, compactionCount int, lastFlushAt *int) (bool, string) {
 	switch {
@@ -100,7 +105,7 @@ type Options struct {
 	Force bool
 	// Compaction plans the region about to be compacted (compaction.Prepare).
 	Compaction compaction.Settings
-	// Model, when set, writes the notes (the seed's prompts); nil: the
+	// Model, when set, writes the notes (the flush prompts); nil: the
 	// offline fact detector.
 	Model                Completer
 	Prompt, SystemPrompt string

@@ -138,7 +138,7 @@ func read(t *testing.T, p string) string {
 }
 
 func TestThresholdAndDue(t *testing.T) {
-	// OpenClaw's numbers: 200k window flushes at 176,000 (reference §2.1).
+	// OpenClaw's numbers: 200k window flushes at 176,000 (docs/design/openclaw-compaction.md).
 	if got := memflush.Threshold(200000, 20000, 4000); got != 176000 {
 		t.Fatalf("threshold %d, want 176000", got)
 	}
@@ -368,7 +368,7 @@ func TestFlushDueBySize(t *testing.T) {
 	}
 }
 
-// TestFlushWithModel: the seed's prompts reach the model; its bullets are
+// TestFlushWithModel: the flush prompts reach the model; its bullets are
 // appended; NO_REPLY writes nothing but closes the cycle.
 func TestFlushWithModel(t *testing.T) {
 	for _, reply := range []string{"- The cache is SQLite.\n- Never log api_secret.\n\n- The cache is SQLite.", "NO_REPLY"} {

@@ -78,7 +78,7 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 // maxModelInputChars bounds the conversation sent with the flush prompt.
 const maxModelInputChars = 100_000
 
-// modelNotes asks the model with the seed's flush turn. A model here has
+// modelNotes asks the model with OpenClaw's flush turn. A model here has
 // no tools to write files with, so it is told to answer with the notes
 // themselves; NO_REPLY means nothing to store.
 func modelNotes(ctx context.Context, s *transcript.Session, region []*transcript.Entry, o Options, memoryFile string) ([]note, bool, error) {

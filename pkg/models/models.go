@@ -12,6 +12,9 @@
 // then trailing dates, "-latest", "-preview", "-exp" and "-vN" stripped one at
 // a time); and finally the longest table id that is a prefix of the normalized
 // id, ending at a "-" boundary (so "gpt-4" never matches "gpt-4o").
+//
+// It must not read files or the network: the table is compiled in, overrides
+// arrive as Settings.
 package models
 
 import (

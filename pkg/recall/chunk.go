@@ -6,7 +6,7 @@ import (
 )
 
 // Chunking follows OpenClaw's chunkMarkdown for session transcripts
-// (reference-behaviour.md §3.2): ~1600 weighted characters per chunk (400
+// (docs/design/rolling-window.md): ~1600 weighted characters per chunk (400
 // tokens × 4), 320 characters of overlap, weighted size = code points + 3 ×
 // CJK/Hangul code points, and every chunk maps back to the JSONL lines it
 // came from. Two deliberate differences keep citations tight:

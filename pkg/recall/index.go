@@ -297,44 +297,8 @@ func (ix *Index) Index(ctx context.Context, path string) (Stats, error) {
 func (ix *Index) IndexFiles(ctx context.Context, paths []string, report func(Stats, error)) error {
 	ix.wmu.Lock()
 	defer ix.wmu.Unlock()
-	type pending struct {
-		st      Stats
-		err     error
-		id      int64 // file to embed once committed (0: none)
-		path    string
-		written bool // in the open batch: redone if the batch is lost
-	}
-	var queue []pending
-	var b batch
-	var batchBytes int64
-	flush := func() error {
-		if b != nil {
-			err := b.commit()
-			b, batchBytes = nil, 0
-			if err != nil {
-				return err
-			}
-		}
-		for _, p := range queue {
-			if p.err == nil && p.id != 0 {
-				n, err := ix.embedMissing(ctx, p.id)
-				p.st.Embedded = n
-				if err != nil {
-					p.err = err
-				}
-			}
-			if report != nil {
-				report(p.st, p.err)
-			}
-		}
-		queue = queue[:0]
-		return nil
-	}
-	defer func() {
-		if b != nil {
-			b.rollback()
-		}
-	}()
+	r := &indexRun{ix: ix, ctx: ctx, report: report}
+	defer r.rollback()
 	work := append([]string(nil), paths...)
 	for len(work) > 0 {
 		path := work[0]
@@ -342,88 +306,163 @@ func (ix *Index) IndexFiles(ctx context.Context, paths []string, report func(Sta
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		start := time.Now()
-		abs, err := absPath(path)
+		redo, err := r.indexOne(path)
 		if err != nil {
-			queue = append(queue, pending{st: Stats{File: path}, err: err})
-			continue
-		}
-		st := Stats{File: abs}
-		f, err := openIndexable(abs)
-		if err != nil {
-			queue = append(queue, pending{st: st, err: err})
-			continue
-		}
-		// Plan without the lock first: unchanged, the common case, then
-		// costs no lock (and no waiting for another indexer's batch).
-		row, mode, err := ix.planFile(ctx, f, abs)
-		if err == nil && mode == ModeUnchanged {
-			f.Close()
-			st.Mode, st.Skipped, st.Lines = ModeUnchanged, "unchanged", row.lines
-			st.Seconds = time.Since(start).Seconds()
-			queue = append(queue, pending{st: st, id: row.id})
-			continue
-		}
-		if err != nil {
-			f.Close()
-			var se *StoreError
-			if errors.As(err, &se) {
-				return err
-			}
-			queue = append(queue, pending{st: st, err: err})
-			continue
-		}
-		if b == nil {
-			if b, err = ix.st.batch(ctx); err != nil {
-				f.Close()
-				return err
-			}
-		}
-		var fileID int64
-		err = b.file(ctx, abs, func(w writer) error {
-			var err error
-			fileID, err = ix.indexFile(ctx, w, f, abs, &st)
 			return err
-		})
-		f.Close()
-		st.Seconds = time.Since(start).Seconds()
-		if err != nil {
-			var se *StoreError
-			if errors.As(err, &se) {
-				return se
-			}
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if errors.Is(err, errBatchLost) {
-				// The files written earlier in this batch are gone with
-				// it: index them again, in a new batch.
-				b, batchBytes = nil, 0
-				var redo []string
-				kept := queue[:0]
-				for _, p := range queue {
-					if p.written {
-						redo = append(redo, p.path)
-					} else {
-						kept = append(kept, p)
-					}
-				}
-				queue = kept
-				work = append(redo, work...)
-				err = unwrapBatchLost(err)
-			}
-			queue = append(queue, pending{st: Stats{File: abs}, err: err})
-			continue
 		}
-		queue = append(queue, pending{st: st, id: fileID, path: path, written: true})
-		batchBytes += st.Bytes
-		if batchBytes >= ix.batchBytes {
-			if err := flush(); err != nil {
+		work = append(redo, work...)
+		if r.bytes >= ix.batchBytes {
+			if err := r.flush(); err != nil {
 				return err
 			}
 		}
 	}
-	return flush()
+	return r.flush()
+}
+
+// indexRun is one IndexFiles call: the open batch and the files decided
+// since the last commit, reported (and embedded) once it commits.
+type indexRun struct {
+	ix     *Index
+	ctx    context.Context
+	report func(Stats, error)
+	b      batch
+	bytes  int64 // new text written into b
+	queue  []pending
+}
+
+// pending is a file decided in this run, reported at the next commit.
+type pending struct {
+	st      Stats
+	err     error
+	id      int64 // file to embed once committed (0: none)
+	path    string
+	written bool // in the open batch: redone if the batch is lost
+}
+
+// indexOne takes one file through the steps: open, plan without a lock
+// (unchanged files stop here), write its rows into the batch under the
+// file's lock, and queue the outcome. A returned error (the store's or the
+// context's) ends the run; redo lists files to index again because the
+// batch holding them was lost.
+func (r *indexRun) indexOne(path string) (redo []string, fatal error) {
+	start := time.Now()
+	abs, err := absPath(path)
+	if err != nil {
+		r.queue = append(r.queue, pending{st: Stats{File: path}, err: err})
+		return nil, nil
+	}
+	st := Stats{File: abs}
+	f, err := openIndexable(abs)
+	if err != nil {
+		r.queue = append(r.queue, pending{st: st, err: err})
+		return nil, nil
+	}
+	defer f.Close()
+	// Plan without the lock first: unchanged, the common case, then
+	// costs no lock (and no waiting for another indexer's batch).
+	row, mode, err := r.ix.planFile(r.ctx, f, abs)
+	switch {
+	case err != nil:
+		var se *StoreError
+		if errors.As(err, &se) {
+			return nil, err
+		}
+		r.queue = append(r.queue, pending{st: st, err: err})
+		return nil, nil
+	case mode == ModeUnchanged:
+		st.Mode, st.Skipped, st.Lines = ModeUnchanged, "unchanged", row.lines
+		st.Seconds = time.Since(start).Seconds()
+		r.queue = append(r.queue, pending{st: st, id: row.id})
+		return nil, nil
+	}
+	if r.b == nil {
+		if r.b, err = r.ix.st.batch(r.ctx); err != nil {
+			return nil, err
+		}
+	}
+	fileID, err := r.write(f, abs, &st)
+	st.Seconds = time.Since(start).Seconds()
+	if err != nil {
+		return r.failed(abs, err)
+	}
+	r.queue = append(r.queue, pending{st: st, id: fileID, path: path, written: true})
+	r.bytes += st.Bytes
+	return nil, nil
+}
+
+// write indexes one file's new lines into the open batch under the file's
+// lock.
+func (r *indexRun) write(f *os.File, abs string, st *Stats) (int64, error) {
+	var fileID int64
+	err := r.b.file(r.ctx, abs, func(w writer) error {
+		var err error
+		fileID, err = r.ix.indexFile(r.ctx, w, f, abs, st)
+		return err
+	})
+	return fileID, err
+}
+
+// failed settles a file whose rows could not be written: a store or
+// context error ends the run; a lost batch sends the files written into it
+// back to be indexed again; any other error is that file's alone.
+func (r *indexRun) failed(abs string, err error) (redo []string, fatal error) {
+	var se *StoreError
+	if errors.As(err, &se) {
+		return nil, se
+	}
+	if r.ctx.Err() != nil {
+		return nil, r.ctx.Err()
+	}
+	if errors.Is(err, errBatchLost) {
+		// The files written earlier in this batch are gone with it:
+		// index them again, in a new batch.
+		r.b, r.bytes = nil, 0
+		kept := r.queue[:0]
+		for _, p := range r.queue {
+			if p.written {
+				redo = append(redo, p.path)
+			} else {
+				kept = append(kept, p)
+			}
+		}
+		r.queue = kept
+		err = unwrapBatchLost(err)
+	}
+	r.queue = append(r.queue, pending{st: Stats{File: abs}, err: err})
+	return redo, nil
+}
+
+// flush commits the open batch, then embeds and reports every queued file.
+func (r *indexRun) flush() error {
+	if r.b != nil {
+		err := r.b.commit()
+		r.b, r.bytes = nil, 0
+		if err != nil {
+			return err
+		}
+	}
+	for _, p := range r.queue {
+		if p.err == nil && p.id != 0 {
+			n, err := r.ix.embedMissing(r.ctx, p.id)
+			p.st.Embedded = n
+			if err != nil {
+				p.err = err
+			}
+		}
+		if r.report != nil {
+			r.report(p.st, p.err)
+		}
+	}
+	r.queue = r.queue[:0]
+	return nil
+}
+
+// rollback drops a batch left open by an error.
+func (r *indexRun) rollback() {
+	if r.b != nil {
+		r.b.rollback()
+	}
 }
 
 // unwrapBatchLost is the error that made a batch roll back.
@@ -496,66 +535,102 @@ func (ix *Index) indexFile(ctx context.Context, w writer, f *os.File, abs string
 		return row.id, nil
 	}
 	st.Mode = mode
-	var off int64
-	line, malformedBefore := 0, 0
-	if mode == ModeAppend {
-		off, line, malformedBefore = row.bytesIndexed, row.lines, row.malformed
-		// A small last chunk is chunked again together with the new lines,
-		// so a session indexed after every turn does not end up as a row
-		// of tiny chunks. Its lines are re-read, not counted as new.
-		last, startOff, ok, err := w.lastChunk(ctx, row.id)
-		if err != nil {
-			return 0, err
-		}
-		if ok && last.end == row.lines && weightedLen(last.text) < chunkMaxChars/2 {
-			if err := w.deleteChunk(ctx, last.id); err != nil {
-				return 0, err
-			}
-			st.LinesReread = row.lines - last.start + 1
-			off, line = startOff, last.start-1
-		}
-	}
-	newFrom := line + st.LinesReread // lines up to here were indexed before
-	var fileID int64
-	if row != nil {
-		fileID = row.id
-		if mode == ModeReindex {
-			if err := w.deleteFileChunks(ctx, fileID); err != nil {
-				return 0, err
-			}
-		}
-	} else if fileID, err = w.addFile(ctx, abs); err != nil {
-		return 0, err
-	}
-	res, err := ix.writeChunks(ctx, w, f, fileID, off, line, newFrom, st)
+	from, err := resumePoint(ctx, w, row, mode, st)
 	if err != nil {
 		return 0, err
 	}
-	hl := min(int64(headLen), res.end)
-	nr := &fileRow{headLen: hl, lastLineStart: res.lastLineStart, bytesIndexed: res.end, lines: res.lines,
-		malformed: malformedBefore + res.nMalformed, indexedAt: time.Now().UnixMilli()}
-	if nr.headHash, err = hashRange(f, 0, hl); err == nil {
-		if nr.lastLineHash, err = hashRange(f, res.lastLineStart, res.end-res.lastLineStart); err == nil {
-			nr.sampleHash, err = sampleHash(f, res.end)
-		}
+	fileID, err := fileRows(ctx, w, abs, row, mode)
+	if err != nil {
+		return 0, err
 	}
+	newFrom := from.line + st.LinesReread // lines up to here were indexed before
+	res, err := ix.writeChunks(ctx, w, f, fileID, from.off, from.line, newFrom, st)
+	if err != nil {
+		return 0, err
+	}
+	nr, err := indexedRow(f, fi, res, from.malformed)
 	if err != nil {
 		return 0, fmt.Errorf("recall: read %s: %v", abs, err)
 	}
-	if fi2, err := f.Stat(); err == nil {
-		fi = fi2
-	}
-	nr.size, nr.mtimeNs = fi.Size(), fi.ModTime().UnixNano()
 	if err := w.updateFile(ctx, fileID, nr); err != nil {
 		return 0, err
 	}
 	st.Indexed = true
 	st.LinesIndexed = res.lines - newFrom
 	st.Lines = res.lines
-	st.Bytes = res.end - max(off, rowBytes(row, mode))
+	st.Bytes = res.end - max(from.off, rowBytes(row, mode))
 	st.Malformed = res.nMalformed
 	st.MalformedLines = res.malformed
 	return fileID, nil
+}
+
+// resume is where reading starts: byte offset, lines before it, and the
+// malformed lines counted before it.
+type resume struct {
+	off             int64
+	line, malformed int
+}
+
+// resumePoint is where a file's new lines start: the start of the file,
+// or, when appending, the end of the indexed part. A small last chunk is
+// chunked again together with the new lines (its lines re-read, not
+// counted as new), so a session indexed after every turn does not end up as
+// a row of tiny chunks.
+func resumePoint(ctx context.Context, w writer, row *fileRow, mode string, st *Stats) (resume, error) {
+	if mode != ModeAppend {
+		return resume{}, nil
+	}
+	r := resume{off: row.bytesIndexed, line: row.lines, malformed: row.malformed}
+	last, startOff, ok, err := w.lastChunk(ctx, row.id)
+	if err != nil {
+		return r, err
+	}
+	if ok && last.end == row.lines && weightedLen(last.text) < chunkMaxChars/2 {
+		if err := w.deleteChunk(ctx, last.id); err != nil {
+			return r, err
+		}
+		st.LinesReread = row.lines - last.start + 1
+		r.off, r.line = startOff, last.start-1
+	}
+	return r, nil
+}
+
+// fileRows returns the file's id, adding the file when it is new and
+// dropping its chunks when it is indexed again from the start.
+func fileRows(ctx context.Context, w writer, abs string, row *fileRow, mode string) (int64, error) {
+	if row == nil {
+		return w.addFile(ctx, abs)
+	}
+	if mode == ModeReindex {
+		if err := w.deleteFileChunks(ctx, row.id); err != nil {
+			return 0, err
+		}
+	}
+	return row.id, nil
+}
+
+// indexedRow is the file's bookkeeping after a read that ended at res: the
+// hashes that tell an append from a rewrite next time, and its size and
+// modification time (fi: as planned, unless a new stat succeeds).
+func indexedRow(f *os.File, fi os.FileInfo, res readResult, malformedBefore int) (*fileRow, error) {
+	hl := min(int64(headLen), res.end)
+	nr := &fileRow{headLen: hl, lastLineStart: res.lastLineStart, bytesIndexed: res.end, lines: res.lines,
+		malformed: malformedBefore + res.nMalformed, indexedAt: time.Now().UnixMilli()}
+	var err error
+	if nr.headHash, err = hashRange(f, 0, hl); err != nil {
+		return nil, err
+	}
+	if nr.lastLineHash, err = hashRange(f, res.lastLineStart, res.end-res.lastLineStart); err != nil {
+		return nil, err
+	}
+	if nr.sampleHash, err = sampleHash(f, res.end); err != nil {
+		return nil, err
+	}
+	if fi2, err := f.Stat(); err == nil {
+		fi = fi2 // the file may have grown while it was read
+	}
+	nr.size, nr.mtimeNs = fi.Size(), fi.ModTime().UnixNano()
+	return nr, nil
 }
 
 // writeChunks reads and chunks the file from off and stores the chunks.
@@ -602,17 +677,6 @@ func rowBytes(row *fileRow, mode string) int64 {
 		return row.bytesIndexed
 	}
 	return 0
-}
-
-// Remove drops a file from the index.
-func (ix *Index) Remove(ctx context.Context, path string) error {
-	abs, err := absPath(path)
-	if err != nil {
-		return err
-	}
-	ix.wmu.Lock()
-	defer ix.wmu.Unlock()
-	return ix.remove(ctx, []string{abs})
 }
 
 func (ix *Index) remove(ctx context.Context, paths []string) error {
@@ -675,6 +739,3 @@ func underAny(p string, roots []string) bool {
 	}
 	return false
 }
-
-// Files lists the indexed file paths.
-func (ix *Index) Files(ctx context.Context) ([]string, error) { return ix.st.files(ctx) }

@@ -16,8 +16,8 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
-// Search scoring follows OpenClaw's memory_search (reference-behaviour.md
-// §3.2) so that its default minScore 0.35 means the same here:
+// Search scoring follows OpenClaw's memory_search
+// (docs/design/rolling-window.md) so that its default minScore 0.35 means the same here:
 //   - keyword query: every [\p{L}\p{N}_]+ token but stop words, quoted,
 //     joined with AND; if that finds nothing, one query per keyword, keeping
 //     each chunk's best score;

@@ -39,6 +39,9 @@
 // caught only when it touches a sampled block;
 // vector search is a brute-force scan of every stored embedding (fine for
 // tens of thousands of chunks, slow beyond).
+//
+// It must not modify session files: the index is a cache that can always be
+// rebuilt from them.
 package recall
 
 import (

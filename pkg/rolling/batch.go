@@ -2,13 +2,11 @@ package rolling
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime"
 	"sync"
 	"time"
 
-	"github.com/ctxtool/ctxtool/pkg/transcript"
 	"github.com/ctxtool/ctxtool/pkg/walk"
 )
 
@@ -131,10 +129,4 @@ func (s *Summary) Add(r *Report) {
 	default:
 		s.Unchanged++
 	}
-}
-
-// IsLocked reports whether a report's error is a held session lock.
-func IsLocked(err error) bool {
-	var le *transcript.LockedError
-	return errors.As(err, &le)
 }

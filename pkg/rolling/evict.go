@@ -1,14 +1,18 @@
-// Package rolling implements ctxtool's rolling context window (seed 000):
-// instead of summarising old history, the oldest messages of the active
-// context are evicted and replaced by a short eviction note that tells the
-// agent what left its window and how to search for it. The messages stay in
-// the session file (and in the recall index), so nothing is lost and no model
-// call is made.
+// Package rolling implements ctxtool's rolling context window
+// (docs/design/rolling-window.md): instead of summarising old history, the
+// oldest messages of the active context are evicted and replaced by a short
+// eviction note that tells the agent what left its window and how to search
+// for it. The messages stay in the session file (and in the recall index), so
+// nothing is lost and no model call is made.
 //
 // On disk an eviction is an appended `compaction` entry whose summary is the
 // note and whose firstKeptEntryId is the first kept message: the only entry
 // pi and OpenClaw understand that removes older entries from the rebuilt
-// context (reference-behaviour.md §3.1), so both load the result natively.
+// context (docs/design/pi-baseline.md), so both load the result natively.
+//
+// It must not call a model: the summarising fallback for sessions recall
+// cannot cover is injected (FallbackFunc), and sizes come from the injected
+// Estimator.
 package rolling
 
 import (
@@ -20,7 +24,7 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
-// Defaults of the rolling mode (seed 000; config compaction.rolling.*).
+// Defaults of the rolling mode (config compaction.rolling.*).
 const (
 	DefaultTargetUtilization = 0.8
 	DefaultMinKeepMessages   = 10
@@ -91,7 +95,7 @@ type Eviction struct {
 	Reason string
 }
 
-// Evict is the seed's rollingEvict with explicit inputs: it evicts the
+// Evict is the rolling window's rollingEvict with explicit inputs: it evicts the
 // shortest prefix of the context that brings it to TargetUtilization of the
 // window (note included), keeps at least MinKeepMessages messages, and only
 // cuts where no tool result would lose its call: the first kept message is

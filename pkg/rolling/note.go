@@ -13,9 +13,9 @@ import (
 // Details is what a rolling compaction entry stores in `details`. pi ignores
 // everything but readFiles/modifiedFiles, which it merges into its file
 // tracking at its next compaction (fromHook is false), so they carry the
-// cumulative lists exactly as pi's own compaction would (reference-behaviour
-// §1.8): files read or changed by the evicted tool calls plus the lists of
-// the compaction this one replaces.
+// cumulative lists exactly as pi's own compaction would
+// (docs/design/pi-baseline.md): files read or changed by the evicted tool
+// calls plus the lists of the compaction this one replaces.
 type Details struct {
 	Mode                  string `json:"mode"` // "rolling"
 	EvictedCount          int    `json:"evictedCount"`
@@ -49,7 +49,7 @@ type Range struct {
 
 // maxRanges caps the carried ranges so the note cannot grow without bound
 // (summaries that grow at every compaction are a known failure,
-// session-format.md §14.1 #8); the oldest are merged.
+// docs/design/pi-baseline.md); the oldest are merged.
 const maxRanges = 20
 
 // FormatTime formats a time like pi's entry timestamps.
@@ -157,7 +157,7 @@ func decodeDetails(raw json.RawMessage) *Details {
 	return &d
 }
 
-// fileOps computes pi's cumulative file lists (reference-behaviour §1.8) for
+// fileOps computes pi's cumulative file lists (docs/design/pi-baseline.md) for
 // the evicted messages: read/write/edit tool calls with a string `path`,
 // plus the previous compaction's lists when pi would merge them (fromHook
 // false).

@@ -75,7 +75,7 @@ type Recall interface {
 	Index(ctx context.Context, path string) error
 }
 
-// FallbackFunc compacts a session by summarising instead (the seed's
+// FallbackFunc compacts a session by summarising instead (the
 // safeguard fallback for when recall is unavailable). It returns what was
 // done in the report's terms (Compacted, KeptTokens, …); Rolled stays false.
 type FallbackFunc func(ctx context.Context, path string, o Options) (*Report, error)

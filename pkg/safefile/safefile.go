@@ -5,6 +5,8 @@
 // release their locks before they exit, and short critical sections (a
 // rename and what must follow it) finish before an interrupt ends the
 // process.
+//
+// It must not know what it writes: callers own formats and locking.
 package safefile
 
 import (

@@ -8,6 +8,9 @@
 // store's lock (sessions.json.lock), re-reading inside the lock, replacing
 // the file atomically (temp file, fsync, rename). Every other key, entry
 // and field is kept as it was, in its order.
+//
+// It must not change any field but those a caller patches, and must not
+// write the store without its lock.
 package sessionstore
 
 import (
@@ -343,7 +346,7 @@ func (o object) marshal() []byte {
 }
 
 // RecordCompaction updates a transcript's store entry the way OpenClaw does
-// after a compaction (seed 004 §6): compactionCount + 1 and, when
+// after a compaction (docs/design/openclaw-compaction.md): compactionCount + 1 and, when
 // tokensAfter > 0, totalTokens = tokensAfter with the inputTokens and
 // outputTokens breakdown removed (only a total estimate is known). It
 // returns the entry as updated; (nil, nil) when no store lists the file.

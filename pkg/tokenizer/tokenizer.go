@@ -10,6 +10,8 @@
 //
 // Count treats special-token text such as "<|endoftext|>" as ordinary text,
 // like tiktoken's encode_ordinary: transcript content is never a control token.
+//
+// It must never reach the network or read or write a cache directory.
 package tokenizer
 
 import (

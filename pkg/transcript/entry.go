@@ -74,9 +74,6 @@ type Entry struct {
 // Tokens is pi's estimateTokens for the message this entry produces.
 func (e *Entry) Tokens() int { return (e.Chars + 3) / 4 }
 
-// IsMessage reports whether the entry is a `message` entry.
-func (e *Entry) IsMessage() bool { return e.Type == "message" }
-
 // Usage is an assistant message's provider-reported token usage.
 type Usage struct {
 	Input       int `json:"input"`

@@ -1,5 +1,5 @@
 // Package walk finds session transcripts under directories and classifies
-// file names the way OpenClaw does (session-format.md §1.2), so that batch
+// file names the way OpenClaw does (docs/design/pi-baseline.md), so that batch
 // commands (roll, index) process the same files OpenClaw treats as live
 // transcripts and never parse locks, backups, archives or temp files.
 //
@@ -13,6 +13,9 @@
 // database ~/.openclaw/agents/<id>/agent/*.sqlite, which is expanded into
 // one "store.sqlite#<session key>" path per session. Each file carries its
 // format, so writers can leave the read-only ones alone.
+//
+// It reads at most a file's first bytes (to tell its format) and never
+// writes.
 package walk
 
 import (
@@ -69,9 +72,6 @@ var kindNames = map[Kind]string{
 }
 
 func (k Kind) String() string { return kindNames[k] }
-
-// Indexed reports whether OpenClaw's memory search reads files of this kind.
-func (k Kind) Indexed() bool { return k == Transcript || k == Archive }
 
 // archiveStamp is OpenClaw's archive suffix: ISO-8601 UTC with ':' → '-'.
 var archiveStamp = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(\.\d{3})?Z$`)
