@@ -1,8 +1,8 @@
 package formats
 
 import (
-	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -46,65 +46,388 @@ import (
 //   - Sizes: pi's chars/4 rule per message (text, thinking, tool name +
 //     JSON arguments; tool results text, images 4,800 chars).
 
+// ccLine is what the converter reads from one line. decodeCC needs no
+// state, so lines are decoded on every core; the converter then applies
+// them in file order. Byte slices alias the line.
 type ccLine struct {
-	Type             string     `json:"type"`
-	Subtype          string     `json:"subtype"`
-	UUID             string     `json:"uuid"`
-	ParentUUID       *string    `json:"parentUuid"`
-	IsSidechain      bool       `json:"isSidechain"`
-	SessionID        string     `json:"sessionId"`
-	Cwd              string     `json:"cwd"`
-	Timestamp        string     `json:"timestamp"`
-	IsCompactSummary bool       `json:"isCompactSummary"`
-	IsAPIError       bool       `json:"isApiErrorMessage"`
-	Message          *ccMessage `json:"message"`
-	CompactMetadata  *struct {
-		PreTokens int64 `json:"preTokens"`
-	} `json:"compactMetadata"`
+	// bad says why the line is malformed ("" when it is not).
+	bad                      string
+	size                     int
+	typ, subtype             string
+	uuid, parent             string
+	sidechain                bool
+	sessionID, cwd           string
+	timestamp                string // as written
+	ts                       string // pi's form
+	ms                       int64
+	compactSummary, apiError bool
+	message                  bool // a message object is present
+	msgID, model             string
+	stopReason               *string
+	usage                    *usage
+	hasMeta                  bool
+	preTokens                int64
+	// Prepared content: an assistant line's blocks; a user line's entries
+	// (ids, parents and tool names are the converter's).
+	blocks []block
+	out    []entry
 }
 
-type ccMessage struct {
-	ID         string          `json:"id"`
-	Role       string          `json:"role"`
-	Model      string          `json:"model"`
-	Content    json.RawMessage `json:"content"`
-	StopReason *string         `json:"stop_reason"`
-	Usage      *ccUsage        `json:"usage"`
-}
-
-type ccUsage struct {
-	Input         int64 `json:"input_tokens"`
-	CacheCreation int64 `json:"cache_creation_input_tokens"`
-	CacheRead     int64 `json:"cache_read_input_tokens"`
-	Output        int64 `json:"output_tokens"`
+// ccContent is a message content: a string or blocks.
+type ccContent struct {
+	kind   byte // 0 absent or null, 's' string, 'a' array, 'x' anything else
+	str    jstr
+	blocks []ccBlock
+	// typeErr: encoding/json would fail decoding it as blocks (it still
+	// fills what it can, and some rules keep that part).
+	typeErr bool
 }
 
 type ccBlock struct {
-	Type      string          `json:"type"`
-	Text      string          `json:"text"`
-	Thinking  string          `json:"thinking"`
-	Signature string          `json:"signature"`
-	Data      string          `json:"data"`
-	ID        string          `json:"id"`
-	Name      string          `json:"name"`
-	Input     json.RawMessage `json:"input"`
-	ToolUseID string          `json:"tool_use_id"`
-	Content   json.RawMessage `json:"content"`
-	IsError   bool            `json:"is_error"`
-	Source    *struct {
-		Type      string `json:"type"`
-		MediaType string `json:"media_type"`
-		Data      string `json:"data"`
-	} `json:"source"`
+	typ                             string
+	text, thinking, signature, data jstr
+	id, name, toolUseID             string
+	input                           []byte
+	inputCompact                    bool
+	content                         *ccContent // tool_result
+	isError                         bool
+	source                          *ccSource
 }
 
-// ccUsageRule is Claude Code's context size of one reply.
-func ccUsageRule(u *ccUsage) *usage {
-	if u == nil {
-		return nil
+type ccSource struct {
+	typ, mediaType string
+	data           jstr
+}
+
+// decodeCC decodes one line.
+func decodeCC(raw []byte) *ccLine {
+	l := &ccLine{}
+	d := newDec(raw)
+	var content ccContent
+	if d.obj("") {
+		for first := true; ; {
+			k, ok := d.key(&first)
+			if !ok {
+				break
+			}
+			switch string(k) {
+			case "type":
+				l.typ = d.string("type")
+			case "subtype":
+				l.subtype = d.string("subtype")
+			case "uuid":
+				l.uuid = d.string("uuid")
+			case "parentUuid":
+				if p := d.optString("parentUuid"); p != nil {
+					l.parent = *p
+				}
+			case "isSidechain":
+				l.sidechain = d.bool("isSidechain")
+			case "sessionId":
+				l.sessionID = d.string("sessionId")
+			case "cwd":
+				l.cwd = d.string("cwd")
+			case "timestamp":
+				l.timestamp = d.string("timestamp")
+			case "isCompactSummary":
+				l.compactSummary = d.bool("isCompactSummary")
+			case "isApiErrorMessage":
+				l.apiError = d.bool("isApiErrorMessage")
+			case "message":
+				if d.obj("message") {
+					l.message = true
+					d.ccMessage(l, &content)
+				}
+			case "compactMetadata":
+				if d.obj("compactMetadata") {
+					l.hasMeta = true
+					for first := true; ; {
+						k, ok := d.key(&first)
+						if !ok {
+							break
+						}
+						if string(k) == "preTokens" {
+							l.preTokens = d.int("preTokens")
+						} else {
+							d.skip()
+						}
+					}
+				}
+			default:
+				d.skip()
+			}
+		}
 	}
-	return &usage{input: u.Input, output: u.Output, cacheRead: u.CacheRead, cacheWrite: u.CacheCreation,
-		total: u.Input + u.CacheCreation + u.CacheRead}
+	d.end()
+	if d.bad || d.typeErr != "" {
+		return &ccLine{bad: d.errText(), size: len(raw)}
+	}
+	if l.timestamp != "" {
+		l.ts, l.ms = isoMillis(l.timestamp), epochMillis(l.timestamp)
+	}
+	if l.uuid != "" && l.message {
+		switch l.typ {
+		case "assistant":
+			if l.model != "<synthetic>" && !l.apiError {
+				l.blocks = ccAssistantBlocks(&content)
+			}
+		case "user":
+			l.out = ccUserEntries(l, &content)
+		}
+	}
+	return l
+}
+
+// ccMessage decodes the message object obj entered.
+func (d *jdec) ccMessage(l *ccLine, content *ccContent) {
+	for first := true; ; {
+		k, ok := d.key(&first)
+		if !ok {
+			return
+		}
+		switch string(k) {
+		case "id":
+			l.msgID = d.string("id")
+		case "role":
+			d.string("role")
+		case "model":
+			l.model = d.string("model")
+		case "content":
+			*content = d.ccContent()
+		case "stop_reason":
+			l.stopReason = d.optString("stop_reason")
+		case "usage":
+			l.usage = nil
+			if !d.obj("usage") {
+				continue
+			}
+			var in, creation, read, out int64
+			for first := true; ; {
+				k, ok := d.key(&first)
+				if !ok {
+					break
+				}
+				switch string(k) {
+				case "input_tokens":
+					in = d.int("input_tokens")
+				case "cache_creation_input_tokens":
+					creation = d.int("cache_creation_input_tokens")
+				case "cache_read_input_tokens":
+					read = d.int("cache_read_input_tokens")
+				case "output_tokens":
+					out = d.int("output_tokens")
+				default:
+					d.skip()
+				}
+			}
+			// Claude Code's context size of one reply.
+			l.usage = &usage{input: in, output: out, cacheRead: read, cacheWrite: creation, total: in + creation + read}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// ccContent decodes a content value.
+func (d *jdec) ccContent() ccContent {
+	saved := d.typeErr
+	d.typeErr = ""
+	var c ccContent
+	switch d.peek() {
+	case '"':
+		c.kind, c.str = 's', d.str()
+	case 'n':
+		d.skip()
+	case '[':
+		c.kind = 'a'
+		d.arr("")
+		for first := true; d.next(&first); {
+			c.blocks = append(c.blocks, d.ccBlock())
+		}
+	default:
+		c.kind = 'x'
+		d.mismatch("content", "an array")
+		d.skip()
+	}
+	c.typeErr = d.typeErr != ""
+	d.typeErr = saved
+	return c
+}
+
+func (d *jdec) ccBlock() ccBlock {
+	var b ccBlock
+	if !d.obj("content") {
+		return b
+	}
+	for first := true; ; {
+		k, ok := d.key(&first)
+		if !ok {
+			return b
+		}
+		switch string(k) {
+		case "type":
+			b.typ = d.string("type")
+		case "text":
+			b.text = d.text("text")
+		case "thinking":
+			b.thinking = d.text("thinking")
+		case "signature":
+			b.signature = d.text("signature")
+		case "data":
+			b.data = d.text("data")
+		case "id":
+			b.id = d.string("id")
+		case "name":
+			b.name = d.string("name")
+		case "tool_use_id":
+			b.toolUseID = d.string("tool_use_id")
+		case "input":
+			b.input, b.inputCompact = d.raw()
+		case "content":
+			c := d.ccContent()
+			b.content = &c
+		case "is_error":
+			b.isError = d.bool("is_error")
+		case "source":
+			switch d.peek() {
+			case 'n':
+				d.skip()
+				b.source = nil
+				continue
+			case '{':
+			default:
+				b.source = &ccSource{} // encoding/json allocates before failing
+			}
+			if !d.obj("source") {
+				continue
+			}
+			b.source = &ccSource{}
+			for first := true; ; {
+				k, ok := d.key(&first)
+				if !ok {
+					break
+				}
+				switch string(k) {
+				case "type":
+					b.source.typ = d.string("type")
+				case "media_type":
+					b.source.mediaType = d.string("media_type")
+				case "data":
+					b.source.data = d.text("data")
+				default:
+					d.skip()
+				}
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// ccAssistantBlocks converts an assistant line's content.
+func ccAssistantBlocks(c *ccContent) []block {
+	switch {
+	case c.kind == 's':
+		return []block{{kind: "text", text: c.str.json()}}
+	case c.typeErr:
+		return nil // encoding/json failed on it: nothing was kept
+	}
+	var out []block
+	for i := range c.blocks {
+		b := &c.blocks[i]
+		switch b.typ {
+		case "text":
+			out = append(out, block{kind: "text", text: b.text.json()})
+		case "thinking":
+			out = append(out, block{kind: "thinking", text: b.thinking.json(), sig: b.signature.jsonOrNil()})
+		case "redacted_thinking":
+			out = append(out, block{kind: "thinking", sig: b.data.jsonOrNil(), redacted: true})
+		case "tool_use", "server_tool_use":
+			out = append(out, block{kind: "toolCall", id: b.id, name: b.name, args: compactArgs(b.input, b.inputCompact)})
+		}
+	}
+	return out
+}
+
+// ccUserEntries converts a user line's content: a compaction summary, a
+// user message, or tool results followed by the user text they came with.
+func ccUserEntries(l *ccLine, c *ccContent) []entry {
+	var out []entry
+	switch {
+	case l.compactSummary:
+		out = append(out, entry{typ: "compaction", timestamp: l.ts, summary: joinText(c), tokensBefore: -1})
+	case c.kind == 's':
+		out = append(out, entry{typ: "message", role: "user", timestamp: l.ts, msgTime: l.ms, contentString: true,
+			content: []block{{kind: "text", text: c.str.json()}}})
+	default:
+		var user []block
+		for i := range c.blocks {
+			b := &c.blocks[i]
+			switch b.typ {
+			case "tool_result":
+				out = append(out, entry{typ: "message", role: "toolResult", timestamp: l.ts, msgTime: l.ms,
+					toolCallID: b.toolUseID, isError: b.isError, content: resultBlocks(b.content)})
+			case "text":
+				user = append(user, block{kind: "text", text: b.text.json()})
+			case "image":
+				if b.source != nil && b.source.typ == "base64" {
+					user = append(user, block{kind: "image", data: b.source.data.json(), mime: jsonString(b.source.mediaType)})
+				}
+			}
+		}
+		if len(user) > 0 || len(out) == 0 {
+			out = append(out, entry{typ: "message", role: "user", timestamp: l.ts, msgTime: l.ms, content: user})
+		}
+	}
+	return out
+}
+
+// resultBlocks converts tool_result content (a string or text/image
+// blocks) to pi toolResult content.
+func resultBlocks(c *ccContent) []block {
+	if c == nil || c.kind == 0 {
+		return []block{{kind: "text"}}
+	}
+	if c.kind == 's' {
+		return []block{{kind: "text", text: c.str.json()}}
+	}
+	var out []block
+	for i := range c.blocks {
+		b := &c.blocks[i]
+		switch b.typ {
+		case "text":
+			out = append(out, block{kind: "text", text: b.text.json()})
+		case "image":
+			if b.source != nil {
+				out = append(out, block{kind: "image", data: b.source.data.json(), mime: jsonString(b.source.mediaType)})
+			}
+		}
+	}
+	if len(out) == 0 {
+		out = []block{{kind: "text"}}
+	}
+	return out
+}
+
+// joinText is the text of a message content as a JSON string: a string,
+// or its text blocks joined by newlines.
+func joinText(c *ccContent) []byte {
+	if c.kind == 's' {
+		return c.str.json()
+	}
+	b := []byte{'"'}
+	n := 0
+	for i := range c.blocks {
+		if c.blocks[i].typ != "text" {
+			continue
+		}
+		if n > 0 {
+			b = append(b, `\n`...)
+		}
+		n++
+		b = c.blocks[i].text.appendInner(b)
+	}
+	return append(b, '"')
 }
 
 type ccGroup struct {
@@ -137,45 +460,49 @@ func newCCConv(v *view) *ccConv {
 		written: map[string]struct{}{}, side: -1}
 }
 
-func (c *ccConv) resolve(p *string) string {
-	if p == nil || *p == "" {
+func (c *ccConv) decode(raw []byte) any { return decodeCC(raw) }
+
+func (c *ccConv) line(no int, raw []byte) error { return c.apply(no, decodeCC(raw)) }
+
+func (c *ccConv) resolve(p string) string {
+	if p == "" {
 		return ""
 	}
-	if a, ok := c.alias[*p]; ok {
+	if a, ok := c.alias[p]; ok {
 		return a
 	}
-	if _, ok := c.written[*p]; ok {
-		return *p
+	if _, ok := c.written[p]; ok {
+		return p
 	}
 	// A parent that is not in this file: a subagent transcript's first
 	// lines point into the main session. The conversation starts here.
 	return ""
 }
 
-func (c *ccConv) line(no int, raw []byte) error {
-	var l ccLine
-	if err := json.Unmarshal(raw, &l); err != nil {
-		c.v.malformed = append(c.v.malformed, Malformed{Line: no, Bytes: len(raw), Err: shortJSONErr(err)})
+func (c *ccConv) apply(no int, rec any) error {
+	l := rec.(*ccLine)
+	v := c.v
+	if l.bad != "" {
+		v.malformed = append(v.malformed, Malformed{Line: no, Bytes: l.size, Err: l.bad})
 		return nil
 	}
-	v := c.v
-	if v.sessionID == "" && l.SessionID != "" {
-		v.sessionID = l.SessionID
+	if v.sessionID == "" && l.sessionID != "" {
+		v.sessionID = l.sessionID
 	}
-	if v.cwd == "" && l.Cwd != "" {
-		v.cwd = l.Cwd
+	if v.cwd == "" && l.cwd != "" {
+		v.cwd = l.cwd
 	}
-	if v.started == "" && l.Timestamp != "" {
-		v.started = isoMillis(l.Timestamp)
+	if v.started == "" && l.timestamp != "" {
+		v.started = l.ts
 	}
-	if l.UUID == "" {
+	if l.uuid == "" {
 		return nil // file-history-snapshot, queue-operation, summary: no tree node
 	}
 	side := int8(0)
-	if l.IsSidechain {
+	if l.sidechain {
 		side = 1
 	}
-	if c.side < 0 && (l.Type == "user" || l.Type == "assistant") {
+	if c.side < 0 && (l.typ == "user" || l.typ == "assistant") {
 		c.side = side
 	}
 	if c.side >= 0 && side != c.side {
@@ -183,85 +510,59 @@ func (c *ccConv) line(no int, raw []byte) error {
 		return nil
 	}
 	switch {
-	case l.Type == "assistant" && l.Message != nil:
-		return c.assistant(no, &l)
-	case l.Type == "user" && l.Message != nil:
+	case l.typ == "assistant" && l.message:
+		return c.assistant(no, l)
+	case l.typ == "user" && l.message:
 		if err := c.flush(); err != nil {
 			return err
 		}
-		return c.user(no, &l)
-	case l.Type == "system" && l.Subtype == "compact_boundary":
-		c.alias[l.UUID] = "" // a new root: what came before is summarised
-		if l.CompactMetadata != nil {
-			c.preTokens = l.CompactMetadata.PreTokens
+		return c.user(no, l)
+	case l.typ == "system" && l.subtype == "compact_boundary":
+		c.alias[l.uuid] = "" // a new root: what came before is summarised
+		if l.hasMeta {
+			c.preTokens = l.preTokens
 		}
 	default:
-		c.alias[l.UUID] = c.resolve(l.ParentUUID)
+		c.alias[l.uuid] = c.resolve(l.parent)
 	}
 	return nil
 }
 
 func (c *ccConv) assistant(no int, l *ccLine) error {
-	m := l.Message
-	parent := c.resolve(l.ParentUUID)
-	if m.Model == "<synthetic>" || l.IsAPIError {
-		c.alias[l.UUID] = parent
+	parent := c.resolve(l.parent)
+	if l.model == "<synthetic>" || l.apiError {
+		c.alias[l.uuid] = parent
 		return nil
 	}
-	blocks := c.assistantBlocks(m.Content)
-	if p := c.pend; p != nil && m.ID != "" && p.msgID == m.ID && parent == p.e.id {
-		p.e.content = append(p.e.content, blocks...)
-		c.alias[l.UUID] = p.e.id
-		if u := ccUsageRule(m.Usage); u != nil {
-			p.e.usage = u
+	for _, b := range l.blocks {
+		if b.kind == "toolCall" {
+			c.names[b.id] = b.name
 		}
-		if m.StopReason != nil {
-			p.e.stopReason = *m.StopReason
+	}
+	if p := c.pend; p != nil && l.msgID != "" && p.msgID == l.msgID && parent == p.e.id {
+		p.e.content = append(p.e.content, l.blocks...)
+		c.alias[l.uuid] = p.e.id
+		if l.usage != nil {
+			p.e.usage = l.usage
+		}
+		if l.stopReason != nil {
+			p.e.stopReason = *l.stopReason
 		}
 		return nil
 	}
 	if err := c.flush(); err != nil {
 		return err
 	}
-	c.written[l.UUID] = struct{}{}
-	g := &ccGroup{msgID: m.ID, row: no}
-	g.e = entry{typ: "message", id: l.UUID, parent: parent, timestamp: isoMillis(l.Timestamp), role: "assistant",
-		content: blocks, msgTime: epochMillis(l.Timestamp), api: "anthropic-messages", provider: "anthropic",
-		model: m.Model, usage: ccUsageRule(m.Usage)}
-	if m.StopReason != nil {
-		g.e.stopReason = *m.StopReason
+	c.written[l.uuid] = struct{}{}
+	g := &ccGroup{msgID: l.msgID, row: no}
+	g.e = entry{typ: "message", id: l.uuid, parent: parent, timestamp: l.ts, role: "assistant",
+		content: l.blocks, msgTime: l.ms, api: "anthropic-messages", provider: "anthropic",
+		model: l.model, usage: l.usage}
+	if l.stopReason != nil {
+		g.e.stopReason = *l.stopReason
 	}
 	c.pend = g
 	return nil
-}
-
-func (c *ccConv) assistantBlocks(raw json.RawMessage) []block {
-	var out []block
-	if len(raw) > 0 && raw[0] == '"' {
-		var s string
-		if json.Unmarshal(raw, &s) == nil {
-			out = append(out, block{kind: "text", text: s})
-		}
-		return out
-	}
-	var bs []ccBlock
-	if json.Unmarshal(raw, &bs) != nil {
-		return nil
-	}
-	for _, b := range bs {
-		switch b.Type {
-		case "text":
-			out = append(out, block{kind: "text", text: b.Text})
-		case "thinking":
-			out = append(out, block{kind: "thinking", text: b.Thinking, sig: b.Signature})
-		case "redacted_thinking":
-			out = append(out, block{kind: "thinking", sig: b.Data, redacted: true})
-		case "tool_use", "server_tool_use":
-			c.names[b.ID] = b.Name
-			out = append(out, block{kind: "toolCall", id: b.ID, name: b.Name, args: argsObject(b.Input)})
-		}
-	}
-	return out
 }
 
 // flush writes the pending assistant message.
@@ -288,53 +589,25 @@ func ccStopReason(s string, content []block) string {
 }
 
 func (c *ccConv) user(no int, l *ccLine) error {
-	m := l.Message
-	parent := c.resolve(l.ParentUUID)
-	ts, ms := isoMillis(l.Timestamp), epochMillis(l.Timestamp)
-	var out []entry
-	if l.IsCompactSummary {
-		summary := joinText(m.Content)
-		out = append(out, entry{typ: "compaction", timestamp: ts, summary: summary, tokensBefore: c.preTokens})
-	} else if len(m.Content) > 0 && m.Content[0] == '"' {
-		var s string
-		if err := json.Unmarshal(m.Content, &s); err != nil {
-			return nil
-		}
-		out = append(out, entry{typ: "message", role: "user", timestamp: ts, msgTime: ms, contentString: true,
-			content: []block{{kind: "text", text: s}}})
-	} else {
-		var bs []ccBlock
-		_ = json.Unmarshal(m.Content, &bs)
-		var user []block
-		for _, b := range bs {
-			switch b.Type {
-			case "tool_result":
-				out = append(out, entry{typ: "message", role: "toolResult", timestamp: ts, msgTime: ms,
-					toolCallID: b.ToolUseID, toolName: c.names[b.ToolUseID], isError: b.IsError,
-					content: resultBlocks(b.Content)})
-			case "text":
-				user = append(user, block{kind: "text", text: b.Text})
-			case "image":
-				if b.Source != nil && b.Source.Type == "base64" {
-					user = append(user, block{kind: "image", data: b.Source.Data, mime: b.Source.MediaType})
-				}
-			}
-		}
-		if len(user) > 0 || len(out) == 0 {
-			out = append(out, entry{typ: "message", role: "user", timestamp: ts, msgTime: ms, content: user})
-		}
-	}
+	parent := c.resolve(l.parent)
+	out := l.out
 	answers := out[0].role == "toolResult"
 	if t, ok := c.tip[parent]; ok && answers {
 		parent = t // chain parallel results after the previous one
 	}
-	group := c.resolve(l.ParentUUID)
-	c.written[l.UUID] = struct{}{}
+	group := c.resolve(l.parent)
+	c.written[l.uuid] = struct{}{}
 	for i := range out {
 		e := &out[i]
-		e.id = l.UUID
+		switch {
+		case e.typ == "compaction":
+			e.tokensBefore = c.preTokens
+		case e.role == "toolResult":
+			e.toolName = c.names[e.toolCallID]
+		}
+		e.id = l.uuid
 		if i < len(out)-1 {
-			e.id = fmt.Sprintf("%s#%d", l.UUID, i+1)
+			e.id = l.uuid + "#" + strconv.Itoa(i+1)
 		}
 		e.parent = parent
 		parent = e.id
@@ -343,58 +616,9 @@ func (c *ccConv) user(no int, l *ccLine) error {
 		}
 	}
 	if answers {
-		c.tip[group] = l.UUID
+		c.tip[group] = l.uuid
 	}
 	return nil
-}
-
-// resultBlocks converts tool_result content (a string or text/image
-// blocks) to pi toolResult content.
-func resultBlocks(raw json.RawMessage) []block {
-	if len(raw) == 0 || string(raw) == "null" {
-		return []block{{kind: "text", text: ""}}
-	}
-	if raw[0] == '"' {
-		var s string
-		_ = json.Unmarshal(raw, &s)
-		return []block{{kind: "text", text: s}}
-	}
-	var bs []ccBlock
-	_ = json.Unmarshal(raw, &bs)
-	var out []block
-	for _, b := range bs {
-		switch b.Type {
-		case "text":
-			out = append(out, block{kind: "text", text: b.Text})
-		case "image":
-			if b.Source != nil {
-				out = append(out, block{kind: "image", data: b.Source.Data, mime: b.Source.MediaType})
-			}
-		}
-	}
-	if len(out) == 0 {
-		out = []block{{kind: "text", text: ""}}
-	}
-	return out
-}
-
-// joinText is the text of a message content (a string, or its text
-// blocks joined by newlines).
-func joinText(raw json.RawMessage) string {
-	if len(raw) > 0 && raw[0] == '"' {
-		var s string
-		_ = json.Unmarshal(raw, &s)
-		return s
-	}
-	var bs []ccBlock
-	_ = json.Unmarshal(raw, &bs)
-	var parts []string
-	for _, b := range bs {
-		if b.Type == "text" {
-			parts = append(parts, b.Text)
-		}
-	}
-	return strings.Join(parts, "\n")
 }
 
 func (c *ccConv) finish() error {

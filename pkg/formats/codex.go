@@ -2,7 +2,6 @@ package formats
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -44,53 +43,409 @@ import (
 //   - web_search_call and other items are not messages (their size is in
 //     the usage record).
 
-type cxEnvelope struct {
-	Timestamp string          `json:"timestamp"`
-	Type      string          `json:"type"`
-	Payload   json.RawMessage `json:"payload"`
+// cxItem is a decoded payload (or, in the 2025 shape, a whole line) with
+// its content already converted: decoding needs no state, so it runs on
+// every core. Byte slices alias the line.
+type cxItem struct {
+	typ, role, name, callID string
+	recordType              string
+	// session_meta, the 2025 first line, turn_context
+	id, timestamp, cwd, provider, model string
+	// event_msg: token_count, task_started
+	info   *cxInfo
+	window int64
+	// compacted
+	message     jstr
+	replacement []cxItem
+
+	// converted: message and reasoning content, a call's arguments, an
+	// output's text
+	blocks []block
+	args   []byte
+	out    []byte
+	isErr  bool
 }
 
-type cxItem struct {
-	Type      string          `json:"type"`
-	Role      string          `json:"role"`
-	Content   json.RawMessage `json:"content"`
-	Summary   json.RawMessage `json:"summary"` // reasoning: [{type, text}]; turn_context: a string
-	Name      string          `json:"name"`
-	Arguments json.RawMessage `json:"arguments"`
-	Input     *string         `json:"input"`
-	CallID    string          `json:"call_id"`
-	Output    json.RawMessage `json:"output"`
-	Action    json.RawMessage `json:"action"`
-	// envelope-less shape
-	RecordType string `json:"record_type"`
-	// session_meta / legacy first line
-	ID            string `json:"id"`
-	Timestamp     string `json:"timestamp"`
-	Cwd           string `json:"cwd"`
-	ModelProvider string `json:"model_provider"`
-	// turn_context
-	Model string `json:"model"`
-	// event_msg
-	Info *struct {
-		Last *struct {
-			Input     int64 `json:"input_tokens"`
-			Cached    int64 `json:"cached_input_tokens"`
-			Output    int64 `json:"output_tokens"`
-			Reasoning int64 `json:"reasoning_output_tokens"`
-			Total     int64 `json:"total_tokens"`
-		} `json:"last_token_usage"`
-		Window int `json:"model_context_window"`
-	} `json:"info"`
-	Window int `json:"model_context_window"`
-	// compacted
-	Message     string   `json:"message"`
-	Replacement []cxItem `json:"replacement_history"`
+type cxInfo struct {
+	last   *cxLast
+	window int64
+}
+
+type cxLast struct{ input, cached, output, total int64 }
+
+// cxVal is a payload value of several shapes (content, summary, output,
+// arguments, action).
+type cxVal struct {
+	kind    byte // its first byte: '"', '[', '{', 'n', …; 0 when absent
+	raw     []byte
+	compact bool
+	str     jstr
+	parts   []cxText // '['
+	inner   *cxVal   // '{': its content
+	success *bool    // '{'
 }
 
 type cxText struct {
-	Type     string `json:"type"`
-	Text     string `json:"text"`
-	ImageURL string `json:"image_url"`
+	typ      string
+	text     jstr
+	imageURL string
+}
+
+// cxLine is one decoded line.
+type cxLine struct {
+	bad  string // malformed: why
+	size int
+	// skip: nothing to read (an echo, or a payload of a shape this reader
+	// does not know).
+	skip bool
+	typ  string
+	ts   string
+	it   cxItem
+}
+
+// decodeCodex decodes one line of a rollout (legacy: the 2025 shape).
+func decodeCodex(raw []byte, legacy bool) *cxLine {
+	l := &cxLine{}
+	d := newDec(raw)
+	if legacy {
+		if d.obj("") {
+			d.cxItem(&l.it)
+		}
+		d.end()
+		if d.bad || d.typeErr != "" {
+			return &cxLine{bad: d.errText(), size: len(raw)}
+		}
+		return l
+	}
+	if echo(raw) {
+		return &cxLine{skip: true} // an event_msg echo of what response_items hold
+	}
+	payloadErr := false
+	if d.obj("") {
+		for first := true; ; {
+			k, ok := d.key(&first)
+			if !ok {
+				break
+			}
+			switch string(k) {
+			case "timestamp":
+				l.ts = d.string("timestamp")
+			case "type":
+				l.typ = d.string("type")
+			case "payload":
+				saved := d.typeErr
+				d.typeErr = ""
+				l.it = cxItem{}
+				if d.obj("payload") {
+					d.cxItem(&l.it)
+				}
+				payloadErr = payloadErr || d.typeErr != ""
+				d.typeErr = saved
+			default:
+				d.skip()
+			}
+		}
+	}
+	d.end()
+	switch {
+	case d.bad || d.typeErr != "":
+		return &cxLine{bad: d.errText(), size: len(raw)}
+	case payloadErr:
+		// A payload of a shape this reader does not know is skipped; only
+		// a broken line is malformed.
+		return &cxLine{skip: true}
+	}
+	return l
+}
+
+// cxItem decodes the object obj entered and converts its content.
+func (d *jdec) cxItem(it *cxItem) {
+	var content, summary, args, output, action cxVal
+	var input *string
+	for first := true; ; {
+		k, ok := d.key(&first)
+		if !ok {
+			break
+		}
+		switch string(k) {
+		case "type":
+			it.typ = d.string("type")
+		case "role":
+			it.role = d.string("role")
+		case "content":
+			content = d.cxVal()
+		case "summary":
+			summary = d.cxVal()
+		case "name":
+			it.name = d.string("name")
+		case "arguments":
+			args = d.cxVal()
+		case "input":
+			input = d.optString("input")
+		case "call_id":
+			it.callID = d.string("call_id")
+		case "output":
+			output = d.cxVal()
+		case "action":
+			action = d.cxVal()
+		case "record_type":
+			it.recordType = d.string("record_type")
+		case "id":
+			it.id = d.string("id")
+		case "timestamp":
+			it.timestamp = d.string("timestamp")
+		case "cwd":
+			it.cwd = d.string("cwd")
+		case "model_provider":
+			it.provider = d.string("model_provider")
+		case "model":
+			it.model = d.string("model")
+		case "info":
+			it.info = nil
+			if d.obj("info") {
+				it.info = d.cxInfo()
+			}
+		case "model_context_window":
+			it.window = d.int("model_context_window")
+		case "message":
+			it.message = d.text("message")
+		case "replacement_history":
+			it.replacement = nil
+			if d.arr("replacement_history") {
+				for first := true; d.next(&first); {
+					var r cxItem
+					if d.obj("replacement_history") {
+						d.cxItem(&r)
+					}
+					it.replacement = append(it.replacement, r)
+				}
+			}
+		default:
+			d.skip()
+		}
+	}
+	switch it.typ {
+	case "message":
+		it.blocks = cxBlocks(&content)
+	case "reasoning":
+		// The summary's texts, joined as Codex shows them.
+		t := []byte{'"'}
+		for i := range summary.parts {
+			if i > 0 {
+				t = append(t, `\n\n`...)
+			}
+			t = summary.parts[i].text.appendInner(t)
+		}
+		it.blocks = []block{{kind: "thinking", text: append(t, '"')}}
+	case "function_call":
+		if args.kind == '"' {
+			it.args = argsFromString(args.str.String())
+		} else {
+			it.args = argsFromString(string(args.raw))
+		}
+	case "custom_tool_call":
+		in := ""
+		if input != nil {
+			in = *input
+		}
+		var w jsonw
+		w.firstKey("input")
+		w.str(in)
+		w.raw("}")
+		it.args = w.b
+	case "local_shell_call":
+		it.args = compactArgs(action.raw, action.compact)
+	case "function_call_output", "custom_tool_call_output", "local_shell_call_output":
+		it.out, it.isErr = cxOutput(&output)
+	}
+}
+
+func (d *jdec) cxInfo() *cxInfo {
+	info := &cxInfo{}
+	for first := true; ; {
+		k, ok := d.key(&first)
+		if !ok {
+			return info
+		}
+		switch string(k) {
+		case "last_token_usage":
+			info.last = nil
+			if !d.obj("last_token_usage") {
+				continue
+			}
+			l := &cxLast{}
+			for first := true; ; {
+				k, ok := d.key(&first)
+				if !ok {
+					break
+				}
+				switch string(k) {
+				case "input_tokens":
+					l.input = d.int("input_tokens")
+				case "cached_input_tokens":
+					l.cached = d.int("cached_input_tokens")
+				case "output_tokens":
+					l.output = d.int("output_tokens")
+				case "reasoning_output_tokens":
+					d.int("reasoning_output_tokens")
+				case "total_tokens":
+					l.total = d.int("total_tokens")
+				default:
+					d.skip()
+				}
+			}
+			info.last = l
+		case "model_context_window":
+			info.window = d.int("model_context_window")
+		default:
+			d.skip()
+		}
+	}
+}
+
+// cxVal decodes a value of several shapes. Its inner type errors are its
+// own (encoding/json kept these as raw JSON and decoded them leniently).
+func (d *jdec) cxVal() cxVal {
+	saved := d.typeErr
+	var v cxVal
+	v.kind = d.peek()
+	start, spaced := d.i, d.spaced
+	switch v.kind {
+	case '"':
+		v.str = d.str()
+	case '[':
+		d.arr("")
+		for first := true; d.next(&first); {
+			var t cxText
+			if d.obj("content") {
+				for first := true; ; {
+					k, ok := d.key(&first)
+					if !ok {
+						break
+					}
+					switch string(k) {
+					case "type":
+						t.typ = d.string("type")
+					case "text":
+						t.text = d.text("text")
+					case "image_url":
+						t.imageURL = d.string("image_url")
+					default:
+						d.skip()
+					}
+				}
+			}
+			v.parts = append(v.parts, t)
+		}
+	case '{':
+		d.obj("")
+		for first := true; ; {
+			k, ok := d.key(&first)
+			if !ok {
+				break
+			}
+			switch string(k) {
+			case "content":
+				in := d.cxVal()
+				v.inner = &in
+			case "success":
+				switch d.peek() {
+				case 'n':
+					d.skip()
+					v.success = nil
+				case 't', 'f':
+					b := d.bool("success")
+					v.success = &b
+				default:
+					// encoding/json allocates the *bool before failing.
+					b := false
+					v.success = &b
+					d.skip()
+				}
+			default:
+				d.skip()
+			}
+		}
+	default:
+		d.skip()
+	}
+	v.raw, v.compact = d.b[start:d.i], d.spaced == spaced
+	d.typeErr = saved
+	return v
+}
+
+// echo reports an event_msg line other than token_count and task_started
+// from its first bytes, so the UI echoes (half a rollout's bytes) are not
+// decoded at all.
+func echo(raw []byte) bool {
+	head := raw[:min(len(raw), 160)]
+	i := bytes.Index(head, []byte(`"type":"event_msg","payload":{"type":"`))
+	if i < 0 {
+		return false
+	}
+	rest := head[i+len(`"type":"event_msg","payload":{"type":"`):]
+	return !bytes.HasPrefix(rest, []byte(`token_count"`)) && !bytes.HasPrefix(rest, []byte(`task_started"`))
+}
+
+// cxBlocks converts message content (input_text/output_text/input_image
+// items, or a plain string) to pi blocks.
+func cxBlocks(v *cxVal) []block {
+	if v.kind == '"' {
+		return []block{{kind: "text", text: v.str.json()}}
+	}
+	var out []block
+	for i := range v.parts {
+		t := &v.parts[i]
+		switch t.typ {
+		case "input_text", "output_text", "text", "summary_text", "reasoning_text":
+			out = append(out, block{kind: "text", text: t.text.json()})
+		case "input_image":
+			if mime, data, ok := dataURL(t.imageURL); ok {
+				out = append(out, block{kind: "image", data: jsonString(data), mime: jsonString(mime)})
+			}
+		}
+	}
+	return out
+}
+
+func dataURL(u string) (mime, data string, ok bool) {
+	rest, found := strings.CutPrefix(u, "data:")
+	if !found {
+		return "", "", false
+	}
+	meta, data, found := strings.Cut(rest, ",")
+	if !found {
+		return "", "", false
+	}
+	mime, _, _ = strings.Cut(meta, ";")
+	return mime, data, true
+}
+
+// cxOutput is a tool output's text as a JSON string: a plain string,
+// content items, or an object {content, success}.
+func cxOutput(v *cxVal) ([]byte, bool) {
+	switch v.kind {
+	case 0:
+		return nil, false
+	case '"':
+		return v.str.json(), false
+	case '[':
+		t := []byte{'"'}
+		for i := range v.parts {
+			switch v.parts[i].typ {
+			case "input_text", "output_text", "text", "summary_text", "reasoning_text":
+				t = v.parts[i].text.appendInner(t)
+			}
+		}
+		return append(t, '"'), false
+	case '{':
+		var text []byte
+		if v.inner != nil {
+			text, _ = cxOutput(v.inner)
+		}
+		return text, v.success != nil && !*v.success
+	}
+	return jsonString(string(v.raw)), false
 }
 
 type cxConv struct {
@@ -123,110 +478,82 @@ func newCodexConv(v *view, legacy bool) *cxConv {
 	return &cxConv{v: v, legacy: legacy, provider: "openai", names: map[string]string{}}
 }
 
-func (c *cxConv) line(no int, raw []byte) error {
-	var typ string
-	ts := ""
-	var it cxItem
-	if c.legacy {
-		if err := json.Unmarshal(raw, &it); err != nil {
-			c.v.malformed = append(c.v.malformed, Malformed{Line: no, Bytes: len(raw), Err: shortJSONErr(err)})
-			return nil
-		}
-	} else {
-		if echo(raw) {
-			return nil // an event_msg echo of what response_items hold
-		}
-		// One pass for envelope and payload; a payload of a shape this
-		// reader does not know is skipped, only a broken line is malformed.
-		var env struct {
-			Timestamp string `json:"timestamp"`
-			Type      string `json:"type"`
-			Payload   cxItem `json:"payload"`
-		}
-		if err := json.Unmarshal(raw, &env); err != nil {
-			var outer cxEnvelope
-			if err := json.Unmarshal(raw, &outer); err != nil {
-				c.v.malformed = append(c.v.malformed, Malformed{Line: no, Bytes: len(raw), Err: shortJSONErr(err)})
-			}
-			return nil
-		}
-		typ, ts, it = env.Type, env.Timestamp, env.Payload
+func (c *cxConv) decode(raw []byte) any { return decodeCodex(raw, c.legacy) }
+
+func (c *cxConv) line(no int, raw []byte) error { return c.apply(no, decodeCodex(raw, c.legacy)) }
+
+func (c *cxConv) apply(no int, rec any) error {
+	l := rec.(*cxLine)
+	if l.bad != "" {
+		c.v.malformed = append(c.v.malformed, Malformed{Line: no, Bytes: l.size, Err: l.bad})
+		return nil
 	}
-	if ts != "" {
-		c.ts = ts
+	if l.skip {
+		return nil
+	}
+	typ, it := l.typ, &l.it
+	if l.ts != "" {
+		c.ts = l.ts
 	}
 	if c.legacy {
 		switch {
-		case it.RecordType != "":
+		case it.recordType != "":
 			return nil
-		case it.Type == "" && it.ID != "":
+		case it.typ == "" && it.id != "":
 			typ = "session_meta"
 		default:
 			typ = "response_item"
 		}
-		if it.Timestamp != "" {
-			c.ts = it.Timestamp
+		if it.timestamp != "" {
+			c.ts = it.timestamp
 		}
 	}
 	v := c.v
 	switch typ {
 	case "session_meta":
 		if v.sessionID == "" {
-			v.sessionID, v.cwd, v.started, v.headerRow = it.ID, it.Cwd, isoMillis(it.Timestamp), no
+			v.sessionID, v.cwd, v.started, v.headerRow = it.id, it.cwd, isoMillis(it.timestamp), no
 		}
-		if it.ModelProvider != "" {
-			c.provider = it.ModelProvider
+		if it.provider != "" {
+			c.provider = it.provider
 		}
 	case "turn_context":
-		if it.Model != "" {
-			c.model = it.Model
+		if it.model != "" {
+			c.model = it.model
 		}
 	case "event_msg":
-		c.event(&it)
+		c.event(it)
 	case "compacted":
 		if err := c.flush(); err != nil {
 			return err
 		}
-		comp := entry{typ: "compaction", summary: it.Message}
+		comp := entry{typ: "compaction", summary: it.message.json()}
 		if err := c.put(&comp, no, true); err != nil {
 			return err
 		}
-		for i := range it.Replacement {
-			if err := c.item(&it.Replacement[i], no); err != nil {
+		for i := range it.replacement {
+			if err := c.item(&it.replacement[i], no); err != nil {
 				return err
 			}
 		}
 		return c.flush()
 	case "response_item":
-		return c.item(&it, no)
+		return c.item(it, no)
 	}
 	return nil
 }
 
-// echo reports an event_msg line other than token_count and task_started
-// from its first bytes, so the UI echoes (half a rollout's bytes) are not
-// decoded at all.
-func echo(raw []byte) bool {
-	head := raw[:min(len(raw), 160)]
-	i := bytes.Index(head, []byte(`"type":"event_msg","payload":{"type":"`))
-	if i < 0 {
-		return false
-	}
-	rest := head[i+len(`"type":"event_msg","payload":{"type":"`):]
-	return !bytes.HasPrefix(rest, []byte(`token_count"`)) && !bytes.HasPrefix(rest, []byte(`task_started"`))
-}
-
 func (c *cxConv) event(it *cxItem) {
-	switch it.Type {
+	switch it.typ {
 	case "token_count":
-		if it.Info == nil {
+		if it.info == nil {
 			return
 		}
-		if it.Info.Window > 0 {
-			c.v.window = it.Info.Window
+		if it.info.window > 0 {
+			c.v.window = int(it.info.window)
 		}
-		if l := it.Info.Last; l != nil {
-			u := &usage{input: l.Input - l.Cached, output: l.Output, cacheRead: l.Cached, total: l.Total}
+		if l := it.info.last; l != nil {
+			u := &usage{input: l.input - l.cached, output: l.output, cacheRead: l.cached, total: l.total}
 			// Codex ≥ 0.4x records token_count right after the reply's items;
 			// 0.3x records it just before them. A record that finds a reply
 			// still unanswered belongs to it, any other to the next reply.
@@ -237,53 +564,37 @@ func (c *cxConv) event(it *cxItem) {
 			}
 		}
 	case "task_started":
-		if it.Window > 0 {
-			c.v.window = it.Window
+		if it.window > 0 {
+			c.v.window = int(it.window)
 		}
 	}
 }
 
 func (c *cxConv) item(it *cxItem, no int) error {
-	switch it.Type {
+	switch it.typ {
 	case "message":
-		switch it.Role {
+		switch it.role {
 		case "assistant":
-			c.assistant(no).content = append(c.assistant(no).content, cxBlocks(it.Content)...)
+			c.assistant(no).content = append(c.assistant(no).content, it.blocks...)
 			return nil
 		case "user":
 			if err := c.flush(); err != nil {
 				return err
 			}
-			return c.put(&entry{typ: "message", role: "user", content: cxBlocks(it.Content)}, no, false)
+			return c.put(&entry{typ: "message", role: "user", content: it.blocks}, no, false)
 		default: // developer, system
 			if err := c.flush(); err != nil {
 				return err
 			}
-			return c.put(&entry{typ: "custom_message", customType: "codex:" + it.Role, content: cxBlocks(it.Content)}, no, false)
+			return c.put(&entry{typ: "custom_message", customType: "codex:" + it.role, content: it.blocks}, no, false)
 		}
 	case "reasoning":
-		var summary []cxText
-		_ = json.Unmarshal(it.Summary, &summary)
-		var parts []string
-		for _, s := range summary {
-			parts = append(parts, s.Text)
-		}
 		a := c.assistant(no)
-		a.content = append(a.content, block{kind: "thinking", text: strings.Join(parts, "\n\n")})
-	case "function_call":
-		c.call(no, it.CallID, it.Name, argsFromString(rawString(it.Arguments)))
-	case "custom_tool_call":
-		in := ""
-		if it.Input != nil {
-			in = *it.Input
-		}
-		var w jsonw
-		w.firstKey("input")
-		w.str(in)
-		w.raw("}")
-		c.call(no, it.CallID, it.Name, w.b)
+		a.content = append(a.content, it.blocks...)
+	case "function_call", "custom_tool_call":
+		c.call(no, it.callID, it.name, it.args)
 	case "local_shell_call":
-		c.call(no, it.CallID, "local_shell", argsObject(it.Action))
+		c.call(no, it.callID, "local_shell", it.args)
 	case "function_call_output", "custom_tool_call_output", "local_shell_call_output":
 		if c.asst == nil {
 			// An output with no call in this segment: still context.
@@ -291,10 +602,9 @@ func (c *cxConv) item(it *cxItem, no int) error {
 				return err
 			}
 		}
-		text, isErr := cxOutput(it.Output)
 		c.outputs = append(c.outputs, pendingEntry{row: no, e: entry{typ: "message", role: "toolResult",
-			toolCallID: it.CallID, toolName: c.names[it.CallID], isError: isErr,
-			content: []block{{kind: "text", text: text}}}})
+			toolCallID: it.callID, toolName: c.names[it.callID], isError: it.isErr,
+			content: []block{{kind: "text", text: it.out}}}})
 		if c.asst == nil {
 			return c.flush()
 		}
@@ -375,79 +685,3 @@ func (c *cxConv) put(e *entry, row int, root bool) error {
 }
 
 func (c *cxConv) finish() error { return c.flush() }
-
-// cxBlocks converts message content (input_text/output_text/input_image
-// items, or a plain string) to pi blocks.
-func cxBlocks(raw json.RawMessage) []block {
-	if len(raw) > 0 && raw[0] == '"' {
-		return []block{{kind: "text", text: rawString(raw)}}
-	}
-	var items []cxText
-	_ = json.Unmarshal(raw, &items)
-	var out []block
-	for _, t := range items {
-		switch t.Type {
-		case "input_text", "output_text", "text", "summary_text", "reasoning_text":
-			out = append(out, block{kind: "text", text: t.Text})
-		case "input_image":
-			if mime, data, ok := dataURL(t.ImageURL); ok {
-				out = append(out, block{kind: "image", data: data, mime: mime})
-			}
-		}
-	}
-	return out
-}
-
-func dataURL(u string) (mime, data string, ok bool) {
-	rest, found := strings.CutPrefix(u, "data:")
-	if !found {
-		return "", "", false
-	}
-	meta, data, found := strings.Cut(rest, ",")
-	if !found {
-		return "", "", false
-	}
-	mime, _, _ = strings.Cut(meta, ";")
-	return mime, data, true
-}
-
-// cxOutput is a tool output's text: a plain string, content items, or an
-// object {content, success}.
-func cxOutput(raw json.RawMessage) (string, bool) {
-	if len(raw) == 0 {
-		return "", false
-	}
-	switch raw[0] {
-	case '"':
-		return rawString(raw), false
-	case '[':
-		var b strings.Builder
-		for _, blk := range cxBlocks(raw) {
-			b.WriteString(blk.text)
-		}
-		return b.String(), false
-	case '{':
-		var o struct {
-			Content json.RawMessage `json:"content"`
-			Success *bool           `json:"success"`
-		}
-		_ = json.Unmarshal(raw, &o)
-		text, _ := cxOutput(o.Content)
-		return text, o.Success != nil && !*o.Success
-	}
-	return string(raw), false
-}
-
-func rawString(raw json.RawMessage) string {
-	if len(raw) == 0 {
-		return ""
-	}
-	if raw[0] != '"' {
-		return string(raw)
-	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		return string(raw)
-	}
-	return s
-}

@@ -8,16 +8,17 @@ import (
 	"time"
 )
 
-// block is one pi content block.
+// block is one pi content block, its values encoded as JSON already (most
+// are copied from the source line as they are: see jstr).
 type block struct {
 	kind     string // text, thinking, image, toolCall
-	text     string // text, thinking
-	sig      string // thinkingSignature
+	text     []byte // text, thinking: a JSON string (nil: "")
+	sig      []byte // thinkingSignature: a JSON string (nil: none)
 	redacted bool
 	id, name string // toolCall
 	args     []byte // toolCall arguments: a JSON object
-	data     string // image base64
-	mime     string
+	data     []byte // image base64: a JSON string
+	mime     []byte // a JSON string
 }
 
 // usage is a pi usage record; total carries the source format's context
@@ -48,7 +49,7 @@ type entry struct {
 	isError       bool
 
 	// compaction
-	summary      string
+	summary      []byte // a JSON string
 	tokensBefore int64
 
 	// custom_message
@@ -150,7 +151,7 @@ func encodeEntry(w *jsonw, e *entry) {
 		encodeMessage(w, e)
 	case "compaction":
 		w.key("summary")
-		w.str(e.summary)
+		w.jstr(e.summary)
 		w.key("firstKeptEntryId")
 		w.str("")
 		w.key("tokensBefore")
@@ -235,11 +236,11 @@ func encodeMessage(w *jsonw, e *entry) {
 
 func encodeContent(w *jsonw, e *entry) {
 	if e.contentString {
-		s := ""
+		var s []byte
 		if len(e.content) > 0 {
 			s = e.content[0].text
 		}
-		w.str(s)
+		w.jstr(s)
 		return
 	}
 	w.raw("[")
@@ -252,13 +253,13 @@ func encodeContent(w *jsonw, e *entry) {
 		switch b.kind {
 		case "text":
 			w.key("text")
-			w.str(b.text)
+			w.jstr(b.text)
 		case "thinking":
 			w.key("thinking")
-			w.str(b.text)
-			if b.sig != "" {
+			w.jstr(b.text)
+			if b.sig != nil {
 				w.key("thinkingSignature")
-				w.str(b.sig)
+				w.rawb(b.sig)
 			}
 			if b.redacted {
 				w.key("redacted")
@@ -266,9 +267,9 @@ func encodeContent(w *jsonw, e *entry) {
 			}
 		case "image":
 			w.key("data")
-			w.str(b.data)
+			w.jstr(b.data)
 			w.key("mimeType")
-			w.str(b.mime)
+			w.jstr(b.mime)
 		case "toolCall":
 			w.key("id")
 			w.str(b.id)
@@ -303,6 +304,15 @@ func epochMillis(s string) int64 {
 		return 0
 	}
 	return t.UnixMilli()
+}
+
+// compactArgs is argsObject for a raw value jdec.raw measured: a compact
+// object is used as it is.
+func compactArgs(raw []byte, compact bool) []byte {
+	if compact && len(raw) > 0 && raw[0] == '{' {
+		return raw
+	}
+	return argsObject(raw)
 }
 
 // argsObject returns raw JSON as a toolCall arguments object: objects as

@@ -71,11 +71,15 @@ func (l *lineReader) next() ([]byte, error) {
 // rest goes to a temporary file.
 var spoolMemory = 32 << 20
 
+// spoolBlock is the size of the spool's memory blocks: fixed blocks, so
+// that growing never copies what is written.
+const spoolBlock = 1 << 20
+
 // spool is an append-only byte store readable at any offset: memory first,
 // then an unlinked temporary file.
 type spool struct {
 	mu   sync.Mutex
-	mem  []byte
+	mem  [][]byte // full blocks of spoolBlock bytes, the last one filling
 	file *os.File
 	w    *bufio.Writer
 	size int64
@@ -84,7 +88,7 @@ type spool struct {
 func (s *spool) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.file == nil && len(s.mem)+len(p) > spoolMemory {
+	if s.file == nil && s.size+int64(len(p)) > int64(spoolMemory) {
 		f, err := os.CreateTemp("", "ctxtool-view-*.jsonl")
 		if err != nil {
 			return 0, fmt.Errorf("temporary file for the converted transcript: %v (set TMPDIR to a writable directory)", err)
@@ -92,8 +96,10 @@ func (s *spool) Write(p []byte) (int, error) {
 		os.Remove(f.Name()) // unlinked: nothing is left behind, even after kill -9
 		s.file = f
 		s.w = bufio.NewWriterSize(f, 1<<20)
-		if _, err := s.w.Write(s.mem); err != nil {
-			return 0, err
+		for _, b := range s.mem {
+			if _, err := s.w.Write(b); err != nil {
+				return 0, err
+			}
 		}
 		s.mem = nil
 	}
@@ -101,7 +107,19 @@ func (s *spool) Write(p []byte) (int, error) {
 	if s.file != nil {
 		return s.w.Write(p)
 	}
-	s.mem = append(s.mem, p...)
+	for rest := p; len(rest) > 0; {
+		if len(s.mem) == 0 {
+			// Small views (a line's, in recall) stay small: the first
+			// block grows as needed, the next ones are allocated whole.
+			s.mem = append(s.mem, make([]byte, 0, min(spoolBlock, 4096)))
+		} else if len(s.mem[len(s.mem)-1]) == spoolBlock {
+			s.mem = append(s.mem, make([]byte, 0, spoolBlock))
+		}
+		last := &s.mem[len(s.mem)-1]
+		n := min(len(rest), spoolBlock-len(*last))
+		*last = append(*last, rest[:n]...)
+		rest = rest[n:]
+	}
 	return len(p), nil
 }
 
@@ -117,15 +135,18 @@ func (s *spool) finish() error {
 
 func (s *spool) ReadAt(p []byte, off int64) (int, error) {
 	s.mu.Lock()
-	f, mem := s.file, s.mem
+	f, mem, size := s.file, s.mem, s.size
 	s.mu.Unlock()
 	if f != nil {
 		return f.ReadAt(p, off)
 	}
-	if off >= int64(len(mem)) {
-		return 0, io.EOF
+	n := 0
+	for n < len(p) && off < size {
+		b := mem[off/spoolBlock][off%spoolBlock:]
+		c := copy(p[n:], b)
+		n += c
+		off += int64(c)
 	}
-	n := copy(p, mem[off:])
 	if n < len(p) {
 		return n, io.EOF
 	}
@@ -156,6 +177,18 @@ func (w *jsonw) firstKey(k string) {
 	w.b = append(appendString(append(w.b, '{'), k), ':')
 }
 func (w *jsonw) int(n int64) { w.b = appendInt(w.b, n) }
+
+// jstr writes an encoded JSON string; nil is "".
+func (w *jsonw) jstr(s []byte) {
+	if s == nil {
+		w.b = append(w.b, `""`...)
+		return
+	}
+	w.b = append(w.b, s...)
+}
+
+// jsonString encodes s as a JSON string.
+func jsonString(s string) []byte { return appendString(nil, s) }
 
 func appendInt(b []byte, n int64) []byte {
 	if n < 0 {

@@ -9,8 +9,12 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// lineConv is a stateful converter fed one source line at a time.
+// lineConv is a stateful converter fed one source line at a time. Its
+// work is split in two: decode (no state: it runs on any core, for many
+// lines at once) and apply (in line order); line does both.
 type lineConv interface {
+	decode(raw []byte) any
+	apply(no int, rec any) error
 	line(no int, raw []byte) error
 	// flush writes what the converter holds back for the next lines.
 	flush() error
@@ -111,39 +115,14 @@ func sniffLines(lr *lineReader) (Sniffed, [][]byte, error) {
 func convert(name string, f Format, lr *lineReader, replay [][]byte) (*View, error) {
 	v := &view{out: &spool{}}
 	c := newConv(f, v)
-	no := 0
-	feed := func(raw []byte) error {
-		no++
-		if len(bytes.TrimSpace(raw)) == 0 {
-			return nil
-		}
-		return c.line(no, raw)
+	err := convertLines(c, io.MultiReader(bytes.NewReader(bytes.Join(append(replay, nil), []byte{'\n'})), lr.br))
+	if err == nil {
+		err = c.finish()
 	}
-	for _, l := range replay {
-		if err := feed(l); err != nil {
-			v.out.Close()
-			return nil, fmt.Errorf("%s: %v", name, err)
-		}
+	var view *View
+	if err == nil {
+		view, err = v.finish(f, name, "line")
 	}
-	for {
-		l, err := lr.next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			v.out.Close()
-			return nil, fmt.Errorf("%s: read: %v", name, err)
-		}
-		if err := feed(l); err != nil {
-			v.out.Close()
-			return nil, fmt.Errorf("%s: %v", name, err)
-		}
-	}
-	if err := c.finish(); err != nil {
-		v.out.Close()
-		return nil, fmt.Errorf("%s: %v", name, err)
-	}
-	view, err := v.finish(f, name, "line")
 	if err != nil {
 		v.out.Close()
 		return nil, fmt.Errorf("%s: %v", name, err)

@@ -41,6 +41,9 @@ func (c *checker) compactions() {
 		if kept >= 0 {
 			c.splitsToolPair(path, kept, i, sev(Error), superseded)
 		}
+		if i == 0 && c.rootCompaction() != nil {
+			continue // a new history: nothing before it to reclaim, no summary needed (see rootCompaction)
+		}
 		if c.enabled(RuleCompactionNoGain) {
 			if active == nil {
 				active = estimate.ActiveTokens(path)

@@ -251,13 +251,38 @@ func (c *checker) windowSettings() models.Settings {
 func (c *checker) markPath() {
 	entries := c.s.Entries
 	c.onPath = make([]bool, len(entries))
-	// A binary search by line finds each path entry's position.
+	// A binary search by line finds each path entry's position. A foreign
+	// format can put many entries on one source line (Codex's compacted
+	// line replays the whole replacement history): among those, the entry
+	// itself is marked.
 	for _, e := range c.ctx.Path {
-		i := entryPos(entries, e.Line)
-		if i >= 0 {
-			c.onPath[i] = true
+		for i := entryPos(entries, e.Line); i >= 0 && i < len(entries) && entries[i].Line == e.Line; i++ {
+			if entries[i] == e {
+				c.onPath[i] = true
+				break
+			}
 		}
 	}
+}
+
+// rootCompaction is the path's first entry when it is a compaction that
+// starts the history anew — Claude Code's compact_boundary and Codex's
+// compacted line translate that way — and nil otherwise. What came before
+// it in the file is replaced history by design, not a defect, and the
+// context before it is not on this path to be measured.
+func (c *checker) rootCompaction() *transcript.Entry {
+	if c.s.Foreign == nil || len(c.ctx.Path) == 0 || c.ctx.Path[0].Type != "compaction" {
+		return nil
+	}
+	return c.ctx.Path[0]
+}
+
+// replayed reports whether an entry was replayed by a root compaction on
+// the same source line (Codex's replacement_history): a copy of history,
+// whose zero usage is no provider's record.
+func (c *checker) replayed(e *transcript.Entry) bool {
+	r := c.rootCompaction()
+	return r != nil && e != nil && e != r && e.Line == r.Line
 }
 
 // entryPos is the position of the entry on a line, -1 if none.

@@ -60,7 +60,9 @@ func TestLintLinearInCompactions(t *testing.T) {
 	ts, tl := best(small), best(large)
 	ratio := float64(tl) / float64(ts)
 	t.Logf("3,000 compactions %v, 30,000 %v: %.1fx", ts, tl, ratio)
-	if ratio > 25 {
+	// Linear is ~10x; the quadratic scan was over 100x. 40 leaves room for
+	// a loaded machine (27x seen at load 8 on 2 cores, GC of the large run).
+	if ratio > 40 {
 		t.Errorf("10x the compactions took %.1fx the time (linear is ~10x, the old quadratic scan over 100x)", ratio)
 	}
 }

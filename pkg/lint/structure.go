@@ -184,7 +184,13 @@ func (c *checker) unreachable() {
 		return
 	}
 	entries := c.s.Entries
-	for i := 0; i < len(entries); {
+	start := 0
+	if r := c.rootCompaction(); r != nil {
+		for start < len(entries) && entries[start] != r {
+			start++ // history the foreign format's compaction replaced
+		}
+	}
+	for i := start; i < len(entries); {
 		if c.onPath[i] {
 			i++
 			continue

@@ -27,7 +27,7 @@ func (c *checker) usage() {
 		piAnchor := false
 		for k := range audit.Records {
 			r := &audit.Records[k]
-			if r.Class != class {
+			if r.Class != class || c.replayed(r.Entry) {
 				continue
 			}
 			if first == nil {

@@ -1,0 +1,575 @@
+package formats
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math/bits"
+	"unicode/utf8"
+)
+
+// jdec is a validating pull decoder over one JSON line: the readers walk a
+// line's keys once, decode the few fields they use and skip the rest, where
+// encoding/json would validate the line, then decode it (twice for nested
+// raw fields), building strings that are re-encoded at once.
+//
+// It accepts exactly what encoding/json accepts (RFC 8259, invalid UTF-8 in
+// strings allowed, nesting up to 10,000), so a line is malformed exactly when
+// it was before; decoded strings equal encoding/json's, including its U+FFFD
+// replacements. Keys match exactly (encoding/json would also match
+// case-insensitively: no agent writes "Type"). A field of the wrong type is
+// noted in typeErr, decoding goes on (as encoding/json does), and each
+// reader decides what that means for the line.
+type jdec struct {
+	b     []byte
+	i     int
+	depth int
+	// bad: the line is not JSON; everything stops.
+	bad bool
+	// typeErr describes the first field of an unexpected type.
+	typeErr string
+	// spaced counts whitespace runs skipped, so a caller can tell whether
+	// a raw value is compact already.
+	spaced int
+}
+
+// maxDepth is encoding/json's nesting limit.
+const maxDepth = 10000
+
+func newDec(b []byte) *jdec { return &jdec{b: b} }
+
+func (d *jdec) fail() {
+	d.bad = true
+	d.i = len(d.b)
+}
+
+// end checks that nothing but whitespace follows the top-level value.
+func (d *jdec) end() {
+	d.ws()
+	if d.i != len(d.b) {
+		d.fail()
+	}
+}
+
+// errText says why the line was rejected: encoding/json's own message for
+// a line that is not JSON, the type mismatch otherwise.
+func (d *jdec) errText() string {
+	if d.bad {
+		var v json.RawMessage
+		if err := json.Unmarshal(d.b, &v); err != nil {
+			return shortJSONErr(err)
+		}
+		return "invalid JSON"
+	}
+	return d.typeErr
+}
+
+func (d *jdec) ws() {
+	if d.i < len(d.b) && d.b[d.i] > ' ' {
+		return
+	}
+	start := d.i
+	for d.i < len(d.b) {
+		switch d.b[d.i] {
+		case ' ', '\t', '\n', '\r':
+			d.i++
+			continue
+		}
+		break
+	}
+	if d.i > start {
+		d.spaced++
+	}
+}
+
+// peek skips whitespace and returns the next byte (0 at the end).
+func (d *jdec) peek() byte {
+	d.ws()
+	if d.i < len(d.b) {
+		return d.b[d.i]
+	}
+	return 0
+}
+
+func (d *jdec) mismatch(field, want string) {
+	if d.typeErr != "" || d.bad {
+		return
+	}
+	got := "a number"
+	switch d.peek() {
+	case '"':
+		got = "a string"
+	case '{':
+		got = "an object"
+	case '[':
+		got = "an array"
+	case 't', 'f':
+		got = "a boolean"
+	}
+	if field == "" {
+		d.typeErr = fmt.Sprintf("the line is %s, expected %s", got, want)
+		return
+	}
+	d.typeErr = fmt.Sprintf("field %q is %s, expected %s", field, got, want)
+}
+
+// obj enters an object value; false (value consumed) for null or for a
+// value of another kind (a type error on field).
+func (d *jdec) obj(field string) bool {
+	switch d.peek() {
+	case '{':
+		d.i++
+		d.depth++
+		if d.depth > maxDepth {
+			d.fail()
+			return false
+		}
+		return true
+	case 'n':
+		d.skip()
+		return false
+	}
+	d.mismatch(field, "an object")
+	d.skip()
+	return false
+}
+
+// key returns the next key of the object obj entered (decoded only when it
+// holds escapes) and consumes its colon; false at the object's end.
+func (d *jdec) key(first *bool) ([]byte, bool) {
+	c := d.peek()
+	if c == '}' {
+		d.i++
+		d.depth--
+		return nil, false
+	}
+	if !*first {
+		if c != ',' {
+			d.fail()
+			return nil, false
+		}
+		d.i++
+		c = d.peek()
+	}
+	*first = false
+	if c != '"' {
+		d.fail()
+		return nil, false
+	}
+	s := d.str()
+	if d.bad || d.peek() != ':' {
+		d.fail()
+		return nil, false
+	}
+	d.i++
+	if s.esc {
+		return []byte(s.String()), true
+	}
+	return s.raw(), true
+}
+
+// arr enters an array value; false (value consumed) for null or another
+// kind (a type error on field).
+func (d *jdec) arr(field string) bool {
+	switch d.peek() {
+	case '[':
+		d.i++
+		d.depth++
+		if d.depth > maxDepth {
+			d.fail()
+			return false
+		}
+		return true
+	case 'n':
+		d.skip()
+		return false
+	}
+	d.mismatch(field, "an array")
+	d.skip()
+	return false
+}
+
+// next moves to the next element of the array arr entered; false at its
+// end.
+func (d *jdec) next(first *bool) bool {
+	c := d.peek()
+	if c == ']' && *first {
+		d.i++
+		d.depth--
+		return false
+	}
+	if !*first {
+		if c == ']' {
+			d.i++
+			d.depth--
+			return false
+		}
+		if c != ',' {
+			d.fail()
+			return false
+		}
+		d.i++
+	}
+	*first = false
+	return !d.bad
+}
+
+// jstr is a JSON string as it appears in the line.
+type jstr struct {
+	q []byte // with its quotes; nil when absent
+	// esc: it holds escapes; canon: q is byte for byte what appendString
+	// writes for the decoded value, so it can be copied to the output.
+	esc, canon bool
+}
+
+func (s jstr) raw() []byte {
+	if len(s.q) < 2 {
+		return nil
+	}
+	return s.q[1 : len(s.q)-1]
+}
+
+func (s jstr) empty() bool { return len(s.q) <= 2 }
+
+// String decodes the string as encoding/json does.
+func (s jstr) String() string {
+	if s.q == nil {
+		return ""
+	}
+	if !s.esc && s.canon {
+		return string(s.raw())
+	}
+	var out string
+	_ = json.Unmarshal(s.q, &out)
+	return out
+}
+
+// json is the string encoded as appendString would encode its value: the
+// line's own bytes when they are that already.
+func (s jstr) json() []byte {
+	if s.canon {
+		return s.q
+	}
+	return appendString(nil, s.String())
+}
+
+// jsonOrNil is json, nil for an empty or absent string.
+func (s jstr) jsonOrNil() []byte {
+	if s.empty() {
+		return nil
+	}
+	return s.json()
+}
+
+// appendJSON writes the string as JSON (appendString's form).
+func (s jstr) appendJSON(b []byte) []byte {
+	if s.canon {
+		return append(b, s.q...)
+	}
+	return appendString(b, s.String())
+}
+
+// appendInner writes the string as JSON without its quotes, for joining.
+func (s jstr) appendInner(b []byte) []byte {
+	if s.canon {
+		return append(b, s.raw()...)
+	}
+	n := len(b)
+	b = appendString(b, s.String())
+	copy(b[n:], b[n+1:len(b)-1])
+	return b[:len(b)-2]
+}
+
+const (
+	lowBits     = 0x0101010101010101
+	highBits    = 0x8080808080808080
+	quoteBytes  = lowBits * '"'
+	bslashBytes = lowBits * '\\'
+)
+
+// str scans the string at d.i (which holds its opening quote), eight bytes
+// at a time while they are plain.
+func (d *jdec) str() jstr {
+	b := d.b
+	start := d.i
+	i := start + 1
+	var acc uint64 // OR of the bytes seen: any high bit means non-ASCII
+	var s jstr
+	nonCanon := false
+	for {
+		for i+8 <= len(b) {
+			x := binary.LittleEndian.Uint64(b[i:])
+			// Flag quotes, backslashes and control bytes; the lowest flag
+			// is exact (borrows only run upwards).
+			m := ((x^quoteBytes)-lowBits)&^(x^quoteBytes) | ((x^bslashBytes)-lowBits)&^(x^bslashBytes) | (x-lowBits*0x20)&^x
+			m &= highBits
+			if m != 0 {
+				k := bits.TrailingZeros64(m) >> 3
+				acc |= x & (1<<(8*k) - 1)
+				i += k
+				break
+			}
+			acc |= x
+			i += 8
+		}
+		for i < len(b) {
+			c := b[i]
+			if c == '"' || c == '\\' || c < 0x20 {
+				break
+			}
+			acc |= uint64(c)
+			i++
+		}
+		if i >= len(b) {
+			d.fail()
+			return jstr{}
+		}
+		switch c := b[i]; {
+		case c == '"':
+			d.i = i + 1
+			s.q = b[start:d.i]
+			s.canon = !nonCanon && (acc&highBits == 0 || utf8.Valid(s.q))
+			return s
+		case c == '\\':
+			s.esc = true
+			if i+1 >= len(b) {
+				d.fail()
+				return jstr{}
+			}
+			switch b[i+1] {
+			case '"', '\\', 'n', 'r', 't', 'b', 'f':
+				i += 2
+			case '/':
+				nonCanon = true
+				i += 2
+			case 'u':
+				if i+6 > len(b) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) || !isHex(b[i+5]) {
+					d.fail()
+					return jstr{}
+				}
+				// appendString writes \u00xx (lower-case) only for control
+				// characters without a short escape.
+				r := hex4(b[i+2 : i+6])
+				if r >= 0x20 || r == '\b' || r == '\f' || r == '\n' || r == '\r' || r == '\t' || (b[i+5] >= 'A' && b[i+5] <= 'F') {
+					nonCanon = true
+				}
+				i += 6
+			default:
+				d.fail()
+				return jstr{}
+			}
+		default: // a control byte
+			d.fail()
+			return jstr{}
+		}
+	}
+}
+
+func hex4(h []byte) rune {
+	var r rune
+	for _, c := range h {
+		switch {
+		case c <= '9':
+			c -= '0'
+		case c <= 'F':
+			c -= 'A' - 10
+		default:
+			c -= 'a' - 10
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+// text reads a string field: null and absent give the zero jstr, another
+// kind a type error.
+func (d *jdec) text(field string) jstr {
+	switch d.peek() {
+	case '"':
+		return d.str()
+	case 'n':
+		d.skip()
+		return jstr{}
+	}
+	d.mismatch(field, "a string")
+	d.skip()
+	return jstr{}
+}
+
+// string reads a string field as a Go string.
+func (d *jdec) string(field string) string { return d.text(field).String() }
+
+// optString reads a string field that may be null (nil then).
+func (d *jdec) optString(field string) *string {
+	if d.peek() == 'n' {
+		d.skip()
+		return nil
+	}
+	s := d.string(field)
+	return &s
+}
+
+func (d *jdec) bool(field string) bool {
+	switch d.peek() {
+	case 't':
+		d.literal("true")
+		return true
+	case 'f':
+		d.literal("false")
+		return false
+	case 'n':
+		d.skip()
+		return false
+	}
+	d.mismatch(field, "a boolean")
+	d.skip()
+	return false
+}
+
+// int reads an integer field (encoding/json's rule for int64: no fraction
+// or exponent, in range).
+func (d *jdec) int(field string) int64 {
+	c := d.peek()
+	if c == 'n' {
+		d.skip()
+		return 0
+	}
+	if c != '-' && (c < '0' || c > '9') {
+		d.mismatch(field, "an integer")
+		d.skip()
+		return 0
+	}
+	start := d.i
+	d.number()
+	num := d.b[start:d.i]
+	n, ok := parseInt64(num)
+	if !ok && !d.bad && d.typeErr == "" {
+		d.typeErr = fmt.Sprintf("field %q is %s, expected an integer", field, num)
+	}
+	return n
+}
+
+// parseInt64 parses a JSON number that must be an int64 (strconv.ParseInt's
+// rule: optional minus, digits only, in range).
+func parseInt64(num []byte) (int64, bool) {
+	neg := len(num) > 0 && num[0] == '-'
+	if neg {
+		num = num[1:]
+	}
+	if len(num) == 0 {
+		return 0, false
+	}
+	var u uint64
+	for _, c := range num {
+		if c < '0' || c > '9' || u > (1<<63)/10 {
+			return 0, false
+		}
+		u = u*10 + uint64(c-'0')
+	}
+	switch {
+	case neg && u <= 1<<63:
+		return -int64(u), true
+	case !neg && u < 1<<63:
+		return int64(u), true
+	}
+	return 0, false
+}
+
+// raw skips a value and returns its bytes; compact is true when no
+// whitespace was skipped inside it.
+func (d *jdec) raw() (raw []byte, compact bool) {
+	d.ws()
+	start, spaced := d.i, d.spaced
+	d.skip()
+	if d.bad {
+		return nil, false
+	}
+	return d.b[start:d.i], d.spaced == spaced
+}
+
+func (d *jdec) literal(lit string) {
+	if len(d.b)-d.i < len(lit) || string(d.b[d.i:d.i+len(lit)]) != lit {
+		d.fail()
+		return
+	}
+	d.i += len(lit)
+}
+
+func (d *jdec) number() {
+	b, i := d.b, d.i
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	default:
+		d.fail()
+		return
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		j := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == j {
+			d.fail()
+			return
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		j := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == j {
+			d.fail()
+			return
+		}
+	}
+	d.i = i
+}
+
+// skip validates and passes over one value.
+func (d *jdec) skip() {
+	switch c := d.peek(); {
+	case c == '"':
+		d.str()
+	case c == '{':
+		d.obj("")
+		for first := true; ; {
+			if _, ok := d.key(&first); !ok {
+				return
+			}
+			d.skip()
+		}
+	case c == '[':
+		d.arr("")
+		for first := true; d.next(&first); {
+			d.skip()
+		}
+	case c == 't':
+		d.literal("true")
+	case c == 'f':
+		d.literal("false")
+	case c == 'n':
+		d.literal("null")
+	case c == '-' || c >= '0' && c <= '9':
+		d.number()
+	default:
+		d.fail()
+	}
+}

@@ -1,0 +1,165 @@
+package formats
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/rand/v2"
+	"strconv"
+	"testing"
+	"unicode/utf8"
+)
+
+// Pieces of JSON strings that encoding/json decodes in a special way:
+// escapes it rewrites, surrogates (paired, lone, reversed), invalid UTF-8,
+// characters appendString leaves alone.
+var stringPieces = []string{`a`, ` `, `\n`, `\t`, `\"`, `\\`, `\/`, `\b`, `\f`, `\r`, `\u0061`, `\u00e9`, `\u00E9`,
+	`\u001f`, `\u001F`, `\u0000`, `\u0008`, `\u000a`, `\u0022`, `\u005c`, `\u2028`, `\ud83d\ude00`, `\ud83d`,
+	`\ude00`, `\ude00\ud83d`, `\ud83dx`, `\ud83d\u0061`, "\xff", "\xc3", "\xc3\xa9", "é", "漢", "😀", "\u2028",
+	"\x7f", "\xed\xa0\x80", "\xef\xbf\xbd", `<&>`}
+
+func randomStringToken(r *rand.Rand) []byte {
+	b := []byte{'"'}
+	for n := r.IntN(6); n >= 0; n-- {
+		b = append(b, stringPieces[r.IntN(len(stringPieces))]...)
+	}
+	return append(b, '"')
+}
+
+// Lines shaped like the agents' (shortened).
+var sampleLines = []string{
+	`{"parentUuid":"b3bd","isSidechain":false,"cwd":"/home/dev","sessionId":"88c2","type":"assistant","message":{"model":"claude-opus-4-6","id":"msg_01","type":"message","role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"ls -la","description":"List"}}],"stop_reason":null,"usage":{"input_tokens":3,"cache_creation_input_tokens":1200,"cache_read_input_tokens":40000,"output_tokens":80}},"uuid":"c4d1","timestamp":"2026-03-02T09:00:05.120Z"}`,
+	`{"parentUuid":"c4d1","isSidechain":false,"type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_1","type":"tool_result","content":"total 8\ndrwxr-xr-x 2 dev dev 4096 .\n","is_error":false}]},"uuid":"d5e2","timestamp":"2026-03-02T09:00:06.001Z","toolUseResult":{"stdout":"total 8","stderr":"","interrupted":false}}`,
+	`{"parentUuid":null,"isSidechain":false,"type":"progress","data":{"type":"hook_progress","hookEvent":"SessionStart"},"uuid":"b3bd","timestamp":"2026-03-02T09:00:02.370Z"}`,
+	`{"timestamp":"2026-03-18T11:05:01.002Z","type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{\"command\":[\"bash\",\"-lc\",\"ls\"],\"timeout_ms\":10000}","call_id":"call_7"}}`,
+	`{"timestamp":"2026-03-18T11:05:02.500Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":9000,"cached_input_tokens":8000,"output_tokens":40,"reasoning_output_tokens":0,"total_tokens":9040},"last_token_usage":{"input_tokens":9000,"cached_input_tokens":8000,"output_tokens":40,"reasoning_output_tokens":0,"total_tokens":9040},"model_context_window":258400},"rate_limits":null}}`,
+	`{"timestamp":"2026-03-18T11:05:03.000Z","type":"response_item","payload":{"type":"reasoning","summary":[{"type":"summary_text","text":"**Listing** the files"}],"content":null,"encrypted_content":"gAAAAB"}}`,
+}
+
+// Lines to check the decoder on: lines shaped like the agents', hand-made
+// edge cases, and random damage to all of them.
+func jdecCorpus() [][]byte {
+	var lines [][]byte
+	for _, s := range sampleLines {
+		lines = append(lines, []byte(s))
+	}
+	for _, s := range []string{``, ` `, `{}`, `[]`, `{"a":}`, `{"a":1,}`, `[1,]`, `[,1]`, `{,}`, `{"a" 1}`,
+		`{"a":1 "b":2}`, `01`, `-`, `-0`, `1.`, `.5`, `1e`, `1e+`, `1E-7`, `-0.0e0`, `tru`, `nul`, `nulls`,
+		`"\u12"`, `"\x"`, "\"a\tb\"", `"abc`, `"\`, "\xef\xbb\xbf{}", `{"a":[{"b":[[]]}]}`, ` {"a" : [ 1 , 2 ] } `,
+		"{\"a\":1}\r", `{"a":1}x`, `{"a":1}{}`, `[1 2]`, `{"\u0074ype":"x"}`, `123456789012345678901234567890`,
+		`9223372036854775807`, `9223372036854775808`, `-9223372036854775808`, `-9223372036854775809`,
+		string(bytes.Repeat([]byte{'['}, 10001)) + string(bytes.Repeat([]byte{']'}, 10001)),
+		string(bytes.Repeat([]byte{'['}, 10000)) + string(bytes.Repeat([]byte{']'}, 10000))} {
+		lines = append(lines, []byte(s))
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 300 {
+		lines = append(lines, randomStringToken(r))
+	}
+	n := len(lines)
+	for i := range n {
+		l := lines[i]
+		if len(l) == 0 {
+			continue
+		}
+		for range 3 {
+			m := append([]byte(nil), l...)
+			switch p := r.IntN(len(m)); r.IntN(4) {
+			case 0:
+				m = m[:p]
+			case 1:
+				const junk = "{}[]\":,\\ x0-e\x01\xff"
+				m[p] = junk[r.IntN(len(junk))]
+			case 2:
+				m = append(m[:p], append(randomStringToken(r), m[p:]...)...)
+			default:
+				m = append(m[:p], m[p+1:]...)
+			}
+			lines = append(lines, m)
+		}
+	}
+	return lines
+}
+
+// checkJdec compares the decoder with encoding/json on one input.
+func checkJdec(t *testing.T, in []byte) {
+	t.Helper()
+	d := newDec(in)
+	d.skip()
+	d.end()
+	if valid := json.Valid(in); d.bad == valid {
+		t.Fatalf("%q: jdec says bad=%v, encoding/json valid=%v", in, d.bad, valid)
+	}
+	if d.bad {
+		if d.errText() == "" {
+			t.Fatalf("%q: no error text", in)
+		}
+		return
+	}
+	d = newDec(in)
+	raw, compact := d.raw()
+	if compact {
+		var c bytes.Buffer
+		if err := json.Compact(&c, raw); err != nil || !bytes.Equal(c.Bytes(), raw) {
+			t.Fatalf("%q: said compact, json.Compact gives %q", raw, c.Bytes())
+		}
+	}
+	switch raw[0] {
+	case '"':
+		d := newDec(raw)
+		s := d.str()
+		var want string
+		if err := json.Unmarshal(raw, &want); err != nil {
+			t.Fatal(err)
+		}
+		if s.String() != want {
+			t.Fatalf("%q: decoded %q, encoding/json %q", raw, s.String(), want)
+		}
+		enc := appendString(nil, want)
+		if !bytes.Equal(s.json(), enc) || !bytes.Equal(s.appendJSON(nil), enc) {
+			t.Fatalf("%q: encoded %q, want %q", raw, s.json(), enc)
+		}
+		if inner := s.appendInner([]byte("x")); !bytes.Equal(inner, append([]byte("x"), enc[1:len(enc)-1]...)) {
+			t.Fatalf("%q: inner %q, want %q", raw, inner, enc[1:len(enc)-1])
+		}
+		if s.canon && !bytes.Equal(raw, enc) {
+			t.Fatalf("%q: said canonical, appendString writes %q", raw, enc)
+		}
+	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		n, ok := parseInt64(raw)
+		want, err := strconv.ParseInt(string(raw), 10, 64)
+		if ok != (err == nil) || n != want && ok {
+			t.Fatalf("%q: parseInt64 %d %v, strconv %d %v", raw, n, ok, want, err)
+		}
+	}
+}
+
+func TestJdecAgreesWithEncodingJSON(t *testing.T) {
+	lines := jdecCorpus()
+	canon, nonCanon := 0, 0
+	for _, l := range lines {
+		checkJdec(t, l)
+		if len(l) > 0 && l[0] == '"' && json.Valid(l) {
+			if newDec(l).str().canon {
+				canon++
+			} else {
+				nonCanon++
+			}
+		}
+	}
+	// Both paths of the string encoder were taken.
+	if canon < 20 || nonCanon < 20 {
+		t.Errorf("canonical strings %d, others %d: the corpus misses a path", canon, nonCanon)
+	}
+}
+
+func FuzzJdec(f *testing.F) {
+	for _, s := range []string{`{"a":"b\n"}`, `"\ud83d\ude00"`, "\"\xff\"", `[1,{"x":null}]`, `-0.5e3`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if !utf8.Valid(in) && len(in) > 1<<16 {
+			return
+		}
+		checkJdec(t, in)
+	})
+}
