@@ -44,9 +44,11 @@ type BudgetOptions struct {
 	Compact   *CompactOptions
 }
 
-func init() { register(newBudgetCmd) }
+func init() { register(func(f *Factory) *cobra.Command { return newBudgetCmd(f, nil) }) }
 
-func newBudgetCmd(f *Factory) *cobra.Command {
+// newBudgetCmd builds the command; runF, when set, receives the resolved
+// options instead of running (tests of flag and config resolution).
+func newBudgetCmd(f *Factory, runF func(*BudgetOptions) error) *cobra.Command {
 	opts := &BudgetOptions{IO: f.IO}
 	cmd := &cobra.Command{
 		Use:   "budget FILE...",
@@ -102,6 +104,9 @@ or a test to send; their chars/4 sizes add up to the reported total.`,
 			}
 			if err := opts.load(cfg, c.Flags()); err != nil {
 				return exitcode.New(exitcode.Usage, err)
+			}
+			if runF != nil {
+				return runF(opts)
 			}
 			return runBudget(c.Context(), opts)
 		},

@@ -36,9 +36,11 @@ type CheckpointOptions struct {
 	Wait   time.Duration    // state lock wait
 }
 
-func init() { register(newCheckpointCmd) }
+func init() { register(func(f *Factory) *cobra.Command { return newCheckpointCmd(f, nil) }) }
 
-func newCheckpointCmd(f *Factory) *cobra.Command {
+// newCheckpointCmd builds the command; runF, when set, receives the resolved
+// options instead of running (tests of flag and config resolution).
+func newCheckpointCmd(f *Factory, runF func(*CheckpointOptions) error) *cobra.Command {
 	opts := &CheckpointOptions{IO: f.IO}
 	cmd := &cobra.Command{
 		Use:   "checkpoint FILE",
@@ -84,6 +86,9 @@ session recorded survives a reset to a new file under the same key.`,
 			opts.Keep = cfg.Int(c.Flags(), "checkpoint.keep")
 			opts.DedupeThreshold = cfg.Float(c.Flags(), "checkpoint.dedupeThreshold")
 			opts.Size = sizeOptions(cfg, c.Flags())
+			if runF != nil {
+				return runF(opts)
+			}
 			return runCheckpoint(opts)
 		},
 	}

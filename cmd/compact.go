@@ -50,9 +50,11 @@ type CompactOptions struct {
 	Hooks         compaction.Hooks
 }
 
-func init() { register(newCompactCmd) }
+func init() { register(func(f *Factory) *cobra.Command { return newCompactCmd(f, nil) }) }
 
-func newCompactCmd(f *Factory) *cobra.Command {
+// newCompactCmd builds the command; runF, when set, receives the resolved
+// options instead of running (tests of flag and config resolution).
+func newCompactCmd(f *Factory, runF func(*CompactOptions) error) *cobra.Command {
 	opts := &CompactOptions{IO: f.IO}
 	cmd := &cobra.Command{
 		Use:   "compact FILE...",
@@ -120,6 +122,9 @@ empty summary writes nothing and exits 1.`,
 					_, err = ix.Index(ctx, path)
 					return err
 				}
+			}
+			if runF != nil {
+				return runF(opts)
 			}
 			return runCompact(c.Context(), opts)
 		},

@@ -36,9 +36,11 @@ type EstimateOptions struct {
 	Gauge func(tokens, window int) string
 }
 
-func init() { register(newEstimateCmd) }
+func init() { register(func(f *Factory) *cobra.Command { return newEstimateCmd(f, nil) }) }
 
-func newEstimateCmd(f *Factory) *cobra.Command {
+// newEstimateCmd builds the command; runF, when set, receives the resolved
+// options instead of running (tests of flag and config resolution).
+func newEstimateCmd(f *Factory, runF func(*EstimateOptions) error) *cobra.Command {
 	opts := &EstimateOptions{IO: f.IO}
 	cmd := &cobra.Command{
 		Use:   "estimate FILE...",
@@ -75,6 +77,9 @@ measure the same way and report the same size.`,
 			opts.ModelWindows, opts.ContextTokens = so.Window.Overrides, so.Window.ContextTokens
 			if opts.Gauge == nil {
 				opts.Gauge = contextGauge
+			}
+			if runF != nil {
+				return runF(opts)
 			}
 			return runEstimate(opts)
 		},

@@ -19,9 +19,11 @@ type ExportOptions struct {
 	JSON   bool
 }
 
-func init() { register(newExportCmd) }
+func init() { register(func(f *Factory) *cobra.Command { return newExportCmd(f, nil) }) }
 
-func newExportCmd(f *Factory) *cobra.Command {
+// newExportCmd builds the command; runF, when set, receives the resolved
+// options instead of running (tests of flag and config resolution).
+func newExportCmd(f *Factory, runF func(*ExportOptions) error) *cobra.Command {
 	opts := &ExportOptions{IO: f.IO}
 	cmd := &cobra.Command{
 		Use:   "export FILE --to pi",
@@ -41,6 +43,9 @@ unchanged (it is a pi session already).`,
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.File = args[0]
 			opts.JSON = f.JSON
+			if runF != nil {
+				return runF(opts)
+			}
 			return runExport(opts)
 		},
 	}

@@ -41,9 +41,11 @@ type FlushOptions struct {
 	Compact *CompactOptions
 }
 
-func init() { register(newFlushCmd) }
+func init() { register(func(f *Factory) *cobra.Command { return newFlushCmd(f, nil) }) }
 
-func newFlushCmd(f *Factory) *cobra.Command {
+// newFlushCmd builds the command; runF, when set, receives the resolved
+// options instead of running (tests of flag and config resolution).
+func newFlushCmd(f *Factory, runF func(*FlushOptions) error) *cobra.Command {
 	opts := &FlushOptions{IO: f.IO}
 	cmd := &cobra.Command{
 		Use:   "flush FILE...",
@@ -85,6 +87,9 @@ flushes do not duplicate entries.`,
 			opts.StateDir = cfg.StateDir(c.Flags())
 			if err := opts.load(cfg, c.Flags()); err != nil {
 				return exitcode.New(exitcode.Usage, err)
+			}
+			if runF != nil {
+				return runF(opts)
 			}
 			return runFlush(c.Context(), opts)
 		},

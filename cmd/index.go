@@ -32,9 +32,11 @@ type IndexOptions struct {
 	MaxChars int
 }
 
-func init() { register(newIndexCmd) }
+func init() { register(func(f *Factory) *cobra.Command { return newIndexCmd(f, nil) }) }
 
-func newIndexCmd(f *Factory) *cobra.Command {
+// newIndexCmd builds the command; runF, when set, receives the resolved
+// options instead of running (tests of flag and config resolution).
+func newIndexCmd(f *Factory, runF func(*IndexOptions) error) *cobra.Command {
 	opts := &IndexOptions{IO: f.IO}
 	cmd := &cobra.Command{
 		Use:   "index PATH...",
@@ -79,6 +81,9 @@ hybrid search.`,
 			opts.MaxChars = cfg.Int(nil, "recall.toolOutputChars")
 			if opts.Embedder, err = recallEmbedder(cfg); err != nil {
 				return exitcode.New(exitcode.Usage, err)
+			}
+			if runF != nil {
+				return runF(opts)
 			}
 			return runIndex(c.Context(), opts)
 		},

@@ -36,9 +36,11 @@ type LintOptions struct {
 	Ctx       context.Context
 }
 
-func init() { register(newLintCmd) }
+func init() { register(func(f *Factory) *cobra.Command { return newLintCmd(f, nil) }) }
 
-func newLintCmd(f *Factory) *cobra.Command {
+// newLintCmd builds the command; runF, when set, receives the resolved
+// options instead of running (tests of flag and config resolution).
+func newLintCmd(f *Factory, runF func(*LintOptions) error) *cobra.Command {
 	opts := &LintOptions{IO: f.IO}
 	cmd := &cobra.Command{
 		Use:   "lint FILE|DIR...",
@@ -84,6 +86,9 @@ Directories are walked for transcripts (and .reset/.deleted archives).`,
 			}
 			if err := lintConfig(opts, cfg, c); err != nil {
 				return exitcode.New(exitcode.Usage, err)
+			}
+			if runF != nil {
+				return runF(opts)
 			}
 			return runLint(opts)
 		},

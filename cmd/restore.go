@@ -32,9 +32,11 @@ type RestoreOptions struct {
 	Ctx        context.Context
 }
 
-func init() { register(newRestoreCmd) }
+func init() { register(func(f *Factory) *cobra.Command { return newRestoreCmd(f, nil) }) }
 
-func newRestoreCmd(f *Factory) *cobra.Command {
+// newRestoreCmd builds the command; runF, when set, receives the resolved
+// options instead of running (tests of flag and config resolution).
+func newRestoreCmd(f *Factory, runF func(*RestoreOptions) error) *cobra.Command {
 	opts := &RestoreOptions{IO: f.IO}
 	cmd := &cobra.Command{
 		Use:   "restore FILE|SESSION_KEY",
@@ -64,6 +66,9 @@ and appends nothing when the session's last entry is that text already.`,
 			opts.JSON = f.JSON
 			opts.StateDir = cfg.StateDir(c.Flags())
 			opts.Ctx = c.Context()
+			if runF != nil {
+				return runF(opts)
+			}
 			return runRestore(opts)
 		},
 	}

@@ -42,9 +42,11 @@ type RollOptions struct {
 	Fallback rolling.FallbackFunc
 }
 
-func init() { register(newRollCmd) }
+func init() { register(func(f *Factory) *cobra.Command { return newRollCmd(f, nil) }) }
 
-func newRollCmd(f *Factory) *cobra.Command {
+// newRollCmd builds the command; runF, when set, receives the resolved
+// options instead of running (tests of flag and config resolution).
+func newRollCmd(f *Factory, runF func(*RollOptions) error) *cobra.Command {
 	opts := &RollOptions{IO: f.IO}
 	cmd := &cobra.Command{
 		Use:   "roll FILE|DIR...",
@@ -120,6 +122,9 @@ code 4 unless --wait gets the lock). Standalone pi takes no lock: use
 				co.Settings.Strategy = compaction.StrategySafeguard
 				co.Settings.Force = true // the roll trigger already decided
 				opts.Fallback = rollFallback(co)
+			}
+			if runF != nil {
+				return runF(opts)
 			}
 			return runRoll(c.Context(), opts)
 		},

@@ -26,9 +26,11 @@ type SearchOptions struct {
 	Embedder   recall.Embedder
 }
 
-func init() { register(newSearchCmd) }
+func init() { register(func(f *Factory) *cobra.Command { return newSearchCmd(f, nil) }) }
 
-func newSearchCmd(f *Factory) *cobra.Command {
+// newSearchCmd builds the command; runF, when set, receives the resolved
+// options instead of running (tests of flag and config resolution).
+func newSearchCmd(f *Factory, runF func(*SearchOptions) error) *cobra.Command {
 	opts := &SearchOptions{IO: f.IO}
 	cmd := &cobra.Command{
 		Use:   "search QUERY...",
@@ -59,6 +61,9 @@ citation, entryIds, timestamp, source); no hits print nothing.`,
 			opts.MinScore = cfg.Float(c.Flags(), "recall.minScore")
 			if opts.Embedder, err = recallEmbedder(cfg); err != nil {
 				return exitcode.New(exitcode.Usage, err)
+			}
+			if runF != nil {
+				return runF(opts)
 			}
 			return runSearch(c.Context(), opts)
 		},

@@ -789,7 +789,6 @@ func TestCommandsStopOnSignal(t *testing.T) {
 // Peak RSS is measured per command (getrusage of the child): no command
 // holds more than about twice the largest line it reads plus its normal
 // working set; lines over transcript.MaxLineBytes are never read whole.
-// (`index` reads lines itself, in pkg/recall: issue 17.)
 func TestPathologicalSizesPeakRSS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("reads 4 GB and a 200 MB line; skipped with -short")
@@ -841,6 +840,10 @@ func TestPathologicalSizesPeakRSS(t *testing.T) {
 		{headedPipe, true, []string{"estimate"}, base, true},
 		{headedPipe, true, []string{"lint", "--fail-on", "never"}, base, true},
 		{big, true, []string{"estimate", "--tokenizer", "heuristic"}, base + 2*bigLine>>20, true},
+		// index measures a line over the cap without reading it (it held
+		// the whole 2 GB line before: 6.2 GB peak). A 200 MB line under
+		// the cap still costs index ~5× the line (encoding/json): not bounded here.
+		{headed, false, []string{"index", "--state-dir", state}, base, true},
 	}
 	for _, c := range cases {
 		var r run
@@ -883,4 +886,37 @@ func writeBigLineSession(t *testing.T, path string, n int) {
 	}
 	f.WriteString(`"}],"isError":false,"timestamp":1772442003000}}` + "\n")
 	f.WriteString(`{"type":"message","id":"a4","parentId":"a3","timestamp":"2026-03-02T09:00:04.000Z","message":{"role":"user","content":"thanks","timestamp":1772442004000}}` + "\n")
+}
+
+// A line over the cap in the middle of a session is measured and reported
+// by index, never read whole, and what follows it is still indexed and
+// found (every line after it stays searchable).
+func TestIndexSkipsOversizedLineAndKeepsTheRest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("reads a 300 MB line")
+	}
+	dir := t.TempDir()
+	p := filepath.Join(dir, "s.jsonl")
+	hdr := `{"type":"session","version":3,"id":"s","timestamp":"2026-03-02T09:00:00.000Z","cwd":"/"}` + "\n"
+	if err := os.WriteFile(p, []byte(hdr), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(p, int64(len(hdr))+300<<20); err != nil { // sparse: 300 MB of NUL, one line
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("\n" + `{"type":"message","id":"m1","parentId":null,"timestamp":"2026-03-02T09:01:00.000Z","message":{"role":"user","content":[{"type":"text","text":"the wombat ledger lives in region quokka-7"}],"timestamp":1772442060000}}` + "\n")
+	f.Close()
+	state := filepath.Join(dir, "state")
+	r := ctxtool(t, "index", "--state-dir", state, p)
+	if r.code != 0 || r.maxRSS>>10 > 160 || !strings.Contains(r.stderr, "line cap") {
+		t.Fatalf("index: exit %d, peak %d MiB\n%s%s", r.code, r.maxRSS>>10, r.stdout, r.stderr)
+	}
+	r = ctxtool(t, "search", "--state-dir", state, "wombat ledger quokka")
+	if r.code != 0 || !strings.Contains(r.stdout, "s.jsonl") {
+		t.Fatalf("search: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 }

@@ -201,13 +201,17 @@ func (ix *Index) scanLines(ctx context.Context, f *os.File, off int64, line, new
 	x := extractor{maxChars: ix.maxChars}
 	ch := newChunker()
 	br := bufio.NewReaderSize(io.NewSectionReader(f, off, 1<<62), 1<<20)
-	var long []byte
-	isLong := false
+	// A line longer than the buffer is measured first and then read at its
+	// exact size from the file; a line over transcript.MaxLineBytes is only
+	// measured, as every other command treats it. A multi-GB line without a
+	// newline costs no memory.
+	longBytes := 0
+	isLong, oversized := false, false
 	for {
 		part, err := br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {
-			long = append(long, part...)
 			isLong = true
+			longBytes += len(part)
 			continue
 		}
 		if err == io.EOF {
@@ -216,15 +220,31 @@ func (ix *Index) scanLines(ctx context.Context, f *os.File, off int64, line, new
 		if err != nil {
 			return res, fmt.Errorf("recall: read %s: %v", f.Name(), err)
 		}
-		l := part
+		l, n := part, len(part)
 		if isLong {
-			long = append(long, part...)
-			l = long
+			n += longBytes
+			if oversized = n > transcript.MaxLineBytes; !oversized {
+				l = make([]byte, n)
+				if _, err := f.ReadAt(l, res.end); err != nil {
+					return res, fmt.Errorf("recall: read %s: %v", f.Name(), err)
+				}
+			}
 		}
 		res.lines++
 		res.read++
 		res.lastLineStart = res.end
-		res.end += int64(len(l))
+		res.end += int64(n)
+		if oversized {
+			if res.lines > newFrom {
+				res.nMalformed++
+				if len(res.malformed) < maxReportedMalformed {
+					res.malformed = append(res.malformed, transcript.Malformed{Line: res.lines, Offset: res.lastLineStart, Bytes: n,
+						Err: fmt.Sprintf("a line of %d bytes, over the %d MiB line cap: measured, not indexed", n, transcript.MaxLineBytes>>20)})
+				}
+			}
+			longBytes, isLong, oversized = 0, false, false
+			continue
+		}
 		units, ok := extractSourceLine(&x, conv, res.lines, l)
 		if !ok && res.lines > newFrom {
 			res.nMalformed++
@@ -247,9 +267,7 @@ func (ix *Index) scanLines(ctx context.Context, f *os.File, off int64, line, new
 			}
 			ch.add(contentLine{line: res.lines, off: res.lastLineStart, unit: u})
 		}
-		if isLong {
-			long, isLong = long[:0], false
-		}
+		longBytes, isLong = 0, false
 		if res.read%256 == 0 {
 			if err := ctx.Err(); err != nil {
 				return res, err

@@ -1,0 +1,157 @@
+package cmd
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ctxtool/ctxtool/pkg/exitcode"
+	"github.com/ctxtool/ctxtool/pkg/iostreams"
+)
+
+// resolve runs one command line through the real root (global flags,
+// config loading, flag checks) with the command built by build, whose run
+// function is replaced: it returns the options the command would run with.
+func resolve[T any](t *testing.T, build func(*Factory, func(*T) error) *cobra.Command, args ...string) (*T, int) {
+	t.Helper()
+	io, _, _, _ := iostreams.Test()
+	root, f := NewRootCmd(io)
+	var got *T
+	c := build(f, func(o *T) error { got = o; return nil })
+	usageArgs(c)
+	for _, old := range root.Commands() {
+		if old.Name() == c.Name() {
+			root.RemoveCommand(old)
+		}
+	}
+	root.AddCommand(c)
+	root.SetArgs(args)
+	err := execute(context.Background(), root)
+	return got, exitcode.Code(err)
+}
+
+// configFile writes a ctxtool.yaml and returns its path.
+func configFile(t *testing.T, yaml string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "ctxtool.yaml")
+	if err := os.WriteFile(p, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Flags, environment variables and the config file become the options each
+// command runs with, in that order of precedence: flag > env > file >
+// default. One table per command, through the gh-style runF seam.
+func TestFlagsToOptions(t *testing.T) {
+	cleanEnv(t)
+	cfg := configFile(t, `
+estimate:
+  tokenizer: o200k
+contextWindow: 64000
+compaction:
+  mode: safeguard
+  keepRecentTokens: 12000
+  rolling:
+    targetUtilization: 0.5
+checkpoint:
+  keep: 7
+recall:
+  maxResults: 9
+lint:
+  failOn: warning
+`)
+	t.Run("estimate", func(t *testing.T) {
+		o, code := resolve(t, newEstimateCmd, "--config", cfg, "estimate", "--per-message", "--fail-over", "80%", "a.jsonl", "b.jsonl")
+		if code != 0 || o.Tokenizer != "o200k" || o.ContextWindow != 64000 || !o.PerMessage || o.FailOver != "80%" ||
+			!reflect.DeepEqual(o.Files, []string{"a.jsonl", "b.jsonl"}) {
+			t.Fatalf("exit %d, %+v", code, o)
+		}
+		t.Setenv("CTXTOOL_ESTIMATE_TOKENIZER", "cl100k")
+		if o, _ := resolve(t, newEstimateCmd, "--config", cfg, "estimate", "a.jsonl"); o.Tokenizer != "cl100k" {
+			t.Errorf("env beats file: %q", o.Tokenizer)
+		}
+		if o, _ := resolve(t, newEstimateCmd, "--config", cfg, "estimate", "--tokenizer", "heuristic", "--context-window", "8192", "a.jsonl"); o.Tokenizer != "heuristic" || o.ContextWindow != 8192 {
+			t.Errorf("flag beats env and file: %q %d", o.Tokenizer, o.ContextWindow)
+		}
+		if _, code := resolve(t, newEstimateCmd, "estimate", "--tokenizer", "words", "a.jsonl"); code != 2 {
+			t.Errorf("unknown tokenizer: exit %d, want 2", code)
+		}
+	})
+	t.Run("compact", func(t *testing.T) {
+		o, code := resolve(t, newCompactCmd, "--config", cfg, "compact", "--dry-run", "--if-needed", "--summarizer", "extractive", "--fail-on-dropped", "0", "s.jsonl")
+		if code != 0 || o.Settings.Strategy != "safeguard" || o.Settings.KeepRecentTokens != 12000 || !o.DryRun || !o.IfNeeded ||
+			o.Summarizer != "extractive" || o.FailOnDropped != 0 || o.Size.Window.ContextWindow != 64000 {
+			t.Fatalf("exit %d, %+v", code, o)
+		}
+		o, _ = resolve(t, newCompactCmd, "--config", cfg, "compact", "--strategy", "default", "--keep-recent-tokens", "3000", "--reserve-tokens", "2048", "s.jsonl")
+		if o.Settings.Strategy != "default" || o.Settings.KeepRecentTokens != 3000 || o.Settings.ReserveTokens != 2048 || o.FailOnDropped >= 0 {
+			t.Fatalf("flags: %+v (failOnDropped %d: unset must be negative)", o.Settings, o.FailOnDropped)
+		}
+	})
+	t.Run("roll", func(t *testing.T) {
+		o, code := resolve(t, newRollCmd, "--config", cfg, "roll", "--dry-run", "--jobs", "3", "--older-than", "2h", "--trigger", "0", "dir")
+		if code != 0 || o.Roll.TargetUtilization != 0.5 || !o.Roll.DryRun || o.Jobs != 3 || o.OlderThan != 2*time.Hour ||
+			!o.Roll.Force || !reflect.DeepEqual(o.Paths, []string{"dir"}) {
+			t.Fatalf("exit %d, %+v / %+v", code, o, o.Roll)
+		}
+	})
+	t.Run("checkpoint", func(t *testing.T) {
+		o, code := resolve(t, newCheckpointCmd, "--config", cfg, "--state-dir", "/tmp/st", "checkpoint", "--trigger", "auto-80pct", "--dry-run", "s.jsonl")
+		if code != 0 || o.Keep != 7 || o.Trigger != "auto-80pct" || !o.DryRun || o.StateDir != "/tmp/st" || o.File != "s.jsonl" || o.Size.Method != "o200k" {
+			t.Fatalf("exit %d, %+v", code, o)
+		}
+		if _, code := resolve(t, newCheckpointCmd, "checkpoint", "a.jsonl", "b.jsonl"); code != 2 {
+			t.Errorf("two files without --capture: exit %d, want 2", code)
+		}
+	})
+	t.Run("restore", func(t *testing.T) {
+		o, code := resolve(t, newRestoreCmd, "--state-dir", "/tmp/st", "restore", "--format", "yaml", "--id", "cp_002", "s.jsonl")
+		if code != 0 || o.Format != "yaml" || o.ID != "cp_002" || o.Target != "s.jsonl" || o.StateDir != "/tmp/st" {
+			t.Fatalf("exit %d, %+v", code, o)
+		}
+	})
+	t.Run("search", func(t *testing.T) {
+		o, code := resolve(t, newSearchCmd, "--config", cfg, "search", "--min-score", "0.5", "retry config")
+		if code != 0 || o.MaxResults != 9 || o.MinScore != 0.5 || o.Query != "retry config" {
+			t.Fatalf("exit %d, %+v", code, o)
+		}
+	})
+	t.Run("index", func(t *testing.T) {
+		o, code := resolve(t, newIndexCmd, "index", "--index", "postgres://u@h/db", "--rebuild", "d1", "d2")
+		if code != 0 || o.Location != "postgres://u@h/db" || !o.Rebuild || !reflect.DeepEqual(o.Paths, []string{"d1", "d2"}) {
+			t.Fatalf("exit %d, %+v", code, o)
+		}
+	})
+	t.Run("lint", func(t *testing.T) {
+		o, code := resolve(t, newLintCmd, "--config", cfg, "lint", "--format", "sarif", "--max-tokens", "5000", "d")
+		if code != 0 || o.FailOn != "warning" || o.Format != "sarif" || o.Lint.MaxTokens != 5000 || o.Lint.ContextWindow != 64000 {
+			t.Fatalf("exit %d, %+v / %+v", code, o, o.Lint)
+		}
+	})
+	t.Run("budget", func(t *testing.T) {
+		o, code := resolve(t, newBudgetCmd, "--config", cfg, "budget", "--workspace", "ws", "--emit", "context", "s.jsonl")
+		if code != 0 || o.Workspace != "ws" || o.Emit != "context" || o.ContextWindow != 64000 {
+			t.Fatalf("exit %d, %+v", code, o)
+		}
+	})
+	t.Run("flush", func(t *testing.T) {
+		t.Setenv("CTXTOOL_COMPACTION_MEMORYFLUSH_FORCEFLUSHTRANSCRIPTBYTES", "4096")
+		o, code := resolve(t, newFlushCmd, "--config", cfg, "flush", "--workspace", "ws", "--soft-threshold-tokens", "1000", "--force", "s.jsonl")
+		if code != 0 || o.Workspace != "ws" || o.SoftThresholdTokens != 1000 || !o.Force || o.ForceFlushTranscriptBytes != 4096 ||
+			o.Compact == nil || o.Compact.Settings.KeepRecentTokens != 12000 {
+			t.Fatalf("exit %d, %+v", code, o)
+		}
+	})
+	t.Run("export", func(t *testing.T) {
+		o, code := resolve(t, newExportCmd, "export", "--to", "pi", "-o", "out.jsonl", "--force", "cc.jsonl")
+		if code != 0 || o.To != "pi" || o.Output != "out.jsonl" || !o.Force || o.File != "cc.jsonl" {
+			t.Fatalf("exit %d, %+v", code, o)
+		}
+	})
+}
