@@ -52,9 +52,7 @@ func TestSlimInputBuildsTheSameCheckpoint(t *testing.T) {
 		}
 		files = append(files, f)
 	}
-	for _, fx := range oracle.Fixtures(t) {
-		files = append(files, fx)
-	}
+	files = append(files, oracle.Fixtures(t)...)
 	g, _ := filepath.Glob("../../testdata/*.jsonl")
 	files = append(files, g...)
 	now := time.Date(2026, 3, 10, 0, 0, 0, 0, time.UTC)

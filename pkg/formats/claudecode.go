@@ -25,7 +25,11 @@ import (
 //     its own tool_use, so the plain parent walk would lose all but one of
 //     them (anthropics/claude-code#31330). Every tool_result answering one
 //     assistant message is chained after the previous one, which is the
-//     request the agent actually sent.
+//     request the agent actually sent. A result can also be written
+//     between two blocks of one message.id (Claude Code runs a tool while
+//     the model streams the next block): it is held until the message is
+//     complete, so the message keeps all its calls and the results follow
+//     it in order.
 //   - user lines: a string or text/image blocks → a pi user message;
 //     tool_result blocks → pi toolResult messages (toolName from the
 //     tool_use); isMeta lines are sent to the model and count.
@@ -436,6 +440,11 @@ type ccGroup struct {
 	row   int
 }
 
+type heldLine struct {
+	no int
+	l  *ccLine
+}
+
 type ccConv struct {
 	v *view
 	// alias maps a uuid that was not written (or was merged) to the pi id
@@ -448,6 +457,11 @@ type ccConv struct {
 	// written holds the uuids written as entries (a pending group's too).
 	written map[string]struct{}
 	pend    *ccGroup
+	// held are tool-result lines answering the pending assistant message
+	// while it may still grow: Claude Code runs a tool while the model
+	// streams the next block of the same message, so a result can be
+	// written between two blocks of one message.id.
+	held []heldLine
 	// side is the isSidechain value of the file's conversation (-1: not
 	// seen yet).
 	side      int8
@@ -513,6 +527,11 @@ func (c *ccConv) apply(no int, rec any) error {
 	case l.typ == "assistant" && l.message:
 		return c.assistant(no, l)
 	case l.typ == "user" && l.message:
+		if p := c.pend; p != nil && len(l.out) > 0 && l.out[0].role == "toolResult" && c.resolve(l.parent) == p.e.id {
+			c.held = append(c.held, heldLine{no, l})
+			c.written[l.uuid] = struct{}{}
+			return nil
+		}
 		if err := c.flush(); err != nil {
 			return err
 		}
@@ -539,7 +558,7 @@ func (c *ccConv) assistant(no int, l *ccLine) error {
 			c.names[b.id] = b.name
 		}
 	}
-	if p := c.pend; p != nil && l.msgID != "" && p.msgID == l.msgID && parent == p.e.id {
+	if p := c.pend; p != nil && l.msgID != "" && p.msgID == l.msgID && (parent == p.e.id || c.isHeld(parent)) {
 		p.e.content = append(p.e.content, l.blocks...)
 		c.alias[l.uuid] = p.e.id
 		if l.usage != nil {
@@ -565,7 +584,18 @@ func (c *ccConv) assistant(no int, l *ccLine) error {
 	return nil
 }
 
-// flush writes the pending assistant message.
+// isHeld reports whether uuid is a held tool-result line.
+func (c *ccConv) isHeld(uuid string) bool {
+	for _, h := range c.held {
+		if h.l.uuid == uuid {
+			return true
+		}
+	}
+	return false
+}
+
+// flush writes the pending assistant message, then the tool results held
+// for it (chained one after the other, as the next request sends them).
 func (c *ccConv) flush() error {
 	p := c.pend
 	if p == nil {
@@ -573,7 +603,18 @@ func (c *ccConv) flush() error {
 	}
 	c.pend = nil
 	p.e.stopReason = ccStopReason(p.e.stopReason, p.e.content)
-	return c.v.emit(&p.e, p.row)
+	if err := c.v.emit(&p.e, p.row); err != nil {
+		return err
+	}
+	held := c.held
+	c.held = nil
+	for _, h := range held {
+		delete(c.written, h.l.uuid) // user() registers it again
+		if err := c.user(h.no, h.l); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func ccStopReason(s string, content []block) string {

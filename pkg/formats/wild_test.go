@@ -3,6 +3,7 @@ package formats_test
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -183,5 +184,78 @@ func TestClaudeCodeSubagentStartsAtItsFirstLine(t *testing.T) {
 	}
 	if p := s.Branch(); len(p) != 3 || p[0].Line != 3 || p[0].ParentID != "" {
 		t.Errorf("path of %d entries from line %d, want 3 from the root at line 3", len(p), p[0].Line)
+	}
+}
+
+// A tool result written between two blocks of one message (Claude Code runs
+// a tool while the model streams the next block): lines 34 and 37 share a
+// message.id with result 36 between them. They are one assistant message
+// with both calls and line 37's usage, followed by both results in order,
+// as the next request sends them — not two replies of which the second
+// looks "flat" (same prompt although a result was added).
+func TestClaudeCodeResultBetweenBlocksOfOneMessage(t *testing.T) {
+	s := loadWild(t, "claude-code/spotter-tool-heavy.jsonl")
+	checkInterleavedMerge(t, s, 34, 37, 36, 38)
+}
+
+func checkInterleavedMerge(t *testing.T, s *transcript.Session, first, second, resA, resB int) {
+	t.Helper()
+	ctx := s.Context()
+	var order []int
+	for _, m := range ctx.Messages {
+		order = append(order, m.Entry.Line)
+		if m.Entry.Line == second {
+			t.Fatalf("line %d is a message of its own: %v", second, order)
+		}
+	}
+	for i, l := range order {
+		if l != first {
+			continue
+		}
+		m := ctx.Messages[i].Entry
+		if len(m.ToolCallIDs) != 2 || i+2 >= len(order) || order[i+1] != resA || order[i+2] != resB {
+			t.Fatalf("message %d has calls %v, followed by lines %v; want 2 calls then results %d, %d", first, m.ToolCallIDs, order[i+1:min(len(order), i+3)], resA, resB)
+		}
+		return
+	}
+	t.Fatalf("no message from line %d in %v", first, order)
+}
+
+// The same shape, written here, checked without ../shared.
+func TestClaudeCodeResultBetweenBlocksGenerated(t *testing.T) {
+	line := func(typ, uuid, parent, body string) string {
+		p := `null`
+		if parent != "" {
+			p = `"` + parent + `"`
+		}
+		return `{"type":"` + typ + `","uuid":"` + uuid + `","parentUuid":` + p + `,"sessionId":"s1","cwd":"/w","timestamp":"2026-03-02T09:00:00.000Z","isSidechain":false,` + body + "}\n"
+	}
+	usage := func(out int) string {
+		return `"usage":{"input_tokens":5,"cache_read_input_tokens":1000,"cache_creation_input_tokens":0,"output_tokens":` + strconv.Itoa(out) + `}`
+	}
+	src := line("user", "u1", "", `"message":{"role":"user","content":"list both dirs"}`) +
+		line("assistant", "a1", "u1", `"message":{"id":"msg_X","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls a"}}],`+usage(10)+`}`) +
+		line("progress", "p1", "a1", `"data":{}`) +
+		line("user", "r1", "p1", `"message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"x.go"}]}`) +
+		line("assistant", "a2", "r1", `"message":{"id":"msg_X","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"tool_use","id":"t2","name":"Bash","input":{"command":"ls b"}}],`+usage(30)+`}`) +
+		line("user", "r2", "a2", `"message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t2","content":"y.go"}]}`) +
+		line("assistant", "a3", "r2", `"message":{"id":"msg_Y","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"x.go and y.go"}],`+usage(8)+`}`)
+	p := filepath.Join(t.TempDir(), "cc.jsonl")
+	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := transcript.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.Format() != formats.ClaudeCode {
+		t.Fatalf("read as %v", s.Format())
+	}
+	checkInterleavedMerge(t, s, 2, 5, 4, 6)
+	for _, m := range s.Context().Messages {
+		if m.Entry.Line == 2 && (m.Entry.Usage == nil || m.Entry.Usage.Output != 30) {
+			t.Errorf("merged message usage %+v, want the last block's (output 30)", m.Entry.Usage)
+		}
 	}
 }

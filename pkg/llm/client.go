@@ -282,6 +282,9 @@ func (c *Client) chatRequest(r Request) openai.ChatCompletionRequest {
 	if p.completionTokens {
 		req.MaxCompletionTokens = r.MaxTokens
 	} else {
+		// Deprecated by OpenAI, but what most OpenAI-compatible servers
+		// (Ollama, vLLM, OpenRouter…) take; the field is learnt per endpoint.
+		//lint:ignore SA1019 max_tokens is still the field of most compatible endpoints
 		req.MaxTokens = r.MaxTokens
 	}
 	if !p.noTemperature {

@@ -48,7 +48,7 @@ type Case struct {
 }
 
 type plan struct {
-	name, model, wantModel string
+	name, wantModel string
 	cfg                    sessiongen.Config
 	window, target         int
 	piClass                string
