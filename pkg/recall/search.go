@@ -122,6 +122,17 @@ func keywords(tokens []string) []string {
 	return out
 }
 
+// anyCJK reports whether a query token has CJK characters (then the
+// backends match substrings, see each backend's match).
+func anyCJK(tokens []string) bool {
+	for _, t := range tokens {
+		if hasCJK(t) {
+			return true
+		}
+	}
+	return false
+}
+
 // bm25RankToScore maps FTS5's bm25() (lower = better, usually negative)
 // to 0..1 exactly as OpenClaw does.
 func bm25RankToScore(rank float64) float64 {
