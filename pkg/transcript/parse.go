@@ -347,8 +347,7 @@ func (s *scanner) message(e *Entry) bool {
 	if s.peek() != '{' {
 		return s.skip(0)
 	}
-	var cs contentStatsT
-	var command, output int
+	var m messageFields
 	wide0 := s.wide
 	first := true
 	for {
@@ -359,71 +358,83 @@ func (s *scanner) message(e *Entry) bool {
 		if done {
 			break
 		}
-		var good bool
-		switch string(key) {
-		case "role":
-			e.Role, good = s.maybeInterned()
-		case "content":
-			good = s.content(&cs)
-		case "command":
-			command, good = s.maybeStringLen()
-		case "output":
-			output, good = s.maybeStringLen()
-		case "stopReason":
-			e.StopReason, good = s.maybeInterned()
-		case "model":
-			e.Model, good = s.maybeInterned()
-		case "provider":
-			e.Provider, good = s.maybeInterned()
-		case "timestamp":
-			e.MsgTimestamp, good = s.maybeNumber()
-			if math.IsInf(e.MsgTimestamp, 0) {
-				s.warns = append(s.warns, "message.timestamp is out of range (pi reads Infinity); ignored")
-				e.MsgTimestamp = 0
-			}
-		case "toolCallId":
-			e.ToolCallID, good = s.maybeString()
-		case "toolName":
-			e.ToolName, good = s.maybeInterned()
-		case "isError":
-			e.IsError, good = s.maybeBool()
-		case "excludeFromContext":
-			e.ExcludeFromContext, good = s.maybeBool()
-		case "customType":
-			e.CustomType, good = s.maybeInterned()
-		case "usage":
-			e.Usage, good = s.usage()
-		default:
-			good = s.skip(0)
-		}
-		if !good {
+		if !s.messageField(string(key), e, &m) {
 			return false
 		}
 	}
-	e.Images = cs.images
-	e.Wide = cs.wide
+	e.Images = m.cs.images
+	e.Wide = m.cs.wide
 	switch e.Role {
 	case "user":
-		if cs.isString {
-			e.Chars = cs.strLen
+		if m.cs.isString {
+			e.Chars = m.cs.strLen
 		} else {
-			e.Chars = cs.text
+			e.Chars = m.cs.text
 		}
 	case "assistant":
-		e.Chars = cs.text + cs.thinking + cs.toolCalls
-		e.ThinkingChars = cs.thinking
-		e.ToolCallIDs = cs.toolCallIDs
+		e.Chars = m.cs.text + m.cs.thinking + m.cs.toolCalls
+		e.ThinkingChars = m.cs.thinking
+		e.ToolCallIDs = m.cs.toolCallIDs
 	case "toolResult", "custom", "hookMessage":
 		// hookMessage (v2's name for custom) is renamed by pi's migration
 		// only in files older than v3; Session.finish decides.
-		e.Chars = cs.customChars()
+		e.Chars = m.cs.customChars()
 	case "bashExecution":
-		e.Chars = command + output
+		e.Chars = m.command + m.output
 		e.Wide = s.wide - wide0
 	default:
 		e.Chars = 0
 	}
 	return true
+}
+
+// messageFields is what message reads of a message beyond the entry's own
+// fields: its content's statistics and a bash execution's text lengths.
+type messageFields struct {
+	cs              contentStatsT
+	command, output int
+}
+
+// messageField reads the value of one key of a message object into e or
+// m, validating it; false when the line is malformed.
+func (s *scanner) messageField(key string, e *Entry, m *messageFields) (good bool) {
+	switch key {
+	case "role":
+		e.Role, good = s.maybeInterned()
+	case "content":
+		good = s.content(&m.cs)
+	case "command":
+		m.command, good = s.maybeStringLen()
+	case "output":
+		m.output, good = s.maybeStringLen()
+	case "stopReason":
+		e.StopReason, good = s.maybeInterned()
+	case "model":
+		e.Model, good = s.maybeInterned()
+	case "provider":
+		e.Provider, good = s.maybeInterned()
+	case "timestamp":
+		e.MsgTimestamp, good = s.maybeNumber()
+		if math.IsInf(e.MsgTimestamp, 0) {
+			s.warns = append(s.warns, "message.timestamp is out of range (pi reads Infinity); ignored")
+			e.MsgTimestamp = 0
+		}
+	case "toolCallId":
+		e.ToolCallID, good = s.maybeString()
+	case "toolName":
+		e.ToolName, good = s.maybeInterned()
+	case "isError":
+		e.IsError, good = s.maybeBool()
+	case "excludeFromContext":
+		e.ExcludeFromContext, good = s.maybeBool()
+	case "customType":
+		e.CustomType, good = s.maybeInterned()
+	case "usage":
+		e.Usage, good = s.usage()
+	default:
+		good = s.skip(0)
+	}
+	return good
 }
 
 func (s *scanner) maybeStringLen() (int, bool) {
