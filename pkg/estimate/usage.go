@@ -262,15 +262,6 @@ func (a *UsageAudit) Rejected() *UsageRecord {
 	return &a.Records[a.PiAnchor]
 }
 
-// Counts tallies the records by class.
-func (a *UsageAudit) Counts() map[UsageClass]int {
-	out := map[UsageClass]int{}
-	for _, r := range a.Records {
-		out[r.Class]++
-	}
-	return out
-}
-
 // sound is the set of entries whose records are sound.
 func (a *UsageAudit) sound() map[*transcript.Entry]bool {
 	out := make(map[*transcript.Entry]bool, len(a.Records))

@@ -77,5 +77,3 @@ func (b *Baseline) Mark(reports []*Report) {
 	}
 }
 
-// Len is the number of findings in the baseline.
-func (b *Baseline) Len() int { return len(b.known) }
