@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -283,6 +284,16 @@ func emitted(r *budget.Report, overheadOnly bool) *EmittedContext {
 func printBudget(o *BudgetOptions, r *budget.Report) {
 	w := o.IO.Out
 	fmt.Fprintf(w, "%s — context window %s tokens\n\n", r.File, humanInt(r.ContextWindow))
+	printBudgetRegions(w, r)
+	if len(r.Bootstrap) > 0 {
+		printBootstrapFiles(w, r)
+	}
+	printBudgetHistory(w, r)
+	fmt.Fprintln(w)
+}
+
+// printBudgetRegions is the table of each region's budget and actual size.
+func printBudgetRegions(w io.Writer, r *budget.Report) {
 	t := newTable(w)
 	t.row("REGION", "BUDGET", "ACTUAL", "NOTE")
 	sp := "system prompt: " + r.SystemPromptSource
@@ -297,32 +308,38 @@ func printBudget(o *BudgetOptions, r *budget.Report) {
 	t.row("reserve", humanInt(r.Budget.Reserve), "—", "given to history")
 	t.row("total", humanInt(r.ContextWindow), humanInt(r.TotalTokens), fmt.Sprintf("%s free after the response budget", humanInt(r.Free)))
 	t.flush()
+}
 
-	if len(r.Bootstrap) > 0 {
-		fmt.Fprintln(w, "\nbootstrap files")
-		t = newTable(w)
-		t.row("FILE", "CHARS", "INJECTED", "TOKENS", "")
-		for _, f := range r.Bootstrap {
-			note := ""
-			switch {
-			case f.Missing:
-				note = "missing"
-			case f.Skipped:
-				note = "skipped: total bootstrap limit reached"
-			case f.Truncated:
-				note = fmt.Sprintf("truncated at %s chars", humanInt(f.MaxChars))
-			}
-			t.row(f.Name, humanInt(f.Chars), humanInt(f.InjectedChars), humanInt(f.Tokens), note)
+// printBootstrapFiles lists the bootstrap files and the memory notes that
+// are not injected.
+func printBootstrapFiles(w io.Writer, r *budget.Report) {
+	fmt.Fprintln(w, "\nbootstrap files")
+	t := newTable(w)
+	t.row("FILE", "CHARS", "INJECTED", "TOKENS", "")
+	for _, f := range r.Bootstrap {
+		note := ""
+		switch {
+		case f.Missing:
+			note = "missing"
+		case f.Skipped:
+			note = "skipped: total bootstrap limit reached"
+		case f.Truncated:
+			note = fmt.Sprintf("truncated at %s chars", humanInt(f.MaxChars))
 		}
-		for _, n := range r.MemoryNotes {
-			t.row(filepath.Join("memory", filepath.Base(n.Path)), humanInt(n.Chars), "0", "0", "memory search only, not injected")
-		}
-		t.flush()
+		t.row(f.Name, humanInt(f.Chars), humanInt(f.InjectedChars), humanInt(f.Tokens), note)
 	}
+	for _, n := range r.MemoryNotes {
+		t.row(filepath.Join("memory", filepath.Base(n.Path)), humanInt(n.Chars), "0", "0", "memory search only, not injected")
+	}
+	t.flush()
+}
 
+// printBudgetHistory says what of the history is kept, summarised and
+// injected from the semantic history.
+func printBudgetHistory(w io.Writer, r *budget.Report) {
 	h := r.History
 	fmt.Fprintln(w, "\nhistory")
-	t = newTable(w)
+	t := newTable(w)
 	t.row("messages", fmt.Sprintf("%s of %s kept (%s of %s tokens, budget %s)", humanInt(h.MessagesOut), humanInt(h.MessagesIn), humanInt(h.TokensOut), humanInt(h.TokensIn), humanInt(h.Budget)))
 	if h.FirstKeptLine > 0 {
 		t.row("kept from", fmt.Sprintf("line %d (entry %s)", h.FirstKeptLine, h.FirstKeptEntryID))
@@ -330,7 +347,14 @@ func printBudget(o *BudgetOptions, r *budget.Report) {
 	if h.PreservedFromLine > 0 {
 		t.row("preserved", fmt.Sprintf("last %d user turns from line %d (%s tokens)", h.PreservedTurns, h.PreservedFromLine, humanInt(h.PreservedTokens)))
 	}
-	rs := r.Rolling
+	rollingSummaryRows(t, r.Rolling)
+	semanticHistoryRows(t, r.Semantic)
+	t.flush()
+}
+
+// rollingSummaryRows say whether the rolling summary triggered and what
+// it covers.
+func rollingSummaryRows(t *table, rs budget.Rolling) {
 	switch {
 	case !rs.Enabled:
 		t.row("rolling summary", "disabled")
@@ -351,7 +375,10 @@ func printBudget(o *BudgetOptions, r *budget.Report) {
 			t.row("", rs.Note)
 		}
 	}
-	sh := r.Semantic
+}
+
+// semanticHistoryRows list the semantic history chunks injected.
+func semanticHistoryRows(t *table, sh budget.Semantic) {
 	switch {
 	case !sh.Enabled:
 		t.row("semantic history", "disabled")
@@ -363,8 +390,6 @@ func printBudget(o *BudgetOptions, r *budget.Report) {
 			t.row("", fmt.Sprintf("%.2f  %s", c.Score, c.Source))
 		}
 	}
-	t.flush()
-	fmt.Fprintln(w)
 }
 
 func parenthesised(s string) string {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -93,35 +94,8 @@ empty summary writes nothing and exits 1.`,
   OPENAI_API_KEY=… ctxtool compact session.jsonl --summarizer llm --llm-model gpt-4o-mini`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			cfg, err := f.Config()
-			if err != nil {
+			if err := opts.resolve(f, c, args); err != nil {
 				return err
-			}
-			if err := opts.fromConfig(cfg, c); err != nil {
-				return exitcode.New(exitcode.Usage, err)
-			}
-			if opts.MemoryFlush {
-				if err := opts.loadFlush(cfg, c.Flags()); err != nil {
-					return exitcode.New(exitcode.Usage, err)
-				}
-			}
-			opts.Files = args
-			opts.JSON = f.JSON
-			if opts.Truncate && !opts.DryRun && cfg.Bool(nil, "recall.enabled") && opts.IndexBackup == nil {
-				emb, err := recallEmbedder(cfg)
-				if err != nil {
-					return exitcode.New(exitcode.Usage, err)
-				}
-				loc, state, maxChars := cfg.String(nil, "recall.url"), cfg.StateDir(c.Flags()), cfg.Int(nil, "recall.toolOutputChars")
-				opts.IndexBackup = func(ctx context.Context, path string) error {
-					ix, err := openRecall(loc, state, emb, maxChars)
-					if err != nil {
-						return err
-					}
-					defer ix.Close()
-					_, err = ix.Index(ctx, path)
-					return err
-				}
 			}
 			if runF != nil {
 				return runF(opts)
@@ -129,6 +103,12 @@ empty summary writes nothing and exits 1.`,
 			return runCompact(c.Context(), opts)
 		},
 	}
+	addCompactFlags(cmd, opts)
+	return cmd
+}
+
+// addCompactFlags declares compact's flags on cmd, bound to opts.
+func addCompactFlags(cmd *cobra.Command, opts *CompactOptions) {
 	fl := cmd.Flags()
 	configFlags(cmd, "compaction.mode", "compaction.summarizer", "compaction.keepRecentTokens", "compaction.reserveTokens",
 		"compaction.customInstructions", "contextWindow", "model", "llm.model", "estimate.tokenizer")
@@ -144,7 +124,49 @@ empty summary writes nothing and exits 1.`,
 	fl.StringVar(&opts.Flush.Workspace, "workspace", "", "the agent's workspace, for --memory-flush")
 	fl.BoolVar(&opts.Audit, "audit", false, "list the facts of the summarised region the summary dropped (always in --json as audit)")
 	fl.IntVar(&opts.FailOnDropped, "fail-on-dropped", -1, "exit 3 and write nothing when the summary drops more than N facts (CI gate)")
-	return cmd
+}
+
+// resolve fills the options from the config, the flags of c and args.
+func (o *CompactOptions) resolve(f *Factory, c *cobra.Command, args []string) error {
+	cfg, err := f.Config()
+	if err != nil {
+		return err
+	}
+	if err := o.fromConfig(cfg, c); err != nil {
+		return exitcode.New(exitcode.Usage, err)
+	}
+	if o.MemoryFlush {
+		if err := o.loadFlush(cfg, c.Flags()); err != nil {
+			return exitcode.New(exitcode.Usage, err)
+		}
+	}
+	o.Files = args
+	o.JSON = f.JSON
+	if o.Truncate && !o.DryRun && cfg.Bool(nil, "recall.enabled") && o.IndexBackup == nil {
+		if o.IndexBackup, err = backupIndexer(cfg, c.Flags()); err != nil {
+			return exitcode.New(exitcode.Usage, err)
+		}
+	}
+	return nil
+}
+
+// backupIndexer returns the function that puts a --truncate backup in the
+// recall index the config names.
+func backupIndexer(cfg *config.Config, fs *pflag.FlagSet) (func(ctx context.Context, path string) error, error) {
+	emb, err := recallEmbedder(cfg)
+	if err != nil {
+		return nil, err
+	}
+	loc, state, maxChars := cfg.String(nil, "recall.url"), cfg.StateDir(fs), cfg.Int(nil, "recall.toolOutputChars")
+	return func(ctx context.Context, path string) error {
+		ix, err := openRecall(loc, state, emb, maxChars)
+		if err != nil {
+			return err
+		}
+		defer ix.Close()
+		_, err = ix.Index(ctx, path)
+		return err
+	}, nil
 }
 
 // fromConfig resolves flags, environment and config into the options.
@@ -278,70 +300,11 @@ func runCompact(ctx context.Context, o *CompactOptions) error {
 	}
 	worst := 0
 	for _, file := range o.Files {
-		set := o.Settings
-		set.Force = !o.IfNeeded
-		opts := compaction.Options{
-			Settings: set, Summarizer: sum, Size: o.Size, DryRun: o.DryRun, Truncate: o.Truncate, Idle: o.Idle, Wait: o.Wait,
-			Hooks: o.Hooks,
-			Logf:  func(format string, args ...any) { fmt.Fprintf(o.IO.ErrOut, format+"\n", args...) },
-		}
-		if o.FailOnDropped >= 0 {
-			opts.FailOnDropped = &o.FailOnDropped
-		}
-		if err := checkInput(file); err != nil {
-			fmt.Fprintf(o.IO.ErrOut, "ctxtool: %v\n", err)
-			worst = max(worst, exitcode.Code(err))
-			if o.JSON {
-				if err := writeJSONLine(o.IO.Out, &compaction.Result{File: file, Reason: err.Error(), Strategy: o.Settings.Strategy, Summarizer: sum.Name()}); err != nil {
-					return err
-				}
-			}
-			continue
-		}
-		if o.MemoryFlush {
-			if err := flushBeforeCompaction(ctx, o, file); err != nil {
-				fmt.Fprintf(o.IO.ErrOut, "ctxtool: %v\n", err)
-				worst = max(worst, exitcode.Code(err))
-				continue
-			}
-		}
-		res, err := compaction.Run(ctx, file, opts)
-		if err == nil {
-			recordCompaction(ctx, o, res)
-		}
-		if err == nil && res.Backup != "" && o.IndexBackup != nil {
-			// Nothing leaves search: the lines the rewrite dropped are in
-			// the backup, which directory walks skip (as OpenClaw's memory
-			// search does); index it by name now. It stays in the index:
-			// index prunes only files that no longer exist.
-			if ierr := o.IndexBackup(ctx, res.Backup); ierr != nil {
-				err = fmt.Errorf("%s: compacted, but the backup %s holding the dropped lines is not searchable yet: %v (run 'ctxtool index %s')",
-					file, res.Backup, ierr, res.Backup)
-			} else {
-				res.BackupIndexed = true
-			}
-		}
+		code, err := o.compactFile(ctx, sum, file)
 		if err != nil {
-			code := exitcode.Code(err)
-			fmt.Fprintf(o.IO.ErrOut, "ctxtool: %v\n", err)
-			if code > worst {
-				worst = code
-			}
-			if res == nil {
-				res = &compaction.Result{File: file, Reason: err.Error(), Strategy: o.Settings.Strategy, Summarizer: sum.Name()}
-			}
+			return err
 		}
-		warnMalformed(o.IO.ErrOut, file, res.MalformedLines, "compacts pi's context without it")
-		for _, w := range res.Warnings {
-			fmt.Fprintf(o.IO.ErrOut, "warning: %s: %s\n", file, w)
-		}
-		if o.JSON {
-			if err := writeJSONLine(o.IO.Out, res); err != nil {
-				return err
-			}
-		} else {
-			printCompact(o, res, err)
-		}
+		worst = max(worst, code)
 	}
 	if worst != 0 {
 		return exitcode.Silent(worst)
@@ -349,49 +312,171 @@ func runCompact(ctx context.Context, o *CompactOptions) error {
 	return nil
 }
 
+// compactFile compacts one file and reports it. It returns the file's exit
+// code, and an error only when the report could not be written.
+func (o *CompactOptions) compactFile(ctx context.Context, sum compaction.Summarizer, file string) (int, error) {
+	if err := checkInput(file); err != nil {
+		fmt.Fprintf(o.IO.ErrOut, "ctxtool: %v\n", err)
+		if o.JSON {
+			if err := writeJSONLine(o.IO.Out, o.failedResult(file, sum, err)); err != nil {
+				return 0, err
+			}
+		}
+		return exitcode.Code(err), nil
+	}
+	if o.MemoryFlush {
+		if err := flushBeforeCompaction(ctx, o, file); err != nil {
+			fmt.Fprintf(o.IO.ErrOut, "ctxtool: %v\n", err)
+			return exitcode.Code(err), nil
+		}
+	}
+	res, err := compaction.Run(ctx, file, o.compactionOptions(sum))
+	if err == nil {
+		recordCompaction(ctx, o, res)
+	}
+	if err == nil && res.Backup != "" && o.IndexBackup != nil {
+		// Nothing leaves search: the lines the rewrite dropped are in
+		// the backup, which directory walks skip (as OpenClaw's memory
+		// search does); index it by name now. It stays in the index:
+		// index prunes only files that no longer exist.
+		err = o.indexBackup(ctx, file, res)
+	}
+	code := 0
+	if err != nil {
+		code = exitcode.Code(err)
+		fmt.Fprintf(o.IO.ErrOut, "ctxtool: %v\n", err)
+		if res == nil {
+			res = o.failedResult(file, sum, err)
+		}
+	}
+	warnMalformed(o.IO.ErrOut, file, res.MalformedLines, "compacts pi's context without it")
+	for _, w := range res.Warnings {
+		fmt.Fprintf(o.IO.ErrOut, "warning: %s: %s\n", file, w)
+	}
+	if o.JSON {
+		return code, writeJSONLine(o.IO.Out, res)
+	}
+	printCompact(o, res, err)
+	return code, nil
+}
+
+// compactionOptions are the options compaction.Run takes for each file.
+func (o *CompactOptions) compactionOptions(sum compaction.Summarizer) compaction.Options {
+	set := o.Settings
+	set.Force = !o.IfNeeded
+	opts := compaction.Options{
+		Settings: set, Summarizer: sum, Size: o.Size, DryRun: o.DryRun, Truncate: o.Truncate, Idle: o.Idle, Wait: o.Wait,
+		Hooks: o.Hooks,
+		Logf:  func(format string, args ...any) { fmt.Fprintf(o.IO.ErrOut, format+"\n", args...) },
+	}
+	if o.FailOnDropped >= 0 {
+		opts.FailOnDropped = &o.FailOnDropped
+	}
+	return opts
+}
+
+// indexBackup puts res's --truncate backup in the recall index and marks it
+// indexed; the error says the file was compacted all the same.
+func (o *CompactOptions) indexBackup(ctx context.Context, file string, res *compaction.Result) error {
+	if err := o.IndexBackup(ctx, res.Backup); err != nil {
+		return fmt.Errorf("%s: compacted, but the backup %s holding the dropped lines is not searchable yet: %v (run 'ctxtool index %s')",
+			file, res.Backup, err, res.Backup)
+	}
+	res.BackupIndexed = true
+	return nil
+}
+
+// failedResult is the result reported for a file that failed before
+// compaction.Run gave one.
+func (o *CompactOptions) failedResult(file string, sum compaction.Summarizer, err error) *compaction.Result {
+	return &compaction.Result{File: file, Reason: err.Error(), Strategy: o.Settings.Strategy, Summarizer: sum.Name()}
+}
+
 func printCompact(o *CompactOptions, r *compaction.Result, runErr error) {
 	w := o.IO.Out
-	status := "compacted"
-	switch {
-	case runErr != nil:
-		status = "failed"
-	case r.DryRun && r.Reason == "":
-		status = "would compact (dry run)"
-	case r.DryRun:
-		status = "would not compact (dry run)"
-	case !r.Compacted:
-		status = "not compacted"
-	}
 	t := newTable(w).fit(o.IO.Width())
 	t.row("file", displayPath(r.File))
-	t.row("result", status)
+	t.row("result", compactStatus(r, runErr))
 	if r.Reason != "" {
 		t.row("reason", r.Reason)
 	}
 	t.row("strategy", r.Strategy+" / "+r.Summarizer+" summarizer")
 	if p := r.Preparation(); p != nil && p.FirstKept != nil {
-		span := "—"
-		if r.SummarizedFromLine > 0 {
-			span = fmt.Sprintf("lines %d–%d", r.SummarizedFromLine, r.SummarizedToLine)
-		}
-		t.row("summarized", fmt.Sprintf("%s messages (%s)", humanInt(r.SummarizedMessages), span))
-		if r.SplitTurn {
-			t.row("split turn", fmt.Sprintf("%d messages of the cut turn summarized separately", r.TurnPrefixMessages))
-		}
-		kept := fmt.Sprintf("%s messages from line %d (entry %s)", humanInt(r.KeptMessages), r.FirstKeptLine, r.FirstKeptEntryID)
-		t.row("kept", kept)
-		if r.KeepRecentTokens > 0 {
-			t.row("kept size", fmt.Sprintf("~%s tokens by %s (asked %s)", humanInt(r.KeptTokensEstimated), r.Estimator, humanInt(r.KeepRecentTokens)))
-		}
-		if r.PreviousSummary {
-			t.row("previous", "summary carried forward")
-		}
-		if r.Threshold <= 0 && r.Strategy != compaction.StrategySummarize {
-			t.row("trigger", fmt.Sprintf("every prompt: window %s − reserve %s leaves no room (context %s)", humanInt(r.ContextWindow), humanInt(r.ContextWindow-r.Threshold), humanInt(r.ContextTokens)))
-		} else {
-			t.row("trigger", fmt.Sprintf("%s of %s tokens (window %s)", humanInt(r.ContextTokens), humanInt(r.Threshold), humanInt(r.ContextWindow)))
-		}
+		compactPlanRows(t, r)
 	}
+	compactTokenRows(t, r, runErr)
+	if r.SummaryTokens > 0 {
+		t.row("summary", humanInt(r.SummaryTokens)+" tokens")
+	}
+	if r.LLMCalls > 0 {
+		t.row("llm", fmt.Sprintf("%d calls, %s input / %s output tokens", r.LLMCalls, humanInt(r.LLMInputTokens), humanInt(r.LLMOutputTokens)))
+	}
+	if r.Fallback != "" {
+		t.row("fallback", r.Fallback)
+	}
+	if a := r.Audit; a != nil {
+		t.row("audit", auditLine(a, o.Audit))
+	}
+	if r.QualityRetries > 0 {
+		t.row("retries", fmt.Sprintf("%d (summariser asked again for dropped identifiers)", r.QualityRetries))
+	}
+	if r.Backup != "" {
+		t.row("backup", r.Backup)
+	}
+	t.flush()
+	if o.Audit && r.Audit != nil && len(r.Audit.Dropped) > 0 {
+		printDroppedFacts(w, r.Audit.Dropped)
+	}
+	if r.DryRun && r.Summary != "" {
+		fmt.Fprintf(w, "\n--- summary that would be written (%d characters) ---\n%s\n", len([]rune(r.Summary)), strings.TrimRight(r.Summary, "\n"))
+	}
+	fmt.Fprintln(w)
+}
+
+// compactStatus is the result row: what happened, or would with --dry-run.
+func compactStatus(r *compaction.Result, runErr error) string {
+	switch {
+	case runErr != nil:
+		return "failed"
+	case r.DryRun && r.Reason == "":
+		return "would compact (dry run)"
+	case r.DryRun:
+		return "would not compact (dry run)"
+	case !r.Compacted:
+		return "not compacted"
+	}
+	return "compacted"
+}
+
+// compactPlanRows are the rows of the plan: what is summarized and kept,
+// and the trigger.
+func compactPlanRows(t *table, r *compaction.Result) {
+	span := "—"
+	if r.SummarizedFromLine > 0 {
+		span = fmt.Sprintf("lines %d–%d", r.SummarizedFromLine, r.SummarizedToLine)
+	}
+	t.row("summarized", fmt.Sprintf("%s messages (%s)", humanInt(r.SummarizedMessages), span))
+	if r.SplitTurn {
+		t.row("split turn", fmt.Sprintf("%d messages of the cut turn summarized separately", r.TurnPrefixMessages))
+	}
+	kept := fmt.Sprintf("%s messages from line %d (entry %s)", humanInt(r.KeptMessages), r.FirstKeptLine, r.FirstKeptEntryID)
+	t.row("kept", kept)
+	if r.KeepRecentTokens > 0 {
+		t.row("kept size", fmt.Sprintf("~%s tokens by %s (asked %s)", humanInt(r.KeptTokensEstimated), r.Estimator, humanInt(r.KeepRecentTokens)))
+	}
+	if r.PreviousSummary {
+		t.row("previous", "summary carried forward")
+	}
+	if r.Threshold <= 0 && r.Strategy != compaction.StrategySummarize {
+		t.row("trigger", fmt.Sprintf("every prompt: window %s − reserve %s leaves no room (context %s)", humanInt(r.ContextWindow), humanInt(r.ContextWindow-r.Threshold), humanInt(r.ContextTokens)))
+	} else {
+		t.row("trigger", fmt.Sprintf("%s of %s tokens (window %s)", humanInt(r.ContextTokens), humanInt(r.Threshold), humanInt(r.ContextWindow)))
+	}
+}
+
+// compactTokenRows are the sizes before and after, or the unchanged size
+// when nothing was (or would be) written.
+func compactTokenRows(t *table, r *compaction.Result, runErr error) {
 	if planned := r.Compacted || (r.DryRun && r.Reason == "" && runErr == nil); planned {
 		after := humanInt(r.TokensAfter)
 		if r.SummaryTokens == 0 && r.DryRun {
@@ -404,50 +489,6 @@ func printCompact(o *CompactOptions, r *compaction.Result, runErr error) {
 		t.row("tokens", fmt.Sprintf("%s (pi heuristic), unchanged: nothing written", humanInt(r.TokensBefore)))
 		t.row("next request", fmt.Sprintf("%s (%s, %.1f%% of the window)", humanInt(r.ContextTokens), r.Estimator, 100*r.Utilization))
 	}
-	if r.SummaryTokens > 0 {
-		t.row("summary", humanInt(r.SummaryTokens)+" tokens")
-	}
-	if r.LLMCalls > 0 {
-		t.row("llm", fmt.Sprintf("%d calls, %s input / %s output tokens", r.LLMCalls, humanInt(r.LLMInputTokens), humanInt(r.LLMOutputTokens)))
-	}
-	if r.Fallback != "" {
-		t.row("fallback", r.Fallback)
-	}
-	if a := r.Audit; a != nil {
-		line := fmt.Sprintf("%d facts in the summarised region, %d dropped", a.Facts, len(a.Dropped))
-		if len(a.Dropped) > 0 {
-			var parts []string
-			for _, c := range facts.Classes {
-				if n := a.DroppedByClass[c]; n > 0 {
-					parts = append(parts, fmt.Sprintf("%d %s", n, c))
-				}
-			}
-			line += " (" + strings.Join(parts, ", ") + ")"
-			if !o.Audit {
-				line += "; --audit lists them"
-			}
-		}
-		t.row("audit", line)
-	}
-	if r.QualityRetries > 0 {
-		t.row("retries", fmt.Sprintf("%d (summariser asked again for dropped identifiers)", r.QualityRetries))
-	}
-	if r.Backup != "" {
-		t.row("backup", r.Backup)
-	}
-	t.flush()
-	if o.Audit && r.Audit != nil && len(r.Audit.Dropped) > 0 {
-		fmt.Fprintf(w, "\n--- facts the summary dropped (%d) ---\n", len(r.Audit.Dropped))
-		at := newTable(w)
-		for _, f := range r.Audit.Dropped {
-			at.row(fmt.Sprintf("line %d", f.Line), string(f.Class), oneLineCut(f.Value, 160))
-		}
-		at.flush()
-	}
-	if r.DryRun && r.Summary != "" {
-		fmt.Fprintf(w, "\n--- summary that would be written (%d characters) ---\n%s\n", len([]rune(r.Summary)), strings.TrimRight(r.Summary, "\n"))
-	}
-	fmt.Fprintln(w)
 }
 
 // oneLineCut collapses whitespace and cuts s to n runes.
@@ -457,4 +498,33 @@ func oneLineCut(s string, n int) string {
 		return string(r[:n-1]) + "…"
 	}
 	return s
+}
+
+// auditLine is the audit row: the facts of the summarised region and those
+// the summary dropped, by class; listed says --audit prints them below.
+func auditLine(a *compaction.Audit, listed bool) string {
+	line := fmt.Sprintf("%d facts in the summarised region, %d dropped", a.Facts, len(a.Dropped))
+	if len(a.Dropped) > 0 {
+		var parts []string
+		for _, c := range facts.Classes {
+			if n := a.DroppedByClass[c]; n > 0 {
+				parts = append(parts, fmt.Sprintf("%d %s", n, c))
+			}
+		}
+		line += " (" + strings.Join(parts, ", ") + ")"
+		if !listed {
+			line += "; --audit lists them"
+		}
+	}
+	return line
+}
+
+// printDroppedFacts lists the facts the summary dropped (--audit).
+func printDroppedFacts(w io.Writer, dropped []facts.Fact) {
+	fmt.Fprintf(w, "\n--- facts the summary dropped (%d) ---\n", len(dropped))
+	at := newTable(w)
+	for _, f := range dropped {
+		at.row(fmt.Sprintf("line %d", f.Line), string(f.Class), oneLineCut(f.Value, 160))
+	}
+	at.flush()
 }

@@ -152,21 +152,9 @@ func runEstimate(opts *EstimateOptions) error {
 	if !estimate.ValidMethod(opts.Tokenizer) {
 		return exitcode.Newf(exitcode.Usage, "--tokenizer %q: use one of %s", opts.Tokenizer, strings.Join(estimate.Methods, ", "))
 	}
-	limit, err := parseFailOver(opts.FailOver)
+	gates, err := opts.gates()
 	if err != nil {
-		return exitcode.New(exitcode.Usage, err)
-	}
-	maxGrowth, err := estimate.ParseGrowth(opts.MaxGrowth)
-	if err != nil {
-		return exitcode.New(exitcode.Usage, err)
-	}
-	var base *estimate.Baseline
-	if opts.Baseline != "" {
-		if base, err = estimate.LoadBaseline(opts.Baseline); err != nil {
-			return exitcode.New(exitcode.Usage, err)
-		}
-	} else if maxGrowth > 0 {
-		return exitcode.Newf(exitcode.Usage, "--max-growth needs --baseline FILE (an earlier `estimate --json` output)")
+		return err
 	}
 	var reports, crossed []*EstimateReport
 	failed, worst, grew := 0, 0, false
@@ -187,36 +175,14 @@ func runEstimate(opts *EstimateOptions) error {
 			for _, w := range r.Warnings {
 				fmt.Fprintf(opts.IO.ErrOut, "warning: %s: %s\n", file, w)
 			}
-			if limit.set() {
-				over := limit.crossed(r.Tokens, r.ContextWindow)
-				r.FailOver = &over
-				if over {
-					crossed = append(crossed, r)
-				}
+			over, overGrowth := opts.applyGates(gates, r)
+			if over {
+				crossed = append(crossed, r)
 			}
-			if base != nil {
-				g := base.Check(file, r.Tokens, maxGrowth)
-				if !g.Known {
-					fmt.Fprintf(opts.IO.ErrOut, "warning: %s: not in the baseline %s; growth not checked\n", file, opts.Baseline)
-				} else {
-					r.BaselineTokens, r.Growth = g.BaselineTokens, &g.Share
-				}
-				if g.Over {
-					grew = true
-					fmt.Fprintf(opts.IO.ErrOut, "ctxtool: %s: the context grew %.1f%% since the baseline (%d → %d tokens), over --max-growth %s\n",
-						displayPath(file), g.Share*100, g.BaselineTokens, r.Tokens, opts.MaxGrowth)
-				}
-			}
+			grew = grew || overGrowth
 		}
 		if opts.JSON {
-			var v any = r
-			if r.Error != "" {
-				v = struct {
-					File  string `json:"file"`
-					Error string `json:"error"`
-				}{r.File, r.Error}
-			}
-			if err := writeJSONLine(opts.IO.Out, v); err != nil {
+			if err := writeEstimateJSON(opts.IO.Out, r); err != nil {
 				return err
 			}
 		}
@@ -230,15 +196,7 @@ func runEstimate(opts *EstimateOptions) error {
 	// A crossed gate is what CI asked about: exit 3 wins over files that
 	// could not be read (each reported above, and counted here).
 	if len(crossed) > 0 {
-		for _, r := range crossed {
-			fmt.Fprintf(opts.IO.ErrOut, "ctxtool: %s: %s tokens (%.1f%% of %s) crosses --fail-over %s\n",
-				displayPath(r.File), humanInt(r.Tokens), r.Utilization*100, humanInt(r.ContextWindow), opts.FailOver)
-		}
-		msg := fmt.Sprintf("ctxtool: --fail-over %s crossed by %d of %d files", opts.FailOver, len(crossed), len(opts.Files))
-		if failed > 0 {
-			msg += fmt.Sprintf("; %d could not be read (see above)", failed)
-		}
-		fmt.Fprintln(opts.IO.ErrOut, msg)
+		printCrossed(opts, crossed, failed)
 		return exitcode.Silent(exitcode.Threshold)
 	}
 	if grew {
@@ -248,6 +206,85 @@ func runEstimate(opts *EstimateOptions) error {
 		return exitcode.Silent(worst)
 	}
 	return nil
+}
+
+// estimateGates are what each report is checked against: --fail-over, and
+// --baseline with --max-growth.
+type estimateGates struct {
+	limit     failLimit
+	maxGrowth float64
+	base      *estimate.Baseline // nil: no --baseline
+}
+
+// gates parses the gate flags and loads the baseline.
+func (o *EstimateOptions) gates() (estimateGates, error) {
+	var g estimateGates
+	var err error
+	if g.limit, err = parseFailOver(o.FailOver); err != nil {
+		return g, exitcode.New(exitcode.Usage, err)
+	}
+	if g.maxGrowth, err = estimate.ParseGrowth(o.MaxGrowth); err != nil {
+		return g, exitcode.New(exitcode.Usage, err)
+	}
+	if o.Baseline != "" {
+		if g.base, err = estimate.LoadBaseline(o.Baseline); err != nil {
+			return g, exitcode.New(exitcode.Usage, err)
+		}
+	} else if g.maxGrowth > 0 {
+		return g, exitcode.Newf(exitcode.Usage, "--max-growth needs --baseline FILE (an earlier `estimate --json` output)")
+	}
+	return g, nil
+}
+
+// applyGates records in r how it compares with the gates, warning on stderr
+// about a file the baseline lacks and a growth over --max-growth. over says
+// r crossed --fail-over, grew that it grew over --max-growth.
+func (o *EstimateOptions) applyGates(g estimateGates, r *EstimateReport) (over, grew bool) {
+	if g.limit.set() {
+		over = g.limit.crossed(r.Tokens, r.ContextWindow)
+		r.FailOver = &over
+	}
+	if g.base == nil {
+		return over, false
+	}
+	growth := g.base.Check(r.File, r.Tokens, g.maxGrowth)
+	if !growth.Known {
+		fmt.Fprintf(o.IO.ErrOut, "warning: %s: not in the baseline %s; growth not checked\n", r.File, o.Baseline)
+	} else {
+		r.BaselineTokens, r.Growth = growth.BaselineTokens, &growth.Share
+	}
+	if growth.Over {
+		fmt.Fprintf(o.IO.ErrOut, "ctxtool: %s: the context grew %.1f%% since the baseline (%d → %d tokens), over --max-growth %s\n",
+			displayPath(r.File), growth.Share*100, growth.BaselineTokens, r.Tokens, o.MaxGrowth)
+	}
+	return over, growth.Over
+}
+
+// writeEstimateJSON writes r as a JSON line; a file that failed is its
+// name and error only.
+func writeEstimateJSON(w io.Writer, r *EstimateReport) error {
+	var v any = r
+	if r.Error != "" {
+		v = struct {
+			File  string `json:"file"`
+			Error string `json:"error"`
+		}{r.File, r.Error}
+	}
+	return writeJSONLine(w, v)
+}
+
+// printCrossed says on stderr which files crossed --fail-over, and how many
+// could not be read.
+func printCrossed(opts *EstimateOptions, crossed []*EstimateReport, failed int) {
+	for _, r := range crossed {
+		fmt.Fprintf(opts.IO.ErrOut, "ctxtool: %s: %s tokens (%.1f%% of %s) crosses --fail-over %s\n",
+			displayPath(r.File), humanInt(r.Tokens), r.Utilization*100, humanInt(r.ContextWindow), opts.FailOver)
+	}
+	msg := fmt.Sprintf("ctxtool: --fail-over %s crossed by %d of %d files", opts.FailOver, len(crossed), len(opts.Files))
+	if failed > 0 {
+		msg += fmt.Sprintf("; %d could not be read (see above)", failed)
+	}
+	fmt.Fprintln(opts.IO.ErrOut, msg)
 }
 
 func estimateFile(opts *EstimateOptions, file string) (*EstimateReport, error) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ctxtool/ctxtool/pkg/config"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
+	"github.com/ctxtool/ctxtool/pkg/iostreams"
 	"github.com/ctxtool/ctxtool/pkg/recall"
 	"github.com/ctxtool/ctxtool/pkg/walk"
 )
@@ -154,16 +155,7 @@ func runIndex(ctx context.Context, opts *IndexOptions) error {
 	if err != nil {
 		return err
 	}
-	if opts.Rebuild {
-		loc, err := recallLocation(opts.Location, opts.StateDir)
-		if err != nil {
-			return exitcode.New(exitcode.Usage, err)
-		}
-		if err := recall.Rebuild(loc); err != nil {
-			return exitcode.New(exitcode.Runtime, err)
-		}
-	}
-	ix, err := openRecall(opts.Location, opts.StateDir, opts.Embedder, opts.MaxChars)
+	ix, err := openIndex(opts)
 	if err != nil {
 		return err
 	}
@@ -175,69 +167,109 @@ func runIndex(ctx context.Context, opts *IndexOptions) error {
 		total += f.Size
 		paths[i] = f.Path
 	}
-	prog := opts.IO.NewProgress("indexing", "files", len(files))
+	rep := &indexReporter{opts: opts, prog: opts.IO.NewProgress("indexing", "files", len(files)), total: total}
 	start := time.Now()
-	var all []recall.Stats
-	failed := 0
-	var done int64
-	var writeErr error
-	err = ix.IndexFiles(ctx, paths, func(st recall.Stats, err error) {
-		done += st.Bytes
-		prog.Update(len(all)+1, fmt.Sprintf("%.1f MB new of %.1f MB", float64(done)/1e6, float64(total)/1e6))
-		if err != nil {
-			failed++
-			prog.Clear()
-			fmt.Fprintf(opts.IO.ErrOut, "ctxtool: %v\n", err)
-			st.Skipped = "error: " + err.Error()
-		}
-		if len(st.MalformedLines) > 0 {
-			prog.Clear()
-			warnMalformed(opts.IO.ErrOut, st.File, st.MalformedLines, "indexes the records that decode")
-		}
-		if opts.JSON && writeErr == nil {
-			writeErr = writeJSONLine(opts.IO.Out, st)
-		}
-		all = append(all, st)
-	})
-	if err != nil {
+	if err := ix.IndexFiles(ctx, paths, rep.indexed); err != nil {
 		// The storage failed (or the run was cancelled): the files not
 		// reported are not indexed; what was reported is kept.
-		prog.Clear()
+		rep.prog.Clear()
 		return exitcode.New(exitcode.Runtime, err)
 	}
-	if writeErr != nil {
-		return writeErr
+	if rep.writeErr != nil {
+		return rep.writeErr
 	}
 	// Files that vanished from the walked directories drop out.
+	removed, err := pruneVanished(ctx, ix, opts.Paths)
+	if err != nil {
+		rep.failed++
+		fmt.Fprintf(opts.IO.ErrOut, "ctxtool: %v\n", err)
+	}
+	rep.prog.Clear()
+	for _, r := range removed {
+		if err := rep.removed(r); err != nil {
+			return err
+		}
+	}
+	if !opts.JSON {
+		printIndexTable(opts.IO, rep.all, ix.Path(), time.Since(start))
+	}
+	if rep.failed > 0 {
+		return exitcode.Silent(exitcode.Runtime)
+	}
+	return nil
+}
+
+// openIndex opens the index, emptied first with --rebuild.
+func openIndex(opts *IndexOptions) (*recall.Index, error) {
+	if opts.Rebuild {
+		loc, err := recallLocation(opts.Location, opts.StateDir)
+		if err != nil {
+			return nil, exitcode.New(exitcode.Usage, err)
+		}
+		if err := recall.Rebuild(loc); err != nil {
+			return nil, exitcode.New(exitcode.Runtime, err)
+		}
+	}
+	return openRecall(opts.Location, opts.StateDir, opts.Embedder, opts.MaxChars)
+}
+
+// pruneVanished drops from the index the files that vanished from the
+// directories among paths, and returns them.
+func pruneVanished(ctx context.Context, ix *recall.Index, paths []string) ([]string, error) {
 	var roots []string
-	for _, p := range opts.Paths {
+	for _, p := range paths {
 		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
 			roots = append(roots, p)
 		}
 	}
-	var removed []string
-	if len(roots) > 0 {
-		if removed, err = ix.Prune(ctx, roots...); err != nil {
-			failed++
-			fmt.Fprintf(opts.IO.ErrOut, "ctxtool: %v\n", err)
+	if len(roots) == 0 {
+		return nil, nil
+	}
+	return ix.Prune(ctx, roots...)
+}
+
+// indexReporter takes the stats of each file as the index reports them:
+// it shows progress, prints errors and warnings, writes the JSON lines, and
+// keeps every file's stats for the table.
+type indexReporter struct {
+	opts  *IndexOptions
+	prog  *iostreams.Progress
+	total int64 // bytes of all the files
+
+	done     int64 // bytes read so far
+	all      []recall.Stats
+	failed   int
+	writeErr error
+}
+
+func (p *indexReporter) indexed(st recall.Stats, err error) {
+	p.done += st.Bytes
+	p.prog.Update(len(p.all)+1, fmt.Sprintf("%.1f MB new of %.1f MB", float64(p.done)/1e6, float64(p.total)/1e6))
+	if err != nil {
+		p.failed++
+		p.prog.Clear()
+		fmt.Fprintf(p.opts.IO.ErrOut, "ctxtool: %v\n", err)
+		st.Skipped = "error: " + err.Error()
+	}
+	if len(st.MalformedLines) > 0 {
+		p.prog.Clear()
+		warnMalformed(p.opts.IO.ErrOut, st.File, st.MalformedLines, "indexes the records that decode")
+	}
+	if p.opts.JSON && p.writeErr == nil {
+		p.writeErr = writeJSONLine(p.opts.IO.Out, st)
+	}
+	p.all = append(p.all, st)
+}
+
+// removed reports a file pruneVanished dropped.
+func (p *indexReporter) removed(file string) error {
+	st := recall.Stats{File: file, Skipped: "removed", Mode: "removed"}
+	if p.opts.JSON {
+		if err := writeJSONLine(p.opts.IO.Out, st); err != nil {
+			return err
 		}
 	}
-	prog.Clear()
-	for _, r := range removed {
-		st := recall.Stats{File: r, Skipped: "removed", Mode: "removed"}
-		if opts.JSON {
-			if err := writeJSONLine(opts.IO.Out, st); err != nil {
-				return err
-			}
-		}
-		all = append(all, st)
-	}
-	if !opts.JSON {
-		printIndexTable(opts.IO, all, ix.Path(), time.Since(start))
-	}
-	if failed > 0 {
-		return exitcode.Silent(exitcode.Runtime)
-	}
+	p.all = append(p.all, st)
 	return nil
 }
 

@@ -219,9 +219,38 @@ func runLint(opts *LintOptions) error {
 	if err != nil {
 		return exitcode.New(exitcode.Usage, err)
 	}
-	var reports []*lint.Report
-	var fileErrs []lint.FileError
-	var fixes []*lint.FixResult
+	res := lintFiles(opts, files)
+	if base != nil {
+		base.Mark(res.reports)
+	}
+	if err := printLint(opts, res.reports, res.fileErrs, res.fixes); err != nil {
+		return err
+	}
+	if failing := countFailing(res.reports, threshold); failing > 0 {
+		what := "findings"
+		if base != nil {
+			what = "new findings (not in " + opts.Baseline + ")"
+		}
+		fmt.Fprintf(opts.IO.ErrOut, "ctxtool: lint: %d %s at or above %s (--fail-on)\n", failing, what, threshold)
+		return exitcode.Silent(exitcode.Threshold)
+	}
+	if len(res.fileErrs) > 0 {
+		return exitcode.Silent(exitcode.Runtime)
+	}
+	return nil
+}
+
+// lintResults are what linting (and --fix) gave for the files.
+type lintResults struct {
+	reports  []*lint.Report
+	fileErrs []lint.FileError
+	fixes    []*lint.FixResult
+}
+
+// lintFiles fixes (with --fix) and lints each file, saying on stderr which
+// could not be; a file locked for the fix is not linted.
+func lintFiles(opts *LintOptions, files []walk.File) lintResults {
+	var res lintResults
 	prog := opts.IO.NewProgress("linting", "files", len(files))
 	defer prog.Clear()
 	for i, file := range files {
@@ -230,12 +259,12 @@ func runLint(opts *LintOptions) error {
 			if err != nil {
 				prog.Clear()
 				fmt.Fprintf(opts.IO.ErrOut, "ctxtool: %v\n", err)
-				fileErrs = append(fileErrs, lint.FileError{File: file.Path, Err: err.Error()})
+				res.fileErrs = append(res.fileErrs, lint.FileError{File: file.Path, Err: err.Error()})
 				if exitcode.Code(err) == exitcode.Locked {
 					continue
 				}
 			} else {
-				fixes = append(fixes, fr)
+				res.fixes = append(res.fixes, fr)
 			}
 		}
 		limitHeap(file.Path) // lint keeps estimate's entry metadata
@@ -243,19 +272,18 @@ func runLint(opts *LintOptions) error {
 		if err != nil {
 			prog.Clear()
 			fmt.Fprintf(opts.IO.ErrOut, "ctxtool: %v\n", err)
-			fileErrs = append(fileErrs, lint.FileError{File: file.Path, Err: err.Error()})
+			res.fileErrs = append(res.fileErrs, lint.FileError{File: file.Path, Err: err.Error()})
 			continue
 		}
-		reports = append(reports, r)
+		res.reports = append(res.reports, r)
 		prog.Update(i+1, "")
 	}
-	prog.Clear()
-	if base != nil {
-		base.Mark(reports)
-	}
-	if err := printLint(opts, reports, fileErrs, fixes); err != nil {
-		return err
-	}
+	return res
+}
+
+// countFailing counts the findings at or above threshold that are not in
+// the baseline.
+func countFailing(reports []*lint.Report, threshold lint.Severity) int {
 	failing := 0
 	for _, r := range reports {
 		for _, f := range r.Findings {
@@ -264,18 +292,7 @@ func runLint(opts *LintOptions) error {
 			}
 		}
 	}
-	if failing > 0 {
-		what := "findings"
-		if base != nil {
-			what = "new findings (not in " + opts.Baseline + ")"
-		}
-		fmt.Fprintf(opts.IO.ErrOut, "ctxtool: lint: %d %s at or above %s (--fail-on)\n", failing, what, threshold)
-		return exitcode.Silent(exitcode.Threshold)
-	}
-	if len(fileErrs) > 0 {
-		return exitcode.Silent(exitcode.Runtime)
-	}
-	return nil
+	return failing
 }
 
 func printLint(opts *LintOptions, reports []*lint.Report, fileErrs []lint.FileError, fixes []*lint.FixResult) error {

@@ -127,23 +127,9 @@ func looksLikePath(arg string) bool {
 var restoreFormats = []string{"text", "yaml", "json"}
 
 func runRestore(opts *RestoreOptions) error {
-	if !slices.Contains(restoreFormats, opts.Format) {
-		return exitcode.Newf(exitcode.Usage, "--format %q: use text, yaml or json", opts.Format)
-	}
-	if opts.ID != "" && !checkpoint.ValidID(opts.ID) {
-		return exitcode.Newf(exitcode.Usage, "--id %q: give a checkpoint id like cp_003 (see --list)", opts.ID)
-	}
-	if looksLikePath(opts.Target) {
-		if err := checkInput(opts.Target); err != nil {
-			return err
-		}
-	}
-	t := checkpoint.ResolveTarget(opts.Target, opts.SessionKey)
-	if opts.Append && t.File == "" {
-		return exitcode.Newf(exitcode.Usage, "--append needs a session FILE; %q is not a file", opts.Target)
-	}
-	if opts.Append && opts.List {
-		return exitcode.Newf(exitcode.Usage, "--append and --list do not go together")
+	t, err := opts.target()
+	if err != nil {
+		return err
 	}
 	store := &checkpoint.Store{StateDir: opts.StateDir}
 	if opts.List {
@@ -162,34 +148,69 @@ func runRestore(opts *RestoreOptions) error {
 		Path: filepath.Join(store.Dir(t.Key), cp.Meta.CheckpointID+".yaml"), Tokens: count(text), Warnings: warnings}
 
 	if opts.Append {
-		ctx := opts.Ctx
-		if ctx == nil {
-			ctx = context.Background()
+		return appendRestore(opts, t, cp, text, rep)
+	}
+	return printRestore(opts, cp, text, rep)
+}
+
+// target checks the flags and resolves the argument to the session.
+func (o *RestoreOptions) target() (checkpoint.Target, error) {
+	if !slices.Contains(restoreFormats, o.Format) {
+		return checkpoint.Target{}, exitcode.Newf(exitcode.Usage, "--format %q: use text, yaml or json", o.Format)
+	}
+	if o.ID != "" && !checkpoint.ValidID(o.ID) {
+		return checkpoint.Target{}, exitcode.Newf(exitcode.Usage, "--id %q: give a checkpoint id like cp_003 (see --list)", o.ID)
+	}
+	if looksLikePath(o.Target) {
+		if err := checkInput(o.Target); err != nil {
+			return checkpoint.Target{}, err
 		}
-		a, err := checkpoint.AppendResume(ctx, t.File, cp, text, opts.Wait, opts.Now)
-		if err != nil {
-			return err
-		}
-		warnMalformed(opts.IO.ErrOut, t.File, a.Malformed, "appends after it")
-		rep.Appended, rep.EntryID, rep.Line, rep.MalformedLines = !a.AlreadyLast, a.EntryID, a.Line, a.Malformed
-		if a.AlreadyLast {
-			rep.Reason = fmt.Sprintf("already appended: the session's last entry (line %d) is %s's resume text", a.Line, cp.Meta.CheckpointID)
-		}
-		if opts.JSON {
-			return writeJSONLine(opts.IO.Out, rep)
-		}
-		if a.AlreadyLast {
-			fmt.Fprintf(opts.IO.Out, "nothing appended to %s: %s\n", t.File, rep.Reason)
-			return nil
-		}
-		id := a.EntryID
-		if id == "" {
-			id = "(v1, no id)"
-		}
-		fmt.Fprintf(opts.IO.Out, "appended %s resume text (%d tokens) to %s: custom_message %s on line %d\n",
-			cp.Meta.CheckpointID, rep.Tokens, t.File, id, a.Line)
+	}
+	t := checkpoint.ResolveTarget(o.Target, o.SessionKey)
+	if o.Append && t.File == "" {
+		return t, exitcode.Newf(exitcode.Usage, "--append needs a session FILE; %q is not a file", o.Target)
+	}
+	if o.Append && o.List {
+		return t, exitcode.Newf(exitcode.Usage, "--append and --list do not go together")
+	}
+	return t, nil
+}
+
+// appendRestore appends the resume text to the session file (--append) and
+// says what it appended, or why nothing.
+func appendRestore(opts *RestoreOptions, t checkpoint.Target, cp *checkpoint.Checkpoint, text string, rep *RestoreReport) error {
+	ctx := opts.Ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	a, err := checkpoint.AppendResume(ctx, t.File, cp, text, opts.Wait, opts.Now)
+	if err != nil {
+		return err
+	}
+	warnMalformed(opts.IO.ErrOut, t.File, a.Malformed, "appends after it")
+	rep.Appended, rep.EntryID, rep.Line, rep.MalformedLines = !a.AlreadyLast, a.EntryID, a.Line, a.Malformed
+	if a.AlreadyLast {
+		rep.Reason = fmt.Sprintf("already appended: the session's last entry (line %d) is %s's resume text", a.Line, cp.Meta.CheckpointID)
+	}
+	if opts.JSON {
+		return writeJSONLine(opts.IO.Out, rep)
+	}
+	if a.AlreadyLast {
+		fmt.Fprintf(opts.IO.Out, "nothing appended to %s: %s\n", t.File, rep.Reason)
 		return nil
 	}
+	id := a.EntryID
+	if id == "" {
+		id = "(v1, no id)"
+	}
+	fmt.Fprintf(opts.IO.Out, "appended %s resume text (%d tokens) to %s: custom_message %s on line %d\n",
+		cp.Meta.CheckpointID, rep.Tokens, t.File, id, a.Line)
+	return nil
+}
+
+// printRestore prints the checkpoint: the report with --json, else the
+// resume text or the checkpoint in --format.
+func printRestore(opts *RestoreOptions, cp *checkpoint.Checkpoint, text string, rep *RestoreReport) error {
 	if opts.JSON {
 		rep.Text = text
 		if opts.Format != "text" {
@@ -211,7 +232,7 @@ func runRestore(opts *RestoreOptions) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(cp)
 	}
-	_, err = fmt.Fprint(opts.IO.Out, text)
+	_, err := fmt.Fprint(opts.IO.Out, text)
 	return err
 }
 

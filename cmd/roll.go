@@ -9,10 +9,13 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/ctxtool/ctxtool/pkg/compaction"
+	"github.com/ctxtool/ctxtool/pkg/config"
 	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
+	"github.com/ctxtool/ctxtool/pkg/iostreams"
 	"github.com/ctxtool/ctxtool/pkg/recall"
 	"github.com/ctxtool/ctxtool/pkg/rolling"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
@@ -85,43 +88,8 @@ code 4 unless --wait gets the lock). Standalone pi takes no lock: use
   ctxtool roll --older-than 30m --json ~/.openclaw/agents ~/.pi/agent/sessions`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			cfg, err := f.Config()
-			if err != nil {
+			if err := opts.resolve(f, c, args); err != nil {
 				return err
-			}
-			fl := c.Flags()
-			opts.Paths = args
-			opts.JSON = f.JSON
-			o := &opts.Roll
-			o.TargetUtilization = cfg.Float(fl, "compaction.rolling.targetUtilization")
-			o.MinKeepMessages = cfg.Int(fl, "compaction.rolling.minKeepMessages")
-			o.EvictionNote = cfg.Bool(fl, "compaction.rolling.evictionNote")
-			o.Trigger = cfg.Float(fl, "compaction.rolling.trigger")
-			// An explicit --trigger 0 forces a roll; 0 from the config is the
-			// default "use the compaction threshold".
-			o.Force = fl.Changed("trigger") && o.Trigger == 0
-			o.ReserveTokens = cfg.Int(nil, "compaction.reserveTokens")
-			opts.Size = sizeOptions(cfg, fl)
-			opts.RecallEnabled = cfg.Bool(nil, "recall.enabled")
-			opts.StateDir = cfg.StateDir(fl)
-			opts.RecallURL = cfg.String(fl, "recall.url")
-			opts.MaxChars = cfg.Int(nil, "recall.toolOutputChars")
-			if opts.RecallEnabled {
-				if opts.Embedder, err = recallEmbedder(cfg); err != nil {
-					return exitcode.New(exitcode.Usage, err)
-				}
-			}
-			if opts.Fallback == nil {
-				// The fallback's summariser logs from the batch workers:
-				// serialise everything roll writes to stderr.
-				streams := *opts.IO
-				streams.ErrOut = &lockedWriter{w: opts.IO.ErrOut}
-				opts.IO = &streams
-				co := &CompactOptions{IO: opts.IO}
-				co.load(cfg, fl)
-				co.Settings.Strategy = compaction.StrategySafeguard
-				co.Settings.Force = true // the roll trigger already decided
-				opts.Fallback = rollFallback(co)
 			}
 			if runF != nil {
 				return runF(opts)
@@ -129,6 +97,12 @@ code 4 unless --wait gets the lock). Standalone pi takes no lock: use
 			return runRoll(c.Context(), opts)
 		},
 	}
+	addRollFlags(cmd, opts)
+	return cmd
+}
+
+// addRollFlags declares roll's flags on cmd, bound to opts.
+func addRollFlags(cmd *cobra.Command, opts *RollOptions) {
 	fl := cmd.Flags()
 	configFlags(cmd, "compaction.rolling.targetUtilization", "compaction.rolling.minKeepMessages", "compaction.rolling.evictionNote",
 		"compaction.rolling.trigger", "estimate.tokenizer", "model", "contextWindow")
@@ -138,7 +112,55 @@ code 4 unless --wait gets the lock). Standalone pi takes no lock: use
 	fl.IntVar(&opts.Jobs, "jobs", 0, "sessions processed in parallel (default: number of CPUs)")
 	fl.DurationVar(&opts.OlderThan, "older-than", 0, "skip sessions modified more recently than this (live sessions)")
 	addIndexFlag(cmd)
-	return cmd
+}
+
+// resolve fills the options from the config, the flags of c and args.
+func (o *RollOptions) resolve(f *Factory, c *cobra.Command, args []string) error {
+	cfg, err := f.Config()
+	if err != nil {
+		return err
+	}
+	fl := c.Flags()
+	o.Paths = args
+	o.JSON = f.JSON
+	r := &o.Roll
+	r.TargetUtilization = cfg.Float(fl, "compaction.rolling.targetUtilization")
+	r.MinKeepMessages = cfg.Int(fl, "compaction.rolling.minKeepMessages")
+	r.EvictionNote = cfg.Bool(fl, "compaction.rolling.evictionNote")
+	r.Trigger = cfg.Float(fl, "compaction.rolling.trigger")
+	// An explicit --trigger 0 forces a roll; 0 from the config is the
+	// default "use the compaction threshold".
+	r.Force = fl.Changed("trigger") && r.Trigger == 0
+	r.ReserveTokens = cfg.Int(nil, "compaction.reserveTokens")
+	o.Size = sizeOptions(cfg, fl)
+	o.RecallEnabled = cfg.Bool(nil, "recall.enabled")
+	o.StateDir = cfg.StateDir(fl)
+	o.RecallURL = cfg.String(fl, "recall.url")
+	o.MaxChars = cfg.Int(nil, "recall.toolOutputChars")
+	if o.RecallEnabled {
+		if o.Embedder, err = recallEmbedder(cfg); err != nil {
+			return exitcode.New(exitcode.Usage, err)
+		}
+	}
+	if o.Fallback == nil {
+		o.useSafeguardFallback(cfg, fl)
+	}
+	return nil
+}
+
+// useSafeguardFallback sets the fallback to the safeguard compaction with
+// the settings compact reads from cfg and fs.
+func (o *RollOptions) useSafeguardFallback(cfg *config.Config, fs *pflag.FlagSet) {
+	// The fallback's summariser logs from the batch workers:
+	// serialise everything roll writes to stderr.
+	streams := *o.IO
+	streams.ErrOut = &lockedWriter{w: o.IO.ErrOut}
+	o.IO = &streams
+	co := &CompactOptions{IO: o.IO}
+	co.load(cfg, fs)
+	co.Settings.Strategy = compaction.StrategySafeguard
+	co.Settings.Force = true // the roll trigger already decided
+	o.Fallback = rollFallback(co)
 }
 
 func validateRoll(opts *RollOptions) error {
@@ -199,15 +221,8 @@ func runRoll(ctx context.Context, opts *RollOptions) error {
 		}
 	}
 
-	r := &rolling.Roller{Options: opts.Roll, Measure: rollEstimator(opts.Size), Fallback: opts.Fallback}
-	if !opts.RecallEnabled {
-		r.RecallErr = fmt.Errorf("recall is disabled (recall.enabled: false)")
-	} else if ix, err := openRecall(opts.RecallURL, opts.StateDir, opts.Embedder, opts.MaxChars); err != nil {
-		r.RecallErr = fmt.Errorf("the recall index cannot be opened: %v", err)
-	} else {
-		defer ix.Close()
-		r.Recall = recallAdapter{ix}
-	}
+	r, closeIndex := newRoller(opts)
+	defer closeIndex()
 	if r.Recall == nil && len(files) > 0 {
 		if opts.Roll.NoFallback {
 			fmt.Fprintf(opts.IO.ErrOut, "warning: %v; sessions that need a roll are refused (--no-fallback)\n", r.RecallErr)
@@ -217,45 +232,15 @@ func runRoll(ctx context.Context, opts *RollOptions) error {
 	}
 
 	prog := opts.IO.NewProgress("rolling", "sessions", len(files))
-	var writeErr error
-	var mu sync.Mutex
-	var notable []*rolling.Report
+	rep := &rollReporter{opts: opts, prog: prog, files: len(files)}
 	sum := r.Batch(ctx, files, rolling.BatchOptions{Jobs: opts.Jobs, OlderThan: opts.OlderThan, Progress: func(done, total int) { prog.Update(done, "") }},
-		func(rep *rolling.Report) {
-			mu.Lock()
-			defer mu.Unlock()
-			if rep.Error != "" && !rep.Locked {
-				prog.Clear()
-				fmt.Fprintf(opts.IO.ErrOut, "ctxtool: %s\n", rep.Error)
-			}
-			// A usage record not trusted changes what a roll evicts: say so for
-			// every session listed below (a large batch lists only those it rolls).
-			if !opts.JSON && (len(files) <= 20 || rep.Would()) {
-				for _, w := range rep.Warnings {
-					prog.Clear()
-					fmt.Fprintf(opts.IO.ErrOut, "warning: %s: %s\n", rep.File, w)
-				}
-			}
-			if len(rep.MalformedLines) > 0 {
-				prog.Clear()
-				warnMalformed(opts.IO.ErrOut, rep.File, rep.MalformedLines, "rolls pi's context without it")
-			}
-			if opts.JSON {
-				if err := writeJSONLine(opts.IO.Out, rep); err != nil && writeErr == nil {
-					writeErr = err
-				}
-				return
-			}
-			if len(files) <= 20 || rep.Would() || rep.Fallback != "" || rep.Error != "" {
-				notable = append(notable, rep)
-			}
-		})
+		rep.report)
 	prog.Clear()
-	if writeErr != nil {
-		return exitcode.New(exitcode.Runtime, writeErr)
+	if rep.writeErr != nil {
+		return exitcode.New(exitcode.Runtime, rep.writeErr)
 	}
 	if !opts.JSON {
-		printRollTable(opts.IO, notable, sum, opts.Roll.DryRun)
+		printRollTable(opts.IO, rep.notable, sum, opts.Roll.DryRun)
 	}
 	switch {
 	case sum.Errors > 0:
@@ -264,6 +249,66 @@ func runRoll(ctx context.Context, opts *RollOptions) error {
 		return exitcode.Silent(exitcode.Locked)
 	}
 	return nil
+}
+
+// newRoller builds the roller, with the recall index when it is enabled and
+// opens, else with the reason it is not there; closeIndex closes the index.
+func newRoller(opts *RollOptions) (r *rolling.Roller, closeIndex func()) {
+	r = &rolling.Roller{Options: opts.Roll, Measure: rollEstimator(opts.Size), Fallback: opts.Fallback}
+	closeIndex = func() {}
+	if !opts.RecallEnabled {
+		r.RecallErr = fmt.Errorf("recall is disabled (recall.enabled: false)")
+	} else if ix, err := openRecall(opts.RecallURL, opts.StateDir, opts.Embedder, opts.MaxChars); err != nil {
+		r.RecallErr = fmt.Errorf("the recall index cannot be opened: %v", err)
+	} else {
+		closeIndex = func() { ix.Close() }
+		r.Recall = recallAdapter{ix}
+	}
+	return r, closeIndex
+}
+
+// rollReporter takes the batch's reports from its workers, one at a time:
+// it prints their errors and warnings, writes the JSON lines, and keeps the
+// reports the table lists.
+type rollReporter struct {
+	opts  *RollOptions
+	prog  *iostreams.Progress
+	files int // sessions in the batch
+
+	mu       sync.Mutex
+	writeErr error
+	notable  []*rolling.Report
+}
+
+func (p *rollReporter) report(rep *rolling.Report) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	opts, prog := p.opts, p.prog
+	if rep.Error != "" && !rep.Locked {
+		prog.Clear()
+		fmt.Fprintf(opts.IO.ErrOut, "ctxtool: %s\n", rep.Error)
+	}
+	// A usage record not trusted changes what a roll evicts: say so for
+	// every session listed below (a large batch lists only those it rolls).
+	if !opts.JSON && (p.files <= 20 || rep.Would()) {
+		for _, w := range rep.Warnings {
+			prog.Clear()
+			fmt.Fprintf(opts.IO.ErrOut, "warning: %s: %s\n", rep.File, w)
+		}
+	}
+	if len(rep.MalformedLines) > 0 {
+		prog.Clear()
+		warnMalformed(opts.IO.ErrOut, rep.File, rep.MalformedLines, "rolls pi's context without it")
+	}
+	if opts.JSON {
+		if err := writeJSONLine(opts.IO.Out, rep); err != nil && p.writeErr == nil {
+			p.writeErr = err
+		}
+		return
+	}
+	if p.files <= 20 || rep.Would() || rep.Fallback != "" || rep.Error != "" {
+		p.notable = append(p.notable, rep)
+	}
 }
 
 func printRollTable(streams *IOStreams, reps []*rolling.Report, sum rolling.Summary, dryRun bool) {

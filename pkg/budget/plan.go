@@ -163,66 +163,116 @@ func Plan(ctx context.Context, in Input) (*Report, error) {
 	if err := in.Config.Validate(); err != nil {
 		return nil, err
 	}
+	p := newPlanner(in)
+	bootstrapText, err := p.bootstrap()
+	if err != nil {
+		return nil, err
+	}
+
+	// The history as pi rebuilds it.
+	p.pctx = in.Session.Context()
+	p.msgs = make([]Msg, len(p.pctx.Messages))
+	for i, m := range p.pctx.Messages {
+		p.msgs[i] = Msg{Role: m.Role, Tokens: m.Tokens()}
+	}
+	p.historyTokens = sumTokens(p.msgs)
+	preservedStart := recentTurnsStart(p.msgs, p.windowSize)
+
+	if err := p.semanticHistory(ctx, preservedStart); err != nil {
+		return nil, err
+	}
+	systemText := p.measureSystemPrompt(bootstrapText)
+	summaryMsg, recentStart := p.rollingSummary(ctx)
+	start := p.limitHistory(summaryMsg, recentStart, preservedStart)
+	if err := p.assemble(systemText, bootstrapText, summaryMsg, start); err != nil {
+		return nil, err
+	}
+	return p.r, nil
+}
+
+// planner carries one Plan's values from step to step; each step fills
+// its part of the report.
+type planner struct {
+	in         Input
+	cfg        Config
+	alloc      Allocation
+	logf       func(format string, args ...any)
+	windowSize int
+	r          *Report
+
+	// The history as pi rebuilds it, set after the bootstrap step.
+	pctx          *transcript.Context
+	msgs          []Msg
+	historyTokens int
+}
+
+// newPlanner makes the allocation and the report's first fields.
+func newPlanner(in Input) *planner {
 	logf := in.Logf
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
 	cfg := in.Config
-	s := in.Session
 	alloc := Allocate(in.Window, cfg)
-	r := &Report{File: s.File, ContextWindow: alloc.Total, Budget: alloc, BootstrapMaxChars: alloc.BootstrapMaxChars(),
+	r := &Report{File: in.Session.File, ContextWindow: alloc.Total, Budget: alloc, BootstrapMaxChars: alloc.BootstrapMaxChars(),
 		Bootstrap: []BootstrapFile{}}
 	if !cfg.Enabled {
 		r.Warnings = append(r.Warnings, "contextManagement.enabled is false: OpenClaw would limit history by turns (VS6); this is the VS7 budget it would use if enabled")
 	}
 	logf("context management: bootstrap budget=%d tokens, maxChars=%d", alloc.Bootstrap, alloc.BootstrapMaxChars())
+	return &planner{in: in, cfg: cfg, alloc: alloc, logf: logf, windowSize: cfg.RollingSummary.WindowSize, r: r}
+}
 
-	// Bootstrap files.
-	var bootstrapText string
-	if in.Workspace != "" {
-		files, notes, err := LoadWorkspace(in.Workspace)
-		if err != nil {
-			return nil, err
-		}
-		r.Bootstrap = BuildBootstrap(files, alloc.BootstrapMaxChars(), 0)
-		r.MemoryNotes = notes
-		bootstrapText = RenderBootstrap(r.Bootstrap)
-		for _, f := range r.Bootstrap {
-			if f.Truncated {
-				r.Warnings = append(r.Warnings, fmt.Sprintf("workspace bootstrap file %s is %d chars (limit %d); truncating in injected context", f.Name, f.Chars, f.MaxChars))
-			}
+// bootstrap loads the workspace's bootstrap files at the per-file limit and
+// returns their rendered text ("" without a workspace).
+func (p *planner) bootstrap() (string, error) {
+	if p.in.Workspace == "" {
+		return "", nil
+	}
+	r := p.r
+	files, notes, err := LoadWorkspace(p.in.Workspace)
+	if err != nil {
+		return "", err
+	}
+	r.Bootstrap = BuildBootstrap(files, p.alloc.BootstrapMaxChars(), 0)
+	r.MemoryNotes = notes
+	for _, f := range r.Bootstrap {
+		if f.Truncated {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("workspace bootstrap file %s is %d chars (limit %d); truncating in injected context", f.Name, f.Chars, f.MaxChars))
 		}
 	}
+	return RenderBootstrap(r.Bootstrap), nil
+}
 
-	// The history as pi rebuilds it.
-	pctx := s.Context()
-	msgs := make([]Msg, len(pctx.Messages))
-	for i, m := range pctx.Messages {
-		msgs[i] = Msg{Role: m.Role, Tokens: m.Tokens()}
+// semanticHistory retrieves semantic history for the last user prompt,
+// leaving out the preserved recent turns (from preservedStart on).
+func (p *planner) semanticHistory(ctx context.Context, preservedStart int) error {
+	r, cfg := p.r, p.cfg
+	r.Semantic = Semantic{Enabled: cfg.SemanticHistory.Enabled, BudgetTokens: p.alloc.SemanticBudget(), Chunks: []Chunk{}}
+	if !cfg.SemanticHistory.Enabled {
+		return nil
 	}
-	windowSize := cfg.RollingSummary.WindowSize
-	preservedStart := recentTurnsStart(msgs, windowSize)
-
-	// Semantic history for the last user prompt.
-	r.Semantic = Semantic{Enabled: cfg.SemanticHistory.Enabled, BudgetTokens: alloc.SemanticBudget(), Chunks: []Chunk{}}
-	if cfg.SemanticHistory.Enabled {
-		query, err := lastUserText(s, pctx)
-		if err != nil {
-			return nil, err
-		}
-		exclude := map[string]bool{}
-		for _, m := range pctx.Messages[preservedStart:] {
-			exclude[m.Entry.ID] = true
-		}
-		r.Semantic = Retrieve(ctx, in.Searcher, query, cfg.SemanticHistory, alloc.SemanticBudget(), in.SessionPath, exclude)
-		if r.Semantic.Note != "" {
-			r.Warnings = append(r.Warnings, r.Semantic.Note)
-		}
-		logf("semantic history: retrieved %d chunks, %d tokens", len(r.Semantic.Chunks), r.Semantic.Tokens)
+	query, err := lastUserText(p.in.Session, p.pctx)
+	if err != nil {
+		return err
 	}
+	exclude := map[string]bool{}
+	for _, m := range p.pctx.Messages[preservedStart:] {
+		exclude[m.Entry.ID] = true
+	}
+	r.Semantic = Retrieve(ctx, p.in.Searcher, query, cfg.SemanticHistory, p.alloc.SemanticBudget(), p.in.SessionPath, exclude)
+	if r.Semantic.Note != "" {
+		r.Warnings = append(r.Warnings, r.Semantic.Note)
+	}
+	p.logf("semantic history: retrieved %d chunks, %d tokens", len(r.Semantic.Chunks), r.Semantic.Tokens)
+	return nil
+}
 
-	// System prompt (with the semantic block, injected there as VS7's
-	// extraSystemPrompt) and bootstrap, measured.
+// measureSystemPrompt measures the system prompt (with the semantic block,
+// injected there as VS7's extraSystemPrompt) and the bootstrap, reclaims
+// their unused budget, and returns the system text.
+func (p *planner) measureSystemPrompt(bootstrapText string) string {
+	in, r := p.in, p.r
 	systemText := joinNonEmpty(in.SystemPrompt, r.Semantic.Block)
 	r.Actual.SemanticHistory = r.Semantic.Tokens
 	switch {
@@ -241,53 +291,72 @@ func Plan(ctx context.Context, in Input) (*Report, error) {
 		r.Warnings = append(r.Warnings, "no system prompt given (--system-prompt FILE) and none learnt from usage records: the system prompt region counts as empty")
 	}
 	r.Actual.Bootstrap = transcript.TextTokens(bootstrapText)
-	r.HistoryBudget, r.Reclaimed = alloc.Reclaim(r.Actual.SystemPrompt, r.Actual.Bootstrap)
+	r.HistoryBudget, r.Reclaimed = p.alloc.Reclaim(r.Actual.SystemPrompt, r.Actual.Bootstrap)
+	return systemText
+}
 
-	// Rolling summary.
-	historyTokens := sumTokens(msgs)
+// rollingSummary decides whether the rolling summary triggers and, with a
+// Summarizer, makes it. It returns the summary message (nil: none) and
+// where the recent turns, which a summary does not cover, start.
+func (p *planner) rollingSummary(ctx context.Context) (*ContextMessage, int) {
+	r, msgs := p.r, p.msgs
 	rs := &r.Rolling
-	rs.Enabled, rs.WindowSize, rs.HistoryTokens = cfg.RollingSummary.Enabled, windowSize, historyTokens
-	rs.Threshold = SummaryTrigger(cfg.RollingSummary.TriggerThreshold, r.HistoryBudget)
-	recentStart := SplitTurns(msgs, windowSize)
+	rs.Enabled, rs.WindowSize, rs.HistoryTokens = p.cfg.RollingSummary.Enabled, p.windowSize, p.historyTokens
+	rs.Threshold = SummaryTrigger(p.cfg.RollingSummary.TriggerThreshold, r.HistoryBudget)
+	recentStart := SplitTurns(msgs, p.windowSize)
 	rs.CoversMessages, rs.CoversTokens = recentStart, sumTokens(msgs[:recentStart])
 	if recentStart > 0 {
-		rs.FromLine, rs.ToLine = pctx.Messages[0].Entry.Line, pctx.Messages[recentStart-1].Entry.Line
+		rs.FromLine, rs.ToLine = p.pctx.Messages[0].Entry.Line, p.pctx.Messages[recentStart-1].Entry.Line
 	}
-	rs.Triggered = rs.Enabled && historyTokens > rs.Threshold
-	var summaryMsg *ContextMessage
-	if rs.Triggered {
-		logf("rolling summary: triggering summarization for %d messages", len(msgs))
-		switch {
-		case recentStart == 0:
-			rs.Note = fmt.Sprintf("nothing is older than the last %d user turns: no summary", windowSize)
-		case in.Summarizer == nil:
-			rs.Note = "not run (pass --summarize to make and inject the summary); the history is truncated instead"
-		default:
-			recentTokens := sumTokens(msgs[recentStart:])
-			maxTokens := min(cfg.RollingSummary.SummaryMaxTokens, max(500, r.HistoryBudget-recentTokens-1000))
-			rs.Summarizer = in.Summarizer.Name()
-			entries := make([]*transcript.Entry, recentStart)
-			for i := range entries {
-				entries[i] = pctx.Messages[i].Entry
-			}
-			text, err := compaction.SummarizeRegion(ctx, s, entries, in.Summarizer,
-				compaction.RegionRequest{Instructions: summaryInstructions, MaxOutputTokens: maxTokens, MaxChars: maxTokens * 4})
-			if err != nil {
-				rs.Fallback = err.Error()
-				r.Warnings = append(r.Warnings, "rolling summary failed: "+err.Error()+"; falling back to truncation without a summary")
-				break
-			}
-			if transcript.TextTokens(text) > maxTokens {
-				text = transcript.PrefixUTF16(text, maxTokens*4-1) + "…"
-			}
-			m := summaryMessage(text)
-			summaryMsg = &m
-			rs.Ran, rs.SummaryTokens = true, m.Tokens
-			logf("rolling summary: summarized %d messages, kept %d, totalTokens=%d", recentStart, len(msgs)-recentStart, recentTokens+m.Tokens)
-		}
+	rs.Triggered = rs.Enabled && p.historyTokens > rs.Threshold
+	if !rs.Triggered {
+		return nil, recentStart
 	}
+	p.logf("rolling summary: triggering summarization for %d messages", len(msgs))
+	switch {
+	case recentStart == 0:
+		rs.Note = fmt.Sprintf("nothing is older than the last %d user turns: no summary", p.windowSize)
+	case p.in.Summarizer == nil:
+		rs.Note = "not run (pass --summarize to make and inject the summary); the history is truncated instead"
+	default:
+		return p.summarize(ctx, recentStart), recentStart
+	}
+	return nil, recentStart
+}
 
-	// History limited by tokens, the recent turns preserved.
+// summarize runs the Summarizer over the messages before recentStart; on
+// failure it records the fallback and returns nil.
+func (p *planner) summarize(ctx context.Context, recentStart int) *ContextMessage {
+	r, msgs := p.r, p.msgs
+	rs := &r.Rolling
+	recentTokens := sumTokens(msgs[recentStart:])
+	maxTokens := min(p.cfg.RollingSummary.SummaryMaxTokens, max(500, r.HistoryBudget-recentTokens-1000))
+	rs.Summarizer = p.in.Summarizer.Name()
+	entries := make([]*transcript.Entry, recentStart)
+	for i := range entries {
+		entries[i] = p.pctx.Messages[i].Entry
+	}
+	text, err := compaction.SummarizeRegion(ctx, p.in.Session, entries, p.in.Summarizer,
+		compaction.RegionRequest{Instructions: summaryInstructions, MaxOutputTokens: maxTokens, MaxChars: maxTokens * 4})
+	if err != nil {
+		rs.Fallback = err.Error()
+		r.Warnings = append(r.Warnings, "rolling summary failed: "+err.Error()+"; falling back to truncation without a summary")
+		return nil
+	}
+	if transcript.TextTokens(text) > maxTokens {
+		text = transcript.PrefixUTF16(text, maxTokens*4-1) + "…"
+	}
+	m := summaryMessage(text)
+	rs.Ran, rs.SummaryTokens = true, m.Tokens
+	p.logf("rolling summary: summarized %d messages, kept %d, totalTokens=%d", recentStart, len(msgs)-recentStart, recentTokens+m.Tokens)
+	return &m
+}
+
+// limitHistory limits the history by tokens, the recent turns (from
+// preservedStart on) preserved, after an injected summary which replaces
+// the messages before recentStart. It returns the first kept message.
+func (p *planner) limitHistory(summaryMsg *ContextMessage, recentStart, preservedStart int) int {
+	r, msgs := p.r, p.msgs
 	offset := 0
 	r.History.Budget = r.HistoryBudget
 	if summaryMsg != nil {
@@ -295,33 +364,38 @@ func Plan(ctx context.Context, in Input) (*Report, error) {
 		r.Actual.Summary = summaryMsg.Tokens
 		r.History.Budget = max(0, r.HistoryBudget-summaryMsg.Tokens)
 	}
-	lim := LimitHistory(msgs[offset:], r.History.Budget, windowSize)
+	lim := LimitHistory(msgs[offset:], r.History.Budget, p.windowSize)
 	start := offset + lim.Start
 	h := &r.History
-	h.MessagesIn, h.TokensIn = len(msgs), historyTokens
+	h.MessagesIn, h.TokensIn = len(msgs), p.historyTokens
 	h.MessagesOut, h.TokensOut = len(msgs)-start, lim.Tokens
-	h.PreservedTurns, h.PreservedTokens, h.RecentCut = windowSize, sumTokens(msgs[preservedStart:]), lim.RecentCut
+	h.PreservedTurns, h.PreservedTokens, h.RecentCut = p.windowSize, sumTokens(msgs[preservedStart:]), lim.RecentCut
 	if preservedStart < len(msgs) {
-		h.PreservedFromLine = pctx.Messages[preservedStart].Entry.Line
+		h.PreservedFromLine = p.pctx.Messages[preservedStart].Entry.Line
 	}
 	if start < len(msgs) {
-		h.FirstKeptEntryID, h.FirstKeptLine = pctx.Messages[start].Entry.ID, pctx.Messages[start].Entry.Line
+		h.FirstKeptEntryID, h.FirstKeptLine = p.pctx.Messages[start].Entry.ID, p.pctx.Messages[start].Entry.Line
 	}
 	if h.RecentCut {
-		r.Warnings = append(r.Warnings, fmt.Sprintf("the last %d user turns alone (%d tokens) exceed the history budget (%d): they are cut too", windowSize, lim.RecentTokens, h.Budget))
+		r.Warnings = append(r.Warnings, fmt.Sprintf("the last %d user turns alone (%d tokens) exceed the history budget (%d): they are cut too", p.windowSize, lim.RecentTokens, h.Budget))
 	}
 	r.Actual.History = lim.Tokens
 	if summaryMsg != nil {
-		logf("rolling summary: injected summary as leading context message")
+		p.logf("rolling summary: injected summary as leading context message")
 	}
 	with := ""
 	if summaryMsg != nil {
 		with = " (with rolling summary)"
 	}
-	logf("context management: contextWindow=%d systemPrompt=%d bootstrap=%d historyBudget=%d messagesIn=%d messagesOut=%d%s",
-		alloc.Total, r.Actual.SystemPrompt, r.Actual.Bootstrap, r.HistoryBudget, h.MessagesIn, h.MessagesOut, with)
+	p.logf("context management: contextWindow=%d systemPrompt=%d bootstrap=%d historyBudget=%d messagesIn=%d messagesOut=%d%s",
+		p.alloc.Total, r.Actual.SystemPrompt, r.Actual.Bootstrap, r.HistoryBudget, h.MessagesIn, h.MessagesOut, with)
+	return start
+}
 
-	// Assemble.
+// assemble puts the regions in order (system prompt, bootstrap, summary,
+// the history from start on) and totals them.
+func (p *planner) assemble(systemText, bootstrapText string, summaryMsg *ContextMessage, start int) error {
+	r, alloc := p.r, p.alloc
 	if systemText != "" {
 		r.Messages = append(r.Messages, textMessage(RegionSystemPrompt, "system", systemText))
 	}
@@ -331,10 +405,10 @@ func Plan(ctx context.Context, in Input) (*Report, error) {
 	if summaryMsg != nil {
 		r.Messages = append(r.Messages, *summaryMsg)
 	}
-	for _, m := range pctx.Messages[start:] {
-		raw, err := AgentMessage(s, m.Entry)
+	for _, m := range p.pctx.Messages[start:] {
+		raw, err := AgentMessage(p.in.Session, m.Entry)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		r.Messages = append(r.Messages, ContextMessage{Region: RegionHistory, Tokens: m.Tokens(), EntryID: m.Entry.ID, Line: m.Entry.Line, Message: raw})
 	}
@@ -346,7 +420,7 @@ func Plan(ctx context.Context, in Input) (*Report, error) {
 	if r.Free < 0 {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("the request (%d tokens) plus the response budget (%d) exceed the window (%d) by %d tokens", r.TotalTokens, alloc.Response, alloc.Total, -r.Free))
 	}
-	return r, nil
+	return nil
 }
 
 func joinNonEmpty(a, b string) string {

@@ -173,14 +173,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if o.Workspace == "" {
-		return nil, fmt.Errorf("no workspace: pass --workspace DIR (the agent's workspace, where memory/YYYY-MM-DD.md lives)")
-	}
-	if o.StateDir == "" {
-		return nil, fmt.Errorf("no state directory (set --state-dir or CTXTOOL_STATE_DIR)")
-	}
-	if o.File == "-" {
-		return nil, fmt.Errorf("flush reads a session file, not stdin: its compaction cycle is tracked per file (and in the sessions.json beside it)")
+	if err := checkOptions(o); err != nil {
+		return nil, err
 	}
 	s, err := transcript.Load(o.File)
 	if err != nil {
@@ -191,14 +185,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	key := o.SessionKey
-	switch {
-	case key != "":
-	case ref != nil:
-		key = ref.Key
-	default:
-		key = checkpoint.KeyFromFile(o.File)
-	}
+	key := sessionKey(o, ref)
 	if o.Measure == nil {
 		return nil, fmt.Errorf("memflush: no Measure")
 	}
@@ -211,35 +198,106 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 	// One flush of a session at a time: the second waits, then sees the
 	// cycle done.
-	statePath := StatePath(o.StateDir, key)
-	if err := os.MkdirAll(filepath.Dir(statePath), 0o700); err != nil {
-		return nil, fmt.Errorf("state directory %s: %v", filepath.Dir(statePath), err)
+	f := &flush{o: o, s: s, ref: ref, res: res, statePath: StatePath(o.StateDir, key)}
+	if err := os.MkdirAll(filepath.Dir(f.statePath), 0o700); err != nil {
+		return nil, fmt.Errorf("state directory %s: %v", filepath.Dir(f.statePath), err)
 	}
-	lock, err := transcript.AcquireLock(ctx, statePath, cmp.Or(o.Wait, defaultLockWait))
+	lock, err := transcript.AcquireLock(ctx, f.statePath, cmp.Or(o.Wait, defaultLockWait))
 	if err != nil {
 		return nil, err
 	}
 	defer lock.Release()
-	st, err := readState(statePath)
+	if err := f.readCycle(); err != nil {
+		return nil, err
+	}
+	if !f.due(tokens) {
+		return res, nil
+	}
+	region, err := f.region(window)
 	if err != nil {
 		return nil, err
 	}
-	if ref != nil {
+	if len(region) == 0 {
+		return res, nil
+	}
+	now := o.Now()
+	if err := f.writeNotes(ctx, region, now); err != nil {
+		return res, err
+	}
+	if o.DryRun {
+		return res, nil
+	}
+	return res, f.recordCycle(ctx, now)
+}
+
+// checkOptions refuses what Run cannot flush.
+func checkOptions(o Options) error {
+	if o.Workspace == "" {
+		return fmt.Errorf("no workspace: pass --workspace DIR (the agent's workspace, where memory/YYYY-MM-DD.md lives)")
+	}
+	if o.StateDir == "" {
+		return fmt.Errorf("no state directory (set --state-dir or CTXTOOL_STATE_DIR)")
+	}
+	if o.File == "-" {
+		return fmt.Errorf("flush reads a session file, not stdin: its compaction cycle is tracked per file (and in the sessions.json beside it)")
+	}
+	return nil
+}
+
+// sessionKey names the session in the state directory: the given key,
+// else the sessions.json one, else one from the file name.
+func sessionKey(o Options, ref *sessionstore.Ref) string {
+	switch {
+	case o.SessionKey != "":
+		return o.SessionKey
+	case ref != nil:
+		return ref.Key
+	}
+	return checkpoint.KeyFromFile(o.File)
+}
+
+// flush is one Run under the session's flush lock: the session, its
+// sessions.json entry (ref, nil: none) and the result being filled.
+type flush struct {
+	o         Options
+	s         *transcript.Session
+	ref       *sessionstore.Ref
+	res       *Result
+	statePath string
+}
+
+// readCycle reads the compaction count and the count at the last flush,
+// from the store entry when there is one, else from the session and the
+// state file.
+func (f *flush) readCycle() error {
+	st, err := readState(f.statePath)
+	if err != nil {
+		return err
+	}
+	if f.ref != nil {
 		// Re-read inside the lock: another flush may just have written it.
-		if ref, err = sessionstore.Find(o.File); err != nil {
-			return nil, err
+		if f.ref, err = sessionstore.Find(f.o.File); err != nil {
+			return err
 		}
 	}
-	res.CompactionCount = compactions(s)
+	res := f.res
+	res.CompactionCount = compactions(f.s)
 	res.LastFlushCompactionCount = st.MemoryFlushCompactionCount
-	if ref != nil {
-		res.CompactionCount = ref.Entry.CompactionCount
-		if ref.Entry.MemoryFlushCompactionCount != nil {
-			res.LastFlushCompactionCount = ref.Entry.MemoryFlushCompactionCount
+	if f.ref != nil {
+		res.CompactionCount = f.ref.Entry.CompactionCount
+		if f.ref.Entry.MemoryFlushCompactionCount != nil {
+			res.LastFlushCompactionCount = f.ref.Entry.MemoryFlushCompactionCount
 		}
 	}
-	res.TranscriptBytes = s.Size
-	bySize := o.ForceFlushTranscriptBytes > 0 && s.Size >= o.ForceFlushTranscriptBytes
+	return nil
+}
+
+// due says whether the session (tokens) is due a flush; when not, the
+// result's Reason says why.
+func (f *flush) due(tokens int) bool {
+	o, res := f.o, f.res
+	res.TranscriptBytes = f.s.Size
+	bySize := o.ForceFlushTranscriptBytes > 0 && f.s.Size >= o.ForceFlushTranscriptBytes
 	if (o.Force || bySize) && tokens < res.Threshold {
 		// compaction is happening regardless of size, or the file is
 		// large enough that the token count is not trusted to say so
@@ -248,70 +306,81 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	if ok, why := Due(tokens, res.Threshold, res.CompactionCount, res.LastFlushCompactionCount); !ok {
 		res.Reason, res.DueBySize = why, false
-		return res, nil
+		return false
 	}
+	return true
+}
 
-	// The region about to be compacted.
-	set := o.Compaction
+// region is the region about to be compacted (empty: nothing would be,
+// and the result's Reason says why).
+func (f *flush) region(window int) ([]*transcript.Entry, error) {
+	set := f.o.Compaction
 	set.Force = true
 	if set.ContextWindow <= 0 {
 		set.ContextWindow = window
 	}
-	p, err := compaction.Prepare(s, set)
+	p, err := compaction.Prepare(f.s, set)
 	if err != nil {
 		return nil, err
 	}
 	region := append(append([]*transcript.Entry{}, p.Summarize...), p.TurnPrefix...)
-	res.RegionMessages = len(region)
+	f.res.RegionMessages = len(region)
 	if len(region) == 0 {
-		res.Reason = "nothing would be compacted: " + strings.TrimSpace(p.Reason)
-		return res, nil
+		f.res.Reason = "nothing would be compacted: " + strings.TrimSpace(p.Reason)
+		return region, nil
 	}
-	res.FromLine, res.ToLine = region[0].Line, region[len(region)-1].Line
+	f.res.FromLine, f.res.ToLine = region[0].Line, region[len(region)-1].Line
+	return region, nil
+}
 
-	now := o.Now()
+// writeNotes takes the notes of region (the model's or the fact
+// detector's) and appends the new ones to today's memory file.
+func (f *flush) writeNotes(ctx context.Context, region []*transcript.Entry, now time.Time) error {
+	o, res := f.o, f.res
 	res.MemoryFile = filepath.Join(o.Workspace, "memory", now.Format("2006-01-02")+".md")
 	var notes []note
+	var err error
 	if o.Model != nil {
-		notes, res.NoReply, err = modelNotes(ctx, s, region, o, res.MemoryFile)
+		notes, res.NoReply, err = modelNotes(ctx, f.s, region, o, res.MemoryFile)
 	} else {
-		notes, err = factNotes(s, region)
+		notes, err = factNotes(f.s, region)
 	}
 	if err != nil {
-		return res, err
+		return err
 	}
 	if !o.DryRun {
 		if err := os.MkdirAll(filepath.Dir(res.MemoryFile), 0o755); err != nil {
-			return res, fmt.Errorf("memory directory %s: %v (check the workspace's permissions)", filepath.Dir(res.MemoryFile), err)
+			return fmt.Errorf("memory directory %s: %v (check the workspace's permissions)", filepath.Dir(res.MemoryFile), err)
 		}
 	}
-	written, dups, err := appendNotes(ctx, res.MemoryFile, notes, heading(key, now), o.DryRun, o.Wait)
+	written, dups, err := appendNotes(ctx, res.MemoryFile, notes, heading(res.SessionKey, now), o.DryRun, o.Wait)
 	if err != nil {
-		return res, err
+		return err
 	}
 	res.Entries, res.Duplicates = written, dups
 	res.Flushed = true
-	if o.DryRun {
-		return res, nil
-	}
+	return nil
+}
 
-	// Bookkeeping: the cycle is done.
-	count := res.CompactionCount
-	st = state{MemoryFlushCompactionCount: &count, MemoryFlushAt: now.UnixMilli(), File: o.File}
-	if err := writeState(statePath, st); err != nil {
-		return res, err
+// recordCycle is the bookkeeping: the cycle is done, in the state file and
+// (a failure there is only a warning) in the store entry.
+func (f *flush) recordCycle(ctx context.Context, now time.Time) error {
+	count := f.res.CompactionCount
+	st := state{MemoryFlushCompactionCount: &count, MemoryFlushAt: now.UnixMilli(), File: f.o.File}
+	if err := writeState(f.statePath, st); err != nil {
+		return err
 	}
-	if ref != nil {
-		err := sessionstore.Update(ctx, ref.StorePath, ref.Key, o.Wait, func(sessionstore.Entry) (*sessionstore.Patch, error) {
+	if f.ref != nil {
+		err := sessionstore.Update(ctx, f.ref.StorePath, f.ref.Key, f.o.Wait, func(sessionstore.Entry) (*sessionstore.Patch, error) {
 			return &sessionstore.Patch{Set: map[string]any{"memoryFlushCompactionCount": count, "memoryFlushAt": now.UnixMilli()}}, nil
 		})
 		if err != nil {
-			res.Warnings = append(res.Warnings, "sessions.json not updated (the state directory records the flush): "+err.Error())
+			f.res.Warnings = append(f.res.Warnings, "sessions.json not updated (the state directory records the flush): "+err.Error())
 		} else {
-			res.SessionsJSON = ref.StorePath
+			f.res.SessionsJSON = f.ref.StorePath
 		}
 	}
-	return res, nil
+	return nil
 }
 
 // compactions counts the compaction entries on the session's branch: the

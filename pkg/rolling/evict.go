@@ -111,6 +111,50 @@ func Evict(in EvictInput) Eviction {
 	if minKeep < 0 {
 		minKeep = 0
 	}
+	z := newCutSizes(in)
+	ev := Eviction{TargetTokens: int(math.Floor(target * float64(in.ContextWindow)))}
+	if z.before <= ev.TargetTokens {
+		ev.KeptTokens = z.before
+		ev.Kept = in.Messages
+		ev.TargetMet = true
+		ev.Reason = "already at or under the target"
+		return ev
+	}
+	best, last, prevCut := z.shortestCut(ev.TargetTokens, minKeep)
+	switch {
+	case best > 0:
+		ev.TargetMet = true
+		ev.Step = z.prefix[best] - z.prefix[prevCut]
+	case last > 0:
+		best = last
+		ev.Reason = "minKeepMessages (" + strconv.Itoa(minKeep) + ") stops eviction above the target"
+		if n-last > minKeep {
+			ev.Reason = "no later cut point is valid (a tool call and its results stay together), so eviction stops above the target"
+		}
+	default:
+		ev.KeptTokens = z.before
+		ev.Kept = in.Messages
+		ev.Reason = "nothing can be evicted: no valid cut point leaves minKeepMessages (" + strconv.Itoa(minKeep) + ") messages"
+		if n <= minKeep {
+			ev.Reason = "nothing can be evicted: the context has " + strconv.Itoa(n) + " messages, minKeepMessages is " + strconv.Itoa(minKeep)
+		}
+		return ev
+	}
+	z.evictBefore(&ev, best)
+	return ev
+}
+
+// cutSizes answers Evict's size questions about a cut at i (evicting
+// Messages[:i]).
+type cutSizes struct {
+	in     EvictInput
+	prefix []int // prefix[i] = Σ tokens of Messages[:i]
+	// before is the whole context before eviction.
+	before int
+}
+
+func newCutSizes(in EvictInput) cutSizes {
+	n := len(in.Messages)
 	prefix := make([]int, n+1) // prefix[i] = Σ tokens of Messages[:i]
 	for i, m := range in.Messages {
 		prefix[i+1] = prefix[i] + m.Tokens
@@ -119,38 +163,44 @@ func Evict(in EvictInput) Eviction {
 	if before <= 0 {
 		before = prefix[n]
 	}
-	ev := Eviction{TargetTokens: int(math.Floor(target * float64(in.ContextWindow)))}
-	valid := validCuts(in.Messages)
-	note := func(i int) int {
-		if in.NoteTokens == nil {
-			return 0
-		}
-		return in.NoteTokens(i)
-	}
-	kept := func(i int) int {
-		k := before - prefix[i]
-		if floor := prefix[n] - prefix[i]; k < floor {
-			k = floor // never claim less than the kept messages themselves
-		}
-		return k + in.Correction
-	}
+	return cutSizes{in: in, prefix: prefix, before: before}
+}
 
-	if before <= ev.TargetTokens {
-		ev.KeptTokens = before
-		ev.Kept = in.Messages
-		ev.TargetMet = true
-		ev.Reason = "already at or under the target"
-		return ev
+// note is the size of the note that replaces Messages[:i].
+func (z cutSizes) note(i int) int {
+	if z.in.NoteTokens == nil {
+		return 0
 	}
+	return z.in.NoteTokens(i)
+}
+
+// kept is the context left after evicting Messages[:i], the note not
+// included.
+func (z cutSizes) kept(i int) int {
+	n := len(z.in.Messages)
+	k := z.before - z.prefix[i]
+	if floor := z.prefix[n] - z.prefix[i]; k < floor {
+		k = floor // never claim less than the kept messages themselves
+	}
+	return k + z.in.Correction
+}
+
+// shortestCut looks for the first valid cut that brings the context (note
+// included) to target tokens while keeping minKeep messages. It returns
+// that cut (best, -1: none), the last valid cut it tried (-1: none) and
+// the valid cut tried before the last one (0: none).
+func (z cutSizes) shortestCut(target, minKeep int) (best, last, prevCut int) {
+	msgs := z.in.Messages
+	n := len(msgs)
+	valid := validCuts(msgs)
 	// Evict at least one conversation message: replacing only a previous
 	// note or summary would rewrite the window without freeing it, and
 	// would not be idempotent.
 	lo := 1
-	if n > 0 && in.Messages[0].Role == "compactionSummary" {
+	if n > 0 && msgs[0].Role == "compactionSummary" {
 		lo = 2
 	}
-	best, last := -1, -1
-	prevCut := 0
+	best, last = -1, -1
 	for i := lo; i < n && n-i >= minKeep; i++ {
 		if !valid[i] {
 			continue
@@ -159,37 +209,22 @@ func Evict(in EvictInput) Eviction {
 			prevCut = last
 		}
 		last = i
-		if kept(i) > ev.TargetTokens {
+		if z.kept(i) > target {
 			continue
 		}
-		if kept(i)+note(i) <= ev.TargetTokens {
+		if z.kept(i)+z.note(i) <= target {
 			best = i
 			break
 		}
 	}
-	switch {
-	case best > 0:
-		ev.TargetMet = true
-		ev.Step = prefix[best] - prefix[prevCut]
-	case last > 0:
-		best = last
-		ev.Reason = "minKeepMessages (" + strconv.Itoa(minKeep) + ") stops eviction above the target"
-		if n-last > minKeep {
-			ev.Reason = "no later cut point is valid (a tool call and its results stay together), so eviction stops above the target"
-		}
-	default:
-		ev.KeptTokens = before
-		ev.Kept = in.Messages
-		ev.Reason = "nothing can be evicted: no valid cut point leaves minKeepMessages (" + strconv.Itoa(minKeep) + ") messages"
-		if n <= minKeep {
-			ev.Reason = "nothing can be evicted: the context has " + strconv.Itoa(n) + " messages, minKeepMessages is " + strconv.Itoa(minKeep)
-		}
-		return ev
-	}
+	return best, last, prevCut
+}
 
+// evictBefore records in ev the eviction of Messages[:best].
+func (z cutSizes) evictBefore(ev *Eviction, best int) {
 	ev.FirstKept = best
-	ev.Kept = in.Messages[best:]
-	ev.Evicted = in.Messages[:best]
+	ev.Kept = z.in.Messages[best:]
+	ev.Evicted = z.in.Messages[:best]
 	var sp rangeBuilder
 	for i := range ev.Evicted {
 		m := &ev.Evicted[i]
@@ -202,9 +237,8 @@ func Evict(in EvictInput) Eviction {
 	}
 	ev.EvictedCount, ev.EvictedTokens = sp.Messages, sp.Tokens
 	ev.FirstEvicted, ev.LastEvicted = sp.first, sp.last
-	ev.NoteTokens = note(best)
-	ev.KeptTokens = kept(best) + ev.NoteTokens
-	return ev
+	ev.NoteTokens = z.note(best)
+	ev.KeptTokens = z.kept(best) + ev.NoteTokens
 }
 
 // validCuts marks the indices i where the context may start after evicting

@@ -331,10 +331,6 @@ func (r *Roller) plan(s *transcript.Session, build bool) (decision, error) {
 	if r.ContextWindow > 0 || win <= 0 {
 		win = r.window(c)
 	}
-	reserve := r.ReserveTokens
-	if reserve <= 0 {
-		reserve = DefaultReserveTokens
-	}
 	target := r.TargetUtilization
 	if target <= 0 {
 		target = DefaultTargetUtilization
@@ -345,8 +341,44 @@ func (r *Roller) plan(s *transcript.Session, build bool) (decision, error) {
 		Utilization:  math.Round(float64(m.Tokens)/float64(win)*10000) / 10000,
 		TargetTokens: int(math.Floor(target * float64(win))),
 	}}
-	rep := &d.rep
-	util := float64(m.Tokens) / float64(win)
+	if !r.overTrigger(&d.rep, m.Tokens, win) {
+		return d, nil
+	}
+
+	rc, err := newRollContext(s, c, m, win, target)
+	if err != nil {
+		return decision{}, err
+	}
+	in := EvictInput{Messages: rc.msgs, TokensBefore: m.Tokens, ContextWindow: win, TargetUtilization: target,
+		MinKeepMessages: r.MinKeepMessages}
+	if r.EvictionNote {
+		in.NoteTokens = func(i int) int { return heuristicTokens(renderNote(rc.noteFor(i))) }
+	}
+	ev := Evict(in)
+	if ev.EvictedCount == 0 {
+		d.ev = ev
+		d.rep.Reason = ev.Reason
+		return d, nil
+	}
+	var line []byte
+	if build {
+		if ev, line, err = r.buildToTarget(s, rc, in, ev, measure); err != nil {
+			return decision{}, err
+		}
+	}
+	r.recordRoll(&d, s, ev, line)
+	return d, nil
+}
+
+// overTrigger sets the report's trigger and says whether the context
+// (tokens of a window of win) is over it; when it is not, the report's
+// Reason says why.
+func (r *Roller) overTrigger(rep *Report, tokens, win int) bool {
+	reserve := r.ReserveTokens
+	if reserve <= 0 {
+		reserve = DefaultReserveTokens
+	}
+	util := float64(tokens) / float64(win)
 	switch {
 	case r.Force:
 		rep.TriggerTokens = 0
@@ -354,88 +386,108 @@ func (r *Roller) plan(s *transcript.Session, build bool) (decision, error) {
 		rep.TriggerTokens = int(math.Ceil(r.Trigger * float64(win)))
 		if util < r.Trigger {
 			rep.Reason = fmt.Sprintf("under the trigger: %.1f%% < %.1f%% of %d tokens", util*100, r.Trigger*100, win)
-			return d, nil
+			return false
 		}
 	default:
 		rep.TriggerTokens = win - reserve
-		if m.Tokens <= win-reserve {
-			rep.Reason = fmt.Sprintf("under the compaction threshold: %d ≤ %d tokens (%.1f%% of %d)", m.Tokens, win-reserve, util*100, win)
-			return d, nil
+		if tokens <= win-reserve {
+			rep.Reason = fmt.Sprintf("under the compaction threshold: %d ≤ %d tokens (%.1f%% of %d)", tokens, win-reserve, util*100, win)
+			return false
 		}
 	}
+	return true
+}
 
+// rollContext is what evicting from one measured context needs, and what
+// rendering its compaction line needs besides the eviction.
+type rollContext struct {
+	msgs         []Message
+	tokensBefore int
+	// note is the eviction note's fixed part; noteFor adds This.
+	note noteInput
+	// What the evicted summary (if any) stood for, needed for the note.
+	prev         *Details
+	prevFromHook bool
+}
+
+// newRollContext pairs the context's messages with their estimates and reads
+// what the note needs: the previous compaction and the ranges it covered.
+func newRollContext(s *transcript.Session, c *transcript.Context, m Measurement, win int, target float64) (*rollContext, error) {
 	msgs := make([]Message, len(c.Messages))
 	for i, cm := range c.Messages {
 		msgs[i] = Message{Entry: cm.Entry, Role: cm.Role, Tokens: m.PerMessage[i]}
 	}
-	// What the evicted summary (if any) stood for, needed for the note.
-	var prev *Details
-	prevFromHook := false
+	rc := &rollContext{msgs: msgs, tokensBefore: m.Tokens}
 	if c.Compaction != nil {
 		pm, err := s.Message(c.Compaction)
 		if err != nil {
-			return decision{}, err
+			return nil, err
 		}
 		if pm != nil {
-			prev = decodeDetails(pm.Details)
+			rc.prev = decodeDetails(pm.Details)
 		}
-		prevFromHook = c.Compaction.FromHook
+		rc.prevFromHook = c.Compaction.FromHook
 	}
-	earlier := previousRanges(s, c, prev)
+	earlier := previousRanges(s, c, rc.prev)
 	file := s.File
 	if abs, err := filepath.Abs(file); err == nil {
 		file = abs // the note must name the file from wherever the agent runs
 	}
-	noteFor := func(i int) noteInput {
-		return noteInput{File: file, ContextWindow: win, Target: target, This: rangeOf(msgs[:i]), Earlier: earlier}
-	}
-	in := EvictInput{Messages: msgs, TokensBefore: m.Tokens, ContextWindow: win, TargetUtilization: target,
-		MinKeepMessages: r.MinKeepMessages}
-	if r.EvictionNote {
-		in.NoteTokens = func(i int) int { return heuristicTokens(renderNote(noteFor(i))) }
-	}
-	ev := Evict(in)
-	if ev.EvictedCount == 0 {
-		d.ev = ev
-		rep.Reason = ev.Reason
-		return d, nil
-	}
-	var line []byte
-	if build {
-		// The estimate after the roll is what counts (it is what `estimate`
-		// and the next roll will see), and it can differ from before −
-		// evicted: a usage anchor goes stale behind the new compaction, a
-		// calibrated fit changes. Measure the rolled session in memory and
-		// evict further while it is over the target, so a second run finds
-		// nothing to do.
-		for attempt := 0; ; attempt++ {
-			line, err = r.buildLine(s, ev, m.Tokens, noteFor, earlier, prev, prevFromHook)
-			if err != nil {
-				return decision{}, err
-			}
-			after, note, err := measureAfter(s, line, measure)
-			if err != nil {
-				return decision{}, err
-			}
-			delta := after - ev.KeptTokens
-			ev.KeptTokens, ev.NoteTokens = after, note
-			if after <= ev.TargetTokens || attempt == 4 {
-				break
-			}
-			in.Correction += delta
-			next := Evict(in)
-			if next.FirstKept <= ev.FirstKept {
-				break // nothing more may go (minKeepMessages, tool pairs)
-			}
-			ev = next
+	rc.note = noteInput{File: file, ContextWindow: win, Target: target, Earlier: earlier}
+	return rc, nil
+}
+
+// noteFor is the eviction note's input when the messages before firstKept go.
+func (rc *rollContext) noteFor(firstKept int) noteInput {
+	n := rc.note
+	n.This = rangeOf(rc.msgs[:firstKept])
+	return n
+}
+
+// buildToTarget renders the compaction line of ev, evicting further (in
+// is the input ev came from) while the rolled session is over the target.
+func (r *Roller) buildToTarget(s *transcript.Session, rc *rollContext, in EvictInput, ev Eviction, measure Estimator) (Eviction, []byte, error) {
+	// The estimate after the roll is what counts (it is what `estimate`
+	// and the next roll will see), and it can differ from before −
+	// evicted: a usage anchor goes stale behind the new compaction, a
+	// calibrated fit changes. Measure the rolled session in memory and
+	// evict further while it is over the target, so a second run finds
+	// nothing to do.
+	for attempt := 0; ; attempt++ {
+		line, err := r.buildLine(s, ev, rc)
+		if err != nil {
+			return Eviction{}, nil, err
 		}
-		ev.TargetMet = ev.KeptTokens <= ev.TargetTokens
-		// keptTokens in details is not counted, so the measured line and
-		// the final one weigh the same.
-		if line, err = r.buildLine(s, ev, m.Tokens, noteFor, earlier, prev, prevFromHook); err != nil {
-			return decision{}, err
+		after, note, err := measureAfter(s, line, measure)
+		if err != nil {
+			return Eviction{}, nil, err
 		}
+		delta := after - ev.KeptTokens
+		ev.KeptTokens, ev.NoteTokens = after, note
+		if after <= ev.TargetTokens || attempt == 4 {
+			break
+		}
+		in.Correction += delta
+		next := Evict(in)
+		if next.FirstKept <= ev.FirstKept {
+			break // nothing more may go (minKeepMessages, tool pairs)
+		}
+		ev = next
 	}
+	ev.TargetMet = ev.KeptTokens <= ev.TargetTokens
+	// keptTokens in details is not counted, so the measured line and
+	// the final one weigh the same.
+	line, err := r.buildLine(s, ev, rc)
+	if err != nil {
+		return Eviction{}, nil, err
+	}
+	return ev, line, nil
+}
+
+// recordRoll fills the decision and its report for a roll of ev; line is
+// its compaction entry (nil when not built).
+func (r *Roller) recordRoll(d *decision, s *transcript.Session, ev Eviction, line []byte) {
+	rep := &d.rep
 	d.ev, d.line = ev, line
 	if r.DryRun {
 		var entry struct{ Summary string }
@@ -461,28 +513,26 @@ func (r *Roller) plan(s *transcript.Session, build bool) (decision, error) {
 	if s.Version >= 2 {
 		rep.FirstKeptEntryID = first.ID
 	}
-	return d, nil
 }
 
 // buildLine renders the compaction entry of an eviction.
-func (r *Roller) buildLine(s *transcript.Session, ev Eviction, tokensBefore int, noteFor func(int) noteInput,
-	earlier []Range, prev *Details, prevFromHook bool) ([]byte, error) {
-	read, modified, err := fileOps(s, ev.Evicted, prev, prevFromHook)
+func (r *Roller) buildLine(s *transcript.Session, ev Eviction, rc *rollContext) ([]byte, error) {
+	read, modified, err := fileOps(s, ev.Evicted, rc.prev, rc.prevFromHook)
 	if err != nil {
 		return nil, err
 	}
 	det := Details{Mode: "rolling", EvictedCount: ev.EvictedCount, EvictedTokens: ev.EvictedTokens, KeptTokens: ev.KeptTokens,
 		FirstEvictedTimestamp: FormatTime(ev.FirstEvicted), LastEvictedTimestamp: FormatTime(ev.LastEvicted),
-		Ranges: capRanges(append(append([]Range(nil), earlier...), rangeOf(ev.Evicted))), ReadFiles: read, ModifiedFiles: modified}
+		Ranges: capRanges(append(append([]Range(nil), rc.note.Earlier...), rangeOf(ev.Evicted))), ReadFiles: read, ModifiedFiles: modified}
 	summary := ""
 	if r.EvictionNote {
-		summary = renderNote(noteFor(ev.FirstKept))
+		summary = renderNote(rc.noteFor(ev.FirstKept))
 	}
 	w := s.NewWriter()
 	if r.Now != nil {
 		w.Now = r.Now
 	}
-	a, err := w.Compaction(transcript.CompactionSpec{Summary: summary, FirstKept: ev.Kept[0].Entry, TokensBefore: tokensBefore, Details: det})
+	a, err := w.Compaction(transcript.CompactionSpec{Summary: summary, FirstKept: ev.Kept[0].Entry, TokensBefore: rc.tokensBefore, Details: det})
 	if err != nil {
 		return nil, fmt.Errorf("%s: building the compaction entry: %w", s.File, err)
 	}
