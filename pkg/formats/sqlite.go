@@ -67,7 +67,6 @@ func isSQLiteFile(p string) bool {
 	return bytes.Equal(head[:n], sqliteMagic)
 }
 
-
 // openDB opens an OpenClaw store read-only: it never creates, migrates or
 // writes it.
 func openDB(path string) (*sql.DB, error) {

@@ -76,4 +76,3 @@ func (b *Baseline) Mark(reports []*Report) {
 		}
 	}
 }
-
