@@ -301,3 +301,17 @@ func (c *checker) entryAtLine(line int) *transcript.Entry {
 	}
 	return nil
 }
+
+// Failing counts the findings of reports at or above threshold that a
+// baseline does not already know (the CI gate: --fail-on); none at Off.
+func Failing(reports []*Report, threshold Severity) int {
+	failing := 0
+	for _, r := range reports {
+		for _, f := range r.Findings {
+			if threshold != Off && f.Severity >= threshold && f.BaselineState != "unchanged" {
+				failing++
+			}
+		}
+	}
+	return failing
+}
