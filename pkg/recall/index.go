@@ -200,91 +200,124 @@ func (ix *Index) scanLines(ctx context.Context, f *os.File, off int64, line, new
 	res := readResult{end: off, lastLineStart: off, lines: line}
 	x := extractor{maxChars: ix.maxChars}
 	ch := newChunker()
-	br := bufio.NewReaderSize(io.NewSectionReader(f, off, 1<<62), 1<<20)
-	// A line longer than the buffer is measured first and then read at its
-	// exact size from the file; a line over transcript.MaxLineBytes is only
-	// measured, as every other command treats it. A multi-GB line without a
-	// newline costs no memory.
-	longBytes := 0
-	isLong, oversized := false, false
+	lr := lineReader{f: f, br: bufio.NewReaderSize(io.NewSectionReader(f, off, 1<<62), 1<<20)}
 	for {
-		part, err := br.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			isLong = true
-			longBytes += len(part)
-			continue
-		}
+		l, n, oversized, err := lr.next(res.end)
 		if err == io.EOF {
 			break // a trailing line without newline is not complete yet
 		}
 		if err != nil {
-			return res, fmt.Errorf("recall: read %s: %v", f.Name(), err)
-		}
-		l, n := part, len(part)
-		if isLong {
-			n += longBytes
-			if oversized = n > transcript.MaxLineBytes; !oversized {
-				l = make([]byte, n)
-				if _, err := f.ReadAt(l, res.end); err != nil {
-					return res, fmt.Errorf("recall: read %s: %v", f.Name(), err)
-				}
-			}
+			return res, err
 		}
 		res.lines++
 		res.read++
 		res.lastLineStart = res.end
 		res.end += int64(n)
 		if oversized {
-			if res.lines > newFrom {
-				res.nMalformed++
-				if len(res.malformed) < maxReportedMalformed {
-					res.malformed = append(res.malformed, transcript.Malformed{Line: res.lines, Offset: res.lastLineStart, Bytes: n,
-						Err: fmt.Sprintf("a line of %d bytes, over the %d MiB line cap: measured, not indexed", n, transcript.MaxLineBytes>>20)})
-				}
+			if res.lines > newFrom && res.countMalformed() {
+				res.malformed = append(res.malformed, transcript.Malformed{Line: res.lines, Offset: res.lastLineStart, Bytes: n,
+					Err: fmt.Sprintf("a line of %d bytes, over the %d MiB line cap: measured, not indexed", n, transcript.MaxLineBytes>>20)})
 			}
-			longBytes, isLong, oversized = 0, false, false
 			continue
 		}
 		units, ok := extractSourceLine(&x, conv, res.lines, l)
-		if !ok && res.lines > newFrom {
-			res.nMalformed++
-			if len(res.malformed) < maxReportedMalformed {
-				// Described as transcript.Load describes it, so index
-				// reports bad lines the way every other command does.
-				raw := bytes.TrimRight(l, "\r\n")
-				m, bad := transcript.DiagnoseLine(raw, true)
-				if !bad {
-					m = transcript.Malformed{Bytes: len(raw), Err: "not a session entry"}
-				}
-				m.Line, m.Offset = res.lines, res.lastLineStart
-				res.malformed = append(res.malformed, m)
-			}
+		if !ok && res.lines > newFrom && res.countMalformed() {
+			res.malformed = append(res.malformed, describeMalformed(l, res.lines, res.lastLineStart))
 		}
-		for _, u := range units {
-			if u.id == "" {
-				// v1 entries have no ids; pkg/transcript names them by line.
-				u.id = "v1:L" + strconv.Itoa(res.lines)
-			}
-			ch.add(contentLine{line: res.lines, off: res.lastLineStart, unit: u})
-		}
-		longBytes, isLong = 0, false
+		addUnits(ch, units, res.lines, res.lastLineStart)
 		if res.read%256 == 0 {
 			if err := ctx.Err(); err != nil {
 				return res, err
 			}
-			if out := ch.take(); len(out) > 0 {
-				if err := emit(out); err != nil {
-					return res, err
-				}
+			if err := emitChunks(ch.take(), emit); err != nil {
+				return res, err
 			}
 		}
 	}
-	if out := ch.finish(); len(out) > 0 {
-		if err := emit(out); err != nil {
-			return res, err
+	return res, emitChunks(ch.finish(), emit)
+}
+
+// lineReader reads a file's complete lines. A line longer than the buffer
+// is measured first and then read at its exact size from the file; a line
+// over transcript.MaxLineBytes is only measured, as every other command
+// treats it. A multi-GB line without a newline costs no memory.
+type lineReader struct {
+	f  *os.File
+	br *bufio.Reader
+}
+
+// next returns the line starting at file offset at, its length n and
+// whether it is oversized (then only n is meaningful); io.EOF when no
+// complete line is left.
+func (lr lineReader) next(at int64) (l []byte, n int, oversized bool, err error) {
+	longBytes := 0
+	isLong := false
+	for {
+		part, err := lr.br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			isLong = true
+			longBytes += len(part)
+			continue
 		}
+		if err == io.EOF {
+			return nil, 0, false, io.EOF
+		}
+		if err != nil {
+			return nil, 0, false, fmt.Errorf("recall: read %s: %v", lr.f.Name(), err)
+		}
+		l, n = part, len(part)
+		if !isLong {
+			return l, n, false, nil
+		}
+		n += longBytes
+		if n > transcript.MaxLineBytes {
+			return l, n, true, nil
+		}
+		l = make([]byte, n)
+		if _, err := lr.f.ReadAt(l, at); err != nil {
+			return nil, 0, false, fmt.Errorf("recall: read %s: %v", lr.f.Name(), err)
+		}
+		return l, n, false, nil
 	}
-	return res, nil
+}
+
+// countMalformed counts one more malformed line and reports whether it is
+// still to be described in malformed.
+func (r *readResult) countMalformed() bool {
+	r.nMalformed++
+	return len(r.malformed) < maxReportedMalformed
+}
+
+// describeMalformed describes the malformed line l (number line, at offset
+// off) as transcript.Load describes it, so index reports bad lines the way
+// every other command does.
+func describeMalformed(l []byte, line int, off int64) transcript.Malformed {
+	raw := bytes.TrimRight(l, "\r\n")
+	m, bad := transcript.DiagnoseLine(raw, true)
+	if !bad {
+		m = transcript.Malformed{Bytes: len(raw), Err: "not a session entry"}
+	}
+	m.Line, m.Offset = line, off
+	return m
+}
+
+// addUnits adds the units extracted from one line to the chunker.
+func addUnits(ch *chunker, units []unit, line int, off int64) {
+	for _, u := range units {
+		if u.id == "" {
+			// v1 entries have no ids; pkg/transcript names them by line.
+			u.id = "v1:L" + strconv.Itoa(line)
+		}
+		ch.add(contentLine{line: line, off: off, unit: u})
+	}
+}
+
+// emitChunks hands out finished chunks, if any.
+func emitChunks(out []chunk, emit func([]chunk) error) error {
+	if len(out) == 0 {
+		return nil
+	}
+	return emit(out)
 }
 
 // Index brings the index of one session file up to date: nothing when it is

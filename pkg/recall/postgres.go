@@ -393,35 +393,11 @@ func (s *pgStore) totals(ctx context.Context) (int64, float64, error) {
 // minScore, mean what they mean on SQLite). With CJK: substring matches
 // (ILIKE) over the CJK chunks, served by the pg_trgm index, unranked.
 func (s *pgStore) match(ctx context.Context, tokens []string, fileID int64, limit int) ([]match, error) {
-	cjk := false
-	for _, t := range tokens {
-		if hasCJK(t) {
-			cjk = true
-		}
+	cjk := anyCJK(tokens)
+	cond, args, terms := pgMatchCond(tokens, fileID, cjk)
+	if cond == "" {
+		return nil, nil
 	}
-	var where []string
-	var args []any
-	arg := func(v any) string {
-		args = append(args, v)
-		return fmt.Sprintf("$%d", len(args))
-	}
-	var terms [][]string
-	if cjk {
-		where = append(where, "has_cjk")
-		for _, t := range tokens {
-			where = append(where, "text ILIKE "+arg("%"+likeEscape(t)+"%"))
-		}
-	} else {
-		terms = queryTerms(tokens)
-		if len(terms) == 0 {
-			return nil, nil
-		}
-		where = append(where, "tsv @@ "+arg(tsqueryLiteral(terms))+"::tsquery")
-	}
-	if fileID >= 0 {
-		where = append(where, "file_id = "+arg(fileID))
-	}
-	cond := strings.Join(where, " AND ")
 	var n int
 	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM ctxtool_recall_chunks WHERE `+cond+
 		` LIMIT `+fmt.Sprint(rankWindow)+`) m`, args...).Scan(&n); err != nil {
@@ -431,27 +407,62 @@ func (s *pgStore) match(ctx context.Context, tokens []string, fileID int64, limi
 		return nil, nil
 	}
 	if n >= rankWindow || cjk {
-		rows, err := s.pool.Query(ctx, `SELECT id, 0.0::float8 FROM ctxtool_recall_chunks WHERE `+cond+
-			` ORDER BY id DESC LIMIT `+fmt.Sprint(limit), args...)
-		if err != nil {
-			return nil, s.err("search", err)
-		}
-		ms, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (match, error) {
-			var m match
-			return m, r.Scan(&m.id, &m.score)
-		})
-		return ms, s.err("search", err)
+		return s.newestMatches(ctx, cond, args, limit)
 	}
+	return s.rankedMatches(ctx, cond, args, terms, limit)
+}
+
+// pgMatchCond is the WHERE condition (with its $n arguments) selecting the
+// chunks with every token, and the tsquery terms ranking them (nil with
+// CJK); cond is "" when the tokens give no term to match.
+func pgMatchCond(tokens []string, fileID int64, cjk bool) (cond string, args []any, terms [][]string) {
+	var where []string
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	if cjk {
+		where = append(where, "has_cjk")
+		for _, t := range tokens {
+			where = append(where, "text ILIKE "+arg("%"+likeEscape(t)+"%"))
+		}
+	} else {
+		terms = queryTerms(tokens)
+		if len(terms) == 0 {
+			return "", nil, nil
+		}
+		where = append(where, "tsv @@ "+arg(tsqueryLiteral(terms))+"::tsquery")
+	}
+	if fileID >= 0 {
+		where = append(where, "file_id = "+arg(fileID))
+	}
+	return strings.Join(where, " AND "), args, terms
+}
+
+// newestMatches is the newest limit chunks meeting cond, unranked.
+func (s *pgStore) newestMatches(ctx context.Context, cond string, args []any, limit int) ([]match, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, 0.0::float8 FROM ctxtool_recall_chunks WHERE `+cond+
+		` ORDER BY id DESC LIMIT `+fmt.Sprint(limit), args...)
+	if err != nil {
+		return nil, s.err("search", err)
+	}
+	ms, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (match, error) {
+		var m match
+		return m, r.Scan(&m.id, &m.score)
+	})
+	return ms, s.err("search", err)
+}
+
+// rankedMatches scores every chunk meeting cond with BM25 over terms and
+// keeps the best limit.
+func (s *pgStore) rankedMatches(ctx context.Context, cond string, args []any, terms [][]string, limit int) ([]match, error) {
 	nRows, avgdl, err := s.totals(ctx)
 	if err != nil {
 		return nil, err
 	}
-	df := make([]int64, len(terms))
-	for i, seq := range terms {
-		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM ctxtool_recall_chunks WHERE tsv @@ $1::tsquery`,
-			tsqueryLiteral([][]string{seq})).Scan(&df[i]); err != nil {
-			return nil, s.err("search", err)
-		}
+	df, err := s.termFrequencies(ctx, terms)
+	if err != nil {
+		return nil, err
 	}
 	for _, d := range df {
 		nRows = max(nRows, d) // the totals are a few seconds old
@@ -478,6 +489,19 @@ func (s *pgStore) match(ctx context.Context, tokens []string, fileID int64, limi
 	}
 	sortMatches(ms)
 	return ms[:min(limit, len(ms))], nil
+}
+
+// termFrequencies is the number of chunks matching each term (BM25's
+// document frequency).
+func (s *pgStore) termFrequencies(ctx context.Context, terms [][]string) ([]int64, error) {
+	df := make([]int64, len(terms))
+	for i, seq := range terms {
+		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM ctxtool_recall_chunks WHERE tsv @@ $1::tsquery`,
+			tsqueryLiteral([][]string{seq})).Scan(&df[i]); err != nil {
+			return nil, s.err("search", err)
+		}
+	}
+	return df, nil
 }
 
 func (s *pgStore) chunks(ctx context.Context, ids []int64) ([]storedChunk, error) {

@@ -122,6 +122,17 @@ func keywords(tokens []string) []string {
 	return out
 }
 
+// anyCJK reports whether a query token has CJK characters (then the
+// backends match substrings, see each backend's match).
+func anyCJK(tokens []string) bool {
+	for _, t := range tokens {
+		if hasCJK(t) {
+			return true
+		}
+	}
+	return false
+}
+
 // bm25RankToScore maps FTS5's bm25() (lower = better, usually negative)
 // to 0..1 exactly as OpenClaw does.
 func bm25RankToScore(rank float64) float64 {
@@ -153,20 +164,9 @@ func (ix *Index) Search(ctx context.Context, query string, opts SearchOptions) (
 	if opts.MaxResults <= 0 {
 		opts.MaxResults = DefaultMaxResults
 	}
-	var fileID int64 = -1
-	if opts.Session != "" {
-		abs, err := absPath(opts.Session)
-		if err != nil {
-			return nil, err
-		}
-		id, ok, err := ix.st.fileID(ctx, abs)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			return nil, fmt.Errorf("recall: %s is not indexed (run 'ctxtool index %s' first)", abs, opts.Session)
-		}
-		fileID = id
+	fileID, err := ix.sessionFileID(ctx, opts.Session)
+	if err != nil {
+		return nil, err
 	}
 	tokens := queryTokens(query)
 	res := &Result{Mode: "fts-only"}
@@ -180,56 +180,104 @@ func (ix *Index) Search(ctx context.Context, query string, opts SearchOptions) (
 	}
 	kw := keywords(tokens)
 
-	var hits []*candidate
 	if ix.embedder != nil {
-		vc, ferr := ix.vectorCandidates(ctx, query, fileID, limit)
-		if ferr != nil {
-			res.Fallback = ferr.Error()
-		} else {
-			res.Mode = "hybrid"
-			for id, c := range vc {
-				if k, ok := cands[id]; ok {
-					k.vector, k.hasVector = c.vector, true
-				} else {
-					cands[id] = c
-				}
-			}
-		}
+		ix.addVectorCandidates(ctx, query, fileID, limit, cands, res)
 	}
 	if err := ix.loadCandidates(ctx, cands); err != nil {
 		return nil, err
 	}
 	dropSkipped(cands, opts.Skip) // vector candidates too
+	var hits []*candidate
 	score := map[int64]float64{}
 	if res.Mode == "hybrid" {
-		for id, c := range cands {
-			s := vectorWeight*c.vector + textWeight*c.text
-			if s >= opts.MinScore {
-				score[id] = s
-				hits = append(hits, c)
-			}
-		}
+		hits = hybridHits(cands, opts.MinScore, score)
 		if len(hits) == 0 {
 			res.Fallback = "no hybrid hit reached minScore; keyword hits shown"
-			floor := math.Min(opts.MinScore, textWeight)
-			for id, c := range cands {
-				if !c.hasText {
-					continue
-				}
-				if s := boosted(c, kw); s >= floor {
-					score[id] = s
-					hits = append(hits, c)
-				}
-			}
+			hits = keywordHits(cands, kw, math.Min(opts.MinScore, textWeight), true, score)
 		}
 	} else {
-		for id, c := range cands {
-			if s := boosted(c, kw); s >= opts.MinScore {
-				score[id] = s
-				hits = append(hits, c)
-			}
+		hits = keywordHits(cands, kw, opts.MinScore, false, score)
+	}
+	hits = bestHits(hits, score, opts.MaxResults)
+	for _, c := range hits {
+		res.Hits = append(res.Hits, newHit(c, score[c.id], kw))
+	}
+	return res, nil
+}
+
+// sessionFileID is the indexed file id of session, or -1 for "" (all
+// sessions).
+func (ix *Index) sessionFileID(ctx context.Context, session string) (int64, error) {
+	if session == "" {
+		return -1, nil
+	}
+	abs, err := absPath(session)
+	if err != nil {
+		return 0, err
+	}
+	id, ok, err := ix.st.fileID(ctx, abs)
+	if err != nil {
+		return 0, err
+	}
+	if !ok {
+		return 0, fmt.Errorf("recall: %s is not indexed (run 'ctxtool index %s' first)", abs, session)
+	}
+	return id, nil
+}
+
+// addVectorCandidates merges the vector candidates into cands and sets
+// res.Mode to "hybrid"; when the embedder fails, res.Fallback says why and
+// the search stays keyword-only.
+func (ix *Index) addVectorCandidates(ctx context.Context, query string, fileID int64, limit int, cands map[int64]*candidate, res *Result) {
+	vc, err := ix.vectorCandidates(ctx, query, fileID, limit)
+	if err != nil {
+		res.Fallback = err.Error()
+		return
+	}
+	res.Mode = "hybrid"
+	for id, c := range vc {
+		if k, ok := cands[id]; ok {
+			k.vector, k.hasVector = c.vector, true
+		} else {
+			cands[id] = c
 		}
 	}
+}
+
+// hybridHits keeps the candidates whose weighted vector + text score
+// reaches minScore, recording each kept score in score.
+func hybridHits(cands map[int64]*candidate, minScore float64, score map[int64]float64) []*candidate {
+	var hits []*candidate
+	for id, c := range cands {
+		s := vectorWeight*c.vector + textWeight*c.text
+		if s >= minScore {
+			score[id] = s
+			hits = append(hits, c)
+		}
+	}
+	return hits
+}
+
+// keywordHits keeps the candidates whose boosted keyword score reaches
+// floor (with textOnly, only those the keyword search found), recording
+// each kept score in score.
+func keywordHits(cands map[int64]*candidate, kw []string, floor float64, textOnly bool, score map[int64]float64) []*candidate {
+	var hits []*candidate
+	for id, c := range cands {
+		if textOnly && !c.hasText {
+			continue
+		}
+		if s := boosted(c, kw); s >= floor {
+			score[id] = s
+			hits = append(hits, c)
+		}
+	}
+	return hits
+}
+
+// bestHits orders hits by score, newest first on ties, and keeps the first
+// maxResults.
+func bestHits(hits []*candidate, score map[int64]float64, maxResults int) []*candidate {
 	sort.Slice(hits, func(i, j int) bool {
 		si, sj := score[hits[i].id], score[hits[j].id]
 		if si != sj {
@@ -237,27 +285,29 @@ func (ix *Index) Search(ctx context.Context, query string, opts SearchOptions) (
 		}
 		return hits[i].id > hits[j].id // newer first on ties
 	})
-	if len(hits) > opts.MaxResults {
-		hits = hits[:opts.MaxResults]
+	if len(hits) > maxResults {
+		hits = hits[:maxResults]
 	}
-	for _, c := range hits {
-		h := Hit{
-			Path: c.path, StartLine: c.start, EndLine: c.end,
-			Score:    math.Round(score[c.id]*10000) / 10000,
-			Snippet:  snippet(c.body, kw, snippetMax),
-			Citation: Citation(c.path, c.start, c.end),
-			EntryIDs: strings.Fields(c.entryIDs),
-			Source:   "sessions",
-		}
-		if h.EntryIDs == nil {
-			h.EntryIDs = []string{}
-		}
-		if c.ts > 0 {
-			h.Timestamp = time.UnixMilli(c.ts).UTC().Format("2006-01-02T15:04:05.000Z")
-		}
-		res.Hits = append(res.Hits, h)
+	return hits
+}
+
+// newHit is the search result for a loaded candidate.
+func newHit(c *candidate, score float64, kw []string) Hit {
+	h := Hit{
+		Path: c.path, StartLine: c.start, EndLine: c.end,
+		Score:    math.Round(score*10000) / 10000,
+		Snippet:  snippet(c.body, kw, snippetMax),
+		Citation: Citation(c.path, c.start, c.end),
+		EntryIDs: strings.Fields(c.entryIDs),
+		Source:   "sessions",
 	}
-	return res, nil
+	if h.EntryIDs == nil {
+		h.EntryIDs = []string{}
+	}
+	if c.ts > 0 {
+		h.Timestamp = time.UnixMilli(c.ts).UTC().Format("2006-01-02T15:04:05.000Z")
+	}
+	return h
 }
 
 // Citation formats path#Lstart-Lend (path#Lstart for one line).

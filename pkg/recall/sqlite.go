@@ -456,70 +456,92 @@ func likeEscape(s string) string {
 // index (substring match), and CJK terms shorter than three characters,
 // which trigrams cannot match, to a LIKE scan of the CJK chunks.
 func (s *sqliteStore) match(ctx context.Context, tokens []string, fileID int64, limit int) ([]match, error) {
-	cjk := false
-	for _, t := range tokens {
-		if hasCJK(t) {
-			cjk = true
-		}
-	}
-	// from/args select the matching chunks as column idCol; table is the
-	// FTS table whose bm25() ranks them ("" = no ranking: LIKE only).
-	var from, table, idCol string
-	var args []any
-	var where []string
-	if !cjk {
-		parts := make([]string, len(tokens))
-		for i, t := range tokens {
-			parts[i] = quoteFTS(t)
-		}
-		table, idCol = "chunks_fts", "chunks_fts.rowid"
-		from = `FROM chunks_fts WHERE chunks_fts MATCH ?`
-		args = append(args, strings.Join(parts, " AND "))
-		if fileID >= 0 {
-			where = append(where, `rowid IN (SELECT id FROM chunks WHERE file_id=?)`)
-			args = append(args, fileID)
-		}
+	var mq sqliteMatchQuery
+	if anyCJK(tokens) {
+		mq = cjkMatchQuery(tokens, fileID)
 	} else {
-		var long []string
-		var likes []any
-		for _, t := range tokens {
-			if utf8.RuneCountInString(t) >= 3 {
-				long = append(long, quoteFTS(t))
-			} else {
-				where = append(where, `c.text LIKE ? ESCAPE '\'`)
-				likes = append(likes, "%"+likeEscape(t)+"%")
-			}
-		}
-		if len(long) > 0 {
-			table, idCol = "chunks_tri", "t.rowid"
-			from = `FROM chunks_tri t JOIN chunks c ON c.id = t.rowid WHERE chunks_tri MATCH ?`
-			args = append(args, strings.Join(long, " AND "))
-		} else {
-			idCol = "c.id"
-			from = `FROM chunks c WHERE c.has_cjk = 1`
-		}
-		args = append(args, likes...)
-		if fileID >= 0 {
-			where = append(where, `c.file_id = ?`)
-			args = append(args, fileID)
-		}
+		mq = ftsMatchQuery(tokens, fileID)
 	}
-	for _, w := range where {
+	from := mq.from
+	for _, w := range mq.where {
 		from += " AND " + w
 	}
-	many, err := s.manyMatches(ctx, idCol, from, args)
+	many, err := s.manyMatches(ctx, mq.idCol, from, mq.args)
 	if err != nil {
 		return nil, err
 	}
 	var q string
-	if many || table == "" {
+	if many || mq.table == "" {
 		// Not selective (or LIKE only): the newest matches, unranked; the
 		// keyword boosts order them.
-		q = `SELECT ` + idCol + `, 0.0 ` + from + ` ORDER BY ` + idCol + ` DESC LIMIT ?`
+		q = `SELECT ` + mq.idCol + `, 0.0 ` + from + ` ORDER BY ` + mq.idCol + ` DESC LIMIT ?`
 	} else {
-		q = `SELECT ` + idCol + `, bm25(` + table + `) AS r ` + from + ` ORDER BY r LIMIT ?`
+		q = `SELECT ` + mq.idCol + `, bm25(` + mq.table + `) AS r ` + from + ` ORDER BY r LIMIT ?`
 	}
-	rows, err := s.db.QueryContext(ctx, q, append(args, limit)...)
+	return s.rankedMatches(ctx, q, append(mq.args, limit))
+}
+
+// sqliteMatchQuery selects the matching chunks as column idCol: from and
+// the where conditions ANDed to it, with args; table is the FTS table whose
+// bm25() ranks them ("" = no ranking: LIKE only).
+type sqliteMatchQuery struct {
+	from, table, idCol string
+	where              []string
+	args               []any
+}
+
+// ftsMatchQuery matches every token in the unicode61 FTS table.
+func ftsMatchQuery(tokens []string, fileID int64) sqliteMatchQuery {
+	parts := make([]string, len(tokens))
+	for i, t := range tokens {
+		parts[i] = quoteFTS(t)
+	}
+	mq := sqliteMatchQuery{
+		table: "chunks_fts", idCol: "chunks_fts.rowid",
+		from: `FROM chunks_fts WHERE chunks_fts MATCH ?`,
+		args: []any{strings.Join(parts, " AND ")},
+	}
+	if fileID >= 0 {
+		mq.where = append(mq.where, `rowid IN (SELECT id FROM chunks WHERE file_id=?)`)
+		mq.args = append(mq.args, fileID)
+	}
+	return mq
+}
+
+// cjkMatchQuery matches tokens of three or more characters in the trigram
+// table and shorter ones with LIKE.
+func cjkMatchQuery(tokens []string, fileID int64) sqliteMatchQuery {
+	var mq sqliteMatchQuery
+	var long []string
+	var likes []any
+	for _, t := range tokens {
+		if utf8.RuneCountInString(t) >= 3 {
+			long = append(long, quoteFTS(t))
+		} else {
+			mq.where = append(mq.where, `c.text LIKE ? ESCAPE '\'`)
+			likes = append(likes, "%"+likeEscape(t)+"%")
+		}
+	}
+	if len(long) > 0 {
+		mq.table, mq.idCol = "chunks_tri", "t.rowid"
+		mq.from = `FROM chunks_tri t JOIN chunks c ON c.id = t.rowid WHERE chunks_tri MATCH ?`
+		mq.args = append(mq.args, strings.Join(long, " AND "))
+	} else {
+		mq.idCol = "c.id"
+		mq.from = `FROM chunks c WHERE c.has_cjk = 1`
+	}
+	mq.args = append(mq.args, likes...)
+	if fileID >= 0 {
+		mq.where = append(mq.where, `c.file_id = ?`)
+		mq.args = append(mq.args, fileID)
+	}
+	return mq
+}
+
+// rankedMatches runs q, whose rows are a chunk id and its bm25() rank (0:
+// unranked).
+func (s *sqliteStore) rankedMatches(ctx context.Context, q string, args []any) ([]match, error) {
+	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, s.err("search", err)
 	}
