@@ -340,6 +340,26 @@ func (s *scanner) member() bool {
 	return true
 }
 
+// object reads the object at the scanner (at its '{'), calling member
+// with each key while the scanner is at that key's value; member reads the
+// value and reports whether it was well-formed. It returns false, with
+// s.err set, at the first malformed member or separator.
+func (s *scanner) object(member func(key []byte) bool) bool {
+	first := true
+	for {
+		key, ok, done := s.objNext(&first)
+		if !ok {
+			return false
+		}
+		if done {
+			return true
+		}
+		if !member(key) {
+			return false
+		}
+	}
+}
+
 // objNext advances an object iteration. On the first call the scanner must
 // be at '{'. It returns the next key (raw bytes between quotes) positioned at
 // the value, or done=true after the closing brace.
