@@ -340,6 +340,20 @@ func (s *scanner) member() bool {
 	return true
 }
 
+// canonKey measures an object key and its colon as JSON.stringify writes
+// them (the scanner at the key's quote) and moves past the colon.
+func (s *scanner) canonKey() int {
+	n := s.canonStringLen() + 1
+	if s.err == nil {
+		s.ws()
+		if s.peek() != ':' {
+			s.fail("expected ':'")
+		}
+		s.i++
+	}
+	return n
+}
+
 // object reads the object at the scanner (at its '{'), calling member
 // with each key while the scanner is at that key's value; member reads the
 // value and reports whether it was well-formed. It returns false, with
@@ -594,14 +608,7 @@ func (s *scanner) canonLen(_ int) int {
 				break
 			}
 			stack = append(stack, '{')
-			n += s.canonStringLen() + 1 // key and colon
-			if s.err == nil {
-				s.ws()
-				if s.peek() != ':' {
-					s.fail("expected ':'")
-				}
-				s.i++
-			}
+			n += s.canonKey()
 			if s.err != nil {
 				return 0
 			}
@@ -646,14 +653,7 @@ func (s *scanner) canonLen(_ int) int {
 				n++
 				if top == '{' {
 					s.ws()
-					n += s.canonStringLen() + 1
-					if s.err == nil {
-						s.ws()
-						if s.peek() != ':' {
-							s.fail("expected ':'")
-						}
-						s.i++
-					}
+					n += s.canonKey()
 					if s.err != nil {
 						return 0
 					}

@@ -603,14 +603,8 @@ func parseHead(head []byte) parsedLine {
 	// before it stands.
 	s.object(func(key []byte) (good bool) {
 		switch string(key) {
-		case "type":
-			e.Type, good = s.maybeInterned()
-		case "id":
-			e.ID, good = s.maybeString()
-		case "parentId":
-			e.ParentID, good = s.maybeString()
-		case "timestamp":
-			e.Timestamp, good = s.maybeString()
+		case "type", "id", "parentId", "timestamp":
+			good = s.field(string(key), e, nil) // the entry's own keys, read as parseLine does
 		case "message":
 			// Only the keys before the cut-off: the role, usually first.
 			s.object(func(k []byte) bool {
