@@ -372,6 +372,44 @@ func layoutOf(l Layout) []layoutSection {
 func renderItems(l Layout, items []item, budget int) string {
 	secs := layoutOf(l)
 	// fixed cost: headings, sub-headings, "- None." lines, the closing note
+	const noteReserve = 24
+	c := chooseItems(items, budget-layoutCost(secs)-noteReserve)
+
+	bySlot := make([][]item, nSlots)
+	for i, it := range items {
+		if c.chosen[i] {
+			bySlot[it.slot] = append(bySlot[it.slot], it)
+		}
+	}
+	for s := range bySlot {
+		sort.SliceStable(bySlot[s], func(a, b int) bool { return bySlot[s][a].seq < bySlot[s][b].seq })
+	}
+	var blocks []sectionBlock
+	for _, sec := range secs {
+		if lines, ok := sectionLines(sec, bySlot); ok {
+			blocks = append(blocks, sectionBlock{sec.heading, lines})
+		}
+	}
+	if c.left > 0 && len(blocks) > 0 {
+		last := &blocks[len(blocks)-1]
+		last.lines = append(last.lines, fmt.Sprintf("- …and %d more items not kept (summary budget %d tokens; the first from line %d)", c.left, budget, minInt(c.leftLines)))
+	}
+	parts := make([]string, len(blocks))
+	for i, bl := range blocks {
+		parts[i] = bl.heading + "\n" + strings.Join(bl.lines, "\n")
+	}
+	return strings.Join(parts, "\n\n")
+}
+
+// sectionBlock is one rendered section of a summary.
+type sectionBlock struct {
+	heading string
+	lines   []string
+}
+
+// layoutCost is what a layout's headings and sub-headings cost, each with
+// a "- None." line.
+func layoutCost(secs []layoutSection) int {
 	fixed := 0
 	for _, s := range secs {
 		fixed += countTokens(s.heading) + 4
@@ -379,9 +417,21 @@ func renderItems(l Layout, items []item, budget int) string {
 			fixed += countTokens(h) + 4
 		}
 	}
-	const noteReserve = 24
-	room := budget - fixed - noteReserve
+	return fixed
+}
 
+// itemChoice is what chooseItems kept (chosen, by item index) and how many
+// items it left out for lack of room, with the lines of their facts.
+type itemChoice struct {
+	chosen    []bool
+	left      int
+	leftLines []int
+}
+
+// chooseItems picks items in tier order, newest first within a tier, while
+// they fit room tokens, skipping an item whose text or fact an item
+// already chosen carries.
+func chooseItems(items []item, room int) itemChoice {
 	order := make([]int, len(items))
 	for i := range order {
 		order[i] = i
@@ -393,11 +443,9 @@ func renderItems(l Layout, items []item, budget int) string {
 		}
 		return x.seq > y.seq
 	})
-	chosen := make([]bool, len(items))
+	c := itemChoice{chosen: make([]bool, len(items))}
 	carried := facts.NewCorpus()
 	seenText := map[string]bool{}
-	left := 0
-	var leftLines []int
 	for _, i := range order {
 		it := items[i]
 		key := strings.ToLower(strings.Join(strings.Fields(it.text), " "))
@@ -409,84 +457,70 @@ func renderItems(l Layout, items []item, budget int) string {
 		}
 		cost := countTokens(it.text) + 3
 		if cost > room {
-			left++
+			c.left++
 			if it.fact != nil {
-				leftLines = append(leftLines, it.fact.Line)
+				c.leftLines = append(c.leftLines, it.fact.Line)
 			}
 			continue
 		}
 		room -= cost
-		chosen[i] = true
+		c.chosen[i] = true
 		seenText[key] = true
 		carried.Add(it.text)
 	}
+	return c
+}
 
-	bySlot := make([][]item, nSlots)
-	for i, it := range items {
-		if chosen[i] {
-			bySlot[it.slot] = append(bySlot[it.slot], it)
+// sectionLines renders a section from the chosen items by slot; ok is
+// false when the section is left out.
+func sectionLines(sec layoutSection, bySlot [][]item) (lines []string, ok bool) {
+	for k, s := range sec.slots {
+		sub := slotLines(sec, s, bySlot[s])
+		if len(sec.sub) > 0 {
+			if k > 0 {
+				lines = append(lines, "")
+			}
+			lines = append(lines, sec.sub[k])
+			lines = append(lines, listLines(sub, false)...)
+			if len(sub) == 0 {
+				lines = append(lines, "- None.")
+			}
+			continue
+		}
+		lines = append(lines, sub...)
+	}
+	if len(sec.sub) == 0 {
+		if sec.slots[0] == slotEarlier && len(lines) == 0 {
+			return nil, false // no earlier context: no heading
+		}
+		lines = listLines(lines, sec.numbered)
+		if len(lines) == 0 {
+			lines = []string{"- None."}
 		}
 	}
-	for s := range bySlot {
-		sort.SliceStable(bySlot[s], func(a, b int) bool { return bySlot[s][a].seq < bySlot[s][b].seq })
+	return lines, true
+}
+
+// slotLines are the lines of one slot's items: ticked or not in a checkbox
+// section, bare identifiers grouped in the context slot.
+func slotLines(sec layoutSection, s slot, items []item) []string {
+	if s == slotContext {
+		return groupBareIdentifiers(items)
 	}
-	type block struct {
-		heading string
-		lines   []string
-	}
-	var blocks []block
-	for _, sec := range secs {
-		var lines []string
-		for k, s := range sec.slots {
-			var sub []string
-			for _, it := range bySlot[s] {
-				line := it.text
-				if sec.checkbox {
-					switch s {
-					case slotDone:
-						line = "[x] " + line
-					case slotInProgress:
-						line = "[ ] " + line
-					}
-				}
-				sub = append(sub, line)
-			}
-			if s == slotContext {
-				sub = groupBareIdentifiers(bySlot[s])
-			}
-			if len(sec.sub) > 0 {
-				if k > 0 {
-					lines = append(lines, "")
-				}
-				lines = append(lines, sec.sub[k])
-				lines = append(lines, listLines(sub, false)...)
-				if len(sub) == 0 {
-					lines = append(lines, "- None.")
-				}
-				continue
-			}
-			lines = append(lines, sub...)
-		}
-		if len(sec.sub) == 0 {
-			if sec.slots[0] == slotEarlier && len(lines) == 0 {
-				continue // no earlier context: no heading
-			}
-			lines = listLines(lines, sec.numbered)
-			if len(lines) == 0 {
-				lines = []string{"- None."}
+	var sub []string
+	for _, it := range items {
+		line := it.text
+		if sec.checkbox {
+			switch s {
+			case slotDone:
+				line = "[x] " + line
+			case slotInProgress:
+				line = "[ ] " + line
 			}
 		}
-		blocks = append(blocks, block{sec.heading, lines})
+		sub = append(sub, line)
 	}
-	if left > 0 && len(blocks) > 0 {
-		last := &blocks[len(blocks)-1]
-		last.lines = append(last.lines, fmt.Sprintf("- …and %d more items not kept (summary budget %d tokens; the first from line %d)", left, budget, minInt(leftLines)))
-	}
-	parts := make([]string, len(blocks))
-	for i, bl := range blocks {
-		parts[i] = bl.heading + "\n" + strings.Join(bl.lines, "\n")
-	}
-	return strings.Join(parts, "\n\n")
+	return sub
 }
 
 // identifierGroups labels the lines bare identifiers are grouped on, by

@@ -114,7 +114,46 @@ func Prepare(s *transcript.Session, set Settings) (*Preparation, error) {
 	}
 	p := &Preparation{Strategy: set.Strategy, Path: s.Branch(), TurnStart: -1, Cut: -1, keepCount: count}
 	path := p.Path
-	p.Before = transcript.BuildContext(path)
+	p.measure(set)
+
+	if len(path) == 0 {
+		p.Reason = "nothing to compact: the session has no entries"
+		return p, nil
+	}
+	if last := path[len(path)-1]; last.Type == "compaction" {
+		p.Reason = fmt.Sprintf("already compacted: the last entry (line %d) is a compaction", last.Line)
+		return p, nil
+	}
+	if err := p.findBoundary(s); err != nil {
+		return nil, err
+	}
+	start, end := p.BoundaryStart, len(path)
+
+	cut, ok := p.placeCut(set, start, end)
+	if !ok {
+		p.Reason = "nothing to compact: no message can start a kept region"
+		return p, nil
+	}
+	p.Cut = cut
+	p.FirstKept = path[cut]
+	p.splitAtCut(set, start, end)
+	n := len(p.Summarize) + len(p.TurnPrefix)
+	switch {
+	case n == 0:
+		p.Reason = fmt.Sprintf("nothing to compact: the context (%d messages) fits in the kept tail", len(p.Kept))
+		if set.Strategy != StrategySummarize {
+			p.Reason = fmt.Sprintf("nothing to compact: the context fits in keepRecentTokens (%d)", set.KeepRecentTokens)
+		}
+	case set.Strategy == StrategySummarize && n < 2:
+		p.Reason = "nothing to compact: fewer than 2 messages outside the protected tail"
+	}
+	return p, nil
+}
+
+// measure sizes the current context and sets the trigger: the context
+// size, the threshold it is compared with, and whether it is below it.
+func (p *Preparation) measure(set Settings) {
+	p.Before = transcript.BuildContext(p.Path)
 	p.TokensBefore = p.Before.HeuristicTokens()
 	p.UsageBefore = p.Before.EstimateContextTokens().Tokens
 	if p.Before.UsageStale() {
@@ -135,15 +174,12 @@ func Prepare(s *transcript.Session, set Settings) (*Preparation, error) {
 		p.Threshold = set.ContextWindow - p.ReserveTokens
 	}
 	p.BelowTrigger = p.ContextTokens <= p.Threshold
+}
 
-	if len(path) == 0 {
-		p.Reason = "nothing to compact: the session has no entries"
-		return p, nil
-	}
-	if last := path[len(path)-1]; last.Type == "compaction" {
-		p.Reason = fmt.Sprintf("already compacted: the last entry (line %d) is a compaction", last.Line)
-		return p, nil
-	}
+// findBoundary finds the compaction in force on the path, reads its
+// summary and details, and sets BoundaryStart.
+func (p *Preparation) findBoundary(s *transcript.Session) error {
+	path := p.Path
 	prev := -1
 	for i := len(path) - 1; i >= 0; i-- {
 		if path[i].Type == "compaction" {
@@ -152,37 +188,42 @@ func Prepare(s *transcript.Session, set Settings) (*Preparation, error) {
 		}
 	}
 	p.BoundaryStart = 0
-	if prev >= 0 {
-		p.PrevCompaction = path[prev]
-		m, err := s.Message(path[prev])
-		if err != nil {
-			return nil, fmt.Errorf("%s:%d: previous compaction: %v", s.File, path[prev].Line, err)
-		}
-		if m != nil {
-			p.PreviousSummary, p.prevDetails = m.Summary, m.Details
-		}
-		p.BoundaryStart = prev + 1
-		if id := path[prev].FirstKeptEntryID; id != "" {
-			for i := 0; i < prev; i++ {
-				if path[i].ID == id {
-					p.BoundaryStart = i
-					break
-				}
+	if prev < 0 {
+		return nil
+	}
+	p.PrevCompaction = path[prev]
+	m, err := s.Message(path[prev])
+	if err != nil {
+		return fmt.Errorf("%s:%d: previous compaction: %v", s.File, path[prev].Line, err)
+	}
+	if m != nil {
+		p.PreviousSummary, p.prevDetails = m.Summary, m.Details
+	}
+	p.BoundaryStart = prev + 1
+	if id := path[prev].FirstKeptEntryID; id != "" {
+		for i := 0; i < prev; i++ {
+			if path[i].ID == id {
+				p.BoundaryStart = i
+				break
 			}
 		}
 	}
-	start, end := p.BoundaryStart, len(path)
+	return nil
+}
 
-	var cut int
-	var ok bool
+// placeCut chooses the first kept entry in path[start:end] by the
+// strategy's rule, then moves it back to keep tool calls with their
+// results and non-message entries with what follows them. ok is false
+// when no message can start a kept region.
+func (p *Preparation) placeCut(set Settings, start, end int) (cut int, ok bool) {
+	path := p.Path
 	if set.Strategy == StrategySummarize {
 		cut, ok = tailCut(path, start, end, set.ProtectedTail)
 	} else {
-		cut, ok = tokenCut(path, start, end, set.KeepRecentTokens, count)
+		cut, ok = tokenCut(path, start, end, set.KeepRecentTokens, p.keepCount)
 	}
 	if !ok {
-		p.Reason = "nothing to compact: no message can start a kept region"
-		return p, nil
+		return cut, false
 	}
 	cut, p.Moved = keepToolPairs(path, start, cut)
 	// Move the cut back over entries that produce no message (model and
@@ -194,9 +235,13 @@ func Prepare(s *transcript.Session, set Settings) (*Preparation, error) {
 		}
 		cut--
 	}
-	p.Cut = cut
-	p.FirstKept = path[cut]
+	return cut, true
+}
 
+// splitAtCut sorts the messages of path[start:end] around Cut into
+// Summarize, TurnPrefix (when the cut splits a turn) and Kept.
+func (p *Preparation) splitAtCut(set Settings, start, end int) {
+	path, cut := p.Path, p.Cut
 	// A turn is split when the first kept message is not a user message
 	// and a turn start lies before it. pi decides on the cut entry itself,
 	// so a cut moved back over a model change counts as split with the whole
@@ -230,20 +275,9 @@ func Prepare(s *transcript.Session, set Settings) (*Preparation, error) {
 	for i := cut; i < end; i++ {
 		if producesMessage(path[i]) {
 			p.Kept = append(p.Kept, path[i])
-			p.KeptEstimate += count(path[i])
+			p.KeptEstimate += p.keepCount(path[i])
 		}
 	}
-	n := len(p.Summarize) + len(p.TurnPrefix)
-	switch {
-	case n == 0:
-		p.Reason = fmt.Sprintf("nothing to compact: the context (%d messages) fits in the kept tail", len(p.Kept))
-		if set.Strategy != StrategySummarize {
-			p.Reason = fmt.Sprintf("nothing to compact: the context fits in keepRecentTokens (%d)", set.KeepRecentTokens)
-		}
-	case set.Strategy == StrategySummarize && n < 2:
-		p.Reason = "nothing to compact: fewer than 2 messages outside the protected tail"
-	}
-	return p, nil
 }
 
 // tokenCut is pi's findCutPoint with a better estimator: walk back from the

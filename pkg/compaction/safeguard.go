@@ -19,8 +19,8 @@ import (
 // appended sections kept whole.
 func (r *run) safeguard(msgs, prefix []*Msg) error {
 	prev := stripFileBlocks(r.p.PreviousSummary)
-	failures := formatFailures(r.out.Failures, r.out.FailuresTotal)
-	files := formatFileLists(r.out.ReadFiles, r.out.ModifiedFiles, 900, 2000)
+	tail := safeguardTail{failures: formatFailures(r.out.Failures, r.out.FailuresTotal),
+		files: formatFileLists(r.out.ReadFiles, r.out.ModifiedFiles, 900, 2000)}
 
 	if !meaningful(msgs) && !meaningful(prefix) {
 		// A boundary compaction: nothing real to summarise, but the entry
@@ -29,25 +29,14 @@ func (r *run) safeguard(msgs, prefix []*Msg) error {
 		if dec == "" {
 			dec = "No prior history."
 		}
-		r.out.Summary = assemble("## Decisions\n"+dec+"\n\n## Open TODOs\nNone.\n\n## Constraints/Rules\nNone.\n\n## Pending user asks\nNone.\n\n## Exact identifiers\nNone captured.",
-			"", failures, files)
+		r.out.Summary = tail.with("## Decisions\n" + dec + "\n\n## Open TODOs\nNone.\n\n## Constraints/Rules\nNone.\n\n## Pending user asks\nNone.\n\n## Exact identifiers\nNone captured.")
 		return nil
 	}
 
 	instr := r.safeguardInstructions("")
-	mainPrev := prev
-	// History pruning: a history larger than maxHistoryShare of the window
-	// cannot be summarised in one go; its oldest chunks are summarised
-	// first and that summary becomes the main pass's previous summary, so
-	// nothing is dropped.
-	budget := int(math.Floor(float64(r.set.ContextWindow) * r.set.MaxHistoryShare))
-	if kept, dropped := pruneHistory(msgs, budget, r.count); len(dropped) > 0 {
-		r.out.Pruned = len(dropped)
-		s, err := r.inStages(dropped, prev, instr)
-		if err != nil {
-			return fmt.Errorf("summarising the pruned history: %w", err)
-		}
-		mainPrev, msgs = s, kept
+	mainPrev, msgs, err := r.pruneToShare(msgs, prev, instr)
+	if err != nil {
+		return err
 	}
 	// The last user turns stay verbatim (in the summary, since a compaction
 	// can only keep a contiguous tail).
@@ -57,7 +46,69 @@ func (r *run) safeguard(msgs, prefix []*Msg) error {
 
 	// Before the history goroutine starts: dropOversized counts into r.out.
 	prefix, prefixNotes := r.dropOversized(prefix)
-	var history, turn string
+	history, turn, err := r.safeguardParts(msgs, prefix, mainPrev, instr)
+	if err != nil {
+		return err
+	}
+	if history == "" {
+		history = "## Decisions\nNo prior history.\n\n## Open TODOs\nNone.\n\n## Constraints/Rules\nNone.\n\n## Pending user asks\nNone.\n\n## Exact identifiers\nNone captured."
+	}
+	if len(prefixNotes) > 0 {
+		turn = strings.TrimSpace(turn + "\n\n## Omitted from this summary\n" + strings.Join(prefixNotes, "\n"))
+	}
+	splitSec := ""
+	if turn != "" {
+		splitSec = strings.TrimPrefix(splitTurnJoin, "\n\n") + turn
+	}
+	tail.turns = splitSec + joinNonEmpty(preserved)
+	summary := tail.with(history)
+
+	if r.set.QualityGuard {
+		all := append(append([]*Msg{}, msgs...), recent...)
+		all = append(all, prefix...)
+		if summary, err = r.guardQuality(summary, msgs, all, mainPrev, tail); err != nil {
+			return err
+		}
+	}
+	r.out.Summary = summary
+	return nil
+}
+
+// safeguardTail is what follows the history in a safeguard summary: the
+// split turn and the preserved turns, the tool failures, the file lists.
+type safeguardTail struct {
+	turns, failures, files string
+}
+
+// with assembles the summary of history followed by the tail.
+func (t safeguardTail) with(history string) string {
+	return assemble(history, t.turns, t.failures, t.files)
+}
+
+// pruneToShare prunes the history msgs to maxHistoryShare of the window.
+// It returns the previous summary for the main pass (prev, or the summary
+// of prev and the pruned messages) and the messages left.
+func (r *run) pruneToShare(msgs []*Msg, prev, instr string) (string, []*Msg, error) {
+	// History pruning: a history larger than maxHistoryShare of the window
+	// cannot be summarised in one go; its oldest chunks are summarised
+	// first and that summary becomes the main pass's previous summary, so
+	// nothing is dropped.
+	budget := int(math.Floor(float64(r.set.ContextWindow) * r.set.MaxHistoryShare))
+	kept, dropped := pruneHistory(msgs, budget, r.count)
+	if len(dropped) == 0 {
+		return prev, msgs, nil
+	}
+	r.out.Pruned = len(dropped)
+	s, err := r.inStages(dropped, prev, instr)
+	if err != nil {
+		return "", nil, fmt.Errorf("summarising the pruned history: %w", err)
+	}
+	return s, kept, nil
+}
+
+// safeguardParts summarises the history msgs (after mainPrev) and the
+// split turn's prefix at the same time.
+func (r *run) safeguardParts(msgs, prefix []*Msg, mainPrev, instr string) (history, turn string, err error) {
 	var herr, terr error
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -80,41 +131,31 @@ func (r *run) safeguard(msgs, prefix []*Msg) error {
 	}
 	wg.Wait()
 	if herr != nil {
-		return herr
+		return "", "", herr
 	}
 	if terr != nil {
-		return fmt.Errorf("split-turn prefix: %w", terr)
+		return "", "", fmt.Errorf("split-turn prefix: %w", terr)
 	}
-	if history == "" {
-		history = "## Decisions\nNo prior history.\n\n## Open TODOs\nNone.\n\n## Constraints/Rules\nNone.\n\n## Pending user asks\nNone.\n\n## Exact identifiers\nNone captured."
-	}
-	if len(prefixNotes) > 0 {
-		turn = strings.TrimSpace(turn + "\n\n## Omitted from this summary\n" + strings.Join(prefixNotes, "\n"))
-	}
-	splitSec := ""
-	if turn != "" {
-		splitSec = strings.TrimPrefix(splitTurnJoin, "\n\n") + turn
-	}
-	summary := assemble(history, splitSec+joinNonEmpty(preserved), failures, files)
+	return history, turn, nil
+}
 
-	if r.set.QualityGuard {
-		all := append(append([]*Msg{}, msgs...), recent...)
-		all = append(all, prefix...)
-		issues := qualityIssues(summary, all, r.set.IdentifierPolicy == "strict")
-		for try := 0; len(issues) > 0 && try < r.set.QualityGuardRetries && len(msgs) > 0; try++ {
-			r.out.QualityRetries++
-			h, err := r.inStages(msgs, mainPrev, r.safeguardInstructions("The previous attempt was rejected because: "+strings.Join(issues, "; ")+". Fix that."))
-			if err != nil {
-				return err
-			}
-			cand := assemble(h, splitSec+joinNonEmpty(preserved), failures, files)
-			issues = qualityIssues(cand, all, r.set.IdentifierPolicy == "strict")
-			summary = cand
+// guardQuality is the quality guard: while summary misses what all (every
+// summarised message) holds, it summarises msgs again with the issues as
+// feedback, up to QualityGuardRetries times.
+func (r *run) guardQuality(summary string, msgs, all []*Msg, mainPrev string, tail safeguardTail) (string, error) {
+	issues := qualityIssues(summary, all, r.set.IdentifierPolicy == "strict")
+	for try := 0; len(issues) > 0 && try < r.set.QualityGuardRetries && len(msgs) > 0; try++ {
+		r.out.QualityRetries++
+		h, err := r.inStages(msgs, mainPrev, r.safeguardInstructions("The previous attempt was rejected because: "+strings.Join(issues, "; ")+". Fix that."))
+		if err != nil {
+			return "", err
 		}
-		r.out.QualityIssues = issues
+		cand := tail.with(h)
+		issues = qualityIssues(cand, all, r.set.IdentifierPolicy == "strict")
+		summary = cand
 	}
-	r.out.Summary = summary
-	return nil
+	r.out.QualityIssues = issues
+	return summary, nil
 }
 
 func joinNonEmpty(s string) string {
