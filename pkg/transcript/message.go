@@ -119,16 +119,7 @@ func DecodeMessage(e *Entry, line []byte) (*Message, error) {
 	var msgSpan, contentSpan []byte
 	var summary, customType string
 	var details json.RawMessage
-	first := true
-	for {
-		key, ok, done := sc.objNext(&first)
-		if !ok {
-			return nil, sc.err
-		}
-		if done {
-			break
-		}
-		var good bool
+	wellFormed := sc.object(func(key []byte) (good bool) {
 		switch string(key) {
 		case "message":
 			msgSpan, good = sc.span()
@@ -143,9 +134,10 @@ func DecodeMessage(e *Entry, line []byte) (*Message, error) {
 		default:
 			good = sc.skip(0)
 		}
-		if !good {
-			return nil, sc.err
-		}
+		return good
+	})
+	if !wellFormed {
+		return nil, sc.err
 	}
 	switch e.Type {
 	case "compaction":
@@ -198,16 +190,7 @@ func decodeMessageObject(b []byte, m *Message) error {
 		return nil // absent or not an object: an empty message
 	}
 	var content []byte
-	first := true
-	for {
-		key, ok, done := sc.objNext(&first)
-		if !ok {
-			return sc.err
-		}
-		if done {
-			break
-		}
-		var good bool
+	wellFormed := sc.object(func(key []byte) (good bool) {
 		switch string(key) {
 		case "role":
 			m.Role, good = sc.maybeString()
@@ -263,9 +246,10 @@ func decodeMessageObject(b []byte, m *Message) error {
 		default:
 			good = sc.skip(0)
 		}
-		if !good {
-			return sc.err
-		}
+		return good
+	})
+	if !wellFormed {
+		return sc.err
 	}
 	return decodeContent(content, m)
 }
@@ -306,16 +290,7 @@ func decodeContent(raw []byte, m *Message) error {
 			continue
 		}
 		var b Block
-		bfirst := true
-		for {
-			key, ok, done := sc.objNext(&bfirst)
-			if !ok {
-				return sc.err
-			}
-			if done {
-				break
-			}
-			var good bool
+		wellFormed := sc.object(func(key []byte) (good bool) {
 			switch string(key) {
 			case "type":
 				b.Type, good = sc.maybeString()
@@ -336,9 +311,10 @@ func decodeContent(raw []byte, m *Message) error {
 			default:
 				good = sc.skip(0)
 			}
-			if !good {
-				return sc.err
-			}
+			return good
+		})
+		if !wellFormed {
+			return sc.err
 		}
 		m.Content = append(m.Content, b)
 	}
