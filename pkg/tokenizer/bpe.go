@@ -21,6 +21,14 @@ const noRank = math.MaxUint32
 // smallPiece is the longest piece merged with the quadratic scan.
 const smallPiece = 128
 
+// maxExactPiece is the longest piece merged as one. A longer piece — one run
+// of letters, of spaces or of CJK this long, which only generated or hostile
+// text holds — is merged a segment of this size at a time: merges across a
+// cut are missed, so the count can be a few tokens off tiktoken's per MiB
+// (TestLongPieceSegments measures it), and the merge's memory (about 24
+// bytes per byte) stays bounded where a 200 MB run took 4 GB and minutes.
+const maxExactPiece = 1 << 20
+
 func (t *Tokenizer) rank(b string) uint32 {
 	if r, ok := t.ranks[b]; ok {
 		return uint32(r)
@@ -39,7 +47,12 @@ func (t *Tokenizer) piece(p string, out *[]int) int {
 	if len(p) <= smallPiece {
 		return t.mergeSmall(p, out)
 	}
-	return t.mergeLong(p, out)
+	n := 0
+	for len(p) > maxExactPiece {
+		n += t.mergeLong(p[:maxExactPiece], out)
+		p = p[maxExactPiece:]
+	}
+	return n + t.mergeLong(p, out)
 }
 
 type part struct {

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -252,4 +254,59 @@ func TestPathologicalInputsFastAndExact(t *testing.T) {
 		}
 	}
 	compareJS(t, samples, want)
+}
+
+// TestLongPieceSegments measures what merging a piece over maxExactPiece a
+// segment at a time costs against merging it whole: a few tokens per MiB at
+// most, on the runs that make such pieces (spaces, one letter, random
+// lowercase letters, CJK); and a 64 MiB run is counted in bounded memory
+// (the whole merge needed ~24 bytes per byte, 4 GB for 200 MB).
+func TestLongPieceSegments(t *testing.T) {
+	tk, err := Get(string(O200k))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(7, 7))
+	letters := make([]byte, 2*maxExactPiece+12345)
+	for i := range letters {
+		letters[i] = 'a' + byte(rng.IntN(26))
+	}
+	cjk := strings.Repeat("龘靐齉", (2*maxExactPiece)/9+1)
+	for name, p := range map[string]string{
+		"spaces":  strings.Repeat(" ", 2*maxExactPiece+7),
+		"x":       strings.Repeat("x", 2*maxExactPiece+7),
+		"letters": string(letters),
+		"cjk":     cjk,
+	} {
+		whole := tk.mergeLong(p, nil)
+		segmented := tk.piece(p, nil)
+		mib := (len(p) + maxExactPiece - 1) / maxExactPiece
+		if d := segmented - whole; d < 0 || d > 4*mib {
+			t.Errorf("%s (%d bytes): %d tokens per segment, %d whole: off by %d (allowed 0..%d)", name, len(p), segmented, whole, d, 4*mib)
+		} else {
+			t.Logf("%s (%d bytes): %d tokens whole, %d per segment (+%d)", name, len(p), whole, segmented, d)
+		}
+	}
+	if testing.Short() || raceEnabled {
+		return
+	}
+	// A 16 MiB run is merged a MiB at a time: allocation stays linear (what
+	// one segment's merge needs, again per segment, so the peak is one
+	// segment's) and so does CPU time.
+	var before, after runtime.MemStats
+	big := strings.Repeat("y", 16<<20)
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	startCPU := cpuTime()
+	n := tk.Count(big)
+	cpu := cpuTime() - startCPU
+	runtime.ReadMemStats(&after)
+	perByte := float64(after.TotalAlloc-before.TotalAlloc) / float64(len(big))
+	if perByte > 32 {
+		t.Errorf("16 MiB run: %.1f bytes allocated per byte", perByte)
+	}
+	if cpu > 20*time.Second {
+		t.Errorf("16 MiB run: %v of CPU", cpu)
+	}
+	t.Logf("16 MiB run: %d tokens, %v CPU, %.1f bytes allocated per byte", n, cpu, perByte)
 }
