@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
+	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -103,7 +104,7 @@ func TestCutNeverOrphansAToolResult(t *testing.T) {
 					continue
 				}
 				keptToolResultsHaveCalls(t, name, p)
-				if p.Reason == "" && validCut(p.Path[p.Cut]) == false && producesMessage(p.Path[p.Cut]) {
+				if p.Reason == "" && validCut(p.Path[p.Cut]) == false && estimate.ProducesMessage(p.Path[p.Cut]) {
 					t.Fatalf("%s keep=%d: cut at a %s", name, keep, p.Path[p.Cut].Role)
 				}
 			}

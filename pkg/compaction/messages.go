@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/facts"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
@@ -54,7 +55,7 @@ func (m *Msg) Role() string { return m.E.Role }
 func loadMsgs(s *transcript.Session, entries []*transcript.Entry) ([]*Msg, error) {
 	out := make([]*Msg, 0, len(entries))
 	for _, e := range entries {
-		if !producesMessage(e) {
+		if !estimate.ProducesMessage(e) {
 			continue
 		}
 		m, err := s.Message(e)
@@ -67,18 +68,6 @@ func loadMsgs(s *transcript.Session, entries []*transcript.Entry) ([]*Msg, error
 		out = append(out, &Msg{E: e, M: m})
 	}
 	return out, nil
-}
-
-// producesMessage reports whether pi turns the entry into a context message
-// (compactions excluded: only the one in force is emitted, as the summary).
-func producesMessage(e *transcript.Entry) bool {
-	switch e.Type {
-	case "message", "custom_message":
-		return true
-	case "branch_summary":
-		return e.Role == "branchSummary"
-	}
-	return false
 }
 
 // text returns the plain text of a message for the summariser.
