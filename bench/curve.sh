@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The scaling curve of every command (issue 17): generates one pi session per
-# size with bench/gen's "bench" preset (one session, a compaction every ~170k
-# tokens), cached in DIR so reruns skip it, runs each command RUNS times in
+# size with bench/gen's "bench" preset and the issue's shape — one session
+# with a compaction every ~170k tokens (one per 594 kB: 1,808 at 1 GB), so
+# the active context stays the same size while the file grows —, cached in
+# DIR so reruns skip it, runs each command RUNS times in
 # its own process and prints the median wall time, CPU time (user+sys) and
 # peak RSS per size. pi's own loader (SessionManager.open +
 # buildSessionContext + estimateTokens, bench/estimate/pi-estimate.mjs) is the
@@ -52,13 +54,21 @@ one() {
 	rm -f "$t" "$t.err"
 }
 
+# compactions SIZE: one per 594 kB of the target size (~170k tokens of
+# this generator's content), as in the issue's measurements.
+compactions() {
+	local n=${1%[KMG]B} unit=${1: -2}
+	case $unit in KB) n=$((n << 10)) ;; MB) n=$((n << 20)) ;; GB) n=$((n << 30)) ;; esac
+	echo $((n / 594000 > 0 ? n / 594000 : 1))
+}
+
 median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) print "-"; else print a[int((NR+1)/2)]}'; }
 
 printf '%-28s %6s %8s %8s %8s %7s %7s %6s %6s %s\n' COMMAND SIZE "WALL s" "CPU s" "RSS MB" "t/pi" "rss/pi" grow cgrow note
 for size in $SIZES; do
-	f="$DIR/s$size.jsonl"
+	f="$DIR/s$size-c170k.jsonl"
 	if [ ! -s "$f" ]; then
-		go run ./bench/gen -preset bench -size "$size" -o "$f.tmp" >/dev/null
+		go run ./bench/gen -preset bench -size "$size" -opts "{\"Compactions\": $(compactions "$size")}" -o "$f.tmp" >/dev/null
 		mv "$f.tmp" "$f"
 	fi
 	mb=$(($(stat -c %s "$f") / 1000000))

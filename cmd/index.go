@@ -179,7 +179,7 @@ func runIndex(ctx context.Context, opts *IndexOptions) error {
 		return rep.writeErr
 	}
 	// Files that vanished from the walked directories drop out.
-	removed, err := pruneVanished(ctx, ix, opts.Paths)
+	removed, err := ix.PruneUnder(ctx, opts.Paths)
 	if err != nil {
 		rep.failed++
 		fmt.Fprintf(opts.IO.ErrOut, "ctxtool: %v\n", err)
@@ -211,21 +211,6 @@ func openIndex(opts *IndexOptions) (*recall.Index, error) {
 		}
 	}
 	return openRecall(opts.Location, opts.StateDir, opts.Embedder, opts.MaxChars)
-}
-
-// pruneVanished drops from the index the files that vanished from the
-// directories among paths, and returns them.
-func pruneVanished(ctx context.Context, ix *recall.Index, paths []string) ([]string, error) {
-	var roots []string
-	for _, p := range paths {
-		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
-			roots = append(roots, p)
-		}
-	}
-	if len(roots) == 0 {
-		return nil, nil
-	}
-	return ix.Prune(ctx, roots...)
 }
 
 // indexReporter takes the stats of each file as the index reports them:

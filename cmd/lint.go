@@ -226,7 +226,7 @@ func runLint(opts *LintOptions) error {
 	if err := printLint(opts, res.reports, res.fileErrs, res.fixes); err != nil {
 		return err
 	}
-	if failing := countFailing(res.reports, threshold); failing > 0 {
+	if failing := lint.Failing(res.reports, threshold); failing > 0 {
 		what := "findings"
 		if base != nil {
 			what = "new findings (not in " + opts.Baseline + ")"
@@ -279,20 +279,6 @@ func lintFiles(opts *LintOptions, files []walk.File) lintResults {
 		prog.Update(i+1, "")
 	}
 	return res
-}
-
-// countFailing counts the findings at or above threshold that are not in
-// the baseline.
-func countFailing(reports []*lint.Report, threshold lint.Severity) int {
-	failing := 0
-	for _, r := range reports {
-		for _, f := range r.Findings {
-			if threshold != lint.Off && f.Severity >= threshold && f.BaselineState != "unchanged" {
-				failing++
-			}
-		}
-	}
-	return failing
 }
 
 func printLint(opts *LintOptions, reports []*lint.Report, fileErrs []lint.FileError, fixes []*lint.FixResult) error {

@@ -103,19 +103,6 @@ type RestoreReport struct {
 	Checkpoint *checkpoint.Checkpoint `json:"checkpoint,omitempty"`
 }
 
-// CheckpointListing is one row of --list.
-type CheckpointListing struct {
-	ID          string  `json:"checkpointId"`
-	Path        string  `json:"path"`
-	Latest      bool    `json:"latest"`
-	CreatedAt   string  `json:"createdAt,omitempty"`
-	Trigger     string  `json:"trigger,omitempty"`
-	InputTokens int     `json:"inputTokens,omitempty"`
-	Utilization float64 `json:"utilization,omitempty"`
-	Previous    string  `json:"previousCheckpoint,omitempty"`
-	Error       string  `json:"error,omitempty"`
-}
-
 // looksLikePath tells a session FILE argument from a session key: keys
 // ("agent:main:main", "telegram:user123") are not paths.
 func looksLikePath(arg string) bool {
@@ -133,7 +120,7 @@ func runRestore(opts *RestoreOptions) error {
 	}
 	store := &checkpoint.Store{StateDir: opts.StateDir}
 	if opts.List {
-		return listCheckpoints(opts, store, t)
+		return printCheckpoints(opts, store, t)
 	}
 	cp, warnings, err := store.Select(t.Key, opts.ID)
 	for _, w := range warnings {
@@ -236,27 +223,10 @@ func printRestore(opts *RestoreOptions, cp *checkpoint.Checkpoint, text string, 
 	return err
 }
 
-func listCheckpoints(opts *RestoreOptions, store *checkpoint.Store, t checkpoint.Target) error {
-	entries, err := store.List(t.Key)
+func printCheckpoints(opts *RestoreOptions, store *checkpoint.Store, t checkpoint.Target) error {
+	rows, err := store.Listings(t.Key)
 	if err != nil {
 		return err
-	}
-	latestID := ""
-	if cp, _, err := store.Latest(t.Key); err == nil {
-		latestID = cp.Meta.CheckpointID
-	}
-	rows := []CheckpointListing{}
-	for i := len(entries) - 1; i >= 0; i-- {
-		e := entries[i]
-		row := CheckpointListing{ID: e.ID, Path: e.Path, Latest: e.ID == latestID}
-		if cp, err := store.Load(t.Key, e.ID); err != nil {
-			row.Error = err.Error()
-		} else {
-			row.CreatedAt, row.Trigger = cp.Meta.CreatedAt, cp.Meta.Trigger
-			row.InputTokens, row.Utilization = cp.Meta.TokenUsage.InputTokens, cp.Meta.TokenUsage.Utilization
-			row.Previous = cp.Meta.PreviousCheckpoint
-		}
-		rows = append(rows, row)
 	}
 	if opts.JSON {
 		return writeJSONLine(opts.IO.Out, map[string]any{"file": t.File, "sessionKey": t.Key, "dir": store.Dir(t.Key), "checkpoints": rows})

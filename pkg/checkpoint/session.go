@@ -14,14 +14,6 @@ import (
 // seed's examples), the model table's value.
 const DefaultContextWindow = models.DefaultContextWindow
 
-// FromSession reads a loaded session into a builder Input: the messages of
-// the branch (root → leaf, including those before a compaction: the
-// checkpoint is what survives it), the compactions' file lists, the split
-// turn and the compaction count. Token fields are left to the caller.
-func FromSession(s *transcript.Session) (Input, error) {
-	return fromContext(s, s.Context())
-}
-
 // fromContext is FromSession on the session's context, which Take also
 // measures: the branch is ctx.Path, walked once.
 func fromContext(s *transcript.Session, ctx *transcript.Context) (Input, error) {

@@ -183,3 +183,11 @@ func BenchmarkCheckpointInput(b *testing.B) {
 		}
 	}
 }
+
+// FromSession reads a loaded session into a builder Input: the messages of
+// the branch (root → leaf, including those before a compaction: the
+// checkpoint is what survives it), the compactions' file lists, the split
+// turn and the compaction count. Token fields are left to the caller.
+func FromSession(s *transcript.Session) (Input, error) {
+	return fromContext(s, s.Context())
+}

@@ -391,3 +391,44 @@ func modTime(path string) time.Time {
 	}
 	return fi.ModTime()
 }
+
+// Listing is one checkpoint of a session as restore --list shows it: what
+// its file says, or why it cannot be read.
+type Listing struct {
+	ID          string  `json:"checkpointId"`
+	Path        string  `json:"path"`
+	Latest      bool    `json:"latest"`
+	CreatedAt   string  `json:"createdAt,omitempty"`
+	Trigger     string  `json:"trigger,omitempty"`
+	InputTokens int     `json:"inputTokens,omitempty"`
+	Utilization float64 `json:"utilization,omitempty"`
+	Previous    string  `json:"previousCheckpoint,omitempty"`
+	Error       string  `json:"error,omitempty"`
+}
+
+// Listings reads every checkpoint of key, newest first; a corrupt one is
+// listed with its error (and the latest readable one is marked latest).
+func (s *Store) Listings(key string) ([]Listing, error) {
+	entries, err := s.List(key)
+	if err != nil {
+		return nil, err
+	}
+	latestID := ""
+	if cp, _, err := s.Latest(key); err == nil {
+		latestID = cp.Meta.CheckpointID
+	}
+	rows := []Listing{}
+	for i := len(entries) - 1; i >= 0; i-- {
+		e := entries[i]
+		row := Listing{ID: e.ID, Path: e.Path, Latest: e.ID == latestID}
+		if cp, err := s.Load(key, e.ID); err != nil {
+			row.Error = err.Error()
+		} else {
+			row.CreatedAt, row.Trigger = cp.Meta.CreatedAt, cp.Meta.Trigger
+			row.InputTokens, row.Utilization = cp.Meta.TokenUsage.InputTokens, cp.Meta.TokenUsage.Utilization
+			row.Previous = cp.Meta.PreviousCheckpoint
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}

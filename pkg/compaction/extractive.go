@@ -601,10 +601,6 @@ func countTokens(s string) int {
 	return o200k.Count(s)
 }
 
-// CountSummaryTokens is the o200k size of a summary, the unit of
-// Settings.ExtractiveBudgetTokens.
-func CountSummaryTokens(s string) int { return countTokens(s) }
-
 // parseSections splits a summary into its "## " sections; text before the
 // first heading has an empty heading. File-list blocks are dropped: the new
 // summary carries fresh cumulative lists.

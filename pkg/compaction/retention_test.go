@@ -132,3 +132,7 @@ func median(xs []float64) float64 {
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
+
+// CountSummaryTokens is the o200k size of a summary, the unit of
+// Settings.ExtractiveBudgetTokens.
+func CountSummaryTokens(s string) int { return countTokens(s) }

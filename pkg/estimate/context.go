@@ -101,34 +101,9 @@ func Measure(s *transcript.Session, ctx *transcript.Context, o Options) (*Result
 	audit := AuditUsage(ctx.Path, win.Tokens)
 	r := &Result{Method: method, ByRole: map[string]int{}, AnchorIndex: -1, Scale: 1, Stale: ctx.UsageStale(),
 		Window: win, Audit: audit}
-	var count func(e *transcript.Entry) int
-	switch method {
-	case Heuristic:
-		count = (*transcript.Entry).Tokens
-	case Usage:
-		// pi's chars/4 per message; the calibration only measures the
-		// overhead.
-		count = (*transcript.Entry).Tokens
-		c, err := newCounter(s, Calibrated, audit)
-		if err != nil {
-			return nil, err
-		}
-		r.Calibration = c.Calibration()
-	default:
-		c, err := newCounter(s, method, audit)
-		if err != nil {
-			return nil, err
-		}
-		r.Method, r.Calibration, r.counter = c.Method(), c.Calibration(), c
-		if c.Note != "" {
-			r.Notes = append(r.Notes, c.Note)
-		}
-		entries := make([]*transcript.Entry, len(ctx.Messages))
-		for i, m := range ctx.Messages {
-			entries[i] = m.Entry
-		}
-		c.Prefetch(entries)
-		count = c.Tokens
+	count, err := r.chooseCounter(s, ctx, method)
+	if err != nil {
+		return nil, err
 	}
 	raw := make([]int, len(ctx.Messages))
 	for i, m := range ctx.Messages {
@@ -137,31 +112,10 @@ func Measure(s *transcript.Session, ctx *transcript.Context, o Options) (*Result
 	if usesEvidence(method) {
 		r.applyEvidence(ctx, audit, r.Calibration, count)
 	}
-	r.PerMessage = raw
-	if r.Scale != 1 {
-		// Scale the messages the last sound record saw (all of them when
-		// it is stale; up to the anchor when it is fresh, the trailing
-		// ones staying in the counter's unit as in pi's rule), rounding
-		// the running sum so the scaled part totals exactly the record's
-		// count minus the overhead.
-		end := len(raw)
-		if r.AnchorIndex >= 0 {
-			end = r.AnchorIndex + 1
-		}
-		r.PerMessage = make([]int, len(raw))
-		copy(r.PerMessage, raw)
-		cum, done := 0, 0
-		for i := 0; i < end; i++ {
-			cum += raw[i]
-			upTo := int(math.Round(float64(cum) * r.Scale))
-			r.PerMessage[i], done = upTo-done, upTo
-		}
-	}
+	r.PerMessage = r.scaled(raw)
 	r.share = make(map[*transcript.Entry]int, len(raw))
 	for i, m := range ctx.Messages {
 		r.share[m.Entry] = r.PerMessage[i]
-	}
-	for i, m := range ctx.Messages {
 		r.ByRole[m.Role] += r.PerMessage[i]
 		r.Tokens += r.PerMessage[i]
 	}
@@ -172,6 +126,72 @@ func Measure(s *transcript.Session, ctx *transcript.Context, o Options) (*Result
 	if win.Tokens > 0 {
 		r.Utilization = float64(r.Tokens) / float64(win.Tokens)
 	}
+	r.noteDistrust(method)
+	return r, nil
+}
+
+// chooseCounter returns the per-message count of the method, setting the
+// result's calibration (and, for a counting method, its resolved method
+// and counter, with the context's messages prefetched).
+func (r *Result) chooseCounter(s *transcript.Session, ctx *transcript.Context, method string) (func(*transcript.Entry) int, error) {
+	switch method {
+	case Heuristic:
+		return (*transcript.Entry).Tokens, nil
+	case Usage:
+		// pi's chars/4 per message; the calibration only measures the
+		// overhead.
+		c, err := newCounter(s, Calibrated, r.Audit)
+		if err != nil {
+			return nil, err
+		}
+		r.Calibration = c.Calibration()
+		return (*transcript.Entry).Tokens, nil
+	}
+	c, err := newCounter(s, method, r.Audit)
+	if err != nil {
+		return nil, err
+	}
+	r.Method, r.Calibration, r.counter = c.Method(), c.Calibration(), c
+	if c.Note != "" {
+		r.Notes = append(r.Notes, c.Note)
+	}
+	entries := make([]*transcript.Entry, len(ctx.Messages))
+	for i, m := range ctx.Messages {
+		entries[i] = m.Entry
+	}
+	c.Prefetch(entries)
+	return c.Tokens, nil
+}
+
+// scaled applies the evidence's scale to the raw per-message counts: the
+// messages the last sound record saw (all of them when it is stale; up to
+// the anchor when it is fresh, the trailing ones staying in the counter's
+// unit as in pi's rule), rounding the running sum so the scaled part
+// totals exactly the record's count minus the overhead.
+func (r *Result) scaled(raw []int) []int {
+	if r.Scale == 1 {
+		return raw
+	}
+	end := len(raw)
+	if r.AnchorIndex >= 0 {
+		end = r.AnchorIndex + 1
+	}
+	out := make([]int, len(raw))
+	copy(out, raw)
+	cum, done := 0, 0
+	for i := 0; i < end; i++ {
+		cum += raw[i]
+		upTo := int(math.Round(float64(cum) * r.Scale))
+		out[i], done = upTo-done, upTo
+	}
+	return out
+}
+
+// noteDistrust records the usage record pi would anchor on and ctxtool did
+// not trust, and says in a note what was counted instead and when the
+// anchor itself claims more than the window.
+func (r *Result) noteDistrust(method string) {
+	audit, win := r.Audit, r.Window
 	if rej := audit.Rejected(); rej != nil {
 		r.Rejected = &Rejection{Line: rej.Line, Class: rej.Class, Reason: rej.Reason, Tokens: rej.Tokens}
 		if usesEvidence(method) {
@@ -190,7 +210,6 @@ func Measure(s *transcript.Session, ctx *transcript.Context, o Options) (*Result
 		r.Notes = append(r.Notes, fmt.Sprintf("the provider counted a %d-token prompt at line %d, more than the %s window: the session overflowed, or the window is wrong (set --context-window or models.<name>.contextWindow)",
 			rec.Prompt, rec.Line, win.Describe()))
 	}
-	return r, nil
 }
 
 // Bounds of the content scale a usage record may imply: chars/4 is 0.74–1.2

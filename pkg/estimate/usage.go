@@ -110,15 +110,23 @@ type UsageAudit struct {
 func AuditUsage(path []*transcript.Entry, window int) *UsageAudit {
 	a := &UsageAudit{Anchor: -1, PiAnchor: -1, LastSound: -1}
 	ctx := transcript.BuildContext(path) // the compaction in force and its kept start
-	inForce := ctx.CompactionIndex
-	keptStart := ctx.KeptStart
 
 	// active is pi's chars/4 of the context the provider would be sent at
 	// each point of the walk; a compaction restarts it as summary + kept
 	// entries, read off prefix sums (linear, where a scan of the path
 	// prefix per compaction is quadratic).
 	w := newContextWalk(path)
-	powers := map[int]int{} // prompt counts that are powers of two → records
+	powers := a.collect(path, w)
+	a.classify(path, w, powers, window, ctx.CompactionIndex)
+	a.anchor(ctx.CompactionIndex, ctx.KeptStart)
+	return a
+}
+
+// collect makes one record per assistant message of the path, with the
+// context size the reply completed, and counts the prompt sizes that are
+// powers of two (a cap reported by several replies is pinned).
+func (a *UsageAudit) collect(path []*transcript.Entry, w *contextWalk) (powers map[int]int) {
+	powers = map[int]int{}
 	// Sized up front: grown by append, the generations of a 1 GB path's
 	// records (~300k) were live at once, 100 MB of the peak heap.
 	n := 0
@@ -143,50 +151,25 @@ func AuditUsage(path []*transcript.Entry, window int) *UsageAudit {
 		}
 		a.Records = append(a.Records, r)
 	}
+	return powers
+}
 
+// classify gives every record its class: what the record says of itself
+// (errored, pseudo, zero, pinned), then against the previous record of its
+// era (flat), then against the content it completed (implausible), and
+// otherwise fresh or, before the compaction in force, stale.
+func (a *UsageAudit) classify(path []*transcript.Entry, w *contextWalk, powers map[int]int, window, inForce int) {
 	prev := -1 // previous record of the era with a prompt count
 	era := -1
 	for k := range a.Records {
 		r := &a.Records[k]
-		e := r.Entry
 		if w.era[r.PathIndex] != era {
 			era, prev = w.era[r.PathIndex], -1
 		}
-		sent := r.Content - e.Tokens() // the messages the reply answered
-		switch {
-		case e.StopReason == "error" || e.StopReason == "aborted":
-			r.Class, r.Reason = UsageErrored, "the reply stopped with "+e.StopReason+" (pi ignores its usage)"
-		case models.TranscriptOnly(e.Provider, e.Model):
-			r.Class, r.Reason = UsagePseudo, fmt.Sprintf("%s/%s is an OpenClaw transcript-only message: no model ran", e.Provider, e.Model)
-		case e.Usage == nil:
-			r.Class, r.Reason = UsageZero, "no usage recorded"
-		case r.Tokens <= 0:
-			r.Class, r.Reason = UsageZero, "usage is zero"
-		case r.Prompt <= 0:
-			r.Class, r.Reason = UsageZero, fmt.Sprintf("no prompt tokens reported (total %d)", r.Tokens)
-		case r.Prompt >= 1024 && isPow2(r.Prompt) && (powers[r.Prompt] > 1 || sent >= r.Prompt):
-			r.Class = UsagePinned
-			r.Reason = fmt.Sprintf("prompt %d tokens is a power of two", r.Prompt)
-			if powers[r.Prompt] > 1 {
-				r.Reason += fmt.Sprintf(" reported by %d replies", powers[r.Prompt])
-			} else {
-				r.Reason += fmt.Sprintf(" while the messages sent alone are ~%d tokens", sent)
-			}
-			r.Reason += ": the provider truncated the prompt (Ollama num_ctx) and reports the cap"
-		case window > 0 && r.Prompt == window:
-			r.Class, r.Reason = UsagePinned, fmt.Sprintf("prompt %d tokens equals the context window: the provider reports its cap", r.Prompt)
-		}
+		sent := r.Content - r.Entry.Tokens() // the messages the reply answered
+		r.Class, r.Reason = ownClass(r, sent, powers, window)
 		if r.Class == "" && prev >= 0 {
-			p := &a.Records[prev]
-			grew := sent - (p.Content - p.Entry.Tokens())
-			if r.Prompt == p.Prompt && grew > 0 {
-				r.Class = UsageFlat
-				r.Reason = fmt.Sprintf("prompt %d tokens, the same as the reply at line %d although ~%d tokens were added in between", r.Prompt, p.Line, grew)
-				if p.Sound() {
-					p.Class = UsageFlat
-					p.Reason = fmt.Sprintf("prompt %d tokens, the same as the reply at line %d although ~%d tokens were added in between", p.Prompt, r.Line, grew)
-				}
-			}
+			markFlat(r, &a.Records[prev], sent)
 		}
 		if r.Class == "" && r.Content >= ImplausibleMinContent && float64(r.Tokens) < ImplausibleRatio*float64(r.Content) {
 			r.Class = UsageImplausible
@@ -204,6 +187,57 @@ func AuditUsage(path []*transcript.Entry, window int) *UsageAudit {
 			prev = k
 		}
 	}
+}
+
+// ownClass is the class a record earns on its own ("" when it looks
+// sound): sent is the chars/4 size of the messages the reply answered.
+func ownClass(r *UsageRecord, sent int, powers map[int]int, window int) (UsageClass, string) {
+	e := r.Entry
+	switch {
+	case e.StopReason == "error" || e.StopReason == "aborted":
+		return UsageErrored, "the reply stopped with " + e.StopReason + " (pi ignores its usage)"
+	case models.TranscriptOnly(e.Provider, e.Model):
+		return UsagePseudo, fmt.Sprintf("%s/%s is an OpenClaw transcript-only message: no model ran", e.Provider, e.Model)
+	case e.Usage == nil:
+		return UsageZero, "no usage recorded"
+	case r.Tokens <= 0:
+		return UsageZero, "usage is zero"
+	case r.Prompt <= 0:
+		return UsageZero, fmt.Sprintf("no prompt tokens reported (total %d)", r.Tokens)
+	case r.Prompt >= 1024 && isPow2(r.Prompt) && (powers[r.Prompt] > 1 || sent >= r.Prompt):
+		reason := fmt.Sprintf("prompt %d tokens is a power of two", r.Prompt)
+		if powers[r.Prompt] > 1 {
+			reason += fmt.Sprintf(" reported by %d replies", powers[r.Prompt])
+		} else {
+			reason += fmt.Sprintf(" while the messages sent alone are ~%d tokens", sent)
+		}
+		return UsagePinned, reason + ": the provider truncated the prompt (Ollama num_ctx) and reports the cap"
+	case window > 0 && r.Prompt == window:
+		return UsagePinned, fmt.Sprintf("prompt %d tokens equals the context window: the provider reports its cap", r.Prompt)
+	}
+	return "", ""
+}
+
+// markFlat classifies r, and p before it when p looked sound, as flat when
+// both report the same prompt although the messages sent grew in between.
+func markFlat(r, p *UsageRecord, sent int) {
+	grew := sent - (p.Content - p.Entry.Tokens())
+	if r.Prompt != p.Prompt || grew <= 0 {
+		return
+	}
+	flat := func(prompt, otherLine int) string {
+		return fmt.Sprintf("prompt %d tokens, the same as the reply at line %d although ~%d tokens were added in between", prompt, otherLine, grew)
+	}
+	r.Class, r.Reason = UsageFlat, flat(r.Prompt, p.Line)
+	if p.Sound() {
+		p.Class, p.Reason = UsageFlat, flat(p.Prompt, r.Line)
+	}
+}
+
+// anchor finds the last sound record, the last fresh one (ctxtool's
+// anchor) and the one pi anchors on (the last in the context it sends with
+// a usage object).
+func (a *UsageAudit) anchor(inForce, keptStart int) {
 	for k := range a.Records {
 		r := &a.Records[k]
 		if r.Sound() {
@@ -217,7 +251,6 @@ func AuditUsage(path []*transcript.Entry, window int) *UsageAudit {
 			a.PiAnchor = k
 		}
 	}
-	return a
 }
 
 // Rejected is the record pi would anchor on when ctxtool does not trust it
@@ -227,15 +260,6 @@ func (a *UsageAudit) Rejected() *UsageRecord {
 		return nil
 	}
 	return &a.Records[a.PiAnchor]
-}
-
-// Counts tallies the records by class.
-func (a *UsageAudit) Counts() map[UsageClass]int {
-	out := map[UsageClass]int{}
-	for _, r := range a.Records {
-		out[r.Class]++
-	}
-	return out
 }
 
 // sound is the set of entries whose records are sound.

@@ -156,3 +156,12 @@ func TestAuditUsageWild(t *testing.T) {
 		}
 	}
 }
+
+// Counts tallies the records by class.
+func (a *UsageAudit) Counts() map[UsageClass]int {
+	out := map[UsageClass]int{}
+	for _, r := range a.Records {
+		out[r.Class]++
+	}
+	return out
+}

@@ -28,7 +28,6 @@ package formats
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -305,12 +304,6 @@ func CheckWritable(path string) error {
 		return nil
 	}
 	return &ReadOnlyError{File: path, Format: sn.Format}
-}
-
-// IsReadOnly reports whether err is a refusal to write a read-only format.
-func IsReadOnly(err error) bool {
-	var ro *ReadOnlyError
-	return errors.As(err, &ro)
 }
 
 // openRegular opens path for reading if it is a regular file; (nil, nil)

@@ -261,14 +261,6 @@ func (s jstr) jsonOrNil() []byte {
 	return s.json()
 }
 
-// appendJSON writes the string as JSON (appendString's form).
-func (s jstr) appendJSON(b []byte) []byte {
-	if s.canon {
-		return append(b, s.q...)
-	}
-	return appendString(b, s.String())
-}
-
 // appendInner writes the string as JSON without its quotes, for joining.
 func (s jstr) appendInner(b []byte) []byte {
 	if s.canon {

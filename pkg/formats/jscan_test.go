@@ -163,3 +163,11 @@ func FuzzJdec(f *testing.F) {
 		checkJdec(t, in)
 	})
 }
+
+// appendJSON writes the string as JSON (appendString's form).
+func (s jstr) appendJSON(b []byte) []byte {
+	if s.canon {
+		return append(b, s.q...)
+	}
+	return appendString(b, s.String())
+}

@@ -67,14 +67,6 @@ func isSQLiteFile(p string) bool {
 	return bytes.Equal(head[:n], sqliteMagic)
 }
 
-// IsStore reports whether p is an SQLite file (or a session of one).
-func IsStore(p string) bool {
-	if _, _, ok := SplitStorePath(p); ok {
-		return true
-	}
-	return isSQLiteFile(p)
-}
-
 // openDB opens an OpenClaw store read-only: it never creates, migrates or
 // writes it.
 func openDB(path string) (*sql.DB, error) {

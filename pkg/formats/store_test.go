@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"database/sql"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -124,7 +125,8 @@ func TestRealOpenClawStore(t *testing.T) {
 		t.Errorf("store without key: %v", err)
 	}
 	// Writes are refused; the walk finds both sessions in the agent home.
-	if err := transcript.CheckWritable(formats.StorePath(db, sessions[0].Key)); !formats.IsReadOnly(err) ||
+	var ro *formats.ReadOnlyError
+	if err := transcript.CheckWritable(formats.StorePath(db, sessions[0].Key)); !errors.As(err, &ro) ||
 		!strings.Contains(err.Error(), "Gateway") {
 		t.Errorf("write check: %v", err)
 	}

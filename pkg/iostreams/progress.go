@@ -29,9 +29,6 @@ func (s *IOStreams) NewProgress(label, unit string, total int) *Progress {
 		disabled: !s.IsStderrTTY() || total == 0}
 }
 
-// Backdate pretends the work started d ago; for tests of the one-second rule.
-func (p *Progress) Backdate(d time.Duration) { p.start = p.start.Add(-d) }
-
 // Update redraws the bar at done items; detail is appended (e.g. "12.3/40.0 MB").
 func (p *Progress) Update(done int, detail string) {
 	p.mu.Lock()

@@ -28,3 +28,6 @@ func TestProgressOnlyOnTerminalAfterOneSecond(t *testing.T) {
 		t.Fatalf("progress bar %q", s)
 	}
 }
+
+// Backdate pretends the work started d ago; for tests of the one-second rule.
+func (p *Progress) Backdate(d time.Duration) { p.start = p.start.Add(-d) }

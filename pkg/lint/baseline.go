@@ -76,6 +76,3 @@ func (b *Baseline) Mark(reports []*Report) {
 		}
 	}
 }
-
-// Len is the number of findings in the baseline.
-func (b *Baseline) Len() int { return len(b.known) }

@@ -1,7 +1,6 @@
 package lint
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -136,16 +135,6 @@ func stdin(opts *Options) (*Report, error) {
 		defer s.Close()
 	}
 	return lint("-", s, loadErr, &scan, opts)
-}
-
-// Bytes lints a session held in memory.
-func Bytes(name string, data []byte, opts *Options) (*Report, error) {
-	scan := scanContent(bytes.NewReader(data))
-	if scan.err != nil {
-		return nil, fmt.Errorf("%s: read: %v", name, scan.err)
-	}
-	s, loadErr := transcript.LoadBytes(name, data)
-	return lint(name, s, loadErr, &scan, opts)
 }
 
 func lint(file string, s *transcript.Session, loadErr error, scan *contentResult, opts *Options) (*Report, error) {
@@ -311,4 +300,18 @@ func (c *checker) entryAtLine(line int) *transcript.Entry {
 		return c.s.Entries[i]
 	}
 	return nil
+}
+
+// Failing counts the findings of reports at or above threshold that a
+// baseline does not already know (the CI gate: --fail-on); none at Off.
+func Failing(reports []*Report, threshold Severity) int {
+	failing := 0
+	for _, r := range reports {
+		for _, f := range r.Findings {
+			if threshold != Off && f.Severity >= threshold && f.BaselineState != "unchanged" {
+				failing++
+			}
+		}
+	}
+	return failing
 }

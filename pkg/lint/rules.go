@@ -204,9 +204,6 @@ var byID = func() map[string]*Rule {
 // Rules returns the catalogue in documentation order.
 func Rules() []*Rule { return append([]*Rule(nil), rules...) }
 
-// RuleByID returns a rule or nil.
-func RuleByID(id string) *Rule { return byID[id] }
-
 // RuleSet is which rules run and at what severity.
 type RuleSet struct {
 	sev map[string]Severity

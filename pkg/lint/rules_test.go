@@ -451,3 +451,6 @@ func TestSecretLinesAndColumns(t *testing.T) {
 		t.Fatalf("got %v (%d lines), want %s", got, res.lines, want)
 	}
 }
+
+// RuleByID returns a rule or nil.
+func RuleByID(id string) *Rule { return byID[id] }

@@ -750,6 +750,22 @@ func (ix *Index) remove(ctx context.Context, paths []string) error {
 	return b.commit()
 }
 
+// PruneUnder is Prune for an index run over paths: only the directories
+// among them are roots (a run over single files prunes nothing, since it
+// says nothing of the other files the index holds).
+func (ix *Index) PruneUnder(ctx context.Context, paths []string) ([]string, error) {
+	var roots []string
+	for _, p := range paths {
+		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+			roots = append(roots, p)
+		}
+	}
+	if len(roots) == 0 {
+		return nil, nil
+	}
+	return ix.Prune(ctx, roots...)
+}
+
 // Prune drops every indexed file that no longer exists and returns their
 // paths. Files under one of roots only, when roots are given.
 func (ix *Index) Prune(ctx context.Context, roots ...string) ([]string, error) {

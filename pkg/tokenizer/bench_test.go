@@ -91,3 +91,10 @@ func TestThroughputVsJSTiktoken(t *testing.T) {
 		}
 	}
 }
+
+// resetCache empties the piece cache (benchmarks measure cold runs with it).
+func (t *Tokenizer) resetCache() {
+	for i := range t.cache {
+		t.cache[i].Store(nil)
+	}
+}

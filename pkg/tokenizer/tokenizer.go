@@ -76,13 +76,6 @@ const (
 	maxCachePiece = 64 // longer pieces are rarely repeated
 )
 
-// resetCache empties the piece cache (benchmarks measure cold runs with it).
-func (t *Tokenizer) resetCache() {
-	for i := range t.cache {
-		t.cache[i].Store(nil)
-	}
-}
-
 // count returns the number of tokens of one piece, through the cache.
 func (t *Tokenizer) count(p string) int {
 	if len(p) == 1 {

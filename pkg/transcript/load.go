@@ -380,20 +380,11 @@ func produce(r io.ReaderAt, size int64, jobs chan<- *batch) error {
 		scanned := len(carry) // known to hold no newline
 		start := off - int64(len(carry))
 		if off < size {
-			want := cap(buf) - len(buf)
-			if int64(want) > size-off {
-				want = int(size - off)
-			}
-			n, err := r.ReadAt(buf[len(buf):len(buf)+want], off)
-			if err != nil && err != io.EOF {
+			var err error
+			if buf, off, size, err = fillChunk(r, buf, off, size); err != nil {
 				chunkPool.Put(bp)
 				return err
 			}
-			if n == 0 && err == io.EOF {
-				size = off // the file shrank under us; stop here
-			}
-			buf = buf[:len(buf)+n]
-			off += int64(n)
 		}
 		cut := 0
 		readerScanned.Add(int64(len(buf) - scanned))
@@ -411,24 +402,11 @@ func produce(r io.ReaderAt, size int64, jobs chan<- *batch) error {
 			if scratch == nil {
 				scratch = make([]byte, chunkSize)
 			}
-			end, nl, err := lineEnd(r, off, size, scratch)
+			b, end, err := longLine(r, start, off, size, scratch)
 			if err != nil {
 				return err
 			}
-			b := &batch{seq: seq, firstLine: line, offset: start, endsNL: nl}
-			if n := end - start; n > maxLineBytes {
-				b.oversize = n
-				b.data = make([]byte, oversizeHead)
-			} else {
-				b.data = make([]byte, n, n+1) // room for the newline
-			}
-			if _, err := r.ReadAt(b.data, start); err != nil && err != io.EOF {
-				return err
-			}
-			if nl {
-				b.data = append(b.data, '\n')
-				end++
-			}
+			b.seq, b.firstLine = seq, line
 			off, carry = end, nil
 			seq++
 			line++
@@ -449,6 +427,51 @@ func produce(r io.ReaderAt, size int64, jobs chan<- *batch) error {
 		}
 	}
 	return nil
+}
+
+// fillChunk reads into buf's free capacity from off, up to size, and
+// returns the grown buffer, the new offset and the size (cut to off when the
+// file shrank under us).
+func fillChunk(r io.ReaderAt, buf []byte, off, size int64) ([]byte, int64, int64, error) {
+	want := cap(buf) - len(buf)
+	if int64(want) > size-off {
+		want = int(size - off)
+	}
+	n, err := r.ReadAt(buf[len(buf):len(buf)+want], off)
+	if err != nil && err != io.EOF {
+		return buf, off, size, err
+	}
+	if n == 0 && err == io.EOF {
+		size = off // the file shrank under us; stop here
+	}
+	return buf[:len(buf)+n], off + int64(n), size, nil
+}
+
+// longLine reads the line starting at start, whose end lies beyond off:
+// it finds the end without keeping the bytes, then reads the line whole
+// once into a buffer of its exact size (over MaxLineBytes, only its head).
+// It returns the batch (seq and firstLine left to the caller) and the
+// offset after the line.
+func longLine(r io.ReaderAt, start, off, size int64, scratch []byte) (*batch, int64, error) {
+	end, nl, err := lineEnd(r, off, size, scratch)
+	if err != nil {
+		return nil, 0, err
+	}
+	b := &batch{offset: start, endsNL: nl}
+	if n := end - start; n > maxLineBytes {
+		b.oversize = n
+		b.data = make([]byte, oversizeHead)
+	} else {
+		b.data = make([]byte, n, n+1) // room for the newline
+	}
+	if _, err := r.ReadAt(b.data, start); err != nil && err != io.EOF {
+		return nil, 0, err
+	}
+	if nl {
+		b.data = append(b.data, '\n')
+		end++
+	}
+	return b, end, nil
 }
 
 // lineEnd scans from off for the next newline and returns its offset (or

@@ -96,12 +96,7 @@ func parseLine(line []byte) parsedLine {
 		return parsedLine{kind: kindMalformed, err: s.err.Error()}
 	}
 	e := &Entry{FirstKeptEntryIndex: -1}
-	var h *Header
-	var msgStart, msgEnd = -1, -1
-	var msgDone bool
-	var contentStart, contentEnd = -1, -1
-	var summaryLen, summaryWide int
-	var hasSummary bool
+	f := lineFields{msgStart: -1, msgEnd: -1, contentStart: -1, contentEnd: -1}
 	first := true
 	for {
 		key, ok, done := s.objNext(&first)
@@ -111,80 +106,7 @@ func parseLine(line []byte) parsedLine {
 		if done {
 			break
 		}
-		var good bool
-		switch string(key) {
-		case "type":
-			e.Type, good = s.maybeInterned()
-		case "id":
-			e.ID, good = s.maybeString()
-		case "parentId":
-			e.ParentID, good = s.maybeString()
-		case "timestamp":
-			e.Timestamp, good = s.maybeString()
-		case "message":
-			if e.Type == "message" {
-				// The usual key order (type first): validate and extract in one pass.
-				good = s.message(e)
-				msgDone = true
-			} else {
-				msgStart = s.i
-				good = s.skip(0)
-				msgEnd = s.i
-			}
-		case "content":
-			contentStart = s.i
-			good = s.skip(0)
-			contentEnd = s.i
-		case "summary":
-			if s.peek() == '"' {
-				var n int
-				w0 := s.wide
-				_, _, n, good = s.str()
-				summaryLen, hasSummary = n, true
-				summaryWide = s.wide - w0
-			} else {
-				good = s.skip(0)
-			}
-		case "firstKeptEntryId":
-			e.FirstKeptEntryID, good = s.maybeString()
-		case "firstKeptEntryIndex":
-			var f float64
-			f, good = s.maybeNumber()
-			if good && f >= 0 && f == float64(int(f)) {
-				e.FirstKeptEntryIndex = int(f)
-			}
-		case "tokensBefore":
-			e.TokensBefore, good = s.maybeInt("tokensBefore")
-		case "fromHook":
-			e.FromHook, good = s.maybeBool()
-		case "provider":
-			e.Provider, good = s.maybeInterned()
-		case "modelId":
-			e.Model, good = s.maybeInterned()
-		case "thinkingLevel":
-			e.ThinkingLevel, good = s.maybeInterned()
-		case "customType":
-			e.CustomType, good = s.maybeInterned()
-		case "fromId":
-			e.FromID, good = s.maybeString()
-		case "targetId":
-			e.TargetID, good = s.maybeString()
-		case "version", "cwd", "parentSession":
-			if h == nil {
-				h = &Header{}
-			}
-			switch string(key) {
-			case "version":
-				h.Version, good = s.maybeInt("version")
-			case "cwd":
-				h.Cwd, good = s.maybeString()
-			default:
-				h.ParentSession, good = s.maybeString()
-			}
-		default:
-			good = s.skip(0)
-		}
-		if !good {
+		if !s.field(string(key), e, &f) {
 			return parsedLine{kind: kindMalformed, err: s.err.Error()}
 		}
 	}
@@ -193,43 +115,141 @@ func parseLine(line []byte) parsedLine {
 		s.fail("unexpected data after JSON value")
 		return parsedLine{kind: kindMalformed, err: s.err.Error()}
 	}
-
 	if e.Type == "session" {
-		if h == nil {
-			h = &Header{}
-		}
-		h.ID, h.Timestamp = e.ID, e.Timestamp
-		h.Provider, h.ModelID, h.ThinkingLevel = e.Provider, e.Model, e.ThinkingLevel
-		if h.Version == 0 {
-			h.Version = 1
-		}
-		h.Raw = append([]byte(nil), line...)
-		return parsedLine{kind: kindHeader, header: h, warns: s.warns}
+		return parsedLine{kind: kindHeader, header: headerOf(e, f.h, line), warns: s.warns}
 	}
+	s.finishEntry(line, e, &f)
+	return parsedLine{kind: kindEntry, entry: e, warns: s.warns}
+}
 
+// lineFields is what parseLine learns of a line beyond the entry's own
+// fields: where the parts it reads once the type is known are, and the
+// header fields.
+type lineFields struct {
+	h                        *Header
+	msgStart, msgEnd         int // the message object when it came before "type"
+	msgDone                  bool
+	contentStart, contentEnd int
+	summaryLen, summaryWide  int
+	hasSummary               bool
+}
+
+// field reads the value of one top-level key into e or f (skipping the
+// keys nothing reads), validating it; false when the line is malformed.
+func (s *scanner) field(key string, e *Entry, f *lineFields) (good bool) {
+	switch key {
+	case "type":
+		e.Type, good = s.maybeInterned()
+	case "id":
+		e.ID, good = s.maybeString()
+	case "parentId":
+		e.ParentID, good = s.maybeString()
+	case "timestamp":
+		e.Timestamp, good = s.maybeString()
+	case "message":
+		if e.Type == "message" {
+			// The usual key order (type first): validate and extract in one pass.
+			good = s.message(e)
+			f.msgDone = true
+		} else {
+			f.msgStart = s.i
+			good = s.skip(0)
+			f.msgEnd = s.i
+		}
+	case "content":
+		f.contentStart = s.i
+		good = s.skip(0)
+		f.contentEnd = s.i
+	case "summary":
+		if s.peek() != '"' {
+			return s.skip(0)
+		}
+		w0 := s.wide
+		_, _, f.summaryLen, good = s.str()
+		f.hasSummary, f.summaryWide = true, s.wide-w0
+	case "firstKeptEntryId":
+		e.FirstKeptEntryID, good = s.maybeString()
+	case "firstKeptEntryIndex":
+		var n float64
+		n, good = s.maybeNumber()
+		if good && n >= 0 && n == float64(int(n)) {
+			e.FirstKeptEntryIndex = int(n)
+		}
+	case "tokensBefore":
+		e.TokensBefore, good = s.maybeInt("tokensBefore")
+	case "fromHook":
+		e.FromHook, good = s.maybeBool()
+	case "provider":
+		e.Provider, good = s.maybeInterned()
+	case "modelId":
+		e.Model, good = s.maybeInterned()
+	case "thinkingLevel":
+		e.ThinkingLevel, good = s.maybeInterned()
+	case "customType":
+		e.CustomType, good = s.maybeInterned()
+	case "fromId":
+		e.FromID, good = s.maybeString()
+	case "targetId":
+		e.TargetID, good = s.maybeString()
+	case "version", "cwd", "parentSession":
+		if f.h == nil {
+			f.h = &Header{}
+		}
+		switch key {
+		case "version":
+			f.h.Version, good = s.maybeInt("version")
+		case "cwd":
+			f.h.Cwd, good = s.maybeString()
+		default:
+			f.h.ParentSession, good = s.maybeString()
+		}
+	default:
+		good = s.skip(0)
+	}
+	return good
+}
+
+// headerOf is the session header a "session" line describes.
+func headerOf(e *Entry, h *Header, line []byte) *Header {
+	if h == nil {
+		h = &Header{}
+	}
+	h.ID, h.Timestamp = e.ID, e.Timestamp
+	h.Provider, h.ModelID, h.ThinkingLevel = e.Provider, e.Model, e.ThinkingLevel
+	if h.Version == 0 {
+		h.Version = 1
+	}
+	h.Raw = append([]byte(nil), line...)
+	return h
+}
+
+// finishEntry gives e what depends on its type, known only once the whole
+// line is read: the message read late, the role and size of the context
+// message it produces.
+func (s *scanner) finishEntry(line []byte, e *Entry, f *lineFields) {
 	switch e.Type {
 	case "message":
-		if !msgDone && msgStart >= 0 {
-			ms := scanner{b: line[msgStart:msgEnd]}
+		if !f.msgDone && f.msgStart >= 0 {
+			ms := scanner{b: line[f.msgStart:f.msgEnd]}
 			ms.message(e)
 			s.warns = append(s.warns, ms.warns...)
 		}
 	case "custom_message":
 		e.Role = "custom"
-		if contentStart >= 0 {
-			cs := scanner{b: line[contentStart:contentEnd]}
+		if f.contentStart >= 0 {
+			cs := scanner{b: line[f.contentStart:f.contentEnd]}
 			var st contentStatsT
 			cs.content(&st)
 			e.Chars, e.Images, e.Wide = st.customChars(), st.images, st.wide
 		}
 	case "branch_summary":
-		if hasSummary && summaryLen > 0 {
+		if f.hasSummary && f.summaryLen > 0 {
 			e.Role = "branchSummary"
-			e.Chars, e.Wide = summaryLen, summaryWide
+			e.Chars, e.Wide = f.summaryLen, f.summaryWide
 		}
 	case "compaction":
 		e.Role = "compactionSummary"
-		e.Chars, e.Wide = summaryLen, summaryWide
+		e.Chars, e.Wide = f.summaryLen, f.summaryWide
 	case "model_change", "thinking_level_change", "label", "session_info", "custom":
 	default:
 		// Unknown entry types stay in the tree and produce no message.
@@ -238,7 +258,6 @@ func parseLine(line []byte) parsedLine {
 		// provider/modelId are only meaningful on these two types.
 		e.Provider, e.Model = "", ""
 	}
-	return parsedLine{kind: kindEntry, entry: e, warns: s.warns}
 }
 
 func (s *scanner) maybeString() (string, bool) {
@@ -328,8 +347,7 @@ func (s *scanner) message(e *Entry) bool {
 	if s.peek() != '{' {
 		return s.skip(0)
 	}
-	var cs contentStatsT
-	var command, output int
+	var m messageFields
 	wide0 := s.wide
 	first := true
 	for {
@@ -340,71 +358,83 @@ func (s *scanner) message(e *Entry) bool {
 		if done {
 			break
 		}
-		var good bool
-		switch string(key) {
-		case "role":
-			e.Role, good = s.maybeInterned()
-		case "content":
-			good = s.content(&cs)
-		case "command":
-			command, good = s.maybeStringLen()
-		case "output":
-			output, good = s.maybeStringLen()
-		case "stopReason":
-			e.StopReason, good = s.maybeInterned()
-		case "model":
-			e.Model, good = s.maybeInterned()
-		case "provider":
-			e.Provider, good = s.maybeInterned()
-		case "timestamp":
-			e.MsgTimestamp, good = s.maybeNumber()
-			if math.IsInf(e.MsgTimestamp, 0) {
-				s.warns = append(s.warns, "message.timestamp is out of range (pi reads Infinity); ignored")
-				e.MsgTimestamp = 0
-			}
-		case "toolCallId":
-			e.ToolCallID, good = s.maybeString()
-		case "toolName":
-			e.ToolName, good = s.maybeInterned()
-		case "isError":
-			e.IsError, good = s.maybeBool()
-		case "excludeFromContext":
-			e.ExcludeFromContext, good = s.maybeBool()
-		case "customType":
-			e.CustomType, good = s.maybeInterned()
-		case "usage":
-			e.Usage, good = s.usage()
-		default:
-			good = s.skip(0)
-		}
-		if !good {
+		if !s.messageField(string(key), e, &m) {
 			return false
 		}
 	}
-	e.Images = cs.images
-	e.Wide = cs.wide
+	e.Images = m.cs.images
+	e.Wide = m.cs.wide
 	switch e.Role {
 	case "user":
-		if cs.isString {
-			e.Chars = cs.strLen
+		if m.cs.isString {
+			e.Chars = m.cs.strLen
 		} else {
-			e.Chars = cs.text
+			e.Chars = m.cs.text
 		}
 	case "assistant":
-		e.Chars = cs.text + cs.thinking + cs.toolCalls
-		e.ThinkingChars = cs.thinking
-		e.ToolCallIDs = cs.toolCallIDs
+		e.Chars = m.cs.text + m.cs.thinking + m.cs.toolCalls
+		e.ThinkingChars = m.cs.thinking
+		e.ToolCallIDs = m.cs.toolCallIDs
 	case "toolResult", "custom", "hookMessage":
 		// hookMessage (v2's name for custom) is renamed by pi's migration
 		// only in files older than v3; Session.finish decides.
-		e.Chars = cs.customChars()
+		e.Chars = m.cs.customChars()
 	case "bashExecution":
-		e.Chars = command + output
+		e.Chars = m.command + m.output
 		e.Wide = s.wide - wide0
 	default:
 		e.Chars = 0
 	}
 	return true
+}
+
+// messageFields is what message reads of a message beyond the entry's own
+// fields: its content's statistics and a bash execution's text lengths.
+type messageFields struct {
+	cs              contentStatsT
+	command, output int
+}
+
+// messageField reads the value of one key of a message object into e or
+// m, validating it; false when the line is malformed.
+func (s *scanner) messageField(key string, e *Entry, m *messageFields) (good bool) {
+	switch key {
+	case "role":
+		e.Role, good = s.maybeInterned()
+	case "content":
+		good = s.content(&m.cs)
+	case "command":
+		m.command, good = s.maybeStringLen()
+	case "output":
+		m.output, good = s.maybeStringLen()
+	case "stopReason":
+		e.StopReason, good = s.maybeInterned()
+	case "model":
+		e.Model, good = s.maybeInterned()
+	case "provider":
+		e.Provider, good = s.maybeInterned()
+	case "timestamp":
+		e.MsgTimestamp, good = s.maybeNumber()
+		if math.IsInf(e.MsgTimestamp, 0) {
+			s.warns = append(s.warns, "message.timestamp is out of range (pi reads Infinity); ignored")
+			e.MsgTimestamp = 0
+		}
+	case "toolCallId":
+		e.ToolCallID, good = s.maybeString()
+	case "toolName":
+		e.ToolName, good = s.maybeInterned()
+	case "isError":
+		e.IsError, good = s.maybeBool()
+	case "excludeFromContext":
+		e.ExcludeFromContext, good = s.maybeBool()
+	case "customType":
+		e.CustomType, good = s.maybeInterned()
+	case "usage":
+		e.Usage, good = s.usage()
+	default:
+		good = s.skip(0)
+	}
+	return good
 }
 
 func (s *scanner) maybeStringLen() (int, bool) {

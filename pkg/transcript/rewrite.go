@@ -61,64 +61,31 @@ type RewriteResult struct {
 // incomplete is refused. Any failure before the rename leaves the file
 // untouched; a kill after it leaves the full original in the backup.
 func Rewrite(s *Session, content []byte, opts RewriteOptions) (*RewriteResult, error) {
-	if s.File == "-" || s.fi == nil {
-		return nil, fmt.Errorf("-: cannot rewrite standard input; give a session file path")
-	}
-	if err := s.Rewritable(); err != nil {
-		return nil, err
-	}
-	real, err := WritablePath(s.File)
+	real, err := rewritablePath(s, opts.Idle)
 	if err != nil {
-		return nil, err
-	}
-	if !holdsLock(LockPath(real)) {
-		return nil, fmt.Errorf("%s: %w", s.File, errNotLocked)
-	}
-	if s.Size > 0 && !s.EndsWithNewline {
-		return nil, ErrFileChanged // a line being written: reload once it is complete
-	}
-	if err := CheckIdle(real, opts.Idle); err != nil {
-		var be *BusyError
-		if errors.As(err, &be) {
-			be.File = s.File
-		}
 		return nil, err
 	}
 	settle := opts.Settle
 	if settle <= 0 {
 		settle = DefaultSettle
 	}
-	old, err := os.Open(real)
+	old, ofi, err := openAsLoaded(s, real)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", s.File, unwrapPathErr(err))
+		return nil, err
 	}
 	defer old.Close()
-	ofi, err := old.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %v", s.File, err)
-	}
-	if !os.SameFile(ofi, s.fi) || ofi.Size() < s.Size {
-		return nil, ErrFileChanged
-	}
-	if fp, err := fingerprint(old, s.Size); err != nil || fp != s.fp {
-		return nil, ErrFileChanged
-	}
-	if st, ok := ofi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
-		return nil, fmt.Errorf("%s: the file has %d hard links; replacing it would leave the other names on the old content — rewrite a copy, or remove the other links first", s.File, st.Nlink)
-	}
 
 	tmp, err := safefile.CreateTemp(real, ofi.Mode().Perm())
 	if err != nil {
 		return nil, fmt.Errorf("%s: cannot create a temp file next to it: %v", s.File, unwrapPathErr(err))
 	}
-	tmpName := tmp.Name()
-	committed := false
+	sw := &swap{s: s, real: real, old: old, ofi: ofi, tmp: tmp, tmpName: tmp.Name(), size: int64(len(content))}
 	defer func() {
-		if !committed {
+		if !sw.committed {
 			tmp.Close()
-			os.Remove(tmpName)
+			os.Remove(sw.tmpName)
 		}
-		safefile.Forget(tmpName)
+		safefile.Forget(sw.tmpName)
 	}()
 	if err := writeAll(tmp, content, ofi); err != nil {
 		return nil, fmt.Errorf("%s: rewrite failed, original untouched: %v", s.File, err)
@@ -126,46 +93,124 @@ func Rewrite(s *Session, content []byte, opts RewriteOptions) (*RewriteResult, e
 
 	safefile.CrashPoint("rewrite-temp")
 	res := &RewriteResult{}
-	err = safefile.Critical(func() error {
-		backup := real + ".bak." + BackupStamp(time.Now())
-		if err := os.Link(real, backup); err != nil {
-			if err := copyFile(real, backup, ofi.Mode().Perm()); err != nil {
-				return fmt.Errorf("%s: cannot keep a backup at %s, original untouched: %v", s.File, backup, err)
-			}
-		} else if bfi, err := os.Stat(backup); err != nil || !os.SameFile(bfi, ofi) {
-			os.Remove(backup)
-			return ErrFileChanged // replaced under us
-		}
-		safefile.CrashPoint("rewrite-backup")
-		if err := os.Rename(tmpName, real); err != nil {
-			os.Remove(backup)
-			return fmt.Errorf("%s: rewrite failed, original untouched: %v", s.File, err)
-		}
-		committed = true
-		res.Backup = backup
-		if afterRename != nil {
-			afterRename()
-		}
-		safefile.CrashPoint("rewrite-renamed")
-		safefile.SyncDir(filepath.Dir(real))
-		c := carrier{path: real, first: old, prev: old, prevUsed: s.Size, cur: tmp, curBase: int64(len(content)), mode: ofi}
-		err := c.run(settle)
-		res.CarriedBytes, res.CarriedLines = c.carried, c.carriedLines
-		for _, f := range []*os.File{c.prev, c.cur} {
-			if f != old && f != tmp {
-				f.Close()
-			}
-		}
-		tmp.Close()
-		if err != nil {
-			return fmt.Errorf("%s: %v; the original, with everything written to it, is in %s", s.File, err, backup)
-		}
-		return nil
-	})
-	if err != nil {
+	if err := safefile.Critical(func() error { return sw.commit(res, settle) }); err != nil {
 		return nil, err
 	}
 	return res, nil
+}
+
+// rewritablePath checks what can be told before opening the file — not
+// standard input, a tree pi can load, a writable regular file (symlinks
+// resolved: the real path is returned), the session lock held by us, no
+// line being written, idle for idle — and returns the path to replace.
+func rewritablePath(s *Session, idle time.Duration) (string, error) {
+	if s.File == "-" || s.fi == nil {
+		return "", fmt.Errorf("-: cannot rewrite standard input; give a session file path")
+	}
+	if err := s.Rewritable(); err != nil {
+		return "", err
+	}
+	real, err := WritablePath(s.File)
+	if err != nil {
+		return "", err
+	}
+	if !holdsLock(LockPath(real)) {
+		return "", fmt.Errorf("%s: %w", s.File, errNotLocked)
+	}
+	if s.Size > 0 && !s.EndsWithNewline {
+		return "", ErrFileChanged // a line being written: reload once it is complete
+	}
+	if err := CheckIdle(real, idle); err != nil {
+		var be *BusyError
+		if errors.As(err, &be) {
+			be.File = s.File
+		}
+		return "", err
+	}
+	return real, nil
+}
+
+// openAsLoaded opens the file to replace and checks it still starts with
+// the bytes s was loaded from (ErrFileChanged otherwise) and has no other
+// hard link that the rename would leave on the old content.
+func openAsLoaded(s *Session, real string) (*os.File, os.FileInfo, error) {
+	old, err := os.Open(real)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %v", s.File, unwrapPathErr(err))
+	}
+	fail := func(err error) (*os.File, os.FileInfo, error) {
+		old.Close()
+		return nil, nil, err
+	}
+	ofi, err := old.Stat()
+	if err != nil {
+		return fail(fmt.Errorf("%s: %v", s.File, err))
+	}
+	if !os.SameFile(ofi, s.fi) || ofi.Size() < s.Size {
+		return fail(ErrFileChanged)
+	}
+	if fp, err := fingerprint(old, s.Size); err != nil || fp != s.fp {
+		return fail(ErrFileChanged)
+	}
+	if st, ok := ofi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+		return fail(fmt.Errorf("%s: the file has %d hard links; replacing it would leave the other names on the old content — rewrite a copy, or remove the other links first", s.File, st.Nlink))
+	}
+	return old, ofi, nil
+}
+
+// swap is one rewrite's files: the original (old, as opened and stat'ed)
+// and the written temp file that replaces it.
+type swap struct {
+	s         *Session
+	real      string
+	old       *os.File
+	ofi       os.FileInfo
+	tmp       *os.File
+	tmpName   string
+	size      int64 // bytes of the new content in tmp
+	committed bool  // tmp was renamed over real
+}
+
+// commit keeps a backup of the original, renames the temp file over it and
+// carries over what writers append to the old file meanwhile (settle: how
+// long the old file must stay quiet). Run as one critical section: signals
+// wait until it is done.
+func (w *swap) commit(res *RewriteResult, settle time.Duration) error {
+	s, real, ofi := w.s, w.real, w.ofi
+	backup := real + ".bak." + BackupStamp(time.Now())
+	if err := os.Link(real, backup); err != nil {
+		if err := copyFile(real, backup, ofi.Mode().Perm()); err != nil {
+			return fmt.Errorf("%s: cannot keep a backup at %s, original untouched: %v", s.File, backup, err)
+		}
+	} else if bfi, err := os.Stat(backup); err != nil || !os.SameFile(bfi, ofi) {
+		os.Remove(backup)
+		return ErrFileChanged // replaced under us
+	}
+	safefile.CrashPoint("rewrite-backup")
+	if err := os.Rename(w.tmpName, real); err != nil {
+		os.Remove(backup)
+		return fmt.Errorf("%s: rewrite failed, original untouched: %v", s.File, err)
+	}
+	w.committed = true
+	res.Backup = backup
+	if afterRename != nil {
+		afterRename()
+	}
+	safefile.CrashPoint("rewrite-renamed")
+	safefile.SyncDir(filepath.Dir(real))
+	c := carrier{path: real, first: w.old, prev: w.old, prevUsed: s.Size, cur: w.tmp, curBase: w.size, mode: ofi}
+	err := c.run(settle)
+	res.CarriedBytes, res.CarriedLines = c.carried, c.carriedLines
+	for _, f := range []*os.File{c.prev, c.cur} {
+		if f != w.old && f != w.tmp {
+			f.Close()
+		}
+	}
+	w.tmp.Close()
+	if err != nil {
+		return fmt.Errorf("%s: %v; the original, with everything written to it, is in %s", s.File, err, backup)
+	}
+	return nil
 }
 
 // writeAll writes content to a new file, gives it the mode and owner of the

@@ -175,111 +175,136 @@ func (o Options) wants(k Kind) bool {
 // recursively for the kinds in opts, skipping hidden directories. The result
 // is sorted by path and free of duplicates.
 func Walk(paths []string, opts Options) ([]File, error) {
-	seen := map[string]bool{}
-	var out []File
-	add := func(f File) {
-		key := f.Path
-		if abs, err := filepath.Abs(f.Path); err == nil {
-			key = abs
-		}
-		if !seen[key] {
-			seen[key] = true
-			out = append(out, f)
-		}
-	}
+	var set fileSet
 	for _, root := range paths {
-		if root == "-" && opts.Stdin {
-			add(File{Path: "-", Kind: Transcript, Explicit: true})
-			continue
-		}
-		if db, _, ok := formats.SplitStorePath(root); ok {
-			// One session of an OpenClaw store: "store.sqlite#<key>".
-			if st, err := os.Stat(db); err == nil {
-				add(File{Path: root, Kind: Transcript, Size: st.Size(), ModTime: st.ModTime(), Explicit: true, Format: formats.OpenClawSQLite})
-				continue
-			}
-		}
-		st, err := os.Stat(root)
-		if errors.Is(err, fs.ErrNotExist) && opts.Missing != nil {
-			opts.Missing(root)
-			continue
-		}
+		files, err := expand(root, opts)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %v (give a session .jsonl file or a sessions directory)", root, unwrap(err))
+			return nil, err
 		}
-		if !st.IsDir() {
-			if err := safefile.CheckRegular(root, st); err != nil {
-				return nil, err
-			}
-			k := Classify(root)
-			if k == Lock || k == Temp || k == Store {
-				return nil, fmt.Errorf("%s: this is a %s, not a session transcript (give the .jsonl file)", root, k)
-			}
-			f := File{Path: root, Kind: k, Size: st.Size(), ModTime: st.ModTime(), Explicit: true, Format: sniff(root)}
-			if f.Format == formats.OpenClawSQLite {
-				sessions, err := storeSessions(f)
-				if err != nil {
-					return nil, err
-				}
-				for _, s := range sessions {
-					add(s)
-				}
-				continue
-			}
-			add(f)
-			continue
-		}
-		var found []File
-		err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				if p == root {
-					return err
-				}
-				return nil // unreadable subdirectory: skip it, keep walking
-			}
-			if d.IsDir() {
-				if p != root && strings.HasPrefix(d.Name(), ".") {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			if !d.Type().IsRegular() {
-				return nil
-			}
-			k := Classify(p)
-			if k == Database && opts.wants(Transcript) && !opts.Writable {
-				info, err := d.Info()
-				if err != nil {
-					return nil
-				}
-				// A database that is no OpenClaw store is skipped quietly.
-				sessions, _ := storeSessions(File{Path: p, Size: info.Size(), ModTime: info.ModTime()})
-				found = append(found, sessions...)
-				return nil
-			}
-			if !opts.wants(k) {
-				return nil
-			}
-			info, err := d.Info()
-			if err != nil {
-				return nil // vanished while walking
-			}
-			f := File{Path: p, Kind: k, Size: info.Size(), ModTime: info.ModTime(), Format: sniff(p)}
-			if opts.Writable && !f.Format.Writable() {
-				return nil
-			}
-			found = append(found, f)
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("%s: %v", root, unwrap(err))
-		}
-		for _, f := range found {
-			add(f)
+		for _, f := range files {
+			set.add(f)
 		}
 	}
+	out := set.files
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil
+}
+
+// fileSet keeps files in the order added, once per absolute path.
+type fileSet struct {
+	seen  map[string]bool
+	files []File
+}
+
+func (s *fileSet) add(f File) {
+	key := f.Path
+	if abs, err := filepath.Abs(f.Path); err == nil {
+		key = abs
+	}
+	if s.seen == nil {
+		s.seen = map[string]bool{}
+	}
+	if !s.seen[key] {
+		s.seen[key] = true
+		s.files = append(s.files, f)
+	}
+}
+
+// expand is the session files one path argument names.
+func expand(root string, opts Options) ([]File, error) {
+	if root == "-" && opts.Stdin {
+		return []File{{Path: "-", Kind: Transcript, Explicit: true}}, nil
+	}
+	if db, _, ok := formats.SplitStorePath(root); ok {
+		// One session of an OpenClaw store: "store.sqlite#<key>".
+		if st, err := os.Stat(db); err == nil {
+			return []File{{Path: root, Kind: Transcript, Size: st.Size(), ModTime: st.ModTime(), Explicit: true, Format: formats.OpenClawSQLite}}, nil
+		}
+	}
+	st, err := os.Stat(root)
+	if errors.Is(err, fs.ErrNotExist) && opts.Missing != nil {
+		opts.Missing(root)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v (give a session .jsonl file or a sessions directory)", root, unwrap(err))
+	}
+	if !st.IsDir() {
+		return expandFile(root, st)
+	}
+	return walkDir(root, opts)
+}
+
+// expandFile is a file argument: the file itself, or the sessions of an
+// OpenClaw store.
+func expandFile(root string, st fs.FileInfo) ([]File, error) {
+	if err := safefile.CheckRegular(root, st); err != nil {
+		return nil, err
+	}
+	k := Classify(root)
+	if k == Lock || k == Temp || k == Store {
+		return nil, fmt.Errorf("%s: this is a %s, not a session transcript (give the .jsonl file)", root, k)
+	}
+	f := File{Path: root, Kind: k, Size: st.Size(), ModTime: st.ModTime(), Explicit: true, Format: sniff(root)}
+	if f.Format == formats.OpenClawSQLite {
+		return storeSessions(f)
+	}
+	return []File{f}, nil
+}
+
+// walkDir searches the directory root for the files opts wants, skipping
+// hidden and unreadable subdirectories.
+func walkDir(root string, opts Options) ([]File, error) {
+	var found []File
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == root {
+				return err
+			}
+			return nil // unreadable subdirectory: skip it, keep walking
+		}
+		if d.IsDir() {
+			if p != root && strings.HasPrefix(d.Name(), ".") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.Type().IsRegular() {
+			found = append(found, entryFiles(p, d, opts)...)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", root, unwrap(err))
+	}
+	return found, nil
+}
+
+// entryFiles is what the regular file p found in a directory contributes:
+// itself, the sessions of an OpenClaw store, or nothing.
+func entryFiles(p string, d fs.DirEntry, opts Options) []File {
+	k := Classify(p)
+	if k == Database && opts.wants(Transcript) && !opts.Writable {
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		// A database that is no OpenClaw store is skipped quietly.
+		sessions, _ := storeSessions(File{Path: p, Size: info.Size(), ModTime: info.ModTime()})
+		return sessions
+	}
+	if !opts.wants(k) {
+		return nil
+	}
+	info, err := d.Info()
+	if err != nil {
+		return nil // vanished while walking
+	}
+	f := File{Path: p, Kind: k, Size: info.Size(), ModTime: info.ModTime(), Format: sniff(p)}
+	if opts.Writable && !f.Format.Writable() {
+		return nil
+	}
+	return []File{f}
 }
 
 // sniff names a file's format; unreadable files count as pi (the reader

@@ -49,9 +49,9 @@ type Case struct {
 
 type plan struct {
 	name, wantModel string
-	cfg                    sessiongen.Config
-	window, target         int
-	piClass                string
+	cfg             sessiongen.Config
+	window, target  int
+	piClass         string
 	// usage returns the record of the n-th assistant reply (nil: ground
 	// truth); prompt is the true prompt size of the request.
 	usage func(n, prompt int, b *sessiongen.Builder) *sessiongen.Usage
