@@ -160,93 +160,121 @@ func decodeCodex(raw []byte, legacy bool) *cxLine {
 
 // cxItem decodes the object obj entered and converts its content.
 func (d *jdec) cxItem(it *cxItem) {
-	var content, summary, args, output, action cxVal
-	var input *string
+	var c cxContent
 	for first := true; ; {
 		k, ok := d.key(&first)
 		if !ok {
 			break
 		}
-		switch string(k) {
-		case "type":
-			it.typ = d.string("type")
-		case "role":
-			it.role = d.string("role")
-		case "content":
-			content = d.cxVal()
-		case "summary":
-			summary = d.cxVal()
-		case "name":
-			it.name = d.string("name")
-		case "arguments":
-			args = d.cxVal()
-		case "input":
-			input = d.optString("input")
-		case "call_id":
-			it.callID = d.string("call_id")
-		case "output":
-			output = d.cxVal()
-		case "action":
-			action = d.cxVal()
-		case "record_type":
-			it.recordType = d.string("record_type")
-		case "id":
-			it.id = d.string("id")
-		case "timestamp":
-			it.timestamp = d.string("timestamp")
-		case "cwd":
-			it.cwd = d.string("cwd")
-		case "model_provider":
-			it.provider = d.string("model_provider")
-		case "model":
-			it.model = d.string("model")
-		case "info":
-			it.info = nil
-			if d.obj("info") {
-				it.info = d.cxInfo()
-			}
-		case "model_context_window":
-			it.window = d.int("model_context_window")
-		case "message":
-			it.message = d.text("message")
-		case "replacement_history":
-			it.replacement = nil
-			if d.arr("replacement_history") {
-				for first := true; d.next(&first); {
-					var r cxItem
-					if d.obj("replacement_history") {
-						d.cxItem(&r)
-					}
-					it.replacement = append(it.replacement, r)
-				}
-			}
-		default:
+		if !d.cxContentField(k, &c) && !d.cxItemField(k, it) {
 			d.skip()
 		}
 	}
+	it.convert(&c)
+}
+
+// cxContent is an item's content as decoded, before convert turns it into
+// blocks, arguments or output.
+type cxContent struct {
+	content, summary, args, output, action cxVal
+	input                                  *string
+}
+
+// cxContentField decodes the value of key k if it is content; false: k is
+// not a content key (nothing read).
+func (d *jdec) cxContentField(k []byte, c *cxContent) bool {
+	switch string(k) {
+	case "content":
+		c.content = d.cxVal()
+	case "summary":
+		c.summary = d.cxVal()
+	case "arguments":
+		c.args = d.cxVal()
+	case "input":
+		c.input = d.optString("input")
+	case "output":
+		c.output = d.cxVal()
+	case "action":
+		c.action = d.cxVal()
+	default:
+		return false
+	}
+	return true
+}
+
+// cxItemField decodes the value of key k into it; false: k is not an item
+// key (nothing read).
+func (d *jdec) cxItemField(k []byte, it *cxItem) bool {
+	switch string(k) {
+	case "type":
+		it.typ = d.string("type")
+	case "role":
+		it.role = d.string("role")
+	case "name":
+		it.name = d.string("name")
+	case "call_id":
+		it.callID = d.string("call_id")
+	case "record_type":
+		it.recordType = d.string("record_type")
+	case "id":
+		it.id = d.string("id")
+	case "timestamp":
+		it.timestamp = d.string("timestamp")
+	case "cwd":
+		it.cwd = d.string("cwd")
+	case "model_provider":
+		it.provider = d.string("model_provider")
+	case "model":
+		it.model = d.string("model")
+	case "info":
+		it.info = nil
+		if d.obj("info") {
+			it.info = d.cxInfo()
+		}
+	case "model_context_window":
+		it.window = d.int("model_context_window")
+	case "message":
+		it.message = d.text("message")
+	case "replacement_history":
+		it.replacement = d.cxReplacement()
+	default:
+		return false
+	}
+	return true
+}
+
+// cxReplacement decodes a compacted item's replacement_history.
+func (d *jdec) cxReplacement() []cxItem {
+	var out []cxItem
+	if d.arr("replacement_history") {
+		for first := true; d.next(&first); {
+			var r cxItem
+			if d.obj("replacement_history") {
+				d.cxItem(&r)
+			}
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// convert turns the decoded content into what the item's type carries.
+func (it *cxItem) convert(c *cxContent) {
 	switch it.typ {
 	case "message":
-		it.blocks = cxBlocks(&content)
+		it.blocks = cxBlocks(&c.content)
 	case "reasoning":
-		// The summary's texts, joined as Codex shows them.
-		t := []byte{'"'}
-		for i := range summary.parts {
-			if i > 0 {
-				t = append(t, `\n\n`...)
-			}
-			t = summary.parts[i].text.appendInner(t)
-		}
-		it.blocks = []block{{kind: "thinking", text: append(t, '"')}}
+		it.blocks = []block{{kind: "thinking", text: cxSummaryText(&c.summary)}}
 	case "function_call":
-		if args.kind == '"' {
-			it.args = argsFromString(args.str.String())
+		if c.args.kind == '"' {
+			it.args = argsFromString(c.args.str.String())
 		} else {
-			it.args = argsFromString(string(args.raw))
+			it.args = argsFromString(string(c.args.raw))
 		}
 	case "custom_tool_call":
 		in := ""
-		if input != nil {
-			in = *input
+		if c.input != nil {
+			in = *c.input
 		}
 		var w jsonw
 		w.firstKey("input")
@@ -254,10 +282,23 @@ func (d *jdec) cxItem(it *cxItem) {
 		w.raw("}")
 		it.args = w.b
 	case "local_shell_call":
-		it.args = compactArgs(action.raw, action.compact)
+		it.args = compactArgs(c.action.raw, c.action.compact)
 	case "function_call_output", "custom_tool_call_output", "local_shell_call_output":
-		it.out, it.isErr = cxOutput(&output)
+		it.out, it.isErr = cxOutput(&c.output)
 	}
+}
+
+// cxSummaryText is a reasoning summary's texts, joined as Codex shows them,
+// as a JSON string.
+func cxSummaryText(summary *cxVal) []byte {
+	t := []byte{'"'}
+	for i := range summary.parts {
+		if i > 0 {
+			t = append(t, `\n\n`...)
+		}
+		t = summary.parts[i].text.appendInner(t)
+	}
+	return append(t, '"')
 }
 
 func (d *jdec) cxInfo() *cxInfo {
