@@ -340,6 +340,40 @@ func (s *scanner) member() bool {
 	return true
 }
 
+// canonKey measures an object key and its colon as JSON.stringify writes
+// them (the scanner at the key's quote) and moves past the colon.
+func (s *scanner) canonKey() int {
+	n := s.canonStringLen() + 1
+	if s.err == nil {
+		s.ws()
+		if s.peek() != ':' {
+			s.fail("expected ':'")
+		}
+		s.i++
+	}
+	return n
+}
+
+// object reads the object at the scanner (at its '{'), calling member
+// with each key while the scanner is at that key's value; member reads the
+// value and reports whether it was well-formed. It returns false, with
+// s.err set, at the first malformed member or separator.
+func (s *scanner) object(member func(key []byte) bool) bool {
+	first := true
+	for {
+		key, ok, done := s.objNext(&first)
+		if !ok {
+			return false
+		}
+		if done {
+			return true
+		}
+		if !member(key) {
+			return false
+		}
+	}
+}
+
 // objNext advances an object iteration. On the first call the scanner must
 // be at '{'. It returns the next key (raw bytes between quotes) positioned at
 // the value, or done=true after the closing brace.
@@ -574,14 +608,7 @@ func (s *scanner) canonLen(_ int) int {
 				break
 			}
 			stack = append(stack, '{')
-			n += s.canonStringLen() + 1 // key and colon
-			if s.err == nil {
-				s.ws()
-				if s.peek() != ':' {
-					s.fail("expected ':'")
-				}
-				s.i++
-			}
+			n += s.canonKey()
 			if s.err != nil {
 				return 0
 			}
@@ -626,14 +653,7 @@ func (s *scanner) canonLen(_ int) int {
 				n++
 				if top == '{' {
 					s.ws()
-					n += s.canonStringLen() + 1
-					if s.err == nil {
-						s.ws()
-						if s.peek() != ':' {
-							s.fail("expected ':'")
-						}
-						s.i++
-					}
+					n += s.canonKey()
 					if s.err != nil {
 						return 0
 					}

@@ -152,6 +152,17 @@ func AcquireLock(ctx context.Context, session string, wait time.Duration) (*Lock
 	}
 }
 
+// ownPayload is this process's lock payload as OpenClaw writes it: pid,
+// creation time and the process start time that tells a recycled pid.
+func ownPayload() []byte {
+	p := lockPayload{PID: os.Getpid(), CreatedAt: time.Now().UTC().Format("2006-01-02T15:04:05.000Z")}
+	if st, ok := safefile.ProcStartTime(os.Getpid()); ok {
+		p.Starttime = &st
+	}
+	data, _ := json.MarshalIndent(p, "", "  ")
+	return data
+}
+
 // newPayloadFile writes this process's lock payload to a temp file next to
 // the lock.
 func newPayloadFile(path string) (*os.File, error) {
@@ -159,11 +170,7 @@ func newPayloadFile(path string) (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: cannot create lock: %v (is the directory writable?)", path, unwrapPathErr(err))
 	}
-	p := lockPayload{PID: os.Getpid(), CreatedAt: time.Now().UTC().Format("2006-01-02T15:04:05.000Z")}
-	if st, ok := safefile.ProcStartTime(os.Getpid()); ok {
-		p.Starttime = &st
-	}
-	data, _ := json.MarshalIndent(p, "", "  ")
+	data := ownPayload()
 	if _, err := f.Write(data); err != nil {
 		discardTemp(f)
 		return nil, fmt.Errorf("%s: write lock: %v", path, err)
@@ -217,11 +224,7 @@ func createLockNoLink(path string) (*Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: cannot create lock: %v (is the directory writable?)", path, unwrapPathErr(err))
 	}
-	p := lockPayload{PID: os.Getpid(), CreatedAt: time.Now().UTC().Format("2006-01-02T15:04:05.000Z")}
-	if st, ok := safefile.ProcStartTime(os.Getpid()); ok {
-		p.Starttime = &st
-	}
-	data, _ := json.MarshalIndent(p, "", "  ")
+	data := ownPayload()
 	if _, err := f.Write(data); err != nil {
 		f.Close()
 		os.Remove(path)

@@ -97,18 +97,8 @@ func parseLine(line []byte) parsedLine {
 	}
 	e := &Entry{FirstKeptEntryIndex: -1}
 	f := lineFields{msgStart: -1, msgEnd: -1, contentStart: -1, contentEnd: -1}
-	first := true
-	for {
-		key, ok, done := s.objNext(&first)
-		if !ok {
-			return parsedLine{kind: kindMalformed, err: s.err.Error()}
-		}
-		if done {
-			break
-		}
-		if !s.field(string(key), e, &f) {
-			return parsedLine{kind: kindMalformed, err: s.err.Error()}
-		}
+	if !s.object(func(key []byte) bool { return s.field(string(key), e, &f) }) {
+		return parsedLine{kind: kindMalformed, err: s.err.Error()}
 	}
 	s.ws()
 	if s.i != len(s.b) {
@@ -349,18 +339,8 @@ func (s *scanner) message(e *Entry) bool {
 	}
 	var m messageFields
 	wide0 := s.wide
-	first := true
-	for {
-		key, ok, done := s.objNext(&first)
-		if !ok {
-			return false
-		}
-		if done {
-			break
-		}
-		if !s.messageField(string(key), e, &m) {
-			return false
-		}
+	if !s.object(func(key []byte) bool { return s.messageField(string(key), e, &m) }) {
+		return false
 	}
 	e.Images = m.cs.images
 	e.Wide = m.cs.wide
@@ -450,16 +430,7 @@ func (s *scanner) usage() (*Usage, bool) {
 		return nil, s.skip(0)
 	}
 	u := &Usage{}
-	first := true
-	for {
-		key, ok, done := s.objNext(&first)
-		if !ok {
-			return nil, false
-		}
-		if done {
-			return u, true
-		}
-		var good bool
+	ok := s.object(func(key []byte) (good bool) {
 		switch string(key) {
 		case "input":
 			u.Input, good = s.maybeInt("usage.input")
@@ -474,10 +445,12 @@ func (s *scanner) usage() (*Usage, bool) {
 		default:
 			good = s.skip(0)
 		}
-		if !good {
-			return nil, false
-		}
+		return good
+	})
+	if !ok {
+		return nil, false
 	}
+	return u, true
 }
 
 // contentStatsT summarises a message's content for pi's heuristic, without
@@ -532,16 +505,7 @@ func (s *scanner) content(cs *contentStatsT) bool {
 		var typ, id string
 		var textLen, thinkingLen, nameLen, argsLen int
 		wide0 := s.wide
-		bfirst := true
-		for {
-			key, ok, done := s.objNext(&bfirst)
-			if !ok {
-				return false
-			}
-			if done {
-				break
-			}
-			var good bool
+		wellFormed := s.object(func(key []byte) (good bool) {
 			switch string(key) {
 			case "type":
 				typ, good = s.maybeString()
@@ -560,9 +524,10 @@ func (s *scanner) content(cs *contentStatsT) bool {
 			default:
 				good = s.skip(0)
 			}
-			if !good {
-				return false
-			}
+			return good
+		})
+		if !wellFormed {
+			return false
 		}
 		if typ == "text" || typ == "toolCall" {
 			cs.wide += s.wide - wide0
@@ -634,43 +599,28 @@ func parseHead(head []byte) parsedLine {
 		return bad
 	}
 	e := &Entry{FirstKeptEntryIndex: -1}
-	first := true
-	for {
-		key, ok, done := s.objNext(&first)
-		if !ok || done {
-			break
-		}
-		var good bool
+	// Reading stops at the cut-off (or anything malformed): what was read
+	// before it stands.
+	s.object(func(key []byte) (good bool) {
 		switch string(key) {
-		case "type":
-			e.Type, good = s.maybeInterned()
-		case "id":
-			e.ID, good = s.maybeString()
-		case "parentId":
-			e.ParentID, good = s.maybeString()
-		case "timestamp":
-			e.Timestamp, good = s.maybeString()
+		case "type", "id", "parentId", "timestamp":
+			good = s.field(string(key), e, nil) // the entry's own keys, read as parseLine does
 		case "message":
 			// Only the keys before the cut-off: the role, usually first.
-			mfirst := true
-			for {
-				k, ok, done := s.objNext(&mfirst)
-				if !ok || done {
-					break
-				}
+			s.object(func(k []byte) bool {
 				if string(k) == "role" {
 					e.Role, _ = s.maybeInterned()
-				} else if !s.skip(0) {
-					break
+					return true
 				}
-			}
+				return s.skip(0)
+			})
+			// good stays false: the message runs into the cut-off, so
+			// nothing after it is read.
 		default:
 			good = s.skip(0)
 		}
-		if !good {
-			break
-		}
-	}
+		return good
+	})
 	switch e.Type {
 	case "", "session":
 		return bad
