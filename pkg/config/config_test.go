@@ -31,7 +31,7 @@ var update = flag.Bool("update", false, "rewrite config.example.yaml from the ke
 // its default, and parsing it back gives exactly the table's defaults.
 func TestExampleConfig(t *testing.T) {
 	path := filepath.Join("..", "..", "config.example.yaml")
-	want := ExampleYAML()
+	want := exampleYAML()
 	if *update {
 		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
 			t.Fatal(err)

@@ -51,18 +51,6 @@ const (
 	MinContextWindow = 16000 // block: OpenClaw refuses to run the agent
 )
 
-// All returns a copy of the built-in table, sorted by provider and id.
-func All() []Model {
-	out := append([]Model(nil), table...)
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].Provider != out[j].Provider {
-			return out[i].Provider < out[j].Provider
-		}
-		return out[i].ID < out[j].ID
-	})
-	return out
-}
-
 // Lookup finds the table entry for a model id (see the package doc for the
 // matching rules). ok is false when nothing matches.
 func Lookup(id string) (m Match, ok bool) {

@@ -1,6 +1,7 @@
 package models
 
 import (
+	"sort"
 	"strings"
 	"testing"
 )
@@ -222,4 +223,16 @@ func TestGuard(t *testing.T) {
 			t.Errorf("Guard(%d) error does not say what to do: %v", c.window, err)
 		}
 	}
+}
+
+// All returns a copy of the built-in table, sorted by provider and id.
+func All() []Model {
+	out := append([]Model(nil), table...)
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Provider != out[j].Provider {
+			return out[i].Provider < out[j].Provider
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out
 }

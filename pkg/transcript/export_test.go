@@ -1,5 +1,7 @@
 package transcript
 
+import "bytes"
+
 // SetAfterRename installs a hook run right after Rewrite's rename.
 func SetAfterRename(f func()) { afterRename = f }
 
@@ -8,4 +10,14 @@ func SetMaxLineBytes(n int64) func() {
 	old := maxLineBytes
 	maxLineBytes = n
 	return func() { maxLineBytes = old }
+}
+
+// LoadBytes indexes a session held in memory.
+func LoadBytes(name string, data []byte) (*Session, error) {
+	s, err := load(name, bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		return nil, err
+	}
+	s.src = bytes.NewReader(data)
+	return s, nil
 }

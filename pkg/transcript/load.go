@@ -239,16 +239,6 @@ func LoadOpen(name string, f *os.File, size int64) (*Session, error) {
 	return s, nil
 }
 
-// LoadBytes indexes a session held in memory.
-func LoadBytes(name string, data []byte) (*Session, error) {
-	s, err := load(name, bytes.NewReader(data), int64(len(data)))
-	if err != nil {
-		return nil, err
-	}
-	s.src = bytes.NewReader(data)
-	return s, nil
-}
-
 // Close releases the file handle used for reading content back.
 func (s *Session) Close() error {
 	s.mu.Lock()

@@ -17,9 +17,9 @@ const exampleHeader = `# ctxtool configuration — every key with its default.
 # Unknown keys, values of the wrong type and out-of-range values are errors (exit 2).
 `
 
-// ExampleYAML renders config.example.yaml from Keys: every key with its
+// exampleYAML renders config.example.yaml from Keys: every key with its
 // doc, its environment variable and flag, and its default.
-func ExampleYAML() string {
+func exampleYAML() string {
 	var b strings.Builder
 	b.WriteString(exampleHeader)
 	var open []string // sections currently open
