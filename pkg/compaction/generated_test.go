@@ -13,7 +13,6 @@ import (
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
 	"github.com/ctxtool/ctxtool/internal/testkit"
-	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -105,7 +104,7 @@ func TestCutNeverOrphansAToolResult(t *testing.T) {
 					continue
 				}
 				keptToolResultsHaveCalls(t, name, p)
-				if p.Reason == "" && validCut(p.Path[p.Cut]) == false && estimate.ProducesMessage(p.Path[p.Cut]) {
+				if p.Reason == "" && validCut(p.Path[p.Cut]) == false && p.Path[p.Cut].ProducesMessage() {
 					t.Fatalf("%s keep=%d: cut at a %s", name, keep, p.Path[p.Cut].Role)
 				}
 			}

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/facts"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
@@ -55,7 +54,7 @@ func (m *Msg) Role() string { return m.E.Role }
 func loadMsgs(s *transcript.Session, entries []*transcript.Entry) ([]*Msg, error) {
 	out := make([]*Msg, 0, len(entries))
 	for _, e := range entries {
-		if !estimate.ProducesMessage(e) {
+		if !e.ProducesMessage() {
 			continue
 		}
 		m, err := s.Message(e)

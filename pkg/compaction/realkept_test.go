@@ -1,7 +1,6 @@
 package compaction
 
 import (
-	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -44,12 +43,12 @@ func RealKeptTokens(p *Preparation, count Counter) (real int, ok bool) {
 	}
 	real = path[l].Usage.ContextTokens() - path[a].Usage.ContextTokens()
 	for i := a + 1; i < p.Cut; i++ {
-		if estimate.ProducesMessage(path[i]) {
+		if path[i].ProducesMessage() {
 			real -= count(path[i])
 		}
 	}
 	for i := l + 1; i < len(path); i++ {
-		if estimate.ProducesMessage(path[i]) {
+		if path[i].ProducesMessage() {
 			real += count(path[i])
 		}
 	}

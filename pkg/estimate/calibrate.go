@@ -114,7 +114,7 @@ func pathSpans(path []*transcript.Entry, feat func(*transcript.Entry) features, 
 	anchors = make([]anchorPoint, 0, len(sound))
 	for i, e := range path {
 		prefix[i+1] = prefix[i]
-		if ProducesMessage(e) {
+		if e.ProducesMessage() {
 			prefix[i+1] = add(prefix[i+1], feat(e))
 		}
 		if _, dup := first[e.ID]; !dup && e.ID != "" {
@@ -133,7 +133,7 @@ func pathSpans(path []*transcript.Entry, feat func(*transcript.Entry) features, 
 			}
 			r.restart()
 			continue
-		case ProducesMessage(e):
+		case e.ProducesMessage():
 			f := feat(e)
 			active = add(active, f)
 			r.acc = add(r.acc, f)
@@ -178,19 +178,6 @@ func (r *spanRecorder) record(path []*transcript.Entry, i int, active features) 
 type anchorPoint struct {
 	usage int
 	x     features
-}
-
-// ProducesMessage reports whether pi turns the entry into a context message
-// (compactions excluded: only the one in force is emitted, as the summary).
-// It is the one copy of the rule for estimate, compaction and lint.
-func ProducesMessage(e *transcript.Entry) bool {
-	switch e.Type {
-	case "message", "custom_message":
-		return true
-	case "branch_summary":
-		return e.Role == "branchSummary"
-	}
-	return false
 }
 
 func add(a, b features) features {

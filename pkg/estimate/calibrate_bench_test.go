@@ -98,7 +98,7 @@ func pathSpansQuadratic(path []*transcript.Entry, feat func(*transcript.Entry) f
 			}
 			r.restart()
 			continue
-		case ProducesMessage(e):
+		case e.ProducesMessage():
 			f := feat(e)
 			msgFeat[e] = f
 			active = add(active, f)

@@ -112,7 +112,7 @@ func (c *checker) keptOffPath(e *transcript.Entry, kept int, path []*transcript.
 	}
 	lost := 0
 	for k := ci - 1; k >= 0 && path[k].Type != "compaction"; k-- {
-		if estimate.ProducesMessage(path[k]) {
+		if path[k].ProducesMessage() {
 			lost++
 		}
 	}

@@ -71,6 +71,20 @@ type Entry struct {
 	CustomType    string
 }
 
+// ProducesMessage reports whether pi turns the entry into a context message
+// (Role then names it; compactions excluded: only the one in force is
+// emitted, as the summary). The one copy of the rule for the context
+// rebuild, estimate, compaction and lint.
+func (e *Entry) ProducesMessage() bool {
+	switch e.Type {
+	case "message", "custom_message":
+		return true
+	case "branch_summary":
+		return e.Role == "branchSummary"
+	}
+	return false
+}
+
 // Tokens is pi's estimateTokens for the message this entry produces.
 func (e *Entry) Tokens() int { return (e.Chars + 3) / 4 }
 

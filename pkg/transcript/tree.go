@@ -147,15 +147,8 @@ func BuildContext(path []*Entry) *Context {
 }
 
 func (c *Context) appendEntry(e *Entry) {
-	switch e.Type {
-	case "message":
+	if e.ProducesMessage() {
 		c.Messages = append(c.Messages, ContextMessage{Entry: e, Role: e.Role})
-	case "custom_message":
-		c.Messages = append(c.Messages, ContextMessage{Entry: e, Role: "custom"})
-	case "branch_summary":
-		if e.Role == "branchSummary" {
-			c.Messages = append(c.Messages, ContextMessage{Entry: e, Role: "branchSummary"})
-		}
 	}
 }
 
