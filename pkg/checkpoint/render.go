@@ -109,6 +109,24 @@ func (b *block) drop() {
 // middle exchanges, least recent files), and as a last resort the text is
 // cut, so the result never exceeds Max tokens.
 func Render(cp *Checkpoint, opt RenderOptions) string {
+	opt = opt.withDefaults()
+	rt := newResumeText(cp)
+	text := rt.assemble()
+	for opt.Count(text) > opt.Target {
+		victim := trimVictim(rt.blocks())
+		if victim == nil {
+			break
+		}
+		victim.drop()
+		text = rt.assemble()
+	}
+	if opt.Count(text) > opt.Max {
+		text = cutToBudget(text, opt.Max, opt.Count)
+	}
+	return text
+}
+
+func (opt RenderOptions) withDefaults() RenderOptions {
 	if opt.Count == nil {
 		opt.Count = DefaultCount
 	}
@@ -118,100 +136,113 @@ func Render(cp *Checkpoint, opt RenderOptions) string {
 	if opt.Target <= 0 || opt.Target > opt.Max {
 		opt.Target = min(TargetTokens, opt.Max)
 	}
-	head := renderHead(cp)
+	return opt
+}
+
+// resumeText is the resume text's parts: the fixed head and thread line,
+// and the list sections Render trims.
+type resumeText struct {
+	head, thread string
+	base         string // the directory file paths are relative to
+	// the sections, in the text's order
+	decisions, exchanges, open, modified, read, tools, learn *block
+}
+
+func newResumeText(cp *Checkpoint) *resumeText {
+	rt := &resumeText{head: renderHead(cp)}
 	var created time.Time
 	if t, err := time.Parse(time.RFC3339, cp.Meta.CreatedAt); err == nil {
 		created = t
 	}
-	decisions := &block{title: "Decisions made", keepMin: 3, dropHead: true, weight: 0.8}
+	rt.decisions = &block{title: "Decisions made", keepMin: 3, dropHead: true, weight: 0.8}
 	for _, d := range cp.Decisions {
 		item := oneLine(d.What, 200)
 		if w := shortTime(d.When, created); w != "" {
 			item += " (" + w + ")"
 		}
-		decisions.items = append(decisions.items, item)
+		rt.decisions.items = append(rt.decisions.items, item)
 	}
-	exchanges := &block{title: "Key exchanges", keepMin: 3, dropMid: true, weight: 0.6}
+	rt.exchanges = &block{title: "Key exchanges", keepMin: 3, dropMid: true, weight: 0.6}
 	for _, e := range cp.Thread.KeyExchanges {
-		exchanges.items = append(exchanges.items, e.Role+": "+oneLine(e.Gist, GistChars))
+		rt.exchanges.items = append(rt.exchanges.items, e.Role+": "+oneLine(e.Gist, GistChars))
 	}
-	open := &block{title: "Open items", keepMin: 3, weight: 0.7}
+	rt.open = &block{title: "Open items", keepMin: 3, weight: 0.7}
 	for _, o := range cp.OpenItems {
-		open.items = append(open.items, oneLine(o, 200))
+		rt.open.items = append(rt.open.items, oneLine(o, 200))
 	}
-	base := commonDir(append(append([]string{}, cp.Resources.FilesModified...), cp.Resources.FilesRead...))
-	modified := &block{title: "Files modified", inline: true, keepMin: 5, items: shortList(cp.Resources.FilesModified, base), weight: 1.2}
-	read := &block{title: "Files read", inline: true, keepMin: 3, items: shortList(cp.Resources.FilesRead, base), weight: 1.5}
-	tools := &block{title: "Tools used", inline: true, keepMin: 5, items: shortList(cp.Resources.ToolsUsed, ""), weight: 1}
-	learn := &block{title: "Learnings (consider storing to long-term memory)", keepMin: 2, weight: 1.3}
+	rt.base = commonDir(append(append([]string{}, cp.Resources.FilesModified...), cp.Resources.FilesRead...))
+	rt.modified = &block{title: "Files modified", inline: true, keepMin: 5, items: shortList(cp.Resources.FilesModified, rt.base), weight: 1.2}
+	rt.read = &block{title: "Files read", inline: true, keepMin: 3, items: shortList(cp.Resources.FilesRead, rt.base), weight: 1.5}
+	rt.tools = &block{title: "Tools used", inline: true, keepMin: 5, items: shortList(cp.Resources.ToolsUsed, ""), weight: 1}
+	rt.learn = &block{title: "Learnings (consider storing to long-term memory)", keepMin: 2, weight: 1.3}
 	for _, l := range cp.Learnings {
-		learn.items = append(learn.items, oneLine(l, 200))
+		rt.learn.items = append(rt.learn.items, oneLine(l, 200))
 	}
-	thread := ""
 	if s := oneLine(cp.Thread.Summary, 2*SummaryEndChars+10); s != "" {
-		thread = "Thread: " + s + "\n"
+		rt.thread = "Thread: " + s + "\n"
 	}
-	blocks := []*block{decisions, exchanges, open, modified, read, tools, learn}
-	assemble := func() string {
-		var sb strings.Builder
-		sb.WriteString(head)
+	return rt
+}
+
+func (rt *resumeText) blocks() []*block {
+	return []*block{rt.decisions, rt.exchanges, rt.open, rt.modified, rt.read, rt.tools, rt.learn}
+}
+
+// assemble renders the text from the items left.
+func (rt *resumeText) assemble() string {
+	var sb strings.Builder
+	sb.WriteString(rt.head)
+	sb.WriteString("\n")
+	if len(rt.decisions.items) > 0 {
+		rt.decisions.render(&sb)
 		sb.WriteString("\n")
-		if len(decisions.items) > 0 {
-			decisions.render(&sb)
-			sb.WriteString("\n")
-		}
-		if thread != "" || len(exchanges.items) > 0 {
-			sb.WriteString(thread)
-			exchanges.render(&sb)
-			sb.WriteString("\n")
-		}
-		if len(open.items) > 0 {
-			open.render(&sb)
-			sb.WriteString("\n")
-		}
-		if len(modified.items)+len(read.items)+len(tools.items) > 0 {
-			if base != "" && len(modified.items)+len(read.items) > 0 {
-				fmt.Fprintf(&sb, "File paths are relative to %s\n", oneLine(base, 200))
-			}
-			modified.render(&sb)
-			read.render(&sb)
-			tools.render(&sb)
-			sb.WriteString("\n")
-		}
-		learn.render(&sb)
-		return strings.TrimRight(sb.String(), "\n") + "\n"
 	}
-	text := assemble()
-	for opt.Count(text) > opt.Target {
-		var victim *block
-		best := -1.0
-		for _, floor := range []int{-1, 0} { // first respect keepMin, then not
-			for _, b := range blocks {
-				keep := b.keepMin
-				if floor == 0 {
-					keep = 0
-				}
-				if len(b.items) <= keep {
-					continue
-				}
-				if w := float64(len(strings.Join(b.items, "  "))) * b.weight; w > best {
-					best, victim = w, b
-				}
+	if rt.thread != "" || len(rt.exchanges.items) > 0 {
+		sb.WriteString(rt.thread)
+		rt.exchanges.render(&sb)
+		sb.WriteString("\n")
+	}
+	if len(rt.open.items) > 0 {
+		rt.open.render(&sb)
+		sb.WriteString("\n")
+	}
+	if len(rt.modified.items)+len(rt.read.items)+len(rt.tools.items) > 0 {
+		if rt.base != "" && len(rt.modified.items)+len(rt.read.items) > 0 {
+			fmt.Fprintf(&sb, "File paths are relative to %s\n", oneLine(rt.base, 200))
+		}
+		rt.modified.render(&sb)
+		rt.read.render(&sb)
+		rt.tools.render(&sb)
+		sb.WriteString("\n")
+	}
+	rt.learn.render(&sb)
+	return strings.TrimRight(sb.String(), "\n") + "\n"
+}
+
+// trimVictim is the block to drop an item from: the largest by weighted
+// size, first among those above their keepMin, then among all; nil when
+// every block is empty.
+func trimVictim(blocks []*block) *block {
+	var victim *block
+	best := -1.0
+	for _, floor := range []int{-1, 0} { // first respect keepMin, then not
+		for _, b := range blocks {
+			keep := b.keepMin
+			if floor == 0 {
+				keep = 0
 			}
-			if victim != nil {
-				break
+			if len(b.items) <= keep {
+				continue
+			}
+			if w := float64(len(strings.Join(b.items, "  "))) * b.weight; w > best {
+				best, victim = w, b
 			}
 		}
-		if victim == nil {
+		if victim != nil {
 			break
 		}
-		victim.drop()
-		text = assemble()
 	}
-	if opt.Count(text) > opt.Max {
-		text = cutToBudget(text, opt.Max, opt.Count)
-	}
-	return text
+	return victim
 }
 
 func renderHead(cp *Checkpoint) string {

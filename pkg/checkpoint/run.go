@@ -78,17 +78,8 @@ func ValidTrigger(t string) bool { return slices.Contains(Triggers, t) }
 // appended since the last capture (Capture) into the state files, which
 // are bundled and reset only when a checkpoint is written.
 func Take(o TakeOptions) (*TakeResult, error) {
-	if o.Trigger == "" {
-		o.Trigger = TriggerManual
-	}
-	if !ValidTrigger(o.Trigger) {
-		return nil, fmt.Errorf("unknown trigger %q (use auto-80pct, compaction, session-end or manual)", o.Trigger)
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.DedupeThreshold <= 0 {
-		o.DedupeThreshold = DefaultDedupeThreshold
+	if err := o.setDefaults(); err != nil {
+		return nil, err
 	}
 	// OpenClaw's sessions.json beside the file names its key and counts its
 	// compactions; stdin has no directory (not the working directory's).
@@ -96,21 +87,11 @@ func Take(o TakeOptions) (*TakeResult, error) {
 	if o.File != "-" {
 		sessions = readStore(filepath.Dir(o.File))
 	}
-	key := o.SessionKey
-	if key == "" && o.File == "-" {
-		return nil, fmt.Errorf("reading the session from stdin: name its key with --session-key")
-	}
-	s, err := transcript.Load(o.File)
+	s, key, err := loadSession(o, sessions)
 	if err != nil {
 		return nil, err
 	}
 	defer s.Close()
-	if key == "" {
-		// The header as KeyFromFile reads it (restore finds the key the
-		// same way): pi's header id; other formats fall back to the path.
-		h, _ := transcript.ReadHeader(o.File)
-		key = keyFromFile(o.File, sessions, h.ID)
-	}
 	ctx := s.Context()
 	in, err := fromContext(s, ctx)
 	if err != nil {
@@ -135,17 +116,70 @@ func Take(o TakeOptions) (*TakeResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: measure context: %v", o.File, err)
 	}
-	tokens, window := size.Tokens, size.Window.Tokens
 	if e, ok := sessions.Entry(key); ok && e.CompactionCount > in.CompactionCount {
 		in.CompactionCount = e.CompactionCount
 	}
 	in.SessionKey, in.Trigger, in.Now = key, o.Trigger, o.Now()
-	in.InputTokens, in.ContextWindow = tokens, window
-	res := &TakeResult{File: o.File, SessionKey: key, Trigger: o.Trigger, InputTokens: tokens,
-		ContextWindow: window, CompactionCount: in.CompactionCount, DryRun: o.DryRun, Method: size.Method,
+	in.InputTokens, in.ContextWindow = size.Tokens, size.Window.Tokens
+	res := newTakeResult(o, s, in, size, captured)
+	state, warns := o.Store.ReadState(key)
+	res.Warnings = append(res.Warnings, warns...)
+	in.State = state
+	cp := Build(in)
+
+	if reason, previous := o.skipReason(key, size.Utilization, size.Tokens); reason != "" {
+		res.Reason, res.Previous = reason, previous
+		res.Gauge = Gauge(res.InputTokens, res.ContextWindow, false)
+		res.Tokens = restoreTokens(o.Count, cp)
+		return res, nil
+	}
+	return o.write(key, cp, res)
+}
+
+// setDefaults fills the options left empty and checks the trigger.
+func (o *TakeOptions) setDefaults() error {
+	if o.Trigger == "" {
+		o.Trigger = TriggerManual
+	}
+	if !ValidTrigger(o.Trigger) {
+		return fmt.Errorf("unknown trigger %q (use auto-80pct, compaction, session-end or manual)", o.Trigger)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.DedupeThreshold <= 0 {
+		o.DedupeThreshold = DefaultDedupeThreshold
+	}
+	return nil
+}
+
+// loadSession loads o.File and names its session key; the caller closes
+// the session.
+func loadSession(o TakeOptions, sessions *sessionstore.Store) (*transcript.Session, string, error) {
+	key := o.SessionKey
+	if key == "" && o.File == "-" {
+		return nil, "", fmt.Errorf("reading the session from stdin: name its key with --session-key")
+	}
+	s, err := transcript.Load(o.File)
+	if err != nil {
+		return nil, "", err
+	}
+	if key == "" {
+		// The header as KeyFromFile reads it (restore finds the key the
+		// same way): pi's header id; other formats fall back to the path.
+		h, _ := transcript.ReadHeader(o.File)
+		key = keyFromFile(o.File, sessions, h.ID)
+	}
+	return s, key, nil
+}
+
+// newTakeResult is the result of measuring the session, before the
+// checkpoint is written or skipped.
+func newTakeResult(o TakeOptions, s *transcript.Session, in Input, size *estimate.Result, captured *CaptureResult) *TakeResult {
+	res := &TakeResult{File: o.File, SessionKey: in.SessionKey, Trigger: o.Trigger, InputTokens: in.InputTokens,
+		ContextWindow: in.ContextWindow, CompactionCount: in.CompactionCount, DryRun: o.DryRun, Method: size.Method,
 		UsageRejected: size.Rejected, MalformedLines: s.Malformed}
-	util := size.Utilization
-	res.Utilization = math.Round(util*10000) / 10000
+	res.Utilization = math.Round(size.Utilization*10000) / 10000
 	res.Warnings = append(append(res.Warnings, s.Notes()...), size.Notes...)
 	if in.CompactionCount > 3 {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("%s has been compacted %d times: repeated compaction loses detail (consider a fresh session resumed from this checkpoint)", o.File, in.CompactionCount))
@@ -154,49 +188,50 @@ func Take(o TakeOptions) (*TakeResult, error) {
 	if captured != nil {
 		res.Warnings = append(res.Warnings, captured.Warnings...)
 	}
-	state, warns := o.Store.ReadState(key)
-	res.Warnings = append(res.Warnings, warns...)
-	in.State = state
-	cp := Build(in)
-	// res.Tokens is the size of the restore text, rendered once per outcome:
-	// a written checkpoint's text names its id, known only after Write.
-	restoreTokens := func() int { return count(o.Count, Render(cp, RenderOptions{Count: o.Count})) }
+	return res
+}
 
+// skipReason says why no checkpoint is written (the 80% gate, the dedupe
+// rule, a dry run) and names the checkpoint a duplicate would repeat; ""
+// when one is written.
+func (o TakeOptions) skipReason(key string, util float64, tokens int) (reason, previous string) {
 	if !o.Force && o.Trigger == TriggerAuto80 && util < AutoThreshold {
-		res.Reason = fmt.Sprintf("utilization %.1f%% is below the %.0f%% threshold of --trigger auto-80pct", util*100, AutoThreshold*100)
-		res.Gauge = Gauge(tokens, window, false)
-		res.Tokens = restoreTokens()
-		return res, nil
+		return fmt.Sprintf("utilization %.1f%% is below the %.0f%% threshold of --trigger auto-80pct", util*100, AutoThreshold*100), ""
 	}
 	if !o.Force {
 		if last, _, err := o.Store.Latest(key); err == nil {
 			if dup, delta := Dedupe(last, tokens, o.DedupeThreshold); dup {
-				res.Reason = fmt.Sprintf("input tokens changed by %.1f%% since %s (less than %.0f%%; --force writes anyway)", delta*100, last.Meta.CheckpointID, o.DedupeThreshold*100)
-				res.Previous = last.Meta.CheckpointID
-				res.Gauge = Gauge(tokens, window, false)
-				res.Tokens = restoreTokens()
-				return res, nil
+				return fmt.Sprintf("input tokens changed by %.1f%% since %s (less than %.0f%%; --force writes anyway)", delta*100, last.Meta.CheckpointID, o.DedupeThreshold*100), last.Meta.CheckpointID
 			}
 		}
 	}
 	if o.DryRun {
-		res.Reason = "dry run: a checkpoint would be written (the lines since the last capture were not captured)"
-		res.Gauge = Gauge(tokens, window, false)
-		res.Tokens = restoreTokens()
-		return res, nil
+		return "dry run: a checkpoint would be written (the lines since the last capture were not captured)", ""
 	}
+	return "", ""
+}
+
+// write stores cp and resets the state files it bundled.
+func (o TakeOptions) write(key string, cp *Checkpoint, res *TakeResult) (*TakeResult, error) {
 	wr, err := o.Store.Write(key, cp)
 	if err != nil {
 		return nil, err
 	}
 	res.Written, res.CheckpointID, res.Path, res.Pruned = true, wr.ID, wr.Path, wr.Pruned
 	res.Previous = cp.Meta.PreviousCheckpoint
-	res.Gauge = Gauge(tokens, window, true)
-	res.Tokens = restoreTokens()
+	res.Gauge = Gauge(res.InputTokens, res.ContextWindow, true)
+	res.Tokens = restoreTokens(o.Count, cp)
 	if err := o.Store.ResetState(key); err != nil {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("checkpoint written but the state files were not reset: %v", err))
 	}
 	return res, nil
+}
+
+// restoreTokens is res.Tokens, the size of the restore text, rendered once
+// per outcome: a written checkpoint's text names its id, known only after
+// Write.
+func restoreTokens(c func(string) int, cp *Checkpoint) int {
+	return count(c, Render(cp, RenderOptions{Count: c}))
 }
 
 func count(c func(string) int, s string) int {

@@ -144,70 +144,11 @@ func Marshal(cp *Checkpoint) ([]byte, error) {
 	m := mapping()
 	add(m, "schema", quoted(cp.Schema))
 	add(m, "schema_version", plainInt(cp.SchemaVersion))
-
-	meta := mapping()
-	add(meta, "checkpoint_id", quoted(cp.Meta.CheckpointID))
-	add(meta, "session_key", quoted(cp.Meta.SessionKey))
-	add(meta, "session_file", quoted(cp.Meta.SessionFile))
-	if cp.Meta.SessionID != "" {
-		add(meta, "session_id", quoted(cp.Meta.SessionID))
-	}
-	add(meta, "created_at", quoted(cp.Meta.CreatedAt))
-	add(meta, "trigger", quoted(cp.Meta.Trigger))
-	add(meta, "compaction_count", plainInt(cp.Meta.CompactionCount))
-	tu := mapping()
-	add(tu, "input_tokens", plainInt(cp.Meta.TokenUsage.InputTokens))
-	add(tu, "context_window", plainInt(cp.Meta.TokenUsage.ContextWindow))
-	add(tu, "utilization", plainFloat(cp.Meta.TokenUsage.Utilization))
-	add(meta, "token_usage", tu)
-	add(meta, "previous_checkpoint", quotedOrNull(cp.Meta.PreviousCheckpoint))
-	add(meta, "channel", quotedOrNull(cp.Meta.Channel))
-	add(meta, "agent_id", quoted(cp.Meta.AgentID))
-	add(m, "meta", meta)
-
-	w := mapping()
-	add(w, "topic", blockScalar(cp.Working.Topic))
-	add(w, "status", quoted(cp.Working.Status))
-	add(w, "interrupted", plainBool(cp.Working.Interrupted))
-	if tc := cp.Working.LastToolCall; tc != nil {
-		t := mapping()
-		add(t, "name", quoted(tc.Name))
-		add(t, "params_summary", blockScalar(tc.ParamsSummary))
-		add(w, "last_tool_call", t)
-	} else {
-		add(w, "last_tool_call", null())
-	}
-	add(w, "next_action", blockScalar(cp.Working.NextAction))
-	add(m, "working", w)
-
-	ds := sequence()
-	for _, d := range cp.Decisions {
-		dm := mapping()
-		add(dm, "id", quoted(d.ID))
-		add(dm, "what", blockScalar(d.What))
-		add(dm, "when", quoted(d.When))
-		ds.Content = append(ds.Content, dm)
-	}
-	add(m, "decisions", ds)
-
-	r := mapping()
-	add(r, "files_read", quotedList(cp.Resources.FilesRead))
-	add(r, "files_modified", quotedList(cp.Resources.FilesModified))
-	add(r, "tools_used", quotedList(cp.Resources.ToolsUsed))
-	add(m, "resources", r)
-
-	th := mapping()
-	add(th, "summary", blockScalar(cp.Thread.Summary))
-	ex := sequence()
-	for _, e := range cp.Thread.KeyExchanges {
-		em := mapping()
-		add(em, "role", quoted(e.Role))
-		add(em, "gist", blockScalar(e.Gist))
-		ex.Content = append(ex.Content, em)
-	}
-	add(th, "key_exchanges", ex)
-	add(m, "thread", th)
-
+	add(m, "meta", metaNode(&cp.Meta))
+	add(m, "working", workingNode(&cp.Working))
+	add(m, "decisions", decisionsNode(cp.Decisions))
+	add(m, "resources", resourcesNode(&cp.Resources))
+	add(m, "thread", threadNode(&cp.Thread))
 	add(m, "open_items", quotedList(cp.OpenItems))
 	add(m, "learnings", quotedList(cp.Learnings))
 
@@ -223,6 +164,79 @@ func Marshal(cp *Checkpoint) ([]byte, error) {
 		return nil, err
 	}
 	return []byte(sb.String()), nil
+}
+
+func metaNode(meta *Meta) *yaml.Node {
+	n := mapping()
+	add(n, "checkpoint_id", quoted(meta.CheckpointID))
+	add(n, "session_key", quoted(meta.SessionKey))
+	add(n, "session_file", quoted(meta.SessionFile))
+	if meta.SessionID != "" {
+		add(n, "session_id", quoted(meta.SessionID))
+	}
+	add(n, "created_at", quoted(meta.CreatedAt))
+	add(n, "trigger", quoted(meta.Trigger))
+	add(n, "compaction_count", plainInt(meta.CompactionCount))
+	tu := mapping()
+	add(tu, "input_tokens", plainInt(meta.TokenUsage.InputTokens))
+	add(tu, "context_window", plainInt(meta.TokenUsage.ContextWindow))
+	add(tu, "utilization", plainFloat(meta.TokenUsage.Utilization))
+	add(n, "token_usage", tu)
+	add(n, "previous_checkpoint", quotedOrNull(meta.PreviousCheckpoint))
+	add(n, "channel", quotedOrNull(meta.Channel))
+	add(n, "agent_id", quoted(meta.AgentID))
+	return n
+}
+
+func workingNode(w *Working) *yaml.Node {
+	n := mapping()
+	add(n, "topic", blockScalar(w.Topic))
+	add(n, "status", quoted(w.Status))
+	add(n, "interrupted", plainBool(w.Interrupted))
+	if tc := w.LastToolCall; tc != nil {
+		t := mapping()
+		add(t, "name", quoted(tc.Name))
+		add(t, "params_summary", blockScalar(tc.ParamsSummary))
+		add(n, "last_tool_call", t)
+	} else {
+		add(n, "last_tool_call", null())
+	}
+	add(n, "next_action", blockScalar(w.NextAction))
+	return n
+}
+
+func decisionsNode(decisions []Decision) *yaml.Node {
+	ds := sequence()
+	for _, d := range decisions {
+		dm := mapping()
+		add(dm, "id", quoted(d.ID))
+		add(dm, "what", blockScalar(d.What))
+		add(dm, "when", quoted(d.When))
+		ds.Content = append(ds.Content, dm)
+	}
+	return ds
+}
+
+func resourcesNode(r *Resources) *yaml.Node {
+	n := mapping()
+	add(n, "files_read", quotedList(r.FilesRead))
+	add(n, "files_modified", quotedList(r.FilesModified))
+	add(n, "tools_used", quotedList(r.ToolsUsed))
+	return n
+}
+
+func threadNode(th *Thread) *yaml.Node {
+	n := mapping()
+	add(n, "summary", blockScalar(th.Summary))
+	ex := sequence()
+	for _, e := range th.KeyExchanges {
+		em := mapping()
+		add(em, "role", quoted(e.Role))
+		add(em, "gist", blockScalar(e.Gist))
+		ex.Content = append(ex.Content, em)
+	}
+	add(n, "key_exchanges", ex)
+	return n
 }
 
 // Unmarshal parses and validates a checkpoint document.

@@ -3,11 +3,14 @@ package recall
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 // Extraction turns one physical JSONL line into the searchable text of the
@@ -31,35 +34,6 @@ import (
 // labels, session_info, image data, toolResult details.
 // OpenClaw redacts secrets before indexing; ctxtool does not (the index sits
 // next to the transcripts it was built from, which hold the same text).
-
-// lineEntry is the subset of an entry that extraction needs.
-type lineEntry struct {
-	Type       string          `json:"type"`
-	ID         string          `json:"id"`
-	Timestamp  string          `json:"timestamp"`
-	Message    *lineMessage    `json:"message"`
-	Summary    string          `json:"summary"`
-	CustomType string          `json:"customType"`
-	Content    json.RawMessage `json:"content"`
-}
-
-type lineMessage struct {
-	Role       string          `json:"role"`
-	Content    json.RawMessage `json:"content"`
-	ToolName   string          `json:"toolName"`
-	Command    string          `json:"command"`
-	Output     string          `json:"output"`
-	CustomType string          `json:"customType"`
-	Timestamp  json.RawMessage `json:"timestamp"`
-}
-
-type contentBlock struct {
-	Type      string          `json:"type"`
-	Text      string          `json:"text"`
-	Thinking  string          `json:"thinking"`
-	Name      string          `json:"name"`
-	Arguments json.RawMessage `json:"arguments"`
-}
 
 // unit is the text of one entry with what a citation needs.
 type unit struct {
@@ -86,36 +60,39 @@ func (x *extractor) extractLine(line []byte) (units []unit, ok bool) {
 	if len(line) == 0 {
 		return nil, true
 	}
-	var e lineEntry
-	if err := json.Unmarshal(line, &e); err == nil {
-		if u, has := x.entryUnit(&e); has {
+	if e, m, ok := transcript.ParseEntry(line); ok {
+		if u, has := x.entryUnit(e, m); has {
 			units = append(units, u)
 		}
 		return units, true
 	}
+	// Glued objects: the decoder only finds where each one ends.
 	dec := json.NewDecoder(bytes.NewReader(line))
 	for {
-		var e lineEntry
-		if err := dec.Decode(&e); err != nil {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
 			break
 		}
-		if u, has := x.entryUnit(&e); has {
-			units = append(units, u)
+		if e, m, ok := transcript.ParseEntry(raw); ok {
+			if u, has := x.entryUnit(e, m); has {
+				units = append(units, u)
+			}
 		}
 	}
 	return units, false
 }
 
-func (x *extractor) entryUnit(e *lineEntry) (unit, bool) {
+// entryUnit is the searchable text of one entry (false when it has none):
+// its message's text under a label saying whose it is.
+func (x *extractor) entryUnit(e *transcript.Entry, m *transcript.Message) (unit, bool) {
+	if e == nil || m == nil {
+		return unit{}, false
+	}
 	var b strings.Builder
 	ts := parseISOms(e.Timestamp)
 	switch e.Type {
 	case "message":
-		m := e.Message
-		if m == nil {
-			return unit{}, false
-		}
-		if t := parseMsgTimestamp(m.Timestamp); t > 0 {
+		if t := msgTimestamp(m); t > 0 {
 			ts = t
 		}
 		switch m.Role {
@@ -139,7 +116,7 @@ func (x *extractor) entryUnit(e *lineEntry) (unit, bool) {
 			b.WriteString(capText(m.Command, x.maxChars))
 			b.WriteString(" → ")
 			b.WriteString(capText(m.Output, x.maxChars))
-		case "custom", "hookMessage":
+		case "custom": // and v2's hookMessage, which DecodeMessage renames
 			b.WriteString("Custom")
 			if m.CustomType != "" {
 				b.WriteString(" (" + m.CustomType + ")")
@@ -151,17 +128,17 @@ func (x *extractor) entryUnit(e *lineEntry) (unit, bool) {
 		}
 	case "custom_message":
 		b.WriteString("Custom")
-		if e.CustomType != "" {
-			b.WriteString(" (" + e.CustomType + ")")
+		if m.CustomType != "" {
+			b.WriteString(" (" + m.CustomType + ")")
 		}
 		b.WriteString(": ")
-		x.writeBlocks(&b, e.Content)
+		x.writeBlocks(&b, m.Content)
 	case "compaction":
 		b.WriteString("Compaction summary: ")
-		b.WriteString(e.Summary)
+		b.WriteString(m.Summary)
 	case "branch_summary":
 		b.WriteString("Branch summary: ")
-		b.WriteString(e.Summary)
+		b.WriteString(m.Summary)
 	default:
 		return unit{}, false
 	}
@@ -175,22 +152,7 @@ func (x *extractor) entryUnit(e *lineEntry) (unit, bool) {
 // writeBlocks appends the text of a content value: a string or an array of
 // blocks. Thinking and tool call arguments are capped here; callers cap
 // whole tool results.
-func (x *extractor) writeBlocks(b *strings.Builder, raw json.RawMessage) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 {
-		return
-	}
-	if raw[0] == '"' {
-		var s string
-		if json.Unmarshal(raw, &s) == nil {
-			b.WriteString(s)
-		}
-		return
-	}
-	var blocks []contentBlock
-	if json.Unmarshal(raw, &blocks) != nil {
-		return
-	}
+func (x *extractor) writeBlocks(b *strings.Builder, blocks []transcript.Block) {
 	for i, bl := range blocks {
 		if i > 0 {
 			b.WriteByte(' ')
@@ -271,56 +233,59 @@ func capText(s string, max int) string {
 }
 
 // normalizeSpace collapses every whitespace run (newlines included) to one
-// space and trims, as OpenClaw's session indexer does.
+// space and trims, as OpenClaw's session indexer does. Runs of plain ASCII
+// are copied whole: this is a tenth of an index run's CPU.
 func normalizeSpace(s string) string {
-	b := make([]byte, 0, len(s))
+	var b strings.Builder
+	b.Grow(len(s))
 	space := false
+	word := func(w string) {
+		if space && b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		space = false
+		b.WriteString(w)
+	}
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			i++
-			if c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\v' || c == '\f' {
+			if asciiSpace(c) {
 				space = true
+				i++
 				continue
 			}
-			if space && len(b) > 0 {
-				b = append(b, ' ')
+			j := i + 1
+			for j < len(s) && s[j] < utf8.RuneSelf && !asciiSpace(s[j]) {
+				j++
 			}
-			space = false
-			b = append(b, c)
+			word(s[i:j])
+			i = j
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if unicode.IsSpace(r) {
 			space = true
-			i += size
-			continue
+		} else {
+			word(s[i : i+size])
 		}
-		if space && len(b) > 0 {
-			b = append(b, ' ')
-		}
-		space = false
-		b = append(b, s[i:i+size]...)
 		i += size
 	}
-	return string(b)
+	return b.String()
 }
 
-// parseMsgTimestamp reads message.timestamp (epoch ms; positive numbers
-// below 1e11 are seconds, as OpenClaw treats them; ISO strings accepted).
-func parseMsgTimestamp(raw json.RawMessage) int64 {
-	if len(raw) == 0 {
-		return 0
+func asciiSpace(c byte) bool {
+	return c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\v' || c == '\f'
+}
+
+// msgTimestamp reads message.timestamp (epoch ms; positive numbers below
+// 1e11 are seconds, as OpenClaw treats them; ISO strings accepted), 0 when
+// absent or unusable.
+func msgTimestamp(m *transcript.Message) int64 {
+	if m.TimestampText != "" {
+		return parseISOms(m.TimestampText)
 	}
-	if raw[0] == '"' {
-		var s string
-		if json.Unmarshal(raw, &s) == nil {
-			return parseISOms(s)
-		}
-		return 0
-	}
-	f, err := strconv.ParseFloat(string(raw), 64)
-	if err != nil || f <= 0 {
+	f := m.Timestamp
+	if f <= 0 || f > math.MaxInt64/2 {
 		return 0
 	}
 	if f < 1e11 {

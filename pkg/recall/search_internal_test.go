@@ -100,6 +100,11 @@ func TestExtractLine(t *testing.T) {
 		{`{"type":"message","message":{"role":"user","content":"one"}}{"type":"message","message":{"role":"user","content":"two"}}`, "User: one|User: two", false},
 		{`{"type":"message","message":{"role":"user","content":"tor`, "", false},
 		{`   `, "", true},
+		// A field of an unexpected type is ignored, as pi ignores it: the line
+		// is not malformed and its text is found (encoding/json rejected the
+		// whole line, so it was reported malformed and never searchable).
+		{`{"type":"message","id":5,"message":{"role":"user","content":"zebra-77 note","timestamp":"soon"}}`, "User: zebra-77 note", true},
+		{`[1,2]`, "", false},
 	} {
 		units, ok := x.extractLine([]byte(tc.line))
 		var got []string

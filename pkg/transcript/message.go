@@ -50,7 +50,11 @@ type Message struct {
 	Usage      *Usage
 	StopReason string
 	ErrorMsg   string
-	Timestamp  float64
+	// Timestamp is message.timestamp when it is a number (epoch ms in pi's
+	// files), TimestampText when it is a string (an ISO time some writers
+	// use).
+	Timestamp     float64
+	TimestampText string
 }
 
 // Text joins the text blocks (for assistants also nothing else).
@@ -156,6 +160,28 @@ func DecodeMessage(e *Entry, line []byte) (*Message, error) {
 	return &m, nil
 }
 
+// ParseEntry reads one line as Load does, for a reader that walks the
+// lines itself (recall indexes every line of a file, not a session's
+// branch): the entry's metadata and the message it produces or carries (a
+// message with no role for entries without one). The session header and
+// blank lines give nil, nil, true; ok is false for a line JSON.parse
+// rejects or that is not an object.
+func ParseEntry(line []byte) (e *Entry, m *Message, ok bool) {
+	pl := parseLine(line)
+	switch pl.kind {
+	case kindEntry:
+	case kindHeader, kindBlank:
+		return nil, nil, true
+	default:
+		return nil, nil, false
+	}
+	m, err := DecodeMessage(pl.entry, line)
+	if err != nil {
+		return nil, nil, false
+	}
+	return pl.entry, m, true
+}
+
 // decodeMessageObject fills m from a message object's bytes.
 func decodeMessageObject(b []byte, m *Message) error {
 	sc := scanner{b: b}
@@ -212,7 +238,11 @@ func decodeMessageObject(b []byte, m *Message) error {
 		case "errorMessage":
 			m.ErrorMsg, good = sc.maybeString()
 		case "timestamp":
-			m.Timestamp, good = sc.maybeNumber()
+			if sc.peek() == '"' {
+				m.TimestampText, good = sc.maybeString()
+			} else {
+				m.Timestamp, good = sc.maybeNumber()
+			}
 		default:
 			good = sc.skip(0)
 		}
