@@ -11,7 +11,7 @@ import (
 	"unicode/utf16"
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
-	"github.com/ctxtool/ctxtool/internal/sessiongen"
+	"github.com/ctxtool/ctxtool/internal/testkit/recalltest"
 	"github.com/ctxtool/ctxtool/pkg/budget"
 	"github.com/ctxtool/ctxtool/pkg/config"
 )
@@ -157,20 +157,7 @@ func TestBudgetSemanticHistoryFromIndex(t *testing.T) {
 	cleanEnv(t)
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state")
-	old := filepath.Join(dir, "old.jsonl")
-	b := sessiongen.NewBuilder(mustCreateFile(t, old), sessiongen.Config{})
-	b.UserText("Which database should the billing ledger use?")
-	b.AssistantText("Decision: the billing ledger uses PostgreSQL 16 with logical replication to the reporting replica.")
-	if _, err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
-	cur := filepath.Join(dir, "cur.jsonl")
-	b = sessiongen.NewBuilder(mustCreateFile(t, cur), sessiongen.Config{})
-	b.UserText("Set up the reporting replica for the billing ledger database.")
-	b.AssistantText("Looking at it.")
-	if _, err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
+	old, cur := recalltest.WritePriorDecision(t, dir)
 	if _, errOut, code := runCLI(t, "index", old, "--state-dir", state); code != 0 {
 		t.Fatalf("index: %s", errOut)
 	}
@@ -186,16 +173,6 @@ func TestBudgetSemanticHistoryFromIndex(t *testing.T) {
 	if len(r.Semantic.Chunks) != 1 || !strings.Contains(r.Semantic.Chunks[0].Snippet, "PostgreSQL 16") || r.Actual.SemanticHistory == 0 {
 		t.Fatalf("semantic history: %+v", r.Semantic)
 	}
-}
-
-func mustCreateFile(t *testing.T, path string) *os.File {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	return f
 }
 
 // OpenClaw's own config (agents.defaults.contextManagement, JSON5) sets the

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
 	"github.com/ctxtool/ctxtool/pkg/iostreams"
 	"github.com/ctxtool/ctxtool/pkg/lint"
@@ -25,19 +26,6 @@ func runLintCmd(t *testing.T, args ...string) (string, string, int) {
 		errOut.WriteString(err.Error()) // what Execute prints
 	}
 	return out.String(), errOut.String(), exitcode.Code(err)
-}
-
-func copyFixture(t *testing.T, src string) string {
-	t.Helper()
-	data, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dst := filepath.Join(t.TempDir(), filepath.Base(src))
-	if err := os.WriteFile(dst, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dst
 }
 
 func jsonFindings(t *testing.T, out string) []lint.Finding {
@@ -95,7 +83,7 @@ func TestLintTableAndJSON(t *testing.T) {
 
 // A baseline written by --json (or SARIF) makes only new findings fail.
 func TestLintBaseline(t *testing.T) {
-	sess := copyFixture(t, "../testdata/edge-glued.jsonl")
+	sess := testkit.CopyToTemp(t, "../testdata/edge-glued.jsonl")
 	for _, format := range []string{"json", "sarif"} {
 		out, _, code := runLintCmd(t, "--format", format, sess)
 		if code != 3 {
@@ -120,14 +108,14 @@ func TestLintBaseline(t *testing.T) {
 			strings.Join(states, " ") != "glued-line:unchanged glued-line:unchanged malformed-line:new" {
 			t.Fatalf("%s baseline after growth: exit %d %q %v", format, code, stderr, states)
 		}
-		sess = copyFixture(t, "../testdata/edge-glued.jsonl")
+		sess = testkit.CopyToTemp(t, "../testdata/edge-glued.jsonl")
 	}
 }
 
 // --fix answers the pending tool call the way pi does in memory, under the
 // lock; pi loads the result, and the rule is quiet afterwards.
 func TestLintFixPendingToolCall(t *testing.T) {
-	sess := copyFixture(t, "../testdata/edge-trailing-toolcall.jsonl")
+	sess := testkit.CopyToTemp(t, "../testdata/edge-trailing-toolcall.jsonl")
 	before, _ := os.ReadFile(sess)
 	out, _, _ := runLintCmd(t, "--fix", "--dry-run", "--idle", "0", sess)
 	if after, _ := os.ReadFile(sess); !bytes.Equal(before, after) || !strings.Contains(out, "would fix pending-tool-call") {
@@ -157,7 +145,7 @@ func TestLintFixPendingToolCall(t *testing.T) {
 // --fix ends a torn last line, so the next append (pi checks nothing)
 // starts on its own line.
 func TestLintFixTornLine(t *testing.T) {
-	sess := copyFixture(t, "../testdata/edge-truncated.jsonl")
+	sess := testkit.CopyToTemp(t, "../testdata/edge-truncated.jsonl")
 	before, _ := os.ReadFile(sess)
 	out, _, code := runLintCmd(t, "--fix", "--idle", "0", sess)
 	after, _ := os.ReadFile(sess)

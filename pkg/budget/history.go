@@ -108,19 +108,11 @@ func SplitTurns(msgs []Msg, windowSize int) (recentStart int) {
 	if windowSize <= 0 {
 		return len(msgs)
 	}
-	users := 0
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == "user" {
-			users++
-			if users == windowSize {
-				// Older messages exist only if a user turn precedes.
-				for j := i - 1; j >= 0; j-- {
-					if msgs[j].Role == "user" {
-						return i
-					}
-				}
-				return 0
-			}
+	i := recentTurnsStart(msgs, windowSize) // 0 with fewer user turns
+	// Older messages exist only if a user turn precedes.
+	for j := i - 1; j >= 0; j-- {
+		if msgs[j].Role == "user" {
+			return i
 		}
 	}
 	return 0

@@ -134,6 +134,21 @@ func generate(t *testing.T, o sessiongen.Options) (string, *sessiongen.Result) {
 	return path, res
 }
 
+// rollingSession loads the session of the rolling summary's tests, with a
+// config whose summary trigger (2000 tokens) its history crosses.
+func rollingSession(t *testing.T) (*transcript.Session, *sessiongen.Result, budget.Config) {
+	t.Helper()
+	path, gen := generate(t, sessiongen.Options{Seed: 7, Turns: 30, ToolResultBytes: 600})
+	s, err := transcript.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	cfg := budget.DefaultConfig()
+	cfg.RollingSummary.TriggerThreshold = 2000
+	return s, gen, cfg
+}
+
 // seedAllocation is VS7's allocation for the default ratios with
 // integer arithmetic (15/10/45/20 percent, response at least 4096 taken
 // from history, the rest reserve).
@@ -363,14 +378,7 @@ func TestPlanGenerated(t *testing.T) {
 // history budget is what remains after the summary.
 func TestPlanRollingSummary(t *testing.T) {
 	const window = 64000
-	path, gen := generate(t, sessiongen.Options{Seed: 7, Turns: 30, ToolResultBytes: 600})
-	s, err := transcript.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	cfg := budget.DefaultConfig()
-	cfg.RollingSummary.TriggerThreshold = 2000
+	s, gen, cfg := rollingSession(t)
 	var logs []string
 	r, err := budget.Plan(context.Background(), budget.Input{Session: s, Window: window, Config: cfg,
 		SystemPrompt: "sys", HaveSystemPrompt: true, Summarizer: compaction.Extractive{},
@@ -437,14 +445,7 @@ func (failing) Summarize(context.Context, *compaction.Request) (string, error) {
 // TestPlanRollingFallback: a failing summariser falls back to truncation
 // with a warning.
 func TestPlanRollingFallback(t *testing.T) {
-	path, _ := generate(t, sessiongen.Options{Seed: 7, Turns: 30, ToolResultBytes: 600})
-	s, err := transcript.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	cfg := budget.DefaultConfig()
-	cfg.RollingSummary.TriggerThreshold = 2000
+	s, _, cfg := rollingSession(t)
 	r, err := budget.Plan(context.Background(), budget.Input{Session: s, Window: 64000, Config: cfg, Summarizer: failing{}})
 	if err != nil {
 		t.Fatal(err)

@@ -3,12 +3,12 @@ package budget_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
+	"github.com/ctxtool/ctxtool/internal/testkit/recalltest"
 	"github.com/ctxtool/ctxtool/pkg/budget"
 	"github.com/ctxtool/ctxtool/pkg/recall"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
@@ -141,20 +141,7 @@ func TestPlanSemanticHistory(t *testing.T) {
 // that talked about the same thing as the current prompt is recalled.
 func TestPlanSemanticRealIndex(t *testing.T) {
 	dir := t.TempDir()
-	old := filepath.Join(dir, "old.jsonl")
-	b := sessiongen.NewBuilder(mustCreate(t, old), sessiongen.Config{})
-	b.UserText("Which database should the billing ledger use?")
-	b.AssistantText("Decision: the billing ledger uses PostgreSQL 16 with logical replication to the reporting replica.")
-	if _, err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
-	cur := filepath.Join(dir, "cur.jsonl")
-	b = sessiongen.NewBuilder(mustCreate(t, cur), sessiongen.Config{})
-	b.UserText("Set up the reporting replica for the billing ledger database.")
-	b.AssistantText("Looking at it.")
-	if _, err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
+	old, cur := recalltest.WritePriorDecision(t, dir)
 	ix, err := recall.Open(filepath.Join(dir, "state"))
 	if err != nil {
 		t.Fatal(err)
@@ -200,16 +187,6 @@ func planRecallsOld(t *testing.T, ix *recall.Index, cur, old string) {
 	if !found {
 		t.Fatalf("the older decision was not recalled: %+v", r.Semantic)
 	}
-}
-
-func mustCreate(t *testing.T, path string) *os.File {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	return f
 }
 
 func indexOfLine(s *transcript.Session, line int) int {

@@ -9,21 +9,9 @@ import (
 	"testing"
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
-
-func copyFile(t testing.TB, src string) string {
-	t.Helper()
-	b, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dst := filepath.Join(t.TempDir(), filepath.Base(src))
-	if err := os.WriteFile(dst, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}
 
 // checkWritten proves through pi's own loader that a compacted file is
 // sound: it loads, the context starts with our summary, no tool result
@@ -82,7 +70,7 @@ func TestFixturesAllStrategiesExtractive(t *testing.T) {
 			fx, strategy := fx, strategy
 			t.Run(filepath.Base(fx)+"/"+strategy, func(t *testing.T) {
 				t.Parallel()
-				file := copyFile(t, fx)
+				file := testkit.CopyToTemp(t, fx)
 				orig, _ := os.ReadFile(file)
 				before := oracle.CheckOne(t, file)
 				keep := 20000

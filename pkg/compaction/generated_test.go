@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
+	"github.com/ctxtool/ctxtool/internal/testkit"
+	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -28,7 +30,7 @@ func TestGeneratedSessionsAllStrategies(t *testing.T) {
 			name, strategy := name, strategy
 			t.Run(name+"/"+strategy, func(t *testing.T) {
 				t.Parallel()
-				file := copyFile(t, sc[name])
+				file := testkit.CopyToTemp(t, sc[name])
 				orig, _ := os.ReadFile(file)
 				before := oracle.CheckOne(t, file)
 				if !before.Loads || before.OrphanToolResults != 0 {
@@ -103,7 +105,7 @@ func TestCutNeverOrphansAToolResult(t *testing.T) {
 					continue
 				}
 				keptToolResultsHaveCalls(t, name, p)
-				if p.Reason == "" && validCut(p.Path[p.Cut]) == false && producesMessage(p.Path[p.Cut]) {
+				if p.Reason == "" && validCut(p.Path[p.Cut]) == false && estimate.ProducesMessage(p.Path[p.Cut]) {
 					t.Fatalf("%s keep=%d: cut at a %s", name, keep, p.Path[p.Cut].Role)
 				}
 			}
@@ -152,7 +154,7 @@ func TestTruncateRewritesWithBackup(t *testing.T) {
 	sc := scenarios(t)
 	for _, name := range []string{"earlier-compaction", "branches", "v1"} {
 		t.Run(name, func(t *testing.T) {
-			file := copyFile(t, sc[name])
+			file := testkit.CopyToTemp(t, sc[name])
 			orig, _ := os.ReadFile(file)
 			before := oracle.CheckOne(t, file)
 			res, err := Run(context.Background(), file, Options{
@@ -212,7 +214,7 @@ func TestRefusals(t *testing.T) {
 		t.Fatal("file changed")
 	}
 	// compacting twice: the second run is refused
-	f = copyFile(t, f)
+	f = testkit.CopyToTemp(t, f)
 	if _, err := Run(context.Background(), f, Options{Settings: Settings{Force: true, KeepRecentTokens: 3000}}); err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +225,7 @@ func TestRefusals(t *testing.T) {
 }
 
 func TestDryRunWritesNothing(t *testing.T) {
-	f := copyFile(t, scenarios(t)["tool-dense"])
+	f := testkit.CopyToTemp(t, scenarios(t)["tool-dense"])
 	orig, _ := os.ReadFile(f)
 	res, err := Run(context.Background(), f, Options{Settings: Settings{Force: true, KeepRecentTokens: 3000}, DryRun: true})
 	if err != nil {

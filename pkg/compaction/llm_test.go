@@ -12,6 +12,7 @@ import (
 
 	"github.com/ctxtool/ctxtool/internal/factgen"
 	"github.com/ctxtool/ctxtool/internal/oracle"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/internal/testkit/llmtest"
 	"github.com/ctxtool/ctxtool/pkg/llm"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
@@ -41,7 +42,7 @@ func TestLLMSuccessEveryStrategy(t *testing.T) {
 		t.Run(strategy, func(t *testing.T) {
 			srv := llmtest.New()
 			defer srv.Close()
-			file := copyFile(t, fixture("pi-v1-large-session.jsonl"))
+			file := testkit.CopyToTemp(t, fixture("pi-v1-large-session.jsonl"))
 			orig, _ := os.ReadFile(file)
 			before := oracle.CheckOne(t, file)
 			res, err := Run(context.Background(), file, Options{Settings: Settings{Strategy: strategy, Force: true},
@@ -106,7 +107,7 @@ func TestLLMQualityGuardAsksAgain(t *testing.T) {
 	srv := llmtest.New()
 	defer srv.Close()
 	srv.Reply = func(llmtest.Request) string { return "## Decisions\n- nothing was decided" } // misses 4 headings
-	file := copyFile(t, scenarios(t)["tool-dense"])
+	file := testkit.CopyToTemp(t, scenarios(t)["tool-dense"])
 	res, err := Run(context.Background(), file, Options{Settings: Settings{Strategy: StrategySafeguard, Force: true, KeepRecentTokens: 3000,
 		QualityGuard: true, QualityGuardRetries: 2, RecentTurnsPreserve: -1}, Summarizer: llmSummarizer(t, srv, nil)})
 	if err != nil {
@@ -126,7 +127,7 @@ func TestLLMQualityGuardAsksAgain(t *testing.T) {
 func TestLLMRetryAfterThenSuccess(t *testing.T) {
 	srv := llmtest.New(llmtest.Step{Status: http.StatusTooManyRequests, RetryAfter: "1"})
 	defer srv.Close()
-	file := copyFile(t, scenarios(t)["branches"])
+	file := testkit.CopyToTemp(t, scenarios(t)["branches"])
 	start := time.Now()
 	res, err := Run(context.Background(), file, Options{Settings: Settings{Force: true, KeepRecentTokens: 3000}, Summarizer: llmSummarizer(t, srv, nil)})
 	if err != nil {
@@ -147,7 +148,7 @@ func TestLLMRetryAfterThenSuccess(t *testing.T) {
 func TestLLMServerErrorThenSuccess(t *testing.T) {
 	srv := llmtest.New(llmtest.Step{Status: 500}, llmtest.Step{Status: 502})
 	defer srv.Close()
-	file := copyFile(t, scenarios(t)["branches"])
+	file := testkit.CopyToTemp(t, scenarios(t)["branches"])
 	res, err := Run(context.Background(), file, Options{Settings: Settings{Force: true, KeepRecentTokens: 3000}, Summarizer: llmSummarizer(t, srv, nil)})
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +162,7 @@ func TestLLMServerErrorThenSuccess(t *testing.T) {
 // file is byte-identical and unlocked afterwards.
 func failureLeavesFileAlone(t *testing.T, srv *llmtest.Server, set Settings, mut func(*llm.Config), want string) {
 	t.Helper()
-	file := copyFile(t, scenarios(t)["branches"])
+	file := testkit.CopyToTemp(t, scenarios(t)["branches"])
 	orig, _ := os.ReadFile(file)
 	res, err := Run(context.Background(), file, Options{Settings: set, Summarizer: llmSummarizer(t, srv, mut)})
 	if err == nil || !strings.Contains(err.Error(), want) {
@@ -211,7 +212,7 @@ func TestSummarizeFallsBackToTrimNote(t *testing.T) {
 	srv := llmtest.New()
 	srv.Always = llmtest.Step{Status: 503}
 	defer srv.Close()
-	file := copyFile(t, scenarios(t)["branches"])
+	file := testkit.CopyToTemp(t, scenarios(t)["branches"])
 	orig, _ := os.ReadFile(file)
 	before := oracle.CheckOne(t, file)
 	res, err := Run(context.Background(), file, Options{Settings: Settings{Strategy: StrategySummarize, Force: true},

@@ -1,6 +1,9 @@
 package compaction
 
-import "github.com/ctxtool/ctxtool/pkg/transcript"
+import (
+	"github.com/ctxtool/ctxtool/pkg/estimate"
+	"github.com/ctxtool/ctxtool/pkg/transcript"
+)
 
 // RealKeptTokens measures what the kept tail of a plan really costs the
 // provider, from the session's usage records: the growth of the reported
@@ -41,12 +44,12 @@ func RealKeptTokens(p *Preparation, count Counter) (real int, ok bool) {
 	}
 	real = path[l].Usage.ContextTokens() - path[a].Usage.ContextTokens()
 	for i := a + 1; i < p.Cut; i++ {
-		if producesMessage(path[i]) {
+		if estimate.ProducesMessage(path[i]) {
 			real -= count(path[i])
 		}
 	}
 	for i := l + 1; i < len(path); i++ {
-		if producesMessage(path[i]) {
+		if estimate.ProducesMessage(path[i]) {
 			real += count(path[i])
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/internal/testkit/llmtest"
 	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
@@ -89,14 +90,14 @@ func TestMeasurementTable(t *testing.T) {
 		}
 		for _, st := range Strategies {
 			set := Settings{Strategy: st, Force: true, KeepRecentTokens: keep}
-			f1 := copyFile(t, files[n])
+			f1 := testkit.CopyToTemp(t, files[n])
 			ex, err := Run(context.Background(), f1, Options{Settings: set, Summarizer: Extractive{}})
 			if err != nil || !ex.Compacted {
 				fmt.Fprintf(&b, "| %s | %s | %s | | | | |\n", n, st, ex.Reason)
 				continue
 			}
 			srv := llmtest.New()
-			f2 := copyFile(t, files[n])
+			f2 := testkit.CopyToTemp(t, files[n])
 			lr, err := Run(context.Background(), f2, Options{Settings: set, Summarizer: llmSummarizer(t, srv, nil)})
 			srv.Close()
 			if err != nil {

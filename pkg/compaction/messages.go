@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/facts"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
@@ -54,7 +55,7 @@ func (m *Msg) Role() string { return m.E.Role }
 func loadMsgs(s *transcript.Session, entries []*transcript.Entry) ([]*Msg, error) {
 	out := make([]*Msg, 0, len(entries))
 	for _, e := range entries {
-		if !producesMessage(e) {
+		if !estimate.ProducesMessage(e) {
 			continue
 		}
 		m, err := s.Message(e)
@@ -69,18 +70,6 @@ func loadMsgs(s *transcript.Session, entries []*transcript.Entry) ([]*Msg, error
 	return out, nil
 }
 
-// producesMessage reports whether pi turns the entry into a context message
-// (compactions excluded: only the one in force is emitted, as the summary).
-func producesMessage(e *transcript.Entry) bool {
-	switch e.Type {
-	case "message", "custom_message":
-		return true
-	case "branch_summary":
-		return e.Role == "branchSummary"
-	}
-	return false
-}
-
 // text returns the plain text of a message for the summariser.
 func msgText(m *transcript.Message) string {
 	switch m.Role {
@@ -91,33 +80,27 @@ func msgText(m *transcript.Message) string {
 	}
 	// One text block (the usual case, and a huge tool result's) is
 	// returned as is: no copy of a string that can be hundreds of MB.
-	var texts []string
-	for _, bl := range m.Content {
-		if bl.Type == "text" {
-			texts = append(texts, bl.Text)
-		}
-	}
-	return strings.Join(texts, "")
+	return joinBlocks(m, "text", "", func(bl transcript.Block) string { return bl.Text })
 }
 
 func thinkingText(m *transcript.Message) string {
-	var parts []string
-	for _, bl := range m.Content {
-		if bl.Type == "thinking" && bl.Thinking != "" {
-			parts = append(parts, bl.Thinking)
-		}
-	}
-	return strings.Join(parts, "\n")
+	return joinBlocks(m, "thinking", "\n", func(bl transcript.Block) string { return bl.Thinking })
 }
 
 func assistantText(m *transcript.Message) string {
+	return joinBlocks(m, "text", "\n", func(bl transcript.Block) string { return bl.Text })
+}
+
+// joinBlocks joins with sep the non-empty text (read by text) of m's blocks
+// of type typ.
+func joinBlocks(m *transcript.Message, typ, sep string, text func(transcript.Block) string) string {
 	var parts []string
 	for _, bl := range m.Content {
-		if bl.Type == "text" && bl.Text != "" {
-			parts = append(parts, bl.Text)
+		if t := text(bl); bl.Type == typ && t != "" {
+			parts = append(parts, t)
 		}
 	}
-	return strings.Join(parts, "\n")
+	return strings.Join(parts, sep)
 }
 
 // formatCall renders a tool call as name(k=v, …) with values as JSON.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -230,7 +231,7 @@ func (p *Preparation) placeCut(set Settings, start, end int) (cut int, ok bool) 
 	// thinking changes, labels…) so they stay with what follows them.
 	for cut > start {
 		prevE := path[cut-1]
-		if prevE.Type == "message" || prevE.Type == "compaction" || producesMessage(prevE) {
+		if prevE.Type == "message" || prevE.Type == "compaction" || estimate.ProducesMessage(prevE) {
 			break
 		}
 		cut--
@@ -248,7 +249,7 @@ func (p *Preparation) splitAtCut(set Settings, start, end int) {
 	// previous turn as "prefix"; we look at the first kept message instead.
 	firstMsg := -1
 	for i := cut; i < end; i++ {
-		if producesMessage(path[i]) {
+		if estimate.ProducesMessage(path[i]) {
 			firstMsg = i
 			break
 		}
@@ -261,19 +262,19 @@ func (p *Preparation) splitAtCut(set Settings, start, end int) {
 		}
 	}
 	for i := start; i < historyEnd; i++ {
-		if producesMessage(path[i]) {
+		if estimate.ProducesMessage(path[i]) {
 			p.Summarize = append(p.Summarize, path[i])
 		}
 	}
 	if p.SplitTurn {
 		for i := p.TurnStart; i < cut; i++ {
-			if producesMessage(path[i]) {
+			if estimate.ProducesMessage(path[i]) {
 				p.TurnPrefix = append(p.TurnPrefix, path[i])
 			}
 		}
 	}
 	for i := cut; i < end; i++ {
-		if producesMessage(path[i]) {
+		if estimate.ProducesMessage(path[i]) {
 			p.Kept = append(p.Kept, path[i])
 			p.KeptEstimate += p.keepCount(path[i])
 		}
@@ -301,14 +302,14 @@ func tokenCut(path []*transcript.Entry, start, end, keep int, count Counter) (in
 	suffix := make([]int, end-start+1)
 	for i := end - 1; i >= start; i-- {
 		suffix[i-start] = suffix[i-start+1]
-		if producesMessage(path[i]) {
+		if estimate.ProducesMessage(path[i]) {
 			suffix[i-start] += count(path[i])
 		}
 	}
 	kept := func(c int) int { return suffix[c-start] }
 	reached := -1
 	for i := end - 1; i >= start; i-- {
-		if producesMessage(path[i]) && kept(i) >= keep {
+		if estimate.ProducesMessage(path[i]) && kept(i) >= keep {
 			reached = i
 			break
 		}
@@ -343,7 +344,7 @@ func tailCut(path []*transcript.Entry, start, end, n int) (int, bool) {
 	i := end
 	for i > start && seen < n {
 		i--
-		if producesMessage(path[i]) {
+		if estimate.ProducesMessage(path[i]) {
 			seen++
 		}
 	}

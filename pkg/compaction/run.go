@@ -513,7 +513,7 @@ func regrow(s *transcript.Session, old *Preparation, set Settings) (*Preparation
 	p.PrevCompaction, p.PreviousSummary, p.prevDetails = old.PrevCompaction, old.PreviousSummary, old.prevDetails
 	p.Kept, p.KeptEstimate = nil, 0
 	for _, e := range path[old.Cut:] {
-		if producesMessage(e) {
+		if estimate.ProducesMessage(e) {
 			p.Kept = append(p.Kept, e)
 			p.KeptEstimate += count(e)
 		}

@@ -322,22 +322,9 @@ func splitByTokenShare(msgs []*Msg, parts int, count func(*Msg) int) [][]*Msg {
 	}
 	total := sumTokens(msgs, count)
 	target := float64(total) / float64(parts)
-	var out [][]*Msg
-	var cur []*Msg
-	curTok := 0
-	for _, g := range toolGroups(msgs) {
-		gt := sumTokens(g, count)
-		if len(out) < parts-1 && len(cur) > 0 && float64(curTok+gt) > target {
-			out = append(out, cur)
-			cur, curTok = nil, 0
-		}
-		cur = append(cur, g...)
-		curTok += gt
-	}
-	if len(cur) > 0 {
-		out = append(out, cur)
-	}
-	return out
+	return packGroups(msgs, count, func(chunks, curTok, groupTok int) bool {
+		return chunks < parts-1 && float64(curTok+groupTok) > target
+	})
 }
 
 // chunkByMaxTokens packs groups greedily up to maxTokens/1.2; a group above
@@ -347,12 +334,21 @@ func chunkByMaxTokens(msgs []*Msg, maxTokens int, count func(*Msg) int) [][]*Msg
 	if limit < 1 {
 		limit = 1
 	}
+	return packGroups(msgs, count, func(_, curTok, groupTok int) bool { return curTok+groupTok > limit })
+}
+
+// packGroups packs the tool groups of msgs, in order, into chunks: a group
+// goes into the current chunk unless full says that chunk (curTok tokens,
+// after the chunks already closed) cannot take a group of groupTok tokens;
+// then a new chunk starts with it. full is asked only about a chunk holding
+// something, so a group too large for any chunk is a chunk of its own.
+func packGroups(msgs []*Msg, count func(*Msg) int, full func(chunks, curTok, groupTok int) bool) [][]*Msg {
 	var out [][]*Msg
 	var cur []*Msg
 	curTok := 0
 	for _, g := range toolGroups(msgs) {
 		gt := sumTokens(g, count)
-		if len(cur) > 0 && curTok+gt > limit {
+		if len(cur) > 0 && full(len(out), curTok, gt) {
 			out = append(out, cur)
 			cur, curTok = nil, 0
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
@@ -74,7 +75,7 @@ func TestAdaptiveChunkRatio(t *testing.T) {
 // Messages larger than half the window are noted and left out; the summary
 // keeps its sections whole and stays within 16,000 characters.
 func TestSafeguardOversizedAndCap(t *testing.T) {
-	f := copyFile(t, scenarios(t)["huge-results"])
+	f := testkit.CopyToTemp(t, scenarios(t)["huge-results"])
 	res, err := Run(context.Background(), f, Options{Settings: Settings{Strategy: StrategySafeguard, Force: true, KeepRecentTokens: 3000,
 		ContextWindow: 100000, RecentTurnsPreserve: -1}, Summarizer: Extractive{}, DryRun: true})
 	if err != nil {

@@ -111,51 +111,41 @@ func defaultFiles() []string {
 // String returns the key's flag value when the user set the flag on fs
 // (nil: no flags), else the key's value from environment, file or default.
 func (c *Config) String(fs *pflag.FlagSet, key string) string {
-	k := mustKey(key)
-	if f := changedFlag(fs, k); f != nil {
-		return f.Value.String()
-	}
-	return c.v.GetString(k.Name)
+	return lookup(fs, key, func(name string) (string, error) { return fs.Lookup(name).Value.String(), nil }, c.v.GetString)
 }
 
 // Int is String for integer keys.
 func (c *Config) Int(fs *pflag.FlagSet, key string) int {
-	k := mustKey(key)
-	if f := changedFlag(fs, k); f != nil {
-		n, _ := fs.GetInt(f.Name)
-		return n
-	}
-	return c.v.GetInt(k.Name)
+	return lookup(fs, key, fs.GetInt, c.v.GetInt)
 }
 
 // Float is String for number keys.
 func (c *Config) Float(fs *pflag.FlagSet, key string) float64 {
-	k := mustKey(key)
-	if f := changedFlag(fs, k); f != nil {
-		n, _ := fs.GetFloat64(f.Name)
-		return n
-	}
-	return c.v.GetFloat64(k.Name)
+	return lookup(fs, key, fs.GetFloat64, c.v.GetFloat64)
 }
 
 // Bool is String for boolean keys.
 func (c *Config) Bool(fs *pflag.FlagSet, key string) bool {
-	k := mustKey(key)
-	if f := changedFlag(fs, k); f != nil {
-		b, _ := fs.GetBool(f.Name)
-		return b
-	}
-	return c.v.GetBool(k.Name)
+	return lookup(fs, key, fs.GetBool, c.v.GetBool)
 }
 
 // Duration is String for duration keys.
 func (c *Config) Duration(fs *pflag.FlagSet, key string) time.Duration {
+	return lookup(fs, key, fs.GetDuration, c.v.GetDuration)
+}
+
+// lookup is the one precedence behind String, Int, Float, Bool and
+// Duration: fromFlag reads the flag when the user set key's flag on fs, else
+// fromConfig reads the key from environment, file or default. fromFlag's
+// error is dropped, as each getter always did: changedFlag only returns the
+// flag bound to the key, which has the key's type.
+func lookup[T any](fs *pflag.FlagSet, key string, fromFlag func(name string) (T, error), fromConfig func(key string) T) T {
 	k := mustKey(key)
 	if f := changedFlag(fs, k); f != nil {
-		d, _ := fs.GetDuration(f.Name)
-		return d
+		v, _ := fromFlag(f.Name)
+		return v
 	}
-	return c.v.GetDuration(k.Name)
+	return fromConfig(k.Name)
 }
 
 // Sub returns the map under a key, e.g. "models".

@@ -114,7 +114,7 @@ func pathSpans(path []*transcript.Entry, feat func(*transcript.Entry) features, 
 	anchors = make([]anchorPoint, 0, len(sound))
 	for i, e := range path {
 		prefix[i+1] = prefix[i]
-		if producesMessage(e) {
+		if ProducesMessage(e) {
 			prefix[i+1] = add(prefix[i+1], feat(e))
 		}
 		if _, dup := first[e.ID]; !dup && e.ID != "" {
@@ -122,8 +122,7 @@ func pathSpans(path []*transcript.Entry, feat func(*transcript.Entry) features, 
 		}
 	}
 	var active features // features of the context as the provider saw it
-	prev := -1
-	var acc features
+	r := spanRecorder{spans: spans, anchors: anchors, prev: -1}
 	for i, e := range path {
 		switch {
 		case e.Type == "compaction":
@@ -132,28 +131,48 @@ func pathSpans(path []*transcript.Entry, feat func(*transcript.Entry) features, 
 			if k, ok := first[e.FirstKeptEntryID]; ok && e.FirstKeptEntryID != "" && k < i {
 				active = add(active, sub(prefix[i], prefix[k]))
 			}
-			prev, acc = -1, features{}
+			r.restart()
 			continue
-		case producesMessage(e):
+		case ProducesMessage(e):
 			f := feat(e)
 			active = add(active, f)
-			acc = add(acc, f)
+			r.acc = add(r.acc, f)
 		default:
 			continue
 		}
 		if sound[e] {
-			u := e.Usage.ContextTokens()
-			anchors = append(anchors, anchorPoint{usage: u, x: active})
-			if prev >= 0 {
-				d := u - path[prev].Usage.ContextTokens()
-				if d > 0 {
-					spans = append(spans, usageSpan{from: prev, to: i, delta: d, x: acc})
-				}
-			}
-			prev, acc = i, features{}
+			r.record(path, i, active)
 		}
 	}
-	return spans, anchors
+	return r.spans, r.anchors
+}
+
+// spanRecorder collects the spans and anchors of one walk over a path.
+// pathSpans and the quadratic walk its benchmark compares it with share it,
+// so the two differ only in how they find a compaction's kept entries.
+type spanRecorder struct {
+	spans   []usageSpan
+	anchors []anchorPoint
+	prev    int      // the previous sound record since the last compaction; -1: none
+	acc     features // features of the messages since prev
+}
+
+// restart forgets the previous record: a compaction restarts the context,
+// so no span crosses it.
+func (r *spanRecorder) restart() { r.prev, r.acc = -1, features{} }
+
+// record takes the sound record path[i], sent with the context active: an
+// anchor, and the span since the previous record when usage grew.
+func (r *spanRecorder) record(path []*transcript.Entry, i int, active features) {
+	u := path[i].Usage.ContextTokens()
+	r.anchors = append(r.anchors, anchorPoint{usage: u, x: active})
+	if r.prev >= 0 {
+		d := u - path[r.prev].Usage.ContextTokens()
+		if d > 0 {
+			r.spans = append(r.spans, usageSpan{from: r.prev, to: i, delta: d, x: r.acc})
+		}
+	}
+	r.prev, r.acc = i, features{}
 }
 
 type anchorPoint struct {
@@ -161,7 +180,10 @@ type anchorPoint struct {
 	x     features
 }
 
-func producesMessage(e *transcript.Entry) bool {
+// ProducesMessage reports whether pi turns the entry into a context message
+// (compactions excluded: only the one in force is emitted, as the summary).
+// It is the one copy of the rule for estimate, compaction and lint.
+func ProducesMessage(e *transcript.Entry) bool {
 	switch e.Type {
 	case "message", "custom_message":
 		return true

@@ -78,8 +78,7 @@ func TestPathSpansMatchesQuadratic(t *testing.T) {
 // per-anchor (usage, feature sum of the active context) pairs.
 func pathSpansQuadratic(path []*transcript.Entry, feat func(*transcript.Entry) features) (spans []usageSpan, anchors []anchorPoint) {
 	var active features // features of the context as the provider saw it
-	prev := -1
-	var acc features
+	r := spanRecorder{prev: -1}
 	msgFeat := make(map[*transcript.Entry]features)
 	for i, e := range path {
 		switch {
@@ -97,27 +96,19 @@ func pathSpansQuadratic(path []*transcript.Entry, feat func(*transcript.Entry) f
 					}
 				}
 			}
-			prev, acc = -1, features{}
+			r.restart()
 			continue
-		case producesMessage(e):
+		case ProducesMessage(e):
 			f := feat(e)
 			msgFeat[e] = f
 			active = add(active, f)
-			acc = add(acc, f)
+			r.acc = add(r.acc, f)
 		default:
 			continue
 		}
 		if e.Role == "assistant" && e.UsageTrusted() && e.Usage.ContextTokens() > 0 {
-			u := e.Usage.ContextTokens()
-			anchors = append(anchors, anchorPoint{usage: u, x: active})
-			if prev >= 0 {
-				d := u - path[prev].Usage.ContextTokens()
-				if d > 0 {
-					spans = append(spans, usageSpan{from: prev, to: i, delta: d, x: acc})
-				}
-			}
-			prev, acc = i, features{}
+			r.record(path, i, active)
 		}
 	}
-	return spans, anchors
+	return r.spans, r.anchors
 }

@@ -36,7 +36,7 @@ func evaluateWith(c *Counter, path []*transcript.Entry, minReal int, audit *Usag
 			start, cal, heur = -1, 0, 0
 			continue
 		}
-		if !producesMessage(e) {
+		if !ProducesMessage(e) {
 			continue
 		}
 		if start >= 0 {

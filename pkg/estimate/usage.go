@@ -304,7 +304,7 @@ func newContextWalk(path []*transcript.Entry) *contextWalk {
 	w := &contextWalk{path: path, prefix: make([]int, len(path)+1), first: make(map[string]int, len(path)), era: make([]int, len(path))}
 	for i, e := range path {
 		w.prefix[i+1] = w.prefix[i]
-		if producesMessage(e) {
+		if ProducesMessage(e) {
 			w.prefix[i+1] += e.Tokens()
 		}
 		if e.ID != "" {
@@ -338,7 +338,7 @@ func (w *contextWalk) step(i int) {
 		if k := w.keptFrom(i); k >= 0 {
 			w.active += w.prefix[i] - w.prefix[k]
 		}
-	case producesMessage(e):
+	case ProducesMessage(e):
 		w.active += e.Tokens()
 	}
 	w.era[i] = w.n

@@ -112,7 +112,7 @@ func (c *checker) keptOffPath(e *transcript.Entry, kept int, path []*transcript.
 	}
 	lost := 0
 	for k := ci - 1; k >= 0 && path[k].Type != "compaction"; k-- {
-		if producesMessage(path[k]) {
+		if estimate.ProducesMessage(path[k]) {
 			lost++
 		}
 	}
@@ -132,16 +132,6 @@ func (c *checker) entryAtIndex(idx int) *transcript.Entry {
 		}
 	}
 	return nil
-}
-
-func producesMessage(e *transcript.Entry) bool {
-	switch e.Type {
-	case "message", "custom_message":
-		return true
-	case "branch_summary":
-		return e.Role == "branchSummary"
-	}
-	return false
 }
 
 // splitsToolPair reports a kept region that starts inside a tool turn: a

@@ -164,14 +164,22 @@ func TestThresholdAndDue(t *testing.T) {
 	}
 }
 
+// flushDirs makes a test directory for sessions (dir) holding the agent's
+// workspace (ws, created) and the state directory (state, not created).
+func flushDirs(t *testing.T) (dir, ws, state string) {
+	t.Helper()
+	dir = t.TempDir()
+	ws, state = filepath.Join(dir, "ws"), filepath.Join(dir, "state")
+	os.MkdirAll(ws, 0o755)
+	return dir, ws, state
+}
+
 // TestFlushOncePerCycle is the done-when check: the planted decisions and
 // constraints of the region reach the memory file, a second flush in the
 // same cycle writes nothing, and after a compaction a flush writes again —
 // only what is new.
 func TestFlushOncePerCycle(t *testing.T) {
-	dir := t.TempDir()
-	ws, state := filepath.Join(dir, "ws"), filepath.Join(dir, "state")
-	os.MkdirAll(ws, 0o755)
+	dir, ws, state := flushDirs(t)
 	file := buildSession(t, dir, "s.jsonl")
 	ctx := context.Background()
 
@@ -235,9 +243,7 @@ func TestFlushOncePerCycle(t *testing.T) {
 // sessions with the same facts flushing into one memory file at once write
 // each fact once.
 func TestFlushConcurrent(t *testing.T) {
-	dir := t.TempDir()
-	ws, state := filepath.Join(dir, "ws"), filepath.Join(dir, "state")
-	os.MkdirAll(ws, 0o755)
+	dir, ws, state := flushDirs(t)
 	a := buildSession(t, dir, "a.jsonl")
 	b := buildSession(t, dir, "b.jsonl")
 	ctx := context.Background()
@@ -279,9 +285,7 @@ func TestFlushConcurrent(t *testing.T) {
 // TestFlushSessionsJSON: a session listed in OpenClaw's store takes its
 // compaction count from there and records the flush there, as OpenClaw.
 func TestFlushSessionsJSON(t *testing.T) {
-	dir := t.TempDir()
-	ws, state := filepath.Join(dir, "ws"), filepath.Join(dir, "state")
-	os.MkdirAll(ws, 0o755)
+	dir, ws, state := flushDirs(t)
 	file := buildSession(t, dir, "sid-1.jsonl")
 	store := filepath.Join(dir, sessionstore.FileName)
 	os.WriteFile(store, []byte(`{"agent:main:main": {"sessionId": "sid-1", "compactionCount": 4, "memoryFlushCompactionCount": 3, "updatedAt": 1}}`), 0o600)
@@ -312,9 +316,7 @@ func TestFlushSessionsJSON(t *testing.T) {
 // TestFlushBelowThresholdAndForce: below window − floor − soft nothing
 // happens unless forced (compact --memory-flush).
 func TestFlushBelowThresholdAndForce(t *testing.T) {
-	dir := t.TempDir()
-	ws, state := filepath.Join(dir, "ws"), filepath.Join(dir, "state")
-	os.MkdirAll(ws, 0o755)
+	dir, ws, state := flushDirs(t)
 	file := buildSession(t, dir, "s.jsonl")
 	o := options(t, file, ws, state)
 	o.Measure = measure(200000)
@@ -339,9 +341,7 @@ func TestFlushBelowThresholdAndForce(t *testing.T) {
 // or more is due although its tokens are below the threshold (token counts
 // can be stale or pinned); one byte short, it is not; still once per cycle.
 func TestFlushDueBySize(t *testing.T) {
-	dir := t.TempDir()
-	ws, state := filepath.Join(dir, "ws"), filepath.Join(dir, "state")
-	os.MkdirAll(ws, 0o755)
+	dir, ws, state := flushDirs(t)
 	file := buildSession(t, dir, "s.jsonl")
 	st, err := os.Stat(file)
 	if err != nil {
@@ -372,9 +372,7 @@ func TestFlushDueBySize(t *testing.T) {
 // appended; NO_REPLY writes nothing but closes the cycle.
 func TestFlushWithModel(t *testing.T) {
 	for _, reply := range []string{"- The cache is SQLite.\n- Never log api_secret.\n\n- The cache is SQLite.", "NO_REPLY"} {
-		dir := t.TempDir()
-		ws, state := filepath.Join(dir, "ws"), filepath.Join(dir, "state")
-		os.MkdirAll(ws, 0o755)
+		dir, ws, state := flushDirs(t)
 		file := buildSession(t, dir, "s.jsonl")
 		srv := llmtest.New()
 		defer srv.Close()

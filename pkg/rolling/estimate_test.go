@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
@@ -29,7 +30,7 @@ func TestRollMatchesEstimateAfterAndIsIdempotent(t *testing.T) {
 	for _, fx := range oracle.Fixtures(t) {
 		for _, target := range []float64{0.8, 0.3} {
 			t.Run(filepath.Base(fx)+"@"+thousands(int(target*100)), func(t *testing.T) {
-				path := copyFile(t, fx)
+				path := testkit.CopyToTemp(t, fx)
 				r := newRoller(Options{Force: true, EvictionNote: true, TargetUtilization: target, MinKeepMessages: 10})
 				r.Measure = autoEstimator
 				rep := r.Roll(context.Background(), path)

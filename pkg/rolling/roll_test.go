@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -46,19 +47,6 @@ func (f *fakeRecall) Covered(path string) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.indexed[path] == st.Size(), nil
-}
-
-func copyFile(t testing.TB, src string) string {
-	t.Helper()
-	b, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dst := filepath.Join(t.TempDir(), filepath.Base(src))
-	if err := os.WriteFile(dst, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dst
 }
 
 func newRoller(o Options) *Roller {
@@ -185,7 +173,7 @@ func TestRollFixtures(t *testing.T) {
 	for _, fx := range oracle.Fixtures(t) {
 		for _, target := range []float64{0.6, 0.25} {
 			t.Run(filepath.Base(fx)+"@"+thousands(int(target*100)), func(t *testing.T) {
-				path := copyFile(t, fx)
+				path := testkit.CopyToTemp(t, fx)
 				orig, _ := os.ReadFile(path)
 				before := oracle.CheckOne(t, path)
 				// The window is the session's own size, so every fixture
@@ -214,7 +202,7 @@ func TestRollFixtures(t *testing.T) {
 
 func TestRollDefaultTriggerLeavesSmallSessionsAlone(t *testing.T) {
 	fx := oracle.Fixtures(t)[0]
-	path := copyFile(t, fx)
+	path := testkit.CopyToTemp(t, fx)
 	orig, _ := os.ReadFile(path)
 	rep := newRoller(Options{EvictionNote: true}).Roll(context.Background(), path)
 	if rep.Rolled || rep.Error != "" || !strings.Contains(rep.Reason, "under the compaction threshold") {
@@ -249,7 +237,7 @@ func TestRollCarriesEarlierRanges(t *testing.T) {
 			fx = f
 		}
 	}
-	path := copyFile(t, fx)
+	path := testkit.CopyToTemp(t, fx)
 	var reps []*Report
 	for _, target := range []float64{0.5, 0.35, 0.2} {
 		rep := newRoller(Options{TargetUtilization: target, EvictionNote: true, Force: true}).Roll(context.Background(), path)
@@ -290,7 +278,7 @@ func TestRollCarriesEarlierRanges(t *testing.T) {
 
 func TestRollNoNote(t *testing.T) {
 	oracle.Require(t)
-	path := copyFile(t, oracle.Fixtures(t)[1])
+	path := testkit.CopyToTemp(t, oracle.Fixtures(t)[1])
 	orig, _ := os.ReadFile(path)
 	before := oracle.CheckOne(t, path)
 	o := Options{TargetUtilization: 0.3, MinKeepMessages: 10, Force: true}
@@ -304,7 +292,7 @@ func TestRollNoNote(t *testing.T) {
 }
 
 func TestRollRecallAndFallback(t *testing.T) {
-	path := copyFile(t, oracle.Fixtures(t)[0])
+	path := testkit.CopyToTemp(t, oracle.Fixtures(t)[0])
 	orig, _ := os.ReadFile(path)
 	o := Options{TargetUtilization: 0.3, MinKeepMessages: 10, EvictionNote: true, Force: true}
 
@@ -349,7 +337,7 @@ type errTest string
 func (e errTest) Error() string { return string(e) }
 
 func TestRollLockedAndDryRun(t *testing.T) {
-	path := copyFile(t, oracle.Fixtures(t)[0])
+	path := testkit.CopyToTemp(t, oracle.Fixtures(t)[0])
 	orig, _ := os.ReadFile(path)
 	o := Options{TargetUtilization: 0.3, MinKeepMessages: 10, EvictionNote: true, Force: true}
 

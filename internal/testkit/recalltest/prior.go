@@ -1,0 +1,36 @@
+package recalltest
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/ctxtool/ctxtool/internal/sessiongen"
+)
+
+// WritePriorDecision writes two short sessions in dir for tests of semantic
+// history: old.jsonl decides the billing ledger's database ("PostgreSQL
+// 16"), and the last prompt of cur.jsonl asks about that database, so
+// recall should bring the old decision into cur.
+func WritePriorDecision(t testing.TB, dir string) (old, cur string) {
+	t.Helper()
+	write := func(name, user, assistant string) string {
+		path := filepath.Join(dir, name)
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		b := sessiongen.NewBuilder(f, sessiongen.Config{})
+		b.UserText(user)
+		b.AssistantText(assistant)
+		if _, err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	old = write("old.jsonl", "Which database should the billing ledger use?",
+		"Decision: the billing ledger uses PostgreSQL 16 with logical replication to the reporting replica.")
+	cur = write("cur.jsonl", "Set up the reporting replica for the billing ledger database.", "Looking at it.")
+	return old, cur
+}
