@@ -109,11 +109,7 @@ func decodeCC(raw []byte) *ccLine {
 	d := newDec(raw)
 	var content ccContent
 	if d.obj("") {
-		for first := true; ; {
-			k, ok := d.key(&first)
-			if !ok {
-				break
-			}
+		for k, ok := d.key(); ok; k, ok = d.key() {
 			switch string(k) {
 			case "type":
 				l.typ = d.string("type")
@@ -145,11 +141,7 @@ func decodeCC(raw []byte) *ccLine {
 			case "compactMetadata":
 				if d.obj("compactMetadata") {
 					l.hasMeta = true
-					for first := true; ; {
-						k, ok := d.key(&first)
-						if !ok {
-							break
-						}
+					for k, ok := d.key(); ok; k, ok = d.key() {
 						if string(k) == "preTokens" {
 							l.preTokens = d.int("preTokens")
 						} else {
@@ -184,11 +176,7 @@ func decodeCC(raw []byte) *ccLine {
 
 // ccMessage decodes the message object obj entered.
 func (d *jdec) ccMessage(l *ccLine, content *ccContent) {
-	for first := true; ; {
-		k, ok := d.key(&first)
-		if !ok {
-			return
-		}
+	for k, ok := d.key(); ok; k, ok = d.key() {
 		switch string(k) {
 		case "id":
 			l.msgID = d.string("id")
@@ -206,11 +194,7 @@ func (d *jdec) ccMessage(l *ccLine, content *ccContent) {
 				continue
 			}
 			var in, creation, read, out int64
-			for first := true; ; {
-				k, ok := d.key(&first)
-				if !ok {
-					break
-				}
+			for k, ok := d.key(); ok; k, ok = d.key() {
 				switch string(k) {
 				case "input_tokens":
 					in = d.int("input_tokens")
@@ -245,7 +229,7 @@ func (d *jdec) ccContent() ccContent {
 	case '[':
 		c.kind = 'a'
 		d.arr("")
-		for first := true; d.next(&first); {
+		for d.next() {
 			c.blocks = append(c.blocks, d.ccBlock())
 		}
 	default:
@@ -263,11 +247,7 @@ func (d *jdec) ccBlock() ccBlock {
 	if !d.obj("content") {
 		return b
 	}
-	for first := true; ; {
-		k, ok := d.key(&first)
-		if !ok {
-			return b
-		}
+	for k, ok := d.key(); ok; k, ok = d.key() {
 		switch string(k) {
 		case "type":
 			b.typ = d.string("type")
@@ -306,11 +286,7 @@ func (d *jdec) ccBlock() ccBlock {
 				continue
 			}
 			b.source = &ccSource{}
-			for first := true; ; {
-				k, ok := d.key(&first)
-				if !ok {
-					break
-				}
+			for k, ok := d.key(); ok; k, ok = d.key() {
 				switch string(k) {
 				case "type":
 					b.source.typ = d.string("type")
@@ -326,6 +302,7 @@ func (d *jdec) ccBlock() ccBlock {
 			d.skip()
 		}
 	}
+	return b
 }
 
 // ccAssistantBlocks converts an assistant line's content.

@@ -122,11 +122,7 @@ func decodeCodex(raw []byte, legacy bool) *cxLine {
 	}
 	payloadErr := false
 	if d.obj("") {
-		for first := true; ; {
-			k, ok := d.key(&first)
-			if !ok {
-				break
-			}
+		for k, ok := d.key(); ok; k, ok = d.key() {
 			switch string(k) {
 			case "timestamp":
 				l.ts = d.string("timestamp")
@@ -161,11 +157,7 @@ func decodeCodex(raw []byte, legacy bool) *cxLine {
 // cxItem decodes the object obj entered and converts its content.
 func (d *jdec) cxItem(it *cxItem) {
 	var c cxContent
-	for first := true; ; {
-		k, ok := d.key(&first)
-		if !ok {
-			break
-		}
+	for k, ok := d.key(); ok; k, ok = d.key() {
 		if !d.cxContentField(k, &c) && !d.cxItemField(k, it) {
 			d.skip()
 		}
@@ -247,7 +239,7 @@ func (d *jdec) cxItemField(k []byte, it *cxItem) bool {
 func (d *jdec) cxReplacement() []cxItem {
 	var out []cxItem
 	if d.arr("replacement_history") {
-		for first := true; d.next(&first); {
+		for d.next() {
 			var r cxItem
 			if d.obj("replacement_history") {
 				d.cxItem(&r)
@@ -303,11 +295,7 @@ func cxSummaryText(summary *cxVal) []byte {
 
 func (d *jdec) cxInfo() *cxInfo {
 	info := &cxInfo{}
-	for first := true; ; {
-		k, ok := d.key(&first)
-		if !ok {
-			return info
-		}
+	for k, ok := d.key(); ok; k, ok = d.key() {
 		switch string(k) {
 		case "last_token_usage":
 			info.last = nil
@@ -315,11 +303,7 @@ func (d *jdec) cxInfo() *cxInfo {
 				continue
 			}
 			l := &cxLast{}
-			for first := true; ; {
-				k, ok := d.key(&first)
-				if !ok {
-					break
-				}
+			for k, ok := d.key(); ok; k, ok = d.key() {
 				switch string(k) {
 				case "input_tokens":
 					l.input = d.int("input_tokens")
@@ -342,6 +326,7 @@ func (d *jdec) cxInfo() *cxInfo {
 			d.skip()
 		}
 	}
+	return info
 }
 
 // cxVal decodes a value of several shapes. Its inner type errors are its
@@ -356,14 +341,10 @@ func (d *jdec) cxVal() cxVal {
 		v.str = d.str()
 	case '[':
 		d.arr("")
-		for first := true; d.next(&first); {
+		for d.next() {
 			var t cxText
 			if d.obj("content") {
-				for first := true; ; {
-					k, ok := d.key(&first)
-					if !ok {
-						break
-					}
+				for k, ok := d.key(); ok; k, ok = d.key() {
 					switch string(k) {
 					case "type":
 						t.typ = d.string("type")
@@ -380,11 +361,7 @@ func (d *jdec) cxVal() cxVal {
 		}
 	case '{':
 		d.obj("")
-		for first := true; ; {
-			k, ok := d.key(&first)
-			if !ok {
-				break
-			}
+		for k, ok := d.key(); ok; k, ok = d.key() {
 			switch string(k) {
 			case "content":
 				in := d.cxVal()

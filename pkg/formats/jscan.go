@@ -31,6 +31,11 @@ type jdec struct {
 	// spaced counts whitespace runs skipped, so a caller can tell whether
 	// a raw value is compact already.
 	spaced int
+	// first: the object or array entered last has had no key or element
+	// read yet (so the next one takes no comma). Closing a value leaves
+	// its container past its first, so nested values need no state of
+	// their own and loops need none either.
+	first bool
 }
 
 // maxDepth is encoding/json's nesting limit.
@@ -115,35 +120,52 @@ func (d *jdec) mismatch(field, want string) {
 
 // obj enters an object value; false (value consumed) for null or for a
 // value of another kind (a type error on field).
-func (d *jdec) obj(field string) bool {
+func (d *jdec) obj(field string) bool { return d.enter('{', field, "an object") }
+
+// arr enters an array value; false (value consumed) for null or another
+// kind (a type error on field).
+func (d *jdec) arr(field string) bool { return d.enter('[', field, "an array") }
+
+// enter enters a container opened by open (obj, arr).
+func (d *jdec) enter(open byte, field, want string) bool {
 	switch d.peek() {
-	case '{':
+	case open:
 		d.i++
 		d.depth++
 		if d.depth > maxDepth {
 			d.fail()
 			return false
 		}
+		d.first = true
 		return true
 	case 'n':
 		d.skip()
 		return false
 	}
-	d.mismatch(field, "an object")
+	d.mismatch(field, want)
 	d.skip()
 	return false
 }
 
+// leave consumes the closing bracket of the container being read.
+func (d *jdec) leave() {
+	d.i++
+	d.depth--
+	d.first = false
+}
+
 // key returns the next key of the object obj entered (decoded only when it
-// holds escapes) and consumes its colon; false at the object's end.
-func (d *jdec) key(first *bool) ([]byte, bool) {
+// holds escapes) and consumes its colon; false at the object's end. Loop
+// over an object's keys with
+//
+//	for k, ok := d.key(); ok; k, ok = d.key() {
+func (d *jdec) key() ([]byte, bool) {
 	c := d.peek()
 	if c == '}' {
-		d.i++
-		d.depth--
+		d.leave()
 		return nil, false
 	}
-	if !*first {
+	if !d.first {
 		if c != ',' {
 			d.fail()
 			return nil, false
@@ -151,7 +173,7 @@ func (d *jdec) key(first *bool) ([]byte, bool) {
 		d.i++
 		c = d.peek()
 	}
-	*first = false
+	d.first = false
 	if c != '"' {
 		d.fail()
 		return nil, false
@@ -168,49 +190,22 @@ func (d *jdec) key(first *bool) ([]byte, bool) {
 	return s.raw(), true
 }
 
-// arr enters an array value; false (value consumed) for null or another
-// kind (a type error on field).
-func (d *jdec) arr(field string) bool {
-	switch d.peek() {
-	case '[':
-		d.i++
-		d.depth++
-		if d.depth > maxDepth {
-			d.fail()
-			return false
-		}
-		return true
-	case 'n':
-		d.skip()
-		return false
-	}
-	d.mismatch(field, "an array")
-	d.skip()
-	return false
-}
-
 // next moves to the next element of the array arr entered; false at its
 // end.
-func (d *jdec) next(first *bool) bool {
+func (d *jdec) next() bool {
 	c := d.peek()
-	if c == ']' && *first {
-		d.i++
-		d.depth--
+	if c == ']' {
+		d.leave()
 		return false
 	}
-	if !*first {
-		if c == ']' {
-			d.i++
-			d.depth--
-			return false
-		}
+	if !d.first {
 		if c != ',' {
 			d.fail()
 			return false
 		}
 		d.i++
 	}
-	*first = false
+	d.first = false
 	return !d.bad
 }
 
@@ -542,15 +537,12 @@ func (d *jdec) skip() {
 		d.str()
 	case c == '{':
 		d.obj("")
-		for first := true; ; {
-			if _, ok := d.key(&first); !ok {
-				return
-			}
+		for _, ok := d.key(); ok; _, ok = d.key() {
 			d.skip()
 		}
 	case c == '[':
 		d.arr("")
-		for first := true; d.next(&first); {
+		for d.next() {
 			d.skip()
 		}
 	case c == 't':

@@ -166,35 +166,11 @@ func openZstd(name string, r io.Reader) (*View, error) {
 // copyLines spools pi JSONL unchanged (malformed and blank lines too, so
 // the pi reader reports them at their own line numbers).
 func copyLines(name string, lr *lineReader, replay [][]byte) (*View, error) {
-	v := &view{out: &spool{}}
-	no := 0
-	put := func(l []byte) error {
-		no++
+	v, err := spoolLines(name, lr, replay, func(v *view, no int, l []byte) error {
 		v.w.b = append(v.w.b, l...)
 		return v.put(no)
-	}
-	for _, l := range replay {
-		if err := put(l); err != nil {
-			v.out.Close()
-			return nil, err
-		}
-	}
-	for {
-		l, err := lr.next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			v.out.Close()
-			return nil, fmt.Errorf("%s: zstd: %v (is the file complete?)", name, err)
-		}
-		if err := put(l); err != nil {
-			v.out.Close()
-			return nil, err
-		}
-	}
-	if err := v.out.finish(); err != nil {
-		v.out.Close()
+	})
+	if err != nil {
 		return nil, err
 	}
 	return &View{Format: Pi, File: name, Unit: "line", data: v.out, rows: v.rows}, nil
@@ -203,10 +179,7 @@ func copyLines(name string, lr *lineReader, replay [][]byte) (*View, error) {
 // coldArchive reads the event records of an OpenClaw cold archive
 // (records {kind:"event", seq, event_json}; the other kinds are indexes).
 func coldArchive(name string, lr *lineReader, replay [][]byte) (*View, error) {
-	v := &view{out: &spool{}}
-	no := 0
-	put := func(l []byte) error {
-		no++
+	v, err := spoolLines(name, lr, replay, func(v *view, no int, l []byte) error {
 		var rec struct {
 			Kind      string `json:"kind"`
 			Seq       int    `json:"seq"`
@@ -221,30 +194,43 @@ func coldArchive(name string, lr *lineReader, replay [][]byte) (*View, error) {
 		}
 		v.w.b = append(v.w.b, rec.EventJSON...)
 		return v.put(rec.Seq)
-	}
-	for _, l := range replay {
-		if err := put(l); err != nil {
-			v.out.Close()
-			return nil, err
-		}
-	}
-	for {
-		l, err := lr.next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			v.out.Close()
-			return nil, fmt.Errorf("%s: zstd: %v (is the file complete?)", name, err)
-		}
-		if err := put(l); err != nil {
-			v.out.Close()
-			return nil, err
-		}
-	}
-	if err := v.out.finish(); err != nil {
-		v.out.Close()
+	})
+	if err != nil {
 		return nil, err
 	}
 	return &View{Format: Pi, File: name, Unit: "seq", Malformed: v.malformed, data: v.out, rows: v.rows}, nil
+}
+
+// spoolLines builds a view from the lines of a decompressed stream (the
+// replayed ones, then the rest of lr) by calling put with each line and
+// its 1-based number; the view's spool is finished, or closed on error.
+func spoolLines(name string, lr *lineReader, replay [][]byte, put func(v *view, no int, l []byte) error) (*view, error) {
+	v := &view{out: &spool{}}
+	err := func() error {
+		no := 0
+		for _, l := range replay {
+			no++
+			if err := put(v, no, l); err != nil {
+				return err
+			}
+		}
+		for {
+			l, err := lr.next()
+			if err == io.EOF {
+				return v.out.finish()
+			}
+			if err != nil {
+				return fmt.Errorf("%s: zstd: %v (is the file complete?)", name, err)
+			}
+			no++
+			if err := put(v, no, l); err != nil {
+				return err
+			}
+		}
+	}()
+	if err != nil {
+		v.out.Close()
+		return nil, err
+	}
+	return v, nil
 }
