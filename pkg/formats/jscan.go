@@ -499,39 +499,36 @@ func (d *jdec) number() {
 	case i < len(b) && b[i] == '0':
 		i++
 	case i < len(b) && b[i] >= '1' && b[i] <= '9':
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
+		i, _ = digits(b, i)
 	default:
 		d.fail()
 		return
 	}
+	ok := true
 	if i < len(b) && b[i] == '.' {
-		i++
-		j := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == j {
-			d.fail()
-			return
-		}
+		i, ok = digits(b, i+1)
 	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+	if ok && i < len(b) && (b[i] == 'e' || b[i] == 'E') {
 		i++
 		if i < len(b) && (b[i] == '+' || b[i] == '-') {
 			i++
 		}
-		j := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == j {
-			d.fail()
-			return
-		}
+		i, ok = digits(b, i)
+	}
+	if !ok {
+		d.fail()
+		return
 	}
 	d.i = i
+}
+
+// digits passes over the run of digits at b[i:]; false when there is none.
+func digits(b []byte, i int) (int, bool) {
+	j := i
+	for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+		j++
+	}
+	return j, j > i
 }
 
 // skip validates and passes over one value.
