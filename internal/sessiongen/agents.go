@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ctxtool/ctxtool/pkg/formats"
 )
 
 // Claude Code and Codex transcripts, written the way those agents write
@@ -140,8 +142,8 @@ func (g *agentGen) uuid() string {
 	return fmt.Sprintf("%08x-%04x-4%03x-a%03x-%012x", uint32(a), uint16(a>>32), uint16(a>>48)&0xfff, uint16(b)&0xfff, b>>16)
 }
 
-func (g *agentGen) kv(k string)  { g.b = append(appendString(append(g.b, ','), k), ':') }
-func (g *agentGen) str(s string) { g.b = appendString(g.b, s) }
+func (g *agentGen) kv(k string)  { g.b = append(formats.AppendString(append(g.b, ','), k), ':') }
+func (g *agentGen) str(s string) { g.b = formats.AppendString(g.b, s) }
 func (g *agentGen) num(n int)    { g.b = strconv.AppendInt(g.b, int64(n), 10) }
 
 func heur(chars int) int { return (chars + 3) / 4 }
@@ -172,12 +174,12 @@ func (g *agentGen) makeCall(prefix string) toolCall {
 	case 0:
 		p := goPath(g.r)
 		tc.name = "Read"
-		tc.args = `{"file_path":` + string(appendString(nil, "/home/dev/acme/"+p)) + `}`
+		tc.args = `{"file_path":` + string(formats.AppendString(nil, "/home/dev/acme/"+p)) + `}`
 		tc.result = slice(g.r, g.c.code, g.c.codeLines, g.size())
 	case 1:
 		tc.name = "Bash"
 		cmd := "go test ./" + goPath(g.r)
-		tc.args = `{"command":` + string(appendString(nil, cmd)) + `,"timeout":120000}`
+		tc.args = `{"command":` + string(formats.AppendString(nil, cmd)) + `,"timeout":120000}`
 		tc.result = g.c.tests[g.r.IntN(len(g.c.tests))]
 	default:
 		tc.name = "Grep"
@@ -322,7 +324,7 @@ func GenerateClaudeCode(w io.Writer, o AgentOptions) (*AgentResult, error) {
 			chars := 0
 			if g.o.Thinking {
 				th := g.prose(2)
-				blocks = append(blocks, `{"type":"thinking","thinking":`+string(appendString(nil, th))+`,"signature":"`+hexString(g.r, 40)+`"}`)
+				blocks = append(blocks, `{"type":"thinking","thinking":`+string(formats.AppendString(nil, th))+`,"signature":"`+hexString(g.r, 40)+`"}`)
 				chars += units(th)
 			}
 			var said string
@@ -332,7 +334,7 @@ func GenerateClaudeCode(w io.Writer, o AgentOptions) (*AgentResult, error) {
 				said = "Let me look at that."
 			}
 			if said != "" {
-				blocks = append(blocks, `{"type":"text","text":`+string(appendString(nil, said))+`}`)
+				blocks = append(blocks, `{"type":"text","text":`+string(formats.AppendString(nil, said))+`}`)
 				chars += units(said)
 			}
 			var tcs []toolCall

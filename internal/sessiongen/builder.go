@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 	"unsafe"
+
+	"github.com/ctxtool/ctxtool/pkg/formats"
 )
 
 // DefaultStart is the clock start when Config.Start is zero.
@@ -222,26 +224,26 @@ func NewBuilder(w io.Writer, cfg Config) *Builder {
 		h = append(h, byte('0'+cfg.Version))
 	}
 	h = append(h, `,"id":`...)
-	h = appendString(h, cfg.SessionID)
+	h = formats.AppendString(h, cfg.SessionID)
 	h = append(h, `,"timestamp":`...)
 	h = appendTime(h, b.clock)
 	h = append(h, `,"cwd":`...)
-	h = appendString(h, cfg.Cwd)
+	h = formats.AppendString(h, cfg.Cwd)
 	if cfg.Version == 1 {
 		tl := cfg.ThinkingLevel
 		if tl == "" {
 			tl = "off"
 		}
 		h = append(h, `,"provider":`...)
-		h = appendString(h, cfg.Provider)
+		h = formats.AppendString(h, cfg.Provider)
 		h = append(h, `,"modelId":`...)
-		h = appendString(h, cfg.Model)
+		h = formats.AppendString(h, cfg.Model)
 		h = append(h, `,"thinkingLevel":`...)
-		h = appendString(h, tl)
+		h = formats.AppendString(h, tl)
 	}
 	if cfg.ParentSession != "" {
 		h = append(h, `,"parentSession":`...)
-		h = appendString(h, cfg.ParentSession)
+		h = formats.AppendString(h, cfg.ParentSession)
 	}
 	h = append(h, '}')
 	b.buf = h

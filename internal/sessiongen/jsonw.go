@@ -1,13 +1,12 @@
 package sessiongen
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"sort"
 	"strconv"
-	"unicode/utf8"
 
+	"github.com/ctxtool/ctxtool/pkg/formats"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -30,87 +29,6 @@ type Obj []KV
 // output (compact, JavaScript escaping) or the line will not round-trip.
 type RawJSON string
 
-// appendString writes s as JSON.stringify does: only '"', '\\' and control
-// characters below U+0020 are escaped (\b \f \n \r \t, others as \u00xx),
-// nothing else — not '<', '>', '&', U+2028/U+2029 or any non-ASCII character.
-// Invalid UTF-8 bytes become U+FFFD, which is what node reads them as.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	valid := utf8.ValidString(s)
-	start := 0
-	for i := 0; i < len(s); {
-		if valid {
-			// skip 8 bytes at a time while none needs escaping
-			for i+8 <= len(s) && !needsEscape8(binary.LittleEndian.Uint64([]byte(s[i:i+8]))) {
-				i += 8
-			}
-			if i >= len(s) {
-				break
-			}
-		}
-		c := s[i]
-		if safeByte[c] || (c >= utf8.RuneSelf && valid) {
-			i++
-			continue
-		}
-		if c < utf8.RuneSelf {
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"':
-				b = append(b, '\\', '"')
-			case '\\':
-				b = append(b, '\\', '\\')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			default:
-				const hex = "0123456789abcdef"
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		// invalid UTF-8 somewhere in s: check this sequence
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, "\uFFFD"...)
-			i++
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
-
-// needsEscape8 reports whether any of the 8 bytes in w is below 0x20, '"'
-// or '\\' (bytes >= 0x80 never match; false positives are harmless).
-func needsEscape8(w uint64) bool {
-	const lo, hi = 0x0101010101010101, 0x8080808080808080
-	ctl := (w - 0x20*lo) & ^w & hi
-	q := w ^ ('"' * lo)
-	bs := w ^ ('\\' * lo)
-	return ctl|((q-lo)&^q&hi)|((bs-lo)&^bs&hi) != 0
-}
-
-// safeByte marks the ASCII bytes JSON.stringify copies as they are.
-var safeByte = func() (t [256]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
 // appendFloat formats f like JavaScript's Number.prototype.toString
 // (transcript.FormatJSNumber: shortest round-trip digits, exponent form below
 // 1e-6 and from 1e21 on), with JSON.stringify's null for NaN and ±Infinity.
@@ -131,7 +49,7 @@ func appendValue(b []byte, v any) ([]byte, error) {
 	case nil:
 		b = append(b, "null"...)
 	case string:
-		b = appendString(b, x)
+		b = formats.AppendString(b, x)
 	case bool:
 		b = strconv.AppendBool(b, x)
 	case int:
@@ -158,7 +76,7 @@ func appendValue(b []byte, v any) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendString(b, kv.K)
+			b = formats.AppendString(b, kv.K)
 			b = append(b, ':')
 			if b, err = appendValue(b, kv.V); err != nil {
 				return b, err

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ctxtool/ctxtool/pkg/formats"
 )
 
 func TestAppendFloatLikeJavaScript(t *testing.T) {
@@ -30,8 +32,8 @@ func TestAppendStringLikeJavaScript(t *testing.T) {
 		"bad\xffbyte":         "\"bad\uFFFDbyte\"",
 		"\x7f":                "\"\x7f\"",
 	} {
-		if got := string(appendString(nil, s)); got != want {
-			t.Errorf("appendString(%q) = %s, want %s", s, got, want)
+		if got := string(formats.AppendString(nil, s)); got != want {
+			t.Errorf("formats.AppendString(%q) = %s, want %s", s, got, want)
 		}
 	}
 	if _, err := Marshal(struct{}{}); err == nil {

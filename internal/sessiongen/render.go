@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/ctxtool/ctxtool/pkg/formats"
 )
 
 // render encodes e as one line (in b.buf) and builds its node. It reserves
@@ -40,14 +42,14 @@ func (b *Builder) render(e Entry) (*node, []byte, error) {
 	ms := b.clock.UnixMilli()
 
 	buf := append(b.buf[:0], `{"type":`...)
-	buf = appendString(buf, n.typ)
+	buf = formats.AppendString(buf, n.typ)
 	base := func(buf []byte) []byte {
 		if b.version > 1 {
 			buf = append(buf, `,"id":`...)
-			buf = appendString(buf, n.id)
+			buf = formats.AppendString(buf, n.id)
 			buf = append(buf, `,"parentId":`...)
 			if hasParent {
-				buf = appendString(buf, parentID)
+				buf = formats.AppendString(buf, parentID)
 			} else {
 				buf = append(buf, "null"...)
 			}
@@ -72,9 +74,9 @@ func (b *Builder) render(e Entry) (*node, []byte, error) {
 		n.role = "toolResult"
 		n.result = x.ToolCallID
 		buf = append(buf, `,"message":{"role":"toolResult","toolCallId":`...)
-		buf = appendString(buf, x.ToolCallID)
+		buf = formats.AppendString(buf, x.ToolCallID)
 		buf = append(buf, `,"toolName":`...)
-		buf = appendString(buf, x.ToolName)
+		buf = formats.AppendString(buf, x.ToolName)
 		buf = append(buf, `,"content":`...)
 		blocks := x.Content
 		if blocks == nil {
@@ -93,9 +95,9 @@ func (b *Builder) render(e Entry) (*node, []byte, error) {
 		buf = base(buf)
 		n.role = "bashExecution"
 		buf = append(buf, `,"message":{"role":"bashExecution","command":`...)
-		buf = appendString(buf, x.Command)
+		buf = formats.AppendString(buf, x.Command)
 		buf = append(buf, `,"output":`...)
-		buf = appendString(buf, x.Output)
+		buf = formats.AppendString(buf, x.Output)
 		if x.ExitCode != nil {
 			buf = append(buf, `,"exitCode":`...)
 			buf = strconv.AppendInt(buf, int64(*x.ExitCode), 10)
@@ -106,7 +108,7 @@ func (b *Builder) render(e Entry) (*node, []byte, error) {
 		buf = strconv.AppendBool(buf, x.Truncated)
 		if x.FullOutputPath != "" {
 			buf = append(buf, `,"fullOutputPath":`...)
-			buf = appendString(buf, x.FullOutputPath)
+			buf = formats.AppendString(buf, x.FullOutputPath)
 		}
 		buf = appendTS(buf, x.Timestamp, ms-500)
 		if x.ExcludeFromContext {
@@ -128,7 +130,7 @@ func (b *Builder) render(e Entry) (*node, []byte, error) {
 		}
 		n.role = role
 		buf = append(buf, `,"message":{"role":`...)
-		buf = appendString(buf, role)
+		buf = formats.AppendString(buf, role)
 		buf, err = b.appendCustomBody(buf, n, x.CustomType, x.Text, x.Blocks, x.Display, x.Details)
 		buf = appendTS(buf, x.Timestamp, ms)
 		buf = append(buf, '}')
@@ -140,7 +142,7 @@ func (b *Builder) render(e Entry) (*node, []byte, error) {
 		buf = base(buf)
 	case *Custom:
 		buf = append(buf, `,"customType":`...)
-		buf = appendString(buf, x.CustomType)
+		buf = formats.AppendString(buf, x.CustomType)
 		if x.Data != nil {
 			buf = append(buf, `,"data":`...)
 			buf, err = appendValue(buf, x.Data)
@@ -149,19 +151,19 @@ func (b *Builder) render(e Entry) (*node, []byte, error) {
 	case *ModelChange:
 		buf = base(buf)
 		buf = append(buf, `,"provider":`...)
-		buf = appendString(buf, x.Provider)
+		buf = formats.AppendString(buf, x.Provider)
 		buf = append(buf, `,"modelId":`...)
-		buf = appendString(buf, x.ModelID)
+		buf = formats.AppendString(buf, x.ModelID)
 		n.provider, n.model = x.Provider, x.ModelID
 	case *ThinkingLevelChange:
 		buf = base(buf)
 		buf = append(buf, `,"thinkingLevel":`...)
-		buf = appendString(buf, x.ThinkingLevel)
+		buf = formats.AppendString(buf, x.ThinkingLevel)
 		n.thinking = x.ThinkingLevel
 	case *Compaction:
 		buf = base(buf)
 		buf = append(buf, `,"summary":`...)
-		buf = appendString(buf, x.Summary)
+		buf = formats.AppendString(buf, x.Summary)
 		n.firstKept = x.FirstKeptEntryID
 		if b.version == 1 {
 			idx := x.FirstKeptEntryIndex
@@ -178,7 +180,7 @@ func (b *Builder) render(e Entry) (*node, []byte, error) {
 			buf = strconv.AppendInt(buf, int64(idx), 10)
 		} else {
 			buf = append(buf, `,"firstKeptEntryId":`...)
-			buf = appendString(buf, x.FirstKeptEntryID)
+			buf = formats.AppendString(buf, x.FirstKeptEntryID)
 		}
 		tb := x.TokensBefore
 		if tb == 0 {
@@ -215,9 +217,9 @@ func (b *Builder) render(e Entry) (*node, []byte, error) {
 			}
 		}
 		buf = append(buf, `,"fromId":`...)
-		buf = appendString(buf, from)
+		buf = formats.AppendString(buf, from)
 		buf = append(buf, `,"summary":`...)
-		buf = appendString(buf, x.Summary)
+		buf = formats.AppendString(buf, x.Summary)
 		if x.Details != nil {
 			buf = append(buf, `,"details":`...)
 			buf, err = appendValue(buf, x.Details)
@@ -236,16 +238,16 @@ func (b *Builder) render(e Entry) (*node, []byte, error) {
 		}
 		buf = base(buf)
 		buf = append(buf, `,"targetId":`...)
-		buf = appendString(buf, x.TargetID)
+		buf = formats.AppendString(buf, x.TargetID)
 		if x.Label != "" {
 			buf = append(buf, `,"label":`...)
-			buf = appendString(buf, x.Label)
+			buf = formats.AppendString(buf, x.Label)
 		}
 	case *SessionInfo:
 		buf = base(buf)
 		if x.Name != "" {
 			buf = append(buf, `,"name":`...)
-			buf = appendString(buf, x.Name)
+			buf = formats.AppendString(buf, x.Name)
 		}
 	default:
 		return nil, nil, fmt.Errorf("sessiongen: unknown entry %T", e)
@@ -303,7 +305,7 @@ func (b *Builder) byIndex(idx int) *node {
 // shared by custom_message entries and role-custom messages.
 func (b *Builder) appendCustomBody(buf []byte, n *node, customType, text string, blocks []Block, display bool, details any) ([]byte, error) {
 	buf = append(buf, `,"customType":`...)
-	buf = appendString(buf, customType)
+	buf = formats.AppendString(buf, customType)
 	buf = append(buf, `,"content":`...)
 	buf, err := b.appendContent(buf, n, text, blocks, KindProse, HeuristicImageChars)
 	if err != nil {
@@ -333,7 +335,7 @@ func (b *Builder) appendContent(buf []byte, n *node, text string, blocks []Block
 	n.emits = true
 	chars, tt := 0, MessageOverheadTokens
 	if blocks == nil {
-		buf = appendString(buf, text)
+		buf = formats.AppendString(buf, text)
 		u, c, cu := measure(text)
 		chars += u
 		tt += trueFrom(u, c, cu, def)
@@ -369,10 +371,10 @@ func (b *Builder) appendBlock(buf []byte, n *node, bl *Block, def Kind, imageCha
 	switch bl.Type {
 	case "text":
 		buf = append(buf, `{"type":"text","text":`...)
-		buf = appendString(buf, bl.Text)
+		buf = formats.AppendString(buf, bl.Text)
 		if bl.Signature != "" {
 			buf = append(buf, `,"textSignature":`...)
-			buf = appendString(buf, bl.Signature)
+			buf = formats.AppendString(buf, bl.Signature)
 		}
 		buf = append(buf, '}')
 		u, c, cu := measure(bl.Text)
@@ -382,10 +384,10 @@ func (b *Builder) appendBlock(buf []byte, n *node, bl *Block, def Kind, imageCha
 			return buf, 0, 0, fmt.Errorf("sessiongen: thinking block in a %s message", n.role)
 		}
 		buf = append(buf, `{"type":"thinking","thinking":`...)
-		buf = appendString(buf, bl.Text)
+		buf = formats.AppendString(buf, bl.Text)
 		if bl.Signature != "" {
 			buf = append(buf, `,"thinkingSignature":`...)
-			buf = appendString(buf, bl.Signature)
+			buf = formats.AppendString(buf, bl.Signature)
 		}
 		if bl.Redacted {
 			buf = append(buf, `,"redacted":true`...)
@@ -398,13 +400,13 @@ func (b *Builder) appendBlock(buf []byte, n *node, bl *Block, def Kind, imageCha
 			return buf, 0, 0, fmt.Errorf("sessiongen: image block in an assistant message")
 		}
 		buf = append(buf, `{"type":"image","data":`...)
-		buf = appendString(buf, bl.Data)
+		buf = formats.AppendString(buf, bl.Data)
 		buf = append(buf, `,"mimeType":`...)
 		mt := bl.MimeType
 		if mt == "" {
 			mt = "image/png"
 		}
-		buf = appendString(buf, mt)
+		buf = formats.AppendString(buf, mt)
 		buf = append(buf, '}')
 		w, h := bl.Width, bl.Height
 		if w == 0 || h == 0 {
@@ -417,9 +419,9 @@ func (b *Builder) appendBlock(buf []byte, n *node, bl *Block, def Kind, imageCha
 			return buf, 0, 0, fmt.Errorf("sessiongen: toolCall block in a %s message", n.role)
 		}
 		buf = append(buf, `{"type":"toolCall","id":`...)
-		buf = appendString(buf, bl.ID)
+		buf = formats.AppendString(buf, bl.ID)
 		buf = append(buf, `,"name":`...)
-		buf = appendString(buf, bl.Name)
+		buf = formats.AppendString(buf, bl.Name)
 		buf = append(buf, `,"arguments":`...)
 		start := len(buf)
 		args := bl.Args
@@ -433,11 +435,11 @@ func (b *Builder) appendBlock(buf []byte, n *node, bl *Block, def Kind, imageCha
 		au, ac, acu := measure(str(buf[start:]))
 		if bl.Signature != "" {
 			buf = append(buf, `,"thoughtSignature":`...)
-			buf = appendString(buf, bl.Signature)
+			buf = formats.AppendString(buf, bl.Signature)
 		}
 		if bl.PartialJSON != "" {
 			buf = append(buf, `,"partialJson":`...)
-			buf = appendString(buf, bl.PartialJSON)
+			buf = formats.AppendString(buf, bl.PartialJSON)
 		}
 		buf = append(buf, '}')
 		n.calls = append(n.calls, bl.ID)
@@ -499,11 +501,11 @@ func (b *Builder) appendAssistant(buf []byte, n *node, a *Assistant, ms int64) (
 		buf = append(buf, `,"usage":{"input":`...)
 	} else {
 		buf = append(buf, `,"api":`...)
-		buf = appendString(buf, api)
+		buf = formats.AppendString(buf, api)
 		buf = append(buf, `,"provider":`...)
-		buf = appendString(buf, provider)
+		buf = formats.AppendString(buf, provider)
 		buf = append(buf, `,"model":`...)
-		buf = appendString(buf, model)
+		buf = formats.AppendString(buf, model)
 		buf = append(buf, `,"usage":{"input":`...)
 	}
 	buf = strconv.AppendInt(buf, int64(u.Input), 10)
@@ -528,7 +530,7 @@ func (b *Builder) appendAssistant(buf []byte, n *node, a *Assistant, ms int64) (
 	buf = append(buf, `,"total":`...)
 	buf = appendFloat(buf, u.Cost.Total)
 	buf = append(buf, `}},"stopReason":`...)
-	buf = appendString(buf, stop)
+	buf = formats.AppendString(buf, stop)
 	def := b.prevClock.UnixMilli() + 5
 	if def > ms {
 		def = ms
@@ -536,7 +538,7 @@ func (b *Builder) appendAssistant(buf []byte, n *node, a *Assistant, ms int64) (
 	buf = appendTS(buf, a.Timestamp, def)
 	if a.ErrorMessage != "" {
 		buf = append(buf, `,"errorMessage":`...)
-		buf = appendString(buf, a.ErrorMessage)
+		buf = formats.AppendString(buf, a.ErrorMessage)
 	}
 	buf = append(buf, '}')
 	if trusted {

@@ -3,6 +3,7 @@ package formats
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -171,10 +172,10 @@ type jsonw struct{ b []byte }
 
 func (w *jsonw) raw(s string)  { w.b = append(w.b, s...) }
 func (w *jsonw) rawb(b []byte) { w.b = append(w.b, b...) }
-func (w *jsonw) str(s string)  { w.b = appendString(w.b, s) }
-func (w *jsonw) key(k string)  { w.b = append(appendString(append(w.b, ','), k), ':') }
+func (w *jsonw) str(s string)  { w.b = AppendString(w.b, s) }
+func (w *jsonw) key(k string)  { w.b = append(AppendString(append(w.b, ','), k), ':') }
 func (w *jsonw) firstKey(k string) {
-	w.b = append(appendString(append(w.b, '{'), k), ':')
+	w.b = append(AppendString(append(w.b, '{'), k), ':')
 }
 func (w *jsonw) int(n int64) { w.b = appendInt(w.b, n) }
 
@@ -188,7 +189,7 @@ func (w *jsonw) jstr(s []byte) {
 }
 
 // jsonString encodes s as a JSON string.
-func jsonString(s string) []byte { return appendString(nil, s) }
+func jsonString(s string) []byte { return AppendString(nil, s) }
 
 func appendInt(b []byte, n int64) []byte {
 	if n < 0 {
@@ -210,18 +211,33 @@ func appendInt(b []byte, n int64) []byte {
 
 const hexDigits = "0123456789abcdef"
 
-// appendString writes s as a JSON string: '"', '\\' and control characters
-// escaped, invalid UTF-8 replaced by U+FFFD (as encoding/json does).
-func appendString(b []byte, s string) []byte {
+// AppendString appends s as a JSON string the way JSON.stringify writes it
+// (and encoding/json without HTML escaping): only '"', '\\' and control
+// characters below U+0020 are escaped (\b \f \n \r \t, others as \u00xx),
+// nothing else — not '<', '>', '&', U+2028/U+2029 or any non-ASCII
+// character. Invalid UTF-8 bytes become U+FFFD, which is what node and
+// encoding/json read them as. Exported for internal/sessiongen, whose pi
+// lines must be byte-identical to what this package writes.
+func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
+	valid := utf8.ValidString(s)
 	start := 0
 	for i := 0; i < len(s); {
+		if valid {
+			// skip 8 bytes at a time while none needs escaping
+			for i+8 <= len(s) && escapeMask(binary.LittleEndian.Uint64([]byte(s[i:i+8]))) == 0 {
+				i += 8
+			}
+			if i >= len(s) {
+				break
+			}
+		}
 		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < 0x80 {
+		if safeByte[c] || (c >= utf8.RuneSelf && valid) {
 			i++
 			continue
 		}
-		if c < 0x80 {
+		if c < utf8.RuneSelf {
 			b = append(b, s[start:i]...)
 			switch c {
 			case '"', '\\':
@@ -243,6 +259,7 @@ func appendString(b []byte, s string) []byte {
 			start = i
 			continue
 		}
+		// invalid UTF-8 somewhere in s: check this sequence
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && size == 1 {
 			b = append(b, s[start:i]...)
@@ -255,6 +272,14 @@ func appendString(b []byte, s string) []byte {
 	}
 	return append(append(b, s[start:]...), '"')
 }
+
+// safeByte marks the ASCII bytes JSON strings hold as they are.
+var safeByte = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 // isObject reports whether raw starts a JSON object.
 func isObject(raw []byte) bool {

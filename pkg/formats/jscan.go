@@ -212,7 +212,7 @@ func (d *jdec) next() bool {
 // jstr is a JSON string as it appears in the line.
 type jstr struct {
 	q []byte // with its quotes; nil when absent
-	// esc: it holds escapes; canon: q is byte for byte what appendString
+	// esc: it holds escapes; canon: q is byte for byte what AppendString
 	// writes for the decoded value, so it can be copied to the output.
 	esc, canon bool
 }
@@ -239,13 +239,13 @@ func (s jstr) String() string {
 	return out
 }
 
-// json is the string encoded as appendString would encode its value: the
+// json is the string encoded as AppendString would encode its value: the
 // line's own bytes when they are that already.
 func (s jstr) json() []byte {
 	if s.canon {
 		return s.q
 	}
-	return appendString(nil, s.String())
+	return AppendString(nil, s.String())
 }
 
 // jsonOrNil is json, nil for an empty or absent string.
@@ -262,7 +262,7 @@ func (s jstr) appendInner(b []byte) []byte {
 		return append(b, s.raw()...)
 	}
 	n := len(b)
-	b = appendString(b, s.String())
+	b = AppendString(b, s.String())
 	copy(b[n:], b[n+1:len(b)-1])
 	return b[:len(b)-2]
 }
@@ -273,6 +273,14 @@ const (
 	quoteBytes  = lowBits * '"'
 	bslashBytes = lowBits * '\\'
 )
+
+// escapeMask flags (the high bit of each byte) the quotes, backslashes
+// and control bytes among the eight bytes of x: the bytes a JSON string
+// cannot hold as they are. The lowest flag is exact (borrows only run
+// upwards); bytes >= 0x80 are never flagged.
+func escapeMask(x uint64) uint64 {
+	return (((x^quoteBytes)-lowBits)&^(x^quoteBytes) | ((x^bslashBytes)-lowBits)&^(x^bslashBytes) | (x-lowBits*0x20)&^x) & highBits
+}
 
 // str scans the string at d.i (which holds its opening quote), eight bytes
 // at a time while they are plain.
@@ -286,11 +294,7 @@ func (d *jdec) str() jstr {
 	for {
 		for i+8 <= len(b) {
 			x := binary.LittleEndian.Uint64(b[i:])
-			// Flag quotes, backslashes and control bytes; the lowest flag
-			// is exact (borrows only run upwards).
-			m := ((x^quoteBytes)-lowBits)&^(x^quoteBytes) | ((x^bslashBytes)-lowBits)&^(x^bslashBytes) | (x-lowBits*0x20)&^x
-			m &= highBits
-			if m != 0 {
+			if m := escapeMask(x); m != 0 {
 				k := bits.TrailingZeros64(m) >> 3
 				acc |= x & (1<<(8*k) - 1)
 				i += k
@@ -334,7 +338,7 @@ func (d *jdec) str() jstr {
 					d.fail()
 					return jstr{}
 				}
-				// appendString writes \u00xx (lower-case) only for control
+				// AppendString writes \u00xx (lower-case) only for control
 				// characters without a short escape.
 				r := hex4(b[i+2 : i+6])
 				if r >= 0x20 || r == '\b' || r == '\f' || r == '\n' || r == '\r' || r == '\t' || (b[i+5] >= 'A' && b[i+5] <= 'F') {
@@ -495,39 +499,36 @@ func (d *jdec) number() {
 	case i < len(b) && b[i] == '0':
 		i++
 	case i < len(b) && b[i] >= '1' && b[i] <= '9':
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
+		i, _ = digits(b, i)
 	default:
 		d.fail()
 		return
 	}
+	ok := true
 	if i < len(b) && b[i] == '.' {
-		i++
-		j := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == j {
-			d.fail()
-			return
-		}
+		i, ok = digits(b, i+1)
 	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+	if ok && i < len(b) && (b[i] == 'e' || b[i] == 'E') {
 		i++
 		if i < len(b) && (b[i] == '+' || b[i] == '-') {
 			i++
 		}
-		j := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == j {
-			d.fail()
-			return
-		}
+		i, ok = digits(b, i)
+	}
+	if !ok {
+		d.fail()
+		return
 	}
 	d.i = i
+}
+
+// digits passes over the run of digits at b[i:]; false when there is none.
+func digits(b []byte, i int) (int, bool) {
+	j := i
+	for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+		j++
+	}
+	return j, j > i
 }
 
 // skip validates and passes over one value.

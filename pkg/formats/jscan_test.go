@@ -11,7 +11,7 @@ import (
 
 // Pieces of JSON strings that encoding/json decodes in a special way:
 // escapes it rewrites, surrogates (paired, lone, reversed), invalid UTF-8,
-// characters appendString leaves alone.
+// characters AppendString leaves alone.
 var stringPieces = []string{`a`, ` `, `\n`, `\t`, `\"`, `\\`, `\/`, `\b`, `\f`, `\r`, `\u0061`, `\u00e9`, `\u00E9`,
 	`\u001f`, `\u001F`, `\u0000`, `\u0008`, `\u000a`, `\u0022`, `\u005c`, `\u2028`, `\ud83d\ude00`, `\ud83d`,
 	`\ude00`, `\ude00\ud83d`, `\ud83dx`, `\ud83d\u0061`, "\xff", "\xc3", "\xc3\xa9", "é", "漢", "😀", "\u2028",
@@ -114,7 +114,7 @@ func checkJdec(t *testing.T, in []byte) {
 		if s.String() != want {
 			t.Fatalf("%q: decoded %q, encoding/json %q", raw, s.String(), want)
 		}
-		enc := appendString(nil, want)
+		enc := AppendString(nil, want)
 		if !bytes.Equal(s.json(), enc) || !bytes.Equal(s.appendJSON(nil), enc) {
 			t.Fatalf("%q: encoded %q, want %q", raw, s.json(), enc)
 		}
@@ -122,7 +122,7 @@ func checkJdec(t *testing.T, in []byte) {
 			t.Fatalf("%q: inner %q, want %q", raw, inner, enc[1:len(enc)-1])
 		}
 		if s.canon && !bytes.Equal(raw, enc) {
-			t.Fatalf("%q: said canonical, appendString writes %q", raw, enc)
+			t.Fatalf("%q: said canonical, AppendString writes %q", raw, enc)
 		}
 	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
 		n, ok := parseInt64(raw)
@@ -164,10 +164,10 @@ func FuzzJdec(f *testing.F) {
 	})
 }
 
-// appendJSON writes the string as JSON (appendString's form).
+// appendJSON writes the string as JSON (AppendString's form).
 func (s jstr) appendJSON(b []byte) []byte {
 	if s.canon {
 		return append(b, s.q...)
 	}
-	return appendString(b, s.String())
+	return AppendString(b, s.String())
 }

@@ -56,7 +56,7 @@ func decodeJSONString(tok []byte) string {
 }
 
 // Text reaches the pi view exactly as encoding/json decodes the source and
-// appendString encodes it, whatever escapes, surrogates or invalid bytes it
+// AppendString encodes it, whatever escapes, surrogates or invalid bytes it
 // holds — through the fast path (copying the source's bytes) and the slow
 // one (decoding and re-encoding) alike.
 func TestTranslationKeepsStringsExact(t *testing.T) {
@@ -122,7 +122,7 @@ func checkStrings(t *testing.T, src []byte, f Format, want []string, wantArgs []
 		}
 		// Byte for byte as ctxtool encodes strings (as JSON.stringify
 		// would, after encoding/json's decoding).
-		if enc := appendString(nil, w); !bytes.Contains(raw, enc) {
+		if enc := AppendString(nil, w); !bytes.Contains(raw, enc) {
 			t.Errorf("view lacks the encoding %s", enc)
 		}
 	}
