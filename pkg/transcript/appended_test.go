@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -20,7 +21,7 @@ func TestWithAppendedEqualsAppendAndReload(t *testing.T) {
 	os.WriteFile(torn, []byte(edgeCases["truncated.jsonl"]), 0o644)
 	files = append(files, torn)
 	for _, src := range files {
-		f := copyFile(t, src)
+		f := testkit.CopyToTemp(t, src)
 		s, err := transcript.Load(f)
 		if err != nil {
 			t.Fatal(err)

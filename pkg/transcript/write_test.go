@@ -12,21 +12,9 @@ import (
 	"time"
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
-
-func copyFile(t *testing.T, src string) string {
-	t.Helper()
-	data, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dst := filepath.Join(t.TempDir(), filepath.Base(src))
-	if err := os.WriteFile(dst, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}
 
 // keepFrom picks a user message about two thirds into the context to keep from.
 func keepFrom(ctx *transcript.Context) *transcript.Entry {
@@ -54,7 +42,7 @@ func TestAppendLoadsInPi(t *testing.T) {
 	}
 	var written []string
 	for _, src := range files {
-		f := copyFile(t, src)
+		f := testkit.CopyToTemp(t, src)
 		before, _ := os.ReadFile(f)
 		var kept *transcript.Entry
 		var summary = "## Goal\nTest <summary> & \u2028 \"quotes\" 日本語 ✓"
@@ -142,7 +130,7 @@ func TestAppendAddsMissingNewline(t *testing.T) {
 // When another writer (pi takes no lock) appends between ctxtool's read and
 // its write, ctxtool re-plans so its entry hangs off the true last line.
 func TestUpdateReplansWhenFileGrows(t *testing.T) {
-	f := copyFile(t, "testdata/spec-v3.jsonl")
+	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
 	calls := 0
 	err := transcript.Update(context.Background(), f, transcript.UpdateOptions{}, func(s *transcript.Session) ([][]byte, error) {
 		calls++
@@ -167,7 +155,7 @@ func TestUpdateReplansWhenFileGrows(t *testing.T) {
 }
 
 func TestLock(t *testing.T) {
-	f := copyFile(t, "testdata/spec-v3.jsonl")
+	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
 	ctx := context.Background()
 	l, err := transcript.AcquireLock(ctx, f, 0)
 	if err != nil {
@@ -212,7 +200,7 @@ func TestLock(t *testing.T) {
 }
 
 func TestStaleLocksAreTakenOver(t *testing.T) {
-	f := copyFile(t, "testdata/spec-v3.jsonl")
+	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
 	cases := map[string]string{
 		"dead pid":     `{"pid": 2147483000, "createdAt": "` + time.Now().UTC().Format(time.RFC3339) + `"}`,
 		"too old":      `{"pid": 1, "createdAt": "2020-01-01T00:00:00.000Z"}`,
@@ -245,7 +233,7 @@ func TestStaleLocksAreTakenOver(t *testing.T) {
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 
 func TestRewrite(t *testing.T) {
-	f := copyFile(t, "testdata/spec-v3.jsonl")
+	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
 	orig, _ := os.ReadFile(f)
 	os.Chmod(f, 0o640)
 	s, err := transcript.Load(f)
@@ -283,7 +271,7 @@ func TestRewrite(t *testing.T) {
 }
 
 func TestRewriteRefusesReplacedOrBusyFile(t *testing.T) {
-	f := copyFile(t, "testdata/spec-v3.jsonl")
+	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
 	s, err := transcript.Load(f)
 	if err != nil {
 		t.Fatal(err)

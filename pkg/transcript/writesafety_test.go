@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -103,7 +104,7 @@ func TestRewriteCarriesLateAppends(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			f := copyFile(t, "testdata/spec-v3.jsonl")
+			f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
 			orig, _ := os.ReadFile(f)
 			var old *os.File
 			before := func() {
@@ -152,7 +153,7 @@ func TestRewriteCarriesLateAppends(t *testing.T) {
 // The lock of a symlinked session is the real file's lock; appends and
 // rewrites go to the real file and the link stays a link.
 func TestSymlinkedSession(t *testing.T) {
-	real := copyFile(t, "testdata/spec-v3.jsonl")
+	real := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
 	dir := t.TempDir()
 	link := filepath.Join(dir, "link.jsonl")
 	if err := os.Symlink(real, link); err != nil {
@@ -238,7 +239,7 @@ func TestNonRegularFilesRefused(t *testing.T) {
 
 // A read-only session is never written, even by root.
 func TestReadOnlySessionRefused(t *testing.T) {
-	f := copyFile(t, "testdata/spec-v3.jsonl")
+	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
 	os.Chmod(f, 0o444)
 	before, _ := os.ReadFile(f)
 	err := transcript.Update(context.Background(), f, transcript.UpdateOptions{}, func(s *transcript.Session) ([][]byte, error) {
@@ -317,7 +318,7 @@ func TestWritesRefuseTreesPiCannotLoad(t *testing.T) {
 // (never echoed whole, read with a small cap) and taken over once its mtime
 // is 30 minutes old.
 func TestLeftoverLockFiles(t *testing.T) {
-	f := copyFile(t, "testdata/spec-v3.jsonl")
+	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
 	big := bytes.Repeat([]byte("garbage!"), 8<<20) // 64 MiB
 	cases := map[string][]byte{"empty": nil, "garbage": []byte("\x00\x01not json"), "huge": big, "no pid": []byte(`{"createdAt":"2026-01-01T00:00:00Z"}`)}
 	for name, payload := range cases {
@@ -455,7 +456,7 @@ func raceChild() {
 // A lock path that is not a file (a directory someone made) is never
 // taken over, and the message says so.
 func TestLockPathNotAFile(t *testing.T) {
-	f := copyFile(t, "testdata/spec-v3.jsonl")
+	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
 	os.Mkdir(f+".lock", 0o755)
 	old := time.Now().Add(-time.Hour)
 	os.Chtimes(f+".lock", old, old)
