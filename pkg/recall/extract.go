@@ -91,7 +91,7 @@ func (x *extractor) entryUnit(e *transcript.Entry, m *transcript.Message) (unit,
 	var b strings.Builder
 	ts := parseISOms(e.Timestamp)
 	switch e.Type {
-	case "message":
+	case "message", "custom_message": // DecodeMessage gives a custom_message the role "custom"
 		if t := msgTimestamp(m); t > 0 {
 			ts = t
 		}
@@ -116,7 +116,7 @@ func (x *extractor) entryUnit(e *transcript.Entry, m *transcript.Message) (unit,
 			b.WriteString(capText(m.Command, x.maxChars))
 			b.WriteString(" → ")
 			b.WriteString(capText(m.Output, x.maxChars))
-		case "custom": // and v2's hookMessage, which DecodeMessage renames
+		case "custom": // also v2's hookMessage, which DecodeMessage renames
 			b.WriteString("Custom")
 			if m.CustomType != "" {
 				b.WriteString(" (" + m.CustomType + ")")
@@ -126,13 +126,6 @@ func (x *extractor) entryUnit(e *transcript.Entry, m *transcript.Message) (unit,
 		default:
 			return unit{}, false
 		}
-	case "custom_message":
-		b.WriteString("Custom")
-		if m.CustomType != "" {
-			b.WriteString(" (" + m.CustomType + ")")
-		}
-		b.WriteString(": ")
-		x.writeBlocks(&b, m.Content)
 	case "compaction":
 		b.WriteString("Compaction summary: ")
 		b.WriteString(m.Summary)
@@ -149,8 +142,8 @@ func (x *extractor) entryUnit(e *transcript.Entry, m *transcript.Message) (unit,
 	return unit{text: text, id: e.ID, ts: ts}, true
 }
 
-// writeBlocks appends the text of a content value: a string or an array of
-// blocks. Thinking and tool call arguments are capped here; callers cap
+// writeBlocks appends the text of a message's content blocks (a string
+// content is its one text block). Thinking and tool call arguments are capped here; callers cap
 // whole tool results.
 func (x *extractor) writeBlocks(b *strings.Builder, blocks []transcript.Block) {
 	for i, bl := range blocks {
