@@ -1,11 +1,10 @@
 package rolling
 
 import (
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -20,14 +19,11 @@ func TestFileOpsSkipEmptyPaths(t *testing.T) {
 		`{"type":"toolCall","id":"c3","name":"edit","arguments":{"path":""}},` +
 		`{"type":"toolCall","id":"c4","name":"write","arguments":{"path":"b.go"}}],"stopReason":"toolUse","timestamp":1772442002000}}
 `
-	path := filepath.Join(t.TempDir(), "s.jsonl")
-	if err := os.WriteFile(path, []byte(session), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s, err := transcript.Load(path)
+	s, err := transcript.Load(testkit.WriteTemp(t, "s.jsonl", []byte(session)))
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer s.Close()
 	var evicted []Message
 	for _, cm := range s.Context().Messages {
 		evicted = append(evicted, Message{Entry: cm.Entry, Role: cm.Role})
