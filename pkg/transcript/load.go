@@ -672,6 +672,9 @@ func (s *Session) finish() { s.finishFrom(0) }
 // earlier ones are already finished).
 func (s *Session) finishFrom(start int) {
 	added := s.Entries[start:]
+	if len(s.byID) == 0 {
+		s.byID = make(map[string]*Entry, len(added)) // growing it rehashed a 1 GB session's ids 20 times
+	}
 	if s.Version < 2 {
 		var prev string
 		if start > 0 {
@@ -776,6 +779,15 @@ func (r appendedReader) ReadAt(p []byte, off int64) (int, error) {
 
 // entryAtIndex returns the entry at pi's array index (header = 0).
 func (s *Session) entryAtIndex(idx int) *Entry {
+	if p := s.positionOfIndex(idx); p >= 0 {
+		return s.Entries[p]
+	}
+	return nil
+}
+
+// positionOfIndex is the position in s.Entries of the entry at pi's array
+// index idx (Entries are in index order), -1 when there is none.
+func (s *Session) positionOfIndex(idx int) int {
 	lo, hi := 0, len(s.Entries)
 	for lo < hi {
 		m := (lo + hi) / 2
@@ -786,9 +798,21 @@ func (s *Session) entryAtIndex(idx int) *Entry {
 		}
 	}
 	if lo < len(s.Entries) && s.Entries[lo].Index == idx {
-		return s.Entries[lo]
+		return lo
 	}
-	return nil
+	return -1
+}
+
+// position is e's position in s.Entries, -1 when e is nil or not one of
+// them.
+func (s *Session) position(e *Entry) int {
+	if e == nil {
+		return -1
+	}
+	if p := s.positionOfIndex(e.Index); p >= 0 && s.Entries[p] == e {
+		return p
+	}
+	return -1
 }
 
 // ByID returns the entry with the given id (the later one when duplicated).
