@@ -105,7 +105,7 @@ type usageSpan struct {
 // entries at every compaction was quadratic: 81% of a forced roll of a
 // 1 GB session).
 func pathSpans(path []*transcript.Entry, feat func(*transcript.Entry) features, audit *UsageAudit) (spans []usageSpan, anchors []anchorPoint) {
-	sound := audit.sound()
+	sound := audit.soundAt(path)
 	kept := transcript.KeptStarts(path)
 	// Σ features of the messages in path[:k] at each kept start k: the kept
 	// entries' sum is the running sum at the compaction minus it.
@@ -117,7 +117,13 @@ func pathSpans(path []*transcript.Entry, feat func(*transcript.Entry) features, 
 	}
 	// At most one anchor and one span per sound record: sized once, as
 	// append's doubling kept every generation live (100 MB at 1 GB).
-	r := spanRecorder{spans: make([]usageSpan, 0, len(sound)), anchors: make([]anchorPoint, 0, len(sound)), prev: -1}
+	n := 0
+	for _, ok := range sound {
+		if ok {
+			n++
+		}
+	}
+	r := spanRecorder{spans: make([]usageSpan, 0, n), anchors: make([]anchorPoint, 0, n), prev: -1}
 	var run features    // Σ features of the messages in path[:i]
 	var active features // features of the context as the provider saw it
 	for i, e := range path {
@@ -141,7 +147,7 @@ func pathSpans(path []*transcript.Entry, feat func(*transcript.Entry) features, 
 		default:
 			continue
 		}
-		if sound[e] {
+		if sound[i] {
 			r.record(path, i, active)
 		}
 	}

@@ -262,13 +262,30 @@ func (a *UsageAudit) Rejected() *UsageRecord {
 	return &a.Records[a.PiAnchor]
 }
 
-// sound is the set of entries whose records are sound.
-func (a *UsageAudit) sound() map[*transcript.Entry]bool {
-	out := make(map[*transcript.Entry]bool, len(a.Records))
+// soundAt marks the indexes of path whose records are sound. path is
+// normally the audited one, where a record's PathIndex finds it; for any
+// other path holding the entries they are looked up.
+func (a *UsageAudit) soundAt(path []*transcript.Entry) []bool {
+	out := make([]bool, len(path))
+	var at map[*transcript.Entry]int // path index by entry, when path is another one
 	for _, r := range a.Records {
-		if r.Sound() {
-			out[r.Entry] = true
+		if !r.Sound() {
+			continue
 		}
+		i := r.PathIndex
+		if i >= len(path) || path[i] != r.Entry {
+			if at == nil {
+				at = make(map[*transcript.Entry]int, len(path))
+				for j, e := range path {
+					at[e] = j
+				}
+			}
+			var ok bool
+			if i, ok = at[r.Entry]; !ok {
+				continue
+			}
+		}
+		out[i] = true
 	}
 	return out
 }

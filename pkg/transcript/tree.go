@@ -55,7 +55,7 @@ func (s *Session) parent(cur *Entry, pos int) (*Entry, int) {
 			return p, pos - 1
 		}
 	}
-	p := s.byID[cur.ParentID]
+	p := s.byID.get(cur.ParentID)
 	return p, s.position(p)
 }
 
@@ -70,7 +70,7 @@ func (s *Session) pathToCyclic(e *Entry) []*Entry {
 		if cur.ParentID == "" {
 			break
 		}
-		cur = s.byID[cur.ParentID]
+		cur = s.byID.get(cur.ParentID)
 	}
 	reverse(rev)
 	return rev
@@ -327,7 +327,7 @@ func (s *Session) TreeProblems() []TreeProblem {
 				cur = nil
 				break
 			}
-			cur = s.byID[cur.ParentID]
+			cur = s.byID.get(cur.ParentID)
 		}
 		if cur != nil && color[cur] == 1 {
 			p := TreeProblem{Kind: "parent cycle", ID: cur.ID}
