@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Build real OpenClaw cold archives, offline, from pi-format JSONL files.
 # usage: cold.sh OUT_HOME file1.jsonl [file2.jsonl ...]
-# Prints the archive paths (OUT_HOME/.openclaw/agents/main/sessions/cold/
-# <sha256>.jsonl.zst), one a line.
+# Prints one line per session: its id, a tab, and its archive's path
+# (OUT_HOME/.openclaw/agents/main/sessions/cold/<sha256>.jsonl.zst).
 #
 # OpenClaw writes cold archives only from a running Gateway with
 # session.maintenance.coldStorage.enabled, for sessions idle longer than
@@ -28,16 +28,19 @@ cat >"$OUT/.openclaw/openclaw.json" <<EOF
 }
 EOF
 
-# archived prints how many sessions the store has moved to cold archives
-# (the row is written after the archive file is published and verified).
-archived() {
-	python3 - "$db" <<'EOF'
-import sqlite3, sys
+# archives prints the sessions the store has moved to cold archive files,
+# with their paths (the row is written after the file is published and
+# verified; storage "sqlite" would keep the archive in the database).
+archives() {
+	python3 - "$db" "$(dirname "$(dirname "$db")")/sessions/cold" <<'EOF'
+import os, sqlite3, sys
 c = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True, timeout=10)
 try:
-    print(c.execute("SELECT count(*) FROM session_transcript_cold_archives").fetchone()[0])
+    rows = c.execute("SELECT session_id, archive_name FROM session_transcript_cold_archives WHERE storage = 'file'")
+    for sid, name in rows:
+        print(sid + "\t" + os.path.join(sys.argv[2], name))
 except sqlite3.OperationalError:
-    print(0)
+    pass
 EOF
 }
 
@@ -59,13 +62,13 @@ stop() {
 trap stop EXIT
 
 deadline=$((SECONDS + ${OPENCLAW_COLD_TIMEOUT:-420}))
-while [ "$(archived)" -lt $# ]; do
+while [ "$(archives | wc -l)" -lt $# ]; do
 	if [ $SECONDS -ge $deadline ] || ! kill -0 -- "-$pgid" 2>/dev/null; then
-		echo "cold.sh: the Gateway archived $(archived) of $# sessions in ${OPENCLAW_COLD_TIMEOUT:-420} s (or exited); its output:" >&2
+		echo "cold.sh: the Gateway archived $(archives | wc -l) of $# sessions in ${OPENCLAW_COLD_TIMEOUT:-420} s (or exited); its output:" >&2
 		tail -40 "$OUT/gateway.out" >&2
 		exit 1
 	fi
 	sleep 2
 done
 stop
-ls "$OUT"/.openclaw/agents/main/sessions/cold/*.jsonl.zst
+archives

@@ -3,7 +3,6 @@
 package openclawstore_test
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -13,15 +12,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/klauspost/compress/zstd"
-
 	"github.com/ctxtool/ctxtool/internal/oracle"
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
+	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 // coldArchives runs cold.sh (one Gateway run for all files) and returns
-// the archive of each source file, matched by session id. It skips where
-// npm, python3, faketime or ../shared are missing, and fails under CI=true.
+// the archive of each source file, matched by the session id in its
+// header. It skips where npm, python3, faketime or ../shared are missing,
+// and fails under CI=true.
 func coldArchives(t *testing.T, files ...string) map[string]string {
 	t.Helper()
 	script := filepath.Join(oracle.ModuleRoot(), "internal", "openclawstore", "cold.sh")
@@ -51,56 +50,24 @@ func coldArchives(t *testing.T, files ...string) map[string]string {
 		t.Fatalf("cold.sh: %v\n%s", err, stderr.String())
 	}
 	byID := map[string]string{}
-	for _, a := range strings.Fields(string(out)) {
-		byID[archiveSessionID(t, a)] = a
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		id, path, _ := strings.Cut(l, "\t")
+		byID[id] = path
 	}
 	archives := map[string]string{}
 	for _, f := range files {
-		id := sessionID(t, f)
+		s, err := transcript.Load(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := s.Header.ID
+		s.Close()
 		if byID[id] == "" {
 			t.Fatalf("no archive of %s (session %s) in %s", f, id, out)
 		}
 		archives[f] = byID[id]
 	}
 	return archives
-}
-
-// sessionID is the id in a pi session's header.
-func sessionID(t *testing.T, path string) string {
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	return firstLineField(t, f, "id")
-}
-
-// archiveSessionID is the sessionId of a cold archive's header record.
-func archiveSessionID(t *testing.T, path string) string {
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	dec, err := zstd.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dec.Close()
-	return firstLineField(t, dec, "sessionId")
-}
-
-func firstLineField(t *testing.T, r interface{ Read([]byte) (int, error) }, field string) string {
-	line, err := bufio.NewReader(r).ReadBytes('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rec map[string]any
-	if err := json.Unmarshal(line, &rec); err != nil {
-		t.Fatal(err)
-	}
-	id, _ := rec[field].(string)
-	return id
 }
 
 // run runs the ctxtool binary; it returns stdout, stderr and the exit code.
