@@ -103,9 +103,8 @@ type ccSource struct {
 	data           jstr
 }
 
-// decodeCC decodes one line.
-func decodeCC(raw []byte) *ccLine {
-	l := &ccLine{}
+// decodeCC decodes one line into l, which is zero.
+func decodeCC(raw []byte, l *ccLine) {
 	d := newDec(raw)
 	var content ccContent
 	if d.obj("") {
@@ -156,7 +155,8 @@ func decodeCC(raw []byte) *ccLine {
 	}
 	d.end()
 	if d.bad || d.typeErr != "" {
-		return &ccLine{bad: d.errText(), size: len(raw)}
+		*l = ccLine{bad: d.errText(), size: len(raw)}
+		return
 	}
 	if l.timestamp != "" {
 		l.ts, l.ms = isoMillis(l.timestamp), epochMillis(l.timestamp)
@@ -171,7 +171,6 @@ func decodeCC(raw []byte) *ccLine {
 			l.out = ccUserEntries(l, &content)
 		}
 	}
-	return l
 }
 
 // ccMessage decodes the message object obj entered.
@@ -451,9 +450,16 @@ func newCCConv(v *view) *ccConv {
 		written: map[string]struct{}{}, side: -1}
 }
 
-func (c *ccConv) decode(raw []byte) any { return decodeCC(raw) }
+func (c *ccConv) decode(raw []byte, l *ccLine) { decodeCC(raw, l) }
 
-func (c *ccConv) line(no int, raw []byte) error { return c.apply(no, decodeCC(raw)) }
+func (c *ccConv) line(no int, raw []byte) error {
+	var l ccLine
+	decodeCC(raw, &l)
+	return c.apply(no, &l)
+}
+
+// holds: the pending message and the held results point into their lines.
+func (c *ccConv) holds() bool { return c.pend != nil || len(c.held) > 0 }
 
 func (c *ccConv) resolve(p string) string {
 	if p == "" {
@@ -470,8 +476,7 @@ func (c *ccConv) resolve(p string) string {
 	return ""
 }
 
-func (c *ccConv) apply(no int, rec any) error {
-	l := rec.(*ccLine)
+func (c *ccConv) apply(no int, l *ccLine) error {
 	v := c.v
 	if l.bad != "" {
 		v.malformed = append(v.malformed, Malformed{Line: no, Bytes: l.size, Err: l.bad})

@@ -103,9 +103,9 @@ type cxLine struct {
 	it   cxItem
 }
 
-// decodeCodex decodes one line of a rollout (legacy: the 2025 shape).
-func decodeCodex(raw []byte, legacy bool) *cxLine {
-	l := &cxLine{}
+// decodeCodex decodes one line of a rollout (legacy: the 2025 shape) into
+// l, which is zero.
+func decodeCodex(raw []byte, legacy bool, l *cxLine) {
 	d := newDec(raw)
 	if legacy {
 		if d.obj("") {
@@ -113,12 +113,13 @@ func decodeCodex(raw []byte, legacy bool) *cxLine {
 		}
 		d.end()
 		if d.bad || d.typeErr != "" {
-			return &cxLine{bad: d.errText(), size: len(raw)}
+			*l = cxLine{bad: d.errText(), size: len(raw)}
 		}
-		return l
+		return
 	}
 	if echo(raw) {
-		return &cxLine{skip: true} // an event_msg echo of what response_items hold
+		l.skip = true // an event_msg echo of what response_items hold
+		return
 	}
 	payloadErr := false
 	if d.obj("") {
@@ -145,13 +146,12 @@ func decodeCodex(raw []byte, legacy bool) *cxLine {
 	d.end()
 	switch {
 	case d.bad || d.typeErr != "":
-		return &cxLine{bad: d.errText(), size: len(raw)}
+		*l = cxLine{bad: d.errText(), size: len(raw)}
 	case payloadErr:
 		// A payload of a shape this reader does not know is skipped; only
 		// a broken line is malformed.
-		return &cxLine{skip: true}
+		*l = cxLine{skip: true}
 	}
-	return l
 }
 
 // cxItem decodes the object obj entered and converts its content.
@@ -496,12 +496,18 @@ func newCodexConv(v *view, legacy bool) *cxConv {
 	return &cxConv{v: v, legacy: legacy, provider: "openai", names: map[string]string{}}
 }
 
-func (c *cxConv) decode(raw []byte) any { return decodeCodex(raw, c.legacy) }
+func (c *cxConv) decode(raw []byte, l *cxLine) { decodeCodex(raw, c.legacy, l) }
 
-func (c *cxConv) line(no int, raw []byte) error { return c.apply(no, decodeCodex(raw, c.legacy)) }
+func (c *cxConv) line(no int, raw []byte) error {
+	var l cxLine
+	decodeCodex(raw, c.legacy, &l)
+	return c.apply(no, &l)
+}
 
-func (c *cxConv) apply(no int, rec any) error {
-	l := rec.(*cxLine)
+// holds: the open segment points into the lines it was built from.
+func (c *cxConv) holds() bool { return c.asst != nil || len(c.outputs) > 0 }
+
+func (c *cxConv) apply(no int, l *cxLine) error {
 	if l.bad != "" {
 		c.v.malformed = append(c.v.malformed, Malformed{Line: no, Bytes: l.size, Err: l.bad})
 		return nil
