@@ -60,7 +60,7 @@ type ccLine struct {
 	typ, subtype             string
 	uuid, parent             string
 	sidechain                bool
-	sessionID, cwd           string
+	sessionID, cwd           jstr   // read once per file: not made strings per line
 	timestamp                string // as written
 	ts                       string // pi's form
 	ms                       int64
@@ -111,9 +111,9 @@ func decodeCC(raw []byte, l *ccLine) {
 		for k, ok := d.key(); ok; k, ok = d.key() {
 			switch string(k) {
 			case "type":
-				l.typ = d.string("type")
+				l.typ = d.name("type")
 			case "subtype":
-				l.subtype = d.string("subtype")
+				l.subtype = d.name("subtype")
 			case "uuid":
 				l.uuid = d.string("uuid")
 			case "parentUuid":
@@ -123,9 +123,9 @@ func decodeCC(raw []byte, l *ccLine) {
 			case "isSidechain":
 				l.sidechain = d.bool("isSidechain")
 			case "sessionId":
-				l.sessionID = d.string("sessionId")
+				l.sessionID = d.text("sessionId")
 			case "cwd":
-				l.cwd = d.string("cwd")
+				l.cwd = d.text("cwd")
 			case "timestamp":
 				l.timestamp = d.string("timestamp")
 			case "isCompactSummary":
@@ -159,7 +159,7 @@ func decodeCC(raw []byte, l *ccLine) {
 		return
 	}
 	if l.timestamp != "" {
-		l.ts, l.ms = isoMillis(l.timestamp), epochMillis(l.timestamp)
+		l.ts, l.ms = piTime(l.timestamp)
 	}
 	if l.uuid != "" && l.message {
 		switch l.typ {
@@ -180,7 +180,7 @@ func (d *jdec) ccMessage(l *ccLine, content *ccContent) {
 		case "id":
 			l.msgID = d.string("id")
 		case "role":
-			d.string("role")
+			d.text("role")
 		case "model":
 			l.model = d.string("model")
 		case "content":
@@ -249,7 +249,7 @@ func (d *jdec) ccBlock() ccBlock {
 	for k, ok := d.key(); ok; k, ok = d.key() {
 		switch string(k) {
 		case "type":
-			b.typ = d.string("type")
+			b.typ = d.name("type")
 		case "text":
 			b.text = d.text("text")
 		case "thinking":
@@ -261,7 +261,7 @@ func (d *jdec) ccBlock() ccBlock {
 		case "id":
 			b.id = d.string("id")
 		case "name":
-			b.name = d.string("name")
+			b.name = d.name("name")
 		case "tool_use_id":
 			b.toolUseID = d.string("tool_use_id")
 		case "input":
@@ -288,9 +288,9 @@ func (d *jdec) ccBlock() ccBlock {
 			for k, ok := d.key(); ok; k, ok = d.key() {
 				switch string(k) {
 				case "type":
-					b.source.typ = d.string("type")
+					b.source.typ = d.name("type")
 				case "media_type":
-					b.source.mediaType = d.string("media_type")
+					b.source.mediaType = d.name("media_type")
 				case "data":
 					b.source.data = d.text("data")
 				default:
@@ -482,11 +482,11 @@ func (c *ccConv) apply(no int, l *ccLine) error {
 		v.malformed = append(v.malformed, Malformed{Line: no, Bytes: l.size, Err: l.bad})
 		return nil
 	}
-	if v.sessionID == "" && l.sessionID != "" {
-		v.sessionID = l.sessionID
+	if v.sessionID == "" && !l.sessionID.empty() {
+		v.sessionID = l.sessionID.String()
 	}
-	if v.cwd == "" && l.cwd != "" {
-		v.cwd = l.cwd
+	if v.cwd == "" && !l.cwd.empty() {
+		v.cwd = l.cwd.String()
 	}
 	if v.started == "" && l.timestamp != "" {
 		v.started = l.ts

@@ -128,7 +128,7 @@ func decodeCodex(raw []byte, legacy bool, l *cxLine) {
 			case "timestamp":
 				l.ts = d.string("timestamp")
 			case "type":
-				l.typ = d.string("type")
+				l.typ = d.name("type")
 			case "payload":
 				saved := d.typeErr
 				d.typeErr = ""
@@ -199,15 +199,15 @@ func (d *jdec) cxContentField(k []byte, c *cxContent) bool {
 func (d *jdec) cxItemField(k []byte, it *cxItem) bool {
 	switch string(k) {
 	case "type":
-		it.typ = d.string("type")
+		it.typ = d.name("type")
 	case "role":
-		it.role = d.string("role")
+		it.role = d.name("role")
 	case "name":
-		it.name = d.string("name")
+		it.name = d.name("name")
 	case "call_id":
 		it.callID = d.string("call_id")
 	case "record_type":
-		it.recordType = d.string("record_type")
+		it.recordType = d.name("record_type")
 	case "id":
 		it.id = d.string("id")
 	case "timestamp":
@@ -347,7 +347,7 @@ func (d *jdec) cxVal() cxVal {
 				for k, ok := d.key(); ok; k, ok = d.key() {
 					switch string(k) {
 					case "type":
-						t.typ = d.string("type")
+						t.typ = d.name("type")
 					case "text":
 						t.text = d.text("text")
 					case "image_url":
@@ -483,6 +483,9 @@ type cxConv struct {
 	outputs []pendingEntry
 	names   map[string]string
 	ts      string
+	// tsISO and tsMS are piTime(tsFrom).
+	tsFrom, tsISO string
+	tsMS          int64
 	// nextUsage is a token_count waiting for the reply it measures.
 	nextUsage *usage
 }
@@ -536,7 +539,8 @@ func (c *cxConv) apply(no int, l *cxLine) error {
 	switch typ {
 	case "session_meta":
 		if v.sessionID == "" {
-			v.sessionID, v.cwd, v.started, v.headerRow = it.id, it.cwd, isoMillis(it.timestamp), no
+			v.started, _ = piTime(it.timestamp)
+			v.sessionID, v.cwd, v.headerRow = it.id, it.cwd, no
 		}
 		if it.provider != "" {
 			c.provider = it.provider
@@ -702,8 +706,12 @@ func (c *cxConv) put(e *entry, row int, root bool) error {
 	if !root {
 		e.parent = c.last
 	}
-	e.timestamp = isoMillis(c.ts)
-	e.msgTime = epochMillis(c.ts)
+	if c.ts != c.tsFrom {
+		// The entries of one line (and often of the next) share it.
+		c.tsFrom = c.ts
+		c.tsISO, c.tsMS = piTime(c.ts)
+	}
+	e.timestamp, e.msgTime = c.tsISO, c.tsMS
 	c.last = e.id
 	return c.v.emit(e, row)
 }
