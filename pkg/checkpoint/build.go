@@ -82,63 +82,6 @@ func decisionAt(reply, answer *Message) (string, bool) {
 	return fmt.Sprintf("User replied %q to: %s", oneLine(r, shortReplyChars), gist(lastParagraph(answer.Text), GistChars)), true
 }
 
-// File-operation classification of tool names (lower case substrings).
-var (
-	modifyTools = []string{"write", "edit", "create", "patch", "replace", "delete", "remove", "move", "rename", "insert", "append", "mkdir"}
-	pathKeys    = []string{"path", "file_path", "filePath", "file", "filename", "notebook_path", "target_file"}
-)
-
-func isModifyCall(tc ToolCall) bool {
-	name := strings.ToLower(tc.Name)
-	var args map[string]json.RawMessage
-	_ = json.Unmarshal(tc.Args, &args)
-	if raw, ok := args["command"]; ok && strings.Contains(name, "edit") {
-		var cmd string
-		if json.Unmarshal(raw, &cmd) == nil && (cmd == "view" || cmd == "read") {
-			return false
-		}
-	}
-	for _, w := range modifyTools {
-		if strings.Contains(name, w) {
-			return true
-		}
-	}
-	return false
-}
-
-// callPaths are the file paths named by a tool call's arguments.
-func callPaths(tc ToolCall) []string {
-	var args map[string]json.RawMessage
-	if json.Unmarshal(tc.Args, &args) != nil {
-		return nil
-	}
-	var out []string
-	for _, k := range pathKeys {
-		raw, ok := args[k]
-		if !ok {
-			continue
-		}
-		var s string
-		if json.Unmarshal(raw, &s) == nil {
-			out = append(out, s)
-		}
-	}
-	if raw, ok := args["paths"]; ok {
-		var ss []string
-		if json.Unmarshal(raw, &ss) == nil {
-			out = append(out, ss...)
-		}
-	}
-	clean := out[:0]
-	for _, p := range out {
-		p = strings.TrimSpace(Clean(p))
-		if p != "" && len(p) <= 500 && !strings.ContainsAny(p, "\n\t") {
-			clean = append(clean, p)
-		}
-	}
-	return clean
-}
-
 var checkbox = regexp.MustCompile(`(?m)^\s*[-*+]\s+\[([ xX])\]\s+(.+?)\s*$`)
 
 // failKey identifies a tool failure by tool and error gist, so an error the

@@ -213,15 +213,12 @@ func (f *folder) calls(m *Message) {
 		if f.failed[tc.ID] {
 			continue
 		}
-		paths := callPaths(tc)
-		if len(paths) == 0 {
-			continue
-		}
+		c := classify(tc)
 		to := &f.read
-		if isModifyCall(tc) {
+		if c.modify {
 			to = &f.mod
 		}
-		for _, p := range paths {
+		for _, p := range c.paths {
 			to.Add(p)
 		}
 	}

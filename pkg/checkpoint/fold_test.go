@@ -116,11 +116,7 @@ func TestFoldedBranchBuildsTheSameCheckpoint(t *testing.T) {
 // whole branch is folded in.
 func foldHeap(t *testing.T, file string) (heap uint64, messages int) {
 	t.Helper()
-	s, err := transcript.Load(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := loaded(t, file)
 	ctx := s.Context()
 	var ms runtime.MemStats
 	runtime.GC()
@@ -170,12 +166,7 @@ func TestBuilderMemoryDoesNotGrowWithMessages(t *testing.T) {
 }
 
 func BenchmarkCheckpointFold(b *testing.B) {
-	f := benchSession(b, 8<<20)
-	s, err := transcript.Load(f)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s := loaded(b, benchSession(b, 8<<20))
 	b.SetBytes(s.Size)
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -198,4 +189,15 @@ func benchSession(tb testing.TB, size int64) string {
 		tb.Fatal(err)
 	}
 	return f
+}
+
+// loaded is the session in file, closed when the test ends.
+func loaded(tb testing.TB, file string) *transcript.Session {
+	tb.Helper()
+	s, err := transcript.Load(file)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	return s
 }
