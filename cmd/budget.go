@@ -45,7 +45,7 @@ type BudgetOptions struct {
 	Compact   *CompactOptions
 }
 
-func init() { register(func(f *Factory) *cobra.Command { return newBudgetCmd(f, nil) }) }
+func init() { register(newBudgetCmd) }
 
 // newBudgetCmd builds the command; runF, when set, receives the resolved
 // options instead of running (tests of flag and config resolution).
@@ -91,26 +91,20 @@ or a test to send; their chars/4 sizes add up to the reported total.`,
   ctxtool budget session.jsonl --workspace ws --summarize -v
   ctxtool budget session.jsonl --system-prompt system.txt --emit context > request.json`,
 		Args: cobra.MinimumNArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			cfg, err := f.Config()
-			if err != nil {
-				return err
-			}
+		RunE: runE(f, opts, runF, func(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
 			opts.Files = args
 			opts.JSON = f.JSON
 			opts.StateDir = cfg.StateDir(c.Flags())
 			opts.IndexLocation = cfg.String(c.Flags(), "recall.url")
+			var err error
 			if opts.Embedder, err = recallEmbedder(cfg); err != nil {
 				return exitcode.New(exitcode.Usage, err)
 			}
 			if err := opts.load(cfg, c.Flags()); err != nil {
 				return exitcode.New(exitcode.Usage, err)
 			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return runBudget(c.Context(), opts)
-		},
+			return nil
+		}, runBudget),
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Workspace, "workspace", "", "the agent's workspace directory (bootstrap files)")

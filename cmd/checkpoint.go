@@ -36,7 +36,7 @@ type CheckpointOptions struct {
 	Wait   time.Duration    // state lock wait
 }
 
-func init() { register(func(f *Factory) *cobra.Command { return newCheckpointCmd(f, nil) }) }
+func init() { register(newCheckpointCmd) }
 
 // newCheckpointCmd builds the command; runF, when set, receives the resolved
 // options instead of running (tests of flag and config resolution).

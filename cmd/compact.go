@@ -51,7 +51,7 @@ type CompactOptions struct {
 	Hooks         compaction.Hooks
 }
 
-func init() { register(func(f *Factory) *cobra.Command { return newCompactCmd(f, nil) }) }
+func init() { register(newCompactCmd) }
 
 // newCompactCmd builds the command; runF, when set, receives the resolved
 // options instead of running (tests of flag and config resolution).
@@ -93,15 +93,7 @@ empty summary writes nothing and exits 1.`,
   ctxtool compact session.jsonl --if-needed        # from a hook: only above the trigger
   OPENAI_API_KEY=… ctxtool compact session.jsonl --summarizer llm --llm-model gpt-4o-mini`,
 		Args: cobra.MinimumNArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			if err := opts.resolve(f, c, args); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return runCompact(c.Context(), opts)
-		},
+		RunE: runE(f, opts, runF, opts.resolve, runCompact),
 	}
 	addCompactFlags(cmd, opts)
 	return cmd
@@ -127,11 +119,7 @@ func addCompactFlags(cmd *cobra.Command, opts *CompactOptions) {
 }
 
 // resolve fills the options from the config, the flags of c and args.
-func (o *CompactOptions) resolve(f *Factory, c *cobra.Command, args []string) error {
-	cfg, err := f.Config()
-	if err != nil {
-		return err
-	}
+func (o *CompactOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
 	if err := o.fromConfig(cfg, c); err != nil {
 		return exitcode.New(exitcode.Usage, err)
 	}
@@ -143,6 +131,7 @@ func (o *CompactOptions) resolve(f *Factory, c *cobra.Command, args []string) er
 	o.Files = args
 	o.JSON = f.JSON
 	if o.Truncate && !o.DryRun && cfg.Bool(nil, "recall.enabled") && o.IndexBackup == nil {
+		var err error
 		if o.IndexBackup, err = backupIndexer(cfg, c.Flags()); err != nil {
 			return exitcode.New(exitcode.Usage, err)
 		}

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ctxtool/ctxtool/pkg/config"
 	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
 	"github.com/ctxtool/ctxtool/pkg/models"
@@ -36,7 +38,7 @@ type EstimateOptions struct {
 	Gauge func(tokens, window int) string
 }
 
-func init() { register(func(f *Factory) *cobra.Command { return newEstimateCmd(f, nil) }) }
+func init() { register(newEstimateCmd) }
 
 // newEstimateCmd builds the command; runF, when set, receives the resolved
 // options instead of running (tests of flag and config resolution).
@@ -65,11 +67,7 @@ measure the same way and report the same size.`,
   ctxtool estimate --tokenizer heuristic --json ~/.pi/agent/sessions/*/*.jsonl
   ctxtool estimate --fail-over 80% session.jsonl   # exit 3 above 80% of the window`,
 		Args: cobra.MinimumNArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			cfg, err := f.Config()
-			if err != nil {
-				return err
-			}
+		RunE: runE(f, opts, runF, func(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
 			opts.Files = args
 			opts.JSON = f.JSON
 			so := sizeOptions(cfg, c.Flags())
@@ -78,11 +76,8 @@ measure the same way and report the same size.`,
 			if opts.Gauge == nil {
 				opts.Gauge = contextGauge
 			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return runEstimate(opts)
-		},
+			return nil
+		}, func(_ context.Context, o *EstimateOptions) error { return runEstimate(o) }),
 	}
 	fl := cmd.Flags()
 	configFlags(cmd, "estimate.tokenizer", "model", "contextWindow")

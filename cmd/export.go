@@ -19,7 +19,7 @@ type ExportOptions struct {
 	JSON   bool
 }
 
-func init() { register(func(f *Factory) *cobra.Command { return newExportCmd(f, nil) }) }
+func init() { register(newExportCmd) }
 
 // newExportCmd builds the command; runF, when set, receives the resolved
 // options instead of running (tests of flag and config resolution).

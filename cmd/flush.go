@@ -41,7 +41,7 @@ type FlushOptions struct {
 	Compact *CompactOptions
 }
 
-func init() { register(func(f *Factory) *cobra.Command { return newFlushCmd(f, nil) }) }
+func init() { register(newFlushCmd) }
 
 // newFlushCmd builds the command; runF, when set, receives the resolved
 // options instead of running (tests of flag and config resolution).
@@ -77,22 +77,15 @@ flushes do not duplicate entries.`,
   ctxtool flush session.jsonl --workspace ws --force --dry-run --json
   ctxtool compact session.jsonl --memory-flush --workspace ws   # flush, then compact`,
 		Args: cobra.MinimumNArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			cfg, err := f.Config()
-			if err != nil {
-				return err
-			}
+		RunE: runE(f, opts, runF, func(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
 			opts.Files = args
 			opts.JSON = f.JSON
 			opts.StateDir = cfg.StateDir(c.Flags())
 			if err := opts.load(cfg, c.Flags()); err != nil {
 				return exitcode.New(exitcode.Usage, err)
 			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return runFlush(c.Context(), opts)
-		},
+			return nil
+		}, runFlush),
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Workspace, "workspace", "", "the agent's workspace directory (notes go to its memory/)")

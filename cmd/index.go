@@ -33,7 +33,7 @@ type IndexOptions struct {
 	MaxChars int
 }
 
-func init() { register(func(f *Factory) *cobra.Command { return newIndexCmd(f, nil) }) }
+func init() { register(newIndexCmd) }
 
 // newIndexCmd builds the command; runF, when set, receives the resolved
 // options instead of running (tests of flag and config resolution).
@@ -70,24 +70,18 @@ hybrid search.`,
   ctxtool index --index postgres://ctxtool@db.internal/recall /srv/agents/*/sessions
   ctxtool index --rebuild ~/.pi/agent/sessions`,
 		Args: cobra.MinimumNArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			cfg, err := f.Config()
-			if err != nil {
-				return err
-			}
+		RunE: runE(f, opts, runF, func(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
 			opts.Paths = args
 			opts.JSON = f.JSON
 			opts.StateDir = cfg.StateDir(c.Flags())
 			opts.Location = cfg.String(c.Flags(), "recall.url")
 			opts.MaxChars = cfg.Int(nil, "recall.toolOutputChars")
+			var err error
 			if opts.Embedder, err = recallEmbedder(cfg); err != nil {
 				return exitcode.New(exitcode.Usage, err)
 			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return runIndex(c.Context(), opts)
-		},
+			return nil
+		}, runIndex),
 	}
 	addIndexFlag(cmd)
 	cmd.Flags().BoolVar(&opts.Rebuild, "rebuild", false, "empty the index first and index everything again (a damaged index's remedy)")

@@ -36,7 +36,7 @@ type LintOptions struct {
 	Ctx       context.Context
 }
 
-func init() { register(func(f *Factory) *cobra.Command { return newLintCmd(f, nil) }) }
+func init() { register(newLintCmd) }
 
 // newLintCmd builds the command; runF, when set, receives the resolved
 // options instead of running (tests of flag and config resolution).
@@ -71,11 +71,7 @@ Directories are walked for transcripts (and .reset/.deleted archives).`,
   ctxtool lint --baseline baseline.json transcripts/   # fail only on new findings
   ctxtool lint --max-utilization 0.8 --fail-on warning session.jsonl
   ctxtool lint --fix --dry-run session.jsonl`,
-		RunE: func(c *cobra.Command, args []string) error {
-			cfg, err := f.Config()
-			if err != nil {
-				return err
-			}
+		RunE: runE(f, opts, runF, func(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
 			if !opts.ListRules && len(args) == 0 {
 				return exitcode.Newf(exitcode.Usage, "lint needs at least one FILE or DIR (or --list-rules)")
 			}
@@ -87,11 +83,8 @@ Directories are walked for transcripts (and .reset/.deleted archives).`,
 			if err := lintConfig(opts, cfg, c); err != nil {
 				return exitcode.New(exitcode.Usage, err)
 			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return runLint(opts)
-		},
+			return nil
+		}, func(_ context.Context, o *LintOptions) error { return runLint(o) }),
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Format, "format", "text", "output: text, json (one object per finding) or sarif (SARIF 2.1.0)")

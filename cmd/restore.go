@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ctxtool/ctxtool/pkg/checkpoint"
+	"github.com/ctxtool/ctxtool/pkg/config"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
@@ -32,7 +33,7 @@ type RestoreOptions struct {
 	Ctx        context.Context
 }
 
-func init() { register(func(f *Factory) *cobra.Command { return newRestoreCmd(f, nil) }) }
+func init() { register(newRestoreCmd) }
 
 // newRestoreCmd builds the command; runF, when set, receives the resolved
 // options instead of running (tests of flag and config resolution).
@@ -57,20 +58,13 @@ and appends nothing when the session's last entry is that text already.`,
   ctxtool restore --list telegram:user123
   ctxtool restore --id cp_002 --format yaml telegram:user123`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			cfg, err := f.Config()
-			if err != nil {
-				return err
-			}
+		RunE: runE(f, opts, runF, func(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
 			opts.Target = args[0]
 			opts.JSON = f.JSON
 			opts.StateDir = cfg.StateDir(c.Flags())
 			opts.Ctx = c.Context()
-			if runF != nil {
-				return runF(opts)
-			}
-			return runRestore(opts)
-		},
+			return nil
+		}, func(_ context.Context, o *RestoreOptions) error { return runRestore(o) }),
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Format, "format", "text", "text|yaml|json")

@@ -45,7 +45,7 @@ type RollOptions struct {
 	Fallback rolling.FallbackFunc
 }
 
-func init() { register(func(f *Factory) *cobra.Command { return newRollCmd(f, nil) }) }
+func init() { register(newRollCmd) }
 
 // newRollCmd builds the command; runF, when set, receives the resolved
 // options instead of running (tests of flag and config resolution).
@@ -87,15 +87,7 @@ code 4 unless --wait gets the lock). Standalone pi takes no lock: use
   ctxtool roll --dry-run --trigger 0 --target-utilization 0.5 session.jsonl
   ctxtool roll --older-than 30m --json ~/.openclaw/agents ~/.pi/agent/sessions`,
 		Args: cobra.MinimumNArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			if err := opts.resolve(f, c, args); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return runRoll(c.Context(), opts)
-		},
+		RunE: runE(f, opts, runF, opts.resolve, runRoll),
 	}
 	addRollFlags(cmd, opts)
 	return cmd
@@ -115,11 +107,7 @@ func addRollFlags(cmd *cobra.Command, opts *RollOptions) {
 }
 
 // resolve fills the options from the config, the flags of c and args.
-func (o *RollOptions) resolve(f *Factory, c *cobra.Command, args []string) error {
-	cfg, err := f.Config()
-	if err != nil {
-		return err
-	}
+func (o *RollOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
 	fl := c.Flags()
 	o.Paths = args
 	o.JSON = f.JSON
@@ -138,6 +126,7 @@ func (o *RollOptions) resolve(f *Factory, c *cobra.Command, args []string) error
 	o.RecallURL = cfg.String(fl, "recall.url")
 	o.MaxChars = cfg.Int(nil, "recall.toolOutputChars")
 	if o.RecallEnabled {
+		var err error
 		if o.Embedder, err = recallEmbedder(cfg); err != nil {
 			return exitcode.New(exitcode.Usage, err)
 		}

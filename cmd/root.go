@@ -47,10 +47,35 @@ func (f *Factory) Config() (*config.Config, error) {
 	return c, nil
 }
 
+// runE returns the RunE of a command: it loads the config, resolve fills
+// opts from it, the flags of c and the arguments, and then runF, when set
+// (tests of flag and config resolution), receives them instead of run.
+func runE[O any](f *Factory, opts O, runF func(O) error,
+	resolve func(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error,
+	run func(context.Context, O) error) func(*cobra.Command, []string) error {
+	return func(c *cobra.Command, args []string) error {
+		cfg, err := f.Config()
+		if err != nil {
+			return err
+		}
+		if err := resolve(f, cfg, c, args); err != nil {
+			return err
+		}
+		if runF != nil {
+			return runF(opts)
+		}
+		return run(c.Context(), opts)
+	}
+}
+
 // commandBuilders are the subcommands; each command file adds itself in init().
 var commandBuilders []func(*Factory) *cobra.Command
 
-func register(b func(*Factory) *cobra.Command) { commandBuilders = append(commandBuilders, b) }
+// register adds a command builder; the tree is built without runF (which
+// tests pass to see the resolved options instead of running).
+func register[O any](newCmd func(*Factory, func(O) error) *cobra.Command) {
+	commandBuilders = append(commandBuilders, func(f *Factory) *cobra.Command { return newCmd(f, nil) })
+}
 
 // NewRootCmd builds the command tree around the given streams.
 func NewRootCmd(io *IOStreams) (*cobra.Command, *Factory) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ctxtool/ctxtool/pkg/config"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
 	"github.com/ctxtool/ctxtool/pkg/recall"
 )
@@ -26,7 +27,7 @@ type SearchOptions struct {
 	Embedder   recall.Embedder
 }
 
-func init() { register(func(f *Factory) *cobra.Command { return newSearchCmd(f, nil) }) }
+func init() { register(newSearchCmd) }
 
 // newSearchCmd builds the command; runF, when set, receives the resolved
 // options instead of running (tests of flag and config resolution).
@@ -48,25 +49,19 @@ citation, entryIds, timestamp, source); no hits print nothing.`,
   ctxtool search --session sess.jsonl --max-results 3 --json ORD-1234
   ctxtool search 迁移脚本`,
 		Args: cobra.MinimumNArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			cfg, err := f.Config()
-			if err != nil {
-				return err
-			}
+		RunE: runE(f, opts, runF, func(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
 			opts.Query = strings.Join(args, " ")
 			opts.JSON = f.JSON
 			opts.StateDir = cfg.StateDir(c.Flags())
 			opts.Location = cfg.String(c.Flags(), "recall.url")
 			opts.MaxResults = cfg.Int(c.Flags(), "recall.maxResults")
 			opts.MinScore = cfg.Float(c.Flags(), "recall.minScore")
+			var err error
 			if opts.Embedder, err = recallEmbedder(cfg); err != nil {
 				return exitcode.New(exitcode.Usage, err)
 			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return runSearch(c.Context(), opts)
-		},
+			return nil
+		}, runSearch),
 	}
 	fl := cmd.Flags()
 	configFlags(cmd, "recall.maxResults", "recall.minScore")

@@ -16,8 +16,15 @@ func CopyToTemp(t testing.TB, src string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dst := filepath.Join(t.TempDir(), filepath.Base(src))
-	if err := os.WriteFile(dst, b, 0o644); err != nil {
+	return WriteTemp(t, filepath.Base(src), b)
+}
+
+// WriteTemp writes data to a file named name in a new t.TempDir() and
+// returns its path: a session a test spells out line by line.
+func WriteTemp(t testing.TB, name string, data []byte) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(dst, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return dst

@@ -55,13 +55,13 @@ func Compact(ctx context.Context, s *transcript.Session, p *Preparation, set Set
 	if err != nil {
 		return nil, err
 	}
-	g := &region{msgs: msgs, prefix: prefix, ops: newFileOps()}
+	g := &region{msgs: msgs, prefix: prefix, ops: NewFileOps()}
 	mergePrevFiles(p.prevDetails, g.ops)
 	for _, m := range msgs {
-		g.ops.addMessage(m.M)
+		g.ops.AddMessage(m.M)
 	}
 	for _, m := range prefix {
-		g.ops.addMessage(m.M)
+		g.ops.AddMessage(m.M)
 	}
 	g.base.ReadFiles, g.base.ModifiedFiles = g.ops.Lists()
 	g.base.Failures, g.base.FailuresTotal = collectFailures(append(append([]*Msg{}, msgs...), prefix...))

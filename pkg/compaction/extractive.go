@@ -144,7 +144,7 @@ func regionItems(msgs []*Msg) []item {
 	var lastAssistant string
 	var finals []item
 	tools := map[string]int{}
-	ops := newFileOps()
+	ops := NewFileOps()
 	for i, mm := range msgs {
 		switch mm.Role() {
 		case "user":
@@ -153,7 +153,7 @@ func regionItems(msgs []*Msg) []item {
 				users = append(users, mm)
 			}
 		case "assistant":
-			ops.addMessage(mm.M)
+			ops.AddMessage(mm.M)
 			for _, b := range mm.M.ToolCalls() {
 				tools[b.Name]++
 			}

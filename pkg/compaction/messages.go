@@ -244,13 +244,15 @@ type FileOps struct {
 	Read, Written, Edited map[string]bool
 }
 
-func newFileOps() *FileOps {
+// NewFileOps returns empty file operations.
+func NewFileOps() *FileOps {
 	return &FileOps{Read: map[string]bool{}, Written: map[string]bool{}, Edited: map[string]bool{}}
 }
 
-// addMessage records read/write/edit tool calls that name a path (pi's rule;
-// other tools are ignored because their paths are not reliable).
-func (f *FileOps) addMessage(m *transcript.Message) {
+// AddMessage records read/write/edit tool calls that name a path (pi's rule:
+// other tools are ignored because their paths are not reliable, and an empty
+// path names no file). compact and roll both take their lists from here.
+func (f *FileOps) AddMessage(m *transcript.Message) {
 	if m.Role != "assistant" {
 		return
 	}

@@ -4,12 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 
+	"github.com/ctxtool/ctxtool/pkg/safefile"
 	"github.com/ctxtool/ctxtool/pkg/walk"
 )
 
@@ -26,11 +26,7 @@ type Baseline struct {
 func LoadBaseline(path string) (*Baseline, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return nil, fmt.Errorf("--baseline %s: %v (write one with `ctxtool estimate --json FILES > %s`)", path, err, path)
+		return nil, fmt.Errorf("--baseline %s: %v (write one with `ctxtool estimate --json FILES > %s`)", path, safefile.PathCause(err), path)
 	}
 	b := &Baseline{File: path, tokens: map[string]int{}}
 	sc := bufio.NewScanner(bytes.NewReader(data))

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+
+	"github.com/ctxtool/ctxtool/pkg/safefile"
 )
 
 // Baseline is the set of findings a previous run reported, by fingerprint
@@ -21,7 +23,7 @@ type Baseline struct {
 func LoadBaseline(path string) (*Baseline, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("--baseline %s: %v (write one with `ctxtool lint --json FILES > %s`)", path, unwrapPathErr(err), path)
+		return nil, fmt.Errorf("--baseline %s: %v (write one with `ctxtool lint --json FILES > %s`)", path, safefile.PathCause(err), path)
 	}
 	b := &Baseline{File: path, known: map[string]bool{}}
 	trimmed := bytes.TrimSpace(data)

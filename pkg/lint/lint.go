@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/ctxtool/ctxtool/pkg/models"
+	"github.com/ctxtool/ctxtool/pkg/safefile"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -82,7 +83,7 @@ func File(path string, opts *Options) (*Report, error) {
 	}
 	st, err := os.Stat(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", path, unwrapPathErr(err))
+		return nil, fmt.Errorf("%s: %v", path, safefile.PathCause(err))
 	}
 	if st.IsDir() {
 		return nil, fmt.Errorf("%s: is a directory (lint walks directories itself: pass it as an argument, not a file)", path)
@@ -163,14 +164,6 @@ func lint(file string, s *transcript.Session, loadErr error, scan *contentResult
 		r.Entries = len(s.Entries)
 	}
 	return r, nil
-}
-
-func unwrapPathErr(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }
 
 // checker holds one file's state while the rules run.

@@ -3,10 +3,10 @@ package rolling
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
+	"github.com/ctxtool/ctxtool/pkg/compaction"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -158,17 +158,16 @@ func decodeDetails(raw json.RawMessage) *Details {
 }
 
 // fileOps computes pi's cumulative file lists (docs/design/pi-baseline.md) for
-// the evicted messages: read/write/edit tool calls with a string `path`,
-// plus the previous compaction's lists when pi would merge them (fromHook
-// false).
+// the evicted messages: compaction.FileOps's rule for the tool calls, plus
+// the previous compaction's lists when pi would merge them (fromHook false).
 func fileOps(s *transcript.Session, evicted []Message, prev *Details, prevFromHook bool) (read, modified []string, err error) {
-	readSet, editSet := map[string]bool{}, map[string]bool{}
+	ops := compaction.NewFileOps()
 	if prev != nil && !prevFromHook {
 		for _, f := range prev.ReadFiles {
-			readSet[f] = true
+			ops.Read[f] = true
 		}
 		for _, f := range prev.ModifiedFiles {
-			editSet[f] = true
+			ops.Edited[f] = true
 		}
 	}
 	for _, m := range evicted {
@@ -179,40 +178,11 @@ func fileOps(s *transcript.Session, evicted []Message, prev *Details, prevFromHo
 		if err != nil {
 			return nil, nil, err
 		}
-		if msg == nil {
-			continue
-		}
-		for _, tc := range msg.ToolCalls() {
-			var args struct {
-				Path any `json:"path"`
-			}
-			if json.Unmarshal(tc.Arguments, &args) != nil {
-				continue
-			}
-			p, ok := args.Path.(string)
-			if !ok {
-				continue
-			}
-			switch tc.Name {
-			case "read":
-				readSet[p] = true
-			case "write", "edit":
-				editSet[p] = true
-			}
+		if msg != nil {
+			ops.AddMessage(msg)
 		}
 	}
-	modified = []string{}
-	for f := range editSet {
-		modified = append(modified, f)
-	}
-	read = []string{}
-	for f := range readSet {
-		if !editSet[f] {
-			read = append(read, f)
-		}
-	}
-	sort.Strings(read)
-	sort.Strings(modified)
+	read, modified = ops.Lists()
 	return read, modified, nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -263,4 +264,14 @@ func CheckRegular(path string, st os.FileInfo) error {
 		what = "not a regular file (" + m.Type().String() + ")"
 	}
 	return &NotRegularError{File: path, What: what}
+}
+
+// PathCause drops the *fs.PathError wrapper (operation and path) from err:
+// ctxtool's messages name the path themselves, with what it was for.
+func PathCause(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }

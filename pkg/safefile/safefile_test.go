@@ -1,10 +1,14 @@
 package safefile
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -119,5 +123,21 @@ func TestInterruptWaitsForCriticalSection(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(dir, ".target.ctxtool-tmp-*")); len(left) != 0 {
 		t.Fatalf("temp file left: %v", left)
+	}
+}
+
+// PathCause is the one wording of a file error without its operation and
+// path (transcript, walk, lint, budget and estimate name the path themselves).
+func TestPathCause(t *testing.T) {
+	_, err := os.Open(filepath.Join(t.TempDir(), "missing"))
+	if got := PathCause(err); !errors.Is(got, fs.ErrNotExist) || strings.Contains(got.Error(), "missing") {
+		t.Errorf("PathCause(%v) = %v, want the bare cause", err, got)
+	}
+	if wrapped := fmt.Errorf("open: %w", err); PathCause(wrapped).Error() != PathCause(err).Error() {
+		t.Errorf("a wrapped *fs.PathError keeps its wrapper: %v", PathCause(wrapped))
+	}
+	other := errors.New("disk on fire")
+	if PathCause(other) != other {
+		t.Error("an error without a path changed")
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -146,13 +145,13 @@ func Load(path string) (*Session, error) {
 // FIFO swapped in at the last moment.
 func OpenRegular(path string) (*os.File, os.FileInfo, error) {
 	if st, err := os.Stat(path); err != nil {
-		return nil, nil, fmt.Errorf("%s: %v", path, unwrapPathErr(err))
+		return nil, nil, fmt.Errorf("%s: %v", path, safefile.PathCause(err))
 	} else if err := checkRegular(path, st); err != nil {
 		return nil, nil, err
 	}
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %v", path, unwrapPathErr(err))
+		return nil, nil, fmt.Errorf("%s: %v", path, safefile.PathCause(err))
 	}
 	st, err := f.Stat()
 	if err == nil {
@@ -195,14 +194,6 @@ func fingerprint(r io.ReaderAt, size int64) ([32]byte, error) {
 	return out, nil
 }
 
-func unwrapPathErr(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
-
 // SpoolStdin copies standard input into an unlinked temporary file and
 // returns it rewound. A session piped in is then read like a session file —
 // indexed in one pass, content read back on demand — instead of being held
@@ -211,7 +202,7 @@ func unwrapPathErr(err error) error {
 func SpoolStdin() (*os.File, int64, error) {
 	f, err := os.CreateTemp("", "ctxtool-stdin-*")
 	if err != nil {
-		return nil, 0, fmt.Errorf("stdin: cannot spool to a temporary file: %v (set TMPDIR to a writable directory)", unwrapPathErr(err))
+		return nil, 0, fmt.Errorf("stdin: cannot spool to a temporary file: %v (set TMPDIR to a writable directory)", safefile.PathCause(err))
 	}
 	os.Remove(f.Name())
 	size, err := io.Copy(f, os.Stdin)

@@ -168,7 +168,7 @@ func ownPayload() []byte {
 func newPayloadFile(path string) (*os.File, error) {
 	f, err := safefile.CreateTemp(path, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("%s: cannot create lock: %v (is the directory writable?)", path, unwrapPathErr(err))
+		return nil, fmt.Errorf("%s: cannot create lock: %v (is the directory writable?)", path, safefile.PathCause(err))
 	}
 	data := ownPayload()
 	if _, err := f.Write(data); err != nil {
@@ -207,7 +207,7 @@ func createLock(path string) (*Lock, error) {
 		if errors.Is(err, os.ErrExist) {
 			return nil, nil
 		}
-		return nil, fmt.Errorf("%s: cannot create lock: %v (is the directory writable?)", path, unwrapPathErr(err))
+		return nil, fmt.Errorf("%s: cannot create lock: %v (is the directory writable?)", path, safefile.PathCause(err))
 	}
 	return own(path, f)
 }
@@ -222,7 +222,7 @@ func createLockNoLink(path string) (*Lock, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: cannot create lock: %v (is the directory writable?)", path, unwrapPathErr(err))
+		return nil, fmt.Errorf("%s: cannot create lock: %v (is the directory writable?)", path, safefile.PathCause(err))
 	}
 	data := ownPayload()
 	if _, err := f.Write(data); err != nil {
@@ -270,7 +270,7 @@ func takeOver(path string, seen lockInfo) (*Lock, error) {
 	safefile.CrashPoint("lock-takeover")
 	if err := os.Rename(f.Name(), path); err != nil {
 		discardTemp(f)
-		return nil, fmt.Errorf("%s: cannot take over the stale lock: %v", path, unwrapPathErr(err))
+		return nil, fmt.Errorf("%s: cannot take over the stale lock: %v", path, safefile.PathCause(err))
 	}
 	safefile.Forget(f.Name())
 	return own(path, f)
@@ -344,7 +344,7 @@ func inspectLock(path string) lockInfo {
 	if err != nil {
 		info.gone = errors.Is(err, os.ErrNotExist)
 		if !info.gone {
-			info.problem = fmt.Sprintf("cannot be read (%v)", unwrapPathErr(err))
+			info.problem = fmt.Sprintf("cannot be read (%v)", safefile.PathCause(err))
 		}
 		return info
 	}
@@ -357,7 +357,7 @@ func inspectLock(path string) lockInfo {
 	data, size, err := safefile.ReadCapped(path, maxLockPayload)
 	if err != nil {
 		info.gone = errors.Is(err, os.ErrNotExist)
-		info.problem = fmt.Sprintf("cannot be read (%v)", unwrapPathErr(err))
+		info.problem = fmt.Sprintf("cannot be read (%v)", safefile.PathCause(err))
 		return info
 	}
 	trimmed := strings.TrimSpace(string(data))

@@ -77,7 +77,7 @@ func Rewrite(s *Session, content []byte, opts RewriteOptions) (*RewriteResult, e
 
 	tmp, err := safefile.CreateTemp(real, ofi.Mode().Perm())
 	if err != nil {
-		return nil, fmt.Errorf("%s: cannot create a temp file next to it: %v", s.File, unwrapPathErr(err))
+		return nil, fmt.Errorf("%s: cannot create a temp file next to it: %v", s.File, safefile.PathCause(err))
 	}
 	sw := &swap{s: s, real: real, old: old, ofi: ofi, tmp: tmp, tmpName: tmp.Name(), size: int64(len(content))}
 	defer func() {
@@ -136,7 +136,7 @@ func rewritablePath(s *Session, idle time.Duration) (string, error) {
 func openAsLoaded(s *Session, real string) (*os.File, os.FileInfo, error) {
 	old, err := os.Open(real)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %v", s.File, unwrapPathErr(err))
+		return nil, nil, fmt.Errorf("%s: %v", s.File, safefile.PathCause(err))
 	}
 	fail := func(err error) (*os.File, os.FileInfo, error) {
 		old.Close()

@@ -50,7 +50,7 @@ func AcquireStoreLock(ctx context.Context, store string, wait time.Duration) (*L
 			continue // replaced under us (taken over as stale): look again
 		}
 		if !errors.Is(err, os.ErrExist) {
-			return nil, fmt.Errorf("%s: cannot create lock: %v (is the directory writable?)", path, unwrapPathErr(err))
+			return nil, fmt.Errorf("%s: cannot create lock: %v (is the directory writable?)", path, safefile.PathCause(err))
 		}
 		pid, stale := inspectStoreLock(path)
 		if stale {

@@ -130,7 +130,7 @@ func WritablePath(path string) (string, error) {
 	}
 	fi, err := os.Stat(real)
 	if err != nil {
-		return "", fmt.Errorf("%s: %v", path, unwrapPathErr(err))
+		return "", fmt.Errorf("%s: %v", path, safefile.PathCause(err))
 	}
 	if err := checkRegular(path, fi); err != nil {
 		return "", err
@@ -151,7 +151,7 @@ func resolve(path string) (string, error) {
 	if target, lerr := os.Readlink(path); lerr == nil {
 		return "", fmt.Errorf("%s: a symlink to %s, which does not exist", path, target)
 	}
-	return "", fmt.Errorf("%s: %v", path, unwrapPathErr(err))
+	return "", fmt.Errorf("%s: %v", path, safefile.PathCause(err))
 }
 
 // ReadOnlyError refuses to write a file without write permission bits:
@@ -187,7 +187,7 @@ func appendVerified(s *Session, lines [][]byte) error {
 	}
 	f, err := os.OpenFile(real, os.O_RDWR|os.O_APPEND, 0)
 	if err != nil {
-		return fmt.Errorf("%s: open for append: %v", path, unwrapPathErr(err))
+		return fmt.Errorf("%s: open for append: %v", path, safefile.PathCause(err))
 	}
 	defer f.Close()
 	if err := s.sameBytes(f); err != nil {
@@ -279,7 +279,7 @@ func CheckIdle(path string, idle time.Duration) error {
 	}
 	fi, err := os.Stat(path)
 	if err != nil {
-		return fmt.Errorf("%s: %v", path, unwrapPathErr(err))
+		return fmt.Errorf("%s: %v", path, safefile.PathCause(err))
 	}
 	if since := time.Since(fi.ModTime()); since < idle {
 		if since < 0 {

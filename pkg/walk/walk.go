@@ -227,7 +227,7 @@ func expand(root string, opts Options) ([]File, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v (give a session .jsonl file or a sessions directory)", root, unwrap(err))
+		return nil, fmt.Errorf("%s: %v (give a session .jsonl file or a sessions directory)", root, safefile.PathCause(err))
 	}
 	if !st.IsDir() {
 		return expandFile(root, st)
@@ -275,7 +275,7 @@ func walkDir(root string, opts Options) ([]File, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", root, unwrap(err))
+		return nil, fmt.Errorf("%s: %v", root, safefile.PathCause(err))
 	}
 	return found, nil
 }
@@ -329,14 +329,6 @@ func storeSessions(db File) ([]File, error) {
 			ModTime: db.ModTime, Explicit: db.Explicit, Format: formats.OpenClawSQLite})
 	}
 	return out, nil
-}
-
-// unwrap drops the *fs.PathError wrapper: messages name the path already.
-func unwrap(err error) error {
-	if pe, ok := err.(*fs.PathError); ok {
-		return pe.Err
-	}
-	return err
 }
 
 // Key is the name a file is known by across runs (baselines compare runs
