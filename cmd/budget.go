@@ -94,10 +94,8 @@ or a test to send; their chars/4 sizes add up to the reported total.`,
 		RunE: runE(f, opts, runF, func(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
 			opts.Files = args
 			opts.JSON = f.JSON
-			opts.StateDir = cfg.StateDir(c.Flags())
-			opts.IndexLocation = cfg.String(c.Flags(), "recall.url")
 			var err error
-			if opts.Embedder, err = recallEmbedder(cfg); err != nil {
+			if opts.StateDir, opts.IndexLocation, opts.Embedder, err = recallConfig(cfg, c.Flags()); err != nil {
 				return exitcode.New(exitcode.Usage, err)
 			}
 			if err := opts.load(cfg, c.Flags()); err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/internal/testkit/llmtest"
 	"github.com/ctxtool/ctxtool/internal/testkit/usagekit"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
@@ -56,11 +57,7 @@ func sampleCopy(t *testing.T) (string, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := filepath.Join(t.TempDir(), "s.jsonl")
-	if err := os.WriteFile(p, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p, b
+	return testkit.WriteTemp(t, "s.jsonl", b), b
 }
 
 // compact compacts on request, like pi's /compact (it used to refuse below

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/ctxtool/ctxtool/pkg/config"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
@@ -73,11 +74,9 @@ hybrid search.`,
 		RunE: runE(f, opts, runF, func(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
 			opts.Paths = args
 			opts.JSON = f.JSON
-			opts.StateDir = cfg.StateDir(c.Flags())
-			opts.Location = cfg.String(c.Flags(), "recall.url")
 			opts.MaxChars = cfg.Int(nil, "recall.toolOutputChars")
 			var err error
-			if opts.Embedder, err = recallEmbedder(cfg); err != nil {
+			if opts.StateDir, opts.Location, opts.Embedder, err = recallConfig(cfg, c.Flags()); err != nil {
 				return exitcode.New(exitcode.Usage, err)
 			}
 			return nil
@@ -91,6 +90,13 @@ hybrid search.`,
 // addIndexFlag adds --index (config recall.url) to a command using recall.
 func addIndexFlag(cmd *cobra.Command) {
 	configFlags(cmd, "recall.url")
+}
+
+// recallConfig reads where a command's recall index is and how it embeds:
+// the state directory, --index (recall.url) and the embeddings client.
+func recallConfig(cfg *config.Config, fl *pflag.FlagSet) (stateDir, location string, e recall.Embedder, err error) {
+	e, err = recallEmbedder(cfg)
+	return cfg.StateDir(fl), cfg.String(fl, "recall.url"), e, err
 }
 
 // recallLocation is where the index lives: the explicit location

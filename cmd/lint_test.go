@@ -18,14 +18,7 @@ import (
 
 func runLintCmd(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
-	io, _, out, errOut := iostreams.Test()
-	root, _ := NewRootCmd(io)
-	root.SetArgs(append([]string{"lint"}, args...))
-	err := root.Execute()
-	if err != nil {
-		errOut.WriteString(err.Error()) // what Execute prints
-	}
-	return out.String(), errOut.String(), exitcode.Code(err)
+	return runCLI(t, append([]string{"lint"}, args...)...)
 }
 
 func jsonFindings(t *testing.T, out string) []lint.Finding {

@@ -3,11 +3,11 @@ package cmd
 import (
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 )
 
 // Every command that reads a session reports the lines pi drops the way
@@ -19,13 +19,7 @@ func TestEveryReaderReportsMalformedLines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fresh := func() string {
-		p := filepath.Join(t.TempDir(), "s.jsonl")
-		if err := os.WriteFile(p, src, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	fresh := func() string { return testkit.WriteTemp(t, "s.jsonl", src) }
 	state := t.TempDir()
 	for _, args := range [][]string{
 		{"estimate"},

@@ -2,14 +2,13 @@ package cmd
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
 	"github.com/ctxtool/ctxtool/pkg/iostreams"
 )
@@ -38,11 +37,7 @@ func resolve[T any](t *testing.T, build func(*Factory, func(*T) error) *cobra.Co
 // configFile writes a ctxtool.yaml and returns its path.
 func configFile(t *testing.T, yaml string) string {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "ctxtool.yaml")
-	if err := os.WriteFile(p, []byte(yaml), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return testkit.WriteTemp(t, "ctxtool.yaml", []byte(yaml))
 }
 
 // Flags, environment variables and the config file become the options each

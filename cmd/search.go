@@ -52,12 +52,10 @@ citation, entryIds, timestamp, source); no hits print nothing.`,
 		RunE: runE(f, opts, runF, func(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
 			opts.Query = strings.Join(args, " ")
 			opts.JSON = f.JSON
-			opts.StateDir = cfg.StateDir(c.Flags())
-			opts.Location = cfg.String(c.Flags(), "recall.url")
 			opts.MaxResults = cfg.Int(c.Flags(), "recall.maxResults")
 			opts.MinScore = cfg.Float(c.Flags(), "recall.minScore")
 			var err error
-			if opts.Embedder, err = recallEmbedder(cfg); err != nil {
+			if opts.StateDir, opts.Location, opts.Embedder, err = recallConfig(cfg, c.Flags()); err != nil {
 				return exitcode.New(exitcode.Usage, err)
 			}
 			return nil

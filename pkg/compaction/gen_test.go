@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf16"
+
+	"github.com/ctxtool/ctxtool/internal/testkit"
 )
 
 // gen writes small synthetic pi sessions (v3 or v1) for edge cases the
@@ -139,11 +139,7 @@ func (g *gen) compaction(summary string, firstKept string, firstKeptIndex int) s
 }
 
 func (g *gen) write(t testing.TB, name string) string {
-	p := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(p, []byte(strings.Join(g.lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return testkit.WriteTemp(t, name, []byte(strings.Join(g.lines, "\n")+"\n"))
 }
 
 var lorem = "The quick brown fox checks the build output, reads the failing test and edits the handler so the retry loop backs off properly. "

@@ -7,15 +7,13 @@ import (
 	"testing"
 
 	"github.com/spf13/pflag"
+
+	"github.com/ctxtool/ctxtool/internal/testkit"
 )
 
 func writeConfig(t *testing.T, body string) string {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "ctxtool.yaml")
-	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return testkit.WriteTemp(t, "ctxtool.yaml", []byte(body))
 }
 
 func loadErr(t *testing.T, file, openclaw string) string {

@@ -105,42 +105,49 @@ type usageSpan struct {
 // entries at every compaction was quadratic: 81% of a forced roll of a
 // 1 GB session).
 func pathSpans(path []*transcript.Entry, feat func(*transcript.Entry) features, audit *UsageAudit) (spans []usageSpan, anchors []anchorPoint) {
-	sound := audit.sound()
-	prefix := make([]features, len(path)+1) // Σ features of messages in path[:i]
-	first := make(map[string]int, len(path))
-	// At most one anchor and one span per sound record: sized once, as
-	// append's doubling kept every generation live (100 MB at 1 GB).
-	spans = make([]usageSpan, 0, len(sound))
-	anchors = make([]anchorPoint, 0, len(sound))
-	for i, e := range path {
-		prefix[i+1] = prefix[i]
-		if e.ProducesMessage() {
-			prefix[i+1] = add(prefix[i+1], feat(e))
-		}
-		if _, dup := first[e.ID]; !dup && e.ID != "" {
-			first[e.ID] = i
+	sound := audit.soundAt(path)
+	kept := transcript.KeptStarts(path)
+	// Σ features of the messages in path[:k] at each kept start k: the kept
+	// entries' sum is the running sum at the compaction minus it.
+	starts := make(map[int]features, len(kept))
+	for _, k := range kept {
+		if k >= 0 {
+			starts[k] = features{}
 		}
 	}
+	// At most one anchor and one span per sound record: sized once, as
+	// append's doubling kept every generation live (100 MB at 1 GB).
+	n := 0
+	for _, ok := range sound {
+		if ok {
+			n++
+		}
+	}
+	r := spanRecorder{spans: make([]usageSpan, 0, n), anchors: make([]anchorPoint, 0, n), prev: -1}
+	var run features    // Σ features of the messages in path[:i]
 	var active features // features of the context as the provider saw it
-	r := spanRecorder{spans: spans, anchors: anchors, prev: -1}
 	for i, e := range path {
+		if _, ok := starts[i]; ok {
+			starts[i] = run
+		}
 		switch {
 		case e.Type == "compaction":
 			// The context restarts: summary + kept entries.
 			active = feat(e)
-			if k, ok := first[e.FirstKeptEntryID]; ok && e.FirstKeptEntryID != "" && k < i {
-				active = add(active, sub(prefix[i], prefix[k]))
+			if k := kept[i]; k >= 0 {
+				active = add(active, sub(run, starts[k]))
 			}
 			r.restart()
 			continue
 		case e.ProducesMessage():
 			f := feat(e)
 			active = add(active, f)
+			run = add(run, f)
 			r.acc = add(r.acc, f)
 		default:
 			continue
 		}
-		if sound[e] {
+		if sound[i] {
 			r.record(path, i, active)
 		}
 	}

@@ -140,14 +140,14 @@ func (r *Result) chooseCounter(s *transcript.Session, ctx *transcript.Context, m
 	case Usage:
 		// pi's chars/4 per message; the calibration only measures the
 		// overhead.
-		c, err := newCounter(s, Calibrated, r.Audit)
+		c, err := newCounter(s, branchOf(s, ctx), Calibrated, r.Audit)
 		if err != nil {
 			return nil, err
 		}
 		r.Calibration = c.Calibration()
 		return (*transcript.Entry).Tokens, nil
 	}
-	c, err := newCounter(s, method, r.Audit)
+	c, err := newCounter(s, branchOf(s, ctx), method, r.Audit)
 	if err != nil {
 		return nil, err
 	}
@@ -161,6 +161,16 @@ func (r *Result) chooseCounter(s *transcript.Session, ctx *transcript.Context, m
 	}
 	c.Prefetch(entries)
 	return c.Tokens, nil
+}
+
+// branchOf is the session's root→leaf path when ctx was rebuilt from it (a
+// second walk of a 1 GB session's parent links costs a map lookup per
+// entry), nil otherwise.
+func branchOf(s *transcript.Session, ctx *transcript.Context) []*transcript.Entry {
+	if ctx.IsBranchOf(s) {
+		return ctx.Path
+	}
+	return nil
 }
 
 // scaled applies the evidence's scale to the raw per-message counts: the

@@ -73,19 +73,23 @@ type Counter struct {
 // single messages like "calibrated" (a usage record sizes a whole context,
 // not a message).
 func NewCounter(s *transcript.Session, method string) (*Counter, error) {
-	return newCounter(s, method, nil)
+	return newCounter(s, nil, method, nil)
 }
 
-// newCounter is NewCounter calibrated on an audit already made (nil: audit
-// the branch here).
-func newCounter(s *transcript.Session, method string, audit *UsageAudit) (*Counter, error) {
+// newCounter is NewCounter calibrated on the session's branch when it is
+// already walked (nil: walk it here) and on an audit of it already made
+// (nil: audit it here).
+func newCounter(s *transcript.Session, branch []*transcript.Entry, method string, audit *UsageAudit) (*Counter, error) {
 	if !ValidMethod(method) {
 		return nil, fmt.Errorf("unknown tokenizer %q (use one of %v)", method, Methods)
 	}
 	c := &Counter{s: s, method: method, images: map[*transcript.Entry]int{}, exact: map[*transcript.Entry]int{}}
 	switch method {
 	case Auto, Calibrated, Usage:
-		path := s.Branch()
+		path := branch
+		if path == nil {
+			path = s.Branch()
+		}
 		if audit == nil {
 			audit = AuditUsage(path, 0)
 		}

@@ -27,7 +27,7 @@ func EvaluateSpans(s *transcript.Session, minReal int) ([]SpanCheck, *Calibratio
 }
 
 func evaluateWith(c *Counter, path []*transcript.Entry, minReal int, audit *UsageAudit) []SpanCheck {
-	sound := audit.sound()
+	sound := audit.soundAt(path)
 	var out []SpanCheck
 	start := -1
 	var cal, heur float64
@@ -43,7 +43,7 @@ func evaluateWith(c *Counter, path []*transcript.Entry, minReal int, audit *Usag
 			cal += c.calib.apply(c.features(e))
 			heur += float64(e.Tokens())
 		}
-		if sound[e] {
+		if sound[i] {
 			if start < 0 {
 				start, cal, heur = i, 0, 0
 				continue

@@ -262,13 +262,30 @@ func (a *UsageAudit) Rejected() *UsageRecord {
 	return &a.Records[a.PiAnchor]
 }
 
-// sound is the set of entries whose records are sound.
-func (a *UsageAudit) sound() map[*transcript.Entry]bool {
-	out := make(map[*transcript.Entry]bool, len(a.Records))
+// soundAt marks the indexes of path whose records are sound. path is
+// normally the audited one, where a record's PathIndex finds it; for any
+// other path holding the entries they are looked up.
+func (a *UsageAudit) soundAt(path []*transcript.Entry) []bool {
+	out := make([]bool, len(path))
+	var at map[*transcript.Entry]int // path index by entry, when path is another one
 	for _, r := range a.Records {
-		if r.Sound() {
-			out[r.Entry] = true
+		if !r.Sound() {
+			continue
 		}
+		i := r.PathIndex
+		if i >= len(path) || path[i] != r.Entry {
+			if at == nil {
+				at = make(map[*transcript.Entry]int, len(path))
+				for j, e := range path {
+					at[e] = j
+				}
+			}
+			var ok bool
+			if i, ok = at[r.Entry]; !ok {
+				continue
+			}
+		}
+		out[i] = true
 	}
 	return out
 }
@@ -293,40 +310,22 @@ func ActiveTokens(path []*transcript.Entry) []int {
 // path[i] were the leaf, and era[i] numbers the compactions passed.
 type contextWalk struct {
 	path   []*transcript.Entry
-	prefix []int          // prefix[i] = Σ pi tokens of messages in path[:i]
-	first  map[string]int // entry id → first path index (pi finds kept entries by id)
+	prefix []int       // prefix[i] = Σ pi tokens of messages in path[:i]
+	kept   map[int]int // compaction path index → its first kept entry's (transcript.KeptStarts)
 	era    []int
 	active int
 	n      int
 }
 
 func newContextWalk(path []*transcript.Entry) *contextWalk {
-	w := &contextWalk{path: path, prefix: make([]int, len(path)+1), first: make(map[string]int, len(path)), era: make([]int, len(path))}
+	w := &contextWalk{path: path, prefix: make([]int, len(path)+1), kept: transcript.KeptStarts(path), era: make([]int, len(path))}
 	for i, e := range path {
 		w.prefix[i+1] = w.prefix[i]
 		if e.ProducesMessage() {
 			w.prefix[i+1] += e.Tokens()
 		}
-		if e.ID != "" {
-			if _, dup := w.first[e.ID]; !dup {
-				w.first[e.ID] = i
-			}
-		}
 	}
 	return w
-}
-
-// keptFrom is the path index of a compaction's first kept entry before it,
-// or -1 when it keeps nothing from before itself.
-func (w *contextWalk) keptFrom(i int) int {
-	c := w.path[i]
-	if c.FirstKeptEntryID == "" {
-		return -1
-	}
-	if k, ok := w.first[c.FirstKeptEntryID]; ok && k < i {
-		return k
-	}
-	return -1
 }
 
 func (w *contextWalk) step(i int) {
@@ -335,7 +334,7 @@ func (w *contextWalk) step(i int) {
 	case e.Type == "compaction":
 		w.n++
 		w.active = e.Tokens()
-		if k := w.keptFrom(i); k >= 0 {
+		if k := w.kept[i]; k >= 0 {
 			w.active += w.prefix[i] - w.prefix[k]
 		}
 	case e.ProducesMessage():

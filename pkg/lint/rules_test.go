@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 )
 
 // session builds a v3 session with the builder, then applies edit (raw
@@ -28,11 +28,7 @@ func session(t *testing.T, build func(b *sessiongen.Builder), edit func([]byte) 
 	if edit != nil {
 		data = edit(data)
 	}
-	path := filepath.Join(t.TempDir(), "s.jsonl")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return testkit.WriteTemp(t, "s.jsonl", data)
 }
 
 // turn appends a normal tool turn: user, assistant with one call, result,

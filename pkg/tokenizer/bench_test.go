@@ -4,6 +4,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/ctxtool/ctxtool/internal/cputime"
 )
 
 // BenchmarkCount counts every string of the fixture sessions (~4.6 MB of
@@ -73,12 +75,12 @@ func TestThroughputVsJSTiktoken(t *testing.T) {
 			wall, cpu, tokens := time.Duration(1<<62), time.Duration(1<<62), 0
 			for round := 0; round < 3; round++ {
 				tk.resetCache()
-				start, c0 := time.Now(), cpuTime()
+				start, c0 := time.Now(), cputime.Used()
 				n := 0
 				for _, s := range set.samples {
 					n += tk.Count(s)
 				}
-				wall, cpu, tokens = min(wall, time.Since(start)), min(cpu, cpuTime()-c0), n
+				wall, cpu, tokens = min(wall, time.Since(start)), min(cpu, cputime.Used()-c0), n
 			}
 			if tokens != js[enc].Counts[0] {
 				t.Errorf("%s %s: %d tokens, js-tiktoken %d", set.name, enc, tokens, js[enc].Counts[0])

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxtool/ctxtool/internal/cputime"
+
 	"github.com/ctxtool/ctxtool/internal/oracle"
 )
 
@@ -225,9 +227,9 @@ func TestPathologicalInputsFastAndExact(t *testing.T) {
 			// The bound is on CPU time, not wall time: a quadratic merge
 			// blows it just the same, and a machine busy with other work
 			// (CI runners, parallel test binaries) does not.
-			start, startCPU := time.Now(), cpuTime()
+			start, startCPU := time.Now(), cputime.Used()
 			n := tk.Count(inputs[name])
-			d, cpu := time.Since(start), cpuTime()-startCPU
+			d, cpu := time.Since(start), cputime.Used()-startCPU
 			t.Logf("%s %s: %d tokens in %v (%v CPU)", enc, name, n, d, cpu)
 			if cpu > time.Second && !raceEnabled {
 				t.Errorf("%s %s took %v of CPU time; want < 1s", enc, name, cpu)
@@ -297,9 +299,9 @@ func TestLongPieceSegments(t *testing.T) {
 	big := strings.Repeat("y", 16<<20)
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	startCPU := cpuTime()
+	startCPU := cputime.Used()
 	n := tk.Count(big)
-	cpu := cpuTime() - startCPU
+	cpu := cputime.Used() - startCPU
 	runtime.ReadMemStats(&after)
 	perByte := float64(after.TotalAlloc-before.TotalAlloc) / float64(len(big))
 	if perByte > 32 {

@@ -1,6 +1,9 @@
 package transcript
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -39,6 +42,73 @@ func TestPathToCycleAndChain(t *testing.T) {
 		}
 		if strings.Join(got, " ") != c.want || strings.Join(slow, " ") != c.want {
 			t.Errorf("%s: PathTo %v, with a seen-set %v, want %s", name, got, slow, c.want)
+		}
+	}
+}
+
+// PathTo's walk by file order must give exactly the map walk's path from
+// every entry: on a chain, on branches (a parent far back), on duplicate
+// ids (the later entry is the parent, so file order may not be used) and
+// on the bundled sessions.
+func TestPathToFileOrderMatchesMapWalk(t *testing.T) {
+	head := `{"type":"session","version":3,"id":"s","timestamp":"2026-03-02T09:00:00.000Z","cwd":"/w"}` + "\n"
+	msg := func(id, parent string) string {
+		return `{"type":"message","id":"` + id + `","parentId":"` + parent + `","timestamp":"2026-03-02T09:00:01.000Z","message":{"role":"user","content":"hi"}}` + "\n"
+	}
+	root := `{"type":"message","id":"a","parentId":null,"timestamp":"2026-03-02T09:00:01.000Z","message":{"role":"user","content":"hi"}}` + "\n"
+	sessions := map[string][]byte{
+		"branches":  []byte(head + root + msg("b", "a") + msg("c", "b") + msg("d", "a") + msg("e", "d") + msg("f", "c")),
+		"duplicate": []byte(head + root + msg("b", "a") + msg("c", "b") + msg("b", "a") + msg("d", "c") + msg("e", "b")),
+	}
+	for _, f := range []string{"sample-v1.jsonl", "sample-v3.jsonl", "edge-glued.jsonl", "edge-truncated.jsonl"} {
+		data, err := os.ReadFile(filepath.Join("..", "..", "testdata", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sessions[f] = data
+	}
+	for name, data := range sessions {
+		s, err := LoadBytes(name, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range s.Entries {
+			var got, want []string // ids and lines: a duplicated id's entries differ by line
+			for _, p := range s.PathTo(e) {
+				got = append(got, fmt.Sprintf("%s@%d", p.ID, p.Line))
+			}
+			for _, p := range s.pathToCyclic(e) {
+				want = append(want, fmt.Sprintf("%s@%d", p.ID, p.Line))
+			}
+			if strings.Join(got, " ") != strings.Join(want, " ") {
+				t.Errorf("%s: PathTo(%s) = %v, the map walk gives %v", name, e.ID, got, want)
+			}
+		}
+	}
+}
+
+// KeptStarts finds each compaction's first kept entry as BuildContext does
+// for the compaction in force.
+func TestKeptStartsMatchesBuildContext(t *testing.T) {
+	for _, f := range []string{"sample-v1.jsonl", "sample-v3.jsonl"} {
+		s, err := Load(filepath.Join("..", "..", "testdata", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := s.Branch()
+		kept := KeptStarts(path)
+		n := 0
+		for i, e := range path {
+			if e.Type != "compaction" {
+				continue
+			}
+			n++
+			if got, want := kept[i], BuildContext(path[:i+1]).KeptStart; got != want {
+				t.Errorf("%s: compaction at path index %d: KeptStarts %d, BuildContext %d", f, i, got, want)
+			}
+		}
+		if n == 0 || len(kept) != n {
+			t.Errorf("%s: %d compactions on the path, KeptStarts has %d", f, n, len(kept))
 		}
 	}
 }

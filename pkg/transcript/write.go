@@ -40,7 +40,7 @@ func (w *Writer) newID() (string, error) {
 			return "", err
 		}
 		id := hex.EncodeToString(b[:])
-		if !w.ids[id] && w.s.byID[id] == nil {
+		if !w.ids[id] && w.s.byID.get(id) == nil {
 			w.ids[id] = true
 			return id, nil
 		}
