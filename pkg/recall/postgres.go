@@ -399,18 +399,67 @@ func (s *pgStore) match(ctx context.Context, tokens []string, fileID int64, limi
 	if cond == "" {
 		return nil, nil
 	}
-	var n int
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM ctxtool_recall_chunks WHERE `+cond+
-		` LIMIT `+fmt.Sprint(rankWindow)+`) m`, args...).Scan(&n); err != nil {
-		return nil, s.err("search", err)
-	}
-	if n == 0 {
-		return nil, nil
-	}
-	if n >= rankWindow || cjk {
+	if cjk {
 		return s.newestMatches(ctx, cond, args, limit)
 	}
-	return s.rankedMatches(ctx, cond, args, terms, limit)
+	nRows, avgdl, err := s.totals(ctx)
+	if err != nil {
+		return nil, err
+	}
+	est, err := s.estimatedFrequencies(ctx, terms, nRows)
+	if err != nil {
+		return nil, err
+	}
+	if fileID < 0 && surelyMany(est, nRows) {
+		ms, err := s.newestMatches(ctx, cond, args, limit)
+		if err != nil || len(ms) == limit {
+			return ms, err
+		}
+		// fewer than limit matches: the estimate was wrong, count them
+	}
+	ids, err := s.matchIDs(ctx, cond, args)
+	if err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	if len(ids) >= rankWindow {
+		return s.newestMatches(ctx, cond, args, limit)
+	}
+	df, err := s.termFrequencies(ctx, terms, est)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range df {
+		nRows = max(nRows, d) // the totals are a few seconds old
+	}
+	return s.rankedMatches(ctx, ids, terms, df, nRows, avgdl, limit)
+}
+
+// surelyMany reports whether the estimated document frequencies est (of
+// every term, 0 = unknown) put the chunks with all terms far above
+// rankWindow: then counting them is skipped. That count walks the whole
+// posting list of every term in the GIN index, tens of ms per common word
+// at 1 GB, and decides nothing here: the estimate (terms independent) of
+// such queries is within 20% of the count, where the margin is 10×.
+func surelyMany(est []int64, nRows int64) bool {
+	if nRows <= 0 {
+		return false
+	}
+	and := float64(nRows)
+	for _, e := range est {
+		and *= float64(e) / float64(nRows)
+	}
+	return and >= 10*rankWindow
+}
+
+// matchIDs is the chunks meeting cond, at most rankWindow of them.
+func (s *pgStore) matchIDs(ctx context.Context, cond string, args []any) ([]int64, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id FROM ctxtool_recall_chunks WHERE `+cond+
+		` LIMIT `+fmt.Sprint(rankWindow), args...)
+	if err != nil {
+		return nil, s.err("search", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	return ids, s.err("search", err)
 }
 
 // pgMatchCond is the WHERE condition (with its $n arguments) selecting the
@@ -454,23 +503,11 @@ func (s *pgStore) newestMatches(ctx context.Context, cond string, args []any, li
 	return ms, s.err("search", err)
 }
 
-// rankedMatches scores every chunk meeting cond with BM25 over terms and
+// rankedMatches scores the chunks ids (fewer than rankWindow: ts_rank,
+// which has no IDF, would pick a different top) with BM25 over terms and
 // keeps the best limit.
-func (s *pgStore) rankedMatches(ctx context.Context, cond string, args []any, terms [][]string, limit int) ([]match, error) {
-	nRows, avgdl, err := s.totals(ctx)
-	if err != nil {
-		return nil, err
-	}
-	df, err := s.termFrequencies(ctx, terms)
-	if err != nil {
-		return nil, err
-	}
-	for _, d := range df {
-		nRows = max(nRows, d) // the totals are a few seconds old
-	}
-	// Fewer than rankWindow matches: score them all (ts_rank, which has
-	// no IDF, picks a different top).
-	rows, err := s.pool.Query(ctx, `SELECT id, text FROM ctxtool_recall_chunks WHERE `+cond, args...)
+func (s *pgStore) rankedMatches(ctx context.Context, ids []int64, terms [][]string, df []int64, nRows int64, avgdl float64, limit int) ([]match, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, text FROM ctxtool_recall_chunks WHERE id = ANY($1)`, ids)
 	if err != nil {
 		return nil, s.err("search", err)
 	}
@@ -492,15 +529,52 @@ func (s *pgStore) rankedMatches(ctx context.Context, cond string, args []any, te
 	return ms[:min(limit, len(ms))], nil
 }
 
+// estimatedFrequencies is the number of chunks matching each term as
+// ANALYZE's most-common-element statistics of tsv give it (frequency ×
+// nRows, as the planner estimates it), 0 for a term that is not among
+// them, a phrase, or before the first ANALYZE. Unlike the planner's
+// estimate for any term, a listed term's is close to its count; an unlisted
+// one has a default the planner makes up.
+func (s *pgStore) estimatedFrequencies(ctx context.Context, terms [][]string, nRows int64) ([]int64, error) {
+	lexemes := make([]string, len(terms))
+	for i, seq := range terms {
+		if len(seq) == 1 {
+			lexemes[i] = seq[0]
+		}
+	}
+	var freqs []float64
+	if err := s.pool.QueryRow(ctx, `SELECT array(SELECT coalesce(m.freq, 0)::float8
+		FROM unnest($1::text[]) WITH ORDINALITY q(lexeme, i) LEFT JOIN (
+			SELECT u.elem, u.freq FROM pg_stats s,
+				unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs) u(elem, freq)
+			WHERE s.schemaname = (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+				WHERE c.oid = 'ctxtool_recall_chunks'::regclass)
+			AND s.tablename = 'ctxtool_recall_chunks' AND s.attname = 'tsv' AND NOT s.inherited
+		) m ON m.elem = q.lexeme ORDER BY q.i)`, lexemes).Scan(&freqs); err != nil {
+		return nil, s.err("search", err)
+	}
+	est := make([]int64, len(terms))
+	for i := range est {
+		if i < len(freqs) && lexemes[i] != "" {
+			est[i] = int64(freqs[i] * float64(nRows))
+		}
+	}
+	return est, nil
+}
+
 // termFrequencies is the number of chunks matching each term (BM25's
-// document frequency). It is counted exactly up to dfExact matches; a
-// commoner term takes the planner's estimate, which ANALYZE's
-// most-common-element statistics of tsv make close for exactly such terms:
-// an exact count visits every matching row, ~1 s for one common word at
-// 1 GB, where the rest of a search takes milliseconds.
-func (s *pgStore) termFrequencies(ctx context.Context, terms [][]string) ([]int64, error) {
+// document frequency). A term whose statistics estimate est is at least
+// 10 × dfExact takes it; any other is counted exactly up to dfExact
+// matches, and a commoner one takes the planner's estimate: an exact count
+// visits every matching row, ~1 s for one common word at 1 GB, where the
+// rest of a search takes milliseconds.
+func (s *pgStore) termFrequencies(ctx context.Context, terms [][]string, est []int64) ([]int64, error) {
 	df := make([]int64, len(terms))
 	for i, seq := range terms {
+		if est[i] >= 10*dfExact {
+			df[i] = est[i]
+			continue
+		}
 		lit := tsqueryLiteral([][]string{seq})
 		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM ctxtool_recall_chunks WHERE tsv @@ $1::tsquery LIMIT `+
 			fmt.Sprint(dfExact)+`) m`, lit).Scan(&df[i]); err != nil {
@@ -509,11 +583,11 @@ func (s *pgStore) termFrequencies(ctx context.Context, terms [][]string) ([]int6
 		if df[i] < dfExact {
 			continue
 		}
-		est, err := s.estimatedMatches(ctx, lit)
+		e, err := s.estimatedMatches(ctx, lit)
 		if err != nil {
 			return nil, err
 		}
-		df[i] = max(df[i], est)
+		df[i] = max(df[i], e)
 	}
 	return df, nil
 }
