@@ -134,11 +134,9 @@ func captureSession(st *Store, s *transcript.Session, key string, now time.Time,
 	if err != nil {
 		abs = s.File
 	}
-	f, err := os.Open(s.File)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
+	// The session's bytes, not the file's: for a compressed or foreign
+	// transcript the offsets are in its pi translation.
+	f := io.ReaderAt(s)
 	// Only complete lines: a last line without its newline is a write in
 	// progress, captured once it ends.
 	lines, end := s.Lines, s.Size
@@ -220,7 +218,7 @@ func readMark(path string) (*captureMark, string) {
 
 // check says why the captured part is no longer the start of the file ("":
 // it is, only appends happened).
-func (m *captureMark) check(f *os.File, abs string, end int64, lines int) string {
+func (m *captureMark) check(f io.ReaderAt, abs string, end int64, lines int) string {
 	switch {
 	case m.File != abs:
 		return "first capture of this file"
@@ -417,7 +415,7 @@ func hasDecision(ds []StateDecision, what string) bool {
 }
 
 // lastNewline is the offset of the last '\n' before end, -1 when none.
-func lastNewline(f *os.File, end int64) (int64, error) {
+func lastNewline(f io.ReaderAt, end int64) (int64, error) {
 	buf := make([]byte, 64<<10)
 	for end > 0 {
 		n := int64(len(buf))
@@ -438,7 +436,7 @@ func lastNewline(f *os.File, end int64) (int64, error) {
 }
 
 // hashRange is the sha256 (hex) of the bytes [from, to).
-func hashRange(f *os.File, from, to int64) (string, error) {
+func hashRange(f io.ReaderAt, from, to int64) (string, error) {
 	h := sha256.New()
 	n, err := io.Copy(h, io.NewSectionReader(f, from, to-from))
 	if err != nil {

@@ -756,13 +756,7 @@ func (r appendedReader) ReadAt(p []byte, off int64) (int, error) {
 		}
 		return n, nil
 	}
-	r.base.mu.Lock()
-	src := r.base.src
-	r.base.mu.Unlock()
-	if src == nil {
-		return 0, fmt.Errorf("%s: session is closed", r.base.File)
-	}
-	return src.ReadAt(p, off)
+	return r.base.ReadAt(p, off)
 }
 
 // entryAtIndex returns the entry at pi's array index (header = 0).
@@ -831,14 +825,22 @@ func (s *Session) Raw(e *Entry) ([]byte, error) {
 			s.File, e.Line, e.Length>>20, MaxLineBytes>>20)
 	}
 	buf := make([]byte, e.Length)
+	if _, err := s.ReadAt(buf, e.Offset); err != nil {
+		return nil, fmt.Errorf("%s:%d: read: %v", s.File, e.Line, err)
+	}
+	return buf, nil
+}
+
+// ReadAt reads the bytes the session was loaded from, the offsets of its
+// entries and Size: the file itself for pi JSONL, its pi translation for
+// the other formats (a compressed or foreign file's own bytes are at other
+// offsets).
+func (s *Session) ReadAt(p []byte, off int64) (int, error) {
 	s.mu.Lock()
 	src := s.src
 	s.mu.Unlock()
 	if src == nil {
-		return nil, fmt.Errorf("%s: session is closed", s.File)
+		return 0, fmt.Errorf("%s: session is closed", s.File)
 	}
-	if _, err := src.ReadAt(buf, e.Offset); err != nil {
-		return nil, fmt.Errorf("%s:%d: read: %v", s.File, e.Line, err)
-	}
-	return buf, nil
+	return src.ReadAt(p, off)
 }
