@@ -206,7 +206,9 @@ func runRoll(ctx context.Context, opts *RollOptions) error {
 	}
 	for _, f := range files {
 		if f.Explicit && f.Kind != walk.Transcript {
-			return exitcode.New(exitcode.Usage, fmt.Errorf("%s: a %s is not rolled (only primary session transcripts are written to)", f.Path, f.Kind))
+			// Refused like every read-only transcript (exit 1), not as a
+			// usage error: the file exists and is read by the other commands.
+			return exitcode.New(exitcode.Runtime, fmt.Errorf("%s: not rolled (%s): only primary session transcripts are written to; roll a copy exported with `ctxtool export FILE --to pi`", f.Path, f.Kind))
 		}
 	}
 

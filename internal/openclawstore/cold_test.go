@@ -207,12 +207,11 @@ func searchPlanted(t *testing.T, bin, archive string, fact sessiongen.PlantedFac
 	t.Errorf("search %q: no hit citing seq %d of %s in\n%s", fact.Value, seq, archive, out)
 }
 
-// refuseWrites: the write commands refuse the archive — compact with exit
-// 1 as for any read-only format, roll with exit 2 as for any archive (it
-// writes only primary transcripts) — and leave it byte-identical, with
-// nothing written beside it. (restore --append needs a checkpoint first,
-// and checkpoint fails on every *.jsonl.zst: it hashes the compressed file
-// at offsets of the decompressed one.)
+// refuseWrites: checkpoint reads the archive (its state goes to the state
+// directory), and the write commands refuse it with exit 1, as any
+// read-only transcript — compact, roll (it writes only primary
+// transcripts), restore --append — and leave it byte-identical, with
+// nothing written beside it.
 func refuseWrites(t *testing.T, bin, archive string) {
 	before, err := os.ReadFile(archive)
 	if err != nil {
@@ -224,9 +223,11 @@ func refuseWrites(t *testing.T, bin, archive string) {
 		code int
 		says string
 	}{
+		{[]string{"checkpoint", "--force"}, 0, ""},
+		{[]string{"restore", "--append"}, 1, "does not write"},
 		{[]string{"compact"}, 1, "does not write"},
 		{[]string{"compact", "--truncate"}, 1, "does not write"},
-		{[]string{"roll", "--trigger", "0.0000001", "--target-utilization", "0.00000001", "--min-keep-messages", "1"}, 2, "is not rolled"},
+		{[]string{"roll", "--trigger", "0.0000001", "--target-utilization", "0.00000001", "--min-keep-messages", "1"}, 1, "not rolled (archived transcript)"},
 	} {
 		out, stderr, code := run(t, bin, append(append([]string{"--state-dir", state}, c.args...), archive)...)
 		if code != c.code || !strings.Contains(out+stderr, c.says) {
