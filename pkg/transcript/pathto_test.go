@@ -112,3 +112,29 @@ func TestKeptStartsMatchesBuildContext(t *testing.T) {
 		}
 	}
 }
+
+// TreeProblems names every duplicated id with all its lines and every
+// parent cycle once, with the lines on it (not the chain leading into it).
+func TestTreeProblemsCyclesAndDuplicates(t *testing.T) {
+	head := `{"type":"session","version":3,"id":"s","timestamp":"2026-03-02T09:00:00.000Z","cwd":"/w"}` + "\n"
+	msg := func(id, parent string) string {
+		return `{"type":"message","id":"` + id + `","parentId":"` + parent + `","timestamp":"2026-03-02T09:00:01.000Z","message":{"role":"user","content":"hi"}}` + "\n"
+	}
+	body := msg("a", "b") + msg("b", "a") + // line 2-3: a two-entry cycle
+		msg("c", "a") + msg("d", "c") + // 4-5: a chain into it
+		msg("e", "e") + // 6: its own parent
+		msg("f", "x") + msg("g", "f") + msg("f", "g") + // 7-9: f duplicated; g→f(9)→g: a cycle
+		msg("h", "f") // 10
+	s, err := LoadBytes("problems.jsonl", []byte(head+body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range s.TreeProblems() {
+		got = append(got, fmt.Sprintf("%s %s %v", p.Kind, p.ID, p.Lines))
+	}
+	want := []string{"duplicate id f [7 9]", "parent cycle a [2 3]", "parent cycle e [6]", "parent cycle g [8 9]"}
+	if strings.Join(got, "; ") != strings.Join(want, "; ") {
+		t.Errorf("TreeProblems:\n got %q\nwant %q", got, want)
+	}
+}
