@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -398,7 +400,7 @@ func printEstimateTable(opts *EstimateOptions, reports []*EstimateReport) {
 		fmt.Fprintln(out)
 		bt := newTable(out)
 		bt.row("ROLE", "TOKENS")
-		for _, role := range sortedKeys(r.ByRole) {
+		for _, role := range slices.Sorted(maps.Keys(r.ByRole)) {
 			bt.row(role, humanInt(r.ByRole[role]))
 		}
 		if r.UsageTokens > 0 {

@@ -107,7 +107,7 @@ func Capture(o CaptureOptions) (*CaptureResult, error) {
 		return nil, err
 	}
 	defer lock.Release()
-	return captureSession(o.Store, s, key, o.Now(), nil)
+	return captureSession(o.Store, s, key, o.Now(), &branch{s: s})
 }
 
 // lockState takes the lock that keeps a capture and a checkpoint of the
@@ -126,9 +126,9 @@ func (s *Store) lockState(key string, wait time.Duration) (*transcript.Lock, err
 }
 
 // captureSession is Capture on a loaded session; the caller holds the state
-// lock. known are messages the caller already decoded (Take's branch), so
-// they are not read and decoded a second time.
-func captureSession(st *Store, s *transcript.Session, key string, now time.Time, known []Message) (*CaptureResult, error) {
+// lock. The lines are read along with b, Take's pass over the branch (a
+// capture alone walks an empty one), so a message on both is decoded once.
+func captureSession(st *Store, s *transcript.Session, key string, now time.Time, b *branch) (*CaptureResult, error) {
 	res := &CaptureResult{File: s.File, SessionKey: key}
 	abs, err := filepath.Abs(s.File)
 	if err != nil {
@@ -172,7 +172,7 @@ func captureSession(st *Store, s *transcript.Session, key string, now time.Time,
 	res.NewLines = lines - from
 	if res.NewLines > 0 {
 		res.FromLine, res.ToLine = from+1, lines
-		if err := applyCapture(st, s, key, from, lines, res, known); err != nil {
+		if err := applyCapture(st, s, key, from, lines, res, b); err != nil {
 			return nil, err
 		}
 		res.Captured = true
@@ -264,7 +264,7 @@ func restartLine(st *Store, s *transcript.Session, key string, lines int) (int, 
 }
 
 // applyCapture reads lines from+1..to and records layers A and B in the state.
-func applyCapture(st *Store, s *transcript.Session, key string, from, to int, res *CaptureResult, known []Message) error {
+func applyCapture(st *Store, s *transcript.Session, key string, from, to int, res *CaptureResult, b *branch) error {
 	inRange := func(line int) bool { return line > from && line <= to }
 	for _, m := range s.Malformed {
 		if inRange(m.Line) {
@@ -280,27 +280,29 @@ func applyCapture(st *Store, s *transcript.Session, key string, from, to int, re
 	}
 	_, warns := st.ReadState(key) // UpdateState drops stale files silently; say so
 	res.Warnings = append(res.Warnings, warns...)
-	decoded := map[*transcript.Entry]*Message{}
-	for i := range known {
-		if e := s.ByID(known[i].EntryID); e != nil {
-			decoded[e] = &known[i]
-		}
-	}
 	decode := func(e *transcript.Entry) *Message {
-		if m, ok := decoded[e]; ok {
+		if m, ok := b.recent.get(e); ok {
 			return m
 		}
 		m, err := messageOf(s, e)
 		if err != nil {
 			res.Malformed++
 			res.Warnings = append(res.Warnings, fmt.Sprintf("skipped: %v", err))
+			b.recent.fail(e)
+			return nil
 		}
-		decoded[e] = m
+		b.recent.put(e, m)
 		return m
 	}
 	return st.UpdateState(key, func(state *State) error {
 		for _, e := range s.Entries {
-			if !inRange(e.Line) || e.Type != "message" {
+			if !inRange(e.Line) {
+				continue
+			}
+			if _, _, err := b.through(e); err != nil {
+				return err
+			}
+			if e.Type != "message" {
 				continue
 			}
 			switch e.Role {

@@ -93,7 +93,7 @@ func Take(o TakeOptions) (*TakeResult, error) {
 	}
 	defer s.Close()
 	ctx := s.Context()
-	in, err := fromContext(s, ctx)
+	in, b, err := newBranch(s, ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -108,9 +108,12 @@ func Take(o TakeOptions) (*TakeResult, error) {
 			return nil, err
 		}
 		defer lock.Release()
-		if captured, err = captureSession(o.Store, s, key, o.Now(), in.Messages); err != nil {
+		if captured, err = captureSession(o.Store, s, key, o.Now(), b); err != nil {
 			return nil, err
 		}
+	}
+	if err := b.rest(); err != nil {
+		return nil, err
 	}
 	size, err := estimate.Measure(s, ctx, o.Size)
 	if err != nil {
@@ -125,7 +128,7 @@ func Take(o TakeOptions) (*TakeResult, error) {
 	state, warns := o.Store.ReadState(key)
 	res.Warnings = append(res.Warnings, warns...)
 	in.State = state
-	cp := Build(in)
+	cp := b.fold.checkpoint(in)
 
 	if reason, previous := o.skipReason(key, size.Utilization, size.Tokens); reason != "" {
 		res.Reason, res.Previous = reason, previous

@@ -14,9 +14,67 @@ import (
 // seed's examples), the model table's value.
 const DefaultContextWindow = models.DefaultContextWindow
 
-// fromContext is FromSession on the session's context, which Take also
-// measures: the branch is ctx.Path, walked once.
-func fromContext(s *transcript.Session, ctx *transcript.Context) (Input, error) {
+// branch is Take's one pass over the session's branch (ctx.Path, root →
+// leaf): each message is decoded once and folded in, and, when the
+// capture reads the same lines (at first, the whole file), handed to it
+// too. The capture reads lines in file order, which a branch follows in a
+// file pi appends to; where it does not, the capture decodes for itself.
+type branch struct {
+	s    *transcript.Session
+	path []*transcript.Entry
+	next int // path[next] is the next entry to fold
+	fold *folder
+	// recent are the messages last decoded, the branch's and the
+	// capture's (which reads a tool result's call and a reply's answer,
+	// just before them).
+	recent recent
+}
+
+// recent is a cache of the messages last decoded, of a size that does not
+// grow with the session; decode errors are kept apart, to be reported
+// once.
+type recent struct {
+	msgs   map[*transcript.Entry]*Message
+	ring   []*transcript.Entry
+	pos    int
+	failed map[*transcript.Entry]bool
+}
+
+// recentMessages bounds recent.
+const recentMessages = 256
+
+func (r *recent) get(e *transcript.Entry) (*Message, bool) {
+	m, ok := r.msgs[e]
+	return m, ok || r.failed[e]
+}
+
+// put keeps m, forgetting the oldest message when full.
+func (r *recent) put(e *transcript.Entry, m *Message) {
+	if r.msgs == nil {
+		r.msgs, r.ring = map[*transcript.Entry]*Message{}, make([]*transcript.Entry, recentMessages)
+	}
+	if _, ok := r.msgs[e]; ok {
+		return
+	}
+	if old := r.ring[r.pos]; old != nil {
+		delete(r.msgs, old)
+	}
+	r.msgs[e], r.ring[r.pos] = m, e
+	r.pos = (r.pos + 1) % len(r.ring)
+}
+
+func (r *recent) fail(e *transcript.Entry) {
+	if r.failed == nil {
+		r.failed = map[*transcript.Entry]bool{}
+	}
+	r.failed[e] = true
+}
+
+// newBranch is the builder Input of the session's context, less the
+// messages, and the branch that folds them in. A message on the branch
+// that cannot be read (an oversized line) is an error before anything is
+// written.
+func newBranch(s *transcript.Session, ctx *transcript.Context) (Input, *branch, error) {
 	// The absolute path: the checkpoint says which file it came from
 	// wherever restore is run.
 	in := Input{SessionFile: s.File, SessionID: s.Header.ID}
@@ -25,42 +83,15 @@ func fromContext(s *transcript.Session, ctx *transcript.Context) (Input, error) 
 			in.SessionFile = abs
 		}
 	}
-	lastCalls := -1 // index in in.Messages of the last message with tool calls
-	n := 0
+	b := &branch{s: s, path: ctx.Path, fold: newFolder()}
 	for _, e := range ctx.Path {
-		if e.Type == "message" || e.Type == "custom_message" {
-			n++
+		if e.Oversized && (e.Type == "message" || e.Type == "custom_message") {
+			_, err := decodeMessage(s, e)
+			return in, nil, err
 		}
-	}
-	// Sized once: append's generations of a 1 GB branch's messages were
-	// live together (150 MB of the peak heap).
-	in.Messages = make([]Message, 0, n)
-	for _, e := range ctx.Path {
-		switch e.Type {
-		case "message", "custom_message":
-		case "compaction":
-			in.Compactions = append(in.Compactions, compactionFiles(s, e))
-			continue
-		default:
-			continue
+		if e.Type == "message" && e.Role == "toolResult" {
+			b.fold.result(e.ToolCallID, e.ToolName, e.IsError)
 		}
-		msg, err := messageOf(s, e)
-		if err != nil {
-			return in, err
-		}
-		if msg == nil {
-			continue
-		}
-		slimText(msg)
-		if len(msg.ToolCalls) > 0 {
-			// Only the last call's full arguments are read (pendingCall,
-			// lastCall); older calls need just their path keys.
-			if lastCalls >= 0 {
-				slimArgs(&in.Messages[lastCalls])
-			}
-			lastCalls = len(in.Messages)
-		}
-		in.Messages = append(in.Messages, *msg)
 	}
 	in.SplitTurn = splitTurn(ctx)
 	for _, e := range s.Entries {
@@ -68,7 +99,56 @@ func fromContext(s *transcript.Session, ctx *transcript.Context) (Input, error) 
 			in.CompactionCount++
 		}
 	}
-	return in, nil
+	return in, b, nil
+}
+
+// through folds the branch up to line (file order) and returns the
+// message of e when e is the branch entry on that line (nil, false when
+// it is not on the branch or was folded already).
+func (b *branch) through(e *transcript.Entry) (*Message, bool, error) {
+	for b.next < len(b.path) && b.path[b.next].Line <= e.Line {
+		p := b.path[b.next]
+		b.next++
+		m, err := b.step(p)
+		if err != nil {
+			return nil, false, err
+		}
+		if p == e {
+			return m, true, nil
+		}
+	}
+	return nil, false, nil
+}
+
+// rest folds what is left of the branch.
+func (b *branch) rest() error {
+	for ; b.next < len(b.path); b.next++ {
+		if _, err := b.step(b.path[b.next]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// step folds one branch entry in: a message, or a compaction's file lists.
+func (b *branch) step(e *transcript.Entry) (*Message, error) {
+	switch e.Type {
+	case "message", "custom_message":
+	case "compaction":
+		b.fold.compaction(compactionFiles(b.s, e))
+		return nil, nil
+	default:
+		return nil, nil
+	}
+	m, err := messageOf(b.s, e)
+	if err != nil {
+		return nil, err
+	}
+	if m != nil {
+		b.fold.add(m)
+	}
+	b.recent.put(e, m)
+	return m, nil
 }
 
 // messageOf decodes a message or custom_message entry into what the
@@ -108,48 +188,6 @@ func decodeMessage(s *transcript.Session, e *transcript.Entry) (*Message, error)
 		msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: b.ID, Name: b.Name, Args: b.Arguments})
 	}
 	return msg, nil
-}
-
-// slimText drops the text the builder and the capture never read, so a
-// checkpoint of a gigabyte session does not hold every tool output of the
-// branch in memory (2.7 GB peak at 1 GB): of a tool result only the first
-// line of an error is read (firstLine: open items, learnings, the capture's
-// errors). User, assistant and bash texts are read whole (gists, lengths,
-// task lists) and kept.
-func slimText(m *Message) {
-	if m.Role != "toolResult" {
-		return
-	}
-	if m.IsError {
-		m.Text = firstLine(m.Text)
-	} else {
-		m.Text = ""
-	}
-}
-
-// slimArgs cuts a tool call's arguments to the keys callPaths and
-// isModifyCall read (written files' contents are most of a session's bytes).
-// Arguments that are not a JSON object are kept: nothing reads paths in them.
-func slimArgs(m *Message) {
-	for i := range m.ToolCalls {
-		tc := &m.ToolCalls[i]
-		var args map[string]json.RawMessage
-		if json.Unmarshal(tc.Args, &args) != nil {
-			continue
-		}
-		kept := map[string]json.RawMessage{}
-		for _, k := range append([]string{"command", "paths"}, pathKeys...) {
-			if v, ok := args[k]; ok {
-				kept[k] = v
-			}
-		}
-		if len(kept) == len(args) {
-			continue
-		}
-		if b, err := json.Marshal(kept); err == nil {
-			tc.Args = b
-		}
-	}
 }
 
 // splitTurn: the compaction in force kept a turn from its middle (the first

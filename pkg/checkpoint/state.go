@@ -157,25 +157,29 @@ func (s *Store) writeState(key string, st *State) error {
 // RecordToolResult is the tool_result capture (layer A): the tool
 // name, the file paths in its arguments and, on failure, the error.
 func (st *State) RecordToolResult(name string, args json.RawMessage, isError bool, errText string, when time.Time) {
-	tc := ToolCall{Name: name, Args: args}
 	st.Resources.ToolsUsed = appendUnique(st.Resources.ToolsUsed, name)
 	if isError {
 		st.Thread.Errors = append(st.Thread.Errors, ToolError{Tool: name, Error: gist(errText, GistChars), When: when.UTC().Format(time.RFC3339)})
 		return
 	}
-	for _, p := range callPaths(tc) {
-		if isModifyCall(tc) {
-			st.Resources.FilesModified = appendUnique(st.Resources.FilesModified, p)
-		} else {
-			st.Resources.FilesRead = appendUnique(st.Resources.FilesRead, p)
-		}
+	c := classify(ToolCall{Name: name, Args: args})
+	to := &st.Resources.FilesRead
+	if c.modify {
+		to = &st.Resources.FilesModified
+	}
+	for _, p := range c.paths {
+		*to = appendUnique(*to, p)
 	}
 }
 
+// appendUnique adds v at the end (most recent), moving it there if s has it
+// already; in place: a copy per move was most of a capture's allocation.
 func appendUnique(s []string, v string) []string {
 	for i, x := range s {
 		if x == v {
-			return append(append(s[:i:i], s[i+1:]...), v) // move to the end (most recent)
+			copy(s[i:], s[i+1:])
+			s[len(s)-1] = v
+			return s
 		}
 	}
 	return append(s, v)

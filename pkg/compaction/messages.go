@@ -3,6 +3,8 @@ package compaction
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -106,13 +108,8 @@ func joinBlocks(m *transcript.Message, typ, sep string, text func(transcript.Blo
 func formatCall(b transcript.Block) string {
 	var args map[string]json.RawMessage
 	if len(b.Arguments) > 0 && json.Unmarshal(b.Arguments, &args) == nil {
-		keys := make([]string, 0, len(args))
-		for k := range args {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		parts := make([]string, 0, len(keys))
-		for _, k := range keys {
+		parts := make([]string, 0, len(args))
+		for _, k := range slices.Sorted(maps.Keys(args)) {
 			parts = append(parts, k+"="+string(args[k]))
 		}
 		return b.Name + "(" + strings.Join(parts, ", ") + ")"

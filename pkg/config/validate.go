@@ -3,8 +3,10 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -115,7 +117,7 @@ func checkModels(v any) string {
 	var probs []string
 	var walk func(prefix string, m map[string]any)
 	walk = func(prefix string, m map[string]any) {
-		for _, name := range sortedNames(m) {
+		for _, name := range slices.Sorted(maps.Keys(m)) {
 			val := m[name]
 			switch strings.ToLower(name) {
 			case "contextwindow", "contexttokens":
@@ -134,15 +136,6 @@ func checkModels(v any) string {
 	}
 	walk("", m)
 	return strings.Join(probs, "; ")
-}
-
-func sortedNames(m map[string]any) []string {
-	names := make([]string, 0, len(m))
-	for n := range m {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
 }
 
 func asNumber(v any) (float64, bool) {
@@ -317,7 +310,7 @@ func checkEnvironment() error {
 // ctxtool reads; OpenClaw's other settings are not ours to judge.
 func checkOpenClaw(file string, values map[string]any) error {
 	var errs []error
-	for _, name := range sortedNames(values) {
+	for _, name := range slices.Sorted(maps.Keys(values)) {
 		k, ok := Lookup(name)
 		if !ok {
 			continue

@@ -3,7 +3,8 @@ package facts
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/ctxtool/ctxtool/pkg/transcript"
@@ -85,12 +86,7 @@ func ArgumentsText(raw json.RawMessage) string {
 		case string:
 			parts = append(parts, t)
 		case map[string]any:
-			keys := make([]string, 0, len(t))
-			for k := range t {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
+			for _, k := range slices.Sorted(maps.Keys(t)) {
 				walk(t[k])
 			}
 		case []any:

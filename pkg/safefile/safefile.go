@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -266,10 +265,10 @@ func CheckRegular(path string, st os.FileInfo) error {
 	return &NotRegularError{File: path, What: what}
 }
 
-// PathCause drops the *fs.PathError wrapper (operation and path) from err:
+// PathCause drops the *os.PathError wrapper (operation and path) from err:
 // ctxtool's messages name the path themselves, with what it was for.
 func PathCause(err error) error {
-	var pe *fs.PathError
+	var pe *os.PathError
 	if errors.As(err, &pe) {
 		return pe.Err
 	}

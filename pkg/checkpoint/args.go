@@ -1,0 +1,170 @@
+package checkpoint
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+)
+
+// File-operation classification of tool names (lower case substrings).
+var (
+	modifyTools = []string{"write", "edit", "create", "patch", "replace", "delete", "remove", "move", "rename", "insert", "append", "mkdir"}
+	pathKeys    = []string{"path", "file_path", "filePath", "file", "filename", "notebook_path", "target_file"}
+)
+
+// argKeys are the argument keys a call's classification reads: pathKeys,
+// then "paths" and "command".
+var argKeys = append(append([]string{}, pathKeys...), "paths", "command")
+
+const (
+	pathsKey   = 7 // index of "paths" in argKeys
+	commandKey = 8 // of "command"
+)
+
+// callArgs is what a tool call's arguments say about files: the paths they
+// name and whether the call modifies them.
+type callArgs struct {
+	paths  []string
+	modify bool
+}
+
+// classify reads a tool call's arguments once for its paths and whether it
+// modifies them (an edit tool's "view"/"read" command does not).
+func classify(tc ToolCall) callArgs {
+	vals := argValues(tc.Args)
+	var c callArgs
+	name := strings.ToLower(tc.Name)
+	for _, w := range modifyTools {
+		if strings.Contains(name, w) {
+			c.modify = true
+			break
+		}
+	}
+	if raw := vals[commandKey]; raw != nil && strings.Contains(name, "edit") {
+		var cmd string
+		if json.Unmarshal(raw, &cmd) == nil && (cmd == "view" || cmd == "read") {
+			c.modify = false
+		}
+	}
+	for _, raw := range vals[:len(pathKeys)] {
+		var s string
+		if raw != nil && json.Unmarshal(raw, &s) == nil {
+			c.paths = append(c.paths, s)
+		}
+	}
+	if raw := vals[pathsKey]; raw != nil {
+		var ss []string
+		if json.Unmarshal(raw, &ss) == nil {
+			c.paths = append(c.paths, ss...)
+		}
+	}
+	clean := c.paths[:0]
+	for _, p := range c.paths {
+		p = strings.TrimSpace(Clean(p))
+		if p != "" && len(p) <= 500 && !strings.ContainsAny(p, "\n\t") {
+			clean = append(clean, p)
+		}
+	}
+	c.paths = clean
+	return c
+}
+
+// argValues is json.Unmarshal of a call's arguments into a
+// map[string]json.RawMessage read for argKeys (raw values indexed like
+// argKeys, nil when absent; the last of duplicate keys wins; none when
+// the arguments are not a valid JSON object), without copying the values
+// it skips: arguments hold whole written files, and copying them all was
+// most of a 1 GB checkpoint's allocation.
+func argValues(args []byte) [][]byte {
+	vals := make([][]byte, len(argKeys))
+	i := skipSpace(args, 0)
+	if i == len(args) || args[i] != '{' || !json.Valid(args) {
+		return vals
+	}
+	i = skipSpace(args, i+1)
+	for args[i] != '}' {
+		k := i
+		i = skipString(args, i)
+		key := args[k:i]
+		i = skipSpace(args, skipSpace(args, i)+1) // past ':'
+		v := i
+		i = skipValue(args, i)
+		if n := argKey(key); n >= 0 {
+			vals[n] = args[v:i]
+		}
+		if i = skipSpace(args, i); args[i] == ',' {
+			i = skipSpace(args, i+1)
+		}
+	}
+	return vals
+}
+
+// argKey is the index in argKeys of a quoted object key, -1 if none.
+func argKey(quoted []byte) int {
+	raw := quoted[1 : len(quoted)-1]
+	if bytes.IndexByte(raw, '\\') >= 0 {
+		var key string
+		if json.Unmarshal(quoted, &key) != nil {
+			return -1
+		}
+		raw = []byte(key)
+	}
+	for n, k := range argKeys {
+		if string(raw) == k {
+			return n
+		}
+	}
+	return -1
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString is the end of the valid JSON string starting at b[i].
+func skipString(b []byte, i int) int {
+	i++
+	for {
+		j := bytes.IndexByte(b[i:], '"')
+		i += j
+		esc := 0
+		for k := i - 1; b[k] == '\\'; k-- {
+			esc++
+		}
+		i++
+		if esc%2 == 0 {
+			return i
+		}
+	}
+}
+
+// skipValue is the end of the valid JSON value starting at b[i].
+func skipValue(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for {
+			switch b[i] {
+			case '"':
+				i = skipString(b, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+	}
+	for i < len(b) && !strings.ContainsRune(",}] \t\r\n", rune(b[i])) {
+		i++
+	}
+	return i
+}
