@@ -60,7 +60,7 @@ type ccLine struct {
 	typ, subtype             string
 	uuid, parent             string
 	sidechain                bool
-	sessionID, cwd           string
+	sessionID, cwd           jstr   // read once per file: not made strings per line
 	timestamp                string // as written
 	ts                       string // pi's form
 	ms                       int64
@@ -103,18 +103,17 @@ type ccSource struct {
 	data           jstr
 }
 
-// decodeCC decodes one line.
-func decodeCC(raw []byte) *ccLine {
-	l := &ccLine{}
+// decodeCC decodes one line into l, which is zero.
+func decodeCC(raw []byte, l *ccLine) {
 	d := newDec(raw)
 	var content ccContent
 	if d.obj("") {
 		for k, ok := d.key(); ok; k, ok = d.key() {
 			switch string(k) {
 			case "type":
-				l.typ = d.string("type")
+				l.typ = d.name("type")
 			case "subtype":
-				l.subtype = d.string("subtype")
+				l.subtype = d.name("subtype")
 			case "uuid":
 				l.uuid = d.string("uuid")
 			case "parentUuid":
@@ -124,9 +123,9 @@ func decodeCC(raw []byte) *ccLine {
 			case "isSidechain":
 				l.sidechain = d.bool("isSidechain")
 			case "sessionId":
-				l.sessionID = d.string("sessionId")
+				l.sessionID = d.text("sessionId")
 			case "cwd":
-				l.cwd = d.string("cwd")
+				l.cwd = d.text("cwd")
 			case "timestamp":
 				l.timestamp = d.string("timestamp")
 			case "isCompactSummary":
@@ -156,10 +155,11 @@ func decodeCC(raw []byte) *ccLine {
 	}
 	d.end()
 	if d.bad || d.typeErr != "" {
-		return &ccLine{bad: d.errText(), size: len(raw)}
+		*l = ccLine{bad: d.errText(), size: len(raw)}
+		return
 	}
 	if l.timestamp != "" {
-		l.ts, l.ms = isoMillis(l.timestamp), epochMillis(l.timestamp)
+		l.ts, l.ms = piTime(l.timestamp)
 	}
 	if l.uuid != "" && l.message {
 		switch l.typ {
@@ -171,7 +171,6 @@ func decodeCC(raw []byte) *ccLine {
 			l.out = ccUserEntries(l, &content)
 		}
 	}
-	return l
 }
 
 // ccMessage decodes the message object obj entered.
@@ -181,7 +180,7 @@ func (d *jdec) ccMessage(l *ccLine, content *ccContent) {
 		case "id":
 			l.msgID = d.string("id")
 		case "role":
-			d.string("role")
+			d.text("role")
 		case "model":
 			l.model = d.string("model")
 		case "content":
@@ -250,7 +249,7 @@ func (d *jdec) ccBlock() ccBlock {
 	for k, ok := d.key(); ok; k, ok = d.key() {
 		switch string(k) {
 		case "type":
-			b.typ = d.string("type")
+			b.typ = d.name("type")
 		case "text":
 			b.text = d.text("text")
 		case "thinking":
@@ -262,7 +261,7 @@ func (d *jdec) ccBlock() ccBlock {
 		case "id":
 			b.id = d.string("id")
 		case "name":
-			b.name = d.string("name")
+			b.name = d.name("name")
 		case "tool_use_id":
 			b.toolUseID = d.string("tool_use_id")
 		case "input":
@@ -289,9 +288,9 @@ func (d *jdec) ccBlock() ccBlock {
 			for k, ok := d.key(); ok; k, ok = d.key() {
 				switch string(k) {
 				case "type":
-					b.source.typ = d.string("type")
+					b.source.typ = d.name("type")
 				case "media_type":
-					b.source.mediaType = d.string("media_type")
+					b.source.mediaType = d.name("media_type")
 				case "data":
 					b.source.data = d.text("data")
 				default:
@@ -451,9 +450,16 @@ func newCCConv(v *view) *ccConv {
 		written: map[string]struct{}{}, side: -1}
 }
 
-func (c *ccConv) decode(raw []byte) any { return decodeCC(raw) }
+func (c *ccConv) decode(raw []byte, l *ccLine) { decodeCC(raw, l) }
 
-func (c *ccConv) line(no int, raw []byte) error { return c.apply(no, decodeCC(raw)) }
+func (c *ccConv) line(no int, raw []byte) error {
+	var l ccLine
+	decodeCC(raw, &l)
+	return c.apply(no, &l)
+}
+
+// holds: the pending message and the held results point into their lines.
+func (c *ccConv) holds() bool { return c.pend != nil || len(c.held) > 0 }
 
 func (c *ccConv) resolve(p string) string {
 	if p == "" {
@@ -470,18 +476,17 @@ func (c *ccConv) resolve(p string) string {
 	return ""
 }
 
-func (c *ccConv) apply(no int, rec any) error {
-	l := rec.(*ccLine)
+func (c *ccConv) apply(no int, l *ccLine) error {
 	v := c.v
 	if l.bad != "" {
 		v.malformed = append(v.malformed, Malformed{Line: no, Bytes: l.size, Err: l.bad})
 		return nil
 	}
-	if v.sessionID == "" && l.sessionID != "" {
-		v.sessionID = l.sessionID
+	if v.sessionID == "" && !l.sessionID.empty() {
+		v.sessionID = l.sessionID.String()
 	}
-	if v.cwd == "" && l.cwd != "" {
-		v.cwd = l.cwd
+	if v.cwd == "" && !l.cwd.empty() {
+		v.cwd = l.cwd.String()
 	}
 	if v.started == "" && l.timestamp != "" {
 		v.started = l.ts

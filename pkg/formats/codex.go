@@ -103,9 +103,9 @@ type cxLine struct {
 	it   cxItem
 }
 
-// decodeCodex decodes one line of a rollout (legacy: the 2025 shape).
-func decodeCodex(raw []byte, legacy bool) *cxLine {
-	l := &cxLine{}
+// decodeCodex decodes one line of a rollout (legacy: the 2025 shape) into
+// l, which is zero.
+func decodeCodex(raw []byte, legacy bool, l *cxLine) {
 	d := newDec(raw)
 	if legacy {
 		if d.obj("") {
@@ -113,12 +113,13 @@ func decodeCodex(raw []byte, legacy bool) *cxLine {
 		}
 		d.end()
 		if d.bad || d.typeErr != "" {
-			return &cxLine{bad: d.errText(), size: len(raw)}
+			*l = cxLine{bad: d.errText(), size: len(raw)}
 		}
-		return l
+		return
 	}
 	if echo(raw) {
-		return &cxLine{skip: true} // an event_msg echo of what response_items hold
+		l.skip = true // an event_msg echo of what response_items hold
+		return
 	}
 	payloadErr := false
 	if d.obj("") {
@@ -127,7 +128,7 @@ func decodeCodex(raw []byte, legacy bool) *cxLine {
 			case "timestamp":
 				l.ts = d.string("timestamp")
 			case "type":
-				l.typ = d.string("type")
+				l.typ = d.name("type")
 			case "payload":
 				saved := d.typeErr
 				d.typeErr = ""
@@ -145,13 +146,12 @@ func decodeCodex(raw []byte, legacy bool) *cxLine {
 	d.end()
 	switch {
 	case d.bad || d.typeErr != "":
-		return &cxLine{bad: d.errText(), size: len(raw)}
+		*l = cxLine{bad: d.errText(), size: len(raw)}
 	case payloadErr:
 		// A payload of a shape this reader does not know is skipped; only
 		// a broken line is malformed.
-		return &cxLine{skip: true}
+		*l = cxLine{skip: true}
 	}
-	return l
 }
 
 // cxItem decodes the object obj entered and converts its content.
@@ -199,15 +199,15 @@ func (d *jdec) cxContentField(k []byte, c *cxContent) bool {
 func (d *jdec) cxItemField(k []byte, it *cxItem) bool {
 	switch string(k) {
 	case "type":
-		it.typ = d.string("type")
+		it.typ = d.name("type")
 	case "role":
-		it.role = d.string("role")
+		it.role = d.name("role")
 	case "name":
-		it.name = d.string("name")
+		it.name = d.name("name")
 	case "call_id":
 		it.callID = d.string("call_id")
 	case "record_type":
-		it.recordType = d.string("record_type")
+		it.recordType = d.name("record_type")
 	case "id":
 		it.id = d.string("id")
 	case "timestamp":
@@ -347,7 +347,7 @@ func (d *jdec) cxVal() cxVal {
 				for k, ok := d.key(); ok; k, ok = d.key() {
 					switch string(k) {
 					case "type":
-						t.typ = d.string("type")
+						t.typ = d.name("type")
 					case "text":
 						t.text = d.text("text")
 					case "image_url":
@@ -483,6 +483,9 @@ type cxConv struct {
 	outputs []pendingEntry
 	names   map[string]string
 	ts      string
+	// tsISO and tsMS are piTime(tsFrom).
+	tsFrom, tsISO string
+	tsMS          int64
 	// nextUsage is a token_count waiting for the reply it measures.
 	nextUsage *usage
 }
@@ -496,12 +499,18 @@ func newCodexConv(v *view, legacy bool) *cxConv {
 	return &cxConv{v: v, legacy: legacy, provider: "openai", names: map[string]string{}}
 }
 
-func (c *cxConv) decode(raw []byte) any { return decodeCodex(raw, c.legacy) }
+func (c *cxConv) decode(raw []byte, l *cxLine) { decodeCodex(raw, c.legacy, l) }
 
-func (c *cxConv) line(no int, raw []byte) error { return c.apply(no, decodeCodex(raw, c.legacy)) }
+func (c *cxConv) line(no int, raw []byte) error {
+	var l cxLine
+	decodeCodex(raw, c.legacy, &l)
+	return c.apply(no, &l)
+}
 
-func (c *cxConv) apply(no int, rec any) error {
-	l := rec.(*cxLine)
+// holds: the open segment points into the lines it was built from.
+func (c *cxConv) holds() bool { return c.asst != nil || len(c.outputs) > 0 }
+
+func (c *cxConv) apply(no int, l *cxLine) error {
 	if l.bad != "" {
 		c.v.malformed = append(c.v.malformed, Malformed{Line: no, Bytes: l.size, Err: l.bad})
 		return nil
@@ -530,7 +539,8 @@ func (c *cxConv) apply(no int, rec any) error {
 	switch typ {
 	case "session_meta":
 		if v.sessionID == "" {
-			v.sessionID, v.cwd, v.started, v.headerRow = it.id, it.cwd, isoMillis(it.timestamp), no
+			v.started, _ = piTime(it.timestamp)
+			v.sessionID, v.cwd, v.headerRow = it.id, it.cwd, no
 		}
 		if it.provider != "" {
 			c.provider = it.provider
@@ -696,8 +706,12 @@ func (c *cxConv) put(e *entry, row int, root bool) error {
 	if !root {
 		e.parent = c.last
 	}
-	e.timestamp = isoMillis(c.ts)
-	e.msgTime = epochMillis(c.ts)
+	if c.ts != c.tsFrom {
+		// The entries of one line (and often of the next) share it.
+		c.tsFrom = c.ts
+		c.tsISO, c.tsMS = piTime(c.ts)
+	}
+	e.timestamp, e.msgTime = c.tsISO, c.tsMS
 	c.last = e.id
 	return c.v.emit(e, row)
 }

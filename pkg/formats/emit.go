@@ -287,23 +287,15 @@ func encodeContent(w *jsonw, e *entry) {
 	w.raw("]")
 }
 
-// isoMillis normalises an ISO-8601 timestamp to pi's form (UTC, ms, Z);
-// unparsable ones are kept as they are.
-func isoMillis(s string) string {
+// piTime normalises an ISO-8601 timestamp to pi's form (UTC, ms, Z) and
+// gives the message timestamp pi stores (epoch ms); an unparsable one is
+// kept as it is, with 0.
+func piTime(s string) (iso string, ms int64) {
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		return s
+		return s, 0
 	}
-	return t.UTC().Format("2006-01-02T15:04:05.000Z")
-}
-
-// epochMillis is the message timestamp pi stores (0 when unparsable).
-func epochMillis(s string) int64 {
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return 0
-	}
-	return t.UnixMilli()
+	return t.UTC().Format("2006-01-02T15:04:05.000Z"), t.UnixMilli()
 }
 
 // compactArgs is argsObject for a raw value jdec.raw measured: a compact

@@ -173,11 +173,12 @@ type jsonw struct{ b []byte }
 func (w *jsonw) raw(s string)  { w.b = append(w.b, s...) }
 func (w *jsonw) rawb(b []byte) { w.b = append(w.b, b...) }
 func (w *jsonw) str(s string)  { w.b = AppendString(w.b, s) }
-func (w *jsonw) key(k string)  { w.b = append(AppendString(append(w.b, ','), k), ':') }
-func (w *jsonw) firstKey(k string) {
-	w.b = append(AppendString(append(w.b, '{'), k), ':')
-}
-func (w *jsonw) int(n int64) { w.b = appendInt(w.b, n) }
+func (w *jsonw) int(n int64)   { w.b = appendInt(w.b, n) }
+
+// key and firstKey write a key of this package's own (a plain name, which
+// needs no escaping) after a comma or the object's brace.
+func (w *jsonw) key(k string)      { w.b = append(append(append(w.b, ',', '"'), k...), '"', ':') }
+func (w *jsonw) firstKey(k string) { w.b = append(append(append(w.b, '{', '"'), k...), '"', ':') }
 
 // jstr writes an encoded JSON string; nil is "".
 func (w *jsonw) jstr(s []byte) {

@@ -394,6 +394,37 @@ func (d *jdec) text(field string) jstr {
 // string reads a string field as a Go string.
 func (d *jdec) string(field string) string { return d.text(field).String() }
 
+// name reads a string field whose value is most often one of the formats'
+// own names (a record's type, a role, a common tool): those come back
+// without a string allocated per line.
+func (d *jdec) name(field string) string {
+	s := d.text(field)
+	if n, ok := knownNames[string(s.raw())]; ok {
+		return n
+	}
+	return s.String()
+}
+
+var knownNames = func() map[string]string {
+	m := map[string]string{}
+	for _, n := range []string{
+		// Claude Code
+		"user", "assistant", "system", "progress", "attachment", "summary", "file-history-snapshot",
+		"queue-operation", "compact_boundary", "text", "thinking", "redacted_thinking", "tool_use",
+		"server_tool_use", "tool_result", "image", "base64", "image/png", "image/jpeg",
+		"Bash", "Read", "Edit", "Write", "MultiEdit", "Grep", "Glob", "Task", "TodoWrite", "WebFetch", "WebSearch",
+		// Codex
+		"session_meta", "turn_context", "response_item", "event_msg", "compacted", "message", "reasoning",
+		"function_call", "function_call_output", "custom_tool_call", "custom_tool_call_output",
+		"local_shell_call", "local_shell_call_output", "token_count", "task_started", "developer",
+		"input_text", "output_text", "input_image", "summary_text", "reasoning_text", "state",
+		"shell", "apply_patch", "update_plan", "exec_command",
+	} {
+		m[n] = n
+	}
+	return m
+}()
+
 // optString reads a string field that may be null (nil then).
 func (d *jdec) optString(field string) *string {
 	if d.peek() == 'n' {

@@ -9,12 +9,9 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// lineConv is a stateful converter fed one source line at a time. Its
-// work is split in two: decode (no state: it runs on any core, for many
-// lines at once) and apply (in line order); line does both.
+// lineConv is a stateful converter fed one source line at a time (line);
+// its work is split in two for convertLines (see batchConv).
 type lineConv interface {
-	decode(raw []byte) any
-	apply(no int, rec any) error
 	line(no int, raw []byte) error
 	// flush writes what the converter holds back for the next lines.
 	flush() error
@@ -114,8 +111,15 @@ func sniffLines(lr *lineReader) (Sniffed, [][]byte, error) {
 // convert runs a format's converter over replayed lines and the rest of lr.
 func convert(name string, f Format, lr *lineReader, replay [][]byte) (*View, error) {
 	v := &view{out: &spool{}}
+	r := io.MultiReader(bytes.NewReader(bytes.Join(append(replay, nil), []byte{'\n'})), lr.br)
 	c := newConv(f, v)
-	err := convertLines(c, io.MultiReader(bytes.NewReader(bytes.Join(append(replay, nil), []byte{'\n'})), lr.br))
+	var err error
+	switch c := c.(type) { // the record type is each converter's own
+	case *ccConv:
+		err = convertLines(c, r)
+	case *cxConv:
+		err = convertLines(c, r)
+	}
 	if err == nil {
 		err = c.finish()
 	}

@@ -12,29 +12,58 @@ import (
 // of each chunk on every core, and applies the decoded lines in file order
 // on one goroutine — the pi reader's scheme (pkg/transcript's load). Memory
 // is the chunks in flight.
+//
+// A batch (its chunk and its decoded records, which point into the chunk)
+// is used again once the converter holds nothing of it: a converter reads a
+// gigabyte a megabyte at a time, and allocating every chunk and record anew
+// made the collector, not the decoding, the larger part of the work.
 
 // convChunk is how much of the source one batch holds (more for a longer
-// line).
-const convChunk = 1 << 20
+// line); tests lower it.
+var convChunk = 1 << 20
 
-type convBatch struct {
+// batchConv is a converter whose lines are decoded (decode: no state, any
+// core) into records of type R, then applied in line order.
+type batchConv[R any] interface {
+	lineConv
+	// decode fills rec, which is zero, from one non-blank line.
+	decode(raw []byte, rec *R)
+	apply(no int, rec *R) error
+	// holds reports whether the converter still points into lines it
+	// applied (a message waiting for its next lines): their batches are
+	// not used again until it no longer does.
+	holds() bool
+}
+
+var (
+	_ batchConv[ccLine] = (*ccConv)(nil)
+	_ batchConv[cxLine] = (*cxConv)(nil)
+)
+
+type convBatch[R any] struct {
 	data      []byte // whole lines; the last may lack its newline
 	firstLine int
-	recs      []any // per line; nil for a blank one
+	recs      []convRec[R] // per line
 	done      chan struct{}
 }
 
+type convRec[R any] struct {
+	r     R
+	blank bool
+}
+
 // convertLines feeds every line of r to c, numbered from 1.
-func convertLines(c lineConv, r io.Reader) error {
+func convertLines[R any](c batchConv[R], r io.Reader) error {
 	workers := min(runtime.GOMAXPROCS(0), 8)
-	order := make(chan *convBatch, 2*workers)
-	jobs := make(chan *convBatch, 2*workers)
+	order := make(chan *convBatch[R], 2*workers)
+	jobs := make(chan *convBatch[R], 2*workers)
+	free := make(chan *convBatch[R], 2*workers+2)
 	quit := make(chan struct{})
 	var readErr error
 	go func() {
 		defer close(order)
 		defer close(jobs)
-		readErr = chunkLines(r, func(b *convBatch) bool {
+		readErr = chunkLines(r, free, func(b *convBatch[R]) bool {
 			select {
 			case order <- b:
 			case <-quit:
@@ -52,18 +81,9 @@ func convertLines(c lineConv, r io.Reader) error {
 			}
 		}()
 	}
-	for b := range order {
-		<-b.done
-		no := b.firstLine
-		for _, rec := range b.recs {
-			if rec != nil {
-				if err := c.apply(no, rec); err != nil {
-					close(quit)
-					return err
-				}
-			}
-			no++
-		}
+	if err := applyBatches(c, order, free); err != nil {
+		close(quit)
+		return err
 	}
 	if readErr != nil {
 		return fmt.Errorf("read: %v", readErr)
@@ -71,8 +91,48 @@ func convertLines(c lineConv, r io.Reader) error {
 	return nil
 }
 
-func decodeBatch(c lineConv, b *convBatch) {
+// applyBatches applies the decoded batches in order and hands each back
+// to free once c holds nothing of it.
+func applyBatches[R any](c batchConv[R], order <-chan *convBatch[R], free chan<- *convBatch[R]) error {
+	var kept []*convBatch[R] // applied batches c may still point into
+	release := func(b *convBatch[R]) {
+		if cap(b.data) > convChunk {
+			return // a long line's buffer: not worth keeping
+		}
+		select {
+		case free <- b:
+		default:
+		}
+	}
+	for b := range order {
+		<-b.done
+		no := b.firstLine
+		for i := range b.recs {
+			if rec := &b.recs[i]; !rec.blank {
+				if err := c.apply(no, &rec.r); err != nil {
+					return err
+				}
+			}
+			no++
+			if len(kept) > 0 && !c.holds() {
+				for _, k := range kept {
+					release(k)
+				}
+				kept = kept[:0]
+			}
+		}
+		if c.holds() {
+			kept = append(kept, b)
+		} else {
+			release(b)
+		}
+	}
+	return nil
+}
+
+func decodeBatch[R any](c batchConv[R], b *convBatch[R]) {
 	data := b.data
+	b.recs = b.recs[:0]
 	for len(data) > 0 {
 		line := data
 		if i := bytes.IndexByte(data, '\n'); i >= 0 {
@@ -80,44 +140,56 @@ func decodeBatch(c lineConv, b *convBatch) {
 		} else {
 			data = nil
 		}
-		var rec any
+		b.recs = append(b.recs, convRec[R]{})
+		rec := &b.recs[len(b.recs)-1]
 		if len(bytes.TrimSpace(line)) > 0 {
-			rec = c.decode(line)
+			c.decode(line, &rec.r)
+		} else {
+			rec.blank = true
 		}
-		b.recs = append(b.recs, rec)
 	}
 }
 
-// chunkLines cuts r into batches of whole lines. Every batch has a buffer
-// of its own (decoded lines point into it); a line longer than a chunk
-// grows its buffer by doubling, so reading it stays linear.
-func chunkLines(r io.Reader, send func(*convBatch) bool) error {
+// chunkLines cuts r into batches of whole lines, taking batches from free
+// when there are any. A line longer than a chunk grows its buffer by
+// doubling, so reading it stays linear.
+func chunkLines[R any](r io.Reader, free <-chan *convBatch[R], send func(*convBatch[R]) bool) error {
 	var carry []byte
 	line := 1
 	for {
-		buf := make([]byte, len(carry), max(convChunk, 2*len(carry)))
-		copy(buf, carry)
+		b := &convBatch[R]{}
+		select {
+		case b = <-free:
+		default:
+		}
+		buf := b.data[:0]
+		if need := max(convChunk, 2*len(carry)); cap(buf) < need {
+			buf = make([]byte, 0, need)
+		}
+		buf = append(buf, carry...)
 		n, err := io.ReadFull(r, buf[len(carry):cap(buf)])
 		buf = buf[:len(carry)+n]
 		eof := err == io.EOF || err == io.ErrUnexpectedEOF
 		if err != nil && !eof {
 			return err
 		}
+		if eof && len(buf) == 0 {
+			return nil // the source ended with the last chunk
+		}
 		cut := bytes.LastIndexByte(buf, '\n') + 1
 		if eof {
 			cut = len(buf)
 		}
 		if cut == 0 {
-			carry = buf
+			carry = buf // part of a long line: this buffer is nobody else's
 			continue
 		}
-		b := &convBatch{data: buf[:cut], firstLine: line, done: make(chan struct{})}
+		// The rest of the chunk is copied out: the batch is used again
+		// once applied, which may be before the next chunk is read.
+		carry = append(carry[:0], buf[cut:]...)
+		b.data, b.firstLine, b.done = buf[:cut], line, make(chan struct{})
 		line += bytes.Count(b.data, []byte{'\n'})
-		carry = buf[cut:]
-		if len(b.data) > 0 && !send(b) {
-			return nil
-		}
-		if eof {
+		if !send(b) || eof {
 			return nil
 		}
 	}

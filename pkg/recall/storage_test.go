@@ -2,10 +2,12 @@ package recall_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -122,4 +124,86 @@ func TestCorruptIndex(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A new index's storage settings (16 KiB pages, FTS5 automerge 16) change
+// how the rows are laid out, never what is found: an index file with the
+// settings of earlier builds (4 KiB pages, automerge 4, here with a small
+// FTS5 hash too, so that many segments are merged) holds the same chunks
+// and gives the same hits, scores and snippets.
+func TestStorageSettingsSameResults(t *testing.T) {
+	dir := t.TempDir()
+	facts := genSessions(t, dir, 4, 150)
+	files := sessionFiles(t, dir)
+	newLoc := filepath.Join(t.TempDir(), "index.sqlite")
+	oldLoc := filepath.Join(t.TempDir(), "index.sqlite")
+	sqlExec(t, oldLoc, `PRAGMA page_size = 4096`, `PRAGMA journal_mode = WAL`)
+	fresh, old := openAt(t, newLoc), openAt(t, oldLoc)
+	sqlExec(t, oldLoc, `INSERT INTO chunks_fts(chunks_fts, rank) VALUES('automerge', 4)`,
+		`INSERT INTO chunks_fts(chunks_fts, rank) VALUES('hashsize', 65536)`)
+	indexAll(t, fresh, files...)
+	indexAll(t, old, files...)
+	if got := pageSize(t, newLoc); got != 16384 {
+		t.Errorf("new index: %d-byte pages, want 16384", got)
+	}
+	if got := pageSize(t, oldLoc); got != 4096 {
+		t.Errorf("existing index: %d-byte pages, want its own 4096", got)
+	}
+	d1, err := recall.Dump(fresh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d2, err := recall.Dump(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(d1, d2) {
+		t.Fatalf("chunks differ:\nnew %v\nold %v", d1, d2)
+	}
+	hits := 0
+	for _, f := range facts {
+		for _, q := range []string{f.Query, f.Name} {
+			opts := recall.SearchOptions{MaxResults: 10}
+			r1, err1 := fresh.Search(context.Background(), q, opts)
+			r2, err2 := old.Search(context.Background(), q, opts)
+			if err1 != nil || err2 != nil {
+				t.Fatal(err1, err2)
+			}
+			if !reflect.DeepEqual(r1.Hits, r2.Hits) {
+				t.Errorf("query %q: new index %+v, old %+v", q, r1.Hits, r2.Hits)
+			}
+			hits += len(r1.Hits)
+		}
+	}
+	t.Logf("%d queries, %d hits, the same in both", 2*len(facts), hits)
+}
+
+// sqlExec runs statements on the SQLite file at loc in a connection of its
+// own.
+func sqlExec(t *testing.T, loc string, stmts ...string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, s := range stmts {
+		if _, err := db.Exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+}
+
+func pageSize(t *testing.T, loc string) int {
+	t.Helper()
+	db, err := sql.Open("sqlite", loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRow(`PRAGMA page_size`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

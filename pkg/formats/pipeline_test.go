@@ -1,0 +1,92 @@
+package formats_test
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/ctxtool/ctxtool/internal/sessiongen"
+	"github.com/ctxtool/ctxtool/pkg/formats"
+)
+
+// The batched converter uses a batch's chunk and records again once the
+// converter holds nothing of them; with small batches (many reuses, lines
+// longer than a batch) its view equals the one built line by line.
+func TestBatchReuseKeepsTheView(t *testing.T) {
+	for _, tc := range []struct {
+		f   formats.Format
+		gen func(*bytes.Buffer, sessiongen.AgentOptions) error
+	}{
+		{formats.ClaudeCode, func(b *bytes.Buffer, o sessiongen.AgentOptions) error {
+			_, err := sessiongen.GenerateClaudeCode(b, o)
+			return err
+		}},
+		{formats.Codex, func(b *bytes.Buffer, o sessiongen.AgentOptions) error {
+			_, err := sessiongen.GenerateCodex(b, o)
+			return err
+		}},
+	} {
+		t.Run(string(tc.f), func(t *testing.T) {
+			var src bytes.Buffer
+			o := sessiongen.AgentOptions{Seed: 7, TargetBytes: 2 << 20, Thinking: true, Compactions: 2, ParallelToolCalls: 3}
+			if err := tc.gen(&src, o); err != nil {
+				t.Fatal(err)
+			}
+			want, err := formats.ConvertLineByLine(tc.f, src.Bytes())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, chunk := range []int{4 << 10, 64 << 10} {
+				restore := formats.SetConvChunk(chunk)
+				got := export(t, src.Bytes())
+				restore()
+				if !bytes.Equal(got, want) {
+					t.Fatalf("batches of %d bytes: view differs from the line-by-line one (%d vs %d bytes)", chunk, len(got), len(want))
+				}
+			}
+		})
+	}
+}
+
+// A source of exactly one batch ending in a newline was read forever (the
+// empty read at its end looked like the start of a long line).
+func TestSourceOfWholeBatchesEnds(t *testing.T) {
+	var src bytes.Buffer
+	if _, err := sessiongen.GenerateCodex(&src, sessiongen.AgentOptions{Seed: 3, TargetBytes: 64 << 10}); err != nil {
+		t.Fatal(err)
+	}
+	b := src.Bytes()
+	cut := bytes.LastIndexByte(b[:32<<10], '\n') + 1
+	exact := append(append([]byte(nil), b[:cut]...), bytes.Repeat([]byte{'\n'}, 32<<10-cut)...)
+	defer formats.SetConvChunk(32 << 10)()
+	done := make(chan error)
+	go func() {
+		v, err := formats.OpenReader("src", bytes.NewReader(exact))
+		if err == nil {
+			v.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("reading a source of exactly one batch did not end")
+	}
+}
+
+func export(t *testing.T, src []byte) []byte {
+	t.Helper()
+	v, err := formats.OpenReader("src", bytes.NewReader(src))
+	if err != nil || v == nil {
+		t.Fatalf("open: %v (view %v)", err, v)
+	}
+	defer v.Close()
+	var out bytes.Buffer
+	if _, err := v.WriteTo(&out); err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes()
+}
