@@ -179,7 +179,7 @@ func classifyLine(line []byte) (Format, string, bool) {
 		ID          json.RawMessage `json:"id"`
 		Timestamp   json.RawMessage `json:"timestamp"`
 		Kind        *string         `json:"kind"`
-		EventJSON   json.RawMessage `json:"event_json"`
+		Row         json.RawMessage `json:"row"`
 		Message     json.RawMessage `json:"message"`
 		LeafUUID    *string         `json:"leafUuid"`
 	}
@@ -203,7 +203,7 @@ func classifyLine(line []byte) (Format, string, bool) {
 		return CodexLegacy, "a Codex rollout record (2025 shape)", true
 	case typ != "" && codexItemTypes[typ] && probe.Message == nil && (typ != "message" || probe.Role != nil):
 		return CodexLegacy, "a Codex response item", true
-	case probe.Kind != nil && (probe.EventJSON != nil || *probe.Kind == "header"):
+	case probe.Kind != nil && (probe.Row != nil || *probe.Kind == "header"):
 		return Unknown, "an OpenClaw cold-archive record", true
 	case piEntryTypes[typ]:
 		// A pi entry without a header: the pi reader reports it (pi would

@@ -180,14 +180,19 @@ func copyLines(name string, lr *lineReader, replay [][]byte) (*View, error) {
 	return &View{Format: Pi, File: name, Unit: "line", data: v.out, rows: v.rows}, nil
 }
 
-// coldArchive reads the event records of an OpenClaw cold archive
-// (records {kind:"event", seq, event_json}; the other kinds are indexes).
+// coldArchive reads the event records of an OpenClaw cold archive: one
+// header record, then records {kind, row} where the rows of kind "event"
+// are transcript_events rows {seq, event_json, created_at} (event_json the
+// original line) and the other kinds (identity, active, index, fts) are the
+// store's derived tables.
 func coldArchive(name string, lr *lineReader, replay [][]byte) (*View, error) {
 	v, err := spoolLines(name, lr, replay, func(v *view, no int, l []byte) error {
 		var rec struct {
-			Kind      string `json:"kind"`
-			Seq       int    `json:"seq"`
-			EventJSON string `json:"event_json"`
+			Kind string `json:"kind"`
+			Row  struct {
+				Seq       int    `json:"seq"`
+				EventJSON string `json:"event_json"`
+			} `json:"row"`
 		}
 		if err := json.Unmarshal(l, &rec); err != nil {
 			v.malformed = append(v.malformed, Malformed{Line: no, Bytes: len(l), Err: shortJSONErr(err)})
@@ -196,8 +201,8 @@ func coldArchive(name string, lr *lineReader, replay [][]byte) (*View, error) {
 		if rec.Kind != "event" {
 			return nil
 		}
-		v.w.b = append(v.w.b, rec.EventJSON...)
-		return v.put(rec.Seq)
+		v.w.b = append(v.w.b, rec.Row.EventJSON...)
+		return v.put(rec.Row.Seq)
 	})
 	if err != nil {
 		return nil, err
