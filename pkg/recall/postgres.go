@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -400,7 +401,7 @@ func (s *pgStore) match(ctx context.Context, tokens []string, fileID int64, limi
 		return nil, nil
 	}
 	if cjk {
-		return s.newestMatches(ctx, cond, args, limit)
+		return s.newestMatches(ctx, cond, args, limit, false)
 	}
 	nRows, avgdl, err := s.totals(ctx)
 	if err != nil {
@@ -411,7 +412,7 @@ func (s *pgStore) match(ctx context.Context, tokens []string, fileID int64, limi
 		return nil, err
 	}
 	if fileID < 0 && surelyMany(est, nRows) {
-		ms, err := s.newestMatches(ctx, cond, args, limit)
+		ms, err := s.newestMatches(ctx, cond, args, limit, false)
 		if err != nil || len(ms) == limit {
 			return ms, err
 		}
@@ -422,7 +423,7 @@ func (s *pgStore) match(ctx context.Context, tokens []string, fileID int64, limi
 		return nil, err
 	}
 	if len(ids) >= rankWindow {
-		return s.newestMatches(ctx, cond, args, limit)
+		return s.newestMatches(ctx, cond, args, limit, slices.Contains(est, 0))
 	}
 	df, err := s.termFrequencies(ctx, terms, est)
 	if err != nil {
@@ -489,10 +490,21 @@ func pgMatchCond(tokens []string, fileID int64, cjk bool) (cond string, args []a
 	return strings.Join(where, " AND "), args, terms
 }
 
-// newestMatches is the newest limit chunks meeting cond, unranked.
-func (s *pgStore) newestMatches(ctx context.Context, cond string, args []any, limit int) ([]match, error) {
+// newestMatches is the newest limit chunks meeting cond, unranked. With
+// sortAll the matches are found through cond's index and sorted, rather
+// than the primary key walked backwards until limit of them turn up (an
+// expression, id + 0, is what no index gives in order): the planner takes
+// the walk when it expects many matches, which for a term outside the
+// statistics is a default 0.5% of the chunks, and a word in a few
+// thousand old chunks then costs a walk through the newer ones, each
+// tsvector read to test it.
+func (s *pgStore) newestMatches(ctx context.Context, cond string, args []any, limit int, sortAll bool) ([]match, error) {
+	order := "id"
+	if sortAll {
+		order = "id + 0"
+	}
 	rows, err := s.pool.Query(ctx, `SELECT id, 0.0::float8 FROM ctxtool_recall_chunks WHERE `+cond+
-		` ORDER BY id DESC LIMIT `+fmt.Sprint(limit), args...)
+		` ORDER BY `+order+` DESC LIMIT `+fmt.Sprint(limit), args...)
 	if err != nil {
 		return nil, s.err("search", err)
 	}

@@ -2,6 +2,7 @@ package recall
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/ctxtool/ctxtool/internal/testkit/pgtest"
@@ -46,7 +47,8 @@ func manyRowsStore(t *testing.T, n int) *pgStore {
 
 // TestPostgresStatisticsShortcuts checks that the searches the statistics
 // let skip a count find what counting finds: the newest matches of a query
-// surely matching more than rankWindow chunks, and — where the estimate
+// surely matching more than rankWindow chunks (the same whether the
+// primary key is walked or the matches sorted), and — where the estimate
 // is wrong (two words in half the chunks each, together in three) — the
 // exact ranked matches.
 func TestPostgresStatisticsShortcuts(t *testing.T) {
@@ -84,6 +86,15 @@ func TestPostgresStatisticsShortcuts(t *testing.T) {
 		if m.id != newest[i] || m.score != 0 {
 			t.Fatalf("common: match %d is %+v, want the newest chunks unranked %v", i, m, newest)
 		}
+	}
+
+	cond, args, _ := pgMatchCond([]string{"common"}, -1, false)
+	sorted, err := s.newestMatches(ctx, cond, args, limit, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(sorted, got) {
+		t.Fatalf("common, the matches sorted: %v, walking the primary key: %v", sorted, got)
 	}
 
 	got, err = s.match(ctx, []string{"even", "odd"}, -1, limit)
