@@ -98,7 +98,7 @@ func Measure(s *transcript.Session, ctx *transcript.Context, o Options) (*Result
 		return nil, fmt.Errorf("unknown tokenizer %q (use one of %v)", method, Methods)
 	}
 	win := models.ForSession(ctx.Path, s.Header, o.Window)
-	audit := AuditUsage(ctx.Path, win.Tokens)
+	audit := AuditContext(ctx, win.Tokens)
 	r := &Result{Method: method, ByRole: map[string]int{}, AnchorIndex: -1, Scale: 1, Stale: ctx.UsageStale(),
 		Window: win, Audit: audit}
 	count, err := r.chooseCounter(s, ctx, method)

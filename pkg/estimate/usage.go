@@ -108,8 +108,15 @@ type UsageAudit struct {
 // a prompt count equal to it is a cap. It runs in one pass plus a lookup
 // per compaction, linear in the path.
 func AuditUsage(path []*transcript.Entry, window int) *UsageAudit {
+	return AuditContext(transcript.BuildContext(path), window)
+}
+
+// AuditContext is AuditUsage on a context already rebuilt from the path
+// (for the compaction in force and its kept start): a second rebuild of a
+// 1 GB session's context was a tenth of a calibrated estimate.
+func AuditContext(ctx *transcript.Context, window int) *UsageAudit {
 	a := &UsageAudit{Anchor: -1, PiAnchor: -1, LastSound: -1}
-	ctx := transcript.BuildContext(path) // the compaction in force and its kept start
+	path := ctx.Path
 
 	// active is pi's chars/4 of the context the provider would be sent at
 	// each point of the walk; a compaction restarts it as summary + kept

@@ -19,7 +19,7 @@ func (c *checker) usage() {
 	if !c.enabled(RuleUsageSuspect) {
 		return
 	}
-	audit := estimate.AuditUsage(c.ctx.Path, c.window().Tokens)
+	audit := estimate.AuditContext(c.ctx, c.window().Tokens)
 	rejected := audit.Rejected()
 	for _, class := range suspectUsage {
 		var first *estimate.UsageRecord
