@@ -71,7 +71,7 @@ for size in $SIZES; do
 		go run ./bench/gen -preset bench -size "$size" -opts "{\"Compactions\": $(compactions "$size")}" -o "$f.tmp" >/dev/null
 		mv "$f.tmp" "$f"
 	fi
-	mb=$(($(stat -c %s "$f") / 1000000))
+	mb=$(($(stat -L -c %s "$f") / 1000000)) # -L: the cached file may be a link
 	pi_wall=; pi_rss=
 	for c in "${COMMANDS[@]}"; do
 		label=${c%%|*}
