@@ -18,6 +18,6 @@ for f in pi claude-code codex; do
 	out=$( { /usr/bin/time -f '%e %M' "$DIR/ctxtool" estimate --tokenizer heuristic --json "$DIR/$f.jsonl" >/dev/null; } 2>&1 | tail -1)
 	t=${out% *}; m=${out#* }
 	[ -z "$base_t" ] && base_t=$t && base_m=$m
-	mb=$(( $(stat -c %s "$DIR/$f.jsonl") / 1000000 ))
+	mb=$(( $(stat -L -c %s "$DIR/$f.jsonl") / 1000000 ))
 	printf '%-12s %10s %8s %10s %9s %8s\n' "$f" "$mb" "$t" "$(echo "scale=2; $t/$base_t" | bc)" "$((m/1024))" "$(echo "scale=2; $m/$base_m" | bc)"
 done
