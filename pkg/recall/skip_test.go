@@ -2,11 +2,10 @@ package recall_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/ctxtool/ctxtool/internal/sessiongen"
+	"github.com/ctxtool/ctxtool/internal/testkit/recalltest"
 	"github.com/ctxtool/ctxtool/pkg/recall"
 )
 
@@ -19,24 +18,7 @@ func TestSearchSkip(t *testing.T) { eachBackend(t, testSearchSkip) }
 func testSearchSkip(t *testing.T, k kit) {
 	dir := t.TempDir()
 	write := func(name string, texts ...string) string {
-		p := filepath.Join(dir, name)
-		f, err := os.Create(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		b := sessiongen.NewBuilder(f, sessiongen.Config{})
-		for i, s := range texts {
-			if i%2 == 0 {
-				b.UserText(s)
-			} else {
-				b.AssistantText(s)
-			}
-		}
-		if _, err := b.Close(); err != nil {
-			t.Fatal(err)
-		}
-		return p
+		return recalltest.WriteConversation(t, filepath.Join(dir, name), texts...)
 	}
 	old := write("old.jsonl", "Which database should the billing ledger use?",
 		"Decision: the billing ledger uses PostgreSQL 16 with logical replication.")

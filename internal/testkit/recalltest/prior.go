@@ -14,23 +14,31 @@ import (
 // recall should bring the old decision into cur.
 func WritePriorDecision(t testing.TB, dir string) (old, cur string) {
 	t.Helper()
-	write := func(name, user, assistant string) string {
-		path := filepath.Join(dir, name)
-		f, err := os.Create(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		b := sessiongen.NewBuilder(f, sessiongen.Config{})
-		b.UserText(user)
-		b.AssistantText(assistant)
-		if _, err := b.Close(); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
-	old = write("old.jsonl", "Which database should the billing ledger use?",
+	old = WriteConversation(t, filepath.Join(dir, "old.jsonl"), "Which database should the billing ledger use?",
 		"Decision: the billing ledger uses PostgreSQL 16 with logical replication to the reporting replica.")
-	cur = write("cur.jsonl", "Set up the reporting replica for the billing ledger database.", "Looking at it.")
+	cur = WriteConversation(t, filepath.Join(dir, "cur.jsonl"), "Set up the reporting replica for the billing ledger database.", "Looking at it.")
 	return old, cur
+}
+
+// WriteConversation writes a pi session at path whose messages are texts,
+// user and assistant in turn, and returns path.
+func WriteConversation(t testing.TB, path string, texts ...string) string {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := sessiongen.NewBuilder(f, sessiongen.Config{})
+	for i, s := range texts {
+		if i%2 == 0 {
+			b.UserText(s)
+		} else {
+			b.AssistantText(s)
+		}
+	}
+	if _, err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
