@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"time"
+	"unicode/utf8"
 )
 
 // block is one pi content block, its values encoded as JSON already (most
@@ -71,6 +72,39 @@ type view struct {
 	malformed  []Malformed
 	notes      []string
 	window     int
+	// sink, when set, is handed every line with its values (Produced).
+	sink func(*Produced)
+	p    Produced
+}
+
+// Produced is one pi line a converter wrote, with the values the pi parser
+// reads back from it (the decoded strings and numbers as written). The
+// transcript core builds its entries from these instead of parsing again
+// every line it was just handed: that second parse of the translated copy
+// cost as much as reading the source.
+type Produced struct {
+	// Line is the pi line without its newline, valid during the call;
+	// Offset is where it starts in the view, Row the source row it came
+	// from.
+	Line   []byte
+	Offset int64
+	Row    int
+	// Header marks the session line; the fields below are then unset.
+	Header bool
+	// Each field is set when the line has its key ("" or 0 otherwise).
+	Type, ID, ParentID, Timestamp                           string
+	Role, Provider, Model, StopReason, ToolCallID, ToolName string
+	CustomType                                              string
+	MsgTime                                                 int64
+	IsError                                                 bool
+	// Usage is input, output, cacheRead, cacheWrite, totalTokens, when
+	// HasUsage.
+	Usage        [5]int64
+	HasUsage     bool
+	TokensBefore int64
+	// Content is the span in Line of the content value, Summary of a
+	// compaction's summary string; {0, 0} when the line has none.
+	Content, Summary [2]int
 }
 
 // Malformed is a source line that is not one JSON object. It is reported
@@ -82,6 +116,11 @@ type Malformed struct {
 }
 
 func (v *view) put(row int) error {
+	if v.sink != nil {
+		v.p.Line, v.p.Offset, v.p.Row = v.w.b, v.out.size, row
+		v.sink(&v.p)
+	}
+	v.p = Produced{}
 	v.w.b = append(v.w.b, '\n')
 	_, err := v.out.Write(v.w.b)
 	v.w.b = v.w.b[:0]
@@ -117,6 +156,7 @@ func (v *view) header(row int) error {
 	if v.headerRow > 0 {
 		row = v.headerRow
 	}
+	v.p.Header = true
 	return v.put(row)
 }
 
@@ -125,37 +165,43 @@ func (v *view) emit(e *entry, row int) error {
 	if err := v.header(row); err != nil {
 		return err
 	}
-	encodeEntry(&v.w, e)
+	encodeEntry(&v.w, e, &v.p)
 	return v.put(row)
 }
 
-func encodeEntry(w *jsonw, e *entry) {
+// encodeEntry writes e's line and notes in p what the line says.
+func encodeEntry(w *jsonw, e *entry, p *Produced) {
 	w.firstKey("type")
 	w.str(e.typ)
+	p.Type = written(e.typ)
 	switch e.typ {
 	case "custom_message":
 		w.key("customType")
 		w.str(e.customType)
+		p.CustomType = written(e.customType)
 		w.key("content")
-		encodeContent(w, e)
+		p.Content = encodeContent(w, e)
 		w.key("display")
 		w.raw("false")
-		writeBase(w, e)
+		writeBase(w, e, p)
 		w.raw("}")
 		return
 	}
-	writeBase(w, e)
+	writeBase(w, e, p)
 	switch e.typ {
 	case "message":
 		w.key("message")
-		encodeMessage(w, e)
+		encodeMessage(w, e, p)
 	case "compaction":
 		w.key("summary")
+		at := len(w.b)
 		w.jstr(e.summary)
+		p.Summary = [2]int{at, len(w.b)}
 		w.key("firstKeptEntryId")
 		w.str("")
 		w.key("tokensBefore")
 		w.int(e.tokensBefore)
+		p.TokensBefore = e.tokensBefore
 		w.key("fromHook")
 		w.raw("false")
 	case "model_change":
@@ -163,11 +209,12 @@ func encodeEntry(w *jsonw, e *entry) {
 		w.str(e.provider)
 		w.key("modelId")
 		w.str(e.model)
+		p.Provider, p.Model = written(e.provider), written(e.model)
 	}
 	w.raw("}")
 }
 
-func writeBase(w *jsonw, e *entry) {
+func writeBase(w *jsonw, e *entry, p *Produced) {
 	w.key("id")
 	w.str(e.id)
 	w.key("parentId")
@@ -178,38 +225,44 @@ func writeBase(w *jsonw, e *entry) {
 	}
 	w.key("timestamp")
 	w.str(e.timestamp)
+	p.ID, p.ParentID, p.Timestamp = written(e.id), written(e.parent), written(e.timestamp)
 }
 
-func encodeMessage(w *jsonw, e *entry) {
+func encodeMessage(w *jsonw, e *entry, p *Produced) {
 	w.firstKey("role")
 	w.str(e.role)
+	p.Role = written(e.role)
 	switch e.role {
 	case "toolResult":
 		w.key("toolCallId")
 		w.str(e.toolCallID)
 		w.key("toolName")
 		w.str(e.toolName)
+		p.ToolCallID, p.ToolName = written(e.toolCallID), written(e.toolName)
 		w.key("content")
-		encodeContent(w, e)
+		p.Content = encodeContent(w, e)
 		w.key("isError")
 		if e.isError {
 			w.raw("true")
 		} else {
 			w.raw("false")
 		}
+		p.IsError = e.isError
 	case "assistant":
 		w.key("content")
-		encodeContent(w, e)
+		p.Content = encodeContent(w, e)
 		w.key("api")
 		w.str(e.api)
 		w.key("provider")
 		w.str(e.provider)
 		w.key("model")
 		w.str(e.model)
+		p.Provider, p.Model = written(e.provider), written(e.model)
 		u := e.usage
 		if u == nil {
 			u = &usage{}
 		}
+		p.Usage, p.HasUsage = [5]int64{u.input, u.output, u.cacheRead, u.cacheWrite, u.total}, true
 		w.key("usage")
 		w.firstKey("input")
 		w.int(u.input)
@@ -225,23 +278,36 @@ func encodeMessage(w *jsonw, e *entry) {
 		w.raw(`{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}}`)
 		w.key("stopReason")
 		w.str(e.stopReason)
+		p.StopReason = written(e.stopReason)
 	default:
 		w.key("content")
-		encodeContent(w, e)
+		p.Content = encodeContent(w, e)
 	}
 	w.key("timestamp")
 	w.int(e.msgTime)
+	p.MsgTime = e.msgTime
 	w.raw("}")
 }
 
-func encodeContent(w *jsonw, e *entry) {
+// written is s as a reader of the line decodes it: AppendString writes
+// each byte of invalid UTF-8 as U+FFFD.
+func written(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return jstr{q: AppendString(nil, s), esc: true}.String()
+}
+
+// encodeContent writes e's content and returns its span in w.
+func encodeContent(w *jsonw, e *entry) [2]int {
+	at := len(w.b)
 	if e.contentString {
 		var s []byte
 		if len(e.content) > 0 {
 			s = e.content[0].text
 		}
 		w.jstr(s)
-		return
+		return [2]int{at, len(w.b)}
 	}
 	w.raw("[")
 	for i, b := range e.content {
@@ -285,6 +351,7 @@ func encodeContent(w *jsonw, e *entry) {
 		w.raw("}")
 	}
 	w.raw("]")
+	return [2]int{at, len(w.b)}
 }
 
 // piTime normalises an ISO-8601 timestamp to pi's form (UTC, ms, Z) and

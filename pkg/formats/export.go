@@ -24,12 +24,12 @@ func Export(src string, w io.Writer) (ExportResult, error) {
 	var v *View
 	var err error
 	if src == "-" {
-		v, err = OpenReader("-", os.Stdin)
+		v, err = OpenReader("-", os.Stdin, nil)
 		if err == nil && v == nil {
 			return res, fmt.Errorf("-: standard input is pi JSONL already; nothing to export")
 		}
 	} else {
-		v, err = Open(src)
+		v, err = Open(src, nil)
 	}
 	if err != nil {
 		return res, err

@@ -83,7 +83,7 @@ func Materialize(path string) (*os.File, Format, error) {
 		}
 		// An OpenClaw cold archive: its event records, by seq.
 	}
-	v, err := Open(path)
+	v, err := Open(path, nil)
 	if err != nil {
 		return nil, f, err
 	}

@@ -34,7 +34,9 @@ func newConv(f Format, v *view) lineConv {
 // nil) for pi JSONL, which pkg/transcript reads itself, and an
 // *UnknownFormatError for files that are no transcript ctxtool knows.
 // path may name one session of an OpenClaw store: "store.sqlite#<key>".
-func Open(path string) (*View, error) {
+// A Claude Code or Codex converter hands sink (when not nil) every line it
+// writes, with its values; the other formats do not call it.
+func Open(path string, sink func(*Produced)) (*View, error) {
 	if db, key, ok := SplitStorePath(path); ok {
 		return openStore(db, key, path)
 	}
@@ -58,19 +60,19 @@ func Open(path string) (*View, error) {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil, err
 	}
-	return OpenReader(path, f)
+	return OpenReader(path, f, sink)
 }
 
 // OpenReader translates a transcript read from r (a JSONL format or zstd;
-// not a database). Pi JSONL gives (nil, nil).
-func OpenReader(name string, r io.Reader) (*View, error) {
+// not a database), handing sink what Open does. Pi JSONL gives (nil, nil).
+func OpenReader(name string, r io.Reader, sink func(*Produced)) (*View, error) {
 	lr := newLineReader(r)
 	head, err := lr.peek(4)
 	if err != nil {
 		return nil, fmt.Errorf("%s: read: %v", name, err)
 	}
 	if bytes.HasPrefix(head, zstdMagic) {
-		return openZstd(name, lr.br)
+		return openZstd(name, lr.br, sink)
 	}
 	f, replay, err := sniffLines(lr)
 	if err != nil {
@@ -82,7 +84,7 @@ func OpenReader(name string, r io.Reader) (*View, error) {
 	case Unknown:
 		return nil, &UnknownFormatError{File: name, Line: f.Line, Looks: f.Looks}
 	}
-	return convert(name, f.Format, lr, replay)
+	return convert(name, f.Format, lr, replay, sink)
 }
 
 // sniffLines reads lines until one classifies, returning them for replay.
@@ -109,8 +111,8 @@ func sniffLines(lr *lineReader) (Sniffed, [][]byte, error) {
 }
 
 // convert runs a format's converter over replayed lines and the rest of lr.
-func convert(name string, f Format, lr *lineReader, replay [][]byte) (*View, error) {
-	v := &view{out: &spool{}}
+func convert(name string, f Format, lr *lineReader, replay [][]byte, sink func(*Produced)) (*View, error) {
+	v := &view{out: &spool{}, sink: sink}
 	r := io.MultiReader(bytes.NewReader(bytes.Join(append(replay, nil), []byte{'\n'})), lr.br)
 	c := newConv(f, v)
 	var err error
@@ -138,7 +140,7 @@ func convert(name string, f Format, lr *lineReader, replay [][]byte) (*View, err
 // inside: pi JSONL line for line (same line numbers), the other JSONL
 // formats through their converters, or an OpenClaw cold archive (its event
 // records, cited by seq).
-func openZstd(name string, r io.Reader) (*View, error) {
+func openZstd(name string, r io.Reader, sink func(*Produced)) (*View, error) {
 	dec, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
 	if err != nil {
 		return nil, fmt.Errorf("%s: zstd: %v", name, err)
@@ -158,7 +160,7 @@ func openZstd(name string, r io.Reader) (*View, error) {
 	case sn.Format == Unknown:
 		return nil, &UnknownFormatError{File: name + " (decompressed)", Line: sn.Line, Looks: sn.Looks}
 	default:
-		v, err = convert(name, sn.Format, lr, replay)
+		v, err = convert(name, sn.Format, lr, replay, sink)
 	}
 	if err != nil {
 		return nil, err

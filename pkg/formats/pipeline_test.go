@@ -61,7 +61,7 @@ func TestSourceOfWholeBatchesEnds(t *testing.T) {
 	defer formats.SetConvChunk(32 << 10)()
 	done := make(chan error)
 	go func() {
-		v, err := formats.OpenReader("src", bytes.NewReader(exact))
+		v, err := formats.OpenReader("src", bytes.NewReader(exact), nil)
 		if err == nil {
 			v.Close()
 		}
@@ -79,7 +79,7 @@ func TestSourceOfWholeBatchesEnds(t *testing.T) {
 
 func export(t *testing.T, src []byte) []byte {
 	t.Helper()
-	v, err := formats.OpenReader("src", bytes.NewReader(src))
+	v, err := formats.OpenReader("src", bytes.NewReader(src), nil)
 	if err != nil || v == nil {
 		t.Fatalf("open: %v (view %v)", err, v)
 	}

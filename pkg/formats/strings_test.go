@@ -107,7 +107,7 @@ func TestTranslationKeepsStringsExact(t *testing.T) {
 
 func checkStrings(t *testing.T, src []byte, f Format, want []string, wantArgs []map[string]any) {
 	t.Helper()
-	v, err := OpenReader("x.jsonl", bytes.NewReader(src))
+	v, err := OpenReader("x.jsonl", bytes.NewReader(src), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

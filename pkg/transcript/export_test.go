@@ -1,6 +1,10 @@
 package transcript
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/ctxtool/ctxtool/pkg/formats"
+)
 
 // SetAfterRename installs a hook run right after Rewrite's rename.
 func SetAfterRename(f func()) { afterRename = f }
@@ -20,4 +24,15 @@ func LoadBytes(name string, data []byte) (*Session, error) {
 	}
 	s.src = bytes.NewReader(data)
 	return s, nil
+}
+
+// LoadTranslated loads a transcript in another format the way every one
+// was read before the converters handed over their values: translated to
+// pi lines, then those lines parsed. Nil for pi files.
+func LoadTranslated(path string) (*Session, error) {
+	v, err := formats.Open(path, nil)
+	if err != nil || v == nil {
+		return nil, err
+	}
+	return loadView(path, v)
 }

@@ -3,6 +3,8 @@ package transcript
 import (
 	"errors"
 	"io/fs"
+	"strconv"
+	"unique"
 
 	"github.com/ctxtool/ctxtool/pkg/formats"
 )
@@ -13,6 +15,13 @@ import (
 // built from those lines exactly as from a pi file, and entry line
 // numbers are mapped back to the source's lines (or database rows), so
 // every reading command works on every format and cites the user's file.
+//
+// The Claude Code and Codex converters hand over each line they write with
+// its values (formats.Produced), and the session is built from those
+// (produced, below) rather than by parsing the translated copy again: that
+// second parse cost as much as reading the source. The other views (zstd
+// pi JSONL, OpenClaw's stores) hold the source's own lines, which the pi
+// parser reads as it reads a file.
 
 // Format is the source format of the session.
 func (s *Session) Format() formats.Format {
@@ -29,7 +38,8 @@ func (s *Session) ReadOnly() bool { return !s.Format().Writable() }
 // handled is false for pi files (and for paths that do not exist, which
 // the pi reader reports).
 func loadForeign(path string) (s *Session, handled bool, err error) {
-	v, err := formats.Open(path)
+	b := newProduced(path)
+	v, err := formats.Open(path, b.add)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, false, nil
@@ -39,34 +49,165 @@ func loadForeign(path string) (s *Session, handled bool, err error) {
 	if v == nil {
 		return nil, false, nil
 	}
-	s, err = loadView(path, v)
+	s, err = b.load(v)
 	return s, true, err
 }
 
-// loadView builds a session from a translated view.
+// load is the session of view v: built from what the converter handed b,
+// or, for a view no converter wrote, read from the view.
+func (b *produced) load(v *formats.View) (*Session, error) {
+	if b.s.Header == nil {
+		return loadView(b.s.File, v)
+	}
+	s := b.s
+	s.Size, s.Lines, s.EndsWithNewline = v.Size(), b.lines, v.Size() > 0
+	s.Version = s.Header.Version
+	s.finish()
+	attachView(s, v)
+	return s, nil
+}
+
+// loadView builds a session by parsing a translated view.
 func loadView(name string, v *formats.View) (*Session, error) {
 	s, err := load(name, v.ReaderAt(), v.Size())
 	if err != nil {
 		v.Close()
 		return nil, err
 	}
-	s.Foreign, s.src = v, v.ReaderAt()
 	for _, e := range s.Entries {
 		e.Line = v.SourceRow(e.Line)
 	}
 	if s.Header != nil {
 		s.Header.Line = v.SourceRow(s.Header.Line)
-		s.Header.ContextWindow = v.ContextWindow
 	}
 	for i := range s.Malformed {
 		s.Malformed[i].Line = v.SourceRow(s.Malformed[i].Line)
 	}
-	for _, m := range v.Malformed {
-		s.Malformed = append(s.Malformed, Malformed{Line: m.Line, Bytes: m.Bytes, Err: m.Err})
+	for i := range s.Warnings {
+		s.Warnings[i].Line = v.SourceRow(s.Warnings[i].Line)
 	}
+	attachView(s, v)
 	return s, nil
 }
 
+// attachView makes v the bytes s reads content from and adds what v says
+// of the source.
+func attachView(s *Session, v *formats.View) {
+	s.Foreign, s.src = v, v.ReaderAt()
+	if s.Header != nil {
+		s.Header.ContextWindow = v.ContextWindow
+	}
+	for _, m := range v.Malformed {
+		s.Malformed = append(s.Malformed, Malformed{Line: m.Line, Bytes: m.Bytes, Err: m.Err})
+	}
+}
+
+// produced builds a session from the lines a converter wrote, from the
+// values it hands with each (formats.Produced): the session load would
+// read from those lines, without parsing them. What pi's rules make of a
+// message (its size, its tool calls) is still read by the pi parser's own
+// code from the line's content, one value of it.
+type produced struct {
+	s     *Session
+	lines int // lines of the view so far
+	names interner
+}
+
+func newProduced(name string) *produced {
+	return &produced{s: &Session{File: name, byID: &idIndex{}}}
+}
+
+// add takes one line of the view.
+func (b *produced) add(p *formats.Produced) {
+	b.lines++
+	s := b.s
+	if p.Header {
+		// One line per file: the pi parser reads it.
+		if pl := parseLine(p.Line); pl.kind == kindHeader && s.Header == nil {
+			pl.header.Line = p.Row
+			s.Header = pl.header
+		}
+		return
+	}
+	e := b.entry(p)
+	e.Line, e.Offset, e.Length, e.Index = p.Row, p.Offset, len(p.Line), b.lines-1
+	s.Entries = append(s.Entries, e)
+}
+
+// entry is what parseLine reads from p's line.
+func (b *produced) entry(p *formats.Produced) *Entry {
+	x := &b.names
+	e := &Entry{FirstKeptEntryIndex: -1, Type: x.get(p.Type), ID: p.ID, ParentID: p.ParentID, Timestamp: p.Timestamp}
+	switch p.Type {
+	case "message":
+		e.Role, e.StopReason, e.ToolName = x.get(p.Role), x.get(p.StopReason), x.get(p.ToolName)
+		e.Provider, e.Model = x.get(p.Provider), x.get(p.Model)
+		e.ToolCallID, e.IsError, e.MsgTimestamp = p.ToolCallID, p.IsError, float64(p.MsgTime)
+		if p.HasUsage {
+			u := p.Usage
+			e.Usage = &Usage{Input: b.count(p, "usage.input", u[0]), Output: b.count(p, "usage.output", u[1]),
+				CacheRead: b.count(p, "usage.cacheRead", u[2]), CacheWrite: b.count(p, "usage.cacheWrite", u[3]),
+				TotalTokens: b.count(p, "usage.totalTokens", u[4])}
+		}
+		var m messageFields
+		if p.Content[1] > 0 {
+			sc := scanner{b: p.Line[p.Content[0]:p.Content[1]]}
+			sc.content(&m.cs)
+		}
+		e.size(&m, m.cs.wide)
+	case "custom_message":
+		e.Role, e.CustomType = "custom", x.get(p.CustomType)
+		if p.Content[1] > 0 {
+			e.customSize(p.Line[p.Content[0]:p.Content[1]])
+		}
+	case "compaction":
+		e.Role = "compactionSummary"
+		if p.Summary[1] > 0 {
+			sc := scanner{b: p.Line[p.Summary[0]:p.Summary[1]]}
+			_, _, e.Chars, _ = sc.str()
+			e.Wide = sc.wide
+		}
+		e.TokensBefore = b.count(p, "tokensBefore", p.TokensBefore)
+	case "model_change":
+		e.Provider, e.Model = x.get(p.Provider), x.get(p.Model)
+	}
+	return e
+}
+
+// count is the count pi reads from the integer n written on p's line
+// (clamped to ±MaxSafeInt with a warning, as maybeInt reads it).
+func (b *produced) count(p *formats.Produced, field string, n int64) int {
+	if n <= MaxSafeInt && n >= -MaxSafeInt {
+		return int(n)
+	}
+	v, warn := safeInt(field, strconv.AppendInt(nil, n, 10), float64(n))
+	b.s.Warnings = append(b.s.Warnings, Warning{Line: p.Row, Msg: warn})
+	return v
+}
+
+// interner hands out unique.Make's copy of the names a converter repeats
+// (types, roles, models, tools), as maybeInterned keeps them: the last few
+// are remembered, so most lines cost a string compare.
+type interner struct {
+	last [8][2]string
+	n    int
+}
+
+func (x *interner) get(s string) string {
+	if s == "" {
+		return ""
+	}
+	for i := range x.last {
+		if x.last[i][0] == s {
+			return x.last[i][1]
+		}
+	}
+	v := unique.Make(s).Value()
+	x.last[x.n%len(x.last)] = [2]string{s, v}
+	x.n++
+	return v
+}
+
 // CheckWritable refuses (with a *formats.ReadOnlyError saying why and what
-// to do instead) a write to a file in a format ctxtool only reads.
+// to do instead) a write to a format ctxtool only reads.
 func CheckWritable(path string) error { return formats.CheckWritable(path) }

@@ -106,12 +106,13 @@ func Load(path string) (*Session, error) {
 		if err != nil {
 			return nil, err
 		}
-		if v, err := formats.OpenReader("-", f); err != nil || v != nil {
+		b := newProduced("-")
+		if v, err := formats.OpenReader("-", f, b.add); err != nil || v != nil {
 			f.Close() // a foreign view holds its own copy
 			if err != nil {
 				return nil, err
 			}
-			return loadView("-", v)
+			return b.load(v)
 		}
 		return LoadOpen("-", f, size)
 	}

@@ -199,6 +199,14 @@ func (s *scanner) field(key string, e *Entry, f *lineFields) (good bool) {
 	return good
 }
 
+// customSize gives a custom_message entry its size from its content.
+func (e *Entry) customSize(content []byte) {
+	cs := scanner{b: content}
+	var st contentStatsT
+	cs.content(&st)
+	e.Chars, e.Images, e.Wide = st.customChars(), st.images, st.wide
+}
+
 // headerOf is the session header a "session" line describes.
 func headerOf(e *Entry, h *Header, line []byte) *Header {
 	if h == nil {
@@ -227,10 +235,7 @@ func (s *scanner) finishEntry(line []byte, e *Entry, f *lineFields) {
 	case "custom_message":
 		e.Role = "custom"
 		if f.contentStart >= 0 {
-			cs := scanner{b: line[f.contentStart:f.contentEnd]}
-			var st contentStatsT
-			cs.content(&st)
-			e.Chars, e.Images, e.Wide = st.customChars(), st.images, st.wide
+			e.customSize(line[f.contentStart:f.contentEnd])
 		}
 	case "branch_summary":
 		if f.hasSummary && f.summaryLen > 0 {
@@ -301,24 +306,32 @@ func (s *scanner) maybeInt(field string) (int, bool) {
 	if !ok {
 		return 0, false
 	}
-	switch {
-	case f > MaxSafeInt, f < -MaxSafeInt:
-		clamped := MaxSafeInt
-		if f < 0 {
-			clamped = -MaxSafeInt
-		}
-		raw := string(s.b[st:s.i])
-		if len(raw) > 24 {
-			raw = raw[:24] + "…"
-		}
-		how := "a number beyond 2^53 that it rounds"
-		if math.IsInf(f, 0) {
-			how = "Infinity"
-		}
-		s.warns = append(s.warns, fmt.Sprintf("%s %s is out of range (pi reads %s); read as %d", field, raw, how, clamped))
-		return clamped, true
+	n, warn := safeInt(field, s.b[st:s.i], f)
+	if warn != "" {
+		s.warns = append(s.warns, warn)
 	}
-	return int(f), true
+	return n, true
+}
+
+// safeInt is the count pi reads from the number raw (f as a float64):
+// clamped to ±MaxSafeInt, with a warning naming field, beyond it.
+func safeInt(field string, raw []byte, f float64) (int, string) {
+	if f <= MaxSafeInt && f >= -MaxSafeInt {
+		return int(f), ""
+	}
+	clamped := MaxSafeInt
+	if f < 0 {
+		clamped = -MaxSafeInt
+	}
+	shown := string(raw)
+	if len(shown) > 24 {
+		shown = shown[:24] + "…"
+	}
+	how := "a number beyond 2^53 that it rounds"
+	if math.IsInf(f, 0) {
+		how = "Infinity"
+	}
+	return clamped, fmt.Sprintf("%s %s is out of range (pi reads %s); read as %d", field, shown, how, clamped)
 }
 
 func (s *scanner) maybeBool() (bool, bool) {
@@ -342,6 +355,13 @@ func (s *scanner) message(e *Entry) bool {
 	if !s.object(func(key []byte) bool { return s.messageField(string(key), e, &m) }) {
 		return false
 	}
+	e.size(&m, s.wide-wide0)
+	return true
+}
+
+// size gives a message entry its size from its role and what its message
+// holds (wide: the CJK characters in the whole message): pi's chars rule.
+func (e *Entry) size(m *messageFields, wide int) {
 	e.Images = m.cs.images
 	e.Wide = m.cs.wide
 	switch e.Role {
@@ -361,11 +381,10 @@ func (s *scanner) message(e *Entry) bool {
 		e.Chars = m.cs.customChars()
 	case "bashExecution":
 		e.Chars = m.command + m.output
-		e.Wide = s.wide - wide0
+		e.Wide = wide
 	default:
 		e.Chars = 0
 	}
-	return true
 }
 
 // messageFields is what message reads of a message beyond the entry's own
