@@ -412,6 +412,7 @@ func joinText(c *ccContent) []byte {
 
 type ccGroup struct {
 	e     entry
+	id    int32 // e.id's number
 	msgID string
 	row   int
 }
@@ -421,18 +422,28 @@ type heldLine struct {
 	l  *ccLine
 }
 
+// A pi id the converter links to (a written uuid, or "" for a root) is a
+// number, ids[n], and what it knows of each uuid is one ccNode: a million
+// lines' links cost a map of fixed-size keys and small values, which the
+// collector never scans, instead of four maps of strings.
+type ccNode struct {
+	// alias is 1 + the id the children of a uuid that was not written (or
+	// was merged) hang off; 0: none.
+	alias int32
+	// self is the uuid's own id once written (a pending group's or a held
+	// result's too); 0: not written.
+	self int32
+}
+
 type ccConv struct {
-	v *view
-	// alias maps a uuid that was not written (or was merged) to the pi id
-	// its children hang off ("" = root).
-	alias map[string]string
+	v     *view
+	nodes uuidMap[ccNode]
+	ids   []string // ids[0] is "", a root
 	// tip maps an assistant entry to the last tool result chained after it.
-	tip map[string]string
+	tip map[int32]int32
 	// names maps tool_use ids to tool names for the results.
 	names map[string]string
-	// written holds the uuids written as entries (a pending group's too).
-	written map[string]struct{}
-	pend    *ccGroup
+	pend  *ccGroup
 	// held are tool-result lines answering the pending assistant message
 	// while it may still grow: Claude Code runs a tool while the model
 	// streams the next block of the same message, so a result can be
@@ -446,8 +457,7 @@ type ccConv struct {
 }
 
 func newCCConv(v *view) *ccConv {
-	return &ccConv{v: v, alias: map[string]string{}, tip: map[string]string{}, names: map[string]string{},
-		written: map[string]struct{}{}, side: -1}
+	return &ccConv{v: v, ids: []string{""}, tip: map[int32]int32{}, names: map[string]string{}, side: -1}
 }
 
 func (c *ccConv) decode(raw []byte, l *ccLine) { decodeCC(raw, l) }
@@ -461,19 +471,34 @@ func (c *ccConv) line(no int, raw []byte) error {
 // holds: the pending message and the held results point into their lines.
 func (c *ccConv) holds() bool { return c.pend != nil || len(c.held) > 0 }
 
-func (c *ccConv) resolve(p string) string {
+// resolve is the id the children of uuid p hang off.
+func (c *ccConv) resolve(p string) int32 {
 	if p == "" {
-		return ""
+		return 0
 	}
-	if a, ok := c.alias[p]; ok {
-		return a
+	n := c.nodes.find(p)
+	switch {
+	case n == nil:
+		// A parent that is not in this file: a subagent transcript's first
+		// lines point into the main session. The conversation starts here.
+		return 0
+	case n.alias > 0:
+		return n.alias - 1
 	}
-	if _, ok := c.written[p]; ok {
-		return p
+	return n.self
+}
+
+// alias makes the children of uuid hang off id.
+func (c *ccConv) alias(uuid string, id int32) { c.nodes.at(uuid).alias = id + 1 }
+
+// write registers uuid as written and returns its id.
+func (c *ccConv) write(uuid string) int32 {
+	n := c.nodes.at(uuid)
+	if n.self == 0 {
+		n.self = int32(len(c.ids))
+		c.ids = append(c.ids, uuid)
 	}
-	// A parent that is not in this file: a subagent transcript's first
-	// lines point into the main session. The conversation starts here.
-	return ""
+	return n.self
 }
 
 func (c *ccConv) apply(no int, l *ccLine) error {
@@ -509,9 +534,9 @@ func (c *ccConv) apply(no int, l *ccLine) error {
 	case l.typ == "assistant" && l.message:
 		return c.assistant(no, l)
 	case l.typ == "user" && l.message:
-		if p := c.pend; p != nil && len(l.out) > 0 && l.out[0].role == "toolResult" && c.resolve(l.parent) == p.e.id {
+		if p := c.pend; p != nil && len(l.out) > 0 && l.out[0].role == "toolResult" && c.resolve(l.parent) == p.id {
 			c.held = append(c.held, heldLine{no, l})
-			c.written[l.uuid] = struct{}{}
+			c.write(l.uuid)
 			return nil
 		}
 		if err := c.flush(); err != nil {
@@ -519,12 +544,12 @@ func (c *ccConv) apply(no int, l *ccLine) error {
 		}
 		return c.user(no, l)
 	case l.typ == "system" && l.subtype == "compact_boundary":
-		c.alias[l.uuid] = "" // a new root: what came before is summarised
+		c.alias(l.uuid, 0) // a new root: what came before is summarised
 		if l.hasMeta {
 			c.preTokens = l.preTokens
 		}
 	default:
-		c.alias[l.uuid] = c.resolve(l.parent)
+		c.alias(l.uuid, c.resolve(l.parent))
 	}
 	return nil
 }
@@ -532,7 +557,7 @@ func (c *ccConv) apply(no int, l *ccLine) error {
 func (c *ccConv) assistant(no int, l *ccLine) error {
 	parent := c.resolve(l.parent)
 	if l.model == "<synthetic>" || l.apiError {
-		c.alias[l.uuid] = parent
+		c.alias(l.uuid, parent)
 		return nil
 	}
 	for _, b := range l.blocks {
@@ -540,9 +565,9 @@ func (c *ccConv) assistant(no int, l *ccLine) error {
 			c.names[b.id] = b.name
 		}
 	}
-	if p := c.pend; p != nil && l.msgID != "" && p.msgID == l.msgID && (parent == p.e.id || c.isHeld(parent)) {
+	if p := c.pend; p != nil && l.msgID != "" && p.msgID == l.msgID && (parent == p.id || c.isHeld(parent)) {
 		p.e.content = append(p.e.content, l.blocks...)
-		c.alias[l.uuid] = p.e.id
+		c.alias(l.uuid, p.id)
 		if l.usage != nil {
 			p.e.usage = l.usage
 		}
@@ -554,9 +579,8 @@ func (c *ccConv) assistant(no int, l *ccLine) error {
 	if err := c.flush(); err != nil {
 		return err
 	}
-	c.written[l.uuid] = struct{}{}
-	g := &ccGroup{msgID: l.msgID, row: no}
-	g.e = entry{typ: "message", id: l.uuid, parent: parent, timestamp: l.ts, role: "assistant",
+	g := &ccGroup{id: c.write(l.uuid), msgID: l.msgID, row: no}
+	g.e = entry{typ: "message", id: l.uuid, parent: c.ids[parent], timestamp: l.ts, role: "assistant",
 		content: l.blocks, msgTime: l.ms, api: "anthropic-messages", provider: "anthropic",
 		model: l.model, usage: l.usage}
 	if l.stopReason != nil {
@@ -566,10 +590,10 @@ func (c *ccConv) assistant(no int, l *ccLine) error {
 	return nil
 }
 
-// isHeld reports whether uuid is a held tool-result line.
-func (c *ccConv) isHeld(uuid string) bool {
+// isHeld reports whether id is a held tool-result line's.
+func (c *ccConv) isHeld(id int32) bool {
 	for _, h := range c.held {
-		if h.l.uuid == uuid {
+		if h.l.uuid == c.ids[id] {
 			return true
 		}
 	}
@@ -591,7 +615,6 @@ func (c *ccConv) flush() error {
 	held := c.held
 	c.held = nil
 	for _, h := range held {
-		delete(c.written, h.l.uuid) // user() registers it again
 		if err := c.user(h.no, h.l); err != nil {
 			return err
 		}
@@ -612,14 +635,14 @@ func ccStopReason(s string, content []block) string {
 }
 
 func (c *ccConv) user(no int, l *ccLine) error {
-	parent := c.resolve(l.parent)
+	group := c.resolve(l.parent)
 	out := l.out
 	answers := out[0].role == "toolResult"
-	if t, ok := c.tip[parent]; ok && answers {
-		parent = t // chain parallel results after the previous one
+	parent := c.ids[group]
+	if t, ok := c.tip[group]; ok && answers {
+		parent = c.ids[t] // chain parallel results after the previous one
 	}
-	group := c.resolve(l.parent)
-	c.written[l.uuid] = struct{}{}
+	self := c.write(l.uuid)
 	for i := range out {
 		e := &out[i]
 		switch {
@@ -639,7 +662,7 @@ func (c *ccConv) user(no int, l *ccLine) error {
 		}
 	}
 	if answers {
-		c.tip[group] = l.uuid
+		c.tip[group] = self
 	}
 	return nil
 }

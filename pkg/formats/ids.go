@@ -1,0 +1,84 @@
+package formats
+
+// uuidMap maps uuid strings to values of type V. A canonical UUID (36
+// characters, lower-case hex) is keyed by its 16 bytes, so that the map
+// holds no pointers (the collector never scans it) and hashes one fixed
+// block; any other string is kept as it is. Values live in a slice, so one
+// lookup gives a value to change in place.
+type uuidMap[V any] struct {
+	packed map[[16]byte]int32
+	other  map[string]int32
+	vals   []V
+}
+
+// find returns the value of s, nil when it has none.
+func (m *uuidMap[V]) find(s string) *V {
+	var i int32
+	var ok bool
+	if k, canon := packUUID(s); canon {
+		i, ok = m.packed[k]
+	} else {
+		i, ok = m.other[s]
+	}
+	if !ok {
+		return nil
+	}
+	return &m.vals[i]
+}
+
+// at returns the value of s, adding a zero one when it has none. The
+// pointer is valid until the next call of at.
+func (m *uuidMap[V]) at(s string) *V {
+	if v := m.find(s); v != nil {
+		return v
+	}
+	i := int32(len(m.vals))
+	var zero V
+	m.vals = append(m.vals, zero)
+	if k, canon := packUUID(s); canon {
+		if m.packed == nil {
+			m.packed = map[[16]byte]int32{}
+		}
+		m.packed[k] = i
+	} else {
+		if m.other == nil {
+			m.other = map[string]int32{}
+		}
+		m.other[s] = i
+	}
+	return &m.vals[i]
+}
+
+// packUUID reads a canonical lower-case UUID
+// (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx) as its 16 bytes; false for any
+// other string (upper case too: the map must tell apart what the strings
+// tell apart).
+func packUUID(s string) (k [16]byte, ok bool) {
+	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
+		return k, false
+	}
+	j := 0
+	for i := 0; i < 36; i += 2 {
+		if s[i] == '-' {
+			i--
+			continue
+		}
+		hi, lo := lowerHex(s[i]), lowerHex(s[i+1])
+		if hi < 0 || lo < 0 {
+			return k, false
+		}
+		k[j] = byte(hi<<4 | lo)
+		j++
+	}
+	return k, true
+}
+
+func lowerHex(c byte) int {
+	switch {
+	case c >= '0' && c <= '9':
+		return int(c - '0')
+	case c >= 'a' && c <= 'f':
+		return int(c-'a') + 10
+	}
+	return -1
+}

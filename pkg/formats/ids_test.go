@@ -1,0 +1,40 @@
+package formats
+
+import "testing"
+
+// A canonical lower-case UUID packs into its 16 bytes; anything else (upper
+// case, other lengths, misplaced dashes, non-hex) is kept as a string, so
+// two different strings never share a key.
+func TestUUIDMapKeepsStringsApart(t *testing.T) {
+	ids := []string{
+		"7d48cbd2-6615-4dd8-87f6-38f12b8167d6",
+		"7D48CBD2-6615-4DD8-87F6-38F12B8167D6",
+		"7d48cbd2-6615-4dd8-87f6-38f12b8167d7",
+		"7d48cbd2x6615-4dd8-87f6-38f12b8167d6",
+		"7d48cbd2-6615-4dd8-87f6-38f12b8167dg",
+		"u1", "", "toolu_0116Hyi5v8ut7Ffb7d8qV1Sc",
+	}
+	var m uuidMap[int]
+	for i, s := range ids {
+		*m.at(s) = i + 1
+	}
+	for i, s := range ids {
+		if v := m.find(s); v == nil || *v != i+1 {
+			t.Errorf("%q: got %v, want %d", s, v, i+1)
+		}
+	}
+	if m.find("00000000-0000-0000-0000-000000000000") != nil {
+		t.Error("an absent uuid was found")
+	}
+	if k, ok := packUUID(ids[0]); !ok || k[0] != 0x7d || k[15] != 0xd6 {
+		t.Errorf("packUUID(%q) = %x, %v", ids[0], k, ok)
+	}
+	for i, s := range ids {
+		if i == 0 || i == 2 {
+			continue // canonical
+		}
+		if _, ok := packUUID(s); ok {
+			t.Errorf("packUUID(%q) packed a non-canonical id", s)
+		}
+	}
+}
