@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Claude Code transcripts (~/.claude/projects/<dir>/<uuid>.jsonl and
@@ -58,7 +59,8 @@ type ccLine struct {
 	bad                      string
 	size                     int
 	typ, subtype             string
-	uuid, parent             string
+	uuid                     string
+	parent                   jstr // looked up, never kept: not made a string
 	sidechain                bool
 	sessionID, cwd           jstr   // read once per file: not made strings per line
 	timestamp                string // as written
@@ -103,10 +105,17 @@ type ccSource struct {
 	data           jstr
 }
 
+// ccScratch holds the decoded content of a line while decodeCC converts
+// it: one per worker at a time, so the blocks of a gigabyte are not
+// allocated line by line.
+var ccScratch = sync.Pool{New: func() any { return new(ccContent) }}
+
 // decodeCC decodes one line into l, which is zero.
 func decodeCC(raw []byte, l *ccLine) {
 	d := newDec(raw)
-	var content ccContent
+	content := ccScratch.Get().(*ccContent)
+	defer ccScratch.Put(content)
+	*content = ccContent{blocks: content.blocks[:0]}
 	if d.obj("") {
 		for k, ok := d.key(); ok; k, ok = d.key() {
 			switch string(k) {
@@ -117,9 +126,7 @@ func decodeCC(raw []byte, l *ccLine) {
 			case "uuid":
 				l.uuid = d.string("uuid")
 			case "parentUuid":
-				if p := d.optString("parentUuid"); p != nil {
-					l.parent = *p
-				}
+				l.parent = d.text("parentUuid")
 			case "isSidechain":
 				l.sidechain = d.bool("isSidechain")
 			case "sessionId":
@@ -135,7 +142,7 @@ func decodeCC(raw []byte, l *ccLine) {
 			case "message":
 				if d.obj("message") {
 					l.message = true
-					d.ccMessage(l, &content)
+					d.ccMessage(l, content)
 				}
 			case "compactMetadata":
 				if d.obj("compactMetadata") {
@@ -165,10 +172,10 @@ func decodeCC(raw []byte, l *ccLine) {
 		switch l.typ {
 		case "assistant":
 			if l.model != "<synthetic>" && !l.apiError {
-				l.blocks = ccAssistantBlocks(&content)
+				l.blocks = ccAssistantBlocks(content)
 			}
 		case "user":
-			l.out = ccUserEntries(l, &content)
+			l.out = ccUserEntries(l, content)
 		}
 	}
 }
@@ -184,7 +191,7 @@ func (d *jdec) ccMessage(l *ccLine, content *ccContent) {
 		case "model":
 			l.model = d.string("model")
 		case "content":
-			*content = d.ccContent()
+			d.ccContentInto(content)
 		case "stop_reason":
 			l.stopReason = d.optString("stop_reason")
 		case "usage":
@@ -217,9 +224,17 @@ func (d *jdec) ccMessage(l *ccLine, content *ccContent) {
 
 // ccContent decodes a content value.
 func (d *jdec) ccContent() ccContent {
+	var c ccContent
+	d.ccContentInto(&c)
+	return c
+}
+
+// ccContentInto decodes a content value into c, whose blocks' array it
+// reuses.
+func (d *jdec) ccContentInto(c *ccContent) {
 	saved := d.typeErr
 	d.typeErr = ""
-	var c ccContent
+	*c = ccContent{blocks: c.blocks[:0]}
 	switch d.peek() {
 	case '"':
 		c.kind, c.str = 's', d.str()
@@ -238,7 +253,6 @@ func (d *jdec) ccContent() ccContent {
 	}
 	c.typeErr = d.typeErr != ""
 	d.typeErr = saved
-	return c
 }
 
 func (d *jdec) ccBlock() ccBlock {
@@ -443,7 +457,8 @@ type ccConv struct {
 	tip map[int32]int32
 	// names maps tool_use ids to tool names for the results.
 	names map[string]string
-	pend  *ccGroup
+	pend  *ccGroup // &group or nil
+	group ccGroup
 	// held are tool-result lines answering the pending assistant message
 	// while it may still grow: Claude Code runs a tool while the model
 	// streams the next block of the same message, so a result can be
@@ -472,11 +487,11 @@ func (c *ccConv) line(no int, raw []byte) error {
 func (c *ccConv) holds() bool { return c.pend != nil || len(c.held) > 0 }
 
 // resolve is the id the children of uuid p hang off.
-func (c *ccConv) resolve(p string) int32 {
-	if p == "" {
+func (c *ccConv) resolve(p jstr) int32 {
+	if p.empty() {
 		return 0
 	}
-	n := c.nodes.find(p)
+	n := c.nodes.findJSON(p)
 	switch {
 	case n == nil:
 		// A parent that is not in this file: a subagent transcript's first
@@ -579,9 +594,12 @@ func (c *ccConv) assistant(no int, l *ccLine) error {
 	if err := c.flush(); err != nil {
 		return err
 	}
-	g := &ccGroup{id: c.write(l.uuid), msgID: l.msgID, row: no}
+	// One group at a time: its struct and content buffer serve the next.
+	g := &c.group
+	content := append(g.e.content[:0], l.blocks...)
+	*g = ccGroup{id: c.write(l.uuid), msgID: l.msgID, row: no}
 	g.e = entry{typ: "message", id: l.uuid, parent: c.ids[parent], timestamp: l.ts, role: "assistant",
-		content: l.blocks, msgTime: l.ms, api: "anthropic-messages", provider: "anthropic",
+		content: content, msgTime: l.ms, api: "anthropic-messages", provider: "anthropic",
 		model: l.model, usage: l.usage}
 	if l.stopReason != nil {
 		g.e.stopReason = *l.stopReason

@@ -478,7 +478,8 @@ type cxConv struct {
 	// seg is the open turn segment: the assistant message being built and
 	// the tool outputs that answer it, written when the next turn starts
 	// (token_count records arrive after the outputs and belong to it).
-	asst    *entry
+	asst    *entry // &asstBuf or nil
+	asstBuf entry
 	asstRow int
 	outputs []pendingEntry
 	names   map[string]string
@@ -653,8 +654,12 @@ func (c *cxConv) assistant(no int) *entry {
 		_ = c.flush()
 	}
 	if c.asst == nil {
-		c.asst = &entry{typ: "message", role: "assistant", api: "openai-responses", provider: c.provider, model: c.model,
-			usage: c.nextUsage}
+		// One message at a time: its struct and content buffer serve the
+		// next.
+		content := c.asstBuf.content[:0]
+		c.asstBuf = entry{typ: "message", role: "assistant", api: "openai-responses", provider: c.provider, model: c.model,
+			usage: c.nextUsage, content: content}
+		c.asst = &c.asstBuf
 		c.asstRow, c.nextUsage = no, nil
 	}
 	return c.asst

@@ -12,13 +12,24 @@ type uuidMap[V any] struct {
 }
 
 // find returns the value of s, nil when it has none.
-func (m *uuidMap[V]) find(s string) *V {
+func (m *uuidMap[V]) find(s string) *V { return lookup(m, s) }
+
+// findJSON is find for a JSON string as it appears in a line, without
+// making a string of it.
+func (m *uuidMap[V]) findJSON(s jstr) *V {
+	if s.esc || !s.canon {
+		return lookup(m, s.String())
+	}
+	return lookup(m, s.raw())
+}
+
+func lookup[V any, S string | []byte](m *uuidMap[V], s S) *V {
 	var i int32
 	var ok bool
 	if k, canon := packUUID(s); canon {
 		i, ok = m.packed[k]
 	} else {
-		i, ok = m.other[s]
+		i, ok = m.other[string(s)]
 	}
 	if !ok {
 		return nil
@@ -53,7 +64,7 @@ func (m *uuidMap[V]) at(s string) *V {
 // (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx) as its 16 bytes; false for any
 // other string (upper case too: the map must tell apart what the strings
 // tell apart).
-func packUUID(s string) (k [16]byte, ok bool) {
+func packUUID[S string | []byte](s S) (k [16]byte, ok bool) {
 	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
 		return k, false
 	}
