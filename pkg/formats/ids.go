@@ -9,6 +9,10 @@ type uuidMap[V any] struct {
 	packed map[[16]byte]int32
 	other  map[string]int32
 	vals   []V
+	// last is the string at last gave, at vals[lastAt]: a line's parent
+	// is most often the line before it, found without hashing.
+	last   string
+	lastAt int32
 }
 
 // find returns the value of s, nil when it has none.
@@ -24,6 +28,9 @@ func (m *uuidMap[V]) findJSON(s jstr) *V {
 }
 
 func lookup[V any, S string | []byte](m *uuidMap[V], s S) *V {
+	if len(m.vals) > 0 && string(s) == m.last {
+		return &m.vals[m.lastAt]
+	}
 	var i int32
 	var ok bool
 	if k, canon := packUUID(s); canon {
@@ -40,13 +47,24 @@ func lookup[V any, S string | []byte](m *uuidMap[V], s S) *V {
 // at returns the value of s, adding a zero one when it has none. The
 // pointer is valid until the next call of at.
 func (m *uuidMap[V]) at(s string) *V {
-	if v := m.find(s); v != nil {
-		return v
+	k, canon := packUUID(s)
+	var i int32
+	var ok bool
+	if canon {
+		i, ok = m.packed[k]
+	} else {
+		i, ok = m.other[s]
 	}
-	i := int32(len(m.vals))
+	m.last = s
+	if ok {
+		m.lastAt = i
+		return &m.vals[i]
+	}
+	i = int32(len(m.vals))
+	m.lastAt = i
 	var zero V
 	m.vals = append(m.vals, zero)
-	if k, canon := packUUID(s); canon {
+	if canon {
 		if m.packed == nil {
 			m.packed = map[[16]byte]int32{}
 		}
@@ -68,28 +86,31 @@ func packUUID[S string | []byte](s S) (k [16]byte, ok bool) {
 	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
 		return k, false
 	}
+	bad := byte(0)
 	j := 0
 	for i := 0; i < 36; i += 2 {
-		if s[i] == '-' {
-			i--
-			continue
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			i++
 		}
-		hi, lo := lowerHex(s[i]), lowerHex(s[i+1])
-		if hi < 0 || lo < 0 {
-			return k, false
-		}
-		k[j] = byte(hi<<4 | lo)
+		hi, lo := hexVal[s[i]], hexVal[s[i+1]]
+		bad |= hi | lo
+		k[j] = hi<<4 | lo&0xf
 		j++
 	}
-	return k, true
+	return k, bad&0x10 == 0
 }
 
-func lowerHex(c byte) int {
-	switch {
-	case c >= '0' && c <= '9':
-		return int(c - '0')
-	case c >= 'a' && c <= 'f':
-		return int(c-'a') + 10
+// hexVal is a lower-case hex digit's value, 0x10 for any other byte.
+var hexVal = func() (t [256]byte) {
+	for c := range t {
+		switch {
+		case c >= '0' && c <= '9':
+			t[c] = byte(c - '0')
+		case c >= 'a' && c <= 'f':
+			t[c] = byte(c-'a') + 10
+		default:
+			t[c] = 0x10
+		}
 	}
-	return -1
-}
+	return t
+}()
