@@ -61,7 +61,9 @@ type entry struct {
 type view struct {
 	out  *spool
 	rows []int32
-	w    jsonw
+	// w holds the lines not in out yet, the one being written from lineAt.
+	w      jsonw
+	lineAt int
 	// header is written lazily, before the first entry, from what the
 	// converter learnt by then.
 	headerDone bool
@@ -115,17 +117,43 @@ type Malformed struct {
 	Err   string
 }
 
+// put ends the line written in v.w at lineAt, the source row it came from.
+// Lines gather in v.w and go to the spool a block at a time: one copy fewer
+// of every byte than a write per line through the spool's buffer.
 func (v *view) put(row int) error {
 	if v.sink != nil {
-		v.p.Line, v.p.Offset, v.p.Row = v.w.b, v.out.size, row
-		v.sink(&v.p)
+		p := &v.p
+		p.Line, p.Offset, p.Row = v.w.b[v.lineAt:], v.out.size+int64(v.lineAt), row
+		for _, span := range []*[2]int{&p.Content, &p.Summary} {
+			if span[1] > 0 {
+				span[0], span[1] = span[0]-v.lineAt, span[1]-v.lineAt
+			}
+		}
+		v.sink(p)
 	}
 	v.p = Produced{}
 	v.w.b = append(v.w.b, '\n')
-	_, err := v.out.Write(v.w.b)
-	v.w.b = v.w.b[:0]
 	v.rows = append(v.rows, int32(row))
+	if len(v.w.b) < spoolBlock {
+		v.lineAt = len(v.w.b)
+		return nil
+	}
+	return v.flushOut()
+}
+
+// flushOut moves the lines gathered in v.w to the spool.
+func (v *view) flushOut() error {
+	_, err := v.out.Write(v.w.b)
+	v.w.b, v.lineAt = v.w.b[:0], 0
 	return err
+}
+
+// finishOut writes the last lines and finishes the spool.
+func (v *view) finishOut() error {
+	if err := v.flushOut(); err != nil {
+		return err
+	}
+	return v.out.finish()
 }
 
 func (v *view) header(row int) error {
@@ -478,7 +506,7 @@ func (v *view) finish(f Format, file, unit string) (*View, error) {
 			return nil, err
 		}
 	}
-	if err := v.out.finish(); err != nil {
+	if err := v.finishOut(); err != nil {
 		return nil, err
 	}
 	return &View{Format: f, File: file, Unit: unit, ContextWindow: v.window, Malformed: v.malformed,

@@ -45,6 +45,9 @@ func (lc *LineConverter) Convert(no int, raw []byte) (lines [][]byte, ok bool) {
 	}
 	ok = len(lc.v.malformed) == 0
 	lc.v.malformed = nil
+	if err := lc.v.flushOut(); err != nil {
+		return nil, false
+	}
 	sp := lc.v.out
 	if sp.size == 0 {
 		return nil, ok

@@ -241,7 +241,7 @@ func spoolLines(name string, lr *lineReader, replay [][]byte, put func(v *view, 
 		for {
 			l, err := lr.next()
 			if err == io.EOF {
-				return v.out.finish()
+				return v.finishOut()
 			}
 			if err != nil {
 				return fmt.Errorf("%s: zstd: %v (is the file complete?)", name, err)

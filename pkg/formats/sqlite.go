@@ -336,7 +336,7 @@ func readSession(db *sql.DB, sess *StoreSession, name string) (*View, error) {
 		}
 		return fail(err)
 	}
-	if err := r.v.out.finish(); err != nil {
+	if err := r.v.finishOut(); err != nil {
 		return fail(err)
 	}
 	r.v.headerDone = true
