@@ -74,9 +74,16 @@ type view struct {
 	malformed  []Malformed
 	notes      []string
 	window     int
-	// sink, when set, is handed every line with its values (Produced).
-	sink func(*Produced)
-	p    Produced
+	// sink, when set, is handed every line with its values (Produced),
+	// by drain: pend are those of the lines in w, handed the bytes before
+	// them.
+	sink   func(*Produced)
+	p      Produced
+	pend   []Produced
+	handed int64
+	blocks chan outBlock
+	free   chan outBlock
+	outErr chan error
 }
 
 // Produced is one pi line a converter wrote, with the values the pi parser
@@ -123,13 +130,13 @@ type Malformed struct {
 func (v *view) put(row int) error {
 	if v.sink != nil {
 		p := &v.p
-		p.Line, p.Offset, p.Row = v.w.b[v.lineAt:], v.out.size+int64(v.lineAt), row
+		p.Line, p.Offset, p.Row = v.w.b[v.lineAt:], v.handed+int64(v.lineAt), row
 		for _, span := range []*[2]int{&p.Content, &p.Summary} {
 			if span[1] > 0 {
 				span[0], span[1] = span[0]-v.lineAt, span[1]-v.lineAt
 			}
 		}
-		v.sink(p)
+		v.pend = append(v.pend, *p)
 	}
 	v.p = Produced{}
 	v.w.b = append(v.w.b, '\n')
@@ -141,16 +148,74 @@ func (v *view) put(row int) error {
 	return v.flushOut()
 }
 
-// flushOut moves the lines gathered in v.w to the spool.
+// outBlock is a block of lines and what was produced with them.
+type outBlock struct {
+	b    []byte
+	recs []Produced
+}
+
+// flushOut moves the lines gathered in v.w to the spool. With a sink, a
+// goroutine of its own hands the block's lines to the sink and writes them
+// while the converter goes on: building the entries and writing the view
+// were half of the converter's one-core part.
 func (v *view) flushOut() error {
-	_, err := v.out.Write(v.w.b)
-	v.w.b, v.lineAt = v.w.b[:0], 0
+	if v.sink == nil {
+		_, err := v.out.Write(v.w.b)
+		v.w.b, v.lineAt = v.w.b[:0], 0
+		return err
+	}
+	if v.blocks == nil {
+		v.blocks, v.free, v.outErr = make(chan outBlock, 2), make(chan outBlock, 3), make(chan error, 1)
+		go v.drain()
+	}
+	v.handed += int64(len(v.w.b))
+	v.blocks <- outBlock{v.w.b, v.pend}
+	next := outBlock{}
+	select {
+	case next = <-v.free:
+	default:
+	}
+	v.w.b, v.pend, v.lineAt = next.b[:0], next.recs[:0], 0
+	return nil
+}
+
+// drain hands each block's lines to the sink, in order, and writes them.
+func (v *view) drain() {
+	var err error
+	for blk := range v.blocks {
+		for i := range blk.recs {
+			v.sink(&blk.recs[i])
+		}
+		if err == nil {
+			_, err = v.out.Write(blk.b)
+		}
+		clear(blk.recs) // their strings are the session's now, or garbage
+		select {
+		case v.free <- blk:
+		default:
+		}
+	}
+	v.outErr <- err
+}
+
+// stopOut waits for the lines handed over to be written.
+func (v *view) stopOut() error {
+	if v.blocks == nil {
+		return nil
+	}
+	close(v.blocks)
+	err := <-v.outErr
+	v.blocks = nil
 	return err
 }
 
 // finishOut writes the last lines and finishes the spool.
 func (v *view) finishOut() error {
-	if err := v.flushOut(); err != nil {
+	err := v.flushOut()
+	if err2 := v.stopOut(); err == nil {
+		err = err2
+	}
+	if err != nil {
 		return err
 	}
 	return v.out.finish()

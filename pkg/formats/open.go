@@ -130,6 +130,7 @@ func convert(name string, f Format, lr *lineReader, replay [][]byte, sink func(*
 		view, err = v.finish(f, name, "line")
 	}
 	if err != nil {
+		v.stopOut()
 		v.out.Close()
 		return nil, fmt.Errorf("%s: %v", name, err)
 	}
