@@ -282,7 +282,7 @@ func applyCapture(st *Store, s *transcript.Session, key string, from, to int, re
 		if m, ok := b.recent.get(e); ok {
 			return m
 		}
-		m, err := messageOf(s, e)
+		m, err := b.message(e)
 		if err != nil {
 			res.Malformed++
 			res.Warnings = append(res.Warnings, fmt.Sprintf("skipped: %v", err))
@@ -293,6 +293,7 @@ func applyCapture(st *Store, s *transcript.Session, key string, from, to int, re
 		return m
 	}
 	return st.UpdateState(key, func(state *State) error {
+		var topic string // the last user message's text
 		for _, e := range s.Entries {
 			if !inRange(e.Line) {
 				continue
@@ -321,7 +322,7 @@ func applyCapture(st *Store, s *transcript.Session, key string, from, to int, re
 				}
 				// Layer B: the last user message is the current topic; a
 				// short reply to a long answer is a decision.
-				state.Thread.Topic = gist(m.Text, TopicChars)
+				topic = m.Text
 				what, ok := decisionAt(m, answerBefore(s, e, decode))
 				if ok && !hasDecision(state.Decisions, what) {
 					when := ""
@@ -332,6 +333,9 @@ func applyCapture(st *Store, s *transcript.Session, key string, from, to int, re
 					res.Decisions++
 				}
 			}
+		}
+		if topic != "" {
+			state.Thread.Topic = gist(topic, TopicChars)
 		}
 		return nil
 	})
@@ -358,12 +362,10 @@ func recordToolResult(state *State, s *transcript.Session, e *transcript.Entry, 
 		p = s.ByID(p.ParentID)
 	}
 	name := m.ToolName
-	var args json.RawMessage
-	if call != nil {
-		if name == "" {
-			name = call.Name
-		}
-		args = call.Args
+	if call == nil {
+		call = &ToolCall{}
+	} else if name == "" {
+		name = call.Name
 	}
 	name = strings.TrimSpace(Clean(name))
 	if name == "" {
@@ -371,7 +373,7 @@ func recordToolResult(state *State, s *transcript.Session, e *transcript.Entry, 
 	}
 	when := e.Time()
 	n := len(state.Thread.Errors)
-	state.RecordToolResult(name, args, m.IsError, firstLine(m.Text), when)
+	state.recordCall(name, call, m.IsError, firstLine(m.Text), when)
 	// The same failure read again (after a restart) is not a new one.
 	if len(state.Thread.Errors) > n {
 		last := state.Thread.Errors[len(state.Thread.Errors)-1]

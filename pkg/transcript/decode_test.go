@@ -12,7 +12,8 @@ import (
 
 // The one-pass DecodeMessage gives exactly what decoding with
 // encoding/json (the previous implementation, kept here as the reference)
-// gives, on every fixture and every real transcript available.
+// gives, on every fixture and every real transcript available; DecodeWords
+// the same less the fields only a model reads.
 func TestDecodeMessageMatchesEncodingJSON(t *testing.T) {
 	files, _ := filepath.Glob("../../testdata/external/*.jsonl")
 	more, _ := filepath.Glob("../../testdata/*.jsonl")
@@ -54,6 +55,9 @@ func TestDecodeMessageMatchesEncodingJSON(t *testing.T) {
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("%s:%d:\n got %+v\nwant %+v", f, e.Line, got, want)
 			}
+			if words, err := DecodeWords(e, raw); err != nil || !reflect.DeepEqual(words, withoutModelOnly(got)) {
+				t.Fatalf("%s:%d: DecodeWords (%v):\n got %+v\nwant %+v", f, e.Line, err, words, withoutModelOnly(got))
+			}
 			decoded++
 		}
 		s.Close()
@@ -62,6 +66,20 @@ func TestDecodeMessageMatchesEncodingJSON(t *testing.T) {
 	if decoded < 1000 {
 		t.Fatalf("only %d messages compared", decoded)
 	}
+}
+
+// withoutModelOnly is m with the fields DecodeWords leaves empty emptied.
+func withoutModelOnly(m *Message) *Message {
+	w := *m
+	w.Details, w.Output, w.Usage, w.API, w.Provider, w.Model, w.ErrorMsg = nil, "", nil, "", "", "", ""
+	w.Content = append([]Block(nil), m.Content...)
+	if m.Content != nil && len(m.Content) == 0 {
+		w.Content = []Block{}
+	}
+	for i := range w.Content {
+		w.Content[i].Thinking, w.Content[i].Data, w.Content[i].MimeType = "", "", ""
+	}
+	return &w
 }
 
 func dirExists(p string) bool { st, err := os.Stat(p); return err == nil && st.IsDir() }

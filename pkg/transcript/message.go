@@ -113,6 +113,28 @@ func (s *Session) Message(e *Entry) (*Message, error) {
 // once more, not a copy per nesting level. A field of an unexpected type is
 // ignored, as pi's code ignores it.
 func DecodeMessage(e *Entry, line []byte) (*Message, error) {
+	return decodeMessage(e, line, false)
+}
+
+// DecodeWords is DecodeMessage without the fields only a model or a
+// display reads (modelOnly): they are validated but not copied. A reader
+// of the conversation's words and tool calls (the checkpoint builder, on
+// every message of a branch) is spared copying thinking, usage and details.
+func DecodeWords(e *Entry, line []byte) (*Message, error) {
+	return decodeMessage(e, line, true)
+}
+
+// modelOnly names the fields DecodeWords leaves empty: thinking, image
+// data, details, usage, a bash command's output, the provider and model.
+func modelOnly(key []byte) bool {
+	switch string(key) {
+	case "thinking", "data", "mimeType", "details", "usage", "output", "api", "provider", "model", "errorMessage":
+		return true
+	}
+	return false
+}
+
+func decodeMessage(e *Entry, line []byte, words bool) (*Message, error) {
 	sc := scanner{b: line}
 	sc.ws()
 	var m Message
@@ -120,6 +142,9 @@ func DecodeMessage(e *Entry, line []byte) (*Message, error) {
 	var summary, customType string
 	var details json.RawMessage
 	wellFormed := sc.object(func(key []byte) (good bool) {
+		if words && modelOnly(key) {
+			return sc.skip(0)
+		}
 		switch string(key) {
 		case "message":
 			msgSpan, good = sc.span()
@@ -146,12 +171,12 @@ func DecodeMessage(e *Entry, line []byte) (*Message, error) {
 		return &Message{Role: "branchSummary", Summary: summary, Details: details}, nil
 	case "custom_message":
 		m = Message{Role: "custom", CustomType: customType, Details: details}
-		if err := decodeContent(contentSpan, &m); err != nil {
+		if err := decodeContent(contentSpan, &m, words); err != nil {
 			return nil, err
 		}
 		return &m, nil
 	}
-	if err := decodeMessageObject(msgSpan, &m); err != nil {
+	if err := decodeMessageObject(msgSpan, &m, words); err != nil {
 		return nil, err
 	}
 	if m.Role == "hookMessage" {
@@ -183,7 +208,7 @@ func ParseEntry(line []byte) (e *Entry, m *Message, ok bool) {
 }
 
 // decodeMessageObject fills m from a message object's bytes.
-func decodeMessageObject(b []byte, m *Message) error {
+func decodeMessageObject(b []byte, m *Message, words bool) error {
 	sc := scanner{b: b}
 	sc.ws()
 	if sc.peek() != '{' {
@@ -191,6 +216,9 @@ func decodeMessageObject(b []byte, m *Message) error {
 	}
 	var content []byte
 	wellFormed := sc.object(func(key []byte) (good bool) {
+		if words && modelOnly(key) {
+			return sc.skip(0)
+		}
 		switch string(key) {
 		case "role":
 			m.Role, good = sc.maybeString()
@@ -251,12 +279,12 @@ func decodeMessageObject(b []byte, m *Message) error {
 	if !wellFormed {
 		return sc.err
 	}
-	return decodeContent(content, m)
+	return decodeContent(content, m, words)
 }
 
 // decodeContent reads a content value: a string (one text block) or an
 // array of blocks.
-func decodeContent(raw []byte, m *Message) error {
+func decodeContent(raw []byte, m *Message, words bool) error {
 	sc := scanner{b: raw}
 	sc.ws()
 	switch sc.peek() {
@@ -291,6 +319,9 @@ func decodeContent(raw []byte, m *Message) error {
 		}
 		var b Block
 		wellFormed := sc.object(func(key []byte) (good bool) {
+			if words && modelOnly(key) {
+				return sc.skip(0)
+			}
 			switch string(key) {
 			case "type":
 				b.Type, good = sc.maybeString()
