@@ -259,7 +259,7 @@ func (it *cxItem) convert(c *cxContent) {
 		it.blocks = []block{{kind: "thinking", text: cxSummaryText(&c.summary)}}
 	case "function_call":
 		if c.args.kind == '"' {
-			it.args = argsFromString(c.args.str.String())
+			it.args = argsFromJSON(c.args.str)
 		} else {
 			it.args = argsFromString(string(c.args.raw))
 		}

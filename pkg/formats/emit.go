@@ -499,6 +499,19 @@ func argsFromString(s string) []byte {
 	return w.b
 }
 
+// argsFromJSON is argsFromString for the string s of a line. A compact
+// object spelled with the common escapes only (an arguments string almost
+// always is) is unescaped and checked here, without encoding/json.
+func argsFromJSON(s jstr) []byte {
+	if b, ok := s.unescaped(); ok && len(b) > 0 && b[0] == '{' {
+		d := newDec(b)
+		if raw, compact := d.raw(); compact && !d.bad && len(raw) == len(b) {
+			return b // what json.Compact would write of it
+		}
+	}
+	return argsFromString(s.String())
+}
+
 func compactJSON(raw []byte) []byte {
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, raw); err != nil {

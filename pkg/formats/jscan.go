@@ -1,6 +1,7 @@
 package formats
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -254,6 +255,45 @@ func (s jstr) jsonOrNil() []byte {
 		return nil
 	}
 	return s.json()
+}
+
+// unescaped is the decoded value of a string of valid UTF-8 whose
+// escapes are all short ones (\" \\ \/ \b \f \n \r \t), where decoding
+// needs no rule of encoding/json's; ok is false for any other string.
+func (s jstr) unescaped() ([]byte, bool) {
+	raw := s.raw()
+	if !s.esc {
+		return raw, s.canon
+	}
+	if !utf8.Valid(raw) {
+		return nil, false
+	}
+	out := make([]byte, 0, len(raw))
+	for i := 0; i < len(raw); i++ {
+		j := bytes.IndexByte(raw[i:], '\\')
+		if j < 0 {
+			return append(out, raw[i:]...), true
+		}
+		out = append(out, raw[i:i+j]...)
+		i += j + 1 // the escaped byte (a string never ends in a lone backslash)
+		switch raw[i] {
+		case '"', '\\', '/':
+			out = append(out, raw[i])
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		default:
+			return nil, false
+		}
+	}
+	return out, true
 }
 
 // appendInner writes the string as JSON without its quotes, for joining.

@@ -114,6 +114,9 @@ func checkJdec(t *testing.T, in []byte) {
 		if s.String() != want {
 			t.Fatalf("%q: decoded %q, encoding/json %q", raw, s.String(), want)
 		}
+		if b, ok := s.unescaped(); ok && string(b) != want {
+			t.Fatalf("%q: unescaped %q, encoding/json %q", raw, b, want)
+		}
 		enc := AppendString(nil, want)
 		if !bytes.Equal(s.json(), enc) || !bytes.Equal(s.appendJSON(nil), enc) {
 			t.Fatalf("%q: encoded %q, want %q", raw, s.json(), enc)
@@ -170,4 +173,25 @@ func (s jstr) appendJSON(b []byte) []byte {
 		return append(b, s.q...)
 	}
 	return AppendString(b, s.String())
+}
+
+// unescaped decodes what it takes on exactly as encoding/json does, and
+// argsFromJSON gives argsFromString's bytes.
+func TestUnescapedMatchesEncodingJSON(t *testing.T) {
+	for _, q := range []string{`""`, `"plain"`, `"{\"a\":[1,\"b\\\\c\"],\"d\":\"e\\nf\\/g\\t\\r\\b\\f\"}"`,
+		`"{\"a\": 1}"`, `" {\"a\":1}"`, `"{\"a\":1} "`, `"{\"a\":\u0031}"`, `"[1,2]"`, `"{\"a\":1"`,
+		`"{\"é\":\"漢\"}"`, "\"\xff{}\"", `"\\"`, `"{}"`} {
+		var want string
+		if err := json.Unmarshal([]byte(q), &want); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		d := newDec([]byte(q))
+		s := d.str()
+		if b, ok := s.unescaped(); ok && string(b) != want {
+			t.Errorf("%s: unescaped %q, want %q", q, b, want)
+		}
+		if got, want := argsFromJSON(s), argsFromString(want); !bytes.Equal(got, want) {
+			t.Errorf("%s: argsFromJSON %s, want %s", q, got, want)
+		}
+	}
 }
