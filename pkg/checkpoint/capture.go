@@ -294,7 +294,7 @@ func applyCapture(st *Store, s *transcript.Session, key string, from, to int, re
 	}
 	return st.UpdateState(key, func(state *State) error {
 		var topic string // the last user message's text
-		for _, e := range s.Entries {
+		for at, e := range s.Entries {
 			if !inRange(e.Line) {
 				continue
 			}
@@ -314,7 +314,7 @@ func applyCapture(st *Store, s *transcript.Session, key string, from, to int, re
 				if m.IsError {
 					res.ToolErrors++
 				}
-				recordToolResult(state, s, e, m, decode)
+				recordToolResult(state, s, e, at, m, decode)
 			case "user":
 				m := decode(e)
 				if m == nil || strings.TrimSpace(m.Text) == "" {
@@ -323,7 +323,7 @@ func applyCapture(st *Store, s *transcript.Session, key string, from, to int, re
 				// Layer B: the last user message is the current topic; a
 				// short reply to a long answer is a decision.
 				topic = m.Text
-				what, ok := decisionAt(m, answerBefore(s, e, decode))
+				what, ok := decisionAt(m, answerBefore(s, e, at, decode))
 				if ok && !hasDecision(state.Decisions, what) {
 					when := ""
 					if !m.Time.IsZero() {
@@ -341,11 +341,12 @@ func applyCapture(st *Store, s *transcript.Session, key string, from, to int, re
 	})
 }
 
-// recordToolResult is layer A for one tool result: the call it answers
-// (found up the parent chain) gives the name and the path arguments.
-func recordToolResult(state *State, s *transcript.Session, e *transcript.Entry, m *Message, decode func(*transcript.Entry) *Message) {
+// recordToolResult is layer A for one tool result, e at s.Entries[at]:
+// the call it answers (found up the parent chain) gives the name and the
+// path arguments.
+func recordToolResult(state *State, s *transcript.Session, e *transcript.Entry, at int, m *Message, decode func(*transcript.Entry) *Message) {
 	var call *ToolCall
-	p := s.ByID(e.ParentID)
+	p, pos := s.Parent(e, at)
 	for i := 0; p != nil && i < maxCallWalk && call == nil; i++ {
 		for _, id := range p.ToolCallIDs {
 			if id != m.ToolCallID {
@@ -359,7 +360,7 @@ func recordToolResult(state *State, s *transcript.Session, e *transcript.Entry, 
 				}
 			}
 		}
-		p = s.ByID(p.ParentID)
+		p, pos = s.Parent(p, pos)
 	}
 	name := m.ToolName
 	if call == nil {
@@ -386,12 +387,12 @@ func recordToolResult(state *State, s *transcript.Session, e *transcript.Entry, 
 	}
 }
 
-// answerBefore is the answer decisionAt compares a user message with: the
-// last assistant message with text in the turn before it, walking the
-// parent chain the way splitTurns cuts the branch (messages only, a user
-// message with text ends the previous turn).
-func answerBefore(s *transcript.Session, e *transcript.Entry, decode func(*transcript.Entry) *Message) *Message {
-	for p := s.ByID(e.ParentID); p != nil; p = s.ByID(p.ParentID) {
+// answerBefore is the answer decisionAt compares a user message (e at
+// s.Entries[at]) with: the last assistant message with text in the turn
+// before it, walking the parent chain the way splitTurns cuts the branch
+// (messages only, a user message with text ends the previous turn).
+func answerBefore(s *transcript.Session, e *transcript.Entry, at int, decode func(*transcript.Entry) *Message) *Message {
+	for p, pos := s.Parent(e, at); p != nil; p, pos = s.Parent(p, pos) {
 		if p.Type != "message" || (p.Role != "assistant" && p.Role != "user") {
 			continue
 		}

@@ -307,13 +307,18 @@ func oneLine(s string, n int) string {
 // collapse is s cleaned with its whitespace collapsed to single spaces.
 func collapse(s string) string { return strings.Join(strings.Fields(Clean(s)), " ") }
 
-// truncate cuts s to at most n characters, ending in "…" when cut.
+// truncate cuts s (valid UTF-8: collapsed) to at most n characters,
+// ending in "…" when cut.
 func truncate(s string, n int) string {
 	if utf8.RuneCountInString(s) <= n {
 		return s
 	}
-	r := []rune(s)
-	return strings.TrimRight(string(r[:n-1]), " ") + "…"
+	end := 0
+	for range n - 1 {
+		_, w := utf8.DecodeRuneInString(s[end:])
+		end += w
+	}
+	return strings.TrimRight(s[:end], " ") + "…"
 }
 
 func shortList(items []string, base string) []string {

@@ -29,6 +29,9 @@ type branch struct {
 	// just before them).
 	recent recent
 	lines  lineWindow
+	// decoded is the message last decoded (DecodeWords), its content
+	// array reused from one message to the next.
+	decoded transcript.Message
 }
 
 // lineWindow reads entries' lines through one buffer filled by large
@@ -193,8 +196,8 @@ func (b *branch) message(e *transcript.Entry) (*Message, error) {
 	}
 	if (e.Type == "message" || e.Type == "custom_message") && !e.Oversized && e.Length <= windowBytes {
 		if line, err := b.lines.line(b.s, e); err == nil {
-			if m, err := transcript.DecodeWords(e, line); err == nil {
-				return fromTranscript(e, m), nil
+			if transcript.DecodeWords(e, line, &b.decoded) == nil {
+				return fromTranscript(e, &b.decoded), nil
 			}
 		}
 	}

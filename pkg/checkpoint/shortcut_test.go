@@ -4,6 +4,7 @@ import (
 	"math/rand"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // randomText joins n pieces drawn from pieces.
@@ -15,8 +16,18 @@ func randomText(r *rand.Rand, pieces []string, n int) string {
 	return b.String()
 }
 
-// oneLine collapses only a prefix of a long text; what it gives is what
-// collapsing the whole text gives, whatever the text's characters
+// truncateRunes is truncate as it was first written, by a rune slice.
+func truncateRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return strings.TrimRight(string(r[:n-1]), " ") + "…"
+}
+
+// oneLine collapses only a prefix of a long text and truncate cuts
+// without a rune slice; what they give is what collapsing the whole text
+// and cutting a rune slice give, whatever the text's characters
 // (multi-byte, invalid UTF-8, control characters, runs of whitespace)
 // and wherever the prefix ends.
 func TestOneLineOfAPrefixIsOfTheWholeText(t *testing.T) {
@@ -26,8 +37,12 @@ func TestOneLineOfAPrefixIsOfTheWholeText(t *testing.T) {
 	for i := range 2000 {
 		n := []int{shortReplyChars, GistChars, TopicChars, 400}[i%4]
 		s := randomText(r, pieces, r.Intn(n))
-		if got, want := oneLine(s, n), truncate(collapse(s), n); got != want {
+		c := collapse(s)
+		if got, want := oneLine(s, n), truncate(c, n); got != want {
 			t.Fatalf("oneLine(%q, %d):\n got %q\nwant %q", s, n, got, want)
+		}
+		if got, want := truncate(c, n), truncateRunes(c, n); got != want {
+			t.Fatalf("truncate(%q, %d):\n got %q\nwant %q", c, n, got, want)
 		}
 	}
 }
