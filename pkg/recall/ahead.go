@@ -2,7 +2,6 @@ package recall
 
 import (
 	"context"
-	"os"
 	"time"
 )
 
@@ -23,7 +22,7 @@ const aheadFiles = 2
 type opened struct {
 	path string // as given
 	st   Stats  // File: the absolute path once known
-	f    *os.File
+	source
 	// err is the file's own error, or the store's (a *StoreError).
 	err  error
 	row  *fileRow
@@ -44,7 +43,7 @@ func (ix *Index) open(ctx context.Context, path string) *opened {
 		return o
 	}
 	o.st.File = abs
-	if o.f, o.err = openIndexable(abs); o.err != nil {
+	if o.source, o.err = openIndexable(abs); o.err != nil {
 		return o
 	}
 	// Plan without the lock: unchanged, the common case, then costs no
@@ -89,7 +88,7 @@ func (ix *Index) readAhead(ctx context.Context, paths []string) <-chan *opened {
 				return
 			}
 			if s != nil {
-				ix.runScan(s, o.f, 0, 0, 0)
+				ix.runScan(s, o.source, 0, 0, 0)
 			}
 		}
 	}()
@@ -108,7 +107,7 @@ func (ix *Index) scanner(ctx context.Context, o *opened, off int64, line, newFro
 		}
 		s.stop()
 	}
-	return ix.startScan(ctx, o.f, off, line, newFrom)
+	return ix.startScan(ctx, o.source, off, line, newFrom)
 }
 
 // scan reads, extracts and chunks a file's lines on a goroutine (its own,
@@ -127,17 +126,17 @@ func newScan(ctx context.Context) *scan {
 	return &scan{ctx: ctx, c: make(chan []chunk, 8), cancel: cancel}
 }
 
-// startScan starts reading f from off (see scanLines) on a goroutine.
-func (ix *Index) startScan(ctx context.Context, f *os.File, off int64, line, newFrom int) *scan {
+// startScan starts reading src from off (see scanLines) on a goroutine.
+func (ix *Index) startScan(ctx context.Context, src source, off int64, line, newFrom int) *scan {
 	s := newScan(ctx)
-	go ix.runScan(s, f, off, line, newFrom)
+	go ix.runScan(s, src, off, line, newFrom)
 	return s
 }
 
-// runScan reads f from off into s (see scanLines).
-func (ix *Index) runScan(s *scan, f *os.File, off int64, line, newFrom int) {
+// runScan reads src from off into s (see scanLines).
+func (ix *Index) runScan(s *scan, src source, off int64, line, newFrom int) {
 	defer close(s.c)
-	s.res, s.err = ix.scanLines(s.ctx, f, off, line, newFrom, func(cs []chunk) error {
+	s.res, s.err = ix.scanLines(s.ctx, src, off, line, newFrom, func(cs []chunk) error {
 		select {
 		case s.c <- cs:
 			return nil

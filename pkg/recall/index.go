@@ -13,8 +13,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/ctxtool/ctxtool/pkg/formats"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -78,7 +80,10 @@ func absPath(p string) (string, error) {
 
 func hashRange(f *os.File, off, n int64) (string, error) {
 	h := sha256.New()
-	if _, err := io.Copy(h, io.NewSectionReader(f, off, n)); err != nil {
+	// A buffer of the range's size (io.Copy's own is 32 KiB per call,
+	// and a plan hashes a few short ranges of every file).
+	buf := make([]byte, min(max(n, 1), 32<<10))
+	if _, err := io.CopyBuffer(h, io.NewSectionReader(f, off, n), buf); err != nil {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)[:16]), nil
@@ -92,13 +97,14 @@ func hashRange(f *os.File, off, n int64) (string, error) {
 func sampleHash(f *os.File, n int64) (string, error) {
 	h := sha256.New()
 	const blocks, size = 16, 512
+	var buf [size]byte
 	for k := int64(1); k <= blocks; k++ {
 		off := k * n / (blocks + 1)
 		l := min(int64(size), n-off)
 		if l <= 0 {
 			continue
 		}
-		if _, err := io.Copy(h, io.NewSectionReader(f, off, l)); err != nil {
+		if _, err := io.CopyBuffer(h, io.NewSectionReader(f, off, l), buf[:]); err != nil {
 			return "", err
 		}
 	}
@@ -195,12 +201,16 @@ type readResult struct {
 // line), extracts and chunks them, and hands finished chunks to emit.
 // Malformed lines are counted after line newFrom only (earlier ones were
 // counted when first indexed).
-func (ix *Index) scanLines(ctx context.Context, f *os.File, off int64, line, newFrom int, emit func([]chunk) error) (readResult, error) {
-	conv := sourceConverter(f)
+func (ix *Index) scanLines(ctx context.Context, src source, off int64, line, newFrom int, emit func([]chunk) error) (readResult, error) {
+	f := src.f
+	conv := formats.NewLineConverter(src.format)
 	res := readResult{end: off, lastLineStart: off, lines: line}
 	x := extractor{maxChars: ix.maxChars}
 	ch := newChunker()
-	lr := lineReader{f: f, br: bufio.NewReaderSize(io.NewSectionReader(f, off, 1<<62), 1<<20)}
+	br := readers.Get().(*bufio.Reader)
+	defer readers.Put(br)
+	br.Reset(io.NewSectionReader(f, off, 1<<62))
+	lr := lineReader{f: f, br: br}
 	for {
 		l, n, oversized, err := lr.next(res.end)
 		if err == io.EOF {
@@ -236,6 +246,10 @@ func (ix *Index) scanLines(ctx context.Context, f *os.File, off int64, line, new
 	}
 	return res, emitChunks(ch.finish(), emit)
 }
+
+// readers are the 1 MiB line buffers of scans: a directory of small
+// sessions would otherwise allocate (and zero) one per file.
+var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 1<<20) }}
 
 // lineReader reads a file's complete lines. A line longer than the buffer
 // is measured first and then read at its exact size from the file; a line
@@ -537,20 +551,20 @@ func unwrapBatchLost(err error) error {
 // the temporary copy of a zstd file or store session). The type is checked
 // before the open: opening a FIFO for reading blocks until a writer comes.
 // A store session ("store.sqlite#key") is no path; openSource checks it.
-func openIndexable(abs string) (*os.File, error) {
+func openIndexable(abs string) (source, error) {
 	if fi, err := os.Stat(abs); err == nil {
 		if fi.IsDir() {
-			return nil, fmt.Errorf("recall: %s is a directory (index walks directories, Index takes files)", abs)
+			return source{}, fmt.Errorf("recall: %s is a directory (index walks directories, Index takes files)", abs)
 		}
 		if !fi.Mode().IsRegular() {
-			return nil, fmt.Errorf("recall: %s is not a file (%s): not a session file; only regular files are indexed", abs, fi.Mode().Type())
+			return source{}, fmt.Errorf("recall: %s is not a file (%s): not a session file; only regular files are indexed", abs, fi.Mode().Type())
 		}
 	}
-	f, err := openSource(abs)
+	src, err := openSource(abs)
 	if err != nil {
-		return nil, fmt.Errorf("recall: %v", err)
+		return source{}, fmt.Errorf("recall: %v", err)
 	}
-	return f, nil
+	return src, nil
 }
 
 // planFile reads the file's bookkeeping without a lock and decides.
