@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
+	"github.com/ctxtool/ctxtool/pkg/formats"
 	"github.com/ctxtool/ctxtool/pkg/walk"
 )
 
@@ -22,9 +23,13 @@ func errMissing(path string) error {
 	return exitcode.Newf(exitcode.Usage, "%s: no such file or directory (check the path)", path)
 }
 
-// checkInput returns errMissing when path does not exist ("-" is stdin).
+// checkInput returns errMissing when path does not exist ("-" is stdin,
+// "store.sqlite#<key>" one session of an existing OpenClaw store).
 func checkInput(path string) error {
 	if path == "-" {
+		return nil
+	}
+	if _, _, ok := formats.SplitStorePath(path); ok {
 		return nil
 	}
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {

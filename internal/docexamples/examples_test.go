@@ -1,6 +1,7 @@
 package docexamples
 
 import (
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -220,7 +221,8 @@ func tail(b []byte) string {
 
 // fixture makes the home and working directory the examples assume: the
 // binary in ~/go/bin (where `go install` puts it), OpenClaw and pi session
-// trees (idle for hours, as the batch examples' --older-than expects), and
+// trees (idle for hours, as the batch examples' --older-than expects), a
+// Claude Code transcript and a Codex rollout in their agents' homes, and
 // in the working directory session.jsonl, transcripts/, workspace/, the
 // repository's testdata/, an earlier estimate (old.json) and an exec
 // summariser (./my-summarizer).
@@ -245,6 +247,16 @@ func fixture(t *testing.T, root, bin string) (home, work string) {
 	gen(filepath.Join(home, ".openclaw", "agents", "main", "sessions", "a1.jsonl"), 21, 40)
 	gen(filepath.Join(home, ".openclaw", "agents", "main", "sessions", "a2.jsonl"), 22, 12)
 	gen(filepath.Join(home, ".pi", "agent", "sessions", "--home-dev-acme--", "p1.jsonl"), 23, 30)
+	agent := func(path string, write func(io.Writer, sessiongen.AgentOptions) (*sessiongen.AgentResult, error)) {
+		must(os.MkdirAll(filepath.Dir(path), 0o755))
+		f, err := os.Create(path)
+		must(err)
+		_, err = write(f, sessiongen.AgentOptions{Seed: 24, Turns: 10, Compactions: 1})
+		must(err)
+		must(f.Close())
+	}
+	agent(filepath.Join(home, ".claude", "projects", "-home-dev-acme", "3f2c9a1e-5b7d-4c1e-9f0a-2d6b8e4c7a15.jsonl"), sessiongen.GenerateClaudeCode)
+	agent(filepath.Join(home, ".codex", "sessions", "2026", "03", "18", "rollout-2026-03-18T09-12-44-0195a7c2-4e1b-7d3f-9a60-5c2e8b1f4d97.jsonl"), sessiongen.GenerateCodex)
 
 	must(os.CopyFS(filepath.Join(work, "testdata"), os.DirFS(filepath.Join(root, "testdata"))))
 	copyFile := func(src, dst string) {

@@ -7,6 +7,7 @@
 package factgen
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -73,15 +74,9 @@ type gen struct {
 
 // Generate writes a session to w.
 func Generate(w io.Writer, o Options) ([]Planted, error) {
-	if o.Facts == 0 {
-		o.Facts = 20
-	}
-	if o.FactsWithin == 0 {
-		o.FactsWithin = 0.6
-	}
-	if o.Turns == 0 {
-		o.Turns = 30
-	}
+	o.Facts = cmp.Or(o.Facts, 20)
+	o.FactsWithin = cmp.Or(o.FactsWithin, 0.6)
+	o.Turns = cmp.Or(o.Turns, 30)
 	g := &gen{r: rand.New(rand.NewPCG(o.Seed, o.Seed^0x5eed)), o: o, used: map[string]bool{}}
 	g.b = sessiongen.NewBuilder(w, sessiongen.Config{Seed: o.Seed, Cwd: "/home/dev/shop"})
 	factTurns := int(float64(o.Turns) * o.FactsWithin)

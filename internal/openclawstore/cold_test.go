@@ -4,6 +4,7 @@ package openclawstore_test
 
 import (
 	"bytes"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -14,7 +15,10 @@ import (
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
+	"github.com/ctxtool/ctxtool/pkg/formats"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
+	"github.com/ctxtool/ctxtool/pkg/walk"
+	_ "modernc.org/sqlite" // to make a backup's copy of a store
 )
 
 // coldArchives runs cold.sh (one Gateway run for all files) and returns
@@ -126,6 +130,126 @@ func TestRealColdArchive(t *testing.T) {
 			refuseWrites(t, bin, a)
 		}
 	})
+	t.Run("store", func(t *testing.T) { coldStore(t, bin, archives) })
+}
+
+// coldStore: the store whose sessions went cold reads each of them, by
+// session id, as the session it was made from (its rows are gone from
+// transcript_events: the history is the archive), also from a backup copy
+// that keeps the archives inside the database; a missing or altered archive
+// is an error, never a shorter history; and a walk of the agent's
+// directory lists each cold history once (the store session, not also its
+// archive file).
+func coldStore(t *testing.T, bin string, archives map[string]string) {
+	var agentDir string
+	ids := map[string]string{}
+	for src, a := range archives {
+		agentDir = filepath.Dir(filepath.Dir(filepath.Dir(a))) // <agent>/sessions/cold/<name>
+		s, err := transcript.Load(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[src] = s.Header.ID
+		s.Close()
+	}
+	dbs, _ := filepath.Glob(filepath.Join(agentDir, "agent", "*.sqlite"))
+	if len(dbs) != 1 {
+		t.Fatalf("stores in %s: %v", agentDir, dbs)
+	}
+	db := dbs[0]
+	for src, id := range ids {
+		if want, got := estimate(t, bin, src), estimate(t, bin, db+"#"+id); got != want {
+			t.Errorf("%s: the cold store session estimates %+v, the JSONL %+v", filepath.Base(src), got, want)
+		}
+	}
+
+	files, err := walk.Walk([]string{agentDir}, walk.Options{Kinds: []walk.Kind{walk.Transcript, walk.Archive}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stores int
+	for _, f := range files {
+		if strings.Contains(f.Path, string(filepath.Separator)+"cold"+string(filepath.Separator)) {
+			t.Errorf("walk lists the cold archive %s beside the store session that reads it", f.Path)
+		}
+		if f.Format == formats.OpenClawSQLite {
+			stores++
+		}
+	}
+	if stores != len(ids) {
+		t.Errorf("walk lists %d store sessions, want %d: %+v", stores, len(ids), files)
+	}
+
+	// A copy of the store alone: the archive files are missing.
+	lone := copyStore(t, db)
+	for _, id := range ids {
+		_, stderr, code := run(t, bin, "estimate", lone+"#"+id)
+		if code != 1 || !strings.Contains(stderr, "cold storage") || !strings.Contains(stderr, "missing") {
+			t.Errorf("store without its cold/ files: exit %d, stderr %q; want exit 1 naming the missing archive", code, stderr)
+		}
+	}
+
+	// A backup's copy: each archive inside its row (storage "sqlite").
+	backup := copyStore(t, db)
+	conn, err := sql.Open("sqlite", backup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for src, id := range ids {
+		blob, err := os.ReadFile(archives[src])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Exec(`UPDATE session_transcript_cold_archives SET storage = 'sqlite', archive_blob = ?
+			WHERE session_id = ?`, blob, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn.Close()
+	for src, id := range ids {
+		if want, got := estimate(t, bin, src), estimate(t, bin, backup+"#"+id); got != want {
+			t.Errorf("%s: the backup's session estimates %+v, the JSONL %+v", filepath.Base(src), got, want)
+		}
+	}
+
+	// An archive file that is not the one recorded.
+	altered := copyStore(t, db)
+	for src, id := range ids {
+		a := archives[src]
+		b, _ := os.ReadFile(a)
+		dst := filepath.Join(filepath.Dir(filepath.Dir(altered)), "sessions", "cold", filepath.Base(a))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, append(b, 0), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, stderr, code := run(t, bin, "estimate", altered+"#"+id)
+		if code != 1 || !strings.Contains(stderr, "does not match") {
+			t.Errorf("altered archive: exit %d, stderr %q; want exit 1 saying it does not match", code, stderr)
+		}
+	}
+}
+
+// copyStore copies a store (with its WAL) to <tmp>/agents/main/agent/.
+func copyStore(t *testing.T, db string) string {
+	dir := filepath.Join(t.TempDir(), "agents", "main", "agent")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		b, err := os.ReadFile(db + suffix)
+		if err != nil {
+			if suffix != "" && os.IsNotExist(err) {
+				continue
+			}
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(db)+suffix), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, filepath.Base(db))
 }
 
 type estimateFigures struct {

@@ -2,6 +2,7 @@ package sessiongen
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -99,18 +100,10 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 }
 
 func newAgentGen(w io.Writer, o AgentOptions) *agentGen {
-	if o.Turns == 0 {
-		o.Turns = 12
-	}
-	if o.ToolCallsPerTurn == 0 {
-		o.ToolCallsPerTurn = 4
-	}
-	if o.ParallelToolCalls == 0 {
-		o.ParallelToolCalls = 3
-	}
-	if o.ToolResultBytes == 0 {
-		o.ToolResultBytes = 1500
-	}
+	o.Turns = cmp.Or(o.Turns, 12)
+	o.ToolCallsPerTurn = cmp.Or(o.ToolCallsPerTurn, 4)
+	o.ParallelToolCalls = cmp.Or(o.ParallelToolCalls, 3)
+	o.ToolResultBytes = cmp.Or(o.ToolResultBytes, 1500)
 	r := rand.New(rand.NewPCG(o.Seed, o.Seed^0x5eed))
 	cw := &countingWriter{w: w}
 	return &agentGen{o: o, r: r, c: newCorpus(r), cw: cw, w: bufio.NewWriterSize(cw, 1<<20),

@@ -2,6 +2,7 @@ package sessiongen
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"io"
 	"math"
@@ -163,40 +164,17 @@ var thinkingRotation = []string{"medium", "high", "low", "minimal", "off", "xhig
 // of CPU time (see BenchmarkGenerate and `go run ./bench/gen -preset bench
 // -size 1GB`).
 func Generate(w io.Writer, o Options) (*Result, error) {
-	if o.Version == 0 {
-		o.Version = 3
-	}
-	if o.Turns == 0 {
-		o.Turns = 20
-	}
-	if o.ToolCallsPerTurn == 0 {
-		o.ToolCallsPerTurn = 6
-	}
-	if o.MinToolCallsPerTurn == 0 {
-		o.MinToolCallsPerTurn = 1
-	}
-	o.MinToolCallsPerTurn = min(o.MinToolCallsPerTurn, o.ToolCallsPerTurn)
-	if o.ParallelToolCalls == 0 {
-		o.ParallelToolCalls = 3
-	}
-	if o.ToolResultBytes == 0 {
-		o.ToolResultBytes = 1500
-	}
-	if o.HugeToolResultBytes == 0 {
-		o.HugeToolResultBytes = 3 << 20
-	}
-	if o.KeepTurns == 0 {
-		o.KeepTurns = 2
-	}
-	if o.FactsWithin == 0 {
-		o.FactsWithin = 0.15
-	}
-	if o.SignatureBytes == 0 {
-		o.SignatureBytes = 240
-	}
-	if o.Cwd == "" {
-		o.Cwd = "/home/dev/acme-api"
-	}
+	o.Version = cmp.Or(o.Version, 3)
+	o.Turns = cmp.Or(o.Turns, 20)
+	o.ToolCallsPerTurn = cmp.Or(o.ToolCallsPerTurn, 6)
+	o.MinToolCallsPerTurn = min(cmp.Or(o.MinToolCallsPerTurn, 1), o.ToolCallsPerTurn)
+	o.ParallelToolCalls = cmp.Or(o.ParallelToolCalls, 3)
+	o.ToolResultBytes = cmp.Or(o.ToolResultBytes, 1500)
+	o.HugeToolResultBytes = cmp.Or(o.HugeToolResultBytes, 3<<20)
+	o.KeepTurns = cmp.Or(o.KeepTurns, 2)
+	o.FactsWithin = cmp.Or(o.FactsWithin, 0.15)
+	o.SignatureBytes = cmp.Or(o.SignatureBytes, 240)
+	o.Cwd = cmp.Or(o.Cwd, "/home/dev/acme-api")
 	if o.Version == 1 {
 		o.Branches = 0
 	}

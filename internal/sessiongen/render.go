@@ -83,9 +83,8 @@ func (b *Builder) render(e Entry) (*node, []byte, error) {
 			blocks = []Block{}
 		}
 		buf, err = b.appendContent(buf, n, "", blocks, KindCode, HeuristicImageChars)
-		if err == nil && x.Details != nil {
-			buf = append(buf, `,"details":`...)
-			buf, err = appendValue(buf, x.Details)
+		if err == nil {
+			buf, err = appendDetails(buf, x.Details)
 		}
 		buf = append(buf, `,"isError":`...)
 		buf = strconv.AppendBool(buf, x.IsError)
@@ -191,19 +190,14 @@ func (b *Builder) render(e Entry) (*node, []byte, error) {
 		}
 		buf = append(buf, `,"tokensBefore":`...)
 		buf = strconv.AppendInt(buf, int64(tb), 10)
-		if x.Details != nil {
-			buf = append(buf, `,"details":`...)
-			buf, err = appendValue(buf, x.Details)
-		}
+		buf, err = appendDetails(buf, x.Details)
 		if x.FromHook != nil {
 			buf = append(buf, `,"fromHook":`...)
 			buf = strconv.AppendBool(buf, *x.FromHook)
 		} else if b.version > 1 {
 			buf = append(buf, `,"fromHook":false`...)
 		}
-		u, c, cu := measure(x.Summary)
-		n.heur = HeuristicTokens(u)
-		n.trueTok = MessageOverheadTokens + CompactionWrapperTokens + trueFrom(u, c, cu, KindProse)
+		n.summarized(x.Summary, CompactionWrapperTokens)
 	case *BranchSummary:
 		if b.version == 1 {
 			return nil, nil, fmt.Errorf("sessiongen: v1 sessions have no branch_summary entries")
@@ -220,17 +214,12 @@ func (b *Builder) render(e Entry) (*node, []byte, error) {
 		buf = formats.AppendString(buf, from)
 		buf = append(buf, `,"summary":`...)
 		buf = formats.AppendString(buf, x.Summary)
-		if x.Details != nil {
-			buf = append(buf, `,"details":`...)
-			buf, err = appendValue(buf, x.Details)
-		}
+		buf, err = appendDetails(buf, x.Details)
 		buf = append(buf, `,"fromHook":`...)
 		buf = strconv.AppendBool(buf, x.FromHook != nil && *x.FromHook)
 		if x.Summary != "" {
-			u, c, cu := measure(x.Summary)
 			n.emits = true
-			n.heur = HeuristicTokens(u)
-			n.trueTok = MessageOverheadTokens + BranchWrapperTokens + trueFrom(u, c, cu, KindProse)
+			n.summarized(x.Summary, BranchWrapperTokens)
 		}
 	case *Label:
 		if b.version == 1 {
@@ -313,11 +302,25 @@ func (b *Builder) appendCustomBody(buf []byte, n *node, customType, text string,
 	}
 	buf = append(buf, `,"display":`...)
 	buf = strconv.AppendBool(buf, display)
-	if details != nil {
-		buf = append(buf, `,"details":`...)
-		buf, err = appendValue(buf, details)
+	return appendDetails(buf, details)
+}
+
+// appendDetails writes an entry's "details" member, which is absent when
+// nil (pi writes none for extensions that set none).
+func appendDetails(buf []byte, details any) ([]byte, error) {
+	if details == nil {
+		return buf, nil
 	}
-	return buf, err
+	buf = append(buf, `,"details":`...)
+	return appendValue(buf, details)
+}
+
+// summarized sizes a summary that pi sends wrapped in a user message
+// (compaction or branch summary; wrapper is that wrapper's true tokens).
+func (n *node) summarized(summary string, wrapper int) {
+	u, c, cu := measure(summary)
+	n.heur = HeuristicTokens(u)
+	n.trueTok = MessageOverheadTokens + wrapper + trueFrom(u, c, cu, KindProse)
 }
 
 func appendTS(buf []byte, ts, def int64) []byte {

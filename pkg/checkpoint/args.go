@@ -28,45 +28,74 @@ type callArgs struct {
 	modify bool
 }
 
-// classify reads a tool call's arguments once for its paths and whether it
-// modifies them (an edit tool's "view"/"read" command does not).
-func classify(tc ToolCall) callArgs {
-	vals := argValues(tc.Args)
-	var c callArgs
-	name := strings.ToLower(tc.Name)
+// argFacts is what a call's arguments say whatever the tool is named:
+// the paths, and whether "command" is "view" or "read" (an edit tool's
+// command that does not modify).
+type argFacts struct {
+	paths    []string
+	viewOnly bool
+}
+
+// classify reads a tool call's arguments for its paths and whether it
+// modifies them.
+func classify(tc ToolCall) callArgs { return tc.facts().of(tc.Name) }
+
+// facts are tc's argFacts, read once: the fold and the capture both
+// classify a call, under the call's or its result's tool name, and reading
+// the arguments (validating them first) was a tenth of a checkpoint's CPU.
+func (tc *ToolCall) facts() *argFacts {
+	if tc.read == nil {
+		f := readArgs(tc.Args)
+		tc.read = &f
+	}
+	return tc.read
+}
+
+// of classifies a call of the tool named name with these arguments.
+func (a *argFacts) of(name string) callArgs {
+	c := callArgs{paths: a.paths}
+	name = strings.ToLower(name)
 	for _, w := range modifyTools {
 		if strings.Contains(name, w) {
 			c.modify = true
 			break
 		}
 	}
-	if raw := vals[commandKey]; raw != nil && strings.Contains(name, "edit") {
+	if a.viewOnly && strings.Contains(name, "edit") {
+		c.modify = false
+	}
+	return c
+}
+
+// readArgs reads a call's arguments once.
+func readArgs(args json.RawMessage) argFacts {
+	vals := argValues(args)
+	var a argFacts
+	if raw := vals[commandKey]; raw != nil {
 		var cmd string
-		if json.Unmarshal(raw, &cmd) == nil && (cmd == "view" || cmd == "read") {
-			c.modify = false
-		}
+		a.viewOnly = json.Unmarshal(raw, &cmd) == nil && (cmd == "view" || cmd == "read")
 	}
 	for _, raw := range vals[:len(pathKeys)] {
 		var s string
 		if raw != nil && json.Unmarshal(raw, &s) == nil {
-			c.paths = append(c.paths, s)
+			a.paths = append(a.paths, s)
 		}
 	}
 	if raw := vals[pathsKey]; raw != nil {
 		var ss []string
 		if json.Unmarshal(raw, &ss) == nil {
-			c.paths = append(c.paths, ss...)
+			a.paths = append(a.paths, ss...)
 		}
 	}
-	clean := c.paths[:0]
-	for _, p := range c.paths {
+	clean := a.paths[:0]
+	for _, p := range a.paths {
 		p = strings.TrimSpace(Clean(p))
 		if p != "" && len(p) <= 500 && !strings.ContainsAny(p, "\n\t") {
 			clean = append(clean, p)
 		}
 	}
-	c.paths = clean
-	return c
+	a.paths = clean
+	return a
 }
 
 // argValues is json.Unmarshal of a call's arguments into a

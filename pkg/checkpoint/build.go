@@ -41,6 +41,7 @@ type ToolCall struct {
 	ID   string
 	Name string
 	Args json.RawMessage
+	read *argFacts // Args read (facts)
 }
 
 // CompactionInfo is a compaction entry on the branch.
@@ -83,6 +84,23 @@ func decisionAt(reply, answer *Message) (string, bool) {
 }
 
 var checkbox = regexp.MustCompile(`(?m)^\s*[-*+]\s+\[([ xX])\]\s+(.+?)\s*$`)
+
+// mayHaveCheckbox is false when s has no "[ ]", "[x]" or "[X]", so that
+// checkbox cannot match: running the expression on every answer was a
+// tenth of a checkpoint's CPU.
+func mayHaveCheckbox(s string) bool {
+	for i := strings.IndexByte(s, '['); i >= 0 && i+2 < len(s); {
+		if c := s[i+1]; (c == ' ' || c == 'x' || c == 'X') && s[i+2] == ']' {
+			return true
+		}
+		j := strings.IndexByte(s[i+1:], '[')
+		if j < 0 {
+			return false
+		}
+		i += 1 + j
+	}
+	return false
+}
 
 // failKey identifies a tool failure by tool and error gist, so an error the
 // capture recorded matches the same failure read from the messages.

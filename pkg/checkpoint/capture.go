@@ -282,7 +282,7 @@ func applyCapture(st *Store, s *transcript.Session, key string, from, to int, re
 		if m, ok := b.recent.get(e); ok {
 			return m
 		}
-		m, err := messageOf(s, e)
+		m, err := b.message(e)
 		if err != nil {
 			res.Malformed++
 			res.Warnings = append(res.Warnings, fmt.Sprintf("skipped: %v", err))
@@ -293,7 +293,8 @@ func applyCapture(st *Store, s *transcript.Session, key string, from, to int, re
 		return m
 	}
 	return st.UpdateState(key, func(state *State) error {
-		for _, e := range s.Entries {
+		var topic string // the last user message's text
+		for at, e := range s.Entries {
 			if !inRange(e.Line) {
 				continue
 			}
@@ -313,7 +314,7 @@ func applyCapture(st *Store, s *transcript.Session, key string, from, to int, re
 				if m.IsError {
 					res.ToolErrors++
 				}
-				recordToolResult(state, s, e, m, decode)
+				recordToolResult(state, s, e, at, m, decode)
 			case "user":
 				m := decode(e)
 				if m == nil || strings.TrimSpace(m.Text) == "" {
@@ -321,8 +322,8 @@ func applyCapture(st *Store, s *transcript.Session, key string, from, to int, re
 				}
 				// Layer B: the last user message is the current topic; a
 				// short reply to a long answer is a decision.
-				state.Thread.Topic = gist(m.Text, TopicChars)
-				what, ok := decisionAt(m, answerBefore(s, e, decode))
+				topic = m.Text
+				what, ok := decisionAt(m, answerBefore(s, e, at, decode))
 				if ok && !hasDecision(state.Decisions, what) {
 					when := ""
 					if !m.Time.IsZero() {
@@ -333,15 +334,19 @@ func applyCapture(st *Store, s *transcript.Session, key string, from, to int, re
 				}
 			}
 		}
+		if topic != "" {
+			state.Thread.Topic = gist(topic, TopicChars)
+		}
 		return nil
 	})
 }
 
-// recordToolResult is layer A for one tool result: the call it answers
-// (found up the parent chain) gives the name and the path arguments.
-func recordToolResult(state *State, s *transcript.Session, e *transcript.Entry, m *Message, decode func(*transcript.Entry) *Message) {
+// recordToolResult is layer A for one tool result, e at s.Entries[at]:
+// the call it answers (found up the parent chain) gives the name and the
+// path arguments.
+func recordToolResult(state *State, s *transcript.Session, e *transcript.Entry, at int, m *Message, decode func(*transcript.Entry) *Message) {
 	var call *ToolCall
-	p := s.ByID(e.ParentID)
+	p, pos := s.Parent(e, at)
 	for i := 0; p != nil && i < maxCallWalk && call == nil; i++ {
 		for _, id := range p.ToolCallIDs {
 			if id != m.ToolCallID {
@@ -355,15 +360,13 @@ func recordToolResult(state *State, s *transcript.Session, e *transcript.Entry, 
 				}
 			}
 		}
-		p = s.ByID(p.ParentID)
+		p, pos = s.Parent(p, pos)
 	}
 	name := m.ToolName
-	var args json.RawMessage
-	if call != nil {
-		if name == "" {
-			name = call.Name
-		}
-		args = call.Args
+	if call == nil {
+		call = &ToolCall{}
+	} else if name == "" {
+		name = call.Name
 	}
 	name = strings.TrimSpace(Clean(name))
 	if name == "" {
@@ -371,7 +374,7 @@ func recordToolResult(state *State, s *transcript.Session, e *transcript.Entry, 
 	}
 	when := e.Time()
 	n := len(state.Thread.Errors)
-	state.RecordToolResult(name, args, m.IsError, firstLine(m.Text), when)
+	state.recordCall(name, call, m.IsError, firstLine(m.Text), when)
 	// The same failure read again (after a restart) is not a new one.
 	if len(state.Thread.Errors) > n {
 		last := state.Thread.Errors[len(state.Thread.Errors)-1]
@@ -384,12 +387,12 @@ func recordToolResult(state *State, s *transcript.Session, e *transcript.Entry, 
 	}
 }
 
-// answerBefore is the answer decisionAt compares a user message with: the
-// last assistant message with text in the turn before it, walking the
-// parent chain the way splitTurns cuts the branch (messages only, a user
-// message with text ends the previous turn).
-func answerBefore(s *transcript.Session, e *transcript.Entry, decode func(*transcript.Entry) *Message) *Message {
-	for p := s.ByID(e.ParentID); p != nil; p = s.ByID(p.ParentID) {
+// answerBefore is the answer decisionAt compares a user message (e at
+// s.Entries[at]) with: the last assistant message with text in the turn
+// before it, walking the parent chain the way splitTurns cuts the branch
+// (messages only, a user message with text ends the previous turn).
+func answerBefore(s *transcript.Session, e *transcript.Entry, at int, decode func(*transcript.Entry) *Message) *Message {
+	for p, pos := s.Parent(e, at); p != nil; p, pos = s.Parent(p, pos) {
 		if p.Type != "message" || (p.Role != "assistant" && p.Role != "user") {
 			continue
 		}

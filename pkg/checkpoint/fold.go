@@ -53,8 +53,10 @@ type folder struct {
 	decisions []dec
 	decided   map[string]int // decision text → index in decisions
 
-	// The trailing assistant message, while only tool results follow it.
+	// The trailing assistant message, while only tool results follow it
+	// (trail points to trailMsg or is nil), and the calls answered since.
 	trail     *Message
+	trailMsg  Message
 	trailDone map[string]bool
 	lastCall  *ToolCall
 
@@ -185,14 +187,19 @@ func (f *folder) decide(what string, when time.Time) {
 func (f *folder) trailing(m *Message) {
 	switch m.Role {
 	case "assistant":
-		a := *m
-		f.trail, f.trailDone = &a, map[string]bool{}
+		// One copy and one set, reused: most messages are an assistant's.
+		f.trailMsg = *m
+		f.trail = &f.trailMsg
+		if f.trailDone == nil {
+			f.trailDone = map[string]bool{}
+		}
+		clear(f.trailDone)
 	case "toolResult":
 		if f.trail != nil {
 			f.trailDone[m.ToolCallID] = true
 		}
 	default:
-		f.trail, f.trailDone = nil, nil
+		f.trail = nil
 	}
 	if n := len(m.ToolCalls); n > 0 {
 		tc := m.ToolCalls[n-1]
@@ -203,7 +210,8 @@ func (f *folder) trailing(m *Message) {
 // calls records the tool names and the paths of calls whose result did
 // not fail.
 func (f *folder) calls(m *Message) {
-	for _, tc := range m.ToolCalls {
+	for i := range m.ToolCalls {
+		tc := &m.ToolCalls[i]
 		if f.needName[tc.ID] {
 			f.names[tc.ID] = tc.Name
 		}
@@ -213,7 +221,7 @@ func (f *folder) calls(m *Message) {
 		if f.failed[tc.ID] {
 			continue
 		}
-		c := classify(tc)
+		c := tc.facts().of(tc.Name)
 		to := &f.read
 		if c.modify {
 			to = &f.mod
@@ -442,7 +450,7 @@ func (f *folder) resources(st *State) Resources {
 // past (what went wrong and was worked around). The markup is
 // language-neutral.
 func (f *folder) openItems(m *Message) {
-	if m.Role == "assistant" {
+	if m.Role == "assistant" && mayHaveCheckbox(m.Text) {
 		for _, sm := range checkbox.FindAllStringSubmatch(m.Text, -1) {
 			item := oneLine(sm[2], 200)
 			if _, ok := f.tasks[item]; !ok {

@@ -28,6 +28,39 @@ type branch struct {
 	// capture's (which reads a tool result's call and a reply's answer,
 	// just before them).
 	recent recent
+	lines  lineWindow
+	// decoded is the message last decoded (DecodeWords), its content
+	// array reused from one message to the next.
+	decoded transcript.Message
+}
+
+// lineWindow reads entries' lines through one buffer filled by large
+// reads: the branch and the capture read lines in file order, and a read
+// into a new buffer per message (Session.Raw) was most of a checkpoint's
+// allocation at 1 GB.
+type lineWindow struct {
+	buf []byte
+	off int64 // the session offset of buf[0]
+}
+
+// windowBytes is a window's read; a longer line is read on its own.
+const windowBytes = 1 << 20
+
+// line is e's line, valid until the next call.
+func (w *lineWindow) line(s *transcript.Session, e *transcript.Entry) ([]byte, error) {
+	end := e.Offset + int64(e.Length)
+	if e.Offset < w.off || end > w.off+int64(len(w.buf)) {
+		if w.buf == nil {
+			w.buf = make([]byte, windowBytes)
+		}
+		n, err := s.ReadAt(w.buf[:cap(w.buf)], e.Offset)
+		if n < e.Length {
+			w.buf = w.buf[:0]
+			return nil, err
+		}
+		w.buf, w.off = w.buf[:n], e.Offset
+	}
+	return w.buf[e.Offset-w.off : end-w.off], nil
 }
 
 // recent is a cache of the messages last decoded, of a size that does not
@@ -140,7 +173,7 @@ func (b *branch) step(e *transcript.Entry) (*Message, error) {
 	default:
 		return nil, nil
 	}
-	m, err := messageOf(b.s, e)
+	m, err := b.message(e)
 	if err != nil {
 		return nil, err
 	}
@@ -151,20 +184,29 @@ func (b *branch) step(e *transcript.Entry) (*Message, error) {
 	return m, nil
 }
 
-// messageOf decodes a message or custom_message entry into what the
+// message decodes a message or custom_message entry into what the
 // builder reads (nil when the entry produces no message). The builder and
 // the incremental capture share it, so both see the same text.
-func messageOf(s *transcript.Session, e *transcript.Entry) (*Message, error) {
+func (b *branch) message(e *transcript.Entry) (*Message, error) {
 	if e.Type == "message" && e.Role == "toolResult" && !e.IsError && !e.Oversized {
 		// Of a successful tool result only what the entry already holds is
 		// read (slimText drops its text): decoding every tool output was
 		// most of a checkpoint's CPU.
 		return &Message{EntryID: e.ID, Role: e.Role, ToolCallID: e.ToolCallID, ToolName: e.ToolName, Time: e.Time()}, nil
 	}
-	return decodeMessage(s, e)
+	if (e.Type == "message" || e.Type == "custom_message") && !e.Oversized && e.Length <= windowBytes {
+		if line, err := b.lines.line(b.s, e); err == nil {
+			if transcript.DecodeWords(e, line, &b.decoded) == nil {
+				return fromTranscript(e, &b.decoded), nil
+			}
+		}
+	}
+	// Read on its own, a long line is garbage once decoded, and what
+	// cannot be read or decoded is reported as Session.Message says it.
+	return decodeMessage(b.s, e)
 }
 
-// decodeMessage is messageOf from the decoded line, every field filled.
+// decodeMessage is message from Session.Message, every field decoded.
 func decodeMessage(s *transcript.Session, e *transcript.Entry) (*Message, error) {
 	m, err := s.Message(e)
 	if err != nil {
@@ -173,6 +215,11 @@ func decodeMessage(s *transcript.Session, e *transcript.Entry) (*Message, error)
 	if m == nil {
 		return nil, nil
 	}
+	return fromTranscript(e, m), nil
+}
+
+// fromTranscript is what the builder reads of a decoded message.
+func fromTranscript(e *transcript.Entry, m *transcript.Message) *Message {
 	msg := &Message{
 		EntryID: e.ID, Role: m.Role, CustomType: m.CustomType, Text: m.Text(),
 		ToolCallID: m.ToolCallID, ToolName: m.ToolName, IsError: m.IsError, StopReason: m.StopReason,
@@ -184,10 +231,12 @@ func decodeMessage(s *transcript.Session, e *transcript.Entry) (*Message, error)
 	if m.Role == "bashExecution" {
 		msg.Text = "$ " + m.Command
 	}
-	for _, b := range m.ToolCalls() {
-		msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: b.ID, Name: b.Name, Args: b.Arguments})
+	for _, b := range m.Content {
+		if b.Type == "toolCall" {
+			msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: b.ID, Name: b.Name, Args: b.Arguments})
+		}
 	}
-	return msg, nil
+	return msg
 }
 
 // splitTurn: the compaction in force kept a turn from its middle (the first

@@ -157,12 +157,18 @@ func (s *Store) writeState(key string, st *State) error {
 // RecordToolResult is the tool_result capture (layer A): the tool
 // name, the file paths in its arguments and, on failure, the error.
 func (st *State) RecordToolResult(name string, args json.RawMessage, isError bool, errText string, when time.Time) {
+	st.recordCall(name, &ToolCall{Args: args}, isError, errText, when)
+}
+
+// recordCall is RecordToolResult of a result of call (its arguments read
+// once for the fold and the capture), named name.
+func (st *State) recordCall(name string, call *ToolCall, isError bool, errText string, when time.Time) {
 	st.Resources.ToolsUsed = appendUnique(st.Resources.ToolsUsed, name)
 	if isError {
 		st.Thread.Errors = append(st.Thread.Errors, ToolError{Tool: name, Error: gist(errText, GistChars), When: when.UTC().Format(time.RFC3339)})
 		return
 	}
-	c := classify(ToolCall{Name: name, Args: args})
+	c := call.facts().of(name)
 	to := &st.Resources.FilesRead
 	if c.modify {
 		to = &st.Resources.FilesModified

@@ -146,6 +146,14 @@ var lorem = "The quick brown fox checks the build output, reads the failing test
 
 func para(n int) string { return strings.Repeat(lorem, n) }
 
+// turns writes the tasks from, …, to-1 with turn: the filler history every
+// scenario is built around.
+func (g *gen) turns(from, to, k, resultChars int) {
+	for i := from; i < to; i++ {
+		g.turn(i, k, resultChars)
+	}
+}
+
 // turn is a user request, k tool round trips and a final answer.
 func (g *gen) turn(i, k int, resultChars int) {
 	g.user(fmt.Sprintf("Task %d: please fix the flaky test in pkg/svc%d/handler_test.go and keep the API stable. Ticket ENG-%d.", i, i, 1000+i))
@@ -164,9 +172,7 @@ func scenarios(t testing.TB) map[string]string {
 
 	// Tool-dense: turns of 30 calls, one of them with 30 parallel calls.
 	g := newGen(3)
-	for i := 0; i < 6; i++ {
-		g.turn(i, 30, 400)
-	}
+	g.turns(0, 6, 30, 400)
 	g.user("Now run all 30 linters at once.")
 	var calls []call
 	for j := 0; j < 30; j++ {
@@ -192,9 +198,7 @@ func scenarios(t testing.TB) map[string]string {
 
 	// Huge tool results, the last ones larger than keepRecentTokens.
 	g = newGen(3)
-	for i := 0; i < 4; i++ {
-		g.turn(i, 3, 300)
-	}
+	g.turns(0, 4, 3, 300)
 	g.user("Dump the whole database log.")
 	for j := 0; j < 3; j++ {
 		c := call{id: fmt.Sprintf("toolu_huge_%d", j), name: "bash", cmd: "cat /var/log/db.log"}
@@ -205,25 +209,19 @@ func scenarios(t testing.TB) map[string]string {
 
 	// Branches: an abandoned branch in the middle of the file.
 	g = newGen(3)
-	for i := 0; i < 3; i++ {
-		g.turn(i, 4, 600)
-	}
+	g.turns(0, 3, 4, 600)
 	fork := g.parent
 	g.user("Try approach A.")
 	g.assistant("Approach A failed.", nil)
 	g.parent = fork // back to the fork: the A branch is abandoned
 	g.entry(map[string]any{"type": "branch_summary", "fromId": fork, "summary": "Explored approach A; it failed on the race detector.", "fromHook": false})
-	for i := 3; i < 7; i++ {
-		g.turn(i, 4, 600)
-	}
+	g.turns(3, 7, 4, 600)
 	out["branches"] = g.write(t, "branches.jsonl")
 
 	// An earlier compaction that kept a region, and a split turn with a
 	// model change right before the cut.
 	g = newGen(3)
-	for i := 0; i < 3; i++ {
-		g.turn(i, 5, 800)
-	}
+	g.turns(0, 3, 5, 800)
 	keptFrom := g.user("Continue with the migration of pkg/store to the new API.")
 	for j := 0; j < 8; j++ {
 		c := call{id: fmt.Sprintf("toolu_mig_%d", j), name: "edit", path: fmt.Sprintf("pkg/store/m%d.go", j)}
@@ -232,41 +230,29 @@ func scenarios(t testing.TB) map[string]string {
 	}
 	g.compaction("## Goal\n- Fix flaky tests and migrate pkg/store.\n\n## Key Decisions\n- Use a fake clock.", keptFrom, 0)
 	g.modelChange()
-	for i := 3; i < 8; i++ {
-		g.turn(i, 6, 700)
-	}
+	g.turns(3, 8, 6, 700)
 	out["earlier-compaction"] = g.write(t, "earlier.jsonl")
 
 	// v1 with an earlier compaction (firstKeptEntryIndex).
 	g = newGen(1)
-	for i := 0; i < 3; i++ {
-		g.turn(i, 5, 800)
-	}
+	g.turns(0, 3, 5, 800)
 	keptIdx := len(g.lines) // index of the next record (header = 0)
-	for i := 3; i < 5; i++ {
-		g.turn(i, 5, 800)
-	}
+	g.turns(3, 5, 5, 800)
 	g.compaction("# Context Checkpoint\nWorked on tasks 0-2.", "", keptIdx)
-	for i := 5; i < 10; i++ {
-		g.turn(i, 5, 800)
-	}
+	g.turns(5, 10, 5, 800)
 	out["v1"] = g.write(t, "v1.jsonl")
 
 	// A steering message between a call and its result: a cut at the user
 	// message would orphan the result unless the cut moves back.
 	g = newGen(3)
-	for i := 0; i < 4; i++ {
-		g.turn(i, 3, 900)
-	}
+	g.turns(0, 4, 3, 900)
 	c := call{id: "toolu_slow", name: "bash", cmd: "make release"}
 	g.user("Build the release.")
 	g.assistant("Building.", []call{c})
 	g.user("Also tag it v2.1.0 when done.")
 	g.result(c, para(30), false)
 	g.assistant("Built and tagged v2.1.0.", nil)
-	for i := 4; i < 6; i++ {
-		g.turn(i, 2, 300)
-	}
+	g.turns(4, 6, 2, 300)
 	out["interleaved"] = g.write(t, "interleaved.jsonl")
 	return out
 }

@@ -287,9 +287,7 @@ func (a *appendingSummarizer) Summarize(ctx context.Context, r *Request) (string
 // rewritten file, not only in the backup.
 func TestTruncateKeepsLinesAppendedMeanwhile(t *testing.T) {
 	g := newGen(3)
-	for i := 0; i < 4; i++ {
-		g.turn(i, 4, 600)
-	}
+	g.turns(0, 4, 4, 600)
 	file := g.write(t, "live.jsonl")
 	g.user("One more thing, written while ctxtool was summarising.")
 	late := []byte(g.lines[len(g.lines)-1])

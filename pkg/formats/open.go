@@ -187,27 +187,40 @@ func copyLines(name string, lr *lineReader, replay [][]byte) (*View, error) {
 // store's derived tables.
 func coldArchive(name string, lr *lineReader, replay [][]byte) (*View, error) {
 	v, err := spoolLines(name, lr, replay, func(v *view, no int, l []byte) error {
-		var rec struct {
-			Kind string `json:"kind"`
-			Row  struct {
-				Seq       int    `json:"seq"`
-				EventJSON string `json:"event_json"`
-			} `json:"row"`
-		}
-		if err := json.Unmarshal(l, &rec); err != nil {
+		seq, ev, ok, err := coldRecord(l)
+		if err != nil {
 			v.malformed = append(v.malformed, Malformed{Line: no, Bytes: len(l), Err: shortJSONErr(err)})
 			return nil
 		}
-		if rec.Kind != "event" {
+		if !ok {
 			return nil
 		}
-		v.w.b = append(v.w.b, rec.Row.EventJSON...)
-		return v.put(rec.Row.Seq)
+		v.w.b = append(v.w.b, ev...)
+		return v.put(seq)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return &View{Format: Pi, File: name, Unit: "seq", Malformed: v.malformed, data: v.out, rows: v.rows}, nil
+}
+
+// coldRecord decodes one cold-archive record: ok when it is an event, with
+// its seq and original line.
+func coldRecord(l []byte) (seq int, event []byte, ok bool, err error) {
+	var rec struct {
+		Kind string `json:"kind"`
+		Row  struct {
+			Seq       int    `json:"seq"`
+			EventJSON string `json:"event_json"`
+		} `json:"row"`
+	}
+	if err := json.Unmarshal(l, &rec); err != nil {
+		return 0, nil, false, err
+	}
+	if rec.Kind != "event" {
+		return 0, nil, false, nil
+	}
+	return rec.Row.Seq, []byte(rec.Row.EventJSON), true, nil
 }
 
 // spoolLines builds a view from the lines of a decompressed stream (the

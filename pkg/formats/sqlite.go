@@ -3,11 +3,15 @@ package formats
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -29,6 +33,15 @@ import (
 //     create, no migration, query_only), and a busy database is retried for
 //     a few seconds (SQLITE_BUSY while the Gateway checkpoints its WAL).
 //
+//   - Cold storage (agent schema 20) moves an idle session's rows out of
+//     transcript_events into a zstd archive, recorded in
+//     session_transcript_cold_archives: a file in the agent's sessions/cold/
+//     directory (storage "file"), or the row's own archive_blob in a backup's
+//     private copy (storage "sqlite"). The store alone then looks like an
+//     empty transcript, so a cold session is read from its archive (checked
+//     against the recorded size and SHA-256, as OpenClaw does) followed by
+//     any rows after the archive's last seq.
+//
 // One store holds many sessions; "store.sqlite#<session key or id>" names
 // one. A store given without a key must hold exactly one session.
 
@@ -36,7 +49,22 @@ import (
 type StoreSession struct {
 	Key       string
 	SessionID string
-	Events    int
+	// Events counts the session's rows, the cold archive's included.
+	Events int
+	// ColdArchive is the file holding the session's cold history ("" when
+	// the session is not cold or a backup keeps the archive inside the
+	// database): a directory walk reads it through the store, not twice.
+	ColdArchive string
+	cold        *coldRef
+}
+
+// coldRef is a session's row of session_transcript_cold_archives.
+type coldRef struct {
+	name    string
+	sha256  string
+	bytes   int64
+	lastSeq int
+	inDB    bool // storage "sqlite": the archive is the row's archive_blob
 }
 
 // StorePath is the virtual path of one session of a store.
@@ -119,7 +147,91 @@ func listStore(db *sql.DB, path string) ([]StoreSession, error) {
 		s.SessionID = sid.String
 		out = append(out, s)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	if err := addColdArchives(ctx, db, path, out); err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	return out, nil
+}
+
+// addColdArchives marks the sessions that cold storage has archived. Stores
+// older than agent schema 20 have no such table.
+func addColdArchives(ctx context.Context, db *sql.DB, path string, sessions []StoreSession) error {
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master
+		WHERE type = 'table' AND name = 'session_transcript_cold_archives'`).Scan(&n); err != nil || n == 0 {
+		return err
+	}
+	rows, err := db.QueryContext(ctx, `SELECT session_id, archive_name, archive_sha256, archive_bytes,
+		event_count, last_seq, storage FROM session_transcript_cold_archives`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	cold := map[string]*coldRef{}
+	counts := map[string]int{}
+	for rows.Next() {
+		var sid, storage string
+		var c coldRef
+		var events int
+		if err := rows.Scan(&sid, &c.name, &c.sha256, &c.bytes, &events, &c.lastSeq, &storage); err != nil {
+			return err
+		}
+		c.inDB = storage == "sqlite"
+		cold[sid], counts[sid] = &c, events
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for i := range sessions {
+		s := &sessions[i]
+		if c := cold[s.SessionID]; c != nil {
+			s.cold = c
+			s.Events += counts[s.SessionID]
+			if !c.inDB {
+				s.ColdArchive = coldArchivePath(path, c.name)
+			}
+		}
+	}
+	return nil
+}
+
+// coldArchivePath is where OpenClaw keeps a cold archive: the sessions/cold/
+// directory of the agent whose agent/ directory holds the store.
+func coldArchivePath(dbPath, name string) string {
+	return filepath.Join(filepath.Dir(filepath.Dir(dbPath)), "sessions", "cold", name)
+}
+
+// coldArchiveBytes is a cold session's compressed archive, checked against
+// the size and SHA-256 its row records: OpenClaw, too, refuses to read an
+// archive that is missing or does not match rather than show a shorter
+// history.
+func coldArchiveBytes(ctx context.Context, db *sql.DB, s *StoreSession) ([]byte, error) {
+	c := s.cold
+	var data []byte
+	where := "its archive " + s.ColdArchive
+	if c.inDB {
+		where = "the archive kept in the database"
+		if err := db.QueryRowContext(ctx, `SELECT archive_blob FROM session_transcript_cold_archives
+			WHERE session_id = ?`, s.SessionID).Scan(&data); err != nil {
+			return nil, err
+		}
+	} else {
+		var err error
+		if data, err = os.ReadFile(s.ColdArchive); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("session %s is in OpenClaw's cold storage and %s is missing: restore that file from a backup (OpenClaw cannot read this transcript either)", s.Key, where)
+			}
+			return nil, err
+		}
+	}
+	sum := sha256.Sum256(data)
+	if int64(len(data)) != c.bytes || hex.EncodeToString(sum[:]) != c.sha256 {
+		return nil, fmt.Errorf("session %s is in OpenClaw's cold storage and %s does not match the size and SHA-256 the store records (%d bytes, %s): restore the file from a backup (OpenClaw refuses it too)", s.Key, where, c.bytes, c.sha256)
+	}
+	return data, nil
 }
 
 func openStore(dbPath, key, name string) (*View, error) {
@@ -176,23 +288,29 @@ func openStore(dbPath, key, name string) (*View, error) {
 func readSession(db *sql.DB, sess *StoreSession, name string) (*View, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	rows, err := db.QueryContext(ctx, `SELECT seq, event_json, event_zstd FROM transcript_events
-		WHERE session_id = ? ORDER BY seq`, sess.SessionID)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %v", name, err)
-	}
-	defer rows.Close()
 	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
 	if err != nil {
 		return nil, err
 	}
 	defer dec.Close()
-	v := &view{out: &spool{}}
+	r := &storeReader{v: &view{out: &spool{}}, sess: sess, first: true}
 	fail := func(err error) (*View, error) {
-		v.out.Close()
+		r.v.out.Close()
 		return nil, fmt.Errorf("%s: %v", name, err)
 	}
-	first := true
+	after := -1
+	if sess.cold != nil {
+		if err := r.readCold(ctx, db, dec); err != nil {
+			return fail(err)
+		}
+		after = sess.cold.lastSeq
+	}
+	rows, err := db.QueryContext(ctx, `SELECT seq, event_json, event_zstd FROM transcript_events
+		WHERE session_id = ? AND seq > ? ORDER BY seq`, sess.SessionID, after)
+	if err != nil {
+		return fail(err)
+	}
+	defer rows.Close()
 	var buf []byte
 	for rows.Next() {
 		var seq int
@@ -208,19 +326,7 @@ func readSession(db *sql.DB, sess *StoreSession, name string) (*View, error) {
 			}
 			line = buf
 		}
-		if first {
-			first = false
-			if f, _, ok := classifyLine(line); !ok || f != Pi || !bytes.Contains(line, []byte(`"session"`)) {
-				// A header-less import: give the view the header pi needs.
-				v.sessionID = sess.SessionID
-				v.headerRow = seq
-				if err := v.header(seq); err != nil {
-					return fail(err)
-				}
-			}
-		}
-		v.w.b = append(v.w.b, line...)
-		if err := v.put(seq); err != nil {
+		if err := r.event(seq, line); err != nil {
 			return fail(err)
 		}
 	}
@@ -230,9 +336,62 @@ func readSession(db *sql.DB, sess *StoreSession, name string) (*View, error) {
 		}
 		return fail(err)
 	}
-	if err := v.out.finish(); err != nil {
+	if err := r.v.out.finish(); err != nil {
 		return fail(err)
 	}
-	v.headerDone = true
-	return &View{Format: OpenClawSQLite, File: name, Unit: "seq", data: v.out, rows: v.rows}, nil
+	r.v.headerDone = true
+	return &View{Format: OpenClawSQLite, File: name, Unit: "seq", data: r.v.out, rows: r.v.rows}, nil
+}
+
+// storeReader spools one store session's events, in seq order, as the
+// view's lines.
+type storeReader struct {
+	v     *view
+	sess  *StoreSession
+	first bool
+}
+
+func (r *storeReader) event(seq int, line []byte) error {
+	if r.first {
+		r.first = false
+		if f, _, ok := classifyLine(line); !ok || f != Pi || !bytes.Contains(line, []byte(`"session"`)) {
+			// A header-less import: give the view the header pi needs.
+			r.v.sessionID = r.sess.SessionID
+			r.v.headerRow = seq
+			if err := r.v.header(seq); err != nil {
+				return err
+			}
+		}
+	}
+	r.v.w.b = append(r.v.w.b, line...)
+	return r.v.put(seq)
+}
+
+// readCold spools the events of the session's cold archive.
+func (r *storeReader) readCold(ctx context.Context, db *sql.DB, dec *zstd.Decoder) error {
+	data, err := coldArchiveBytes(ctx, db, r.sess)
+	if err != nil {
+		return err
+	}
+	if data, err = dec.DecodeAll(data, nil); err != nil {
+		return fmt.Errorf("cold archive of session %s: zstd: %v", r.sess.Key, err)
+	}
+	for no := 1; len(data) > 0; no++ {
+		line := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		seq, ev, ok, err := coldRecord(line)
+		if err != nil {
+			return fmt.Errorf("cold archive of session %s: line %d: %v", r.sess.Key, no, err)
+		}
+		if ok {
+			if err := r.event(seq, ev); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

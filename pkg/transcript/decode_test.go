@@ -12,7 +12,8 @@ import (
 
 // The one-pass DecodeMessage gives exactly what decoding with
 // encoding/json (the previous implementation, kept here as the reference)
-// gives, on every fixture and every real transcript available.
+// gives, on every fixture and every real transcript available; DecodeWords
+// the same less the fields only a model reads.
 func TestDecodeMessageMatchesEncodingJSON(t *testing.T) {
 	files, _ := filepath.Glob("../../testdata/external/*.jsonl")
 	more, _ := filepath.Glob("../../testdata/*.jsonl")
@@ -28,6 +29,7 @@ func TestDecodeMessageMatchesEncodingJSON(t *testing.T) {
 		})
 	}
 	decoded := 0
+	var words Message // reused, as the checkpoint builder reuses it
 	for _, f := range files {
 		s, err := Load(f)
 		if err != nil {
@@ -54,6 +56,9 @@ func TestDecodeMessageMatchesEncodingJSON(t *testing.T) {
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("%s:%d:\n got %+v\nwant %+v", f, e.Line, got, want)
 			}
+			if err := DecodeWords(e, raw, &words); err != nil || !sameWords(&words, got) {
+				t.Fatalf("%s:%d: DecodeWords (%v):\n got %+v\nfrom %+v", f, e.Line, err, words, got)
+			}
 			decoded++
 		}
 		s.Close()
@@ -62,6 +67,30 @@ func TestDecodeMessageMatchesEncodingJSON(t *testing.T) {
 	if decoded < 1000 {
 		t.Fatalf("only %d messages compared", decoded)
 	}
+}
+
+// sameWords reports whether w, from DecodeWords, is m, from DecodeMessage,
+// less what DecodeWords leaves out.
+func sameWords(w, m *Message) bool {
+	want, got := *m, *w
+	want.Details, want.Output, want.Usage, want.API, want.Provider, want.Model, want.ErrorMsg = nil, "", nil, "", "", "", ""
+	var blocks []Block
+	for _, b := range m.Content {
+		if b.Type == "text" || b.Type == "toolCall" {
+			b.Thinking, b.Data, b.MimeType = "", "", ""
+			blocks = append(blocks, b)
+		}
+	}
+	if len(got.Content) != len(blocks) {
+		return false
+	}
+	for i := range blocks {
+		if !reflect.DeepEqual(got.Content[i], blocks[i]) {
+			return false
+		}
+	}
+	got.Content, want.Content = nil, nil
+	return reflect.DeepEqual(got, want)
 }
 
 func dirExists(p string) bool { st, err := os.Stat(p); return err == nil && st.IsDir() }

@@ -199,19 +199,13 @@ func (s *scanner) number() bool {
 	if b[i] == '0' {
 		i++
 	} else if b[i] >= '1' && b[i] <= '9' {
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
+		i = digits(b, i)
 	} else {
 		return s.fail("bad number")
 	}
 	if i < len(b) && b[i] == '.' {
-		i++
-		d := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == d {
+		d := i + 1
+		if i = digits(b, d); i == d {
 			return s.fail("bad number")
 		}
 	}
@@ -221,15 +215,20 @@ func (s *scanner) number() bool {
 			i++
 		}
 		d := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == d {
+		if i = digits(b, d); i == d {
 			return s.fail("bad number")
 		}
 	}
 	s.i = i
 	return true
+}
+
+// digits returns the index after the run of decimal digits at b[i:].
+func digits(b []byte, i int) int {
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	return i
 }
 
 func (s *scanner) literal(lit string) bool {
@@ -254,26 +253,14 @@ func (s *scanner) skip(_ int) bool {
 			if _, _, _, ok := s.str(); !ok {
 				return false
 			}
-		case c == '{':
-			s.i++
-			s.ws()
-			if s.peek() == '}' {
-				s.i++
+		case c == '{' || c == '[':
+			if s.open() {
 				break
 			}
-			stack = append(stack, '{')
-			if !s.member() {
+			stack = append(stack, c)
+			if c == '{' && !s.member() {
 				return false
 			}
-			continue
-		case c == '[':
-			s.i++
-			s.ws()
-			if s.peek() == ']' {
-				s.i++
-				break
-			}
-			stack = append(stack, '[')
 			continue
 		case c == '-' || (c >= '0' && c <= '9'):
 			if !s.number() {
@@ -296,34 +283,56 @@ func (s *scanner) skip(_ int) bool {
 		default:
 			return s.fail("unexpected character %q", c)
 		}
-		// A value ended: close containers until one has a next element.
-		for {
-			if len(stack) == 0 {
-				return true
-			}
+		var ok bool
+		if stack, ok = s.endValue(stack); !ok || len(stack) == 0 {
+			return ok
+		}
+		if stack[len(stack)-1] == '{' {
 			s.ws()
-			top, c := stack[len(stack)-1], s.peek()
-			if c == ',' {
-				s.i++
-				if top == '{' {
-					s.ws()
-					if !s.member() {
-						return false
-					}
-				}
-				break
+			if !s.member() {
+				return false
 			}
-			if (top == '{' && c == '}') || (top == '[' && c == ']') {
-				s.i++
-				stack = stack[:len(stack)-1]
-				continue
-			}
-			if top == '{' {
-				return s.fail("expected ',' or '}'")
-			}
-			return s.fail("expected ',' or ']'")
 		}
 	}
+}
+
+// open consumes the '{' or '[' at the scanner and reports whether the
+// container is empty (its closing bracket consumed too).
+func (s *scanner) open() (empty bool) {
+	c := s.b[s.i]
+	s.i++
+	s.ws()
+	if s.peek() == c+2 { // '}' is '{'+2 and ']' is '['+2
+		s.i++
+		return true
+	}
+	return false
+}
+
+// endValue is called after a value inside the open containers stack
+// ('{' or '[' each, innermost last). It closes containers until one has a
+// next element and returns the stack left: empty when the outermost closed,
+// otherwise the ',' before the next element is consumed. It returns false,
+// with s.err set, at a bad separator.
+func (s *scanner) endValue(stack []byte) ([]byte, bool) {
+	for len(stack) > 0 {
+		s.ws()
+		top, c := stack[len(stack)-1], s.peek()
+		if c == ',' {
+			s.i++
+			return stack, true
+		}
+		if c == top+2 { // its closing bracket (see open)
+			s.i++
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		if top == '{' {
+			return stack, s.fail("expected ',' or '}'")
+		}
+		return stack, s.fail("expected ',' or ']'")
+	}
+	return stack, true
 }
 
 // member scans an object member's key and colon, leaving the scanner at
@@ -599,29 +608,17 @@ func (s *scanner) canonLen(_ int) int {
 		switch c := s.peek(); {
 		case c == '"':
 			n += s.canonStringLen()
-		case c == '{':
-			s.i++
-			s.ws()
+		case c == '{' || c == '[':
 			n += 2
-			if s.peek() == '}' {
-				s.i++
+			if s.open() {
 				break
 			}
-			stack = append(stack, '{')
-			n += s.canonKey()
-			if s.err != nil {
-				return 0
+			stack = append(stack, c)
+			if c == '{' {
+				if n += s.canonKey(); s.err != nil {
+					return 0
+				}
 			}
-			continue
-		case c == '[':
-			s.i++
-			s.ws()
-			n += 2
-			if s.peek() == ']' {
-				s.i++
-				break
-			}
-			stack = append(stack, '[')
 			continue
 		case c == 't':
 			s.literal("true")
@@ -642,35 +639,19 @@ func (s *scanner) canonLen(_ int) int {
 		if s.err != nil {
 			return 0
 		}
-		for {
-			if len(stack) == 0 {
-				return n
-			}
-			s.ws()
-			top, c := stack[len(stack)-1], s.peek()
-			if c == ',' {
-				s.i++
-				n++
-				if top == '{' {
-					s.ws()
-					n += s.canonKey()
-					if s.err != nil {
-						return 0
-					}
-				}
-				break
-			}
-			if (top == '{' && c == '}') || (top == '[' && c == ']') {
-				s.i++
-				stack = stack[:len(stack)-1]
-				continue
-			}
-			if top == '{' {
-				s.fail("expected ',' or '}'")
-			} else {
-				s.fail("expected ',' or ']'")
-			}
+		var ok bool
+		if stack, ok = s.endValue(stack); !ok {
 			return 0
+		}
+		if len(stack) == 0 {
+			return n
+		}
+		n++ // the ','
+		if stack[len(stack)-1] == '{' {
+			s.ws()
+			if n += s.canonKey(); s.err != nil {
+				return 0
+			}
 		}
 	}
 }

@@ -113,51 +113,99 @@ func (s *Session) Message(e *Entry) (*Message, error) {
 // once more, not a copy per nesting level. A field of an unexpected type is
 // ignored, as pi's code ignores it.
 func DecodeMessage(e *Entry, line []byte) (*Message, error) {
+	var m Message
+	if err := decodeInto(e, line, &m, false); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// DecodeWords decodes into m what DecodeMessage would, less what only a
+// model or a display reads: the fields modelOnly names are validated but
+// not copied, and of the content only text and tool-call blocks are kept,
+// in m's own array. A reader of the conversation's words and tool calls
+// (the checkpoint builder, on every message of a branch) decodes each
+// message into the same m, copying no thinking, usage or details.
+func DecodeWords(e *Entry, line []byte, m *Message) error {
+	return decodeInto(e, line, m, true)
+}
+
+// modelOnly names the fields DecodeWords leaves empty: thinking, image
+// data, details, usage, a bash command's output, the provider and model.
+func modelOnly(key []byte) bool {
+	switch string(key) {
+	case "thinking", "data", "mimeType", "details", "usage", "output", "api", "provider", "model", "errorMessage":
+		return true
+	}
+	return false
+}
+
+// decodeInto reads the message object and the content where they are in
+// the line (the entry's type says which fields make the message), not
+// validated first and read again: a message is read once. Of a repeated
+// field the last is kept, as JSON.parse keeps it.
+func decodeInto(e *Entry, line []byte, m *Message, words bool) error {
 	sc := scanner{b: line}
 	sc.ws()
-	var m Message
-	var msgSpan, contentSpan []byte
-	var summary, customType string
-	var details json.RawMessage
-	wellFormed := sc.object(func(key []byte) (good bool) {
-		switch string(key) {
-		case "message":
-			msgSpan, good = sc.span()
-		case "summary":
-			summary, good = sc.maybeString()
-		case "content":
-			contentSpan, good = sc.span()
-		case "customType":
-			customType, good = sc.maybeString()
-		case "details":
-			details, good = sc.rawCopy()
-		default:
-			good = sc.skip(0)
+	*m = Message{Content: emptied(m.Content, words)}
+	wellFormed := sc.object(func(key []byte) bool {
+		if words && modelOnly(key) {
+			return sc.skip(0)
 		}
-		return good
+		return sc.entryField(e.Type, string(key), m, words)
 	})
 	if !wellFormed {
-		return nil, sc.err
+		return sc.err
 	}
 	switch e.Type {
 	case "compaction":
-		return &Message{Role: "compactionSummary", Summary: summary, Details: details}, nil
+		m.Role = "compactionSummary"
 	case "branch_summary":
-		return &Message{Role: "branchSummary", Summary: summary, Details: details}, nil
+		m.Role = "branchSummary"
 	case "custom_message":
-		m = Message{Role: "custom", CustomType: customType, Details: details}
-		if err := decodeContent(contentSpan, &m); err != nil {
-			return nil, err
-		}
-		return &m, nil
-	}
-	if err := decodeMessageObject(msgSpan, &m); err != nil {
-		return nil, err
+		m.Role = "custom"
 	}
 	if m.Role == "hookMessage" {
 		m.Role = "custom"
 	}
-	return &m, nil
+	return nil
+}
+
+// entryField reads the value of an entry's field key into m when it is
+// part of the message of an entry of type typ, and skips it otherwise.
+func (sc *scanner) entryField(typ, key string, m *Message, words bool) (good bool) {
+	switch {
+	case key == "message" && !summaryEntry(typ):
+		*m = Message{Content: emptied(m.Content, words)}
+		good = sc.decodeMessageObject(m, words)
+	case key == "summary" && (typ == "compaction" || typ == "branch_summary"):
+		m.Summary, good = sc.maybeString()
+	case key == "details" && summaryEntry(typ):
+		m.Details, good = sc.rawCopy()
+	case key == "customType" && typ == "custom_message":
+		m.CustomType, good = sc.maybeString()
+	case key == "content" && typ == "custom_message":
+		m.Content, m.ContentIsString = emptied(m.Content, words), false
+		good = sc.decodeContent(m, words)
+	default:
+		good = sc.skip(0)
+	}
+	return good
+}
+
+// summaryEntry: the entry's message is made of its own fields, not of a
+// "message" object.
+func summaryEntry(typ string) bool {
+	return typ == "compaction" || typ == "branch_summary" || typ == "custom_message"
+}
+
+// emptied is a content array with nothing in it: DecodeWords reuses it,
+// DecodeMessage starts from none.
+func emptied(c []Block, words bool) []Block {
+	if words {
+		return c[:0]
+	}
+	return nil
 }
 
 // ParseEntry reads one line as Load does, for a reader that walks the
@@ -182,20 +230,21 @@ func ParseEntry(line []byte) (e *Entry, m *Message, ok bool) {
 	return pl.entry, m, true
 }
 
-// decodeMessageObject fills m from a message object's bytes.
-func decodeMessageObject(b []byte, m *Message) error {
-	sc := scanner{b: b}
-	sc.ws()
+// decodeMessageObject fills m from the message object at the scanner.
+func (sc *scanner) decodeMessageObject(m *Message, words bool) bool {
 	if sc.peek() != '{' {
-		return nil // absent or not an object: an empty message
+		return sc.skip(0) // not an object: an empty message
 	}
-	var content []byte
-	wellFormed := sc.object(func(key []byte) (good bool) {
+	return sc.object(func(key []byte) (good bool) {
+		if words && modelOnly(key) {
+			return sc.skip(0)
+		}
 		switch string(key) {
 		case "role":
 			m.Role, good = sc.maybeString()
 		case "content":
-			content, good = sc.span()
+			m.Content, m.ContentIsString = emptied(m.Content, words), false
+			good = sc.decodeContent(m, words)
 		case "toolCallId":
 			m.ToolCallID, good = sc.maybeString()
 		case "toolName":
@@ -248,74 +297,77 @@ func decodeMessageObject(b []byte, m *Message) error {
 		}
 		return good
 	})
-	if !wellFormed {
-		return sc.err
-	}
-	return decodeContent(content, m)
 }
 
-// decodeContent reads a content value: a string (one text block) or an
-// array of blocks.
-func decodeContent(raw []byte, m *Message) error {
-	sc := scanner{b: raw}
-	sc.ws()
+// decodeContent reads the content value at the scanner into m (its
+// Content emptied): a string (one text block) or an array of blocks, of
+// which DecodeWords keeps only text and tool calls.
+func (sc *scanner) decodeContent(m *Message, words bool) bool {
 	switch sc.peek() {
 	case '"':
 		t, ok := sc.maybeString()
 		if !ok {
-			return sc.err
+			return false
 		}
 		m.ContentIsString = true
-		m.Content = []Block{{Type: "text", Text: t}}
-		return nil
+		m.Content = append(m.Content, Block{Type: "text", Text: t})
+		return true
 	case '[':
-		m.Content = []Block{}
+		if m.Content == nil {
+			m.Content = []Block{}
+		}
 	default:
-		return nil
+		return sc.skip(0)
 	}
 	first := true
 	for {
 		ok, done := sc.arrNext(&first)
-		if !ok {
-			return sc.err
-		}
-		if done {
-			return nil
+		if !ok || done {
+			return ok
 		}
 		if sc.peek() != '{' {
 			if !sc.skip(0) {
-				return sc.err
+				return false
 			}
-			m.Content = append(m.Content, Block{})
+			if !words {
+				m.Content = append(m.Content, Block{})
+			}
 			continue
 		}
 		var b Block
-		wellFormed := sc.object(func(key []byte) (good bool) {
-			switch string(key) {
-			case "type":
-				b.Type, good = sc.maybeString()
-			case "text":
-				b.Text, good = sc.maybeString()
-			case "thinking":
-				b.Thinking, good = sc.maybeString()
-			case "id":
-				b.ID, good = sc.maybeString()
-			case "name":
-				b.Name, good = sc.maybeString()
-			case "arguments":
-				b.Arguments, good = sc.rawCopy()
-			case "data":
-				b.Data, good = sc.maybeString()
-			case "mimeType":
-				b.MimeType, good = sc.maybeString()
-			default:
-				good = sc.skip(0)
-			}
-			return good
-		})
-		if !wellFormed {
-			return sc.err
+		if !sc.object(func(key []byte) bool { return sc.blockField(key, &b, words) }) {
+			return false
 		}
-		m.Content = append(m.Content, b)
+		if !words || b.Type == "text" || b.Type == "toolCall" {
+			m.Content = append(m.Content, b)
+		}
 	}
+}
+
+// blockField reads one field of a content block into b.
+func (sc *scanner) blockField(key []byte, b *Block, words bool) (good bool) {
+	if words && modelOnly(key) {
+		return sc.skip(0)
+	}
+	switch string(key) {
+	case "type":
+		b.Type, good = sc.maybeString()
+	case "text":
+		b.Text, good = sc.maybeString()
+	case "thinking":
+		b.Thinking, good = sc.maybeString()
+	case "id":
+		b.ID, good = sc.maybeString()
+	case "name":
+		b.Name, good = sc.maybeString()
+	case "arguments":
+		b.Arguments, good = sc.rawCopy()
+	case "data":
+		b.Data, good = sc.maybeString()
+	case "mimeType":
+		b.MimeType, good = sc.maybeString()
+	default:
+		good = sc.skip(0)
+	}
+	return good
 }

@@ -49,16 +49,19 @@ func TestPathToCycleAndChain(t *testing.T) {
 // PathTo's walk by file order must give exactly the map walk's path from
 // every entry: on a chain, on branches (a parent far back), on duplicate
 // ids (the later entry is the parent, so file order may not be used) and
-// on the bundled sessions.
+// on the bundled sessions. Parent, one step of such a walk, gives the
+// entry ByID gives, also between entries without ids.
 func TestPathToFileOrderMatchesMapWalk(t *testing.T) {
 	head := `{"type":"session","version":3,"id":"s","timestamp":"2026-03-02T09:00:00.000Z","cwd":"/w"}` + "\n"
 	msg := func(id, parent string) string {
 		return `{"type":"message","id":"` + id + `","parentId":"` + parent + `","timestamp":"2026-03-02T09:00:01.000Z","message":{"role":"user","content":"hi"}}` + "\n"
 	}
 	root := `{"type":"message","id":"a","parentId":null,"timestamp":"2026-03-02T09:00:01.000Z","message":{"role":"user","content":"hi"}}` + "\n"
+	noID := `{"type":"message","parentId":null,"timestamp":"2026-03-02T09:00:01.000Z","message":{"role":"user","content":"hi"}}` + "\n"
 	sessions := map[string][]byte{
 		"branches":  []byte(head + root + msg("b", "a") + msg("c", "b") + msg("d", "a") + msg("e", "d") + msg("f", "c")),
 		"duplicate": []byte(head + root + msg("b", "a") + msg("c", "b") + msg("b", "a") + msg("d", "c") + msg("e", "b")),
+		"no ids":    []byte(head + noID + noID + msg("b", "") + noID),
 	}
 	for _, f := range []string{"sample-v1.jsonl", "sample-v3.jsonl", "edge-glued.jsonl", "edge-truncated.jsonl"} {
 		data, err := os.ReadFile(filepath.Join("..", "..", "testdata", f))
@@ -82,6 +85,12 @@ func TestPathToFileOrderMatchesMapWalk(t *testing.T) {
 			}
 			if strings.Join(got, " ") != strings.Join(want, " ") {
 				t.Errorf("%s: PathTo(%s) = %v, the map walk gives %v", name, e.ID, got, want)
+			}
+		}
+		// Parent, a step of a walk, is the entry ByID gives.
+		for i, e := range s.Entries {
+			if p, pos := s.Parent(e, i); p != s.ByID(e.ParentID) || pos != s.position(p) {
+				t.Errorf("%s: Parent(%s@%d) = %v at %d, ByID gives %v", name, e.ID, e.Line, p, pos, s.ByID(e.ParentID))
 			}
 		}
 	}

@@ -50,7 +50,7 @@ func (s *Session) PathTo(e *Entry) []*Entry {
 // file, and takes no map lookup: one per entry was 7% of the CPU of a
 // 1 GB estimate.
 func (s *Session) parent(cur *Entry, pos int) (*Entry, int) {
-	if pos > 0 && len(s.dups) == 0 {
+	if pos > 0 && len(s.dups) == 0 && cur.ParentID != "" {
 		if p := s.Entries[pos-1]; p.ID == cur.ParentID {
 			return p, pos - 1
 		}
@@ -58,6 +58,11 @@ func (s *Session) parent(cur *Entry, pos int) (*Entry, int) {
 	p := s.byID.get(cur.ParentID)
 	return p, s.position(p)
 }
+
+// Parent is ByID(e.ParentID) and its position in s.Entries, given e's
+// position (-1: unknown), for a walk up the parent chain: a step to the
+// entry before in file order takes no lookup by id.
+func (s *Session) Parent(e *Entry, pos int) (*Entry, int) { return s.parent(e, pos) }
 
 // pathToCyclic is PathTo for a parent chain with a cycle: the walk ends at
 // the first entry seen twice.

@@ -139,6 +139,8 @@ type File struct {
 	Explicit bool
 	// Format is what the file holds (sniffed from its first line).
 	Format formats.Format
+	// coldArchive is the cold-archive file a store session reads.
+	coldArchive string
 }
 
 // Options select what Walk returns.
@@ -185,7 +187,7 @@ func Walk(paths []string, opts Options) ([]File, error) {
 			set.add(f)
 		}
 	}
-	out := set.files
+	out := set.withoutCovered()
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil
 }
@@ -196,11 +198,37 @@ type fileSet struct {
 	files []File
 }
 
-func (s *fileSet) add(f File) {
-	key := f.Path
-	if abs, err := filepath.Abs(f.Path); err == nil {
-		key = abs
+// withoutCovered drops the cold archives found in directories that a store
+// session in the set already reads (its cold history): one history, listed
+// once. An archive named on the command line stays.
+func (s *fileSet) withoutCovered() []File {
+	covered := map[string]bool{}
+	for _, f := range s.files {
+		if f.coldArchive != "" {
+			covered[absPath(f.coldArchive)] = true
+		}
 	}
+	if len(covered) == 0 {
+		return s.files
+	}
+	var out []File
+	for _, f := range s.files {
+		if f.Explicit || !covered[absPath(f.Path)] {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func absPath(p string) string {
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return p
+}
+
+func (s *fileSet) add(f File) {
+	key := absPath(f.Path)
 	if s.seen == nil {
 		s.seen = map[string]bool{}
 	}
@@ -326,7 +354,7 @@ func storeSessions(db File) ([]File, error) {
 	var out []File
 	for _, s := range sessions {
 		out = append(out, File{Path: formats.StorePath(db.Path, s.Key), Kind: Transcript, Size: db.Size,
-			ModTime: db.ModTime, Explicit: db.Explicit, Format: formats.OpenClawSQLite})
+			ModTime: db.ModTime, Explicit: db.Explicit, Format: formats.OpenClawSQLite, coldArchive: s.ColdArchive})
 	}
 	return out, nil
 }
