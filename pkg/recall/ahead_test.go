@@ -82,17 +82,7 @@ func testReadAheadSameRows(t *testing.T, k kit) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("modes %v, want %v", got, want)
 	}
-	d1, err := recall.Dump(batched)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d2, err := recall.Dump(alone)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(d1, d2) {
-		t.Fatalf("rows differ:\none run %v\nfile by file %v", d1, d2)
-	}
+	sameRows(t, batched, alone, "one run", "file by file")
 }
 
 // A run that ends early (cancelled after its first commit) stops reading
