@@ -122,7 +122,10 @@ func SniffFile(path string) (Sniffed, error) {
 // Sniff classifies a transcript from its first bytes: binary magic numbers
 // first, then the first line that parses as JSON.
 func Sniff(r io.Reader) (Sniffed, error) {
-	br := newLineReader(r)
+	// 64 KiB: the first line is usually short, and indexing sniffs every
+	// file of a directory (a 1 MiB buffer each was a third of what a
+	// directory of small sessions allocated).
+	br := newLineReaderSize(r, 64<<10)
 	head, err := br.peek(len(sqliteMagic))
 	if err != nil {
 		return Sniffed{}, err

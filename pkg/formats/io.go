@@ -23,8 +23,12 @@ type lineReader struct {
 
 var errLineTooLong = errors.New("line too long")
 
-func newLineReader(r io.Reader) *lineReader {
-	return &lineReader{br: bufio.NewReaderSize(r, 1<<20)}
+func newLineReader(r io.Reader) *lineReader { return newLineReaderSize(r, 1<<20) }
+
+// newLineReaderSize reads with a buffer of size bytes (longer lines are
+// still read whole).
+func newLineReaderSize(r io.Reader, size int) *lineReader {
+	return &lineReader{br: bufio.NewReaderSize(r, size)}
 }
 
 func (l *lineReader) peek(n int) ([]byte, error) {

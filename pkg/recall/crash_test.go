@@ -71,6 +71,23 @@ func dump(t *testing.T, loc string) map[string][]string {
 	return d
 }
 
+// sameRows fails the test when indexes a and b (named na and nb in the
+// message) hold different files or chunks.
+func sameRows(t *testing.T, a, b *recall.Index, na, nb string) {
+	t.Helper()
+	da, err := recall.Dump(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := recall.Dump(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(da, db) {
+		t.Fatalf("rows differ:\n%s %v\n%s %v", na, da, nb, db)
+	}
+}
+
 // A kill -9 at any moment of an indexing run leaves every file either as a
 // clean index has it or not indexed at all (never half a file), nothing that
 // blocks the next run, and the next run completes the index to exactly the

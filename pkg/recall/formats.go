@@ -1,7 +1,6 @@
 package recall
 
 import (
-	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -20,24 +19,23 @@ import (
 //     ("store.sqlite#<key>") through a copy whose line N is the row with
 //     seq N-1; its citations name rows (path@seq=A-B).
 
-// openSource opens what Index reads for abs: the file, or the temporary
-// copy of a zstd file or store session.
-func openSource(abs string) (*os.File, error) {
-	tmp, _, err := formats.Materialize(abs)
-	if err != nil || tmp != nil {
-		return tmp, err
-	}
-	return os.Open(abs)
+// source is an opened file to index and the format of its lines.
+type source struct {
+	f      *os.File
+	format formats.Format
 }
 
-// sourceConverter is the line translator for what f holds (nil for pi
-// lines), judged from its first line.
-func sourceConverter(f *os.File) *formats.LineConverter {
-	sn, err := formats.Sniff(io.NewSectionReader(f, 0, 4<<20))
-	if err != nil {
-		return nil
+// openSource opens what Index reads for abs: the file, or the temporary
+// copy of a zstd file or store session, with the format of the lines it
+// holds (judged once, from its first line: it says how they are
+// translated).
+func openSource(abs string) (source, error) {
+	tmp, format, err := formats.Materialize(abs)
+	if err != nil || tmp != nil {
+		return source{tmp, format}, err
 	}
-	return formats.NewLineConverter(sn.Format)
+	f, err := os.Open(abs)
+	return source{f, format}, err
 }
 
 // extractSourceLine extracts one physical line, translating it first when

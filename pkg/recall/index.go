@@ -13,8 +13,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/ctxtool/ctxtool/pkg/formats"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -78,7 +80,10 @@ func absPath(p string) (string, error) {
 
 func hashRange(f *os.File, off, n int64) (string, error) {
 	h := sha256.New()
-	if _, err := io.Copy(h, io.NewSectionReader(f, off, n)); err != nil {
+	// A buffer of the range's size (io.Copy's own is 32 KiB per call,
+	// and a plan hashes a few short ranges of every file).
+	buf := make([]byte, min(max(n, 1), 32<<10))
+	if _, err := io.CopyBuffer(h, io.NewSectionReader(f, off, n), buf); err != nil {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)[:16]), nil
@@ -92,13 +97,14 @@ func hashRange(f *os.File, off, n int64) (string, error) {
 func sampleHash(f *os.File, n int64) (string, error) {
 	h := sha256.New()
 	const blocks, size = 16, 512
+	var buf [size]byte
 	for k := int64(1); k <= blocks; k++ {
 		off := k * n / (blocks + 1)
 		l := min(int64(size), n-off)
 		if l <= 0 {
 			continue
 		}
-		if _, err := io.Copy(h, io.NewSectionReader(f, off, l)); err != nil {
+		if _, err := io.CopyBuffer(h, io.NewSectionReader(f, off, l), buf[:]); err != nil {
 			return "", err
 		}
 	}
@@ -195,12 +201,16 @@ type readResult struct {
 // line), extracts and chunks them, and hands finished chunks to emit.
 // Malformed lines are counted after line newFrom only (earlier ones were
 // counted when first indexed).
-func (ix *Index) scanLines(ctx context.Context, f *os.File, off int64, line, newFrom int, emit func([]chunk) error) (readResult, error) {
-	conv := sourceConverter(f)
+func (ix *Index) scanLines(ctx context.Context, src source, off int64, line, newFrom int, emit func([]chunk) error) (readResult, error) {
+	f := src.f
+	conv := formats.NewLineConverter(src.format)
 	res := readResult{end: off, lastLineStart: off, lines: line}
 	x := extractor{maxChars: ix.maxChars}
 	ch := newChunker()
-	lr := lineReader{f: f, br: bufio.NewReaderSize(io.NewSectionReader(f, off, 1<<62), 1<<20)}
+	br := readers.Get().(*bufio.Reader)
+	defer readers.Put(br)
+	br.Reset(io.NewSectionReader(f, off, 1<<62))
+	lr := lineReader{f: f, br: br}
 	for {
 		l, n, oversized, err := lr.next(res.end)
 		if err == io.EOF {
@@ -236,6 +246,10 @@ func (ix *Index) scanLines(ctx context.Context, f *os.File, off int64, line, new
 	}
 	return res, emitChunks(ch.finish(), emit)
 }
+
+// readers are the 1 MiB line buffers of scans: a directory of small
+// sessions would otherwise allocate (and zero) one per file.
+var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 1<<20) }}
 
 // lineReader reads a file's complete lines. A line longer than the buffer
 // is measured first and then read at its exact size from the file; a line
@@ -348,25 +362,42 @@ func (ix *Index) Index(ctx context.Context, path string) (Stats, error) {
 func (ix *Index) IndexFiles(ctx context.Context, paths []string, report func(Stats, error)) error {
 	ix.wmu.Lock()
 	defer ix.wmu.Unlock()
+	actx, stopAhead := context.WithCancel(ctx)
+	ahead := ix.readAhead(actx, paths)
+	defer func() {
+		stopAhead()
+		for o := range ahead {
+			o.close()
+		}
+	}()
 	r := &indexRun{ix: ix, ctx: ctx, report: report}
 	defer r.rollback()
-	work := append([]string(nil), paths...)
-	for len(work) > 0 {
-		path := work[0]
-		work = work[1:]
+	var redo []string
+	for {
+		var o *opened
+		if len(redo) > 0 {
+			// Files of a lost batch: opened again, not read ahead.
+			o, redo = ix.open(ctx, redo[0]), redo[1:]
+		} else if o = <-ahead; o == nil {
+			break // every file, or ctx is done
+		}
 		if err := ctx.Err(); err != nil {
+			o.close()
 			return err
 		}
-		redo, err := r.indexOne(path)
+		more, err := r.indexOne(o)
 		if err != nil {
 			return err
 		}
-		work = append(redo, work...)
+		redo = append(more, redo...)
 		if r.bytes >= ix.batchBytes {
 			if err := r.flush(); err != nil {
 				return err
 			}
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	return r.flush()
 }
@@ -391,64 +422,52 @@ type pending struct {
 	written bool // in the open batch: redone if the batch is lost
 }
 
-// indexOne takes one file through the steps: open, plan without a lock
-// (unchanged files stop here), write its rows into the batch under the
+// indexOne takes an opened file through the steps that follow its plan
+// (unchanged files stop there): write its rows into the batch under the
 // file's lock, and queue the outcome. A returned error (the store's or the
 // context's) ends the run; redo lists files to index again because the
 // batch holding them was lost.
-func (r *indexRun) indexOne(path string) (redo []string, fatal error) {
-	start := time.Now()
-	abs, err := absPath(path)
-	if err != nil {
-		r.queue = append(r.queue, pending{st: Stats{File: path}, err: err})
-		return nil, nil
-	}
-	st := Stats{File: abs}
-	f, err := openIndexable(abs)
-	if err != nil {
-		r.queue = append(r.queue, pending{st: st, err: err})
-		return nil, nil
-	}
-	defer f.Close()
-	// Plan without the lock first: unchanged, the common case, then
-	// costs no lock (and no waiting for another indexer's batch).
-	row, mode, err := r.ix.planFile(r.ctx, f, abs)
+func (r *indexRun) indexOne(o *opened) (redo []string, fatal error) {
+	defer o.close()
+	start := time.Now().Add(-o.took)
+	st := o.st
 	switch {
-	case err != nil:
+	case o.err != nil:
 		var se *StoreError
-		if errors.As(err, &se) {
-			return nil, err
+		if errors.As(o.err, &se) {
+			return nil, o.err
 		}
-		r.queue = append(r.queue, pending{st: st, err: err})
+		r.queue = append(r.queue, pending{st: st, err: o.err})
 		return nil, nil
-	case mode == ModeUnchanged:
-		st.Mode, st.Skipped, st.Lines = ModeUnchanged, "unchanged", row.lines
+	case o.mode == ModeUnchanged:
+		st.Mode, st.Skipped, st.Lines = ModeUnchanged, "unchanged", o.row.lines
 		st.Seconds = time.Since(start).Seconds()
-		r.queue = append(r.queue, pending{st: st, id: row.id})
+		r.queue = append(r.queue, pending{st: st, id: o.row.id})
 		return nil, nil
 	}
+	var err error
 	if r.b == nil {
 		if r.b, err = r.ix.st.batch(r.ctx); err != nil {
 			return nil, err
 		}
 	}
-	fileID, err := r.write(f, abs, &st)
+	fileID, err := r.write(o, &st)
 	st.Seconds = time.Since(start).Seconds()
 	if err != nil {
-		return r.failed(abs, err)
+		return r.failed(st.File, err)
 	}
-	r.queue = append(r.queue, pending{st: st, id: fileID, path: path, written: true})
+	r.queue = append(r.queue, pending{st: st, id: fileID, path: o.path, written: true})
 	r.bytes += st.Bytes
 	return nil, nil
 }
 
 // write indexes one file's new lines into the open batch under the file's
 // lock.
-func (r *indexRun) write(f *os.File, abs string, st *Stats) (int64, error) {
+func (r *indexRun) write(o *opened, st *Stats) (int64, error) {
 	var fileID int64
-	err := r.b.file(r.ctx, abs, func(w writer) error {
+	err := r.b.file(r.ctx, st.File, func(w writer) error {
 		var err error
-		fileID, err = r.ix.indexFile(r.ctx, w, f, abs, st)
+		fileID, err = r.ix.indexFile(r.ctx, w, o, st)
 		return err
 	})
 	return fileID, err
@@ -532,20 +551,20 @@ func unwrapBatchLost(err error) error {
 // the temporary copy of a zstd file or store session). The type is checked
 // before the open: opening a FIFO for reading blocks until a writer comes.
 // A store session ("store.sqlite#key") is no path; openSource checks it.
-func openIndexable(abs string) (*os.File, error) {
+func openIndexable(abs string) (source, error) {
 	if fi, err := os.Stat(abs); err == nil {
 		if fi.IsDir() {
-			return nil, fmt.Errorf("recall: %s is a directory (index walks directories, Index takes files)", abs)
+			return source{}, fmt.Errorf("recall: %s is a directory (index walks directories, Index takes files)", abs)
 		}
 		if !fi.Mode().IsRegular() {
-			return nil, fmt.Errorf("recall: %s is not a file (%s): not a session file; only regular files are indexed", abs, fi.Mode().Type())
+			return source{}, fmt.Errorf("recall: %s is not a file (%s): not a session file; only regular files are indexed", abs, fi.Mode().Type())
 		}
 	}
-	f, err := openSource(abs)
+	src, err := openSource(abs)
 	if err != nil {
-		return nil, fmt.Errorf("recall: %v", err)
+		return source{}, fmt.Errorf("recall: %v", err)
 	}
-	return f, nil
+	return src, nil
 }
 
 // planFile reads the file's bookkeeping without a lock and decides.
@@ -568,7 +587,8 @@ func (ix *Index) planFile(ctx context.Context, f *os.File, abs string) (*fileRow
 // indexFile writes one file's new rows through w (the file's lock is held:
 // the plan is made again, another process may have indexed the file since
 // the unlocked plan). It returns the file's id.
-func (ix *Index) indexFile(ctx context.Context, w writer, f *os.File, abs string, st *Stats) (int64, error) {
+func (ix *Index) indexFile(ctx context.Context, w writer, o *opened, st *Stats) (int64, error) {
+	f, abs := o.f, st.File
 	fi, err := f.Stat()
 	if err != nil {
 		return 0, fmt.Errorf("recall: %v", err)
@@ -595,7 +615,7 @@ func (ix *Index) indexFile(ctx context.Context, w writer, f *os.File, abs string
 		return 0, err
 	}
 	newFrom := from.line + st.LinesReread // lines up to here were indexed before
-	res, err := ix.writeChunks(ctx, w, f, fileID, from.off, from.line, newFrom, st)
+	res, err := writeChunks(ctx, w, fileID, ix.scanner(ctx, o, from.off, from.line, newFrom), st)
 	if err != nil {
 		return 0, err
 	}
@@ -684,41 +704,18 @@ func indexedRow(f *os.File, fi os.FileInfo, res readResult, malformedBefore int)
 	return nr, nil
 }
 
-// writeChunks reads and chunks the file from off and stores the chunks.
-// Reading and extracting (JSON decoding) runs beside the inserts (index
-// tokenizing): two cores, two stages.
-func (ix *Index) writeChunks(ctx context.Context, w writer, f *os.File, fileID, off int64, line, newFrom int, st *Stats) (readResult, error) {
-	pctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	batches := make(chan []chunk, 8)
-	var res readResult
-	var readErr error
-	go func() {
-		defer close(batches)
-		res, readErr = ix.scanLines(pctx, f, off, line, newFrom, func(cs []chunk) error {
-			select {
-			case batches <- cs:
-				return nil
-			case <-pctx.Done():
-				return pctx.Err()
-			}
-		})
-	}()
-	var insErr error
-	for cs := range batches {
-		if insErr != nil {
-			continue // drain so the reader can finish
-		}
-		if insErr = w.addChunks(ctx, fileID, cs); insErr != nil {
-			cancel()
-			continue
+// writeChunks stores the chunks of scan s as it reads them: reading and
+// extracting (JSON decoding) runs beside the inserts (index tokenizing),
+// two cores, two stages.
+func writeChunks(ctx context.Context, w writer, fileID int64, s *scan, st *Stats) (readResult, error) {
+	defer s.stop()
+	for cs := range s.c {
+		if err := w.addChunks(ctx, fileID, cs); err != nil {
+			return readResult{}, err
 		}
 		st.Chunks += len(cs)
 	}
-	if insErr != nil {
-		return res, insErr
-	}
-	return res, readErr
+	return s.res, s.err
 }
 
 // rowBytes is where new bytes start: the end of the indexed part when

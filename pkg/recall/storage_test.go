@@ -149,17 +149,7 @@ func TestStorageSettingsSameResults(t *testing.T) {
 	if got := pageSize(t, oldLoc); got != 4096 {
 		t.Errorf("existing index: %d-byte pages, want its own 4096", got)
 	}
-	d1, err := recall.Dump(fresh)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d2, err := recall.Dump(old)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(d1, d2) {
-		t.Fatalf("chunks differ:\nnew %v\nold %v", d1, d2)
-	}
+	sameRows(t, fresh, old, "new", "old")
 	hits := 0
 	for _, f := range facts {
 		for _, q := range []string{f.Query, f.Name} {
