@@ -45,7 +45,7 @@ func classify(tc ToolCall) callArgs { return tc.facts().of(tc.Name) }
 // the arguments (validating them first) was a tenth of a checkpoint's CPU.
 func (tc *ToolCall) facts() *argFacts {
 	if tc.read == nil {
-		f := readArgs(tc.Args)
+		f := readArgs(tc.Args, tc.scanned)
 		tc.read = &f
 	}
 	return tc.read
@@ -67,9 +67,9 @@ func (a *argFacts) of(name string) callArgs {
 	return c
 }
 
-// readArgs reads a call's arguments once.
-func readArgs(args json.RawMessage) argFacts {
-	vals := argValues(args)
+// readArgs reads a call's arguments once (scanned: see ToolCall).
+func readArgs(args json.RawMessage, scanned bool) argFacts {
+	vals := argValues(args, scanned)
 	var a argFacts
 	if raw := vals[commandKey]; raw != nil {
 		var cmd string
@@ -103,11 +103,17 @@ func readArgs(args json.RawMessage) argFacts {
 // argKeys, nil when absent; the last of duplicate keys wins; none when
 // the arguments are not a valid JSON object), without copying the values
 // it skips: arguments hold whole written files, and copying them all was
-// most of a 1 GB checkpoint's allocation.
-func argValues(args []byte) [][]byte {
+// most of a 1 GB checkpoint's allocation. Arguments the transcript's
+// scanner read are valid but for encoding/json's nesting limit (JSON.parse
+// has none): only that is checked (json.Valid on every call was a twentieth
+// of a checkpoint's CPU).
+func argValues(args []byte, scanned bool) [][]byte {
 	vals := make([][]byte, len(argKeys))
 	i := skipSpace(args, 0)
-	if i == len(args) || args[i] != '{' || !json.Valid(args) {
+	if i == len(args) || args[i] != '{' {
+		return vals
+	}
+	if scanned && !shallow(args) || !scanned && !json.Valid(args) {
 		return vals
 	}
 	i = skipSpace(args, i+1)
@@ -126,6 +132,27 @@ func argValues(args []byte) [][]byte {
 		}
 	}
 	return vals
+}
+
+// maxDepth is encoding/json's nesting limit: deeper is invalid to it.
+const maxDepth = 10000
+
+// shallow reports whether valid JSON nests at most maxDepth deep.
+func shallow(b []byte) bool {
+	depth := 0
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			i = skipString(b, i) - 1
+		case '{', '[':
+			if depth++; depth > maxDepth {
+				return false
+			}
+		case '}', ']':
+			depth--
+		}
+	}
+	return true
 }
 
 // argKey is the index in argKeys of a quoted object key, -1 if none.

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 // classifyByMap is classify as it was written first: the arguments
@@ -49,7 +51,8 @@ func classifyByMap(tc ToolCall) callArgs {
 }
 
 // classify reads only the keys it needs, skipping the rest without a
-// copy; it finds what decoding the arguments whole finds.
+// copy; it finds what decoding the arguments whole finds, also for
+// arguments read from a line (checked only for their depth).
 func TestClassifySkipsValuesLikeJSONUnmarshal(t *testing.T) {
 	deep := strings.Repeat("[", 10001) + strings.Repeat("]", 10001)
 	args := []string{
@@ -75,19 +78,34 @@ func TestClassifySkipsValuesLikeJSONUnmarshal(t *testing.T) {
 		`{}`,
 		`{"path":"deep.go","d":` + deep + `}`,
 		`{"path":"ok.go","d":` + strings.Repeat("[", 9999) + strings.Repeat("]", 9999) + `}`,
+		`{"path":"edge.go","d":` + strings.Repeat("[", 10000) + strings.Repeat("]", 10000) + `}`,
 		`{"path":"bad\xffutf8.go"}`,
 	}
+	scanned := 0
 	for _, a := range args {
 		for _, name := range []string{"read", "str_replace_editor", "write_file", "Edit"} {
-			tc := ToolCall{Name: name, Args: json.RawMessage(a)}
-			got, want := classify(tc), classifyByMap(tc)
-			if len(got.paths) == 0 && len(want.paths) == 0 {
-				got.paths, want.paths = nil, nil
+			calls := []ToolCall{{Name: name, Args: json.RawMessage(a)}}
+			// The same arguments in a line the transcript reads (json.Valid
+			// is then not asked again), when it accepts them.
+			e := &transcript.Entry{Type: "message"}
+			line := `{"message":{"role":"assistant","content":[{"type":"toolCall","name":"` + name + `","arguments":` + a + `}]}}`
+			if m, err := transcript.DecodeMessage(e, []byte(line)); err == nil {
+				calls = append(calls, fromTranscript(e, m).ToolCalls...)
+				scanned++
 			}
-			if !reflect.DeepEqual(got, want) {
-				t.Errorf("%s %.80q: got %+v, decoding whole %+v", name, a, got, want)
+			for _, tc := range calls {
+				got, want := classify(tc), classifyByMap(tc)
+				if len(got.paths) == 0 && len(want.paths) == 0 {
+					got.paths, want.paths = nil, nil
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("%s %.80q (scanned %v): got %+v, decoding whole %+v", name, a, tc.scanned, got, want)
+				}
 			}
 		}
+	}
+	if scanned < 60 {
+		t.Errorf("only %d calls read from a line", scanned)
 	}
 }
 

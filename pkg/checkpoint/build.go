@@ -42,6 +42,9 @@ type ToolCall struct {
 	Name string
 	Args json.RawMessage
 	read *argFacts // Args read (facts)
+	// scanned: Args were read from a line by the transcript's scanner,
+	// which checks the grammar json.Valid checks (JSON.parse's).
+	scanned bool
 }
 
 // CompactionInfo is a compaction entry on the branch.

@@ -233,7 +233,7 @@ func fromTranscript(e *transcript.Entry, m *transcript.Message) *Message {
 	}
 	for _, b := range m.Content {
 		if b.Type == "toolCall" {
-			msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: b.ID, Name: b.Name, Args: b.Arguments})
+			msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: b.ID, Name: b.Name, Args: b.Arguments, scanned: true})
 		}
 	}
 	return msg
