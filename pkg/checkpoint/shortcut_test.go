@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"encoding/json"
 	"math/rand"
 	"strings"
 	"testing"
@@ -67,6 +68,18 @@ func TestMayHaveCheckboxWhereverCheckboxMatches(t *testing.T) {
 	for _, s := range []string{"", "no box", "[a] [", "[ x]", "[x", "]"} {
 		if mayHaveCheckbox(s) {
 			t.Errorf("mayHaveCheckbox(%q) = true", s)
+		}
+	}
+}
+
+// jsonString's cut for plain strings gives what json.Unmarshal gives.
+func TestJSONStringIsUnmarshal(t *testing.T) {
+	for _, v := range []string{`"a.go"`, `""`, `"bad` + "\xff" + `.go"`, `"esc\u0064.go"`, `"q\"x"`, `"中文/😀.go"`, `7`, `null`, `true`, `["a"]`, `{"a":"b"}`} {
+		got, gok := jsonString([]byte(v))
+		var want string
+		wok := json.Unmarshal([]byte(v), &want) == nil
+		if got != want || gok != wok {
+			t.Errorf("jsonString(%q) = %q, %v; json.Unmarshal gives %q, %v", v, got, gok, want, wok)
 		}
 	}
 }
