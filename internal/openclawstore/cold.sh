@@ -8,7 +8,7 @@
 # session.maintenance.coldStorage.enabled, for sessions idle longer than
 # afterDays (30). So: ../shared/tools/openclaw-store/gen-store.sh imports
 # the files into a real store (Node 24 and openclaw@2026.9.6 from npm), then
-# the Gateway runs on loopback under `faketime -f +40d` (the sessions look
+# the Gateway runs on loopback under libfaketime at +40 days (the sessions look
 # 40 days idle; it checks at startup and once a minute) until the store
 # records an archive for every session, and is stopped (its process group,
 # by id). Needs npm, python3 and faketime (Debian's faketime package); gives
@@ -18,6 +18,12 @@ OUT=$1; shift
 HERE=$(cd "$(dirname "$0")" && pwd)
 T=${OPENCLAW_TOOLS:-$HOME/.cache/ctxtool-openclaw}
 command -v faketime >/dev/null || { echo "cold.sh: faketime not found (apt-get install faketime)" >&2; exit 1; }
+# The library, preloaded directly: the faketime wrapper keeps a semaphore and
+# shared memory named after its pid in /dev/shm, which the Gateway's stop
+# (its process group killed) leaves behind; a later wrapper whose pid matches
+# a leftover fails ("sem_open: File exists"). An offset needs none of that.
+libfaketime=$(find /usr/lib /usr/local/lib /usr/lib64 -name libfaketime.so.1 -path '*faketime*' 2>/dev/null | head -1)
+[ -n "$libfaketime" ] || { echo "cold.sh: libfaketime.so.1 not found (apt-get install faketime)" >&2; exit 1; }
 
 db=$(bash "$HERE/../../../shared/tools/openclaw-store/gen-store.sh" "$OUT" "$@")
 export PATH="$T/node24/node_modules/.bin:$PATH"
@@ -46,7 +52,7 @@ EOF
 
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 HOME="$OUT" OPENCLAW_DISABLE_BONJOUR=1 OPENCLAW_NO_RESPAWN=1 OPENCLAW_SKIP_CHANNELS=1 \
-	OPENCLAW_EXEC_SHELL_SNAPSHOT=0 setsid faketime -f '+40d' \
+	OPENCLAW_EXEC_SHELL_SNAPSHOT=0 LD_PRELOAD="$libfaketime" FAKETIME='+40d' setsid \
 	node "$T/oc/node_modules/openclaw/openclaw.mjs" gateway run --allow-unconfigured \
 	--bind loopback --auth token --token "cold-$RANDOM$RANDOM" --port "$port" \
 	>"$OUT/gateway.out" 2>&1 </dev/null &
