@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/url"
 	"os"
@@ -63,6 +64,7 @@ type coldRef struct {
 	name    string
 	sha256  string
 	bytes   int64
+	events  int
 	lastSeq int
 	inDB    bool // storage "sqlite": the archive is the row's archive_blob
 }
@@ -171,16 +173,14 @@ func addColdArchives(ctx context.Context, db *sql.DB, path string, sessions []St
 	}
 	defer rows.Close()
 	cold := map[string]*coldRef{}
-	counts := map[string]int{}
 	for rows.Next() {
 		var sid, storage string
 		var c coldRef
-		var events int
-		if err := rows.Scan(&sid, &c.name, &c.sha256, &c.bytes, &events, &c.lastSeq, &storage); err != nil {
+		if err := rows.Scan(&sid, &c.name, &c.sha256, &c.bytes, &c.events, &c.lastSeq, &storage); err != nil {
 			return err
 		}
 		c.inDB = storage == "sqlite"
-		cold[sid], counts[sid] = &c, events
+		cold[sid] = &c
 	}
 	if err := rows.Err(); err != nil {
 		return err
@@ -189,7 +189,7 @@ func addColdArchives(ctx context.Context, db *sql.DB, path string, sessions []St
 		s := &sessions[i]
 		if c := cold[s.SessionID]; c != nil {
 			s.cold = c
-			s.Events += counts[s.SessionID]
+			s.Events += c.events
 			if !c.inDB {
 				s.ColdArchive = coldArchivePath(path, c.name)
 			}
@@ -229,7 +229,7 @@ func coldArchiveBytes(ctx context.Context, db *sql.DB, s *StoreSession) ([]byte,
 	}
 	sum := sha256.Sum256(data)
 	if int64(len(data)) != c.bytes || hex.EncodeToString(sum[:]) != c.sha256 {
-		return nil, fmt.Errorf("session %s is in OpenClaw's cold storage and %s does not match the size and SHA-256 the store records (%d bytes, %s): restore the file from a backup (OpenClaw refuses it too)", s.Key, where, c.bytes, c.sha256)
+		return nil, fmt.Errorf("session %s is in OpenClaw's cold storage and %s does not match the size and SHA-256 the store records (%d bytes, %s): restore it from a backup (OpenClaw refuses it too)", s.Key, where, c.bytes, c.sha256)
 	}
 	return data, nil
 }
@@ -293,14 +293,14 @@ func readSession(db *sql.DB, sess *StoreSession, name string) (*View, error) {
 		return nil, err
 	}
 	defer dec.Close()
-	r := &storeReader{v: &view{out: &spool{}}, sess: sess, first: true}
+	r := &storeReader{v: &view{out: &spool{}}, sess: sess}
 	fail := func(err error) (*View, error) {
 		r.v.out.Close()
 		return nil, fmt.Errorf("%s: %v", name, err)
 	}
 	after := -1
 	if sess.cold != nil {
-		if err := r.readCold(ctx, db, dec); err != nil {
+		if err := r.readCold(ctx, db); err != nil {
 			return fail(err)
 		}
 		after = sess.cold.lastSeq
@@ -346,14 +346,12 @@ func readSession(db *sql.DB, sess *StoreSession, name string) (*View, error) {
 // storeReader spools one store session's events, in seq order, as the
 // view's lines.
 type storeReader struct {
-	v     *view
-	sess  *StoreSession
-	first bool
+	v    *view
+	sess *StoreSession
 }
 
 func (r *storeReader) event(seq int, line []byte) error {
-	if r.first {
-		r.first = false
+	if len(r.v.rows) == 0 { // the session's first event
 		if f, _, ok := classifyLine(line); !ok || f != Pi || !bytes.Contains(line, []byte(`"session"`)) {
 			// A header-less import: give the view the header pi needs.
 			r.v.sessionID = r.sess.SessionID
@@ -367,21 +365,26 @@ func (r *storeReader) event(seq int, line []byte) error {
 	return r.v.put(seq)
 }
 
-// readCold spools the events of the session's cold archive.
-func (r *storeReader) readCold(ctx context.Context, db *sql.DB, dec *zstd.Decoder) error {
+// readCold spools the events of the session's cold archive, decompressed
+// as a stream (OpenClaw keeps archives up to 64 MiB of JSONL).
+func (r *storeReader) readCold(ctx context.Context, db *sql.DB) error {
 	data, err := coldArchiveBytes(ctx, db, r.sess)
 	if err != nil {
 		return err
 	}
-	if data, err = dec.DecodeAll(data, nil); err != nil {
-		return fmt.Errorf("cold archive of session %s: zstd: %v", r.sess.Key, err)
+	dec, err := zstd.NewReader(bytes.NewReader(data), zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
+	if err != nil {
+		return err
 	}
-	for no := 1; len(data) > 0; no++ {
-		line := data
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			line, data = data[:i], data[i+1:]
-		} else {
-			data = nil
+	defer dec.Close()
+	lr := newLineReader(dec)
+	for no := 1; ; no++ {
+		line, err := lr.next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("cold archive of session %s: zstd: %v", r.sess.Key, err)
 		}
 		seq, ev, ok, err := coldRecord(line)
 		if err != nil {
@@ -393,5 +396,4 @@ func (r *storeReader) readCold(ctx context.Context, db *sql.DB, dec *zstd.Decode
 			}
 		}
 	}
-	return nil
 }
