@@ -55,8 +55,10 @@ func (s *Session) parent(cur *Entry, pos int) (*Entry, int) {
 			return p, pos - 1
 		}
 	}
-	p := s.byID.get(cur.ParentID)
-	return p, s.position(p)
+	if p := s.byID.positionOf(cur.ParentID); p >= 0 {
+		return s.Entries[p], p
+	}
+	return nil, -1
 }
 
 // Parent is ByID(e.ParentID) and its position in s.Entries, given e's
