@@ -70,9 +70,9 @@ func messageFeatures(e *transcript.Entry, imageTokens int) features {
 	if e.Role == "assistant" && (e.StopReason == "error" || e.StopReason == "aborted") {
 		return f
 	}
-	text := e.Chars - e.ThinkingChars - e.Wide
+	text := e.Chars - int(e.ThinkingChars) - int(e.Wide)
 	if e.Role == "toolResult" || e.Role == "custom" {
-		text -= 4800 * e.Images
+		text -= 4800 * int(e.Images)
 	}
 	if text < 0 {
 		text = 0

@@ -149,7 +149,7 @@ func (c *Counter) imageTokens(e *transcript.Entry) int {
 			}
 		}
 	} else {
-		n = e.Images * PiImageTokens
+		n = int(e.Images) * PiImageTokens
 	}
 	c.mu.Lock()
 	c.images[e] = n

@@ -32,12 +32,23 @@ type Entry struct {
 	// (the images rule included); Tokens() is ceil(Chars/4).
 	Chars int
 	// Images counts image blocks in the message content.
-	Images int
+	Images int32
 	// Wide counts CJK/Hangul characters among the counted text, and
 	// ThinkingChars the part of Chars that is assistant thinking: content
-	// classes the calibrated estimator weighs separately.
-	Wide          int
-	ThinkingChars int
+	// classes the calibrated estimator weighs separately. These three are
+	// bounded by the line's bytes (int32 beside the flags below: 16 bytes
+	// where four words took 32); Chars is not (an image counts 4800).
+	Wide          int32
+	ThinkingChars int32
+
+	// IsError is a toolResult's isError, ExcludeFromContext a bash
+	// execution's excludeFromContext.
+	IsError            bool
+	ExcludeFromContext bool
+	// Oversized marks a line over MaxLineBytes: only its type, id, parent,
+	// timestamp and role were read; Chars is 0 and its content cannot be
+	// decoded.
+	Oversized bool
 
 	MsgTimestamp float64 // message.timestamp (epoch ms), 0 if absent
 
@@ -50,14 +61,6 @@ type Entry struct {
 	// toolResult messages.
 	ToolCallID string
 	ToolName   string
-	IsError    bool
-	// bashExecution messages.
-	ExcludeFromContext bool
-
-	// Oversized marks a line over MaxLineBytes: only its type, id, parent,
-	// timestamp and role were read; Chars is 0 and its content cannot be
-	// decoded.
-	Oversized bool
 
 	// rare holds the fields of the few entry types that have them, read
 	// through the methods of the same names; nil on the others.

@@ -165,7 +165,7 @@ func (b *produced) entry(p *formats.Produced) *Entry {
 		if p.Summary[1] > 0 {
 			sc := scanner{b: p.Line[p.Summary[0]:p.Summary[1]]}
 			_, _, e.Chars, _ = sc.str()
-			e.Wide = sc.wide
+			e.Wide = count32(sc.wide)
 		}
 		e.more().tokensBefore = b.count(p, "tokensBefore", p.TokensBefore)
 	case "model_change":

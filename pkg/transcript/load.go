@@ -281,8 +281,9 @@ func load(name string, r io.ReaderAt, size int64) (*Session, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var slab entrySlab
 			for b := range jobs {
-				parseBatch(b)
+				parseBatch(b, &slab)
 				done <- b
 			}
 		}()
@@ -481,7 +482,7 @@ func lineEnd(r io.ReaderAt, off, size int64, scratch []byte) (end int64, newline
 	return size, false, nil
 }
 
-func parseBatch(b *batch) {
+func parseBatch(b *batch, slab *entrySlab) {
 	if b.oversize > 0 {
 		b.offsets = []int32{0}
 		b.results = []parsedLine{parseHead(bytes.TrimSuffix(b.data, []byte{'\n'}))}
@@ -499,7 +500,7 @@ func parseBatch(b *batch) {
 			end = pos + end + 1
 		}
 		b.offsets = append(b.offsets, int32(pos))
-		pl := parseLine(ln)
+		pl := parseLineIn(ln, slab)
 		if pl.kind == kindMalformed {
 			pl.header = nil
 		}
