@@ -1,6 +1,7 @@
 package transcript
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -27,6 +28,9 @@ type scanner struct {
 	canon int
 	// warns collects values read in a defined way (maybeInt).
 	warns []string
+	// p is the parse worker reading the line (nil outside Load): strings
+	// it saw on earlier lines, which this one's may share.
+	p *parser
 }
 
 func (s *scanner) fail(format string, args ...any) bool {
@@ -490,12 +494,22 @@ func replaceInvalidUTF8(b []byte) []byte {
 
 // stringValue scans a string and decodes it (allocating) as encoding/json
 // and Node's UTF-8 reading do: invalid UTF-8 bytes become U+FFFD.
-func (s *scanner) stringValue() (string, bool) {
+func (s *scanner) stringValue() (string, bool) { return s.stringValueOf(nil) }
+
+// stringValueOf is stringValue returning the one of known the value
+// equals, without allocating a copy.
+func (s *scanner) stringValueOf(known []string) (string, bool) {
 	st, en, _, ok := s.str()
 	if !ok {
 		return "", false
 	}
 	raw := s.b[st:en]
+	for _, k := range known {
+		// Without escapes the raw bytes are the value.
+		if string(raw) == k && bytes.IndexByte(raw, '\\') < 0 {
+			return k, true
+		}
+	}
 	if !utf8.Valid(raw) {
 		raw = replaceInvalidUTF8(raw)
 	}

@@ -281,9 +281,9 @@ func load(name string, r io.ReaderAt, size int64) (*Session, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var slab entrySlab
+			var p parser
 			for b := range jobs {
-				parseBatch(b, &slab)
+				parseBatch(b, &p)
 				done <- b
 			}
 		}()
@@ -482,7 +482,7 @@ func lineEnd(r io.ReaderAt, off, size int64, scratch []byte) (end int64, newline
 	return size, false, nil
 }
 
-func parseBatch(b *batch, slab *entrySlab) {
+func parseBatch(b *batch, p *parser) {
 	if b.oversize > 0 {
 		b.offsets = []int32{0}
 		b.results = []parsedLine{parseHead(bytes.TrimSuffix(b.data, []byte{'\n'}))}
@@ -500,7 +500,7 @@ func parseBatch(b *batch, slab *entrySlab) {
 			end = pos + end + 1
 		}
 		b.offsets = append(b.offsets, int32(pos))
-		pl := parseLineIn(ln, slab)
+		pl := parseLineIn(ln, p)
 		if pl.kind == kindMalformed {
 			pl.header = nil
 		}

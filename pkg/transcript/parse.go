@@ -82,13 +82,13 @@ func jsTrimRight(b []byte) int {
 // metadata, in a single validating pass.
 func parseLine(line []byte) parsedLine { return parseLineIn(line, nil) }
 
-// parseLineIn is parseLine taking the entry from slab (nil: allocated
-// alone).
-func parseLineIn(line []byte, slab *entrySlab) parsedLine {
+// parseLineIn is parseLine for a parse worker (nil: none), which hands out
+// the entry and the strings the line shares with the ones before it.
+func parseLineIn(line []byte, p *parser) parsedLine {
 	if blank(line) {
 		return parsedLine{kind: kindBlank}
 	}
-	s := scanner{b: line}
+	s := scanner{b: line, p: p}
 	s.ws()
 	if s.peek() != '{' {
 		if s.skip(0) {
@@ -100,7 +100,7 @@ func parseLineIn(line []byte, slab *entrySlab) parsedLine {
 		}
 		return parsedLine{kind: kindMalformed, err: s.err.Error()}
 	}
-	e := slab.next()
+	e := p.next()
 	f := lineFields{msgStart: -1, msgEnd: -1, contentStart: -1, contentEnd: -1}
 	if !s.object(func(key []byte) bool { return s.field(string(key), e, &f) }) {
 		return parsedLine{kind: kindMalformed, err: s.err.Error()}
@@ -114,30 +114,68 @@ func parseLineIn(line []byte, slab *entrySlab) parsedLine {
 		return parsedLine{kind: kindHeader, header: headerOf(e, f.h, line), warns: s.warns}
 	}
 	s.finishEntry(line, e, &f)
+	p.saw(e)
 	return parsedLine{kind: kindEntry, entry: e, warns: s.warns}
 }
 
-// entrySlab hands out entries from blocks of slabEntries: one allocation
-// for hundreds of entries instead of one each, and no size-class rounding
-// (an Entry of 264 bytes allocated alone takes 288). A loaded session keeps
-// all its entries, so a block is garbage only with the session.
-type entrySlab struct{ free []Entry }
+// parser is a parse worker's state across the lines it reads, in file
+// order within a batch. Entries come from 32 KiB blocks: one allocation per
+// 124 entries instead of one each, and no size-class rounding (an Entry of
+// 264 bytes allocated alone takes 288); a loaded session keeps all its
+// entries, so a block is garbage only with the session. A line's parentId
+// is nearly always the id of the line before, and a tool result's
+// toolCallId one of the tool call ids of the assistant before it: those
+// values share the earlier strings instead of a copy each (16 and 32 bytes
+// per entry of a 1 GB session).
+type parser struct {
+	free   []Entry
+	prevID []string // the last entry's id
+	calls  []string // the last assistant's tool call ids
+}
 
 // slabEntries fills 32 KiB, the largest small-object size class: a larger
 // block is rounded up to whole pages (256 entries wasted 24 bytes each).
 const slabEntries = 32 << 10 / unsafe.Sizeof(Entry{})
 
-// next is a zero Entry, from the slab or, on a nil slab, allocated alone.
-func (a *entrySlab) next() *Entry {
-	if a == nil {
+// next is a zero Entry, from the block or, without a parser, allocated
+// alone.
+func (p *parser) next() *Entry {
+	if p == nil {
 		return &Entry{}
 	}
-	if len(a.free) == 0 {
-		a.free = make([]Entry, slabEntries)
+	if len(p.free) == 0 {
+		p.free = make([]Entry, slabEntries)
 	}
-	e := &a.free[0]
-	a.free = a.free[1:]
+	e := &p.free[0]
+	p.free = p.free[1:]
 	return e
+}
+
+// saw records the strings of entry e that the next lines may share.
+func (p *parser) saw(e *Entry) {
+	if p == nil {
+		return
+	}
+	p.prevID = append(p.prevID[:0], e.ID)
+	if e.Role == "assistant" {
+		p.calls = e.ToolCallIDs
+	}
+}
+
+// knownIDs and knownCalls are what a line's parentId and toolCallId may
+// share (nil without a parser).
+func (p *parser) knownIDs() []string {
+	if p == nil {
+		return nil
+	}
+	return p.prevID
+}
+
+func (p *parser) knownCalls() []string {
+	if p == nil {
+		return nil
+	}
+	return p.calls
 }
 
 // lineFields is what parseLine learns of a line beyond the entry's own
@@ -161,7 +199,7 @@ func (s *scanner) field(key string, e *Entry, f *lineFields) (good bool) {
 	case "id":
 		e.ID, good = s.maybeString()
 	case "parentId":
-		e.ParentID, good = s.maybeString()
+		e.ParentID, good = s.maybeStringOf(s.p.knownIDs())
 	case "timestamp":
 		e.Timestamp, good = s.maybeString()
 	case "message":
@@ -256,7 +294,7 @@ func (s *scanner) finishEntry(line []byte, e *Entry, f *lineFields) {
 	switch e.Type {
 	case "message":
 		if !f.msgDone && f.msgStart >= 0 {
-			ms := scanner{b: line[f.msgStart:f.msgEnd]}
+			ms := scanner{b: line[f.msgStart:f.msgEnd], p: s.p}
 			ms.message(e)
 			s.warns = append(s.warns, ms.warns...)
 		}
@@ -283,9 +321,13 @@ func (s *scanner) finishEntry(line []byte, e *Entry, f *lineFields) {
 	}
 }
 
-func (s *scanner) maybeString() (string, bool) {
+func (s *scanner) maybeString() (string, bool) { return s.maybeStringOf(nil) }
+
+// maybeStringOf is maybeString returning the one of known the value
+// equals, without allocating a copy.
+func (s *scanner) maybeStringOf(known []string) (string, bool) {
 	if s.peek() == '"' {
-		return s.stringValue()
+		return s.stringValueOf(known)
 	}
 	return "", s.skip(0)
 }
@@ -447,7 +489,7 @@ func (s *scanner) messageField(key string, e *Entry, m *messageFields) (good boo
 			e.MsgTimestamp = 0
 		}
 	case "toolCallId":
-		e.ToolCallID, good = s.maybeString()
+		e.ToolCallID, good = s.maybeStringOf(s.p.knownCalls())
 	case "toolName":
 		e.ToolName, good = s.maybeInterned()
 	case "isError":
