@@ -200,7 +200,7 @@ func (p *Preparation) findBoundary(s *transcript.Session) error {
 		p.PreviousSummary, p.prevDetails = m.Summary, m.Details
 	}
 	p.BoundaryStart = prev + 1
-	if id := path[prev].FirstKeptEntryID; id != "" {
+	if id := path[prev].FirstKeptEntryID(); id != "" {
 		for i := 0; i < prev; i++ {
 			if path[i].ID == id {
 				p.BoundaryStart = i

@@ -150,7 +150,7 @@ func BuildContext(path []*Entry) *Context {
 	for i, e := range path {
 		switch e.Type {
 		case "thinking_level_change":
-			c.ThinkingLevel = e.ThinkingLevel
+			c.ThinkingLevel = e.ThinkingLevel()
 		case "model_change":
 			model = e
 		case "message":
@@ -180,7 +180,7 @@ func BuildContext(path []*Entry) *Context {
 	}
 	c.Messages = append(c.Messages, ContextMessage{Entry: c.Compaction, Role: "compactionSummary"})
 	for i := 0; i < c.CompactionIndex; i++ {
-		if c.KeptStart < 0 && c.Compaction.FirstKeptEntryID != "" && path[i].ID == c.Compaction.FirstKeptEntryID {
+		if c.KeptStart < 0 && c.Compaction.FirstKeptEntryID() != "" && path[i].ID == c.Compaction.FirstKeptEntryID() {
 			c.KeptStart = i
 		}
 		if c.KeptStart >= 0 {
@@ -205,8 +205,8 @@ func KeptStarts(path []*Entry) map[int]int {
 	for i, e := range path {
 		if e.Type == "compaction" {
 			compactions = append(compactions, i)
-			if e.FirstKeptEntryID != "" {
-				first[e.FirstKeptEntryID] = -1
+			if id := e.FirstKeptEntryID(); id != "" {
+				first[id] = -1
 			}
 		}
 	}
@@ -221,7 +221,7 @@ func KeptStarts(path []*Entry) map[int]int {
 	}
 	for _, i := range compactions {
 		out[i] = -1
-		if id := path[i].FirstKeptEntryID; id != "" {
+		if id := path[i].FirstKeptEntryID(); id != "" {
 			if k := first[id]; k >= 0 && k < i {
 				out[i] = k
 			}
