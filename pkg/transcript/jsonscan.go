@@ -492,12 +492,10 @@ func replaceInvalidUTF8(b []byte) []byte {
 	return out
 }
 
-// stringValue scans a string and decodes it (allocating) as encoding/json
-// and Node's UTF-8 reading do: invalid UTF-8 bytes become U+FFFD.
-func (s *scanner) stringValue() (string, bool) { return s.stringValueOf(nil) }
-
-// stringValueOf is stringValue returning the one of known the value
-// equals, without allocating a copy.
+// stringValueOf scans a string and decodes it (allocating) as
+// encoding/json and Node's UTF-8 reading do: invalid UTF-8 bytes become
+// U+FFFD. When the value is one of known, that string is returned instead
+// of a copy.
 func (s *scanner) stringValueOf(known []string) (string, bool) {
 	st, en, _, ok := s.str()
 	if !ok {
