@@ -326,6 +326,21 @@ func (f *folder) working(cp *Checkpoint, in Input, st *State) {
 	}
 }
 
+// shownCalls are the calls whose arguments the checkpoint may show: the
+// trailing message's (one may never have returned) and the last one.
+func (f *folder) shownCalls() []*ToolCall {
+	var calls []*ToolCall
+	if f.trail != nil {
+		for i := range f.trail.ToolCalls {
+			calls = append(calls, &f.trail.ToolCalls[i])
+		}
+	}
+	if f.lastCall != nil {
+		calls = append(calls, f.lastCall)
+	}
+	return calls
+}
+
 // pendingCall is a tool call of the trailing assistant message with no
 // result after it (not for aborted/error replies: pi drops those anyway).
 func (f *folder) pendingCall() *ToolCall {

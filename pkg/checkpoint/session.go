@@ -174,11 +174,24 @@ func (b *branch) through(e *transcript.Entry) error {
 	return nil
 }
 
-// rest folds what is left of the branch.
+// rest folds what is left of the branch, then reads again the arguments
+// of the calls the checkpoint may show, which keep did not keep.
 func (b *branch) rest() error {
 	for ; b.next < len(b.path); b.next++ {
 		if err := b.step(b.path[b.next]); err != nil {
 			return err
+		}
+	}
+	for _, tc := range b.fold.shownCalls() {
+		if tc.from == nil || tc.Args != nil {
+			continue
+		}
+		m, err := decodeMessage(b.s, tc.from)
+		if err != nil {
+			return err
+		}
+		if m != nil && tc.nth < len(m.ToolCalls) {
+			tc.Args = m.ToolCalls[tc.nth].Args
 		}
 	}
 	return nil
@@ -221,6 +234,7 @@ func (b *branch) message(e *transcript.Entry) (*Message, error) {
 		if line, err := b.lines.line(b.s, e); err == nil {
 			if transcript.DecodeWords(e, line, &b.decoded) == nil {
 				b.msg = fromTranscript(e, &b.decoded)
+				keep(e, &b.msg)
 				return &b.msg, nil
 			}
 		}
@@ -228,6 +242,19 @@ func (b *branch) message(e *transcript.Entry) (*Message, error) {
 	// Read on its own, a long line is garbage once decoded, and what
 	// cannot be read or decoded is reported as Session.Message says it.
 	return decodeMessage(b.s, e)
+}
+
+// keep reads the facts of m's tool calls, whose arguments alias the line
+// DecodeWords read, and drops the arguments: a copy of every call's
+// arguments was a third of what folding a 1 GB branch allocated, and of
+// all the calls only the few the checkpoint shows (folder.shownCalls) need
+// them again, read again from e's line at the end.
+func keep(e *transcript.Entry, m *Message) {
+	for i := range m.ToolCalls {
+		tc := &m.ToolCalls[i]
+		tc.facts()
+		tc.Args, tc.from, tc.nth = nil, e, i
+	}
 }
 
 // decodeMessage is message from Session.Message, every field decoded.
