@@ -79,8 +79,8 @@ func TestAppendedResumeIsLastMessageInPi(t *testing.T) {
 		ctx := s.Context()
 		last := ctx.Messages[len(ctx.Messages)-1]
 		m, _ := s.Message(last.Entry)
-		if last.Role != "custom" || last.Entry.CustomType != CustomType || last.Entry.Line != a.Line || m.Text() != text {
-			t.Errorf("%s: ctxtool sees last message %s/%s line %d (appended line %d)", f, last.Role, last.Entry.CustomType, last.Entry.Line, a.Line)
+		if last.Role != "custom" || last.Entry.CustomType() != CustomType || last.Entry.Line != a.Line || m.Text() != text {
+			t.Errorf("%s: ctxtool sees last message %s/%s line %d (appended line %d)", f, last.Role, last.Entry.CustomType(), last.Entry.Line, a.Line)
 		}
 		s.Close()
 	}

@@ -200,7 +200,7 @@ func (p *Preparation) findBoundary(s *transcript.Session) error {
 		p.PreviousSummary, p.prevDetails = m.Summary, m.Details
 	}
 	p.BoundaryStart = prev + 1
-	if id := path[prev].FirstKeptEntryID; id != "" {
+	if id := path[prev].FirstKeptEntryID(); id != "" {
 		for i := 0; i < prev; i++ {
 			if path[i].ID == id {
 				p.BoundaryStart = i
@@ -361,20 +361,13 @@ func tailCut(path []*transcript.Entry, start, end, n int) (int, bool) {
 // moving the cut and is left alone. It returns the new cut and how often it
 // moved.
 func keepToolPairs(path []*transcript.Entry, start, cut int) (int, int) {
-	callAt := map[string]int{}
-	for i := 0; i < len(path); i++ {
-		for _, id := range path[i].ToolCallIDs {
-			if _, dup := callAt[id]; !dup {
-				callAt[id] = i
-			}
-		}
-	}
+	callAt := firstCalls(path, start)
 	moved := 0
 	for {
 		earliest := cut
 		for i := cut; i < len(path); i++ {
 			e := path[i]
-			if e.Role != "toolResult" || e.Type != "message" || e.ToolCallID == "" {
+			if !isToolResult(e) {
 				continue
 			}
 			if at, ok := callAt[e.ToolCallID]; ok && at < cut && at >= start && at < earliest {
@@ -398,4 +391,30 @@ func keepToolPairs(path []*transcript.Entry, start, cut int) (int, int) {
 		cut = next
 		moved++
 	}
+}
+
+// isToolResult reports whether e is a tool result naming its call.
+func isToolResult(e *transcript.Entry) bool {
+	return e.Role == "toolResult" && e.Type == "message" && e.ToolCallID != ""
+}
+
+// firstCalls maps the call id of every tool result in path[start:] (the
+// cut never goes before start) to the path index of the first entry making
+// that call (-1 when none does, which is below any start). Only those ids are looked for: a map of every
+// call on the path was 27 MB at 1 GB, where the region holds a few hundred.
+func firstCalls(path []*transcript.Entry, start int) map[string]int {
+	callAt := map[string]int{}
+	for _, e := range path[start:] {
+		if isToolResult(e) {
+			callAt[e.ToolCallID] = -1
+		}
+	}
+	for i, e := range path {
+		for _, id := range e.ToolCallIDs {
+			if at, ok := callAt[id]; ok && at < 0 {
+				callAt[id] = i
+			}
+		}
+	}
+	return callAt
 }

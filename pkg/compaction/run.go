@@ -548,9 +548,7 @@ func fillPlan(res *Result, s *transcript.Session, p *Preparation) {
 // afterTokens is what pi's heuristic will count once the compaction is
 // appended: the context pi rebuilds from the path plus the new entry.
 func afterTokens(p *Preparation, summary string) int {
-	c := &transcript.Entry{Index: -1, Type: "compaction", ID: "\x00ctxtool-new", Role: "compactionSummary",
-		Chars: u16len(summary), FirstKeptEntryID: p.FirstKept.ID, FirstKeptEntryIndex: -1}
-	path := append(append([]*transcript.Entry{}, p.Path...), c)
+	path := append(append([]*transcript.Entry{}, p.Path...), transcript.PlannedCompaction(p.FirstKept.ID, u16len(summary)))
 	return transcript.BuildContext(path).HeuristicTokens()
 }
 

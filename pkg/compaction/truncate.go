@@ -82,7 +82,7 @@ func truncatedFile(s *transcript.Session, pl *planned) ([]byte, error) {
 	for _, e := range tail {
 		// The leaf always stays: a writer that ignores the lock (pi) hangs
 		// its next entry off it.
-		if e.Type == "label" && e.TargetID != "" && !keptIDs[e.TargetID] && e != leaf {
+		if e.Type == "label" && e.TargetID() != "" && !keptIDs[e.TargetID()] && e != leaf {
 			continue
 		}
 		filtered = append(filtered, e)

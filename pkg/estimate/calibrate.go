@@ -89,22 +89,42 @@ func messageFeatures(e *transcript.Entry, imageTokens int) features {
 	return f
 }
 
-// usageSpan is the growth of the provider context between two anchors.
-type usageSpan struct {
-	from, to int // path indexes of the two assistant entries
-	delta    int
-	x        features
+// spanSums are the sums over the usage spans — the growth of the provider
+// context between two consecutive anchors (delta) against the features of
+// the messages in between (x) — that the fit reads: the normal equations
+// are built from them alone, so the spans themselves are not kept (one
+// struct per span, plus a copy for the fit, was 80 MB allocated per
+// calibration of a 1 GB session).
+type spanSums struct {
+	Points  int                               // spans added
+	Covered int                               // Σ delta
+	xx      [numFeatures][numFeatures]float64 // Σ x xᵀ
+	xy      [numFeatures]float64              // Σ x delta
 }
 
-// pathSpans walks the root→leaf path and returns the usage deltas between
-// consecutive sound records (audit) with no compaction between them, plus
-// the per-record (usage, feature sum of the context the provider saw)
-// pairs. A compaction restarts the context as its summary plus the kept
+// add adds one span, in the order the spans are walked (the sums are
+// those the fit's normal equations accumulated span by span).
+func (g *spanSums) add(delta int, x features) {
+	g.Points++
+	g.Covered += delta
+	y := float64(delta)
+	for j := range x {
+		g.xy[j] += x[j] * y
+		for k := range x {
+			g.xx[j][k] += x[j] * x[k]
+		}
+	}
+}
+
+// pathSpans walks the root→leaf path and returns the sums of the usage
+// deltas between consecutive sound records (audit) with no compaction
+// between them, plus the per-record (usage, feature sum of the context the
+// provider saw) pairs. A compaction restarts the context as its summary plus the kept
 // entries, whose features are read off prefix sums: one pass over the path
 // however many compactions it holds (scanning the path prefix for the kept
 // entries at every compaction was quadratic: 81% of a forced roll of a
 // 1 GB session).
-func pathSpans(path []*transcript.Entry, feat func(*transcript.Entry) features, audit *UsageAudit) (spans []usageSpan, anchors []anchorPoint) {
+func pathSpans(path []*transcript.Entry, feat func(*transcript.Entry) features, audit *UsageAudit) (spans spanSums, anchors []anchorPoint) {
 	sound := audit.soundAt(path)
 	kept := transcript.KeptStarts(path)
 	// Σ features of the messages in path[:k] at each kept start k: the kept
@@ -115,15 +135,15 @@ func pathSpans(path []*transcript.Entry, feat func(*transcript.Entry) features, 
 			starts[k] = features{}
 		}
 	}
-	// At most one anchor and one span per sound record: sized once, as
-	// append's doubling kept every generation live (100 MB at 1 GB).
+	// One anchor per sound record: sized once, as append's doubling kept
+	// every generation live (100 MB at 1 GB).
 	n := 0
 	for _, ok := range sound {
 		if ok {
 			n++
 		}
 	}
-	r := spanRecorder{spans: make([]usageSpan, 0, n), anchors: make([]anchorPoint, 0, n), prev: -1}
+	r := spanRecorder{anchors: make([]anchorPoint, 0, n), prev: -1}
 	var run features    // Σ features of the messages in path[:i]
 	var active features // features of the context as the provider saw it
 	for i, e := range path {
@@ -158,7 +178,7 @@ func pathSpans(path []*transcript.Entry, feat func(*transcript.Entry) features, 
 // pathSpans and the quadratic walk its benchmark compares it with share it,
 // so the two differ only in how they find a compaction's kept entries.
 type spanRecorder struct {
-	spans   []usageSpan
+	spans   spanSums
 	anchors []anchorPoint
 	prev    int      // the previous sound record since the last compaction; -1: none
 	acc     features // features of the messages since prev
@@ -176,7 +196,7 @@ func (r *spanRecorder) record(path []*transcript.Entry, i int, active features) 
 	if r.prev >= 0 {
 		d := u - path[r.prev].Usage.ContextTokens()
 		if d > 0 {
-			r.spans = append(r.spans, usageSpan{from: r.prev, to: i, delta: d, x: r.acc})
+			r.spans.add(d, r.acc)
 		}
 	}
 	r.prev, r.acc = i, features{}
@@ -201,24 +221,15 @@ func sub(a, b features) features {
 	return a
 }
 
-// Fit learns a calibration from usage spans.
-func Fit(spans []usageSpan, anchors []anchorPoint) *Calibration {
-	c := &Calibration{Weights: prior}
-	for _, s := range spans {
-		c.Points++
-		c.TokensCovered += s.delta
-	}
+// Fit learns a calibration from the sums of the usage spans.
+func Fit(spans spanSums, anchors []anchorPoint) *Calibration {
+	c := &Calibration{Weights: prior, Points: spans.Points, TokensCovered: spans.Covered}
 	c.Usable = c.Points >= MinPoints && c.TokensCovered >= MinCoveredTokens
 	if c.Points > 0 {
-		xs := make([]features, len(spans))
-		ys := make([]float64, len(spans))
-		for i, s := range spans {
-			xs[i], ys[i] = s.x, float64(s.delta)
-		}
-		c.Weights = nnlsRidge(xs, ys, prior)
+		c.Weights = nnlsRidge(&spans, prior)
 	}
 	// Overhead: what the anchors carry beyond their messages.
-	var over []int
+	over := make([]int, 0, len(anchors))
 	for _, a := range anchors {
 		over = append(over, a.usage-int(math.Round(c.apply(a.x))))
 	}
@@ -235,13 +246,13 @@ func Fit(spans []usageSpan, anchors []anchorPoint) *Calibration {
 // nnlsRidge solves min Σ(y − Xβ)² + λ Σ s_k(β_k − p_k)² with β ≥ 0, where
 // s_k = Σ x_k² scales the pull toward the prior so that a class with little
 // data stays near its prior and a well-observed class follows the data.
-func nnlsRidge(xs []features, ys []float64, p [numFeatures]float64) [numFeatures]float64 {
+// A class never observed has x_k = 0 in every span: it takes no part in
+// the sums and keeps its prior.
+func nnlsRidge(g *spanSums, p [numFeatures]float64) [numFeatures]float64 {
 	const lambda = 0.02
 	var scale [numFeatures]float64
-	for _, x := range xs {
-		for k := range x {
-			scale[k] += x[k] * x[k]
-		}
+	for k := range scale {
+		scale[k] = g.xx[k][k]
 	}
 	active := [numFeatures]bool{}
 	for k := range active {
@@ -253,22 +264,14 @@ func nnlsRidge(xs []features, ys []float64, p [numFeatures]float64) [numFeatures
 		// (or at the prior if never observed).
 		var A [numFeatures][numFeatures]float64
 		var b [numFeatures]float64
-		for i, x := range xs {
-			y := ys[i]
-			for k := range x {
-				if !active[k] && scale[k] == 0 {
-					y -= p[k] * x[k]
-				}
+		for j := 0; j < numFeatures; j++ {
+			if !active[j] {
+				continue
 			}
-			for j := 0; j < numFeatures; j++ {
-				if !active[j] {
-					continue
-				}
-				b[j] += x[j] * y
-				for k := 0; k < numFeatures; k++ {
-					if active[k] {
-						A[j][k] += x[j] * x[k]
-					}
+			b[j] = g.xy[j]
+			for k := 0; k < numFeatures; k++ {
+				if active[k] {
+					A[j][k] = g.xx[j][k]
 				}
 			}
 		}

@@ -55,8 +55,8 @@ func TestPathSpansMatchesQuadratic(t *testing.T) {
 	c := &Counter{s: s, method: Calibrated, images: map[*transcript.Entry]int{}, exact: map[*transcript.Entry]int{}}
 	gotS, gotA := pathSpans(path, c.features, AuditUsage(path, 0))
 	wantS, wantA := pathSpansQuadratic(path, c.features)
-	if len(gotS) != len(wantS) || len(gotA) != len(wantA) || len(gotS) < 100 {
-		t.Fatalf("spans %d/%d anchors %d/%d", len(gotS), len(wantS), len(gotA), len(wantA))
+	if gotS.Points != wantS.Points || len(gotA) != len(wantA) || gotS.Points < 100 {
+		t.Fatalf("spans %d/%d anchors %d/%d", gotS.Points, wantS.Points, len(gotA), len(wantA))
 	}
 	for i := range gotA {
 		for k := range gotA[i].x {
@@ -65,10 +65,8 @@ func TestPathSpansMatchesQuadratic(t *testing.T) {
 			}
 		}
 	}
-	for i := range gotS {
-		if gotS[i].delta != wantS[i].delta || gotS[i].x != wantS[i].x {
-			t.Fatalf("span %d: %+v vs %+v", i, gotS[i], wantS[i])
-		}
+	if gotS != wantS {
+		t.Fatalf("span sums: %+v vs %+v", gotS, wantS)
 	}
 }
 
@@ -76,7 +74,7 @@ func TestPathSpansMatchesQuadratic(t *testing.T) {
 // benchmark): it walks the root→leaf path and returns the usage deltas between
 // consecutive trusted anchors with no compaction between them, plus the
 // per-anchor (usage, feature sum of the active context) pairs.
-func pathSpansQuadratic(path []*transcript.Entry, feat func(*transcript.Entry) features) (spans []usageSpan, anchors []anchorPoint) {
+func pathSpansQuadratic(path []*transcript.Entry, feat func(*transcript.Entry) features) (spans spanSums, anchors []anchorPoint) {
 	var active features // features of the context as the provider saw it
 	r := spanRecorder{prev: -1}
 	msgFeat := make(map[*transcript.Entry]features)
@@ -87,7 +85,7 @@ func pathSpansQuadratic(path []*transcript.Entry, feat func(*transcript.Entry) f
 			active = feat(e)
 			kept := false
 			for _, k := range path[:i] {
-				if !kept && e.FirstKeptEntryID != "" && k.ID == e.FirstKeptEntryID {
+				if !kept && e.FirstKeptEntryID() != "" && k.ID == e.FirstKeptEntryID() {
 					kept = true
 				}
 				if kept {

@@ -92,17 +92,16 @@ func fmtWeights(c *Calibration) string {
 
 func TestFitRecoversKnownWeights(t *testing.T) {
 	truth := [numFeatures]float64{1.35, 0.9, 1.2, 1.0, 6, 20}
-	var xs []features
-	var ys []float64
+	var spans spanSums
 	for i := 0; i < 60; i++ {
 		x := features{float64(1000 + 97*i%700), float64(50 * (i % 3)), float64(300 + 31*i%200), 0, float64(1 + i%5), float64(i % 4)}
 		y := 0.0
 		for k := range x {
 			y += truth[k] * x[k]
 		}
-		xs, ys = append(xs, x), append(ys, y)
+		spans.add(int(math.Round(y)), x) // usage deltas are whole tokens
 	}
-	w := nnlsRidge(xs, ys, prior)
+	w := nnlsRidge(&spans, prior)
 	for _, k := range []int{fProse, fWide, fThinking} {
 		if math.Abs(w[k]-truth[k]) > 0.07 {
 			t.Fatalf("weight %s = %.3f, want %.3f (all: %v)", FeatureNames[k], w[k], truth[k], w)

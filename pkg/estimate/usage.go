@@ -168,6 +168,12 @@ func (a *UsageAudit) collect(path []*transcript.Entry, w *contextWalk) (powers m
 func (a *UsageAudit) classify(path []*transcript.Entry, w *contextWalk, powers map[int]int, window, inForce int) {
 	prev := -1 // previous record of the era with a prompt count
 	era := -1
+	// Every stale record gives the same reason: one string for all of them
+	// (one each was 28 MB, live with the audit, at 1 GB).
+	stale := ""
+	if inForce >= 0 {
+		stale = fmt.Sprintf("precedes the compaction in force (line %d): it measures the context before it", path[inForce].Line)
+	}
 	for k := range a.Records {
 		r := &a.Records[k]
 		if w.era[r.PathIndex] != era {
@@ -184,8 +190,7 @@ func (a *UsageAudit) classify(path []*transcript.Entry, w *contextWalk, powers m
 		}
 		if r.Class == "" {
 			if inForce >= 0 && r.PathIndex < inForce {
-				r.Class = UsageStale
-				r.Reason = fmt.Sprintf("precedes the compaction in force (line %d): it measures the context before it", path[inForce].Line)
+				r.Class, r.Reason = UsageStale, stale
 			} else {
 				r.Class = UsageFresh
 			}

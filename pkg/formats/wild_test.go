@@ -74,8 +74,8 @@ func TestClaudeCodeCompactedSession(t *testing.T) {
 	if ctx.Compaction == nil || ctx.Compaction.Line != 755 {
 		t.Fatalf("compaction in force: %+v, want the isCompactSummary line 755", ctx.Compaction)
 	}
-	if ctx.Messages[0].Role != "compactionSummary" || ctx.Compaction.TokensBefore != 170251 {
-		t.Errorf("first message %s, tokensBefore %d; want compactionSummary, 170251 (preTokens)", ctx.Messages[0].Role, ctx.Compaction.TokensBefore)
+	if ctx.Messages[0].Role != "compactionSummary" || ctx.Compaction.TokensBefore() != 170251 {
+		t.Errorf("first message %s, tokensBefore %d; want compactionSummary, 170251 (preTokens)", ctx.Messages[0].Role, ctx.Compaction.TokensBefore())
 	}
 	for _, m := range ctx.Messages[1:] {
 		if m.Entry.Line < 755 {

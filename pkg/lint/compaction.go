@@ -65,7 +65,7 @@ func (c *checker) compactions() {
 // keptStart is the path index of the compaction's first kept entry, found
 // the way pi's buildSessionContext finds it (-1: nothing kept).
 func keptStart(first map[string]int, path []*transcript.Entry, ci int) int {
-	id := path[ci].FirstKeptEntryID
+	id := path[ci].FirstKeptEntryID()
 	if id == "" {
 		return -1
 	}
@@ -82,9 +82,9 @@ func (c *checker) keptOffPath(e *transcript.Entry, kept int, path []*transcript.
 		return
 	}
 	var why string
-	switch id := e.FirstKeptEntryID; {
+	switch id := e.FirstKeptEntryID(); {
 	case c.s.Version < 2:
-		idx := e.FirstKeptEntryIndex
+		idx := e.FirstKeptEntryIndex()
 		if idx <= 0 {
 			return // absent or the header: keeps nothing on purpose
 		}

@@ -97,12 +97,12 @@ func (c *checker) tree() {
 		}
 		switch e.Type {
 		case "label":
-			if e.TargetID != "" && s.ByID(e.TargetID) == nil {
-				c.report(RuleDanglingRef, e.Line, "label:"+e.ID, "label targets %q, which names no entry", e.TargetID)
+			if e.TargetID() != "" && s.ByID(e.TargetID()) == nil {
+				c.report(RuleDanglingRef, e.Line, "label:"+e.ID, "label targets %q, which names no entry", e.TargetID())
 			}
 		case "branch_summary":
-			if e.FromID != "" && e.FromID != "root" && s.ByID(e.FromID) == nil {
-				c.report(RuleDanglingRef, e.Line, "from:"+e.ID, "branch summary fromId %q names no entry", e.FromID)
+			if e.FromID() != "" && e.FromID() != "root" && s.ByID(e.FromID()) == nil {
+				c.report(RuleDanglingRef, e.Line, "from:"+e.ID, "branch summary fromId %q names no entry", e.FromID())
 			}
 		}
 	}

@@ -426,7 +426,7 @@ func newRollContext(s *transcript.Session, c *transcript.Context, m Measurement,
 		if pm != nil {
 			rc.prev = decodeDetails(pm.Details)
 		}
-		rc.prevFromHook = c.Compaction.FromHook
+		rc.prevFromHook = c.Compaction.FromHook()
 	}
 	earlier := previousRanges(s, c, rc.prev)
 	file := s.File

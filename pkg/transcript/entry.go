@@ -59,16 +59,79 @@ type Entry struct {
 	// decoded.
 	Oversized bool
 
+	// rare holds the fields of the few entry types that have them, read
+	// through the methods of the same names; nil on the others.
+	rare *rareFields
+}
+
+// rareFields are fields only compactions, branch summaries, labels,
+// thinking-level changes and custom entries carry: kept out of Entry, they
+// cost one pointer on the hundreds of thousands of messages of a large
+// session instead of 96 bytes.
+type rareFields struct {
 	// compaction entries.
-	FirstKeptEntryID    string
-	FirstKeptEntryIndex int // v1; -1 when absent
-	TokensBefore        int
-	FromHook            bool
+	firstKeptEntryID    string
+	firstKeptEntryIndex int // v1; -1 when absent
+	tokensBefore        int
+	fromHook            bool
 	// branch_summary, label, thinking_level_change, custom/custom_message.
-	FromID        string
-	TargetID      string
-	ThinkingLevel string
-	CustomType    string
+	fromID        string
+	targetID      string
+	thinkingLevel string
+	customType    string
+}
+
+// more returns e's rare fields, allocating them the first time.
+func (e *Entry) more() *rareFields {
+	if e.rare == nil {
+		e.rare = &rareFields{firstKeptEntryIndex: -1}
+	}
+	return e.rare
+}
+
+// noRare is what the rare-field methods read on an entry without any.
+var noRare = rareFields{firstKeptEntryIndex: -1}
+
+func (e *Entry) rareOrNone() *rareFields {
+	if e.rare == nil {
+		return &noRare
+	}
+	return e.rare
+}
+
+// FirstKeptEntryID is a compaction's firstKeptEntryId (for v1 files, the id
+// of the entry its firstKeptEntryIndex names).
+func (e *Entry) FirstKeptEntryID() string { return e.rareOrNone().firstKeptEntryID }
+
+// FirstKeptEntryIndex is a v1 compaction's firstKeptEntryIndex, -1 when
+// absent.
+func (e *Entry) FirstKeptEntryIndex() int { return e.rareOrNone().firstKeptEntryIndex }
+
+// TokensBefore is a compaction's tokensBefore.
+func (e *Entry) TokensBefore() int { return e.rareOrNone().tokensBefore }
+
+// FromHook is a compaction's fromHook.
+func (e *Entry) FromHook() bool { return e.rareOrNone().fromHook }
+
+// FromID is a branch summary's fromId.
+func (e *Entry) FromID() string { return e.rareOrNone().fromID }
+
+// TargetID is a label's targetId.
+func (e *Entry) TargetID() string { return e.rareOrNone().targetID }
+
+// ThinkingLevel is a thinking_level_change's thinkingLevel.
+func (e *Entry) ThinkingLevel() string { return e.rareOrNone().thinkingLevel }
+
+// CustomType is a custom or custom_message entry's customType, or a custom
+// message's.
+func (e *Entry) CustomType() string { return e.rareOrNone().customType }
+
+// PlannedCompaction is the entry a compaction keeping the entry
+// firstKeptID, with a summary of chars UTF-16 code units, will be once
+// appended: planners rebuild the context it leaves before writing it.
+func PlannedCompaction(firstKeptID string, chars int) *Entry {
+	return &Entry{Index: -1, Type: "compaction", ID: "\x00ctxtool-new", Role: "compactionSummary",
+		Chars: chars, rare: &rareFields{firstKeptEntryID: firstKeptID, firstKeptEntryIndex: -1}}
 }
 
 // ProducesMessage reports whether pi turns the entry into a context message

@@ -137,7 +137,7 @@ func (b *produced) add(p *formats.Produced) {
 // entry is what parseLine reads from p's line.
 func (b *produced) entry(p *formats.Produced) *Entry {
 	x := &b.names
-	e := &Entry{FirstKeptEntryIndex: -1, Type: x.get(p.Type), ID: p.ID, ParentID: p.ParentID, Timestamp: p.Timestamp}
+	e := &Entry{Type: x.get(p.Type), ID: p.ID, ParentID: p.ParentID, Timestamp: p.Timestamp}
 	switch p.Type {
 	case "message":
 		e.Role, e.StopReason, e.ToolName = x.get(p.Role), x.get(p.StopReason), x.get(p.ToolName)
@@ -156,7 +156,7 @@ func (b *produced) entry(p *formats.Produced) *Entry {
 		}
 		e.size(&m, m.cs.wide)
 	case "custom_message":
-		e.Role, e.CustomType = "custom", x.get(p.CustomType)
+		e.Role, e.more().customType = "custom", x.get(p.CustomType)
 		if p.Content[1] > 0 {
 			e.customSize(p.Line[p.Content[0]:p.Content[1]])
 		}
@@ -167,7 +167,7 @@ func (b *produced) entry(p *formats.Produced) *Entry {
 			_, _, e.Chars, _ = sc.str()
 			e.Wide = sc.wide
 		}
-		e.TokensBefore = b.count(p, "tokensBefore", p.TokensBefore)
+		e.more().tokensBefore = b.count(p, "tokensBefore", p.TokensBefore)
 	case "model_change":
 		e.Provider, e.Model = x.get(p.Provider), x.get(p.Model)
 	}

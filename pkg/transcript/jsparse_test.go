@@ -86,8 +86,8 @@ func TestOutOfRangeNumbersClamped(t *testing.T) {
 	}
 	defer s.Close()
 	u := s.Entries[1].Usage
-	if u.TotalTokens != transcript.MaxSafeInt || u.Output != -transcript.MaxSafeInt || s.Entries[2].TokensBefore != transcript.MaxSafeInt {
-		t.Fatalf("usage %+v, tokensBefore %d", u, s.Entries[2].TokensBefore)
+	if u.TotalTokens != transcript.MaxSafeInt || u.Output != -transcript.MaxSafeInt || s.Entries[2].TokensBefore() != transcript.MaxSafeInt {
+		t.Fatalf("usage %+v, tokensBefore %d", u, s.Entries[2].TokensBefore())
 	}
 	if !s.Entries[1].Time().IsZero() {
 		t.Fatalf("an Infinity timestamp read as %v", s.Entries[1].Time())

@@ -678,11 +678,11 @@ func (s *Session) finishFrom(start int) {
 			prev = e.ID
 		}
 		for _, e := range added {
-			if e.Type == "compaction" && e.FirstKeptEntryIndex >= 0 {
+			if e.Type == "compaction" && e.FirstKeptEntryIndex() >= 0 {
 				// pi resolves the index while assigning ids in file order, so
 				// a target after the compaction has no id yet: nothing kept.
-				if t := s.entryAtIndex(e.FirstKeptEntryIndex); t != nil && t.Index <= e.Index {
-					e.FirstKeptEntryID = t.ID
+				if t := s.entryAtIndex(e.FirstKeptEntryIndex()); t != nil && t.Index <= e.Index {
+					e.more().firstKeptEntryID = t.ID
 				}
 			}
 		}

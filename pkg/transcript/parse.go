@@ -95,7 +95,7 @@ func parseLine(line []byte) parsedLine {
 		}
 		return parsedLine{kind: kindMalformed, err: s.err.Error()}
 	}
-	e := &Entry{FirstKeptEntryIndex: -1}
+	e := &Entry{}
 	f := lineFields{msgStart: -1, msgEnd: -1, contentStart: -1, contentEnd: -1}
 	if !s.object(func(key []byte) bool { return s.field(string(key), e, &f) }) {
 		return parsedLine{kind: kindMalformed, err: s.err.Error()}
@@ -158,29 +158,29 @@ func (s *scanner) field(key string, e *Entry, f *lineFields) (good bool) {
 		_, _, f.summaryLen, good = s.str()
 		f.hasSummary, f.summaryWide = true, s.wide-w0
 	case "firstKeptEntryId":
-		e.FirstKeptEntryID, good = s.maybeString()
+		e.more().firstKeptEntryID, good = s.maybeString()
 	case "firstKeptEntryIndex":
 		var n float64
 		n, good = s.maybeNumber()
 		if good && n >= 0 && n == float64(int(n)) {
-			e.FirstKeptEntryIndex = int(n)
+			e.more().firstKeptEntryIndex = int(n)
 		}
 	case "tokensBefore":
-		e.TokensBefore, good = s.maybeInt("tokensBefore")
+		e.more().tokensBefore, good = s.maybeInt("tokensBefore")
 	case "fromHook":
-		e.FromHook, good = s.maybeBool()
+		e.more().fromHook, good = s.maybeBool()
 	case "provider":
 		e.Provider, good = s.maybeInterned()
 	case "modelId":
 		e.Model, good = s.maybeInterned()
 	case "thinkingLevel":
-		e.ThinkingLevel, good = s.maybeInterned()
+		e.more().thinkingLevel, good = s.maybeInterned()
 	case "customType":
-		e.CustomType, good = s.maybeInterned()
+		e.more().customType, good = s.maybeInterned()
 	case "fromId":
-		e.FromID, good = s.maybeString()
+		e.more().fromID, good = s.maybeString()
 	case "targetId":
-		e.TargetID, good = s.maybeString()
+		e.more().targetID, good = s.maybeString()
 	case "version", "cwd", "parentSession":
 		if f.h == nil {
 			f.h = &Header{}
@@ -213,7 +213,7 @@ func headerOf(e *Entry, h *Header, line []byte) *Header {
 		h = &Header{}
 	}
 	h.ID, h.Timestamp = e.ID, e.Timestamp
-	h.Provider, h.ModelID, h.ThinkingLevel = e.Provider, e.Model, e.ThinkingLevel
+	h.Provider, h.ModelID, h.ThinkingLevel = e.Provider, e.Model, e.ThinkingLevel()
 	if h.Version == 0 {
 		h.Version = 1
 	}
@@ -427,7 +427,7 @@ func (s *scanner) messageField(key string, e *Entry, m *messageFields) (good boo
 	case "excludeFromContext":
 		e.ExcludeFromContext, good = s.maybeBool()
 	case "customType":
-		e.CustomType, good = s.maybeInterned()
+		e.more().customType, good = s.maybeInterned()
 	case "usage":
 		e.Usage, good = s.usage()
 	default:
@@ -617,7 +617,7 @@ func parseHead(head []byte) parsedLine {
 	if s.peek() != '{' {
 		return bad
 	}
-	e := &Entry{FirstKeptEntryIndex: -1}
+	e := &Entry{}
 	// Reading stops at the cut-off (or anything malformed): what was read
 	// before it stands.
 	s.object(func(key []byte) (good bool) {

@@ -25,22 +25,33 @@ func (s *Session) Branch() []*Entry { return s.PathTo(s.Leaf()) }
 func (s *Session) PathTo(e *Entry) []*Entry {
 	// A walk longer than the session has entries went round a cycle; only
 	// then is a seen-set needed (one for every walk was 20% of a 1 GB
-	// compact --dry-run).
-	var rev []*Entry
-	limit := len(s.Entries) + 1
+	// compact --dry-run). The chain is walked twice, to count and then to
+	// fill a path of exactly that length from its end: grown by append, the
+	// path of a 1 GB session left four times its size as garbage on every
+	// walk.
+	n, limit := 0, len(s.Entries)+1
 	pos := s.position(e)
-	for cur := e; cur != nil; {
-		if len(rev) == limit {
+	for cur, p := e, pos; cur != nil; {
+		if n == limit {
 			return s.pathToCyclic(e)
 		}
-		rev = append(rev, cur)
+		n++
 		if cur.ParentID == "" {
 			break
 		}
-		cur, pos = s.parent(cur, pos)
+		cur, p = s.parent(cur, p)
 	}
-	reverse(rev)
-	return rev
+	if n == 0 {
+		return nil // e is nil: callers test for a nil path
+	}
+	path := make([]*Entry, n)
+	for cur, p, i := e, pos, n-1; i >= 0; i-- {
+		path[i] = cur
+		if i > 0 {
+			cur, p = s.parent(cur, p)
+		}
+	}
+	return path
 }
 
 // parent is the entry cur.ParentID names (byID: the last one with that
@@ -139,7 +150,7 @@ func BuildContext(path []*Entry) *Context {
 	for i, e := range path {
 		switch e.Type {
 		case "thinking_level_change":
-			c.ThinkingLevel = e.ThinkingLevel
+			c.ThinkingLevel = e.ThinkingLevel()
 		case "model_change":
 			model = e
 		case "message":
@@ -169,7 +180,7 @@ func BuildContext(path []*Entry) *Context {
 	}
 	c.Messages = append(c.Messages, ContextMessage{Entry: c.Compaction, Role: "compactionSummary"})
 	for i := 0; i < c.CompactionIndex; i++ {
-		if c.KeptStart < 0 && c.Compaction.FirstKeptEntryID != "" && path[i].ID == c.Compaction.FirstKeptEntryID {
+		if c.KeptStart < 0 && c.Compaction.FirstKeptEntryID() != "" && path[i].ID == c.Compaction.FirstKeptEntryID() {
 			c.KeptStart = i
 		}
 		if c.KeptStart >= 0 {
@@ -194,8 +205,8 @@ func KeptStarts(path []*Entry) map[int]int {
 	for i, e := range path {
 		if e.Type == "compaction" {
 			compactions = append(compactions, i)
-			if e.FirstKeptEntryID != "" {
-				first[e.FirstKeptEntryID] = -1
+			if id := e.FirstKeptEntryID(); id != "" {
+				first[id] = -1
 			}
 		}
 	}
@@ -210,7 +221,7 @@ func KeptStarts(path []*Entry) map[int]int {
 	}
 	for _, i := range compactions {
 		out[i] = -1
-		if id := path[i].FirstKeptEntryID; id != "" {
+		if id := path[i].FirstKeptEntryID(); id != "" {
 			if k := first[id]; k >= 0 && k < i {
 				out[i] = k
 			}
