@@ -1,7 +1,6 @@
 package estimate
 
 import (
-	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -14,15 +13,7 @@ import (
 // comes out exactly as a measure that fits it again; a prior that does not
 // hold (an assistant reply appended, another method) is not used.
 func TestPriorCalibrationIsTheRefit(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "s.jsonl")
-	if _, err := sessiongen.GenerateFile(file, sessiongen.Options{Seed: 11, Turns: 400, Compactions: 8, ToolResultBytes: 300}); err != nil {
-		t.Fatal(err)
-	}
-	s, err := transcript.Load(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := generatedSession(t, sessiongen.Options{Seed: 11, Turns: 400, Compactions: 8, ToolResultBytes: 300})
 	for _, method := range []string{Auto, Calibrated, Usage} {
 		prior, err := Measure(s, s.Context(), Options{Method: method})
 		if err != nil {
