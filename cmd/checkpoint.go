@@ -2,6 +2,8 @@ package cmd
 
 import (
 	"fmt"
+	"os"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -104,6 +106,24 @@ session recorded survives a reset to a new file under the same key.`,
 	return cmd
 }
 
+// checkpointGCPercent is a checkpoint's GOGC. Its pass over the branch
+// reads every message once, and the garbage of that (about the messages'
+// text) comes on top of the loaded session: at GOGC's default of 100 the
+// heap grew to twice the session before a collection (1 GB session: 870 to
+// 960 MB peak RSS, where estimate peaks at 585 to 654 MB). At 33 the heap
+// stays within a third above what is live, for about 1.5 s more CPU at 1 GB.
+const checkpointGCPercent = 33
+
+// boundGarbage sets checkpointGCPercent, unless the user set GOGC, and
+// returns what restores the previous setting.
+func boundGarbage() (restore func()) {
+	if os.Getenv("GOGC") != "" {
+		return func() {}
+	}
+	old := debug.SetGCPercent(checkpointGCPercent)
+	return func() { debug.SetGCPercent(old) }
+}
+
 func runCheckpoint(opts *CheckpointOptions) error {
 	if opts.Capture {
 		return runCapture(opts) // --trigger does not apply
@@ -120,6 +140,7 @@ func runCheckpoint(opts *CheckpointOptions) error {
 	if err := checkInput(opts.File); err != nil {
 		return err
 	}
+	defer boundGarbage()()
 	res, err := checkpoint.Take(checkpoint.TakeOptions{
 		File: opts.File, SessionKey: opts.SessionKey, Trigger: opts.Trigger, Force: opts.Force, Wait: opts.Wait,
 		Store:           &checkpoint.Store{StateDir: opts.StateDir, Keep: opts.Keep},

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 // CustomType marks the custom_message entries restore --append writes; the
@@ -45,6 +47,10 @@ type ToolCall struct {
 	// scanned: Args were read from a line by the transcript's scanner,
 	// which checks the grammar json.Valid checks (JSON.parse's).
 	scanned bool
+	// from: Args were read from this entry's line and not kept (only
+	// their facts), the call being its nth; see branch.keep.
+	from *transcript.Entry
+	nth  int
 }
 
 // CompactionInfo is a compaction entry on the branch.

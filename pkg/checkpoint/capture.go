@@ -278,6 +278,7 @@ func applyCapture(st *Store, s *transcript.Session, key string, from, to int, re
 	}
 	_, warns := st.ReadState(key) // UpdateState drops stale files silently; say so
 	res.Warnings = append(res.Warnings, warns...)
+	// decode's message is valid until recentMessages more are decoded.
 	decode := func(e *transcript.Entry) *Message {
 		if m, ok := b.recent.get(e); ok {
 			return m
@@ -289,8 +290,7 @@ func applyCapture(st *Store, s *transcript.Session, key string, from, to int, re
 			b.recent.fail(e)
 			return nil
 		}
-		b.recent.put(e, m)
-		return m
+		return b.recent.put(e, m)
 	}
 	return st.UpdateState(key, func(state *State) error {
 		var topic string // the last user message's text
@@ -298,7 +298,7 @@ func applyCapture(st *Store, s *transcript.Session, key string, from, to int, re
 			if !inRange(e.Line) {
 				continue
 			}
-			if _, _, err := b.through(e); err != nil {
+			if err := b.through(e); err != nil {
 				return err
 			}
 			if e.Type != "message" {
@@ -314,7 +314,8 @@ func applyCapture(st *Store, s *transcript.Session, key string, from, to int, re
 				if m.IsError {
 					res.ToolErrors++
 				}
-				recordToolResult(state, s, e, at, m, decode)
+				result := *m // the walk to its call decodes more
+				recordToolResult(state, s, e, at, &result, decode)
 			case "user":
 				m := decode(e)
 				if m == nil || strings.TrimSpace(m.Text) == "" {
@@ -322,12 +323,13 @@ func applyCapture(st *Store, s *transcript.Session, key string, from, to int, re
 				}
 				// Layer B: the last user message is the current topic; a
 				// short reply to a long answer is a decision.
-				topic = m.Text
-				what, ok := decisionAt(m, answerBefore(s, e, at, decode))
+				reply := *m // the walk to the answer decodes more
+				topic = reply.Text
+				what, ok := decisionAt(&reply, answerBefore(s, e, at, decode))
 				if ok && !hasDecision(state.Decisions, what) {
 					when := ""
-					if !m.Time.IsZero() {
-						when = m.Time.UTC().Format(time.RFC3339)
+					if !reply.Time.IsZero() {
+						when = reply.Time.UTC().Format(time.RFC3339)
 					}
 					state.Decisions = append(state.Decisions, StateDecision{What: what, When: when})
 					res.Decisions++

@@ -46,10 +46,10 @@ type folder struct {
 	tail Message // the last one
 
 	// Turns: a user message with text and what follows it until the next.
-	cur, prev turn     // the current turn; the previous user turn
-	first     *Message // the first user message with text
-	users     int      // user turns
-	pivots    []pivot  // the newest user turns after a long answer
+	cur, prev turn    // the current turn; the previous user turn
+	first     string  // the text of the first user message with text
+	users     int     // user turns
+	pivots    []pivot // the newest user turns after a long answer
 	decisions []dec
 	decided   map[string]int // decision text → index in decisions
 
@@ -58,7 +58,8 @@ type folder struct {
 	trail     *Message
 	trailMsg  Message
 	trailDone map[string]bool
-	lastCall  *ToolCall
+	lastCall  *ToolCall // nil or &lastCallV: a copy per call was garbage
+	lastCallV ToolCall
 
 	read, mod, compRead, compMod recency
 	tools                        map[string]bool
@@ -72,10 +73,23 @@ type folder struct {
 }
 
 // turn is one user message and what the agent did until the next one.
+// The messages are copies held in the turn, not pointers to copies: a
+// copy of every answer on the heap was a seventh of what folding a 1 GB
+// branch allocated.
 type turn struct {
-	user   *Message // nil for activity before the first user message
-	answer *Message // the last assistant message with text in the turn
-	n      int      // messages in the turn
+	user      Message // hasUser false for activity before the first user message
+	answer    Message // the last assistant message with text in the turn
+	hasUser   bool
+	hasAnswer bool
+	n         int // messages in the turn
+}
+
+// lastAnswer is the turn's answer, nil when it has none.
+func (t *turn) lastAnswer() *Message {
+	if !t.hasAnswer {
+		return nil
+	}
+	return &t.answer
 }
 
 // pivot is a user turn (its index among user turns) after a long answer.
@@ -138,33 +152,31 @@ func (f *folder) add(m *Message) {
 // short reply to a long answer) and pivots (a user turn after one).
 func (f *folder) turn(m *Message) {
 	if m.Role == "user" && strings.TrimSpace(m.Text) != "" {
-		u := *m
-		if f.cur.user != nil || f.cur.n > 0 {
-			if what, ok := decisionAt(&u, f.cur.answer); ok {
-				f.decide(what, u.Time)
+		if f.cur.hasUser || f.cur.n > 0 {
+			if what, ok := decisionAt(m, f.cur.lastAnswer()); ok {
+				f.decide(what, m.Time)
 			}
-			if f.users > 0 && f.cur.answer != nil && runeLen(f.cur.answer.Text) > longAgentChars {
-				f.pivots = append(f.pivots, pivot{idx: f.users, gist: gist(u.Text, GistChars)})
+			if f.users > 0 && f.cur.hasAnswer && runeLen(f.cur.answer.Text) > longAgentChars {
+				f.pivots = append(f.pivots, pivot{idx: f.users, gist: gist(m.Text, GistChars)})
 				// The thread shows at most MaxExchanges pivots, none of
 				// the last two user turns.
 				if len(f.pivots) > MaxExchanges+2 {
 					f.pivots = append(f.pivots[:0], f.pivots[1:]...)
 				}
 			}
-			if f.cur.user != nil {
+			if f.cur.hasUser {
 				f.prev = f.cur
 			}
 		}
-		if f.first == nil {
-			f.first = &u
+		if f.users == 0 {
+			f.first = m.Text
 		}
-		f.cur = turn{user: &u}
+		f.cur = turn{user: *m, hasUser: true}
 		f.users++
 	}
 	f.cur.n++
 	if m.Role == "assistant" && strings.TrimSpace(m.Text) != "" {
-		a := *m
-		f.cur.answer = &a
+		f.cur.answer, f.cur.hasAnswer = *m, true
 	}
 }
 
@@ -202,8 +214,8 @@ func (f *folder) trailing(m *Message) {
 		f.trail = nil
 	}
 	if n := len(m.ToolCalls); n > 0 {
-		tc := m.ToolCalls[n-1]
-		f.lastCall = &tc
+		f.lastCallV = m.ToolCalls[n-1]
+		f.lastCall = &f.lastCallV
 	}
 }
 
@@ -314,6 +326,21 @@ func (f *folder) working(cp *Checkpoint, in Input, st *State) {
 	}
 }
 
+// shownCalls are the calls whose arguments the checkpoint may show: the
+// trailing message's (one may never have returned) and the last one.
+func (f *folder) shownCalls() []*ToolCall {
+	var calls []*ToolCall
+	if f.trail != nil {
+		for i := range f.trail.ToolCalls {
+			calls = append(calls, &f.trail.ToolCalls[i])
+		}
+	}
+	if f.lastCall != nil {
+		calls = append(calls, f.lastCall)
+	}
+	return calls
+}
+
 // pendingCall is a tool call of the trailing assistant message with no
 // result after it (not for aborted/error replies: pi drops those anyway).
 func (f *folder) pendingCall() *ToolCall {
@@ -376,7 +403,7 @@ func (f *folder) thread() Thread {
 	if f.users == 0 {
 		return th
 	}
-	th.Summary = gist(f.first.Text, SummaryEndChars)
+	th.Summary = gist(f.first, SummaryEndChars)
 	if f.users > 1 {
 		th.Summary += " ... " + gist(f.cur.user.Text, SummaryEndChars)
 	}
@@ -388,14 +415,14 @@ func (f *folder) thread() Thread {
 	var tail []Exchange
 	for _, t := range last {
 		tail = append(tail, Exchange{Role: "user", Gist: gist(t.user.Text, GistChars)})
-		if t.answer != nil {
+		if t.hasAnswer {
 			tail = append(tail, Exchange{Role: "agent", Gist: gist(t.answer.Text, GistChars)})
 		}
 	}
 	tailFrom := max(0, f.users-2)
 	var head []Exchange
 	if tailFrom > 0 {
-		head = append(head, Exchange{Role: "user", Gist: gist(f.first.Text, GistChars)})
+		head = append(head, Exchange{Role: "user", Gist: gist(f.first, GistChars)})
 	}
 	// Pivots between the first and the tail, newest kept when over the cap.
 	var pivots []Exchange

@@ -226,12 +226,16 @@ func passAlloc(t *testing.T, size int64) uint64 {
 }
 
 // The pass reads each line through one window and decodes into one
-// message what the checkpoint reads of it: each further byte of session
-// allocates well under a byte. A buffer per line and messages decoded in
-// full were 1.2 bytes per byte (1.2 GB of garbage at 1 GB, each collection
-// marking the loaded session again).
+// message what the checkpoint reads of it, copying its text but not its
+// tool calls' arguments, and the fold keeps its copies in place: each
+// further byte of session allocates about a fifth of a byte. A buffer per
+// line and messages decoded in full were 1.2 bytes per byte (1.2 GB of
+// garbage at 1 GB, each collection marking the loaded session again); a
+// Message on the heap per message, per kept turn and answer, and the
+// arguments copied, 0.59 (a 1 GB checkpoint's peak RSS was then twice its
+// session's live heap).
 func TestTakePassAllocatesLittle(t *testing.T) {
-	const small, large, bound = 4 << 20, 16 << 20, 1.0
+	const small, large, bound = 4 << 20, 16 << 20, 0.35
 	a, b := passAlloc(t, small), passAlloc(t, large)
 	perByte := float64(b-a) / float64(large-small)
 	if perByte > bound {

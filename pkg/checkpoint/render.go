@@ -304,8 +304,21 @@ func oneLine(s string, n int) string {
 	return truncate(collapse(s), n)
 }
 
-// collapse is s cleaned with its whitespace collapsed to single spaces.
-func collapse(s string) string { return strings.Join(strings.Fields(Clean(s)), " ") }
+// collapse is s cleaned with its whitespace collapsed to single spaces,
+// built in one buffer (the words' slice strings.Fields makes was a
+// twentieth of a 1 GB checkpoint's allocation).
+func collapse(s string) string {
+	s = Clean(s)
+	var b strings.Builder
+	b.Grow(len(s))
+	for w := range strings.FieldsSeq(s) {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(w)
+	}
+	return b.String()
+}
 
 // truncate cuts s (valid UTF-8: collapsed) to at most n characters,
 // ending in "…" when cut.

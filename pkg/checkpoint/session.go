@@ -32,6 +32,10 @@ type branch struct {
 	// decoded is the message last decoded (DecodeWords), its content
 	// array reused from one message to the next.
 	decoded transcript.Message
+	// msg is what the builder reads of the message last read (message),
+	// reused too: a Message on the heap per message was a sixth of what
+	// folding a 1 GB branch allocated.
+	msg Message
 }
 
 // lineWindow reads entries' lines through one buffer filled by large
@@ -64,36 +68,60 @@ func (w *lineWindow) line(s *transcript.Session, e *transcript.Entry) ([]byte, e
 }
 
 // recent is a cache of the messages last decoded, of a size that does not
-// grow with the session; decode errors are kept apart, to be reported
+// grow with the session: copies in a ring, so a message it returns is
+// valid until recentMessages more are put (what is read after more
+// decoding is copied first). Decode errors are kept apart, to be reported
 // once.
 type recent struct {
-	msgs   map[*transcript.Entry]*Message
-	ring   []*transcript.Entry
+	at     map[*transcript.Entry]int // the entry's place in ring
+	ring   []recentMsg
 	pos    int
 	failed map[*transcript.Entry]bool
+}
+
+// recentMsg is one entry's message in the ring (none: it has none).
+type recentMsg struct {
+	e    *transcript.Entry
+	m    Message
+	none bool
 }
 
 // recentMessages bounds recent.
 const recentMessages = 256
 
 func (r *recent) get(e *transcript.Entry) (*Message, bool) {
-	m, ok := r.msgs[e]
-	return m, ok || r.failed[e]
+	i, ok := r.at[e]
+	if !ok {
+		return nil, r.failed[e]
+	}
+	if r.ring[i].none {
+		return nil, true
+	}
+	return &r.ring[i].m, true
 }
 
-// put keeps m, forgetting the oldest message when full.
-func (r *recent) put(e *transcript.Entry, m *Message) {
-	if r.msgs == nil {
-		r.msgs, r.ring = map[*transcript.Entry]*Message{}, make([]*transcript.Entry, recentMessages)
+// put keeps a copy of m (nil: e has no message), forgetting the oldest
+// message when full, and returns the copy.
+func (r *recent) put(e *transcript.Entry, m *Message) *Message {
+	if r.at == nil {
+		r.at, r.ring = map[*transcript.Entry]int{}, make([]recentMsg, recentMessages)
 	}
-	if _, ok := r.msgs[e]; ok {
-		return
+	if _, ok := r.at[e]; ok {
+		kept, _ := r.get(e)
+		return kept
 	}
-	if old := r.ring[r.pos]; old != nil {
-		delete(r.msgs, old)
+	slot := &r.ring[r.pos]
+	if slot.e != nil {
+		delete(r.at, slot.e)
 	}
-	r.msgs[e], r.ring[r.pos] = m, e
+	*slot = recentMsg{e: e, none: m == nil}
+	r.at[e] = r.pos
 	r.pos = (r.pos + 1) % len(r.ring)
+	if m == nil {
+		return nil
+	}
+	slot.m = *m
+	return &slot.m
 }
 
 func (r *recent) fail(e *transcript.Entry) {
@@ -135,75 +163,98 @@ func newBranch(s *transcript.Session, ctx *transcript.Context) (Input, *branch, 
 	return in, b, nil
 }
 
-// through folds the branch up to line (file order) and returns the
-// message of e when e is the branch entry on that line (nil, false when
-// it is not on the branch or was folded already).
-func (b *branch) through(e *transcript.Entry) (*Message, bool, error) {
+// through folds the branch up to line (file order).
+func (b *branch) through(e *transcript.Entry) error {
 	for b.next < len(b.path) && b.path[b.next].Line <= e.Line {
-		p := b.path[b.next]
 		b.next++
-		m, err := b.step(p)
-		if err != nil {
-			return nil, false, err
-		}
-		if p == e {
-			return m, true, nil
-		}
-	}
-	return nil, false, nil
-}
-
-// rest folds what is left of the branch.
-func (b *branch) rest() error {
-	for ; b.next < len(b.path); b.next++ {
-		if _, err := b.step(b.path[b.next]); err != nil {
+		if err := b.step(b.path[b.next-1]); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// rest folds what is left of the branch, then reads again the arguments
+// of the calls the checkpoint may show, which keep did not keep.
+func (b *branch) rest() error {
+	for ; b.next < len(b.path); b.next++ {
+		if err := b.step(b.path[b.next]); err != nil {
+			return err
+		}
+	}
+	for _, tc := range b.fold.shownCalls() {
+		if tc.from == nil || tc.Args != nil {
+			continue
+		}
+		m, err := decodeMessage(b.s, tc.from)
+		if err != nil {
+			return err
+		}
+		if m != nil && tc.nth < len(m.ToolCalls) {
+			tc.Args = m.ToolCalls[tc.nth].Args
+		}
+	}
+	return nil
+}
+
 // step folds one branch entry in: a message, or a compaction's file lists.
-func (b *branch) step(e *transcript.Entry) (*Message, error) {
+func (b *branch) step(e *transcript.Entry) error {
 	switch e.Type {
 	case "message", "custom_message":
 	case "compaction":
 		b.fold.compaction(compactionFiles(b.s, e))
-		return nil, nil
+		return nil
 	default:
-		return nil, nil
+		return nil
 	}
 	m, err := b.message(e)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if m != nil {
 		b.fold.add(m)
 	}
 	b.recent.put(e, m)
-	return m, nil
+	return nil
 }
 
 // message decodes a message or custom_message entry into what the
-// builder reads (nil when the entry produces no message). The builder and
-// the incremental capture share it, so both see the same text.
+// builder reads (nil when the entry produces no message), valid until the
+// next call. The builder and the incremental capture share it, so both
+// see the same text.
 func (b *branch) message(e *transcript.Entry) (*Message, error) {
 	if e.Type == "message" && e.Role == "toolResult" && !e.IsError && !e.Oversized {
 		// Of a successful tool result only what the entry already holds is
 		// read (slimText drops its text): decoding every tool output was
 		// most of a checkpoint's CPU.
-		return &Message{EntryID: e.ID, Role: e.Role, ToolCallID: e.ToolCallID, ToolName: e.ToolName, Time: e.Time()}, nil
+		b.msg = Message{EntryID: e.ID, Role: e.Role, ToolCallID: e.ToolCallID, ToolName: e.ToolName, Time: e.Time()}
+		return &b.msg, nil
 	}
 	if (e.Type == "message" || e.Type == "custom_message") && !e.Oversized && e.Length <= windowBytes {
 		if line, err := b.lines.line(b.s, e); err == nil {
 			if transcript.DecodeWords(e, line, &b.decoded) == nil {
-				return fromTranscript(e, &b.decoded), nil
+				b.msg = fromTranscript(e, &b.decoded)
+				keep(e, &b.msg)
+				return &b.msg, nil
 			}
 		}
 	}
 	// Read on its own, a long line is garbage once decoded, and what
 	// cannot be read or decoded is reported as Session.Message says it.
 	return decodeMessage(b.s, e)
+}
+
+// keep reads the facts of m's tool calls, whose arguments alias the line
+// DecodeWords read, and drops the arguments: a copy of every call's
+// arguments was a third of what folding a 1 GB branch allocated, and of
+// all the calls only the few the checkpoint shows (folder.shownCalls) need
+// them again, read again from e's line at the end.
+func keep(e *transcript.Entry, m *Message) {
+	for i := range m.ToolCalls {
+		tc := &m.ToolCalls[i]
+		tc.facts()
+		tc.Args, tc.from, tc.nth = nil, e, i
+	}
 }
 
 // decodeMessage is message from Session.Message, every field decoded.
@@ -215,12 +266,14 @@ func decodeMessage(s *transcript.Session, e *transcript.Entry) (*Message, error)
 	if m == nil {
 		return nil, nil
 	}
-	return fromTranscript(e, m), nil
+	msg := fromTranscript(e, m)
+	return &msg, nil
 }
 
-// fromTranscript is what the builder reads of a decoded message.
-func fromTranscript(e *transcript.Entry, m *transcript.Message) *Message {
-	msg := &Message{
+// fromTranscript is what the builder reads of a decoded message. Its tool
+// calls are a new slice, which copies of the message share.
+func fromTranscript(e *transcript.Entry, m *transcript.Message) Message {
+	msg := Message{
 		EntryID: e.ID, Role: m.Role, CustomType: m.CustomType, Text: m.Text(),
 		ToolCallID: m.ToolCallID, ToolName: m.ToolName, IsError: m.IsError, StopReason: m.StopReason,
 		Time: e.Time(),
@@ -230,6 +283,17 @@ func fromTranscript(e *transcript.Entry, m *transcript.Message) *Message {
 	}
 	if m.Role == "bashExecution" {
 		msg.Text = "$ " + m.Command
+	}
+	// The calls' slice is made to size: grown by append, it was a tenth of
+	// what folding a 1 GB branch allocated.
+	calls := 0
+	for _, b := range m.Content {
+		if b.Type == "toolCall" {
+			calls++
+		}
+	}
+	if calls > 0 {
+		msg.ToolCalls = make([]ToolCall, 0, calls)
 	}
 	for _, b := range m.Content {
 		if b.Type == "toolCall" {

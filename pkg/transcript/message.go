@@ -125,7 +125,9 @@ func DecodeMessage(e *Entry, line []byte) (*Message, error) {
 // not copied, and of the content only text and tool-call blocks are kept,
 // in m's own array. A reader of the conversation's words and tool calls
 // (the checkpoint builder, on every message of a branch) decodes each
-// message into the same m, copying no thinking, usage or details.
+// message into the same m, copying no thinking, usage or details. Tool-call
+// arguments are not copied either: they alias line, so they are valid
+// only as long as line is (a reader keeps what it reads of them).
 func DecodeWords(e *Entry, line []byte, m *Message) error {
 	return decodeInto(e, line, m, true)
 }
@@ -361,7 +363,11 @@ func (sc *scanner) blockField(key []byte, b *Block, words bool) (good bool) {
 	case "name":
 		b.Name, good = sc.maybeString()
 	case "arguments":
-		b.Arguments, good = sc.rawCopy()
+		if words {
+			b.Arguments, good = sc.span()
+		} else {
+			b.Arguments, good = sc.rawCopy()
+		}
 	case "data":
 		b.Data, good = sc.maybeString()
 	case "mimeType":
