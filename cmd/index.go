@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -147,10 +148,28 @@ func openRecall(location, stateDir string, e recall.Embedder, maxChars int) (*re
 	return ix, nil
 }
 
+// indexGCPercent is the collector's GOGC for an index run. The run's
+// memory is mostly SQLite's (its page cache and FTS5's pending terms, over
+// 100 MB, outside the Go heap), while the Go heap holds a few MB of live
+// data: at the default 100 the collector ran every 2-3 MB allocated, about
+// 300 times per 100 MB indexed, each cycle taking CPU from the reader and
+// the writer. At 400 it runs a quarter as often: CPU 0.9x at 10 MB and
+// 100 MB, 0.82x for a directory of 500 small sessions (paired runs), peak
+// RSS +10-25 MB.
+const indexGCPercent = 400
+
+// collectLess sets indexGCPercent, unless the user set GOGC.
+func collectLess() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(indexGCPercent)
+	}
+}
+
 func runIndex(ctx context.Context, opts *IndexOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	collectLess()
 	files, err := walkInputs(opts.IO.ErrOut, opts.Paths, walk.Options{Kinds: []walk.Kind{walk.Transcript, walk.Archive}})
 	if err != nil {
 		return err
