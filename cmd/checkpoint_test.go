@@ -339,7 +339,7 @@ func TestCheckpointBoundsGarbage(t *testing.T) {
 	prev := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(prev)
 	t.Setenv("GOGC", "")
-	restore := boundGarbage()
+	restore := setGCPercent(checkpointGCPercent)
 	if got := debug.SetGCPercent(checkpointGCPercent); got != checkpointGCPercent {
 		t.Errorf("GOGC during a checkpoint is %d, want %d", got, checkpointGCPercent)
 	}
@@ -348,7 +348,7 @@ func TestCheckpointBoundsGarbage(t *testing.T) {
 		t.Errorf("GOGC after a checkpoint is %d, want the 100 it was", got)
 	}
 	t.Setenv("GOGC", "200")
-	restore = boundGarbage()
+	restore = setGCPercent(checkpointGCPercent)
 	got := debug.SetGCPercent(100)
 	restore()
 	if got != 100 {
