@@ -119,16 +119,18 @@ func parseLineIn(line []byte, p *parser) parsedLine {
 }
 
 // parser is a parse worker's state across the lines it reads, in file
-// order within a batch. Entries come from 32 KiB blocks: one allocation per
-// 124 entries instead of one each, and no size-class rounding (an Entry of
-// 264 bytes allocated alone takes 288); a loaded session keeps all its
-// entries, so a block is garbage only with the session. A line's parentId
+// order within a batch. Entries and usages come from 32 KiB blocks: one
+// allocation per 124 entries instead of one each, and no size-class
+// rounding (an Entry of 264 bytes allocated alone takes 288); a loaded
+// session keeps all its entries, so a block is garbage only with the
+// session. A line's parentId
 // is nearly always the id of the line before, and a tool result's
 // toolCallId one of the tool call ids of the assistant before it: those
 // values share the earlier strings instead of a copy each (16 and 32 bytes
 // per entry of a 1 GB session).
 type parser struct {
 	free   []Entry
+	usages []Usage
 	prevID []string // the last entry's id
 	calls  []string // the last assistant's tool call ids
 }
@@ -150,6 +152,23 @@ func (p *parser) next() *Entry {
 	p.free = p.free[1:]
 	return e
 }
+
+// nextUsage is a zero Usage, from the parser's block (an assistant's
+// usage allocated alone takes 48 bytes for 40) or allocated alone.
+func (p *parser) nextUsage() *Usage {
+	if p == nil {
+		return &Usage{}
+	}
+	if len(p.usages) == 0 {
+		p.usages = make([]Usage, usageBlock)
+	}
+	u := &p.usages[0]
+	p.usages = p.usages[1:]
+	return u
+}
+
+// usageBlock fills 32 KiB, as slabEntries does.
+const usageBlock = 32 << 10 / unsafe.Sizeof(Usage{})
 
 // saw records the strings of entry e that the next lines may share.
 func (p *parser) saw(e *Entry) {
@@ -518,7 +537,7 @@ func (s *scanner) usage() (*Usage, bool) {
 	if s.peek() != '{' {
 		return nil, s.skip(0)
 	}
-	u := &Usage{}
+	u := s.p.nextUsage()
 	ok := s.object(func(key []byte) (good bool) {
 		switch string(key) {
 		case "input":
