@@ -2,8 +2,6 @@ package cmd
 
 import (
 	"fmt"
-	"os"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -114,16 +112,6 @@ session recorded survives a reset to a new file under the same key.`,
 // stays within a third above what is live, for about 1.5 s more CPU at 1 GB.
 const checkpointGCPercent = 33
 
-// boundGarbage sets checkpointGCPercent, unless the user set GOGC, and
-// returns what restores the previous setting.
-func boundGarbage() (restore func()) {
-	if os.Getenv("GOGC") != "" {
-		return func() {}
-	}
-	old := debug.SetGCPercent(checkpointGCPercent)
-	return func() { debug.SetGCPercent(old) }
-}
-
 func runCheckpoint(opts *CheckpointOptions) error {
 	if opts.Capture {
 		return runCapture(opts) // --trigger does not apply
@@ -140,7 +128,7 @@ func runCheckpoint(opts *CheckpointOptions) error {
 	if err := checkInput(opts.File); err != nil {
 		return err
 	}
-	defer boundGarbage()()
+	defer setGCPercent(checkpointGCPercent)()
 	res, err := checkpoint.Take(checkpoint.TakeOptions{
 		File: opts.File, SessionKey: opts.SessionKey, Trigger: opts.Trigger, Force: opts.Force, Wait: opts.Wait,
 		Store:           &checkpoint.Store{StateDir: opts.StateDir, Keep: opts.Keep},

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -328,5 +329,29 @@ func TestCheckpointCaptureCommand(t *testing.T) {
 		if err := runCheckpoint(o); exitcode.Code(err) != exitcode.Usage {
 			t.Errorf("%+v: %v", o, err)
 		}
+	}
+}
+
+// A checkpoint runs at checkpointGCPercent, not GOGC's default that let
+// its pass's garbage double the heap, unless the user set GOGC; the
+// setting is restored afterwards.
+func TestCheckpointBoundsGarbage(t *testing.T) {
+	prev := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(prev)
+	t.Setenv("GOGC", "")
+	restore := setGCPercent(checkpointGCPercent)
+	if got := debug.SetGCPercent(checkpointGCPercent); got != checkpointGCPercent {
+		t.Errorf("GOGC during a checkpoint is %d, want %d", got, checkpointGCPercent)
+	}
+	restore()
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("GOGC after a checkpoint is %d, want the 100 it was", got)
+	}
+	t.Setenv("GOGC", "200")
+	restore = setGCPercent(checkpointGCPercent)
+	got := debug.SetGCPercent(100)
+	restore()
+	if got != 100 {
+		t.Errorf("with GOGC set, a checkpoint changed GOGC to %d", got)
 	}
 }

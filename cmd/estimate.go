@@ -145,6 +145,16 @@ func limitHeap(file string) {
 	debug.SetMemoryLimit(estimate.HeapLimit(size))
 }
 
+// setGCPercent sets the collector's GOGC to p for a command's run, unless
+// the user set GOGC, and returns what restores the previous setting.
+func setGCPercent(p int) (restore func()) {
+	if os.Getenv("GOGC") != "" {
+		return func() {}
+	}
+	old := debug.SetGCPercent(p)
+	return func() { debug.SetGCPercent(old) }
+}
+
 func runEstimate(opts *EstimateOptions) error {
 	if !estimate.ValidMethod(opts.Tokenizer) {
 		return exitcode.Newf(exitcode.Usage, "--tokenizer %q: use one of %s", opts.Tokenizer, strings.Join(estimate.Methods, ", "))

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -158,18 +157,11 @@ func openRecall(location, stateDir string, e recall.Embedder, maxChars int) (*re
 // RSS +10-25 MB.
 const indexGCPercent = 400
 
-// collectLess sets indexGCPercent, unless the user set GOGC.
-func collectLess() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(indexGCPercent)
-	}
-}
-
 func runIndex(ctx context.Context, opts *IndexOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	collectLess()
+	defer setGCPercent(indexGCPercent)()
 	files, err := walkInputs(opts.IO.ErrOut, opts.Paths, walk.Options{Kinds: []walk.Kind{walk.Transcript, walk.Archive}})
 	if err != nil {
 		return err
