@@ -26,7 +26,7 @@ func TestKeptTailMatchesAskedTokens(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, _ := measureFor(s, estimate.Options{})
+		m, _ := measureFor(s, s.Context(), estimate.Options{})
 		for _, keep := range []int{10000, 20000, 40000} {
 			p, err := Prepare(s, Settings{KeepRecentTokens: keep, Count: m.Count})
 			if err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -72,7 +73,8 @@ type Preparation struct {
 	// (compaction then needs Force).
 	BelowTrigger bool
 
-	keepCount Counter // the estimator the plan was sized with
+	keepCount Counter          // the estimator the plan was sized with
+	measured  *estimate.Result // the measure it was planned on (nil: none)
 }
 
 // validCut reports whether a kept region may start at e (pi's rules: any
@@ -107,12 +109,17 @@ func turnStartAt(path []*transcript.Entry, i, start int) int {
 // fails on a session that loads: when there is nothing to do it returns a
 // Preparation with Reason set.
 func Prepare(s *transcript.Session, set Settings) (*Preparation, error) {
+	return prepare(s, s.Branch(), set)
+}
+
+// prepare is Prepare on the session's branch, already walked.
+func prepare(s *transcript.Session, branch []*transcript.Entry, set Settings) (*Preparation, error) {
 	set = set.withDefaults()
 	count := set.Count
 	if count == nil {
 		count = Heuristic
 	}
-	p := &Preparation{Strategy: set.Strategy, Path: s.Branch(), TurnStart: -1, Cut: -1, keepCount: count}
+	p := &Preparation{Strategy: set.Strategy, Path: branch, TurnStart: -1, Cut: -1, keepCount: count}
 	path := p.Path
 	p.measure(set)
 

@@ -322,7 +322,10 @@ func newResult(path string, o Options) *Result {
 // preparation, or nil when there is nothing to do (res.Reason says why).
 func plan(s *transcript.Session, o Options, res *Result) (Settings, *Preparation, error) {
 	set := o.Settings
-	m, note := measureFor(s, o.size())
+	// One walk of the branch serves the measure and the plan (a 1 GB
+	// session's path is 6 MB).
+	ctx := s.Context()
+	m, note := measureFor(s, ctx, o.size())
 	if note != "" {
 		o.logf("%s: %s", s.File, note)
 	}
@@ -332,10 +335,11 @@ func plan(s *transcript.Session, o Options, res *Result) (Settings, *Preparation
 		res.Warnings = appendOnce(res.Warnings, m.Notes...)
 	}
 	set.Count, set.ContextWindow, set.ContextTokens = m.Count, m.Window.Tokens, m.Tokens
-	p, err := Prepare(s, set)
+	p, err := prepare(s, ctx.Path, set)
 	if err != nil {
 		return set, nil, err
 	}
+	p.measured = m
 	res.prep = p
 	for _, msg := range s.Notes() {
 		if !slices.Contains(res.Warnings, msg) {
@@ -579,17 +583,17 @@ func verify(path string, res *Result) string {
 	return ""
 }
 
-// measureFor measures the session with the shared context-size function,
-// falling back to pi's heuristic when the asked method cannot run here (an
-// exact tokenizer missing from the build).
-func measureFor(s *transcript.Session, size estimate.Options) (*estimate.Result, string) {
-	m, err := estimate.Measure(s, s.Context(), size)
+// measureFor measures the session's context c (s.Context()) with the
+// shared context-size function, falling back to pi's heuristic when the
+// asked method cannot run here (an exact tokenizer missing from the build).
+func measureFor(s *transcript.Session, c *transcript.Context, size estimate.Options) (*estimate.Result, string) {
+	m, err := estimate.Measure(s, c, size)
 	if err == nil {
 		return m, ""
 	}
 	asked := size.Method
 	size.Method = estimate.Heuristic
-	m, _ = estimate.Measure(s, s.Context(), size) // the heuristic cannot fail
+	m, _ = estimate.Measure(s, c, size) // the heuristic cannot fail
 	return m, "estimator " + asked + " unavailable (" + err.Error() + "): measuring with pi's heuristic"
 }
 
@@ -604,7 +608,8 @@ func nextRequest(s *transcript.Session, p *Preparation, summary string, size est
 	if err != nil {
 		return 0, fmt.Errorf("%s: the compacted session does not load: %v", s.File, err)
 	}
-	m, _ := measureFor(after, size)
+	size.Prior = p.measured
+	m, _ := measureFor(after, after.Context(), size)
 	return m.Tokens, nil
 }
 

@@ -14,15 +14,7 @@ import (
 //
 //	go test ./pkg/estimate -run - -bench PathSpans -benchtime 3x
 func BenchmarkPathSpans(b *testing.B) {
-	file := filepath.Join(b.TempDir(), "many-compactions.jsonl")
-	if _, err := sessiongen.GenerateFile(file, sessiongen.Options{Seed: 9, Turns: 3000, Compactions: 600, ToolResultBytes: 400, NoLineIndex: true}); err != nil {
-		b.Fatal(err)
-	}
-	s, err := transcript.Load(file)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s := generatedSession(b, sessiongen.Options{Seed: 9, Turns: 3000, Compactions: 600, ToolResultBytes: 400, NoLineIndex: true})
 	path := s.Branch()
 	c := &Counter{s: s, method: Calibrated, images: map[*transcript.Entry]int{}, exact: map[*transcript.Entry]int{}}
 	audit := AuditUsage(path, 0)
@@ -42,15 +34,7 @@ func BenchmarkPathSpans(b *testing.B) {
 // The linear walk finds the same spans as the quadratic one where both
 // trust the same records (sessions with ordinary usage).
 func TestPathSpansMatchesQuadratic(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "c.jsonl")
-	if _, err := sessiongen.GenerateFile(file, sessiongen.Options{Seed: 3, Turns: 200, Compactions: 20}); err != nil {
-		t.Fatal(err)
-	}
-	s, err := transcript.Load(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := generatedSession(t, sessiongen.Options{Seed: 3, Turns: 200, Compactions: 20})
 	path := s.Branch()
 	c := &Counter{s: s, method: Calibrated, images: map[*transcript.Entry]int{}, exact: map[*transcript.Entry]int{}}
 	gotS, gotA := pathSpans(path, c.features, AuditUsage(path, 0))
@@ -68,6 +52,22 @@ func TestPathSpansMatchesQuadratic(t *testing.T) {
 	if gotS != wantS {
 		t.Fatalf("span sums: %+v vs %+v", gotS, wantS)
 	}
+}
+
+// generatedSession is a session generated with o, loaded (and closed when
+// the test ends).
+func generatedSession(tb testing.TB, o sessiongen.Options) *transcript.Session {
+	tb.Helper()
+	file := filepath.Join(tb.TempDir(), "s.jsonl")
+	if _, err := sessiongen.GenerateFile(file, o); err != nil {
+		tb.Fatal(err)
+	}
+	s, err := transcript.Load(file)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	return s
 }
 
 // pathSpansQuadratic is pathSpans as it was before issue 9 (kept for the

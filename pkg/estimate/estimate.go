@@ -73,27 +73,24 @@ type Counter struct {
 // single messages like "calibrated" (a usage record sizes a whole context,
 // not a message).
 func NewCounter(s *transcript.Session, method string) (*Counter, error) {
-	return newCounter(s, nil, method, nil)
+	return newCounter(s, nil, method, nil, nil)
 }
 
 // newCounter is NewCounter calibrated on the session's branch when it is
 // already walked (nil: walk it here) and on an audit of it already made
-// (nil: audit it here).
-func newCounter(s *transcript.Session, branch []*transcript.Entry, method string, audit *UsageAudit) (*Counter, error) {
+// (nil: audit it here), or with calib, a calibration known to hold for the
+// branch (nil: fit it here).
+func newCounter(s *transcript.Session, branch []*transcript.Entry, method string, audit *UsageAudit, calib *Calibration) (*Counter, error) {
 	if !ValidMethod(method) {
 		return nil, fmt.Errorf("unknown tokenizer %q (use one of %v)", method, Methods)
 	}
 	c := &Counter{s: s, method: method, images: map[*transcript.Entry]int{}, exact: map[*transcript.Entry]int{}}
 	switch method {
 	case Auto, Calibrated, Usage:
-		path := branch
-		if path == nil {
-			path = s.Branch()
+		c.calib = calib
+		if c.calib == nil {
+			c.calib = c.fit(branch, audit)
 		}
-		if audit == nil {
-			audit = AuditUsage(path, 0)
-		}
-		c.calib = Fit(pathSpans(path, c.features, audit))
 		if c.calib.Usable {
 			c.method = Calibrated
 			break
@@ -118,6 +115,18 @@ func newCounter(s *transcript.Session, branch []*transcript.Entry, method string
 		c.text = t
 	}
 	return c, nil
+}
+
+// fit calibrates the counter on the session's branch (nil: walked here)
+// and its audit (nil: made here).
+func (c *Counter) fit(branch []*transcript.Entry, audit *UsageAudit) *Calibration {
+	if branch == nil {
+		branch = c.s.Branch()
+	}
+	if audit == nil {
+		audit = AuditUsage(branch, 0)
+	}
+	return Fit(pathSpans(branch, c.features, audit))
 }
 
 // Method is the method actually used (auto resolved).

@@ -3,6 +3,7 @@ package estimate
 import (
 	"fmt"
 	"math/bits"
+	"slices"
 
 	"github.com/ctxtool/ctxtool/pkg/models"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
@@ -174,10 +175,14 @@ func (a *UsageAudit) classify(path []*transcript.Entry, w *contextWalk, powers m
 	if inForce >= 0 {
 		stale = fmt.Sprintf("precedes the compaction in force (line %d): it measures the context before it", path[inForce].Line)
 	}
+	passed := 0 // compactions before the record: its era
 	for k := range a.Records {
 		r := &a.Records[k]
-		if w.era[r.PathIndex] != era {
-			era, prev = w.era[r.PathIndex], -1
+		for passed < len(w.compactions) && w.compactions[passed] < r.PathIndex {
+			passed++
+		}
+		if passed != era {
+			era, prev = passed, -1
 		}
 		sent := r.Content - r.Entry.Tokens() // the messages the reply answered
 		r.Class, r.Reason = ownClass(r, sent, powers, window)
@@ -318,39 +323,47 @@ func ActiveTokens(path []*transcript.Entry) []int {
 }
 
 // contextWalk follows the context the provider would be sent along a
-// root→leaf path: after step(i), active is pi's chars/4 of the context if
-// path[i] were the leaf, and era[i] numbers the compactions passed.
+// root→leaf path, one step per index in order: after step(i), active is
+// pi's chars/4 of the context if path[i] were the leaf. It keeps the
+// running sum only at the kept starts a compaction reads back, not per
+// path entry (two ints per entry were 12 MB per walk at 1 GB).
 type contextWalk struct {
-	path   []*transcript.Entry
-	prefix []int       // prefix[i] = Σ pi tokens of messages in path[:i]
-	kept   map[int]int // compaction path index → its first kept entry's (transcript.KeptStarts)
-	era    []int
-	active int
-	n      int
+	path        []*transcript.Entry
+	kept        map[int]int // compaction path index → its first kept entry's (transcript.KeptStarts)
+	starts      map[int]int // kept start → run when the walk passed it
+	compactions []int       // the compactions' path indexes, ascending
+	run         int         // Σ pi tokens of the messages before the step
+	active      int
 }
 
 func newContextWalk(path []*transcript.Entry) *contextWalk {
-	w := &contextWalk{path: path, prefix: make([]int, len(path)+1), kept: transcript.KeptStarts(path), era: make([]int, len(path))}
-	for i, e := range path {
-		w.prefix[i+1] = w.prefix[i]
-		if e.ProducesMessage() {
-			w.prefix[i+1] += e.Tokens()
+	w := &contextWalk{path: path, kept: transcript.KeptStarts(path), starts: map[int]int{}}
+	w.compactions = make([]int, 0, len(w.kept))
+	for i, k := range w.kept {
+		w.compactions = append(w.compactions, i)
+		if k >= 0 {
+			w.starts[k] = 0
 		}
 	}
+	slices.Sort(w.compactions)
 	return w
 }
 
 func (w *contextWalk) step(i int) {
 	e := w.path[i]
+	if _, ok := w.starts[i]; ok {
+		w.starts[i] = w.run
+	}
 	switch {
 	case e.Type == "compaction":
-		w.n++
 		w.active = e.Tokens()
 		if k := w.kept[i]; k >= 0 {
-			w.active += w.prefix[i] - w.prefix[k]
+			w.active += w.run - w.starts[k]
 		}
 	case e.ProducesMessage():
 		w.active += e.Tokens()
 	}
-	w.era[i] = w.n
+	if e.ProducesMessage() {
+		w.run += e.Tokens()
+	}
 }

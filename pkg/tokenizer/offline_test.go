@@ -96,3 +96,26 @@ func TestOfflineChild(t *testing.T) {
 	}
 	fmt.Printf("OFFLINE-OK o200k=%d cl100k=%d\n", counts[O200k], counts[Cl100k])
 }
+
+// The rank tables read by loadRanks are the offline loader's, entry for
+// entry.
+func TestLoadRanksIsTheLoaders(t *testing.T) {
+	for _, enc := range Encodings() {
+		got, err := loadRanks(files[enc])
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := offline.LoadTiktokenBpe(files[enc])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) || len(got) < 100000 {
+			t.Fatalf("%s: %d ranks, the loader %d", enc, len(got), len(want))
+		}
+		for k, v := range want {
+			if r, ok := got[k]; !ok || r != v {
+				t.Fatalf("%s: token %q rank %d, the loader %d", enc, k, r, v)
+			}
+		}
+	}
+}

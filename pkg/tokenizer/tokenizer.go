@@ -2,8 +2,8 @@
 // o200k_base and cl100k_base encodings, fully offline.
 //
 // The BPE rank tables are the ones embedded in github.com/pkoukk/tiktoken-go-loader
-// (read through the tiktoken-go BpeLoader interface; nothing is downloaded and
-// no TIKTOKEN_CACHE_DIR cache is read or written). The pre-tokenizer and the
+// (read from its assets by loadRanks; nothing is downloaded and no
+// TIKTOKEN_CACHE_DIR cache is read or written). The pre-tokenizer and the
 // merge loop are our own (pretokenize.go, bpe.go) because tiktoken-go's are
 // slow and quadratic in the length of one piece; both reproduce tiktoken's
 // results exactly (see the parity tests against js-tiktoken).
@@ -136,7 +136,7 @@ func Get(name string) (*Tokenizer, error) {
 
 func load(enc Encoding) (*Tokenizer, error) {
 	initClasses()
-	ranks, err := offline.LoadTiktokenBpe(files[enc])
+	ranks, err := loadRanks(files[enc])
 	if err != nil {
 		return nil, fmt.Errorf("load %s rank table: %w", enc, err)
 	}
