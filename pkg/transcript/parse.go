@@ -119,56 +119,54 @@ func parseLineIn(line []byte, p *parser) parsedLine {
 }
 
 // parser is a parse worker's state across the lines it reads, in file
-// order within a batch. Entries and usages come from 32 KiB blocks: one
+// order within a batch. Entries and usages come from blocks: one
 // allocation per 124 entries instead of one each, and no size-class
-// rounding (an Entry of 264 bytes allocated alone takes 288); a loaded
-// session keeps all its entries, so a block is garbage only with the
-// session. A line's parentId
-// is nearly always the id of the line before, and a tool result's
-// toolCallId one of the tool call ids of the assistant before it: those
-// values share the earlier strings instead of a copy each (16 and 32 bytes
-// per entry of a 1 GB session).
+// rounding (an Entry of 264 bytes allocated alone takes 288, a Usage 48
+// for 40); a loaded session keeps all its entries, so a block is garbage
+// only with the session. A line's parentId is nearly always the id of the
+// line before, and a tool result's toolCallId one of the tool call ids of
+// the assistant before it: those values share the earlier strings instead
+// of a copy each (16 and 32 bytes per entry of a 1 GB session).
 type parser struct {
-	free   []Entry
-	usages []Usage
-	prevID []string // the last entry's id
-	calls  []string // the last assistant's tool call ids
+	entries block[Entry]
+	usages  block[Usage]
+	prevID  []string // the last entry's id
+	calls   []string // the last assistant's tool call ids
 }
 
-// slabEntries fills 32 KiB, the largest small-object size class: a larger
-// block is rounded up to whole pages (256 entries wasted 24 bytes each).
-const slabEntries = 32 << 10 / unsafe.Sizeof(Entry{})
+// block hands out zero values of T from arrays of 32 KiB, the largest
+// small-object size class: a larger array is rounded up to whole pages
+// (256 entries wasted 24 bytes each).
+type block[T any] struct{ free []T }
 
-// next is a zero Entry, from the block or, without a parser, allocated
-// alone.
+// take is a zero T from b or, when b is nil (no parser), allocated alone.
+func take[T any](b *block[T]) *T {
+	if b == nil {
+		return new(T)
+	}
+	if len(b.free) == 0 {
+		var zero T
+		b.free = make([]T, max(1, 32<<10/unsafe.Sizeof(zero)))
+	}
+	v := &b.free[0]
+	b.free = b.free[1:]
+	return v
+}
+
+// next is a zero Entry, nextUsage a zero Usage, for the line being read.
 func (p *parser) next() *Entry {
 	if p == nil {
-		return &Entry{}
+		return take[Entry](nil)
 	}
-	if len(p.free) == 0 {
-		p.free = make([]Entry, slabEntries)
-	}
-	e := &p.free[0]
-	p.free = p.free[1:]
-	return e
+	return take(&p.entries)
 }
 
-// nextUsage is a zero Usage, from the parser's block (an assistant's
-// usage allocated alone takes 48 bytes for 40) or allocated alone.
 func (p *parser) nextUsage() *Usage {
 	if p == nil {
-		return &Usage{}
+		return take[Usage](nil)
 	}
-	if len(p.usages) == 0 {
-		p.usages = make([]Usage, usageBlock)
-	}
-	u := &p.usages[0]
-	p.usages = p.usages[1:]
-	return u
+	return take(&p.usages)
 }
-
-// usageBlock fills 32 KiB, as slabEntries does.
-const usageBlock = 32 << 10 / unsafe.Sizeof(Usage{})
 
 // saw records the strings of entry e that the next lines may share.
 func (p *parser) saw(e *Entry) {
