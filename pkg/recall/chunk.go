@@ -62,22 +62,34 @@ type chunker struct {
 
 func newChunker() *chunker { return &chunker{max: chunkMaxChars, overlap: chunkOverlapChars} }
 
-// add appends one content line.
+// add appends one content line: whole when it fits in a chunk (its weight
+// measured once: most lines do), else in pieces.
 func (c *chunker) add(cl contentLine) {
-	for _, s := range splitWeighted(cl.text, c.max) {
-		seg := segment{text: s, weight: weightedLen(s), line: cl.line, off: cl.off, id: cl.id, ts: cl.ts}
-		if c.curSize+seg.weight+1 > c.max && len(c.cur) > 0 {
-			if !c.onlyCarried() {
-				c.flush()
-				c.carry(c.overlap)
-			}
-			if c.curSize+seg.weight+1 > c.max {
-				c.carry(c.max - seg.weight - 1) // shrink the overlap to fit
-			}
-		}
-		c.cur = append(c.cur, seg)
-		c.curSize += seg.weight + 1
+	seg := segment{text: cl.text, weight: weightedLen(cl.text), line: cl.line, off: cl.off, id: cl.id, ts: cl.ts}
+	if seg.weight <= c.max {
+		c.addSegment(seg)
+		return
 	}
+	for _, s := range splitWeighted(cl.text, c.max) {
+		seg.text, seg.weight = s, weightedLen(s)
+		c.addSegment(seg)
+	}
+}
+
+// addSegment appends one piece of a content line, flushing the chunk
+// first when the piece does not fit.
+func (c *chunker) addSegment(seg segment) {
+	if c.curSize+seg.weight+1 > c.max && len(c.cur) > 0 {
+		if !c.onlyCarried() {
+			c.flush()
+			c.carry(c.overlap)
+		}
+		if c.curSize+seg.weight+1 > c.max {
+			c.carry(c.max - seg.weight - 1) // shrink the overlap to fit
+		}
+	}
+	c.cur = append(c.cur, seg)
+	c.curSize += seg.weight + 1
 }
 
 // take returns the chunks completed so far and forgets them.
@@ -186,9 +198,6 @@ func tailSegment(s segment, budget int) segment {
 // splitWeighted cuts a content line into pieces of at most max weighted
 // chars, preferring to cut after a space in the last eighth of a piece.
 func splitWeighted(text string, max int) []string {
-	if weightedLen(text) <= max {
-		return []string{text}
-	}
 	var out []string
 	for len(text) > 0 {
 		w, end, lastSpace := 0, 0, -1
