@@ -173,20 +173,24 @@ func BuildContext(path []*Entry) *Context {
 		}
 		return c
 	}
-	// pi finds the compaction's index by id: the first path entry with that id.
+	// pi finds the compaction's index by id: the first path entry with that
+	// id; its first kept entry is the first before it with the id it
+	// names. One pass finds both (a pass each was a third of the CPU of
+	// rebuilding a 1 GB session's context, every entry a cache miss).
+	kept := c.Compaction.FirstKeptEntryID()
 	for i, e := range path {
 		if e.Type == "compaction" && e.ID == c.Compaction.ID {
 			c.CompactionIndex = i
 			break
 		}
-	}
-	c.Messages = append(c.Messages, ContextMessage{Entry: c.Compaction, Role: "compactionSummary"})
-	for i := 0; i < c.CompactionIndex; i++ {
-		if c.KeptStart < 0 && c.Compaction.FirstKeptEntryID() != "" && path[i].ID == c.Compaction.FirstKeptEntryID() {
+		if c.KeptStart < 0 && kept != "" && e.ID == kept {
 			c.KeptStart = i
 		}
-		if c.KeptStart >= 0 {
-			c.appendEntry(path[i])
+	}
+	c.Messages = append(c.Messages, ContextMessage{Entry: c.Compaction, Role: "compactionSummary"})
+	if c.KeptStart >= 0 {
+		for _, e := range path[c.KeptStart:c.CompactionIndex] {
+			c.appendEntry(e)
 		}
 	}
 	for _, e := range path[c.CompactionIndex+1:] {
