@@ -16,8 +16,6 @@ type backend interface {
 	// its password.
 	location() string
 	close() error
-	// rebuild drops every row and recreates the tables.
-	rebuild(ctx context.Context) error
 
 	// fileRow reads a file's bookkeeping without taking any lock (nil when
 	// the file is not indexed).

@@ -184,6 +184,8 @@ func (s *pgStore) create(ctx context.Context, tx pgx.Tx) error {
 	return err
 }
 
+// rebuild drops every recall table and creates them again: --rebuild on a
+// shared database (a SQLite index is rebuilt by deleting its file).
 func (s *pgStore) rebuild(ctx context.Context) error {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {

@@ -199,21 +199,6 @@ func dropSQLite(ctx context.Context, tx *sql.Tx) error {
 	return nil
 }
 
-func (s *sqliteStore) rebuild(ctx context.Context) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return s.err("rebuild", err)
-	}
-	defer tx.Rollback()
-	if err := dropSQLite(ctx, tx); err != nil {
-		return s.err("rebuild", err)
-	}
-	if _, err := tx.ExecContext(ctx, sqliteSchema); err != nil {
-		return s.err("rebuild", err)
-	}
-	return s.err("rebuild", tx.Commit())
-}
-
 const fileCols = `id, size, mtime_ns, head_len, head_hash, sample_hash, last_line_start,
 	last_line_hash, bytes_indexed, lines_indexed, malformed`
 
