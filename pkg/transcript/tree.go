@@ -39,7 +39,7 @@ func (s *Session) PathTo(e *Entry) []*Entry {
 		if cur.ParentID == "" {
 			break
 		}
-		cur, p = s.parent(cur, p)
+		cur, p = s.Parent(cur, p)
 	}
 	if n == 0 {
 		return nil // e is nil: callers test for a nil path
@@ -48,19 +48,19 @@ func (s *Session) PathTo(e *Entry) []*Entry {
 	for cur, p, i := e, pos, n-1; i >= 0; i-- {
 		path[i] = cur
 		if i > 0 {
-			cur, p = s.parent(cur, p)
+			cur, p = s.Parent(cur, p)
 		}
 	}
 	return path
 }
 
-// parent is the entry cur.ParentID names (byID: the last one with that
-// id) and its position in s.Entries, given cur's (-1: unknown). In a
-// session without duplicate ids the entry before cur in file order is
-// that parent whenever its id matches, as nearly always in an append-only
-// file, and takes no lookup in the id index: one per entry (then a map)
-// was 7% of the CPU of a 1 GB estimate.
-func (s *Session) parent(cur *Entry, pos int) (*Entry, int) {
+// Parent is the entry cur.ParentID names (ByID: the last one with that
+// id) and its position in s.Entries, given cur's (-1: unknown), for a
+// walk up the parent chain. In a session without duplicate ids the entry
+// before cur in file order is that parent whenever its id matches, as
+// nearly always in an append-only file, and takes no lookup in the id
+// index: one per entry (then a map) was 7% of the CPU of a 1 GB estimate.
+func (s *Session) Parent(cur *Entry, pos int) (*Entry, int) {
 	if pos > 0 && len(s.dups) == 0 && cur.ParentID != "" {
 		if p := s.Entries[pos-1]; p.ID == cur.ParentID {
 			return p, pos - 1
@@ -71,11 +71,6 @@ func (s *Session) parent(cur *Entry, pos int) (*Entry, int) {
 	}
 	return nil, -1
 }
-
-// Parent is ByID(e.ParentID) and its position in s.Entries, given e's
-// position (-1: unknown), for a walk up the parent chain: a step to the
-// entry before in file order takes no lookup by id.
-func (s *Session) Parent(e *Entry, pos int) (*Entry, int) { return s.parent(e, pos) }
 
 // pathToCyclic is PathTo for a parent chain with a cycle: the walk ends at
 // the first entry seen twice.
@@ -366,7 +361,7 @@ func (s *Session) parentCycles() []TreeProblem {
 				cur = nil
 				break
 			}
-			cur, pos = s.parent(cur, pos)
+			cur, pos = s.Parent(cur, pos)
 		}
 		if cur != nil && pos >= 0 && color[pos] == 1 {
 			p := TreeProblem{Kind: "parent cycle", ID: cur.ID}
