@@ -182,13 +182,20 @@ func (b *branch) rest() error {
 			return err
 		}
 	}
+	// The shown calls are mostly one message's (the trailing one's, and
+	// the last call a copy of one of them): each line is decoded once.
+	var from *transcript.Entry
+	var m *Message
 	for _, tc := range b.fold.shownCalls() {
 		if tc.from == nil || tc.Args != nil {
 			continue
 		}
-		m, err := decodeMessage(b.s, tc.from)
-		if err != nil {
-			return err
+		if tc.from != from {
+			var err error
+			if m, err = decodeMessage(b.s, tc.from); err != nil {
+				return err
+			}
+			from = tc.from
 		}
 		if m != nil && tc.nth < len(m.ToolCalls) {
 			tc.Args = m.ToolCalls[tc.nth].Args
