@@ -482,7 +482,7 @@ func AgentMessage(s *transcript.Session, e *transcript.Entry) (json.RawMessage, 
 	}
 	ts := e.Time()
 	if e.Type != "message" {
-		if t, err := time.Parse(time.RFC3339Nano, e.Timestamp); err == nil {
+		if t, err := time.Parse(time.RFC3339Nano, e.Timestamp()); err == nil {
 			ts = t
 		}
 	}

@@ -89,7 +89,7 @@ func (x *extractor) entryUnit(e *transcript.Entry, m *transcript.Message) (unit,
 		return unit{}, false
 	}
 	var b strings.Builder
-	ts := parseISOms(e.Timestamp)
+	ts := parseISOms(e.Timestamp())
 	switch e.Type {
 	case "message", "custom_message": // DecodeMessage gives a custom_message the role "custom"
 		if t := msgTimestamp(m); t > 0 {

@@ -18,10 +18,14 @@ type Entry struct {
 	Offset int64 // byte offset of the line in the file
 	Length int   // bytes of the line, without the newline
 
-	Type      string
-	ID        string // for v1 files a synthetic id ("v1:L<line>")
-	ParentID  string // "" for a root
-	Timestamp string
+	Type     string
+	ID       string // for v1 files a synthetic id ("v1:L<line>")
+	ParentID string // "" for a root
+	// ts is the entry's timestamp (read through Timestamp) as epoch ms
+	// when it has the shape pi writes, isoMillis, which reads back byte for
+	// byte: 8 bytes instead of a string header and 24 bytes of text on
+	// every entry. 0 otherwise: the text, if any, is rare.timestamp.
+	ts int64
 
 	// Role is the role of the context message this entry produces:
 	// message.role for message entries (v2 "hookMessage" reads as "custom"),
@@ -82,6 +86,8 @@ type rareFields struct {
 	targetID      string
 	thinkingLevel string
 	customType    string
+	// timestamp is a timestamp not in ts.
+	timestamp string
 }
 
 // more returns e's rare fields, allocating them the first time.
@@ -100,6 +106,58 @@ func (e *Entry) rareOrNone() *rareFields {
 		return &noRare
 	}
 	return e.rare
+}
+
+// Timestamp is the entry's timestamp as written, "" when absent.
+func (e *Entry) Timestamp() string {
+	if e.ts != 0 {
+		return time.UnixMilli(e.ts).UTC().Format(isoMillis)
+	}
+	return e.rareOrNone().timestamp
+}
+
+// setTimestamp stores the timestamp s (the last one read wins).
+func (e *Entry) setTimestamp(s string) {
+	e.ts = 0
+	if ms, ok := parseISOMillis(s); ok && ms != 0 {
+		e.ts = ms
+	} else if s != "" || e.rare != nil {
+		e.more().timestamp = s
+	}
+}
+
+// isoMillis is the layout of the timestamps pi writes.
+const isoMillis = "2006-01-02T15:04:05.000Z"
+
+// parseISOMillis reads s as epoch ms when it has exactly the isoMillis
+// shape with every field in range, so that formatting the result gives s
+// back; false otherwise. Hand-rolled: it runs on every line of a session.
+func parseISOMillis(s string) (int64, bool) {
+	if len(s) != len(isoMillis) || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' ||
+		s[16] != ':' || s[19] != '.' || s[23] != 'Z' {
+		return 0, false
+	}
+	num := func(i, n int) int {
+		v := 0
+		for _, c := range []byte(s[i : i+n]) {
+			if c < '0' || c > '9' {
+				return -1
+			}
+			v = v*10 + int(c-'0')
+		}
+		return v
+	}
+	y, mo, d, h, mi, sec, ms := num(0, 4), num(5, 2), num(8, 2), num(11, 2), num(14, 2), num(17, 2), num(20, 3)
+	if y < 0 || mo < 1 || mo > 12 || d < 1 || h < 0 || h > 23 || mi < 0 || mi > 59 || sec < 0 || sec > 59 || ms < 0 ||
+		d > daysIn(time.Month(mo), y) {
+		return 0, false
+	}
+	return time.Date(y, time.Month(mo), d, h, mi, sec, ms*1e6, time.UTC).UnixMilli(), true
+}
+
+// daysIn is the number of days of month m of year y.
+func daysIn(m time.Month, y int) int {
+	return time.Date(y, m+1, 0, 0, 0, 0, 0, time.UTC).Day()
 }
 
 // FirstKeptEntryID is a compaction's firstKeptEntryId (for v1 files, the id
@@ -274,7 +332,10 @@ func (e *Entry) Time() time.Time {
 		}
 		return time.UnixMilli(int64(ms)).UTC()
 	}
-	if t, err := time.Parse(time.RFC3339Nano, e.Timestamp); err == nil {
+	if e.ts != 0 {
+		return time.UnixMilli(e.ts).UTC()
+	}
+	if t, err := time.Parse(time.RFC3339Nano, e.Timestamp()); err == nil {
 		return t.UTC()
 	}
 	return time.Time{}

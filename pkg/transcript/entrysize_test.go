@@ -3,7 +3,9 @@ package transcript_test
 import (
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
@@ -56,5 +58,30 @@ func TestLoadedBytesPerEntry(t *testing.T) {
 	t.Logf("%d entries, %d heap bytes each", len(s.Entries), per)
 	if per > limit {
 		t.Errorf("a loaded entry keeps %d heap bytes, over %d", per, limit)
+	}
+}
+
+// Timestamps of pi's shape are kept as a number and rebuilt on demand;
+// every timestamp, of that shape or not, must read back byte for byte.
+func TestTimestampReadsBack(t *testing.T) {
+	for _, ts := range []string{"2026-03-02T09:00:00.015Z", "2024-02-29T23:59:59.999Z", "0000-01-01T00:00:00.000Z",
+		"9999-12-31T23:59:59.999Z", "1969-12-31T23:59:59.999Z", "1970-01-01T00:00:00.000Z", "2023-02-29T00:00:00.000Z",
+		"2026-13-02T09:00:00.015Z", "2026-03-02T24:00:00.000Z", "2026-03-02T09:00:60.000Z", "2026-03-02T09:00:00Z",
+		"2026-03-02T09:00:00.015+01:00", "2026-03-02t09:00:00.015Z", "2026-03-02T09:00:00.01xZ", "", "yesterday"} {
+		line := `{"type":"label","id":"a","parentId":null,"timestamp":` + strconv.Quote(ts) + `}`
+		e, _, ok := transcript.ParseEntry([]byte(line))
+		if !ok || e == nil {
+			t.Fatalf("%s: not parsed", line)
+		}
+		if got := e.Timestamp(); got != ts {
+			t.Errorf("timestamp %q reads back as %q", ts, got)
+		}
+		want, err := time.Parse(time.RFC3339Nano, ts)
+		if err != nil {
+			want = time.Time{}
+		}
+		if got := e.Time(); !got.Equal(want) {
+			t.Errorf("timestamp %q: Time %v, want %v", ts, got, want)
+		}
 	}
 }

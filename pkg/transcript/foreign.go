@@ -137,7 +137,8 @@ func (b *produced) add(p *formats.Produced) {
 // entry is what parseLine reads from p's line.
 func (b *produced) entry(p *formats.Produced) *Entry {
 	x := &b.names
-	e := &Entry{Type: x.get(p.Type), ID: p.ID, ParentID: p.ParentID, Timestamp: p.Timestamp}
+	e := &Entry{Type: x.get(p.Type), ID: p.ID, ParentID: p.ParentID}
+	e.setTimestamp(p.Timestamp)
 	switch p.Type {
 	case "message":
 		e.Role, e.StopReason, e.ToolName = x.get(p.Role), x.get(p.StopReason), x.get(p.ToolName)

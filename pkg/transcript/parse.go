@@ -218,7 +218,9 @@ func (s *scanner) field(key string, e *Entry, f *lineFields) (good bool) {
 	case "parentId":
 		e.ParentID, good = s.maybeStringOf(s.p.knownIDs())
 	case "timestamp":
-		e.Timestamp, good = s.maybeString()
+		var ts string
+		ts, good = s.maybeString()
+		e.setTimestamp(ts)
 	case "message":
 		if e.Type == "message" {
 			// The usual key order (type first): validate and extract in one pass.
@@ -295,7 +297,7 @@ func headerOf(e *Entry, h *Header, line []byte) *Header {
 	if h == nil {
 		h = &Header{}
 	}
-	h.ID, h.Timestamp = e.ID, e.Timestamp
+	h.ID, h.Timestamp = e.ID, e.Timestamp()
 	h.Provider, h.ModelID, h.ThinkingLevel = e.Provider, e.Model, e.ThinkingLevel()
 	if h.Version == 0 {
 		h.Version = 1
