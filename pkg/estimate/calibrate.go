@@ -67,7 +67,7 @@ func (c *Calibration) apply(f features) float64 {
 // they weigh nothing.
 func messageFeatures(e *transcript.Entry, imageTokens int) features {
 	var f features
-	if e.Role == "assistant" && (e.StopReason == "error" || e.StopReason == "aborted") {
+	if e.Role == "assistant" && (e.StopReason() == "error" || e.StopReason() == "aborted") {
 		return f
 	}
 	text := e.Chars - int(e.ThinkingChars) - int(e.Wide)

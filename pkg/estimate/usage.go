@@ -211,8 +211,8 @@ func (a *UsageAudit) classify(path []*transcript.Entry, w *contextWalk, powers m
 func ownClass(r *UsageRecord, sent int, powers map[int]int, window int) (UsageClass, string) {
 	e := r.Entry
 	switch {
-	case e.StopReason == "error" || e.StopReason == "aborted":
-		return UsageErrored, "the reply stopped with " + e.StopReason + " (pi ignores its usage)"
+	case e.StopReason() == "error" || e.StopReason() == "aborted":
+		return UsageErrored, "the reply stopped with " + e.StopReason() + " (pi ignores its usage)"
 	case models.TranscriptOnly(e.Provider, e.Model):
 		return UsagePseudo, fmt.Sprintf("%s/%s is an OpenClaw transcript-only message: no model ran", e.Provider, e.Model)
 	case e.Usage == nil:

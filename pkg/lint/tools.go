@@ -43,7 +43,7 @@ func (c *checker) tools() {
 			continue
 		}
 		e := m.Entry
-		dropped := e.StopReason == "aborted" || e.StopReason == "error"
+		dropped := e.StopReason() == "aborted" || e.StopReason() == "error"
 		for _, id := range e.ToolCallIDs {
 			if r, ok := lastResult[id]; ok && r > i {
 				continue
@@ -51,7 +51,7 @@ func (c *checker) tools() {
 			switch {
 			case i != lastAssistant && dropped:
 				f := c.reportAt(RuleOrphanToolCall, Note, e.Line, "call:"+id,
-					"tool call %q has no result; harmless: the assistant stopped with %q, and pi does not send it", id, e.StopReason)
+					"tool call %q has no result; harmless: the assistant stopped with %q, and pi does not send it", id, e.StopReason())
 				setEntry(f, e)
 			case i != lastAssistant:
 				f := c.report(RuleOrphanToolCall, e.Line, "call:"+id,
@@ -88,7 +88,7 @@ func pendingCalls(ctx *transcript.Context) (*transcript.Entry, []string) {
 		return nil, nil
 	}
 	a := msgs[last].Entry
-	if a.StopReason == "aborted" || a.StopReason == "error" || !onlyResultsAfter(msgs, last) {
+	if a.StopReason() == "aborted" || a.StopReason() == "error" || !onlyResultsAfter(msgs, last) {
 		return nil, nil
 	}
 	answered := map[string]bool{}

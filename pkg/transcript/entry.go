@@ -3,6 +3,7 @@ package transcript
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -56,8 +57,11 @@ type Entry struct {
 
 	MsgTimestamp float64 // message.timestamp (epoch ms), 0 if absent
 
+	// names are the entry's strings that take few values in a session,
+	// read through the methods of the same names.
+	names *names
+
 	// Assistant messages.
-	StopReason  string
 	Provider    string // assistant provider, or model_change provider
 	Model       string // assistant model, or model_change modelId
 	Usage       *Usage
@@ -69,6 +73,54 @@ type Entry struct {
 	// rare holds the fields of the few entry types that have them, read
 	// through the methods of the same names; nil on the others.
 	rare *rareFields
+}
+
+// names are an entry's strings that take few values across a session
+// (types, roles, stop reasons, providers, models, tool names): the
+// entries with the same ones share one interned record, a pointer on each
+// instead of six string headers.
+type names struct {
+	stopReason string
+}
+
+// noNames is what the name methods read on an entry without names.
+var noNames names
+
+func (e *Entry) nm() *names {
+	if e.names == nil {
+		return &noNames
+	}
+	return e.names
+}
+
+// StopReason is an assistant message's stopReason.
+func (e *Entry) StopReason() string { return e.nm().stopReason }
+
+// nameTable holds the one copy of each combination of names, up to
+// maxNames of them: a file of ever new names then costs a record per
+// entry instead of growing the table for the life of the process.
+var nameTable = struct {
+	sync.Mutex
+	m map[names]*names
+}{m: map[names]*names{}}
+
+const maxNames = 1 << 16
+
+// internNames is the shared copy of n (nil for no names).
+func internNames(n names) *names {
+	if n == (names{}) {
+		return nil
+	}
+	nameTable.Lock()
+	defer nameTable.Unlock()
+	if v, ok := nameTable.m[n]; ok {
+		return v
+	}
+	v := &n
+	if len(nameTable.m) < maxNames {
+		nameTable.m[n] = v
+	}
+	return v
 }
 
 // rareFields are fields only compactions, branch summaries, labels,
@@ -236,7 +288,7 @@ func (u *Usage) ContextTokens() int {
 // UsageTrusted reports whether pi trusts this assistant's usage: it has one
 // and did not stop with an error or abort.
 func (e *Entry) UsageTrusted() bool {
-	return e.Role == "assistant" && e.Usage != nil && e.StopReason != "aborted" && e.StopReason != "error"
+	return e.Role == "assistant" && e.Usage != nil && e.StopReason() != "aborted" && e.StopReason() != "error"
 }
 
 // Header is the first line of a session file.

@@ -111,6 +111,7 @@ type produced struct {
 	s     *Session
 	lines int // lines of the view so far
 	names interner
+	ns    parser // for its records of entry names
 }
 
 func newProduced(name string) *produced {
@@ -139,9 +140,10 @@ func (b *produced) entry(p *formats.Produced) *Entry {
 	x := &b.names
 	e := &Entry{Type: x.get(p.Type), ID: p.ID, ParentID: p.ParentID}
 	e.setTimestamp(p.Timestamp)
+	var n names
 	switch p.Type {
 	case "message":
-		e.Role, e.StopReason, e.ToolName = x.get(p.Role), x.get(p.StopReason), x.get(p.ToolName)
+		e.Role, n.stopReason, e.ToolName = x.get(p.Role), x.get(p.StopReason), x.get(p.ToolName)
 		e.Provider, e.Model = x.get(p.Provider), x.get(p.Model)
 		e.ToolCallID, e.IsError, e.MsgTimestamp = p.ToolCallID, p.IsError, float64(p.MsgTime)
 		if p.HasUsage {
@@ -172,6 +174,7 @@ func (b *produced) entry(p *formats.Produced) *Entry {
 	case "model_change":
 		e.Provider, e.Model = x.get(p.Provider), x.get(p.Model)
 	}
+	e.names = b.ns.intern(n)
 	return e
 }
 

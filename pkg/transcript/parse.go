@@ -132,6 +132,9 @@ type parser struct {
 	usages  block[Usage]
 	prevID  []string // the last entry's id
 	calls   []string // the last assistant's tool call ids
+	// names are the records of names this worker has shared, so that
+	// most lines find theirs without the table's lock.
+	names map[names]*names
 }
 
 // block hands out zero values of T from arrays of 32 KiB, the largest
@@ -168,6 +171,24 @@ func (p *parser) nextUsage() *Usage {
 	return take(&p.usages)
 }
 
+// intern is internNames through p's own records.
+func (p *parser) intern(n names) *names {
+	if p == nil {
+		return internNames(n)
+	}
+	if v, ok := p.names[n]; ok {
+		return v
+	}
+	v := internNames(n)
+	if p.names == nil {
+		p.names = map[names]*names{}
+	}
+	if len(p.names) < maxNames {
+		p.names[n] = v
+	}
+	return v
+}
+
 // saw records the strings of entry e that the next lines may share.
 func (p *parser) saw(e *Entry) {
 	if p == nil {
@@ -200,7 +221,8 @@ func (p *parser) knownCalls() []string {
 // header fields.
 type lineFields struct {
 	h                        *Header
-	msgStart, msgEnd         int // the message object when it came before "type"
+	names                    names // the entry's, interned once the line is read
+	msgStart, msgEnd         int   // the message object when it came before "type"
 	msgDone                  bool
 	contentStart, contentEnd int
 	summaryLen, summaryWide  int
@@ -224,7 +246,7 @@ func (s *scanner) field(key string, e *Entry, f *lineFields) (good bool) {
 	case "message":
 		if e.Type == "message" {
 			// The usual key order (type first): validate and extract in one pass.
-			good = s.message(e)
+			good = s.message(e, &f.names)
 			f.msgDone = true
 		} else {
 			f.msgStart = s.i
@@ -314,7 +336,7 @@ func (s *scanner) finishEntry(line []byte, e *Entry, f *lineFields) {
 	case "message":
 		if !f.msgDone && f.msgStart >= 0 {
 			ms := scanner{b: line[f.msgStart:f.msgEnd], p: s.p}
-			ms.message(e)
+			ms.message(e, &f.names)
 			s.warns = append(s.warns, ms.warns...)
 		}
 	case "custom_message":
@@ -338,6 +360,7 @@ func (s *scanner) finishEntry(line []byte, e *Entry, f *lineFields) {
 		// provider/modelId are only meaningful on these two types.
 		e.Provider, e.Model = "", ""
 	}
+	e.names = s.p.intern(f.names)
 }
 
 func (s *scanner) maybeString() (string, bool) { return s.maybeStringOf(nil) }
@@ -435,11 +458,11 @@ func (s *scanner) maybeBool() (bool, bool) {
 
 // message validates a message object at the scanner position and extracts
 // what the context and the estimators need.
-func (s *scanner) message(e *Entry) bool {
+func (s *scanner) message(e *Entry, n *names) bool {
 	if s.peek() != '{' {
 		return s.skip(0)
 	}
-	var m messageFields
+	m := messageFields{names: n}
 	wide0 := s.wide
 	if !s.object(func(key []byte) bool { return s.messageField(string(key), e, &m) }) {
 		return false
@@ -481,6 +504,7 @@ func (e *Entry) size(m *messageFields, wide int) {
 type messageFields struct {
 	cs              contentStatsT
 	command, output int
+	names           *names
 }
 
 // messageField reads the value of one key of a message object into e or
@@ -496,7 +520,7 @@ func (s *scanner) messageField(key string, e *Entry, m *messageFields) (good boo
 	case "output":
 		m.output, good = s.maybeStringLen()
 	case "stopReason":
-		e.StopReason, good = s.maybeInterned()
+		m.names.stopReason, good = s.maybeInterned()
 	case "model":
 		e.Model, good = s.maybeInterned()
 	case "provider":

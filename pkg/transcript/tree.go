@@ -282,7 +282,7 @@ func (c *Context) UsageStale() bool {
 	}
 	after := c.Path[c.CompactionIndex+1:]
 	for i := len(after) - 1; i >= 0; i-- {
-		if e := after[i]; e.Type == "message" && e.Role == "assistant" && e.StopReason != "aborted" && e.StopReason != "error" {
+		if e := after[i]; e.Type == "message" && e.Role == "assistant" && e.StopReason() != "aborted" && e.StopReason() != "error" {
 			return e.Usage.ContextTokens() <= 0
 		}
 	}
