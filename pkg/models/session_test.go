@@ -7,10 +7,10 @@ import (
 )
 
 func TestForSession(t *testing.T) {
-	mc := &transcript.Entry{Type: "model_change", Provider: "ollama", Model: "qwen3:8b", Line: 2}
-	real := &transcript.Entry{Type: "message", Role: "assistant", Provider: "custom-x", Model: "glm-5-turbo", Line: 5}
-	mirror := &transcript.Entry{Type: "message", Role: "assistant", Provider: "openclaw", Model: "delivery-mirror", Line: 6}
-	bare := &transcript.Entry{Type: "message", Role: "assistant", Line: 7}
+	mc := entry(t, 2, `{"type":"model_change","id":"a","provider":"ollama","modelId":"qwen3:8b"}`)
+	real := assistant(t, 5, `"provider":"custom-x","model":"glm-5-turbo"`)
+	mirror := assistant(t, 6, `"provider":"openclaw","model":"delivery-mirror"`)
+	bare := assistant(t, 7, "")
 	v1 := &transcript.Header{Provider: "openai", ModelID: "gpt-4", Line: 1}
 	for _, tc := range []struct {
 		name   string
@@ -46,7 +46,7 @@ func TestForSession(t *testing.T) {
 // model table, not the user's --context-window or config.
 func TestForSessionFileWindow(t *testing.T) {
 	h := &transcript.Header{ContextWindow: 258400}
-	path := []*transcript.Entry{{Type: "message", Role: "assistant", Provider: "openai", Model: "gpt-5.2-codex"}}
+	path := []*transcript.Entry{assistant(t, 0, `"provider":"openai","model":"gpt-5.2-codex"`)}
 	if w := ForSession(path, h, Settings{}); w.Tokens != 258400 || w.Source != FromFile {
 		t.Errorf("file window: %+v", w.Window)
 	}
@@ -56,4 +56,25 @@ func TestForSessionFileWindow(t *testing.T) {
 	if w := ForSession(path, h, Settings{Overrides: map[string]int{"gpt-5.2-codex": 50000}}); w.Tokens != 50000 || w.Source != FromConfig {
 		t.Errorf("config override: %+v", w.Window)
 	}
+}
+
+// entry is what the session line json reads as, at line n.
+func entry(t *testing.T, n int, json string) *transcript.Entry {
+	t.Helper()
+	e, _, ok := transcript.ParseEntry([]byte(json))
+	if !ok || e == nil {
+		t.Fatalf("not an entry: %s", json)
+	}
+	e.Line = n
+	return e
+}
+
+// assistant is an assistant message at line n with the message keys
+// fields ("" for none).
+func assistant(t *testing.T, n int, fields string) *transcript.Entry {
+	t.Helper()
+	if fields != "" {
+		fields += ","
+	}
+	return entry(t, n, `{"type":"message","id":"m","message":{"role":"assistant",`+fields+`"content":[]}}`)
 }

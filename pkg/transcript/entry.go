@@ -62,7 +62,6 @@ type Entry struct {
 	names *names
 
 	// Assistant messages.
-	Provider    string // assistant provider, or model_change provider
 	Model       string // assistant model, or model_change modelId
 	Usage       *Usage
 	ToolCallIDs []string
@@ -81,6 +80,7 @@ type Entry struct {
 // instead of six string headers.
 type names struct {
 	stopReason string
+	provider   string // assistant provider, or model_change provider
 }
 
 // noNames is what the name methods read on an entry without names.
@@ -95,6 +95,9 @@ func (e *Entry) nm() *names {
 
 // StopReason is an assistant message's stopReason.
 func (e *Entry) StopReason() string { return e.nm().stopReason }
+
+// Provider is an assistant's provider, or a model_change's.
+func (e *Entry) Provider() string { return e.nm().provider }
 
 // nameTable holds the one copy of each combination of names, up to
 // maxNames of them: a file of ever new names then costs a record per

@@ -111,7 +111,7 @@ func parseLineIn(line []byte, p *parser) parsedLine {
 		return parsedLine{kind: kindMalformed, err: s.err.Error()}
 	}
 	if e.Type == "session" {
-		return parsedLine{kind: kindHeader, header: headerOf(e, f.h, line), warns: s.warns}
+		return parsedLine{kind: kindHeader, header: headerOf(e, &f, line), warns: s.warns}
 	}
 	s.finishEntry(line, e, &f)
 	p.saw(e)
@@ -277,7 +277,7 @@ func (s *scanner) field(key string, e *Entry, f *lineFields) (good bool) {
 	case "fromHook":
 		e.more().fromHook, good = s.maybeBool()
 	case "provider":
-		e.Provider, good = s.maybeInterned()
+		f.names.provider, good = s.maybeInterned()
 	case "modelId":
 		e.Model, good = s.maybeInterned()
 	case "thinkingLevel":
@@ -315,12 +315,13 @@ func (e *Entry) customSize(content []byte) {
 }
 
 // headerOf is the session header a "session" line describes.
-func headerOf(e *Entry, h *Header, line []byte) *Header {
+func headerOf(e *Entry, f *lineFields, line []byte) *Header {
+	h := f.h
 	if h == nil {
 		h = &Header{}
 	}
 	h.ID, h.Timestamp = e.ID, e.Timestamp()
-	h.Provider, h.ModelID, h.ThinkingLevel = e.Provider, e.Model, e.ThinkingLevel()
+	h.Provider, h.ModelID, h.ThinkingLevel = f.names.provider, e.Model, e.ThinkingLevel()
 	if h.Version == 0 {
 		h.Version = 1
 	}
@@ -358,7 +359,7 @@ func (s *scanner) finishEntry(line []byte, e *Entry, f *lineFields) {
 	}
 	if e.Type != "model_change" && e.Type != "message" {
 		// provider/modelId are only meaningful on these two types.
-		e.Provider, e.Model = "", ""
+		f.names.provider, e.Model = "", ""
 	}
 	e.names = s.p.intern(f.names)
 }
@@ -524,7 +525,7 @@ func (s *scanner) messageField(key string, e *Entry, m *messageFields) (good boo
 	case "model":
 		e.Model, good = s.maybeInterned()
 	case "provider":
-		e.Provider, good = s.maybeInterned()
+		m.names.provider, good = s.maybeInterned()
 	case "timestamp":
 		e.MsgTimestamp, good = s.maybeNumber()
 		if math.IsInf(e.MsgTimestamp, 0) {
