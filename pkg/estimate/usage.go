@@ -213,8 +213,8 @@ func ownClass(r *UsageRecord, sent int, powers map[int]int, window int) (UsageCl
 	switch {
 	case e.StopReason() == "error" || e.StopReason() == "aborted":
 		return UsageErrored, "the reply stopped with " + e.StopReason() + " (pi ignores its usage)"
-	case models.TranscriptOnly(e.Provider(), e.Model):
-		return UsagePseudo, fmt.Sprintf("%s/%s is an OpenClaw transcript-only message: no model ran", e.Provider(), e.Model)
+	case models.TranscriptOnly(e.Provider(), e.Model()):
+		return UsagePseudo, fmt.Sprintf("%s/%s is an OpenClaw transcript-only message: no model ran", e.Provider(), e.Model())
 	case e.Usage == nil:
 		return UsageZero, "no usage recorded"
 	case r.Tokens <= 0:

@@ -62,7 +62,6 @@ type Entry struct {
 	names *names
 
 	// Assistant messages.
-	Model       string // assistant model, or model_change modelId
 	Usage       *Usage
 	ToolCallIDs []string
 	// toolResult messages.
@@ -81,6 +80,7 @@ type Entry struct {
 type names struct {
 	stopReason string
 	provider   string // assistant provider, or model_change provider
+	model      string // assistant model, or model_change modelId
 }
 
 // noNames is what the name methods read on an entry without names.
@@ -98,6 +98,9 @@ func (e *Entry) StopReason() string { return e.nm().stopReason }
 
 // Provider is an assistant's provider, or a model_change's.
 func (e *Entry) Provider() string { return e.nm().provider }
+
+// Model is an assistant's model, or a model_change's modelId.
+func (e *Entry) Model() string { return e.nm().model }
 
 // nameTable holds the one copy of each combination of names, up to
 // maxNames of them: a file of ever new names then costs a record per

@@ -144,7 +144,7 @@ func (b *produced) entry(p *formats.Produced) *Entry {
 	switch p.Type {
 	case "message":
 		e.Role, n.stopReason, e.ToolName = x.get(p.Role), x.get(p.StopReason), x.get(p.ToolName)
-		n.provider, e.Model = x.get(p.Provider), x.get(p.Model)
+		n.provider, n.model = x.get(p.Provider), x.get(p.Model)
 		e.ToolCallID, e.IsError, e.MsgTimestamp = p.ToolCallID, p.IsError, float64(p.MsgTime)
 		if p.HasUsage {
 			u := p.Usage
@@ -172,7 +172,7 @@ func (b *produced) entry(p *formats.Produced) *Entry {
 		}
 		e.more().tokensBefore = b.count(p, "tokensBefore", p.TokensBefore)
 	case "model_change":
-		n.provider, e.Model = x.get(p.Provider), x.get(p.Model)
+		n.provider, n.model = x.get(p.Provider), x.get(p.Model)
 	}
 	e.names = b.ns.intern(n)
 	return e

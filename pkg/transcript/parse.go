@@ -279,7 +279,7 @@ func (s *scanner) field(key string, e *Entry, f *lineFields) (good bool) {
 	case "provider":
 		f.names.provider, good = s.maybeInterned()
 	case "modelId":
-		e.Model, good = s.maybeInterned()
+		f.names.model, good = s.maybeInterned()
 	case "thinkingLevel":
 		e.more().thinkingLevel, good = s.maybeInterned()
 	case "customType":
@@ -321,7 +321,7 @@ func headerOf(e *Entry, f *lineFields, line []byte) *Header {
 		h = &Header{}
 	}
 	h.ID, h.Timestamp = e.ID, e.Timestamp()
-	h.Provider, h.ModelID, h.ThinkingLevel = f.names.provider, e.Model, e.ThinkingLevel()
+	h.Provider, h.ModelID, h.ThinkingLevel = f.names.provider, f.names.model, e.ThinkingLevel()
 	if h.Version == 0 {
 		h.Version = 1
 	}
@@ -359,7 +359,7 @@ func (s *scanner) finishEntry(line []byte, e *Entry, f *lineFields) {
 	}
 	if e.Type != "model_change" && e.Type != "message" {
 		// provider/modelId are only meaningful on these two types.
-		f.names.provider, e.Model = "", ""
+		f.names.provider, f.names.model = "", ""
 	}
 	e.names = s.p.intern(f.names)
 }
@@ -523,7 +523,7 @@ func (s *scanner) messageField(key string, e *Entry, m *messageFields) (good boo
 	case "stopReason":
 		m.names.stopReason, good = s.maybeInterned()
 	case "model":
-		e.Model, good = s.maybeInterned()
+		m.names.model, good = s.maybeInterned()
 	case "provider":
 		m.names.provider, good = s.maybeInterned()
 	case "timestamp":

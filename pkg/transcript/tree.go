@@ -160,7 +160,7 @@ func BuildContext(path []*Entry) *Context {
 		}
 	}
 	if model != nil {
-		c.Model = &ModelRef{Provider: model.Provider(), ModelID: model.Model}
+		c.Model = &ModelRef{Provider: model.Provider(), ModelID: model.Model()}
 	}
 	if c.Compaction == nil {
 		for _, e := range path {
