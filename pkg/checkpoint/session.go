@@ -151,7 +151,7 @@ func newBranch(s *transcript.Session, ctx *transcript.Context) (Input, *branch, 
 			return in, nil, err
 		}
 		if e.Type == "message" && e.Role == "toolResult" {
-			b.fold.result(e.ToolCallID, e.ToolName, e.IsError)
+			b.fold.result(e.ToolCallID, e.ToolName(), e.IsError)
 		}
 	}
 	in.SplitTurn = splitTurn(ctx)
@@ -234,7 +234,7 @@ func (b *branch) message(e *transcript.Entry) (*Message, error) {
 		// Of a successful tool result only what the entry already holds is
 		// read (slimText drops its text): decoding every tool output was
 		// most of a checkpoint's CPU.
-		b.msg = Message{EntryID: e.ID, Role: e.Role, ToolCallID: e.ToolCallID, ToolName: e.ToolName, Time: e.Time()}
+		b.msg = Message{EntryID: e.ID, Role: e.Role, ToolCallID: e.ToolCallID, ToolName: e.ToolName(), Time: e.Time()}
 		return &b.msg, nil
 	}
 	if (e.Type == "message" || e.Type == "custom_message") && !e.Oversized && e.Length <= windowBytes {

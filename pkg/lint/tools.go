@@ -107,10 +107,10 @@ func pendingCalls(ctx *transcript.Context) (*transcript.Entry, []string) {
 }
 
 func toolName(e *transcript.Entry) string {
-	if e.ToolName == "" {
+	if e.ToolName() == "" {
 		return "unnamed tool"
 	}
-	return e.ToolName
+	return e.ToolName()
 }
 
 // onlyResultsAfter reports whether every context message after index i is

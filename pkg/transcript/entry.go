@@ -66,7 +66,6 @@ type Entry struct {
 	ToolCallIDs []string
 	// toolResult messages.
 	ToolCallID string
-	ToolName   string
 
 	// rare holds the fields of the few entry types that have them, read
 	// through the methods of the same names; nil on the others.
@@ -81,6 +80,7 @@ type names struct {
 	stopReason string
 	provider   string // assistant provider, or model_change provider
 	model      string // assistant model, or model_change modelId
+	toolName   string // toolResult
 }
 
 // noNames is what the name methods read on an entry without names.
@@ -101,6 +101,9 @@ func (e *Entry) Provider() string { return e.nm().provider }
 
 // Model is an assistant's model, or a model_change's modelId.
 func (e *Entry) Model() string { return e.nm().model }
+
+// ToolName is a toolResult's toolName.
+func (e *Entry) ToolName() string { return e.nm().toolName }
 
 // nameTable holds the one copy of each combination of names, up to
 // maxNames of them: a file of ever new names then costs a record per

@@ -143,7 +143,7 @@ func (b *produced) entry(p *formats.Produced) *Entry {
 	var n names
 	switch p.Type {
 	case "message":
-		e.Role, n.stopReason, e.ToolName = x.get(p.Role), x.get(p.StopReason), x.get(p.ToolName)
+		e.Role, n.stopReason, n.toolName = x.get(p.Role), x.get(p.StopReason), x.get(p.ToolName)
 		n.provider, n.model = x.get(p.Provider), x.get(p.Model)
 		e.ToolCallID, e.IsError, e.MsgTimestamp = p.ToolCallID, p.IsError, float64(p.MsgTime)
 		if p.HasUsage {

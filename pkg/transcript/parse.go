@@ -535,7 +535,7 @@ func (s *scanner) messageField(key string, e *Entry, m *messageFields) (good boo
 	case "toolCallId":
 		e.ToolCallID, good = s.maybeStringOf(s.p.knownCalls())
 	case "toolName":
-		e.ToolName, good = s.maybeInterned()
+		m.names.toolName, good = s.maybeInterned()
 	case "isError":
 		e.IsError, good = s.maybeBool()
 	case "excludeFromContext":
