@@ -145,7 +145,7 @@ func TestRollBatchBothLayouts(t *testing.T) {
 	}
 	var firstUser string
 	for _, e := range s.Entries {
-		if e.Role == "user" {
+		if e.Role() == "user" {
 			m, _ := s.Message(e)
 			firstUser = m.Text()
 			break

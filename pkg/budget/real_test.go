@@ -58,7 +58,7 @@ func TestPlanRealSessions(t *testing.T) {
 					for _, id := range e.ToolCallIDs {
 						calls[id] = true
 					}
-					if e.Role == "toolResult" && !calls[e.ToolCallID] && dropped[e.ToolCallID] {
+					if e.Role() == "toolResult" && !calls[e.ToolCallID] && dropped[e.ToolCallID] {
 						t.Fatalf("window %d: the cut separated the tool result on line %d from its call", w, e.Line)
 					}
 					sum += m.Tokens

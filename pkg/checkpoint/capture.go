@@ -304,7 +304,7 @@ func applyCapture(st *Store, s *transcript.Session, key string, from, to int, re
 			if e.Type != "message" {
 				continue
 			}
-			switch e.Role {
+			switch e.Role() {
 			case "toolResult":
 				m := decode(e)
 				if m == nil {
@@ -395,7 +395,7 @@ func recordToolResult(state *State, s *transcript.Session, e *transcript.Entry, 
 // (messages only, a user message with text ends the previous turn).
 func answerBefore(s *transcript.Session, e *transcript.Entry, at int, decode func(*transcript.Entry) *Message) *Message {
 	for p, pos := s.Parent(e, at); p != nil; p, pos = s.Parent(p, pos) {
-		if p.Type != "message" || (p.Role != "assistant" && p.Role != "user") {
+		if p.Type != "message" || (p.Role() != "assistant" && p.Role() != "user") {
 			continue
 		}
 		m := decode(p)

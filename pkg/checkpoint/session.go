@@ -150,7 +150,7 @@ func newBranch(s *transcript.Session, ctx *transcript.Context) (Input, *branch, 
 			_, err := decodeMessage(s, e)
 			return in, nil, err
 		}
-		if e.Type == "message" && e.Role == "toolResult" {
+		if e.Type == "message" && e.Role() == "toolResult" {
 			b.fold.result(e.ToolCallID, e.ToolName(), e.IsError)
 		}
 	}
@@ -230,11 +230,11 @@ func (b *branch) step(e *transcript.Entry) error {
 // next call. The builder and the incremental capture share it, so both
 // see the same text.
 func (b *branch) message(e *transcript.Entry) (*Message, error) {
-	if e.Type == "message" && e.Role == "toolResult" && !e.IsError && !e.Oversized {
+	if e.Type == "message" && e.Role() == "toolResult" && !e.IsError && !e.Oversized {
 		// Of a successful tool result only what the entry already holds is
 		// read (slimText drops its text): decoding every tool output was
 		// most of a checkpoint's CPU.
-		b.msg = Message{EntryID: e.ID, Role: e.Role, ToolCallID: e.ToolCallID, ToolName: e.ToolName(), Time: e.Time()}
+		b.msg = Message{EntryID: e.ID, Role: e.Role(), ToolCallID: e.ToolCallID, ToolName: e.ToolName(), Time: e.Time()}
 		return &b.msg, nil
 	}
 	if (e.Type == "message" || e.Type == "custom_message") && !e.Oversized && e.Length <= windowBytes {
@@ -317,11 +317,11 @@ func splitTurn(ctx *transcript.Context) bool {
 	if ctx.Compaction == nil || ctx.KeptStart < 0 || ctx.KeptStart >= len(ctx.Path) {
 		return false
 	}
-	if ctx.Path[ctx.KeptStart].Role == "user" {
+	if ctx.Path[ctx.KeptStart].Role() == "user" {
 		return false
 	}
 	for _, e := range ctx.Path[ctx.CompactionIndex+1:] {
-		if e.Role != "" {
+		if e.Role() != "" {
 			return false
 		}
 	}

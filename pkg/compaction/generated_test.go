@@ -71,7 +71,7 @@ func keptToolResultsHaveCalls(t *testing.T, label string, p *Preparation) {
 	}
 	for i := p.Cut; i < len(p.Path); i++ {
 		e := p.Path[i]
-		if e.Type != "message" || e.Role != "toolResult" {
+		if e.Type != "message" || e.Role() != "toolResult" {
 			continue
 		}
 		if at, ok := onPath[e.ToolCallID]; ok && at < p.Cut && at >= p.BoundaryStart {
@@ -105,7 +105,7 @@ func TestCutNeverOrphansAToolResult(t *testing.T) {
 				}
 				keptToolResultsHaveCalls(t, name, p)
 				if p.Reason == "" && validCut(p.Path[p.Cut]) == false && p.Path[p.Cut].ProducesMessage() {
-					t.Fatalf("%s keep=%d: cut at a %s", name, keep, p.Path[p.Cut].Role)
+					t.Fatalf("%s keep=%d: cut at a %s", name, keep, p.Path[p.Cut].Role())
 				}
 			}
 		}
@@ -125,7 +125,7 @@ func TestInterleavedResultMovesTheCut(t *testing.T) {
 	// naive cut lands exactly on it.
 	steer := -1
 	for i, e := range path {
-		if e.Role == "user" {
+		if e.Role() == "user" {
 			if m, _ := s.Message(e); m != nil && strings.HasPrefix(m.Text(), "Also tag it") {
 				steer = i
 			}

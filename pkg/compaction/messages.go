@@ -49,7 +49,7 @@ func msgFacts(msgs ...[]*Msg) [][]facts.Fact {
 }
 
 // Role is the context role (user, assistant, toolResult, …).
-func (m *Msg) Role() string { return m.E.Role }
+func (m *Msg) Role() string { return m.E.Role() }
 
 // loadMsgs decodes the messages of entries (entries that produce none are
 // skipped, as are compactions: their summary travels as previousSummary).

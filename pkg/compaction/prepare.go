@@ -82,7 +82,7 @@ type Preparation struct {
 func validCut(e *transcript.Entry) bool {
 	switch e.Type {
 	case "message":
-		return e.Role != "toolResult" && e.Role != ""
+		return e.Role() != "toolResult" && e.Role() != ""
 	case "branch_summary", "custom_message":
 		return true
 	}
@@ -98,7 +98,7 @@ func turnStartAt(path []*transcript.Entry, i, start int) int {
 		if e.Type == "branch_summary" || e.Type == "custom_message" {
 			return i
 		}
-		if e.Type == "message" && (e.Role == "user" || e.Role == "bashExecution") {
+		if e.Type == "message" && (e.Role() == "user" || e.Role() == "bashExecution") {
 			return i
 		}
 	}
@@ -261,7 +261,7 @@ func (p *Preparation) splitAtCut(set Settings, start, end int) {
 		}
 	}
 	historyEnd := cut
-	if set.Strategy != StrategySummarize && firstMsg >= 0 && !(path[firstMsg].Type == "message" && path[firstMsg].Role == "user") {
+	if set.Strategy != StrategySummarize && firstMsg >= 0 && !(path[firstMsg].Type == "message" && path[firstMsg].Role() == "user") {
 		if ts := turnStartAt(path, firstMsg, start); ts >= 0 && ts < cut {
 			p.SplitTurn, p.TurnStart = true, ts
 			historyEnd = ts
@@ -402,7 +402,7 @@ func keepToolPairs(path []*transcript.Entry, start, cut int) (int, int) {
 
 // isToolResult reports whether e is a tool result naming its call.
 func isToolResult(e *transcript.Entry) bool {
-	return e.Role == "toolResult" && e.Type == "message" && e.ToolCallID != ""
+	return e.Role() == "toolResult" && e.Type == "message" && e.ToolCallID != ""
 }
 
 // firstCalls maps the call id of every tool result in path[start:] (the

@@ -67,11 +67,11 @@ func (c *Calibration) apply(f features) float64 {
 // they weigh nothing.
 func messageFeatures(e *transcript.Entry, imageTokens int) features {
 	var f features
-	if e.Role == "assistant" && (e.StopReason() == "error" || e.StopReason() == "aborted") {
+	if e.Role() == "assistant" && (e.StopReason() == "error" || e.StopReason() == "aborted") {
 		return f
 	}
 	text := e.Chars - int(e.ThinkingChars) - int(e.Wide)
-	if e.Role == "toolResult" || e.Role == "custom" {
+	if e.Role() == "toolResult" || e.Role() == "custom" {
 		text -= 4800 * int(e.Images)
 	}
 	if text < 0 {
@@ -83,7 +83,7 @@ func messageFeatures(e *transcript.Entry, imageTokens int) features {
 	f[fImage] = float64(imageTokens)
 	f[fMessage] = 1
 	f[fToolCall] = float64(len(e.ToolCallIDs))
-	if e.Role == "toolResult" {
+	if e.Role() == "toolResult" {
 		f[fToolCall] = 1
 	}
 	return f

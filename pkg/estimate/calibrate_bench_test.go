@@ -104,7 +104,7 @@ func pathSpansQuadratic(path []*transcript.Entry, feat func(*transcript.Entry) f
 		default:
 			continue
 		}
-		if e.Role == "assistant" && e.UsageTrusted() && e.Usage.ContextTokens() > 0 {
+		if e.Role() == "assistant" && e.UsageTrusted() && e.Usage.ContextTokens() > 0 {
 			r.record(path, i, active)
 		}
 	}

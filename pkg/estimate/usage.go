@@ -139,14 +139,14 @@ func (a *UsageAudit) collect(path []*transcript.Entry, w *contextWalk) (powers m
 	// records (~300k) were live at once, 100 MB of the peak heap.
 	n := 0
 	for _, e := range path {
-		if e.Type == "message" && e.Role == "assistant" {
+		if e.Type == "message" && e.Role() == "assistant" {
 			n++
 		}
 	}
 	a.Records = make([]UsageRecord, 0, n)
 	for i, e := range path {
 		w.step(i)
-		if e.Type != "message" || e.Role != "assistant" {
+		if e.Type != "message" || e.Role() != "assistant" {
 			continue
 		}
 		r := UsageRecord{Entry: e, Line: e.Line, PathIndex: i, Content: w.active}

@@ -52,7 +52,7 @@ func FromMessage(e *transcript.Entry, m *transcript.Message) []Source {
 func FromEntries(s *transcript.Session, entries []*transcript.Entry) ([]Source, error) {
 	var out []Source
 	for _, e := range entries {
-		if e.Role == "" {
+		if e.Role() == "" {
 			continue
 		}
 		m, err := s.Message(e)

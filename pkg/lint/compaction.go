@@ -143,10 +143,10 @@ func (c *checker) splitsToolPair(path []*transcript.Entry, kept, ci int, sev Sev
 	before := map[string]*transcript.Entry{}
 	for k := kept - 1; k >= 0; k-- {
 		p := path[k]
-		if p.Type == "message" && p.Role == "user" {
+		if p.Type == "message" && p.Role() == "user" {
 			break
 		}
-		if p.Type == "message" && p.Role == "assistant" {
+		if p.Type == "message" && p.Role() == "assistant" {
 			for _, id := range p.ToolCallIDs {
 				if before[id] == nil {
 					before[id] = p
@@ -156,10 +156,10 @@ func (c *checker) splitsToolPair(path []*transcript.Entry, kept, ci int, sev Sev
 	}
 	for k := kept; k < ci; k++ {
 		r := path[k]
-		if r.Type == "message" && r.Role == "user" {
+		if r.Type == "message" && r.Role() == "user" {
 			break
 		}
-		if r.Type != "message" || r.Role != "toolResult" {
+		if r.Type != "message" || r.Role() != "toolResult" {
 			continue
 		}
 		call := before[r.ToolCallID]

@@ -227,8 +227,8 @@ func lineKey(line int) string { return fmt.Sprintf("line:%d", line) }
 
 // entryKind names an entry for messages: "assistant message", "compaction".
 func entryKind(e *transcript.Entry) string {
-	if e.Type == "message" && e.Role != "" {
-		return e.Role + " message"
+	if e.Type == "message" && e.Role() != "" {
+		return e.Role() + " message"
 	}
 	if e.Type == "" {
 		return "untyped"

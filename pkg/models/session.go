@@ -52,7 +52,7 @@ func ModelOf(path []*transcript.Entry, header *transcript.Header) SessionModel {
 		switch {
 		case e.Type == "model_change" && e.Model() != "":
 			return SessionModel{Provider: e.Provider(), ID: e.Model(), From: "model_change", Line: e.Line}
-		case e.Type == "message" && e.Role == "assistant" && e.Model() != "" && !TranscriptOnly(e.Provider(), e.Model()):
+		case e.Type == "message" && e.Role() == "assistant" && e.Model() != "" && !TranscriptOnly(e.Provider(), e.Model()):
 			return SessionModel{Provider: e.Provider(), ID: e.Model(), From: "assistant", Line: e.Line}
 		}
 	}

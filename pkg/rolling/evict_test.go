@@ -12,26 +12,32 @@ import (
 func conv(tokens int, spec ...string) []Message {
 	var out []Message
 	for i, s := range spec {
-		e := &transcript.Entry{ID: fmt.Sprintf("e%03d", i), Line: i + 2, MsgTimestamp: float64(1772442000000 + i*1000)}
-		m := Message{Entry: e, Tokens: tokens}
+		var role string
+		var calls []string
+		var result string
 		switch {
 		case s == "u":
-			m.Role = "user"
+			role = "user"
 		case s == "s":
-			m.Role = "compactionSummary"
+			role = "compactionSummary"
 		case s == "a":
-			m.Role = "assistant"
+			role = "assistant"
 		case len(s) > 2 && s[:2] == "a:":
-			m.Role = "assistant"
-			e.ToolCallIDs = append(e.ToolCallIDs, splitComma(s[2:])...)
+			role = "assistant"
+			calls = splitComma(s[2:])
 		case len(s) > 2 && s[:2] == "r:":
-			m.Role = "toolResult"
-			e.ToolCallID = s[2:]
+			role = "toolResult"
+			result = s[2:]
 		default:
 			panic(s)
 		}
-		e.Role = m.Role
-		out = append(out, m)
+		line := fmt.Sprintf(`{"type":"message","id":"e%03d","message":{"role":%q,"timestamp":%d}}`, i, role, 1772442000000+i*1000)
+		e, _, ok := transcript.ParseEntry([]byte(line))
+		if !ok {
+			panic(line)
+		}
+		e.Line, e.ToolCallIDs, e.ToolCallID = i+2, calls, result
+		out = append(out, Message{Entry: e, Tokens: tokens, Role: role})
 	}
 	return out
 }

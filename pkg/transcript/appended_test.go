@@ -54,7 +54,7 @@ func TestWithAppendedEqualsAppendAndReload(t *testing.T) {
 		}
 		for i := range mc.Messages {
 			me, de := mc.Messages[i].Entry, dc.Messages[i].Entry
-			if me.Line != de.Line || me.Offset != de.Offset || me.Index != de.Index || me.Role != de.Role {
+			if me.Line != de.Line || me.Offset != de.Offset || me.Index != de.Index || me.Role() != de.Role() {
 				t.Fatalf("%s: message %d: line %d/%d offset %d/%d", src, i, me.Line, de.Line, me.Offset, de.Offset)
 			}
 			if disk.Version >= 2 && me.ID != de.ID {

@@ -28,11 +28,6 @@ type Entry struct {
 	// every entry. 0 otherwise: the text, if any, is rare.timestamp.
 	ts int64
 
-	// Role is the role of the context message this entry produces:
-	// message.role for message entries (v2 "hookMessage" reads as "custom"),
-	// "custom" for custom_message, "branchSummary" for a branch_summary with a
-	// summary, "compactionSummary" for compactions; "" when none.
-	Role string
 	// Chars is pi's heuristic size of that message in UTF-16 code units
 	// (the images rule included); Tokens() is ceil(Chars/4).
 	Chars int
@@ -77,6 +72,7 @@ type Entry struct {
 // entries with the same ones share one interned record, a pointer on each
 // instead of six string headers.
 type names struct {
+	role       string
 	stopReason string
 	provider   string // assistant provider, or model_change provider
 	model      string // assistant model, or model_change modelId
@@ -92,6 +88,12 @@ func (e *Entry) nm() *names {
 	}
 	return e.names
 }
+
+// Role is the role of the context message this entry produces:
+// message.role for message entries (v2 "hookMessage" reads as "custom"),
+// "custom" for custom_message, "branchSummary" for a branch_summary with a
+// summary, "compactionSummary" for compactions; "" when none.
+func (e *Entry) Role() string { return e.nm().role }
 
 // StopReason is an assistant message's stopReason.
 func (e *Entry) StopReason() string { return e.nm().stopReason }
@@ -252,7 +254,7 @@ func (e *Entry) CustomType() string { return e.rareOrNone().customType }
 // firstKeptID, with a summary of chars UTF-16 code units, will be once
 // appended: planners rebuild the context it leaves before writing it.
 func PlannedCompaction(firstKeptID string, chars int) *Entry {
-	return &Entry{Index: -1, Type: "compaction", ID: "\x00ctxtool-new", Role: "compactionSummary",
+	return &Entry{Index: -1, Type: "compaction", ID: "\x00ctxtool-new", names: internNames(names{role: "compactionSummary"}),
 		Chars: chars, rare: &rareFields{firstKeptEntryID: firstKeptID, firstKeptEntryIndex: -1}}
 }
 
@@ -265,7 +267,7 @@ func (e *Entry) ProducesMessage() bool {
 	case "message", "custom_message":
 		return true
 	case "branch_summary":
-		return e.Role == "branchSummary"
+		return e.Role() == "branchSummary"
 	}
 	return false
 }
@@ -297,7 +299,7 @@ func (u *Usage) ContextTokens() int {
 // UsageTrusted reports whether pi trusts this assistant's usage: it has one
 // and did not stop with an error or abort.
 func (e *Entry) UsageTrusted() bool {
-	return e.Role == "assistant" && e.Usage != nil && e.StopReason() != "aborted" && e.StopReason() != "error"
+	return e.Role() == "assistant" && e.Usage != nil && e.StopReason() != "aborted" && e.StopReason() != "error"
 }
 
 // Header is the first line of a session file.

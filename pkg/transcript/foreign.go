@@ -143,7 +143,7 @@ func (b *produced) entry(p *formats.Produced) *Entry {
 	var n names
 	switch p.Type {
 	case "message":
-		e.Role, n.stopReason, n.toolName = x.get(p.Role), x.get(p.StopReason), x.get(p.ToolName)
+		n.role, n.stopReason, n.toolName = x.get(p.Role), x.get(p.StopReason), x.get(p.ToolName)
 		n.provider, n.model = x.get(p.Provider), x.get(p.Model)
 		e.ToolCallID, e.IsError, e.MsgTimestamp = p.ToolCallID, p.IsError, float64(p.MsgTime)
 		if p.HasUsage {
@@ -157,14 +157,14 @@ func (b *produced) entry(p *formats.Produced) *Entry {
 			sc := scanner{b: p.Line[p.Content[0]:p.Content[1]]}
 			sc.content(&m.cs)
 		}
-		e.size(&m, m.cs.wide)
+		e.size(n.role, &m, m.cs.wide)
 	case "custom_message":
-		e.Role, e.more().customType = "custom", x.get(p.CustomType)
+		n.role, e.more().customType = "custom", x.get(p.CustomType)
 		if p.Content[1] > 0 {
 			e.customSize(p.Line[p.Content[0]:p.Content[1]])
 		}
 	case "compaction":
-		e.Role = "compactionSummary"
+		n.role = "compactionSummary"
 		if p.Summary[1] > 0 {
 			sc := scanner{b: p.Line[p.Summary[0]:p.Summary[1]]}
 			_, _, e.Chars, _ = sc.str()

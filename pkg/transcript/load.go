@@ -709,9 +709,11 @@ func (s *Session) finishFrom(start int) {
 			s.dups = append(s.dups, e)
 		}
 		x.put(start + i)
-		if e.Role == "hookMessage" {
+		if e.Role() == "hookMessage" {
 			if s.Version < 3 {
-				e.Role = "custom" // pi's v2→v3 migration renames it
+				n := *e.names
+				n.role = "custom" // pi's v2→v3 migration renames it
+				e.names = internNames(n)
 			} else {
 				e.Chars = 0 // an unknown role in a v3 file: pi counts nothing
 			}

@@ -195,7 +195,7 @@ func (p *parser) saw(e *Entry) {
 		return
 	}
 	p.prevID = append(p.prevID[:0], e.ID)
-	if e.Role == "assistant" {
+	if e.Role() == "assistant" {
 		p.calls = e.ToolCallIDs
 	}
 }
@@ -341,17 +341,17 @@ func (s *scanner) finishEntry(line []byte, e *Entry, f *lineFields) {
 			s.warns = append(s.warns, ms.warns...)
 		}
 	case "custom_message":
-		e.Role = "custom"
+		f.names.role = "custom"
 		if f.contentStart >= 0 {
 			e.customSize(line[f.contentStart:f.contentEnd])
 		}
 	case "branch_summary":
 		if f.hasSummary && f.summaryLen > 0 {
-			e.Role = "branchSummary"
+			f.names.role = "branchSummary"
 			e.Chars, e.Wide = f.summaryLen, count32(f.summaryWide)
 		}
 	case "compaction":
-		e.Role = "compactionSummary"
+		f.names.role = "compactionSummary"
 		e.Chars, e.Wide = f.summaryLen, count32(f.summaryWide)
 	case "model_change", "thinking_level_change", "label", "session_info", "custom":
 	default:
@@ -468,16 +468,16 @@ func (s *scanner) message(e *Entry, n *names) bool {
 	if !s.object(func(key []byte) bool { return s.messageField(string(key), e, &m) }) {
 		return false
 	}
-	e.size(&m, s.wide-wide0)
+	e.size(n.role, &m, s.wide-wide0)
 	return true
 }
 
 // size gives a message entry its size from its role and what its message
 // holds (wide: the CJK characters in the whole message): pi's chars rule.
-func (e *Entry) size(m *messageFields, wide int) {
+func (e *Entry) size(role string, m *messageFields, wide int) {
 	e.Images = count32(m.cs.images)
 	e.Wide = count32(m.cs.wide)
-	switch e.Role {
+	switch role {
 	case "user":
 		if m.cs.isString {
 			e.Chars = m.cs.strLen
@@ -513,7 +513,7 @@ type messageFields struct {
 func (s *scanner) messageField(key string, e *Entry, m *messageFields) (good bool) {
 	switch key {
 	case "role":
-		e.Role, good = s.maybeInterned()
+		m.names.role, good = s.maybeInterned()
 	case "content":
 		good = s.content(&m.cs)
 	case "command":
@@ -699,7 +699,7 @@ func describeObjects(line []byte) []string {
 		case pl.kind == kindHeader:
 			out = append(out, "session")
 		case pl.kind == kindEntry && pl.entry.Type == "message":
-			out = append(out, "message/"+pl.entry.Role)
+			out = append(out, "message/"+pl.entry.Role())
 		case pl.kind == kindEntry:
 			out = append(out, pl.entry.Type)
 		default:
@@ -732,17 +732,18 @@ func parseHead(head []byte) parsedLine {
 		return bad
 	}
 	e := &Entry{}
+	var f lineFields
 	// Reading stops at the cut-off (or anything malformed): what was read
 	// before it stands.
 	s.object(func(key []byte) (good bool) {
 		switch string(key) {
 		case "type", "id", "parentId", "timestamp":
-			good = s.field(string(key), e, nil) // the entry's own keys, read as parseLine does
+			good = s.field(string(key), e, &f) // the entry's own keys, read as parseLine does
 		case "message":
 			// Only the keys before the cut-off: the role, usually first.
 			s.object(func(k []byte) bool {
 				if string(k) == "role" {
-					e.Role, _ = s.maybeInterned()
+					f.names.role, _ = s.maybeInterned()
 					return true
 				}
 				return s.skip(0)
@@ -758,12 +759,13 @@ func parseHead(head []byte) parsedLine {
 	case "", "session":
 		return bad
 	case "custom_message":
-		e.Role = "custom"
+		f.names.role = "custom"
 	case "compaction":
-		e.Role = "compactionSummary"
+		f.names.role = "compactionSummary"
 	case "branch_summary":
-		e.Role = "branchSummary"
+		f.names.role = "branchSummary"
 	}
+	e.names = internNames(f.names)
 	return parsedLine{kind: kindEntry, entry: e}
 }
 

@@ -151,7 +151,7 @@ func BuildContext(path []*Entry) *Context {
 		case "model_change":
 			model = e
 		case "message":
-			if e.Role == "assistant" {
+			if e.Role() == "assistant" {
 				model = e
 			}
 		case "compaction":
@@ -233,7 +233,7 @@ func KeptStarts(path []*Entry) map[int]int {
 
 func (c *Context) appendEntry(e *Entry) {
 	if e.ProducesMessage() {
-		c.Messages = append(c.Messages, ContextMessage{Entry: e, Role: e.Role})
+		c.Messages = append(c.Messages, ContextMessage{Entry: e, Role: e.Role()})
 	}
 }
 
@@ -282,7 +282,7 @@ func (c *Context) UsageStale() bool {
 	}
 	after := c.Path[c.CompactionIndex+1:]
 	for i := len(after) - 1; i >= 0; i-- {
-		if e := after[i]; e.Type == "message" && e.Role == "assistant" && e.StopReason() != "aborted" && e.StopReason() != "error" {
+		if e := after[i]; e.Type == "message" && e.Role() == "assistant" && e.StopReason() != "aborted" && e.StopReason() != "error" {
 			return e.Usage.ContextTokens() <= 0
 		}
 	}

@@ -19,7 +19,7 @@ import (
 // keepFrom picks a user message about two thirds into the context to keep from.
 func keepFrom(ctx *transcript.Context) *transcript.Entry {
 	for i := len(ctx.Messages) * 2 / 3; i < len(ctx.Messages); i++ {
-		if e := ctx.Messages[i].Entry; e.Type == "message" && e.Role == "user" {
+		if e := ctx.Messages[i].Entry; e.Type == "message" && e.Role() == "user" {
 			return e
 		}
 	}
