@@ -319,7 +319,7 @@ func estimateFile(opts *EstimateOptions, file string) (*EstimateReport, error) {
 		MalformedLines: append([]transcript.Malformed{}, s.Malformed...), Warnings: res.Notes,
 	}
 	for _, e := range s.Entries {
-		if e.Type == "compaction" {
+		if e.Type() == "compaction" {
 			r.Compactions++
 		}
 	}

@@ -481,7 +481,7 @@ func AgentMessage(s *transcript.Session, e *transcript.Entry) (json.RawMessage, 
 		return nil, fmt.Errorf("%s:%d: %v", s.File, e.Line, err)
 	}
 	ts := e.Time()
-	if e.Type != "message" {
+	if e.Type() != "message" {
 		if t, err := time.Parse(time.RFC3339Nano, e.Timestamp()); err == nil {
 			ts = t
 		}
@@ -491,7 +491,7 @@ func AgentMessage(s *transcript.Session, e *transcript.Entry) (json.RawMessage, 
 		ms = 0
 	}
 	out := map[string]any{"timestamp": ms}
-	switch e.Type {
+	switch e.Type() {
 	case "message":
 		if m, ok := raw["message"]; ok {
 			return m, nil
@@ -513,7 +513,7 @@ func AgentMessage(s *transcript.Session, e *transcript.Entry) (json.RawMessage, 
 		out["summary"] = raw["summary"]
 		out["fromId"] = raw["fromId"]
 	default:
-		return nil, fmt.Errorf("%s:%d: a %s entry puts no message in the context", s.File, e.Line, e.Type)
+		return nil, fmt.Errorf("%s:%d: a %s entry puts no message in the context", s.File, e.Line, e.Type())
 	}
 	return json.Marshal(out)
 }

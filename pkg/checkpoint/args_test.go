@@ -87,9 +87,8 @@ func TestClassifySkipsValuesLikeJSONUnmarshal(t *testing.T) {
 			calls := []ToolCall{{Name: name, Args: json.RawMessage(a)}}
 			// The same arguments in a line the transcript reads (json.Valid
 			// is then not asked again), when it accepts them.
-			e := &transcript.Entry{Type: "message"}
-			line := `{"message":{"role":"assistant","content":[{"type":"toolCall","name":"` + name + `","arguments":` + a + `}]}}`
-			if m, err := transcript.DecodeMessage(e, []byte(line)); err == nil {
+			line := `{"type":"message","message":{"role":"assistant","content":[{"type":"toolCall","name":"` + name + `","arguments":` + a + `}]}}`
+			if e, m, ok := transcript.ParseEntry([]byte(line)); ok && e != nil {
 				calls = append(calls, fromTranscript(e, m).ToolCalls...)
 				scanned++
 			}

@@ -301,7 +301,7 @@ func applyCapture(st *Store, s *transcript.Session, key string, from, to int, re
 			if err := b.through(e); err != nil {
 				return err
 			}
-			if e.Type != "message" {
+			if e.Type() != "message" {
 				continue
 			}
 			switch e.Role() {
@@ -395,7 +395,7 @@ func recordToolResult(state *State, s *transcript.Session, e *transcript.Entry, 
 // (messages only, a user message with text ends the previous turn).
 func answerBefore(s *transcript.Session, e *transcript.Entry, at int, decode func(*transcript.Entry) *Message) *Message {
 	for p, pos := s.Parent(e, at); p != nil; p, pos = s.Parent(p, pos) {
-		if p.Type != "message" || (p.Role() != "assistant" && p.Role() != "user") {
+		if p.Type() != "message" || (p.Role() != "assistant" && p.Role() != "user") {
 			continue
 		}
 		m := decode(p)

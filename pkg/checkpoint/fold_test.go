@@ -25,7 +25,7 @@ func FromSession(s *transcript.Session) (Input, error) {
 		return in, err
 	}
 	for _, e := range ctx.Path {
-		switch e.Type {
+		switch e.Type() {
 		case "compaction":
 			in.Compactions = append(in.Compactions, compactionFiles(s, e))
 		case "message", "custom_message":

@@ -336,7 +336,7 @@ func alreadyLast(s *transcript.Session, cp *Checkpoint, text string) (*transcrip
 		return nil, false
 	}
 	e := s.Entries[len(s.Entries)-1]
-	if e.Type != "custom_message" || e.CustomType() != CustomType {
+	if e.Type() != "custom_message" || e.CustomType() != CustomType {
 		return nil, false
 	}
 	raw, err := s.Raw(e)

@@ -146,17 +146,17 @@ func newBranch(s *transcript.Session, ctx *transcript.Context) (Input, *branch, 
 	}
 	b := &branch{s: s, path: ctx.Path, fold: newFolder()}
 	for _, e := range ctx.Path {
-		if e.Oversized && (e.Type == "message" || e.Type == "custom_message") {
+		if e.Oversized && (e.Type() == "message" || e.Type() == "custom_message") {
 			_, err := decodeMessage(s, e)
 			return in, nil, err
 		}
-		if e.Type == "message" && e.Role() == "toolResult" {
+		if e.Type() == "message" && e.Role() == "toolResult" {
 			b.fold.result(e.ToolCallID, e.ToolName(), e.IsError)
 		}
 	}
 	in.SplitTurn = splitTurn(ctx)
 	for _, e := range s.Entries {
-		if e.Type == "compaction" {
+		if e.Type() == "compaction" {
 			in.CompactionCount++
 		}
 	}
@@ -206,7 +206,7 @@ func (b *branch) rest() error {
 
 // step folds one branch entry in: a message, or a compaction's file lists.
 func (b *branch) step(e *transcript.Entry) error {
-	switch e.Type {
+	switch e.Type() {
 	case "message", "custom_message":
 	case "compaction":
 		b.fold.compaction(compactionFiles(b.s, e))
@@ -230,14 +230,14 @@ func (b *branch) step(e *transcript.Entry) error {
 // next call. The builder and the incremental capture share it, so both
 // see the same text.
 func (b *branch) message(e *transcript.Entry) (*Message, error) {
-	if e.Type == "message" && e.Role() == "toolResult" && !e.IsError && !e.Oversized {
+	if e.Type() == "message" && e.Role() == "toolResult" && !e.IsError && !e.Oversized {
 		// Of a successful tool result only what the entry already holds is
 		// read (slimText drops its text): decoding every tool output was
 		// most of a checkpoint's CPU.
 		b.msg = Message{EntryID: e.ID, Role: e.Role(), ToolCallID: e.ToolCallID, ToolName: e.ToolName(), Time: e.Time()}
 		return &b.msg, nil
 	}
-	if (e.Type == "message" || e.Type == "custom_message") && !e.Oversized && e.Length <= windowBytes {
+	if (e.Type() == "message" || e.Type() == "custom_message") && !e.Oversized && e.Length <= windowBytes {
 		if line, err := b.lines.line(b.s, e); err == nil {
 			if transcript.DecodeWords(e, line, &b.decoded) == nil {
 				b.msg = fromTranscript(e, &b.decoded)
@@ -285,7 +285,7 @@ func fromTranscript(e *transcript.Entry, m *transcript.Message) Message {
 		ToolCallID: m.ToolCallID, ToolName: m.ToolName, IsError: m.IsError, StopReason: m.StopReason,
 		Time: e.Time(),
 	}
-	if e.Type == "custom_message" {
+	if e.Type() == "custom_message" {
 		msg.Role = "custom"
 	}
 	if m.Role == "bashExecution" {

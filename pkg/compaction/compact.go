@@ -310,7 +310,7 @@ const originalHeading = "## Original request (verbatim)"
 // verbatim inside the summary.
 func (r *run) firstUserText() string {
 	for i, e := range r.p.Path {
-		if e.Type == "message" && e.Role() == "user" {
+		if e.Type() == "message" && e.Role() == "user" {
 			if r.p.Cut >= 0 && i >= r.p.Cut {
 				return "" // it is kept verbatim anyway
 			}

@@ -137,7 +137,7 @@ func rawMessages(s *transcript.Session, msgs []*Msg, where *[]ExecEntry) ([]json
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: %v", s.File, m.E.Line, err)
 		}
-		if m.E.Type == "message" {
+		if m.E.Type() == "message" {
 			var entry struct {
 				Message json.RawMessage `json:"message"`
 			}

@@ -71,7 +71,7 @@ func keptToolResultsHaveCalls(t *testing.T, label string, p *Preparation) {
 	}
 	for i := p.Cut; i < len(p.Path); i++ {
 		e := p.Path[i]
-		if e.Type != "message" || e.Role() != "toolResult" {
+		if e.Type() != "message" || e.Role() != "toolResult" {
 			continue
 		}
 		if at, ok := onPath[e.ToolCallID]; ok && at < p.Cut && at >= p.BoundaryStart {

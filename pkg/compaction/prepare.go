@@ -80,7 +80,7 @@ type Preparation struct {
 // validCut reports whether a kept region may start at e (pi's rules: any
 // message but a tool result, plus branch summaries and custom messages).
 func validCut(e *transcript.Entry) bool {
-	switch e.Type {
+	switch e.Type() {
 	case "message":
 		return e.Role() != "toolResult" && e.Role() != ""
 	case "branch_summary", "custom_message":
@@ -95,10 +95,10 @@ func validCut(e *transcript.Entry) bool {
 func turnStartAt(path []*transcript.Entry, i, start int) int {
 	for ; i >= start; i-- {
 		e := path[i]
-		if e.Type == "branch_summary" || e.Type == "custom_message" {
+		if e.Type() == "branch_summary" || e.Type() == "custom_message" {
 			return i
 		}
-		if e.Type == "message" && (e.Role() == "user" || e.Role() == "bashExecution") {
+		if e.Type() == "message" && (e.Role() == "user" || e.Role() == "bashExecution") {
 			return i
 		}
 	}
@@ -127,7 +127,7 @@ func prepare(s *transcript.Session, branch []*transcript.Entry, set Settings) (*
 		p.Reason = "nothing to compact: the session has no entries"
 		return p, nil
 	}
-	if last := path[len(path)-1]; last.Type == "compaction" {
+	if last := path[len(path)-1]; last.Type() == "compaction" {
 		p.Reason = fmt.Sprintf("already compacted: the last entry (line %d) is a compaction", last.Line)
 		return p, nil
 	}
@@ -189,7 +189,7 @@ func (p *Preparation) findBoundary(s *transcript.Session) error {
 	path := p.Path
 	prev := -1
 	for i := len(path) - 1; i >= 0; i-- {
-		if path[i].Type == "compaction" {
+		if path[i].Type() == "compaction" {
 			prev = i
 			break
 		}
@@ -237,7 +237,7 @@ func (p *Preparation) placeCut(set Settings, start, end int) (cut int, ok bool) 
 	// thinking changes, labels…) so they stay with what follows them.
 	for cut > start {
 		prevE := path[cut-1]
-		if prevE.Type == "message" || prevE.Type == "compaction" || prevE.ProducesMessage() {
+		if prevE.Type() == "message" || prevE.Type() == "compaction" || prevE.ProducesMessage() {
 			break
 		}
 		cut--
@@ -261,7 +261,7 @@ func (p *Preparation) splitAtCut(set Settings, start, end int) {
 		}
 	}
 	historyEnd := cut
-	if set.Strategy != StrategySummarize && firstMsg >= 0 && !(path[firstMsg].Type == "message" && path[firstMsg].Role() == "user") {
+	if set.Strategy != StrategySummarize && firstMsg >= 0 && !(path[firstMsg].Type() == "message" && path[firstMsg].Role() == "user") {
 		if ts := turnStartAt(path, firstMsg, start); ts >= 0 && ts < cut {
 			p.SplitTurn, p.TurnStart = true, ts
 			historyEnd = ts
@@ -402,7 +402,7 @@ func keepToolPairs(path []*transcript.Entry, start, cut int) (int, int) {
 
 // isToolResult reports whether e is a tool result naming its call.
 func isToolResult(e *transcript.Entry) bool {
-	return e.Role() == "toolResult" && e.Type == "message" && e.ToolCallID != ""
+	return e.Role() == "toolResult" && e.Type() == "message" && e.ToolCallID != ""
 }
 
 // firstCalls maps the call id of every tool result in path[start:] (the

@@ -21,12 +21,12 @@ func RealKeptTokens(p *Preparation, count Counter) (real int, ok bool) {
 	path := p.Path
 	epoch := 0
 	for i, e := range path {
-		if e.Type == "compaction" {
+		if e.Type() == "compaction" {
 			epoch = i + 1
 		}
 	}
 	anchor := func(e *transcript.Entry) bool {
-		return e.Type == "message" && e.UsageTrusted() && e.Usage.ContextTokens() > 0
+		return e.Type() == "message" && e.UsageTrusted() && e.Usage.ContextTokens() > 0
 	}
 	a, l := -1, -1
 	for i := epoch; i < len(path); i++ {

@@ -497,12 +497,12 @@ func regrow(s *transcript.Session, old *Preparation, set Settings) (*Preparation
 		return nil, ErrPlanMoved
 	}
 	for i, e := range old.Path {
-		if path[i].ID != e.ID || path[i].Line != e.Line || path[i].Type != e.Type {
+		if path[i].ID != e.ID || path[i].Line != e.Line || path[i].Type() != e.Type() {
 			return nil, ErrPlanMoved
 		}
 	}
 	for _, e := range path[len(old.Path):] {
-		if e.Type == "compaction" {
+		if e.Type() == "compaction" {
 			return nil, ErrPlanMoved
 		}
 	}

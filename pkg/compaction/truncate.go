@@ -72,7 +72,7 @@ func truncatedFile(s *transcript.Session, pl *planned) ([]byte, error) {
 	var tail []*transcript.Entry
 	leaf := s.Leaf()
 	for _, e := range p.Path[p.Cut:] {
-		if e.Type == "compaction" && e != leaf {
+		if e.Type() == "compaction" && e != leaf {
 			continue
 		}
 		tail = append(tail, e)
@@ -82,7 +82,7 @@ func truncatedFile(s *transcript.Session, pl *planned) ([]byte, error) {
 	for _, e := range tail {
 		// The leaf always stays: a writer that ignores the lock (pi) hangs
 		// its next entry off it.
-		if e.Type == "label" && e.TargetID() != "" && !keptIDs[e.TargetID()] && e != leaf {
+		if e.Type() == "label" && e.TargetID() != "" && !keptIDs[e.TargetID()] && e != leaf {
 			continue
 		}
 		filtered = append(filtered, e)

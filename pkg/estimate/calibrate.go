@@ -151,7 +151,7 @@ func pathSpans(path []*transcript.Entry, feat func(*transcript.Entry) features, 
 			starts[i] = run
 		}
 		switch {
-		case e.Type == "compaction":
+		case e.Type() == "compaction":
 			// The context restarts: summary + kept entries.
 			active = feat(e)
 			if k := kept[i]; k >= 0 {

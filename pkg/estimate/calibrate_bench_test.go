@@ -80,7 +80,7 @@ func pathSpansQuadratic(path []*transcript.Entry, feat func(*transcript.Entry) f
 	msgFeat := make(map[*transcript.Entry]features)
 	for i, e := range path {
 		switch {
-		case e.Type == "compaction":
+		case e.Type() == "compaction":
 			// The context restarts: summary + kept entries.
 			active = feat(e)
 			kept := false

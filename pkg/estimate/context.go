@@ -154,7 +154,7 @@ func (p *Result) calibrationFor(ctx *transcript.Context, method string, window i
 		}
 	}
 	for _, e := range ctx.Path[len(p.path):] {
-		if e.Type == "message" && e.Role() == "assistant" {
+		if e.Type() == "message" && e.Role() == "assistant" {
 			return nil
 		}
 	}

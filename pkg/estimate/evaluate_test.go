@@ -32,7 +32,7 @@ func evaluateWith(c *Counter, path []*transcript.Entry, minReal int, audit *Usag
 	start := -1
 	var cal, heur float64
 	for i, e := range path {
-		if e.Type == "compaction" {
+		if e.Type() == "compaction" {
 			start, cal, heur = -1, 0, 0
 			continue
 		}

@@ -139,14 +139,14 @@ func (a *UsageAudit) collect(path []*transcript.Entry, w *contextWalk) (powers m
 	// records (~300k) were live at once, 100 MB of the peak heap.
 	n := 0
 	for _, e := range path {
-		if e.Type == "message" && e.Role() == "assistant" {
+		if e.Type() == "message" && e.Role() == "assistant" {
 			n++
 		}
 	}
 	a.Records = make([]UsageRecord, 0, n)
 	for i, e := range path {
 		w.step(i)
-		if e.Type != "message" || e.Role() != "assistant" {
+		if e.Type() != "message" || e.Role() != "assistant" {
 			continue
 		}
 		r := UsageRecord{Entry: e, Line: e.Line, PathIndex: i, Content: w.active}
@@ -355,7 +355,7 @@ func (w *contextWalk) step(i int) {
 		w.starts[i] = w.run
 	}
 	switch {
-	case e.Type == "compaction":
+	case e.Type() == "compaction":
 		w.active = e.Tokens()
 		if k := w.kept[i]; k >= 0 {
 			w.active += w.run - w.starts[k]

@@ -23,7 +23,7 @@ func (c *checker) compactions() {
 		first[path[i].ID] = i
 	}
 	for i, e := range path {
-		if e.Type != "compaction" {
+		if e.Type() != "compaction" {
 			continue
 		}
 		sev := func(def Severity) Severity {
@@ -111,7 +111,7 @@ func (c *checker) keptOffPath(e *transcript.Entry, kept int, path []*transcript.
 		why = fmt.Sprintf("firstKeptEntryId %q is line %d, %s", id, t.Line, where)
 	}
 	lost := 0
-	for k := ci - 1; k >= 0 && path[k].Type != "compaction"; k-- {
+	for k := ci - 1; k >= 0 && path[k].Type() != "compaction"; k-- {
 		if path[k].ProducesMessage() {
 			lost++
 		}
@@ -143,10 +143,10 @@ func (c *checker) splitsToolPair(path []*transcript.Entry, kept, ci int, sev Sev
 	before := map[string]*transcript.Entry{}
 	for k := kept - 1; k >= 0; k-- {
 		p := path[k]
-		if p.Type == "message" && p.Role() == "user" {
+		if p.Type() == "message" && p.Role() == "user" {
 			break
 		}
-		if p.Type == "message" && p.Role() == "assistant" {
+		if p.Type() == "message" && p.Role() == "assistant" {
 			for _, id := range p.ToolCallIDs {
 				if before[id] == nil {
 					before[id] = p
@@ -156,10 +156,10 @@ func (c *checker) splitsToolPair(path []*transcript.Entry, kept, ci int, sev Sev
 	}
 	for k := kept; k < ci; k++ {
 		r := path[k]
-		if r.Type == "message" && r.Role() == "user" {
+		if r.Type() == "message" && r.Role() == "user" {
 			break
 		}
-		if r.Type != "message" || r.Role() != "toolResult" {
+		if r.Type() != "message" || r.Role() != "toolResult" {
 			continue
 		}
 		call := before[r.ToolCallID]

@@ -253,7 +253,7 @@ func (c *checker) markPath() {
 // it in the file is replaced history by design, not a defect, and the
 // context before it is not on this path to be measured.
 func (c *checker) rootCompaction() *transcript.Entry {
-	if c.s.Foreign == nil || len(c.ctx.Path) == 0 || c.ctx.Path[0].Type != "compaction" {
+	if c.s.Foreign == nil || len(c.ctx.Path) == 0 || c.ctx.Path[0].Type() != "compaction" {
 		return nil
 	}
 	return c.ctx.Path[0]

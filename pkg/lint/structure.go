@@ -95,7 +95,7 @@ func (c *checker) tree() {
 				setEntry(f, e)
 			}
 		}
-		switch e.Type {
+		switch e.Type() {
 		case "label":
 			if e.TargetID() != "" && s.ByID(e.TargetID()) == nil {
 				c.report(RuleDanglingRef, e.Line, "label:"+e.ID, "label targets %q, which names no entry", e.TargetID())
@@ -227,13 +227,13 @@ func lineKey(line int) string { return fmt.Sprintf("line:%d", line) }
 
 // entryKind names an entry for messages: "assistant message", "compaction".
 func entryKind(e *transcript.Entry) string {
-	if e.Type == "message" && e.Role() != "" {
+	if e.Type() == "message" && e.Role() != "" {
 		return e.Role() + " message"
 	}
-	if e.Type == "" {
+	if e.Type() == "" {
 		return "untyped"
 	}
-	return e.Type
+	return e.Type()
 }
 
 // sizeStr writes a byte count for humans.

@@ -388,7 +388,7 @@ func (f *flush) recordCycle(ctx context.Context, now time.Time) error {
 func compactions(s *transcript.Session) int {
 	n := 0
 	for _, e := range s.Branch() {
-		if e.Type == "compaction" {
+		if e.Type() == "compaction" {
 			n++
 		}
 	}

@@ -50,9 +50,9 @@ func ModelOf(path []*transcript.Entry, header *transcript.Header) SessionModel {
 	for i := len(path) - 1; i >= 0; i-- {
 		e := path[i]
 		switch {
-		case e.Type == "model_change" && e.Model() != "":
+		case e.Type() == "model_change" && e.Model() != "":
 			return SessionModel{Provider: e.Provider(), ID: e.Model(), From: "model_change", Line: e.Line}
-		case e.Type == "message" && e.Role() == "assistant" && e.Model() != "" && !TranscriptOnly(e.Provider(), e.Model()):
+		case e.Type() == "message" && e.Role() == "assistant" && e.Model() != "" && !TranscriptOnly(e.Provider(), e.Model()):
 			return SessionModel{Provider: e.Provider(), ID: e.Model(), From: "assistant", Line: e.Line}
 		}
 	}

@@ -90,7 +90,7 @@ func (x *extractor) entryUnit(e *transcript.Entry, m *transcript.Message) (unit,
 	}
 	var b strings.Builder
 	ts := parseISOms(e.Timestamp())
-	switch e.Type {
+	switch e.Type() {
 	case "message", "custom_message": // DecodeMessage gives a custom_message the role "custom"
 		if t := msgTimestamp(m); t > 0 {
 			ts = t

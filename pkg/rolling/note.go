@@ -76,7 +76,7 @@ func previousRanges(s *transcript.Session, c *transcript.Context, prev *Details)
 	}
 	var sp rangeBuilder
 	for _, e := range c.Path[:end] {
-		if e.Role() == "" || e.Type == "compaction" {
+		if e.Role() == "" || e.Type() == "compaction" {
 			continue
 		}
 		sp.add(e, e.Tokens())

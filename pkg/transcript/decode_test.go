@@ -40,7 +40,7 @@ func TestDecodeMessageMatchesEncodingJSON(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			switch e.Type {
+			switch e.Type() {
 			case "message", "custom_message", "branch_summary", "compaction":
 			default:
 				continue
@@ -130,7 +130,7 @@ func referenceDecode(e *Entry, line []byte) (*Message, error) {
 	if err := json.Unmarshal(line, &re); err != nil {
 		return nil, err
 	}
-	switch e.Type {
+	switch e.Type() {
 	case "compaction":
 		return &Message{Role: "compactionSummary", Summary: re.Summary, Details: re.Details}, nil
 	case "branch_summary":

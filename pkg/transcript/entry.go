@@ -19,7 +19,6 @@ type Entry struct {
 	Offset int64 // byte offset of the line in the file
 	Length int   // bytes of the line, without the newline
 
-	Type     string
 	ID       string // for v1 files a synthetic id ("v1:L<line>")
 	ParentID string // "" for a root
 	// ts is the entry's timestamp (read through Timestamp) as epoch ms
@@ -72,6 +71,7 @@ type Entry struct {
 // entries with the same ones share one interned record, a pointer on each
 // instead of six string headers.
 type names struct {
+	typ        string
 	role       string
 	stopReason string
 	provider   string // assistant provider, or model_change provider
@@ -88,6 +88,9 @@ func (e *Entry) nm() *names {
 	}
 	return e.names
 }
+
+// Type is the entry's type.
+func (e *Entry) Type() string { return e.nm().typ }
 
 // Role is the role of the context message this entry produces:
 // message.role for message entries (v2 "hookMessage" reads as "custom"),
@@ -254,7 +257,7 @@ func (e *Entry) CustomType() string { return e.rareOrNone().customType }
 // firstKeptID, with a summary of chars UTF-16 code units, will be once
 // appended: planners rebuild the context it leaves before writing it.
 func PlannedCompaction(firstKeptID string, chars int) *Entry {
-	return &Entry{Index: -1, Type: "compaction", ID: "\x00ctxtool-new", names: internNames(names{role: "compactionSummary"}),
+	return &Entry{Index: -1, ID: "\x00ctxtool-new", names: internNames(names{typ: "compaction", role: "compactionSummary"}),
 		Chars: chars, rare: &rareFields{firstKeptEntryID: firstKeptID, firstKeptEntryIndex: -1}}
 }
 
@@ -263,7 +266,7 @@ func PlannedCompaction(firstKeptID string, chars int) *Entry {
 // emitted, as the summary). The one copy of the rule for the context
 // rebuild, estimate, compaction and lint.
 func (e *Entry) ProducesMessage() bool {
-	switch e.Type {
+	switch e.Type() {
 	case "message", "custom_message":
 		return true
 	case "branch_summary":

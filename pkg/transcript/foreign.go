@@ -138,9 +138,9 @@ func (b *produced) add(p *formats.Produced) {
 // entry is what parseLine reads from p's line.
 func (b *produced) entry(p *formats.Produced) *Entry {
 	x := &b.names
-	e := &Entry{Type: x.get(p.Type), ID: p.ID, ParentID: p.ParentID}
+	e := &Entry{ID: p.ID, ParentID: p.ParentID}
 	e.setTimestamp(p.Timestamp)
-	var n names
+	n := names{typ: x.get(p.Type)}
 	switch p.Type {
 	case "message":
 		n.role, n.stopReason, n.toolName = x.get(p.Role), x.get(p.StopReason), x.get(p.ToolName)

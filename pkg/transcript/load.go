@@ -666,7 +666,7 @@ func (a *assembler) place(pl parsedLine, lineNo int, off int64, length int, raw 
 			e.Oversized = true
 			e.Chars, e.Images, e.Wide, e.ThinkingChars = 0, 0, 0, 0
 			s.Warnings = append(s.Warnings, Warning{Line: lineNo, Msg: fmt.Sprintf("the %s entry %s is %d MiB, over the %d MiB line cap: it stays in the tree but its content is not read or counted",
-				e.Type, e.ID, length>>20, MaxLineBytes>>20)})
+				e.Type(), e.ID, length>>20, MaxLineBytes>>20)})
 		}
 		a.index++
 		e.Index = a.index - 1
@@ -692,7 +692,7 @@ func (s *Session) finishFrom(start int) {
 			prev = e.ID
 		}
 		for _, e := range added {
-			if e.Type == "compaction" && e.FirstKeptEntryIndex() >= 0 {
+			if e.Type() == "compaction" && e.FirstKeptEntryIndex() >= 0 {
 				// pi resolves the index while assigning ids in file order, so
 				// a target after the compaction has no id yet: nothing kept.
 				if t := s.entryAtIndex(e.FirstKeptEntryIndex()); t != nil && t.Index <= e.Index {

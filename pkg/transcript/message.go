@@ -86,7 +86,7 @@ func (m *Message) ToolCalls() []Block {
 // custom_message, branch_summary and compaction entries). Other entry types
 // give (nil, nil).
 func (s *Session) Message(e *Entry) (*Message, error) {
-	switch e.Type {
+	switch e.Type() {
 	case "message", "custom_message", "branch_summary", "compaction":
 	default:
 		return nil, nil
@@ -154,12 +154,12 @@ func decodeInto(e *Entry, line []byte, m *Message, words bool) error {
 		if words && modelOnly(key) {
 			return sc.skip(0)
 		}
-		return sc.entryField(e.Type, string(key), m, words)
+		return sc.entryField(e.Type(), string(key), m, words)
 	})
 	if !wellFormed {
 		return sc.err
 	}
-	switch e.Type {
+	switch e.Type() {
 	case "compaction":
 		m.Role = "compactionSummary"
 	case "branch_summary":

@@ -110,7 +110,7 @@ func parseLineIn(line []byte, p *parser) parsedLine {
 		s.fail("unexpected data after JSON value")
 		return parsedLine{kind: kindMalformed, err: s.err.Error()}
 	}
-	if e.Type == "session" {
+	if f.names.typ == "session" {
 		return parsedLine{kind: kindHeader, header: headerOf(e, &f, line), warns: s.warns}
 	}
 	s.finishEntry(line, e, &f)
@@ -234,7 +234,7 @@ type lineFields struct {
 func (s *scanner) field(key string, e *Entry, f *lineFields) (good bool) {
 	switch key {
 	case "type":
-		e.Type, good = s.maybeInterned()
+		f.names.typ, good = s.maybeInterned()
 	case "id":
 		e.ID, good = s.maybeString()
 	case "parentId":
@@ -244,7 +244,7 @@ func (s *scanner) field(key string, e *Entry, f *lineFields) (good bool) {
 		ts, good = s.maybeString()
 		e.setTimestamp(ts)
 	case "message":
-		if e.Type == "message" {
+		if f.names.typ == "message" {
 			// The usual key order (type first): validate and extract in one pass.
 			good = s.message(e, &f.names)
 			f.msgDone = true
@@ -333,7 +333,7 @@ func headerOf(e *Entry, f *lineFields, line []byte) *Header {
 // line is read: the message read late, the role and size of the context
 // message it produces.
 func (s *scanner) finishEntry(line []byte, e *Entry, f *lineFields) {
-	switch e.Type {
+	switch f.names.typ {
 	case "message":
 		if !f.msgDone && f.msgStart >= 0 {
 			ms := scanner{b: line[f.msgStart:f.msgEnd], p: s.p}
@@ -357,7 +357,7 @@ func (s *scanner) finishEntry(line []byte, e *Entry, f *lineFields) {
 	default:
 		// Unknown entry types stay in the tree and produce no message.
 	}
-	if e.Type != "model_change" && e.Type != "message" {
+	if f.names.typ != "model_change" && f.names.typ != "message" {
 		// provider/modelId are only meaningful on these two types.
 		f.names.provider, f.names.model = "", ""
 	}
@@ -698,10 +698,10 @@ func describeObjects(line []byte) []string {
 		switch {
 		case pl.kind == kindHeader:
 			out = append(out, "session")
-		case pl.kind == kindEntry && pl.entry.Type == "message":
+		case pl.kind == kindEntry && pl.entry.Type() == "message":
 			out = append(out, "message/"+pl.entry.Role())
 		case pl.kind == kindEntry:
-			out = append(out, pl.entry.Type)
+			out = append(out, pl.entry.Type())
 		default:
 			out = append(out, "value")
 		}
@@ -755,7 +755,7 @@ func parseHead(head []byte) parsedLine {
 		}
 		return good
 	})
-	switch e.Type {
+	switch f.names.typ {
 	case "", "session":
 		return bad
 	case "custom_message":

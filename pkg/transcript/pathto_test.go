@@ -108,7 +108,7 @@ func TestKeptStartsMatchesBuildContext(t *testing.T) {
 		kept := KeptStarts(path)
 		n := 0
 		for i, e := range path {
-			if e.Type != "compaction" {
+			if e.Type() != "compaction" {
 				continue
 			}
 			n++

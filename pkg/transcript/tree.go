@@ -145,7 +145,7 @@ func BuildContext(path []*Entry) *Context {
 	c := &Context{Path: path, ThinkingLevel: "off", KeptStart: -1, CompactionIndex: -1}
 	var model *Entry // the last entry that sets the model
 	for i, e := range path {
-		switch e.Type {
+		switch e.Type() {
 		case "thinking_level_change":
 			c.ThinkingLevel = e.ThinkingLevel()
 		case "model_change":
@@ -174,7 +174,7 @@ func BuildContext(path []*Entry) *Context {
 	// rebuilding a 1 GB session's context, every entry a cache miss).
 	kept := c.Compaction.FirstKeptEntryID()
 	for i, e := range path {
-		if e.Type == "compaction" && e.ID == c.Compaction.ID {
+		if e.Type() == "compaction" && e.ID == c.Compaction.ID {
 			c.CompactionIndex = i
 			break
 		}
@@ -204,7 +204,7 @@ func KeptStarts(path []*Entry) map[int]int {
 	first := map[string]int{} // named id → first path index, -1 until seen
 	var compactions []int
 	for i, e := range path {
-		if e.Type == "compaction" {
+		if e.Type() == "compaction" {
 			compactions = append(compactions, i)
 			if id := e.FirstKeptEntryID(); id != "" {
 				first[id] = -1
@@ -282,7 +282,7 @@ func (c *Context) UsageStale() bool {
 	}
 	after := c.Path[c.CompactionIndex+1:]
 	for i := len(after) - 1; i >= 0; i-- {
-		if e := after[i]; e.Type == "message" && e.Role() == "assistant" && e.StopReason() != "aborted" && e.StopReason() != "error" {
+		if e := after[i]; e.Type() == "message" && e.Role() == "assistant" && e.StopReason() != "aborted" && e.StopReason() != "error" {
 			return e.Usage.ContextTokens() <= 0
 		}
 	}

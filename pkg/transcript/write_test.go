@@ -19,7 +19,7 @@ import (
 // keepFrom picks a user message about two thirds into the context to keep from.
 func keepFrom(ctx *transcript.Context) *transcript.Entry {
 	for i := len(ctx.Messages) * 2 / 3; i < len(ctx.Messages); i++ {
-		if e := ctx.Messages[i].Entry; e.Type == "message" && e.Role() == "user" {
+		if e := ctx.Messages[i].Entry; e.Type() == "message" && e.Role() == "user" {
 			return e
 		}
 	}
@@ -122,7 +122,7 @@ func TestAppendAddsMissingNewline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Malformed) != 0 || s.Leaf().Type != "custom_message" || s.Leaf().ParentID != "00000004" {
+	if len(s.Malformed) != 0 || s.Leaf().Type() != "custom_message" || s.Leaf().ParentID != "00000004" {
 		t.Fatalf("malformed %v, leaf %+v", s.Malformed, s.Leaf())
 	}
 }
