@@ -140,18 +140,20 @@ type BashExecution struct {
 // when Hook is set, as v2 files have).
 type CustomRole struct {
 	Meta
-	CustomType string
-	Text       string  // used when Blocks == nil
-	Blocks     []Block // text/image
-	Display    bool
-	Details    any
-	Timestamp  int64
-	Hook       bool
+	CustomBody
+	Timestamp int64
+	Hook      bool
 }
 
 // CustomMessage is a custom_message entry (extension-injected context).
 type CustomMessage struct {
 	Meta
+	CustomBody
+}
+
+// CustomBody is what pi's two custom carriers hold alike: a role-custom
+// message and a custom_message entry.
+type CustomBody struct {
 	CustomType string
 	Text       string  // used when Blocks == nil
 	Blocks     []Block // text/image

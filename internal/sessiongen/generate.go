@@ -281,8 +281,8 @@ func (g *gen) betweenTurns() {
 	}
 	for g.fire("customMessage") {
 		b.Advance(time.Duration(1+g.r.IntN(5)) * time.Second)
-		b.CustomMessage(CustomMessage{CustomType: pick(g.r, []string{"lint-bot", "memory-recall", "ci-status"}),
-			Text: g.prose(2 + g.r.IntN(3)), Display: g.r.IntN(3) > 0})
+		b.CustomMessage(CustomMessage{CustomBody: CustomBody{CustomType: pick(g.r, []string{"lint-bot", "memory-recall", "ci-status"}),
+			Text: g.prose(2 + g.r.IntN(3)), Display: g.r.IntN(3) > 0}})
 	}
 	for g.fire("custom") {
 		b.Advance(10 * time.Millisecond)
