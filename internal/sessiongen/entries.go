@@ -17,6 +17,9 @@ type Meta struct {
 	Time time.Time
 }
 
+// meta is promoted to every entry type, as each embeds its Meta.
+func (m *Meta) meta() *Meta { return m }
+
 // Entry is anything the Builder can append: User, Assistant, ToolResult,
 // BashExecution, CustomRole, CustomMessage, Custom, ModelChange,
 // ThinkingLevelChange, Compaction, BranchSummary, Label, SessionInfo.
@@ -221,20 +224,6 @@ type SessionInfo struct {
 	Meta
 	Name string // "" = omitted
 }
-
-func (e *User) meta() *Meta                { return &e.Meta }
-func (e *Assistant) meta() *Meta           { return &e.Meta }
-func (e *ToolResult) meta() *Meta          { return &e.Meta }
-func (e *BashExecution) meta() *Meta       { return &e.Meta }
-func (e *CustomRole) meta() *Meta          { return &e.Meta }
-func (e *CustomMessage) meta() *Meta       { return &e.Meta }
-func (e *Custom) meta() *Meta              { return &e.Meta }
-func (e *ModelChange) meta() *Meta         { return &e.Meta }
-func (e *ThinkingLevelChange) meta() *Meta { return &e.Meta }
-func (e *Compaction) meta() *Meta          { return &e.Meta }
-func (e *BranchSummary) meta() *Meta       { return &e.Meta }
-func (e *Label) meta() *Meta               { return &e.Meta }
-func (e *SessionInfo) meta() *Meta         { return &e.Meta }
 
 func (*User) entryType() string                { return "message" }
 func (*Assistant) entryType() string           { return "message" }
