@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
 	"strings"
 
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
@@ -52,15 +51,7 @@ var Roles = []string{"user", "assistant", "toolResult"}
 
 // GenerateFile writes a session to path and returns the planted facts.
 func GenerateFile(path string, o Options) ([]Planted, error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	facts, err := Generate(f, o)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return facts, err
+	return sessiongen.ToFile(path, func(w io.Writer) ([]Planted, error) { return Generate(w, o) })
 }
 
 type gen struct {

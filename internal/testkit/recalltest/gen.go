@@ -11,9 +11,10 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"time"
+
+	"github.com/ctxtool/ctxtool/internal/sessiongen"
 )
 
 // Fact is a planted piece of information and the query that must find it.
@@ -286,13 +287,5 @@ func Generate(w io.Writer, opts Options) ([]Fact, error) {
 
 // WriteFile generates a session into path.
 func WriteFile(path string, opts Options) ([]Fact, error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	facts, err := Generate(f, opts)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return facts, err
+	return sessiongen.ToFile(path, func(w io.Writer) ([]Fact, error) { return Generate(w, opts) })
 }
