@@ -11,7 +11,9 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"path/filepath"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
@@ -283,6 +285,17 @@ func Generate(w io.Writer, opts Options) ([]Fact, error) {
 		return nil, err
 	}
 	return g.facts, g.err
+}
+
+// TempFile generates a session into a file named name in a new
+// t.TempDir() and returns its path.
+func TempFile(t testing.TB, name string, opts Options) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if _, err := WriteFile(p, opts); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // WriteFile generates a session into path.
