@@ -320,14 +320,7 @@ func TestCIDocWorkflowRunsAsWritten(t *testing.T) {
 // command only reads), with the findings of the file it was fed; --fix on
 // standard input is a usage error, since there is nothing to append to.
 func TestLintStdin(t *testing.T) {
-	in, err := os.Open("../testdata/edge-truncated.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	stdin := os.Stdin
-	os.Stdin = in
-	defer func() { os.Stdin = stdin }()
+	testkit.Stdin(t, "../testdata/edge-truncated.jsonl")
 	out, errOut, code := runLintCmd(t, "--json", "-")
 	fs := jsonFindings(t, out)
 	if code != 3 || len(fs) != 2 || fs[0].File != "-" || fs[0].Line != 16 || fs[1].Rule != "torn-line" {

@@ -13,23 +13,18 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sort"
-	"strconv"
-	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
-	"github.com/ctxtool/ctxtool/internal/sessiongen"
+	"github.com/ctxtool/ctxtool/internal/benchkit"
 )
 
 func main() {
-	size := flag.String("size", "100MB", "size of the generated session")
-	runs := flag.Int("runs", 3, "runs of each side (the median is reported)")
-	keep := flag.String("file", "", "use this session instead of generating one")
+	fl := benchkit.Define("100MB", "the median is reported")
 	flag.Parse()
-	if err := run(*size, *runs, *keep); err != nil {
+	if err := run(fl); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/estimate:", err)
 		os.Exit(1)
 	}
@@ -42,36 +37,13 @@ type sample struct {
 	msgs   int
 }
 
-func run(size string, runs int, file string) error {
-	tmp, err := os.MkdirTemp("", "ctxtool-bench-")
+func run(fl *benchkit.Flags) error {
+	setup, err := fl.Prepare()
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
-	if file == "" {
-		file = filepath.Join(tmp, "session.jsonl")
-		opts, err := sessiongen.PresetOptions("bench")
-		if err != nil {
-			return err
-		}
-		n, err := parseSize(size)
-		if err != nil {
-			return err
-		}
-		opts.TargetBytes = n
-		fmt.Fprintf(os.Stderr, "generating a %s session…\n", size)
-		if _, err := sessiongen.GenerateFile(file, opts); err != nil {
-			return err
-		}
-	}
-	st, err := os.Stat(file)
-	if err != nil {
-		return err
-	}
-	bin := filepath.Join(tmp, "ctxtool")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		return fmt.Errorf("go build: %v\n%s", err, out)
-	}
+	defer os.RemoveAll(setup.Dir)
+	bin, file, runs := setup.Bin, setup.Session, fl.Runs
 	// Warm the page cache so both sides read from memory.
 	os.ReadFile(file)
 
@@ -109,7 +81,7 @@ func run(size string, runs int, file string) error {
 	if o.tokens != t.tokens || o.msgs != t.msgs {
 		return fmt.Errorf("results differ: ctxtool %d tokens / %d messages, pi %d / %d", o.tokens, o.msgs, t.tokens, t.msgs)
 	}
-	mb := float64(st.Size()) / 1e6
+	mb := float64(setup.Bytes) / 1e6
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(os.Stdout, "estimate --tokenizer heuristic on %.0f MB (%d context messages, %d tokens; both agree), median wall and worst RSS of %d runs\n\n", mb, o.msgs, o.tokens, runs)
 	fmt.Fprintln(w, "side\twall\tMB/s\tpeak RSS\t")
@@ -156,23 +128,4 @@ func maxRSS(s []sample) int64 {
 func median(s []sample) sample {
 	sort.Slice(s, func(i, j int) bool { return s[i].wall < s[j].wall })
 	return s[len(s)/2]
-}
-
-func parseSize(s string) (int64, error) {
-	s = strings.ToUpper(strings.TrimSpace(s))
-	mult := int64(1)
-	for _, u := range []struct {
-		suf string
-		m   int64
-	}{{"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}} {
-		if strings.HasSuffix(s, u.suf) {
-			mult, s = u.m, strings.TrimSuffix(s, u.suf)
-			break
-		}
-	}
-	n, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		return 0, fmt.Errorf("bad size %q", s)
-	}
-	return int64(n * float64(mult)), nil
 }

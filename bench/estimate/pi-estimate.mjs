@@ -6,7 +6,9 @@ import fs from "node:fs";
 import os from "node:os";
 import { pathToFileURL } from "node:url";
 
-const oracle = process.env.PI_ORACLE || path.resolve("../shared/oracle");
+// The harness pi's loader is installed in (internal/oracle/js/install.sh), as
+// for the tests and bench/curve.sh; PI_ORACLE points elsewhere.
+const oracle = process.env.PI_ORACLE || path.resolve("internal/oracle/js");
 const core = path.join(oracle, "node_modules", "@mariozechner", "pi-coding-agent", "dist", "core");
 const sm = await import(pathToFileURL(path.join(core, "session-manager.js")).href);
 const cp = await import(pathToFileURL(path.join(core, "compaction", "compaction.js")).href);

@@ -14,22 +14,19 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sort"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
-	"github.com/ctxtool/ctxtool/internal/sessiongen"
+	"github.com/ctxtool/ctxtool/internal/benchkit"
 )
 
 func main() {
-	size := flag.String("size", "1GB", "size of the generated session")
-	runs := flag.Int("runs", 3, "runs of each side (medians are reported)")
-	file := flag.String("file", "", "use this session instead of generating one")
+	fl := benchkit.Define("1GB", "medians are reported")
 	tok := flag.String("tokenizer", "heuristic", "estimate's --tokenizer (auto runs calibrated/o200k: much slower)")
 	flag.Parse()
-	if err := run(*size, *runs, *file, *tok); err != nil {
+	if err := run(fl, *tok); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/lint:", err)
 		os.Exit(1)
 	}
@@ -40,36 +37,13 @@ type sample struct {
 	rssKB     int64
 }
 
-func run(size string, runs int, file, tok string) error {
-	tmp, err := os.MkdirTemp("", "ctxtool-lintbench-")
+func run(fl *benchkit.Flags, tok string) error {
+	setup, err := fl.Prepare()
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
-	if file == "" {
-		file = filepath.Join(tmp, "session.jsonl")
-		opts, err := sessiongen.PresetOptions("bench")
-		if err != nil {
-			return err
-		}
-		n, err := sessiongen.ParseSize(size)
-		if err != nil {
-			return err
-		}
-		opts.TargetBytes = n
-		fmt.Fprintf(os.Stderr, "generating a %s session…\n", size)
-		if _, err := sessiongen.GenerateFile(file, opts); err != nil {
-			return err
-		}
-	}
-	st, err := os.Stat(file)
-	if err != nil {
-		return err
-	}
-	bin := filepath.Join(tmp, "ctxtool")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		return fmt.Errorf("go build: %v\n%s", err, out)
-	}
+	defer os.RemoveAll(setup.Dir)
+	bin, file, runs := setup.Bin, setup.Session, fl.Runs
 	sides := []struct {
 		name string
 		args []string
@@ -91,7 +65,7 @@ func run(size string, runs int, file, tok string) error {
 	}
 	base := summarize(res[0])
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Printf("%.0f MB session, %d runs each, alternating; medians of wall and CPU, worst peak RSS\n\n", float64(st.Size())/1e6, runs)
+	fmt.Printf("%.0f MB session, %d runs each, alternating; medians of wall and CPU, worst peak RSS\n\n", float64(setup.Bytes)/1e6, runs)
 	fmt.Fprintln(w, "command\twall\tCPU\tpeak RSS\twall ÷ estimate\tCPU ÷ estimate\tRSS ÷ estimate\t")
 	for j, s := range sides {
 		m := summarize(res[j])

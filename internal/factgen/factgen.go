@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
 	"strings"
 
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
@@ -52,15 +51,7 @@ var Roles = []string{"user", "assistant", "toolResult"}
 
 // GenerateFile writes a session to path and returns the planted facts.
 func GenerateFile(path string, o Options) ([]Planted, error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	facts, err := Generate(f, o)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return facts, err
+	return sessiongen.ToFile(path, func(w io.Writer) ([]Planted, error) { return Generate(w, o) })
 }
 
 type gen struct {
@@ -209,6 +200,8 @@ func (g *gen) makeFact(class, role string) Planted {
 		tech := g.unique(func() string { return pick(r, techA) + "-" + hex(r, 3) })
 		thing := pick(r, things)
 		p.Probe = fmt.Sprintf("use %s for the %s", tech, thing)
+		// Not byRole: the assistant's and the ADR's phrasings draw random
+		// parts, and only the phrasing said may draw (or every session changes).
 		switch role {
 		case "user":
 			p.Text = fmt.Sprintf("Let's %s, not the old one.", p.Probe)
@@ -278,27 +271,25 @@ func (g *gen) makeFact(class, role string) Planted {
 		flag := g.unique(func() string { return pick(r, fields) + "-" + hex(r, 2) })
 		cmd := pick(r, things)
 		p.Probe = fmt.Sprintf("add a --%s flag to the %s command", flag, cmd)
-		switch role {
-		case "user":
-			p.Text = fmt.Sprintf("Please also %s later.", p.Probe)
-		case "assistant":
-			p.Text = fmt.Sprintf("I still need to %s.", p.Probe)
-		default:
-			p.Text = fmt.Sprintf("// TODO(ana): %s", p.Probe)
-		}
+		p.Text = fmt.Sprintf(byRole(role, "Please also %s later.", "I still need to %s.", "// TODO(ana): %s"), p.Probe)
 	case "error":
 		host := g.unique(func() string { return pick(r, things) + "-db-" + hex(r, 2) })
 		p.Probe = "connection refused dialing " + host
-		switch role {
-		case "user":
-			p.Text = fmt.Sprintf("The nightly job fails with error: %s.", p.Probe)
-		case "assistant":
-			p.Text = fmt.Sprintf("The deploy failed with Error: %s.", p.Probe)
-		default:
-			p.Text = fmt.Sprintf("Error: %s:5432", p.Probe)
-		}
+		p.Text = fmt.Sprintf(byRole(role, "The nightly job fails with error: %s.", "The deploy failed with Error: %s.", "Error: %s:5432"), p.Probe)
 	}
 	return p
+}
+
+// byRole is the phrasing a fact takes in a role's message: a user's, an
+// assistant's, else a tool result's.
+func byRole(role, user, assistant, tool string) string {
+	switch role {
+	case "user":
+		return user
+	case "assistant":
+		return assistant
+	}
+	return tool
 }
 
 func (g *gen) userAsk(t int) string {

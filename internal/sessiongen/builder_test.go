@@ -54,12 +54,12 @@ func TestBuilderReproducesFormatExample131(t *testing.T) {
 		Details: Obj{{"diff", "-run(os.Args[1:])\n+run(os.Args[1:], dryRun)"}}})
 	b.BashExecution(BashExecution{Meta: at("a1f00008", "2026-03-02T09:01:02.000Z"), Timestamp: 1772442061500,
 		Command: "go test ./...", Output: "ok  \tshop/cmd\t0.41s", ExitCode: Int(0)})
-	b.CustomMessage(CustomMessage{Meta: at("a1f00009", "2026-03-02T09:01:03.000Z"), CustomType: "lint-bot",
-		Text: "gofmt: 1 file needs formatting (cmd/import.go)", Display: true})
+	b.CustomMessage(CustomMessage{Meta: at("a1f00009", "2026-03-02T09:01:03.000Z"), CustomBody: CustomBody{CustomType: "lint-bot",
+		Text: "gofmt: 1 file needs formatting (cmd/import.go)", Display: true}})
 	b.Custom(Custom{Meta: at("a1f0000a", "2026-03-02T09:01:03.010Z"), CustomType: "model-snapshot",
 		Data: Obj{{"provider", "anthropic"}, {"modelId", "claude-sonnet-4-5"}}})
 	b.CustomRole(CustomRole{Meta: at("a1f0000b", "2026-03-02T09:01:20.000Z"), Timestamp: 1772442080000,
-		CustomType: "reminder", Text: "Remember to update CHANGELOG.md"})
+		CustomBody: CustomBody{CustomType: "reminder", Text: "Remember to update CHANGELOG.md"}})
 	comp := b.Compaction(Compaction{Meta: at("a1f0000c", "2026-03-02T10:30:00.000Z"),
 		Summary:          "## Goal\nAdd --dry-run to the importer.\n\n<read-files>\ncmd/import.go\n</read-files>",
 		FirstKeptEntryID: "a1f00008", TokensBefore: 171950,

@@ -17,6 +17,9 @@ type Meta struct {
 	Time time.Time
 }
 
+// meta is promoted to every entry type, as each embeds its Meta.
+func (m *Meta) meta() *Meta { return m }
+
 // Entry is anything the Builder can append: User, Assistant, ToolResult,
 // BashExecution, CustomRole, CustomMessage, Custom, ModelChange,
 // ThinkingLevelChange, Compaction, BranchSummary, Label, SessionInfo.
@@ -140,18 +143,20 @@ type BashExecution struct {
 // when Hook is set, as v2 files have).
 type CustomRole struct {
 	Meta
-	CustomType string
-	Text       string  // used when Blocks == nil
-	Blocks     []Block // text/image
-	Display    bool
-	Details    any
-	Timestamp  int64
-	Hook       bool
+	CustomBody
+	Timestamp int64
+	Hook      bool
 }
 
 // CustomMessage is a custom_message entry (extension-injected context).
 type CustomMessage struct {
 	Meta
+	CustomBody
+}
+
+// CustomBody is what pi's two custom carriers hold alike: a role-custom
+// message and a custom_message entry.
+type CustomBody struct {
 	CustomType string
 	Text       string  // used when Blocks == nil
 	Blocks     []Block // text/image
@@ -219,20 +224,6 @@ type SessionInfo struct {
 	Meta
 	Name string // "" = omitted
 }
-
-func (e *User) meta() *Meta                { return &e.Meta }
-func (e *Assistant) meta() *Meta           { return &e.Meta }
-func (e *ToolResult) meta() *Meta          { return &e.Meta }
-func (e *BashExecution) meta() *Meta       { return &e.Meta }
-func (e *CustomRole) meta() *Meta          { return &e.Meta }
-func (e *CustomMessage) meta() *Meta       { return &e.Meta }
-func (e *Custom) meta() *Meta              { return &e.Meta }
-func (e *ModelChange) meta() *Meta         { return &e.Meta }
-func (e *ThinkingLevelChange) meta() *Meta { return &e.Meta }
-func (e *Compaction) meta() *Meta          { return &e.Meta }
-func (e *BranchSummary) meta() *Meta       { return &e.Meta }
-func (e *Label) meta() *Meta               { return &e.Meta }
-func (e *SessionInfo) meta() *Meta         { return &e.Meta }
 
 func (*User) entryType() string                { return "message" }
 func (*Assistant) entryType() string           { return "message" }

@@ -92,12 +92,20 @@ var FactKinds = []string{"path", "uuid", "hash", "port", "url", "cjk", "decision
 
 // GenerateFile writes a session to path (created or truncated).
 func GenerateFile(path string, o Options) (*Result, error) {
+	return ToFile(path, func(w io.Writer) (*Result, error) { return Generate(w, o) })
+}
+
+// ToFile runs a generator that writes to w on the file path (created or
+// truncated) and closes it; a failed close is the error when the generator
+// had none. The generators of the other kits write files through it.
+func ToFile[R any](path string, generate func(w io.Writer) (R, error)) (R, error) {
 	f, err := os.Create(path)
 	if err != nil {
-		return nil, err
+		var zero R
+		return zero, err
 	}
-	res, err := Generate(f, o)
-	if cerr := f.Close(); err == nil && cerr != nil {
+	res, err := generate(f)
+	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	return res, err
@@ -281,8 +289,8 @@ func (g *gen) betweenTurns() {
 	}
 	for g.fire("customMessage") {
 		b.Advance(time.Duration(1+g.r.IntN(5)) * time.Second)
-		b.CustomMessage(CustomMessage{CustomType: pick(g.r, []string{"lint-bot", "memory-recall", "ci-status"}),
-			Text: g.prose(2 + g.r.IntN(3)), Display: g.r.IntN(3) > 0})
+		b.CustomMessage(CustomMessage{CustomBody: CustomBody{CustomType: pick(g.r, []string{"lint-bot", "memory-recall", "ci-status"}),
+			Text: g.prose(2 + g.r.IntN(3)), Display: g.r.IntN(3) > 0}})
 	}
 	for g.fire("custom") {
 		b.Advance(10 * time.Millisecond)

@@ -3,6 +3,7 @@ package sessiongen
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"sort"
 	"strconv"
 
@@ -52,18 +53,10 @@ func appendValue(b []byte, v any) ([]byte, error) {
 		b = formats.AppendString(b, x)
 	case bool:
 		b = strconv.AppendBool(b, x)
-	case int:
-		b = strconv.AppendInt(b, int64(x), 10)
-	case int64:
-		b = strconv.AppendInt(b, x, 10)
-	case int32:
-		b = strconv.AppendInt(b, int64(x), 10)
-	case uint:
-		b = strconv.AppendUint(b, uint64(x), 10)
-	case uint64:
-		b = strconv.AppendUint(b, x, 10)
-	case uint32:
-		b = strconv.AppendUint(b, uint64(x), 10)
+	case int, int64, int32:
+		b = strconv.AppendInt(b, reflect.ValueOf(x).Int(), 10)
+	case uint, uint64, uint32:
+		b = strconv.AppendUint(b, reflect.ValueOf(x).Uint(), 10)
 	case float64:
 		b = appendFloat(b, x)
 	case float32:

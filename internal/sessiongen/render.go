@@ -130,14 +130,14 @@ func (b *Builder) render(e Entry) (*node, []byte, error) {
 		n.role = role
 		buf = append(buf, `,"message":{"role":`...)
 		buf = formats.AppendString(buf, role)
-		buf, err = b.appendCustomBody(buf, n, x.CustomType, x.Text, x.Blocks, x.Display, x.Details)
+		buf, err = b.appendCustomBody(buf, n, &x.CustomBody)
 		buf = appendTS(buf, x.Timestamp, ms)
 		buf = append(buf, '}')
 		if x.Hook && b.version == 3 {
 			n.emits, n.heur, n.trueTok = true, 0, 0 // pi does not rename it in a v3 file
 		}
 	case *CustomMessage:
-		buf, err = b.appendCustomBody(buf, n, x.CustomType, x.Text, x.Blocks, x.Display, x.Details)
+		buf, err = b.appendCustomBody(buf, n, &x.CustomBody)
 		buf = base(buf)
 	case *Custom:
 		buf = append(buf, `,"customType":`...)
@@ -292,17 +292,17 @@ func (b *Builder) byIndex(idx int) *node {
 
 // appendCustomBody writes customType, content, display and [details] —
 // shared by custom_message entries and role-custom messages.
-func (b *Builder) appendCustomBody(buf []byte, n *node, customType, text string, blocks []Block, display bool, details any) ([]byte, error) {
+func (b *Builder) appendCustomBody(buf []byte, n *node, c *CustomBody) ([]byte, error) {
 	buf = append(buf, `,"customType":`...)
-	buf = formats.AppendString(buf, customType)
+	buf = formats.AppendString(buf, c.CustomType)
 	buf = append(buf, `,"content":`...)
-	buf, err := b.appendContent(buf, n, text, blocks, KindProse, HeuristicImageChars)
+	buf, err := b.appendContent(buf, n, c.Text, c.Blocks, KindProse, HeuristicImageChars)
 	if err != nil {
 		return buf, err
 	}
 	buf = append(buf, `,"display":`...)
-	buf = strconv.AppendBool(buf, display)
-	return appendDetails(buf, details)
+	buf = strconv.AppendBool(buf, c.Display)
+	return appendDetails(buf, c.Details)
 }
 
 // appendDetails writes an entry's "details" member, which is absent when

@@ -29,3 +29,19 @@ func WriteTemp(t testing.TB, name string, data []byte) string {
 	}
 	return dst
 }
+
+// Stdin makes the file src the process's standard input until the test
+// ends: what a command reading FILE "-" is fed.
+func Stdin(t testing.TB, src string) {
+	t.Helper()
+	in, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdin := os.Stdin
+	os.Stdin = in
+	t.Cleanup(func() {
+		os.Stdin = stdin
+		in.Close()
+	})
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/models"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
@@ -192,14 +193,7 @@ func TestStdinIgnoresSessionsJSONInWorkingDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Chdir(cwd)
-	in, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	stdin := os.Stdin
-	os.Stdin = in
-	defer func() { os.Stdin = stdin }()
+	testkit.Stdin(t, file)
 	r, err := Take(TakeOptions{File: "-", SessionKey: "agent:main:telegram:dm:42", Store: &Store{StateDir: t.TempDir()},
 		Now: func() time.Time { return goldenNow }})
 	if err != nil {

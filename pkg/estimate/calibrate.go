@@ -119,22 +119,9 @@ func (g *spanSums) add(delta int, x features) {
 // pathSpans walks the root→leaf path and returns the sums of the usage
 // deltas between consecutive sound records (audit) with no compaction
 // between them, plus the per-record (usage, feature sum of the context the
-// provider saw) pairs. A compaction restarts the context as its summary plus the kept
-// entries, whose features are read off prefix sums: one pass over the path
-// however many compactions it holds (scanning the path prefix for the kept
-// entries at every compaction was quadratic: 81% of a forced roll of a
-// 1 GB session).
+// provider saw) pairs, in one pass (contextSum).
 func pathSpans(path []*transcript.Entry, feat func(*transcript.Entry) features, audit *UsageAudit) (spans spanSums, anchors []anchorPoint) {
 	sound := audit.soundAt(path)
-	kept := transcript.KeptStarts(path)
-	// Σ features of the messages in path[:k] at each kept start k: the kept
-	// entries' sum is the running sum at the compaction minus it.
-	starts := make(map[int]features, len(kept))
-	for _, k := range kept {
-		if k >= 0 {
-			starts[k] = features{}
-		}
-	}
 	// One anchor per sound record: sized once, as append's doubling kept
 	// every generation live (100 MB at 1 GB).
 	n := 0
@@ -144,31 +131,18 @@ func pathSpans(path []*transcript.Entry, feat func(*transcript.Entry) features, 
 		}
 	}
 	r := spanRecorder{anchors: make([]anchorPoint, 0, n), prev: -1}
-	var run features    // Σ features of the messages in path[:i]
-	var active features // features of the context as the provider saw it
+	walk := newContextSum[features](transcript.KeptStarts(path))
 	for i, e := range path {
-		if _, ok := starts[i]; ok {
-			starts[i] = run
+		f, message := walk.step(i, e, feat)
+		if e.Type == "compaction" {
+			r.restart() // the context restarts: summary + kept entries
 		}
-		switch {
-		case e.Type == "compaction":
-			// The context restarts: summary + kept entries.
-			active = feat(e)
-			if k := kept[i]; k >= 0 {
-				active = add(active, sub(run, starts[k]))
-			}
-			r.restart()
-			continue
-		case e.ProducesMessage():
-			f := feat(e)
-			active = add(active, f)
-			run = add(run, f)
-			r.acc = add(r.acc, f)
-		default:
+		if !message {
 			continue
 		}
+		r.acc = r.acc.plus(f)
 		if sound[i] {
-			r.record(path, i, active)
+			r.record(path, i, walk.active)
 		}
 	}
 	return r.spans, r.anchors
@@ -207,14 +181,14 @@ type anchorPoint struct {
 	x     features
 }
 
-func add(a, b features) features {
+func (a features) plus(b features) features {
 	for k := range a {
 		a[k] += b[k]
 	}
 	return a
 }
 
-func sub(a, b features) features {
+func (a features) minus(b features) features {
 	for k := range a {
 		a[k] -= b[k]
 	}

@@ -90,7 +90,7 @@ func pathSpansQuadratic(path []*transcript.Entry, feat func(*transcript.Entry) f
 				}
 				if kept {
 					if f, ok := msgFeat[k]; ok {
-						active = add(active, f)
+						active = active.plus(f)
 					}
 				}
 			}
@@ -99,8 +99,8 @@ func pathSpansQuadratic(path []*transcript.Entry, feat func(*transcript.Entry) f
 		case e.ProducesMessage():
 			f := feat(e)
 			msgFeat[e] = f
-			active = add(active, f)
-			r.acc = add(r.acc, f)
+			active = active.plus(f)
+			r.acc = r.acc.plus(f)
 		default:
 			continue
 		}

@@ -149,7 +149,7 @@ func (a *UsageAudit) collect(path []*transcript.Entry, w *contextWalk) (powers m
 		if e.Type != "message" || e.Role != "assistant" {
 			continue
 		}
-		r := UsageRecord{Entry: e, Line: e.Line, PathIndex: i, Content: w.active}
+		r := UsageRecord{Entry: e, Line: e.Line, PathIndex: i, Content: int(w.active)}
 		if e.Usage != nil {
 			r.Tokens = e.Usage.ContextTokens()
 			r.Prompt = e.Usage.Input + e.Usage.CacheRead + e.Usage.CacheWrite
@@ -317,53 +317,92 @@ func ActiveTokens(path []*transcript.Entry) []int {
 	out := make([]int, len(path))
 	for i := range path {
 		w.step(i)
-		out[i] = w.active
+		out[i] = int(w.active)
 	}
 	return out
 }
 
-// contextWalk follows the context the provider would be sent along a
-// root→leaf path, one step per index in order: after step(i), active is
-// pi's chars/4 of the context if path[i] were the leaf. It keeps the
-// running sum only at the kept starts a compaction reads back, not per
-// path entry (two ints per entry were 12 MB per walk at 1 GB).
+// contextWalk follows pi's chars/4 of the context the provider would be
+// sent along a root→leaf path, one step per index in order: after step(i),
+// active is the context's size if path[i] were the leaf.
 type contextWalk struct {
 	path        []*transcript.Entry
-	kept        map[int]int // compaction path index → its first kept entry's (transcript.KeptStarts)
-	starts      map[int]int // kept start → run when the walk passed it
-	compactions []int       // the compactions' path indexes, ascending
-	run         int         // Σ pi tokens of the messages before the step
-	active      int
+	compactions []int // the compactions' path indexes, ascending
+	contextSum[tokens]
 }
 
 func newContextWalk(path []*transcript.Entry) *contextWalk {
-	w := &contextWalk{path: path, kept: transcript.KeptStarts(path), starts: map[int]int{}}
+	w := &contextWalk{path: path, contextSum: newContextSum[tokens](transcript.KeptStarts(path))}
 	w.compactions = make([]int, 0, len(w.kept))
-	for i, k := range w.kept {
+	for i := range w.kept {
 		w.compactions = append(w.compactions, i)
-		if k >= 0 {
-			w.starts[k] = 0
-		}
 	}
 	slices.Sort(w.compactions)
 	return w
 }
 
-func (w *contextWalk) step(i int) {
-	e := w.path[i]
-	if _, ok := w.starts[i]; ok {
-		w.starts[i] = w.run
+func (w *contextWalk) step(i int) { w.contextSum.step(i, w.path[i], entryTokens) }
+
+// tokens is a count of pi tokens, summed by contextSum.
+type tokens int
+
+func (a tokens) plus(b tokens) tokens  { return a + b }
+func (a tokens) minus(b tokens) tokens { return a - b }
+
+func entryTokens(e *transcript.Entry) tokens { return tokens(e.Tokens()) }
+
+// contextSum follows a per-message quantity (pi tokens, calibration
+// features) of the context the provider would be sent along a root→leaf
+// path, one step per index in order: after a step, active is the quantity
+// of the context if that entry were the leaf. A compaction restarts the
+// context as its summary plus its kept entries, whose sum is read off the
+// running sum over the path's messages: one pass however many compactions
+// the path holds (scanning the path prefix for the kept entries at every
+// compaction was quadratic: 81% of a forced roll of a 1 GB session). The
+// running sum is kept only at the kept starts a compaction reads back, not
+// per path entry (two ints per entry were 12 MB per walk at 1 GB).
+type contextSum[T summable[T]] struct {
+	kept   map[int]int // compaction path index → its first kept entry's (transcript.KeptStarts)
+	starts map[int]T   // kept start → run when the walk passed it
+	run    T           // Σ over the messages before the step
+	active T
+}
+
+// summable is a quantity contextSum adds up: a count or a feature vector.
+type summable[T any] interface {
+	plus(T) T
+	minus(T) T
+}
+
+func newContextSum[T summable[T]](kept map[int]int) contextSum[T] {
+	s := contextSum[T]{kept: kept, starts: make(map[int]T, len(kept))}
+	var zero T
+	for _, k := range kept {
+		if k >= 0 {
+			s.starts[k] = zero
+		}
+	}
+	return s
+}
+
+// step takes the entry e at path index i, whose quantity is val(e) (a
+// compaction's: its summary's), and returns that quantity when e produces
+// a message.
+func (s *contextSum[T]) step(i int, e *transcript.Entry, val func(*transcript.Entry) T) (v T, message bool) {
+	if _, ok := s.starts[i]; ok {
+		s.starts[i] = s.run
 	}
 	switch {
 	case e.Type == "compaction":
-		w.active = e.Tokens()
-		if k := w.kept[i]; k >= 0 {
-			w.active += w.run - w.starts[k]
+		s.active = val(e)
+		if k := s.kept[i]; k >= 0 {
+			s.active = s.active.plus(s.run.minus(s.starts[k]))
 		}
 	case e.ProducesMessage():
-		w.active += e.Tokens()
+		v = val(e)
+		s.active = s.active.plus(v)
+		s.run = s.run.plus(v)
+		return v, true
 	}
-	if e.ProducesMessage() {
-		w.run += e.Tokens()
-	}
+	return v, false
 }

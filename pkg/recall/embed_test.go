@@ -6,7 +6,6 @@ import (
 	"hash/fnv"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -144,11 +143,7 @@ func testHybridSearch(t *testing.T, k kit) {
 func TestEmbeddingsBackfill(t *testing.T) { eachBackend(t, testEmbeddingsBackfill) }
 
 func testEmbeddingsBackfill(t *testing.T, k kit) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "s.jsonl")
-	if _, err := recalltest.WriteFile(p, recalltest.Options{Seed: 3, Turns: 30}); err != nil {
-		t.Fatal(err)
-	}
+	p := recalltest.TempFile(t, "s.jsonl", recalltest.Options{Seed: 3, Turns: 30})
 	state := k.location(t)
 	ix, err := recall.OpenURL(state)
 	if err != nil {

@@ -163,11 +163,7 @@ func testSessionFilter(t *testing.T, k kit) {
 func TestIncremental(t *testing.T) { eachBackend(t, testIncremental) }
 
 func testIncremental(t *testing.T, k kit) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "s.jsonl")
-	if _, err := recalltest.WriteFile(p, recalltest.Options{Seed: 7, Turns: 80}); err != nil {
-		t.Fatal(err)
-	}
+	p := recalltest.TempFile(t, "s.jsonl", recalltest.Options{Seed: 7, Turns: 80})
 	ix := k.open(t)
 	first := indexAll(t, ix, p)[0]
 	if !first.Indexed || first.Mode != recall.ModeFull || first.Chunks == 0 {
@@ -257,11 +253,7 @@ func testIncremental(t *testing.T, k kit) {
 func TestShortCJKQuery(t *testing.T) { eachBackend(t, testShortCJKQuery) }
 
 func testShortCJKQuery(t *testing.T, k kit) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "s.jsonl")
-	if _, err := recalltest.WriteFile(p, recalltest.Options{Seed: 9, Turns: 30}); err != nil {
-		t.Fatal(err)
-	}
+	p := recalltest.TempFile(t, "s.jsonl", recalltest.Options{Seed: 9, Turns: 30})
 	f, _ := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
 	fmt.Fprintln(f, `{"type":"message","id":"c0ffee01","parentId":null,"timestamp":"2026-03-05T10:00:00.000Z","message":{"role":"user","content":"这个项目代号是龘靐，不要告诉别人。","timestamp":1772704800000}}`)
 	fmt.Fprintln(f, `{"type":"message","id":"c0ffee02","parentId":"c0ffee01","timestamp":"2026-03-05T10:00:01.000Z","message":{"role":"user","content":"另一个句子没有那个词。","timestamp":1772704801000}}`)
@@ -317,11 +309,7 @@ func factAt(line int) recalltest.Fact { return recalltest.Fact{Line: line} }
 func TestIndexWhileAppending(t *testing.T) { eachBackend(t, testIndexWhileAppending) }
 
 func testIndexWhileAppending(t *testing.T, k kit) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "live.jsonl")
-	if _, err := recalltest.WriteFile(p, recalltest.Options{Seed: 11, Turns: 10}); err != nil {
-		t.Fatal(err)
-	}
+	p := recalltest.TempFile(t, "live.jsonl", recalltest.Options{Seed: 11, Turns: 10})
 	ix := k.open(t)
 	const n = 200
 	done := make(chan error, 1)
@@ -380,11 +368,8 @@ func testIndexWhileAppending(t *testing.T, k kit) {
 func TestTwoIndexersOneFile(t *testing.T) { eachBackend(t, testTwoIndexersOneFile) }
 
 func testTwoIndexersOneFile(t *testing.T, k kit) {
-	dir, state := t.TempDir(), k.location(t)
-	p := filepath.Join(dir, "live.jsonl")
-	if _, err := recalltest.WriteFile(p, recalltest.Options{Seed: 12, Turns: 5}); err != nil {
-		t.Fatal(err)
-	}
+	p := recalltest.TempFile(t, "live.jsonl", recalltest.Options{Seed: 12, Turns: 5})
+	state := k.location(t)
 	var handles [2]*recall.Index
 	for i := range handles {
 		ix, err := recall.OpenURL(state)

@@ -11,9 +11,12 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
+	"path/filepath"
 	"strings"
+	"testing"
 	"time"
+
+	"github.com/ctxtool/ctxtool/internal/sessiongen"
 )
 
 // Fact is a planted piece of information and the query that must find it.
@@ -284,15 +287,18 @@ func Generate(w io.Writer, opts Options) ([]Fact, error) {
 	return g.facts, g.err
 }
 
+// TempFile generates a session into a file named name in a new
+// t.TempDir() and returns its path.
+func TempFile(t testing.TB, name string, opts Options) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if _, err := WriteFile(p, opts); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // WriteFile generates a session into path.
 func WriteFile(path string, opts Options) ([]Fact, error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	facts, err := Generate(f, opts)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return facts, err
+	return sessiongen.ToFile(path, func(w io.Writer) ([]Fact, error) { return Generate(w, opts) })
 }

@@ -1,0 +1,86 @@
+// Package benchkit holds what the benchmark commands under bench/ that time
+// the ctxtool binary share: their common flags, the session they run on and
+// the binary. It is not API: only bench/ imports it.
+package benchkit
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"github.com/ctxtool/ctxtool/internal/sessiongen"
+)
+
+// Flags are the flags every such benchmark takes.
+type Flags struct {
+	Size string // -size: of the generated session (sessiongen.ParseSize)
+	Runs int    // -runs: of each side
+	File string // -file: a session to use instead of generating one
+}
+
+// Define defines the flags on the command line, with the benchmark's
+// default size and what its runs report.
+func Define(size, runs string) *Flags {
+	f := &Flags{}
+	flag.StringVar(&f.Size, "size", size, "size of the generated session")
+	flag.IntVar(&f.Runs, "runs", 3, "runs of each side ("+runs+")")
+	flag.StringVar(&f.File, "file", "", "use this session instead of generating one")
+	return f
+}
+
+// Setup is what a benchmark runs: the ctxtool binary, built from the
+// working directory (the repo root), and the session, in Dir, a temporary
+// directory the benchmark removes.
+type Setup struct {
+	Dir, Bin, Session string
+	Bytes             int64 // the session's size
+}
+
+// Prepare builds the binary and, unless -file names one, generates a session
+// of the bench preset of -size.
+func (f *Flags) Prepare() (*Setup, error) {
+	dir, err := os.MkdirTemp("", "ctxtool-bench-")
+	if err != nil {
+		return nil, err
+	}
+	s := &Setup{Dir: dir, Bin: filepath.Join(dir, "ctxtool"), Session: f.File}
+	if err := s.prepare(f.Size); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Setup) prepare(size string) error {
+	if s.Session == "" {
+		s.Session = filepath.Join(s.Dir, "session.jsonl")
+		if err := generate(s.Session, size); err != nil {
+			return err
+		}
+	}
+	st, err := os.Stat(s.Session)
+	if err != nil {
+		return err
+	}
+	s.Bytes = st.Size()
+	if out, err := exec.Command("go", "build", "-o", s.Bin, ".").CombinedOutput(); err != nil {
+		return fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return nil
+}
+
+// generate writes a session of the bench preset of about size to path.
+func generate(path, size string) error {
+	opts, err := sessiongen.PresetOptions("bench")
+	if err != nil {
+		return err
+	}
+	if opts.TargetBytes, err = sessiongen.ParseSize(size); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "generating a %s session…\n", size)
+	_, err = sessiongen.GenerateFile(path, opts)
+	return err
+}
