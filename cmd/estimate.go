@@ -299,7 +299,11 @@ func estimateFile(opts *EstimateOptions, file string) (*EstimateReport, error) {
 		return nil, err
 	}
 	limitHeap(file)
-	s, err := transcript.Load(file)
+	load := transcript.LoadLazy // only the exact tokenizers read every message
+	if opts.Tokenizer == estimate.O200k || opts.Tokenizer == estimate.Cl100k {
+		load = transcript.Load
+	}
+	s, err := load(file)
 	if err != nil {
 		return nil, err
 	}

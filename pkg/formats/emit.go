@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -451,11 +452,45 @@ func encodeContent(w *jsonw, e *entry) [2]int {
 // gives the message timestamp pi stores (epoch ms); an unparsable one is
 // kept as it is, with 0.
 func piTime(s string) (iso string, ms int64) {
+	if ms, ok := piForm(s); ok {
+		return s, ms
+	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
 		return s, 0
 	}
 	return t.UTC().Format("2006-01-02T15:04:05.000Z"), t.UnixMilli()
+}
+
+// piForm reads a timestamp already in pi's form (2026-03-02T09:00:02.370Z,
+// what Claude Code and Codex write on every line) without time.Parse and
+// Format, which were a tenth of a converter's work and a string per line;
+// ok is false for any other form, and for a field out of range, which
+// piTime leaves to time.Parse.
+func piForm(s string) (ms int64, ok bool) {
+	if len(s) != 24 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' || s[19] != '.' || s[23] != 'Z' {
+		return 0, false
+	}
+	num := func(from, to int) int {
+		n := 0
+		for i := from; i < to; i++ {
+			c := s[i]
+			if c < '0' || c > '9' {
+				return -1
+			}
+			n = n*10 + int(c-'0')
+		}
+		return n
+	}
+	y, mo, d, h, mi, sec, frac := num(0, 4), num(5, 7), num(8, 10), num(11, 13), num(14, 16), num(17, 19), num(20, 23)
+	if y < 1 || mo < 1 || mo > 12 || d < 1 || h < 0 || h > 23 || mi < 0 || mi > 59 || sec < 0 || sec > 59 || frac < 0 {
+		return 0, false
+	}
+	t := time.Date(y, time.Month(mo), d, h, mi, sec, frac*1e6, time.UTC)
+	if t.Day() != d {
+		return 0, false // the 30th of February: time.Parse refuses it
+	}
+	return t.UnixMilli(), true
 }
 
 // compactArgs is argsObject for a raw value jdec.raw measured: a compact
@@ -538,10 +573,51 @@ type View struct {
 
 	data *spool
 	rows []int32
+	// fill writes a lazy view's bytes (data only measured them so far);
+	// mu guards it, data and fillErr.
+	fill    func() (*spool, error)
+	fillErr error
+	closed  bool
+	mu      sync.Mutex
 }
 
 // ReaderAt reads the pi JSONL.
-func (v *View) ReaderAt() io.ReaderAt { return v.data }
+func (v *View) ReaderAt() io.ReaderAt { return viewBytes{v} }
+
+// viewBytes reads a view's bytes, writing them first when it is lazy.
+type viewBytes struct{ v *View }
+
+func (r viewBytes) ReadAt(p []byte, off int64) (int, error) {
+	data, err := r.v.bytes()
+	if err != nil {
+		return 0, err
+	}
+	return data.ReadAt(p, off)
+}
+
+// bytes is the spool holding the view's bytes; a lazy view's are written
+// by the first call.
+func (v *View) bytes() (*spool, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	switch {
+	case v.closed:
+		return nil, fmt.Errorf("%s: the view is closed", v.File)
+	case v.fill == nil || v.fillErr != nil:
+		return v.data, v.fillErr
+	}
+	data, err := v.fill()
+	if err == nil && data.size != v.data.size {
+		data.Close()
+		err = fmt.Errorf("%s changed while ctxtool read it (its translation is %d bytes now, %d before): run the command again", v.File, data.size, v.data.size)
+	}
+	if err != nil {
+		v.fillErr = err
+		return nil, err
+	}
+	v.data, v.fill = data, nil
+	return data, nil
+}
 
 // Size is the length of the pi JSONL in bytes.
 func (v *View) Size() int64 { return v.data.size }
@@ -559,7 +635,7 @@ func (v *View) SourceRow(line int) int {
 
 // WriteTo copies the pi JSONL to w.
 func (v *View) WriteTo(w io.Writer) (int64, error) {
-	return io.Copy(w, io.NewSectionReader(v.data, 0, v.data.size))
+	return io.Copy(w, io.NewSectionReader(v.ReaderAt(), 0, v.Size()))
 }
 
 // Close releases the spool.
@@ -567,6 +643,9 @@ func (v *View) Close() error {
 	if v == nil || v.data == nil {
 		return nil
 	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.closed = true
 	return v.data.Close()
 }
 

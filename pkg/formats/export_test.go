@@ -38,3 +38,11 @@ func ConvertLineByLine(f Format, src []byte) ([]byte, error) {
 	_, err = io.Copy(&out, io.NewSectionReader(view.ReaderAt(), 0, view.Size()))
 	return out.Bytes(), err
 }
+
+// Written reports whether v's bytes are written (a lazy view's are not,
+// until read).
+func (v *View) Written() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return !v.data.discard
+}

@@ -88,11 +88,17 @@ type spool struct {
 	file *os.File
 	w    *bufio.Writer
 	size int64
+	// discard: only the size is kept (a lazy view, see OpenLazy).
+	discard bool
 }
 
 func (s *spool) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.discard {
+		s.size += int64(len(p))
+		return len(p), nil
+	}
 	if s.file == nil && s.size+int64(len(p)) > int64(spoolMemory) {
 		f, err := os.CreateTemp("", "ctxtool-view-*.jsonl")
 		if err != nil {

@@ -36,7 +36,16 @@ func newConv(f Format, v *view) lineConv {
 // path may name one session of an OpenClaw store: "store.sqlite#<key>".
 // A Claude Code or Codex converter hands sink (when not nil) every line it
 // writes, with its values; the other formats do not call it.
-func Open(path string, sink func(*Produced)) (*View, error) {
+func Open(path string, sink func(*Produced)) (*View, error) { return open(path, sink, false) }
+
+// OpenLazy is Open for a caller that needs the sink's values and seldom
+// the view's bytes: a Claude Code or Codex file's view is then not written
+// while it is converted but on its first read, by converting again the
+// bytes the first pass read (writing a 1 GB file's view was a fifth of
+// reading it). Other formats open as Open opens them.
+func OpenLazy(path string, sink func(*Produced)) (*View, error) { return open(path, sink, true) }
+
+func open(path string, sink func(*Produced), lazy bool) (*View, error) {
 	if db, key, ok := SplitStorePath(path); ok {
 		return openStore(db, key, path)
 	}
@@ -60,19 +69,66 @@ func Open(path string, sink func(*Produced)) (*View, error) {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil, err
 	}
-	return OpenReader(path, f, sink)
+	if !lazy || sink == nil {
+		return OpenReader(path, f, sink)
+	}
+	cr := &countReader{r: f}
+	v, err := openReader(path, cr, sink, true)
+	if v != nil && v.data.discard {
+		v.fill = func() (*spool, error) { return refill(path, cr.n) }
+	}
+	return v, err
+}
+
+// countReader counts the bytes read through it.
+type countReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// refill converts the first n bytes of path again, writing the view this
+// time: the same bytes make the same view (a live transcript only grows).
+func refill(path string, n int64) (*spool, error) {
+	f, err := openRegular(path)
+	if err == nil && f == nil {
+		err = fmt.Errorf("no longer a regular file")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: read again: %v", path, err)
+	}
+	defer f.Close()
+	v, err := OpenReader(path, io.LimitReader(f, n), nil)
+	if err == nil && v == nil {
+		err = fmt.Errorf("%s: read again: no longer the transcript it was", path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return v.data, nil
 }
 
 // OpenReader translates a transcript read from r (a JSONL format or zstd;
 // not a database), handing sink what Open does. Pi JSONL gives (nil, nil).
 func OpenReader(name string, r io.Reader, sink func(*Produced)) (*View, error) {
+	return openReader(name, r, sink, false)
+}
+
+// openReader is OpenReader; lazy: the view of a converted format is only
+// measured, not written (see OpenLazy).
+func openReader(name string, r io.Reader, sink func(*Produced), lazy bool) (*View, error) {
 	lr := newLineReader(r)
 	head, err := lr.peek(4)
 	if err != nil {
 		return nil, fmt.Errorf("%s: read: %v", name, err)
 	}
 	if bytes.HasPrefix(head, zstdMagic) {
-		return openZstd(name, lr.br, sink)
+		return openZstd(name, lr.br, sink, lazy)
 	}
 	f, replay, err := sniffLines(lr)
 	if err != nil {
@@ -84,7 +140,7 @@ func OpenReader(name string, r io.Reader, sink func(*Produced)) (*View, error) {
 	case Unknown:
 		return nil, &UnknownFormatError{File: name, Line: f.Line, Looks: f.Looks}
 	}
-	return convert(name, f.Format, lr, replay, sink)
+	return convert(name, f.Format, lr, replay, sink, lazy)
 }
 
 // sniffLines reads lines until one classifies, returning them for replay.
@@ -111,8 +167,8 @@ func sniffLines(lr *lineReader) (Sniffed, [][]byte, error) {
 }
 
 // convert runs a format's converter over replayed lines and the rest of lr.
-func convert(name string, f Format, lr *lineReader, replay [][]byte, sink func(*Produced)) (*View, error) {
-	v := &view{out: &spool{}, sink: sink}
+func convert(name string, f Format, lr *lineReader, replay [][]byte, sink func(*Produced), lazy bool) (*View, error) {
+	v := &view{out: &spool{discard: lazy && sink != nil}, sink: sink}
 	r := io.MultiReader(bytes.NewReader(bytes.Join(append(replay, nil), []byte{'\n'})), lr.br)
 	c := newConv(f, v)
 	var err error
@@ -141,7 +197,7 @@ func convert(name string, f Format, lr *lineReader, replay [][]byte, sink func(*
 // inside: pi JSONL line for line (same line numbers), the other JSONL
 // formats through their converters, or an OpenClaw cold archive (its event
 // records, cited by seq).
-func openZstd(name string, r io.Reader, sink func(*Produced)) (*View, error) {
+func openZstd(name string, r io.Reader, sink func(*Produced), lazy bool) (*View, error) {
 	dec, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
 	if err != nil {
 		return nil, fmt.Errorf("%s: zstd: %v", name, err)
@@ -161,7 +217,7 @@ func openZstd(name string, r io.Reader, sink func(*Produced)) (*View, error) {
 	case sn.Format == Unknown:
 		return nil, &UnknownFormatError{File: name + " (decompressed)", Line: sn.Line, Looks: sn.Looks}
 	default:
-		v, err = convert(name, sn.Format, lr, replay, sink)
+		v, err = convert(name, sn.Format, lr, replay, sink, lazy)
 	}
 	if err != nil {
 		return nil, err

@@ -2,6 +2,8 @@ package formats_test
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -89,4 +91,37 @@ func export(t *testing.T, src []byte) []byte {
 		t.Fatal(err)
 	}
 	return out.Bytes()
+}
+
+// OpenLazy writes no view while converting, and its first read writes the
+// view Open writes.
+func TestLazyViewIsWrittenOnFirstRead(t *testing.T) {
+	var src bytes.Buffer
+	if _, err := sessiongen.GenerateCodex(&src, sessiongen.AgentOptions{Seed: 5, TargetBytes: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "rollout.jsonl")
+	if err := os.WriteFile(p, src.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lines := 0
+	lazy, err := formats.OpenLazy(p, func(*formats.Produced) { lines++ })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lazy.Close()
+	if lazy.Written() || lines != lazy.Lines() {
+		t.Fatalf("lazy view: written %v, %d of %d lines handed over", lazy.Written(), lines, lazy.Lines())
+	}
+	eager, err := formats.Open(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eager.Close()
+	var got, want bytes.Buffer
+	lazy.WriteTo(&got)
+	eager.WriteTo(&want)
+	if !lazy.Written() || !bytes.Equal(got.Bytes(), want.Bytes()) || lazy.Size() != int64(want.Len()) {
+		t.Fatalf("lazy view after a read: written %v, %d bytes, want the %d of Open", lazy.Written(), got.Len(), want.Len())
+	}
 }

@@ -34,12 +34,26 @@ func (s *Session) Format() formats.Format {
 // ReadOnly reports whether ctxtool refuses to write this session's file.
 func (s *Session) ReadOnly() bool { return !s.Format().Writable() }
 
-// loadForeign loads path through pkg/formats when it is not pi JSONL.
-// handled is false for pi files (and for paths that do not exist, which
-// the pi reader reports).
-func loadForeign(path string) (s *Session, handled bool, err error) {
+// LoadLazy is Load for a caller that reads entries and seldom their
+// content (estimate without an exact tokenizer): the pi translation of a
+// Claude Code or Codex file is then written when content is first read,
+// by translating the file again, not while the file loads
+// (formats.OpenLazy). Other files load as Load loads them.
+func LoadLazy(path string) (*Session, error) {
+	if path != "-" {
+		if s, handled, err := loadForeign(path, formats.OpenLazy); handled {
+			return s, err
+		}
+	}
+	return Load(path)
+}
+
+// loadForeign loads path through pkg/formats (with open: formats.Open or
+// OpenLazy) when it is not pi JSONL. handled is false for pi files (and
+// for paths that do not exist, which the pi reader reports).
+func loadForeign(path string, open func(string, func(*formats.Produced)) (*formats.View, error)) (s *Session, handled bool, err error) {
 	b := newProduced(path)
-	v, err := formats.Open(path, b.add)
+	v, err := open(path, b.add)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, false, nil
@@ -111,6 +125,9 @@ type produced struct {
 	s     *Session
 	lines int // lines of the view so far
 	names interner
+	// Entries and usages come from blocks, as the pi parser's do.
+	entries block[Entry]
+	usages  block[Usage]
 }
 
 func newProduced(name string) *produced {
@@ -137,7 +154,8 @@ func (b *produced) add(p *formats.Produced) {
 // entry is what parseLine reads from p's line.
 func (b *produced) entry(p *formats.Produced) *Entry {
 	x := &b.names
-	e := &Entry{Type: x.get(p.Type), ID: p.ID, ParentID: p.ParentID, Timestamp: p.Timestamp}
+	e := take(&b.entries)
+	e.Type, e.ID, e.ParentID, e.Timestamp = x.get(p.Type), p.ID, p.ParentID, p.Timestamp
 	switch p.Type {
 	case "message":
 		e.Role, e.StopReason, e.ToolName = x.get(p.Role), x.get(p.StopReason), x.get(p.ToolName)
@@ -145,7 +163,8 @@ func (b *produced) entry(p *formats.Produced) *Entry {
 		e.ToolCallID, e.IsError, e.MsgTimestamp = p.ToolCallID, p.IsError, float64(p.MsgTime)
 		if p.HasUsage {
 			u := p.Usage
-			e.Usage = &Usage{Input: b.count(p, "usage.input", u[0]), Output: b.count(p, "usage.output", u[1]),
+			e.Usage = take(&b.usages)
+			*e.Usage = Usage{Input: b.count(p, "usage.input", u[0]), Output: b.count(p, "usage.output", u[1]),
 				CacheRead: b.count(p, "usage.cacheRead", u[2]), CacheWrite: b.count(p, "usage.cacheWrite", u[3]),
 				TotalTokens: b.count(p, "usage.totalTokens", u[4])}
 		}

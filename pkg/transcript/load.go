@@ -117,7 +117,7 @@ func Load(path string) (*Session, error) {
 		}
 		return LoadOpen("-", f, size)
 	}
-	if s, handled, err := loadForeign(path); handled {
+	if s, handled, err := loadForeign(path, formats.Open); handled {
 		return s, err
 	}
 	f, st, err := OpenRegular(path)

@@ -72,8 +72,86 @@ func TestProducedEqualsParsed(t *testing.T) {
 			t.Fatalf("%s: translated: %v", f, err)
 		}
 		sameSession(t, filepath.Base(f), direct, parsed)
+		lazy, err := transcript.LoadLazy(f)
+		if err != nil {
+			t.Fatalf("%s: lazy: %v", f, err)
+		}
+		sameSession(t, filepath.Base(f)+" (lazy)", lazy, parsed)
+		sameBytes(t, filepath.Base(f)+" (lazy)", lazy, direct)
 		direct.Close()
 		parsed.Close()
+		lazy.Close()
+	}
+}
+
+// sameBytes checks that every entry of got reads the line want reads.
+func sameBytes(t *testing.T, name string, got, want *transcript.Session) {
+	t.Helper()
+	for i, e := range got.Entries {
+		g, err := got.Raw(e)
+		if err != nil {
+			t.Fatalf("%s: entry %d: %v", name, i, err)
+		}
+		w, err := want.Raw(want.Entries[i])
+		if err != nil {
+			t.Fatalf("%s: entry %d: %v", name, i, err)
+		}
+		if string(g) != string(w) {
+			t.Fatalf("%s: entry %d reads\n%s\nwant\n%s", name, i, g, w)
+		}
+	}
+}
+
+// A lazily loaded transcript translates again the bytes it read: lines
+// appended meanwhile do not move its entries, and a file rewritten
+// meanwhile is an error, not other bytes.
+func TestLazyViewReadsWhatWasLoaded(t *testing.T) {
+	dir := t.TempDir()
+	gen := func(name string, seed uint64) string {
+		p := filepath.Join(dir, name)
+		w, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		if _, err := sessiongen.GenerateClaudeCode(w, sessiongen.AgentOptions{Seed: seed, Turns: 20}); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	p, other := gen("cc.jsonl", 1), gen("other.jsonl", 2)
+	want, err := transcript.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer want.Close()
+	lazy, err := transcript.LoadLazy(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	more, err := os.ReadFile(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write(more)
+	f.Close()
+	sameBytes(t, "appended", lazy, want)
+	lazy.Close()
+
+	lazy, err = transcript.LoadLazy(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lazy.Close()
+	if err := os.WriteFile(p, more, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lazy.Raw(lazy.Entries[0]); err == nil || !strings.Contains(err.Error(), "changed while ctxtool read it") {
+		t.Fatalf("rewritten file: %v, want an error saying it changed", err)
 	}
 }
 
