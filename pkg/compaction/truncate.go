@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/ctxtool/ctxtool/pkg/transcript"
@@ -51,6 +52,10 @@ func commitRewrite(ctx context.Context, s *transcript.Session, pl *planned, o Op
 	}
 	res.Backup = rr.Backup
 	res.CarriedLines = rr.CarriedLines
+	if len(rr.HeldBy) > 0 {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("process %s still had the old file open when the rewrite stopped waiting for it: whatever it writes there now is only in %s",
+			strings.Trim(fmt.Sprint(rr.HeldBy), "[]"), rr.Backup))
+	}
 	return nil
 }
 
