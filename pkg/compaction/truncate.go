@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -53,8 +54,11 @@ func commitRewrite(ctx context.Context, s *transcript.Session, pl *planned, o Op
 	res.Backup = rr.Backup
 	res.CarriedLines = rr.CarriedLines
 	if len(rr.HeldBy) > 0 {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("process %s still had the old file open when the rewrite stopped waiting for it: whatever it writes there now is only in %s",
-			strings.Trim(fmt.Sprint(rr.HeldBy), "[]"), rr.Backup))
+		pids := make([]string, len(rr.HeldBy))
+		for i, pid := range rr.HeldBy {
+			pids[i] = strconv.Itoa(pid)
+		}
+		res.Warnings = append(res.Warnings, fmt.Sprintf("process(es) %s still had the old file open when the rewrite stopped waiting: whatever they write to it now is only in %s", strings.Join(pids, ", "), rr.Backup))
 	}
 	return nil
 }
