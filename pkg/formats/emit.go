@@ -171,10 +171,13 @@ func (v *view) flushOut() error {
 	}
 	v.handed += int64(len(v.w.b))
 	v.blocks <- outBlock{v.w.b, v.pend}
-	next := outBlock{}
+	var next outBlock
 	select {
 	case next = <-v.free:
 	default:
+		// Room for a block and its last line: grown line by line, a
+		// block was written twice over.
+		next.b = make([]byte, 0, 2*spoolBlock)
 	}
 	v.w.b, v.pend, v.lineAt = next.b[:0], next.recs[:0], 0
 	return nil
