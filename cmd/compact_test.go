@@ -278,10 +278,7 @@ func TestCompactAuditGateAndExecExamples(t *testing.T) {
 // reserve below the window the trigger is the usual window − reserve.
 func TestCompactWindowSmallerThanReserve(t *testing.T) {
 	cleanEnv(t)
-	cases, err := usagekit.Write(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	cases := usagekit.Write(t)
 	var file string
 	for _, c := range cases {
 		if c.Window == 8192 {

@@ -76,10 +76,7 @@ func measureAll(t *testing.T, file string, flags ...string) (EstimateReport, []s
 // session's real model, and which usage record it did not trust.
 func TestCommandsAgreeOnContextSize(t *testing.T) {
 	cleanEnv(t)
-	cases, err := usagekit.Write(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	cases := usagekit.Write(t)
 	for _, c := range cases {
 		for _, tok := range []string{"auto", "usage", "heuristic"} {
 			t.Run(c.Name+"/"+tok, func(t *testing.T) {
@@ -157,10 +154,7 @@ func TestCommandsAgreeOnWildSessions(t *testing.T) {
 func TestRollClosesOnUsageKit(t *testing.T) {
 	cleanEnv(t)
 	oracle.Require(t)
-	cases, err := usagekit.Write(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	cases := usagekit.Write(t)
 	for _, c := range cases {
 		for _, tok := range []string{"auto", "heuristic"} {
 			t.Run(c.Name+"/"+tok, func(t *testing.T) {
@@ -221,10 +215,7 @@ func TestRollClosesOnUsageKit(t *testing.T) {
 func TestCompactNextRequestIsTheNextEstimate(t *testing.T) {
 	cleanEnv(t)
 	oracle.Require(t)
-	cases, err := usagekit.Write(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	cases := usagekit.Write(t)
 	files := []string{oracle.Fixture("pi-v1-large-session.jsonl")}
 	for _, c := range cases {
 		files = append(files, c.File)
@@ -269,10 +260,7 @@ func TestCompactNextRequestIsTheNextEstimate(t *testing.T) {
 // stdout.
 func TestEveryCommandSaysWhichUsageItDistrusted(t *testing.T) {
 	cleanEnv(t)
-	cases, err := usagekit.Write(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	cases := usagekit.Write(t)
 	for _, c := range cases {
 		if c.PiAnchorClass == "fresh" {
 			continue
@@ -312,10 +300,7 @@ func TestEveryCommandSaysWhichUsageItDistrusted(t *testing.T) {
 // estimate's figure passes, one token less fails and names that figure.
 func TestLintBudgetAgreesWithEstimate(t *testing.T) {
 	cleanEnv(t)
-	cases, err := usagekit.Write(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	cases := usagekit.Write(t)
 	for _, c := range cases {
 		flagSets := [][]string{nil, {"--context-window", "100000"}, {"--model", "gpt-4"}, {"--tokenizer", "heuristic"}}
 		for _, flags := range flagSets {

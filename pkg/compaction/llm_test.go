@@ -1,7 +1,6 @@
 package compaction
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 	"os"
@@ -15,7 +14,6 @@ import (
 	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/internal/testkit/llmtest"
 	"github.com/ctxtool/ctxtool/pkg/llm"
-	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 func fixture(name string) string {
@@ -171,12 +169,7 @@ func failureLeavesFileAlone(t *testing.T, srv *llmtest.Server, set Settings, mut
 	if res == nil || res.Compacted || res.Reason == "" {
 		t.Fatalf("result %+v", res)
 	}
-	if now, _ := os.ReadFile(file); !bytes.Equal(now, orig) {
-		t.Fatal("the session changed after a failed compaction")
-	}
-	if _, err := os.Stat(transcript.LockPath(file)); !os.IsNotExist(err) {
-		t.Fatal("lock left behind")
-	}
+	untouched(t, file, orig, "a failed compaction")
 }
 
 func TestLLMTimeoutWritesNothing(t *testing.T) {

@@ -30,10 +30,7 @@ func audit(t *testing.T, file string) (*UsageAudit, *transcript.Session) {
 // the class the case was built with, and ctxtool anchors elsewhere (or
 // nowhere) when it is not trustworthy.
 func TestAuditUsageGenerated(t *testing.T) {
-	cases, err := usagekit.Write(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	cases := usagekit.Write(t)
 	for _, c := range cases {
 		t.Run(c.Name, func(t *testing.T) {
 			a, _ := audit(t, c.File)

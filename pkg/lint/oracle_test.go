@@ -124,10 +124,7 @@ func TestRealFixturesShowTheirDefects(t *testing.T) {
 // lies (usagekit) it names the pinned and flat records, and it is quiet
 // where usage is sound or only OpenClaw's zero-usage pseudo replies occur.
 func TestUsageRuleOnLyingSessions(t *testing.T) {
-	cases, err := usagekit.Write(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	cases := usagekit.Write(t)
 	want := map[string]string{"pinned-4096": "pinned", "flat-large": "flat", "mirror-zero": "", "header-only": "", "outgrows-window": ""}
 	for _, c := range cases {
 		fs := findingsOf(lintFile(t, c.File, nil), RuleUsageSuspect)

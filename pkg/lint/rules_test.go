@@ -97,6 +97,16 @@ const (
 	upperAN = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 )
 
+// atLines is a case's make: build writes the session and marks the lines
+// the rule must report; edit, when set, changes the written bytes.
+func atLines(build func(b *sessiongen.Builder, mark func(line int)), edit func([]byte) []byte) func(t *testing.T) (string, []int) {
+	return func(t *testing.T) (string, []int) {
+		var lines []int
+		p := session(t, func(b *sessiongen.Builder) { build(b, func(l int) { lines = append(lines, l) }) }, edit)
+		return p, lines
+	}
+}
+
 // ruleCase is a generated session that must trigger a rule at given lines.
 type ruleCase struct {
 	rule string
@@ -108,46 +118,30 @@ type ruleCase struct {
 
 func ruleCases() []ruleCase {
 	return []ruleCase{
-		{rule: RuleMalformedLine, make: func(t *testing.T) (string, []int) {
-			var line int
-			p := session(t, func(b *sessiongen.Builder) {
-				turn(b, "one")
-				b.Garbage("<<<<<<< HEAD")
-				line = b.Lines()
-				turn(b, "two")
-			}, nil)
-			return p, []int{line}
-		}},
-		{rule: RuleGluedLine, make: func(t *testing.T) (string, []int) {
-			var line int
-			p := session(t, func(b *sessiongen.Builder) {
-				turn(b, "one")
-				b.Glued(&sessiongen.Assistant{Content: []sessiongen.Block{sessiongen.Text("Done.")}}, &sessiongen.User{Blocks: []sessiongen.Block{sessiongen.Text("ok")}})
-				line = b.Lines()
-				turn(b, "two")
-			}, nil)
-			return p, []int{line}
-		}},
-		{rule: RuleTornLine, make: func(t *testing.T) (string, []int) {
-			var line int
-			p := session(t, func(b *sessiongen.Builder) {
-				turn(b, "one")
-				b.Torn(&sessiongen.User{Blocks: []sessiongen.Block{sessiongen.Text("a message cut short by a crash")}}, 40, false)
-				line = b.Lines()
-			}, nil)
-			return p, []int{line}
-		}},
+		{rule: RuleMalformedLine, make: atLines(func(b *sessiongen.Builder, mark func(int)) {
+			turn(b, "one")
+			b.Garbage("<<<<<<< HEAD")
+			mark(b.Lines())
+			turn(b, "two")
+		}, nil)},
+		{rule: RuleGluedLine, make: atLines(func(b *sessiongen.Builder, mark func(int)) {
+			turn(b, "one")
+			b.Glued(&sessiongen.Assistant{Content: []sessiongen.Block{sessiongen.Text("Done.")}}, &sessiongen.User{Blocks: []sessiongen.Block{sessiongen.Text("ok")}})
+			mark(b.Lines())
+			turn(b, "two")
+		}, nil)},
+		{rule: RuleTornLine, make: atLines(func(b *sessiongen.Builder, mark func(int)) {
+			turn(b, "one")
+			b.Torn(&sessiongen.User{Blocks: []sessiongen.Block{sessiongen.Text("a message cut short by a crash")}}, 40, false)
+			mark(b.Lines())
+		}, nil)},
 		{rule: RuleMissingNewline, make: func(t *testing.T) (string, []int) {
 			var line int
 			p := session(t, func(b *sessiongen.Builder) { turn(b, "one"); line = b.Lines() },
 				func(d []byte) []byte { return bytes.TrimSuffix(d, []byte("\n")) })
 			return p, []int{line}
 		}},
-		{rule: RuleNonObjectLine, make: func(t *testing.T) (string, []int) {
-			var line int
-			p := session(t, func(b *sessiongen.Builder) { turn(b, "one"); line = b.Lines() + 1 }, appendRaw(`[1,2,3]`))
-			return p, []int{line}
-		}},
+		{rule: RuleNonObjectLine, make: atLines(func(b *sessiongen.Builder, mark func(int)) { turn(b, "one"); mark(b.Lines() + 1) }, appendRaw(`[1,2,3]`))},
 		{rule: RuleInvalidHeader, make: func(t *testing.T) (string, []int) {
 			p := session(t, func(b *sessiongen.Builder) { turn(b, "one") }, func(d []byte) []byte {
 				return d[bytes.IndexByte(d, '\n')+1:] // drop the header
@@ -168,120 +162,76 @@ func ruleCases() []ruleCase {
 			})
 			return p, []int{line}
 		}},
-		{rule: RuleDuplicateID, make: func(t *testing.T) (string, []int) {
-			var line int
-			p := session(t, func(b *sessiongen.Builder) {
-				turn(b, "one")
-				b.Custom(sessiongen.Custom{Meta: sessiongen.Meta{ID: "dup00001"}, CustomType: "state"})
-				line = b.Lines()
-				turn(b, "two")
-			}, func(d []byte) []byte {
-				return appendRaw(`{"type":"custom","customType":"state","id":"dup00001","parentId":null,"timestamp":"2026-03-02T10:00:00.000Z"}`)(d)
-			})
-			return p, []int{line}
-		}},
-		{rule: RuleBrokenParent, make: func(t *testing.T) (string, []int) {
-			var line int
-			p := session(t, func(b *sessiongen.Builder) {
-				turn(b, "one")
-				b.User(sessiongen.User{Meta: sessiongen.Meta{ParentID: "0badf00d"}, Blocks: []sessiongen.Block{sessiongen.Text("orphan")}})
-				line = b.Lines()
-				b.AssistantText("ok")
-			}, nil)
-			return p, []int{line}
-		}},
-		{rule: RuleParentCycle, make: func(t *testing.T) (string, []int) {
-			var line int
-			p := session(t, func(b *sessiongen.Builder) { turn(b, "one"); line = b.Lines() + 1 }, appendRaw(
-				`{"type":"custom","customType":"x","id":"cyc00001","parentId":"cyc00002","timestamp":"2026-03-02T10:00:00.000Z"}`,
-				`{"type":"custom","customType":"x","id":"cyc00002","parentId":"cyc00001","timestamp":"2026-03-02T10:00:01.000Z"}`))
-			return p, []int{line}
-		}},
-		{rule: RuleUnreachable, make: func(t *testing.T) (string, []int) {
-			var line int
-			p := session(t, func(b *sessiongen.Builder) {
-				_, _, _, a := turn(b, "one")
-				turn(b, "an abandoned idea")
-				line = b.Lines() - 3
-				b.Branch(a)
-				b.BranchSummary(sessiongen.BranchSummary{Summary: "Tried an idea; dropped it."})
-				turn(b, "back on track")
-			}, nil)
-			return p, []int{line}
-		}},
-		{rule: RuleDanglingRef, make: func(t *testing.T) (string, []int) {
-			var line int
-			p := session(t, func(b *sessiongen.Builder) {
-				turn(b, "one")
-				b.Label(sessiongen.Label{TargetID: "0ddba11a", Label: "start"})
-				line = b.Lines()
-			}, nil)
-			return p, []int{line}
-		}},
-		{rule: RuleOrphanToolCall, make: func(t *testing.T) (string, []int) {
-			var line int
-			p := session(t, func(b *sessiongen.Builder) {
-				b.UserText("run it")
-				b.Assistant(sessiongen.Assistant{Content: []sessiongen.Block{sessiongen.ToolCall(b.ToolCallID(), "bash", sessiongen.Obj{{K: "command", V: "make"}})}})
-				line = b.Lines()
-				turn(b, "never mind, something else")
-			}, nil)
-			return p, []int{line}
-		}},
-		{rule: RulePendingToolCall, make: func(t *testing.T) (string, []int) {
-			var line int
-			p := session(t, func(b *sessiongen.Builder) {
-				turn(b, "one")
-				b.UserText("run the tests")
-				b.Assistant(sessiongen.Assistant{Content: []sessiongen.Block{sessiongen.ToolCall(b.ToolCallID(), "bash", sessiongen.Obj{{K: "command", V: "go test ./..."}})}})
-				line = b.Lines()
-			}, nil)
-			return p, []int{line}
-		}},
-		{rule: RuleOrphanToolResult, make: func(t *testing.T) (string, []int) {
-			var line int
-			p := session(t, func(b *sessiongen.Builder) {
-				turn(b, "one")
-				b.UserText("go on")
-				b.ToolResultText("toolu_01NoSuchCallAnywhere", "read", "stale output")
-				line = b.Lines()
-				b.AssistantText("ok")
-			}, nil)
-			return p, []int{line}
-		}},
-		{rule: RuleCompactionKeptOff, make: func(t *testing.T) (string, []int) {
-			var line int
-			p := session(t, func(b *sessiongen.Builder) {
-				turn(b, "one")
-				turn(b, "two")
-				b.Compaction(sessiongen.Compaction{Summary: "## Goal\nRead main.go twice.", FirstKeptEntryID: "5eed0000"})
-				line = b.Lines()
-				turn(b, "three")
-			}, nil)
-			return p, []int{line}
-		}},
-		{rule: RuleCompactionSplits, make: func(t *testing.T) (string, []int) {
-			var line int
-			p := session(t, func(b *sessiongen.Builder) {
-				turn(b, "one")
-				_, _, result, _ := turn(b, "two")
-				b.Compaction(sessiongen.Compaction{Summary: "## Goal\nRead main.go twice.", FirstKeptEntryID: result})
-				line = b.Lines()
-				turn(b, "three")
-			}, nil)
-			return p, []int{line}
-		}},
-		{rule: RuleCompactionNoGain, make: func(t *testing.T) (string, []int) {
-			var line int
-			p := session(t, func(b *sessiongen.Builder) {
-				u, _, _, _ := turn(b, "one")
-				turn(b, "two")
-				b.Compaction(sessiongen.Compaction{Summary: "## Goal\nRead main.go twice; nothing else happened yet.", FirstKeptEntryID: u})
-				line = b.Lines()
-				turn(b, "three")
-			}, nil)
-			return p, []int{line}
-		}},
+		{rule: RuleDuplicateID, make: atLines(func(b *sessiongen.Builder, mark func(int)) {
+			turn(b, "one")
+			b.Custom(sessiongen.Custom{Meta: sessiongen.Meta{ID: "dup00001"}, CustomType: "state"})
+			mark(b.Lines())
+			turn(b, "two")
+		}, func(d []byte) []byte {
+			return appendRaw(`{"type":"custom","customType":"state","id":"dup00001","parentId":null,"timestamp":"2026-03-02T10:00:00.000Z"}`)(d)
+		})},
+		{rule: RuleBrokenParent, make: atLines(func(b *sessiongen.Builder, mark func(int)) {
+			turn(b, "one")
+			b.User(sessiongen.User{Meta: sessiongen.Meta{ParentID: "0badf00d"}, Blocks: []sessiongen.Block{sessiongen.Text("orphan")}})
+			mark(b.Lines())
+			b.AssistantText("ok")
+		}, nil)},
+		{rule: RuleParentCycle, make: atLines(func(b *sessiongen.Builder, mark func(int)) { turn(b, "one"); mark(b.Lines() + 1) }, appendRaw(
+			`{"type":"custom","customType":"x","id":"cyc00001","parentId":"cyc00002","timestamp":"2026-03-02T10:00:00.000Z"}`,
+			`{"type":"custom","customType":"x","id":"cyc00002","parentId":"cyc00001","timestamp":"2026-03-02T10:00:01.000Z"}`))},
+		{rule: RuleUnreachable, make: atLines(func(b *sessiongen.Builder, mark func(int)) {
+			_, _, _, a := turn(b, "one")
+			turn(b, "an abandoned idea")
+			mark(b.Lines() - 3)
+			b.Branch(a)
+			b.BranchSummary(sessiongen.BranchSummary{Summary: "Tried an idea; dropped it."})
+			turn(b, "back on track")
+		}, nil)},
+		{rule: RuleDanglingRef, make: atLines(func(b *sessiongen.Builder, mark func(int)) {
+			turn(b, "one")
+			b.Label(sessiongen.Label{TargetID: "0ddba11a", Label: "start"})
+			mark(b.Lines())
+		}, nil)},
+		{rule: RuleOrphanToolCall, make: atLines(func(b *sessiongen.Builder, mark func(int)) {
+			b.UserText("run it")
+			b.Assistant(sessiongen.Assistant{Content: []sessiongen.Block{sessiongen.ToolCall(b.ToolCallID(), "bash", sessiongen.Obj{{K: "command", V: "make"}})}})
+			mark(b.Lines())
+			turn(b, "never mind, something else")
+		}, nil)},
+		{rule: RulePendingToolCall, make: atLines(func(b *sessiongen.Builder, mark func(int)) {
+			turn(b, "one")
+			b.UserText("run the tests")
+			b.Assistant(sessiongen.Assistant{Content: []sessiongen.Block{sessiongen.ToolCall(b.ToolCallID(), "bash", sessiongen.Obj{{K: "command", V: "go test ./..."}})}})
+			mark(b.Lines())
+		}, nil)},
+		{rule: RuleOrphanToolResult, make: atLines(func(b *sessiongen.Builder, mark func(int)) {
+			turn(b, "one")
+			b.UserText("go on")
+			b.ToolResultText("toolu_01NoSuchCallAnywhere", "read", "stale output")
+			mark(b.Lines())
+			b.AssistantText("ok")
+		}, nil)},
+		{rule: RuleCompactionKeptOff, make: atLines(func(b *sessiongen.Builder, mark func(int)) {
+			turn(b, "one")
+			turn(b, "two")
+			b.Compaction(sessiongen.Compaction{Summary: "## Goal\nRead main.go twice.", FirstKeptEntryID: "5eed0000"})
+			mark(b.Lines())
+			turn(b, "three")
+		}, nil)},
+		{rule: RuleCompactionSplits, make: atLines(func(b *sessiongen.Builder, mark func(int)) {
+			turn(b, "one")
+			_, _, result, _ := turn(b, "two")
+			b.Compaction(sessiongen.Compaction{Summary: "## Goal\nRead main.go twice.", FirstKeptEntryID: result})
+			mark(b.Lines())
+			turn(b, "three")
+		}, nil)},
+		{rule: RuleCompactionNoGain, make: atLines(func(b *sessiongen.Builder, mark func(int)) {
+			u, _, _, _ := turn(b, "one")
+			turn(b, "two")
+			b.Compaction(sessiongen.Compaction{Summary: "## Goal\nRead main.go twice; nothing else happened yet.", FirstKeptEntryID: u})
+			mark(b.Lines())
+			turn(b, "three")
+		}, nil)},
 		{rule: RuleCompactionEmpty, make: func(t *testing.T) (string, []int) {
 			var lines []int
 			p := session(t, func(b *sessiongen.Builder) {
@@ -309,33 +259,21 @@ func ruleCases() []ruleCase {
 			}, nil)
 			return p, []int{line}
 		}},
-		{rule: RuleContextOverBudget, opts: func(o *Options) { o.MaxTokens = 20; o.Tokenizer = "heuristic" }, make: func(t *testing.T) (string, []int) {
-			var line int
-			p := session(t, func(b *sessiongen.Builder) { turn(b, "one"); turn(b, "two"); line = b.Lines() }, nil)
-			return p, []int{line}
-		}},
-		{rule: RuleOversizedLine, opts: func(o *Options) { o.MaxLineBytes = 4000 }, make: func(t *testing.T) (string, []int) {
-			var line int
-			p := session(t, func(b *sessiongen.Builder) {
-				b.UserText("cat the log")
-				id := b.ToolCallID()
-				b.Assistant(sessiongen.Assistant{Content: []sessiongen.Block{sessiongen.ToolCall(id, "bash", sessiongen.Obj{{K: "command", V: "cat app.log"}})}})
-				b.ToolResultText(id, "bash", strings.Repeat("GET /health 200 0.4ms\n", 300))
-				line = b.Lines()
-				b.AssistantText("the log is all health checks")
-			}, nil)
-			return p, []int{line}
-		}},
-		{rule: RuleLargeImage, opts: func(o *Options) { o.MaxImageBytes = 100 }, make: func(t *testing.T) (string, []int) {
-			var line int
-			p := session(t, func(b *sessiongen.Builder) {
-				turn(b, "one")
-				b.User(sessiongen.User{Blocks: []sessiongen.Block{sessiongen.Text("screenshot:"), sessiongen.ImageBlock(sessiongen.MakePNG(400, 300, 1))}})
-				line = b.Lines()
-				b.AssistantText("I see it")
-			}, nil)
-			return p, []int{line}
-		}},
+		{rule: RuleContextOverBudget, opts: func(o *Options) { o.MaxTokens = 20; o.Tokenizer = "heuristic" }, make: atLines(func(b *sessiongen.Builder, mark func(int)) { turn(b, "one"); turn(b, "two"); mark(b.Lines()) }, nil)},
+		{rule: RuleOversizedLine, opts: func(o *Options) { o.MaxLineBytes = 4000 }, make: atLines(func(b *sessiongen.Builder, mark func(int)) {
+			b.UserText("cat the log")
+			id := b.ToolCallID()
+			b.Assistant(sessiongen.Assistant{Content: []sessiongen.Block{sessiongen.ToolCall(id, "bash", sessiongen.Obj{{K: "command", V: "cat app.log"}})}})
+			b.ToolResultText(id, "bash", strings.Repeat("GET /health 200 0.4ms\n", 300))
+			mark(b.Lines())
+			b.AssistantText("the log is all health checks")
+		}, nil)},
+		{rule: RuleLargeImage, opts: func(o *Options) { o.MaxImageBytes = 100 }, make: atLines(func(b *sessiongen.Builder, mark func(int)) {
+			turn(b, "one")
+			b.User(sessiongen.User{Blocks: []sessiongen.Block{sessiongen.Text("screenshot:"), sessiongen.ImageBlock(sessiongen.MakePNG(400, 300, 1))}})
+			mark(b.Lines())
+			b.AssistantText("I see it")
+		}, nil)},
 		{rule: RuleSecret, make: func(t *testing.T) (string, []int) {
 			rng := rand.New(rand.NewPCG(1, 2))
 			var lines []int

@@ -24,6 +24,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"testing"
 
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
 )
@@ -107,17 +108,20 @@ func plans() []plan {
 	}
 }
 
-// Write generates every case into dir.
-func Write(dir string) ([]Case, error) {
+// Write generates every case into a new t.TempDir(); a case it cannot
+// write fails the test.
+func Write(t testing.TB) []Case {
+	t.Helper()
+	dir := t.TempDir()
 	var out []Case
 	for _, p := range plans() {
 		c, err := write(dir, p)
 		if err != nil {
-			return nil, fmt.Errorf("usagekit %s: %w", p.name, err)
+			t.Fatalf("usagekit %s: %v", p.name, err)
 		}
 		out = append(out, c)
 	}
-	return out, nil
+	return out
 }
 
 func write(dir string, p plan) (Case, error) {
