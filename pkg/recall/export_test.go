@@ -76,3 +76,18 @@ func LimitPages(t interface{ Fatal(...any) }, ix *Index) {
 		t.Fatal(err)
 	}
 }
+
+// FTSSegments counts the segments of a SQLite index's word index. FTS5
+// stores a segment's pages in its %_data table under rowids that carry the
+// segment id above bit 37 (fts5Int.h, FTS5_SEGMENT_ROWID: 31 page bits, 5
+// height bits, 1 doclist-index bit); rowids 1 and 10 are the averages and
+// the structure record.
+func FTSSegments(ix *Index) (int, error) {
+	st, ok := ix.st.(*sqliteStore)
+	if !ok {
+		return 0, fmt.Errorf("not a SQLite index")
+	}
+	var n int
+	err := st.db.QueryRow(`SELECT count(DISTINCT id >> 37) FROM chunks_fts_data WHERE id > 10`).Scan(&n)
+	return n, err
+}
