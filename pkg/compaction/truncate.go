@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ctxtool/ctxtool/pkg/transcript"
@@ -51,6 +53,13 @@ func commitRewrite(ctx context.Context, s *transcript.Session, pl *planned, o Op
 	}
 	res.Backup = rr.Backup
 	res.CarriedLines = rr.CarriedLines
+	if len(rr.HeldBy) > 0 {
+		pids := make([]string, len(rr.HeldBy))
+		for i, pid := range rr.HeldBy {
+			pids[i] = strconv.Itoa(pid)
+		}
+		res.Warnings = append(res.Warnings, fmt.Sprintf("process(es) %s still had the old file open when the rewrite stopped waiting: whatever they write to it now is only in %s", strings.Join(pids, ", "), rr.Backup))
+	}
 	return nil
 }
 

@@ -2,6 +2,7 @@ package transcript
 
 import (
 	"bytes"
+	"time"
 
 	"github.com/ctxtool/ctxtool/pkg/formats"
 )
@@ -35,4 +36,12 @@ func LoadTranslated(path string) (*Session, error) {
 		return nil, err
 	}
 	return loadView(path, v)
+}
+
+// SetHoldWait shortens how long Rewrite waits for a holder of the
+// replaced file and returns a restore.
+func SetHoldWait(d time.Duration) func() {
+	old := holdWait
+	holdWait = d
+	return func() { holdWait = old }
 }

@@ -18,14 +18,26 @@ type RewriteOptions struct {
 	// Idle refuses (BusyError) a session modified less than this long ago.
 	Idle time.Duration
 	// Settle is how long Rewrite keeps watching the replaced file after
-	// the rename for a writer that opened it just before (0: DefaultSettle).
+	// the rename for a writer that opened it just before (0: DefaultSettle)
+	// — at least: on Linux also while another process has it open.
 	Settle time.Duration
 }
 
 // DefaultSettle is how long after its rename Rewrite watches the old file
 // for late appends. pi opens the file by path for every append, so a write
 // to the old file can only come from an open made just before the rename.
+// Where /proc shows who has the old file open (Linux), Rewrite also keeps
+// watching while another process does, up to holdWait: a writer
+// descheduled between its open and its write on a loaded machine writes
+// later than any settle time.
 const DefaultSettle = 50 * time.Millisecond
+
+// holdWait bounds how long Rewrite waits for another process to close the
+// replaced file (var: tests). Meanwhile the /proc scans (1-7 ms each on a
+// loaded 2-core machine) start scanGap apart and back off to maxScanGap.
+var holdWait = 5 * time.Second
+
+const scanGap, maxScanGap = 5 * time.Millisecond, 100 * time.Millisecond
 
 // afterRename, when set (tests), runs right after Rewrite's rename: a
 // writer that opened the old file just before it writes here.
@@ -44,6 +56,10 @@ type RewriteResult struct {
 	// the order it was written.
 	CarriedBytes int64
 	CarriedLines int
+	// HeldBy lists the processes that still had the replaced file open
+	// when Rewrite stopped waiting for them (holdWait): what they write to
+	// it from then on is only in the backup.
+	HeldBy []int
 }
 
 // Rewrite replaces the file s was loaded from by content (which the caller
@@ -55,6 +71,9 @@ type RewriteResult struct {
 // file they had opened just before — is carried over after content in the
 // order it was written, so their entries keep their parents (the last entry
 // of s, which content must keep) and pi's leaf stays their last entry.
+// Rewrite watches the old file until no other process has it open (seen in
+// /proc; after holdWait it stops and names them in HeldBy) and it has been
+// quiet for opts.Settle, which alone protects writers /proc does not show.
 // Symlinks are resolved: the real file is replaced and a link stays a link.
 // The file's mode and owner are kept; a read-only file, a file with other
 // hard links, a file modified within opts.Idle or one whose last line is
@@ -200,7 +219,7 @@ func (w *swap) commit(res *RewriteResult, settle time.Duration) error {
 	safefile.SyncDir(filepath.Dir(real))
 	c := carrier{path: real, first: w.old, prev: w.old, prevUsed: s.Size, cur: w.tmp, curBase: w.size, mode: ofi}
 	err := c.run(settle)
-	res.CarriedBytes, res.CarriedLines = c.carried, c.carriedLines
+	res.CarriedBytes, res.CarriedLines, res.HeldBy = c.carried, c.carriedLines, c.watch.held
 	for _, f := range []*os.File{c.prev, c.cur} {
 		if f != w.old && f != w.tmp {
 			f.Close()
@@ -246,6 +265,7 @@ type carrier struct {
 	carriedLines int
 	rounds       int
 	first        *os.File // the original file, closed by Rewrite
+	watch        holdWatch
 }
 
 func (c *carrier) run(settle time.Duration) error {
@@ -262,13 +282,14 @@ func (c *carrier) run(settle time.Duration) error {
 			return err
 		}
 		if len(late) == 0 {
-			if final && time.Since(quietSince) >= settle {
+			if final && time.Since(quietSince) >= settle && c.watch.released(c.prev) {
 				return c.cur.Sync()
 			}
 			time.Sleep(time.Millisecond)
 			continue
 		}
 		quietSince = time.Now()
+		c.watch.free = false
 		if curSize == c.curBase {
 			end, err := appendAt(c.cur, late)
 			if err != nil {
@@ -290,6 +311,48 @@ func (c *carrier) run(settle time.Duration) error {
 			return err
 		}
 	}
+}
+
+// holdWatch tells when no other process has the replaced file open any
+// more, so nothing can reach it: a writer writes before it closes, so once
+// a scan finds no holder, one more read of the file takes its last bytes.
+type holdWatch struct {
+	free  bool      // the last scan found no holder (or gave up): read once more and stop
+	since time.Time // when a scan first found a holder
+	next  time.Time // no scan before
+	gap   time.Duration
+	held  []int // holders when the wait ran out
+}
+
+// released reports whether the carrier may stop: the previous call let go
+// of prev and nothing arrived since (the carrier clears free when it does).
+// Otherwise it scans /proc for holders of prev, when due.
+func (h *holdWatch) released(prev *os.File) bool {
+	if h.free {
+		return true
+	}
+	now := time.Now()
+	if now.Before(h.next) {
+		return false
+	}
+	fi, err := prev.Stat()
+	if err != nil {
+		h.free = true
+		return false
+	}
+	pids, ok := otherHolders(fi)
+	switch {
+	case !ok || len(pids) == 0:
+		h.free, h.held = true, nil
+	case h.since.IsZero():
+		h.since, h.gap = now, scanGap
+	case now.Sub(h.since) >= holdWait:
+		h.free, h.held = true, pids
+	default:
+		h.gap = min(2*h.gap, maxScanGap)
+	}
+	h.next = time.Now().Add(h.gap)
+	return false
 }
 
 func (c *carrier) took(late []byte) {

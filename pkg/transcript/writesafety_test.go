@@ -1,6 +1,7 @@
 package transcript_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -147,6 +148,91 @@ func TestRewriteCarriesLateAppends(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// holdingWriter starts a process that opens f for appending and holds it
+// until write is called, then writes line and exits: a writer descheduled
+// between its open and its write.
+func holdingWriter(t *testing.T, f, line string) (pid int, write func()) {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", `exec 3>>"$1" && echo opened && read go && printf '%s' "$2" >&3`, "sh", f, line)
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Skip("no sh:", err)
+	}
+	if opened, _ := bufio.NewReader(out).ReadString('\n'); opened != "opened\n" {
+		t.Fatalf("writer did not open %s: %q", f, opened)
+	}
+	var once sync.Once
+	write = func() {
+		once.Do(func() {
+			in.Write([]byte("go\n"))
+			if err := cmd.Wait(); err != nil {
+				t.Errorf("writer: %v", err)
+			}
+		})
+	}
+	t.Cleanup(write)
+	return cmd.Process.Pid, write
+}
+
+// A writer that opened the session before the rename and writes to it long
+// after the settle time (descheduled on a loaded machine) loses nothing:
+// Rewrite carries until no other process has the old file open. Where /proc
+// cannot tell, only the settle time protects it.
+func TestRewriteWaitsForAWriterHoldingTheOldFile(t *testing.T) {
+	if _, err := os.ReadDir("/proc/self/fd"); err != nil {
+		t.Skip("no /proc here: Rewrite falls back to the settle time")
+	}
+	const leaf = "a1f00012" // last entry of spec-v3.jsonl
+	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
+	line := writerLine("w0000001", leaf)
+	_, write := holdingWriter(t, f, line)
+	returned := make(chan struct{})
+	go func() {
+		// Write once Rewrite has returned (it stopped watching) or, if it
+		// waits for the writer, well after its settle time.
+		select {
+		case <-returned:
+		case <-time.After(300 * time.Millisecond):
+		}
+		write()
+	}()
+	rr, content := rewriteSame(t, f, nil, nil)
+	close(returned)
+	write()
+	got, _ := os.ReadFile(f)
+	if string(got) != string(content)+line {
+		t.Fatalf("live file after the new content:\n%s\nwant the writer's late line:\n%s", got[len(content):], line)
+	}
+	if rr.CarriedLines != 1 {
+		t.Fatalf("carried %d lines, want 1", rr.CarriedLines)
+	}
+}
+
+// A writer that keeps the old file open longer than the hold wait is named
+// in the result; what it writes afterwards is in the backup only.
+func TestRewriteGivesUpOnAWriterHoldingTheOldFile(t *testing.T) {
+	if _, err := os.ReadDir("/proc/self/fd"); err != nil {
+		t.Skip("no /proc here: Rewrite falls back to the settle time")
+	}
+	defer transcript.SetHoldWait(50 * time.Millisecond)()
+	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
+	line := writerLine("w0000001", "a1f00012")
+	pid, write := holdingWriter(t, f, line)
+	start := time.Now()
+	rr, content := rewriteSame(t, f, nil, nil)
+	took := time.Since(start)
+	write()
+	if len(rr.HeldBy) != 1 || rr.HeldBy[0] != pid || took < 50*time.Millisecond {
+		t.Fatalf("held by %v (writer %d) after %v", rr.HeldBy, pid, took)
+	}
+	got, _ := os.ReadFile(f)
+	bak, _ := os.ReadFile(rr.Backup)
+	if string(got) != string(content) || !strings.HasSuffix(string(bak), line) {
+		t.Fatalf("live file gained %q; backup ends %q", got[len(content):], bak[max(0, len(bak)-len(line)):])
 	}
 }
 

@@ -1,0 +1,70 @@
+package transcript
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// otherHolders returns the pids of the other processes that have a file
+// descriptor open on the file fi describes, found in /proc/<pid>/fd. ok is
+// false where /proc cannot tell (not Linux, /proc not mounted): the caller
+// then relies on its settle time alone, as it does for the processes whose
+// descriptors this one may not read (other users', unless it runs as root;
+// other pid namespaces). Our own process is left out: ctxtool writes the
+// session only under its lock.
+func otherHolders(fi os.FileInfo) (pids []int, ok bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil, false
+	}
+	if _, err := os.Stat("/proc/self/fd"); err != nil {
+		return nil, false
+	}
+	procs, err := readNames("/proc")
+	if err != nil {
+		return nil, false
+	}
+	self := os.Getpid()
+	for _, name := range procs {
+		pid, err := strconv.Atoi(name)
+		if err != nil || pid == self {
+			continue
+		}
+		if holds("/proc/"+name+"/fd/", st) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids, true
+}
+
+// holds reports whether one of the descriptors in dir (a /proc/<pid>/fd/)
+// is open on the file st describes. Only descriptors whose link is a path
+// are stat'ed (pipes, sockets and the like are most of them).
+func holds(dir string, st *syscall.Stat_t) bool {
+	fds, err := readNames(dir)
+	if err != nil {
+		return false // gone, or not ours to read
+	}
+	for _, fd := range fds {
+		link, err := os.Readlink(dir + fd)
+		if err != nil || !strings.HasPrefix(link, "/") {
+			continue
+		}
+		var fst syscall.Stat_t
+		if syscall.Stat(dir+fd, &fst) == nil && fst.Dev == st.Dev && fst.Ino == st.Ino {
+			return true
+		}
+	}
+	return false
+}
+
+func readNames(dir string) ([]string, error) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.Readdirnames(-1)
+}
