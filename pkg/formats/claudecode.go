@@ -59,7 +59,7 @@ type ccLine struct {
 	bad                      string
 	size                     int
 	typ, subtype             string
-	uuid                     string
+	uuid                     jstr // a string only once written (write)
 	parent                   jstr // looked up, never kept: not made a string
 	sidechain                bool
 	sessionID, cwd           jstr   // read once per file: not made strings per line
@@ -110,7 +110,8 @@ type ccSource struct {
 // allocated line by line.
 var ccScratch = sync.Pool{New: func() any { return new(ccContent) }}
 
-// decodeCC decodes one line into l, which is zero.
+// decodeCC decodes one line into l, which is zero but for the capacity
+// of its blocks and entries.
 func decodeCC(raw []byte, l *ccLine) {
 	d := newDec(raw)
 	content := ccScratch.Get().(*ccContent)
@@ -124,7 +125,7 @@ func decodeCC(raw []byte, l *ccLine) {
 			case "subtype":
 				l.subtype = d.name("subtype")
 			case "uuid":
-				l.uuid = d.string("uuid")
+				l.uuid = d.text("uuid")
 			case "parentUuid":
 				l.parent = d.text("parentUuid")
 			case "isSidechain":
@@ -168,14 +169,14 @@ func decodeCC(raw []byte, l *ccLine) {
 	if l.timestamp != "" {
 		l.ts, l.ms = piTime(l.timestamp)
 	}
-	if l.uuid != "" && l.message {
+	if !l.uuid.empty() && l.message {
 		switch l.typ {
 		case "assistant":
 			if l.model != "<synthetic>" && !l.apiError {
-				l.blocks = ccAssistantBlocks(content)
+				l.blocks = ccAssistantBlocks(l.blocks, content)
 			}
 		case "user":
-			l.out = ccUserEntries(l, content)
+			l.out = ccUserEntries(l.out, l, content)
 		}
 	}
 }
@@ -318,15 +319,14 @@ func (d *jdec) ccBlock() ccBlock {
 	return b
 }
 
-// ccAssistantBlocks converts an assistant line's content.
-func ccAssistantBlocks(c *ccContent) []block {
+// ccAssistantBlocks appends an assistant line's content, converted, to out.
+func ccAssistantBlocks(out []block, c *ccContent) []block {
 	switch {
 	case c.kind == 's':
-		return []block{{kind: "text", text: c.str.json()}}
+		return append(out, block{kind: "text", text: c.str.json()})
 	case c.typeErr:
-		return nil // encoding/json failed on it: nothing was kept
+		return out // encoding/json failed on it: nothing was kept
 	}
-	var out []block
 	for i := range c.blocks {
 		b := &c.blocks[i]
 		switch b.typ {
@@ -343,10 +343,10 @@ func ccAssistantBlocks(c *ccContent) []block {
 	return out
 }
 
-// ccUserEntries converts a user line's content: a compaction summary, a
-// user message, or tool results followed by the user text they came with.
-func ccUserEntries(l *ccLine, c *ccContent) []entry {
-	var out []entry
+// ccUserEntries appends to out the entries of a user line's content: a
+// compaction summary, a user message, or tool results followed by the
+// user text they came with.
+func ccUserEntries(out []entry, l *ccLine, c *ccContent) []entry {
 	switch {
 	case l.compactSummary:
 		out = append(out, entry{typ: "compaction", timestamp: l.ts, summary: joinText(c), tokensBefore: -1})
@@ -409,19 +409,7 @@ func joinText(c *ccContent) []byte {
 	if c.kind == 's' {
 		return c.str.json()
 	}
-	b := []byte{'"'}
-	n := 0
-	for i := range c.blocks {
-		if c.blocks[i].typ != "text" {
-			continue
-		}
-		if n > 0 {
-			b = append(b, `\n`...)
-		}
-		n++
-		b = c.blocks[i].text.appendInner(b)
-	}
-	return append(b, '"')
+	return joinJSON(len(c.blocks), func(i int) (jstr, bool) { return c.blocks[i].text, c.blocks[i].typ == "text" }, `\n`)
 }
 
 type ccGroup struct {
@@ -434,6 +422,7 @@ type ccGroup struct {
 type heldLine struct {
 	no int
 	l  *ccLine
+	id int32 // its uuid's
 }
 
 // A pi id the converter links to (a written uuid, or "" for a root) is a
@@ -475,7 +464,10 @@ func newCCConv(v *view) *ccConv {
 	return &ccConv{v: v, ids: []string{""}, tip: map[int32]int32{}, names: map[string]string{}, side: -1}
 }
 
-func (c *ccConv) decode(raw []byte, l *ccLine) { decodeCC(raw, l) }
+func (c *ccConv) decode(raw []byte, l *ccLine) {
+	*l = ccLine{blocks: l.blocks[:0], out: l.out[:0]}
+	decodeCC(raw, l)
+}
 
 func (c *ccConv) line(no int, raw []byte) error {
 	var l ccLine
@@ -504,14 +496,14 @@ func (c *ccConv) resolve(p jstr) int32 {
 }
 
 // alias makes the children of uuid hang off id.
-func (c *ccConv) alias(uuid string, id int32) { c.nodes.at(uuid).alias = id + 1 }
+func (c *ccConv) alias(uuid jstr, id int32) { c.nodes.atJSON(uuid).alias = id + 1 }
 
 // write registers uuid as written and returns its id.
-func (c *ccConv) write(uuid string) int32 {
-	n := c.nodes.at(uuid)
+func (c *ccConv) write(uuid jstr) int32 {
+	n := c.nodes.atJSON(uuid)
 	if n.self == 0 {
 		n.self = int32(len(c.ids))
-		c.ids = append(c.ids, uuid)
+		c.ids = append(c.ids, uuid.String())
 	}
 	return n.self
 }
@@ -531,7 +523,7 @@ func (c *ccConv) apply(no int, l *ccLine) error {
 	if v.started == "" && l.timestamp != "" {
 		v.started = l.ts
 	}
-	if l.uuid == "" {
+	if l.uuid.empty() {
 		return nil // file-history-snapshot, queue-operation, summary: no tree node
 	}
 	side := int8(0)
@@ -550,8 +542,7 @@ func (c *ccConv) apply(no int, l *ccLine) error {
 		return c.assistant(no, l)
 	case l.typ == "user" && l.message:
 		if p := c.pend; p != nil && len(l.out) > 0 && l.out[0].role == "toolResult" && c.resolve(l.parent) == p.id {
-			c.held = append(c.held, heldLine{no, l})
-			c.write(l.uuid)
+			c.held = append(c.held, heldLine{no, l, c.write(l.uuid)})
 			return nil
 		}
 		if err := c.flush(); err != nil {
@@ -598,7 +589,7 @@ func (c *ccConv) assistant(no int, l *ccLine) error {
 	g := &c.group
 	content := append(g.e.content[:0], l.blocks...)
 	*g = ccGroup{id: c.write(l.uuid), msgID: l.msgID, row: no}
-	g.e = entry{typ: "message", id: l.uuid, parent: c.ids[parent], timestamp: l.ts, role: "assistant",
+	g.e = entry{typ: "message", id: c.ids[g.id], parent: c.ids[parent], timestamp: l.ts, role: "assistant",
 		content: content, msgTime: l.ms, api: "anthropic-messages", provider: "anthropic",
 		model: l.model, usage: l.usage}
 	if l.stopReason != nil {
@@ -611,7 +602,7 @@ func (c *ccConv) assistant(no int, l *ccLine) error {
 // isHeld reports whether id is a held tool-result line's.
 func (c *ccConv) isHeld(id int32) bool {
 	for _, h := range c.held {
-		if h.l.uuid == c.ids[id] {
+		if h.id == id {
 			return true
 		}
 	}
@@ -669,9 +660,9 @@ func (c *ccConv) user(no int, l *ccLine) error {
 		case e.role == "toolResult":
 			e.toolName = c.names[e.toolCallID]
 		}
-		e.id = l.uuid
+		e.id = c.ids[self]
 		if i < len(out)-1 {
-			e.id = l.uuid + "#" + strconv.Itoa(i+1)
+			e.id = c.ids[self] + "#" + strconv.Itoa(i+1)
 		}
 		e.parent = parent
 		parent = e.id

@@ -104,7 +104,7 @@ type cxLine struct {
 }
 
 // decodeCodex decodes one line of a rollout (legacy: the 2025 shape) into
-// l, which is zero.
+// l, which is zero but for the capacity of its item's blocks.
 func decodeCodex(raw []byte, legacy bool, l *cxLine) {
 	d := newDec(raw)
 	if legacy {
@@ -132,7 +132,7 @@ func decodeCodex(raw []byte, legacy bool, l *cxLine) {
 			case "payload":
 				saved := d.typeErr
 				d.typeErr = ""
-				l.it = cxItem{}
+				l.it = cxItem{blocks: l.it.blocks[:0]}
 				if d.obj("payload") {
 					d.cxItem(&l.it)
 				}
@@ -254,9 +254,9 @@ func (d *jdec) cxReplacement() []cxItem {
 func (it *cxItem) convert(c *cxContent) {
 	switch it.typ {
 	case "message":
-		it.blocks = cxBlocks(&c.content)
+		it.blocks = cxBlocks(it.blocks[:0], &c.content)
 	case "reasoning":
-		it.blocks = []block{{kind: "thinking", text: cxSummaryText(&c.summary)}}
+		it.blocks = append(it.blocks[:0], block{kind: "thinking", text: cxSummaryText(&c.summary)})
 	case "function_call":
 		if c.args.kind == '"' {
 			it.args = argsFromJSON(c.args.str)
@@ -283,14 +283,7 @@ func (it *cxItem) convert(c *cxContent) {
 // cxSummaryText is a reasoning summary's texts, joined as Codex shows them,
 // as a JSON string.
 func cxSummaryText(summary *cxVal) []byte {
-	t := []byte{'"'}
-	for i := range summary.parts {
-		if i > 0 {
-			t = append(t, `\n\n`...)
-		}
-		t = summary.parts[i].text.appendInner(t)
-	}
-	return append(t, '"')
+	return joinJSON(len(summary.parts), func(i int) (jstr, bool) { return summary.parts[i].text, true }, `\n\n`)
 }
 
 func (d *jdec) cxInfo() *cxInfo {
@@ -405,13 +398,12 @@ func echo(raw []byte) bool {
 	return !bytes.HasPrefix(rest, []byte(`token_count"`)) && !bytes.HasPrefix(rest, []byte(`task_started"`))
 }
 
-// cxBlocks converts message content (input_text/output_text/input_image
-// items, or a plain string) to pi blocks.
-func cxBlocks(v *cxVal) []block {
+// cxBlocks appends to out message content (input_text/output_text/
+// input_image items, or a plain string) as pi blocks.
+func cxBlocks(out []block, v *cxVal) []block {
 	if v.kind == '"' {
-		return []block{{kind: "text", text: v.str.json()}}
+		return append(out, block{kind: "text", text: v.str.json()})
 	}
-	var out []block
 	for i := range v.parts {
 		t := &v.parts[i]
 		switch t.typ {
@@ -448,14 +440,13 @@ func cxOutput(v *cxVal) ([]byte, bool) {
 	case '"':
 		return v.str.json(), false
 	case '[':
-		t := []byte{'"'}
-		for i := range v.parts {
+		return joinJSON(len(v.parts), func(i int) (jstr, bool) {
 			switch v.parts[i].typ {
 			case "input_text", "output_text", "text", "summary_text", "reasoning_text":
-				t = v.parts[i].text.appendInner(t)
+				return v.parts[i].text, true
 			}
-		}
-		return append(t, '"'), false
+			return jstr{}, false
+		}, ""), false
 	case '{':
 		var text []byte
 		if v.inner != nil {
@@ -482,8 +473,11 @@ type cxConv struct {
 	asstBuf entry
 	asstRow int
 	outputs []pendingEntry
-	names   map[string]string
-	ts      string
+	// outBlocks holds the outputs' content (one block each), used again
+	// once they are written.
+	outBlocks []block
+	names     map[string]string
+	ts        string
 	// tsISO and tsMS are piTime(tsFrom).
 	tsFrom, tsISO string
 	tsMS          int64
@@ -500,7 +494,10 @@ func newCodexConv(v *view, legacy bool) *cxConv {
 	return &cxConv{v: v, legacy: legacy, provider: "openai", names: map[string]string{}}
 }
 
-func (c *cxConv) decode(raw []byte, l *cxLine) { decodeCodex(raw, c.legacy, l) }
+func (c *cxConv) decode(raw []byte, l *cxLine) {
+	*l = cxLine{it: cxItem{blocks: l.it.blocks[:0]}}
+	decodeCodex(raw, c.legacy, l)
+}
 
 func (c *cxConv) line(no int, raw []byte) error {
 	var l cxLine
@@ -631,9 +628,11 @@ func (c *cxConv) item(it *cxItem, no int) error {
 				return err
 			}
 		}
+		c.outBlocks = append(c.outBlocks, block{kind: "text", text: it.out})
+		n := len(c.outBlocks)
 		c.outputs = append(c.outputs, pendingEntry{row: no, e: entry{typ: "message", role: "toolResult",
 			toolCallID: it.callID, toolName: c.names[it.callID], isError: it.isErr,
-			content: []block{{kind: "text", text: it.out}}}})
+			content: c.outBlocks[n-1 : n : n]}})
 		if c.asst == nil {
 			return c.flush()
 		}
@@ -694,6 +693,7 @@ func (c *cxConv) flush() error {
 			return err
 		}
 	}
+	c.outBlocks = c.outBlocks[:0]
 	return nil
 }
 

@@ -171,10 +171,13 @@ func (v *view) flushOut() error {
 	}
 	v.handed += int64(len(v.w.b))
 	v.blocks <- outBlock{v.w.b, v.pend}
-	next := outBlock{}
+	var next outBlock
 	select {
 	case next = <-v.free:
 	default:
+		// Room for a block and its last line: grown line by line, a
+		// block was written twice over.
+		next.b = make([]byte, 0, 2*spoolBlock)
 	}
 	v.w.b, v.pend, v.lineAt = next.b[:0], next.recs[:0], 0
 	return nil
@@ -270,9 +273,7 @@ func encodeEntry(w *jsonw, e *entry, p *Produced) {
 	p.Type = written(e.typ)
 	switch e.typ {
 	case "custom_message":
-		w.key("customType")
-		w.str(e.customType)
-		p.CustomType = written(e.customType)
+		p.CustomType = w.field("customType", e.customType)
 		w.key("content")
 		p.Content = encodeContent(w, e)
 		w.key("display")
@@ -299,27 +300,22 @@ func encodeEntry(w *jsonw, e *entry, p *Produced) {
 		w.key("fromHook")
 		w.raw("false")
 	case "model_change":
-		w.key("provider")
-		w.str(e.provider)
-		w.key("modelId")
-		w.str(e.model)
-		p.Provider, p.Model = written(e.provider), written(e.model)
+		p.Provider = w.field("provider", e.provider)
+		p.Model = w.field("modelId", e.model)
 	}
 	w.raw("}")
 }
 
 func writeBase(w *jsonw, e *entry, p *Produced) {
-	w.key("id")
-	w.str(e.id)
+	p.ID = w.field("id", e.id)
 	w.key("parentId")
 	if e.parent == "" {
 		w.raw("null")
 	} else {
 		w.str(e.parent)
 	}
-	w.key("timestamp")
-	w.str(e.timestamp)
-	p.ID, p.ParentID, p.Timestamp = written(e.id), written(e.parent), written(e.timestamp)
+	p.ParentID = written(e.parent)
+	p.Timestamp = w.field("timestamp", e.timestamp)
 }
 
 func encodeMessage(w *jsonw, e *entry, p *Produced) {
@@ -328,11 +324,8 @@ func encodeMessage(w *jsonw, e *entry, p *Produced) {
 	p.Role = written(e.role)
 	switch e.role {
 	case "toolResult":
-		w.key("toolCallId")
-		w.str(e.toolCallID)
-		w.key("toolName")
-		w.str(e.toolName)
-		p.ToolCallID, p.ToolName = written(e.toolCallID), written(e.toolName)
+		p.ToolCallID = w.field("toolCallId", e.toolCallID)
+		p.ToolName = w.field("toolName", e.toolName)
 		w.key("content")
 		p.Content = encodeContent(w, e)
 		w.key("isError")
@@ -347,11 +340,8 @@ func encodeMessage(w *jsonw, e *entry, p *Produced) {
 		p.Content = encodeContent(w, e)
 		w.key("api")
 		w.str(e.api)
-		w.key("provider")
-		w.str(e.provider)
-		w.key("model")
-		w.str(e.model)
-		p.Provider, p.Model = written(e.provider), written(e.model)
+		p.Provider = w.field("provider", e.provider)
+		p.Model = w.field("model", e.model)
 		u := e.usage
 		if u == nil {
 			u = &usage{}
@@ -370,9 +360,7 @@ func encodeMessage(w *jsonw, e *entry, p *Produced) {
 		w.int(u.total)
 		w.key("cost")
 		w.raw(`{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}}`)
-		w.key("stopReason")
-		w.str(e.stopReason)
-		p.StopReason = written(e.stopReason)
+		p.StopReason = w.field("stopReason", e.stopReason)
 	default:
 		w.key("content")
 		p.Content = encodeContent(w, e)

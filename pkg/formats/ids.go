@@ -9,10 +9,13 @@ type uuidMap[V any] struct {
 	packed map[[16]byte]int32
 	other  map[string]int32
 	vals   []V
-	// last is the string at last gave, at vals[lastAt]: a line's parent
-	// is most often the line before it, found without hashing.
-	last   string
-	lastAt int32
+	// last (lastKey when lastPacked) is the key at last gave, at
+	// vals[lastAt]: a line's parent is most often the line before it,
+	// found without hashing.
+	last       string
+	lastKey    [16]byte
+	lastPacked bool
+	lastAt     int32
 }
 
 // find returns the value of s, nil when it has none.
@@ -28,14 +31,17 @@ func (m *uuidMap[V]) findJSON(s jstr) *V {
 }
 
 func lookup[V any, S string | []byte](m *uuidMap[V], s S) *V {
-	if len(m.vals) > 0 && string(s) == m.last {
-		return &m.vals[m.lastAt]
-	}
 	var i int32
 	var ok bool
 	if k, canon := packUUID(s); canon {
+		if len(m.vals) > 0 && m.lastPacked && k == m.lastKey {
+			return &m.vals[m.lastAt]
+		}
 		i, ok = m.packed[k]
 	} else {
+		if len(m.vals) > 0 && !m.lastPacked && string(s) == m.last {
+			return &m.vals[m.lastAt]
+		}
 		i, ok = m.other[string(s)]
 	}
 	if !ok {
@@ -47,35 +53,51 @@ func lookup[V any, S string | []byte](m *uuidMap[V], s S) *V {
 // at returns the value of s, adding a zero one when it has none. The
 // pointer is valid until the next call of at.
 func (m *uuidMap[V]) at(s string) *V {
-	k, canon := packUUID(s)
-	var i int32
-	var ok bool
-	if canon {
-		i, ok = m.packed[k]
-	} else {
-		i, ok = m.other[s]
+	if k, canon := packUUID(s); canon {
+		return m.atPacked(k)
 	}
-	m.last = s
-	if ok {
-		m.lastAt = i
-		return &m.vals[i]
-	}
-	i = int32(len(m.vals))
-	m.lastAt = i
-	var zero V
-	m.vals = append(m.vals, zero)
-	if canon {
-		if m.packed == nil {
-			m.packed = map[[16]byte]int32{}
-		}
-		m.packed[k] = i
-	} else {
+	i, ok := m.other[s]
+	if !ok {
 		if m.other == nil {
 			m.other = map[string]int32{}
 		}
+		i = m.add()
 		m.other[s] = i
 	}
+	m.last, m.lastPacked, m.lastAt = s, false, i
 	return &m.vals[i]
+}
+
+// atJSON is at for a JSON string as it appears in a line: a canonical
+// UUID is added without making a string of it.
+func (m *uuidMap[V]) atJSON(s jstr) *V {
+	if !s.esc && s.canon {
+		if k, canon := packUUID(s.raw()); canon {
+			return m.atPacked(k)
+		}
+	}
+	return m.at(s.String())
+}
+
+// atPacked is at for the packed canonical UUID k.
+func (m *uuidMap[V]) atPacked(k [16]byte) *V {
+	i, ok := m.packed[k]
+	if !ok {
+		if m.packed == nil {
+			m.packed = map[[16]byte]int32{}
+		}
+		i = m.add()
+		m.packed[k] = i
+	}
+	m.lastKey, m.lastPacked, m.lastAt = k, true, i
+	return &m.vals[i]
+}
+
+// add appends a zero value and returns its index.
+func (m *uuidMap[V]) add() int32 {
+	var zero V
+	m.vals = append(m.vals, zero)
+	return int32(len(m.vals) - 1)
 }
 
 // packUUID reads a canonical lower-case UUID

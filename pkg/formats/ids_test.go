@@ -1,6 +1,9 @@
 package formats
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // A canonical lower-case UUID packs into its 16 bytes; anything else (upper
 // case, other lengths, misplaced dashes, non-hex) is kept as a string, so
@@ -21,6 +24,14 @@ func TestUUIDMapKeepsStringsApart(t *testing.T) {
 	for i, s := range ids {
 		if v := m.find(s); v == nil || *v != i+1 {
 			t.Errorf("%q: got %v, want %d", s, v, i+1)
+		}
+	}
+	for i, s := range ids {
+		// as a line spells it, escaped too: the same value
+		for _, q := range []string{string(AppendString(nil, s)), strings.Replace(string(AppendString(nil, s)), "-", `\u002d`, 1)} {
+			if v := m.atJSON(newDec([]byte(q)).str()); *v != i+1 {
+				t.Errorf("atJSON(%s): got %d, want %d", q, *v, i+1)
+			}
 		}
 	}
 	if m.find("00000000-0000-0000-0000-000000000000") != nil {

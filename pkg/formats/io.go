@@ -190,6 +190,14 @@ func (w *jsonw) int(n int64)   { w.b = appendInt(w.b, n) }
 func (w *jsonw) key(k string)      { w.b = append(append(append(w.b, ',', '"'), k...), '"', ':') }
 func (w *jsonw) firstKey(k string) { w.b = append(append(append(w.b, '{', '"'), k...), '"', ':') }
 
+// field writes the string field k: v after a comma and returns v as a
+// reader of the line decodes it (see written), for Produced.
+func (w *jsonw) field(k, v string) string {
+	w.key(k)
+	w.str(v)
+	return written(v)
+}
+
 // jstr writes an encoded JSON string; nil is "".
 func (w *jsonw) jstr(s []byte) {
 	if s == nil {

@@ -307,6 +307,36 @@ func (s jstr) appendInner(b []byte) []byte {
 	return b[:len(b)-2]
 }
 
+// joinJSON is the JSON string of the texts pick selects among n, joined
+// by sep (written as inside a JSON string: `\n`): one text is its own
+// encoding (the line's bytes, most often), more are written into one
+// buffer of their size, not one grown text by text.
+func joinJSON(n int, pick func(i int) (jstr, bool), sep string) []byte {
+	count, size, one := 0, 2, jstr{}
+	for i := range n {
+		if s, ok := pick(i); ok {
+			count++
+			size += len(s.q) + len(sep)
+			one = s
+		}
+	}
+	if count == 1 {
+		return one.json()
+	}
+	b := append(make([]byte, 0, size), '"')
+	count = 0
+	for i := range n {
+		if s, ok := pick(i); ok {
+			if count > 0 {
+				b = append(b, sep...)
+			}
+			count++
+			b = s.appendInner(b)
+		}
+	}
+	return append(b, '"')
+}
+
 const (
 	lowBits     = 0x0101010101010101
 	highBits    = 0x8080808080808080

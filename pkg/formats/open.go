@@ -72,24 +72,17 @@ func open(path string, sink func(*Produced), lazy bool) (*View, error) {
 	if !lazy || sink == nil {
 		return OpenReader(path, f, sink)
 	}
-	cr := &countReader{r: f}
-	v, err := openReader(path, cr, sink, true)
+	v, err := openReader(path, f, sink, true)
 	if v != nil && v.data.discard {
-		v.fill = func() (*spool, error) { return refill(path, cr.n) }
+		// What the conversion read is where it left the file.
+		read, err := f.Seek(0, io.SeekCurrent)
+		if err != nil {
+			v.Close()
+			return nil, fmt.Errorf("%s: %v", path, err)
+		}
+		v.fill = func() (*spool, error) { return refill(path, read) }
 	}
 	return v, err
-}
-
-// countReader counts the bytes read through it.
-type countReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
 }
 
 // refill converts the first n bytes of path again, writing the view this
