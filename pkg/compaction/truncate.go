@@ -58,7 +58,7 @@ func commitRewrite(ctx context.Context, s *transcript.Session, pl *planned, o Op
 		for i, pid := range rr.HeldBy {
 			pids[i] = strconv.Itoa(pid)
 		}
-		res.Warnings = append(res.Warnings, fmt.Sprintf("process(es) %s still had the old file open when the rewrite stopped waiting: whatever they write to it now is only in %s", strings.Join(pids, ", "), rr.Backup))
+		res.Warnings = append(res.Warnings, fmt.Sprintf("process(es) %s still had the old file open for writing when the rewrite stopped waiting: whatever they write to it now is only in %s", strings.Join(pids, ", "), rr.Backup))
 	}
 	return nil
 }

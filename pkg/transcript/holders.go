@@ -40,8 +40,10 @@ func otherHolders(fi os.FileInfo) (pids []int, ok bool) {
 }
 
 // holds reports whether one of the descriptors in dir (a /proc/<pid>/fd/)
-// is open on the file st describes. Only descriptors whose link is a path
-// are stat'ed (pipes, sockets and the like are most of them).
+// is open for writing on the file st describes. Only descriptors whose link
+// is a path are stat'ed (pipes, sockets and the like are most of them); a
+// descriptor open only for reading (`tail -f`, a pager, an editor's
+// buffer) cannot write late lines, so it does not hold the rewrite up.
 func holds(dir string, st *syscall.Stat_t) bool {
 	fds, err := readNames(dir)
 	if err != nil {
@@ -53,8 +55,26 @@ func holds(dir string, st *syscall.Stat_t) bool {
 			continue
 		}
 		var fst syscall.Stat_t
-		if syscall.Stat(dir+fd, &fst) == nil && fst.Dev == st.Dev && fst.Ino == st.Ino {
+		if syscall.Stat(dir+fd, &fst) == nil && fst.Dev == st.Dev && fst.Ino == st.Ino && !readOnlyFD(dir, fd) {
 			return true
+		}
+	}
+	return false
+}
+
+// readOnlyFD reports whether descriptor fd of dir (a /proc/<pid>/fd/) was
+// opened read-only, from the "flags:" line of its fdinfo (octal; the access
+// mode is its low two bits). When that cannot be read, the descriptor
+// counts as a writer.
+func readOnlyFD(dir, fd string) bool {
+	info, err := os.ReadFile(strings.TrimSuffix(dir, "fd/") + "fdinfo/" + fd)
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(info), "\n") {
+		if v, ok := strings.CutPrefix(line, "flags:"); ok {
+			flags, err := strconv.ParseUint(strings.TrimSpace(v), 8, 64)
+			return err == nil && flags&syscall.O_ACCMODE == syscall.O_RDONLY
 		}
 	}
 	return false

@@ -19,7 +19,8 @@ type RewriteOptions struct {
 	Idle time.Duration
 	// Settle is how long Rewrite keeps watching the replaced file after
 	// the rename for a writer that opened it just before (0: DefaultSettle)
-	// — at least: on Linux also while another process has it open.
+	// — at least: on Linux also while another process has it open for
+	// writing.
 	Settle time.Duration
 }
 
@@ -71,9 +72,10 @@ type RewriteResult struct {
 // file they had opened just before — is carried over after content in the
 // order it was written, so their entries keep their parents (the last entry
 // of s, which content must keep) and pi's leaf stays their last entry.
-// Rewrite watches the old file until no other process has it open (seen in
-// /proc; after holdWait it stops and names them in HeldBy) and it has been
-// quiet for opts.Settle, which alone protects writers /proc does not show.
+// Rewrite watches the old file until no other process has it open for
+// writing (seen in /proc; after holdWait it stops and names them in HeldBy)
+// and it has been quiet for opts.Settle, which alone protects writers /proc
+// does not show.
 // Symlinks are resolved: the real file is replaced and a link stays a link.
 // The file's mode and owner are kept; a read-only file, a file with other
 // hard links, a file modified within opts.Idle or one whose last line is

@@ -236,6 +236,33 @@ func TestRewriteGivesUpOnAWriterHoldingTheOldFile(t *testing.T) {
 	}
 }
 
+// A process that has the old file open only for reading (tail -f, a pager)
+// cannot write late lines: Rewrite neither waits for it nor names it.
+func TestRewriteIgnoresAReaderHoldingTheOldFile(t *testing.T) {
+	if _, err := os.ReadDir("/proc/self/fd"); err != nil {
+		t.Skip("no /proc here: Rewrite falls back to the settle time")
+	}
+	defer transcript.SetHoldWait(50 * time.Millisecond)()
+	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
+	cmd := exec.Command("sh", "-c", `exec 3<"$1" && echo opened && read go`, "sh", f)
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Skip("no sh:", err)
+	}
+	defer func() { in.Write([]byte("go\n")); cmd.Wait() }()
+	if opened, _ := bufio.NewReader(out).ReadString('\n'); opened != "opened\n" {
+		t.Fatalf("reader did not open %s: %q", f, opened)
+	}
+	rr, content := rewriteSame(t, f, nil, nil)
+	if len(rr.HeldBy) != 0 {
+		t.Fatalf("held by %v: the reader (pid %d) cannot write to it", rr.HeldBy, cmd.Process.Pid)
+	}
+	if got, _ := os.ReadFile(f); string(got) != string(content) {
+		t.Fatalf("live file is not the new content")
+	}
+}
+
 // The lock of a symlinked session is the real file's lock; appends and
 // rewrites go to the real file and the link stays a link.
 func TestSymlinkedSession(t *testing.T) {
