@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/ctxtool/ctxtool/pkg/compaction"
 	"github.com/ctxtool/ctxtool/pkg/estimate"
@@ -482,7 +481,7 @@ func AgentMessage(s *transcript.Session, e *transcript.Entry) (json.RawMessage, 
 	}
 	ts := e.Time()
 	if e.Type() != "message" {
-		if t, err := time.Parse(time.RFC3339Nano, e.Timestamp()); err == nil {
+		if t, ok := e.TimestampTime(); ok {
 			ts = t
 		}
 	}

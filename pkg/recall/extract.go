@@ -89,7 +89,10 @@ func (x *extractor) entryUnit(e *transcript.Entry, m *transcript.Message) (unit,
 		return unit{}, false
 	}
 	var b strings.Builder
-	ts := parseISOms(e.Timestamp())
+	var ts int64
+	if t, ok := e.TimestampTime(); ok {
+		ts = t.UnixMilli()
+	}
 	switch e.Type() {
 	case "message", "custom_message": // DecodeMessage gives a custom_message the role "custom"
 		if t := msgTimestamp(m); t > 0 {

@@ -398,11 +398,19 @@ func (e *Entry) Time() time.Time {
 		}
 		return time.UnixMilli(int64(ms)).UTC()
 	}
-	if e.ts != 0 {
-		return time.UnixMilli(e.ts).UTC()
-	}
-	if t, err := time.Parse(time.RFC3339Nano, e.Timestamp()); err == nil {
+	if t, ok := e.TimestampTime(); ok {
 		return t.UTC()
 	}
 	return time.Time{}
+}
+
+// TimestampTime is the entry's own timestamp (Timestamp) as a time, false
+// when it is absent or does not parse (RFC 3339). Pi's shape comes from the
+// epoch ms it is kept as, not formatted and parsed back.
+func (e *Entry) TimestampTime() (time.Time, bool) {
+	if e.ts != 0 {
+		return time.UnixMilli(e.ts).UTC(), true
+	}
+	t, err := time.Parse(time.RFC3339Nano, e.rareOrNone().timestamp)
+	return t, err == nil
 }

@@ -80,6 +80,9 @@ func TestTimestampReadsBack(t *testing.T) {
 			t.Errorf("timestamp %q reads back as %q", ts, got)
 		}
 		want, err := time.Parse(time.RFC3339Nano, ts)
+		if got, ok := e.TimestampTime(); ok != (err == nil) || ok && !got.Equal(want) {
+			t.Errorf("timestamp %q: TimestampTime %v %v, want %v %v", ts, got, ok, want, err == nil)
+		}
 		if err != nil {
 			want = time.Time{}
 		}
