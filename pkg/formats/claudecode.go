@@ -76,8 +76,8 @@ type ccLine struct {
 	stopReason   *string
 	usage        usage
 	hasUsage     bool
-	hasMeta                  bool
-	preTokens                int64
+	hasMeta      bool
+	preTokens    int64
 	// Prepared content: an assistant line's blocks; a user line's entries
 	// (ids, parents and tool names are the converter's).
 	blocks []block
