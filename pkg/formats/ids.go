@@ -62,6 +62,9 @@ func lookup[V any, S string | []byte](m *uuidMap[V], s S) *V {
 		if len(m.vals) > 0 && m.lastPacked && k == m.lastKey {
 			return &m.vals[m.lastAt]
 		}
+		if i = m.recent(&k); i >= 0 {
+			return &m.vals[i]
+		}
 		if len(m.slots) == 0 {
 			return nil
 		}
@@ -110,17 +113,36 @@ func (m *uuidMap[V]) atJSON(s jstr) *V {
 
 // atPacked is at for the packed canonical UUID k.
 func (m *uuidMap[V]) atPacked(k [16]byte) *V {
-	m.reserve()
-	slot := m.slot(&k)
-	i := m.slots[slot] - 1
+	i := m.recent(&k)
 	if i < 0 {
-		i = m.add()
-		m.keys[i] = k
-		m.slots[slot] = i + 1
-		m.used++
+		m.reserve()
+		slot := m.slot(&k)
+		if i = m.slots[slot] - 1; i < 0 {
+			i = m.add()
+			m.keys[i] = k
+			m.slots[slot] = i + 1
+			m.used++
+		}
 	}
 	m.lastKey, m.lastPacked, m.lastAt = k, true, i
 	return &m.vals[i]
+}
+
+// recent is the position of k among the last keys added, -1 when it is
+// not one of them: a line's parent is most often a line a few lines back
+// (a tool result's is its call's block), found in keys still in the cache
+// rather than by a probe of the table, which misses it. The zero key is
+// never looked for here: other strings' keys are zero too.
+func (m *uuidMap[V]) recent(k *[16]byte) int32 {
+	if *k == ([16]byte{}) {
+		return -1
+	}
+	for p := len(m.keys) - 1; p >= 0 && p >= len(m.keys)-8; p-- {
+		if m.keys[p] == *k {
+			return int32(p)
+		}
+	}
+	return -1
 }
 
 // slot is where k is in the table, or the free slot where it goes (the
