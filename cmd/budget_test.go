@@ -54,10 +54,7 @@ func TestBudgetEmitContextLoadsInPi(t *testing.T) {
 	for _, extra := range [][]string{nil, {"--summarize", "--summarizer", "extractive"}} {
 		args := append([]string{"budget", f, "--workspace", ws, "--system-prompt", sys, "--context-window", "48000",
 			"--state-dir", filepath.Join(dir, "state"), "--emit", "context"}, extra...)
-		out, errOut, code := runCLI(t, args...)
-		if code != 0 {
-			t.Fatalf("budget %v: exit %d\n%s", extra, code, errOut)
-		}
+		out, _ := runOK(t, args...)
 		var e EmittedContext
 		if err := json.Unmarshal([]byte(out), &e); err != nil {
 			t.Fatalf("emit context output: %v\n%s", err, out)
@@ -158,14 +155,9 @@ func TestBudgetSemanticHistoryFromIndex(t *testing.T) {
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state")
 	old, cur := recalltest.WritePriorDecision(t, dir)
-	if _, errOut, code := runCLI(t, "index", old, "--state-dir", state); code != 0 {
-		t.Fatalf("index: %s", errOut)
-	}
+	runOK(t, "index", old, "--state-dir", state)
 	t.Setenv("CTXTOOL_CONTEXTMANAGEMENT_SEMANTICHISTORY_MINRELEVANCESCORE", "0.3")
-	out, errOut, code := runCLI(t, "budget", cur, "--state-dir", state, "--json")
-	if code != 0 {
-		t.Fatalf("budget: %s", errOut)
-	}
+	out, _ := runOK(t, "budget", cur, "--state-dir", state, "--json")
 	var r budget.Report
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatal(err)
@@ -189,10 +181,7 @@ func TestBudgetFromOpenClawConfig(t *testing.T) {
     rollingSummary: { windowSize: 3 },
   } } },
 }`), 0o644)
-	out, errOut, code := runCLI(t, "budget", f, "--openclaw-config", oc, "--context-window", "20000", "--state-dir", dir, "--json")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut)
-	}
+	out, _ := runOK(t, "budget", f, "--openclaw-config", oc, "--context-window", "20000", "--state-dir", dir, "--json")
 	var r budget.Report
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatal(err)

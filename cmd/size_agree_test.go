@@ -45,10 +45,7 @@ func measureAll(t *testing.T, file string, flags ...string) (EstimateReport, []s
 	state := t.TempDir()
 	run := func(args ...string) string {
 		t.Helper()
-		out, errOut, code := runCLI(t, append(args, append(flags, file)...)...)
-		if code != 0 {
-			t.Fatalf("ctxtool %v: exit %d\n%s", args, code, errOut)
-		}
+		out, _ := runOK(t, append(args, append(flags, file)...)...)
 		return out
 	}
 	var est EstimateReport
@@ -225,10 +222,7 @@ func TestCompactNextRequestIsTheNextEstimate(t *testing.T) {
 			if err := os.WriteFile(file, data, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			out, errOut, code := runCLI(t, "compact", "--json", "--summarizer", "extractive", "--keep-recent-tokens", "2000", file)
-			if code != 0 {
-				t.Fatalf("compact: exit %d %s", code, errOut)
-			}
+			out, _ := runOK(t, "compact", "--json", "--summarizer", "extractive", "--keep-recent-tokens", "2000", file)
 			var r compaction.Result
 			jsonLine(t, out, &r)
 			if !r.Compacted || r.NextRequestTokens <= r.TokensAfter/2 || r.NextRequestTokens >= r.ContextTokens {
@@ -265,10 +259,7 @@ func TestEveryCommandSaysWhichUsageItDistrusted(t *testing.T) {
 		}
 		t.Run(c.Name, func(t *testing.T) {
 			var est EstimateReport
-			out, errOut, code := runCLI(t, "estimate", "--json", c.File)
-			if code != 0 {
-				t.Fatalf("estimate: exit %d\n%s", code, errOut)
-			}
+			out, _ := runOK(t, "estimate", "--json", c.File)
 			jsonLine(t, out, &est)
 			if est.UsageRejected == nil {
 				t.Fatalf("estimate rejected nothing on %s", c.Name)
@@ -281,10 +272,7 @@ func TestEveryCommandSaysWhichUsageItDistrusted(t *testing.T) {
 				{"roll", "--dry-run", "--state-dir", state},
 				{"checkpoint", "--trigger", "auto-80pct", "--dry-run", "--state-dir", state},
 			} {
-				out, errOut, code := runCLI(t, append(args, c.File)...)
-				if code != 0 {
-					t.Fatalf("%v: exit %d\n%s", args, code, errOut)
-				}
+				out, errOut := runOK(t, append(args, c.File)...)
 				if !strings.Contains(out+errOut, want) {
 					t.Errorf("ctxtool %v does not say %q:\nstdout:\n%s\nstderr:\n%s", args, want, out, errOut)
 				}
@@ -304,10 +292,7 @@ func TestLintBudgetAgreesWithEstimate(t *testing.T) {
 		for _, flags := range flagSets {
 			t.Run(c.Name+strings.Join(flags, "="), func(t *testing.T) {
 				var est EstimateReport
-				out, errOut, code := runCLI(t, append(append([]string{"estimate", "--json"}, flags...), c.File)...)
-				if code != 0 {
-					t.Fatalf("estimate: exit %d\n%s", code, errOut)
-				}
+				out, _ := runOK(t, append(append([]string{"estimate", "--json"}, flags...), c.File)...)
 				jsonLine(t, out, &est)
 				budget := func(limit int) []string {
 					args := append([]string{"lint", "--json", "--max-tokens", fmt.Sprint(limit)}, flags...)
@@ -373,10 +358,7 @@ func measureAllWarnings(t *testing.T, file string) ([]string, map[string][]strin
 	state := t.TempDir()
 	run := func(v any, args ...string) {
 		t.Helper()
-		out, errOut, code := runCLI(t, append(args, "--json", file)...)
-		if code != 0 {
-			t.Fatalf("ctxtool %v: exit %d\n%s", args, code, errOut)
-		}
+		out, _ := runOK(t, append(args, "--json", file)...)
 		jsonLine(t, out, v)
 	}
 	var est EstimateReport
