@@ -11,6 +11,7 @@ import (
 	"unicode/utf16"
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/internal/testkit/recalltest"
 	"github.com/ctxtool/ctxtool/pkg/budget"
 	"github.com/ctxtool/ctxtool/pkg/config"
@@ -31,9 +32,7 @@ func writeWorkspace(t *testing.T) string {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		testkit.WriteFile(t, p, []byte(text), 0o644)
 	}
 	return ws
 }
@@ -48,9 +47,7 @@ func TestBudgetEmitContextLoadsInPi(t *testing.T) {
 	f := genSession(t, dir, "s.jsonl", 40)
 	ws := writeWorkspace(t)
 	sys := filepath.Join(dir, "system.txt")
-	if err := os.WriteFile(sys, []byte(strings.Repeat("You are a coding agent. ", 100)), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, sys, []byte(strings.Repeat("You are a coding agent. ", 100)), 0o644)
 	for _, extra := range [][]string{nil, {"--summarize", "--summarizer", "extractive"}} {
 		args := append([]string{"budget", f, "--workspace", ws, "--system-prompt", sys, "--context-window", "48000",
 			"--state-dir", filepath.Join(dir, "state"), "--emit", "context"}, extra...)
@@ -83,9 +80,7 @@ func TestBudgetEmitContextLoadsInPi(t *testing.T) {
 			parent = fmt.Sprintf("%q", id)
 		}
 		file := filepath.Join(dir, fmt.Sprintf("emitted-%d.jsonl", len(extra)))
-		if err := os.WriteFile(file, []byte(strings.Join(session, "\n")+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		testkit.WriteFile(t, file, []byte(strings.Join(session, "\n")+"\n"), 0o644)
 		pi := oracle.CheckOne(t, file)
 		if !pi.Loads || pi.ContextMessages != len(session)-1 {
 			t.Fatalf("pi loads %v with %d messages, want %d (%s)", pi.Loads, pi.ContextMessages, len(session)-1, pi.Error)

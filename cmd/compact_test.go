@@ -201,9 +201,7 @@ func TestCompactUsageAndLockErrors(t *testing.T) {
 	}
 	// a live lock (our parent, alive) → exit 4, file untouched
 	lock := transcript.LockPath(f)
-	if err := os.WriteFile(lock, []byte(fmt.Sprintf(`{"pid":%d,"createdAt":"%s"}`, os.Getppid(), time.Now().UTC().Format(time.RFC3339))), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, lock, []byte(fmt.Sprintf(`{"pid":%d,"createdAt":"%s"}`, os.Getppid(), time.Now().UTC().Format(time.RFC3339))), 0o644)
 	if _, errOut, code := runCLI(t, "compact", f, "--summarizer", "extractive", "--force"); code != exitcode.Locked {
 		t.Fatalf("locked: exit %d %s", code, errOut)
 	}

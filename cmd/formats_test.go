@@ -20,9 +20,7 @@ func copyWild(t *testing.T, rels ...string) []string {
 	for _, r := range rels {
 		b := testkit.ReadFile(t, filepath.Join(dir, r))
 		p := filepath.Join(tmp, filepath.Base(r))
-		if err := os.WriteFile(p, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		testkit.WriteFile(t, p, b, 0o644)
 		out = append(out, p)
 	}
 	return out

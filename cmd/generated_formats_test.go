@@ -11,6 +11,7 @@ import (
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 )
 
 type genFile struct {
@@ -38,9 +39,7 @@ func genAgentFiles(t *testing.T, fact string) []genFile {
 			data = enc.EncodeAll(data, nil)
 		}
 		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		testkit.WriteFile(t, p, data, 0o644)
 		out = append(out, genFile{name, p, res})
 	}
 	cc := func(o sessiongen.AgentOptions) func(*bytes.Buffer) (*sessiongen.AgentResult, error) {

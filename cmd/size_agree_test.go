@@ -129,9 +129,7 @@ func TestCommandsAgreeOnWildSessions(t *testing.T) {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			src := testkit.ReadFile(t, f)
 			file := filepath.Join(t.TempDir(), filepath.Base(f)) // the fixtures are read-only; roll wants a lock beside the file
-			if err := os.WriteFile(file, src, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			testkit.WriteFile(t, file, src, 0o644)
 			est, got := measureAll(t, file)
 			for _, g := range got {
 				if math.Abs(float64(g.tokens-est.Tokens)) > 0.005*float64(est.Tokens) || g.window != est.ContextWindow {
@@ -155,9 +153,7 @@ func TestRollClosesOnUsageKit(t *testing.T) {
 			t.Run(c.Name+"/"+tok, func(t *testing.T) {
 				src, _ := os.ReadFile(c.File)
 				file := filepath.Join(t.TempDir(), filepath.Base(c.File))
-				if err := os.WriteFile(file, src, 0o644); err != nil {
-					t.Fatal(err)
-				}
+				testkit.WriteFile(t, file, src, 0o644)
 				out, errOut, code := runCLI(t, "roll", "--json", "--trigger", "0", "--target-utilization", "0.35",
 					"--state-dir", t.TempDir(), "--tokenizer", tok, file)
 				if code != 0 {
@@ -219,9 +215,7 @@ func TestCompactNextRequestIsTheNextEstimate(t *testing.T) {
 		t.Run(filepath.Base(src), func(t *testing.T) {
 			data, _ := os.ReadFile(src)
 			file := filepath.Join(t.TempDir(), filepath.Base(src))
-			if err := os.WriteFile(file, data, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			testkit.WriteFile(t, file, data, 0o644)
 			out, _ := runOK(t, "compact", "--json", "--summarizer", "extractive", "--keep-recent-tokens", "2000", file)
 			var r compaction.Result
 			jsonLine(t, out, &r)
@@ -336,9 +330,7 @@ func TestEveryCommandReportsReadWarnings(t *testing.T) {
 		t.Fatal("sample changed: no usage record with totalTokens 4616")
 	}
 	file := filepath.Join(t.TempDir(), "clamped.jsonl")
-	if err := os.WriteFile(file, []byte(strings.Join(lines, "")), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, file, []byte(strings.Join(lines, "")), 0o644)
 	want := fmt.Sprintf("line %d: usage.output 1e300 is out of range", n)
 	est, got := measureAllWarnings(t, file)
 	if !slices.ContainsFunc(est, func(w string) bool { return strings.Contains(w, want) }) {
