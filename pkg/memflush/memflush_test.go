@@ -81,7 +81,7 @@ func appendTurns(t *testing.T, path string, texts []string, fillerTurns int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	parent := s.Leaf().ID
+	parent := s.Leaf().ID()
 	s.Close()
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {

@@ -194,7 +194,7 @@ func (p *parser) saw(e *Entry) {
 	if p == nil {
 		return
 	}
-	p.prevID = append(p.prevID[:0], e.ID)
+	p.prevID = append(p.prevID[:0], e.longOrNone().id)
 	if e.Role() == "assistant" {
 		p.calls = e.ToolCallIDs
 	}
@@ -236,9 +236,13 @@ func (s *scanner) field(key string, e *Entry, f *lineFields) (good bool) {
 	case "type":
 		f.names.typ, good = s.maybeInterned()
 	case "id":
-		e.ID, good = s.maybeString()
+		var id string
+		id, good = s.maybeString()
+		e.setID(id)
 	case "parentId":
-		e.ParentID, good = s.maybeStringOf(s.p.knownIDs())
+		var id string
+		id, good = s.maybeStringOf(s.p.knownIDs())
+		e.setParentID(id)
 	case "timestamp":
 		var ts string
 		ts, good = s.maybeString()
@@ -320,7 +324,7 @@ func headerOf(e *Entry, f *lineFields, line []byte) *Header {
 	if h == nil {
 		h = &Header{}
 	}
-	h.ID, h.Timestamp = e.ID, e.Timestamp()
+	h.ID, h.Timestamp = e.ID(), e.Timestamp()
 	h.Provider, h.ModelID, h.ThinkingLevel = f.names.provider, f.names.model, e.ThinkingLevel()
 	if h.Version == 0 {
 		h.Version = 1
