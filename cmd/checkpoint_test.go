@@ -12,6 +12,7 @@ import (
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/checkpoint"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
 	"github.com/ctxtool/ctxtool/pkg/iostreams"
@@ -23,9 +24,7 @@ var cpNow = func() time.Time { return time.Date(2026, 3, 1, 12, 0, 0, 0, time.UT
 func genSession(t *testing.T, dir, name string, turns int) string {
 	t.Helper()
 	f := filepath.Join(dir, name)
-	if _, err := sessiongen.GenerateFile(f, sessiongen.Options{Seed: 11, Turns: turns}); err != nil {
-		t.Fatal(err)
-	}
+	sessiongen.Write(t, f, sessiongen.Options{Seed: 11, Turns: turns})
 	return f
 }
 
@@ -199,10 +198,7 @@ func TestRestoreAppendAndCorruptFallback(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil || !rep.Appended || rep.CheckpointID != "cp_001" || rep.EntryID == "" {
 		t.Fatalf("%v %s", err, out)
 	}
-	s, err := transcript.Load(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testkit.Load(t, f)
 	defer s.Close()
 	leaf := s.Leaf()
 	if leaf.Type() != "custom_message" || leaf.CustomType() != checkpoint.CustomType || leaf.ID() != rep.EntryID || leaf.Line != rep.Line {
@@ -226,10 +222,7 @@ func TestCheckpointCaptureCommand(t *testing.T) {
 	if fx == "" {
 		t.Skip("session-d5dde00 fixture missing")
 	}
-	data, err := os.ReadFile(fx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := testkit.ReadFile(t, fx)
 	lines := bytes.SplitAfter(data, []byte("\n"))
 	dir := t.TempDir()
 	f := filepath.Join(dir, "s.jsonl")
@@ -297,10 +290,7 @@ func TestCheckpointCaptureCommand(t *testing.T) {
 	if m["written"] != true {
 		t.Fatalf("checkpoint: %v", m)
 	}
-	cpData, err := os.ReadFile(m["path"].(string))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cpData := testkit.ReadFile(t, m["path"].(string))
 	cp, err := checkpoint.Unmarshal(cpData)
 	if err != nil {
 		t.Fatal(err)

@@ -19,9 +19,7 @@ func TestFailOverNamesFilesAndWinsOverReadErrors(t *testing.T) {
 	dir := t.TempDir()
 	big, _ := sampleCopy(t) // ~63k tokens: 31.7% of 200k
 	small := filepath.Join(dir, "small.jsonl")
-	if _, err := sessiongen.GenerateFile(small, sessiongen.Options{Seed: 3, Turns: 2}); err != nil {
-		t.Fatal(err)
-	}
+	sessiongen.Write(t, small, sessiongen.Options{Seed: 3, Turns: 2})
 	unreadable := filepath.Join(dir, "torn.jsonl")
 	os.WriteFile(unreadable, []byte("not json at all\n"), 0o644)
 	missing := filepath.Join(dir, "missing.jsonl")

@@ -53,10 +53,7 @@ func cleanEnv(t *testing.T) {
 
 func sampleCopy(t *testing.T) (string, []byte) {
 	t.Helper()
-	b, err := os.ReadFile("../testdata/sample-v3.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := testkit.ReadFile(t, "../testdata/sample-v3.jsonl")
 	return testkit.WriteTemp(t, "s.jsonl", b), b
 }
 
@@ -213,10 +210,7 @@ func TestCompactUsageAndLockErrors(t *testing.T) {
 func TestCompactAuditGateAndExecExamples(t *testing.T) {
 	dir := t.TempDir()
 	f := filepath.Join(dir, "session.jsonl")
-	data, err := os.ReadFile(filepath.Join("..", "testdata", "sample-v3.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := testkit.ReadFile(t, filepath.Join("..", "testdata", "sample-v3.jsonl"))
 	os.WriteFile(f, data, 0o644)
 	script := filepath.Join(dir, "my-summarizer")
 	os.WriteFile(script, []byte("#!/bin/sh\ncat > \"$0.in\"\nprintf '## Goal\\n- keep going\\n'\n"), 0o755)

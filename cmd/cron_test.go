@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 )
 
 // The crontab lines of docs/roll-cron.md run verbatim on a fresh machine:
@@ -18,10 +19,7 @@ func TestCronRecipeRunsVerbatim(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	doc, err := os.ReadFile("../docs/roll-cron.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := testkit.ReadFile(t, "../docs/roll-cron.md")
 	var lines []string
 	for _, block := range regexp.MustCompile("(?s)```cron\n(.*?)```").FindAllStringSubmatch(string(doc), -1) {
 		for _, l := range strings.Split(block[1], "\n") {
@@ -40,9 +38,7 @@ func TestCronRecipeRunsVerbatim(t *testing.T) {
 	}
 	sess := filepath.Join(home, ".openclaw", "agents", "main", "sessions", "abc.jsonl")
 	os.MkdirAll(filepath.Dir(sess), 0o755)
-	if _, err := sessiongen.GenerateFile(sess, sessiongen.Options{Seed: 9, Turns: 4}); err != nil {
-		t.Fatal(err)
-	}
+	sessiongen.Write(t, sess, sessiongen.Options{Seed: 9, Turns: 4})
 	old := "2020-01-01T00:00:00Z"
 	exec.Command("touch", "-d", old, sess).Run()
 	for _, l := range lines {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/config"
 	"github.com/ctxtool/ctxtool/pkg/memflush"
 	"github.com/ctxtool/ctxtool/pkg/sessionstore"
@@ -32,20 +33,14 @@ func TestFlushCommand(t *testing.T) {
 	cleanEnv(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "s.jsonl")
-	gen, err := sessiongen.GenerateFile(file, sessiongen.Options{Seed: 4, Turns: 30, Facts: 14, FactsWithin: 0.3})
-	if err != nil {
-		t.Fatal(err)
-	}
+	gen := sessiongen.Write(t, file, sessiongen.Options{Seed: 4, Turns: 30, Facts: 14, FactsWithin: 0.3})
 	ws := filepath.Join(dir, "ws")
 	args := []string{file, "--workspace", ws, "--state-dir", filepath.Join(dir, "state"), "--context-window", "40000", "--summarizer", "extractive"}
 	r := flushJSON(t, args...)
 	if !r.Flushed || r.Threshold != 16000 || r.Tokens < 16000 || r.Source != "facts" {
 		t.Fatalf("flush: %+v", r)
 	}
-	mem, err := os.ReadFile(r.MemoryFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	mem := testkit.ReadFile(t, r.MemoryFile)
 	decisions := 0
 	for _, f := range gen.Facts {
 		if f.Kind != "decision" || f.Line < r.FromLine || f.Line > r.ToLine {
@@ -81,9 +76,7 @@ func TestCompactMemoryFlushUpdatesSessionsJSON(t *testing.T) {
 	cleanEnv(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "sid-9.jsonl")
-	if _, err := sessiongen.GenerateFile(file, sessiongen.Options{Seed: 5, Turns: 30, Facts: 14, FactsWithin: 0.3}); err != nil {
-		t.Fatal(err)
-	}
+	sessiongen.Write(t, file, sessiongen.Options{Seed: 5, Turns: 30, Facts: 14, FactsWithin: 0.3})
 	store := filepath.Join(dir, "sessions.json")
 	os.WriteFile(store, []byte(`{
   "agent:main:main": {
@@ -159,9 +152,7 @@ func TestFlushDueBySizeFromConfig(t *testing.T) {
 	cleanEnv(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "s.jsonl")
-	if _, err := sessiongen.GenerateFile(file, sessiongen.Options{Seed: 4, Turns: 30, Facts: 14, FactsWithin: 0.3}); err != nil {
-		t.Fatal(err)
-	}
+	sessiongen.Write(t, file, sessiongen.Options{Seed: 4, Turns: 30, Facts: 14, FactsWithin: 0.3})
 	args := []string{file, "--workspace", filepath.Join(dir, "ws"), "--state-dir", filepath.Join(dir, "state"), "--summarizer", "extractive", "--dry-run"}
 	if r := flushJSON(t, args...); r.Flushed || r.DueBySize {
 		t.Fatalf("a small session in a 200k window with the 2 MiB default: %+v", r)

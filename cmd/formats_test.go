@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 )
 
 // copyWild copies real transcripts into a temp dir (never into the repo).
@@ -17,10 +18,7 @@ func copyWild(t *testing.T, rels ...string) []string {
 	tmp := t.TempDir()
 	var out []string
 	for _, r := range rels {
-		b, err := os.ReadFile(filepath.Join(dir, r))
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := testkit.ReadFile(t, filepath.Join(dir, r))
 		p := filepath.Join(tmp, filepath.Base(r))
 		if err := os.WriteFile(p, b, 0o644); err != nil {
 			t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/checkpoint"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
 )
@@ -25,9 +26,7 @@ func TestCheckpointIdentityAndAppendOnce(t *testing.T) {
 	y := filepath.Join(root, "y", "session.jsonl")
 	for i, p := range []string{x, y} {
 		os.MkdirAll(filepath.Dir(p), 0o755)
-		if _, err := sessiongen.GenerateFile(p, sessiongen.Options{Seed: uint64(40 + i), Turns: 6}); err != nil {
-			t.Fatal(err)
-		}
+		sessiongen.Write(t, p, sessiongen.Options{Seed: uint64(40 + i), Turns: 6})
 	}
 	take := func(f string) checkpoint.TakeResult {
 		out, errOut, code := runCLI(t, "--json", "--state-dir", state, "checkpoint", "--force", f)
@@ -44,10 +43,7 @@ func TestCheckpointIdentityAndAppendOnce(t *testing.T) {
 	if ry.SessionKey == "session" || ry.SessionKey == checkpoint.KeyFromFile(x) {
 		t.Fatalf("y's key %q is not its own", ry.SessionKey)
 	}
-	cp, err := os.ReadFile(ry.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cp := testkit.ReadFile(t, ry.Path)
 	if !bytes.Contains(cp, []byte(`session_file: "`+y+`"`)) || !bytes.Contains(cp, []byte(`session_id: "`+ry.SessionKey+`"`)) {
 		t.Errorf("the checkpoint must record the absolute path and the session id:\n%s", cp)
 	}

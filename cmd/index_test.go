@@ -53,14 +53,9 @@ type hitLine struct {
 func TestIndexAndSearchCommands(t *testing.T) {
 	dir := t.TempDir()
 	state := t.TempDir()
-	facts, err := recalltest.WriteFile(filepath.Join(dir, "a.jsonl"), recalltest.Options{Seed: 1, Turns: 60,
+	facts := recalltest.Write(t, filepath.Join(dir, "a.jsonl"), recalltest.Options{Seed: 1, Turns: 60,
 		Facts: recalltest.DefaultFacts(1), Compactions: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := recalltest.WriteFile(filepath.Join(dir, "b.jsonl.reset.2026-03-08T13-03-27.008Z"), recalltest.Options{Seed: 2, Turns: 20}); err != nil {
-		t.Fatal(err)
-	}
+	recalltest.Write(t, filepath.Join(dir, "b.jsonl.reset.2026-03-08T13-03-27.008Z"), recalltest.Options{Seed: 2, Turns: 20})
 	// Never indexed: a lock, a backup, a checkpoint copy.
 	for _, n := range []string{"a.jsonl.lock", "a.jsonl.bak.2026-03-08T13-03-27.008Z", "a.checkpoint.0b6f3c1e-5a47-4d0e-9c1a-2f8e7d6c5b4a.jsonl"} {
 		os.WriteFile(filepath.Join(dir, n), []byte(`{"type":"message","message":{"role":"user","content":"hidden-backup-text"}}`+"\n"), 0o644)
@@ -157,10 +152,7 @@ func TestSearchErrors(t *testing.T) {
 // The command line wires flags and config: --state-dir, --json, --max-results.
 func TestIndexSearchCLI(t *testing.T) {
 	dir, state := t.TempDir(), t.TempDir()
-	facts, err := recalltest.WriteFile(filepath.Join(dir, "s.jsonl"), recalltest.Options{Seed: 5, Turns: 40, Facts: recalltest.DefaultFacts(5)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	facts := recalltest.Write(t, filepath.Join(dir, "s.jsonl"), recalltest.Options{Seed: 5, Turns: 40, Facts: recalltest.DefaultFacts(5)})
 	run := func(args ...string) string {
 		io, _, out, errOut := iostreams.Test()
 		root, _ := NewRootCmd(io)

@@ -207,10 +207,7 @@ func TestLintConfigKeys(t *testing.T) {
 // workflow `run:` steps), verbatim.
 func docCommands(t *testing.T, doc string) []string {
 	t.Helper()
-	data, err := os.ReadFile(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := testkit.ReadFile(t, doc)
 	var out []string
 	for _, line := range strings.Split(string(data), "\n") {
 		line = strings.TrimSpace(line)

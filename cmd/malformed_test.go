@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 
@@ -15,10 +14,7 @@ import (
 // silence, and compact appended after a line hiding a glued compaction).
 func TestEveryReaderReportsMalformedLines(t *testing.T) {
 	cleanEnv(t)
-	src, err := os.ReadFile(oracle.Fixture("pi-v1-compact-705ba5d.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	src := testkit.ReadFile(t, oracle.Fixture("pi-v1-compact-705ba5d.jsonl"))
 	fresh := func() string { return testkit.WriteTemp(t, "s.jsonl", src) }
 	state := t.TempDir()
 	for _, args := range [][]string{

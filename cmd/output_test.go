@@ -7,6 +7,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/iostreams"
 )
 
@@ -15,14 +16,8 @@ import (
 // every gauge line names its file.
 func TestEstimateHumanOutput(t *testing.T) {
 	cleanEnv(t)
-	src, err := os.ReadFile("../testdata/sample-v3.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	small, err := os.ReadFile("../testdata/edge-cjk.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
+	src := testkit.ReadFile(t, "../testdata/sample-v3.jsonl")
+	small := testkit.ReadFile(t, "../testdata/edge-cjk.jsonl")
 	dir := t.TempDir()
 	deep := filepath.Join(dir, "agents", "main", "sessions", strings.Repeat("very-long-session-name-", 4))
 	os.MkdirAll(deep, 0o755)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
 	"github.com/ctxtool/ctxtool/pkg/iostreams"
 	"github.com/ctxtool/ctxtool/pkg/recall"
@@ -31,9 +32,7 @@ func rollTree(t *testing.T) (string, []string) {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := sessiongen.GenerateFile(p, o); err != nil {
-			t.Fatal(err)
-		}
+		sessiongen.Write(t, p, o)
 		return p
 	}
 	files := []string{
@@ -139,10 +138,7 @@ func TestRollBatchBothLayouts(t *testing.T) {
 	// The evicted messages are searchable: the first user message of the
 	// pi session left the context and recall finds it.
 	pi := files[0]
-	s, err := transcript.Load(pi)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testkit.Load(t, pi)
 	var firstUser string
 	for _, e := range s.Entries {
 		if e.Role() == "user" {
@@ -248,9 +244,7 @@ func TestRollFallbackWithoutRecall(t *testing.T) {
 	cfgFile := filepath.Join(dir, "ctxtool.yaml")
 	os.WriteFile(cfgFile, []byte("recall:\n  enabled: false\n"), 0o644)
 	path := filepath.Join(dir, "s.jsonl")
-	if _, err := sessiongen.GenerateFile(path, sessiongen.Options{Seed: 61, Turns: 40, ToolCallsPerTurn: 5}); err != nil {
-		t.Fatal(err)
-	}
+	sessiongen.Write(t, path, sessiongen.Options{Seed: 61, Turns: 40, ToolCallsPerTurn: 5})
 	orig, _ := os.ReadFile(path)
 
 	// --no-fallback refuses and writes nothing.
@@ -282,7 +276,7 @@ func TestRollFallbackWithoutRecall(t *testing.T) {
 
 func TestRollUsageErrors(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.jsonl")
-	sessiongen.GenerateFile(path, sessiongen.Options{Seed: 62, Turns: 3})
+	sessiongen.Write(t, path, sessiongen.Options{Seed: 62, Turns: 3})
 	for _, args := range [][]string{
 		{"roll", "--target-utilization", "1.5", path},
 		{"roll", "--trigger", "-1", path},
@@ -353,9 +347,7 @@ func TestRollFallbackSummarizerLikeCompact(t *testing.T) {
 	cfgFile := filepath.Join(dir, "ctxtool.yaml")
 	os.WriteFile(cfgFile, []byte("recall:\n  enabled: false\nllm:\n  model: gpt-4o-mini\n  maxRetries: 0\n  timeout: 2s\n"), 0o644)
 	path := filepath.Join(dir, "s.jsonl")
-	if _, err := sessiongen.GenerateFile(path, sessiongen.Options{Seed: 61, Turns: 40, ToolCallsPerTurn: 5}); err != nil {
-		t.Fatal(err)
-	}
+	sessiongen.Write(t, path, sessiongen.Options{Seed: 61, Turns: 40, ToolCallsPerTurn: 5})
 	reps, _, stderr, err := runRollCmd(t, "roll", "--config", cfgFile, "--json", "--context-window", "40000", "--trigger", "0", path)
 	if err != nil || len(reps) != 1 {
 		t.Fatalf("fallback: %v %+v\n%s", err, reps, stderr)

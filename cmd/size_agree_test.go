@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/internal/testkit/usagekit"
 	"github.com/ctxtool/ctxtool/pkg/checkpoint"
 	"github.com/ctxtool/ctxtool/pkg/compaction"
@@ -129,10 +130,7 @@ func TestCommandsAgreeOnWildSessions(t *testing.T) {
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			src, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
+			src := testkit.ReadFile(t, f)
 			file := filepath.Join(t.TempDir(), filepath.Base(f)) // the fixtures are read-only; roll wants a lock beside the file
 			if err := os.WriteFile(file, src, 0o644); err != nil {
 				t.Fatal(err)
@@ -341,10 +339,7 @@ func TestLintBudgetAgreesWithEstimate(t *testing.T) {
 // by every command that reads it, in the same words.
 func TestEveryCommandReportsReadWarnings(t *testing.T) {
 	cleanEnv(t)
-	src, err := os.ReadFile("../testdata/sample-v3.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
+	src := testkit.ReadFile(t, "../testdata/sample-v3.jsonl")
 	lines := strings.SplitAfter(string(src), "\n")
 	n := -1
 	for i, l := range lines {

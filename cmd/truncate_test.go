@@ -16,10 +16,7 @@ func TestTruncateKeepsDroppedLinesSearchable(t *testing.T) {
 	cleanEnv(t)
 	dir, state := t.TempDir(), t.TempDir()
 	f := filepath.Join(dir, "s.jsonl")
-	facts, err := recalltest.WriteFile(f, recalltest.Options{Seed: 7, Turns: 40, Facts: recalltest.DefaultFacts(7)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	facts := recalltest.Write(t, f, recalltest.Options{Seed: 7, Turns: 40, Facts: recalltest.DefaultFacts(7)})
 	run := func(args ...string) string {
 		t.Helper()
 		out, errOut, code := runCLI(t, append([]string{"--state-dir", state}, args...)...)

@@ -5,6 +5,7 @@
 //	go run ./bench/gen -all -dir testdata          # every testdata preset
 //	go run ./bench/gen -list
 //	go run ./bench/gen -opts '{"Turns":50,"Compactions":2}' -o /tmp/s.jsonl
+//	go run ./bench/gen -format codex -size 1GB -opts '{"Compactions":1807}' -o /tmp/c.jsonl
 //
 // It prints a one-line JSON summary per file on stderr (bytes, lines,
 // context messages, heuristic and ground-truth tokens, MB/s).
@@ -31,14 +32,14 @@ func main() {
 	seed := flag.Int64("seed", -1, "override the seed")
 	opts := flag.String("opts", "", "Options as JSON, merged over the preset")
 	list := flag.Bool("list", false, "list presets")
-	agent := flag.String("format", "pi", "pi, claude-code, codex or codex-legacy (the last three take -size/-seed only)")
+	agent := flag.String("format", "pi", "pi, claude-code, codex or codex-legacy (the last three take -size, -seed and -opts as sessiongen.AgentOptions)")
 	flag.BoolVar(&verbose, "v", false, "also print the planted facts (one JSON object per line)")
 	flag.Parse()
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(200) // mostly short-lived garbage: trade some memory for speed
 	}
 	if *agent != "pi" {
-		if err := writeAgent(*agent, *out, *size, *seed); err != nil {
+		if err := writeAgent(*agent, *out, *size, *seed, *opts); err != nil {
 			fmt.Fprintln(os.Stderr, "gen:", err)
 			os.Exit(1)
 		}
@@ -124,11 +125,16 @@ func write(path string, o sessiongen.Options) error {
 }
 
 // writeAgent writes a Claude Code or Codex transcript (sessiongen/agents.go).
-func writeAgent(format, path, size string, seed int64) error {
+func writeAgent(format, path, size string, seed int64, opts string) error {
 	if path == "" {
 		return fmt.Errorf("need -o FILE")
 	}
 	o := sessiongen.AgentOptions{Thinking: true, Compactions: 0}
+	if opts != "" {
+		if err := json.Unmarshal([]byte(opts), &o); err != nil {
+			return fmt.Errorf("-opts: %v", err)
+		}
+	}
 	if size != "" {
 		n, err := sessiongen.ParseSize(size)
 		if err != nil {

@@ -276,47 +276,90 @@ func measure(c config, cp *corpus, loc string) ([][]string, error) {
 	}
 	defer ix.Close()
 
-	if c.cpuprofile != "" {
-		f, err := os.Create(c.cpuprofile)
-		if err != nil {
+	idx, err := indexTwice(ctx, c, ix, cp.files)
+	if err != nil {
+		return nil, err
+	}
+	found, err := findPlanted(ctx, ix, cp.facts)
+	if err != nil {
+		return nil, err
+	}
+	q, err := timeQueries(ctx, c, ix, cp.queries)
+	if err != nil {
+		return nil, err
+	}
+	var app appendRun
+	if c.corpus == "" && c.backend != "both" { // (both: the second backend must see the same files)
+		if app, err = appendAndIndex(ctx, ix, cp.files); err != nil {
 			return nil, err
 		}
-		pprof.StartCPUProfile(f)
+	}
+	printTable(ix, loc, cp, idx, found, q, app)
+	return q.tops, nil
+}
+
+// startProfile starts a CPU profile into path ("" = none) and returns what
+// stops it.
+func startProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	pprof.StartCPUProfile(f)
+	return pprof.StopCPUProfile, nil
+}
+
+// indexRun is the first (profiled) and the second (unchanged) index run.
+type indexRun struct {
+	chunks          int
+	first, firstCPU time.Duration
+	second          time.Duration
+	secondBytes     int64
+}
+
+func indexTwice(ctx context.Context, c config, ix *recall.Index, files []string) (indexRun, error) {
+	var r indexRun
+	stop, err := startProfile(c.cpuprofile)
+	if err != nil {
+		return r, err
 	}
 	t1 := time.Now()
 	c1 := cpuTime()
-	chunks := 0
 	var ierr error
-	err = ix.IndexFiles(ctx, cp.files, func(st recall.Stats, err error) {
-		chunks += st.Chunks
+	err = ix.IndexFiles(ctx, files, func(st recall.Stats, err error) {
+		r.chunks += st.Chunks
 		if err != nil && ierr == nil {
 			ierr = err
 		}
 	})
-	first := time.Since(t1)
-	firstCPU := cpuTime() - c1
-	if c.cpuprofile != "" {
-		pprof.StopCPUProfile()
-	}
+	r.first = time.Since(t1)
+	r.firstCPU = cpuTime() - c1
+	stop()
 	if err = cmp.Or(err, ierr); err != nil {
-		return nil, err
+		return r, err
 	}
 
 	t2 := time.Now()
-	var secondBytes int64
-	err = ix.IndexFiles(ctx, cp.files, func(st recall.Stats, err error) { secondBytes += st.Bytes })
-	if err != nil {
-		return nil, err
-	}
-	second := time.Since(t2)
+	err = ix.IndexFiles(ctx, files, func(st recall.Stats, err error) { r.secondBytes += st.Bytes })
+	r.second = time.Since(t2)
+	return r, err
+}
 
-	// Recall of planted facts.
-	top3, top1 := 0, 0
-	var missed []string
-	for _, f := range cp.facts {
+// plantedFound is how the planted facts ranked.
+type plantedFound struct {
+	top3, top1 int
+	missed     []string // the first 5 not in the top 3
+}
+
+func findPlanted(ctx context.Context, ix *recall.Index, facts []planted) (plantedFound, error) {
+	var p plantedFound
+	for _, f := range facts {
 		res, err := ix.Search(ctx, f.Query, recall.SearchOptions{MaxResults: 6, MinScore: 0.35})
 		if err != nil {
-			return nil, err
+			return p, err
 		}
 		r := 0
 		for i, h := range res.Hits {
@@ -326,84 +369,99 @@ func measure(c config, cp *corpus, loc string) ([][]string, error) {
 			}
 		}
 		if r == 1 {
-			top1++
+			p.top1++
 		}
 		if r >= 1 && r <= 3 {
-			top3++
-		} else if len(missed) < 5 {
-			missed = append(missed, fmt.Sprintf("%s %q rank %d", f.Name, f.Query, r))
+			p.top3++
+		} else if len(p.missed) < 5 {
+			p.missed = append(p.missed, fmt.Sprintf("%s %q rank %d", f.Name, f.Query, r))
 		}
 	}
+	return p, nil
+}
 
-	var lat, qcpu []time.Duration
-	// The slowest queries by wall time: on PostgreSQL most of a query's
-	// time is the server's, which the thread CPU does not count.
-	type slowQ struct {
-		q         string
-		wall, cpu time.Duration
-	}
-	var slow []slowQ
-	var tops [][]string
+// slowQ is one timed query. The slowest are listed by wall time: on
+// PostgreSQL most of a query's time is the server's, which the thread CPU
+// does not count.
+type slowQ struct {
+	q         string
+	wall, cpu time.Duration
+}
+
+// queryRun is the timed queries: latencies and thread CPU (each sorted),
+// the queries slowest first, and each query's top 3.
+type queryRun struct {
+	lat, cpu []time.Duration
+	slow     []slowQ
+	tops     [][]string
+}
+
+func timeQueries(ctx context.Context, c config, ix *recall.Index, queries []string) (queryRun, error) {
+	var r queryRun
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	if c.qprofile != "" {
-		f, err := os.Create(c.qprofile)
-		if err != nil {
-			return nil, err
-		}
-		pprof.StartCPUProfile(f)
-		defer pprof.StopCPUProfile()
+	stop, err := startProfile(c.qprofile)
+	if err != nil {
+		return r, err
 	}
-	for _, q := range cp.queries {
+	defer stop()
+	for _, q := range queries {
 		s, c0 := time.Now(), threadCPU()
 		res, err := ix.Search(ctx, q, recall.SearchOptions{MaxResults: 6, MinScore: 0.35})
 		if err != nil {
-			return nil, err
+			return r, err
 		}
-		lat = append(lat, time.Since(s))
-		qcpu = append(qcpu, threadCPU()-c0)
-		slow = append(slow, slowQ{q, lat[len(lat)-1], qcpu[len(qcpu)-1]})
+		r.lat = append(r.lat, time.Since(s))
+		r.cpu = append(r.cpu, threadCPU()-c0)
+		r.slow = append(r.slow, slowQ{q, r.lat[len(r.lat)-1], r.cpu[len(r.cpu)-1]})
 		var t []string
 		for _, h := range res.Hits[:min(3, len(res.Hits))] {
 			t = append(t, h.Citation)
 		}
-		tops = append(tops, t)
+		r.tops = append(r.tops, t)
 	}
-	sort.Slice(slow, func(i, j int) bool { return slow[i].wall > slow[j].wall })
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	sort.Slice(qcpu, func(i, j int) bool { return qcpu[i] < qcpu[j] })
-	pct := func(p float64) time.Duration { return lat[min(len(lat)-1, int(p*float64(len(lat))))] }
-	cpct := func(p float64) time.Duration { return qcpu[min(len(qcpu)-1, int(p*float64(len(qcpu))))] }
-	ms := func(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
+	sort.Slice(r.slow, func(i, j int) bool { return r.slow[i].wall > r.slow[j].wall })
+	sort.Slice(r.lat, func(i, j int) bool { return r.lat[i] < r.lat[j] })
+	sort.Slice(r.cpu, func(i, j int) bool { return r.cpu[i] < r.cpu[j] })
+	return r, nil
+}
 
-	runtime.UnlockOSThread()
-	// Append one line to 10 files and index them again.
-	var appended, appendLines, reread int
+// appendRun is appending one line to 10 files and indexing them again.
+type appendRun struct {
+	files, lines, reread int
+	took                 time.Duration
+}
+
+func appendAndIndex(ctx context.Context, ix *recall.Index, files []string) (appendRun, error) {
+	var r appendRun
 	t3 := time.Now()
-	if c.corpus == "" && c.backend != "both" { // (both: the second backend must see the same files)
-		for i, f := range cp.files[:min(10, len(cp.files))] {
-			fh, err := os.OpenFile(f, os.O_APPEND|os.O_WRONLY, 0)
-			if err != nil {
-				return nil, err
-			}
-			fmt.Fprintf(fh, `{"type":"message","id":"app%05d","parentId":null,"timestamp":"2026-04-01T10:00:00.000Z","message":{"role":"user","content":"appended note %d about the heron%d rollout","timestamp":1775037600000}}`+"\n", i, i, i)
-			fh.Close()
-			st, err := ix.Index(ctx, f)
-			if err != nil {
-				return nil, err
-			}
-			appended++
-			appendLines += st.LinesIndexed
-			reread += st.LinesReread
+	for i, f := range files[:min(10, len(files))] {
+		fh, err := os.OpenFile(f, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			return r, err
 		}
+		fmt.Fprintf(fh, `{"type":"message","id":"app%05d","parentId":null,"timestamp":"2026-04-01T10:00:00.000Z","message":{"role":"user","content":"appended note %d about the heron%d rollout","timestamp":1775037600000}}`+"\n", i, i, i)
+		fh.Close()
+		st, err := ix.Index(ctx, f)
+		if err != nil {
+			return r, err
+		}
+		r.files++
+		r.lines += st.LinesIndexed
+		r.reread += st.LinesReread
 	}
-	appendTime := time.Since(t3)
+	r.took = time.Since(t3)
+	return r, nil
+}
 
+func printTable(ix *recall.Index, loc string, cp *corpus, idx indexRun, found plantedFound, q queryRun, app appendRun) {
+	pct := func(ds []time.Duration, p float64) time.Duration { return ds[min(len(ds)-1, int(p*float64(len(ds))))] }
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	row := func(k, v string) { fmt.Fprintf(w, "%s\t%s\t\n", k, v) }
 	row("metric", "value")
 	row("index", ix.Path())
-	row("chunks", fmt.Sprint(chunks))
+	row("chunks", fmt.Sprint(idx.chunks))
 	if !recall.IsURL(loc) {
 		dbSize := int64(0)
 		for _, suf := range []string{"", "-wal"} {
@@ -414,28 +472,27 @@ func measure(c config, cp *corpus, loc string) ([][]string, error) {
 		row("index size", fmt.Sprintf("%.1f MB", float64(dbSize)/1e6))
 	}
 	mbs := float64(cp.total) / 1e6
-	row("first index (wall)", fmt.Sprintf("%.2fs = %.1f MB/s", first.Seconds(), mbs/first.Seconds()))
-	row("first index (CPU of this process)", fmt.Sprintf("%.2fs = %.1f MB per CPU-second", firstCPU.Seconds(), mbs/firstCPU.Seconds()))
-	row("second index (unchanged)", fmt.Sprintf("%.1f ms, %d bytes read as new", float64(second.Microseconds())/1000, secondBytes))
-	if appended > 0 {
-		row("append 1 line to 10 files", fmt.Sprintf("%.1f ms, %d files, %d new lines indexed, %d re-read", float64(appendTime.Microseconds())/1000, appended, appendLines, reread))
+	row("first index (wall)", fmt.Sprintf("%.2fs = %.1f MB/s", idx.first.Seconds(), mbs/idx.first.Seconds()))
+	row("first index (CPU of this process)", fmt.Sprintf("%.2fs = %.1f MB per CPU-second", idx.firstCPU.Seconds(), mbs/idx.firstCPU.Seconds()))
+	row("second index (unchanged)", fmt.Sprintf("%.1f ms, %d bytes read as new", float64(idx.second.Microseconds())/1000, idx.secondBytes))
+	if app.files > 0 {
+		row("append 1 line to 10 files", fmt.Sprintf("%.1f ms, %d files, %d new lines indexed, %d re-read", float64(app.took.Microseconds())/1000, app.files, app.lines, app.reread))
 	}
-	row("query p50 / p95 / max (wall)", ms(pct(0.50))+" / "+ms(pct(0.95))+" / "+ms(lat[len(lat)-1]))
-	row("query p50 / p95 / max (thread CPU)", ms(cpct(0.50))+" / "+ms(cpct(0.95))+" / "+ms(qcpu[len(qcpu)-1]))
+	row("query p50 / p95 / max (wall)", ms(pct(q.lat, 0.50))+" / "+ms(pct(q.lat, 0.95))+" / "+ms(q.lat[len(q.lat)-1]))
+	row("query p50 / p95 / max (thread CPU)", ms(pct(q.cpu, 0.50))+" / "+ms(pct(q.cpu, 0.95))+" / "+ms(q.cpu[len(q.cpu)-1]))
 	row("load average at end", loadavg())
 	if len(cp.facts) > 0 {
-		row("planted facts in top 3", fmt.Sprintf("%d/%d (%.1f%%), top 1: %d", top3, len(cp.facts), 100*float64(top3)/float64(len(cp.facts)), top1))
+		row("planted facts in top 3", fmt.Sprintf("%d/%d (%.1f%%), top 1: %d", found.top3, len(cp.facts), 100*float64(found.top3)/float64(len(cp.facts)), found.top1))
 	}
 	w.Flush()
 	if verbose {
-		for _, q := range slow[:min(8, len(slow))] {
-			fmt.Printf("slow query %q: %.2f ms wall, %.2f ms CPU\n", q.q, float64(q.wall.Microseconds())/1000, float64(q.cpu.Microseconds())/1000)
+		for _, s := range q.slow[:min(8, len(q.slow))] {
+			fmt.Printf("slow query %q: %.2f ms wall, %.2f ms CPU\n", s.q, float64(s.wall.Microseconds())/1000, float64(s.cpu.Microseconds())/1000)
 		}
 	}
-	for _, m := range missed {
+	for _, m := range found.missed {
 		fmt.Println("missed:", m)
 	}
-	return tops, nil
 }
 
 func loadavg() string {

@@ -133,12 +133,31 @@ func run(n int, big float64, dir string, jobs int, tokenizer string, check int) 
 
 // generate writes n sessions, half in each layout, plus files roll must skip.
 func generate(root string, n int, big float64) ([]string, int64, error) {
-	rng := rand.New(rand.NewPCG(7, 7))
-	type job struct {
-		path string
-		o    sessiongen.Options
+	jobs := plan(root, n, big)
+	total, err := writeAll(jobs)
+	if err != nil {
+		return nil, 0, err
 	}
-	var jobsList []job
+	files := make([]string, len(jobs))
+	for i, j := range jobs {
+		files[i] = j.path
+	}
+	addSkipped(files)
+	return files, total, nil
+}
+
+// genJob is one session to write.
+type genJob struct {
+	path string
+	o    sessiongen.Options
+}
+
+// plan gives each of the n sessions its path and shape (a share big of
+// them about 1 MB; every tenth kind v1, branched, CJK, tool-dense or
+// thinking), the same for the same n and big.
+func plan(root string, n int, big float64) []genJob {
+	rng := rand.New(rand.NewPCG(7, 7))
+	var jobs []genJob
 	for i := 0; i < n; i++ {
 		var p string
 		if i%2 == 0 {
@@ -167,15 +186,21 @@ func generate(root string, n int, big float64) ([]string, int64, error) {
 		case 5:
 			o.Thinking = true
 		}
-		jobsList = append(jobsList, job{p, o})
+		jobs = append(jobs, genJob{p, o})
 	}
+	return jobs
+}
+
+// writeAll writes the sessions on one worker per CPU and returns their
+// total size, or the first error.
+func writeAll(jobs []genJob) (int64, error) {
 	var (
 		mu    sync.Mutex
 		total int64
 		first error
 		wg    sync.WaitGroup
 	)
-	ch := make(chan job)
+	ch := make(chan genJob)
 	for w := 0; w < runtime.NumCPU(); w++ {
 		wg.Add(1)
 		go func() {
@@ -200,18 +225,18 @@ func generate(root string, n int, big float64) ([]string, int64, error) {
 			}
 		}()
 	}
-	var files []string
-	for _, j := range jobsList {
+	for _, j := range jobs {
 		ch <- j
-		files = append(files, j.path)
 	}
 	close(ch)
 	wg.Wait()
-	if first != nil {
-		return nil, 0, first
-	}
-	// What a real sessions directory also holds.
-	for i := 1; i < n; i += 50 {
+	return total, first
+}
+
+// addSkipped puts beside every 50th session what a real sessions directory
+// also holds: an archive, a backup, a stale lock and sessions.json.
+func addSkipped(files []string) {
+	for i := 1; i < len(files); i += 50 {
 		d := filepath.Dir(files[i])
 		for _, name := range []string{
 			filepath.Base(files[i]) + ".reset.2026-03-08T13-03-27.008Z",
@@ -221,7 +246,6 @@ func generate(root string, n int, big float64) ([]string, int64, error) {
 			os.WriteFile(filepath.Join(d, name), []byte("{}\n"), 0o644)
 		}
 	}
-	return files, total, nil
 }
 
 // roll runs the real command in-process.

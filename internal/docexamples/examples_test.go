@@ -14,6 +14,7 @@ import (
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/internal/testkit/llmtest"
 )
 
@@ -63,10 +64,7 @@ func examples(t *testing.T, root string) map[string][]example {
 	})
 	out := map[string][]example{}
 	for _, doc := range docs {
-		data, err := os.ReadFile(filepath.Join(root, doc))
-		if err != nil {
-			t.Fatal(err)
-		}
+		data := testkit.ReadFile(t, filepath.Join(root, doc))
 		s := string(data)
 		for _, m := range fence.FindAllStringSubmatchIndex(s, -1) {
 			body := s[m[4]:m[5]]
@@ -132,10 +130,7 @@ func TestDocExamplesRunAsWritten(t *testing.T) {
 			home, work := fixture(t, root, bin)
 			env := []string{"HOME=" + home, "PATH=" + filepath.Join(home, "go", "bin") + ":/usr/local/bin:/usr/bin:/bin",
 				"OPENAI_BASE_URL=" + llm.BaseURL(), "LANG=C.UTF-8", "TMPDIR=" + t.TempDir()}
-			pristine, err := os.ReadFile(filepath.Join(work, "session.jsonl"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			pristine := testkit.ReadFile(t, filepath.Join(work, "session.jsonl"))
 			for _, ex := range byDoc[doc] {
 				// Each example starts from the same session.jsonl (an earlier
 				// compact would make the next one "already compacted");
@@ -197,10 +192,7 @@ func TestReadmeSetUpCommand(t *testing.T) {
 		t.Skip("go run compiles the binary")
 	}
 	root := oracle.ModuleRoot()
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	readme := testkit.ReadFile(t, filepath.Join(root, "README.md"))
 	if !strings.Contains(string(readme), "```sh\n"+setupCommands[1]+"\n```") {
 		t.Fatalf("README's set-up command is no longer %q: update this test", setupCommands[1])
 	}
@@ -240,8 +232,7 @@ func fixture(t *testing.T, root, bin string) (home, work string) {
 	idle := time.Now().Add(-6 * time.Hour)
 	gen := func(path string, seed uint64, turns int) {
 		must(os.MkdirAll(filepath.Dir(path), 0o755))
-		_, err := sessiongen.GenerateFile(path, sessiongen.Options{Seed: seed, Turns: turns, Facts: 6})
-		must(err)
+		sessiongen.Write(t, path, sessiongen.Options{Seed: seed, Turns: turns, Facts: 6})
 		must(os.Chtimes(path, idle, idle))
 	}
 	gen(filepath.Join(home, ".openclaw", "agents", "main", "sessions", "a1.jsonl"), 21, 40)

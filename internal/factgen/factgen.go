@@ -12,6 +12,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"strings"
+	"testing"
 
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
 )
@@ -52,6 +53,13 @@ var Roles = []string{"user", "assistant", "toolResult"}
 // GenerateFile writes a session to path and returns the planted facts.
 func GenerateFile(path string, o Options) ([]Planted, error) {
 	return sessiongen.ToFile(path, func(w io.Writer) ([]Planted, error) { return Generate(w, o) })
+}
+
+// Write generates a session at path for a test and returns the planted
+// facts; a generator that fails fails the test, naming the file.
+func Write(t testing.TB, path string, o Options) []Planted {
+	t.Helper()
+	return sessiongen.ToTestFile(t, path, func(w io.Writer) ([]Planted, error) { return Generate(w, o) })
 }
 
 type gen struct {

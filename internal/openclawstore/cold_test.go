@@ -15,8 +15,8 @@ import (
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/formats"
-	"github.com/ctxtool/ctxtool/pkg/transcript"
 	"github.com/ctxtool/ctxtool/pkg/walk"
 	_ "modernc.org/sqlite" // to make a backup's copy of a store
 )
@@ -60,10 +60,7 @@ func coldArchives(t *testing.T, files ...string) map[string]string {
 	}
 	archives := map[string]string{}
 	for _, f := range files {
-		s, err := transcript.Load(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := testkit.Load(t, f)
 		id := s.Header.ID
 		s.Close()
 		if byID[id] == "" {
@@ -96,11 +93,8 @@ func run(t *testing.T, bin string, args ...string) (string, string, int) {
 func TestRealColdArchive(t *testing.T) {
 	dir := t.TempDir()
 	gen := filepath.Join(dir, "gen.jsonl")
-	res, err := sessiongen.GenerateFile(gen, sessiongen.Options{Seed: 14, Turns: 24, Compactions: 2,
+	res := sessiongen.Write(t, gen, sessiongen.Options{Seed: 14, Turns: 24, Compactions: 2,
 		ToolResultBytes: 6000, Facts: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
 	wild := filepath.Join(oracle.WildDir(t), "openclaw", "rs-anuo-0139686e-2compactions.jsonl")
 	archives := coldArchives(t, gen, wild)
 	bin := filepath.Join(dir, "ctxtool")
@@ -145,10 +139,7 @@ func coldStore(t *testing.T, bin string, archives map[string]string) {
 	ids := map[string]string{}
 	for src, a := range archives {
 		agentDir = filepath.Dir(filepath.Dir(filepath.Dir(a))) // <agent>/sessions/cold/<name>
-		s, err := transcript.Load(src)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := testkit.Load(t, src)
 		ids[src] = s.Header.ID
 		s.Close()
 	}
@@ -196,10 +187,7 @@ func coldStore(t *testing.T, bin string, archives map[string]string) {
 		t.Fatal(err)
 	}
 	for src, id := range ids {
-		blob, err := os.ReadFile(archives[src])
-		if err != nil {
-			t.Fatal(err)
-		}
+		blob := testkit.ReadFile(t, archives[src])
 		if _, err := conn.Exec(`UPDATE session_transcript_cold_archives SET storage = 'sqlite', archive_blob = ?
 			WHERE session_id = ?`, blob, id); err != nil {
 			t.Fatal(err)
@@ -337,10 +325,7 @@ func searchPlanted(t *testing.T, bin, archive string, fact sessiongen.PlantedFac
 // transcripts), restore --append — and leave it byte-identical, with
 // nothing written beside it.
 func refuseWrites(t *testing.T, bin, archive string) {
-	before, err := os.ReadFile(archive)
-	if err != nil {
-		t.Fatal(err)
-	}
+	before := testkit.ReadFile(t, archive)
 	state := t.TempDir()
 	for _, c := range []struct {
 		args []string

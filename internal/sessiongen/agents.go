@@ -47,7 +47,9 @@ type AgentOptions struct {
 	// ToolResultBytes is the typical size of a tool result (0 = 1500).
 	ToolResultBytes int
 	Thinking        bool
-	// Compactions spread over the session.
+	// Compactions spread over the session: evenly over its bytes when
+	// TargetBytes is set (as Options.Compactions does for pi, so the
+	// formats compare at one cadence), else over its turns.
 	Compactions int
 	// Fact is planted in the first user message (for recall tests).
 	Fact string
@@ -86,6 +88,7 @@ type agentGen struct {
 	res      AgentResult
 	b        []byte
 	uuidSeed uint64
+	compact  sched
 }
 
 type countingWriter struct {
@@ -107,15 +110,17 @@ func newAgentGen(w io.Writer, o AgentOptions) *agentGen {
 	r := rand.New(rand.NewPCG(o.Seed, o.Seed^0x5eed))
 	cw := &countingWriter{w: w}
 	return &agentGen{o: o, r: r, c: newCorpus(r), cw: cw, w: bufio.NewWriterSize(cw, 1<<20),
-		now: DefaultStart, sysTok: 4200}
+		now: DefaultStart, sysTok: 4200, compact: sched{n: o.Compactions}}
 }
 
 func (g *agentGen) more(turn int) bool {
 	if g.o.TargetBytes > 0 {
-		return g.cw.n+int64(g.w.Buffered()) < g.o.TargetBytes
+		return g.written() < g.o.TargetBytes
 	}
 	return turn < g.o.Turns
 }
+
+func (g *agentGen) written() int64 { return g.cw.n + int64(g.w.Buffered()) }
 
 func (g *agentGen) emit() {
 	g.b = append(g.b, '\n')
@@ -200,6 +205,13 @@ func (g *agentGen) prose(n int) string {
 func (g *agentGen) compactAt(turn int) bool {
 	if g.o.Compactions == 0 || turn == 0 {
 		return false
+	}
+	if g.o.TargetBytes > 0 {
+		due := g.compact.due(float64(g.written()) / float64(g.o.TargetBytes))
+		if due {
+			g.compact.done++
+		}
+		return due
 	}
 	every := max(2, g.o.Turns/(g.o.Compactions+1))
 	return turn%every == 0 && turn/every <= g.o.Compactions

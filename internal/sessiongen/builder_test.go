@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ctxtool/ctxtool/internal/testkit"
 )
 
 func ts(t *testing.T, s string) time.Time {
@@ -20,10 +22,7 @@ func ts(t *testing.T, s string) time.Time {
 // TestBuilderReproducesFormatExample131 rebuilds ../shared/docs/session-format.md §13.1
 // byte for byte with the Builder.
 func TestBuilderReproducesFormatExample131(t *testing.T) {
-	want, err := os.ReadFile("testdata/format-13-1.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := testkit.ReadFile(t, "testdata/format-13-1.jsonl")
 	var buf bytes.Buffer
 	b := NewBuilder(&buf, Config{
 		SessionID: "0b6f3c1e-5a47-4d0e-9c1a-2f8e7d6c5b4a",
@@ -104,10 +103,7 @@ func TestBuilderReproducesFormatExample131(t *testing.T) {
 
 // TestBuilderReproducesFormatExample132 rebuilds the v1 example of §13.2.
 func TestBuilderReproducesFormatExample132(t *testing.T) {
-	want, err := os.ReadFile("testdata/format-13-2.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := testkit.ReadFile(t, "testdata/format-13-2.jsonl")
 	var buf bytes.Buffer
 	b := NewBuilder(&buf, Config{Version: 1,
 		SessionID: "5d1c9a2e-77b0-4c4e-a0d3-3e1f2a9b8c70", Start: ts(t, "2025-12-01T08:00:00.000Z"),

@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/ctxtool/ctxtool/internal/testkit"
 )
 
 type variant struct {
@@ -159,11 +160,7 @@ func sameInts(a, b []int) bool {
 
 func readLines(t *testing.T, f string) []string {
 	t.Helper()
-	data, err := os.ReadFile(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	return strings.Split(strings.TrimSuffix(string(testkit.ReadFile(t, f)), "\n"), "\n")
 }
 
 func lastTrusted(t *testing.T, f string, line int) bool {
@@ -174,10 +171,7 @@ func lastTrusted(t *testing.T, f string, line int) bool {
 // checkLines verifies Result.Lines against the file bytes.
 func checkLines(t *testing.T, f string, res *Result) {
 	t.Helper()
-	data, err := os.ReadFile(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := testkit.ReadFile(t, f)
 	if int64(len(data)) != res.Bytes || len(res.Lines) != res.LineCount {
 		t.Fatalf("bytes %d lines %d, Result %d / %d", len(data), len(res.Lines), res.Bytes, res.LineCount)
 	}

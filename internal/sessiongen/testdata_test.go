@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/ctxtool/ctxtool/internal/testkit"
 )
 
 // TestCommittedTestdataIsCurrent regenerates every testdata preset and
@@ -15,10 +17,7 @@ import (
 // (and update the README table from pi-check).
 func TestCommittedTestdataIsCurrent(t *testing.T) {
 	root := moduleRoot(t)
-	readme, err := os.ReadFile(filepath.Join(root, "testdata", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	readme := testkit.ReadFile(t, filepath.Join(root, "testdata", "README.md"))
 	rows := map[string][]string{}
 	for _, l := range strings.Split(string(readme), "\n") {
 		if !strings.HasPrefix(l, "| `") {

@@ -6,17 +6,15 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 // CopyToTemp copies the file src into a new t.TempDir() under its own name
 // and returns the copy's path: tests that write to a fixture write to that.
 func CopyToTemp(t testing.TB, src string) string {
 	t.Helper()
-	b, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return WriteTemp(t, filepath.Base(src), b)
+	return WriteTemp(t, filepath.Base(src), ReadFile(t, src))
 }
 
 // WriteTemp writes data to a file named name in a new t.TempDir() and
@@ -44,4 +42,26 @@ func Stdin(t testing.TB, src string) {
 		os.Stdin = stdin
 		in.Close()
 	})
+}
+
+// ReadFile returns the contents of path; a file that cannot be read fails
+// the test, naming the file and the cause.
+func ReadFile(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("reading %s: %v", path, err)
+	}
+	return b
+}
+
+// Load loads the pi session at path; a session that cannot be loaded fails
+// the test, naming the file and the cause.
+func Load(t testing.TB, path string) *transcript.Session {
+	t.Helper()
+	s, err := transcript.Load(path)
+	if err != nil {
+		t.Fatalf("loading %s: %v", path, err)
+	}
+	return s
 }

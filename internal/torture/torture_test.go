@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/safefile"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
@@ -119,10 +120,7 @@ func ctxtoolIn(t *testing.T, stdin string, args ...string) run {
 
 func copyTo(t *testing.T, src, dir, name string) string {
 	t.Helper()
-	data, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := testkit.ReadFile(t, src)
 	dst := filepath.Join(dir, name)
 	if err := os.WriteFile(dst, data, 0o644); err != nil {
 		t.Fatal(err)
@@ -213,10 +211,7 @@ type entry struct {
 
 func entries(t *testing.T, path string) []entry {
 	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := testkit.ReadFile(t, path)
 	var out []entry
 	for i, l := range bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n")) {
 		var e entry
@@ -517,10 +512,7 @@ func checkNoBlockingLeftover(t *testing.T, dirs ...string) {
 // loads.
 func checkOriginalKept(t *testing.T, w writing, session string, orig []byte) {
 	t.Helper()
-	data, err := os.ReadFile(session)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := testkit.ReadFile(t, session)
 	baks, _ := filepath.Glob(session + ".bak.*")
 	switch {
 	case w.readOnly && !bytes.Equal(data, orig):
@@ -591,7 +583,7 @@ func TestRacingRunsOverStaleLock(t *testing.T) {
 	for round := 0; round < 3*soak(); round++ {
 		dir := t.TempDir()
 		session := copyTo(t, fixture("sample-v3.jsonl"), dir, "s.jsonl")
-		before := bytes.Count(mustRead(t, session), []byte(`"type":"compaction"`))
+		before := bytes.Count(testkit.ReadFile(t, session), []byte(`"type":"compaction"`))
 		writeStaleLock(t, session+".lock")
 		type out struct {
 			r   run
@@ -609,7 +601,7 @@ func TestRacingRunsOverStaleLock(t *testing.T) {
 		for i := 0; i < procs; i++ {
 			<-done
 		}
-		after := bytes.Count(mustRead(t, session), []byte(`"type":"compaction"`))
+		after := bytes.Count(testkit.ReadFile(t, session), []byte(`"type":"compaction"`))
 		said, codes := 0, map[int]int{}
 		for _, o := range outs {
 			codes[o.r.code]++
@@ -628,15 +620,6 @@ func TestRacingRunsOverStaleLock(t *testing.T) {
 		}
 		t.Logf("round %d: exit codes %v", round, codes)
 	}
-}
-
-func mustRead(t *testing.T, p string) []byte {
-	t.Helper()
-	data, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
 }
 
 // Hostile files through the CLI: a FIFO, a device and a directory are
@@ -698,7 +681,7 @@ func TestHostileFiles(t *testing.T) {
 	// Read-only: refused, unchanged, still 0444.
 	ro := copyTo(t, fixture("sample-v3.jsonl"), dir, "ro.jsonl")
 	os.Chmod(ro, 0o444)
-	orig := mustRead(t, ro)
+	orig := testkit.ReadFile(t, ro)
 	if r := ctxtool(t, "checkpoint", "--force", "--state-dir", state, ro); r.code != 0 {
 		t.Fatalf("checkpoint of a read-only session (it only reads it): %s", r.stderr)
 	}
@@ -708,7 +691,7 @@ func TestHostileFiles(t *testing.T) {
 			t.Errorf("%v on 0444: exit %d: %s", args, r.code, lastLine(r.stderr))
 		}
 	}
-	if st, _ := os.Stat(ro); !bytes.Equal(mustRead(t, ro), orig) || st.Mode().Perm() != 0o444 {
+	if st, _ := os.Stat(ro); !bytes.Equal(testkit.ReadFile(t, ro), orig) || st.Mode().Perm() != 0o444 {
 		t.Fatal("the read-only session changed")
 	}
 
@@ -721,14 +704,14 @@ func TestHostileFiles(t *testing.T) {
 	f, _ := os.OpenFile(cyc, os.O_APPEND|os.O_WRONLY, 0)
 	f.WriteString(dupe)
 	f.Close()
-	orig = mustRead(t, cyc)
+	orig = testkit.ReadFile(t, cyc)
 	for _, args := range [][]string{commands["compact"], commands["compact --truncate"], commands["roll"]} {
 		r := ctxtool(t, append(args, cyc)...)
 		if r.code != 1 || !strings.Contains(r.stderr, "parentId cycle") || !strings.Contains(r.stderr, "ctxtool lint") {
 			t.Errorf("%v on a cyclic session: exit %d: %s", args, r.code, lastLine(r.stderr))
 		}
 	}
-	if !bytes.Equal(mustRead(t, cyc), orig) {
+	if !bytes.Equal(testkit.ReadFile(t, cyc), orig) {
 		t.Fatal("the cyclic session changed")
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"unicode/utf16"
 
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/budget"
 	"github.com/ctxtool/ctxtool/pkg/compaction"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
@@ -127,10 +128,7 @@ func workspace(t *testing.T, agentsChars int) string {
 func generate(t *testing.T, o sessiongen.Options) (string, *sessiongen.Result) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "s.jsonl")
-	res, err := sessiongen.GenerateFile(path, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := sessiongen.Write(t, path, o)
 	return path, res
 }
 
@@ -139,10 +137,7 @@ func generate(t *testing.T, o sessiongen.Options) (string, *sessiongen.Result) {
 func rollingSession(t *testing.T) (*transcript.Session, *sessiongen.Result, budget.Config) {
 	t.Helper()
 	path, gen := generate(t, sessiongen.Options{Seed: 7, Turns: 30, ToolResultBytes: 600})
-	s, err := transcript.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testkit.Load(t, path)
 	t.Cleanup(func() { s.Close() })
 	cfg := budget.DefaultConfig()
 	cfg.RollingSummary.TriggerThreshold = 2000
@@ -198,10 +193,7 @@ func TestPlanGenerated(t *testing.T) {
 	ws := workspace(t, 40000)
 	systemPrompt := strings.Repeat("You are a careful coding agent. ", 150)
 
-	s, err := transcript.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testkit.Load(t, path)
 	defer s.Close()
 	var logs []string
 	r, err := budget.Plan(context.Background(), budget.Input{

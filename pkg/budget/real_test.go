@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/budget"
-	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 // realSessions are the vendored pi sessions and the real pi and OpenClaw
@@ -29,10 +29,7 @@ func realSessions(t *testing.T) []string {
 func TestPlanRealSessions(t *testing.T) {
 	for _, f := range realSessions(t) {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			s, err := transcript.Load(f)
-			if err != nil {
-				t.Fatal(err)
-			}
+			s := testkit.Load(t, f)
 			defer s.Close()
 			for _, w := range []int{16000, 200000} {
 				r, err := budget.Plan(context.Background(), budget.Input{Session: s, Window: w, Config: budget.DefaultConfig(),

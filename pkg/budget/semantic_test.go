@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/internal/testkit/recalltest"
 	"github.com/ctxtool/ctxtool/pkg/budget"
 	"github.com/ctxtool/ctxtool/pkg/recall"
@@ -85,10 +86,7 @@ func TestSelectChunksBudgetAndScores(t *testing.T) {
 // and counted there; hits made only of the preserved turns are skipped.
 func TestPlanSemanticHistory(t *testing.T) {
 	path, gen := generate(t, sessiongen.Options{Seed: 3, Turns: 12})
-	s, err := transcript.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testkit.Load(t, path)
 	defer s.Close()
 	lastUser := ""
 	for i := len(gen.Context.Lines) - 1; i >= 0; i-- {
@@ -166,10 +164,7 @@ func TestPlanSemanticRealIndex(t *testing.T) {
 
 func planRecallsOld(t *testing.T, ix *recall.Index, cur, old string) {
 	t.Helper()
-	s, err := transcript.Load(cur)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testkit.Load(t, cur)
 	defer s.Close()
 	cfg := budget.DefaultConfig()
 	cfg.SemanticHistory.MinRelevanceScore = 0.3

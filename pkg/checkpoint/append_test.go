@@ -2,7 +2,6 @@ package checkpoint
 
 import (
 	"context"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,29 +13,7 @@ import (
 	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/models"
-	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
-
-func copyFile(t *testing.T, src, dir string) string {
-	t.Helper()
-	in, err := os.Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	dst := filepath.Join(dir, filepath.Base(src))
-	out, err := os.Create(dst)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}
 
 // TestAppendedResumeIsLastMessageInPi appends the resume text to copies of
 // the fixtures (v1) and of a generated v3 session, then asks pi's own loader
@@ -46,12 +23,10 @@ func TestAppendedResumeIsLastMessageInPi(t *testing.T) {
 	dir := t.TempDir()
 	files := []string{}
 	for _, f := range oracle.Fixtures(t) {
-		files = append(files, copyFile(t, f, dir))
+		files = append(files, testkit.CopyToTemp(t, f))
 	}
 	v3 := filepath.Join(dir, "generated-v3.jsonl")
-	if _, err := sessiongen.GenerateFile(v3, sessiongen.Options{Seed: 7, Turns: 30, Compactions: 1}); err != nil {
-		t.Fatal(err)
-	}
+	sessiongen.Write(t, v3, sessiongen.Options{Seed: 7, Turns: 30, Compactions: 1})
 	files = append(files, v3)
 
 	before := oracle.Check(t, false, false, files...)
@@ -73,10 +48,7 @@ func TestAppendedResumeIsLastMessageInPi(t *testing.T) {
 			t.Fatalf("%s: %v", f, err)
 		}
 		// Our own loader agrees: the last context message is this entry.
-		s, err := transcript.Load(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := testkit.Load(t, f)
 		ctx := s.Context()
 		last := ctx.Messages[len(ctx.Messages)-1]
 		m, _ := s.Message(last.Entry)
@@ -154,9 +126,7 @@ func TestTakeGateAndDedupe(t *testing.T) {
 func TestCompactionCountWarning(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "abc123.jsonl")
-	if _, err := sessiongen.GenerateFile(file, sessiongen.Options{Seed: 3, Turns: 6}); err != nil {
-		t.Fatal(err)
-	}
+	sessiongen.Write(t, file, sessiongen.Options{Seed: 3, Turns: 6})
 	store := `{"agent:main:telegram:dm:42":{"sessionId":"abc123","compactionCount":5,"updatedAt":1}}`
 	if err := os.WriteFile(filepath.Join(dir, "sessions.json"), []byte(store), 0o600); err != nil {
 		t.Fatal(err)
@@ -184,9 +154,7 @@ func TestCompactionCountWarning(t *testing.T) {
 func TestStdinIgnoresSessionsJSONInWorkingDirectory(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "piped.jsonl")
-	if _, err := sessiongen.GenerateFile(file, sessiongen.Options{Seed: 3, Turns: 6}); err != nil {
-		t.Fatal(err)
-	}
+	sessiongen.Write(t, file, sessiongen.Options{Seed: 3, Turns: 6})
 	cwd := t.TempDir()
 	store := `{"agent:main:telegram:dm:42":{"sessionId":"other","compactionCount":5,"updatedAt":1}}`
 	if err := os.WriteFile(filepath.Join(cwd, "sessions.json"), []byte(store), 0o600); err != nil {

@@ -13,17 +13,14 @@ import (
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 // splitLines cuts a file into its lines, newlines kept.
 func splitLines(t *testing.T, path string) [][]byte {
 	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bytes.SplitAfter(data, []byte("\n"))
+	return bytes.SplitAfter(testkit.ReadFile(t, path), []byte("\n"))
 }
 
 func writeFile(t *testing.T, path string, parts ...[]byte) {
@@ -78,9 +75,7 @@ func noDuplicates(t *testing.T, what string, items []string) {
 func genFile(t *testing.T, dir, name string, o sessiongen.Options) (string, [][]byte) {
 	t.Helper()
 	f := filepath.Join(dir, name)
-	if _, err := sessiongen.GenerateFile(f, o); err != nil {
-		t.Fatal(err)
-	}
+	sessiongen.Write(t, f, o)
 	return f, splitLines(t, f)
 }
 
@@ -144,10 +139,7 @@ func TestCaptureGrowingFixtures(t *testing.T) {
 			}
 
 			// The builder on the same file finds the same things.
-			s, err := transcript.Load(fx)
-			if err != nil {
-				t.Fatal(err)
-			}
+			s := testkit.Load(t, fx)
 			defer s.Close()
 			in, err := FromSession(s)
 			if err != nil {
@@ -306,10 +298,7 @@ func TestCaptureRewrittenFile(t *testing.T) {
 
 	// With a checkpoint: a rewrite restarts after the last entry the
 	// checkpoint could have seen (by time), not at the top.
-	s, err := transcript.Load(file)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testkit.Load(t, file)
 	// created_at has whole seconds: the entries of the checkpoint's last
 	// second are read again (the state dedupes them).
 	at := s.Entries[len(s.Entries)/2].Time().Truncate(time.Second)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -74,9 +75,7 @@ func TestFoldedBranchBuildsTheSameCheckpoint(t *testing.T) {
 		{Seed: 13, Turns: 30, ToolErrors: 4, Version: 1},
 	} {
 		f := filepath.Join(dir, "gen"+string(rune('a'+i))+".jsonl")
-		if _, err := sessiongen.GenerateFile(f, o); err != nil {
-			t.Fatal(err)
-		}
+		sessiongen.Write(t, f, o)
 		files = append(files, f)
 	}
 	files = append(files, oracle.Fixtures(t)...)
@@ -84,10 +83,7 @@ func TestFoldedBranchBuildsTheSameCheckpoint(t *testing.T) {
 	files = append(files, g...)
 	now := time.Date(2026, 3, 10, 0, 0, 0, 0, time.UTC)
 	for i, f := range files {
-		s, err := transcript.Load(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := testkit.Load(t, f)
 		full, err := FromSession(s)
 		if err != nil {
 			t.Fatal(err)
@@ -149,9 +145,7 @@ func TestBuilderMemoryDoesNotGrowWithMessages(t *testing.T) {
 	gen := func(name string, turns int) string {
 		f := filepath.Join(dir, name)
 		o := sessiongen.Options{Seed: 21, Turns: turns, ToolErrors: 4, Compactions: 3, Thinking: true}
-		if _, err := sessiongen.GenerateFile(f, o); err != nil {
-			t.Fatal(err)
-		}
+		sessiongen.Write(t, f, o)
 		return f
 	}
 	small, smallMsgs := foldHeap(t, gen("small.jsonl", 150))
@@ -185,19 +179,14 @@ func benchSession(tb testing.TB, size int64) string {
 	}
 	o.TargetBytes = size
 	f := filepath.Join(tb.TempDir(), "bench.jsonl")
-	if _, err := sessiongen.GenerateFile(f, o); err != nil {
-		tb.Fatal(err)
-	}
+	sessiongen.Write(tb, f, o)
 	return f
 }
 
 // loaded is the session in file, closed when the test ends.
 func loaded(tb testing.TB, file string) *transcript.Session {
 	tb.Helper()
-	s, err := transcript.Load(file)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	s := testkit.Load(tb, file)
 	tb.Cleanup(func() { s.Close() })
 	return s
 }

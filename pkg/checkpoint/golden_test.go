@@ -11,9 +11,9 @@ import (
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/tokenizer"
-	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden/checkpoint")
@@ -142,10 +142,7 @@ func TestFixtureFacts(t *testing.T) {
 	}
 	// The gauge is estimate's number (estimate.Measure, same options).
 	for name, cp := range byName {
-		s, err := transcript.Load(oracle.Fixture(name + ".jsonl"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := testkit.Load(t, oracle.Fixture(name+".jsonl"))
 		m, err := estimate.Measure(s, s.Context(), estimate.Options{})
 		s.Close()
 		if err != nil || cp.Meta.TokenUsage.InputTokens != m.Tokens || cp.Meta.TokenUsage.ContextWindow != m.Window.Tokens {
@@ -177,12 +174,10 @@ func TestRestoreBudgetOn1000Turns(t *testing.T) {
 	}
 	count := o200k(t)
 	file := filepath.Join(t.TempDir(), "long.jsonl")
-	if _, err := sessiongen.GenerateFile(file, sessiongen.Options{
+	sessiongen.Write(t, file, sessiongen.Options{
 		Seed: 1000, Turns: 1000, Compactions: 3, ToolErrors: 40, CJKShare: 0.2, TrailingToolCall: true,
 		AbortedAssistants: 5, NoLineIndex: true,
-	}); err != nil {
-		t.Fatal(err)
-	}
+	})
 	st := &Store{StateDir: t.TempDir()}
 	res, err := Take(TakeOptions{File: file, Store: st, Now: func() time.Time { return goldenNow }})
 	if err != nil {

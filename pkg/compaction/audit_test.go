@@ -10,6 +10,7 @@ import (
 
 	"github.com/ctxtool/ctxtool/internal/factgen"
 	"github.com/ctxtool/ctxtool/internal/oracle"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
 	"github.com/ctxtool/ctxtool/pkg/facts"
 )
@@ -52,14 +53,8 @@ func plantedIn(dropped []facts.Fact, planted []factgen.Planted) map[string]bool 
 // says the same to pi's loader.
 func TestAuditNamesTheRemovedFact(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "facts.jsonl")
-	ps, err := factgen.GenerateFile(src, factgen.Options{Seed: 77, Turns: 24, FactsWithin: 0.5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	orig, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ps := factgen.Write(t, src, factgen.Options{Seed: 77, Turns: 24, FactsWithin: 0.5})
+	orig := testkit.ReadFile(t, src)
 	set := Settings{Force: true, KeepRecentTokens: 8000}
 	// the untouched summary drops no planted fact
 	res, err := Run(context.Background(), src, Options{Settings: set, Summarizer: Extractive{}, DryRun: true})
@@ -141,10 +136,7 @@ func TestAuditNamesTheRemovedFact(t *testing.T) {
 // facts, with exit code 3, and writes nothing.
 func TestFailOnDroppedWritesNothing(t *testing.T) {
 	f := filepath.Join(t.TempDir(), "facts.jsonl")
-	planted, err := factgen.GenerateFile(f, factgen.Options{Seed: 78, Turns: 24, FactsWithin: 0.5})
-	if err != nil {
-		t.Fatal(err)
-	}
+	planted := factgen.Write(t, f, factgen.Options{Seed: 78, Turns: 24, FactsWithin: 0.5})
 	orig, _ := os.ReadFile(f)
 	zero := 0
 	set := Settings{Force: true, KeepRecentTokens: 8000}

@@ -12,15 +12,13 @@ import (
 	"time"
 
 	"github.com/ctxtool/ctxtool/internal/factgen"
-	"github.com/ctxtool/ctxtool/pkg/transcript"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 )
 
 func execSession(t *testing.T) (string, []byte) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "s.jsonl")
-	if _, err := factgen.GenerateFile(path, factgen.Options{Seed: 11, Turns: 24}); err != nil {
-		t.Fatal(err)
-	}
+	factgen.Write(t, path, factgen.Options{Seed: 11, Turns: 24})
 	orig, _ := os.ReadFile(path)
 	return path, orig
 }
@@ -74,10 +72,7 @@ func TestExecSummarizerGetsThePreparation(t *testing.T) {
 	if len(p.FileOps.Read) == 0 {
 		t.Errorf("no read files in fileOps")
 	}
-	s, err := transcript.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testkit.Load(t, path)
 	defer s.Close()
 	m, _ := s.Message(s.Leaf())
 	if !strings.HasPrefix(m.Summary, "## Goal\n- summary by the exec command") || !strings.Contains(m.Summary, "<read-files>") {

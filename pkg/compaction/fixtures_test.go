@@ -19,10 +19,7 @@ import (
 // and pi rebuilds exactly the tokens we reported.
 func checkWritten(t *testing.T, orig []byte, before oracle.Result, file string, res *Result, truncated bool) oracle.Result {
 	t.Helper()
-	after, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
+	after := testkit.ReadFile(t, file)
 	if !truncated && !bytes.HasPrefix(after, orig) {
 		t.Fatalf("%s: the original bytes changed", file)
 	}
@@ -111,10 +108,7 @@ func TestFixturesAllStrategiesExtractive(t *testing.T) {
 func TestPreviousKeptRegionIsNotLost(t *testing.T) {
 	oracle.Require(t)
 	fx := oracle.Fixture("pi-v1-before-compaction.jsonl")
-	s, err := transcript.Load(fx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testkit.Load(t, fx)
 	p, err := Prepare(s, Settings{Force: true})
 	s.Close()
 	if err != nil {

@@ -89,10 +89,7 @@ func TestCutNeverOrphansAToolResult(t *testing.T) {
 		files[filepath.Base(fx)] = fx
 	}
 	for name, f := range files {
-		s, err := transcript.Load(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := testkit.Load(t, f)
 		for keep := 50; keep <= 60000; keep = keep*5/4 + 1 {
 			for _, st := range Strategies {
 				set := Settings{Strategy: st, KeepRecentTokens: keep, ProtectedTail: keep/500 + 1}
@@ -115,10 +112,7 @@ func TestCutNeverOrphansAToolResult(t *testing.T) {
 
 func TestInterleavedResultMovesTheCut(t *testing.T) {
 	f := scenarios(t)["interleaved"]
-	s, err := transcript.Load(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testkit.Load(t, f)
 	defer s.Close()
 	path := s.Branch()
 	// Find the steering user message and size keepRecentTokens so the

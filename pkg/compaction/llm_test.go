@@ -227,10 +227,7 @@ func TestSummarizeFallsBackToTrimNote(t *testing.T) {
 // copies them, is the one written, and the audit says so.
 func TestIdentifierRetryListsTheDroppedIdentifiers(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.jsonl")
-	planted, err := factgen.GenerateFile(path, factgen.Options{Seed: 5, Turns: 24, FactsWithin: 0.5})
-	if err != nil {
-		t.Fatal(err)
-	}
+	planted := factgen.Write(t, path, factgen.Options{Seed: 5, Turns: 24, FactsWithin: 0.5})
 	var ids []string
 	for _, p := range planted {
 		if p.Class == "identifier" {
@@ -276,7 +273,7 @@ func TestIdentifierRetryListsTheDroppedIdentifiers(t *testing.T) {
 	}
 	// without the guard: one attempt, identifiers dropped
 	path2 := filepath.Join(t.TempDir(), "s.jsonl")
-	factgen.GenerateFile(path2, factgen.Options{Seed: 5, Turns: 24, FactsWithin: 0.5})
+	factgen.Write(t, path2, factgen.Options{Seed: 5, Turns: 24, FactsWithin: 0.5})
 	res2, err := Run(context.Background(), path2, Options{Settings: Settings{Force: true, KeepRecentTokens: 8000},
 		Summarizer: llmSummarizer(t, srv, nil)})
 	if err != nil || res2.QualityRetries != 0 || res2.Audit.DroppedByClass["identifier"] == 0 {

@@ -13,7 +13,6 @@ import (
 	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/internal/testkit/llmtest"
 	"github.com/ctxtool/ctxtool/pkg/estimate"
-	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 // The kept tail must really be about keepRecentTokens provider tokens,
@@ -22,10 +21,7 @@ func TestKeptTailMatchesAskedTokens(t *testing.T) {
 	var ratios []float64
 	for _, name := range []string{fixture("pi-v1-before-compaction.jsonl"), fixture("pi-v1-compact-705ba5d.jsonl"),
 		fixture("pi-v1-large-session.jsonl"), filepath.Join(oracle.ModuleRoot(), "testdata", "sample-v3.jsonl")} {
-		s, err := transcript.Load(name)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := testkit.Load(t, name)
 		m, _ := measureFor(s, s.Context(), estimate.Options{})
 		for _, keep := range []int{10000, 20000, 40000} {
 			p, err := Prepare(s, Settings{KeepRecentTokens: keep, Count: m.Count})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ctxtool/ctxtool/internal/factgen"
 	"github.com/ctxtool/ctxtool/internal/oracle"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/internal/testkit/llmtest"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
@@ -32,10 +33,7 @@ func TestHelperAppender(t *testing.T) {
 		os.Exit(3)
 	}
 	defer lock.Release()
-	s, err := transcript.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testkit.Load(t, path)
 	leaf := s.Leaf().ID()
 	s.Close()
 	now := time.Now().UTC()
@@ -59,9 +57,7 @@ func TestHelperAppender(t *testing.T) {
 func TestNoLockDuringTheModelCall(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "s.jsonl")
-	if _, err := factgen.GenerateFile(path, factgen.Options{Seed: 7, Turns: 30, FactsWithin: 0.5}); err != nil {
-		t.Fatal(err)
-	}
+	factgen.Write(t, path, factgen.Options{Seed: 7, Turns: 30, FactsWithin: 0.5})
 	orig, _ := os.ReadFile(path)
 
 	srv := llmtest.New()
@@ -119,10 +115,7 @@ func TestNoLockDuringTheModelCall(t *testing.T) {
 		!strings.Contains(added[2], `"type":"compaction"`) || !strings.Contains(added[2], `"parentId":"feed0002"`) {
 		t.Fatalf("after the original: %d lines, want the two appended then the compaction hanging off them:\n%s", len(added), strings.Join(added, "\n"))
 	}
-	s, err := transcript.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testkit.Load(t, path)
 	defer s.Close()
 	ctx := s.Context()
 	last := ctx.Messages[len(ctx.Messages)-1]

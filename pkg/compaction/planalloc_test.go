@@ -19,9 +19,7 @@ func planAlloc(t *testing.T, turns int) (bytes uint64, entries int) {
 	// one compaction every 50 turns: the 1 GB bench session's shape (a
 	// long history behind a context of the same size)
 	o := sessiongen.Options{Seed: 5, Turns: turns, Compactions: turns / 50, ToolResultBytes: 300, NoLineIndex: true}
-	if _, err := sessiongen.GenerateFile(file, o); err != nil {
-		t.Fatal(err)
-	}
+	sessiongen.Write(t, file, o)
 	allocated := func(f func()) uint64 {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)

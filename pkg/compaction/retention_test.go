@@ -24,10 +24,7 @@ func retentionSessions(t *testing.T, n int) ([]string, [][]factgen.Planted) {
 	var planted [][]factgen.Planted
 	for i := 0; i < n; i++ {
 		f := filepath.Join(dir, fmt.Sprintf("facts-%02d.jsonl", i))
-		ps, err := factgen.GenerateFile(f, factgen.Options{Seed: uint64(1000 + i), Facts: 20, Turns: 40, FactsWithin: 0.5})
-		if err != nil {
-			t.Fatal(err)
-		}
+		ps := factgen.Write(t, f, factgen.Options{Seed: uint64(1000 + i), Facts: 20, Turns: 40, FactsWithin: 0.5})
 		files = append(files, f)
 		planted = append(planted, ps)
 	}

@@ -14,10 +14,7 @@ import (
 
 func loadAll(t *testing.T, file string) (*transcript.Session, []*Msg) {
 	t.Helper()
-	s, err := transcript.Load(file)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testkit.Load(t, file)
 	t.Cleanup(func() { s.Close() })
 	msgs, err := loadMsgs(s, s.Branch())
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"gopkg.in/yaml.v3"
 )
 
@@ -37,10 +38,7 @@ func TestExampleConfig(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := testkit.ReadFile(t, path)
 	if string(data) != want {
 		t.Fatalf("config.example.yaml is not what pkg/config/keys.go generates; run: go test ./pkg/config -run TestExampleConfig -update")
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -12,10 +13,7 @@ import (
 func TestActiveTokensEqualsBuildContext(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join(oracle.ModuleRoot(), "testdata", "*.jsonl"))
 	for _, f := range append(files, oracle.Fixtures(t)...) {
-		s, err := transcript.Load(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := testkit.Load(t, f)
 		path := s.Branch()
 		got := ActiveTokens(path)
 		for i := range path {

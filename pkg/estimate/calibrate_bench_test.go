@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -59,13 +60,8 @@ func TestPathSpansMatchesQuadratic(t *testing.T) {
 func generatedSession(tb testing.TB, o sessiongen.Options) *transcript.Session {
 	tb.Helper()
 	file := filepath.Join(tb.TempDir(), "s.jsonl")
-	if _, err := sessiongen.GenerateFile(file, o); err != nil {
-		tb.Fatal(err)
-	}
-	s, err := transcript.Load(file)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	sessiongen.Write(tb, file, o)
+	s := testkit.Load(tb, file)
 	tb.Cleanup(func() { s.Close() })
 	return s
 }

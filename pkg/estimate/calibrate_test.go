@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -16,10 +17,7 @@ import (
 func TestCalibratedWithinTenPercent(t *testing.T) {
 	total, within, heurWithin := 0, 0, 0
 	for _, f := range oracle.Fixtures(t) {
-		s, err := transcript.Load(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := testkit.Load(t, f)
 		rows, cal, err := EvaluateSpans(s, 20000)
 		if err != nil {
 			t.Fatal(err)
@@ -58,10 +56,7 @@ func TestCalibratedWithinTenPercent(t *testing.T) {
 func TestCalibratedHoldout(t *testing.T) {
 	total, within := 0, 0
 	for _, f := range oracle.Fixtures(t) {
-		s, err := transcript.Load(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := testkit.Load(t, f)
 		c := &Counter{s: s, method: Calibrated, images: map[*transcript.Entry]int{}, exact: map[*transcript.Entry]int{}}
 		path := s.Branch()
 		half := len(path) / 2

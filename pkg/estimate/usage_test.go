@@ -9,6 +9,7 @@ import (
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/internal/testkit/usagekit"
 	"github.com/ctxtool/ctxtool/pkg/models"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
@@ -16,10 +17,7 @@ import (
 
 func audit(t *testing.T, file string) (*UsageAudit, *transcript.Session) {
 	t.Helper()
-	s, err := transcript.Load(file)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testkit.Load(t, file)
 	t.Cleanup(func() { s.Close() })
 	path := s.Branch()
 	w := models.ForSession(path, s.Header, models.Settings{})

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -166,10 +167,7 @@ func TestSentences(t *testing.T) {
 func TestFromEntriesOnSession(t *testing.T) {
 	_, self, _, _ := runtime.Caller(0)
 	path := filepath.Join(filepath.Dir(self), "..", "..", "testdata", "sample-v3.jsonl")
-	s, err := transcript.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testkit.Load(t, path)
 	defer s.Close()
 	ctx := s.Context()
 	var entries []*transcript.Entry
@@ -234,10 +232,7 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // ReplaceAllString do (whole-match patterns), on real session text.
 func TestFindAndBlankMatchesFindAndReplace(t *testing.T) {
 	_, self, _, _ := runtime.Caller(0)
-	s, err := transcript.Load(filepath.Join(filepath.Dir(self), "..", "..", "testdata", "external", "pi-v1-large-session.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testkit.Load(t, filepath.Join(filepath.Dir(self), "..", "..", "testdata", "external", "pi-v1-large-session.jsonl"))
 	defer s.Close()
 	checked := 0
 	for _, e := range s.Entries {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/internal/testkit/llmtest"
 	"github.com/ctxtool/ctxtool/pkg/compaction"
 	"github.com/ctxtool/ctxtool/pkg/llm"
@@ -77,10 +78,7 @@ func buildSession(t *testing.T, dir, name string) string {
 // appendTurns adds raw turns to a session file after its leaf.
 func appendTurns(t *testing.T, path string, texts []string, fillerTurns int) {
 	t.Helper()
-	s, err := transcript.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testkit.Load(t, path)
 	parent := s.Leaf().ID()
 	s.Close()
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
@@ -130,11 +128,7 @@ func memoryFile(ws string) string { return filepath.Join(ws, "memory", "2026-03-
 
 func read(t *testing.T, p string) string {
 	t.Helper()
-	data, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(data)
+	return string(testkit.ReadFile(t, p))
 }
 
 func TestThresholdAndDue(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/memflush"
 )
 
@@ -24,10 +25,7 @@ func TestFlushRealSessions(t *testing.T) {
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			dir := t.TempDir()
-			data, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
+			data := testkit.ReadFile(t, f)
 			cp := filepath.Join(dir, filepath.Base(f))
 			if err := os.WriteFile(cp, data, 0o644); err != nil {
 				t.Fatal(err)
@@ -46,10 +44,7 @@ func TestFlushRealSessions(t *testing.T) {
 				t.Fatalf("not flushed: %+v", r)
 			}
 			if len(r.Entries) > 0 {
-				data, err := os.ReadFile(r.MemoryFile)
-				if err != nil {
-					t.Fatal(err)
-				}
+				data := testkit.ReadFile(t, r.MemoryFile)
 				seen := map[string]bool{}
 				for _, l := range strings.Split(string(data), "\n") {
 					if strings.HasPrefix(l, "- ") {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/recall"
 )
 
@@ -24,10 +25,7 @@ type growing struct {
 func newGrowing(t *testing.T, path string) growing {
 	t.Helper()
 	gen := writeSessions(t, t.TempDir(), 1, 90)[0]
-	b, err := os.ReadFile(gen)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := testkit.ReadFile(t, gen)
 	lines := bytes.SplitAfter(b, []byte("\n"))
 	g := growing{path: path, half: bytes.Join(lines[:len(lines)/2], nil), full: b}
 	g.set(t, g.half)

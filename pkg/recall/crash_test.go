@@ -97,10 +97,8 @@ func TestKillDuringIndex(t *testing.T) { eachBackend(t, testKillDuringIndex) }
 func testKillDuringIndex(t *testing.T, k kit) {
 	dir := t.TempDir()
 	for i := 0; i < 4; i++ {
-		if _, err := recalltest.WriteFile(filepath.Join(dir, fmt.Sprintf("s%d.jsonl", i)),
-			recalltest.Options{Seed: uint64(70 + i), Turns: 20 + 10*i, Facts: recalltest.DefaultFacts(uint64(70 + i))}); err != nil {
-			t.Fatal(err)
-		}
+		recalltest.Write(t, filepath.Join(dir, fmt.Sprintf("s%d.jsonl", i)),
+			recalltest.Options{Seed: uint64(70 + i), Turns: 20 + 10*i, Facts: recalltest.DefaultFacts(uint64(70 + i))})
 	}
 	cleanLoc := k.location(t)
 	start := time.Now()
@@ -170,10 +168,8 @@ func testConcurrentIndexers(t *testing.T, k kit) {
 		dirs = append(dirs, dir)
 		for i := 0; i < 4; i++ {
 			seed := uint64(100 + 10*d + i)
-			if _, err := recalltest.WriteFile(filepath.Join(dir, fmt.Sprintf("s%d.jsonl", i)),
-				recalltest.Options{Seed: seed, Turns: 40 + 20*i, Facts: recalltest.DefaultFacts(seed)}); err != nil {
-				t.Fatal(err)
-			}
+			recalltest.Write(t, filepath.Join(dir, fmt.Sprintf("s%d.jsonl", i)),
+				recalltest.Options{Seed: seed, Turns: 40 + 20*i, Facts: recalltest.DefaultFacts(seed)})
 		}
 	}
 	list := func(ds ...string) string { return strings.Join(ds, string(os.PathListSeparator)) }

@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"testing"
 
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/recall"
 )
 
@@ -23,10 +24,7 @@ import (
 // chunks and text in one file).
 func copies(t *testing.T, n int) (files []string, joined string) {
 	t.Helper()
-	one, err := os.ReadFile(writeSessions(t, t.TempDir(), 1, 20)[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	one := testkit.ReadFile(t, writeSessions(t, t.TempDir(), 1, 20)[0])
 	dir := t.TempDir()
 	for i := 0; i < n; i++ {
 		p := filepath.Join(dir, fmt.Sprintf("s%02d.jsonl", i))

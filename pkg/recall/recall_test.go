@@ -43,11 +43,8 @@ func genSessions(t *testing.T, dir string, n, turns int) []planted {
 	for i := 0; i < n; i++ {
 		seed := uint64(1000 + i)
 		p := filepath.Join(dir, fmt.Sprintf("sess-%02d.jsonl", i))
-		facts, err := recalltest.WriteFile(p, recalltest.Options{Seed: seed, Turns: turns,
+		facts := recalltest.Write(t, p, recalltest.Options{Seed: seed, Turns: turns,
 			Facts: recalltest.DefaultFacts(seed), Compactions: 2})
-		if err != nil {
-			t.Fatal(err)
-		}
 		inContext := contextLines(t, p)
 		for _, f := range facts {
 			if inContext[f.Line] {

@@ -7,18 +7,15 @@ import (
 	"testing"
 
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/recall"
-	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 // contextLines are the physical lines of the entries in pi's rebuilt
 // context of a session.
 func contextLines(t *testing.T, path string) map[int]bool {
 	t.Helper()
-	s, err := transcript.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testkit.Load(t, path)
 	defer s.Close()
 	lines := map[int]bool{}
 	for _, m := range s.Context().Messages {
@@ -44,14 +41,11 @@ func testSessiongenFactsTop3(t *testing.T, k kit) {
 	var facts []fact
 	for i := 0; i < 4; i++ {
 		p := filepath.Join(dir, fmt.Sprintf("s%d.jsonl", i))
-		res, err := sessiongen.GenerateFile(p, sessiongen.Options{
+		res := sessiongen.Write(t, p, sessiongen.Options{
 			Seed: uint64(40 + i), Version: []int{3, 3, 2, 1}[i], Turns: 80, Facts: 12, FactsWithin: 0.3,
 			Compactions: 2, CompactionsWithin: 0.9, Branches: 2 * (i % 2), CJKShare: 0.2, Thinking: true,
 			BashExecutions: 3, CustomMessages: 2, GluedLines: 1, TruncatedTail: i == 0,
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
 		if len(res.Facts) == 0 {
 			t.Fatalf("%s: no facts planted", p)
 		}

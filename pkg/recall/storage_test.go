@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/internal/testkit/recalltest"
 	"github.com/ctxtool/ctxtool/pkg/recall"
 )
@@ -20,9 +21,7 @@ func writeSessions(t *testing.T, dir string, n, turns int) []string {
 	var out []string
 	for i := 0; i < n; i++ {
 		p := filepath.Join(dir, fmt.Sprintf("s%d.jsonl", i))
-		if _, err := recalltest.WriteFile(p, recalltest.Options{Seed: uint64(300 + i), Turns: turns}); err != nil {
-			t.Fatal(err)
-		}
+		recalltest.Write(t, p, recalltest.Options{Seed: uint64(300 + i), Turns: turns})
 		out = append(out, p)
 	}
 	return out
@@ -80,10 +79,7 @@ func TestCorruptIndex(t *testing.T) {
 			ix.Close()
 			os.Remove(loc + "-wal")
 			os.Remove(loc + "-shm")
-			data, err := os.ReadFile(loc)
-			if err != nil {
-				t.Fatal(err)
-			}
+			data := testkit.ReadFile(t, loc)
 			if where == "header" {
 				copy(data, "this is not a database file....")
 			} else {
@@ -103,7 +99,7 @@ func TestCorruptIndex(t *testing.T) {
 					t.Fatalf("%s on a corrupt index: %v", what, err)
 				}
 			}
-			ix, err = recall.OpenURL(loc)
+			ix, err := recall.OpenURL(loc)
 			if err == nil {
 				_, err = ix.Search(context.Background(), "function error", recall.SearchOptions{})
 				if err == nil {

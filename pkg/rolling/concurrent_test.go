@@ -18,7 +18,7 @@ import (
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
-	"github.com/ctxtool/ctxtool/pkg/transcript"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 )
 
 // piWriter appends v3 message lines the way pi does: one
@@ -78,9 +78,7 @@ func TestRollWhilePiAppends(t *testing.T) {
 	for _, reread := range []bool{false, true} {
 		t.Run(fmt.Sprintf("rereadLeaf=%v", reread), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "live.jsonl")
-			if _, err := sessiongen.GenerateFile(path, sessiongen.Options{Seed: 31, Turns: 40, ToolCallsPerTurn: 4}); err != nil {
-				t.Fatal(err)
-			}
+			sessiongen.Write(t, path, sessiongen.Options{Seed: 31, Turns: 40, ToolCallsPerTurn: 4})
 			orig, _ := os.ReadFile(path)
 			w := &piWriter{path: path, rereadLeaf: reread}
 			ctx, cancel := context.WithCancel(context.Background())
@@ -150,10 +148,7 @@ func TestRollWhilePiAppends(t *testing.T) {
 					t.Fatalf("appended line %d is lost or damaged", i)
 				}
 			}
-			s, err := transcript.Load(path)
-			if err != nil {
-				t.Fatal(err)
-			}
+			s := testkit.Load(t, path)
 			s.Close()
 			if len(s.Malformed) > 0 {
 				t.Fatalf("malformed lines after concurrent writes: %+v", s.Malformed)

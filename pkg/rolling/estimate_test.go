@@ -43,10 +43,7 @@ func TestRollMatchesEstimateAfterAndIsIdempotent(t *testing.T) {
 					}
 					return
 				}
-				s, err := transcript.Load(path)
-				if err != nil {
-					t.Fatal(err)
-				}
+				s := testkit.Load(t, path)
 				c := s.Context()
 				m, err := autoEstimator(s, c)
 				s.Close()

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/ctxtool/ctxtool/internal/testkit"
-	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 // An empty path names no file: pi's extractFileOpsFromMessage skips it, and
@@ -19,10 +18,7 @@ func TestFileOpsSkipEmptyPaths(t *testing.T) {
 		`{"type":"toolCall","id":"c3","name":"edit","arguments":{"path":""}},` +
 		`{"type":"toolCall","id":"c4","name":"write","arguments":{"path":"b.go"}}],"stopReason":"toolUse","timestamp":1772442002000}}
 `
-	s, err := transcript.Load(testkit.WriteTemp(t, "s.jsonl", []byte(session)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testkit.Load(t, testkit.WriteTemp(t, "s.jsonl", []byte(session)))
 	defer s.Close()
 	var evicted []Message
 	for _, cm := range s.Context().Messages {

@@ -36,9 +36,7 @@ func TestRollGeneratedSessions(t *testing.T) {
 	for name, o := range generatedShapes(t) {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), name+".jsonl")
-			if _, err := sessiongen.GenerateFile(path, o); err != nil {
-				t.Fatal(err)
-			}
+			sessiongen.Write(t, path, o)
 			orig, _ := os.ReadFile(path)
 			before := oracle.CheckOne(t, path)
 			if !before.Loads {

@@ -59,10 +59,7 @@ func newRoller(o Options) *Roller {
 // rolledDetails reads the details of the compaction roll appended.
 func lastLine(t testing.TB, path string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := testkit.ReadFile(t, path)
 	b = bytes.TrimSuffix(b, []byte("\n"))
 	return b[bytes.LastIndexByte(b, '\n')+1:]
 }
@@ -87,10 +84,7 @@ func checkRolled(t *testing.T, path string, orig []byte, before oracle.Result, r
 	if !rep.Rolled || rep.Error != "" {
 		t.Fatalf("%s: not rolled: %+v", path, rep)
 	}
-	now, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	now := testkit.ReadFile(t, path)
 	if !bytes.HasPrefix(now, orig) {
 		t.Fatalf("%s: original bytes changed", path)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/sessionstore"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
@@ -77,10 +78,7 @@ func TestRecordCompactionKeepsEverythingElse(t *testing.T) {
 	if err != nil || ref == nil || ref.Entry.CompactionCount != 3 {
 		t.Fatalf("RecordCompaction: %+v %v", ref, err)
 	}
-	data, err := os.ReadFile(filepath.Join(dir, sessionstore.FileName))
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := testkit.ReadFile(t, filepath.Join(dir, sessionstore.FileName))
 	// The same document with the three changes, formatted as OpenClaw does.
 	want := strings.NewReplacer(
 		`"totalTokens": 171234,`, `"totalTokens": 41000,`,

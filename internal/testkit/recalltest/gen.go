@@ -292,10 +292,15 @@ func Generate(w io.Writer, opts Options) ([]Fact, error) {
 func TempFile(t testing.TB, name string, opts Options) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), name)
-	if _, err := WriteFile(p, opts); err != nil {
-		t.Fatal(err)
-	}
+	Write(t, p, opts)
 	return p
+}
+
+// Write generates a session at path for a test and returns the planted
+// facts; a generator that fails fails the test, naming the file.
+func Write(t testing.TB, path string, opts Options) []Fact {
+	t.Helper()
+	return sessiongen.ToTestFile(t, path, func(w io.Writer) ([]Fact, error) { return Generate(w, opts) })
 }
 
 // WriteFile generates a session into path.
