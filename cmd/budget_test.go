@@ -11,6 +11,7 @@ import (
 	"unicode/utf16"
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/internal/testkit/recalltest"
 	"github.com/ctxtool/ctxtool/pkg/budget"
 	"github.com/ctxtool/ctxtool/pkg/config"
@@ -31,9 +32,7 @@ func writeWorkspace(t *testing.T) string {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		testkit.WriteFile(t, p, []byte(text), 0o644)
 	}
 	return ws
 }
@@ -48,16 +47,11 @@ func TestBudgetEmitContextLoadsInPi(t *testing.T) {
 	f := genSession(t, dir, "s.jsonl", 40)
 	ws := writeWorkspace(t)
 	sys := filepath.Join(dir, "system.txt")
-	if err := os.WriteFile(sys, []byte(strings.Repeat("You are a coding agent. ", 100)), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, sys, []byte(strings.Repeat("You are a coding agent. ", 100)), 0o644)
 	for _, extra := range [][]string{nil, {"--summarize", "--summarizer", "extractive"}} {
 		args := append([]string{"budget", f, "--workspace", ws, "--system-prompt", sys, "--context-window", "48000",
 			"--state-dir", filepath.Join(dir, "state"), "--emit", "context"}, extra...)
-		out, errOut, code := runCLI(t, args...)
-		if code != 0 {
-			t.Fatalf("budget %v: exit %d\n%s", extra, code, errOut)
-		}
+		out, _ := runOK(t, args...)
 		var e EmittedContext
 		if err := json.Unmarshal([]byte(out), &e); err != nil {
 			t.Fatalf("emit context output: %v\n%s", err, out)
@@ -86,9 +80,7 @@ func TestBudgetEmitContextLoadsInPi(t *testing.T) {
 			parent = fmt.Sprintf("%q", id)
 		}
 		file := filepath.Join(dir, fmt.Sprintf("emitted-%d.jsonl", len(extra)))
-		if err := os.WriteFile(file, []byte(strings.Join(session, "\n")+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		testkit.WriteFile(t, file, []byte(strings.Join(session, "\n")+"\n"), 0o644)
 		pi := oracle.CheckOne(t, file)
 		if !pi.Loads || pi.ContextMessages != len(session)-1 {
 			t.Fatalf("pi loads %v with %d messages, want %d (%s)", pi.Loads, pi.ContextMessages, len(session)-1, pi.Error)
@@ -158,14 +150,9 @@ func TestBudgetSemanticHistoryFromIndex(t *testing.T) {
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state")
 	old, cur := recalltest.WritePriorDecision(t, dir)
-	if _, errOut, code := runCLI(t, "index", old, "--state-dir", state); code != 0 {
-		t.Fatalf("index: %s", errOut)
-	}
+	runOK(t, "index", old, "--state-dir", state)
 	t.Setenv("CTXTOOL_CONTEXTMANAGEMENT_SEMANTICHISTORY_MINRELEVANCESCORE", "0.3")
-	out, errOut, code := runCLI(t, "budget", cur, "--state-dir", state, "--json")
-	if code != 0 {
-		t.Fatalf("budget: %s", errOut)
-	}
+	out, _ := runOK(t, "budget", cur, "--state-dir", state, "--json")
 	var r budget.Report
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatal(err)
@@ -189,10 +176,7 @@ func TestBudgetFromOpenClawConfig(t *testing.T) {
     rollingSummary: { windowSize: 3 },
   } } },
 }`), 0o644)
-	out, errOut, code := runCLI(t, "budget", f, "--openclaw-config", oc, "--context-window", "20000", "--state-dir", dir, "--json")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut)
-	}
+	out, _ := runOK(t, "budget", f, "--openclaw-config", oc, "--context-window", "20000", "--state-dir", dir, "--json")
 	var r budget.Report
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatal(err)

@@ -183,9 +183,7 @@ func TestRestoreAppendAndCorruptFallback(t *testing.T) {
 	runCP(t, &CheckpointOptions{File: f, StateDir: state, Force: true})
 	// Corrupt the latest: restore falls back to cp_001 with a warning.
 	latest := filepath.Join(state, "context", "checkpoints", checkpoint.KeyFromFile(f), "cp_002.yaml")
-	if err := os.WriteFile(latest, []byte("schema: \"openclaw/checkpoint\"\nschema_version: 1\nmeta: [oops\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, latest, []byte("schema: \"openclaw/checkpoint\"\nschema_version: 1\nmeta: [oops\n"), 0o600)
 	io, _, out, errOut := iostreams.Test()
 	err := runRestore(&RestoreOptions{IO: io, Target: f, Format: "text", Append: true, StateDir: state, JSON: true, Now: cpNow, Wait: time.Second})
 	if err != nil {
@@ -243,9 +241,7 @@ func TestCheckpointCaptureCommand(t *testing.T) {
 	}
 	// 200 lines and half of the 201st.
 	half := lines[200][:len(lines[200])/2]
-	if err := os.WriteFile(f, append(bytes.Join(lines[:200], nil), half...), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, f, append(bytes.Join(lines[:200], nil), half...), 0o600)
 	m, _ := run("--capture", f)
 	for _, k := range []string{"file", "captured", "newLines", "decisions", "toolResults"} {
 		if _, ok := m[k]; !ok {

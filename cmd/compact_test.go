@@ -36,6 +36,17 @@ func runCLI(t *testing.T, args ...string) (string, string, int) {
 	return out.String(), errOut.String(), code
 }
 
+// runOK is runCLI for a command that must succeed: any other exit fails the
+// test with the arguments, the code and stderr.
+func runOK(t *testing.T, args ...string) (stdout, stderr string) {
+	t.Helper()
+	out, errOut, code := runCLI(t, args...)
+	if code != 0 {
+		t.Fatalf("ctxtool %s: exit %d\n%s", strings.Join(args, " "), code, errOut)
+	}
+	return out, errOut
+}
+
 func asExit(err error, target **exitcode.Error) bool {
 	e, ok := err.(*exitcode.Error)
 	if ok {
@@ -160,10 +171,7 @@ func TestCompactAutoPicksConfiguredLLM(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "sk-env")
 	t.Setenv("CTXTOOL_LLM_MODEL", "env-model")
 	f, _ := sampleCopy(t)
-	out, errOut, code := runCLI(t, "--json", "compact", f, "--force")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut)
-	}
+	out, errOut := runOK(t, "--json", "compact", f, "--force")
 	if !strings.Contains(errOut, "summarizer: llm (env-model at "+srv.BaseURL()) {
 		t.Fatalf("stderr %q", errOut)
 	}
@@ -193,9 +201,7 @@ func TestCompactUsageAndLockErrors(t *testing.T) {
 	}
 	// a live lock (our parent, alive) → exit 4, file untouched
 	lock := transcript.LockPath(f)
-	if err := os.WriteFile(lock, []byte(fmt.Sprintf(`{"pid":%d,"createdAt":"%s"}`, os.Getppid(), time.Now().UTC().Format(time.RFC3339))), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, lock, []byte(fmt.Sprintf(`{"pid":%d,"createdAt":"%s"}`, os.Getppid(), time.Now().UTC().Format(time.RFC3339))), 0o644)
 	if _, errOut, code := runCLI(t, "compact", f, "--summarizer", "extractive", "--force"); code != exitcode.Locked {
 		t.Fatalf("locked: exit %d %s", code, errOut)
 	}

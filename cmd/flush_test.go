@@ -16,10 +16,7 @@ import (
 
 func flushJSON(t *testing.T, args ...string) *memflush.Result {
 	t.Helper()
-	out, errOut, code := runCLI(t, append([]string{"flush", "--json"}, args...)...)
-	if code != 0 {
-		t.Fatalf("flush %v: exit %d\n%s", args, code, errOut)
-	}
+	out, _ := runOK(t, append([]string{"flush", "--json"}, args...)...)
 	var r memflush.Result
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("flush output %q: %v", out, err)

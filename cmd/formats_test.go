@@ -20,9 +20,7 @@ func copyWild(t *testing.T, rels ...string) []string {
 	for _, r := range rels {
 		b := testkit.ReadFile(t, filepath.Join(dir, r))
 		p := filepath.Join(tmp, filepath.Base(r))
-		if err := os.WriteFile(p, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		testkit.WriteFile(t, p, b, 0o644)
 		out = append(out, p)
 	}
 	return out
@@ -38,9 +36,7 @@ func TestWritesRefuseReadOnlyFormats(t *testing.T) {
 	state := t.TempDir()
 	for _, f := range files {
 		before, _ := os.ReadFile(f)
-		if _, _, code := runCLI(t, "--state-dir", state, "checkpoint", f); code != 0 {
-			t.Fatalf("checkpoint %s: exit %d", f, code)
-		}
+		runOK(t, "--state-dir", state, "checkpoint", f)
 		for _, args := range [][]string{
 			{"compact", f},
 			{"compact", "--truncate", f},
@@ -108,9 +104,7 @@ func TestWildFilesEveryReadingCommand(t *testing.T) {
 		t.Fatalf("%d wild files", len(files))
 	}
 	state := t.TempDir()
-	if _, stderr, code := runCLI(t, append([]string{"--json", "estimate"}, files...)...); code != 0 {
-		t.Fatalf("estimate: exit %d: %s", code, stderr)
-	}
+	runOK(t, append([]string{"--json", "estimate"}, files...)...)
 	out, stderr, code := runCLI(t, "--state-dir", state, "--json", "index", dir)
 	if code != 0 {
 		t.Fatalf("index: exit %d: %s", code, stderr)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 )
 
 type genFile struct {
@@ -38,9 +39,7 @@ func genAgentFiles(t *testing.T, fact string) []genFile {
 			data = enc.EncodeAll(data, nil)
 		}
 		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		testkit.WriteFile(t, p, data, 0o644)
 		out = append(out, genFile{name, p, res})
 	}
 	cc := func(o sessiongen.AgentOptions) func(*bytes.Buffer) (*sessiongen.AgentResult, error) {
@@ -103,13 +102,8 @@ func TestSearchFindsPlantedPhraseInEveryFormat(t *testing.T) {
 	for _, f := range files {
 		paths = append(paths, f.path)
 	}
-	if _, stderr, code := runCLI(t, append([]string{"--state-dir", state, "index"}, paths...)...); code != 0 {
-		t.Fatalf("index: exit %d: %s", code, stderr)
-	}
-	out, stderr, code := runCLI(t, "--state-dir", state, "--json", "search", "--max-results", "20", "zanzibar-quokka-7731")
-	if code != 0 {
-		t.Fatalf("search: exit %d: %s", code, stderr)
-	}
+	runOK(t, append([]string{"--state-dir", state, "index"}, paths...)...)
+	out, _ := runOK(t, "--state-dir", state, "--json", "search", "--max-results", "20", "zanzibar-quokka-7731")
 	type hit struct {
 		Path      string `json:"path"`
 		StartLine int    `json:"startLine"`
@@ -143,9 +137,7 @@ func TestExportToPiLoadsInPi(t *testing.T) {
 	for _, f := range files {
 		before, _ := os.ReadFile(f.path)
 		out := filepath.Join(t.TempDir(), "copy.jsonl")
-		if _, stderr, code := runCLI(t, "export", f.path, "--to", "pi", "-o", out); code != 0 {
-			t.Fatalf("%s: export exit %d: %s", f.name, code, stderr)
-		}
+		runOK(t, "export", f.path, "--to", "pi", "-o", out)
 		reps, _, err := runEstimateJSON(t, &EstimateOptions{Files: []string{f.path}, Tokenizer: "heuristic"})
 		if err != nil {
 			t.Fatal(err)

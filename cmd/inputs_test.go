@@ -2,10 +2,10 @@ package cmd
 
 import (
 	"errors"
-	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
 )
 
@@ -14,9 +14,7 @@ import (
 // compact --dry-run read store sessions); a missing store is exit 2.
 func TestCheckInputStoreSession(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "openclaw-agent.sqlite")
-	if err := os.WriteFile(db, []byte("SQLite format 3\x00"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, db, []byte("SQLite format 3\x00"), 0o644)
 	if err := checkInput(db + "#agent:main:main"); err != nil {
 		t.Errorf("store session: %v", err)
 	}

@@ -243,9 +243,7 @@ func runDocLine(t *testing.T, line string) int {
 	root.SetArgs(args)
 	err := root.Execute()
 	if redirect != "" {
-		if err := os.WriteFile(redirect, out.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		testkit.WriteFile(t, redirect, out.Bytes(), 0o644)
 	}
 	return exitcode.Code(err)
 }

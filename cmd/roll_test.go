@@ -48,9 +48,7 @@ func rollTree(t *testing.T) (string, []string) {
 		"openclaw/agents/main/sessions/gone.jsonl.lock",
 		"openclaw/agents/main/sessions/sessions.json",
 	} {
-		if err := os.WriteFile(filepath.Join(root, rel), []byte("not a session\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		testkit.WriteFile(t, filepath.Join(root, rel), []byte("not a session\n"), 0o644)
 	}
 	return root, files
 }

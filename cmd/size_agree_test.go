@@ -45,10 +45,7 @@ func measureAll(t *testing.T, file string, flags ...string) (EstimateReport, []s
 	state := t.TempDir()
 	run := func(args ...string) string {
 		t.Helper()
-		out, errOut, code := runCLI(t, append(args, append(flags, file)...)...)
-		if code != 0 {
-			t.Fatalf("ctxtool %v: exit %d\n%s", args, code, errOut)
-		}
+		out, _ := runOK(t, append(args, append(flags, file)...)...)
 		return out
 	}
 	var est EstimateReport
@@ -132,9 +129,7 @@ func TestCommandsAgreeOnWildSessions(t *testing.T) {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			src := testkit.ReadFile(t, f)
 			file := filepath.Join(t.TempDir(), filepath.Base(f)) // the fixtures are read-only; roll wants a lock beside the file
-			if err := os.WriteFile(file, src, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			testkit.WriteFile(t, file, src, 0o644)
 			est, got := measureAll(t, file)
 			for _, g := range got {
 				if math.Abs(float64(g.tokens-est.Tokens)) > 0.005*float64(est.Tokens) || g.window != est.ContextWindow {
@@ -158,9 +153,7 @@ func TestRollClosesOnUsageKit(t *testing.T) {
 			t.Run(c.Name+"/"+tok, func(t *testing.T) {
 				src, _ := os.ReadFile(c.File)
 				file := filepath.Join(t.TempDir(), filepath.Base(c.File))
-				if err := os.WriteFile(file, src, 0o644); err != nil {
-					t.Fatal(err)
-				}
+				testkit.WriteFile(t, file, src, 0o644)
 				out, errOut, code := runCLI(t, "roll", "--json", "--trigger", "0", "--target-utilization", "0.35",
 					"--state-dir", t.TempDir(), "--tokenizer", tok, file)
 				if code != 0 {
@@ -222,13 +215,8 @@ func TestCompactNextRequestIsTheNextEstimate(t *testing.T) {
 		t.Run(filepath.Base(src), func(t *testing.T) {
 			data, _ := os.ReadFile(src)
 			file := filepath.Join(t.TempDir(), filepath.Base(src))
-			if err := os.WriteFile(file, data, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			out, errOut, code := runCLI(t, "compact", "--json", "--summarizer", "extractive", "--keep-recent-tokens", "2000", file)
-			if code != 0 {
-				t.Fatalf("compact: exit %d %s", code, errOut)
-			}
+			testkit.WriteFile(t, file, data, 0o644)
+			out, _ := runOK(t, "compact", "--json", "--summarizer", "extractive", "--keep-recent-tokens", "2000", file)
 			var r compaction.Result
 			jsonLine(t, out, &r)
 			if !r.Compacted || r.NextRequestTokens <= r.TokensAfter/2 || r.NextRequestTokens >= r.ContextTokens {
@@ -265,10 +253,7 @@ func TestEveryCommandSaysWhichUsageItDistrusted(t *testing.T) {
 		}
 		t.Run(c.Name, func(t *testing.T) {
 			var est EstimateReport
-			out, errOut, code := runCLI(t, "estimate", "--json", c.File)
-			if code != 0 {
-				t.Fatalf("estimate: exit %d\n%s", code, errOut)
-			}
+			out, _ := runOK(t, "estimate", "--json", c.File)
 			jsonLine(t, out, &est)
 			if est.UsageRejected == nil {
 				t.Fatalf("estimate rejected nothing on %s", c.Name)
@@ -281,10 +266,7 @@ func TestEveryCommandSaysWhichUsageItDistrusted(t *testing.T) {
 				{"roll", "--dry-run", "--state-dir", state},
 				{"checkpoint", "--trigger", "auto-80pct", "--dry-run", "--state-dir", state},
 			} {
-				out, errOut, code := runCLI(t, append(args, c.File)...)
-				if code != 0 {
-					t.Fatalf("%v: exit %d\n%s", args, code, errOut)
-				}
+				out, errOut := runOK(t, append(args, c.File)...)
 				if !strings.Contains(out+errOut, want) {
 					t.Errorf("ctxtool %v does not say %q:\nstdout:\n%s\nstderr:\n%s", args, want, out, errOut)
 				}
@@ -304,10 +286,7 @@ func TestLintBudgetAgreesWithEstimate(t *testing.T) {
 		for _, flags := range flagSets {
 			t.Run(c.Name+strings.Join(flags, "="), func(t *testing.T) {
 				var est EstimateReport
-				out, errOut, code := runCLI(t, append(append([]string{"estimate", "--json"}, flags...), c.File)...)
-				if code != 0 {
-					t.Fatalf("estimate: exit %d\n%s", code, errOut)
-				}
+				out, _ := runOK(t, append(append([]string{"estimate", "--json"}, flags...), c.File)...)
 				jsonLine(t, out, &est)
 				budget := func(limit int) []string {
 					args := append([]string{"lint", "--json", "--max-tokens", fmt.Sprint(limit)}, flags...)
@@ -351,9 +330,7 @@ func TestEveryCommandReportsReadWarnings(t *testing.T) {
 		t.Fatal("sample changed: no usage record with totalTokens 4616")
 	}
 	file := filepath.Join(t.TempDir(), "clamped.jsonl")
-	if err := os.WriteFile(file, []byte(strings.Join(lines, "")), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, file, []byte(strings.Join(lines, "")), 0o644)
 	want := fmt.Sprintf("line %d: usage.output 1e300 is out of range", n)
 	est, got := measureAllWarnings(t, file)
 	if !slices.ContainsFunc(est, func(w string) bool { return strings.Contains(w, want) }) {
@@ -373,10 +350,7 @@ func measureAllWarnings(t *testing.T, file string) ([]string, map[string][]strin
 	state := t.TempDir()
 	run := func(v any, args ...string) {
 		t.Helper()
-		out, errOut, code := runCLI(t, append(args, "--json", file)...)
-		if code != 0 {
-			t.Fatalf("ctxtool %v: exit %d\n%s", args, code, errOut)
-		}
+		out, _ := runOK(t, append(args, "--json", file)...)
 		jsonLine(t, out, v)
 	}
 	var est EstimateReport

@@ -29,6 +29,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/ctxtool/ctxtool/internal/cputime"
 	"github.com/ctxtool/ctxtool/internal/testkit/pgtest"
 	"github.com/ctxtool/ctxtool/internal/testkit/recalltest"
 	"github.com/ctxtool/ctxtool/pkg/recall"
@@ -40,14 +41,6 @@ import (
 func threadCPU() time.Duration {
 	var ru syscall.Rusage
 	syscall.Getrusage(1 /* RUSAGE_THREAD */, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// cpuTime is the process's user+system time: under a loaded machine it
-// is a steadier measure than the wall clock.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
@@ -327,7 +320,7 @@ func indexTwice(ctx context.Context, c config, ix *recall.Index, files []string)
 		return r, err
 	}
 	t1 := time.Now()
-	c1 := cpuTime()
+	c1 := cputime.Used()
 	var ierr error
 	err = ix.IndexFiles(ctx, files, func(st recall.Stats, err error) {
 		r.chunks += st.Chunks
@@ -336,7 +329,7 @@ func indexTwice(ctx context.Context, c config, ix *recall.Index, files []string)
 		}
 	})
 	r.first = time.Since(t1)
-	r.firstCPU = cpuTime() - c1
+	r.firstCPU = cputime.Used() - c1
 	stop()
 	if err = cmp.Or(err, ierr); err != nil {
 		return r, err

@@ -209,9 +209,7 @@ func coldStore(t *testing.T, bin string, archives map[string]string) {
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(dst, append(b, 0), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		testkit.WriteFile(t, dst, append(b, 0), 0o644)
 		_, stderr, code := run(t, bin, "estimate", altered+"#"+id)
 		if code != 1 || !strings.Contains(stderr, "does not match") {
 			t.Errorf("altered archive: exit %d, stderr %q; want exit 1 saying it does not match", code, stderr)
@@ -233,9 +231,7 @@ func copyStore(t *testing.T, db string) string {
 			}
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, filepath.Base(db)+suffix), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		testkit.WriteFile(t, filepath.Join(dir, filepath.Base(db)+suffix), b, 0o644)
 	}
 	return filepath.Join(dir, filepath.Base(db))
 }

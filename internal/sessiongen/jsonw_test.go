@@ -2,11 +2,11 @@ package sessiongen
 
 import (
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/formats"
 )
 
@@ -65,9 +65,7 @@ func TestEncodingRoundTripsInNode(t *testing.T) {
 		lines = append(lines, string(b))
 	}
 	f := filepath.Join(t.TempDir(), "values.jsonl")
-	if err := os.WriteFile(f, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, f, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
 	r := canonCheck(t, f)[f]
 	if len(r.Bad) > 0 || len(r.Malformed) > 0 || r.Lines != len(lines) {
 		t.Fatalf("node: %+v", r)

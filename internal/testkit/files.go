@@ -22,10 +22,17 @@ func CopyToTemp(t testing.TB, src string) string {
 func WriteTemp(t testing.TB, name string, data []byte) string {
 	t.Helper()
 	dst := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(dst, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	WriteFile(t, dst, data, 0o644)
 	return dst
+}
+
+// WriteFile writes data to path as os.WriteFile does; a file that cannot be
+// written fails the test, naming the file and the cause.
+func WriteFile(t testing.TB, path string, data []byte, perm os.FileMode) {
+	t.Helper()
+	if err := os.WriteFile(path, data, perm); err != nil {
+		t.Fatalf("writing %s: %v", path, err)
+	}
 }
 
 // Stdin makes the file src the process's standard input until the test

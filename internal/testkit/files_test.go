@@ -44,6 +44,9 @@ func TestHelpersFailNamingTheFile(t *testing.T) {
 	for name, fn := range map[string]func(t testing.TB){
 		"ReadFile": func(tb testing.TB) { ReadFile(tb, missing) },
 		"Load":     func(tb testing.TB) { Load(tb, missing) },
+		"WriteFile": func(tb testing.TB) {
+			WriteFile(tb, filepath.Join(missing, "s.jsonl"), nil, 0o644)
+		},
 		"sessiongen.Write": func(tb testing.TB) {
 			sessiongen.Write(tb, filepath.Join(missing, "s.jsonl"), sessiongen.Options{})
 		},

@@ -122,9 +122,7 @@ func copyTo(t *testing.T, src, dir, name string) string {
 	t.Helper()
 	data := testkit.ReadFile(t, src)
 	dst := filepath.Join(dir, name)
-	if err := os.WriteFile(dst, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, dst, data, 0o644)
 	return dst
 }
 
@@ -571,9 +569,7 @@ func writeStaleLock(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 	payload := fmt.Sprintf(`{"pid": %d, "createdAt": %q}`, dead.Process.Pid, time.Now().UTC().Format(time.RFC3339))
-	if err := os.WriteFile(path, []byte(payload), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, path, []byte(payload), 0o644)
 }
 
 // Eight `compact` runs racing over a stale lock append exactly one
@@ -887,9 +883,7 @@ func TestIndexSkipsOversizedLineAndKeepsTheRest(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "s.jsonl")
 	hdr := `{"type":"session","version":3,"id":"s","timestamp":"2026-03-02T09:00:00.000Z","cwd":"/"}` + "\n"
-	if err := os.WriteFile(p, []byte(hdr), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, p, []byte(hdr), 0o644)
 	if err := os.Truncate(p, int64(len(hdr))+300<<20); err != nil { // sparse: 300 MB of NUL, one line
 		t.Fatal(err)
 	}

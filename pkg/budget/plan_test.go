@@ -112,16 +112,12 @@ func workspace(t *testing.T, agentsChars int) string {
 		"MEMORY.md": "- 2026-01-02: chose PostgreSQL 16 for the ledger.\n",
 	}
 	for name, text := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		testkit.WriteFile(t, filepath.Join(dir, name), []byte(text), 0o644)
 	}
 	if err := os.MkdirAll(filepath.Join(dir, "memory"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "memory", "2026-01-02.md"), []byte("- ledger on PostgreSQL 16\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, filepath.Join(dir, "memory", "2026-01-02.md"), []byte("- ledger on PostgreSQL 16\n"), 0o644)
 	return dir
 }
 

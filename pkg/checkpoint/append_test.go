@@ -2,7 +2,6 @@ package checkpoint
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -128,9 +127,7 @@ func TestCompactionCountWarning(t *testing.T) {
 	file := filepath.Join(dir, "abc123.jsonl")
 	sessiongen.Write(t, file, sessiongen.Options{Seed: 3, Turns: 6})
 	store := `{"agent:main:telegram:dm:42":{"sessionId":"abc123","compactionCount":5,"updatedAt":1}}`
-	if err := os.WriteFile(filepath.Join(dir, "sessions.json"), []byte(store), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, filepath.Join(dir, "sessions.json"), []byte(store), 0o600)
 	st := &Store{StateDir: t.TempDir()}
 	r, err := Take(TakeOptions{File: file, Store: st, Now: func() time.Time { return goldenNow }})
 	if err != nil {
@@ -157,9 +154,7 @@ func TestStdinIgnoresSessionsJSONInWorkingDirectory(t *testing.T) {
 	sessiongen.Write(t, file, sessiongen.Options{Seed: 3, Turns: 6})
 	cwd := t.TempDir()
 	store := `{"agent:main:telegram:dm:42":{"sessionId":"other","compactionCount":5,"updatedAt":1}}`
-	if err := os.WriteFile(filepath.Join(cwd, "sessions.json"), []byte(store), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, filepath.Join(cwd, "sessions.json"), []byte(store), 0o600)
 	t.Chdir(cwd)
 	testkit.Stdin(t, file)
 	r, err := Take(TakeOptions{File: "-", SessionKey: "agent:main:telegram:dm:42", Store: &Store{StateDir: t.TempDir()},

@@ -25,9 +25,7 @@ func splitLines(t *testing.T, path string) [][]byte {
 
 func writeFile(t *testing.T, path string, parts ...[]byte) {
 	t.Helper()
-	if err := os.WriteFile(path, bytes.Join(parts, nil), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, path, bytes.Join(parts, nil), 0o600)
 }
 
 func appendFile(t *testing.T, path string, parts ...[]byte) {

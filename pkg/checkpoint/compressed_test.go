@@ -2,7 +2,6 @@ package checkpoint
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 )
 
 // writeZstd writes the lines as one zstd-compressed session file.
@@ -20,9 +20,7 @@ func writeZstd(t *testing.T, path string, lines [][]byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(path, enc.EncodeAll(bytes.Join(lines, nil), nil), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, path, enc.EncodeAll(bytes.Join(lines, nil), nil), 0o600)
 }
 
 // A compressed session is captured and checkpointed like a plain one: the

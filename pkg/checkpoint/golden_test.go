@@ -65,9 +65,7 @@ func checkGolden(t *testing.T, name string, got []byte) {
 		if err := os.MkdirAll(goldenDir(), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		testkit.WriteFile(t, path, got, 0o644)
 		return
 	}
 	want, err := os.ReadFile(path)

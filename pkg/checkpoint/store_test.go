@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ctxtool/ctxtool/internal/testkit"
 )
 
 func writeN(t *testing.T, s *Store, key string, n int) []*WriteResult {
@@ -108,9 +110,7 @@ func TestCorruptLatestFallsBack(t *testing.T) {
 	// Truncate cp_003 mid-file (a torn write that escaped the atomic rename).
 	data, _ := os.ReadFile(filepath.Join(dir, "cp_003.yaml"))
 	os.Chmod(filepath.Join(dir, "cp_003.yaml"), 0o600)
-	if err := os.WriteFile(filepath.Join(dir, "cp_003.yaml"), data[:len(data)/3], 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, filepath.Join(dir, "cp_003.yaml"), data[:len(data)/3], 0o600)
 	cp, warns, err := s.Latest("k")
 	if err != nil || cp.Meta.CheckpointID != "cp_002" {
 		t.Fatalf("fallback got %v %v", cp, err)

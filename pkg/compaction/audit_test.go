@@ -79,9 +79,7 @@ func TestAuditNamesTheRemovedFact(t *testing.T) {
 		done[p.Class] = true
 		t.Run(p.Class+"/"+p.Role, func(t *testing.T) {
 			f := filepath.Join(dir, p.Class+".jsonl")
-			if err := os.WriteFile(f, orig, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			testkit.WriteFile(t, f, orig, 0o644)
 			if p.Line >= res.FirstKeptLine {
 				t.Fatalf("planted fact on line %d is kept verbatim (from line %d)", p.Line, res.FirstKeptLine)
 			}

@@ -34,9 +34,7 @@ func TestExampleConfig(t *testing.T) {
 	path := filepath.Join("..", "..", "config.example.yaml")
 	want := exampleYAML()
 	if *update {
-		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		testkit.WriteFile(t, path, []byte(want), 0o644)
 	}
 	data := testkit.ReadFile(t, path)
 	if string(data) != want {

@@ -2,13 +2,13 @@ package lint
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ctxtool/ctxtool/internal/cputime"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 )
 
 // compactedSession writes a v3 session of n rounds, each a user message, an
@@ -27,9 +27,7 @@ func compactedSession(t *testing.T, n int) string {
 		parent = `"` + c + `"`
 	}
 	f := filepath.Join(t.TempDir(), fmt.Sprintf("c%d.jsonl", n))
-	if err := os.WriteFile(f, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, f, []byte(b.String()), 0o644)
 	return f
 }
 

@@ -2,7 +2,6 @@ package memflush_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -27,9 +26,7 @@ func TestFlushRealSessions(t *testing.T) {
 			dir := t.TempDir()
 			data := testkit.ReadFile(t, f)
 			cp := filepath.Join(dir, filepath.Base(f))
-			if err := os.WriteFile(cp, data, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			testkit.WriteFile(t, cp, data, 0o644)
 			ws, state := filepath.Join(dir, "ws"), filepath.Join(dir, "state")
 			o := options(t, cp, ws, state)
 			o.Force = true

@@ -34,9 +34,7 @@ func newGrowing(t *testing.T, path string) growing {
 
 func (g growing) set(t *testing.T, b []byte) {
 	t.Helper()
-	if err := os.WriteFile(g.path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, g.path, b, 0o600)
 }
 
 // A run over many files reads the next files ahead while it writes the

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
@@ -28,15 +27,11 @@ func copies(t *testing.T, n int) (files []string, joined string) {
 	dir := t.TempDir()
 	for i := 0; i < n; i++ {
 		p := filepath.Join(dir, fmt.Sprintf("s%02d.jsonl", i))
-		if err := os.WriteFile(p, one, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		testkit.WriteFile(t, p, one, 0o600)
 		files = append(files, p)
 	}
 	joined = filepath.Join(t.TempDir(), "all.jsonl")
-	if err := os.WriteFile(joined, bytes.Repeat(one, n), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, joined, bytes.Repeat(one, n), 0o600)
 	return files, joined
 }
 

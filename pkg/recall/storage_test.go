@@ -89,9 +89,7 @@ func TestCorruptIndex(t *testing.T) {
 					data[i] = byte(i*7 + 3)
 				}
 			}
-			if err := os.WriteFile(loc, data, 0o600); err != nil {
-				t.Fatal(err)
-			}
+			testkit.WriteFile(t, loc, data, 0o600)
 			check := func(what string, err error) {
 				t.Helper()
 				var se *recall.StoreError

@@ -46,9 +46,7 @@ const openclawStore = `{
 func writeStore(t *testing.T) (dir, transcriptPath string) {
 	t.Helper()
 	dir = t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, sessionstore.FileName), []byte(openclawStore), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, filepath.Join(dir, sessionstore.FileName), []byte(openclawStore), 0o600)
 	transcriptPath = filepath.Join(dir, "3f1c2a9e-0000-4000-8000-000000000001.jsonl")
 	return dir, transcriptPath
 }
@@ -152,9 +150,7 @@ func TestStoreLockOpenClawPayload(t *testing.T) {
 	dir, tp := writeStore(t)
 	lock := filepath.Join(dir, sessionstore.FileName+".lock")
 	live := fmt.Sprintf(`{"pid":%d,"startedAt":%d}`, os.Getppid(), time.Now().UnixMilli())
-	if err := os.WriteFile(lock, []byte(live), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, lock, []byte(live), 0o644)
 	start := time.Now()
 	_, err := sessionstore.RecordCompaction(context.Background(), tp, 5, 300*time.Millisecond)
 	var le *transcript.LockedError

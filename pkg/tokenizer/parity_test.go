@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ctxtool/ctxtool/internal/cputime"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
 )
@@ -57,9 +58,7 @@ func runJS(t testing.TB, mode string, samples []string, env ...string) map[Encod
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(in, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, in, b, 0o644)
 	out := map[Encoding]*jsResult{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup

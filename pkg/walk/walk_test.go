@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/ctxtool/ctxtool/internal/testkit"
 )
 
 func TestClassify(t *testing.T) {
@@ -41,9 +43,7 @@ func touch(t *testing.T, p string) {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(p, []byte("{}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, p, []byte("{}\n"), 0o644)
 }
 
 func TestWalkBothLayouts(t *testing.T) {
