@@ -1,6 +1,7 @@
 package formats
 
 import (
+	"bytes"
 	"fmt"
 	"strconv"
 	"strings"
@@ -68,11 +69,15 @@ type ccLine struct {
 	ms                       int64
 	compactSummary, apiError bool
 	message                  bool // a message object is present
-	msgID, model             string
-	stopReason               *string
-	usage                    *usage
-	hasMeta                  bool
-	preTokens                int64
+	// msgID and model alias the line: compared, and the model made a
+	// string only when it changes (see ccConv.modelName), not one of each
+	// per line.
+	msgID, model jstr
+	stopReason   *string
+	usage        usage
+	hasUsage     bool
+	hasMeta      bool
+	preTokens    int64
 	// Prepared content: an assistant line's blocks; a user line's entries
 	// (ids, parents and tool names are the converter's).
 	blocks []block
@@ -172,7 +177,7 @@ func decodeCC(raw []byte, l *ccLine) {
 	if !l.uuid.empty() && l.message {
 		switch l.typ {
 		case "assistant":
-			if l.model != "<synthetic>" && !l.apiError {
+			if !l.model.is("<synthetic>") && !l.apiError {
 				l.blocks = ccAssistantBlocks(l.blocks, content)
 			}
 		case "user":
@@ -186,17 +191,17 @@ func (d *jdec) ccMessage(l *ccLine, content *ccContent) {
 	for k, ok := d.key(); ok; k, ok = d.key() {
 		switch string(k) {
 		case "id":
-			l.msgID = d.string("id")
+			l.msgID = d.text("id")
 		case "role":
 			d.text("role")
 		case "model":
-			l.model = d.string("model")
+			l.model = d.text("model")
 		case "content":
 			d.ccContentInto(content)
 		case "stop_reason":
 			l.stopReason = d.optString("stop_reason")
 		case "usage":
-			l.usage = nil
+			l.hasUsage = false
 			if !d.obj("usage") {
 				continue
 			}
@@ -216,7 +221,8 @@ func (d *jdec) ccMessage(l *ccLine, content *ccContent) {
 				}
 			}
 			// Claude Code's context size of one reply.
-			l.usage = &usage{input: in, output: out, cacheRead: read, cacheWrite: creation, total: in + creation + read}
+			l.usage = usage{input: in, output: out, cacheRead: read, cacheWrite: creation, total: in + creation + read}
+			l.hasUsage = true
 		default:
 			d.skip()
 		}
@@ -415,8 +421,9 @@ func joinText(c *ccContent) []byte {
 type ccGroup struct {
 	e     entry
 	id    int32 // e.id's number
-	msgID string
+	msgID jstr  // in a line the converter holds
 	row   int
+	usage usage // e.usage points here when the message has one
 }
 
 type heldLine struct {
@@ -458,6 +465,9 @@ type ccConv struct {
 	side      int8
 	skipped   int
 	preTokens int64
+	// modelQ is the JSON string model was made from.
+	modelQ []byte
+	model  string
 }
 
 func newCCConv(v *view) *ccConv {
@@ -562,7 +572,7 @@ func (c *ccConv) apply(no int, l *ccLine) error {
 
 func (c *ccConv) assistant(no int, l *ccLine) error {
 	parent := c.resolve(l.parent)
-	if l.model == "<synthetic>" || l.apiError {
+	if l.model.is("<synthetic>") || l.apiError {
 		c.alias(l.uuid, parent)
 		return nil
 	}
@@ -571,11 +581,11 @@ func (c *ccConv) assistant(no int, l *ccLine) error {
 			c.names[b.id] = b.name
 		}
 	}
-	if p := c.pend; p != nil && l.msgID != "" && p.msgID == l.msgID && (parent == p.id || c.isHeld(parent)) {
+	if p := c.pend; p != nil && !l.msgID.empty() && p.msgID.equal(l.msgID) && (parent == p.id || c.isHeld(parent)) {
 		p.e.content = append(p.e.content, l.blocks...)
 		c.alias(l.uuid, p.id)
-		if l.usage != nil {
-			p.e.usage = l.usage
+		if l.hasUsage {
+			p.usage, p.e.usage = l.usage, &p.usage
 		}
 		if l.stopReason != nil {
 			p.e.stopReason = *l.stopReason
@@ -591,12 +601,24 @@ func (c *ccConv) assistant(no int, l *ccLine) error {
 	*g = ccGroup{id: c.write(l.uuid), msgID: l.msgID, row: no}
 	g.e = entry{typ: "message", id: c.ids[g.id], parent: c.ids[parent], timestamp: l.ts, role: "assistant",
 		content: content, msgTime: l.ms, api: "anthropic-messages", provider: "anthropic",
-		model: l.model, usage: l.usage}
+		model: c.modelName(l.model)}
+	if l.hasUsage {
+		g.usage, g.e.usage = l.usage, &g.usage
+	}
 	if l.stopReason != nil {
 		g.e.stopReason = *l.stopReason
 	}
 	c.pend = g
 	return nil
+}
+
+// modelName is model as a string: the last one again while the model
+// stays the same.
+func (c *ccConv) modelName(model jstr) string {
+	if !bytes.Equal(model.q, c.modelQ) {
+		c.modelQ, c.model = append(c.modelQ[:0], model.q...), model.String()
+	}
+	return c.model
 }
 
 // isHeld reports whether id is a held tool-result line's.

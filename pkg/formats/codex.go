@@ -388,14 +388,27 @@ func (d *jdec) cxVal() cxVal {
 // echo reports an event_msg line other than token_count and task_started
 // from its first bytes, so the UI echoes (half a rollout's bytes) are not
 // decoded at all.
+//
+// The envelope's first occurrence is found by its tail, which begins with
+// a byte rare in a line's head ('_', where '"' is every few bytes and made
+// bytes.Index try a match at each): the occurrences of the tail, in order,
+// whose 13 bytes before are the envelope's head, are the envelope's.
 func echo(raw []byte) bool {
+	const lead, tail = `"type":"event`, `_msg","payload":{"type":"`
 	head := raw[:min(len(raw), 160)]
-	i := bytes.Index(head, []byte(`"type":"event_msg","payload":{"type":"`))
-	if i < 0 {
-		return false
+	for from := len(lead); from < len(head); {
+		i := bytes.Index(head[from:], []byte(tail))
+		if i < 0 {
+			return false
+		}
+		at := from + i
+		if string(head[at-len(lead):at]) == lead {
+			rest := head[at+len(tail):]
+			return !bytes.HasPrefix(rest, []byte(`token_count"`)) && !bytes.HasPrefix(rest, []byte(`task_started"`))
+		}
+		from = at + 1
 	}
-	rest := head[i+len(`"type":"event_msg","payload":{"type":"`):]
-	return !bytes.HasPrefix(rest, []byte(`token_count"`)) && !bytes.HasPrefix(rest, []byte(`task_started"`))
+	return false
 }
 
 // cxBlocks appends to out message content (input_text/output_text/

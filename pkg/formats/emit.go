@@ -269,8 +269,7 @@ func (v *view) emit(e *entry, row int) error {
 // encodeEntry writes e's line and notes in p what the line says.
 func encodeEntry(w *jsonw, e *entry, p *Produced) {
 	w.firstKey("type")
-	w.str(e.typ)
-	p.Type = written(e.typ)
+	p.Type = w.strWritten(e.typ)
 	switch e.typ {
 	case "custom_message":
 		p.CustomType = w.field("customType", e.customType)
@@ -312,16 +311,14 @@ func writeBase(w *jsonw, e *entry, p *Produced) {
 	if e.parent == "" {
 		w.raw("null")
 	} else {
-		w.str(e.parent)
+		p.ParentID = w.strWritten(e.parent)
 	}
-	p.ParentID = written(e.parent)
 	p.Timestamp = w.field("timestamp", e.timestamp)
 }
 
 func encodeMessage(w *jsonw, e *entry, p *Produced) {
 	w.firstKey("role")
-	w.str(e.role)
-	p.Role = written(e.role)
+	p.Role = w.strWritten(e.role)
 	switch e.role {
 	case "toolResult":
 		p.ToolCallID = w.field("toolCallId", e.toolCallID)

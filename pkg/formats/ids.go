@@ -1,14 +1,29 @@
 package formats
 
+import (
+	"encoding/binary"
+	"math/bits"
+	"math/rand/v2"
+)
+
 // uuidMap maps uuid strings to values of type V. A canonical UUID (36
-// characters, lower-case hex) is keyed by its 16 bytes, so that the map
-// holds no pointers (the collector never scans it) and hashes one fixed
-// block; any other string is kept as it is. Values live in a slice, so one
-// lookup gives a value to change in place.
+// characters, lower-case hex) is keyed by its 16 bytes in an open
+// addressing table of int32 positions, the scheme of pkg/transcript's id
+// index: it holds no pointers (the collector never scans it), hashes one
+// fixed block, and a new key (nearly every line's uuid) costs one probe of
+// a slot array where Go's map touched a group of keys and grew by copying
+// them, about a tenth of a Claude Code file's reading. Any other string is
+// kept in a map as it is. Values live in a slice, so one lookup gives a
+// value to change in place.
 type uuidMap[V any] struct {
-	packed map[[16]byte]int32
-	other  map[string]int32
-	vals   []V
+	// slots holds 1 + a position in vals (0: empty), at the slot the key's
+	// hash names or the first free one after it, at most half full; keys
+	// holds the packed key of each position (zero for other strings).
+	slots []int32
+	keys  [][16]byte
+	used  int
+	other map[string]int32
+	vals  []V
 	// last (lastKey when lastPacked) is the key at last gave, at
 	// vals[lastAt]: a line's parent is most often the line before it,
 	// found without hashing.
@@ -16,6 +31,16 @@ type uuidMap[V any] struct {
 	lastKey    [16]byte
 	lastPacked bool
 	lastAt     int32
+}
+
+// uuidSeed keys the hash, so that no file can choose uuids that collide.
+var uuidSeed = [2]uint64{rand.Uint64(), rand.Uint64()}
+
+// hashUUID mixes the two halves of k with the seed (a 128-bit product
+// folded, as wyhash does).
+func hashUUID(k *[16]byte) uint64 {
+	hi, lo := bits.Mul64(binary.LittleEndian.Uint64(k[:8])^uuidSeed[0], binary.LittleEndian.Uint64(k[8:])^uuidSeed[1])
+	return hi ^ lo
 }
 
 // find returns the value of s, nil when it has none.
@@ -37,7 +62,14 @@ func lookup[V any, S string | []byte](m *uuidMap[V], s S) *V {
 		if len(m.vals) > 0 && m.lastPacked && k == m.lastKey {
 			return &m.vals[m.lastAt]
 		}
-		i, ok = m.packed[k]
+		if i = m.recent(&k); i >= 0 {
+			return &m.vals[i]
+		}
+		if len(m.slots) == 0 {
+			return nil
+		}
+		slot := m.slot(&k)
+		i, ok = m.slots[slot]-1, m.slots[slot] > 0
 	} else {
 		if len(m.vals) > 0 && !m.lastPacked && string(s) == m.last {
 			return &m.vals[m.lastAt]
@@ -81,22 +113,76 @@ func (m *uuidMap[V]) atJSON(s jstr) *V {
 
 // atPacked is at for the packed canonical UUID k.
 func (m *uuidMap[V]) atPacked(k [16]byte) *V {
-	i, ok := m.packed[k]
-	if !ok {
-		if m.packed == nil {
-			m.packed = map[[16]byte]int32{}
+	i := m.recent(&k)
+	if i < 0 {
+		m.reserve()
+		slot := m.slot(&k)
+		if i = m.slots[slot] - 1; i < 0 {
+			i = m.add()
+			m.keys[i] = k
+			m.slots[slot] = i + 1
+			m.used++
 		}
-		i = m.add()
-		m.packed[k] = i
 	}
 	m.lastKey, m.lastPacked, m.lastAt = k, true, i
 	return &m.vals[i]
+}
+
+// recent is the position of k among the last keys added, -1 when it is
+// not one of them: a line's parent is most often a line a few lines back
+// (a tool result's is its call's block), found in keys still in the cache
+// rather than by a probe of the table, which misses it. The zero key is
+// never looked for here: other strings' keys are zero too.
+func (m *uuidMap[V]) recent(k *[16]byte) int32 {
+	if *k == ([16]byte{}) {
+		return -1
+	}
+	for p := len(m.keys) - 1; p >= 0 && p >= len(m.keys)-8; p-- {
+		if m.keys[p] == *k {
+			return int32(p)
+		}
+	}
+	return -1
+}
+
+// slot is where k is in the table, or the free slot where it goes (the
+// table is never full).
+func (m *uuidMap[V]) slot(k *[16]byte) int {
+	mask := uint64(len(m.slots) - 1)
+	for i := hashUUID(k) & mask; ; i = (i + 1) & mask {
+		p := m.slots[i] - 1
+		if p < 0 || m.keys[p] == *k {
+			return int(i)
+		}
+	}
+}
+
+// reserve grows the table for one more key, at most half full (a probe
+// then ends after 1.5 slots on average).
+func (m *uuidMap[V]) reserve() {
+	if 2*(m.used+1) <= len(m.slots) {
+		return
+	}
+	old := m.slots
+	m.slots = make([]int32, max(16, 2*len(old)))
+	mask := uint64(len(m.slots) - 1)
+	for _, v := range old {
+		if v == 0 {
+			continue
+		}
+		i := hashUUID(&m.keys[v-1]) & mask
+		for m.slots[i] != 0 {
+			i = (i + 1) & mask
+		}
+		m.slots[i] = v
+	}
 }
 
 // add appends a zero value and returns its index.
 func (m *uuidMap[V]) add() int32 {
 	var zero V
 	m.vals = append(m.vals, zero)
+	m.keys = append(m.keys, [16]byte{})
 	return int32(len(m.vals) - 1)
 }
 

@@ -1,6 +1,7 @@
 package formats
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -47,5 +48,34 @@ func TestUUIDMapKeepsStringsApart(t *testing.T) {
 		if _, ok := packUUID(s); ok {
 			t.Errorf("packUUID(%q) packed a non-canonical id", s)
 		}
+	}
+}
+
+// The table of packed uuids grows and probes past collisions: every one
+// of many uuids (random, and sequential ones, which share all but their
+// last bytes) keeps its value, and absent ones are not found.
+func TestUUIDMapGrows(t *testing.T) {
+	var ids []string
+	for i := range 50000 {
+		ids = append(ids, fmt.Sprintf("%08x-%04x-4%03x-a%03x-%012x", uint32(i*2654435761), i&0xffff, i&0xfff, (i>>3)&0xfff, i*7919),
+			fmt.Sprintf("00000000-0000-0000-0000-%012x", i))
+	}
+	var m uuidMap[int]
+	for i, s := range ids {
+		*m.at(s) = i + 1
+		if i%3 == 0 && *m.find(ids[i/2]) != i/2+1 { // lookups while it grows
+			t.Fatalf("%q lost while adding", ids[i/2])
+		}
+	}
+	for i, s := range ids {
+		if v := m.find(s); v == nil || *v != i+1 {
+			t.Fatalf("%q: got %v, want %d", s, v, i+1)
+		}
+	}
+	if n := len(m.vals); n != len(ids) {
+		t.Fatalf("%d values for %d uuids", n, len(ids))
+	}
+	if m.find("00000000-0000-0000-0001-000000000000") != nil {
+		t.Error("an absent uuid was found")
 	}
 }

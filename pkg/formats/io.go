@@ -194,7 +194,19 @@ func (w *jsonw) firstKey(k string) { w.b = append(append(append(w.b, '{', '"'), 
 // reader of the line decodes it (see written), for Produced.
 func (w *jsonw) field(k, v string) string {
 	w.key(k)
+	return w.strWritten(v)
+}
+
+// strWritten writes the string v and returns it as a reader of the line
+// decodes it (see written). A string written as its own bytes in quotes
+// (no escape, no invalid UTF-8: either would have lengthened it) is read
+// back as it is, without a second pass over it.
+func (w *jsonw) strWritten(v string) string {
+	n := len(w.b)
 	w.str(v)
+	if len(w.b)-n == len(v)+2 {
+		return v
+	}
 	return written(v)
 }
 

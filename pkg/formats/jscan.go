@@ -240,6 +240,25 @@ func (s jstr) String() string {
 	return out
 }
 
+// equal reports whether s and t decode to the same string: canonical
+// encodings are equal exactly when their values are.
+func (s jstr) equal(t jstr) bool {
+	if s.canon && t.canon {
+		return bytes.Equal(s.q, t.q)
+	}
+	return s.String() == t.String()
+}
+
+// is reports whether s decodes to v, without making a string of s when it
+// holds no escapes (its bytes are then its value, or invalid UTF-8, which
+// v is not).
+func (s jstr) is(v string) bool {
+	if s.q != nil && !s.esc {
+		return string(s.raw()) == v
+	}
+	return s.String() == v
+}
+
 // json is the string encoded as AppendString would encode its value: the
 // line's own bytes when they are that already.
 func (s jstr) json() []byte {
