@@ -199,7 +199,7 @@ func TestRestoreAppendAndCorruptFallback(t *testing.T) {
 	s := testkit.Load(t, f)
 	defer s.Close()
 	leaf := s.Leaf()
-	if leaf.Type() != "custom_message" || leaf.CustomType() != checkpoint.CustomType || leaf.ID != rep.EntryID || leaf.Line != rep.Line {
+	if leaf.Type() != "custom_message" || leaf.CustomType() != checkpoint.CustomType || leaf.ID() != rep.EntryID || leaf.Line != rep.Line {
 		t.Fatalf("leaf %+v", leaf)
 	}
 	if _, err := os.Stat(transcript.LockPath(f)); !os.IsNotExist(err) {

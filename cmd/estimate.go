@@ -328,7 +328,7 @@ func estimateFile(opts *EstimateOptions, file string) (*EstimateReport, error) {
 		}
 	}
 	if leaf := s.Leaf(); leaf != nil {
-		r.LeafID = leaf.ID
+		r.LeafID = leaf.ID()
 	}
 	r.Warnings = append(r.Warnings, s.Notes()...)
 	if w := windowWarning(window); w != "" {
@@ -336,7 +336,7 @@ func estimateFile(opts *EstimateOptions, file string) (*EstimateReport, error) {
 	}
 	if opts.PerMessage {
 		for i, m := range ctx.Messages {
-			r.Messages = append(r.Messages, MessageTokenReport{EntryID: m.Entry.ID, Line: m.Entry.Line, Role: m.Role, Tokens: res.PerMessage[i]})
+			r.Messages = append(r.Messages, MessageTokenReport{EntryID: m.Entry.ID(), Line: m.Entry.Line, Role: m.Role, Tokens: res.PerMessage[i]})
 		}
 	}
 	return r, nil

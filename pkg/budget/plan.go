@@ -257,7 +257,7 @@ func (p *planner) semanticHistory(ctx context.Context, preservedStart int) error
 	}
 	exclude := map[string]bool{}
 	for _, m := range p.pctx.Messages[preservedStart:] {
-		exclude[m.Entry.ID] = true
+		exclude[m.Entry.ID()] = true
 	}
 	r.Semantic = Retrieve(ctx, p.in.Searcher, query, cfg.SemanticHistory, p.alloc.SemanticBudget(), p.in.SessionPath, exclude)
 	if r.Semantic.Note != "" {
@@ -373,7 +373,7 @@ func (p *planner) limitHistory(summaryMsg *ContextMessage, recentStart, preserve
 		h.PreservedFromLine = p.pctx.Messages[preservedStart].Entry.Line
 	}
 	if start < len(msgs) {
-		h.FirstKeptEntryID, h.FirstKeptLine = p.pctx.Messages[start].Entry.ID, p.pctx.Messages[start].Entry.Line
+		h.FirstKeptEntryID, h.FirstKeptLine = p.pctx.Messages[start].Entry.ID(), p.pctx.Messages[start].Entry.Line
 	}
 	if h.RecentCut {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("the last %d user turns alone (%d tokens) exceed the history budget (%d): they are cut too", p.windowSize, lim.RecentTokens, h.Budget))
@@ -409,7 +409,7 @@ func (p *planner) assemble(systemText, bootstrapText string, summaryMsg *Context
 		if err != nil {
 			return err
 		}
-		r.Messages = append(r.Messages, ContextMessage{Region: RegionHistory, Tokens: m.Tokens(), EntryID: m.Entry.ID, Line: m.Entry.Line, Message: raw})
+		r.Messages = append(r.Messages, ContextMessage{Region: RegionHistory, Tokens: m.Tokens(), EntryID: m.Entry.ID(), Line: m.Entry.Line, Message: raw})
 	}
 	for _, m := range r.Messages {
 		r.EmittedTokens += m.Tokens

@@ -49,7 +49,7 @@ func TestPlanRealSessions(t *testing.T) {
 				sum := 0
 				for i, m := range hist {
 					e := ctx.Messages[start+i].Entry
-					if m.EntryID != e.ID || m.Line != e.Line {
+					if m.EntryID != e.ID() || m.Line != e.Line {
 						t.Fatalf("window %d: history message %d is line %d, context has line %d", w, i, m.Line, e.Line)
 					}
 					for _, id := range e.ToolCallIDs {

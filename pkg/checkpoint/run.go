@@ -372,7 +372,7 @@ func AppendResume(ctx context.Context, file string, cp *Checkpoint, text string,
 			return nil, err
 		}
 		if e, dup := alreadyLast(s, cp, text); dup {
-			res = AppendResult{EntryID: e.ID, Line: e.Line, AlreadyLast: true, Malformed: s.Malformed}
+			res = AppendResult{EntryID: e.ID(), Line: e.Line, AlreadyLast: true, Malformed: s.Malformed}
 			return nil, nil
 		}
 		w := s.NewWriter()

@@ -234,7 +234,7 @@ func (b *branch) message(e *transcript.Entry) (*Message, error) {
 		// Of a successful tool result only what the entry already holds is
 		// read (slimText drops its text): decoding every tool output was
 		// most of a checkpoint's CPU.
-		b.msg = Message{EntryID: e.ID, Role: e.Role(), ToolCallID: e.ToolCallID, ToolName: e.ToolName(), Time: e.Time()}
+		b.msg = Message{EntryID: e.ID(), Role: e.Role(), ToolCallID: e.ToolCallID, ToolName: e.ToolName(), Time: e.Time()}
 		return &b.msg, nil
 	}
 	if (e.Type() == "message" || e.Type() == "custom_message") && !e.Oversized && e.Length <= windowBytes {
@@ -281,7 +281,7 @@ func decodeMessage(s *transcript.Session, e *transcript.Entry) (*Message, error)
 // calls are a new slice, which copies of the message share.
 func fromTranscript(e *transcript.Entry, m *transcript.Message) Message {
 	msg := Message{
-		EntryID: e.ID, Role: m.Role, CustomType: m.CustomType, Text: m.Text(),
+		EntryID: e.ID(), Role: m.Role, CustomType: m.CustomType, Text: m.Text(),
 		ToolCallID: m.ToolCallID, ToolName: m.ToolName, IsError: m.IsError, StopReason: m.StopReason,
 		Time: e.Time(),
 	}

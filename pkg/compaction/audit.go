@@ -66,7 +66,7 @@ func regionFacts(p *Preparation, msgs ...[]*Msg) []facts.Fact {
 	var groups [][]facts.Fact
 	if p.PreviousSummary != "" && p.PrevCompaction != nil {
 		groups = append(groups, facts.Scan(facts.Source{Text: stripFileBlocks(p.PreviousSummary), Line: p.PrevCompaction.Line,
-			EntryID: p.PrevCompaction.ID, Role: "compactionSummary"}))
+			EntryID: p.PrevCompaction.ID(), Role: "compactionSummary"}))
 	}
 	return facts.Merge(append(groups, msgFacts(msgs...)...))
 }

@@ -93,7 +93,7 @@ func (e *ExecSummarizer) SummarizePreparation(ctx context.Context, s *transcript
 		CustomInstructions: set.CustomInstructions, BudgetTokens: set.SummaryBudget()}
 	pp := &in.Preparation
 	if p.FirstKept != nil {
-		pp.FirstKeptEntryID = p.FirstKept.ID
+		pp.FirstKeptEntryID = p.FirstKept.ID()
 	}
 	pp.TokensBefore, pp.IsSplitTurn, pp.PreviousSummary = p.UsageBefore, p.SplitTurn, p.PreviousSummary
 	var err error
@@ -146,7 +146,7 @@ func rawMessages(s *transcript.Session, msgs []*Msg, where *[]ExecEntry) ([]json
 			}
 		}
 		out = append(out, json.RawMessage(append([]byte(nil), raw...)))
-		*where = append(*where, ExecEntry{ID: m.E.ID, Line: m.E.Line})
+		*where = append(*where, ExecEntry{ID: m.E.ID(), Line: m.E.Line})
 	}
 	return out, nil
 }

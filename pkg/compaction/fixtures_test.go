@@ -118,7 +118,7 @@ func TestPreviousKeptRegionIsNotLost(t *testing.T) {
 		t.Fatal("expected a previous compaction")
 	}
 	first := p.Path[p.BoundaryStart]
-	if first.ID != p.PrevCompaction.FirstKeptEntryID() {
+	if first.ID() != p.PrevCompaction.FirstKeptEntryID() {
 		t.Fatalf("boundary starts at line %d, previous compaction kept from %s", first.Line, p.PrevCompaction.FirstKeptEntryID())
 	}
 	// every message of the current context is either summarised or kept

@@ -34,7 +34,7 @@ func TestHelperAppender(t *testing.T) {
 	}
 	defer lock.Release()
 	s := testkit.Load(t, path)
-	leaf := s.Leaf().ID
+	leaf := s.Leaf().ID()
 	s.Close()
 	now := time.Now().UTC()
 	ts := now.Format("2006-01-02T15:04:05.000Z")
@@ -119,8 +119,8 @@ func TestNoLockDuringTheModelCall(t *testing.T) {
 	defer s.Close()
 	ctx := s.Context()
 	last := ctx.Messages[len(ctx.Messages)-1]
-	if last.Entry.ID != "feed0002" || res.KeptMessages != len(ctx.Messages)-1 {
-		t.Fatalf("the appended messages are not the end of the kept context (last %s, kept %d of %d)", last.Entry.ID, res.KeptMessages, len(ctx.Messages)-1)
+	if last.Entry.ID() != "feed0002" || res.KeptMessages != len(ctx.Messages)-1 {
+		t.Fatalf("the appended messages are not the end of the kept context (last %s, kept %d of %d)", last.Entry.ID(), res.KeptMessages, len(ctx.Messages)-1)
 	}
 	if oracle.Available() {
 		pi := oracle.Check(t, false, true, path)[0]

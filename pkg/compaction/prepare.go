@@ -209,7 +209,7 @@ func (p *Preparation) findBoundary(s *transcript.Session) error {
 	p.BoundaryStart = prev + 1
 	if id := path[prev].FirstKeptEntryID(); id != "" {
 		for i := 0; i < prev; i++ {
-			if path[i].ID == id {
+			if path[i].ID() == id {
 				p.BoundaryStart = i
 				break
 			}

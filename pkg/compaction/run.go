@@ -497,7 +497,7 @@ func regrow(s *transcript.Session, old *Preparation, set Settings) (*Preparation
 		return nil, ErrPlanMoved
 	}
 	for i, e := range old.Path {
-		if path[i].ID != e.ID || path[i].Line != e.Line || path[i].Type() != e.Type() {
+		if path[i].ID() != e.ID() || path[i].Line != e.Line || path[i].Type() != e.Type() {
 			return nil, ErrPlanMoved
 		}
 	}
@@ -539,7 +539,7 @@ func fillPlan(res *Result, s *transcript.Session, p *Preparation) {
 	res.KeptMessages = len(p.Kept)
 	res.KeptTokensEstimated = p.KeptEstimate
 	if p.FirstKept != nil {
-		res.FirstKeptEntryID = p.FirstKept.ID
+		res.FirstKeptEntryID = p.FirstKept.ID()
 		res.FirstKeptLine = p.FirstKept.Line
 	}
 	all := append(append([]*transcript.Entry{}, p.Summarize...), p.TurnPrefix...)
@@ -552,7 +552,7 @@ func fillPlan(res *Result, s *transcript.Session, p *Preparation) {
 // afterTokens is what pi's heuristic will count once the compaction is
 // appended: the context pi rebuilds from the path plus the new entry.
 func afterTokens(p *Preparation, summary string) int {
-	path := append(append([]*transcript.Entry{}, p.Path...), transcript.PlannedCompaction(p.FirstKept.ID, u16len(summary)))
+	path := append(append([]*transcript.Entry{}, p.Path...), transcript.PlannedCompaction(p.FirstKept.ID(), u16len(summary)))
 	return transcript.BuildContext(path).HeuristicTokens()
 }
 

@@ -85,7 +85,7 @@ func truncatedFile(s *transcript.Session, pl *planned) ([]byte, error) {
 			continue
 		}
 		tail = append(tail, e)
-		keptIDs[e.ID] = true
+		keptIDs[e.ID()] = true
 	}
 	filtered := tail[:0]
 	for _, e := range tail {
@@ -101,7 +101,9 @@ func truncatedFile(s *transcript.Session, pl *planned) ([]byte, error) {
 	first := p.FirstKept
 	if s.Version < 2 {
 		// v1 points by array index: header 0, compaction 1, first kept 2.
-		first = &transcript.Entry{Index: 2, ID: p.FirstKept.ID}
+		kept := *p.FirstKept
+		kept.Index = 2
+		first = &kept
 	}
 	a, err := s.NewWriter().Compaction(transcript.CompactionSpec{Summary: pl.out.Summary, FirstKept: first,
 		TokensBefore: p.UsageBefore, Details: pl.details})
@@ -123,7 +125,7 @@ func truncatedFile(s *transcript.Session, pl *planned) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		if s.Version >= 2 && e.ParentID != parent {
+		if s.Version >= 2 && e.ParentID() != parent {
 			pj, _ := json.Marshal(parent)
 			if raw, err = setTopLevel(raw, "parentId", pj); err != nil {
 				return nil, fmt.Errorf("line %d: %v", e.Line, err)
@@ -132,7 +134,7 @@ func truncatedFile(s *transcript.Session, pl *planned) ([]byte, error) {
 		buf.Write(raw)
 		buf.WriteByte('\n')
 		if s.Version >= 2 {
-			parent = e.ID
+			parent = e.ID()
 		}
 	}
 	return buf.Bytes(), nil

@@ -81,7 +81,7 @@ func pathSpansQuadratic(path []*transcript.Entry, feat func(*transcript.Entry) f
 			active = feat(e)
 			kept := false
 			for _, k := range path[:i] {
-				if !kept && e.FirstKeptEntryID() != "" && k.ID == e.FirstKeptEntryID() {
+				if !kept && e.FirstKeptEntryID() != "" && k.ID() == e.FirstKeptEntryID() {
 					kept = true
 				}
 				if kept {

@@ -235,22 +235,22 @@ func (r *Result) scaled(raw []int) []int {
 func (r *Result) noteDistrust(method string) {
 	audit, win := r.Audit, r.Window
 	if rej := audit.Rejected(); rej != nil {
-		r.Rejected = &Rejection{Line: rej.Line, Class: rej.Class, Reason: rej.Reason, Tokens: rej.Tokens}
+		r.Rejected = &Rejection{Line: rej.Line(), Class: rej.Class(), Reason: audit.Reason(rej), Tokens: rej.Tokens()}
 		if usesEvidence(method) {
 			instead := "the content estimate"
 			switch {
 			case r.AnchorIndex >= 0:
 				instead = fmt.Sprintf("the usage at line %d plus the messages after it", r.AnchorLine)
 			case audit.LastSound >= 0:
-				instead = fmt.Sprintf("the content estimate corrected by the usage at line %d", audit.Records[audit.LastSound].Line)
+				instead = fmt.Sprintf("the content estimate corrected by the usage at line %d", audit.Records[audit.LastSound].Line())
 			}
-			r.Notes = append(r.Notes, fmt.Sprintf("usage at line %d not used (%s: %s); counting %s instead", rej.Line, rej.Class, rej.Reason, instead))
+			r.Notes = append(r.Notes, fmt.Sprintf("usage at line %d not used (%s: %s); counting %s instead", r.Rejected.Line, r.Rejected.Class, r.Rejected.Reason, instead))
 		}
 	}
-	if a := audit.Anchor; a >= 0 && win.Tokens > 0 && audit.Records[a].Prompt > win.Tokens && usesEvidence(method) {
+	if a := audit.Anchor; a >= 0 && win.Tokens > 0 && audit.Records[a].Prompt() > win.Tokens && usesEvidence(method) {
 		rec := audit.Records[a]
 		r.Notes = append(r.Notes, fmt.Sprintf("the provider counted a %d-token prompt at line %d, more than the %s window: the session overflowed, or the window is wrong (set --context-window or models.<name>.contextWindow)",
-			rec.Prompt, rec.Line, win.Describe()))
+			rec.Prompt(), rec.Line(), win.Describe()))
 	}
 }
 
@@ -286,7 +286,7 @@ func (r *Result) applyEvidence(ctx *transcript.Context, audit *UsageAudit, cal *
 	if content <= 0 {
 		return
 	}
-	u := float64(ref.Tokens)
+	u := float64(ref.Tokens())
 	over := 0.0
 	if cal != nil {
 		over = math.Min(math.Max(float64(cal.Overhead), 0), u)
@@ -303,7 +303,7 @@ func (r *Result) applyEvidence(ctx *transcript.Context, audit *UsageAudit, cal *
 		anchor := audit.Records[audit.Anchor]
 		for i, m := range ctx.Messages {
 			if m.Entry == anchor.Entry {
-				r.AnchorIndex, r.AnchorLine, r.UsageTokens = i, anchor.Line, anchor.Tokens
+				r.AnchorIndex, r.AnchorLine, r.UsageTokens = i, anchor.Line(), anchor.Tokens()
 				break
 			}
 		}

@@ -52,7 +52,7 @@ func TestPriorCalibrationIsTheRefit(t *testing.T) {
 		}
 	}
 	prior, _ := Measure(s, s.Context(), Options{})
-	reply := []byte(`{"type":"message","id":"zz000001","parentId":"` + s.Leaf().ID + `","timestamp":"2026-03-02T09:00:00.000Z","message":{"role":"assistant","content":[{"type":"text","text":"more"}],"stopReason":"stop","usage":{"input":90000,"output":10,"cacheRead":0,"cacheWrite":0,"totalTokens":90010}}}`)
+	reply := []byte(`{"type":"message","id":"zz000001","parentId":"` + s.Leaf().ID() + `","timestamp":"2026-03-02T09:00:00.000Z","message":{"role":"assistant","content":[{"type":"text","text":"more"}],"stopReason":"stop","usage":{"input":90000,"output":10,"cacheRead":0,"cacheWrite":0,"totalTokens":90010}}}`)
 	grown, err := s.WithAppended(reply)
 	if err != nil {
 		t.Fatal(err)

@@ -63,29 +63,66 @@ const (
 )
 
 // UsageRecord is one assistant message of the branch and the verdict on
-// its usage.
+// its usage. It keeps only what its entry does not hold (a 1 GB session
+// has ~300k of them, live with the audit): the line, counts and the reason
+// in words are read off the entry and the audit on demand.
 type UsageRecord struct {
 	Entry     *transcript.Entry
-	Line      int // 1-based line of the assistant message
 	PathIndex int // index in the root→leaf path
-	Class     UsageClass
-	// Reason says why in words a user can check against the file.
-	Reason string
-	// Tokens is pi's calculateContextTokens of the record; Prompt is the
-	// prompt side only (input + cacheRead + cacheWrite).
-	Tokens, Prompt int
 	// Content is pi's chars/4 estimate of the context the reply completed:
 	// the messages sent plus the reply itself.
 	Content int
+	// peer is, for a flat record, the index in Records of the other reply
+	// reporting the same prompt.
+	peer  int32
+	class classCode
 }
+
+// classCode is a UsageClass as one byte; 0 while unclassified.
+type classCode uint8
+
+// classNames are the UsageClass of each classCode.
+var classNames = [...]UsageClass{"", UsageErrored, UsagePseudo, UsageZero, UsagePinned, UsageFlat, UsageImplausible, UsageStale, UsageFresh}
+
+const (
+	codeErrored classCode = iota + 1
+	codePseudo
+	codeZero
+	codePinned
+	codeFlat
+	codeImplausible
+	codeStale
+	codeFresh
+)
+
+// Class is the verdict on the record.
+func (r *UsageRecord) Class() UsageClass { return classNames[r.class] }
+
+// Line is the 1-based line of the assistant message.
+func (r *UsageRecord) Line() int { return r.Entry.Line }
+
+// Tokens is pi's calculateContextTokens of the record (0 without usage).
+func (r *UsageRecord) Tokens() int { return r.Entry.Usage.ContextTokens() }
+
+// Prompt is the prompt side of the record: input + cacheRead + cacheWrite.
+func (r *UsageRecord) Prompt() int {
+	u := r.Entry.Usage
+	if u == nil {
+		return 0
+	}
+	return u.Input + u.CacheRead + u.CacheWrite
+}
+
+// sent is the chars/4 size of the messages the reply answered.
+func (r *UsageRecord) sent() int { return r.Content - r.Entry.Tokens() }
 
 // Trusted reports whether the record may anchor an estimate of the context
 // in force.
-func (r *UsageRecord) Trusted() bool { return r.Class == UsageFresh }
+func (r *UsageRecord) Trusted() bool { return r.class == codeFresh }
 
 // Sound reports whether the record measured its own context correctly (it
 // may calibrate, even when stale).
-func (r *UsageRecord) Sound() bool { return r.Class == UsageFresh || r.Class == UsageStale }
+func (r *UsageRecord) Sound() bool { return r.class == codeFresh || r.class == codeStale }
 
 // UsageAudit is the classification of every usage record of a branch.
 type UsageAudit struct {
@@ -102,6 +139,13 @@ type UsageAudit struct {
 	// or stale): it measures what no message accounts for (system prompt,
 	// tools), -1 when none.
 	LastSound int
+
+	// What the reasons are worded from: the prompt counts that are powers
+	// of two and how many records report each, the context window, and
+	// the line of the compaction in force (0 when none).
+	powers      map[int]int
+	window      int
+	inForceLine int
 }
 
 // AuditUsage classifies the usage record of every assistant message of a
@@ -116,16 +160,19 @@ func AuditUsage(path []*transcript.Entry, window int) *UsageAudit {
 // (for the compaction in force and its kept start): a second rebuild of a
 // 1 GB session's context was 4% of a calibrated estimate's CPU.
 func AuditContext(ctx *transcript.Context, window int) *UsageAudit {
-	a := &UsageAudit{Anchor: -1, PiAnchor: -1, LastSound: -1}
+	a := &UsageAudit{Anchor: -1, PiAnchor: -1, LastSound: -1, window: window}
 	path := ctx.Path
+	if ctx.CompactionIndex >= 0 {
+		a.inForceLine = path[ctx.CompactionIndex].Line
+	}
 
 	// active is pi's chars/4 of the context the provider would be sent at
 	// each point of the walk; a compaction restarts it as summary + kept
 	// entries, read off prefix sums (linear, where a scan of the path
 	// prefix per compaction is quadratic).
 	w := newContextWalk(path)
-	powers := a.collect(path, w)
-	a.classify(path, w, powers, window, ctx.CompactionIndex)
+	a.collect(path, w)
+	a.classify(w, ctx.CompactionIndex)
 	a.anchor(ctx.CompactionIndex, ctx.KeptStart)
 	return a
 }
@@ -133,8 +180,8 @@ func AuditContext(ctx *transcript.Context, window int) *UsageAudit {
 // collect makes one record per assistant message of the path, with the
 // context size the reply completed, and counts the prompt sizes that are
 // powers of two (a cap reported by several replies is pinned).
-func (a *UsageAudit) collect(path []*transcript.Entry, w *contextWalk) (powers map[int]int) {
-	powers = map[int]int{}
+func (a *UsageAudit) collect(path []*transcript.Entry, w *contextWalk) {
+	a.powers = map[int]int{}
 	// Sized up front: grown by append, the generations of a 1 GB path's
 	// records (~300k) were live at once, 100 MB of the peak heap.
 	n := 0
@@ -149,32 +196,21 @@ func (a *UsageAudit) collect(path []*transcript.Entry, w *contextWalk) (powers m
 		if e.Type() != "message" || e.Role() != "assistant" {
 			continue
 		}
-		r := UsageRecord{Entry: e, Line: e.Line, PathIndex: i, Content: int(w.active)}
-		if e.Usage != nil {
-			r.Tokens = e.Usage.ContextTokens()
-			r.Prompt = e.Usage.Input + e.Usage.CacheRead + e.Usage.CacheWrite
-		}
-		if isPow2(r.Prompt) {
-			powers[r.Prompt]++
+		r := UsageRecord{Entry: e, PathIndex: i, Content: int(w.active)}
+		if p := r.Prompt(); isPow2(p) {
+			a.powers[p]++
 		}
 		a.Records = append(a.Records, r)
 	}
-	return powers
 }
 
 // classify gives every record its class: what the record says of itself
 // (errored, pseudo, zero, pinned), then against the previous record of its
 // era (flat), then against the content it completed (implausible), and
 // otherwise fresh or, before the compaction in force, stale.
-func (a *UsageAudit) classify(path []*transcript.Entry, w *contextWalk, powers map[int]int, window, inForce int) {
+func (a *UsageAudit) classify(w *contextWalk, inForce int) {
 	prev := -1 // previous record of the era with a prompt count
 	era := -1
-	// Every stale record gives the same reason: one string for all of them
-	// (one each was 28 MB, live with the audit, at 1 GB).
-	stale := ""
-	if inForce >= 0 {
-		stale = fmt.Sprintf("precedes the compaction in force (line %d): it measures the context before it", path[inForce].Line)
-	}
 	passed := 0 // compactions before the record: its era
 	for k := range a.Records {
 		r := &a.Records[k]
@@ -184,71 +220,116 @@ func (a *UsageAudit) classify(path []*transcript.Entry, w *contextWalk, powers m
 		if passed != era {
 			era, prev = passed, -1
 		}
-		sent := r.Content - r.Entry.Tokens() // the messages the reply answered
-		r.Class, r.Reason = ownClass(r, sent, powers, window)
-		if r.Class == "" && prev >= 0 {
-			markFlat(r, &a.Records[prev], sent)
+		r.class = a.ownClass(r)
+		if r.class == 0 && prev >= 0 {
+			a.markFlat(k, prev)
 		}
-		if r.Class == "" && r.Content >= ImplausibleMinContent && float64(r.Tokens) < ImplausibleRatio*float64(r.Content) {
-			r.Class = UsageImplausible
-			r.Reason = fmt.Sprintf("%d tokens is %.0f%% of the ~%d tokens (chars/4) of the messages in its context", r.Tokens, 100*float64(r.Tokens)/float64(r.Content), r.Content)
+		if r.class == 0 && implausible(r) {
+			r.class = codeImplausible
 		}
-		if r.Class == "" {
+		if r.class == 0 {
 			if inForce >= 0 && r.PathIndex < inForce {
-				r.Class, r.Reason = UsageStale, stale
+				r.class = codeStale
 			} else {
-				r.Class = UsageFresh
+				r.class = codeFresh
 			}
 		}
-		if r.Prompt > 0 && r.Class != UsageErrored && r.Class != UsagePseudo {
+		if r.Prompt() > 0 && r.class != codeErrored && r.class != codePseudo {
 			prev = k
 		}
 	}
 }
 
-// ownClass is the class a record earns on its own ("" when it looks
-// sound): sent is the chars/4 size of the messages the reply answered.
-func ownClass(r *UsageRecord, sent int, powers map[int]int, window int) (UsageClass, string) {
+// implausible reports whether the record counts less than ImplausibleRatio
+// of the content it completed.
+func implausible(r *UsageRecord) bool {
+	return r.Content >= ImplausibleMinContent && float64(r.Tokens()) < ImplausibleRatio*float64(r.Content)
+}
+
+// ownClass is the class a record earns on its own (0 when it looks sound).
+func (a *UsageAudit) ownClass(r *UsageRecord) classCode {
 	e := r.Entry
 	switch {
 	case e.StopReason() == "error" || e.StopReason() == "aborted":
-		return UsageErrored, "the reply stopped with " + e.StopReason() + " (pi ignores its usage)"
+		return codeErrored
 	case models.TranscriptOnly(e.Provider(), e.Model()):
-		return UsagePseudo, fmt.Sprintf("%s/%s is an OpenClaw transcript-only message: no model ran", e.Provider(), e.Model())
-	case e.Usage == nil:
-		return UsageZero, "no usage recorded"
-	case r.Tokens <= 0:
-		return UsageZero, "usage is zero"
-	case r.Prompt <= 0:
-		return UsageZero, fmt.Sprintf("no prompt tokens reported (total %d)", r.Tokens)
-	case r.Prompt >= 1024 && isPow2(r.Prompt) && (powers[r.Prompt] > 1 || sent >= r.Prompt):
-		reason := fmt.Sprintf("prompt %d tokens is a power of two", r.Prompt)
-		if powers[r.Prompt] > 1 {
-			reason += fmt.Sprintf(" reported by %d replies", powers[r.Prompt])
-		} else {
-			reason += fmt.Sprintf(" while the messages sent alone are ~%d tokens", sent)
-		}
-		return UsagePinned, reason + ": the provider truncated the prompt (Ollama num_ctx) and reports the cap"
-	case window > 0 && r.Prompt == window:
-		return UsagePinned, fmt.Sprintf("prompt %d tokens equals the context window: the provider reports its cap", r.Prompt)
+		return codePseudo
+	case e.Usage == nil || r.Tokens() <= 0 || r.Prompt() <= 0:
+		return codeZero
+	case a.pinnedPow2(r) || (a.window > 0 && r.Prompt() == a.window):
+		return codePinned
 	}
-	return "", ""
+	return 0
 }
 
-// markFlat classifies r, and p before it when p looked sound, as flat when
-// both report the same prompt although the messages sent grew in between.
-func markFlat(r, p *UsageRecord, sent int) {
-	grew := sent - (p.Content - p.Entry.Tokens())
-	if r.Prompt != p.Prompt || grew <= 0 {
+// pinnedPow2 reports whether the record's prompt is a power of two (≥ 1024)
+// that several replies report, or that the messages sent alone reach.
+func (a *UsageAudit) pinnedPow2(r *UsageRecord) bool {
+	p := r.Prompt()
+	return p >= 1024 && isPow2(p) && (a.powers[p] > 1 || r.sent() >= p)
+}
+
+// markFlat classifies record k, and the record p before it when p looked
+// sound, as flat when both report the same prompt although the messages
+// sent grew in between.
+func (a *UsageAudit) markFlat(k, p int) {
+	r, q := &a.Records[k], &a.Records[p]
+	if r.Prompt() != q.Prompt() || r.sent()-q.sent() <= 0 {
 		return
 	}
-	flat := func(prompt, otherLine int) string {
-		return fmt.Sprintf("prompt %d tokens, the same as the reply at line %d although ~%d tokens were added in between", prompt, otherLine, grew)
+	r.class, r.peer = codeFlat, int32(p)
+	if q.Sound() {
+		q.class, q.peer = codeFlat, int32(k)
 	}
-	r.Class, r.Reason = UsageFlat, flat(r.Prompt, p.Line)
-	if p.Sound() {
-		p.Class, p.Reason = UsageFlat, flat(p.Prompt, r.Line)
+}
+
+// Reason says why the record r of a has its class, in words a user can
+// check against the file.
+func (a *UsageAudit) Reason(r *UsageRecord) string {
+	e := r.Entry
+	switch r.class {
+	case codeErrored:
+		return "the reply stopped with " + e.StopReason() + " (pi ignores its usage)"
+	case codePseudo:
+		return fmt.Sprintf("%s/%s is an OpenClaw transcript-only message: no model ran", e.Provider(), e.Model())
+	case codeZero:
+		switch {
+		case e.Usage == nil:
+			return "no usage recorded"
+		case r.Tokens() <= 0:
+			return "usage is zero"
+		}
+		return fmt.Sprintf("no prompt tokens reported (total %d)", r.Tokens())
+	case codePinned:
+		return a.pinnedReason(r)
+	case codeFlat:
+		q := &a.Records[r.peer]
+		grew := r.sent() - q.sent()
+		if q.PathIndex > r.PathIndex {
+			grew = -grew
+		}
+		return fmt.Sprintf("prompt %d tokens, the same as the reply at line %d although ~%d tokens were added in between", r.Prompt(), q.Line(), grew)
+	case codeImplausible:
+		return fmt.Sprintf("%d tokens is %.0f%% of the ~%d tokens (chars/4) of the messages in its context", r.Tokens(), 100*float64(r.Tokens())/float64(r.Content), r.Content)
+	case codeStale:
+		return fmt.Sprintf("precedes the compaction in force (line %d): it measures the context before it", a.inForceLine)
 	}
+	return ""
+}
+
+// pinnedReason is the reason of a pinned record.
+func (a *UsageAudit) pinnedReason(r *UsageRecord) string {
+	p := r.Prompt()
+	if !a.pinnedPow2(r) {
+		return fmt.Sprintf("prompt %d tokens equals the context window: the provider reports its cap", p)
+	}
+	reason := fmt.Sprintf("prompt %d tokens is a power of two", p)
+	if a.powers[p] > 1 {
+		reason += fmt.Sprintf(" reported by %d replies", a.powers[p])
+	} else {
+		reason += fmt.Sprintf(" while the messages sent alone are ~%d tokens", r.sent())
+	}
+	return reason + ": the provider truncated the prompt (Ollama num_ctx) and reports the cap"
 }
 
 // anchor finds the last sound record, the last fresh one (ctxtool's

@@ -36,12 +36,12 @@ func TestAuditUsageGenerated(t *testing.T) {
 				t.Fatalf("no pi anchor")
 			}
 			pi := a.Records[a.PiAnchor]
-			if string(pi.Class) != c.PiAnchorClass {
-				t.Fatalf("pi's anchor at line %d is %s (%s), want %s", pi.Line, pi.Class, pi.Reason, c.PiAnchorClass)
+			if string(pi.Class()) != c.PiAnchorClass {
+				t.Fatalf("pi's anchor at line %d is %s (%s), want %s", pi.Line(), pi.Class(), a.Reason(&pi), c.PiAnchorClass)
 			}
 			rej := a.Rejected()
 			if (rej != nil) != (c.PiAnchorClass != "fresh") {
-				t.Fatalf("rejected = %+v for a pi anchor of class %s", rej, pi.Class)
+				t.Fatalf("rejected = %+v for a pi anchor of class %s", rej, pi.Class())
 			}
 			if a.Anchor >= 0 && !a.Records[a.Anchor].Trusted() {
 				t.Fatalf("anchor %+v is not fresh", a.Records[a.Anchor])
@@ -53,11 +53,11 @@ func TestAuditUsageGenerated(t *testing.T) {
 				if a.Anchor >= 0 || counts[UsagePseudo] != 1 || counts[UsagePinned] != len(a.Records)-1 {
 					t.Fatalf("counts %v anchor %d", counts, a.Anchor)
 				}
-				if !strings.Contains(pi.Reason, "4096") || !strings.Contains(pi.Reason, "power of two") {
-					t.Fatalf("reason %q", pi.Reason)
+				if !strings.Contains(a.Reason(&pi), "4096") || !strings.Contains(a.Reason(&pi), "power of two") {
+					t.Fatalf("reason %q", a.Reason(&pi))
 				}
 			case "flat-large":
-				if a.Anchor < 0 || a.Records[a.Anchor].Prompt >= 61440 || counts[UsageFlat] < 20 {
+				if a.Anchor < 0 || a.Records[a.Anchor].Prompt() >= 61440 || counts[UsageFlat] < 20 {
 					t.Fatalf("counts %v anchor %+v", counts, a.Records[a.Anchor])
 				}
 			case "mirror-zero":
@@ -102,7 +102,7 @@ func TestAuditUsageRules(t *testing.T) {
 	a, _ := audit(t, file)
 	var classes []UsageClass
 	for _, r := range a.Records {
-		classes = append(classes, r.Class)
+		classes = append(classes, r.Class())
 	}
 	if want := []UsageClass{UsageFresh, UsageImplausible, UsageFlat, UsageFlat}; !slices.Equal(classes, want) {
 		t.Fatalf("classes %v, want %v (%+v)", classes, want, a.Records)
@@ -114,7 +114,7 @@ func TestAuditUsageRules(t *testing.T) {
 	// pi-v1-session-d5dde00 ends right after a compaction: every record
 	// predates it.
 	a, _ = audit(t, oracle.Fixture("pi-v1-session-d5dde00.jsonl"))
-	if a.Anchor >= 0 || a.Rejected() == nil || a.Rejected().Class != UsageStale || a.LastSound < 0 {
+	if a.Anchor >= 0 || a.Rejected() == nil || a.Rejected().Class() != UsageStale || a.LastSound < 0 {
 		t.Fatalf("stale fixture: anchor %d rejected %+v", a.Anchor, a.Rejected())
 	}
 	for _, f := range []string{"pi-v1-large-session.jsonl", "pi-v1-before-compaction.jsonl"} {
@@ -144,7 +144,7 @@ func TestAuditUsageWild(t *testing.T) {
 		a, _ := audit(t, filepath.Join(dir, name))
 		got := UsageClass("")
 		if r := a.Rejected(); r != nil {
-			got = r.Class
+			got = r.Class()
 		}
 		if got != w.rejected || (a.Anchor >= 0) != w.anchor {
 			t.Errorf("%s: rejected %q, anchor %d; want %q, anchor %v", name, got, a.Anchor, w.rejected, w.anchor)
@@ -156,7 +156,7 @@ func TestAuditUsageWild(t *testing.T) {
 func (a *UsageAudit) Counts() map[UsageClass]int {
 	out := map[UsageClass]int{}
 	for _, r := range a.Records {
-		out[r.Class]++
+		out[r.Class()]++
 	}
 	return out
 }

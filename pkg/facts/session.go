@@ -23,14 +23,14 @@ func FromMessage(e *transcript.Entry, m *transcript.Message) []Source {
 	if m == nil {
 		return nil
 	}
-	src := Source{Line: e.Line, EntryID: e.ID, Role: m.Role}
+	src := Source{Line: e.Line, EntryID: e.ID(), Role: m.Role}
 	var out []Source
 	switch m.Role {
 	case "assistant":
 		src.Text = m.Text()
 		out = append(out, src)
 		for _, c := range m.ToolCalls() {
-			out = append(out, Source{Text: ArgumentsText(c.Arguments), Line: e.Line, EntryID: e.ID, Role: "toolCall"})
+			out = append(out, Source{Text: ArgumentsText(c.Arguments), Line: e.Line, EntryID: e.ID(), Role: "toolCall"})
 		}
 		return out
 	case "bashExecution":

@@ -106,14 +106,14 @@ func TestRealOpenClawStore(t *testing.T) {
 		wc, gc := want.Context(), got.Context()
 		if len(got.Entries) != len(want.Entries) || len(gc.Messages) != len(wc.Messages) ||
 			gc.HeuristicTokens() != wc.HeuristicTokens() || gc.EstimateContextTokens() != wc.EstimateContextTokens() ||
-			got.Leaf().ID != want.Leaf().ID {
+			got.Leaf().ID() != want.Leaf().ID() {
 			t.Errorf("file %d (%s): store gives %d entries, %d messages, %d tokens, usage %+v; the JSONL %d, %d, %d, %+v",
 				i, key, len(got.Entries), len(gc.Messages), gc.HeuristicTokens(), gc.EstimateContextTokens(),
 				len(want.Entries), len(wc.Messages), wc.HeuristicTokens(), wc.EstimateContextTokens())
 		}
 		for j, e := range got.Entries {
 			if j < len(want.Entries) && e.Line != want.Entries[j].Line-1 {
-				t.Errorf("%s: entry %s cites seq %d, want %d (line %d)", key, e.ID, e.Line, want.Entries[j].Line-1, want.Entries[j].Line)
+				t.Errorf("%s: entry %s cites seq %d, want %d (line %d)", key, e.ID(), e.Line, want.Entries[j].Line-1, want.Entries[j].Line)
 				break
 			}
 		}

@@ -47,7 +47,7 @@ func TestWildFilesLoad(t *testing.T) {
 		lines := strings.Count(string(data), "\n")
 		for _, e := range s.Entries {
 			if e.Line < 1 || e.Line > lines {
-				t.Errorf("%s: entry %s cites line %d of %d", f, e.ID, e.Line, lines)
+				t.Errorf("%s: entry %s cites line %d of %d", f, e.ID(), e.Line, lines)
 				break
 			}
 		}
@@ -178,11 +178,11 @@ func TestCodexLegacyShape(t *testing.T) {
 func TestClaudeCodeSubagentStartsAtItsFirstLine(t *testing.T) {
 	s := loadWild(t, "claude-code/spotter-4d5611e5-agent-acompact.jsonl")
 	for _, e := range s.Entries {
-		if e.ParentID != "" && s.ByID(e.ParentID) == nil {
-			t.Errorf("entry at line %d has parent %s, which is not in the file", e.Line, e.ParentID)
+		if e.ParentID() != "" && s.ByID(e.ParentID()) == nil {
+			t.Errorf("entry at line %d has parent %s, which is not in the file", e.Line, e.ParentID())
 		}
 	}
-	if p := s.Branch(); len(p) != 3 || p[0].Line != 3 || p[0].ParentID != "" {
+	if p := s.Branch(); len(p) != 3 || p[0].Line != 3 || p[0].ParentID() != "" {
 		t.Errorf("path of %d entries from line %d, want 3 from the root at line 3", len(p), p[0].Line)
 	}
 }

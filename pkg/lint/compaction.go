@@ -20,7 +20,7 @@ func (c *checker) compactions() {
 	// the prefix per compaction (quadratic: 72 s of a 1 GB lint).
 	first := make(map[string]int, len(path))
 	for i := len(path) - 1; i >= 0; i-- {
-		first[path[i].ID] = i
+		first[path[i].ID()] = i
 	}
 	for i, e := range path {
 		if e.Type() != "compaction" {
@@ -53,7 +53,7 @@ func (c *checker) compactions() {
 				before = active[i-1]
 			}
 			if after >= before {
-				f := c.reportAt(RuleCompactionNoGain, sev(Warning), e.Line, "nogain:"+e.ID,
+				f := c.reportAt(RuleCompactionNoGain, sev(Warning), e.Line, "nogain:"+e.ID(),
 					"the context is %d tokens before this compaction and %d after it (pi's chars/4): it reclaims nothing%s", before, after, superseded)
 				setEntry(f, e)
 			}
@@ -116,7 +116,7 @@ func (c *checker) keptOffPath(e *transcript.Entry, kept int, path []*transcript.
 			lost++
 		}
 	}
-	f := c.reportAt(RuleCompactionKeptOff, sev, e.Line, "kept:"+e.ID,
+	f := c.reportAt(RuleCompactionKeptOff, sev, e.Line, "kept:"+e.ID(),
 		"%s: pi keeps nothing from before this compaction, so the %d messages since the previous one survive only in the summary%s", why, lost, superseded)
 	setEntry(f, e)
 }
@@ -170,7 +170,7 @@ func (c *checker) splitsToolPair(path []*transcript.Entry, kept, ci int, sev Sev
 		if call != nil {
 			where = fmt.Sprintf("whose tool call is on line %d, before the cut", call.Line)
 		}
-		f := c.reportAt(RuleCompactionSplits, sev, comp.Line, "split:"+comp.ID,
+		f := c.reportAt(RuleCompactionSplits, sev, comp.Line, "split:"+comp.ID(),
 			"the kept region starts at line %d, inside a tool turn: it keeps the tool result on line %d (%q) %s — the provider rejects it (earendil-works/pi#8667)%s",
 			cut.Line, r.Line, r.ToolCallID, where, superseded)
 		setEntry(f, comp)
@@ -184,7 +184,7 @@ func (c *checker) emptySummary(e *transcript.Entry, sev Severity, superseded str
 		return
 	}
 	if e.Chars == 0 {
-		f := c.reportAt(RuleCompactionEmpty, sev, e.Line, "empty:"+e.ID, "the summary is empty: the history it replaced is lost%s", superseded)
+		f := c.reportAt(RuleCompactionEmpty, sev, e.Line, "empty:"+e.ID(), "the summary is empty: the history it replaced is lost%s", superseded)
 		setEntry(f, e)
 		return
 	}
@@ -196,7 +196,7 @@ func (c *checker) emptySummary(e *transcript.Entry, sev Severity, superseded str
 		return
 	}
 	if emptySkeleton(m.Summary) {
-		f := c.reportAt(RuleCompactionEmpty, sev, e.Line, "empty:"+e.ID,
+		f := c.reportAt(RuleCompactionEmpty, sev, e.Line, "empty:"+e.ID(),
 			"the summary is an empty skeleton (headings with nothing under them): the history it replaced is lost (openclaw/openclaw#120663)%s", superseded)
 		setEntry(f, e)
 	}

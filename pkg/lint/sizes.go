@@ -37,7 +37,7 @@ func (c *checker) sizes() {
 				if img.decoded() <= max {
 					continue
 				}
-				f := c.report(RuleLargeImage, e.Line, fmt.Sprintf("image:%s#%d", e.ID, n),
+				f := c.report(RuleLargeImage, e.Line, fmt.Sprintf("image:%s#%d", e.ID(), n),
 					"an inline %s image of %s (limit %s) in a %s", img.mime, sizeStr(img.decoded()), sizeStr(max), entryKind(e))
 				if f != nil {
 					f.Column = utf16Col(raw, img.offset)

@@ -67,18 +67,18 @@ func (c *checker) tree() {
 	s := c.s
 	v2 := s.Version >= 2
 	for i, e := range s.Entries {
-		if v2 && e.ID == "" {
+		if v2 && e.ID() == "" {
 			c.report(RuleMissingID, e.Line, lineKey(e.Line), "%s entry without an id", entryKind(e))
 			continue
 		}
 		if v2 {
-			if winner := s.ByID(e.ID); winner != e {
-				f := c.report(RuleDuplicateID, e.Line, "id:"+e.ID+"@"+fmt.Sprint(e.Line),
-					"entry id %q is used again on line %d; pi keeps only that later entry, so children of this one hang off the other", e.ID, winner.Line)
+			if winner := s.ByID(e.ID()); winner != e {
+				f := c.report(RuleDuplicateID, e.Line, "id:"+e.ID()+"@"+fmt.Sprint(e.Line),
+					"entry id %q is used again on line %d; pi keeps only that later entry, so children of this one hang off the other", e.ID(), winner.Line)
 				setEntry(f, e)
 			}
 		}
-		if e.ParentID != "" && s.ByID(e.ParentID) == nil {
+		if e.ParentID() != "" && s.ByID(e.ParentID()) == nil {
 			if c.onPath[i] {
 				lost := 0
 				for j := 0; j < i; j++ {
@@ -86,23 +86,23 @@ func (c *checker) tree() {
 						lost++
 					}
 				}
-				f := c.report(RuleBrokenParent, e.Line, "parent:"+e.ID,
-					"parentId %q names no entry: pi's context starts here and the %d earlier entries are not on the path", e.ParentID, lost)
+				f := c.report(RuleBrokenParent, e.Line, "parent:"+e.ID(),
+					"parentId %q names no entry: pi's context starts here and the %d earlier entries are not on the path", e.ParentID(), lost)
 				setEntry(f, e)
 			} else {
-				f := c.reportAt(RuleBrokenParent, Warning, e.Line, "parent:"+e.ID,
-					"parentId %q names no entry (this entry is off the path to the leaf)", e.ParentID)
+				f := c.reportAt(RuleBrokenParent, Warning, e.Line, "parent:"+e.ID(),
+					"parentId %q names no entry (this entry is off the path to the leaf)", e.ParentID())
 				setEntry(f, e)
 			}
 		}
 		switch e.Type() {
 		case "label":
 			if e.TargetID() != "" && s.ByID(e.TargetID()) == nil {
-				c.report(RuleDanglingRef, e.Line, "label:"+e.ID, "label targets %q, which names no entry", e.TargetID())
+				c.report(RuleDanglingRef, e.Line, "label:"+e.ID(), "label targets %q, which names no entry", e.TargetID())
 			}
 		case "branch_summary":
 			if e.FromID() != "" && e.FromID() != "root" && s.ByID(e.FromID()) == nil {
-				c.report(RuleDanglingRef, e.Line, "from:"+e.ID, "branch summary fromId %q names no entry", e.FromID())
+				c.report(RuleDanglingRef, e.Line, "from:"+e.ID(), "branch summary fromId %q names no entry", e.FromID())
 			}
 		}
 	}
@@ -117,7 +117,7 @@ func (c *checker) cycles() {
 	s := c.s
 	inCycle := map[*transcript.Entry]bool{}
 	onLeafPath := false
-	if p := c.ctx.Path; len(p) > 0 && p[0].ParentID != "" && s.ByID(p[0].ParentID) != nil {
+	if p := c.ctx.Path; len(p) > 0 && p[0].ParentID() != "" && s.ByID(p[0].ParentID()) != nil {
 		// The path walk from the leaf only stops at an existing parent when
 		// it came back to an entry it had seen: the leaf runs into a cycle.
 		onLeafPath = true
@@ -125,8 +125,8 @@ func (c *checker) cycles() {
 	const maxSteps = 10_000_000
 	steps := 0
 	for _, e := range s.Entries {
-		p := s.ByID(e.ParentID)
-		if e.ParentID == "" || p == nil || p.Line < e.Line || inCycle[e] {
+		p := s.ByID(e.ParentID())
+		if e.ParentID() == "" || p == nil || p.Line < e.Line || inCycle[e] {
 			continue
 		}
 		var members []*transcript.Entry
@@ -134,10 +134,10 @@ func (c *checker) cycles() {
 		for cur := e; cur != nil && !seen[cur] && steps < maxSteps; steps++ {
 			seen[cur] = true
 			members = append(members, cur)
-			if cur.ParentID == "" {
+			if cur.ParentID() == "" {
 				break
 			}
-			next := s.ByID(cur.ParentID)
+			next := s.ByID(cur.ParentID())
 			if next == e {
 				first := members[0]
 				lines := make([]string, 0, len(members))
@@ -152,7 +152,7 @@ func (c *checker) cycles() {
 				if onLeafPath && c.leafReaches(members) {
 					sev, what = Error, "the leaf's path runs into it, so pi hangs while loading the session"
 				}
-				f := c.reportAt(RuleParentCycle, sev, first.Line, "cycle:"+first.ID,
+				f := c.reportAt(RuleParentCycle, sev, first.Line, "cycle:"+first.ID(),
 					"parent links form a cycle through %d entries (lines %s): %s", len(members), strings.Join(lines, ", "), what)
 				setEntry(f, first)
 				break
@@ -204,7 +204,7 @@ func (c *checker) unreachable() {
 		if j-i > 1 {
 			what = fmt.Sprintf("%d entries (lines %d–%d) are", j-i, first.Line, last.Line)
 		}
-		f := c.report(RuleUnreachable, first.Line, "off:"+first.ID, "%s not on the path to the leaf (line %d): pi never sends them", what, c.leafLine())
+		f := c.report(RuleUnreachable, first.Line, "off:"+first.ID(), "%s not on the path to the leaf (line %d): pi never sends them", what, c.leafLine())
 		setEntry(f, first)
 		i = j
 	}
@@ -218,8 +218,8 @@ func (c *checker) leafLine() int {
 }
 
 func setEntry(f *Finding, e *transcript.Entry) {
-	if f != nil && e != nil && !strings.HasPrefix(e.ID, "v1:") {
-		f.EntryID = e.ID
+	if f != nil && e != nil && !strings.HasPrefix(e.ID(), "v1:") {
+		f.EntryID = e.ID()
 	}
 }
 

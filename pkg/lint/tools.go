@@ -31,7 +31,7 @@ func (c *checker) tools() {
 			id := m.Entry.ToolCallID
 			lastResult[id] = i
 			if !calls[id] {
-				f := c.report(RuleOrphanToolResult, m.Entry.Line, "result:"+id+"@"+m.Entry.ID,
+				f := c.report(RuleOrphanToolResult, m.Entry.Line, "result:"+id+"@"+m.Entry.ID(),
 					"tool result for %q (%s) has no tool call in the context before it: the provider rejects every request with it (Anthropic: \"unexpected tool_use_id\")",
 					id, toolName(m.Entry))
 				setEntry(f, m.Entry)

@@ -27,14 +27,14 @@ func (c *checker) usage() {
 		piAnchor := false
 		for k := range audit.Records {
 			r := &audit.Records[k]
-			if r.Class != class || c.replayed(r.Entry) {
+			if r.Class() != class || c.replayed(r.Entry) {
 				continue
 			}
 			if first == nil {
 				first = r
 			}
 			n++
-			last = r.Line
+			last = r.Line()
 			if rejected != nil && r == rejected {
 				piAnchor = true
 			}
@@ -42,14 +42,14 @@ func (c *checker) usage() {
 		if first == nil {
 			continue
 		}
-		what := fmt.Sprintf("the usage record on line %d is %s: %s", first.Line, class, first.Reason)
+		what := fmt.Sprintf("the usage record on line %d is %s: %s", first.Line(), class, audit.Reason(first))
 		if n > 1 {
-			what = fmt.Sprintf("%d usage records (lines %d–%d) are %s; the first: %s", n, first.Line, last, class, first.Reason)
+			what = fmt.Sprintf("%d usage records (lines %d–%d) are %s; the first: %s", n, first.Line(), last, class, audit.Reason(first))
 		}
 		if piAnchor {
-			what += fmt.Sprintf(" — pi's usage-based estimate anchors on line %d and is wrong", rejected.Line)
+			what += fmt.Sprintf(" — pi's usage-based estimate anchors on line %d and is wrong", rejected.Line())
 		}
-		f := c.report(RuleUsageSuspect, first.Line, "usage:"+string(class), "%s", what)
+		f := c.report(RuleUsageSuspect, first.Line(), "usage:"+string(class), "%s", what)
 		setEntry(f, first.Entry)
 	}
 }

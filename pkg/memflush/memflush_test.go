@@ -79,7 +79,7 @@ func buildSession(t *testing.T, dir, name string) string {
 func appendTurns(t *testing.T, path string, texts []string, fillerTurns int) {
 	t.Helper()
 	s := testkit.Load(t, path)
-	parent := s.Leaf().ID
+	parent := s.Leaf().ID()
 	s.Close()
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {

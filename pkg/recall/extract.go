@@ -142,7 +142,7 @@ func (x *extractor) entryUnit(e *transcript.Entry, m *transcript.Message) (unit,
 	if i := strings.IndexByte(text, ':'); i >= 0 && strings.TrimSpace(text[i+1:]) == "" {
 		return unit{}, false // label only, nothing to find
 	}
-	return unit{text: text, id: e.ID, ts: ts}, true
+	return unit{text: text, id: e.ID(), ts: ts}, true
 }
 
 // writeBlocks appends the text of a message's content blocks (a string

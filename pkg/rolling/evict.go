@@ -272,7 +272,7 @@ func validCuts(msgs []Message) []bool {
 		blocked += diff[i]
 		m := msgs[i]
 		valid[i] = blocked == 0 && m.Role != "toolResult" && m.Role != "compactionSummary" &&
-			m.Entry != nil && m.Entry.ID != ""
+			m.Entry != nil && m.Entry.ID() != ""
 	}
 	return valid
 }

@@ -511,7 +511,7 @@ func (r *Roller) recordRoll(d *decision, s *transcript.Session, ev Eviction, lin
 	rep.KeptMessages = len(ev.Kept)
 	rep.FirstKeptLine = first.Line
 	if s.Version >= 2 {
-		rep.FirstKeptEntryID = first.ID
+		rep.FirstKeptEntryID = first.ID()
 	}
 }
 

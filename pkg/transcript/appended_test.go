@@ -57,8 +57,8 @@ func TestWithAppendedEqualsAppendAndReload(t *testing.T) {
 			if me.Line != de.Line || me.Offset != de.Offset || me.Index != de.Index || me.Role() != de.Role() {
 				t.Fatalf("%s: message %d: line %d/%d offset %d/%d", src, i, me.Line, de.Line, me.Offset, de.Offset)
 			}
-			if disk.Version >= 2 && me.ID != de.ID {
-				t.Fatalf("%s: message %d id %s/%s", src, i, me.ID, de.ID)
+			if disk.Version >= 2 && me.ID() != de.ID() {
+				t.Fatalf("%s: message %d id %s/%s", src, i, me.ID(), de.ID())
 			}
 			mr, err1 := mem.Raw(me)
 			dr, err2 := disk.Raw(de)

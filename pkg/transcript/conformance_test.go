@@ -81,8 +81,8 @@ func TestSpecExamplesMatchPi(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := s.Context()
-	if len(ctx.Messages) != 6 || ctx.HeuristicTokens() != 78 || s.Leaf().ID != "a1f00012" {
-		t.Fatalf("spec example: %d messages, %d tokens, leaf %s; want 6, 78, a1f00012", len(ctx.Messages), ctx.HeuristicTokens(), s.Leaf().ID)
+	if len(ctx.Messages) != 6 || ctx.HeuristicTokens() != 78 || s.Leaf().ID() != "a1f00012" {
+		t.Fatalf("spec example: %d messages, %d tokens, leaf %s; want 6, 78, a1f00012", len(ctx.Messages), ctx.HeuristicTokens(), s.Leaf().ID())
 	}
 }
 

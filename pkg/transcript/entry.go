@@ -19,8 +19,6 @@ type Entry struct {
 	Offset int64 // byte offset of the line in the file
 	Length int   // bytes of the line, without the newline
 
-	ID       string // for v1 files a synthetic id ("v1:L<line>")
-	ParentID string // "" for a root
 	// ts is the entry's timestamp (read through Timestamp) as epoch ms
 	// when it has the shape pi writes, isoMillis, which reads back byte for
 	// byte: 8 bytes instead of a string header and 24 bytes of text on
@@ -39,6 +37,11 @@ type Entry struct {
 	// where four words took 32); Chars is not (an image counts 4800).
 	Wide          int32
 	ThinkingChars int32
+	// id and parent are the entry's id and parentId (read through ID and
+	// ParentID) in the forms that forms holds: pi's ids, 8 lowercase hex
+	// digits, as their number in 4 bytes where a string header and its
+	// text took 24; ids of other shapes in long.
+	id, parent uint32
 
 	// IsError is a toolResult's isError, ExcludeFromContext a bash
 	// execution's excludeFromContext.
@@ -48,6 +51,8 @@ type Entry struct {
 	// timestamp and role were read; Chars is 0 and its content cannot be
 	// decoded.
 	Oversized bool
+	forms     idForms
+	long      *longIDs // nil when both id and parentId have a numeric form
 
 	MsgTimestamp float64 // message.timestamp (epoch ms), 0 if absent
 
@@ -257,8 +262,10 @@ func (e *Entry) CustomType() string { return e.rareOrNone().customType }
 // firstKeptID, with a summary of chars UTF-16 code units, will be once
 // appended: planners rebuild the context it leaves before writing it.
 func PlannedCompaction(firstKeptID string, chars int) *Entry {
-	return &Entry{Index: -1, ID: "\x00ctxtool-new", names: internNames(names{typ: "compaction", role: "compactionSummary"}),
+	e := &Entry{Index: -1, names: internNames(names{typ: "compaction", role: "compactionSummary"}),
 		Chars: chars, rare: &rareFields{firstKeptEntryID: firstKeptID, firstKeptEntryIndex: -1}}
+	e.setID("\x00ctxtool-new")
+	return e
 }
 
 // ProducesMessage reports whether pi turns the entry into a context message

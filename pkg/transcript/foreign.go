@@ -156,7 +156,8 @@ func (b *produced) add(p *formats.Produced) {
 func (b *produced) entry(p *formats.Produced) *Entry {
 	x := &b.names
 	e := take(&b.entries)
-	e.ID, e.ParentID = p.ID, p.ParentID
+	e.setID(p.ID)
+	e.setParentID(p.ParentID)
 	e.setTimestamp(p.Timestamp)
 	n := names{typ: x.get(p.Type)}
 	switch p.Type {

@@ -123,7 +123,7 @@ func TestOversizedLine(t *testing.T) {
 	if len(s.Oversized) != 2 || s.Oversized[0].Line != 3 || s.Oversized[1].Line != 5 {
 		t.Fatalf("oversized %+v", s.Oversized)
 	}
-	if len(s.Entries) != 3 || !s.Entries[1].Oversized || s.Entries[1].ID != "b" || s.Entries[1].Chars != 0 || s.Entries[2].ParentID != "b" {
+	if len(s.Entries) != 3 || !s.Entries[1].Oversized || s.Entries[1].ID() != "b" || s.Entries[1].Chars != 0 || s.Entries[2].ParentID() != "b" {
 		t.Fatalf("entries %+v", s.Entries)
 	}
 	if len(s.Context().Messages) != 3 {

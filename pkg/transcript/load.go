@@ -666,7 +666,7 @@ func (a *assembler) place(pl parsedLine, lineNo int, off int64, length int, raw 
 			e.Oversized = true
 			e.Chars, e.Images, e.Wide, e.ThinkingChars = 0, 0, 0, 0
 			s.Warnings = append(s.Warnings, Warning{Line: lineNo, Msg: fmt.Sprintf("the %s entry %s is %d MiB, over the %d MiB line cap: it stays in the tree but its content is not read or counted",
-				e.Type(), e.ID, length>>20, MaxLineBytes>>20)})
+				e.Type(), e.ID(), length>>20, MaxLineBytes>>20)})
 		}
 		a.index++
 		e.Index = a.index - 1
@@ -684,19 +684,19 @@ func (s *Session) finishFrom(start int) {
 	if s.Version < 2 {
 		var prev string
 		if start > 0 {
-			prev = s.Entries[start-1].ID
+			prev = s.Entries[start-1].ID()
 		}
 		for _, e := range added {
-			e.ID = fmt.Sprintf("v1:L%d", e.Line)
-			e.ParentID = prev
-			prev = e.ID
+			e.setID(fmt.Sprintf("v1:L%d", e.Line))
+			e.setParentID(prev)
+			prev = e.ID()
 		}
 		for _, e := range added {
 			if e.Type() == "compaction" && e.FirstKeptEntryIndex() >= 0 {
 				// pi resolves the index while assigning ids in file order, so
 				// a target after the compaction has no id yet: nothing kept.
 				if t := s.entryAtIndex(e.FirstKeptEntryIndex()); t != nil && t.Index <= e.Index {
-					e.more().firstKeptEntryID = t.ID
+					e.more().firstKeptEntryID = t.ID()
 				}
 			}
 		}
@@ -705,7 +705,7 @@ func (s *Session) finishFrom(start int) {
 	x.entries = s.Entries
 	x.reserve(len(added))
 	for i, e := range added {
-		if e.ID != "" && x.get(e.ID) != nil {
+		if e.forms.id() != idNone && x.positionOfKey(e.key()) >= 0 {
 			s.dups = append(s.dups, e)
 		}
 		x.put(start + i)
@@ -839,37 +839,40 @@ type idIndex struct {
 
 var idSeed = maphash.MakeSeed()
 
-func (x *idIndex) get(id string) *Entry {
-	if p := x.positionOf(id); p >= 0 {
+func (x *idIndex) get(id string) *Entry { return x.getKey(packed(id)) }
+
+// getKey is get of an id in its packed form.
+func (x *idIndex) getKey(k packedID) *Entry {
+	if p := x.positionOfKey(k); p >= 0 {
 		return x.entries[p]
 	}
 	return nil
 }
 
-// positionOf is the position of the entry with the given id, -1 when
+// positionOfKey is the position of the entry with the id k, -1 when
 // there is none. A base's positions are the same in x's entries, which
 // begin with the base's.
-func (x *idIndex) positionOf(id string) int {
+func (x *idIndex) positionOfKey(k packedID) int {
 	for ; x != nil; x = x.base {
-		if p := x.find(id); p >= 0 {
+		if p := x.find(k); p >= 0 {
 			return p
 		}
 	}
 	return -1
 }
 
-// find is the position of id in x's own slots, -1 when absent.
-func (x *idIndex) find(id string) int {
+// find is the position of the id k in x's own slots, -1 when absent.
+func (x *idIndex) find(k packedID) int {
 	if len(x.slots) == 0 {
 		return -1
 	}
 	mask := uint64(len(x.slots) - 1)
-	for i := maphash.String(idSeed, id) & mask; ; i = (i + 1) & mask {
+	for i := k.hash(idSeed) & mask; ; i = (i + 1) & mask {
 		p := int(x.slots[i]) - 1
 		if p < 0 {
 			return -1
 		}
-		if x.entries[p].ID == id {
+		if x.entries[p].is(k) {
 			return p
 		}
 	}
@@ -898,15 +901,15 @@ func (x *idIndex) reserve(n int) {
 // entry with the same id.
 func (x *idIndex) put(p int) {
 	mask := uint64(len(x.slots) - 1)
-	id := x.entries[p].ID
-	for i := maphash.String(idSeed, id) & mask; ; i = (i + 1) & mask {
+	k := x.entries[p].key()
+	for i := k.hash(idSeed) & mask; ; i = (i + 1) & mask {
 		q := int(x.slots[i]) - 1
 		if q < 0 {
 			x.slots[i] = int32(p + 1)
 			x.used++
 			return
 		}
-		if x.entries[q].ID == id {
+		if x.entries[q].is(k) {
 			x.slots[i] = int32(p + 1)
 			return
 		}

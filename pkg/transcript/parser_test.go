@@ -27,21 +27,21 @@ func TestParserSharesRepeatedStrings(t *testing.T) {
 		es = append(es, pl.entry)
 	}
 	same := func(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
-	if es[1].ParentID != "a1" || !same(es[1].ParentID, es[0].ID) {
-		t.Errorf("parentId %q does not share the previous id", es[1].ParentID)
+	if es[1].ParentID() != "a1" || !same(es[1].ParentID(), es[0].ID()) {
+		t.Errorf("parentId %q does not share the previous id", es[1].ParentID())
 	}
 	if es[1].ToolCallID != "call_1" || !same(es[1].ToolCallID, es[0].ToolCallIDs[0]) {
 		t.Errorf("toolCallId %q does not share the tool call's id", es[1].ToolCallID)
 	}
-	if es[2].ID != `a\\b` || es[3].ParentID != `a\\b` {
-		t.Errorf("id %q, parentId %q: want a\\\\b both", es[2].ID, es[3].ParentID)
+	if es[2].ID() != `a\\b` || es[3].ParentID() != `a\\b` {
+		t.Errorf("id %q, parentId %q: want a\\\\b both", es[2].ID(), es[3].ParentID())
 	}
 	if es[4].ToolCallID != "call_1" {
 		t.Errorf("escaped toolCallId read as %q", es[4].ToolCallID)
 	}
 	// Raw bytes equal to an earlier decoded value, but with an escape.
 	pl := parseLineIn([]byte(`{"type":"message","id":"e","parentId":"x\\y"}`), &parser{prevID: []string{`x\\y`}})
-	if pl.entry.ParentID != `x\y` {
-		t.Errorf("parentId x\\\\y (escaped) read as %q", pl.entry.ParentID)
+	if pl.entry.ParentID() != `x\y` {
+		t.Errorf("parentId x\\\\y (escaped) read as %q", pl.entry.ParentID())
 	}
 }

@@ -35,10 +35,10 @@ func TestPathToCycleAndChain(t *testing.T) {
 		leaf := s.Entries[len(s.Entries)-1]
 		var got, slow []string
 		for _, e := range s.PathTo(leaf) {
-			got = append(got, e.ID)
+			got = append(got, e.ID())
 		}
 		for _, e := range s.pathToCyclic(leaf) {
-			slow = append(slow, e.ID)
+			slow = append(slow, e.ID())
 		}
 		if strings.Join(got, " ") != c.want || strings.Join(slow, " ") != c.want {
 			t.Errorf("%s: PathTo %v, with a seen-set %v, want %s", name, got, slow, c.want)
@@ -78,19 +78,19 @@ func TestPathToFileOrderMatchesMapWalk(t *testing.T) {
 		for _, e := range s.Entries {
 			var got, want []string // ids and lines: a duplicated id's entries differ by line
 			for _, p := range s.PathTo(e) {
-				got = append(got, fmt.Sprintf("%s@%d", p.ID, p.Line))
+				got = append(got, fmt.Sprintf("%s@%d", p.ID(), p.Line))
 			}
 			for _, p := range s.pathToCyclic(e) {
-				want = append(want, fmt.Sprintf("%s@%d", p.ID, p.Line))
+				want = append(want, fmt.Sprintf("%s@%d", p.ID(), p.Line))
 			}
 			if strings.Join(got, " ") != strings.Join(want, " ") {
-				t.Errorf("%s: PathTo(%s) = %v, the map walk gives %v", name, e.ID, got, want)
+				t.Errorf("%s: PathTo(%s) = %v, the map walk gives %v", name, e.ID(), got, want)
 			}
 		}
 		// Parent, a step of a walk, is the entry ByID gives.
 		for i, e := range s.Entries {
-			if p, pos := s.Parent(e, i); p != s.ByID(e.ParentID) || pos != s.position(p) {
-				t.Errorf("%s: Parent(%s@%d) = %v at %d, ByID gives %v", name, e.ID, e.Line, p, pos, s.ByID(e.ParentID))
+			if p, pos := s.Parent(e, i); p != s.ByID(e.ParentID()) || pos != s.position(p) {
+				t.Errorf("%s: Parent(%s@%d) = %v at %d, ByID gives %v", name, e.ID(), e.Line, p, pos, s.ByID(e.ParentID()))
 			}
 		}
 	}

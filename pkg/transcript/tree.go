@@ -36,7 +36,7 @@ func (s *Session) PathTo(e *Entry) []*Entry {
 			return s.pathToCyclic(e)
 		}
 		n++
-		if cur.ParentID == "" {
+		if cur.forms.parent() == idNone {
 			break
 		}
 		cur, p = s.Parent(cur, p)
@@ -61,12 +61,12 @@ func (s *Session) PathTo(e *Entry) []*Entry {
 // nearly always in an append-only file, and takes no lookup in the id
 // index: one per entry (then a map) was 7% of the CPU of a 1 GB estimate.
 func (s *Session) Parent(cur *Entry, pos int) (*Entry, int) {
-	if pos > 0 && len(s.dups) == 0 && cur.ParentID != "" {
-		if p := s.Entries[pos-1]; p.ID == cur.ParentID {
+	if pos > 0 && len(s.dups) == 0 && cur.forms.parent() != idNone {
+		if p := s.Entries[pos-1]; cur.childOf(p) {
 			return p, pos - 1
 		}
 	}
-	if p := s.byID.positionOf(cur.ParentID); p >= 0 {
+	if p := s.byID.positionOfKey(cur.parentKey()); p >= 0 {
 		return s.Entries[p], p
 	}
 	return nil, -1
@@ -80,10 +80,10 @@ func (s *Session) pathToCyclic(e *Entry) []*Entry {
 	for cur := e; cur != nil && !seen[cur]; {
 		seen[cur] = true
 		rev = append(rev, cur)
-		if cur.ParentID == "" {
+		if cur.forms.parent() == idNone {
 			break
 		}
-		cur = s.byID.get(cur.ParentID)
+		cur = s.byID.getKey(cur.parentKey())
 	}
 	reverse(rev)
 	return rev
@@ -172,13 +172,14 @@ func BuildContext(path []*Entry) *Context {
 	// id; its first kept entry is the first before it with the id it
 	// names. One pass finds both (a pass each was a third of the CPU of
 	// rebuilding a 1 GB session's context, every entry a cache miss).
-	kept := c.Compaction.FirstKeptEntryID()
+	kept, at := c.Compaction.FirstKeptEntryID(), c.Compaction.key()
+	keptKey := packed(kept)
 	for i, e := range path {
-		if e.Type() == "compaction" && e.ID == c.Compaction.ID {
+		if e.Type() == "compaction" && e.is(at) {
 			c.CompactionIndex = i
 			break
 		}
-		if c.KeptStart < 0 && kept != "" && e.ID == kept {
+		if c.KeptStart < 0 && kept != "" && e.is(keptKey) {
 			c.KeptStart = i
 		}
 	}
@@ -201,13 +202,13 @@ func BuildContext(path []*Entry) *Context {
 // compactions name are remembered: a map of every id on the path was 1.5
 // million inserts per estimate of a 1 GB session.
 func KeptStarts(path []*Entry) map[int]int {
-	first := map[string]int{} // named id → first path index, -1 until seen
+	first := map[packedID]int{} // named id → first path index, -1 until seen
 	var compactions []int
 	for i, e := range path {
 		if e.Type() == "compaction" {
 			compactions = append(compactions, i)
 			if id := e.FirstKeptEntryID(); id != "" {
-				first[id] = -1
+				first[packed(id)] = -1
 			}
 		}
 	}
@@ -216,14 +217,14 @@ func KeptStarts(path []*Entry) map[int]int {
 		return out
 	}
 	for i, e := range path {
-		if k, ok := first[e.ID]; ok && k < 0 {
-			first[e.ID] = i
+		if k, ok := first[e.key()]; ok && k < 0 {
+			first[e.key()] = i
 		}
 	}
 	for _, i := range compactions {
 		out[i] = -1
 		if id := path[i].FirstKeptEntryID(); id != "" {
-			if k := first[id]; k >= 0 && k < i {
+			if k := first[packed(id)]; k >= 0 && k < i {
 				out[i] = k
 			}
 		}
@@ -326,18 +327,18 @@ func (s *Session) duplicateIDs() []TreeProblem {
 	}
 	lines := map[string][]int{}
 	for _, d := range s.dups {
-		lines[d.ID] = nil
+		lines[d.ID()] = nil
 	}
 	for _, e := range s.Entries {
-		if l, ok := lines[e.ID]; ok {
-			lines[e.ID] = append(l, e.Line)
+		if l, ok := lines[e.ID()]; ok {
+			lines[e.ID()] = append(l, e.Line)
 		}
 	}
 	var out []TreeProblem
 	for _, d := range s.dups {
-		if l := lines[d.ID]; l != nil {
-			out = append(out, TreeProblem{Kind: "duplicate id", ID: d.ID, Lines: l})
-			lines[d.ID] = nil
+		if l := lines[d.ID()]; l != nil {
+			out = append(out, TreeProblem{Kind: "duplicate id", ID: d.ID(), Lines: l})
+			lines[d.ID()] = nil
 		}
 	}
 	return out
@@ -357,14 +358,14 @@ func (s *Session) parentCycles() []TreeProblem {
 		for cur != nil && pos >= 0 && color[pos] == 0 {
 			color[pos] = 1
 			walk = append(walk, pos)
-			if cur.ParentID == "" {
+			if cur.forms.parent() == idNone {
 				cur = nil
 				break
 			}
 			cur, pos = s.Parent(cur, pos)
 		}
 		if cur != nil && pos >= 0 && color[pos] == 1 {
-			p := TreeProblem{Kind: "parent cycle", ID: cur.ID}
+			p := TreeProblem{Kind: "parent cycle", ID: cur.ID()}
 			on := false
 			for _, w := range walk {
 				on = on || w == pos

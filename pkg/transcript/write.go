@@ -23,7 +23,7 @@ type Writer struct {
 func (s *Session) NewWriter() *Writer {
 	w := &Writer{s: s, ids: map[string]bool{}, Now: time.Now}
 	if leaf := s.Leaf(); leaf != nil && s.Version >= 2 {
-		w.parent = leaf.ID
+		w.parent = leaf.ID()
 	}
 	last := 0
 	if n := len(s.Entries); n > 0 {
@@ -110,7 +110,7 @@ func (w *Writer) Compaction(c CompactionSpec) (Appended, error) {
 	}
 	kept := ""
 	if c.FirstKept != nil {
-		kept = c.FirstKept.ID
+		kept = c.FirstKept.ID()
 	}
 	line, err := MarshalJS(compactionV3{Type: "compaction", ID: id, ParentID: w.parentPtr(), Timestamp: ts,
 		Summary: c.Summary, FirstKeptEntryID: kept, TokensBefore: c.TokensBefore, Details: c.Details, FromHook: c.FromHook})

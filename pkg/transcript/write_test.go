@@ -122,7 +122,7 @@ func TestAppendAddsMissingNewline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Malformed) != 0 || s.Leaf().Type() != "custom_message" || s.Leaf().ParentID != "00000004" {
+	if len(s.Malformed) != 0 || s.Leaf().Type() != "custom_message" || s.Leaf().ParentID() != "00000004" {
 		t.Fatalf("malformed %v, leaf %+v", s.Malformed, s.Leaf())
 	}
 }
@@ -149,8 +149,8 @@ func TestUpdateReplansWhenFileGrows(t *testing.T) {
 		t.Fatalf("plan ran %d times, want 2", calls)
 	}
 	s, _ := transcript.Load(f)
-	if s.Leaf().ParentID != "bbbb0001" {
-		t.Fatalf("our entry's parent is %q, want the concurrent line", s.Leaf().ParentID)
+	if s.Leaf().ParentID() != "bbbb0001" {
+		t.Fatalf("our entry's parent is %q, want the concurrent line", s.Leaf().ParentID())
 	}
 }
 
