@@ -122,34 +122,45 @@ func (g *spanSums) add(delta int, x features) {
 // weights, instead of keeping one (usage, context features) anchor per
 // record until the weights are known (16 MB at 1 GB).
 func calibrate(path []*transcript.Entry, feat func(*transcript.Entry) features, audit *UsageAudit) *Calibration {
-	sound := audit.soundAt(path)
-	spans, _ := pathSpans(path, feat, sound, nil)
+	p := newRecordPath(path, audit)
+	spans, _ := pathSpans(p, feat, nil)
 	c := Fit(spans)
-	_, over := pathSpans(path, feat, sound, c)
+	_, over := pathSpans(p, feat, c)
 	c.Overhead = medianOverhead(over)
 	return c
 }
 
+// recordPath is a root→leaf path with what both of calibrate's walks read
+// of it, found once.
+type recordPath struct {
+	entries []*transcript.Entry
+	kept    map[int]int // transcript.KeptStarts
+	sound   []bool      // sound usage record, by path index
+}
+
+func newRecordPath(path []*transcript.Entry, audit *UsageAudit) recordPath {
+	return recordPath{entries: path, kept: transcript.KeptStarts(path), sound: audit.soundAt(path)}
+}
+
 // pathSpans walks the root→leaf path and returns the sums of the usage
-// deltas between consecutive sound records (sound, by path index) with no
-// compaction between them and, when c is not nil, each record's overhead
-// under c (what its usage carries beyond its context's messages), in one
-// pass (contextSum).
-func pathSpans(path []*transcript.Entry, feat func(*transcript.Entry) features, sound []bool, c *Calibration) (spans spanSums, over []int) {
+// deltas between consecutive sound records with no compaction between
+// them and, when c is not nil, each record's overhead under c (what its
+// usage carries beyond its context's messages), in one pass (contextSum).
+func pathSpans(p recordPath, feat func(*transcript.Entry) features, c *Calibration) (spans spanSums, over []int) {
 	r := spanRecorder{calib: c, prev: -1}
 	if c != nil {
 		// One overhead per sound record: sized once, as append's
 		// doubling kept every generation live.
 		n := 0
-		for _, ok := range sound {
+		for _, ok := range p.sound {
 			if ok {
 				n++
 			}
 		}
 		r.over = make([]int, 0, n)
 	}
-	walk := newContextSum[features](transcript.KeptStarts(path))
-	for i, e := range path {
+	walk := newContextSum[features](p.kept)
+	for i, e := range p.entries {
 		f, message := walk.step(i, e, feat)
 		if e.Type() == "compaction" {
 			r.restart() // the context restarts: summary + kept entries
@@ -158,8 +169,8 @@ func pathSpans(path []*transcript.Entry, feat func(*transcript.Entry) features, 
 			continue
 		}
 		r.acc = r.acc.plus(f)
-		if sound[i] {
-			r.record(path, i, walk.active)
+		if p.sound[i] {
+			r.record(p.entries, i, walk.active)
 		}
 	}
 	return r.spans, r.over

@@ -16,11 +16,11 @@ import (
 //	go test ./pkg/estimate -run - -bench PathSpans -benchtime 3x
 func BenchmarkPathSpans(b *testing.B) {
 	path, c := calibratedPath(b, sessiongen.Options{Seed: 9, Turns: 3000, Compactions: 600, ToolResultBytes: 400, NoLineIndex: true})
-	sound := AuditUsage(path, 0).soundAt(path)
+	p := newRecordPath(path, AuditUsage(path, 0))
 	b.Logf("%d path entries", len(path))
 	b.Run("linear", func(b *testing.B) {
 		for b.Loop() {
-			pathSpans(path, c.features, sound, nil)
+			pathSpans(p, c.features, nil)
 		}
 	})
 	b.Run("quadratic-before", func(b *testing.B) {
@@ -35,10 +35,10 @@ func BenchmarkPathSpans(b *testing.B) {
 // (sessions with ordinary usage).
 func TestPathSpansMatchesQuadratic(t *testing.T) {
 	path, c := calibratedPath(t, sessiongen.Options{Seed: 3, Turns: 200, Compactions: 20})
-	sound := AuditUsage(path, 0).soundAt(path)
-	gotS, _ := pathSpans(path, c.features, sound, nil)
+	p := newRecordPath(path, AuditUsage(path, 0))
+	gotS, _ := pathSpans(p, c.features, nil)
 	calib := Fit(gotS)
-	_, gotO := pathSpans(path, c.features, sound, calib)
+	_, gotO := pathSpans(p, c.features, calib)
 	wantS, wantO := pathSpansQuadratic(path, c.features, calib)
 	if gotS.Points != wantS.Points || len(gotO) != len(wantO) || gotS.Points < 100 {
 		t.Fatalf("spans %d/%d overheads %d/%d", gotS.Points, wantS.Points, len(gotO), len(wantO))
