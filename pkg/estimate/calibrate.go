@@ -116,21 +116,38 @@ func (g *spanSums) add(delta int, x features) {
 	}
 }
 
-// pathSpans walks the root→leaf path and returns the sums of the usage
-// deltas between consecutive sound records (audit) with no compaction
-// between them, plus the per-record (usage, feature sum of the context the
-// provider saw) pairs, in one pass (contextSum).
-func pathSpans(path []*transcript.Entry, feat func(*transcript.Entry) features, audit *UsageAudit) (spans spanSums, anchors []anchorPoint) {
+// calibrate fits a calibration on the sound usage records (audit) of a
+// root→leaf path: the weights from the spans, then the overhead from a
+// second walk that meets each record's active context again under those
+// weights, instead of keeping one (usage, context features) anchor per
+// record until the weights are known (16 MB at 1 GB).
+func calibrate(path []*transcript.Entry, feat func(*transcript.Entry) features, audit *UsageAudit) *Calibration {
 	sound := audit.soundAt(path)
-	// One anchor per sound record: sized once, as append's doubling kept
-	// every generation live (100 MB at 1 GB).
-	n := 0
-	for _, ok := range sound {
-		if ok {
-			n++
+	spans, _ := pathSpans(path, feat, sound, nil)
+	c := Fit(spans)
+	_, over := pathSpans(path, feat, sound, c)
+	c.Overhead = medianOverhead(over)
+	return c
+}
+
+// pathSpans walks the root→leaf path and returns the sums of the usage
+// deltas between consecutive sound records (sound, by path index) with no
+// compaction between them and, when c is not nil, each record's overhead
+// under c (what its usage carries beyond its context's messages), in one
+// pass (contextSum).
+func pathSpans(path []*transcript.Entry, feat func(*transcript.Entry) features, sound []bool, c *Calibration) (spans spanSums, over []int) {
+	r := spanRecorder{calib: c, prev: -1}
+	if c != nil {
+		// One overhead per sound record: sized once, as append's
+		// doubling kept every generation live.
+		n := 0
+		for _, ok := range sound {
+			if ok {
+				n++
+			}
 		}
+		r.over = make([]int, 0, n)
 	}
-	r := spanRecorder{anchors: make([]anchorPoint, 0, n), prev: -1}
 	walk := newContextSum[features](transcript.KeptStarts(path))
 	for i, e := range path {
 		f, message := walk.step(i, e, feat)
@@ -145,28 +162,31 @@ func pathSpans(path []*transcript.Entry, feat func(*transcript.Entry) features, 
 			r.record(path, i, walk.active)
 		}
 	}
-	return r.spans, r.anchors
+	return r.spans, r.over
 }
 
-// spanRecorder collects the spans and anchors of one walk over a path.
+// spanRecorder collects the spans and overheads of one walk over a path.
 // pathSpans and the quadratic walk its benchmark compares it with share it,
 // so the two differ only in how they find a compaction's kept entries.
 type spanRecorder struct {
-	spans   spanSums
-	anchors []anchorPoint
-	prev    int      // the previous sound record since the last compaction; -1: none
-	acc     features // features of the messages since prev
+	spans spanSums
+	calib *Calibration // nil: the spans only
+	over  []int
+	prev  int      // the previous sound record since the last compaction; -1: none
+	acc   features // features of the messages since prev
 }
 
 // restart forgets the previous record: a compaction restarts the context,
 // so no span crosses it.
 func (r *spanRecorder) restart() { r.prev, r.acc = -1, features{} }
 
-// record takes the sound record path[i], sent with the context active: an
-// anchor, and the span since the previous record when usage grew.
+// record takes the sound record path[i], sent with the context active: its
+// overhead, and the span since the previous record when usage grew.
 func (r *spanRecorder) record(path []*transcript.Entry, i int, active features) {
 	u := path[i].Usage.ContextTokens()
-	r.anchors = append(r.anchors, anchorPoint{usage: u, x: active})
+	if r.calib != nil {
+		r.over = append(r.over, u-int(math.Round(r.calib.apply(active))))
+	}
 	if r.prev >= 0 {
 		d := u - path[r.prev].Usage.ContextTokens()
 		if d > 0 {
@@ -174,11 +194,6 @@ func (r *spanRecorder) record(path []*transcript.Entry, i int, active features) 
 		}
 	}
 	r.prev, r.acc = i, features{}
-}
-
-type anchorPoint struct {
-	usage int
-	x     features
 }
 
 func (a features) plus(b features) features {
@@ -195,26 +210,24 @@ func (a features) minus(b features) features {
 	return a
 }
 
-// Fit learns a calibration from the sums of the usage spans.
-func Fit(spans spanSums, anchors []anchorPoint) *Calibration {
+// Fit learns a calibration's weights from the sums of the usage spans.
+func Fit(spans spanSums) *Calibration {
 	c := &Calibration{Weights: prior, Points: spans.Points, TokensCovered: spans.Covered}
 	c.Usable = c.Points >= MinPoints && c.TokensCovered >= MinCoveredTokens
 	if c.Points > 0 {
 		c.Weights = nnlsRidge(&spans, prior)
 	}
-	// Overhead: what the anchors carry beyond their messages.
-	over := make([]int, 0, len(anchors))
-	for _, a := range anchors {
-		over = append(over, a.usage-int(math.Round(c.apply(a.x))))
-	}
-	if len(over) > 0 {
-		sort.Ints(over)
-		c.Overhead = over[len(over)/2]
-		if c.Overhead < 0 {
-			c.Overhead = 0
-		}
-	}
 	return c
+}
+
+// medianOverhead is the median of the records' overheads (sorted in place),
+// 0 when none or negative: the system prompt and tool definitions.
+func medianOverhead(over []int) int {
+	if len(over) == 0 {
+		return 0
+	}
+	sort.Ints(over)
+	return max(over[len(over)/2], 0)
 }
 
 // nnlsRidge solves min Σ(y − Xβ)² + λ Σ s_k(β_k − p_k)² with β ≥ 0, where

@@ -15,44 +15,49 @@ import (
 //
 //	go test ./pkg/estimate -run - -bench PathSpans -benchtime 3x
 func BenchmarkPathSpans(b *testing.B) {
-	s := generatedSession(b, sessiongen.Options{Seed: 9, Turns: 3000, Compactions: 600, ToolResultBytes: 400, NoLineIndex: true})
-	path := s.Branch()
-	c := &Counter{s: s, method: Calibrated, images: map[*transcript.Entry]int{}, exact: map[*transcript.Entry]int{}}
-	audit := AuditUsage(path, 0)
+	path, c := calibratedPath(b, sessiongen.Options{Seed: 9, Turns: 3000, Compactions: 600, ToolResultBytes: 400, NoLineIndex: true})
+	sound := AuditUsage(path, 0).soundAt(path)
 	b.Logf("%d path entries", len(path))
 	b.Run("linear", func(b *testing.B) {
 		for b.Loop() {
-			pathSpans(path, c.features, audit)
+			pathSpans(path, c.features, sound, nil)
 		}
 	})
 	b.Run("quadratic-before", func(b *testing.B) {
 		for b.Loop() {
-			pathSpansQuadratic(path, c.features)
+			pathSpansQuadratic(path, c.features, nil)
 		}
 	})
 }
 
-// The linear walk finds the same spans as the quadratic one where both
-// trust the same records (sessions with ordinary usage).
+// The linear walk finds the same spans, and the same overheads under a
+// calibration, as the quadratic one where both trust the same records
+// (sessions with ordinary usage).
 func TestPathSpansMatchesQuadratic(t *testing.T) {
-	s := generatedSession(t, sessiongen.Options{Seed: 3, Turns: 200, Compactions: 20})
-	path := s.Branch()
-	c := &Counter{s: s, method: Calibrated, images: map[*transcript.Entry]int{}, exact: map[*transcript.Entry]int{}}
-	gotS, gotA := pathSpans(path, c.features, AuditUsage(path, 0))
-	wantS, wantA := pathSpansQuadratic(path, c.features)
-	if gotS.Points != wantS.Points || len(gotA) != len(wantA) || gotS.Points < 100 {
-		t.Fatalf("spans %d/%d anchors %d/%d", gotS.Points, wantS.Points, len(gotA), len(wantA))
+	path, c := calibratedPath(t, sessiongen.Options{Seed: 3, Turns: 200, Compactions: 20})
+	sound := AuditUsage(path, 0).soundAt(path)
+	gotS, _ := pathSpans(path, c.features, sound, nil)
+	calib := Fit(gotS)
+	_, gotO := pathSpans(path, c.features, sound, calib)
+	wantS, wantO := pathSpansQuadratic(path, c.features, calib)
+	if gotS.Points != wantS.Points || len(gotO) != len(wantO) || gotS.Points < 100 {
+		t.Fatalf("spans %d/%d overheads %d/%d", gotS.Points, wantS.Points, len(gotO), len(wantO))
 	}
-	for i := range gotA {
-		for k := range gotA[i].x {
-			if d := gotA[i].x[k] - wantA[i].x[k]; d > 1e-6 || d < -1e-6 || gotA[i].usage != wantA[i].usage {
-				t.Fatalf("anchor %d: %+v vs %+v", i, gotA[i], wantA[i])
-			}
+	for i := range gotO {
+		if gotO[i] != wantO[i] {
+			t.Fatalf("overhead %d: %d vs %d", i, gotO[i], wantO[i])
 		}
 	}
 	if gotS != wantS {
 		t.Fatalf("span sums: %+v vs %+v", gotS, wantS)
 	}
+}
+
+// calibratedPath is the branch of a session generated with o and a
+// calibrated counter over that session.
+func calibratedPath(tb testing.TB, o sessiongen.Options) ([]*transcript.Entry, *Counter) {
+	s := generatedSession(tb, o)
+	return s.Branch(), &Counter{s: s, method: Calibrated, images: map[*transcript.Entry]int{}, exact: map[*transcript.Entry]int{}}
 }
 
 // generatedSession is a session generated with o, loaded (and closed when
@@ -68,11 +73,11 @@ func generatedSession(tb testing.TB, o sessiongen.Options) *transcript.Session {
 
 // pathSpansQuadratic is pathSpans as it was before issue 9 (kept for the
 // benchmark): it walks the root→leaf path and returns the usage deltas between
-// consecutive trusted anchors with no compaction between them, plus the
-// per-anchor (usage, feature sum of the active context) pairs.
-func pathSpansQuadratic(path []*transcript.Entry, feat func(*transcript.Entry) features) (spans spanSums, anchors []anchorPoint) {
+// consecutive trusted records with no compaction between them, plus each
+// record's overhead under c (none when c is nil).
+func pathSpansQuadratic(path []*transcript.Entry, feat func(*transcript.Entry) features, c *Calibration) (spans spanSums, over []int) {
 	var active features // features of the context as the provider saw it
-	r := spanRecorder{prev: -1}
+	r := spanRecorder{calib: c, prev: -1}
 	msgFeat := make(map[*transcript.Entry]features)
 	for i, e := range path {
 		switch {
@@ -104,5 +109,5 @@ func pathSpansQuadratic(path []*transcript.Entry, feat func(*transcript.Entry) f
 			r.record(path, i, active)
 		}
 	}
-	return r.spans, r.anchors
+	return r.spans, r.over
 }

@@ -61,7 +61,7 @@ func TestCalibratedHoldout(t *testing.T) {
 		path := s.Branch()
 		half := len(path) / 2
 		audit := AuditUsage(path, 0)
-		c.calib = Fit(pathSpans(path[:half], c.features, audit))
+		c.calib = calibrate(path[:half], c.features, audit)
 		rows := evaluateWith(c, path[half:], 20000, audit)
 		for _, r := range rows {
 			total++

@@ -126,7 +126,7 @@ func (c *Counter) fit(branch []*transcript.Entry, audit *UsageAudit) *Calibratio
 	if audit == nil {
 		audit = AuditUsage(branch, 0)
 	}
-	return Fit(pathSpans(branch, c.features, audit))
+	return calibrate(branch, c.features, audit)
 }
 
 // Method is the method actually used (auto resolved).

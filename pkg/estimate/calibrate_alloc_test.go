@@ -1,0 +1,34 @@
+package estimate
+
+import (
+	"runtime"
+	"testing"
+
+	"github.com/ctxtool/ctxtool/internal/sessiongen"
+)
+
+// Calibrating keeps little per sound usage record: the weights come from
+// span sums and the overhead from a second walk, so what is kept per
+// record is its overhead (8 bytes) and a bool per path entry. An anchor of
+// usage and context features kept per record until the fit was 64 bytes
+// per record here (16 MB at 1 GB, 7% of estimate's peak).
+func TestCalibrateAllocatesLittlePerRecord(t *testing.T) {
+	path, c := calibratedPath(t, sessiongen.Options{Seed: 4, Turns: 3000, Compactions: 60, ToolResultBytes: 300, NoLineIndex: true})
+	audit := AuditUsage(path, 0)
+	records := 0
+	for _, ok := range audit.soundAt(path) {
+		if ok {
+			records++
+		}
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	before := ms.TotalAlloc
+	calib := calibrate(path, c.features, audit)
+	runtime.ReadMemStats(&ms)
+	per := float64(ms.TotalAlloc-before) / float64(records)
+	t.Logf("%d path entries, %d sound records: %.1f bytes per record (overhead %d)", len(path), records, per, calib.Overhead)
+	if records < 1000 || per > 32 {
+		t.Fatalf("calibrate: %.1f bytes per sound record over %d records (bound 32)", per, records)
+	}
+}
