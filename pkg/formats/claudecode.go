@@ -452,7 +452,7 @@ type ccConv struct {
 	// tip maps an assistant entry to the last tool result chained after it.
 	tip map[int32]int32
 	// names maps tool_use ids to tool names for the results.
-	names map[string]string
+	names toolNames
 	pend  *ccGroup // &group or nil
 	group ccGroup
 	// held are tool-result lines answering the pending assistant message
@@ -471,7 +471,7 @@ type ccConv struct {
 }
 
 func newCCConv(v *view) *ccConv {
-	return &ccConv{v: v, ids: []string{""}, tip: map[int32]int32{}, names: map[string]string{}, side: -1}
+	return &ccConv{v: v, ids: []string{""}, tip: map[int32]int32{}, names: newToolNames(), side: -1}
 }
 
 func (c *ccConv) decode(raw []byte, l *ccLine) {
@@ -578,7 +578,7 @@ func (c *ccConv) assistant(no int, l *ccLine) error {
 	}
 	for _, b := range l.blocks {
 		if b.kind == "toolCall" {
-			c.names[b.id] = b.name
+			c.names.set(b.id, b.name)
 		}
 	}
 	if p := c.pend; p != nil && !l.msgID.empty() && p.msgID.equal(l.msgID) && (parent == p.id || c.isHeld(parent)) {
@@ -680,7 +680,7 @@ func (c *ccConv) user(no int, l *ccLine) error {
 		case e.typ == "compaction":
 			e.tokensBefore = c.preTokens
 		case e.role == "toolResult":
-			e.toolName = c.names[e.toolCallID]
+			e.toolName = c.names.get(e.toolCallID)
 		}
 		e.id = c.ids[self]
 		if i < len(out)-1 {

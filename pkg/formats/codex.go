@@ -489,7 +489,7 @@ type cxConv struct {
 	// outBlocks holds the outputs' content (one block each), used again
 	// once they are written.
 	outBlocks []block
-	names     map[string]string
+	names     toolNames
 	ts        string
 	// tsISO and tsMS are piTime(tsFrom).
 	tsFrom, tsISO string
@@ -504,7 +504,7 @@ type pendingEntry struct {
 }
 
 func newCodexConv(v *view, legacy bool) *cxConv {
-	return &cxConv{v: v, legacy: legacy, provider: "openai", names: map[string]string{}}
+	return &cxConv{v: v, legacy: legacy, provider: "openai", names: newToolNames()}
 }
 
 func (c *cxConv) decode(raw []byte, l *cxLine) {
@@ -644,7 +644,7 @@ func (c *cxConv) item(it *cxItem, no int) error {
 		c.outBlocks = append(c.outBlocks, block{kind: "text", text: it.out})
 		n := len(c.outBlocks)
 		c.outputs = append(c.outputs, pendingEntry{row: no, e: entry{typ: "message", role: "toolResult",
-			toolCallID: it.callID, toolName: c.names[it.callID], isError: it.isErr,
+			toolCallID: it.callID, toolName: c.names.get(it.callID), isError: it.isErr,
 			content: c.outBlocks[n-1 : n : n]}})
 		if c.asst == nil {
 			return c.flush()
@@ -654,7 +654,7 @@ func (c *cxConv) item(it *cxItem, no int) error {
 }
 
 func (c *cxConv) call(no int, id, name string, args []byte) {
-	c.names[id] = name
+	c.names.set(id, name)
 	a := c.assistant(no)
 	a.content = append(a.content, block{kind: "toolCall", id: id, name: name, args: args})
 }

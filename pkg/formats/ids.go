@@ -222,3 +222,61 @@ var hexVal = func() (t [256]byte) {
 	}
 	return t
 }()
+
+// toolNames maps tool call ids to tool names, for the results, which name
+// their call by id only. A converter keeps every call's for the whole file
+// (a result may come any time later), a tenth of a Codex file's live heap
+// as a map of strings: here an id of up to 32 bytes (Claude Code's
+// toolu_ ids and Codex's call_ ids) is its key's bytes rather than a
+// string of its own, and a name is its position among the file's few
+// distinct names rather than each call's copy.
+type toolNames struct {
+	short map[[32]byte]uint32
+	long  map[string]uint32 // ids that do not fit a key
+	names []string
+	index map[string]uint32 // names' positions
+}
+
+func newToolNames() toolNames {
+	return toolNames{short: map[[32]byte]uint32{}, long: map[string]uint32{}, index: map[string]uint32{}}
+}
+
+// shortKey is id's key, false when id has none: an id is its bytes padded
+// with zeros, which tells ids apart only when they do not end in a zero.
+func shortKey(id string) (k [32]byte, ok bool) {
+	if len(id) > len(k) || (id != "" && id[len(id)-1] == 0) {
+		return k, false
+	}
+	copy(k[:], id)
+	return k, true
+}
+
+// set names id's tool.
+func (t *toolNames) set(id, name string) {
+	i, ok := t.index[name]
+	if !ok {
+		i = uint32(len(t.names))
+		t.names = append(t.names, name)
+		t.index[name] = i
+	}
+	if k, ok := shortKey(id); ok {
+		t.short[k] = i
+	} else {
+		t.long[id] = i
+	}
+}
+
+// get is id's tool name, "" when no call had id.
+func (t *toolNames) get(id string) string {
+	var i uint32
+	var ok bool
+	if k, short := shortKey(id); short {
+		i, ok = t.short[k]
+	} else {
+		i, ok = t.long[id]
+	}
+	if !ok {
+		return ""
+	}
+	return t.names[i]
+}

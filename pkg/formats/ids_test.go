@@ -79,3 +79,33 @@ func TestUUIDMapGrows(t *testing.T) {
 		t.Error("an absent uuid was found")
 	}
 }
+
+// toolNames gives what a map of strings gives: the last name set for an
+// id, "" for an id never set, for ids that fit a key, ids that end in a
+// zero byte (which padding would confuse with shorter ones) and longer ids.
+func TestToolNamesIsAMap(t *testing.T) {
+	ids := []string{"", "a", "a\x00", "a\x00\x00", "\x00", "a\x00b",
+		"toolu_01f3be48b370ec09e473a46fbd", "call_807458730668b0964da8afeb",
+		strings.Repeat("x", 32), strings.Repeat("x", 33), strings.Repeat("x", 31) + "\x00"}
+	names := []string{"Bash", "", "Read", "Bash", "shell"}
+	want := map[string]string{}
+	tn := newToolNames()
+	for round := range 3 {
+		for i, id := range ids {
+			if (i+round)%3 == 0 {
+				continue // some ids unset until a later round
+			}
+			name := names[(i*7+round)%len(names)]
+			tn.set(id, name)
+			want[id] = name
+		}
+		for _, id := range append(ids, "b", "a\x00\x00\x00", strings.Repeat("x", 34)) {
+			if got := tn.get(id); got != want[id] {
+				t.Errorf("round %d: %q: got %q, want %q", round, id, got, want[id])
+			}
+		}
+	}
+	if len(tn.names) != 4 {
+		t.Errorf("%d names kept, want the 4 distinct ones", len(tn.names))
+	}
+}
