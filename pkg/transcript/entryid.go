@@ -152,10 +152,7 @@ func (e *Entry) moreLong() *longIDs {
 }
 
 // childOf reports whether e's parentId is p's id, without building either.
-func (e *Entry) childOf(p *Entry) bool {
-	f := e.forms.parent()
-	return f == p.forms.id() && e.parent == p.id && (f != idText || e.long.parent == p.long.id)
-}
+func (e *Entry) childOf(p *Entry) bool { return p.is(e.parentKey()) }
 
 // packedID is an id in the form entries keep it, to compare and hash it
 // against theirs without building their text.
