@@ -50,10 +50,7 @@ func TestLoadedBytesPerEntry(t *testing.T) {
 	runtime.GC()
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	s, err := transcript.Load(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testkit.Load(t, f)
 	runtime.GC()
 	runtime.GC()
 	runtime.ReadMemStats(&after)
