@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/ctxtool/ctxtool/pkg/compaction"
+	"github.com/ctxtool/ctxtool/pkg/models"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -154,7 +156,7 @@ type Roller struct {
 	Options
 	Measure Estimator
 	// Window is the context window of the session's model (nil or ≤ 0:
-	// DefaultContextWindow). Options.ContextWindow overrides it.
+	// models.DefaultContextWindow). Options.ContextWindow overrides it.
 	Window func(m *transcript.ModelRef) int
 	// Recall is the index; nil means recall is unavailable, for the reason
 	// in RecallErr.
@@ -309,7 +311,7 @@ func (r *Roller) window(c *transcript.Context) int {
 			return w
 		}
 	}
-	return DefaultContextWindow
+	return models.DefaultContextWindow
 }
 
 // plan measures the session and decides whether and where to roll; with
@@ -376,7 +378,7 @@ func (r *Roller) plan(s *transcript.Session, build bool) (decision, error) {
 func (r *Roller) overTrigger(rep *Report, tokens, win int) bool {
 	reserve := r.ReserveTokens
 	if reserve <= 0 {
-		reserve = DefaultReserveTokens
+		reserve = compaction.DefaultReserveTokens
 	}
 	util := float64(tokens) / float64(win)
 	switch {
