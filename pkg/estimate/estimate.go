@@ -118,7 +118,7 @@ func (c *Counter) fit(branch []*transcript.Entry, audit *UsageAudit) *Calibratio
 		branch = c.s.Branch()
 	}
 	if audit == nil {
-		audit = AuditUsage(branch, 0)
+		audit = auditUsage(branch, 0)
 	}
 	return calibrate(branch, c.features, audit)
 }
