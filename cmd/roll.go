@@ -394,18 +394,7 @@ func rollFallback(co *CompactOptions) rolling.FallbackFunc {
 		if err != nil {
 			return nil, err
 		}
-		rep := &rolling.Report{
-			Compacted: res.Compacted && !res.DryRun, DryRun: res.DryRun, TokensBefore: res.TokensBefore,
-			KeptTokens: res.TokensAfter, EvictedCount: res.SummarizedMessages, KeptMessages: res.KeptMessages,
-			FirstKeptEntryID: res.FirstKeptEntryID, FirstKeptLine: res.FirstKeptLine, ContextWindow: res.ContextWindow,
-			Method: res.Estimator,
-		}
-		if res.Compacted {
-			rep.Reason = fmt.Sprintf("summarised %d messages with the safeguard strategy (%s summary) instead of rolling", res.SummarizedMessages, res.Summarizer)
-		} else {
-			rep.Reason = "safeguard compaction did nothing: " + res.Reason
-		}
-		return rep, nil
+		return rolling.FallbackReport(res), nil
 	}
 }
 
