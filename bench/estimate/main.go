@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"sort"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -31,10 +30,8 @@ func main() {
 }
 
 type sample struct {
-	wall   time.Duration
-	rssKB  int64
-	tokens int
-	msgs   int
+	benchkit.Sample // Wall: the time the command reports for its work, if it does
+	tokens, msgs    int
 }
 
 func run(fl *benchkit.Flags) error {
@@ -77,7 +74,7 @@ func run(fl *benchkit.Flags) error {
 	}
 	o, t := median(ours), median(theirs)
 	// Memory: report the worst run, not the median.
-	o.rssKB, t.rssKB = maxRSS(ours), maxRSS(theirs)
+	o.RSSKB, t.RSSKB = maxRSS(ours), maxRSS(theirs)
 	if o.tokens != t.tokens || o.msgs != t.msgs {
 		return fmt.Errorf("results differ: ctxtool %d tokens / %d messages, pi %d / %d", o.tokens, o.msgs, t.tokens, t.msgs)
 	}
@@ -85,11 +82,11 @@ func run(fl *benchkit.Flags) error {
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(os.Stdout, "estimate --tokenizer heuristic on %.0f MB (%d context messages, %d tokens; both agree), median wall and worst RSS of %d runs\n\n", mb, o.msgs, o.tokens, runs)
 	fmt.Fprintln(w, "side\twall\tMB/s\tpeak RSS\t")
-	fmt.Fprintf(w, "ctxtool (whole process)\t%s\t%.0f\t%d MB\t\n", o.wall.Round(time.Millisecond), mb/o.wall.Seconds(), o.rssKB/1024)
-	fmt.Fprintf(w, "pi loader+estimate (work only)\t%s\t%.0f\t%d MB\t\n", t.wall.Round(time.Millisecond), mb/t.wall.Seconds(), t.rssKB/1024)
+	fmt.Fprintf(w, "ctxtool (whole process)\t%s\t%.0f\t%d MB\t\n", o.Wall.Round(time.Millisecond), mb/o.Wall.Seconds(), o.RSSKB/1024)
+	fmt.Fprintf(w, "pi loader+estimate (work only)\t%s\t%.0f\t%d MB\t\n", t.Wall.Round(time.Millisecond), mb/t.Wall.Seconds(), t.RSSKB/1024)
 	w.Flush()
 	fmt.Printf("\nctxtool is %.1f× faster than pi (whole ctxtool process vs pi's load+estimate alone) and uses %.1f× less memory.\n",
-		t.wall.Seconds()/o.wall.Seconds(), float64(t.rssKB)/float64(o.rssKB))
+		t.Wall.Seconds()/o.Wall.Seconds(), float64(t.RSSKB)/float64(o.RSSKB))
 	return nil
 }
 
@@ -99,33 +96,31 @@ func measure(mk func(*bytes.Buffer) *exec.Cmd, parse func([]byte) (int, int, tim
 	var out, errb bytes.Buffer
 	cmd := mk(&out)
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	start := time.Now()
-	if err := cmd.Run(); err != nil {
+	run, err := benchkit.Run(cmd)
+	if err != nil {
 		return sample{}, fmt.Errorf("%v: %v\n%s", cmd.Args, err, errb.String())
 	}
-	wall := time.Since(start)
 	tokens, msgs, self, err := parse(bytes.TrimSpace(out.Bytes()))
 	if err != nil {
 		return sample{}, fmt.Errorf("%v: output %q: %v", cmd.Args, out.String(), err)
 	}
 	if self > 0 {
-		wall = self
+		run.Wall = self
 	}
-	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	return sample{wall: wall, rssKB: ru.Maxrss, tokens: tokens, msgs: msgs}, nil
+	return sample{Sample: run, tokens: tokens, msgs: msgs}, nil
 }
 
 func maxRSS(s []sample) int64 {
 	var m int64
 	for _, x := range s {
-		if x.rssKB > m {
-			m = x.rssKB
+		if x.RSSKB > m {
+			m = x.RSSKB
 		}
 	}
 	return m
 }
 
 func median(s []sample) sample {
-	sort.Slice(s, func(i, j int) bool { return s[i].wall < s[j].wall })
+	sort.Slice(s, func(i, j int) bool { return s[i].Wall < s[j].Wall })
 	return s[len(s)/2]
 }

@@ -79,23 +79,33 @@ func run(preset, out string, all bool, dir, size string, seed int64, opts string
 			return err
 		}
 	}
+	sized, err := override(&o, opts, size, seed, &o.TargetBytes, &o.Seed)
+	if err != nil {
+		return err
+	}
+	if sized {
+		o.NoLineIndex = true
+	}
+	return write(out, o)
+}
+
+// override applies -opts (JSON merged into o), then -size and -seed, the
+// same way for pi and the other formats; sized reports that -size was given.
+func override(o any, opts, size string, seed int64, targetBytes *int64, oseed *uint64) (sized bool, err error) {
 	if opts != "" {
-		if err := json.Unmarshal([]byte(opts), &o); err != nil {
-			return fmt.Errorf("-opts: %v", err)
+		if err := json.Unmarshal([]byte(opts), o); err != nil {
+			return false, fmt.Errorf("-opts: %v", err)
 		}
 	}
 	if size != "" {
-		n, err := sessiongen.ParseSize(size)
-		if err != nil {
-			return err
+		if *targetBytes, err = sessiongen.ParseSize(size); err != nil {
+			return false, err
 		}
-		o.TargetBytes = n
-		o.NoLineIndex = true
 	}
 	if seed >= 0 {
-		o.Seed = uint64(seed)
+		*oseed = uint64(seed)
 	}
-	return write(out, o)
+	return size != "", nil
 }
 
 var verbose bool
@@ -130,20 +140,8 @@ func writeAgent(format, path, size string, seed int64, opts string) error {
 		return fmt.Errorf("need -o FILE")
 	}
 	o := sessiongen.AgentOptions{Thinking: true, Compactions: 0}
-	if opts != "" {
-		if err := json.Unmarshal([]byte(opts), &o); err != nil {
-			return fmt.Errorf("-opts: %v", err)
-		}
-	}
-	if size != "" {
-		n, err := sessiongen.ParseSize(size)
-		if err != nil {
-			return err
-		}
-		o.TargetBytes = n
-	}
-	if seed >= 0 {
-		o.Seed = uint64(seed)
+	if _, err := override(&o, opts, size, seed, &o.TargetBytes, &o.Seed); err != nil {
+		return err
 	}
 	f, err := os.Create(path)
 	if err != nil {

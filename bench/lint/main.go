@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/exec"
 	"sort"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -32,10 +31,7 @@ func main() {
 	}
 }
 
-type sample struct {
-	wall, cpu time.Duration
-	rssKB     int64
-}
+type sample = benchkit.Sample
 
 func run(fl *benchkit.Flags, tok string) error {
 	setup, err := fl.Prepare()
@@ -69,22 +65,18 @@ func run(fl *benchkit.Flags, tok string) error {
 	fmt.Fprintln(w, "command\twall\tCPU\tpeak RSS\twall ÷ estimate\tCPU ÷ estimate\tRSS ÷ estimate\t")
 	for j, s := range sides {
 		m := summarize(res[j])
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d MB\t%.2f\t%.2f\t%.2f\t\n", s.name, m.wall.Round(time.Millisecond), m.cpu.Round(time.Millisecond), m.rssKB/1024,
-			m.wall.Seconds()/base.wall.Seconds(), m.cpu.Seconds()/base.cpu.Seconds(), float64(m.rssKB)/float64(base.rssKB))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d MB\t%.2f\t%.2f\t%.2f\t\n", s.name, m.Wall.Round(time.Millisecond), m.CPU.Round(time.Millisecond), m.RSSKB/1024,
+			m.Wall.Seconds()/base.Wall.Seconds(), m.CPU.Seconds()/base.CPU.Seconds(), float64(m.RSSKB)/float64(base.RSSKB))
 	}
 	return w.Flush()
 }
 
 func measure(bin string, args []string) (sample, error) {
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = nil, nil
-	start := time.Now()
-	if err := cmd.Run(); err != nil {
+	s, err := benchkit.Run(exec.Command(bin, args...))
+	if err != nil {
 		return sample{}, fmt.Errorf("%v: %v", args, err)
 	}
-	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	return sample{wall: time.Since(start), cpu: cpu, rssKB: ru.Maxrss}, nil
+	return s, nil
 }
 
 func summarize(s []sample) sample {
@@ -92,10 +84,10 @@ func summarize(s []sample) sample {
 	cpus := make([]time.Duration, len(s))
 	var rss int64
 	for i, x := range s {
-		walls[i], cpus[i] = x.wall, x.cpu
-		rss = max(rss, x.rssKB)
+		walls[i], cpus[i] = x.Wall, x.CPU
+		rss = max(rss, x.RSSKB)
 	}
 	sort.Slice(walls, func(i, j int) bool { return walls[i] < walls[j] })
 	sort.Slice(cpus, func(i, j int) bool { return cpus[i] < cpus[j] })
-	return sample{wall: walls[len(walls)/2], cpu: cpus[len(cpus)/2], rssKB: rss}
+	return sample{Wall: walls[len(walls)/2], CPU: cpus[len(cpus)/2], RSSKB: rss}
 }

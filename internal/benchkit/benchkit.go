@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
+	"time"
 
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
 )
@@ -83,4 +85,22 @@ func generate(path, size string) error {
 	fmt.Fprintf(os.Stderr, "generating a %s session…\n", size)
 	_, err = sessiongen.GenerateFile(path, opts)
 	return err
+}
+
+// Sample is one run of a command, measured by Run.
+type Sample struct {
+	Wall, CPU time.Duration // CPU: user + system, of the child
+	RSSKB     int64         // the child's peak resident set
+}
+
+// Run runs cmd (its output goes where cmd says) and measures it: CPU and
+// peak RSS come from the child's rusage, so the benchmark's own work does
+// not count.
+func Run(cmd *exec.Cmd) (Sample, error) {
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		return Sample{}, err
+	}
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	return Sample{Wall: time.Since(start), CPU: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), RSSKB: ru.Maxrss}, nil
 }
