@@ -46,13 +46,20 @@ func TestLoadedBytesPerEntry(t *testing.T) {
 	if _, err := sessiongen.GenerateFile(f, o); err != nil {
 		t.Fatal(err)
 	}
+	checkBytesPerEntry(t, f, transcript.Load, 245)
+}
+
+// checkBytesPerEntry fails t when the session load makes of file keeps
+// more than limit heap bytes per entry.
+func checkBytesPerEntry(t *testing.T, file string, load func(string) (*transcript.Session, error), limit int64) {
+	t.Helper()
 	var before, after runtime.MemStats
 	// Two collections: the first moves the pooled read buffers to the
 	// victim cache, the second frees them.
 	runtime.GC()
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	s, err := transcript.Load(f)
+	s, err := load(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +69,6 @@ func TestLoadedBytesPerEntry(t *testing.T) {
 	per := int64(after.HeapAlloc-before.HeapAlloc) / int64(len(s.Entries))
 	runtime.KeepAlive(s)
 	s.Close()
-	const limit = 245
 	t.Logf("%d entries, %d heap bytes each", len(s.Entries), per)
 	if per > limit {
 		t.Errorf("a loaded entry keeps %d heap bytes, over %d", per, limit)
@@ -91,24 +97,7 @@ func TestLoadedBytesPerForeignEntry(t *testing.T) {
 				t.Fatal(err)
 			}
 			w.Close()
-			var before, after runtime.MemStats
-			runtime.GC()
-			runtime.GC()
-			runtime.ReadMemStats(&before)
-			s, err := transcript.LoadLazy(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			runtime.GC()
-			runtime.GC()
-			runtime.ReadMemStats(&after)
-			per := int64(after.HeapAlloc-before.HeapAlloc) / int64(len(s.Entries))
-			runtime.KeepAlive(s)
-			s.Close()
-			t.Logf("%d entries, %d heap bytes each", len(s.Entries), per)
-			if per > c.limit {
-				t.Errorf("a loaded entry keeps %d heap bytes, over %d", per, c.limit)
-			}
+			checkBytesPerEntry(t, f, transcript.LoadLazy, c.limit)
 		})
 	}
 }
