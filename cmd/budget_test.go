@@ -103,10 +103,7 @@ func TestBudgetTableAndJSON(t *testing.T) {
 	dir := t.TempDir()
 	f := genSession(t, dir, "s.jsonl", 30)
 	ws := writeWorkspace(t)
-	out, errOut, code := runCLI(t, "budget", f, "--workspace", ws, "--context-window", "40000", "--state-dir", dir, "-v")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut)
-	}
+	out, errOut := runOK(t, "budget", f, "--workspace", ws, "--context-window", "40000", "--state-dir", dir, "-v")
 	for _, want := range []string{"system prompt", "bootstrap", "history", "AGENTS.md", "truncated at 16,000 chars", "missing", "memory search only", "preserved"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
@@ -115,10 +112,7 @@ func TestBudgetTableAndJSON(t *testing.T) {
 	if !strings.Contains(errOut, "context management: bootstrap budget=4000 tokens, maxChars=16000") {
 		t.Errorf("-v lacks VS7's log line:\n%s", errOut)
 	}
-	out, _, code = runCLI(t, "budget", f, "--workspace", ws, "--context-window", "40000", "--state-dir", dir, "--json")
-	if code != 0 {
-		t.Fatal(code)
-	}
+	out, _ = runOK(t, "budget", f, "--workspace", ws, "--context-window", "40000", "--state-dir", dir, "--json")
 	var r budget.Report
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatal(err)

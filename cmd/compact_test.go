@@ -74,25 +74,19 @@ func sampleCopy(t *testing.T) (string, []byte) {
 func TestCompactOnRequestAndIfNeeded(t *testing.T) {
 	cleanEnv(t)
 	f, orig := sampleCopy(t)
-	out, errOut, code := runCLI(t, "compact", f, "--summarizer", "extractive", "--dry-run")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut)
-	}
+	out, _ := runOK(t, "compact", f, "--summarizer", "extractive", "--dry-run")
 	for _, want := range []string{"would compact (dry run)", "summarized", "kept", "--- summary that would be written"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("output lacks %q:\n%s", want, out)
 		}
 	}
-	out, _, code = runCLI(t, "compact", f, "--summarizer", "extractive", "--dry-run", "--if-needed")
+	out, _, code := runCLI(t, "compact", f, "--summarizer", "extractive", "--dry-run", "--if-needed")
 	if code != 0 || !strings.Contains(out, "would not compact (dry run)") || !strings.Contains(out, "below the trigger") || !strings.Contains(out, "without --if-needed") {
 		t.Fatalf("--if-needed: exit %d:\n%s", code, out)
 	}
 	dry := func(args ...string) map[string]any {
 		t.Helper()
-		out, errOut, code := runCLI(t, append([]string{"--json", "compact", f, "--summarizer", "extractive", "--dry-run"}, args...)...)
-		if code != 0 {
-			t.Fatalf("%v: exit %d %s", args, code, errOut)
-		}
+		out, _ := runOK(t, append([]string{"--json", "compact", f, "--summarizer", "extractive", "--dry-run"}, args...)...)
 		var m map[string]any
 		if err := json.Unmarshal([]byte(out), &m); err != nil {
 			t.Fatalf("%v: %q", err, out)
@@ -130,10 +124,7 @@ func TestCompactOnRequestAndIfNeeded(t *testing.T) {
 func TestCompactJSONFieldsAndPi(t *testing.T) {
 	cleanEnv(t)
 	f, _ := sampleCopy(t)
-	out, errOut, code := runCLI(t, "--json", "compact", f, "--force", "--strategy", "safeguard")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut)
-	}
+	out, errOut := runOK(t, "--json", "compact", f, "--force", "--strategy", "safeguard")
 	if !strings.Contains(errOut, "summarizer: extractive (no LLM configured") {
 		t.Fatalf("auto did not say which summarizer: %q", errOut)
 	}
@@ -157,7 +148,7 @@ func TestCompactJSONFieldsAndPi(t *testing.T) {
 		}
 	}
 	// again: refused cleanly, exit 0
-	out, _, code = runCLI(t, "--json", "compact", f, "--force", "--summarizer", "extractive")
+	out, _, code := runCLI(t, "--json", "compact", f, "--force", "--summarizer", "extractive")
 	if code != 0 || !strings.Contains(out, `"compacted":false`) || !strings.Contains(out, "already compacted") {
 		t.Fatalf("exit %d: %s", code, out)
 	}
@@ -288,18 +279,12 @@ func TestCompactWindowSmallerThanReserve(t *testing.T) {
 	if file == "" {
 		t.Fatal("usagekit has no 8k-window session")
 	}
-	out, errOut, code := runCLI(t, "compact", "--dry-run", "--summarizer", "extractive", file)
-	if code != 0 {
-		t.Fatalf("exit %d\n%s", code, errOut)
-	}
+	out, errOut := runOK(t, "compact", "--dry-run", "--summarizer", "extractive", file)
 	if strings.Contains(out, "of -") || !strings.Contains(out, "every prompt: window 8,192 − reserve 16,384") ||
 		!strings.Contains(out+errOut, "--reserve-tokens") {
 		t.Fatalf("no plain trigger message:\n%s\n%s", out, errOut)
 	}
-	out, errOut, code = runCLI(t, "compact", "--dry-run", "--summarizer", "extractive", "--reserve-tokens", "2048", file)
-	if code != 0 {
-		t.Fatalf("exit %d\n%s", code, errOut)
-	}
+	out, errOut = runOK(t, "compact", "--dry-run", "--summarizer", "extractive", "--reserve-tokens", "2048", file)
 	if !strings.Contains(out, "of 6,144 tokens (window 8,192)") || strings.Contains(out+errOut, "every prompt") {
 		t.Fatalf("reserve 2048: want trigger 6,144:\n%s\n%s", out, errOut)
 	}

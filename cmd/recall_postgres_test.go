@@ -53,10 +53,7 @@ func TestIndexSearchRollOnPostgres(t *testing.T) {
 			t.Errorf("%s: after roll the index was behind by more than roll's own entries: %+v %v", r.File, st, err)
 		}
 	}
-	out, stderr, code := runCLI(t, "index", "--state-dir", state, "--index", url, "--json", root)
-	if code != 0 {
-		t.Fatalf("index: exit %d\n%s", code, stderr)
-	}
+	out, _ := runOK(t, "index", "--state-dir", state, "--index", url, "--json", root)
 	lines := jsonLines[indexLine](t, out)
 	if len(lines) != len(files)+1 { // + the .reset. archive
 		t.Fatalf("index reported %d files, want %d: %s", len(lines), len(files)+1, out)
@@ -71,10 +68,7 @@ func TestIndexSearchRollOnPostgres(t *testing.T) {
 	}
 
 	p := rolled[0].File
-	out, stderr, code = runCLI(t, "search", "--index", url, "--json", "--session", p, "--min-score", "0", "--max-results", "50", "user")
-	if code != 0 {
-		t.Fatalf("search: exit %d\n%s", code, stderr)
-	}
+	out, _ = runOK(t, "search", "--index", url, "--json", "--session", p, "--min-score", "0", "--max-results", "50", "user")
 	hits := jsonLines[hitLine](t, out)
 	early := false
 	for _, h := range hits {

@@ -31,15 +31,7 @@ func TestAppendedResumeIsLastMessageInPi(t *testing.T) {
 	before := oracle.Check(t, false, false, files...)
 	texts := map[string]string{}
 	for _, f := range files {
-		st := &Store{StateDir: filepath.Join(dir, "state")}
-		res, err := Take(TakeOptions{File: f, Store: st, Force: true, Now: func() time.Time { return goldenNow }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cp, _, err := st.Latest(res.SessionKey)
-		if err != nil {
-			t.Fatal(err)
-		}
+		cp, _, _ := takeLatest(t, TakeOptions{File: f, Store: &Store{StateDir: filepath.Join(dir, "state")}, Force: true})
 		text := Render(cp, RenderOptions{})
 		texts[f] = text
 		a, err := AppendResume(context.Background(), f, cp, text, time.Second, func() time.Time { return goldenNow })

@@ -348,14 +348,7 @@ func TestCheckpointBundlesCapturedState(t *testing.T) {
 		t.Fatalf("new file: %+v", r)
 	}
 	appendFile(t, file, lines[n/2:n]...)
-	res, err := Take(TakeOptions{File: file, SessionKey: "agent:main:main", Store: st, Force: true, Now: func() time.Time { return goldenNow }})
-	if err != nil || !res.Written {
-		t.Fatalf("take: %v %+v", err, res)
-	}
-	cp, _, err := st.Latest("agent:main:main")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cp, _, _ := takeLatest(t, TakeOptions{File: file, SessionKey: "agent:main:main", Store: st, Force: true})
 	tools := strings.Join(cp.Resources.ToolsUsed, ",")
 	for _, tool := range before.Resources.ToolsUsed {
 		if !strings.Contains(tools, tool) {

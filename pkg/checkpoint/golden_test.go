@@ -33,22 +33,33 @@ func o200k(t testing.TB) func(string) int {
 	return tk.Count
 }
 
+// takeLatest takes a checkpoint with o and the fixed clock and returns what
+// o.Store then holds as the latest, failing the test when none was written.
+func takeLatest(t *testing.T, o TakeOptions) (*Checkpoint, []string, *TakeResult) {
+	t.Helper()
+	o.Now = func() time.Time { return goldenNow }
+	res, err := Take(o)
+	if err != nil {
+		t.Fatalf("%s: %v", o.File, err)
+	}
+	if !res.Written {
+		t.Fatalf("%s: not written: %s", o.File, res.Reason)
+	}
+	cp, warns, err := o.Store.Latest(res.SessionKey)
+	if err != nil {
+		t.Fatalf("latest: %v", err)
+	}
+	return cp, warns, res
+}
+
 // takeFixture checkpoints a fixture into a fresh store with the fixed clock
 // and returns the checkpoint and its YAML with the machine-specific fixture
 // directory replaced by "fixtures/".
 func takeFixture(t *testing.T, file string) (*Checkpoint, []byte, *TakeResult) {
 	t.Helper()
-	st := &Store{StateDir: t.TempDir()}
-	res, err := Take(TakeOptions{File: file, Store: st, Now: func() time.Time { return goldenNow }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !res.Written {
-		t.Fatalf("%s: not written: %s", file, res.Reason)
-	}
-	cp, warns, err := st.Latest(res.SessionKey)
-	if err != nil || len(warns) > 0 {
-		t.Fatalf("latest: %v %v", err, warns)
+	cp, warns, res := takeLatest(t, TakeOptions{File: file, Store: &Store{StateDir: t.TempDir()}})
+	if len(warns) > 0 {
+		t.Fatalf("latest: %v", warns)
 	}
 	cp.Meta.SessionFile = "fixtures/" + filepath.Base(file)
 	data, err := Marshal(cp)
@@ -176,15 +187,7 @@ func TestRestoreBudgetOn1000Turns(t *testing.T) {
 		Seed: 1000, Turns: 1000, Compactions: 3, ToolErrors: 40, CJKShare: 0.2, TrailingToolCall: true,
 		AbortedAssistants: 5, NoLineIndex: true,
 	})
-	st := &Store{StateDir: t.TempDir()}
-	res, err := Take(TakeOptions{File: file, Store: st, Now: func() time.Time { return goldenNow }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cp, _, err := st.Latest(res.SessionKey)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cp, _, _ := takeLatest(t, TakeOptions{File: file, Store: &Store{StateDir: t.TempDir()}})
 	text := Render(cp, RenderOptions{})
 	n := count(text)
 	t.Logf("1000-turn session: restore text %d o200k tokens; %d decisions, %d exchanges, %d files read, %d modified, %d tools, interrupted=%v",

@@ -22,10 +22,7 @@ func TestWithAppendedEqualsAppendAndReload(t *testing.T) {
 	files = append(files, torn)
 	for _, src := range files {
 		f := testkit.CopyToTemp(t, src)
-		s, err := transcript.Load(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := testkit.Load(t, f)
 		w := s.NewWriter()
 		a, err := w.Compaction(transcript.CompactionSpec{Summary: "note", FirstKept: keepFrom(s.Context()), TokensBefore: 1})
 		if err != nil {
@@ -41,10 +38,7 @@ func TestWithAppendedEqualsAppendAndReload(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		disk, err := transcript.Load(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+		disk := testkit.Load(t, f)
 		if mem.Size != disk.Size || mem.Lines != disk.Lines || len(mem.Entries) != len(disk.Entries) {
 			t.Fatalf("%s: size %d/%d lines %d/%d entries %d/%d", src, mem.Size, disk.Size, mem.Lines, disk.Lines, len(mem.Entries), len(disk.Entries))
 		}

@@ -1,12 +1,11 @@
 package transcript_test
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/ctxtool/ctxtool/pkg/transcript"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 )
 
 // A single tool result can be tens of MB on one line: no line-length limit,
@@ -20,13 +19,8 @@ func TestHugeLine(t *testing.T) {
 	b.WriteString(`{"type":"message","id":"00000002","parentId":"00000001","timestamp":"t","message":{"role":"toolResult","toolCallId":"c","toolName":"read","content":[{"type":"text","text":"` + body + `"}],"isError":false,"timestamp":2}}` + "\n")
 	b.WriteString(`{"type":"message","id":"00000003","parentId":"00000002","timestamp":"t","message":{"role":"user","content":"done","timestamp":3}}` + "\n")
 	f := filepath.Join(t.TempDir(), "big.jsonl")
-	if err := os.WriteFile(f, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s, err := transcript.Load(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, f, []byte(b.String()), 0o644)
+	s := testkit.Load(t, f)
 	defer s.Close()
 	if len(s.Entries) != 3 || len(s.Malformed) != 0 {
 		t.Fatalf("%d entries, malformed %v", len(s.Entries), s.Malformed)

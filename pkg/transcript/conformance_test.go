@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -76,10 +77,7 @@ func TestFixturesMatchPi(t *testing.T) {
 
 func TestSpecExamplesMatchPi(t *testing.T) {
 	compareWithPi(t, []string{"testdata/spec-v3.jsonl", "testdata/spec-v1.jsonl"})
-	s, err := transcript.Load("testdata/spec-v3.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testkit.Load(t, "testdata/spec-v3.jsonl")
 	ctx := s.Context()
 	if len(ctx.Messages) != 6 || ctx.HeuristicTokens() != 78 || s.Leaf().ID() != "a1f00012" {
 		t.Fatalf("spec example: %d messages, %d tokens, leaf %s; want 6, 78, a1f00012", len(ctx.Messages), ctx.HeuristicTokens(), s.Leaf().ID())
@@ -139,9 +137,7 @@ func writeEdgeCases(t *testing.T) []string {
 	var files []string
 	for name, content := range edgeCases {
 		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		testkit.WriteFile(t, p, []byte(content), 0o644)
 		files = append(files, p)
 	}
 	return files
@@ -173,10 +169,7 @@ func TestGluedLinesAreDescribed(t *testing.T) {
 		if !strings.Contains(f, "705ba5d") {
 			continue
 		}
-		s, err := transcript.Load(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := testkit.Load(t, f)
 		if len(s.Malformed) != 1 {
 			t.Fatalf("malformed: %+v", s.Malformed)
 		}
@@ -215,10 +208,7 @@ func asHeaderErr(err error, target **transcript.InvalidHeaderError) bool {
 func TestRawReturnsOriginalBytes(t *testing.T) {
 	for _, f := range oracle.Fixtures(t) {
 		data, _ := os.ReadFile(f)
-		s, err := transcript.Load(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := testkit.Load(t, f)
 		lines := strings.Split(string(data), "\n")
 		for _, e := range s.Entries {
 			raw, err := s.Raw(e)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -23,9 +24,7 @@ func msg(id, parent, content string) string {
 func writeSession(t *testing.T, name, content string) string {
 	t.Helper()
 	f := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(f, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, f, []byte(content), 0o644)
 	return f
 }
 
@@ -48,10 +47,7 @@ func TestReadsWhatPiReads(t *testing.T) {
 	var files []string
 	for name, c := range cases {
 		f := writeSession(t, strings.ReplaceAll(name, " ", "-")+".jsonl", c.content)
-		s, err := transcript.Load(f)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
+		s := testkit.Load(t, f)
 		if len(s.Malformed) != 0 || len(s.Context().Messages) != c.messages {
 			t.Fatalf("%s: malformed %v, %d context messages (want %d)", name, s.Malformed, len(s.Context().Messages), c.messages)
 		}
@@ -80,10 +76,7 @@ func TestOutOfRangeNumbersClamped(t *testing.T) {
 	f := writeSession(t, "big.jsonl", header+"\n"+msg("a", "", `"hi"`)+"\n"+
 		`{"type":"message","id":"b","parentId":"a","timestamp":"t","message":{"role":"assistant","content":[{"type":"text","text":"ok"}],"usage":{"input":1,"output":-1e999,"cacheRead":0,"cacheWrite":0,"totalTokens":1e400},"stopReason":"stop","timestamp":1e400}}`+"\n"+
 		`{"type":"compaction","id":"c","parentId":"b","timestamp":"t","summary":"s","firstKeptEntryId":"b","tokensBefore":123456789012345678901234567890}`+"\n")
-	s, err := transcript.Load(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testkit.Load(t, f)
 	defer s.Close()
 	u := s.Entries[1].Usage
 	if u.TotalTokens != transcript.MaxSafeInt || u.Output != -transcript.MaxSafeInt || s.Entries[2].TokensBefore() != transcript.MaxSafeInt {
@@ -115,10 +108,7 @@ func TestOversizedLine(t *testing.T) {
 	defer transcript.SetMaxLineBytes(4 << 20)()
 	big := `"` + strings.Repeat("x", 5<<20) + `"`
 	f := writeSession(t, "over.jsonl", header+"\n"+msg("a", "", `"hi"`)+"\n"+msg("b", "a", big)+"\n"+msg("c", "b", `"after"`)+"\n"+strings.Repeat("\x00", 6<<20))
-	s, err := transcript.Load(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testkit.Load(t, f)
 	defer s.Close()
 	if len(s.Oversized) != 2 || s.Oversized[0].Line != 3 || s.Oversized[1].Line != 5 {
 		t.Fatalf("oversized %+v", s.Oversized)

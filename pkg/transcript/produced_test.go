@@ -9,6 +9,7 @@ import (
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -50,9 +51,7 @@ func TestProducedEqualsParsed(t *testing.T) {
 	}
 	for name, text := range oddLines {
 		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		testkit.WriteFile(t, p, []byte(text), 0o644)
 		files = append(files, p)
 	}
 	if os.Getenv("CI") == "true" || dirExists(filepath.Join(oracle.ModuleRoot(), "..", "shared")) {
@@ -63,10 +62,7 @@ func TestProducedEqualsParsed(t *testing.T) {
 		}
 	}
 	for _, f := range files {
-		direct, err := transcript.Load(f)
-		if err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
+		direct := testkit.Load(t, f)
 		parsed, err := transcript.LoadTranslated(f)
 		if err != nil || parsed == nil {
 			t.Fatalf("%s: translated: %v", f, err)
@@ -120,19 +116,13 @@ func TestLazyViewReadsWhatWasLoaded(t *testing.T) {
 		return p
 	}
 	p, other := gen("cc.jsonl", 1), gen("other.jsonl", 2)
-	want, err := transcript.Load(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := testkit.Load(t, p)
 	defer want.Close()
 	lazy, err := transcript.LoadLazy(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	more, err := os.ReadFile(other)
-	if err != nil {
-		t.Fatal(err)
-	}
+	more := testkit.ReadFile(t, other)
 	f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -147,9 +137,7 @@ func TestLazyViewReadsWhatWasLoaded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lazy.Close()
-	if err := os.WriteFile(p, more, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, p, more, 0o644)
 	if _, err := lazy.Raw(lazy.Entries[0]); err == nil || !strings.Contains(err.Error(), "changed while ctxtool read it") {
 		t.Fatalf("rewritten file: %v, want an error saying it changed", err)
 	}

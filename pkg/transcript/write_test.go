@@ -67,10 +67,7 @@ func TestAppendLoadsInPi(t *testing.T) {
 		if !strings.HasPrefix(string(after), string(before)) {
 			t.Fatalf("%s: original bytes changed", src)
 		}
-		s, err := transcript.Load(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := testkit.Load(t, f)
 		ctx := s.Context()
 		if ctx.Compaction == nil || ctx.Messages[0].Role != "compactionSummary" || ctx.Messages[len(ctx.Messages)-1].Role != "custom" {
 			t.Fatalf("%s: our entries are not in force: %+v", src, ctx.Compaction)
@@ -118,10 +115,7 @@ func TestAppendAddsMissingNewline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := transcript.Load(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testkit.Load(t, f)
 	if len(s.Malformed) != 0 || s.Leaf().Type() != "custom_message" || s.Leaf().ParentID() != "00000004" {
 		t.Fatalf("malformed %v, leaf %+v", s.Malformed, s.Leaf())
 	}
@@ -236,10 +230,7 @@ func TestRewrite(t *testing.T) {
 	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
 	orig, _ := os.ReadFile(f)
 	os.Chmod(f, 0o640)
-	s, err := transcript.Load(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testkit.Load(t, f)
 	defer s.Close()
 	// Without the lock: refused.
 	if _, err := transcript.Rewrite(s, []byte("x\n"), transcript.RewriteOptions{}); err == nil {
@@ -272,15 +263,12 @@ func TestRewrite(t *testing.T) {
 
 func TestRewriteRefusesReplacedOrBusyFile(t *testing.T) {
 	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
-	s, err := transcript.Load(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testkit.Load(t, f)
 	defer s.Close()
 	l, _ := transcript.AcquireLock(context.Background(), f, 0)
 	defer l.Release()
 	// Written just now: --idle refuses, exit code 4 (busy).
-	_, err = transcript.Rewrite(s, []byte("x\n"), transcript.RewriteOptions{Idle: time.Minute})
+	_, err := transcript.Rewrite(s, []byte("x\n"), transcript.RewriteOptions{Idle: time.Minute})
 	var be *transcript.BusyError
 	if !errors.As(err, &be) || !be.Locked() || !strings.Contains(err.Error(), "--idle") {
 		t.Fatalf("busy session: %v", err)

@@ -43,10 +43,7 @@ func appendByPath(t *testing.T, path, data string) {
 // only change is what other writers add meanwhile.
 func rewriteSame(t *testing.T, f string, before func(), hook func()) (*transcript.RewriteResult, []byte) {
 	t.Helper()
-	s, err := transcript.Load(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testkit.Load(t, f)
 	defer s.Close()
 	content, _ := os.ReadFile(f)
 	content = content[:s.Size]
