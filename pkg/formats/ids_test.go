@@ -73,7 +73,7 @@ func TestUUIDMapGrows(t *testing.T) {
 			t.Fatalf("%q: got %v, want %d", s, v, i+1)
 		}
 	}
-	if n := int(m.n); n != len(ids) {
+	if n := int(m.t.n); n != len(ids) {
 		t.Fatalf("%d values for %d uuids", n, len(ids))
 	}
 	if m.find("00000000-0000-0000-0001-000000000000") != nil {
@@ -131,4 +131,30 @@ func TestUUIDMapAllocatesAPositionOnce(t *testing.T) {
 	if per := float64(after.TotalAlloc-before.TotalAlloc) / float64(len(ids)); per > 48 {
 		t.Fatalf("%.1f bytes allocated per uuid, want at most 48", per)
 	}
+}
+
+// A call id keeps its 32-byte key and its name's 4-byte position, and the
+// slots that find it: a Go map of those keys kept 79 bytes an id.
+func TestToolNamesBytesPerID(t *testing.T) {
+	ids := make([]string, 266000) // a 1 GB Codex file's calls
+	for i := range ids {
+		ids[i] = fmt.Sprintf("call_%024x", uint64(i)*0x9e3779b97f4a7c15)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	tn := newToolNames()
+	for i, id := range ids {
+		tn.set(id, []string{"Bash", "Read", "Grep"}[i%3])
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	per := float64(after.HeapAlloc-before.HeapAlloc) / float64(len(ids))
+	if tn.get(ids[7]) != "Read" {
+		t.Fatal("lost an id")
+	}
+	if per > 56 {
+		t.Fatalf("%.1f bytes kept per call id, want at most 56", per)
+	}
+	t.Logf("%.1f bytes per call id", per)
 }
