@@ -60,7 +60,9 @@ func newCompactCmd(f *Factory, runF func(*CompactOptions) error) *cobra.Command 
 	cmd := &cobra.Command{
 		Use:   "compact FILE...",
 		Short: "Summarize old history and append a compaction entry (pi/OpenClaw format)",
-		Long: `Summarize the older part of a session's active context and append one
+		// The defaults quoted are the package constants, so the help cannot
+		// drift from what runs.
+		Long: fmt.Sprintf(`Summarize the older part of a session's active context and append one
 compaction entry, exactly as pi or OpenClaw would: pi then rebuilds the
 context as the summary followed by the kept recent messages.
 
@@ -70,9 +72,9 @@ from its result. The previous compaction's summary is carried forward and
 the messages it kept are summarised or kept again, never dropped.
 
 Strategies (--strategy, config compaction.mode):
-  default    pi: trigger at window − reserve (16384), keep ~20000 tokens
-  safeguard  OpenClaw: reserve floor 20000, staged chunk summaries, the last
-             3 user turns verbatim, required sections, ≤ 16,000 characters
+  default    pi: trigger at window − reserve (%d), keep ~%d tokens
+  safeguard  OpenClaw: reserve floor %d, staged chunk summaries, the last
+             3 user turns verbatim, required sections, ≤ %s characters
   summarize  single pass, first request verbatim, last 6 messages
              kept, tool output previewed (first 500 + last 200 characters)
 The rules of each strategy are in the repository's docs/design/
@@ -88,6 +90,8 @@ It compacts on request, like pi's /compact: whenever there is history to
 summarize. --if-needed (for hooks and cron) leaves a session below the
 strategy's trigger alone. Nothing is written with --dry-run; a failed or
 empty summary writes nothing and exits 1.`,
+			compaction.DefaultReserveTokens, compaction.DefaultKeepRecentTokens, compaction.DefaultReserveTokensFloor,
+			humanInt(compaction.MaxSummaryChars)),
 		Example: `  ctxtool compact session.jsonl --summarizer extractive --dry-run
   ctxtool compact session.jsonl --strategy safeguard --json
   ctxtool compact session.jsonl --if-needed        # from a hook: only above the trigger

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
 	"github.com/ctxtool/ctxtool/internal/testkit"
+	"github.com/ctxtool/ctxtool/pkg/compaction"
 	"github.com/ctxtool/ctxtool/pkg/config"
 	"github.com/ctxtool/ctxtool/pkg/memflush"
 	"github.com/ctxtool/ctxtool/pkg/sessionstore"
@@ -137,7 +138,7 @@ func TestFlushConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !fo.Enabled || fo.SoftThresholdTokens != memflush.DefaultSoftThresholdTokens || fo.Prompt != memflush.DefaultPrompt || fo.SystemPrompt != memflush.DefaultSystemPrompt ||
-		fo.Compact.Settings.ReserveTokensFloor != memflush.DefaultReserveTokensFloor {
+		fo.Compact.Settings.ReserveTokensFloor != compaction.DefaultReserveTokensFloor {
 		t.Fatalf("config defaults %+v", fo)
 	}
 }

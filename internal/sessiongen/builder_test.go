@@ -19,8 +19,9 @@ func ts(t *testing.T, s string) time.Time {
 	return v
 }
 
-// TestBuilderReproducesFormatExample131 rebuilds ../shared/docs/session-format.md §13.1
-// byte for byte with the Builder.
+// TestBuilderReproducesFormatExample131 rebuilds the format reference's v3
+// example (every entry type, one abandoned branch; vendored as
+// testdata/format-13-1.jsonl) byte for byte with the Builder.
 func TestBuilderReproducesFormatExample131(t *testing.T) {
 	want := testkit.ReadFile(t, "testdata/format-13-1.jsonl")
 	var buf bytes.Buffer
@@ -101,7 +102,8 @@ func TestBuilderReproducesFormatExample131(t *testing.T) {
 	}
 }
 
-// TestBuilderReproducesFormatExample132 rebuilds the v1 example of §13.2.
+// TestBuilderReproducesFormatExample132 rebuilds the format reference's v1
+// example (testdata/format-13-2.jsonl).
 func TestBuilderReproducesFormatExample132(t *testing.T) {
 	want := testkit.ReadFile(t, "testdata/format-13-2.jsonl")
 	var buf bytes.Buffer

@@ -7,7 +7,9 @@
 //     BashExecution, CustomMessage, Custom, ModelChange, Compaction,
 //     Branch + BranchSummary, Label, SessionInfo, and malformed lines via
 //     Garbage, Glued and Torn). Tests use it for edge cases; it reproduces
-//     ../shared/docs/session-format.md §13.1 and §13.2 byte for byte.
+//     the format reference's two worked examples, vendored as
+//     testdata/format-13-1.jsonl (v3) and testdata/format-13-2.jsonl (v1),
+//     byte for byte.
 //   - Generate streams a whole realistic coding session from Options
 //     (turns, tool density, result sizes up to several MB per line, CJK
 //     share, images, compactions, branches, aborted/error assistants,
@@ -17,7 +19,7 @@
 // # Encoding
 //
 // Every line is what JSON.stringify would produce: keys in pi's write order
-// per entry type and message role (../shared/docs/session-format.md §3–6), compact, only
+// per entry type and message role (as in testdata/format-13-1.jsonl), compact, only
 // '"', '\\' and control characters escaped (no HTML escaping, raw U+2028/
 // U+2029 and non-ASCII), numbers in JavaScript's shortest form. Entry ids are
 // 8 random hex digits unique in the file, entry timestamps ISO-8601 with

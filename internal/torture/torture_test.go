@@ -60,6 +60,11 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
+	// Runs that name no --state-dir (compact --truncate indexes its backup
+	// there) used the user's state directory: 12k test backups had piled
+	// up in ~/.local/state/ctxtool's recall index, and search and budget
+	// on real sessions cited them. The default is this run's directory.
+	os.Setenv("CTXTOOL_STATE_DIR", filepath.Join(dir, "state"))
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

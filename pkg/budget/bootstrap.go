@@ -15,10 +15,10 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
-// BootstrapFileNames are the workspace files OpenClaw injects into the
+// bootstrapFileNames are the workspace files OpenClaw injects into the
 // system prompt, in its order (loadWorkspaceBootstrapFiles); MEMORY.md (or
 // memory.md) follows when present.
-var BootstrapFileNames = []string{"AGENTS.md", "SOUL.md", "TOOLS.md", "IDENTITY.md", "USER.md", "HEARTBEAT.md", "BOOTSTRAP.md"}
+var bootstrapFileNames = []string{"AGENTS.md", "SOUL.md", "TOOLS.md", "IDENTITY.md", "USER.md", "HEARTBEAT.md", "BOOTSTRAP.md"}
 
 // memoryFileNames are tried after the fixed files; absent ones are skipped
 // (not marked missing) and a memory.md that is the same file as MEMORY.md
@@ -57,7 +57,7 @@ func LoadWorkspace(dir string) (files []WorkspaceFile, memoryNotes []MemoryNote,
 	if !st.IsDir() {
 		return nil, nil, fmt.Errorf("workspace %s: not a directory (pass the agent's workspace directory)", dir)
 	}
-	for _, name := range BootstrapFileNames {
+	for _, name := range bootstrapFileNames {
 		f, err := readWorkspaceFile(dir, name)
 		if err != nil {
 			return nil, nil, err
@@ -235,10 +235,10 @@ func trimEndJS(s string) string {
 // system prompt.
 const projectContextHeading = "# Project Context\n\nThe following project context files have been loaded:"
 
-// RenderBootstrap is the bootstrap region's text: the injected files, each
+// renderBootstrap is the bootstrap region's text: the injected files, each
 // under a "## <name>" heading. Skipped files are left out; "" when nothing
 // is injected.
-func RenderBootstrap(files []BootstrapFile) string {
+func renderBootstrap(files []BootstrapFile) string {
 	var b strings.Builder
 	for _, f := range files {
 		if f.Skipped || f.Content == "" {

@@ -130,7 +130,7 @@ type Rolling struct {
 
 // ContextMessage is one message of the assembled context: a system text,
 // the bootstrap region, the injected summary, or a history message as pi
-// sends it (its AgentMessage JSON).
+// sends it (its agentMessage JSON).
 type ContextMessage struct {
 	Region  string          `json:"region"`
 	Tokens  int             `json:"tokens"`
@@ -240,7 +240,7 @@ func (p *planner) bootstrap() (string, error) {
 			r.Warnings = append(r.Warnings, fmt.Sprintf("workspace bootstrap file %s is %d chars (limit %d); truncating in injected context", f.Name, f.Chars, f.MaxChars))
 		}
 	}
-	return RenderBootstrap(r.Bootstrap), nil
+	return renderBootstrap(r.Bootstrap), nil
 }
 
 // semanticHistory retrieves semantic history for the last user prompt,
@@ -405,7 +405,7 @@ func (p *planner) assemble(systemText, bootstrapText string, summaryMsg *Context
 		r.Messages = append(r.Messages, *summaryMsg)
 	}
 	for _, m := range p.pctx.Messages[start:] {
-		raw, err := AgentMessage(p.in.Session, m.Entry)
+		raw, err := agentMessage(p.in.Session, m.Entry)
 		if err != nil {
 			return err
 		}
@@ -466,11 +466,11 @@ func lastUserText(s *transcript.Session, ctx *transcript.Context) (string, error
 	return "", nil
 }
 
-// AgentMessage is the message an entry puts in pi's context, as pi holds it
+// agentMessage is the message an entry puts in pi's context, as pi holds it
 // (buildSessionContext): a message entry's own message object verbatim; a
 // custom_message as role "custom"; the compaction in force as
 // "compactionSummary"; a branch summary as "branchSummary".
-func AgentMessage(s *transcript.Session, e *transcript.Entry) (json.RawMessage, error) {
+func agentMessage(s *transcript.Session, e *transcript.Entry) (json.RawMessage, error) {
 	line, err := s.Raw(e)
 	if err != nil {
 		return nil, err

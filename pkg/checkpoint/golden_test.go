@@ -230,7 +230,7 @@ func TestRenderNeverExceedsMax(t *testing.T) {
 		cp.OpenItems = append(cp.OpenItems, code+cjk)
 		cp.Learnings = append(cp.Learnings, cjk+code)
 	}
-	for name, c := range map[string]func(string) int{"o200k": count, "conservative": ConservativeCount} {
+	for name, c := range map[string]func(string) int{"o200k": count, "conservative": conservativeCount} {
 		text := Render(cp, RenderOptions{Count: c})
 		if n := count(text); n > MaxTokens {
 			t.Errorf("%s counter: %d o200k tokens", name, n)

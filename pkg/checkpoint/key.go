@@ -119,8 +119,8 @@ func idNumber(id string) int {
 	return n
 }
 
-// FormatID is the checkpoint id of number n: cp_001, cp_002, … cp_1000.
-func FormatID(n int) string { return fmt.Sprintf("cp_%03d", n) }
+// formatID is the checkpoint id of number n: cp_001, cp_002, … cp_1000.
+func formatID(n int) string { return fmt.Sprintf("cp_%03d", n) }
 
 // channelAndAgent derives meta.channel and meta.agent_id from a session key
 // the way OpenClaw builds them: "agent:<agentId>:<channel>:…", or a plain

@@ -33,25 +33,25 @@ var (
 )
 
 // DefaultCount counts tokens with o200k (the tokenizer of current OpenAI
-// models and a close proxy for others), falling back to ConservativeCount if
+// models and a close proxy for others), falling back to conservativeCount if
 // the tokenizer cannot be loaded.
 func DefaultCount(s string) int {
 	o200kOnce.Do(func() {
 		if t, err := tokenizer.Get("o200k"); err == nil {
 			o200kCount = t.Count
 		} else {
-			o200kCount = ConservativeCount
+			o200kCount = conservativeCount
 		}
 	})
 	return o200kCount(s)
 }
 
-// ConservativeCount over-estimates o200k tokens without a tokenizer: every
+// conservativeCount over-estimates o200k tokens without a tokenizer: every
 // three ASCII bytes and every non-ASCII character count as one token (real
 // English runs near four bytes a token, code near three, CJK one character
 // or more). Using it keeps the 800-token cap safe, at the cost of a shorter
 // text.
-func ConservativeCount(s string) int {
+func conservativeCount(s string) int {
 	ascii, other := 0, 0
 	for _, r := range s {
 		if r < utf8.RuneSelf {

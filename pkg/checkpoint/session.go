@@ -5,14 +5,8 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/ctxtool/ctxtool/pkg/models"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
-
-// DefaultContextWindow is used when neither the caller nor the config
-// names a window: OpenClaw's default for unknown models (the 200k of the
-// seed's examples), the model table's value.
-const DefaultContextWindow = models.DefaultContextWindow
 
 // branch is Take's one pass over the session's branch (ctx.Path, root →
 // leaf): each message is decoded once and folded in, and, when the

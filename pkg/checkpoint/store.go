@@ -240,7 +240,7 @@ func (s *Store) Write(key string, cp *Checkpoint) (*WriteResult, error) {
 			prev = latest.Meta.CheckpointID
 		}
 		cp.Schema, cp.SchemaVersion = Schema, SchemaVersion
-		cp.Meta.CheckpointID = FormatID(next)
+		cp.Meta.CheckpointID = formatID(next)
 		cp.Meta.PreviousCheckpoint = prev
 		data, err := Marshal(cp)
 		if err != nil {

@@ -52,7 +52,7 @@ func TestRetentionKeepsNewestFive(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := FormatID(e.Number - 1); cp.Meta.PreviousCheckpoint != want {
+		if want := formatID(e.Number - 1); cp.Meta.PreviousCheckpoint != want {
 			t.Errorf("%s previous = %q, want %q", e.ID, cp.Meta.PreviousCheckpoint, want)
 		}
 	}

@@ -41,7 +41,6 @@ const (
 	DefaultReserveTokens      = 16384
 	DefaultKeepRecentTokens   = 20000
 	DefaultReserveTokensFloor = 20000
-	DefaultContextWindow      = models.DefaultContextWindow
 	DefaultMaxHistoryShare    = 0.5
 	DefaultRecentTurns        = 3
 	MaxRecentTurns            = 12
@@ -125,7 +124,7 @@ func (s Settings) withDefaults() Settings {
 		s.ReserveTokensFloor = DefaultReserveTokensFloor
 	}
 	if s.ContextWindow <= 0 {
-		s.ContextWindow = DefaultContextWindow
+		s.ContextWindow = models.DefaultContextWindow
 	}
 	if s.MaxHistoryShare <= 0 {
 		s.MaxHistoryShare = DefaultMaxHistoryShare

@@ -50,7 +50,7 @@ func Load(explicit, openclawFile string) (*Config, error) {
 
 	var errs []error
 	if openclawFile != "" {
-		oc, err := ReadOpenClaw(openclawFile)
+		oc, err := readOpenClaw(openclawFile)
 		if err != nil {
 			return nil, err
 		}

@@ -239,9 +239,9 @@ var Keys = []Key{
 		Doc: "lint --fix leaves alone sessions written to more recently than this (a tool may still be running; standalone pi takes no lock)."},
 }
 
-// EnvOnly are environment variables that are not config keys but belong to
+// envOnly are environment variables that are not config keys but belong to
 // ctxtool (documented, so they are not reported as mistakes).
-var EnvOnly = map[string]string{
+var envOnly = map[string]string{
 	"CTXTOOL_STATE_DIR": "state directory (same as stateDir / --state-dir)",
 	"CTXTOOL_FORCE_TTY": "draw progress bars even when stderr is not a terminal",
 }

@@ -8,17 +8,17 @@ import (
 	"strings"
 )
 
-// ReadOpenClaw reads an openclaw.json (JSON5: comments, trailing commas,
+// readOpenClaw reads an openclaw.json (JSON5: comments, trailing commas,
 // unquoted keys, single-quoted strings) and returns the settings under
 // agents.defaults.compaction and agents.defaults.contextManagement as flat
 // ctxtool keys ("compaction.mode", "contextManagement.budget.x", …), and
 // agents.defaults.contextTokens (the window cap) as contextTokens.
-func ReadOpenClaw(path string) (map[string]any, error) {
+func readOpenClaw(path string) (map[string]any, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("openclaw config %s: %v", path, err)
 	}
-	plain, err := JSON5ToJSON(raw)
+	plain, err := json5ToJSON(raw)
 	if err != nil {
 		return nil, fmt.Errorf("openclaw config %s: %v (is it JSON5?)", path, err)
 	}
@@ -63,10 +63,10 @@ func flatten(prefix string, m map[string]any, out map[string]any) {
 	}
 }
 
-// JSON5ToJSON rewrites the JSON5 features OpenClaw configs use into plain
+// json5ToJSON rewrites the JSON5 features OpenClaw configs use into plain
 // JSON: // and /* */ comments, trailing commas, unquoted object keys and
 // single-quoted strings.
-func JSON5ToJSON(in []byte) ([]byte, error) {
+func json5ToJSON(in []byte) ([]byte, error) {
 	var out bytes.Buffer
 	i, n := 0, len(in)
 	line := 1

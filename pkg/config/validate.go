@@ -260,7 +260,7 @@ func nodeKind(n *yaml.Node) string {
 // that set nothing: a typo there would otherwise be silently ignored.
 func checkEnvironment() error {
 	known := map[string]bool{}
-	for name := range EnvOnly {
+	for name := range envOnly {
 		known[name] = true
 	}
 	var errs []error

@@ -25,8 +25,8 @@ const (
 	numFeatures
 )
 
-// FeatureNames labels the weights in reports.
-var FeatureNames = [numFeatures]string{"prose", "cjk", "thinking", "image", "message", "toolCall"}
+// featureNames labels the weights in reports.
+var featureNames = [numFeatures]string{"prose", "cjk", "thinking", "image", "message", "toolCall"}
 
 // prior weights, used to regularise the fit and when a class is absent.
 // chars/4 undercounts code/JSON by 25–35% (docs/design/pi-baseline.md), CJK is

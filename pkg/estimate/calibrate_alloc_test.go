@@ -14,7 +14,7 @@ import (
 // per record here (16 MB at 1 GB, 7% of estimate's peak).
 func TestCalibrateAllocatesLittlePerRecord(t *testing.T) {
 	path, c := calibratedPath(t, sessiongen.Options{Seed: 4, Turns: 3000, Compactions: 60, ToolResultBytes: 300, NoLineIndex: true})
-	audit := AuditUsage(path, 0)
+	audit := auditUsage(path, 0)
 	records := 0
 	for _, ok := range audit.soundAt(path) {
 		if ok {

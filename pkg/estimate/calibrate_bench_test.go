@@ -16,7 +16,7 @@ import (
 //	go test ./pkg/estimate -run - -bench PathSpans -benchtime 3x
 func BenchmarkPathSpans(b *testing.B) {
 	path, c := calibratedPath(b, sessiongen.Options{Seed: 9, Turns: 3000, Compactions: 600, ToolResultBytes: 400, NoLineIndex: true})
-	p := newRecordPath(path, AuditUsage(path, 0))
+	p := newRecordPath(path, auditUsage(path, 0))
 	b.Logf("%d path entries", len(path))
 	b.Run("linear", func(b *testing.B) {
 		for b.Loop() {
@@ -35,7 +35,7 @@ func BenchmarkPathSpans(b *testing.B) {
 // (sessions with ordinary usage).
 func TestPathSpansMatchesQuadratic(t *testing.T) {
 	path, c := calibratedPath(t, sessiongen.Options{Seed: 3, Turns: 200, Compactions: 20})
-	p := newRecordPath(path, AuditUsage(path, 0))
+	p := newRecordPath(path, auditUsage(path, 0))
 	gotS, _ := pathSpans(p, c.features, nil)
 	calib := Fit(gotS)
 	_, gotO := pathSpans(p, c.features, calib)

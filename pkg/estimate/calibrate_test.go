@@ -60,7 +60,7 @@ func TestCalibratedHoldout(t *testing.T) {
 		c := &Counter{s: s, method: Calibrated, images: map[*transcript.Entry]int{}, exact: map[*transcript.Entry]int{}}
 		path := s.Branch()
 		half := len(path) / 2
-		audit := AuditUsage(path, 0)
+		audit := auditUsage(path, 0)
 		c.calib = calibrate(path[:half], c.features, audit)
 		rows := evaluateWith(c, path[half:], 20000, audit)
 		for _, r := range rows {
@@ -80,7 +80,7 @@ func TestCalibratedHoldout(t *testing.T) {
 func fmtWeights(c *Calibration) string {
 	s := ""
 	for k, w := range c.Weights {
-		s += fmt.Sprintf("%s=%.2f ", FeatureNames[k], w)
+		s += fmt.Sprintf("%s=%.2f ", featureNames[k], w)
 	}
 	return s
 }
@@ -99,7 +99,7 @@ func TestFitRecoversKnownWeights(t *testing.T) {
 	w := nnlsRidge(&spans, prior)
 	for _, k := range []int{fProse, fWide, fThinking} {
 		if math.Abs(w[k]-truth[k]) > 0.07 {
-			t.Fatalf("weight %s = %.3f, want %.3f (all: %v)", FeatureNames[k], w[k], truth[k], w)
+			t.Fatalf("weight %s = %.3f, want %.3f (all: %v)", featureNames[k], w[k], truth[k], w)
 		}
 	}
 	if w[fImage] != prior[fImage] {

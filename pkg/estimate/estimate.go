@@ -36,12 +36,6 @@ type TextCounter interface {
 	Count(text string) int
 }
 
-// Tokenizers resolves "o200k"/"cl100k" to a counter. It is a variable so the
-// tokenizer package can be swapped in tests.
-var Tokenizers = func(name string) (TextCounter, error) {
-	return nil, fmt.Errorf("tokenizer %q is not available in this build", name)
-}
-
 // ValidMethod reports whether m is a known method.
 func ValidMethod(m string) bool {
 	for _, x := range Methods {
@@ -104,7 +98,7 @@ func newCounter(s *transcript.Session, branch []*transcript.Entry, method string
 		}
 	}
 	if c.method == O200k || c.method == Cl100k {
-		t, err := Tokenizers(c.method)
+		t, err := tokenizers(c.method)
 		if err != nil && method == Auto {
 			c.method = Calibrated // no exact tokenizer in this build: prior weights
 			return c, nil
@@ -124,7 +118,7 @@ func (c *Counter) fit(branch []*transcript.Entry, audit *UsageAudit) *Calibratio
 		branch = c.s.Branch()
 	}
 	if audit == nil {
-		audit = AuditUsage(branch, 0)
+		audit = auditUsage(branch, 0)
 	}
 	return calibrate(branch, c.features, audit)
 }

@@ -15,7 +15,7 @@ type SpanCheck struct {
 
 // EvaluateSpans cuts the session's path into consecutive, non-overlapping
 // spans of at least minReal provider tokens (between trusted usage records,
-// never across a compaction; only sound records, see AuditUsage) and estimates each with the calibrated counter
+// never across a compaction; only sound records, see auditUsage) and estimates each with the calibrated counter
 // and pi's heuristic. This is the accuracy table of the calibrated method.
 func EvaluateSpans(s *transcript.Session, minReal int) ([]SpanCheck, *Calibration, error) {
 	c, err := NewCounter(s, Calibrated)
@@ -23,7 +23,7 @@ func EvaluateSpans(s *transcript.Session, minReal int) ([]SpanCheck, *Calibratio
 		return nil, nil, err
 	}
 	path := s.Branch()
-	return evaluateWith(c, path, minReal, AuditUsage(path, 0)), c.calib, nil
+	return evaluateWith(c, path, minReal, auditUsage(path, 0)), c.calib, nil
 }
 
 func evaluateWith(c *Counter, path []*transcript.Entry, minReal int, audit *UsageAudit) []SpanCheck {

@@ -2,12 +2,12 @@ package estimate
 
 import "github.com/ctxtool/ctxtool/pkg/tokenizer"
 
-func init() {
-	Tokenizers = func(name string) (TextCounter, error) {
-		t, err := tokenizer.Get(name)
-		if err != nil {
-			return nil, err
-		}
-		return t, nil
+// tokenizers resolves "o200k"/"cl100k" to a counter. The nil check keeps a
+// failed lookup from becoming a non-nil TextCounter holding a nil pointer.
+func tokenizers(name string) (TextCounter, error) {
+	t, err := tokenizer.Get(name)
+	if err != nil {
+		return nil, err
 	}
+	return t, nil
 }

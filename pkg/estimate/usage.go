@@ -16,7 +16,7 @@ import (
 // OpenClaw's transcript-only replies (openclaw/delivery-mirror,
 // openclaw/gateway-injected) carry all-zero usage, and a record from before
 // the compaction in force measures a context that no longer exists.
-// AuditUsage sorts every assistant record of a branch into one class; only
+// auditUsage sorts every assistant record of a branch into one class; only
 // "fresh" records anchor an estimate, and fresh or stale ones ("sound")
 // calibrate it.
 
@@ -148,15 +148,15 @@ type UsageAudit struct {
 	inForceLine int
 }
 
-// AuditUsage classifies the usage record of every assistant message of a
+// auditUsage classifies the usage record of every assistant message of a
 // root→leaf path. window is the session's context window (0 = unknown):
 // a prompt count equal to it is a cap. It runs in one pass plus a lookup
 // per compaction, linear in the path.
-func AuditUsage(path []*transcript.Entry, window int) *UsageAudit {
+func auditUsage(path []*transcript.Entry, window int) *UsageAudit {
 	return AuditContext(transcript.BuildContext(path), window)
 }
 
-// AuditContext is AuditUsage on a context already rebuilt from the path
+// AuditContext is auditUsage on a context already rebuilt from the path
 // (for the compaction in force and its kept start): a second rebuild of a
 // 1 GB session's context was 4% of a calibrated estimate's CPU.
 func AuditContext(ctx *transcript.Context, window int) *UsageAudit {

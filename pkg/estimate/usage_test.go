@@ -21,7 +21,7 @@ func audit(t *testing.T, file string) (*UsageAudit, *transcript.Session) {
 	t.Cleanup(func() { s.Close() })
 	path := s.Branch()
 	w := models.ForSession(path, s.Header, models.Settings{})
-	return AuditUsage(path, w.Tokens), s
+	return auditUsage(path, w.Tokens), s
 }
 
 // The generated sessions whose usage lies: the record pi anchors on gets

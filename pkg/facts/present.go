@@ -102,7 +102,7 @@ func (c *Corpus) Has(f Fact) bool {
 			return false
 		}
 	}
-	kws := ContentWords(f.Value)
+	kws := contentWords(f.Value)
 	if len(kws) < 3 {
 		return false
 	}
@@ -160,9 +160,9 @@ func normalize(s string) string {
 	return strings.TrimSpace(b.String())
 }
 
-// ContentWords are the normalised words of s that carry its meaning: at
+// contentWords are the normalised words of s that carry its meaning: at
 // least three characters, not a stop word or statement cue.
-func ContentWords(s string) []string {
+func contentWords(s string) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, w := range strings.Fields(normalize(s)) {

@@ -30,7 +30,7 @@ func FromMessage(e *transcript.Entry, m *transcript.Message) []Source {
 		src.Text = m.Text()
 		out = append(out, src)
 		for _, c := range m.ToolCalls() {
-			out = append(out, Source{Text: ArgumentsText(c.Arguments), Line: e.Line, EntryID: e.ID(), Role: "toolCall"})
+			out = append(out, Source{Text: argumentsText(c.Arguments), Line: e.Line, EntryID: e.ID(), Role: "toolCall"})
 		}
 		return out
 	case "bashExecution":
@@ -72,9 +72,9 @@ func boundTool(t string) string {
 	return strings.ToValidUTF8(head, "") + "\n…\n" + strings.ToValidUTF8(tail, "")
 }
 
-// ArgumentsText flattens tool-call arguments to their string values, one
+// argumentsText flattens tool-call arguments to their string values, one
 // per line, keys in sorted order (numbers and booleans are left out).
-func ArgumentsText(raw json.RawMessage) string {
+func argumentsText(raw json.RawMessage) string {
 	var v any
 	if json.Unmarshal(raw, &v) != nil {
 		return string(raw)

@@ -60,8 +60,8 @@ const (
 	DefaultMaxImageBytes = 1 << 20
 )
 
-// DefaultOptions runs every rule with the default limits and no budget.
-func DefaultOptions() *Options {
+// defaultOptions runs every rule with the default limits and no budget.
+func defaultOptions() *Options {
 	return &Options{Rules: DefaultRuleSet(), MaxLineBytes: DefaultMaxLineBytes, MaxImageBytes: DefaultMaxImageBytes}
 }
 
@@ -140,7 +140,7 @@ func stdin(opts *Options) (*Report, error) {
 
 func lint(file string, s *transcript.Session, loadErr error, scan *contentResult, opts *Options) (*Report, error) {
 	if opts == nil {
-		opts = DefaultOptions()
+		opts = defaultOptions()
 	}
 	if opts.Rules == nil {
 		opts.Rules = DefaultRuleSet()

@@ -313,7 +313,7 @@ func TestEveryRuleTriggersAtItsLine(t *testing.T) {
 		t.Run(rc.rule, func(t *testing.T) {
 			covered[rc.rule] = true
 			path, want := rc.make(t)
-			opts := DefaultOptions()
+			opts := defaultOptions()
 			if rc.opts != nil {
 				rc.opts(opts)
 			}
@@ -338,7 +338,7 @@ func TestEveryRuleTriggersAtItsLine(t *testing.T) {
 					if rc.rule == RuleUnreachable {
 						continue // it has an abandoned branch on purpose
 					}
-					opts = DefaultOptions()
+					opts = defaultOptions()
 				}
 				if rc.rule == RuleContextOverBudget {
 					continue // any session is over a 20-token budget; see TestBudget

@@ -63,7 +63,7 @@ func TestSARIFValidatesAgainstSchema(t *testing.T) {
 	var lines int
 	for _, rc := range ruleCases() {
 		p, _ := rc.make(t)
-		opts := DefaultOptions()
+		opts := defaultOptions()
 		if rc.opts != nil {
 			rc.opts(opts)
 		}

@@ -6,14 +6,14 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/estimate"
 )
 
-// suspectUsage are the usage classes of estimate.AuditUsage that say a
+// suspectUsage are the usage classes of estimate.AuditContext that say a
 // record does not measure the context it sits in. (Errored replies and
 // OpenClaw's transcript-only replies carry no usage by design; stale
 // records were sound when written.)
 var suspectUsage = []estimate.UsageClass{estimate.UsagePinned, estimate.UsageFlat, estimate.UsageZero, estimate.UsageImplausible}
 
 // usage reports usage records that cannot be trusted, with the
-// classification every command uses (estimate.AuditUsage): one finding per
+// classification every command uses (estimate.AuditContext): one finding per
 // class, at its first record, counting the others.
 func (c *checker) usage() {
 	if !c.enabled(RuleUsageSuspect) {

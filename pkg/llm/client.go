@@ -394,7 +394,7 @@ func (c *Client) backoff(attempt int) time.Duration {
 
 // Backoff is ctxtool's one retry policy for network calls (issue 13):
 // min·2^(attempt-1) capped at max, with ±20 % jitter (rnd in [0,1)). A
-// Retry-After the server sends wins when it is longer (ParseRetryAfter).
+// Retry-After the server sends wins when it is longer (parseRetryAfter).
 func Backoff(attempt int, min, max time.Duration, rnd float64) time.Duration {
 	d := float64(min) * math.Pow(2, float64(attempt-1))
 	if d > float64(max) {
@@ -495,11 +495,11 @@ func (h *headerRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
 func (r *recorded) retryAfter() (time.Duration, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return ParseRetryAfter(r.val, r.at)
+	return parseRetryAfter(r.val, r.at)
 }
 
-// ParseRetryAfter reads a Retry-After value: delay seconds or an HTTP date.
-func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+// parseRetryAfter reads a Retry-After value: delay seconds or an HTTP date.
+func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	v = strings.TrimSpace(v)
 	if v == "" {
 		return 0, false

@@ -171,13 +171,13 @@ func TestRetryAfterLongerThanWeWaitFails(t *testing.T) {
 
 func TestParseRetryAfter(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	if d, ok := ParseRetryAfter("2.5", now); !ok || d != 2500*time.Millisecond {
+	if d, ok := parseRetryAfter("2.5", now); !ok || d != 2500*time.Millisecond {
 		t.Fatal(d, ok)
 	}
-	if d, ok := ParseRetryAfter("Thu, 01 Jan 2026 00:00:07 GMT", now); !ok || d != 7*time.Second {
+	if d, ok := parseRetryAfter("Thu, 01 Jan 2026 00:00:07 GMT", now); !ok || d != 7*time.Second {
 		t.Fatal(d, ok)
 	}
-	if _, ok := ParseRetryAfter("soon", now); ok {
+	if _, ok := parseRetryAfter("soon", now); ok {
 		t.Fatal("parsed garbage")
 	}
 }

@@ -46,7 +46,6 @@ import (
 // OpenClaw's defaults.
 const (
 	DefaultSoftThresholdTokens = 4000
-	DefaultReserveTokensFloor  = 20000
 	// NoReply is the answer with which a model says there is nothing to
 	// store.
 	NoReply = "NO_REPLY"

@@ -115,7 +115,7 @@ func appendTurns(t *testing.T, path string, texts []string, fillerTurns int) {
 func options(t *testing.T, file, ws, state string) memflush.Options {
 	t.Helper()
 	return memflush.Options{File: file, Workspace: ws, StateDir: state, Measure: measure(window),
-		ReserveTokensFloor: memflush.DefaultReserveTokensFloor, SoftThresholdTokens: memflush.DefaultSoftThresholdTokens,
+		ReserveTokensFloor: compaction.DefaultReserveTokensFloor, SoftThresholdTokens: memflush.DefaultSoftThresholdTokens,
 		Compaction: compaction.Settings{KeepRecentTokens: 2000}, Now: fixedNow}
 }
 

@@ -6,7 +6,7 @@
 // Model ids arrive in many spellings: "claude-sonnet-4-5-20250929",
 // "anthropic/claude-sonnet-4.5", "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
 // "claude-sonnet-4-5@20250929", "openrouter/meta-llama/llama-3.3-70b-instruct:free",
-// "llama3.1:70b". Lookup tries, in order: the exact id; the id with leading
+// "llama3.1:70b". lookup tries, in order: the exact id; the id with leading
 // provider path segments removed; a normalized id (lower case, "." and "_" read
 // as "-", Bedrock "vendor." prefixes and ":tag" / "@version" suffixes dropped,
 // then trailing dates, "-latest", "-preview", "-exp" and "-vN" stripped one at
@@ -51,9 +51,9 @@ const (
 	MinContextWindow = 16000 // block: OpenClaw refuses to run the agent
 )
 
-// Lookup finds the table entry for a model id (see the package doc for the
+// lookup finds the table entry for a model id (see the package doc for the
 // matching rules). ok is false when nothing matches.
-func Lookup(id string) (m Match, ok bool) {
+func lookup(id string) (m Match, ok bool) {
 	q, long := splitLong(id)
 	i, how, ok := tableIndex.find(q)
 	if !ok {
@@ -92,7 +92,7 @@ type Window struct {
 // the table, then DefaultContextWindow.
 func Resolve(model string, overrides map[string]int, explicit int) Window {
 	w := Window{Model: model}
-	if m, ok := Lookup(model); ok {
+	if m, ok := lookup(model); ok {
 		w.MaxOutputTokens = m.MaxOutputTokens
 		w.Tokens, w.Source, w.Matched = m.Window, FromTable, m.ID
 	}

@@ -87,23 +87,23 @@ func TestLookup(t *testing.T) {
 		{"gpt", "", 0, ""},
 	}
 	for _, c := range cases {
-		m, ok := Lookup(c.id)
+		m, ok := lookup(c.id)
 		if c.want == "" {
 			if ok {
-				t.Errorf("Lookup(%q) = %s (%s), want no match", c.id, m.ID, m.How)
+				t.Errorf("lookup(%q) = %s (%s), want no match", c.id, m.ID, m.How)
 			}
 			continue
 		}
 		if !ok || m.ID != c.want || m.Window != c.window || m.How != c.how {
-			t.Errorf("Lookup(%q) = %q window %d how %q ok %v; want %q %d %q", c.id, m.ID, m.Window, m.How, ok, c.want, c.window, c.how)
+			t.Errorf("lookup(%q) = %q window %d how %q ok %v; want %q %d %q", c.id, m.ID, m.Window, m.How, ok, c.want, c.window, c.how)
 		}
 	}
 }
 
 func TestMaxOutputTokens(t *testing.T) {
 	for id, want := range map[string]int{"claude-sonnet-4-5-20250929": 64000, "claude-opus-4-1": 32000, "gpt-4o": 16384, "gpt-5": 128000, "gemini-2.5-pro": 65536, "llama-3.1-8b": 0} {
-		if m, ok := Lookup(id); !ok || m.MaxOutputTokens != want {
-			t.Errorf("Lookup(%q).MaxOutputTokens = %d, want %d", id, m.MaxOutputTokens, want)
+		if m, ok := lookup(id); !ok || m.MaxOutputTokens != want {
+			t.Errorf("lookup(%q).MaxOutputTokens = %d, want %d", id, m.MaxOutputTokens, want)
 		}
 	}
 }
@@ -125,8 +125,8 @@ func TestTableConsistent(t *testing.T) {
 				t.Errorf("%q (%s) and %s normalize to the same id %q", id, m.ID, other, k)
 			}
 			seen[k] = m.ID
-			if got, ok := Lookup(id); !ok || got.ID != m.ID || got.How != "exact" {
-				t.Errorf("Lookup(%q) = %q %q, want %q exact", id, got.ID, got.How, m.ID)
+			if got, ok := lookup(id); !ok || got.ID != m.ID || got.How != "exact" {
+				t.Errorf("lookup(%q) = %q %q, want %q exact", id, got.ID, got.How, m.ID)
 			}
 		}
 	}

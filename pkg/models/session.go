@@ -41,12 +41,12 @@ func (m SessionModel) Name() string {
 	return m.ID
 }
 
-// ModelOf finds the model of a session from its root→leaf path: the last
+// modelOf finds the model of a session from its root→leaf path: the last
 // model_change or assistant message (pi's rule for the next request),
 // skipping OpenClaw's transcript-only replies; else the v1 header's
 // provider/modelId. An assistant message that errored still names the
 // model it was sent to.
-func ModelOf(path []*transcript.Entry, header *transcript.Header) SessionModel {
+func modelOf(path []*transcript.Entry, header *transcript.Header) SessionModel {
 	for i := len(path) - 1; i >= 0; i-- {
 		e := path[i]
 		switch {
@@ -105,13 +105,13 @@ func (w SessionWindow) Describe() string {
 }
 
 // ForSession is the one resolution of a session's model and context window
-// that every command uses: the model is --model or the session's (ModelOf);
+// that every command uses: the model is --model or the session's (modelOf);
 // the window is --context-window, else a config override for the model,
 // else the model table, else DefaultContextWindow — then OpenClaw's
 // agents.defaults.contextTokens caps it (as OpenClaw's
 // resolveContextWindowInfo does), unless the window was given explicitly.
 func ForSession(path []*transcript.Entry, header *transcript.Header, set Settings) SessionWindow {
-	sm := ModelOf(path, header)
+	sm := modelOf(path, header)
 	if set.Model != "" {
 		sm = SessionModel{ID: set.Model, From: "flag"}
 	}

@@ -94,7 +94,7 @@ func (x *extractor) entryUnit(e *transcript.Entry, m *transcript.Message) (unit,
 		ts = t.UnixMilli()
 	}
 	switch e.Type() {
-	case "message", "custom_message": // DecodeMessage gives a custom_message the role "custom"
+	case "message", "custom_message": // transcript's message decoder gives a custom_message the role "custom"
 		if t := msgTimestamp(m); t > 0 {
 			ts = t
 		}
@@ -119,7 +119,7 @@ func (x *extractor) entryUnit(e *transcript.Entry, m *transcript.Message) (unit,
 			b.WriteString(capText(m.Command, x.maxChars))
 			b.WriteString(" → ")
 			b.WriteString(capText(m.Output, x.maxChars))
-		case "custom": // also v2's hookMessage, which DecodeMessage renames
+		case "custom": // also v2's hookMessage, which transcript's message decoder renames
 			b.WriteString("Custom")
 			if m.CustomType != "" {
 				b.WriteString(" (" + m.CustomType + ")")

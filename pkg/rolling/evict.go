@@ -20,7 +20,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/ctxtool/ctxtool/pkg/models"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -28,8 +27,6 @@ import (
 const (
 	DefaultTargetUtilization = 0.8
 	DefaultMinKeepMessages   = 10
-	DefaultContextWindow     = models.DefaultContextWindow
-	DefaultReserveTokens     = 16384
 )
 
 // Message is one message of the active context with its token estimate.

@@ -62,10 +62,10 @@ func TestEvictTokenMath(t *testing.T) {
 	if ev.FirstKept != 6 || ev.EvictedCount != 6 || ev.EvictedTokens != 600 || ev.KeptTokens != 430 || !ev.TargetMet {
 		t.Fatalf("got firstKept %d evicted %d/%d kept %d met %v", ev.FirstKept, ev.EvictedCount, ev.EvictedTokens, ev.KeptTokens, ev.TargetMet)
 	}
-	if got := FormatTime(ev.FirstEvicted); got != "2026-03-02T09:00:00.000Z" {
+	if got := formatTime(ev.FirstEvicted); got != "2026-03-02T09:00:00.000Z" {
 		t.Errorf("first evicted %s", got)
 	}
-	if got := FormatTime(ev.LastEvicted); got != "2026-03-02T09:00:05.000Z" {
+	if got := formatTime(ev.LastEvicted); got != "2026-03-02T09:00:05.000Z" {
 		t.Errorf("last evicted %s", got)
 	}
 	if len(ev.Kept)+len(ev.Evicted) != len(msgs) {

@@ -52,8 +52,8 @@ type Range struct {
 // docs/design/pi-baseline.md); the oldest are merged.
 const maxRanges = 20
 
-// FormatTime formats a time like pi's entry timestamps.
-func FormatTime(t time.Time) string {
+// formatTime formats a time like pi's entry timestamps.
+func formatTime(t time.Time) string {
 	if t.IsZero() {
 		return ""
 	}
@@ -114,7 +114,7 @@ func (s *rangeBuilder) add(e *transcript.Entry, tokens int) {
 
 func (s *rangeBuilder) result() Range {
 	r := s.Range
-	r.First, r.Last = FormatTime(s.first), FormatTime(s.last)
+	r.First, r.Last = formatTime(s.first), formatTime(s.last)
 	return r
 }
 

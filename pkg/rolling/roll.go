@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/ctxtool/ctxtool/pkg/compaction"
+	"github.com/ctxtool/ctxtool/pkg/models"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -55,9 +57,9 @@ type Measurement struct {
 // Estimator measures the active context of a loaded session.
 type Estimator func(s *transcript.Session, c *transcript.Context) (Measurement, error)
 
-// HeuristicEstimator is pi's chars/4 estimate; the fallback when no better
+// heuristicEstimator is pi's chars/4 estimate; the fallback when no better
 // estimator is wired in.
-func HeuristicEstimator(s *transcript.Session, c *transcript.Context) (Measurement, error) {
+func heuristicEstimator(s *transcript.Session, c *transcript.Context) (Measurement, error) {
 	m := Measurement{Method: "heuristic", PerMessage: make([]int, len(c.Messages))}
 	for i, cm := range c.Messages {
 		m.PerMessage[i] = cm.Tokens()
@@ -154,7 +156,7 @@ type Roller struct {
 	Options
 	Measure Estimator
 	// Window is the context window of the session's model (nil or ≤ 0:
-	// DefaultContextWindow). Options.ContextWindow overrides it.
+	// models.DefaultContextWindow). Options.ContextWindow overrides it.
 	Window func(m *transcript.ModelRef) int
 	// Recall is the index; nil means recall is unavailable, for the reason
 	// in RecallErr.
@@ -309,7 +311,7 @@ func (r *Roller) window(c *transcript.Context) int {
 			return w
 		}
 	}
-	return DefaultContextWindow
+	return models.DefaultContextWindow
 }
 
 // plan measures the session and decides whether and where to roll; with
@@ -318,7 +320,7 @@ func (r *Roller) plan(s *transcript.Session, build bool) (decision, error) {
 	c := s.Context()
 	measure := r.Measure
 	if measure == nil {
-		measure = HeuristicEstimator
+		measure = heuristicEstimator
 	}
 	m, err := measure(s, c)
 	if err != nil {
@@ -376,7 +378,7 @@ func (r *Roller) plan(s *transcript.Session, build bool) (decision, error) {
 func (r *Roller) overTrigger(rep *Report, tokens, win int) bool {
 	reserve := r.ReserveTokens
 	if reserve <= 0 {
-		reserve = DefaultReserveTokens
+		reserve = compaction.DefaultReserveTokens
 	}
 	util := float64(tokens) / float64(win)
 	switch {
@@ -507,7 +509,7 @@ func (r *Roller) recordRoll(d *decision, s *transcript.Session, ev Eviction, lin
 		rep.Reason = fmt.Sprintf("%.1f%% under the target: the smallest eviction that reaches it ends with %d tokens that go together (a message, or a tool call with its results)",
 			100*(1-float64(ev.KeptTokens)/float64(ev.TargetTokens)), ev.Step)
 	}
-	rep.FirstEvictedTimestamp, rep.LastEvictedTimestamp = FormatTime(ev.FirstEvicted), FormatTime(ev.LastEvicted)
+	rep.FirstEvictedTimestamp, rep.LastEvictedTimestamp = formatTime(ev.FirstEvicted), formatTime(ev.LastEvicted)
 	rep.KeptMessages = len(ev.Kept)
 	rep.FirstKeptLine = first.Line
 	if s.Version >= 2 {
@@ -522,7 +524,7 @@ func (r *Roller) buildLine(s *transcript.Session, ev Eviction, rc *rollContext) 
 		return nil, err
 	}
 	det := Details{Mode: "rolling", EvictedCount: ev.EvictedCount, EvictedTokens: ev.EvictedTokens, KeptTokens: ev.KeptTokens,
-		FirstEvictedTimestamp: FormatTime(ev.FirstEvicted), LastEvictedTimestamp: FormatTime(ev.LastEvicted),
+		FirstEvictedTimestamp: formatTime(ev.FirstEvicted), LastEvictedTimestamp: formatTime(ev.LastEvicted),
 		Ranges: capRanges(append(append([]Range(nil), rc.note.Earlier...), rangeOf(ev.Evicted))), ReadFiles: read, ModifiedFiles: modified}
 	summary := ""
 	if r.EvictionNote {

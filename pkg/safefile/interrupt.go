@@ -40,7 +40,7 @@ func Interrupted() bool { return interrupted.Load() }
 // waits and loops stop at once and unwind (releasing what they hold) while
 // the handler waits for critical sections and exits.
 func Context(parent context.Context) context.Context {
-	HandleInterrupts()
+	handleInterrupts()
 	ctx, cancel := context.WithCancel(parent)
 	intrMu.Lock()
 	cancels = append(cancels, cancel)
@@ -58,7 +58,7 @@ type cleanup struct {
 // first, so a temp file made under a lock is removed before the lock is
 // released. It installs the interrupt handler.
 func OnInterrupt(key string, fn func()) {
-	HandleInterrupts()
+	handleInterrupts()
 	intrMu.Lock()
 	seq++
 	cleanups[key] = cleanup{seq: seq, fn: fn}
@@ -93,12 +93,12 @@ func Critical(fn func() error) error {
 	return fn()
 }
 
-// HandleInterrupts installs (once) the handler that, on SIGINT, SIGTERM,
+// handleInterrupts installs (once) the handler that, on SIGINT, SIGTERM,
 // SIGHUP or SIGQUIT, waits for critical sections, runs the registered
 // cleanups (temp files removed, locks released) and exits with 128+signal.
 // Commands call it at start so that every one of them stops within a second
 // of a signal, even one blocked in a read or a long computation.
-func HandleInterrupts() {
+func handleInterrupts() {
 	intrOnce.Do(func() {
 		ch := make(chan os.Signal, 1)
 		signal.Notify(ch, intrSigns...)

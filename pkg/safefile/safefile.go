@@ -66,10 +66,10 @@ func CreateTemp(target string, perm os.FileMode) (*os.File, error) {
 // place or removed).
 func Forget(name string) { OffInterrupt(name) }
 
-// TempOwner parses a ctxtool temp file name. ok is false for names that are
+// tempOwner parses a ctxtool temp file name. ok is false for names that are
 // not ctxtool temp files; pid is 0 for temp files of older versions, which
 // did not record it.
-func TempOwner(name string) (pid int, ok bool) {
+func tempOwner(name string) (pid int, ok bool) {
 	base := filepath.Base(name)
 	i := strings.LastIndex(base, tempMarker)
 	if i <= 0 || base[0] != '.' {
@@ -90,11 +90,11 @@ func TempOwner(name string) (pid int, ok bool) {
 	return 0, rest != ""
 }
 
-// IsLeftover reports whether a file is a ctxtool temp file that no running
+// isLeftover reports whether a file is a ctxtool temp file that no running
 // process will finish: its pid is dead (or, for an old name without a pid,
 // it is older than LegacyTempAge).
-func IsLeftover(path string, modTime time.Time) bool {
-	pid, ok := TempOwner(path)
+func isLeftover(path string, modTime time.Time) bool {
+	pid, ok := tempOwner(path)
 	if !ok {
 		return false
 	}
@@ -104,7 +104,7 @@ func IsLeftover(path string, modTime time.Time) bool {
 	return pid != os.Getpid() && !PidAlive(pid)
 }
 
-// Sweep removes the leftover temp files (IsLeftover) directly in dir and
+// Sweep removes the leftover temp files (isLeftover) directly in dir and
 // returns their names. Errors are ignored: sweeping is housekeeping.
 func Sweep(dir string) []string {
 	entries, err := os.ReadDir(dir)
@@ -113,7 +113,7 @@ func Sweep(dir string) []string {
 	}
 	var removed []string
 	for _, e := range entries {
-		if _, ok := TempOwner(e.Name()); !ok || !e.Type().IsRegular() {
+		if _, ok := tempOwner(e.Name()); !ok || !e.Type().IsRegular() {
 			continue
 		}
 		info, err := e.Info()
@@ -121,7 +121,7 @@ func Sweep(dir string) []string {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())
-		if IsLeftover(p, info.ModTime()) && os.Remove(p) == nil {
+		if isLeftover(p, info.ModTime()) && os.Remove(p) == nil {
 			removed = append(removed, p)
 		}
 	}

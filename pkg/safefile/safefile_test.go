@@ -29,9 +29,9 @@ func TestTempOwner(t *testing.T) {
 		"s.jsonl.ctxtool-tmp-1-a (not a dotfile)": {0, false},
 	}
 	for name, want := range cases {
-		pid, ok := TempOwner(name)
+		pid, ok := tempOwner(name)
 		if pid != want.pid || ok != want.ok {
-			t.Errorf("TempOwner(%q) = %d, %v; want %d, %v", name, pid, ok, want.pid, want.ok)
+			t.Errorf("tempOwner(%q) = %d, %v; want %d, %v", name, pid, ok, want.pid, want.ok)
 		}
 	}
 }

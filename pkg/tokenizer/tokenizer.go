@@ -104,9 +104,9 @@ var (
 	entries = map[Encoding]*entry{}
 )
 
-// Parse maps a name ("o200k", "o200k_base", "cl100k", "cl100k_base", any case)
+// parse maps a name ("o200k", "o200k_base", "cl100k", "cl100k_base", any case)
 // to an Encoding.
-func Parse(name string) (Encoding, error) {
+func parse(name string) (Encoding, error) {
 	n := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(name)), "_base")
 	for _, e := range Encodings() {
 		if n == string(e) {
@@ -116,10 +116,10 @@ func Parse(name string) (Encoding, error) {
 	return "", fmt.Errorf("unknown tokenizer encoding %q (supported: o200k, cl100k)", name)
 }
 
-// Get returns the tokenizer for name (see Parse). The rank table is loaded once
+// Get returns the tokenizer for name (see parse). The rank table is loaded once
 // per encoding (~0.1–0.3 s) and shared; later calls are cheap.
 func Get(name string) (*Tokenizer, error) {
-	enc, err := Parse(name)
+	enc, err := parse(name)
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// The one-pass DecodeMessage gives exactly what decoding with
+// The one-pass decodeMessage gives exactly what decoding with
 // encoding/json (the previous implementation, kept here as the reference)
 // gives, on every fixture and every real transcript available; DecodeWords
 // the same less the fields only a model reads.
@@ -46,7 +46,7 @@ func TestDecodeMessageMatchesEncodingJSON(t *testing.T) {
 				continue
 			}
 			want, werr := referenceDecode(e, raw)
-			got, gerr := DecodeMessage(e, raw)
+			got, gerr := decodeMessage(e, raw)
 			if werr != nil {
 				continue // the reference refuses (a field of an odd type); ours is lenient
 			}
@@ -69,7 +69,7 @@ func TestDecodeMessageMatchesEncodingJSON(t *testing.T) {
 	}
 }
 
-// sameWords reports whether w, from DecodeWords, is m, from DecodeMessage,
+// sameWords reports whether w, from DecodeWords, is m, from decodeMessage,
 // less what DecodeWords leaves out.
 func sameWords(w, m *Message) bool {
 	want, got := *m, *w

@@ -120,7 +120,7 @@ func Load(path string) (*Session, error) {
 	if s, handled, err := loadForeign(path, formats.Open); handled {
 		return s, err
 	}
-	f, st, err := OpenRegular(path)
+	f, st, err := openRegular(path)
 	if err != nil {
 		return nil, err
 	}
@@ -141,11 +141,11 @@ func Load(path string) (*Session, error) {
 	return s, nil
 }
 
-// OpenRegular opens a file for reading, refusing at once anything that is
+// openRegular opens a file for reading, refusing at once anything that is
 // not a regular file: a FIFO would block the read forever, a device never
 // end, a directory is not a session. The open itself does not block on a
 // FIFO swapped in at the last moment.
-func OpenRegular(path string) (*os.File, os.FileInfo, error) {
+func openRegular(path string) (*os.File, os.FileInfo, error) {
 	if st, err := os.Stat(path); err != nil {
 		return nil, nil, fmt.Errorf("%s: %v", path, safefile.PathCause(err))
 	} else if err := checkRegular(path, st); err != nil {

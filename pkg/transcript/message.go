@@ -95,7 +95,7 @@ func (s *Session) Message(e *Entry) (*Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := DecodeMessage(e, raw)
+	m, err := decodeMessage(e, raw)
 	if len(raw) >= bigLine {
 		raw = nil
 		runtime.GC() // see load: the line's buffer is garbage now
@@ -106,13 +106,13 @@ func (s *Session) Message(e *Entry) (*Message, error) {
 	return m, nil
 }
 
-// DecodeMessage decodes the message of an entry from its line bytes. It
+// decodeMessage decodes the message of an entry from its line bytes. It
 // reads what JSON.parse accepts — any nesting depth — in one pass over the
 // line: strings are decoded straight from it and raw values (tool-call
 // arguments, details) are single copies, so a message costs about its line
 // once more, not a copy per nesting level. A field of an unexpected type is
 // ignored, as pi's code ignores it.
-func DecodeMessage(e *Entry, line []byte) (*Message, error) {
+func decodeMessage(e *Entry, line []byte) (*Message, error) {
 	var m Message
 	if err := decodeInto(e, line, &m, false); err != nil {
 		return nil, err
@@ -120,7 +120,7 @@ func DecodeMessage(e *Entry, line []byte) (*Message, error) {
 	return &m, nil
 }
 
-// DecodeWords decodes into m what DecodeMessage would, less what only a
+// DecodeWords decodes into m what decodeMessage would, less what only a
 // model or a display reads: the fields modelOnly names are validated but
 // not copied, and of the content only text and tool-call blocks are kept,
 // in m's own array. A reader of the conversation's words and tool calls
@@ -202,7 +202,7 @@ func summaryEntry(typ string) bool {
 }
 
 // emptied is a content array with nothing in it: DecodeWords reuses it,
-// DecodeMessage starts from none.
+// decodeMessage starts from none.
 func emptied(c []Block, words bool) []Block {
 	if words {
 		return c[:0]
@@ -225,7 +225,7 @@ func ParseEntry(line []byte) (e *Entry, m *Message, ok bool) {
 	default:
 		return nil, nil, false
 	}
-	m, err := DecodeMessage(pl.entry, line)
+	m, err := decodeMessage(pl.entry, line)
 	if err != nil {
 		return nil, nil, false
 	}
