@@ -45,7 +45,7 @@ type Outcome struct {
 func Compact(ctx context.Context, s *transcript.Session, p *Preparation, set Settings, sum Summarizer) (*Outcome, error) {
 	set = set.withDefaults()
 	if set.Count == nil {
-		set.Count = Heuristic
+		set.Count = heuristic
 	}
 	msgs, err := loadMsgs(s, p.Summarize)
 	if err != nil {

@@ -132,7 +132,7 @@ func TestInterleavedResultMovesTheCut(t *testing.T) {
 	for _, e := range path[steer:] {
 		keep += e.Tokens()
 	}
-	p, err := Prepare(s, Settings{KeepRecentTokens: keep, Count: Heuristic})
+	p, err := Prepare(s, Settings{KeepRecentTokens: keep, Count: heuristic})
 	if err != nil {
 		t.Fatal(err)
 	}

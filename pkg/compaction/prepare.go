@@ -12,8 +12,8 @@ import (
 // for keepRecentTokens and chunking; nil means pi's chars/4 heuristic.
 type Counter func(e *transcript.Entry) int
 
-// Heuristic is pi's estimateTokens.
-func Heuristic(e *transcript.Entry) int { return e.Tokens() }
+// heuristic is pi's estimateTokens.
+func heuristic(e *transcript.Entry) int { return e.Tokens() }
 
 // Preparation is the plan of a compaction before anything is summarised:
 // which path entries are summarised, which are kept, and why. All indexes
@@ -117,7 +117,7 @@ func prepare(s *transcript.Session, branch []*transcript.Entry, set Settings) (*
 	set = set.withDefaults()
 	count := set.Count
 	if count == nil {
-		count = Heuristic
+		count = heuristic
 	}
 	p := &Preparation{Strategy: set.Strategy, Path: branch, TurnStart: -1, Cut: -1, keepCount: count}
 	path := p.Path

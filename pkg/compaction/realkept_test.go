@@ -16,7 +16,7 @@ func RealKeptTokens(p *Preparation, count Counter) (real int, ok bool) {
 		return 0, false
 	}
 	if count == nil {
-		count = Heuristic
+		count = heuristic
 	}
 	path := p.Path
 	epoch := 0

@@ -508,7 +508,7 @@ func regrow(s *transcript.Session, old *Preparation, set Settings) (*Preparation
 	}
 	count := old.keepCount
 	if count == nil {
-		count = Heuristic
+		count = heuristic
 	}
 	p.Reason, p.BelowTrigger = "", old.BelowTrigger
 	p.BoundaryStart, p.Cut, p.FirstKept = old.BoundaryStart, old.Cut, path[old.Cut]

@@ -124,7 +124,7 @@ func (g *spanSums) add(delta int, x features) {
 func calibrate(path []*transcript.Entry, feat func(*transcript.Entry) features, audit *UsageAudit) *Calibration {
 	p := newRecordPath(path, audit)
 	spans, _ := pathSpans(p, feat, nil)
-	c := Fit(spans)
+	c := fit(spans)
 	_, over := pathSpans(p, feat, c)
 	c.Overhead = medianOverhead(over)
 	return c
@@ -221,8 +221,8 @@ func (a features) minus(b features) features {
 	return a
 }
 
-// Fit learns a calibration's weights from the sums of the usage spans.
-func Fit(spans spanSums) *Calibration {
+// fit learns a calibration's weights from the sums of the usage spans.
+func fit(spans spanSums) *Calibration {
 	c := &Calibration{Weights: prior, Points: spans.Points, TokensCovered: spans.Covered}
 	c.Usable = c.Points >= MinPoints && c.TokensCovered >= MinCoveredTokens
 	if c.Points > 0 {

@@ -37,7 +37,7 @@ func TestPathSpansMatchesQuadratic(t *testing.T) {
 	path, c := calibratedPath(t, sessiongen.Options{Seed: 3, Turns: 200, Compactions: 20})
 	p := newRecordPath(path, auditUsage(path, 0))
 	gotS, _ := pathSpans(p, c.features, nil)
-	calib := Fit(gotS)
+	calib := fit(gotS)
 	_, gotO := pathSpans(p, c.features, calib)
 	wantS, wantO := pathSpansQuadratic(path, c.features, calib)
 	if gotS.Points != wantS.Points || len(gotO) != len(wantO) || gotS.Points < 100 {

@@ -110,10 +110,10 @@ func TestFitRecoversKnownWeights(t *testing.T) {
 func TestImageTokensFromPixelSize(t *testing.T) {
 	// A 1x1 PNG: a handful of tokens, not pi's flat 1200.
 	png1x1 := "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
-	if n := ImageTokens(png1x1); n != 1 {
+	if n := imageTokens(png1x1); n != 1 {
 		t.Fatalf("1x1 png: %d tokens", n)
 	}
-	if n := ImageTokens("not base64!"); n != PiImageTokens {
+	if n := imageTokens("not base64!"); n != PiImageTokens {
 		t.Fatalf("garbage: %d, want pi's 1200", n)
 	}
 }

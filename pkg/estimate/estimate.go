@@ -148,7 +148,7 @@ func (c *Counter) imageTokens(e *transcript.Entry) int {
 	if m, err := c.s.Message(e); err == nil && m != nil {
 		for _, b := range m.Content {
 			if b.Type == "image" {
-				n += ImageTokens(b.Data)
+				n += imageTokens(b.Data)
 			}
 		}
 	} else {
@@ -209,7 +209,7 @@ func (c *Counter) exactTokens(e *transcript.Entry) int {
 				n += c.text.Count(b.Name) + c.text.Count(string(b.Arguments))
 			}
 		case "image":
-			n += ImageTokens(b.Data)
+			n += imageTokens(b.Data)
 		}
 	}
 	return n

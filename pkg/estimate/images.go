@@ -14,12 +14,12 @@ import (
 // or custom message (4800 chars / 4); user-message images count 0 in pi.
 const PiImageTokens = 1200
 
-// ImageTokens estimates what a vision model charges for an image from its
+// imageTokens estimates what a vision model charges for an image from its
 // pixel size, read from the base64 header only: the image is scaled to fit
 // 1568 px on the long edge and 1.15 megapixels, then w×h/750 (Anthropic's
 // published rule; OpenAI's tile rule lands in the same range). Unknown
 // formats get pi's flat 1200.
-func ImageTokens(b64 string) int {
+func imageTokens(b64 string) int {
 	// 4 KB of base64 is 3 KB of image: enough for any header.
 	head := b64
 	if len(head) > 4096 {

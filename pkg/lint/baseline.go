@@ -57,7 +57,7 @@ func LoadBaseline(path string) (*Baseline, error) {
 		if f.Rule == "" {
 			continue // a file-level error line ({"file":…,"error":…})
 		}
-		b.known[Fingerprint(f)] = true
+		b.known[fingerprint(f)] = true
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("--baseline %s: %v", path, err)
@@ -70,7 +70,7 @@ func LoadBaseline(path string) (*Baseline, error) {
 func (b *Baseline) Mark(reports []*Report) {
 	for _, r := range reports {
 		for i := range r.Findings {
-			if b.known[Fingerprint(r.Findings[i])] {
+			if b.known[fingerprint(r.Findings[i])] {
 				r.Findings[i].BaselineState = "unchanged"
 			} else {
 				r.Findings[i].BaselineState = "new"

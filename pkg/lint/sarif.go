@@ -158,7 +158,7 @@ func SARIF(reports []*Report, fileErrors []FileError, rs *RuleSet, version strin
 		for _, f := range rep.Findings {
 			res := SARIFResult{RuleID: f.Rule, RuleIndex: index[f.Rule], Level: sarifLevel(f.Severity),
 				Message:             SARIFText{Text: f.Message + ". Remedy: " + f.Remedy},
-				PartialFingerprints: map[string]string{FingerprintName: Fingerprint(f)},
+				PartialFingerprints: map[string]string{FingerprintName: fingerprint(f)},
 				BaselineState:       f.BaselineState}
 			phys := SARIFPhysical{ArtifactLocation: SARIFArtifact{URI: artifactURI(f.File)}}
 			if f.Line > 0 {
@@ -191,10 +191,10 @@ func ruleName(id string) string {
 	return b.String()
 }
 
-// Fingerprint identifies a finding across runs: rule, file and the
+// fingerprint identifies a finding across runs: rule, file and the
 // finding's key, hashed (secrets' keys are hashes already, but the file
 // path need not appear in clear either).
-func Fingerprint(f Finding) string {
+func fingerprint(f Finding) string {
 	sum := sha256.Sum256([]byte(f.Rule + "\x00" + walk.Key(f.File) + "\x00" + f.Key))
 	return hex.EncodeToString(sum[:16])
 }

@@ -86,11 +86,11 @@ type Window struct {
 	MaxOutputTokens int    // from the table when known, else 0
 }
 
-// Resolve picks the context window for model: an explicit value (> 0, from
+// resolve picks the context window for model: an explicit value (> 0, from
 // --context-window) wins, then a config override (keys matched like table ids,
 // so "claude-sonnet-4-5" covers "anthropic/claude-sonnet-4-5-20250929"), then
 // the table, then DefaultContextWindow.
-func Resolve(model string, overrides map[string]int, explicit int) Window {
+func resolve(model string, overrides map[string]int, explicit int) Window {
 	w := Window{Model: model}
 	if m, ok := lookup(model); ok {
 		w.MaxOutputTokens = m.MaxOutputTokens

@@ -160,12 +160,12 @@ func TestResolvePrecedence(t *testing.T) {
 		{"claude-sonnet-4-5[1m]", nil, 0, 1000000, FromTable, "claude-sonnet-4-5"}, // opt-in beta window
 	}
 	for _, c := range cases {
-		w := Resolve(c.model, c.overrides, c.explicit)
+		w := resolve(c.model, c.overrides, c.explicit)
 		if w.Tokens != c.tokens || w.Source != c.source || w.Matched != c.matched || w.Model != c.model {
-			t.Errorf("Resolve(%q, explicit %d) = %+v; want %d from %s (%q)", c.model, c.explicit, w, c.tokens, c.source, c.matched)
+			t.Errorf("resolve(%q, explicit %d) = %+v; want %d from %s (%q)", c.model, c.explicit, w, c.tokens, c.source, c.matched)
 		}
 	}
-	if w := Resolve("claude-sonnet-4-5", overrides, 0); w.MaxOutputTokens != 64000 {
+	if w := resolve("claude-sonnet-4-5", overrides, 0); w.MaxOutputTokens != 64000 {
 		t.Errorf("config override lost the table's max output: %+v", w)
 	}
 }
@@ -199,7 +199,7 @@ func TestOverridesFromConfig(t *testing.T) {
 			t.Errorf("Overrides[%q] = %d, want %d (all: %v)", k, got[k], v, got)
 		}
 	}
-	if w := Resolve("openai/gpt-4.1-2025-04-14", got, 0); w.Tokens != 500000 || w.Source != FromConfig {
+	if w := resolve("openai/gpt-4.1-2025-04-14", got, 0); w.Tokens != 500000 || w.Source != FromConfig {
 		t.Errorf("dotted config key not applied: %+v", w)
 	}
 }

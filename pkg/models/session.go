@@ -119,7 +119,7 @@ func ForSession(path []*transcript.Entry, header *transcript.Header, set Setting
 	if sm.Provider != "" && id != "" && sm.From != "flag" {
 		id = sm.Provider + "/" + id // provider paths resolve ("openrouter/…", "ollama/…")
 	}
-	w := Resolve(id, set.Overrides, set.ContextWindow)
+	w := resolve(id, set.Overrides, set.ContextWindow)
 	w.Model = sm.Name()
 	if header != nil && header.ContextWindow > 0 && (w.Source == FromTable || w.Source == FromDefault) {
 		// The transcript states the window the agent ran with (Codex's

@@ -18,7 +18,7 @@ func BenchmarkCount(b *testing.B) {
 	for _, s := range samples {
 		total += len(s)
 	}
-	for _, enc := range Encodings() {
+	for _, enc := range encodings() {
 		b.Run(string(enc), func(b *testing.B) {
 			tk := mustGet(b, string(enc))
 			b.SetBytes(int64(total))
@@ -37,7 +37,7 @@ func BenchmarkCount(b *testing.B) {
 
 func BenchmarkCountPathological(b *testing.B) {
 	for name, s := range pathological() {
-		for _, enc := range Encodings() {
+		for _, enc := range encodings() {
 			b.Run(string(enc)+"/"+name, func(b *testing.B) {
 				tk := mustGet(b, string(enc))
 				b.SetBytes(int64(len(s)))
@@ -70,7 +70,7 @@ func TestThroughputVsJSTiktoken(t *testing.T) {
 			bytes += len(s)
 		}
 		js := runJS(t, "bench", set.samples)
-		for _, enc := range Encodings() {
+		for _, enc := range encodings() {
 			tk := mustGet(t, string(enc))
 			wall, cpu, tokens := time.Duration(1<<62), time.Duration(1<<62), 0
 			for round := 0; round < 3; round++ {

@@ -81,7 +81,7 @@ func TestOfflineChild(t *testing.T) {
 	tr.hits.Store(0)
 
 	counts := map[Encoding]int{}
-	for _, enc := range Encodings() {
+	for _, enc := range encodings() {
 		tk, err := Get(string(enc))
 		if err != nil {
 			t.Fatalf("Get(%s) offline: %v", enc, err)
@@ -100,7 +100,7 @@ func TestOfflineChild(t *testing.T) {
 // The rank tables read by loadRanks are the offline loader's, entry for
 // entry.
 func TestLoadRanksIsTheLoaders(t *testing.T) {
-	for _, enc := range Encodings() {
+	for _, enc := range encodings() {
 		got, err := loadRanks(files[enc])
 		if err != nil {
 			t.Fatal(err)

@@ -63,7 +63,7 @@ func runJS(t testing.TB, mode string, samples []string, env ...string) map[Encod
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
-	for _, enc := range Encodings() {
+	for _, enc := range encodings() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -115,7 +115,7 @@ func short(s string) string {
 // compareJS checks every sample against the oracle's count and id hash.
 func compareJS(t *testing.T, samples []string, want map[Encoding]*jsResult) {
 	t.Helper()
-	for _, enc := range Encodings() {
+	for _, enc := range encodings() {
 		tk, err := Get(string(enc))
 		if err != nil {
 			t.Fatal(err)
@@ -188,7 +188,7 @@ func TestParityWithJSTiktoken(t *testing.T) {
 	t.Run("encode", func(t *testing.T) { compareJS(t, normal, runJS(t, "counts", normal)) })
 	t.Run("long-pieces", func(t *testing.T) {
 		want := runJS(t, "fast", long, check)
-		for _, enc := range Encodings() {
+		for _, enc := range encodings() {
 			t.Logf("%s: heap merge checked against js-tiktoken's merge on %d pieces", enc, want[enc].Checked)
 		}
 		compareJS(t, long, want)
@@ -217,7 +217,7 @@ func TestPathologicalInputsFastAndExact(t *testing.T) {
 	inputs := pathological()
 	names := []string{"200k spaces", "600 KB CJK", "200k spaces + x", "100k 'a'", "50k emoji", "100k newlines+tab"}
 	got := map[Encoding][]int{}
-	for _, enc := range Encodings() {
+	for _, enc := range encodings() {
 		tk, err := Get(string(enc))
 		if err != nil {
 			t.Fatal(err)
@@ -247,7 +247,7 @@ func TestPathologicalInputsFastAndExact(t *testing.T) {
 	// oracle (pieces <= 1500 bytes), tying the heap merge to it.
 	samples = append(samples, strings.Repeat(" ", 1499), inputs["600 KB CJK"][:1497], strings.Repeat("😀", 370))
 	want := runJS(t, "fast", samples)
-	for _, enc := range Encodings() {
+	for _, enc := range encodings() {
 		for i, name := range names {
 			if got[enc][i] != want[enc].Counts[i] {
 				t.Errorf("%s %s: %d tokens, js-tiktoken (fast oracle) %d", enc, name, got[enc][i], want[enc].Counts[i])

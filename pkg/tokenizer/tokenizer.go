@@ -33,8 +33,8 @@ const (
 	Cl100k Encoding = "cl100k" // cl100k_base: GPT-4, GPT-3.5
 )
 
-// Encodings lists the supported encodings.
-func Encodings() []Encoding { return []Encoding{O200k, Cl100k} }
+// encodings lists the supported encodings.
+func encodings() []Encoding { return []Encoding{O200k, Cl100k} }
 
 // offline is the only source of rank tables: the BPE files compiled into the binary.
 var offline tiktoken.BpeLoader = tiktoken_loader.NewOfflineLoader()
@@ -108,7 +108,7 @@ var (
 // to an Encoding.
 func parse(name string) (Encoding, error) {
 	n := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(name)), "_base")
-	for _, e := range Encodings() {
+	for _, e := range encodings() {
 		if n == string(e) {
 			return e, nil
 		}

@@ -152,7 +152,7 @@ func TestPiecesMatchRegexEngine(t *testing.T) {
 	for i := 0; i < 500; i++ {
 		texts = append(texts, randomText(rng, 10)+[]string{"\u0085", "\ufeff"}[i%2]+randomText(rng, 10))
 	}
-	for _, enc := range Encodings() {
+	for _, enc := range encodings() {
 		re := regexp2.MustCompile(patterns[enc], regexp2.None)
 		tk := mustGet(t, string(enc))
 		bad := 0
@@ -232,7 +232,7 @@ func TestMergesMatchReference(t *testing.T) {
 		}
 	}
 	pieces = append(pieces, strings.Repeat(" ", 3000), strings.Repeat("中", 1500), strings.Repeat("ab", 1000))
-	for _, enc := range Encodings() {
+	for _, enc := range encodings() {
 		tk := mustGet(t, string(enc))
 		for _, p := range pieces {
 			want := tk.mergeReference(p)
@@ -253,7 +253,7 @@ func TestMergesMatchReference(t *testing.T) {
 // Invalid UTF-8 never panics, pieces still tile the input, and every byte is counted.
 func TestArbitraryBytes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 5))
-	for _, enc := range Encodings() {
+	for _, enc := range encodings() {
 		tk := mustGet(t, string(enc))
 		for i := 0; i < 500; i++ {
 			b := make([]byte, rng.IntN(300))
@@ -282,7 +282,7 @@ func TestArbitraryBytes(t *testing.T) {
 func TestConcurrentUse(t *testing.T) {
 	text := strings.Join(generatedSamples()[:300], "\n")
 	want := map[Encoding]int{}
-	for _, enc := range Encodings() {
+	for _, enc := range encodings() {
 		want[enc] = mustGet(t, string(enc)).Count(text)
 	}
 	var wg sync.WaitGroup
@@ -290,7 +290,7 @@ func TestConcurrentUse(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for _, enc := range Encodings() {
+			for _, enc := range encodings() {
 				tk, err := Get(string(enc))
 				if err != nil {
 					t.Error(err)
@@ -310,7 +310,7 @@ func FuzzPieces(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		for _, enc := range Encodings() {
+		for _, enc := range encodings() {
 			tk := mustGet(t, string(enc))
 			pieces := tk.Pieces(s)
 			if strings.Join(pieces, "") != s {

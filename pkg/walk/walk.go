@@ -78,8 +78,8 @@ var archiveStamp = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(\.\d
 
 var checkpointName = regexp.MustCompile(`\.checkpoint\.[0-9a-fA-F-]{8,}\.jsonl$`)
 
-// Classify names the kind of a session-directory file from its name alone.
-func Classify(name string) Kind {
+// classify names the kind of a session-directory file from its name alone.
+func classify(name string) Kind {
 	base := filepath.Base(name)
 	// OpenClaw takes the last ".<reason>." occurrence and requires the rest
 	// to be exactly a stamp.
@@ -269,7 +269,7 @@ func expandFile(root string, st fs.FileInfo) ([]File, error) {
 	if err := safefile.CheckRegular(root, st); err != nil {
 		return nil, err
 	}
-	k := Classify(root)
+	k := classify(root)
 	if k == Lock || k == Temp || k == Store {
 		return nil, fmt.Errorf("%s: this is a %s, not a session transcript (give the .jsonl file)", root, k)
 	}
@@ -311,7 +311,7 @@ func walkDir(root string, opts Options) ([]File, error) {
 // entryFiles is what the regular file p found in a directory contributes:
 // itself, the sessions of an OpenClaw store, or nothing.
 func entryFiles(p string, d fs.DirEntry, opts Options) []File {
-	k := Classify(p)
+	k := classify(p)
 	if k == Database && opts.wants(Transcript) && !opts.Writable {
 		info, err := d.Info()
 		if err != nil {

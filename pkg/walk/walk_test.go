@@ -32,8 +32,8 @@ func TestClassify(t *testing.T) {
 		"x.bak.y.jsonl.reset.2026-03-08T13-03-27.008Z": Archive,
 	}
 	for name, want := range cases {
-		if got := Classify(filepath.Join("/s", name)); got != want {
-			t.Errorf("Classify(%q) = %v, want %v", name, got, want)
+		if got := classify(filepath.Join("/s", name)); got != want {
+			t.Errorf("classify(%q) = %v, want %v", name, got, want)
 		}
 	}
 }
