@@ -142,12 +142,18 @@ func (v *view) put(row int) error {
 	v.p = Produced{}
 	v.w.b = append(v.w.b, '\n')
 	v.rows = append(v.rows, int32(row))
-	if len(v.w.b) < spoolBlock {
+	if len(v.w.b) < viewBlock {
 		v.lineAt = len(v.w.b)
 		return nil
 	}
 	return v.flushOut()
 }
+
+// viewBlock is how many bytes of lines the view gathers before handing
+// them on (to drain, and the spool). The blocks in flight, each with its
+// lines' Produced values, are held on top of the session being built:
+// small ones keep that small.
+const viewBlock = 256 << 10
 
 // outBlock is a block of lines and what was produced with them.
 type outBlock struct {
@@ -177,7 +183,7 @@ func (v *view) flushOut() error {
 	default:
 		// Room for a block and its last line: grown line by line, a
 		// block was written twice over.
-		next.b = make([]byte, 0, 2*spoolBlock)
+		next.b = make([]byte, 0, 2*viewBlock)
 	}
 	v.w.b, v.pend, v.lineAt = next.b[:0], next.recs[:0], 0
 	return nil

@@ -1,46 +1,21 @@
 package formats
 
-import (
-	"encoding/binary"
-	"math/bits"
-	"math/rand/v2"
-)
-
 // uuidMap maps uuid strings to values of type V. A canonical UUID (36
-// characters, lower-case hex) is keyed by its 16 bytes in an open
-// addressing table of int32 positions, the scheme of pkg/transcript's id
-// index: it holds no pointers (the collector never scans it), hashes one
-// fixed block, and a new key (nearly every line's uuid) costs one probe of
-// a slot array where Go's map touched a group of keys and grew by copying
-// them, about a tenth of a Claude Code file's reading. Any other string is
-// kept in a map as it is. Values live in a slice, so one lookup gives a
-// value to change in place.
+// characters, lower-case hex) is keyed by its 16 bytes in a posTable:
+// nearly every line of a Claude Code file adds one, and keying them by
+// their bytes rather than as strings in a Go map took a tenth of the
+// file's reading. Any other string is kept in a map as it is, at a
+// position of its own (zero key, in no slot).
 type uuidMap[V any] struct {
-	// slots holds 1 + a position in vals (0: empty), at the slot the key's
-	// hash names or the first free one after it, at most half full; keys
-	// holds the packed key of each position (zero for other strings).
-	slots []int32
-	keys  [][16]byte
-	used  int
+	t     posTable[uuidKey, V]
 	other map[string]int32
-	vals  []V
 	// last (lastKey when lastPacked) is the key at last gave, at
-	// vals[lastAt]: a line's parent is most often the line before it,
+	// position lastAt: a line's parent is most often the line before it,
 	// found without hashing.
 	last       string
-	lastKey    [16]byte
+	lastKey    uuidKey
 	lastPacked bool
 	lastAt     int32
-}
-
-// uuidSeed keys the hash, so that no file can choose uuids that collide.
-var uuidSeed = [2]uint64{rand.Uint64(), rand.Uint64()}
-
-// hashUUID mixes the two halves of k with the seed (a 128-bit product
-// folded, as wyhash does).
-func hashUUID(k *[16]byte) uint64 {
-	hi, lo := bits.Mul64(binary.LittleEndian.Uint64(k[:8])^uuidSeed[0], binary.LittleEndian.Uint64(k[8:])^uuidSeed[1])
-	return hi ^ lo
 }
 
 // find returns the value of s, nil when it has none.
@@ -57,29 +32,26 @@ func (m *uuidMap[V]) findJSON(s jstr) *V {
 
 func lookup[V any, S string | []byte](m *uuidMap[V], s S) *V {
 	var i int32
-	var ok bool
 	if k, canon := packUUID(s); canon {
-		if len(m.vals) > 0 && m.lastPacked && k == m.lastKey {
-			return &m.vals[m.lastAt]
+		if m.t.n > 0 && m.lastPacked && k == m.lastKey {
+			return m.t.val(m.lastAt)
 		}
-		if i = m.recent(&k); i >= 0 {
-			return &m.vals[i]
+		if i = m.recent(&k); i < 0 {
+			i = m.t.find(&k)
 		}
-		if len(m.slots) == 0 {
-			return nil
-		}
-		slot := m.slot(&k)
-		i, ok = m.slots[slot]-1, m.slots[slot] > 0
 	} else {
-		if len(m.vals) > 0 && !m.lastPacked && string(s) == m.last {
-			return &m.vals[m.lastAt]
+		if m.t.n > 0 && !m.lastPacked && string(s) == m.last {
+			return m.t.val(m.lastAt)
 		}
-		i, ok = m.other[string(s)]
+		var ok bool
+		if i, ok = m.other[string(s)]; !ok {
+			i = -1
+		}
 	}
-	if !ok {
+	if i < 0 {
 		return nil
 	}
-	return &m.vals[i]
+	return m.t.val(i)
 }
 
 // at returns the value of s, adding a zero one when it has none. The
@@ -93,11 +65,11 @@ func (m *uuidMap[V]) at(s string) *V {
 		if m.other == nil {
 			m.other = map[string]int32{}
 		}
-		i = m.add()
+		i = m.t.add()
 		m.other[s] = i
 	}
 	m.last, m.lastPacked, m.lastAt = s, false, i
-	return &m.vals[i]
+	return m.t.val(i)
 }
 
 // atJSON is at for a JSON string as it appears in a line: a canonical
@@ -112,20 +84,13 @@ func (m *uuidMap[V]) atJSON(s jstr) *V {
 }
 
 // atPacked is at for the packed canonical UUID k.
-func (m *uuidMap[V]) atPacked(k [16]byte) *V {
+func (m *uuidMap[V]) atPacked(k uuidKey) *V {
 	i := m.recent(&k)
 	if i < 0 {
-		m.reserve()
-		slot := m.slot(&k)
-		if i = m.slots[slot] - 1; i < 0 {
-			i = m.add()
-			m.keys[i] = k
-			m.slots[slot] = i + 1
-			m.used++
-		}
+		i = m.t.put(&k)
 	}
 	m.lastKey, m.lastPacked, m.lastAt = k, true, i
-	return &m.vals[i]
+	return m.t.val(i)
 }
 
 // recent is the position of k among the last keys added, -1 when it is
@@ -133,64 +98,23 @@ func (m *uuidMap[V]) atPacked(k [16]byte) *V {
 // (a tool result's is its call's block), found in keys still in the cache
 // rather than by a probe of the table, which misses it. The zero key is
 // never looked for here: other strings' keys are zero too.
-func (m *uuidMap[V]) recent(k *[16]byte) int32 {
-	if *k == ([16]byte{}) {
+func (m *uuidMap[V]) recent(k *uuidKey) int32 {
+	if *k == (uuidKey{}) {
 		return -1
 	}
-	for p := len(m.keys) - 1; p >= 0 && p >= len(m.keys)-8; p-- {
-		if m.keys[p] == *k {
-			return int32(p)
+	for p := m.t.n - 1; p >= 0 && p >= m.t.n-8; p-- {
+		if *m.t.key(p) == *k {
+			return p
 		}
 	}
 	return -1
-}
-
-// slot is where k is in the table, or the free slot where it goes (the
-// table is never full).
-func (m *uuidMap[V]) slot(k *[16]byte) int {
-	mask := uint64(len(m.slots) - 1)
-	for i := hashUUID(k) & mask; ; i = (i + 1) & mask {
-		p := m.slots[i] - 1
-		if p < 0 || m.keys[p] == *k {
-			return int(i)
-		}
-	}
-}
-
-// reserve grows the table for one more key, at most half full (a probe
-// then ends after 1.5 slots on average).
-func (m *uuidMap[V]) reserve() {
-	if 2*(m.used+1) <= len(m.slots) {
-		return
-	}
-	old := m.slots
-	m.slots = make([]int32, max(16, 2*len(old)))
-	mask := uint64(len(m.slots) - 1)
-	for _, v := range old {
-		if v == 0 {
-			continue
-		}
-		i := hashUUID(&m.keys[v-1]) & mask
-		for m.slots[i] != 0 {
-			i = (i + 1) & mask
-		}
-		m.slots[i] = v
-	}
-}
-
-// add appends a zero value and returns its index.
-func (m *uuidMap[V]) add() int32 {
-	var zero V
-	m.vals = append(m.vals, zero)
-	m.keys = append(m.keys, [16]byte{})
-	return int32(len(m.vals) - 1)
 }
 
 // packUUID reads a canonical lower-case UUID
 // (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx) as its 16 bytes; false for any
 // other string (upper case too: the map must tell apart what the strings
 // tell apart).
-func packUUID[S string | []byte](s S) (k [16]byte, ok bool) {
+func packUUID[S string | []byte](s S) (k uuidKey, ok bool) {
 	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
 		return k, false
 	}
@@ -225,25 +149,24 @@ var hexVal = func() (t [256]byte) {
 
 // toolNames maps tool call ids to tool names, for the results, which name
 // their call by id only. A converter keeps every call's for the whole file
-// (a result may come any time later), a tenth of a Codex file's live heap
-// as a map of strings: here an id of up to 32 bytes (Claude Code's
-// toolu_ ids and Codex's call_ ids) is its key's bytes rather than a
-// string of its own, and a name is its position among the file's few
-// distinct names rather than each call's copy.
+// (a result may come any time later): here an id of up to 32 bytes
+// (Claude Code's toolu_ ids and Codex's call_ ids) is its key's bytes in a
+// posTable rather than a string of its own, and a name is its position
+// among the file's few distinct names rather than each call's copy.
 type toolNames struct {
-	short map[[32]byte]uint32
+	short posTable[callKey, uint32]
 	long  map[string]uint32 // ids that do not fit a key
 	names []string
 	index map[string]uint32 // names' positions
 }
 
 func newToolNames() toolNames {
-	return toolNames{short: map[[32]byte]uint32{}, long: map[string]uint32{}, index: map[string]uint32{}}
+	return toolNames{long: map[string]uint32{}, index: map[string]uint32{}}
 }
 
 // shortKey is id's key, false when id has none: an id is its bytes padded
 // with zeros, which tells ids apart only when they do not end in a zero.
-func shortKey(id string) (k [32]byte, ok bool) {
+func shortKey(id string) (k callKey, ok bool) {
 	if len(id) > len(k) || (id != "" && id[len(id)-1] == 0) {
 		return k, false
 	}
@@ -260,7 +183,7 @@ func (t *toolNames) set(id, name string) {
 		t.index[name] = i
 	}
 	if k, ok := shortKey(id); ok {
-		t.short[k] = i
+		*t.short.val(t.short.put(&k)) = i
 	} else {
 		t.long[id] = i
 	}
@@ -269,14 +192,17 @@ func (t *toolNames) set(id, name string) {
 // get is id's tool name, "" when no call had id.
 func (t *toolNames) get(id string) string {
 	var i uint32
-	var ok bool
 	if k, short := shortKey(id); short {
-		i, ok = t.short[k]
+		p := t.short.find(&k)
+		if p < 0 {
+			return ""
+		}
+		i = *t.short.val(p)
 	} else {
-		i, ok = t.long[id]
-	}
-	if !ok {
-		return ""
+		var ok bool
+		if i, ok = t.long[id]; !ok {
+			return ""
+		}
 	}
 	return t.names[i]
 }

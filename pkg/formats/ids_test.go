@@ -2,6 +2,7 @@ package formats
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -72,7 +73,7 @@ func TestUUIDMapGrows(t *testing.T) {
 			t.Fatalf("%q: got %v, want %d", s, v, i+1)
 		}
 	}
-	if n := len(m.vals); n != len(ids) {
+	if n := int(m.t.n); n != len(ids) {
 		t.Fatalf("%d values for %d uuids", n, len(ids))
 	}
 	if m.find("00000000-0000-0000-0001-000000000000") != nil {
@@ -108,4 +109,52 @@ func TestToolNamesIsAMap(t *testing.T) {
 	if len(tn.names) != 4 {
 		t.Errorf("%d names kept, want the 4 distinct ones", len(tn.names))
 	}
+}
+
+// A position's key and value are allocated once: the table grows by
+// chunks, where a slice grown by append copied them at every growth (five
+// times their size in all, and both arrays live during each copy).
+// Between the key and value (24 bytes here) and the slots (4 bytes, at
+// most half full, doubled as they grow) a uuid costs under 48 bytes.
+func TestUUIDMapAllocatesAPositionOnce(t *testing.T) {
+	ids := make([]string, 200000)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%08x-%04x-4%03x-a%03x-%012x", uint32(i*2654435761), i&0xffff, i&0xfff, (i>>3)&0xfff, i*7919)
+	}
+	var m uuidMap[[8]byte]
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for _, s := range ids {
+		m.at(s)[0] = 1
+	}
+	runtime.ReadMemStats(&after)
+	if per := float64(after.TotalAlloc-before.TotalAlloc) / float64(len(ids)); per > 48 {
+		t.Fatalf("%.1f bytes allocated per uuid, want at most 48", per)
+	}
+}
+
+// A call id keeps its 32-byte key and its name's 4-byte position, and the
+// slots that find it: a Go map of those keys kept 79 bytes an id.
+func TestToolNamesBytesPerID(t *testing.T) {
+	ids := make([]string, 266000) // a 1 GB Codex file's calls
+	for i := range ids {
+		ids[i] = fmt.Sprintf("call_%024x", uint64(i)*0x9e3779b97f4a7c15)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	tn := newToolNames()
+	for i, id := range ids {
+		tn.set(id, []string{"Bash", "Read", "Grep"}[i%3])
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	per := float64(after.HeapAlloc-before.HeapAlloc) / float64(len(ids))
+	if tn.get(ids[7]) != "Read" {
+		t.Fatal("lost an id")
+	}
+	if per > 56 {
+		t.Fatalf("%.1f bytes kept per call id, want at most 56", per)
+	}
+	t.Logf("%.1f bytes per call id", per)
 }

@@ -278,9 +278,12 @@ func (s *sqliteStore) files(ctx context.Context) ([]string, error) {
 // way rolls the whole batch back instead (errBatchLost), and the engine
 // indexes the batch's other files again.
 type sqliteBatch struct {
-	s        *sqliteStore
-	conn     *sql.Conn // the transaction's connection, for the inserts
-	tx       *sql.Tx
+	s    *sqliteStore
+	conn *sql.Conn // the transaction's connection, for the inserts
+	tx   *sql.Tx
+	// txCtx is the transaction's context: once it is done, database/sql
+	// rolls the transaction back (on the connection, between two Raw calls).
+	txCtx    context.Context
 	ins      *chunkInserts
 	finished bool
 }
@@ -295,7 +298,7 @@ func (s *sqliteStore) batch(ctx context.Context) (batch, error) {
 		conn.Close()
 		return nil, s.err("begin", err)
 	}
-	return &sqliteBatch{s: s, conn: conn, tx: tx}, nil
+	return &sqliteBatch{s: s, conn: conn, tx: tx, txCtx: ctx}, nil
 }
 
 func (b *sqliteBatch) file(ctx context.Context, path string, fn func(w writer) error) error {
@@ -399,6 +402,13 @@ func (b *sqliteBatch) addChunks(ctx context.Context, fileID int64, cs []chunk) e
 	// the caller checks ctx between batches of rows.
 	ctx = context.WithoutCancel(ctx)
 	return b.conn.Raw(func(dc any) error {
+		// Checked under the connection's lock, which the rollback of a
+		// cancelled transaction also takes: the statements below are the
+		// driver's, and after that rollback they would write outside any
+		// transaction.
+		if err := b.txCtx.Err(); err != nil {
+			return err
+		}
 		if b.ins == nil {
 			ins, err := prepareInserts(ctx, dc)
 			if err != nil {

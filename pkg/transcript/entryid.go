@@ -30,13 +30,17 @@ type longIDs struct{ id, parent string }
 
 // packID is the form of id and its number (0 for idNone and idText).
 func packID(id string) (idForm, uint32) {
-	switch {
-	case id == "":
-		return idNone, 0
-	case len(id) == 8:
+	if len(id) == 8 {
+		// Not a case of the switch below: an 8-byte id that is not hex
+		// may still be "L<row>" (a translation's rows from a million on)
+		// or "v1:L<line>" (lines from 1000 on).
 		if v, ok := hex8(id); ok {
 			return idHex, v
 		}
+	}
+	switch {
+	case id == "":
+		return idNone, 0
 	case len(id) > 1 && id[0] == 'L':
 		if v, ok := decimal(id[1:]); ok {
 			return idRow, v

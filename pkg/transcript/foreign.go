@@ -128,7 +128,7 @@ type produced struct {
 	// Entries and usages come from blocks, as the pi parser's do.
 	entries block[Entry]
 	usages  block[Usage]
-	ns      parser // for its records of entry names
+	ns      parser // for its records of entry names and of the last calls
 }
 
 func newProduced(name string) *produced {
@@ -164,7 +164,7 @@ func (b *produced) entry(p *formats.Produced) *Entry {
 	case "message":
 		n.role, n.stopReason, n.toolName = x.get(p.Role), x.get(p.StopReason), x.get(p.ToolName)
 		n.provider, n.model = x.get(p.Provider), x.get(p.Model)
-		e.ToolCallID, e.IsError, e.MsgTimestamp = p.ToolCallID, p.IsError, float64(p.MsgTime)
+		e.ToolCallID, e.IsError, e.MsgTimestamp = knownOr(p.ToolCallID, b.ns.knownCalls()), p.IsError, float64(p.MsgTime)
 		if p.HasUsage {
 			u := p.Usage
 			e.Usage = take(&b.usages)
@@ -195,7 +195,21 @@ func (b *produced) entry(p *formats.Produced) *Entry {
 		n.provider, n.model = x.get(p.Provider), x.get(p.Model)
 	}
 	e.names = b.ns.intern(n)
+	b.ns.saw(e)
 	return e
+}
+
+// knownOr is the string of known equal to s, else s: a tool result's
+// toolCallId is its call's string, kept once for both as the pi parser
+// keeps it, rather than the converter's copy (8 MB of a 1 GB Codex file's
+// heap).
+func knownOr(s string, known []string) string {
+	for _, k := range known {
+		if k == s {
+			return k
+		}
+	}
+	return s
 }
 
 // count is the count pi reads from the integer n written on p's line
