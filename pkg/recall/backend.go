@@ -2,6 +2,7 @@ package recall
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 )
 
@@ -88,6 +89,40 @@ type storedChunk struct {
 	entryIDs   string
 	ts         int64
 	text       string
+}
+
+const fileCols = `id, size, mtime_ns, head_len, head_hash, sample_hash, last_line_start,
+	last_line_hash, bytes_indexed, lines_indexed, malformed`
+
+// rowScanner is a *sql.Row or a pgx.Row.
+type rowScanner interface{ Scan(dest ...any) error }
+
+// scanRow scans the one row r may hold: ok=false, without error, when the
+// query found none (pgx's ErrNoRows wraps database/sql's).
+func scanRow(r rowScanner, dest ...any) (ok bool, err error) {
+	err = r.Scan(dest...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// scanFileRow reads a row of fileCols (nil when there is none).
+func scanFileRow(r rowScanner) (*fileRow, error) {
+	f := &fileRow{}
+	ok, err := scanRow(r, &f.id, &f.size, &f.mtimeNs, &f.headLen, &f.headHash, &f.sampleHash, &f.lastLineStart,
+		&f.lastLineHash, &f.bytesIndexed, &f.lines, &f.malformed)
+	if !ok {
+		return nil, err
+	}
+	return f, nil
+}
+
+// scanLastChunk reads a row of (id, start, end, start offset, text), the
+// shape of writer.lastChunk's result.
+func scanLastChunk(r rowScanner) (c storedChunk, startOffset int64, ok bool, err error) {
+	ok, err = scanRow(r, &c.id, &c.start, &c.end, &startOffset, &c.text)
+	return c, startOffset, ok, err
 }
 
 // rowIter is a *sql.Rows or a pgx.Rows: the row-reading helpers below

@@ -162,8 +162,7 @@ func (s *pgStore) migrate(ctx context.Context) error {
 		return err
 	}
 	var v string
-	err = tx.QueryRow(ctx, `SELECT value FROM ctxtool_recall_meta WHERE key='schema'`).Scan(&v)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+	if _, err := scanRow(tx.QueryRow(ctx, `SELECT value FROM ctxtool_recall_meta WHERE key='schema'`), &v); err != nil {
 		return err
 	}
 	if v == schemaVersion {
@@ -218,13 +217,7 @@ type pgQuerier interface {
 
 func (s *pgStore) loadFileRow(ctx context.Context, q pgQuerier, path string) (*fileRow, error) {
 	r, err := scanFileRow(q.QueryRow(ctx, `SELECT `+fileCols+` FROM ctxtool_recall_files WHERE path=$1`, path))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, s.err("read the state of "+path, err)
-	}
-	return r, nil
+	return r, s.err("read the state of "+path, err)
 }
 
 func (s *pgStore) fileRow(ctx context.Context, path string) (*fileRow, error) {
@@ -233,14 +226,8 @@ func (s *pgStore) fileRow(ctx context.Context, path string) (*fileRow, error) {
 
 func (s *pgStore) fileID(ctx context.Context, path string) (int64, bool, error) {
 	var id int64
-	err := s.pool.QueryRow(ctx, `SELECT id FROM ctxtool_recall_files WHERE path=$1`, path).Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, false, nil
-	}
-	if err != nil {
-		return 0, false, s.err("search", err)
-	}
-	return id, true, nil
+	ok, err := scanRow(s.pool.QueryRow(ctx, `SELECT id FROM ctxtool_recall_files WHERE path=$1`, path), &id)
+	return id, ok, s.err("search", err)
 }
 
 func (s *pgStore) files(ctx context.Context) ([]string, error) {
@@ -294,17 +281,9 @@ func (b *pgBatch) fileRow(ctx context.Context, path string) (*fileRow, error) {
 }
 
 func (b *pgBatch) lastChunk(ctx context.Context, fileID int64) (storedChunk, int64, bool, error) {
-	var c storedChunk
-	var off int64
-	err := b.tx.QueryRow(ctx, `SELECT id, start_line, end_line, start_offset, text FROM ctxtool_recall_chunks
-		WHERE file_id=$1 ORDER BY start_line DESC, id DESC LIMIT 1`, fileID).Scan(&c.id, &c.start, &c.end, &off, &c.text)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return c, 0, false, nil
-	}
-	if err != nil {
-		return c, 0, false, b.s.err("read last chunk", err)
-	}
-	return c, off, true, nil
+	c, off, ok, err := scanLastChunk(b.tx.QueryRow(ctx, `SELECT id, start_line, end_line, start_offset, text
+		FROM ctxtool_recall_chunks WHERE file_id=$1 ORDER BY start_line DESC, id DESC LIMIT 1`, fileID))
+	return c, off, ok, b.s.err("read last chunk", err)
 }
 
 func (b *pgBatch) deleteChunk(ctx context.Context, id int64) error {

@@ -179,8 +179,7 @@ func (s *sqliteStore) migrate(ctx context.Context) error {
 		return err
 	}
 	var v string
-	err = tx.QueryRowContext(ctx, `SELECT value FROM meta WHERE key='schema'`).Scan(&v)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	if _, err := scanRow(tx.QueryRowContext(ctx, `SELECT value FROM meta WHERE key='schema'`), &v); err != nil {
 		return err
 	}
 	if v == schemaVersion {
@@ -207,19 +206,6 @@ func dropSQLite(ctx context.Context, tx *sql.Tx) error {
 	return nil
 }
 
-const fileCols = `id, size, mtime_ns, head_len, head_hash, sample_hash, last_line_start,
-	last_line_hash, bytes_indexed, lines_indexed, malformed`
-
-// rowScanner is a *sql.Row or a pgx.Row.
-type rowScanner interface{ Scan(dest ...any) error }
-
-func scanFileRow(r rowScanner) (*fileRow, error) {
-	f := &fileRow{}
-	err := r.Scan(&f.id, &f.size, &f.mtimeNs, &f.headLen, &f.headHash, &f.sampleHash, &f.lastLineStart, &f.lastLineHash,
-		&f.bytesIndexed, &f.lines, &f.malformed)
-	return f, err
-}
-
 // sqlQuerier is a *sql.DB or a *sql.Tx.
 type sqlQuerier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
@@ -229,13 +215,7 @@ type sqlQuerier interface {
 
 func (s *sqliteStore) loadFileRow(ctx context.Context, q sqlQuerier, path string) (*fileRow, error) {
 	r, err := scanFileRow(q.QueryRowContext(ctx, `SELECT `+fileCols+` FROM files WHERE path=?`, path))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, s.err("read the state of "+path, err)
-	}
-	return r, nil
+	return r, s.err("read the state of "+path, err)
 }
 
 func (s *sqliteStore) fileRow(ctx context.Context, path string) (*fileRow, error) {
@@ -244,14 +224,8 @@ func (s *sqliteStore) fileRow(ctx context.Context, path string) (*fileRow, error
 
 func (s *sqliteStore) fileID(ctx context.Context, path string) (int64, bool, error) {
 	var id int64
-	err := s.db.QueryRowContext(ctx, `SELECT id FROM files WHERE path=?`, path).Scan(&id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, false, nil
-	}
-	if err != nil {
-		return 0, false, s.err("search", err)
-	}
-	return id, true, nil
+	ok, err := scanRow(s.db.QueryRowContext(ctx, `SELECT id FROM files WHERE path=?`, path), &id)
+	return id, ok, s.err("search", err)
 }
 
 func (s *sqliteStore) files(ctx context.Context) ([]string, error) {
@@ -343,17 +317,9 @@ func (b *sqliteBatch) fileRow(ctx context.Context, path string) (*fileRow, error
 }
 
 func (b *sqliteBatch) lastChunk(ctx context.Context, fileID int64) (storedChunk, int64, bool, error) {
-	var c storedChunk
-	var off int64
-	err := b.tx.QueryRowContext(ctx, `SELECT id, start_line, end_line, start_offset, text FROM chunks
-		WHERE file_id=? ORDER BY start_line DESC, id DESC LIMIT 1`, fileID).Scan(&c.id, &c.start, &c.end, &off, &c.text)
-	if errors.Is(err, sql.ErrNoRows) {
-		return c, 0, false, nil
-	}
-	if err != nil {
-		return c, 0, false, b.s.err("read last chunk", err)
-	}
-	return c, off, true, nil
+	c, off, ok, err := scanLastChunk(b.tx.QueryRowContext(ctx, `SELECT id, start_line, end_line, start_offset, text
+		FROM chunks WHERE file_id=? ORDER BY start_line DESC, id DESC LIMIT 1`, fileID))
+	return c, off, ok, b.s.err("read last chunk", err)
 }
 
 func (b *sqliteBatch) deleteChunk(ctx context.Context, id int64) error {
@@ -517,11 +483,8 @@ func (b *sqliteBatch) updateFile(ctx context.Context, fileID int64, r *fileRow) 
 
 func (b *sqliteBatch) removeFile(ctx context.Context, path string) (bool, error) {
 	var id int64
-	err := b.tx.QueryRowContext(ctx, `SELECT id FROM files WHERE path=?`, path).Scan(&id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
-	}
-	if err != nil {
+	ok, err := scanRow(b.tx.QueryRowContext(ctx, `SELECT id FROM files WHERE path=?`, path), &id)
+	if !ok {
 		return false, b.s.err("remove "+path, err)
 	}
 	if err := b.deleteFileChunks(ctx, id); err != nil {
@@ -656,14 +619,8 @@ func (s *sqliteStore) manyMatches(ctx context.Context, idCol, from string, args 
 	q := `SELECT ` + idCol + ` ` + from + ` ORDER BY ` + idCol + ` DESC LIMIT 1 OFFSET ?`
 	a := append(append([]any{}, args...), rankWindow-1)
 	var id int64
-	err := s.db.QueryRowContext(ctx, q, a...).Scan(&id)
-	if err == sql.ErrNoRows {
-		return false, nil
-	}
-	if err != nil {
-		return false, s.err("search", err)
-	}
-	return true, nil
+	ok, err := scanRow(s.db.QueryRowContext(ctx, q, a...), &id)
+	return ok, s.err("search", err)
 }
 
 func idList(ids []int64) string {
