@@ -157,7 +157,7 @@ func setGCPercent(p int) (restore func()) {
 
 func runEstimate(opts *EstimateOptions) error {
 	if !estimate.ValidMethod(opts.Tokenizer) {
-		return exitcode.Newf(exitcode.Usage, "--tokenizer %q: use one of %s", opts.Tokenizer, strings.Join(estimate.Methods, ", "))
+		return exitcode.Newf(exitcode.Usage, "--tokenizer %q: use one of %s", opts.Tokenizer, strings.Join(estimate.Methods(), ", "))
 	}
 	gates, err := opts.gates()
 	if err != nil {
