@@ -44,6 +44,10 @@ const scanGap, maxScanGap = 5 * time.Millisecond, 100 * time.Millisecond
 // writer that opened the old file just before it writes here.
 var afterRename func()
 
+// afterRebuild, when set (tests), runs right after a carry round's rename:
+// a writer appends to the file it put in place before Rewrite looks at it.
+var afterRebuild func()
+
 // maxCarryRounds bounds the re-renames of Rewrite when late appends keep
 // arriving out of order.
 const maxCarryRounds = 8
@@ -438,14 +442,23 @@ func (c *carrier) rebuild(skipAt, skipLen int64) error {
 	if err := writeAll(next, nil, c.mode); err != nil {
 		return fail(err)
 	}
+	// Measured before the rename: from then on writers append to next, and
+	// their bytes are not ours (counted as ours, a late line would go after
+	// them, or the rest of a half-copied line would).
+	end, err := size(next)
+	if err != nil {
+		return fail(err)
+	}
 	if err := os.Rename(name, c.path); err != nil {
 		return fail(err)
+	}
+	if afterRebuild != nil {
+		afterRebuild()
 	}
 	safefile.SyncDir(filepath.Dir(c.path))
 	if len(late) > 0 {
 		c.took(late)
 	}
-	end, _ := size(next)
 	if c.prev != c.first {
 		c.prev.Close()
 	}
