@@ -49,7 +49,7 @@ var afterRename func()
 var afterRebuild func()
 
 // maxCarryRounds bounds the re-renames of Rewrite when late appends keep
-// arriving out of order.
+// arriving out of order; after them late appends are carried out of order.
 const maxCarryRounds = 8
 
 // RewriteResult says what Rewrite did.
@@ -296,12 +296,17 @@ func (c *carrier) run(settle time.Duration) error {
 		}
 		quietSince = time.Now()
 		c.watch.free = false
-		if curSize == c.curBase {
+		// After maxCarryRounds, each round's rename having let the writer
+		// write out of order again, the rest is appended as it comes: out
+		// of order, but nothing lost (failing would lose what reached the
+		// file last replaced, which no backup holds).
+		inOrder := c.rounds < maxCarryRounds
+		if curSize == c.curBase || !inOrder {
 			end, err := appendAt(c.cur, late)
 			if err != nil {
 				return err
 			}
-			if end-int64(len(late)) == c.curBase {
+			if end-int64(len(late)) == c.curBase || !inOrder {
 				c.curBase = end
 				c.took(late)
 				continue
@@ -399,9 +404,6 @@ func (c *carrier) pending(final bool) ([]byte, bool, error) {
 // reaches it late is carried over in turn).
 func (c *carrier) rebuild(skipAt, skipLen int64) error {
 	c.rounds++
-	if c.rounds > maxCarryRounds {
-		return fmt.Errorf("other writers kept appending while ctxtool carried their lines over (%d rounds)", maxCarryRounds)
-	}
 	curEnd, err := size(c.cur)
 	if err != nil {
 		return err

@@ -627,3 +627,45 @@ func TestRewriteCarryRoundKeepsAHalfWrittenLineWhole(t *testing.T) {
 		t.Fatalf("live file after the new content:\n%s\nwant:\n%s", got[len(content):], want[len(content):])
 	}
 }
+
+// A writer whose appends keep arriving out of order through every carry
+// round (each round's rename lets it write to the file just replaced) loses
+// nothing: once the rounds run out, its lines are carried after what
+// reached the live file first.
+func TestRewriteCarriesOutOfOrderWhenRoundsRunOut(t *testing.T) {
+	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
+	parent, n := "a1f00012", 0 // last entry of spec-v3.jsonl
+	next := func() string {
+		n++
+		id := fmt.Sprintf("w%07d", n)
+		l := writerLine(id, parent)
+		parent = id
+		return l
+	}
+	open := func() *os.File {
+		w, err := os.OpenFile(f, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	var old *os.File
+	// After every rename: a late line to the file just replaced, the next
+	// one to the new file, and an open of it for the next late line.
+	step := func() {
+		old.WriteString(next())
+		old.Close()
+		appendByPath(t, f, next())
+		old = open()
+	}
+	transcript.SetAfterRebuild(step)
+	defer transcript.SetAfterRebuild(nil)
+	_, content := rewriteSame(t, f, func() { old = open() }, step)
+	old.Close()
+	got, _ := os.ReadFile(f)
+	for i := 1; i <= n; i++ {
+		if id := fmt.Sprintf(`"id":"w%07d"`, i); !strings.Contains(string(got[len(content):]), id) {
+			t.Errorf("writer line %s is not in the live file", id)
+		}
+	}
+}
