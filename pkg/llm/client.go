@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"net"
@@ -19,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -448,13 +450,15 @@ func statusOf(err error) int {
 	return 0
 }
 
+// isNetErr reports a transport failure by its type, not its text: a
+// net.Error (dial, timeout; *url.Error and *net.OpError are ones), a
+// connection closed before or during the response body (io.EOF,
+// io.ErrUnexpectedEOF, which go-openai's JSON decoding returns unwrapped),
+// or a reset (ECONNRESET).
 func isNetErr(err error) bool {
 	var ne net.Error
-	if errors.As(err, &ne) {
-		return true
-	}
-	var oe *net.OpError
-	return errors.As(err, &oe) || strings.Contains(err.Error(), "EOF") || strings.Contains(err.Error(), "connection reset")
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET)
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

@@ -2,11 +2,18 @@ package llm
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"os"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -325,5 +332,75 @@ func TestEmbedRetriesAndOrders(t *testing.T) {
 	calls.Store(0)
 	if _, err := c2.Embed(context.Background(), []string{"a"}); err == nil || calls.Load() != 1 {
 		t.Errorf("MaxRetries 0: err %v after %d calls", err, calls.Load())
+	}
+}
+
+// A connection that breaks before or during the answer is retried, decided
+// by the error's type: each case fails on the first attempt and the second
+// succeeds. The truncated body (io.ErrUnexpectedEOF from go-openai's
+// decoder) is not a net.Error, so only the typed check catches it.
+func TestBrokenConnectionIsRetried(t *testing.T) {
+	for name, breakConn := range map[string]func(t *testing.T, w http.ResponseWriter){
+		"closed before the answer": func(t *testing.T, w http.ResponseWriter) { hijack(t, w).Close() },
+		"closed mid-body": func(t *testing.T, w http.ResponseWriter) {
+			conn := hijack(t, w)
+			fmt.Fprint(conn, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{\"id\":\"x\",\"choices\":[")
+			conn.Close()
+		},
+		"reset": func(t *testing.T, w http.ResponseWriter) {
+			conn := hijack(t, w)
+			conn.(*net.TCPConn).SetLinger(0) // close sends RST
+			conn.Close()
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := llmtest.New()
+			defer srv.Close()
+			var calls atomic.Int32
+			next := srv.Config.Handler
+			srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if calls.Add(1) == 1 {
+					breakConn(t, w)
+					return
+				}
+				next.ServeHTTP(w, r)
+			})
+			c, _ := newTestClient(t, srv, Config{MaxRetries: 2, MinBackoff: time.Millisecond})
+			got, err := c.Complete(context.Background(), Request{User: "x"})
+			if err != nil {
+				t.Fatalf("not retried: %v", err)
+			}
+			if got.Attempts != 2 {
+				t.Fatalf("attempts %d, want 2", got.Attempts)
+			}
+		})
+	}
+}
+
+func hijack(t *testing.T, w http.ResponseWriter) net.Conn {
+	conn, _, err := w.(http.Hijacker).Hijack()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
+// The classification itself, on the errors the transport and go-openai
+// return (wrapped as url.Error and fmt %w do), and on ones it must not retry.
+func TestIsNetErrByType(t *testing.T) {
+	reset := &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}
+	for err, want := range map[error]bool{
+		io.EOF:              true,
+		io.ErrUnexpectedEOF: true,
+		fmt.Errorf("error, reading response body: %w", io.ErrUnexpectedEOF): true,
+		&url.Error{Op: "Post", URL: "http://x", Err: io.EOF}:                true,
+		reset: true,
+		fmt.Errorf("wrapped: %w", syscall.ECONNRESET):         true,
+		errors.New("invalid character 'x' looking for value"): false,
+		&json.SyntaxError{}: false,
+	} {
+		if got := isNetErr(err); got != want {
+			t.Errorf("isNetErr(%v) = %v, want %v", err, got, want)
+		}
 	}
 }

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -136,7 +138,12 @@ func (s *pgStore) err(op string, err error) error {
 		}
 		return fmt.Errorf("recall: %s %s: %v", op, s.loc, err)
 	}
-	if pgconn.SafeToRetry(err) || pgconn.Timeout(err) || strings.Contains(err.Error(), "connect") {
+	// Unreachable or dropped, told by type: a failed connection attempt
+	// (ConnectError wraps refused dials, TLS and startup failures), a
+	// refused, reset or aborted connection, or one already closed.
+	var ce *pgconn.ConnectError
+	if pgconn.SafeToRetry(err) || pgconn.Timeout(err) || errors.As(err, &ce) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, net.ErrClosed) {
 		return &StoreError{Index: s.loc, Err: fmt.Errorf("%s: %v", op, err), Remedy: "check that the server is running and reachable and the URL (recall.url / --index) is right"}
 	}
 	return fmt.Errorf("recall: %s %s: %v", op, s.loc, err)
