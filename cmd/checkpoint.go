@@ -95,7 +95,7 @@ session recorded survives a reset to a new file under the same key.`,
 	fl := cmd.Flags()
 	fl.StringVar(&opts.SessionKey, "session-key", "", "session key (default: OpenClaw's sessions.json key for the file, else the session's own id from its header)")
 	fl.StringVar(&opts.Trigger, "trigger", checkpoint.TriggerManual, "auto-80pct|compaction|session-end|manual")
-	enumCompletion(cmd, "trigger", checkpoint.Triggers)
+	enumCompletion(cmd, "trigger", checkpoint.Triggers())
 	fl.BoolVar(&opts.Force, "force", false, "write even under the 5% dedupe and the 80% gate")
 	fl.DurationVar(&opts.Wait, "wait", checkpoint.DefaultStateLockWait, "how long to wait for another capture of the same session to finish")
 	fl.BoolVar(&opts.Capture, "capture", false, "record incremental state from the lines appended since the last capture; write no checkpoint")
@@ -117,7 +117,7 @@ func runCheckpoint(opts *CheckpointOptions) error {
 		return runCapture(opts) // --trigger does not apply
 	}
 	if m := opts.Size.Method; m != "" && !estimate.ValidMethod(m) {
-		return exitcode.Newf(exitcode.Usage, "--tokenizer %q: use one of %s", m, strings.Join(estimate.Methods, ", "))
+		return exitcode.Newf(exitcode.Usage, "--tokenizer %q: use one of %s", m, strings.Join(estimate.Methods(), ", "))
 	}
 	if !checkpoint.ValidTrigger(opts.Trigger) {
 		return exitcode.Newf(exitcode.Usage, "--trigger %q: use auto-80pct, compaction, session-end or manual", opts.Trigger)

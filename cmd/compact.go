@@ -499,7 +499,7 @@ func auditLine(a *compaction.Audit, listed bool) string {
 	line := fmt.Sprintf("%d facts in the summarised region, %d dropped", a.Facts, len(a.Dropped))
 	if len(a.Dropped) > 0 {
 		var parts []string
-		for _, c := range facts.Classes {
+		for _, c := range facts.Classes() {
 			if n := a.DroppedByClass[c]; n > 0 {
 				parts = append(parts, fmt.Sprintf("%d %s", n, c))
 			}

@@ -45,7 +45,7 @@ func TestConfigTableAgreesWithPackages(t *testing.T) {
 			t.Errorf("%s: table default %v (%T), package default %v (%T)", k, defaults[k], defaults[k], v, v)
 		}
 	}
-	enums := map[string][]string{"estimate.tokenizer": estimate.Methods, "compaction.mode": compaction.Strategies}
+	enums := map[string][]string{"estimate.tokenizer": estimate.Methods(), "compaction.mode": compaction.Strategies()}
 	for k, v := range enums {
 		key, _ := config.Lookup(k)
 		if !slices.Equal(key.Enum, v) {
@@ -109,13 +109,13 @@ func TestCompletionOfEnumFlags(t *testing.T) {
 		cmd, flag string
 		want      []string
 	}{
-		{"estimate", "--tokenizer", estimate.Methods},
-		{"roll", "--tokenizer", estimate.Methods},
-		{"compact", "--tokenizer", estimate.Methods},
-		{"compact", "--strategy", compaction.Strategies},
+		{"estimate", "--tokenizer", estimate.Methods()},
+		{"roll", "--tokenizer", estimate.Methods()},
+		{"compact", "--tokenizer", estimate.Methods()},
+		{"compact", "--strategy", compaction.Strategies()},
 		{"compact", "--summarizer", []string{"auto", "llm", "extractive", "exec:"}},
 		{"restore", "--format", []string{"text", "yaml", "json"}},
-		{"checkpoint", "--trigger", checkpoint.Triggers},
+		{"checkpoint", "--trigger", checkpoint.Triggers()},
 	} {
 		out, _ := runOK(t, "__complete", tc.cmd, tc.flag, "")
 		// values, one a line, then cobra's ":<directive>" line

@@ -92,44 +92,13 @@ measure the same way and report the same size.`,
 
 // EstimateReport is the JSON object printed per file.
 type EstimateReport struct {
-	File            string         `json:"file"`
-	Version         int            `json:"version"`
-	Entries         int            `json:"entries"`
-	ContextMessages int            `json:"contextMessages"`
-	Compactions     int            `json:"compactions"`
-	LeafID          string         `json:"leafId"`
-	Model           string         `json:"model"`
-	ContextWindow   int            `json:"contextWindow"`
-	WindowSource    string         `json:"contextWindowSource"`
-	Tokens          int            `json:"tokens"`
-	Method          string         `json:"method"`
-	Utilization     float64        `json:"utilization"`
-	ByRole          map[string]int `json:"byRole"`
-	UsageTokens     int            `json:"usageTokens,omitempty"`
-	TrailingTokens  int            `json:"trailingTokens,omitempty"`
-	AnchorLine      int            `json:"anchorLine,omitempty"`
-	Overhead        int            `json:"overheadTokens,omitempty"`
-	UsageStale      bool           `json:"usageStale"`
-	// UsageRejected is the usage record pi would anchor on when ctxtool
-	// does not trust it (pinned, flat, zero, a mirror reply, stale…).
-	UsageRejected  *estimate.Rejection    `json:"usageRejected,omitempty"`
-	MalformedLines []transcript.Malformed `json:"malformedLines"`
-	Warnings       []string               `json:"warnings,omitempty"`
-	Messages       []MessageTokenReport   `json:"messages,omitempty"`
-	Error          string                 `json:"error,omitempty"`
+	estimate.FileReport
+	Error string `json:"error,omitempty"`
 	// FailOver says, with --fail-over, whether this file crossed it.
 	FailOver *bool `json:"failOver,omitempty"`
 	// BaselineTokens and Growth compare with --baseline (growth 0.1 = 10%).
 	BaselineTokens int      `json:"baselineTokens,omitempty"`
 	Growth         *float64 `json:"growth,omitempty"`
-}
-
-// MessageTokenReport is one context message with --per-message.
-type MessageTokenReport struct {
-	EntryID string `json:"entryId"`
-	Line    int    `json:"line"`
-	Role    string `json:"role"`
-	Tokens  int    `json:"tokens"`
 }
 
 // limitHeap sets the soft heap limit for reading one session (see
@@ -157,7 +126,7 @@ func setGCPercent(p int) (restore func()) {
 
 func runEstimate(opts *EstimateOptions) error {
 	if !estimate.ValidMethod(opts.Tokenizer) {
-		return exitcode.Newf(exitcode.Usage, "--tokenizer %q: use one of %s", opts.Tokenizer, strings.Join(estimate.Methods, ", "))
+		return exitcode.Newf(exitcode.Usage, "--tokenizer %q: use one of %s", opts.Tokenizer, strings.Join(estimate.Methods(), ", "))
 	}
 	gates, err := opts.gates()
 	if err != nil {
@@ -176,7 +145,7 @@ func runEstimate(opts *EstimateOptions) error {
 			failed++
 			worst = max(worst, exitcode.Code(err))
 			fmt.Fprintf(opts.IO.ErrOut, "ctxtool: %v\n", err)
-			r = &EstimateReport{File: file, Error: err.Error()}
+			r = &EstimateReport{FileReport: estimate.FileReport{File: file}, Error: err.Error()}
 		} else {
 			warnMalformed(opts.IO.ErrOut, file, r.MalformedLines, "counts without it")
 			for _, w := range r.Warnings {
@@ -299,47 +268,15 @@ func estimateFile(opts *EstimateOptions, file string) (*EstimateReport, error) {
 		return nil, err
 	}
 	limitHeap(file)
-	load := transcript.LoadLazy // only the exact tokenizers read every message
-	if opts.Tokenizer == estimate.O200k || opts.Tokenizer == estimate.Cl100k {
-		load = transcript.Load
-	}
-	s, err := load(file)
+	fr, err := estimate.MeasureFile(file, estimate.Options{Method: opts.Tokenizer, Window: models.Settings{
+		Model: opts.Model, ContextWindow: opts.ContextWindow, Overrides: opts.ModelWindows, ContextTokens: opts.ContextTokens}}, opts.PerMessage)
 	if err != nil {
 		return nil, err
 	}
-	defer s.Close()
-	ctx := s.Context()
-	res, err := estimate.Measure(s, ctx, estimate.Options{Method: opts.Tokenizer, Window: models.Settings{
-		Model: opts.Model, ContextWindow: opts.ContextWindow, Overrides: opts.ModelWindows, ContextTokens: opts.ContextTokens}})
-	if err != nil {
-		return nil, fmt.Errorf("%s: %v", file, err)
+	if w := windowWarning(fr.ContextWindow); w != "" {
+		fr.Warnings = append(fr.Warnings, w)
 	}
-	window := res.Window.Tokens
-	r := &EstimateReport{
-		File: file, Version: s.Version, Entries: len(s.Entries), ContextMessages: len(ctx.Messages),
-		Model: res.Window.Model, ContextWindow: window, WindowSource: string(res.Window.Source), Tokens: res.Tokens, Method: res.Method,
-		Utilization: res.Utilization, ByRole: res.ByRole, UsageTokens: res.UsageTokens, TrailingTokens: res.TrailingTokens,
-		AnchorLine: res.AnchorLine, Overhead: res.Overhead, UsageStale: res.Stale, UsageRejected: res.Rejected,
-		MalformedLines: append([]transcript.Malformed{}, s.Malformed...), Warnings: res.Notes,
-	}
-	for _, e := range s.Entries {
-		if e.Type() == "compaction" {
-			r.Compactions++
-		}
-	}
-	if leaf := s.Leaf(); leaf != nil {
-		r.LeafID = leaf.ID()
-	}
-	r.Warnings = append(r.Warnings, s.Notes()...)
-	if w := windowWarning(window); w != "" {
-		r.Warnings = append(r.Warnings, w)
-	}
-	if opts.PerMessage {
-		for i, m := range ctx.Messages {
-			r.Messages = append(r.Messages, MessageTokenReport{EntryID: m.Entry.ID(), Line: m.Entry.Line, Role: m.Role, Tokens: res.PerMessage[i]})
-		}
-	}
-	return r, nil
+	return &EstimateReport{FileReport: *fr}, nil
 }
 
 type failLimit struct {

@@ -166,7 +166,7 @@ func validateRoll(opts *RollOptions) error {
 	case opts.OlderThan < 0:
 		return fmt.Errorf("--older-than %v: must be positive", opts.OlderThan)
 	case opts.Size.Method != "" && !estimate.ValidMethod(opts.Size.Method):
-		return fmt.Errorf("--tokenizer %q: use one of %s", opts.Size.Method, strings.Join(estimate.Methods, ", "))
+		return fmt.Errorf("--tokenizer %q: use one of %s", opts.Size.Method, strings.Join(estimate.Methods(), ", "))
 	}
 	return nil
 }

@@ -67,11 +67,14 @@ type TakeResult struct {
 	MalformedLines []transcript.Malformed `json:"malformedLines,omitempty"`
 }
 
-// Triggers are the triggers the command accepts.
-var Triggers = []string{TriggerAuto80, TriggerCompaction, TriggerSessionEnd, TriggerManual}
+// triggers are the triggers the command accepts.
+var triggers = []string{TriggerAuto80, TriggerCompaction, TriggerSessionEnd, TriggerManual}
+
+// Triggers returns a copy of the triggers the command accepts.
+func Triggers() []string { return slices.Clone(triggers) }
 
 // ValidTrigger reports whether t is a trigger the command accepts.
-func ValidTrigger(t string) bool { return slices.Contains(Triggers, t) }
+func ValidTrigger(t string) bool { return slices.Contains(triggers, t) }
 
 // Take builds a checkpoint of a session and stores it unless the 80% gate
 // (auto-80pct) or the dedupe rule says not to. It first captures the lines

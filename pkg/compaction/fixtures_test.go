@@ -63,7 +63,7 @@ func TestFixturesAllStrategiesExtractive(t *testing.T) {
 	samples, _ := filepath.Glob(filepath.Join(oracle.ModuleRoot(), "testdata", "*.jsonl"))
 	files = append(files, samples...)
 	for _, fx := range files {
-		for _, strategy := range Strategies {
+		for _, strategy := range strategies {
 			fx, strategy := fx, strategy
 			t.Run(filepath.Base(fx)+"/"+strategy, func(t *testing.T) {
 				t.Parallel()

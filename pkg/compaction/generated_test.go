@@ -25,7 +25,7 @@ func TestGeneratedSessionsAllStrategies(t *testing.T) {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		for _, strategy := range Strategies {
+		for _, strategy := range strategies {
 			name, strategy := name, strategy
 			t.Run(name+"/"+strategy, func(t *testing.T) {
 				t.Parallel()
@@ -91,7 +91,7 @@ func TestCutNeverOrphansAToolResult(t *testing.T) {
 	for name, f := range files {
 		s := testkit.Load(t, f)
 		for keep := 50; keep <= 60000; keep = keep*5/4 + 1 {
-			for _, st := range Strategies {
+			for _, st := range strategies {
 				set := Settings{Strategy: st, KeepRecentTokens: keep, ProtectedTail: keep/500 + 1}
 				p, err := Prepare(s, set)
 				if err != nil {
@@ -248,7 +248,7 @@ func untouched(t *testing.T, file string, orig []byte, after string) {
 func TestPreviousFileListsAreMerged(t *testing.T) {
 	sc := scenarios(t)
 	for _, name := range []string{"earlier-compaction", "v1"} {
-		for _, st := range Strategies {
+		for _, st := range strategies {
 			res, err := Run(context.Background(), sc[name], Options{Settings: Settings{Strategy: st, Force: true, KeepRecentTokens: 3000},
 				DryRun: true})
 			if err != nil {

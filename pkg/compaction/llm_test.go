@@ -36,7 +36,7 @@ func llmSummarizer(t *testing.T, srv *llmtest.Server, mut func(*llm.Config)) *LL
 
 func TestLLMSuccessEveryStrategy(t *testing.T) {
 	oracle.Require(t)
-	for _, strategy := range Strategies {
+	for _, strategy := range strategies {
 		t.Run(strategy, func(t *testing.T) {
 			srv := llmtest.New()
 			defer srv.Close()

@@ -84,7 +84,7 @@ func TestMeasurementTable(t *testing.T) {
 		if strings.HasPrefix(n, "gen:") || strings.HasPrefix(n, "testdata/edge-") || n == "testdata/sample-v1.jsonl" {
 			keep = 3000
 		}
-		for _, st := range Strategies {
+		for _, st := range strategies {
 			set := Settings{Strategy: st, Force: true, KeepRecentTokens: keep}
 			f1 := testkit.CopyToTemp(t, files[n])
 			ex, err := Run(context.Background(), f1, Options{Settings: set, Summarizer: Extractive{}})

@@ -21,6 +21,7 @@ package compaction
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/ctxtool/ctxtool/pkg/models"
 )
@@ -32,8 +33,11 @@ const (
 	StrategySummarize = "summarize"
 )
 
-// Strategies lists the accepted --strategy values.
-var Strategies = []string{StrategyDefault, StrategySafeguard, StrategySummarize}
+// strategies lists the accepted --strategy values.
+var strategies = []string{StrategyDefault, StrategySafeguard, StrategySummarize}
+
+// Strategies returns a copy of the accepted --strategy values.
+func Strategies() []string { return slices.Clone(strategies) }
 
 // Reference constants (docs/design/pi-baseline.md,
 // docs/design/openclaw-compaction.md, docs/design/single-pass-summary.md).
@@ -198,7 +202,7 @@ func (s Settings) effectiveReserve() int {
 // Validate checks the settings a user can get wrong.
 func (s Settings) Validate() error {
 	ok := false
-	for _, st := range Strategies {
+	for _, st := range strategies {
 		if s.Strategy == st || s.Strategy == "" {
 			ok = true
 		}

@@ -7,7 +7,7 @@
 // asks for a value naming both its flag and the config key, and the flag wins
 // only when the user actually set it.
 //
-// It owns the key table (Keys: name, env, flag, default, doc, range) and the
+// It owns the key table (keys: name, env, flag, default, doc, range) and the
 // resolution above. It must not know what a setting means to a command: cmd
 // reads values here and hands them to pkg/ packages as explicit options, and
 // no other pkg/ package imports config.
@@ -35,7 +35,7 @@ type Config struct {
 
 // Load reads the config file (explicit path, else ./ctxtool.yaml, else
 // $XDG_CONFIG_HOME/ctxtool/config.yaml), the environment and the optional
-// OpenClaw config, and validates all of them against Keys: an unknown key,
+// OpenClaw config, and validates all of them against keys: an unknown key,
 // a value of the wrong type or out of range is an error naming the file and
 // line (or the variable), the key and what it expects. A missing default
 // file is fine; a missing explicit file is an error.

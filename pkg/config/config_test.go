@@ -28,7 +28,7 @@ func flattenYAML(prefix string, m map[string]any, out map[string]any) {
 
 var update = flag.Bool("update", false, "rewrite config.example.yaml from the key table")
 
-// config.example.yaml is generated from Keys: it documents every key with
+// config.example.yaml is generated from keys: it documents every key with
 // its default, and parsing it back gives exactly the table's defaults.
 func TestExampleConfig(t *testing.T) {
 	path := filepath.Join("..", "..", "config.example.yaml")
@@ -65,7 +65,7 @@ func TestExampleConfig(t *testing.T) {
 	sort.Strings(missing)
 	sort.Strings(extra)
 	if len(missing)+len(extra)+len(differ) > 0 {
-		t.Fatalf("config.example.yaml vs Keys: missing %v, unknown %v, different defaults %v", missing, extra, differ)
+		t.Fatalf("config.example.yaml vs keys: missing %v, unknown %v, different defaults %v", missing, extra, differ)
 	}
 	// The example itself loads without a complaint.
 	if _, err := Load(path, ""); err != nil {

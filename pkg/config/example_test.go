@@ -17,13 +17,13 @@ const exampleHeader = `# ctxtool configuration — every key with its default.
 # Unknown keys, values of the wrong type and out-of-range values are errors (exit 2).
 `
 
-// exampleYAML renders config.example.yaml from Keys: every key with its
+// exampleYAML renders config.example.yaml from keys: every key with its
 // doc, its environment variable and flag, and its default.
 func exampleYAML() string {
 	var b strings.Builder
 	b.WriteString(exampleHeader)
 	var open []string // sections currently open
-	for _, k := range Keys {
+	for _, k := range keys {
 		parts := strings.Split(k.Name, ".")
 		sections, leaf := parts[:len(parts)-1], parts[len(parts)-1]
 		common := 0
@@ -37,7 +37,7 @@ func exampleYAML() string {
 			if len(open) == 0 {
 				b.WriteString("\n")
 			}
-			writeComment(&b, indent, Sections[full])
+			writeComment(&b, indent, sectionDocs[full])
 			fmt.Fprintf(&b, "%s%s:\n", indent, s)
 			open = append(open, s)
 		}

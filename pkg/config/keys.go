@@ -19,12 +19,12 @@ const (
 	Map Kind = "a map of model names"
 )
 
-// Key is one configuration setting. Keys is the single table of them: the
+// Key is one configuration setting. keys is the single table of them: the
 // loader validates config files, environment and flags against it, flags
 // are defined from it (Flag), and config.example.yaml is generated from it
 // (a test fails when the file and the table differ).
 //
-// To add a setting: append a Key to Keys (in the section it belongs to),
+// To add a setting: append a Key to keys (in the section it belongs to),
 // read it with Config.String/Int/Float/Bool/Duration(fs, name), define its
 // flag with the Flag function if it has one, then regenerate the example:
 //
@@ -83,9 +83,9 @@ func (r *Range) check(n float64) string {
 	return ""
 }
 
-// Sections documents the sections of config.example.yaml (comment above
+// sectionDocs documents the sections of config.example.yaml (comment above
 // the section's first line).
-var Sections = map[string]string{
+var sectionDocs = map[string]string{
 	"estimate":               "",
 	"llm":                    "OpenAI-compatible endpoint for LLM summaries and (optional) embeddings.\nOPENAI_API_KEY and OPENAI_BASE_URL are read when apiKey/baseURL are empty.",
 	"compaction":             "",
@@ -100,8 +100,8 @@ var Sections = map[string]string{
 	"lint":                   "ctxtool lint: the CI gate for transcripts (`ctxtool lint --list-rules`).",
 }
 
-// Keys is every configuration key, in the order of config.example.yaml.
-var Keys = []Key{
+// keys is every configuration key, in the order of config.example.yaml.
+var keys = []Key{
 	{Name: "stateDir", Kind: String, Default: "", Flag: "state-dir",
 		Doc: "Checkpoints and the recall index live here. Default: $XDG_STATE_HOME/ctxtool (or ~/.local/state/ctxtool). Also env CTXTOOL_STATE_DIR."},
 
@@ -247,8 +247,8 @@ var envOnly = map[string]string{
 }
 
 var keyIndex = func() map[string]int {
-	m := make(map[string]int, len(Keys))
-	for i, k := range Keys {
+	m := make(map[string]int, len(keys))
+	for i, k := range keys {
 		m[strings.ToLower(k.Name)] = i
 	}
 	return m
@@ -260,7 +260,7 @@ func Lookup(name string) (Key, bool) {
 	if !ok {
 		return Key{}, false
 	}
-	return Keys[i], true
+	return keys[i], true
 }
 
 // mustKey is Lookup for names written in the code: an unknown name is a
@@ -268,7 +268,7 @@ func Lookup(name string) (Key, bool) {
 func mustKey(name string) Key {
 	k, ok := Lookup(name)
 	if !ok {
-		panic(fmt.Sprintf("config: %q is not in config.Keys (add it there)", name))
+		panic(fmt.Sprintf("config: %q is not in the key table (add it to keys in pkg/config/keys.go)", name))
 	}
 	return k
 }
@@ -281,8 +281,8 @@ func (k Key) Env() string {
 
 // Defaults returns every key's default value, by name (Map keys excluded).
 func Defaults() map[string]any {
-	m := make(map[string]any, len(Keys))
-	for _, k := range Keys {
+	m := make(map[string]any, len(keys))
+	for _, k := range keys {
 		if k.Kind != Map {
 			m[k.Name] = k.Default
 		}
@@ -293,7 +293,7 @@ func Defaults() map[string]any {
 // section reports whether name is a section (a prefix of some key).
 func section(name string) bool {
 	p := strings.ToLower(name) + "."
-	for _, k := range Keys {
+	for _, k := range keys {
 		if strings.HasPrefix(strings.ToLower(k.Name), p) {
 			return true
 		}
@@ -304,7 +304,7 @@ func section(name string) bool {
 // suggest names the key closest to a mistyped one, or "".
 func suggest(name string) string {
 	best, bestD := "", 4
-	for _, k := range Keys {
+	for _, k := range keys {
 		if d := editDistance(strings.ToLower(name), strings.ToLower(k.Name)); d < bestD {
 			best, bestD = k.Name, d
 		}
@@ -312,7 +312,7 @@ func suggest(name string) string {
 	// Also a key under a different section with the same last element.
 	if best == "" {
 		last := name[strings.LastIndex(name, ".")+1:]
-		for _, k := range Keys {
+		for _, k := range keys {
 			if strings.EqualFold(k.Name[strings.LastIndex(k.Name, ".")+1:], last) {
 				return k.Name
 			}

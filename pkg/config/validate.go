@@ -264,7 +264,7 @@ func checkEnvironment() error {
 		known[name] = true
 	}
 	var errs []error
-	for _, k := range Keys {
+	for _, k := range keys {
 		env := k.Env()
 		known[env] = true
 		s := os.Getenv(env)
@@ -276,7 +276,7 @@ func checkEnvironment() error {
 		}
 	}
 	prefixes := map[string]bool{}
-	for _, k := range Keys {
+	for _, k := range keys {
 		if i := strings.Index(k.Name, "."); i > 0 {
 			prefixes["CTXTOOL_"+strings.ToUpper(k.Name[:i])+"_"] = true
 		}
@@ -332,7 +332,7 @@ const flagAnnotation = "ctxtool/config-key"
 func Flag(fs *pflag.FlagSet, name string) *pflag.Flag {
 	k := mustKey(name)
 	if k.Flag == "" {
-		panic(fmt.Sprintf("config: %s has no flag in config.Keys", k.Name))
+		panic(fmt.Sprintf("config: %s has no flag in the key table (pkg/config/keys.go)", k.Name))
 	}
 	usage := fmt.Sprintf("%s (config %s)", k.Doc, k.Name)
 	switch k.Kind {

@@ -102,7 +102,7 @@ func Measure(s *transcript.Session, ctx *transcript.Context, o Options) (*Result
 		method = Auto
 	}
 	if !ValidMethod(method) {
-		return nil, fmt.Errorf("unknown tokenizer %q (use one of %v)", method, Methods)
+		return nil, fmt.Errorf("unknown tokenizer %q (use one of %v)", method, methods)
 	}
 	win := models.ForSession(ctx.Path, s.Header, o.Window)
 	audit := AuditContext(ctx, win.Tokens)

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/ctxtool/ctxtool/pkg/transcript"
@@ -28,8 +29,11 @@ const (
 	Cl100k     = "cl100k"
 )
 
-// Methods lists every method, for flag help and validation.
-var Methods = []string{Auto, Heuristic, Usage, Calibrated, O200k, Cl100k}
+// methods lists every method, for flag help and validation.
+var methods = []string{Auto, Heuristic, Usage, Calibrated, O200k, Cl100k}
+
+// Methods returns a copy of the accepted --tokenizer values, in order.
+func Methods() []string { return slices.Clone(methods) }
 
 // TextCounter counts the tokens of a text exactly (a BPE tokenizer).
 type TextCounter interface {
@@ -38,7 +42,7 @@ type TextCounter interface {
 
 // ValidMethod reports whether m is a known method.
 func ValidMethod(m string) bool {
-	for _, x := range Methods {
+	for _, x := range methods {
 		if x == m {
 			return true
 		}
@@ -76,7 +80,7 @@ func NewCounter(s *transcript.Session, method string) (*Counter, error) {
 // branch (nil: fit it here).
 func newCounter(s *transcript.Session, branch []*transcript.Entry, method string, audit *UsageAudit, calib *Calibration) (*Counter, error) {
 	if !ValidMethod(method) {
-		return nil, fmt.Errorf("unknown tokenizer %q (use one of %v)", method, Methods)
+		return nil, fmt.Errorf("unknown tokenizer %q (use one of %v)", method, methods)
 	}
 	c := &Counter{s: s, method: method, images: map[*transcript.Entry]int{}, exact: map[*transcript.Entry]int{}}
 	switch method {

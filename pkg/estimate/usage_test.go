@@ -160,3 +160,13 @@ func (a *UsageAudit) Counts() map[UsageClass]int {
 	}
 	return out
 }
+
+// Methods hands out a copy: a caller that edits it (sorts it for help,
+// say) cannot change what the package accepts.
+func TestMethodsIsACopy(t *testing.T) {
+	m := Methods()
+	m[0] = "edited"
+	if Methods()[0] != Auto || !ValidMethod(Auto) || ValidMethod("edited") {
+		t.Fatalf("editing Methods() changed the table: %v", Methods())
+	}
+}

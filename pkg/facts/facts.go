@@ -23,6 +23,7 @@
 package facts
 
 import (
+	"slices"
 	"sort"
 	"strings"
 )
@@ -55,18 +56,21 @@ const (
 	Identifier Class = "identifier"
 )
 
-// Classes lists every class in rank order (most needed first).
-var Classes = []Class{Constraint, Request, Decision, Error, Number, Identifier}
+// classes lists every class in rank order (most needed first).
+var classes = []Class{Constraint, Request, Decision, Error, Number, Identifier}
+
+// Classes returns a copy of every class in rank order.
+func Classes() []Class { return slices.Clone(classes) }
 
 // Rank is the position of c in Classes (lower = needed more); unknown
 // classes rank last.
 func (c Class) Rank() int {
-	for i, x := range Classes {
+	for i, x := range classes {
 		if x == c {
 			return i
 		}
 	}
-	return len(Classes)
+	return len(classes)
 }
 
 // Fact is one detected fact.
@@ -335,7 +339,7 @@ func ByClass(fs []Fact) map[Class][]Fact {
 // when none).
 func Count(fs []Fact) map[Class]int {
 	m := map[Class]int{}
-	for _, c := range Classes {
+	for _, c := range classes {
 		m[c] = 0
 	}
 	for _, f := range fs {

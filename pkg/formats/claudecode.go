@@ -448,7 +448,11 @@ type ccNode struct {
 type ccConv struct {
 	v     *view
 	nodes uuidMap[ccNode]
-	ids   []string // ids[0] is "", a root
+	// ids[n] is id n's uuid as its 16 bytes (a million ids' strings
+	// were 64 bytes each), texts[n] instead for an id that is not a
+	// canonical UUID; ids[0] is "", a root.
+	ids   []uuidKey
+	texts map[int32]string
 	// tip maps an assistant entry to the last tool result chained after it.
 	tip map[int32]int32
 	// names maps tool_use ids to tool names for the results.
@@ -471,7 +475,7 @@ type ccConv struct {
 }
 
 func newCCConv(v *view) *ccConv {
-	return &ccConv{v: v, ids: []string{""}, tip: map[int32]int32{}, names: newToolNames(), side: -1}
+	return &ccConv{v: v, ids: []uuidKey{{}}, texts: map[int32]string{0: ""}, tip: map[int32]int32{}, names: newToolNames(), side: -1}
 }
 
 func (c *ccConv) decode(raw []byte, l *ccLine) {
@@ -513,9 +517,24 @@ func (c *ccConv) write(uuid jstr) int32 {
 	n := c.nodes.atJSON(uuid)
 	if n.self == 0 {
 		n.self = int32(len(c.ids))
-		c.ids = append(c.ids, uuid.String())
+		k, canon := uuidKey{}, false
+		if !uuid.esc && uuid.canon {
+			k, canon = packUUID(uuid.raw())
+		}
+		if !canon {
+			c.texts[n.self] = uuid.String()
+		}
+		c.ids = append(c.ids, k)
 	}
 	return n.self
+}
+
+// id is id n's text.
+func (c *ccConv) id(n int32) string {
+	if s, ok := c.texts[n]; ok {
+		return s
+	}
+	return UUIDText(c.ids[n])
 }
 
 func (c *ccConv) apply(no int, l *ccLine) error {
@@ -599,7 +618,7 @@ func (c *ccConv) assistant(no int, l *ccLine) error {
 	g := &c.group
 	content := append(g.e.content[:0], l.blocks...)
 	*g = ccGroup{id: c.write(l.uuid), msgID: l.msgID, row: no}
-	g.e = entry{typ: "message", id: c.ids[g.id], parent: c.ids[parent], timestamp: l.ts, role: "assistant",
+	g.e = entry{typ: "message", id: c.id(g.id), parent: c.id(parent), timestamp: l.ts, role: "assistant",
 		content: content, msgTime: l.ms, api: "anthropic-messages", provider: "anthropic",
 		model: c.modelName(l.model)}
 	if l.hasUsage {
@@ -669,9 +688,9 @@ func (c *ccConv) user(no int, l *ccLine) error {
 	group := c.resolve(l.parent)
 	out := l.out
 	answers := out[0].role == "toolResult"
-	parent := c.ids[group]
+	parent := c.id(group)
 	if t, ok := c.tip[group]; ok && answers {
-		parent = c.ids[t] // chain parallel results after the previous one
+		parent = c.id(t) // chain parallel results after the previous one
 	}
 	self := c.write(l.uuid)
 	for i := range out {
@@ -682,9 +701,9 @@ func (c *ccConv) user(no int, l *ccLine) error {
 		case e.role == "toolResult":
 			e.toolName = c.names.get(e.toolCallID)
 		}
-		e.id = c.ids[self]
+		e.id = c.id(self)
 		if i < len(out)-1 {
-			e.id = c.ids[self] + "#" + strconv.Itoa(i+1)
+			e.id += "#" + strconv.Itoa(i+1)
 		}
 		e.parent = parent
 		parent = e.id

@@ -132,6 +132,26 @@ func packUUID[S string | []byte](s S) (k uuidKey, ok bool) {
 	return k, bad&0x10 == 0
 }
 
+// PackUUID is s as the 16 bytes of a canonical lower-case UUID, false for
+// any other string: UUIDText(k) is s again, byte for byte.
+func PackUUID(s string) ([16]byte, bool) { return packUUID(s) }
+
+// UUIDText is the canonical lower-case text of the UUID k.
+func UUIDText(k [16]byte) string {
+	const digits = "0123456789abcdef"
+	var b [36]byte
+	j := 0
+	for i, c := range k {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			b[j] = '-'
+			j++
+		}
+		b[j], b[j+1] = digits[c>>4], digits[c&15]
+		j += 2
+	}
+	return string(b[:])
+}
+
 // hexVal is a lower-case hex digit's value, 0x10 for any other byte.
 var hexVal = func() (t [256]byte) {
 	for c := range t {

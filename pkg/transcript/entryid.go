@@ -3,6 +3,8 @@ package transcript
 import (
 	"hash/maphash"
 	"strconv"
+
+	"github.com/ctxtool/ctxtool/pkg/formats"
 )
 
 // idForm is how an entry keeps an id: as a number when the id has one of
@@ -16,6 +18,9 @@ const (
 	idRow                // a translated transcript's "L<row>"
 	idV1                 // a v1 entry's synthetic "v1:L<line>"
 	idText               // any other: the text in longIDs
+	// idUUID is Claude Code's: a canonical lower-case UUID, kept in
+	// longIDs as its 16 bytes (a 16-byte string where its text took 48).
+	idUUID
 )
 
 // idForms are the forms of an entry's id (low 4 bits) and parentId (high
@@ -25,11 +30,26 @@ type idForms uint8
 func (f idForms) id() idForm     { return idForm(f & 15) }
 func (f idForms) parent() idForm { return idForm(f >> 4) }
 
-// longIDs are an entry's id and parentId when they have no numeric form.
+// longIDs are an entry's id and parentId when they have no numeric form:
+// their text, or for idUUID their 16 bytes.
 type longIDs struct{ id, parent string }
 
-// packID is the form of id and its number (0 for idNone and idText).
-func packID(id string) (idForm, uint32) {
+// packID is the form of id, its number (0 for idNone, idText and idUUID)
+// and what longIDs keeps of it (id for idText, its 16 bytes for idUUID, ""
+// for the others).
+func packID(id string) (idForm, uint32, string) {
+	if f, v := packNumber(id); f != idText {
+		return f, v, ""
+	}
+	if k, ok := formats.PackUUID(id); ok {
+		return idUUID, 0, string(k[:])
+	}
+	return idText, 0, id
+}
+
+// packNumber is the form of id and its number, idText for an id with no
+// numeric form.
+func packNumber(id string) (idForm, uint32) {
 	if len(id) == 8 {
 		// Not a case of the switch below: an 8-byte id that is not hex
 		// may still be "L<row>" (a translation's rows from a million on)
@@ -107,6 +127,8 @@ func (f idForm) text(v uint32, text string) string {
 		return "v1:L" + strconv.FormatUint(uint64(v), 10)
 	case idText:
 		return text
+	case idUUID:
+		return formats.UUIDText([16]byte([]byte(text)))
 	}
 	return ""
 }
@@ -128,10 +150,10 @@ func (e *Entry) ParentID() string { return e.forms.parent().text(e.parent, e.lon
 
 // setID sets the entry's id.
 func (e *Entry) setID(id string) {
-	f, v := packID(id)
+	f, v, long := packID(id)
 	e.forms, e.id = e.forms&^15|idForms(f), v
-	if f == idText {
-		e.moreLong().id = id
+	if long != "" {
+		e.moreLong().id = long
 	} else if e.long != nil {
 		e.long.id = ""
 	}
@@ -139,12 +161,27 @@ func (e *Entry) setID(id string) {
 
 // setParentID sets the entry's parentId.
 func (e *Entry) setParentID(id string) {
-	f, v := packID(id)
+	f, v, long := packID(id)
 	e.forms, e.parent = e.forms&15|idForms(f)<<4, v
-	if f == idText {
-		e.moreLong().parent = id
+	if long != "" {
+		e.moreLong().parent = long
 	} else if e.long != nil {
 		e.long.parent = ""
+	}
+}
+
+// shareParent makes e's kept parentId the string of known (the ids of
+// the entry before) that equals it: a line's parent is most often the
+// line before, and one copy of a UUID's bytes then serves both.
+func (e *Entry) shareParent(known []string) {
+	if e.long == nil || e.long.parent == "" {
+		return
+	}
+	for _, s := range known {
+		if s == e.long.parent {
+			e.long.parent = s
+			return
+		}
 	}
 }
 
@@ -163,20 +200,17 @@ func (e *Entry) childOf(p *Entry) bool { return p.is(e.parentKey()) }
 type packedID struct {
 	form idForm
 	v    uint32
-	text string // for idText
+	text string // what longIDs keeps of it
 }
 
 func packed(id string) packedID {
-	f, v := packID(id)
-	if f != idText {
-		id = ""
-	}
-	return packedID{f, v, id}
+	f, v, long := packID(id)
+	return packedID{f, v, long}
 }
 
 // is reports whether e's id is k.
 func (e *Entry) is(k packedID) bool {
-	return e.forms.id() == k.form && e.id == k.v && (k.form != idText || e.long.id == k.text)
+	return e.forms.id() == k.form && e.id == k.v && (k.text == "" || e.long.id == k.text)
 }
 
 // key is e's id as a packedID.
@@ -190,7 +224,7 @@ func (e *Entry) parentKey() packedID {
 // hash is k's hash under seed: equal ids hash alike, their forms being
 // unique.
 func (k packedID) hash(seed maphash.Seed) uint64 {
-	if k.form == idText {
+	if k.text != "" {
 		return maphash.String(seed, k.text)
 	}
 	return maphash.Comparable(seed, uint64(k.form)<<32|uint64(k.v))

@@ -158,6 +158,7 @@ func (b *produced) entry(p *formats.Produced) *Entry {
 	e := take(&b.entries)
 	e.setID(p.ID)
 	e.setParentID(p.ParentID)
+	e.shareParent(b.ns.knownIDs())
 	e.setTimestamp(p.Timestamp)
 	n := names{typ: x.get(p.Type)}
 	switch p.Type {

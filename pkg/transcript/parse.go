@@ -243,6 +243,7 @@ func (s *scanner) field(key string, e *Entry, f *lineFields) (good bool) {
 		var id string
 		id, good = s.maybeStringOf(s.p.knownIDs())
 		e.setParentID(id)
+		e.shareParent(s.p.knownIDs())
 	case "timestamp":
 		var ts string
 		ts, good = s.maybeString()
