@@ -10,6 +10,9 @@ import (
 // SetAfterRename installs a hook run right after Rewrite's rename.
 func SetAfterRename(f func()) { afterRename = f }
 
+// SetAfterRebuild installs a hook run right after a carry round's rename.
+func SetAfterRebuild(f func()) { afterRebuild = f }
+
 // SetMaxLineBytes lowers the line cap for a test and returns a restore.
 func SetMaxLineBytes(n int64) func() {
 	old := maxLineBytes

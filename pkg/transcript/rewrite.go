@@ -44,8 +44,12 @@ const scanGap, maxScanGap = 5 * time.Millisecond, 100 * time.Millisecond
 // writer that opened the old file just before it writes here.
 var afterRename func()
 
+// afterRebuild, when set (tests), runs right after a carry round's rename:
+// a writer appends to the file it put in place before Rewrite looks at it.
+var afterRebuild func()
+
 // maxCarryRounds bounds the re-renames of Rewrite when late appends keep
-// arriving out of order.
+// arriving out of order; after them late appends are carried out of order.
 const maxCarryRounds = 8
 
 // RewriteResult says what Rewrite did.
@@ -292,12 +296,17 @@ func (c *carrier) run(settle time.Duration) error {
 		}
 		quietSince = time.Now()
 		c.watch.free = false
-		if curSize == c.curBase {
+		// After maxCarryRounds, each round's rename having let the writer
+		// write out of order again, the rest is appended as it comes: out
+		// of order, but nothing lost (failing would lose what reached the
+		// file last replaced, which no backup holds).
+		inOrder := c.rounds < maxCarryRounds
+		if curSize == c.curBase || !inOrder {
 			end, err := appendAt(c.cur, late)
 			if err != nil {
 				return err
 			}
-			if end-int64(len(late)) == c.curBase {
+			if end-int64(len(late)) == c.curBase || !inOrder {
 				c.curBase = end
 				c.took(late)
 				continue
@@ -395,9 +404,6 @@ func (c *carrier) pending(final bool) ([]byte, bool, error) {
 // reaches it late is carried over in turn).
 func (c *carrier) rebuild(skipAt, skipLen int64) error {
 	c.rounds++
-	if c.rounds > maxCarryRounds {
-		return fmt.Errorf("other writers kept appending while ctxtool carried their lines over (%d rounds)", maxCarryRounds)
-	}
 	curEnd, err := size(c.cur)
 	if err != nil {
 		return err
@@ -438,14 +444,23 @@ func (c *carrier) rebuild(skipAt, skipLen int64) error {
 	if err := writeAll(next, nil, c.mode); err != nil {
 		return fail(err)
 	}
+	// Measured before the rename: from then on writers append to next, and
+	// their bytes are not ours (counted as ours, a late line would go after
+	// them, or the rest of a half-copied line would).
+	end, err := size(next)
+	if err != nil {
+		return fail(err)
+	}
 	if err := os.Rename(name, c.path); err != nil {
 		return fail(err)
+	}
+	if afterRebuild != nil {
+		afterRebuild()
 	}
 	safefile.SyncDir(filepath.Dir(c.path))
 	if len(late) > 0 {
 		c.took(late)
 	}
-	end, _ := size(next)
 	if c.prev != c.first {
 		c.prev.Close()
 	}

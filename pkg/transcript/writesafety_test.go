@@ -576,3 +576,96 @@ func TestLockPathNotAFile(t *testing.T) {
 		t.Fatalf("directory lock: %v", err)
 	}
 }
+
+// A writer's append that is half visible when a carry round copies the live
+// file (Linux makes a write that crosses a page boundary visible page by
+// page), whose rest then lands in the file that round replaced while its
+// next append already reaches the new one, keeps its line whole and in
+// order: the bytes of the new live file that are ctxtool's are the ones it
+// wrote before the rename, not whatever the file holds after it.
+func TestRewriteCarryRoundKeepsAHalfWrittenLineWhole(t *testing.T) {
+	const leaf = "a1f00012" // last entry of spec-v3.jsonl
+	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
+	var lines []string
+	parent := leaf
+	for i := 1; i <= 4; i++ {
+		id := fmt.Sprintf("w%07d", i)
+		lines = append(lines, writerLine(id, parent))
+		parent = id
+	}
+	half := len(lines[2]) / 2
+	open := func() *os.File {
+		w, err := os.OpenFile(f, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { w.Close() })
+		return w
+	}
+	var old, live *os.File
+	before := func() { old = open() }
+	// Right after Rewrite's rename: a late line to the old file, then the
+	// next one to the new file and half of the one after, which forces a
+	// carry round that copies the half line.
+	hook := func() {
+		old.WriteString(lines[0])
+		appendByPath(t, f, lines[1])
+		live = open()
+		live.WriteString(lines[2][:half])
+	}
+	var once sync.Once
+	transcript.SetAfterRebuild(func() {
+		once.Do(func() {
+			live.WriteString(lines[2][half:])
+			appendByPath(t, f, lines[3])
+		})
+	})
+	defer transcript.SetAfterRebuild(nil)
+	_, content := rewriteSame(t, f, before, hook)
+	got, _ := os.ReadFile(f)
+	if want := string(content) + strings.Join(lines, ""); string(got) != want {
+		t.Fatalf("live file after the new content:\n%s\nwant:\n%s", got[len(content):], want[len(content):])
+	}
+}
+
+// A writer whose appends keep arriving out of order through every carry
+// round (each round's rename lets it write to the file just replaced) loses
+// nothing: once the rounds run out, its lines are carried after what
+// reached the live file first.
+func TestRewriteCarriesOutOfOrderWhenRoundsRunOut(t *testing.T) {
+	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
+	parent, n := "a1f00012", 0 // last entry of spec-v3.jsonl
+	next := func() string {
+		n++
+		id := fmt.Sprintf("w%07d", n)
+		l := writerLine(id, parent)
+		parent = id
+		return l
+	}
+	open := func() *os.File {
+		w, err := os.OpenFile(f, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	var old *os.File
+	// After every rename: a late line to the file just replaced, the next
+	// one to the new file, and an open of it for the next late line.
+	step := func() {
+		old.WriteString(next())
+		old.Close()
+		appendByPath(t, f, next())
+		old = open()
+	}
+	transcript.SetAfterRebuild(step)
+	defer transcript.SetAfterRebuild(nil)
+	_, content := rewriteSame(t, f, func() { old = open() }, step)
+	old.Close()
+	got, _ := os.ReadFile(f)
+	for i := 1; i <= n; i++ {
+		if id := fmt.Sprintf(`"id":"w%07d"`, i); !strings.Contains(string(got[len(content):]), id) {
+			t.Errorf("writer line %s is not in the live file", id)
+		}
+	}
+}
