@@ -244,12 +244,15 @@ func (c *Counter) Prefetch(entries []*transcript.Entry) {
 }
 
 // HeapLimit is the soft memory limit (runtime/debug.SetMemoryLimit) for
-// reading a session file of size bytes. Reading keeps per-entry metadata, a
-// live heap of roughly half the file at 1 GB: a fixed 80 MiB limit kept
-// small sessions lean but, once the live heap passed it, made the collector
-// run back to back (42-50% of CPU, estimate 2.1x slower at 1 GB for 25%
-// less RSS). The limit grows with the file so that it only trims the
-// garbage of small sessions and never sits below the live heap.
+// reading a session file of size bytes. Reading keeps per-entry metadata:
+// a live heap of 12-16% of the file at 1 GB (pi, Claude Code, Codex) but
+// 21-26% on generated 8-64 MB files, so a limit much under the file size
+// could sit below the live heap of some session. There a fixed 80 MiB limit
+// made the collector run back to back (42-50% of CPU, estimate 2.1x slower
+// at 1 GB for 25% less RSS). The limit grows with the file so that it only
+// trims the garbage of small sessions and never sits below the live heap;
+// a limit of 230 MiB at 1 GB cut peaks by 22-113 MiB for 1-7% more CPU, but
+// needs the live heap measured while loading, not guessed from the size.
 func HeapLimit(size int64) int64 {
 	const floor = 80 << 20
 	return max(floor, size)
