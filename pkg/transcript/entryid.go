@@ -174,14 +174,8 @@ func (e *Entry) setParentID(id string) {
 // the entry before) that equals it: a line's parent is most often the
 // line before, and one copy of a UUID's bytes then serves both.
 func (e *Entry) shareParent(known []string) {
-	if e.long == nil || e.long.parent == "" {
-		return
-	}
-	for _, s := range known {
-		if s == e.long.parent {
-			e.long.parent = s
-			return
-		}
+	if e.long != nil && e.long.parent != "" {
+		e.long.parent = knownOr(e.long.parent, known)
 	}
 }
 

@@ -200,19 +200,6 @@ func (b *produced) entry(p *formats.Produced) *Entry {
 	return e
 }
 
-// knownOr is the string of known equal to s, else s: a tool result's
-// toolCallId is its call's string, kept once for both as the pi parser
-// keeps it, rather than the converter's copy (8 MB of a 1 GB Codex file's
-// heap).
-func knownOr(s string, known []string) string {
-	for _, k := range known {
-		if k == s {
-			return k
-		}
-	}
-	return s
-}
-
 // count is the count pi reads from the integer n written on p's line
 // (clamped to ±MaxSafeInt with a warning, as maybeInt reads it).
 func (b *produced) count(p *formats.Produced, field string, n int64) int {

@@ -216,6 +216,19 @@ func (p *parser) knownCalls() []string {
 	return p.calls
 }
 
+// knownOr is the string of known equal to s, else s: one copy then
+// serves both, as for a converted tool result's toolCallId and its call's
+// (8 MB of a 1 GB Codex file's heap) or a kept parentId and the previous
+// entry's id.
+func knownOr(s string, known []string) string {
+	for _, k := range known {
+		if k == s {
+			return k
+		}
+	}
+	return s
+}
+
 // lineFields is what parseLine learns of a line beyond the entry's own
 // fields: where the parts it reads once the type is known are, and the
 // header fields.
