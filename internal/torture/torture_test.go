@@ -24,6 +24,7 @@ import (
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
 	"github.com/ctxtool/ctxtool/internal/testkit"
+	"github.com/ctxtool/ctxtool/internal/testkit/testtmp"
 	"github.com/ctxtool/ctxtool/pkg/safefile"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
@@ -36,10 +37,17 @@ func TestMain(m *testing.M) {
 		runWriter()
 		return
 	}
+	// In a TMPDIR of its own: a run killed by its timeout left the binary
+	// (39 MB) and every test's directories behind; the next run reaps them.
+	os.Exit(testtmp.Run(func() int { return runTests(m) }))
+}
+
+// runTests builds the binary the tests run and runs them.
+func runTests(m *testing.M) int {
 	dir, err := os.MkdirTemp("", "ctxtool-torture-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		return 1
 	}
 	bin = filepath.Join(dir, "ctxtool")
 	// The binary is built from the whole module: stat its sources so that
@@ -58,7 +66,7 @@ func TestMain(m *testing.M) {
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
 		os.RemoveAll(dir)
-		os.Exit(1)
+		return 1
 	}
 	// Runs that name no --state-dir (compact --truncate indexes its backup
 	// there) used the user's state directory: 12k test backups had piled
@@ -67,7 +75,7 @@ func TestMain(m *testing.M) {
 	os.Setenv("CTXTOOL_STATE_DIR", filepath.Join(dir, "state"))
 	code := m.Run()
 	os.RemoveAll(dir)
-	os.Exit(code)
+	return code
 }
 
 // soak is the CTXTOOL_SOAK multiplier (1 by default).

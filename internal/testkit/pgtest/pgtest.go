@@ -30,6 +30,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxtool/ctxtool/internal/testkit/testtmp"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -49,13 +50,60 @@ var (
 	dbSeq   atomic.Int64
 )
 
-// Main runs the tests and stops the server if one was started.
+// Main runs the tests in a temporary directory of their own (testtmp) and
+// stops the server if one was started.
 func Main(m *testing.M) int {
-	code := m.Run()
-	if server != nil {
-		server.Stop()
+	return testtmp.Run(func() int {
+		code := m.Run()
+		if server != nil {
+			server.Stop()
+		}
+		return code
+	})
+}
+
+// tmpRoot holds the clusters: the TMPDIR the process started with, not the
+// one testtmp.Run sets (its directory is closed to the server's user).
+var tmpRoot = os.TempDir()
+
+// clusterPrefix names the clusters; the test process's pid follows it.
+const clusterPrefix = "ctxtool-pgtest-"
+
+// reapClusters removes the clusters in parent left by killed test runs (a
+// test binary killed by its -timeout never runs Stop; the server then quits,
+// but its directory, 39 MB to GBs, stayed): those with no running server
+// (postmaster.pid missing or naming a dead process) whose test process is
+// gone, or, named without a pid by older versions, that are older than
+// legacyAge (initdb does not take that long).
+func reapClusters(parent string, legacyAge time.Duration) {
+	entries, _ := os.ReadDir(parent)
+	for _, e := range entries {
+		dir := filepath.Join(parent, e.Name())
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), clusterPrefix) || postmasterAlive(dir) {
+			continue
+		}
+		stale := false
+		if pid, ok := testtmp.OwnerPID(e.Name(), clusterPrefix); ok {
+			stale = !testtmp.Alive(pid)
+		} else if info, err := e.Info(); err == nil {
+			stale = time.Since(info.ModTime()) > legacyAge
+		}
+		if stale {
+			os.RemoveAll(dir)
+		}
 	}
-	return code
+}
+
+// postmasterAlive reports whether the server named by dir/data/postmaster.pid
+// (its first line is the pid) is running.
+func postmasterAlive(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, "data", "postmaster.pid"))
+	if err != nil {
+		return false
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(line))
+	return err == nil && pid > 0 && testtmp.Alive(pid)
 }
 
 // binDir finds initdb and postgres: on PATH, else the newest
@@ -176,7 +224,8 @@ func startServer(bin string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "ctxtool-pgtest-")
+	reapClusters(tmpRoot, 10*time.Minute)
+	dir, err := os.MkdirTemp(tmpRoot, clusterPrefix+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
 		return nil, err
 	}
@@ -297,7 +346,7 @@ func (s *Server) Stop() {
 		}
 		s.cmd.Process.Kill()
 	}
-	if !strings.Contains(s.dir, "ctxtool-pgtest-") {
+	if !strings.Contains(s.dir, clusterPrefix) {
 		return // never remove anything we did not create
 	}
 	os.RemoveAll(s.dir)
