@@ -168,9 +168,19 @@ func startWriter(t *testing.T, session string) (stop func() []string) {
 		"CTXTOOL_TORTURE_IDS="+idsFile, "CTXTOOL_TORTURE_PARENT="+lastID(t, session))
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
+	// It stops only on its stop file: without these a test that failed
+	// before stop, or a binary killed by its timeout, left it appending to
+	// the session, in a directory then not removable or never removed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
 	return func() []string {
 		os.WriteFile(stopFile, nil, 0o644)
 		if err := cmd.Wait(); err != nil {
