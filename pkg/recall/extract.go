@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
-	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -180,30 +179,14 @@ func (x *extractor) writeBlocks(b *strings.Builder, blocks []transcript.Block) {
 // space-separated, strings unescaped, so that code and paths inside them ("\n" escapes,
 // quotes) tokenize like the text they are.
 func argsText(raw json.RawMessage) string {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
 	var b strings.Builder
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			break
-		}
-		switch v := tok.(type) {
-		case json.Delim:
-			continue
-		case string:
-			if b.Len() > 0 {
-				b.WriteByte(' ')
-			}
-			b.WriteString(v)
-		case json.Number:
+	b.Grow(len(raw))
+	transcript.Scalars(raw, func(tok string, str bool) {
+		if !str || b.Len() > 0 {
 			b.WriteByte(' ')
-			b.WriteString(v.String())
-		case bool:
-			b.WriteByte(' ')
-			b.WriteString(strconv.FormatBool(v))
 		}
-	}
+		b.WriteString(tok)
+	})
 	return b.String()
 }
 

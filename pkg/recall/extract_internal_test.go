@@ -1,0 +1,75 @@
+package recall
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/ctxtool/ctxtool/internal/testkit"
+	"github.com/ctxtool/ctxtool/pkg/transcript"
+)
+
+// argsTextDecoder is how argsText read arguments before it used
+// transcript.Scalars: encoding/json's tokens.
+func argsTextDecoder(raw json.RawMessage) string {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var b strings.Builder
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			break
+		}
+		switch v := tok.(type) {
+		case string:
+			if b.Len() > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(v)
+		case json.Number:
+			b.WriteByte(' ')
+			b.WriteString(v.String())
+		case bool:
+			b.WriteByte(' ')
+			b.WriteString(strconv.FormatBool(v))
+		}
+	}
+	return b.String()
+}
+
+// argsText reads tool-call arguments as encoding/json's tokens read them:
+// on every tool call of generated sessions of every format, and on values
+// in odd shapes (escapes, surrogates, invalid UTF-8, numbers, nesting).
+func TestArgsTextMatchesDecoder(t *testing.T) {
+	args := []string{
+		`{}`, `[]`, `null`, `"a string"`, `42`, `true`, `{"":""}`, `{"a":""}`, `["",""]`,
+		`{"path":"a\nb\t\"c\"\\d\/e","n":-1.5e+3,"z":0,"ok":false,"x":null,"l":[1,{"k":"v"},[true,null]]}`,
+		`{"emoji":"\ud83d\ude00","lone":"\ud800x","low":"\udc00","pair-broken":"\ud83d\u0041","u":"\u00e9\u4e2d"}`,
+		"{\"bad\":\"a\xffb\",\"k\xfe\":1,\"esc\xff\":\"\\n\xc3\"}",
+		` { "spaced" : [ 1 , 2 ] , "deep" : [[[[{"a":[["b"]]}]]]] } `,
+		`{"big":123456789012345678901234567890,"neg0":-0,"frac":0.000001}`,
+	}
+	n := 0
+	for _, l := range testkit.EveryFormatLines(t) {
+		_, m, ok := transcript.ParseRecord(l)
+		if !ok || m == nil {
+			continue
+		}
+		for _, b := range m.Content {
+			if b.Type == "toolCall" && len(b.Arguments) > 0 {
+				args = append(args, string(b.Arguments))
+				n++
+			}
+		}
+	}
+	if n < 100 {
+		t.Fatalf("only %d tool calls in the generated sessions", n)
+	}
+	for _, a := range args {
+		if got, want := argsText(json.RawMessage(a)), argsTextDecoder(json.RawMessage(a)); got != want {
+			t.Fatalf("argsText(%s)\n= %q\nencoding/json's tokens give\n  %q", a, got, want)
+		}
+	}
+}
