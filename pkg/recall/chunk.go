@@ -1,6 +1,7 @@
 package recall
 
 import (
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -58,6 +59,11 @@ type chunker struct {
 	cur          []segment
 	curSize      int
 	out          []chunk
+	// spare is the array the next carry fills (it swaps with cur's), and
+	// seen the entry ids of the chunk being flushed: both were allocated
+	// anew for every chunk.
+	spare []segment
+	seen  map[string]bool
 }
 
 func newChunker() *chunker { return &chunker{max: chunkMaxChars, overlap: chunkOverlapChars} }
@@ -115,8 +121,17 @@ func (c *chunker) flush() {
 		return
 	}
 	var b strings.Builder
+	n := len(c.cur) - 1
+	for _, s := range c.cur {
+		n += len(s.text)
+	}
+	b.Grow(n)
 	ch := chunk{StartLine: c.cur[0].line, EndLine: c.cur[len(c.cur)-1].line, StartOffset: c.cur[0].off}
-	seen := map[string]bool{}
+	if c.seen == nil {
+		c.seen = map[string]bool{}
+	}
+	seen := c.seen
+	clear(seen)
 	for i, s := range c.cur {
 		if i > 0 {
 			b.WriteByte('\n')
@@ -147,7 +162,7 @@ func (c *chunker) onlyCarried() bool {
 // carry keeps the tail of the current chunk (≤ budget weighted chars) as
 // the start of the next one.
 func (c *chunker) carry(budget int) {
-	var kept []segment
+	kept := c.spare[:0] // newest first
 	acc := 0
 	for i := len(c.cur) - 1; i >= 0 && acc < budget; i-- {
 		s := c.cur[i]
@@ -158,9 +173,11 @@ func (c *chunker) carry(budget int) {
 			}
 		}
 		s.carried = true
-		kept = append([]segment{s}, kept...)
+		kept = append(kept, s)
 		acc += s.weight + 1
 	}
+	slices.Reverse(kept)
+	c.spare = c.cur[:0]
 	c.cur, c.curSize = kept, acc
 }
 
@@ -202,7 +219,10 @@ func splitWeighted(text string, max int) []string {
 	for len(text) > 0 {
 		w, end, lastSpace := 0, 0, -1
 		for end < len(text) {
-			r, size := utf8.DecodeRuneInString(text[end:])
+			r, size := rune(text[end]), 1
+			if r >= utf8.RuneSelf {
+				r, size = utf8.DecodeRuneInString(text[end:])
+			}
 			rw := runeWeight(r)
 			if w+rw > max {
 				break
@@ -249,6 +269,14 @@ func runeWeight(r rune) int {
 func weightedLen(s string) int {
 	n := 0
 	for i := 0; i < len(s); i++ {
+		// Eight ASCII bytes at a time: most text is.
+		for i+8 <= len(s) && load64(s, i)&highBits == 0 {
+			n += 8
+			i += 8
+		}
+		if i >= len(s) {
+			break
+		}
 		if s[i] < utf8.RuneSelf {
 			n++
 			continue
@@ -260,8 +288,26 @@ func weightedLen(s string) int {
 	return n
 }
 
+// highBits is the high bit of each byte of a word: set when the byte is
+// not ASCII.
+const highBits = 0x8080808080808080
+
+// load64 reads s[i:i+8] as one word (a single load: the compiler merges
+// the bytes of a slice of known length).
+func load64(s string, i int) uint64 {
+	b := s[i : i+8]
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+}
+
 func hasCJK(s string) bool {
 	for i := 0; i < len(s); i++ {
+		for i+8 <= len(s) && load64(s, i)&highBits == 0 {
+			i += 8
+		}
+		if i >= len(s) {
+			break
+		}
 		if s[i] < 0xE2 { // every CJK rune's UTF-8 starts at 0xE2 or above
 			continue
 		}

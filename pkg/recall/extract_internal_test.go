@@ -73,3 +73,33 @@ func TestArgsTextMatchesDecoder(t *testing.T) {
 		}
 	}
 }
+
+// weightedLen and hasCJK, which skip ASCII eight bytes at a time, agree
+// with a rune-by-rune reading: CJK, Hangul, other non-ASCII and invalid
+// bytes at every alignment among ASCII, and the lines of generated
+// sessions of every format.
+func TestWeightsMatchRunes(t *testing.T) {
+	pieces := []string{"部署", "생산", "é", "\xff", "\xe3\x80", "𠀀", "\u3000", "abc", "0123456789abcdef"}
+	var texts []string
+	for n := 0; n < 20; n++ {
+		for _, p := range pieces {
+			texts = append(texts, strings.Repeat("x", n)+p+strings.Repeat("y", 20-n), strings.Repeat("x", n)+p)
+		}
+	}
+	for _, l := range testkit.EveryFormatLines(t) {
+		texts = append(texts, string(l))
+	}
+	for _, s := range texts {
+		want, cjk := 0, false
+		for _, r := range s {
+			want += runeWeight(r)
+			cjk = cjk || isCJK(r)
+		}
+		if got := weightedLen(s); got != want {
+			t.Fatalf("weightedLen(%q) = %d, runes weigh %d", s, got, want)
+		}
+		if hasCJK(s) != cjk {
+			t.Fatalf("hasCJK(%q) = %v, runes say %v", s, !cjk, cjk)
+		}
+	}
+}
