@@ -288,9 +288,12 @@ func weightedLen(s string) int {
 	return n
 }
 
-// highBits is the high bit of each byte of a word: set when the byte is
-// not ASCII.
-const highBits = 0x8080808080808080
+// Bytes of a word: lowBits the low bit of each, highBits the high bit
+// (set when the byte is not ASCII).
+const (
+	lowBits  = 0x0101010101010101
+	highBits = 0x8080808080808080
+)
 
 // load64 reads s[i:i+8] as one word (a single load: the compiler merges
 // the bytes of a slice of known length).

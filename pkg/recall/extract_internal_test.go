@@ -103,3 +103,30 @@ func TestWeightsMatchRunes(t *testing.T) {
 		}
 	}
 }
+
+// normalizeSpace, which copies plain ASCII runs found eight bytes at a
+// time, gives what strings.Fields does: on the lines of generated
+// sessions of every format (escapes and all), and on whitespace of every
+// kind at every alignment.
+func TestNormalizeSpaceMatchesFields(t *testing.T) {
+	pieces := []string{" ", "  ", "\n", "\t \r\n", "\v\f", "\u00a0", "\u3000", "\u2028", "\u0085", "\x01", "\x7f", "\xff", "\xe3\x80", "部署", "é"}
+	var texts []string
+	for n := 0; n < 20; n++ {
+		for _, p := range pieces {
+			texts = append(texts, strings.Repeat("x", n)+p+strings.Repeat("y y", 7-n/3)+p, p+strings.Repeat("x ", n)+p)
+		}
+	}
+	for _, l := range testkit.EveryFormatLines(t) {
+		texts = append(texts, string(l))
+		if _, m, ok := transcript.ParseRecord(l); ok && m != nil {
+			for _, b := range m.Content {
+				texts = append(texts, b.Text, b.Thinking)
+			}
+		}
+	}
+	for _, s := range texts {
+		if got, want := normalizeSpace(s), strings.Join(strings.Fields(s), " "); got != want {
+			t.Fatalf("normalizeSpace(%q)\n= %q\nstrings.Fields gives\n  %q", s, got, want)
+		}
+	}
+}
