@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ctxtool/ctxtool/internal/testkit"
+	"github.com/ctxtool/ctxtool/internal/testkit/recalltest"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -52,7 +52,7 @@ func TestArgsTextMatchesDecoder(t *testing.T) {
 		`{"big":123456789012345678901234567890,"neg0":-0,"frac":0.000001}`,
 	}
 	n := 0
-	for _, l := range testkit.EveryFormatLines(t) {
+	for _, l := range recalltest.EveryFormatLines(t) {
 		_, m, ok := transcript.ParseRecord(l)
 		if !ok || m == nil {
 			continue
@@ -86,7 +86,7 @@ func TestWeightsMatchRunes(t *testing.T) {
 			texts = append(texts, strings.Repeat("x", n)+p+strings.Repeat("y", 20-n), strings.Repeat("x", n)+p)
 		}
 	}
-	for _, l := range testkit.EveryFormatLines(t) {
+	for _, l := range recalltest.EveryFormatLines(t) {
 		texts = append(texts, string(l))
 	}
 	for _, s := range texts {
@@ -116,7 +116,7 @@ func TestNormalizeSpaceMatchesFields(t *testing.T) {
 			texts = append(texts, strings.Repeat("x", n)+p+strings.Repeat("y y", 7-n/3)+p, p+strings.Repeat("x ", n)+p)
 		}
 	}
-	for _, l := range testkit.EveryFormatLines(t) {
+	for _, l := range recalltest.EveryFormatLines(t) {
 		texts = append(texts, string(l))
 		if _, m, ok := transcript.ParseRecord(l); ok && m != nil {
 			for _, b := range m.Content {

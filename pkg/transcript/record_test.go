@@ -4,7 +4,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/ctxtool/ctxtool/internal/testkit"
+	"github.com/ctxtool/ctxtool/internal/testkit/recalltest"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -13,7 +13,7 @@ import (
 // recall reads (Claude Code and Codex lines translated to pi lines, as
 // recall translates them) and on lines in odd shapes.
 func TestParseRecordMatchesParseEntry(t *testing.T) {
-	lines := append(oddRecordLines(), testkit.EveryFormatLines(t)...)
+	lines := append(oddRecordLines(), recalltest.EveryFormatLines(t)...)
 	kinds := map[string]int{}
 	for _, l := range lines {
 		r, m, ok := transcript.ParseRecord(l)
