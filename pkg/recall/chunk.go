@@ -59,14 +59,17 @@ type chunker struct {
 	cur          []segment
 	curSize      int
 	out          []chunk
-	// spare is the array the next carry fills (it swaps with cur's), and
-	// seen the entry ids of the chunk being flushed: both were allocated
-	// anew for every chunk.
+	// spare is the array the next carry fills (it swaps with cur's): a
+	// carry allocated a new one for every chunk.
 	spare []segment
-	seen  map[string]bool
 }
 
-func newChunker() *chunker { return &chunker{max: chunkMaxChars, overlap: chunkOverlapChars} }
+// newChunker's arrays hold the segments of most chunks without growing
+// (their growth is a directory of small sessions' per-file cost).
+func newChunker() *chunker {
+	return &chunker{max: chunkMaxChars, overlap: chunkOverlapChars,
+		cur: make([]segment, 0, 32), spare: make([]segment, 0, 32)}
+}
 
 // add appends one content line: whole when it fits in a chunk (its weight
 // measured once: most lines do), else in pieces.
@@ -127,18 +130,14 @@ func (c *chunker) flush() {
 	}
 	b.Grow(n)
 	ch := chunk{StartLine: c.cur[0].line, EndLine: c.cur[len(c.cur)-1].line, StartOffset: c.cur[0].off}
-	if c.seen == nil {
-		c.seen = map[string]bool{}
-	}
-	seen := c.seen
-	clear(seen)
 	for i, s := range c.cur {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
 		b.WriteString(s.text)
-		if s.id != "" && !seen[s.id] {
-			seen[s.id] = true
+		// A chunk holds a few entries: a search of its ids costs less than
+		// a set.
+		if s.id != "" && !slices.Contains(ch.EntryIDs, s.id) {
 			ch.EntryIDs = append(ch.EntryIDs, s.id)
 		}
 		if ch.Timestamp == 0 && s.ts > 0 {
