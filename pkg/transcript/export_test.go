@@ -48,3 +48,7 @@ func SetHoldWait(d time.Duration) func() {
 	holdWait = d
 	return func() { holdWait = old }
 }
+
+// MaxCarryRounds is how many carry rounds Rewrite makes before it carries
+// late appends out of order.
+const MaxCarryRounds = maxCarryRounds

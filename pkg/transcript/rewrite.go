@@ -398,14 +398,26 @@ func (c *carrier) pending(final bool) ([]byte, bool, error) {
 }
 
 // rebuild writes a new live file: our part of cur, then everything still
-// pending in prev, then the other bytes of cur (without the misplaced copy
-// of ours at [skipAt, skipAt+skipLen) when skipAt ≥ 0), and renames it
-// into place. The old live file becomes prev for the next round (whatever
-// reaches it late is carried over in turn).
+// pending in prev, then the other whole lines of cur (without the
+// misplaced copy of ours at [skipAt, skipAt+skipLen) when skipAt ≥ 0), and
+// renames it into place. The old live file becomes prev for the next round
+// (whatever reaches it late, or was left of it, is carried over in turn).
 func (c *carrier) rebuild(skipAt, skipLen int64) error {
 	c.rounds++
 	curEnd, err := size(c.cur)
 	if err != nil {
+		return err
+	}
+	other := c.curBase
+	if skipAt >= 0 {
+		other = skipAt + skipLen
+	}
+	// A line still being written to the live file (Linux makes a write
+	// that crosses a page boundary visible page by page) stays there, to
+	// be carried whole once complete: copied in part, its rest would be
+	// carried after whatever the writer appends next once the rounds have
+	// run out, tearing both lines.
+	if curEnd, err = lastLineEnd(c.cur, other, curEnd); err != nil {
 		return err
 	}
 	// Everything in prev is final now: the live file has bytes of the
@@ -431,12 +443,10 @@ func (c *carrier) rebuild(skipAt, skipLen int64) error {
 	if _, err := next.Write(late); err != nil {
 		return fail(err)
 	}
-	other := c.curBase
 	if skipAt >= 0 {
 		if err := copyRange(next, c.cur, c.curBase, skipAt); err != nil {
 			return fail(err)
 		}
-		other = skipAt + skipLen
 	}
 	if err := copyRange(next, c.cur, other, curEnd); err != nil {
 		return fail(err)
@@ -467,6 +477,24 @@ func (c *carrier) rebuild(skipAt, skipLen int64) error {
 	c.prev, c.prevUsed = c.cur, curEnd
 	c.cur, c.curBase = next, end
 	return nil
+}
+
+// lastLineEnd returns the offset just past the last newline of f in [from,
+// to), or from when there is none.
+func lastLineEnd(f *os.File, from, to int64) (int64, error) {
+	buf := make([]byte, 64<<10)
+	for end := to; end > from; {
+		start := max(from, end-int64(len(buf)))
+		b := buf[:end-start]
+		if _, err := f.ReadAt(b, start); err != nil && err != io.EOF {
+			return 0, err
+		}
+		if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+			return start + int64(i) + 1, nil
+		}
+		end = start
+	}
+	return from, nil
 }
 
 func size(f *os.File) (int64, error) {

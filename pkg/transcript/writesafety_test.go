@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -667,5 +668,73 @@ func TestRewriteCarriesOutOfOrderWhenRoundsRunOut(t *testing.T) {
 		if id := fmt.Sprintf(`"id":"w%07d"`, i); !strings.Contains(string(got[len(content):]), id) {
 			t.Errorf("writer line %s is not in the live file", id)
 		}
+	}
+}
+
+// The last carry round allowed copies half of a writer's line (Linux makes
+// a write that crosses a page boundary visible page by page); the rest
+// lands in the file that round replaced, and the writer's next line reaches
+// the new one first. Once the rounds have run out late lines are carried
+// out of order, but every line stays whole: a round copies only the whole
+// lines of the live file and leaves an unfinished one to be carried whole.
+func TestRewriteLastCarryRoundKeepsAHalfWrittenLineWhole(t *testing.T) {
+	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
+	parent, n := "a1f00012", 0 // last entry of spec-v3.jsonl
+	var written []string
+	next := func() string {
+		n++
+		id := fmt.Sprintf("w%07d", n)
+		l := writerLine(id, parent)
+		parent = id
+		written = append(written, l)
+		return l
+	}
+	open := func() *os.File {
+		w, err := os.OpenFile(f, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { w.Close() })
+		return w
+	}
+	var old, live *os.File
+	var half string
+	// After every rename: a late line to the file just replaced, the next
+	// one to the new file, and an open of it for the next late line.
+	step := func() {
+		old.WriteString(next())
+		appendByPath(t, f, next())
+		old = open()
+	}
+	rounds := 0
+	transcript.SetAfterRebuild(func() {
+		rounds++
+		switch {
+		case rounds < transcript.MaxCarryRounds-1:
+			step()
+		case rounds == transcript.MaxCarryRounds-1:
+			// Half of the writer's next line is visible in the live file
+			// when the last round copies it.
+			step()
+			half = next()
+			live = open()
+			live.WriteString(half[:len(half)/2])
+		default:
+			live.WriteString(half[len(half)/2:])
+			appendByPath(t, f, next())
+		}
+	})
+	defer transcript.SetAfterRebuild(nil)
+	_, content := rewriteSame(t, f, func() { old = open() }, step)
+	if rounds != transcript.MaxCarryRounds {
+		t.Fatalf("%d carry rounds, want %d", rounds, transcript.MaxCarryRounds)
+	}
+	got, _ := os.ReadFile(f)
+	lines := strings.SplitAfter(string(got[len(content):]), "\n")
+	sort.Strings(lines)
+	want := append([]string{""}, written...)
+	sort.Strings(want)
+	if strings.Join(lines, "") != strings.Join(want, "") || len(lines) != len(want) {
+		t.Fatalf("live file after the new content:\n%s\nwant these whole lines in any order:\n%s", got[len(content):], strings.Join(written, ""))
 	}
 }
