@@ -329,7 +329,7 @@ func (c *carrier) run(settle time.Duration) error {
 // a scan finds no holder, one more read of the file takes its last bytes.
 type holdWatch struct {
 	free  bool      // the last scan found no holder (or gave up): read once more and stop
-	since time.Time // when a scan first found a holder
+	since time.Time // when a scan first found a holder of this prev
 	next  time.Time // no scan before
 	gap   time.Duration
 	held  []int // holders when the wait ran out
@@ -476,6 +476,9 @@ func (c *carrier) rebuild(skipAt, skipLen int64) error {
 	}
 	c.prev, c.prevUsed = c.cur, curEnd
 	c.cur, c.curBase = next, end
+	// A new file to watch: its holders get the whole hold wait, however
+	// long the last one's took.
+	c.watch = holdWatch{}
 	return nil
 }
 

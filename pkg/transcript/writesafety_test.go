@@ -738,3 +738,44 @@ func TestRewriteLastCarryRoundKeepsAHalfWrittenLineWhole(t *testing.T) {
 		t.Fatalf("live file after the new content:\n%s\nwant these whole lines in any order:\n%s", got[len(content):], strings.Join(written, ""))
 	}
 }
+
+// The hold wait starts again with each carry round: a writer holding the
+// file a round replaced gets the whole wait, however long Rewrite already
+// waited for a writer holding the file before it.
+func TestRewriteHoldWaitRestartsWithEachCarryRound(t *testing.T) {
+	if _, err := os.ReadDir("/proc/self/fd"); err != nil {
+		t.Skip("no /proc here: Rewrite falls back to the settle time")
+	}
+	const wait = time.Second
+	defer transcript.SetHoldWait(wait)()
+	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
+	lines := []string{writerLine("w0000001", "a1f00012"), writerLine("w0000002", "w0000001"), writerLine("w0000003", "w0000002")}
+	var write1 func()
+	before := func() { _, write1 = holdingWriter(t, f, lines[0]) }
+	done := make(chan struct{})
+	// Right after the rename a second writer opens the new file. Rewrite
+	// waits for the first; once it has waited most of its hold wait, the
+	// first writes, out of order with an append to the new file, which
+	// forces a carry round: the file the second writer holds is replaced.
+	// It writes well within a hold wait of that round.
+	hook := func() {
+		_, write3 := holdingWriter(t, f, lines[2])
+		go func() {
+			defer close(done)
+			time.Sleep(wait * 6 / 10)
+			if w, err := os.OpenFile(f, os.O_WRONLY|os.O_APPEND, 0); err == nil {
+				w.WriteString(lines[1])
+				w.Close()
+			}
+			write1()
+			time.Sleep(wait * 7 / 10)
+			write3()
+		}()
+	}
+	rr, content := rewriteSame(t, f, before, hook)
+	<-done
+	got, _ := os.ReadFile(f)
+	if want := string(content) + strings.Join(lines, ""); string(got) != want || len(rr.HeldBy) != 0 {
+		t.Fatalf("held by %v; live file after the new content:\n%s\nwant:\n%s", rr.HeldBy, got[len(content):], want[len(content):])
+	}
+}
