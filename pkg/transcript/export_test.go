@@ -52,3 +52,7 @@ func SetHoldWait(d time.Duration) func() {
 // MaxCarryRounds is how many carry rounds Rewrite makes before it carries
 // late appends out of order.
 const MaxCarryRounds = maxCarryRounds
+
+// SetAfterCarry installs a hook run right after late bytes are appended to
+// the live file.
+func SetAfterCarry(f func()) { afterCarry = f }

@@ -48,6 +48,10 @@ var afterRename func()
 // a writer appends to the file it put in place before Rewrite looks at it.
 var afterRebuild func()
 
+// afterCarry, when set (tests), runs right after the carrier appends late
+// bytes to the live file: a writer moves on before it looks again.
+var afterCarry func()
+
 // maxCarryRounds bounds the re-renames of Rewrite when late appends keep
 // arriving out of order; after them late appends are carried out of order.
 const maxCarryRounds = 8
@@ -283,12 +287,18 @@ func (c *carrier) run(settle time.Duration) error {
 		if err != nil {
 			return err
 		}
-		late, final, err := c.pending(curSize > c.curBase || time.Since(quietSince) >= settle)
+		quiet := time.Since(quietSince) >= settle
+		// A line still being written to prev shows in part (page by page
+		// on Linux): it is taken as it is only once the writer has moved
+		// on to the live file, or no process has prev open any more (or
+		// the hold wait ran out, or /proc cannot tell). Taken earlier, its
+		// rest could be carried after the writer's next line.
+		late, err := c.pending(curSize > c.curBase || quiet && c.watch.free)
 		if err != nil {
 			return err
 		}
 		if len(late) == 0 {
-			if final && time.Since(quietSince) >= settle && c.watch.released(c.prev) {
+			if quiet && c.watch.released(c.prev) {
 				return c.cur.Sync()
 			}
 			time.Sleep(time.Millisecond)
@@ -309,6 +319,9 @@ func (c *carrier) run(settle time.Duration) error {
 			if end-int64(len(late)) == c.curBase || !inOrder {
 				c.curBase = end
 				c.took(late)
+				if afterCarry != nil {
+					afterCarry()
+				}
 				continue
 			}
 			// Another append reached the live file before ours: put ours
@@ -376,25 +389,25 @@ func (c *carrier) took(late []byte) {
 }
 
 // pending returns the bytes of prev not yet carried: whole lines only,
-// unless final (the writer has moved on, or the settle time is over), when a
-// torn last line is taken as it is.
-func (c *carrier) pending(final bool) ([]byte, bool, error) {
+// unless final (the writer has moved on), when a torn last line is taken as
+// it is.
+func (c *carrier) pending(final bool) ([]byte, error) {
 	n, err := size(c.prev)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	if n <= c.prevUsed {
-		return nil, final, nil
+		return nil, nil
 	}
 	buf := make([]byte, n-c.prevUsed)
 	if _, err := c.prev.ReadAt(buf, c.prevUsed); err != nil && err != io.EOF {
-		return nil, false, err
+		return nil, err
 	}
 	if !final {
 		i := bytes.LastIndexByte(buf, '\n')
 		buf = buf[:i+1]
 	}
-	return buf, final, nil
+	return buf, nil
 }
 
 // rebuild writes a new live file: our part of cur, then everything still
@@ -422,7 +435,7 @@ func (c *carrier) rebuild(skipAt, skipLen int64) error {
 	}
 	// Everything in prev is final now: the live file has bytes of the
 	// writer that came after them.
-	late, _, err := c.pending(true)
+	late, err := c.pending(true)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -777,5 +778,103 @@ func TestRewriteHoldWaitRestartsWithEachCarryRound(t *testing.T) {
 	got, _ := os.ReadFile(f)
 	if want := string(content) + strings.Join(lines, ""); string(got) != want || len(rr.HeldBy) != 0 {
 		t.Fatalf("held by %v; live file after the new content:\n%s\nwant:\n%s", rr.HeldBy, got[len(content):], want[len(content):])
+	}
+}
+
+// A writer still writing a line to the file the last carry round replaced
+// (its first half visible, as Linux shows a write page by page) past the
+// settle time keeps its line whole: the carrier takes a partial line only
+// once no process has the file open, so its rest cannot land after the
+// writer's next line, which once the rounds have run out is carried after.
+func TestRewriteWaitsForTheRestOfALineBeingWritten(t *testing.T) {
+	if _, err := os.ReadDir("/proc/self/fd"); err != nil {
+		t.Skip("no /proc here: Rewrite falls back to the settle time")
+	}
+	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
+	parent, n := "a1f00012", 0 // last entry of spec-v3.jsonl
+	var written []string
+	next := func() string {
+		n++
+		id := fmt.Sprintf("w%07d", n)
+		l := writerLine(id, parent)
+		parent = id
+		written = append(written, l)
+		return l
+	}
+	open := func() *os.File {
+		w, err := os.OpenFile(f, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { w.Close() })
+		return w
+	}
+	var old *os.File
+	step := func() {
+		old.WriteString(next())
+		appendByPath(t, f, next())
+		old = open()
+	}
+	var slow *exec.Cmd
+	var tell io.Writer
+	var said *bufio.Reader
+	var finish sync.Once
+	// The slow writer writes the rest of its line and exits; the writer's
+	// next line reaches the live file before the carrier looks again.
+	rest := func() {
+		if slow == nil {
+			return
+		}
+		finish.Do(func() {
+			tell.Write([]byte("rest\n"))
+			slow.Wait()
+			if w, err := os.OpenFile(f, os.O_WRONLY|os.O_APPEND, 0); err == nil {
+				w.WriteString(next())
+				w.Close()
+			}
+		})
+	}
+	rounds := 0
+	transcript.SetAfterRebuild(func() {
+		rounds++
+		switch {
+		case rounds < transcript.MaxCarryRounds:
+			step()
+		default:
+			// The file just replaced gets half a line from a writer that
+			// opened it before the rename, and the rest only later.
+			tell.Write([]byte("half\n"))
+			said.ReadString('\n')
+			go func() { time.Sleep(300 * time.Millisecond); rest() }()
+		}
+		if rounds == transcript.MaxCarryRounds-1 {
+			line := next()
+			slow = exec.Command("sh", "-c", `exec 3>>"$1" && echo opened && read a && printf '%s' "$2" >&3 && echo half && read b && printf '%s' "$3" >&3`,
+				"sh", f, line[:len(line)/2], line[len(line)/2:])
+			tell, _ = slow.StdinPipe()
+			out, _ := slow.StdoutPipe()
+			if err := slow.Start(); err != nil {
+				t.Skip("no sh:", err)
+			}
+			said = bufio.NewReader(out)
+			said.ReadString('\n')
+		}
+	})
+	defer transcript.SetAfterRebuild(nil)
+	transcript.SetAfterCarry(func() {
+		if rounds == transcript.MaxCarryRounds {
+			rest()
+		}
+	})
+	defer transcript.SetAfterCarry(nil)
+	_, content := rewriteSame(t, f, func() { old = open() }, step)
+	rest()
+	got, _ := os.ReadFile(f)
+	lines := strings.SplitAfter(string(got[len(content):]), "\n")
+	sort.Strings(lines)
+	want := append([]string{""}, written...)
+	sort.Strings(want)
+	if strings.Join(lines, "") != strings.Join(want, "") || len(lines) != len(want) {
+		t.Fatalf("live file after the new content:\n%s\nwant these whole lines in any order:\n%s", got[len(content):], strings.Join(written, ""))
 	}
 }
