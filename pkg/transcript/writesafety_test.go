@@ -579,6 +579,62 @@ func TestLockPathNotAFile(t *testing.T) {
 	}
 }
 
+// lateWriter is a lock-ignoring writer for the carry-round tests: its lines
+// hang off each other from spec-v3.jsonl's last entry, and written keeps
+// them in the order they were made.
+type lateWriter struct {
+	t       *testing.T
+	f       string
+	old     *os.File // opened before the last rename
+	parent  string
+	written []string
+}
+
+func newLateWriter(t *testing.T, f string) *lateWriter {
+	return &lateWriter{t: t, f: f, parent: "a1f00012"}
+}
+
+func (w *lateWriter) next() string {
+	id := fmt.Sprintf("w%07d", len(w.written)+1)
+	l := writerLine(id, w.parent)
+	w.parent = id
+	w.written = append(w.written, l)
+	return l
+}
+
+// open opens the live file for appending (closed when the test ends).
+func (w *lateWriter) open() *os.File {
+	f, err := os.OpenFile(w.f, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// step runs after a rename: a late line to the file just replaced, the
+// next one to the new file (which forces a carry round), and an open of it
+// for the next late line.
+func (w *lateWriter) step() {
+	w.old.WriteString(w.next())
+	appendByPath(w.t, w.f, w.next())
+	w.old = w.open()
+}
+
+// checkWholeLines fails unless the live file holds, after content, exactly
+// the writer's lines, each whole, in any order.
+func (w *lateWriter) checkWholeLines(content []byte) {
+	w.t.Helper()
+	got, _ := os.ReadFile(w.f)
+	lines := strings.SplitAfter(string(got[len(content):]), "\n")
+	sort.Strings(lines)
+	want := append([]string{""}, w.written...)
+	sort.Strings(want)
+	if strings.Join(lines, "") != strings.Join(want, "") || len(lines) != len(want) {
+		w.t.Fatalf("live file after the new content:\n%s\nwant these whole lines in any order:\n%s", got[len(content):], strings.Join(w.written, ""))
+	}
+}
+
 // A writer's append that is half visible when a carry round copies the live
 // file (Linux makes a write that crosses a page boundary visible page by
 // page), whose rest then lands in the file that round replaced while its
@@ -586,33 +642,19 @@ func TestLockPathNotAFile(t *testing.T) {
 // order: the bytes of the new live file that are ctxtool's are the ones it
 // wrote before the rename, not whatever the file holds after it.
 func TestRewriteCarryRoundKeepsAHalfWrittenLineWhole(t *testing.T) {
-	const leaf = "a1f00012" // last entry of spec-v3.jsonl
 	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
-	var lines []string
-	parent := leaf
-	for i := 1; i <= 4; i++ {
-		id := fmt.Sprintf("w%07d", i)
-		lines = append(lines, writerLine(id, parent))
-		parent = id
-	}
+	w := newLateWriter(t, f)
+	lines := []string{w.next(), w.next(), w.next(), w.next()}
 	half := len(lines[2]) / 2
-	open := func() *os.File {
-		w, err := os.OpenFile(f, os.O_WRONLY|os.O_APPEND, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { w.Close() })
-		return w
-	}
 	var old, live *os.File
-	before := func() { old = open() }
+	before := func() { old = w.open() }
 	// Right after Rewrite's rename: a late line to the old file, then the
 	// next one to the new file and half of the one after, which forces a
 	// carry round that copies the half line.
 	hook := func() {
 		old.WriteString(lines[0])
 		appendByPath(t, f, lines[1])
-		live = open()
+		live = w.open()
 		live.WriteString(lines[2][:half])
 	}
 	var once sync.Once
@@ -636,40 +678,11 @@ func TestRewriteCarryRoundKeepsAHalfWrittenLineWhole(t *testing.T) {
 // reached the live file first.
 func TestRewriteCarriesOutOfOrderWhenRoundsRunOut(t *testing.T) {
 	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
-	parent, n := "a1f00012", 0 // last entry of spec-v3.jsonl
-	next := func() string {
-		n++
-		id := fmt.Sprintf("w%07d", n)
-		l := writerLine(id, parent)
-		parent = id
-		return l
-	}
-	open := func() *os.File {
-		w, err := os.OpenFile(f, os.O_WRONLY|os.O_APPEND, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return w
-	}
-	var old *os.File
-	// After every rename: a late line to the file just replaced, the next
-	// one to the new file, and an open of it for the next late line.
-	step := func() {
-		old.WriteString(next())
-		old.Close()
-		appendByPath(t, f, next())
-		old = open()
-	}
-	transcript.SetAfterRebuild(step)
+	w := newLateWriter(t, f)
+	transcript.SetAfterRebuild(w.step)
 	defer transcript.SetAfterRebuild(nil)
-	_, content := rewriteSame(t, f, func() { old = open() }, step)
-	old.Close()
-	got, _ := os.ReadFile(f)
-	for i := 1; i <= n; i++ {
-		if id := fmt.Sprintf(`"id":"w%07d"`, i); !strings.Contains(string(got[len(content):]), id) {
-			t.Errorf("writer line %s is not in the live file", id)
-		}
-	}
+	_, content := rewriteSame(t, f, func() { w.old = w.open() }, w.step)
+	w.checkWholeLines(content)
 }
 
 // The last carry round allowed copies half of a writer's line (Linux makes
@@ -680,64 +693,33 @@ func TestRewriteCarriesOutOfOrderWhenRoundsRunOut(t *testing.T) {
 // lines of the live file and leaves an unfinished one to be carried whole.
 func TestRewriteLastCarryRoundKeepsAHalfWrittenLineWhole(t *testing.T) {
 	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
-	parent, n := "a1f00012", 0 // last entry of spec-v3.jsonl
-	var written []string
-	next := func() string {
-		n++
-		id := fmt.Sprintf("w%07d", n)
-		l := writerLine(id, parent)
-		parent = id
-		written = append(written, l)
-		return l
-	}
-	open := func() *os.File {
-		w, err := os.OpenFile(f, os.O_WRONLY|os.O_APPEND, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { w.Close() })
-		return w
-	}
-	var old, live *os.File
+	w := newLateWriter(t, f)
+	var live *os.File
 	var half string
-	// After every rename: a late line to the file just replaced, the next
-	// one to the new file, and an open of it for the next late line.
-	step := func() {
-		old.WriteString(next())
-		appendByPath(t, f, next())
-		old = open()
-	}
 	rounds := 0
 	transcript.SetAfterRebuild(func() {
 		rounds++
 		switch {
 		case rounds < transcript.MaxCarryRounds-1:
-			step()
+			w.step()
 		case rounds == transcript.MaxCarryRounds-1:
 			// Half of the writer's next line is visible in the live file
 			// when the last round copies it.
-			step()
-			half = next()
-			live = open()
+			w.step()
+			half = w.next()
+			live = w.open()
 			live.WriteString(half[:len(half)/2])
 		default:
 			live.WriteString(half[len(half)/2:])
-			appendByPath(t, f, next())
+			appendByPath(t, f, w.next())
 		}
 	})
 	defer transcript.SetAfterRebuild(nil)
-	_, content := rewriteSame(t, f, func() { old = open() }, step)
+	_, content := rewriteSame(t, f, func() { w.old = w.open() }, w.step)
 	if rounds != transcript.MaxCarryRounds {
 		t.Fatalf("%d carry rounds, want %d", rounds, transcript.MaxCarryRounds)
 	}
-	got, _ := os.ReadFile(f)
-	lines := strings.SplitAfter(string(got[len(content):]), "\n")
-	sort.Strings(lines)
-	want := append([]string{""}, written...)
-	sort.Strings(want)
-	if strings.Join(lines, "") != strings.Join(want, "") || len(lines) != len(want) {
-		t.Fatalf("live file after the new content:\n%s\nwant these whole lines in any order:\n%s", got[len(content):], strings.Join(written, ""))
-	}
+	w.checkWholeLines(content)
 }
 
 // The hold wait starts again with each carry round: a writer holding the
@@ -791,30 +773,7 @@ func TestRewriteWaitsForTheRestOfALineBeingWritten(t *testing.T) {
 		t.Skip("no /proc here: Rewrite falls back to the settle time")
 	}
 	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
-	parent, n := "a1f00012", 0 // last entry of spec-v3.jsonl
-	var written []string
-	next := func() string {
-		n++
-		id := fmt.Sprintf("w%07d", n)
-		l := writerLine(id, parent)
-		parent = id
-		written = append(written, l)
-		return l
-	}
-	open := func() *os.File {
-		w, err := os.OpenFile(f, os.O_WRONLY|os.O_APPEND, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { w.Close() })
-		return w
-	}
-	var old *os.File
-	step := func() {
-		old.WriteString(next())
-		appendByPath(t, f, next())
-		old = open()
-	}
+	w := newLateWriter(t, f)
 	var slow *exec.Cmd
 	var tell io.Writer
 	var said *bufio.Reader
@@ -828,27 +787,23 @@ func TestRewriteWaitsForTheRestOfALineBeingWritten(t *testing.T) {
 		finish.Do(func() {
 			tell.Write([]byte("rest\n"))
 			slow.Wait()
-			if w, err := os.OpenFile(f, os.O_WRONLY|os.O_APPEND, 0); err == nil {
-				w.WriteString(next())
-				w.Close()
+			if l, err := os.OpenFile(f, os.O_WRONLY|os.O_APPEND, 0); err == nil {
+				l.WriteString(w.next())
+				l.Close()
 			}
 		})
 	}
 	rounds := 0
 	transcript.SetAfterRebuild(func() {
 		rounds++
-		switch {
-		case rounds < transcript.MaxCarryRounds:
-			step()
-		default:
-			// The file just replaced gets half a line from a writer that
-			// opened it before the rename, and the rest only later.
-			tell.Write([]byte("half\n"))
-			said.ReadString('\n')
-			go func() { time.Sleep(300 * time.Millisecond); rest() }()
+		if rounds < transcript.MaxCarryRounds {
+			w.step()
 		}
-		if rounds == transcript.MaxCarryRounds-1 {
-			line := next()
+		switch rounds {
+		case transcript.MaxCarryRounds - 1:
+			// A slow writer opens the live file, which the last round
+			// replaces.
+			line := w.next()
 			slow = exec.Command("sh", "-c", `exec 3>>"$1" && echo opened && read a && printf '%s' "$2" >&3 && echo half && read b && printf '%s' "$3" >&3`,
 				"sh", f, line[:len(line)/2], line[len(line)/2:])
 			tell, _ = slow.StdinPipe()
@@ -858,6 +813,12 @@ func TestRewriteWaitsForTheRestOfALineBeingWritten(t *testing.T) {
 			}
 			said = bufio.NewReader(out)
 			said.ReadString('\n')
+		case transcript.MaxCarryRounds:
+			// It writes half its line to the file just replaced, and the
+			// rest only later.
+			tell.Write([]byte("half\n"))
+			said.ReadString('\n')
+			go func() { time.Sleep(300 * time.Millisecond); rest() }()
 		}
 	})
 	defer transcript.SetAfterRebuild(nil)
@@ -867,14 +828,7 @@ func TestRewriteWaitsForTheRestOfALineBeingWritten(t *testing.T) {
 		}
 	})
 	defer transcript.SetAfterCarry(nil)
-	_, content := rewriteSame(t, f, func() { old = open() }, step)
+	_, content := rewriteSame(t, f, func() { w.old = w.open() }, w.step)
 	rest()
-	got, _ := os.ReadFile(f)
-	lines := strings.SplitAfter(string(got[len(content):]), "\n")
-	sort.Strings(lines)
-	want := append([]string{""}, written...)
-	sort.Strings(want)
-	if strings.Join(lines, "") != strings.Join(want, "") || len(lines) != len(want) {
-		t.Fatalf("live file after the new content:\n%s\nwant these whole lines in any order:\n%s", got[len(content):], strings.Join(written, ""))
-	}
+	w.checkWholeLines(content)
 }
