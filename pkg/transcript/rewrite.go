@@ -40,6 +40,17 @@ var holdWait = 5 * time.Second
 
 const scanGap, maxScanGap = 5 * time.Millisecond, 100 * time.Millisecond
 
+// carryLimit bounds the whole carry (var: tests): Rewrite holds the session
+// lock until it ends, so writers that respect the lock wait for it, and a
+// writer that keeps the replaced file open and keeps writing to it would
+// otherwise hold everything up for ever; each carry round's file gets its
+// own holdWait within it.
+var carryLimit = 15 * time.Second
+
+// errStillWriting ends a carry that reached carryLimit with bytes still
+// arriving at the replaced file or a holder still waited for.
+var errStillWriting = errors.New("other writers were still writing to the replaced file")
+
 // afterRename, when set (tests), runs right after Rewrite's rename: a
 // writer that opened the old file just before it writes here.
 var afterRename func()
@@ -236,6 +247,15 @@ func (w *swap) commit(res *RewriteResult, settle time.Duration) error {
 		}
 	}
 	w.tmp.Close()
+	if errors.Is(err, errStillWriting) {
+		// The backup is a link to the original only: a file a carry round
+		// replaced has no name left.
+		rest := "only in " + backup
+		if c.prev != w.old {
+			rest = "in no file (a carry round replaced it too); the original is in " + backup
+		}
+		return fmt.Errorf("%s: rewritten, but %v %v after the rename: what they wrote until then is in the live file, what they write to it from now on is %s", s.File, err, carryLimit, rest)
+	}
 	if err != nil {
 		return fmt.Errorf("%s: %v; the original, with everything written to it, is in %s", s.File, err, backup)
 	}
@@ -280,7 +300,11 @@ type carrier struct {
 
 func (c *carrier) run(settle time.Duration) error {
 	quietSince := time.Now()
+	stop := quietSince.Add(carryLimit)
 	for {
+		if time.Now().After(stop) {
+			return c.giveUp()
+		}
 		// The live file first: bytes seen there were written after every
 		// byte that reached prev, which is read next.
 		curSize, err := size(c.cur)
@@ -335,6 +359,28 @@ func (c *carrier) run(settle time.Duration) error {
 			return err
 		}
 	}
+}
+
+// giveUp ends a carry that ran for carryLimit: the whole lines that have
+// reached prev are carried after everything in the live file; a line still
+// being written stays with the rest of what reaches prev.
+func (c *carrier) giveUp() error {
+	late, err := c.pending(false)
+	if err != nil {
+		return err
+	}
+	if len(late) > 0 {
+		end, err := appendAt(c.cur, late)
+		if err != nil {
+			return err
+		}
+		c.curBase = end
+		c.took(late)
+	}
+	if err := c.cur.Sync(); err != nil {
+		return err
+	}
+	return errStillWriting
 }
 
 // holdWatch tells when no other process has the replaced file open any

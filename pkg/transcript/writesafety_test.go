@@ -832,3 +832,53 @@ func TestRewriteWaitsForTheRestOfALineBeingWritten(t *testing.T) {
 	rest()
 	w.checkWholeLines(content)
 }
+
+// A writer that keeps the replaced file open and keeps writing to it never
+// lets it go quiet: Rewrite stops carrying after its time limit (the
+// session lock is held meanwhile) with an error that says where the rest
+// goes, every line carried so far whole and everything in the backup.
+func TestRewriteStopsCarryingAfterItsTimeLimit(t *testing.T) {
+	defer transcript.SetCarryLimit(300 * time.Millisecond)()
+	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
+	line := writerLine("w0000001", "a1f00012")
+	w := exec.Command("sh", "-c", `exec 3>>"$1" && echo opened && while :; do printf '%s' "$2" >&3; sleep 0.005; done`, "sh", f, line)
+	out, _ := w.StdoutPipe()
+	if err := w.Start(); err != nil {
+		t.Skip("no sh:", err)
+	}
+	stopWriter := func() { w.Process.Kill(); w.Wait() }
+	defer stopWriter()
+	bufio.NewReader(out).ReadString('\n')
+	s := testkit.Load(t, f)
+	defer s.Close()
+	data, _ := os.ReadFile(f)
+	content := data[:s.Size]
+	l, err := transcript.AcquireLock(context.Background(), f, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	done := make(chan error, 1)
+	go func() {
+		_, err := transcript.Rewrite(s, content, transcript.RewriteOptions{Settle: 30 * time.Millisecond})
+		done <- err
+	}()
+	select {
+	case err = <-done:
+	case <-time.After(5 * time.Second):
+		stopWriter()
+		<-done
+		t.Fatal("Rewrite still carrying 5 s after the start, with a 300 ms limit")
+	}
+	stopWriter()
+	baks, _ := filepath.Glob(f + ".bak.*")
+	if err == nil || len(baks) != 1 || !strings.Contains(err.Error(), "only in "+baks[0]) {
+		t.Fatalf("error %v, backups %v", err, baks)
+	}
+	got, _ := os.ReadFile(f)
+	bak, _ := os.ReadFile(baks[0])
+	tail := string(got[len(content):])
+	if !bytes.HasPrefix(got, content) || tail == "" || strings.ReplaceAll(tail, line, "") != "" || !strings.HasPrefix(string(bak[s.Size:]), tail) {
+		t.Fatalf("live file after the new content (%d bytes) is not whole writer lines also in the backup:\n%.400s", len(tail), tail)
+	}
+}
