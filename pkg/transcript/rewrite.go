@@ -47,9 +47,9 @@ const scanGap, maxScanGap = 5 * time.Millisecond, 100 * time.Millisecond
 // own holdWait within it.
 var carryLimit = 15 * time.Second
 
-// errStillWriting ends a carry that reached carryLimit with bytes still
-// arriving at the replaced file or a holder still waited for.
-var errStillWriting = errors.New("other writers were still writing to the replaced file")
+// errStillWriting ends a carry that stopped while other writers could
+// still write where no file keeps it, or reached carryLimit.
+var errStillWriting = errors.New("other writers were still writing to the file it replaced when ctxtool stopped carrying their lines")
 
 // afterRename, when set (tests), runs right after Rewrite's rename: a
 // writer that opened the old file just before it writes here.
@@ -78,7 +78,8 @@ type RewriteResult struct {
 	CarriedLines int
 	// HeldBy lists the processes that still had the replaced file open
 	// when Rewrite stopped waiting for them (holdWait): what they write to
-	// it from then on is only in the backup.
+	// it from then on is only in the backup (Rewrite fails instead when
+	// they held a file a carry round replaced, which no backup keeps).
 	HeldBy []int
 }
 
@@ -94,7 +95,9 @@ type RewriteResult struct {
 // Rewrite watches the old file until no other process has it open for
 // writing (seen in /proc; after holdWait it stops and names them in HeldBy)
 // and it has been quiet for opts.Settle, which alone protects writers /proc
-// does not show.
+// does not show. It carries for carryLimit at most, and fails (the file
+// rewritten, the error saying where their next lines go) when it stops
+// while writers could still write to a file it replaced.
 // Symlinks are resolved: the real file is replaced and a link stays a link.
 // The file's mode and owner are kept; a read-only file, a file with other
 // hard links, a file modified within opts.Idle or one whose last line is
@@ -247,14 +250,17 @@ func (w *swap) commit(res *RewriteResult, settle time.Duration) error {
 		}
 	}
 	w.tmp.Close()
+	// The backup is a link to the original only: a file a carry round
+	// replaced has no name left, so what its holders write is in no file.
+	if err == nil && len(res.HeldBy) > 0 && c.prev != w.old {
+		err = errStillWriting
+	}
 	if errors.Is(err, errStillWriting) {
-		// The backup is a link to the original only: a file a carry round
-		// replaced has no name left.
 		rest := "only in " + backup
 		if c.prev != w.old {
 			rest = "in no file (a carry round replaced it too); the original is in " + backup
 		}
-		return fmt.Errorf("%s: rewritten, but %v %v after the rename: what they wrote until then is in the live file, what they write to it from now on is %s", s.File, err, carryLimit, rest)
+		return fmt.Errorf("%s: rewritten, but %v: what they wrote until then is in the live file, what they write to it from now on is %s", s.File, err, rest)
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %v; the original, with everything written to it, is in %s", s.File, err, backup)

@@ -882,3 +882,38 @@ func TestRewriteStopsCarryingAfterItsTimeLimit(t *testing.T) {
 		t.Fatalf("live file after the new content (%d bytes) is not whole writer lines also in the backup:\n%.400s", len(tail), tail)
 	}
 }
+
+// A writer that still holds a file a carry round replaced when the hold
+// wait runs out would write where no file keeps it (the backup is the
+// original only): Rewrite fails saying so, after carrying every line so far.
+func TestRewriteFailsWhenAWriterHoldsAFileARoundReplaced(t *testing.T) {
+	if _, err := os.ReadDir("/proc/self/fd"); err != nil {
+		t.Skip("no /proc here: Rewrite falls back to the settle time")
+	}
+	defer transcript.SetHoldWait(100 * time.Millisecond)()
+	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
+	w := newLateWriter(t, f)
+	s := testkit.Load(t, f)
+	defer s.Close()
+	data, _ := os.ReadFile(f)
+	content := data[:s.Size]
+	l, err := transcript.AcquireLock(context.Background(), f, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	w.old = w.open()
+	// Right after the rename a writer opens the new file and holds it; a
+	// late line out of order forces a carry round that replaces it.
+	transcript.SetAfterRename(func() {
+		holdingWriter(t, f, "")
+		w.step()
+	})
+	defer transcript.SetAfterRename(nil)
+	_, err = transcript.Rewrite(s, content, transcript.RewriteOptions{Settle: 30 * time.Millisecond})
+	baks, _ := filepath.Glob(f + ".bak.*")
+	if err == nil || len(baks) != 1 || !strings.Contains(err.Error(), "in no file") || !strings.Contains(err.Error(), baks[0]) {
+		t.Fatalf("error %v, backups %v", err, baks)
+	}
+	w.checkWholeLines(content)
+}
