@@ -60,8 +60,8 @@ func (x *extractor) extractLine(line []byte) (units []unit, ok bool) {
 	if len(line) == 0 {
 		return nil, true
 	}
-	if e, m, ok := transcript.ParseEntry(line); ok {
-		if u, has := x.entryUnit(e, m); has {
+	if r, m, ok := transcript.ParseRecord(line); ok {
+		if u, has := x.entryUnit(r, m); has {
 			units = append(units, u)
 		}
 		return units, true
@@ -73,8 +73,8 @@ func (x *extractor) extractLine(line []byte) (units []unit, ok bool) {
 		if err := dec.Decode(&raw); err != nil {
 			break
 		}
-		if e, m, ok := transcript.ParseEntry(raw); ok {
-			if u, has := x.entryUnit(e, m); has {
+		if r, m, ok := transcript.ParseRecord(raw); ok {
+			if u, has := x.entryUnit(r, m); has {
 				units = append(units, u)
 			}
 		}
@@ -84,8 +84,8 @@ func (x *extractor) extractLine(line []byte) (units []unit, ok bool) {
 
 // entryUnit is the searchable text of one entry (false when it has none):
 // its message's text under a label saying whose it is.
-func (x *extractor) entryUnit(e *transcript.Entry, m *transcript.Message) (unit, bool) {
-	if e == nil || m == nil {
+func (x *extractor) entryUnit(e transcript.Record, m *transcript.Message) (unit, bool) {
+	if m == nil {
 		return unit{}, false
 	}
 	var b strings.Builder
@@ -93,7 +93,7 @@ func (x *extractor) entryUnit(e *transcript.Entry, m *transcript.Message) (unit,
 	if t, ok := e.TimestampTime(); ok {
 		ts = t.UnixMilli()
 	}
-	switch e.Type() {
+	switch e.Type {
 	case "message", "custom_message": // transcript's message decoder gives a custom_message the role "custom"
 		if t := msgTimestamp(m); t > 0 {
 			ts = t
@@ -142,7 +142,7 @@ func (x *extractor) entryUnit(e *transcript.Entry, m *transcript.Message) (unit,
 	if i := strings.IndexByte(text, ':'); i >= 0 && strings.TrimSpace(text[i+1:]) == "" {
 		return unit{}, false // label only, nothing to find
 	}
-	return unit{text: text, id: e.ID(), ts: ts}, true
+	return unit{text: text, id: e.ID, ts: ts}, true
 }
 
 // writeBlocks appends the text of a message's content blocks (a string

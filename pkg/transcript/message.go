@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"time"
 )
 
 // Block is one content block of a message.
@@ -159,7 +160,15 @@ func decodeInto(e *Entry, line []byte, m *Message, words bool) error {
 	if !wellFormed {
 		return sc.err
 	}
-	switch e.Type() {
+	setRole(e.Type(), m)
+	return nil
+}
+
+// setRole gives the message of an entry of type typ the role it has in the
+// context: summaries and custom messages have none of their own, and v2's
+// hookMessage reads as custom.
+func setRole(typ string, m *Message) {
+	switch typ {
 	case "compaction":
 		m.Role = "compactionSummary"
 	case "branch_summary":
@@ -170,7 +179,6 @@ func decodeInto(e *Entry, line []byte, m *Message, words bool) error {
 	if m.Role == "hookMessage" {
 		m.Role = "custom"
 	}
-	return nil
 }
 
 // entryField reads the value of an entry's field key into m when it is
@@ -230,6 +238,85 @@ func ParseEntry(line []byte) (e *Entry, m *Message, ok bool) {
 		return nil, nil, false
 	}
 	return pl.entry, m, true
+}
+
+// Record is what a reader of an entry's text needs of the entry's own
+// fields (ParseRecord).
+type Record struct {
+	Type, ID string
+	// Timestamp is the entry's timestamp as written.
+	Timestamp string
+}
+
+// TimestampTime is the record's timestamp as a time, as Entry's
+// TimestampTime reads it.
+func (r Record) TimestampTime() (time.Time, bool) {
+	if ms, ok := parseISOMillis(r.Timestamp); ok && ms != 0 {
+		return time.UnixMilli(ms).UTC(), true
+	}
+	t, err := time.Parse(time.RFC3339Nano, r.Timestamp)
+	return t, err == nil
+}
+
+// ParseRecord is ParseEntry for a reader of the text (recall, which reads
+// every line of a file): the entry's type, id and timestamp instead of the
+// whole Entry, in one pass over the line where ParseEntry makes two (the
+// entry's metadata and sizes, then the message). The header and blank
+// lines give a zero Record and a nil message. A line whose message fields
+// come before its type, or with two types, takes ParseEntry's way: which
+// fields make the message depends on the last type.
+func ParseRecord(line []byte) (r Record, m *Message, ok bool) {
+	if blank(line) {
+		return Record{}, nil, true
+	}
+	sc := scanner{b: line}
+	sc.ws()
+	if sc.peek() != '{' {
+		return Record{}, nil, false // not an object, or not JSON
+	}
+	m = &Message{}
+	typed, late := false, false
+	wellFormed := sc.object(func(key []byte) (good bool) {
+		switch string(key) {
+		case "type":
+			late = late || typed
+			typed = true
+			r.Type, good = sc.maybeInterned()
+		case "id":
+			r.ID, good = sc.maybeString()
+		case "timestamp":
+			r.Timestamp, good = sc.maybeString()
+		case "message", "summary", "details", "customType", "content":
+			if !typed {
+				late = true
+				return sc.skip(0)
+			}
+			good = sc.entryField(r.Type, string(key), m, false)
+		default:
+			good = sc.skip(0)
+		}
+		return good
+	})
+	if sc.ws(); !wellFormed || sc.i != len(sc.b) {
+		return Record{}, nil, false
+	}
+	if late {
+		return parseRecordLate(line)
+	}
+	if r.Type == "session" {
+		return Record{}, nil, true
+	}
+	setRole(r.Type, m)
+	return r, m, true
+}
+
+// parseRecordLate is ParseRecord through ParseEntry.
+func parseRecordLate(line []byte) (Record, *Message, bool) {
+	e, m, ok := ParseEntry(line)
+	if e == nil {
+		return Record{}, nil, ok
+	}
+	return Record{Type: e.Type(), ID: e.ID(), Timestamp: e.Timestamp()}, m, ok
 }
 
 // decodeMessageObject fills m from the message object at the scanner.
