@@ -97,17 +97,74 @@ func Capture(o CaptureOptions) (*CaptureResult, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s, err := transcript.Load(o.File)
+	back := tailBytes
+	s, from, err := loadCaptured(o.Store, key, o.File, back)
 	if err != nil {
 		return nil, err
 	}
-	defer s.Close()
+	defer func() {
+		if s != nil { // nil: a read again failed
+			s.Close()
+		}
+	}()
 	lock, err := o.Store.lockState(key, o.Wait)
 	if err != nil {
 		return nil, err
 	}
 	defer lock.Release()
-	return captureSession(o.Store, s, key, o.Now(), &branch{s: s})
+	if s.Unread > 0 && !markIs(o.Store, key, from) {
+		// Another capture moved the mark the lines are numbered from
+		// before the lock was taken: read from the one it wrote.
+		s.Close()
+		if s, _, err = loadCaptured(o.Store, key, o.File, back); err != nil {
+			return nil, err
+		}
+	}
+	now := o.Now()
+	for {
+		res, err := captureSession(o.Store, s, key, now, &branch{s: s})
+		if !errors.Is(err, errUnread) {
+			return res, err
+		}
+		// What the lines refer to is further back: read more of them.
+		s.Close()
+		back *= 4
+		if s, _, err = loadCaptured(o.Store, key, o.File, back); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// tailBytes is how much of the captured part of the session a capture
+// reads again, at first, for what the new lines refer to (a tool result's
+// call, the answer a reply follows): reading the whole session again cost
+// a hook run after every turn 1.6 s at 1 GB. Tests change it.
+var tailBytes int64 = 1 << 20
+
+// errUnread: the lines read do not reach what the new lines refer to, or
+// the capture must start over and read the whole session.
+var errUnread = errors.New("checkpoint: the capture needs lines it did not read")
+
+// loadCaptured loads what a capture reads: the lines after the capture
+// mark m and back bytes before them (transcript.LoadTail) when the mark is
+// of this file, else (or when LoadTail cannot) the whole session. The mark
+// is read again under the state lock.
+func loadCaptured(st *Store, key, file string, back int64) (s *transcript.Session, m *captureMark, err error) {
+	m, why := readMark(filepath.Join(st.StateFilesDir(key), captureFile))
+	abs, err := filepath.Abs(file)
+	if why == "" && err == nil && m.File == abs && back < m.Offset {
+		if s, err := transcript.LoadTail(file, m.Offset, m.Line, back); err == nil {
+			return s, m, nil
+		}
+	}
+	s, err = transcript.Load(file)
+	return s, m, err
+}
+
+// markIs reports whether the capture mark is still m.
+func markIs(st *Store, key string, m *captureMark) bool {
+	now, why := readMark(filepath.Join(st.StateFilesDir(key), captureFile))
+	return why == "" && m != nil && *now == *m
 }
 
 // lockState takes the lock that keeps a capture and a checkpoint of the
@@ -154,6 +211,9 @@ func captureSession(st *Store, s *transcript.Session, key string, now time.Time,
 	mark, why := readMark(markPath)
 	if why == "" {
 		why = mark.check(f, abs, end, lines)
+	}
+	if s.Unread > 0 && (why != "" || mark.Line < s.Unread) {
+		return nil, errUnread
 	}
 	from := 0
 	if why == "" {
@@ -292,6 +352,7 @@ func applyCapture(st *Store, s *transcript.Session, key string, from, to int, re
 		}
 		return b.recent.put(e, m)
 	}
+	up := parents{s: s}
 	return st.UpdateState(key, func(state *State) error {
 		var topic string // the last user message's text
 		for at, e := range s.Entries {
@@ -315,7 +376,7 @@ func applyCapture(st *Store, s *transcript.Session, key string, from, to int, re
 					res.ToolErrors++
 				}
 				result := *m // the walk to its call decodes more
-				recordToolResult(state, s, e, at, &result, decode)
+				recordToolResult(state, &up, e, at, &result, decode)
 			case "user":
 				m := decode(e)
 				if m == nil || strings.TrimSpace(m.Text) == "" {
@@ -325,7 +386,7 @@ func applyCapture(st *Store, s *transcript.Session, key string, from, to int, re
 				// short reply to a long answer is a decision.
 				reply := *m // the walk to the answer decodes more
 				topic = reply.Text
-				what, ok := decisionAt(&reply, answerBefore(s, e, at, decode))
+				what, ok := decisionAt(&reply, answerBefore(&up, e, at, decode))
 				if ok && !hasDecision(state.Decisions, what) {
 					when := ""
 					if !reply.Time.IsZero() {
@@ -336,6 +397,9 @@ func applyCapture(st *Store, s *transcript.Session, key string, from, to int, re
 				}
 			}
 		}
+		if up.short {
+			return errUnread // nothing is written
+		}
 		if topic != "" {
 			state.Thread.Topic = gist(topic, TopicChars)
 		}
@@ -343,13 +407,32 @@ func applyCapture(st *Store, s *transcript.Session, key string, from, to int, re
 	})
 }
 
+// parents walks parent chains for the capture. Of a session loaded by
+// LoadTail, a parent that is not among the lines read may be before them:
+// short says a walk stopped where the lines read end.
+type parents struct {
+	s     *transcript.Session
+	short bool
+}
+
+// of is Session.Parent.
+func (up *parents) of(e *transcript.Entry, pos int) (*transcript.Entry, int) {
+	p, pos := up.s.Parent(e, pos)
+	if p == nil && up.s.Unread > 0 {
+		up.short = true
+	}
+	return p, pos
+}
+
 // recordToolResult is layer A for one tool result, e at s.Entries[at]:
 // the call it answers (found up the parent chain) gives the name and the
 // path arguments.
-func recordToolResult(state *State, s *transcript.Session, e *transcript.Entry, at int, m *Message, decode func(*transcript.Entry) *Message) {
+func recordToolResult(state *State, up *parents, e *transcript.Entry, at int, m *Message, decode func(*transcript.Entry) *Message) {
 	var call *ToolCall
-	p, pos := s.Parent(e, at)
-	for i := 0; p != nil && i < maxCallWalk && call == nil; i++ {
+	p, pos := up.of(e, at)
+	// No step beyond the call or the last entry walked: read from a tail,
+	// it could end where the lines read end, for nothing.
+	for i := 1; p != nil; i++ {
 		for _, id := range p.ToolCallIDs {
 			if id != m.ToolCallID {
 				continue
@@ -362,7 +445,10 @@ func recordToolResult(state *State, s *transcript.Session, e *transcript.Entry, 
 				}
 			}
 		}
-		p, pos = s.Parent(p, pos)
+		if call != nil || i == maxCallWalk {
+			break
+		}
+		p, pos = up.of(p, pos)
 	}
 	name := m.ToolName
 	if call == nil {
@@ -393,8 +479,8 @@ func recordToolResult(state *State, s *transcript.Session, e *transcript.Entry, 
 // s.Entries[at]) with: the last assistant message with text in the turn
 // before it, walking the parent chain the way splitTurns cuts the branch
 // (messages only, a user message with text ends the previous turn).
-func answerBefore(s *transcript.Session, e *transcript.Entry, at int, decode func(*transcript.Entry) *Message) *Message {
-	for p, pos := s.Parent(e, at); p != nil; p, pos = s.Parent(p, pos) {
+func answerBefore(up *parents, e *transcript.Entry, at int, decode func(*transcript.Entry) *Message) *Message {
+	for p, pos := up.of(e, at); p != nil; p, pos = up.of(p, pos) {
 		if p.Type() != "message" || (p.Role() != "assistant" && p.Role() != "user") {
 			continue
 		}

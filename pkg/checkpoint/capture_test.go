@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -500,5 +502,213 @@ func TestCaptureGrowingGenerated(t *testing.T) {
 	}
 	if len(got.Thread.Errors) != 5 || len(got.Resources.ToolsUsed) == 0 {
 		t.Errorf("state %+v", got)
+	}
+}
+
+// captureBack is capture with tailBytes set to back.
+func captureBack(t *testing.T, st *Store, file string, back int64) *CaptureResult {
+	t.Helper()
+	defer func(was int64) { tailBytes = was }(tailBytes)
+	tailBytes = back
+	return capture(t, st, file, "k")
+}
+
+// stateFilesOf is every file of a store's state directory, by name.
+func stateFilesOf(t *testing.T, st *Store) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	ents, err := os.ReadDir(st.StateFilesDir("k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if !e.IsDir() && strings.HasSuffix(e.Name(), ".json") {
+			out[e.Name()] = testkit.ReadFile(t, filepath.Join(st.StateFilesDir("k"), e.Name()))
+		}
+	}
+	return out
+}
+
+// tailSessions are the sessions the tail capture is compared on: generated
+// ones of several shapes, the repository's samples and the fixtures, and
+// one with what a tail cannot resolve (duplicate ids, an orphaned result,
+// a reply whose answer is far back).
+func tailSessions(t *testing.T, dir string) []string {
+	var files []string
+	for i, o := range []sessiongen.Options{
+		{Seed: 31, Turns: 40, Branches: 3, Compactions: 2, AbortedAssistants: 2, ErrorAssistants: 2, ToolErrors: 5,
+			CJKShare: 0.2, GarbageLines: 2, CustomMessages: 2, TruncatedTail: true},
+		{Seed: 7, Turns: 60, ToolCallsPerTurn: 12, ParallelToolCalls: 4, ToolErrors: 9, Thinking: true, BashExecutions: 3, ModelChanges: 2},
+		{Seed: 11, Version: 2, Turns: 30, Branches: 2, Compactions: 3, GluedLines: 2, TrailingToolCall: true, UserImages: 1},
+		{Seed: 5, Version: 1, Turns: 20, Compactions: 1},
+	} {
+		f, _ := genFile(t, dir, fmt.Sprintf("gen%d.jsonl", i), o)
+		files = append(files, f)
+	}
+	samples, _ := filepath.Glob(filepath.Join(oracle.ModuleRoot(), "testdata", "*.jsonl"))
+	files = append(files, samples...)
+	files = append(files, oracle.Fixtures(t)...)
+	return append(files, oddSession(t, dir))
+}
+
+// oddSession has duplicate ids (a parent found by its later copy), a tool
+// result whose call is not on its chain, a root in the middle and a reply
+// whose answer is hundreds of lines back.
+func oddSession(t *testing.T, dir string) string {
+	var b strings.Builder
+	b.WriteString(`{"type":"session","version":3,"id":"odd","timestamp":"2026-03-02T09:00:00.000Z","cwd":"/w"}` + "\n")
+	line := func(id, parent, msg string) {
+		p := "null"
+		if parent != "" {
+			p = `"` + parent + `"`
+		}
+		fmt.Fprintf(&b, `{"type":"message","id":"%s","parentId":%s,"timestamp":"2026-03-02T09:00:01.000Z","message":%s}`+"\n", id, p, msg)
+	}
+	user := func(text string) string { return `{"role":"user","content":[{"type":"text","text":"` + text + `"}]}` }
+	answer := func(text string) string {
+		return `{"role":"assistant","content":[{"type":"text","text":"` + text + `"}],"stopReason":"stop"}`
+	}
+	call := `{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"read","arguments":{"path":"/w/a.go"}}],"stopReason":"toolUse"}`
+	result := func(id string, isErr bool) string {
+		return fmt.Sprintf(`{"role":"toolResult","toolCallId":"%s","toolName":"","content":[{"type":"text","text":"boom"}],"isError":%v}`, id, isErr)
+	}
+	line("a0000001", "", user("start"))
+	line("a0000002", "a0000001", answer(strings.Repeat("a long answer ", 80)))
+	line("a0000003", "a0000002", call)
+	line("a0000004", "a0000003", result("c1", false))
+	line("a0000002", "a0000004", answer("the same id again"))
+	line("a0000005", "a0000002", user("ok"))
+	line("a0000006", "a0000005", result("nowhere", true))
+	line("b0000001", "", user("a second root"))
+	prev := "b0000001"
+	for i := 0; i < 400; i++ {
+		id := fmt.Sprintf("c%07d", i)
+		line(id, prev, result("c1", i%50 == 0))
+		prev = id
+	}
+	line("d0000001", prev, user("yes"))
+	line("d0000002", "a0000003", result("c1", false))
+	line("d0000003", "zzzzzzzz", user("dangling"))
+	f := filepath.Join(dir, "odd.jsonl")
+	testkit.WriteFile(t, f, []byte(b.String()), 0o600)
+	return f
+}
+
+// A capture that reads the tail of the session (the lines after the mark,
+// and before them only what they refer to) writes exactly what one that
+// loads the whole session writes: every state file and capture.json, and
+// the same result, at every step of a session growing in random steps,
+// whatever the window it starts with (a 1-byte one must read further back
+// again and again).
+func TestCaptureTailSameAsWhole(t *testing.T) {
+	dir := t.TempDir()
+	windows := []int64{1, 4 << 10}
+	for i, src := range tailSessions(t, dir) {
+		name := filepath.Base(src)
+		lines := splitLines(t, src)
+		if len(lines[len(lines)-1]) == 0 {
+			lines = lines[:len(lines)-1]
+		}
+		sub := filepath.Join(dir, fmt.Sprint(i))
+		file := filepath.Join(sub, name)
+		if err := os.MkdirAll(sub, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, file)
+		whole := &Store{StateDir: filepath.Join(sub, "whole")}
+		var tails []*Store
+		for _, w := range windows {
+			tails = append(tails, &Store{StateDir: filepath.Join(sub, fmt.Sprint(w))})
+		}
+		rng := rand.New(rand.NewPCG(uint64(i), 17))
+		for prev, step := 0, 0; prev < len(lines); step++ {
+			next := min(len(lines), prev+1+rng.IntN(len(lines)/4+2))
+			if step == 3 {
+				next = prev // nothing new
+			}
+			appendFile(t, file, lines[prev:next]...)
+			prev = next
+			want := captureBack(t, whole, file, 1<<62)
+			wj, _ := json.Marshal(want)
+			ws := stateFilesOf(t, whole)
+			for k, st := range tails {
+				gj, _ := json.Marshal(captureBack(t, st, file, windows[k]))
+				if !bytes.Equal(wj, gj) {
+					t.Fatalf("%s, window %d, step %d: tail capture\n%s\nwhole\n%s", name, windows[k], step, gj, wj)
+				}
+				gs := stateFilesOf(t, st)
+				if len(ws) != 6 || len(gs) != len(ws) {
+					t.Fatalf("%s step %d: state files %d and %d", name, step, len(gs), len(ws))
+				}
+				for f, w := range ws {
+					if !bytes.Equal(gs[f], w) {
+						t.Fatalf("%s, window %d, step %d: %s differs:\n%s\nwhole:\n%s", name, windows[k], step, f, gs[f], w)
+					}
+				}
+			}
+		}
+	}
+}
+
+// readBytes is what this process has read so far (/proc/self/io's rchar:
+// every read and pread), -1 where the kernel does not say.
+func readBytes(t *testing.T) int64 {
+	t.Helper()
+	data, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return -1
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		var n int64
+		if _, err := fmt.Sscanf(l, "rchar: %d", &n); err == nil {
+			return n
+		}
+	}
+	return -1
+}
+
+// A capture after a few appended lines reads those lines and a window
+// before them, not the session: on a 32 MB session it reads what was
+// appended and at most a few MB more, where loading the session reads all
+// of it (a hook capturing after every turn of a 1 GB session reloaded it
+// each time: 1.6 s).
+func TestCaptureTailReadsNewBytes(t *testing.T) {
+	if readBytes(t) < 0 {
+		t.Skip("no /proc/self/io: the bytes read cannot be counted")
+	}
+	dir := t.TempDir()
+	_, lines := genFile(t, dir, "src.jsonl", sessiongen.Options{Seed: 3, TargetBytes: 32 << 20, ToolErrors: 40})
+	if len(lines[len(lines)-1]) == 0 {
+		lines = lines[:len(lines)-1]
+	}
+	cut := len(lines) - 20
+	var size, added int64
+	for i, l := range lines {
+		if size += int64(len(l)); i >= cut {
+			added += int64(len(l))
+		}
+	}
+	file := filepath.Join(dir, "s.jsonl")
+	writeFile(t, file, lines[:cut]...)
+	st := &Store{StateDir: filepath.Join(dir, "state")}
+	capture(t, st, file, "k")
+	appendFile(t, file, lines[cut:]...)
+	before := readBytes(t)
+	r := capture(t, st, file, "k")
+	read := readBytes(t) - before
+	whole := &Store{StateDir: filepath.Join(dir, "whole")}
+	before = readBytes(t)
+	capture(t, whole, file, "k")
+	all := readBytes(t) - before
+	t.Logf("%d MB session, %d bytes appended: the capture read %d bytes (%d new lines, %d tool results); loading it whole %d",
+		size>>20, added, read, r.NewLines, r.ToolResults, all)
+	if r.NewLines != 20 || r.Restarted {
+		t.Fatalf("capture %+v", r)
+	}
+	if all < size {
+		t.Fatalf("a whole capture read %d bytes of a %d-byte session: rchar does not count its reads", all, size)
+	}
+	if limit := added + 4*tailBytes; read > limit {
+		t.Errorf("the capture of %d appended bytes read %d bytes of a %d-byte session (limit %d)", added, read, size, limit)
 	}
 }

@@ -529,12 +529,12 @@ func (c *ccConv) write(uuid jstr) int32 {
 	return n.self
 }
 
-// id is id n's text.
-func (c *ccConv) id(n int32) string {
+// id is id n: its 16 bytes, or its text when it is not a canonical UUID.
+func (c *ccConv) id(n int32) pid {
 	if s, ok := c.texts[n]; ok {
-		return s
+		return textID(s)
 	}
-	return UUIDText(c.ids[n])
+	return pid{key: c.ids[n], uuid: true}
 }
 
 func (c *ccConv) apply(no int, l *ccLine) error {
@@ -703,7 +703,7 @@ func (c *ccConv) user(no int, l *ccLine) error {
 		}
 		e.id = c.id(self)
 		if i < len(out)-1 {
-			e.id += "#" + strconv.Itoa(i+1)
+			e.id = textID(e.id.String() + "#" + strconv.Itoa(i+1))
 		}
 		e.parent = parent
 		parent = e.id

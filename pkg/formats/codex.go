@@ -717,12 +717,12 @@ func (c *cxConv) put(e *entry, row int, root bool) error {
 	} else {
 		c.lastRow, c.k = row, 1
 	}
-	e.id = "L" + strconv.Itoa(row)
+	e.id = textID("L" + strconv.Itoa(row))
 	if c.k > 1 {
-		e.id = fmt.Sprintf("L%d.%d", row, c.k)
+		e.id = textID(fmt.Sprintf("L%d.%d", row, c.k))
 	}
 	if !root {
-		e.parent = c.last
+		e.parent = textID(c.last)
 	}
 	if c.ts != c.tsFrom {
 		// The entries of one line (and often of the next) share it.
@@ -730,7 +730,7 @@ func (c *cxConv) put(e *entry, row int, root bool) error {
 		c.tsISO, c.tsMS = piTime(c.ts)
 	}
 	e.timestamp, e.msgTime = c.tsISO, c.tsMS
-	c.last = e.id
+	c.last = e.id.text
 	return c.v.emit(e, row)
 }
 

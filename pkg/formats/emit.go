@@ -30,11 +30,36 @@ type usage struct {
 	input, output, cacheRead, cacheWrite, total int64
 }
 
+// pid is a pi id to write: a canonical lower-case UUID (Claude Code's) as
+// its 16 bytes when uuid is set, any other id as text ("" for none). A
+// UUID is written as its text and handed to the transcript core as its
+// bytes (Produced.IDUUID): made a string here and packed back there, a
+// million lines' ids were the converter's work done twice.
+type pid struct {
+	text string
+	key  uuidKey
+	uuid bool
+}
+
+// textID is the pid of the id text.
+func textID(text string) pid { return pid{text: text} }
+
+// String is p's text.
+func (p pid) String() string {
+	if p.uuid {
+		return UUIDText(p.key)
+	}
+	return p.text
+}
+
+// none reports whether p is no id at all (a root's parentId).
+func (p pid) none() bool { return !p.uuid && p.text == "" }
+
 // entry is one pi entry to write.
 type entry struct {
 	typ       string // message, compaction, custom_message, model_change
-	id        string
-	parent    string // "" = root
+	id        pid
+	parent    pid    // none = root
 	timestamp string // ISO-8601
 
 	// message
@@ -102,7 +127,12 @@ type Produced struct {
 	// Header marks the session line; the fields below are then unset.
 	Header bool
 	// Each field is set when the line has its key ("" or 0 otherwise).
-	Type, ID, ParentID, Timestamp                           string
+	Type, ID, ParentID, Timestamp string
+	// IDUUID and ParentUUID are the id and parentId when HasIDUUID and
+	// HasParentUUID (ID and ParentID are "" then): a canonical lower-case
+	// UUID as its 16 bytes, kept as they are rather than read from text.
+	IDUUID, ParentUUID                                      [16]byte
+	HasIDUUID, HasParentUUID                                bool
 	Role, Provider, Model, StopReason, ToolCallID, ToolName string
 	CustomType                                              string
 	MsgTime                                                 int64
@@ -312,12 +342,13 @@ func encodeEntry(w *jsonw, e *entry, p *Produced) {
 }
 
 func writeBase(w *jsonw, e *entry, p *Produced) {
-	p.ID = w.field("id", e.id)
+	w.key("id")
+	p.ID, p.IDUUID, p.HasIDUUID = w.id(e.id)
 	w.key("parentId")
-	if e.parent == "" {
+	if e.parent.none() {
 		w.raw("null")
 	} else {
-		p.ParentID = w.strWritten(e.parent)
+		p.ParentID, p.ParentUUID, p.HasParentUUID = w.id(e.parent)
 	}
 	p.Timestamp = w.field("timestamp", e.timestamp)
 }

@@ -138,18 +138,20 @@ func PackUUID(s string) ([16]byte, bool) { return packUUID(s) }
 
 // UUIDText is the canonical lower-case text of the UUID k.
 func UUIDText(k [16]byte) string {
-	const digits = "0123456789abcdef"
 	var b [36]byte
-	j := 0
+	return string(appendUUID(b[:0], k))
+}
+
+// appendUUID appends the canonical lower-case text of the UUID k to b.
+func appendUUID(b []byte, k [16]byte) []byte {
+	const digits = "0123456789abcdef"
 	for i, c := range k {
 		if i == 4 || i == 6 || i == 8 || i == 10 {
-			b[j] = '-'
-			j++
+			b = append(b, '-')
 		}
-		b[j], b[j+1] = digits[c>>4], digits[c&15]
-		j += 2
+		b = append(b, digits[c>>4], digits[c&15])
 	}
-	return string(b[:])
+	return b
 }
 
 // hexVal is a lower-case hex digit's value, 0x10 for any other byte.

@@ -210,6 +210,16 @@ func (w *jsonw) strWritten(v string) string {
 	return written(v)
 }
 
+// id writes the id p and returns it for Produced: as text, or as its 16
+// bytes for a UUID.
+func (w *jsonw) id(p pid) (text string, key [16]byte, uuid bool) {
+	if !p.uuid {
+		return w.strWritten(p.text), key, false
+	}
+	w.b = append(appendUUID(append(w.b, '"'), p.key), '"')
+	return "", p.key, true
+}
+
 // jstr writes an encoded JSON string; nil is "".
 func (w *jsonw) jstr(s []byte) {
 	if s == nil {

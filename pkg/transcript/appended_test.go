@@ -1,12 +1,15 @@
 package transcript_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
+	"github.com/ctxtool/ctxtool/internal/sessiongen"
 	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
@@ -63,4 +66,83 @@ func TestWithAppendedEqualsAppendAndReload(t *testing.T) {
 		s.Close()
 		disk.Close()
 	}
+}
+
+// LoadTail reads the lines from a window before a line on exactly as Load
+// reads them: the same entries (numbers, offsets, ids, sizes), malformed,
+// blank and other lines and the file's line count, for windows of any size
+// before any line, on a session with garbage, glued and torn lines; a v1
+// session, whose ids are numbered from its start, is refused.
+func TestLoadTailEqualsLoad(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "g.jsonl")
+	sessiongen.Write(t, f, sessiongen.Options{Seed: 9, Turns: 12, Branches: 2, Compactions: 2, GarbageLines: 3,
+		GluedLines: 2, TruncatedTail: true, CJKShare: 0.3, CustomMessages: 2})
+	// A second header in the middle, which pi ignores.
+	data := testkit.ReadFile(t, f)
+	mid := bytes.Index(data[len(data)/2:], []byte("\n")) + len(data)/2 + 1
+	data = append(data[:mid:mid], append([]byte(`{"type":"session","version":3,"id":"again","timestamp":"2026-03-02T09:00:00.000Z","cwd":"/"}`+"\n"), data[mid:]...)...)
+	testkit.WriteFile(t, f, data, 0o600)
+	whole := testkit.Load(t, f)
+	defer whole.Close()
+	if len(whole.ExtraHeaders) != 1 {
+		t.Fatalf("extra headers %v", whole.ExtraHeaders)
+	}
+	entry := func(e *transcript.Entry) string {
+		return fmt.Sprintf("%d %d %d %s %s %s %s %d %v %s %v", e.Line, e.Offset, e.Length, e.ID(), e.ParentID(),
+			e.Type(), e.Role(), e.Chars, e.ToolCallIDs, e.ToolCallID, e.IsError)
+	}
+	var want []string
+	for _, e := range whole.Entries {
+		want = append(want, entry(e))
+	}
+	line, at := 1, int64(bytes.IndexByte(data, '\n')+1)
+	for at < int64(len(data)) {
+		for _, back := range []int64{0, 1, 700, 9000, at} {
+			s, err := transcript.LoadTail(f, at, line, back)
+			if err != nil {
+				t.Fatalf("line %d, back %d: %v", line+1, back, err)
+			}
+			var got []string
+			for _, e := range s.Entries {
+				got = append(got, entry(e))
+			}
+			skip := len(want) - len(got)
+			if s.Lines != whole.Lines || s.Size != whole.Size || s.EndsWithNewline != whole.EndsWithNewline ||
+				skip < 0 || fmt.Sprint(got) != fmt.Sprint(want[skip:]) || (skip > 0) != (s.Unread > 0) ||
+				skip > 0 && whole.Entries[skip-1].Line > s.Unread || skip < len(want) && whole.Entries[skip].Line <= s.Unread {
+				t.Fatalf("line %d, back %d: %d of %d entries, %d unread lines", line+1, back, len(got), len(want), s.Unread)
+			}
+			for _, m := range whole.Malformed {
+				if m.Line > s.Unread && !containsMalformed(s.Malformed, m) {
+					t.Fatalf("line %d, back %d: malformed line %d missing", line+1, back, m.Line)
+				}
+			}
+			if s.Header.ID != whole.Header.ID || len(s.ExtraHeaders) > 1 || len(s.Blank)+len(s.Malformed)+len(s.NonObjects) > len(whole.Blank)+len(whole.Malformed)+len(whole.NonObjects) {
+				t.Fatalf("line %d, back %d: more odd lines than Load found", line+1, back)
+			}
+			s.Close()
+		}
+		n := bytes.IndexByte(data[at:], '\n')
+		if n < 0 {
+			break
+		}
+		at += int64(n + 1)
+		line++
+	}
+	v1 := filepath.Join(dir, "v1.jsonl")
+	sessiongen.Write(t, v1, sessiongen.Options{Seed: 9, Version: 1, Turns: 3})
+	v1data := testkit.ReadFile(t, v1)
+	if _, err := transcript.LoadTail(v1, int64(bytes.LastIndexByte(v1data[:len(v1data)-1], '\n')+1), 5, 0); err == nil {
+		t.Errorf("a v1 session loaded from its middle")
+	}
+}
+
+func containsMalformed(ms []transcript.Malformed, m transcript.Malformed) bool {
+	for _, x := range ms {
+		if fmt.Sprint(x) == fmt.Sprint(m) {
+			return true
+		}
+	}
+	return false
 }

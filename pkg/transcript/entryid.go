@@ -149,8 +149,10 @@ func (e *Entry) ID() string { return e.forms.id().text(e.id, e.longOrNone().id) 
 func (e *Entry) ParentID() string { return e.forms.parent().text(e.parent, e.longOrNone().parent) }
 
 // setID sets the entry's id.
-func (e *Entry) setID(id string) {
-	f, v, long := packID(id)
+func (e *Entry) setID(id string) { e.setPackedID(packID(id)) }
+
+// setPackedID sets the entry's id to the one packID gives as f, v, long.
+func (e *Entry) setPackedID(f idForm, v uint32, long string) {
 	e.forms, e.id = e.forms&^15|idForms(f), v
 	if long != "" {
 		e.moreLong().id = long
@@ -160,8 +162,11 @@ func (e *Entry) setID(id string) {
 }
 
 // setParentID sets the entry's parentId.
-func (e *Entry) setParentID(id string) {
-	f, v, long := packID(id)
+func (e *Entry) setParentID(id string) { e.setPackedParent(packID(id)) }
+
+// setPackedParent sets the entry's parentId to the one packID gives as f,
+// v, long.
+func (e *Entry) setPackedParent(f idForm, v uint32, long string) {
 	e.forms, e.parent = e.forms&15|idForms(f)<<4, v
 	if long != "" {
 		e.moreLong().parent = long

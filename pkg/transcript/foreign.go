@@ -156,8 +156,8 @@ func (b *produced) add(p *formats.Produced) {
 func (b *produced) entry(p *formats.Produced) *Entry {
 	x := &b.names
 	e := take(&b.entries)
-	e.setID(p.ID)
-	e.setParentID(p.ParentID)
+	e.setPackedID(producedID(p.ID, &p.IDUUID, p.HasIDUUID))
+	e.setPackedParent(producedID(p.ParentID, &p.ParentUUID, p.HasParentUUID))
 	e.shareParent(b.ns.knownIDs())
 	e.setTimestamp(p.Timestamp)
 	n := names{typ: x.get(p.Type)}
@@ -198,6 +198,15 @@ func (b *produced) entry(p *formats.Produced) *Entry {
 	e.names = b.ns.intern(n)
 	b.ns.saw(e)
 	return e
+}
+
+// producedID is packID of an id a converter handed: as text, or as the
+// 16 bytes of a UUID (uuid set), kept as they are.
+func producedID(text string, key *[16]byte, uuid bool) (idForm, uint32, string) {
+	if uuid {
+		return idUUID, 0, string(key[:])
+	}
+	return packID(text)
 }
 
 // count is the count pi reads from the integer n written on p's line

@@ -36,6 +36,10 @@ type Session struct {
 	// EndsWithNewline is false when the last byte is not '\n' (appends must
 	// add one first, or the appended line glues onto the last one).
 	EndsWithNewline bool
+	// Unread is, for a session loaded by LoadTail, the number of lines
+	// before the first one read (0 for Load): their entries are not in
+	// Entries, and Parent and ByID do not find them.
+	Unread int
 	// Oversized lists lines over MaxLineBytes (not read into memory).
 	Oversized []Oversized
 	// Warnings name lines read in a defined but lossy way: out-of-range
@@ -269,6 +273,19 @@ var chunkPool = sync.Pool{New: func() any { b := make([]byte, chunkSize); return
 // lines on every core, and assembles the results in file order. Memory is
 // bounded by the chunks in flight plus the entry metadata.
 func load(name string, r io.ReaderAt, size int64) (*Session, error) {
+	return loadFrom(name, r, size, start{})
+}
+
+// start is where loadFrom begins: the start of the file, or (LoadTail) the
+// start of a line after the header, read before.
+type start struct {
+	off    int64
+	line   int     // lines before off
+	header *Header // nil: the file's first parsed line
+}
+
+// loadFrom is load of the lines from st on.
+func loadFrom(name string, r io.ReaderAt, size int64, st start) (*Session, error) {
 	workers := runtime.GOMAXPROCS(0)
 	if workers > 8 {
 		workers = 8
@@ -289,14 +306,22 @@ func load(name string, r io.ReaderAt, size int64) (*Session, error) {
 	}
 	readErr := make(chan error, 1)
 	go func() {
-		readErr <- produce(r, size, jobs)
+		readErr <- produce(r, st, size, jobs)
 		close(jobs)
 		wg.Wait()
 		close(done)
 	}()
 
-	s := &Session{File: name, Size: size, byID: &idIndex{}}
+	// A line start after the header ends a line: nothing after it leaves
+	// the file without its newline.
+	s := &Session{File: name, Size: size, byID: &idIndex{}, Header: st.header,
+		Lines: st.line, Unread: st.line, EndsWithNewline: st.off > 0}
 	asm := assembler{s: s, pending: map[int]*batch{}}
+	if st.header != nil {
+		// Later "session" lines are extra headers, and no leading
+		// whitespace is the file's.
+		asm.firstParsedLine, asm.seenContent, asm.index = st.header.Line, true, 1
+	}
 	for b := range done {
 		asm.pending[b.seq] = b
 		for {
@@ -349,9 +374,9 @@ const oversizeHead = 64 << 10
 // only Load running).
 var readerCopied, readerScanned atomic.Int64
 
-func produce(r io.ReaderAt, size int64, jobs chan<- *batch) error {
-	var off int64
-	seq, line := 0, 1
+func produce(r io.ReaderAt, st start, size int64, jobs chan<- *batch) error {
+	off := st.off
+	seq, line := 0, st.line+1
 	// carry is the start of a line whose end has not been read yet (less
 	// than a chunk); it never contains a newline.
 	var carry []byte

@@ -197,6 +197,15 @@ var oddLines = map[string]string{
 		`not json`,
 		``,
 	}, "\n"),
+	// Ids the converter hands as a UUID's 16 bytes (canonical lower case)
+	// beside ones it hands as text: upper case, escaped, suffixed "#n".
+	"cc-ids.jsonl": strings.Join([]string{
+		`{"type":"user","uuid":"7d48cbd2-6615-4dd8-87f6-38f12b8167d6","parentUuid":null,"timestamp":"2025-03-01T08:00:00Z","message":{"role":"user","content":"hi"}}`,
+		`{"type":"assistant","uuid":"0A48CBD2-6615-4DD8-87F6-38F12B8167D6","parentUuid":"7d48cbd2-6615-4dd8-87f6-38f12b8167d6","timestamp":"2025-03-01T08:00:01Z","message":{"id":"m1","role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{}}],"stop_reason":"tool_use"}}`,
+		`{"type":"user","uuid":"\u0030b48cbd2-6615-4dd8-87f6-38f12b8167d6","parentUuid":"0A48CBD2-6615-4DD8-87F6-38F12B8167D6","timestamp":"2025-03-01T08:00:02Z","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"},{"type":"text","text":"and"}]}}`,
+		`{"type":"assistant","uuid":"00000000-0000-0000-0000-000000000000","parentUuid":"0b48cbd2-6615-4dd8-87f6-38f12b8167d6","timestamp":"2025-03-01T08:00:03Z","message":{"id":"m2","role":"assistant","content":"done","stop_reason":"end_turn"}}`,
+		`{"type":"user","uuid":"0c48cbd2-6615-4dd8-87f6-38f12b8167d6","parentUuid":"00000000-0000-0000-0000-000000000000","timestamp":"2025-03-01T08:00:04Z","message":{"role":"user","content":"bye"}}`,
+	}, "\n"),
 	"cx-odd.jsonl": strings.Join([]string{
 		`{"timestamp":"2025-09-01T00:00:00Z","type":"session_meta","payload":{"id":"sess","timestamp":"2025-09-01T00:00:00Z","cwd":"/w","model_provider":"openai"}}`,
 		`{"timestamp":"2025-09-01T00:00:01Z","type":"turn_context","payload":{"model":"gpt-5 \u00e9"}}`,
