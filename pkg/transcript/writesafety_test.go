@@ -45,6 +45,16 @@ func appendByPath(t *testing.T, path, data string) {
 // only change is what other writers add meanwhile.
 func rewriteSame(t *testing.T, f string, before func(), hook func()) (*transcript.RewriteResult, []byte) {
 	t.Helper()
+	rr, content, err := rewriteSameErr(t, f, before, hook)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rr, content
+}
+
+// rewriteSameErr is rewriteSame for a rewrite that may fail.
+func rewriteSameErr(t *testing.T, f string, before func(), hook func()) (*transcript.RewriteResult, []byte, error) {
+	t.Helper()
 	s := testkit.Load(t, f)
 	defer s.Close()
 	content, _ := os.ReadFile(f)
@@ -60,10 +70,7 @@ func rewriteSame(t *testing.T, f string, before func(), hook func()) (*transcrip
 	transcript.SetAfterRename(hook)
 	defer transcript.SetAfterRename(nil)
 	rr, err := transcript.Rewrite(s, content, transcript.RewriteOptions{Settle: 30 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rr, content
+	return rr, content, err
 }
 
 // Bytes a lock-ignoring writer puts into the old file — after the load,
@@ -846,29 +853,16 @@ func TestRewriteStopsCarryingAfterItsTimeLimit(t *testing.T) {
 	if err := w.Start(); err != nil {
 		t.Skip("no sh:", err)
 	}
-	stopWriter := func() { w.Process.Kill(); w.Wait() }
+	var once sync.Once
+	stopWriter := func() { once.Do(func() { w.Process.Kill(); w.Wait() }) }
 	defer stopWriter()
 	bufio.NewReader(out).ReadString('\n')
-	s := testkit.Load(t, f)
-	defer s.Close()
-	data, _ := os.ReadFile(f)
-	content := data[:s.Size]
-	l, err := transcript.AcquireLock(context.Background(), f, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Release()
-	done := make(chan error, 1)
-	go func() {
-		_, err := transcript.Rewrite(s, content, transcript.RewriteOptions{Settle: 30 * time.Millisecond})
-		done <- err
-	}()
-	select {
-	case err = <-done:
-	case <-time.After(5 * time.Second):
-		stopWriter()
-		<-done
-		t.Fatal("Rewrite still carrying 5 s after the start, with a 300 ms limit")
+	// Without a limit Rewrite carries until the writer stops.
+	watchdog := time.AfterFunc(5*time.Second, stopWriter)
+	start := time.Now()
+	_, content, err := rewriteSameErr(t, f, nil, nil)
+	if !watchdog.Stop() {
+		t.Fatalf("Rewrite still carrying %v after the start, with a 300 ms limit", time.Since(start))
 	}
 	stopWriter()
 	baks, _ := filepath.Glob(f + ".bak.*")
@@ -878,7 +872,7 @@ func TestRewriteStopsCarryingAfterItsTimeLimit(t *testing.T) {
 	got, _ := os.ReadFile(f)
 	bak, _ := os.ReadFile(baks[0])
 	tail := string(got[len(content):])
-	if !bytes.HasPrefix(got, content) || tail == "" || strings.ReplaceAll(tail, line, "") != "" || !strings.HasPrefix(string(bak[s.Size:]), tail) {
+	if !bytes.HasPrefix(got, content) || tail == "" || strings.ReplaceAll(tail, line, "") != "" || !strings.HasPrefix(string(bak[len(content):]), tail) {
 		t.Fatalf("live file after the new content (%d bytes) is not whole writer lines also in the backup:\n%.400s", len(tail), tail)
 	}
 }
@@ -893,24 +887,13 @@ func TestRewriteFailsWhenAWriterHoldsAFileARoundReplaced(t *testing.T) {
 	defer transcript.SetHoldWait(100 * time.Millisecond)()
 	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
 	w := newLateWriter(t, f)
-	s := testkit.Load(t, f)
-	defer s.Close()
-	data, _ := os.ReadFile(f)
-	content := data[:s.Size]
-	l, err := transcript.AcquireLock(context.Background(), f, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Release()
-	w.old = w.open()
 	// Right after the rename a writer opens the new file and holds it; a
 	// late line out of order forces a carry round that replaces it.
-	transcript.SetAfterRename(func() {
+	hook := func() {
 		holdingWriter(t, f, "")
 		w.step()
-	})
-	defer transcript.SetAfterRename(nil)
-	_, err = transcript.Rewrite(s, content, transcript.RewriteOptions{Settle: 30 * time.Millisecond})
+	}
+	_, content, err := rewriteSameErr(t, f, func() { w.old = w.open() }, hook)
 	baks, _ := filepath.Glob(f + ".bak.*")
 	if err == nil || len(baks) != 1 || !strings.Contains(err.Error(), "in no file") || !strings.Contains(err.Error(), baks[0]) {
 		t.Fatalf("error %v, backups %v", err, baks)
