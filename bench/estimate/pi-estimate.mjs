@@ -18,11 +18,18 @@ const file = process.argv[2];
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "pi-est-"));
 const copy = path.join(dir, path.basename(file));
 fs.copyFileSync(file, copy);
-const t0 = process.hrtime.bigint();
-const m = sm.SessionManager.open(copy, path.join(dir, "sessions"));
-const ctx = m.buildSessionContext();
-let tokens = 0;
-for (const msg of ctx.messages) tokens += cp.estimateTokens(msg);
-const ms = Number(process.hrtime.bigint() - t0) / 1e6;
-fs.rmSync(dir, { recursive: true, force: true });
-process.stdout.write(JSON.stringify({ tokens, messages: ctx.messages.length, ms }) + "\n");
+// The copy goes whatever happens: pi throws on a file over V8's string
+// limit (1 GB), and each failed run used to leave a 1 GB copy in TMPDIR.
+let result;
+try {
+	const t0 = process.hrtime.bigint();
+	const m = sm.SessionManager.open(copy, path.join(dir, "sessions"));
+	const ctx = m.buildSessionContext();
+	let tokens = 0;
+	for (const msg of ctx.messages) tokens += cp.estimateTokens(msg);
+	const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+	result = { tokens, messages: ctx.messages.length, ms };
+} finally {
+	fs.rmSync(dir, { recursive: true, force: true });
+}
+process.stdout.write(JSON.stringify(result) + "\n");
