@@ -18,7 +18,9 @@
 #                 against pi's ~110k);
 #   worst case    Claude Code and Codex without any compaction (the whole
 #                 file is the context: 100k of messages, far beyond any
-#                 model window), against the same pi file.
+#                 model window), against a pi file without compaction too
+#                 (pi-nc: the same generator and size as pi), so that the
+#                 ratios compare like with like.
 # SETS="same worst" (the default) picks them. Files are cached in DIR by
 # name, so a rerun skips generating them (a link to an equal file will do).
 #
@@ -48,17 +50,18 @@ gen() {
 }
 
 n=$(compactions "$SIZE")
-gen pi pi bench "$n"
-files=(pi)
+files=()
 if [[ $SETS == *same* ]]; then
+	gen pi pi bench "$n"
 	gen claude-code claude-code "" "$n"
 	gen codex codex "" "$n"
-	files+=(claude-code codex)
+	files+=(pi claude-code codex)
 fi
 if [[ $SETS == *worst* ]]; then
+	gen pi-nc pi bench 0
 	gen claude-code-nc claude-code "" 0
 	gen codex-nc codex "" 0
-	files+=(claude-code-nc codex-nc)
+	files+=(pi-nc claude-code-nc codex-nc)
 fi
 
 # One run of each file per round, alternating, so drift hits all alike.
@@ -75,24 +78,28 @@ done
 
 median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
+# row FILE BASE: FILE's medians, CPU and RSS as ratios to BASE's.
 row() {
-	local f=$1 w c m
+	local f=$1 w c m base_c base_m
+	base_c=$(median <<<"${cpu[$2]}")
+	base_m=$(median <<<"${rss[$2]}")
 	w=$(median <<<"${wall[$f]}")
 	c=$(median <<<"${cpu[$f]}")
 	m=$(median <<<"${rss[$f]}")
 	printf '%-16s %6s %8s %8s %7s %8s %7s\n' "$f" "$(($(stat -L -c %s "$DIR/$f.jsonl") / 1000000))" \
-		"$w" "$c" "$(awk "BEGIN {printf \"%.2f\", $c / $pi_c}")" "$m" "$(awk "BEGIN {printf \"%.2f\", $m / $pi_m}")"
+		"$w" "$c" "$(awk "BEGIN {printf \"%.2f\", $c / $base_c}")" "$m" "$(awk "BEGIN {printf \"%.2f\", $m / $base_m}")"
 }
 
-pi_c=$(median <<<"${cpu[pi]}")
-pi_m=$(median <<<"${rss[pi]}")
-echo "estimate --tokenizer heuristic, median of $RUNS alternating runs; x pi = ratio to the pi row"
+echo "estimate --tokenizer heuristic, median of $RUNS alternating runs; x pi = ratio to the set's pi row"
 for set in same worst; do
 	[[ $SETS == *$set* ]] || continue
 	echo
 	[ $set = same ] && echo "same cadence: one compaction per 594 kB ($n in $SIZE) in every file" ||
-		echo "worst case: Claude Code and Codex without compaction"
+		echo "worst case: no compaction in any file"
 	printf '%-16s %6s %8s %8s %7s %8s %7s\n' FILE MB "WALL s" "CPU s" "x pi" "PEAK MB" "x pi"
-	row pi
-	if [ $set = same ]; then row claude-code && row codex; else row claude-code-nc && row codex-nc; fi
+	if [ $set = same ]; then
+		row pi pi && row claude-code pi && row codex pi
+	else
+		row pi-nc pi-nc && row claude-code-nc pi-nc && row codex-nc pi-nc
+	fi
 done
