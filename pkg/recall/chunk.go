@@ -1,6 +1,7 @@
 package recall
 
 import (
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -58,9 +59,17 @@ type chunker struct {
 	cur          []segment
 	curSize      int
 	out          []chunk
+	// spare is the array the next carry fills (it swaps with cur's): a
+	// carry allocated a new one for every chunk.
+	spare []segment
 }
 
-func newChunker() *chunker { return &chunker{max: chunkMaxChars, overlap: chunkOverlapChars} }
+// newChunker's arrays hold the segments of most chunks without growing
+// (their growth is a directory of small sessions' per-file cost).
+func newChunker() *chunker {
+	return &chunker{max: chunkMaxChars, overlap: chunkOverlapChars,
+		cur: make([]segment, 0, 32), spare: make([]segment, 0, 32)}
+}
 
 // add appends one content line: whole when it fits in a chunk (its weight
 // measured once: most lines do), else in pieces.
@@ -115,15 +124,20 @@ func (c *chunker) flush() {
 		return
 	}
 	var b strings.Builder
+	n := len(c.cur) - 1
+	for _, s := range c.cur {
+		n += len(s.text)
+	}
+	b.Grow(n)
 	ch := chunk{StartLine: c.cur[0].line, EndLine: c.cur[len(c.cur)-1].line, StartOffset: c.cur[0].off}
-	seen := map[string]bool{}
 	for i, s := range c.cur {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
 		b.WriteString(s.text)
-		if s.id != "" && !seen[s.id] {
-			seen[s.id] = true
+		// A chunk holds a few entries: a search of its ids costs less than
+		// a set.
+		if s.id != "" && !slices.Contains(ch.EntryIDs, s.id) {
 			ch.EntryIDs = append(ch.EntryIDs, s.id)
 		}
 		if ch.Timestamp == 0 && s.ts > 0 {
@@ -147,7 +161,7 @@ func (c *chunker) onlyCarried() bool {
 // carry keeps the tail of the current chunk (≤ budget weighted chars) as
 // the start of the next one.
 func (c *chunker) carry(budget int) {
-	var kept []segment
+	kept := c.spare[:0] // newest first
 	acc := 0
 	for i := len(c.cur) - 1; i >= 0 && acc < budget; i-- {
 		s := c.cur[i]
@@ -158,9 +172,11 @@ func (c *chunker) carry(budget int) {
 			}
 		}
 		s.carried = true
-		kept = append([]segment{s}, kept...)
+		kept = append(kept, s)
 		acc += s.weight + 1
 	}
+	slices.Reverse(kept)
+	c.spare = c.cur[:0]
 	c.cur, c.curSize = kept, acc
 }
 
@@ -202,7 +218,10 @@ func splitWeighted(text string, max int) []string {
 	for len(text) > 0 {
 		w, end, lastSpace := 0, 0, -1
 		for end < len(text) {
-			r, size := utf8.DecodeRuneInString(text[end:])
+			r, size := rune(text[end]), 1
+			if r >= utf8.RuneSelf {
+				r, size = utf8.DecodeRuneInString(text[end:])
+			}
 			rw := runeWeight(r)
 			if w+rw > max {
 				break
@@ -249,6 +268,14 @@ func runeWeight(r rune) int {
 func weightedLen(s string) int {
 	n := 0
 	for i := 0; i < len(s); i++ {
+		// Eight ASCII bytes at a time: most text is.
+		for i+8 <= len(s) && load64(s, i)&highBits == 0 {
+			n += 8
+			i += 8
+		}
+		if i >= len(s) {
+			break
+		}
 		if s[i] < utf8.RuneSelf {
 			n++
 			continue
@@ -260,8 +287,29 @@ func weightedLen(s string) int {
 	return n
 }
 
+// Bytes of a word: lowBits the low bit of each, highBits the high bit
+// (set when the byte is not ASCII).
+const (
+	lowBits  = 0x0101010101010101
+	highBits = 0x8080808080808080
+)
+
+// load64 reads s[i:i+8] as one word (a single load: the compiler merges
+// the bytes of a slice of known length).
+func load64(s string, i int) uint64 {
+	b := s[i : i+8]
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+}
+
 func hasCJK(s string) bool {
 	for i := 0; i < len(s); i++ {
+		for i+8 <= len(s) && load64(s, i)&highBits == 0 {
+			i += 8
+		}
+		if i >= len(s) {
+			break
+		}
 		if s[i] < 0xE2 { // every CJK rune's UTF-8 starts at 0xE2 or above
 			continue
 		}

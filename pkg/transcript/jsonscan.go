@@ -11,6 +11,7 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // scanner is a small validating JSON scanner over one line. It accepts
@@ -246,23 +247,33 @@ func (s *scanner) literal(lit string) bool {
 // skip validates and skips one value of any kind. It keeps its own stack
 // instead of recursing: JSON.parse has no nesting limit a session line
 // could reach, so neither does this (the depth argument is ignored).
-func (s *scanner) skip(_ int) bool {
+func (s *scanner) skip(_ int) bool { return s.walk(nil) }
+
+// walk is skip calling fn, when not nil, with each key, string, number and
+// true/false of the value in order: tok is its raw bytes (a key or string
+// still escaped, without its quotes; str tells them apart).
+func (s *scanner) walk(fn func(tok []byte, str bool)) bool {
 	var inline [64]byte
 	stack := inline[:0] // '{' or '[' per open container
 	for {
 		// A value starts here.
 		s.ws()
+		st := s.i
 		switch c := s.peek(); {
 		case c == '"':
-			if _, _, _, ok := s.str(); !ok {
+			a, b, _, ok := s.str()
+			if !ok {
 				return false
+			}
+			if fn != nil {
+				fn(s.b[a:b], true)
 			}
 		case c == '{' || c == '[':
 			if s.open() {
 				break
 			}
 			stack = append(stack, c)
-			if c == '{' && !s.member() {
+			if c == '{' && !s.member(fn) {
 				return false
 			}
 			continue
@@ -270,13 +281,19 @@ func (s *scanner) skip(_ int) bool {
 			if !s.number() {
 				return false
 			}
-		case c == 't':
-			if !s.literal("true") {
+			if fn != nil {
+				fn(s.b[st:s.i], false)
+			}
+		case c == 't' || c == 'f':
+			lit := "false"
+			if c == 't' {
+				lit = "true"
+			}
+			if !s.literal(lit) {
 				return false
 			}
-		case c == 'f':
-			if !s.literal("false") {
-				return false
+			if fn != nil {
+				fn(s.b[st:s.i], false)
 			}
 		case c == 'n':
 			if !s.literal("null") {
@@ -293,7 +310,7 @@ func (s *scanner) skip(_ int) bool {
 		}
 		if stack[len(stack)-1] == '{' {
 			s.ws()
-			if !s.member() {
+			if !s.member(fn) {
 				return false
 			}
 		}
@@ -340,10 +357,14 @@ func (s *scanner) endValue(stack []byte) ([]byte, bool) {
 }
 
 // member scans an object member's key and colon, leaving the scanner at
-// its value.
-func (s *scanner) member() bool {
-	if _, _, _, ok := s.str(); !ok {
+// its value; fn, when not nil, is given the key (see walk).
+func (s *scanner) member(fn func(tok []byte, str bool)) bool {
+	a, b, _, ok := s.str()
+	if !ok {
 		return false
+	}
+	if fn != nil {
+		fn(s.b[a:b], true)
 	}
 	s.ws()
 	if s.peek() != ':' {
@@ -490,6 +511,29 @@ func replaceInvalidUTF8(b []byte) []byte {
 		i += n
 	}
 	return out
+}
+
+// Scalars calls fn with the keys and scalar values of the JSON value raw in
+// order: keys and strings decoded as stringValueOf decodes them (str
+// true), numbers as written and true/false (str false); null gives
+// nothing. tok is valid only during the call. It reports whether raw is
+// one valid JSON value; at an error fn has seen what came before it. A
+// reader that wants the words of a value (recall, of tool-call arguments)
+// reads them without building it.
+func Scalars(raw []byte, fn func(tok string, str bool)) bool {
+	s := scanner{b: raw}
+	ok := s.walk(func(tok []byte, str bool) {
+		if str && !utf8.Valid(tok) {
+			tok = replaceInvalidUTF8(tok)
+		}
+		if str && bytes.IndexByte(tok, '\\') >= 0 {
+			fn(decodeString(tok), true)
+			return
+		}
+		fn(unsafe.String(unsafe.SliceData(tok), len(tok)), str)
+	})
+	s.ws()
+	return ok && s.i == len(s.b)
 }
 
 // stringValueOf scans a string and decodes it (allocating) as

@@ -1,13 +1,10 @@
 package transcript_test
 
 import (
-	"bytes"
-	"io"
 	"reflect"
 	"testing"
 
-	"github.com/ctxtool/ctxtool/internal/sessiongen"
-	"github.com/ctxtool/ctxtool/pkg/formats"
+	"github.com/ctxtool/ctxtool/internal/testkit/recalltest"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -16,33 +13,7 @@ import (
 // recall reads (Claude Code and Codex lines translated to pi lines, as
 // recall translates them) and on lines in odd shapes.
 func TestParseRecordMatchesParseEntry(t *testing.T) {
-	lines := oddRecordLines()
-	for v := 1; v <= 3; v++ {
-		var buf bytes.Buffer
-		_, err := sessiongen.Generate(&buf, sessiongen.Options{
-			Seed: uint64(70 + v), Version: v, Turns: 60, Compactions: 2, Branches: 2, CJKShare: 0.2,
-			Thinking: true, BashExecutions: 3, CustomMessages: 2, GluedLines: 2, TruncatedTail: true,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		lines = append(lines, bytes.Split(buf.Bytes(), []byte("\n"))...)
-	}
-	agents := []struct {
-		format formats.Format
-		gen    func(io.Writer, sessiongen.AgentOptions) (*sessiongen.AgentResult, error)
-	}{{formats.ClaudeCode, sessiongen.GenerateClaudeCode}, {formats.Codex, sessiongen.GenerateCodex}}
-	for _, a := range agents {
-		var buf bytes.Buffer
-		if _, err := a.gen(&buf, sessiongen.AgentOptions{Seed: 7, Turns: 30, Thinking: true, Compactions: 2}); err != nil {
-			t.Fatal(err)
-		}
-		conv := formats.NewLineConverter(a.format)
-		for i, l := range bytes.Split(buf.Bytes(), []byte("\n")) {
-			pl, _ := conv.Convert(i+1, l)
-			lines = append(lines, pl...)
-		}
-	}
+	lines := append(oddRecordLines(), recalltest.EveryFormatLines(t)...)
 	kinds := map[string]int{}
 	for _, l := range lines {
 		r, m, ok := transcript.ParseRecord(l)

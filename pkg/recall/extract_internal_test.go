@@ -1,0 +1,132 @@
+package recall
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/ctxtool/ctxtool/internal/testkit/recalltest"
+	"github.com/ctxtool/ctxtool/pkg/transcript"
+)
+
+// argsTextDecoder is how argsText read arguments before it used
+// transcript.Scalars: encoding/json's tokens.
+func argsTextDecoder(raw json.RawMessage) string {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var b strings.Builder
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			break
+		}
+		switch v := tok.(type) {
+		case string:
+			if b.Len() > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(v)
+		case json.Number:
+			b.WriteByte(' ')
+			b.WriteString(v.String())
+		case bool:
+			b.WriteByte(' ')
+			b.WriteString(strconv.FormatBool(v))
+		}
+	}
+	return b.String()
+}
+
+// argsText reads tool-call arguments as encoding/json's tokens read them:
+// on every tool call of generated sessions of every format, and on values
+// in odd shapes (escapes, surrogates, invalid UTF-8, numbers, nesting).
+func TestArgsTextMatchesDecoder(t *testing.T) {
+	args := []string{
+		`{}`, `[]`, `null`, `"a string"`, `42`, `true`, `{"":""}`, `{"a":""}`, `["",""]`,
+		`{"path":"a\nb\t\"c\"\\d\/e","n":-1.5e+3,"z":0,"ok":false,"x":null,"l":[1,{"k":"v"},[true,null]]}`,
+		`{"emoji":"\ud83d\ude00","lone":"\ud800x","low":"\udc00","pair-broken":"\ud83d\u0041","u":"\u00e9\u4e2d"}`,
+		"{\"bad\":\"a\xffb\",\"k\xfe\":1,\"esc\xff\":\"\\n\xc3\"}",
+		` { "spaced" : [ 1 , 2 ] , "deep" : [[[[{"a":[["b"]]}]]]] } `,
+		`{"big":123456789012345678901234567890,"neg0":-0,"frac":0.000001}`,
+	}
+	n := 0
+	for _, l := range recalltest.EveryFormatLines(t) {
+		_, m, ok := transcript.ParseRecord(l)
+		if !ok || m == nil {
+			continue
+		}
+		for _, b := range m.Content {
+			if b.Type == "toolCall" && len(b.Arguments) > 0 {
+				args = append(args, string(b.Arguments))
+				n++
+			}
+		}
+	}
+	if n < 100 {
+		t.Fatalf("only %d tool calls in the generated sessions", n)
+	}
+	for _, a := range args {
+		if got, want := argsText(json.RawMessage(a)), argsTextDecoder(json.RawMessage(a)); got != want {
+			t.Fatalf("argsText(%s)\n= %q\nencoding/json's tokens give\n  %q", a, got, want)
+		}
+	}
+}
+
+// weightedLen and hasCJK, which skip ASCII eight bytes at a time, agree
+// with a rune-by-rune reading: CJK, Hangul, other non-ASCII and invalid
+// bytes at every alignment among ASCII, and the lines of generated
+// sessions of every format.
+func TestWeightsMatchRunes(t *testing.T) {
+	pieces := []string{"部署", "생산", "é", "\xff", "\xe3\x80", "𠀀", "\u3000", "abc", "0123456789abcdef"}
+	var texts []string
+	for n := 0; n < 20; n++ {
+		for _, p := range pieces {
+			texts = append(texts, strings.Repeat("x", n)+p+strings.Repeat("y", 20-n), strings.Repeat("x", n)+p)
+		}
+	}
+	for _, l := range recalltest.EveryFormatLines(t) {
+		texts = append(texts, string(l))
+	}
+	for _, s := range texts {
+		want, cjk := 0, false
+		for _, r := range s {
+			want += runeWeight(r)
+			cjk = cjk || isCJK(r)
+		}
+		if got := weightedLen(s); got != want {
+			t.Fatalf("weightedLen(%q) = %d, runes weigh %d", s, got, want)
+		}
+		if hasCJK(s) != cjk {
+			t.Fatalf("hasCJK(%q) = %v, runes say %v", s, !cjk, cjk)
+		}
+	}
+}
+
+// normalizeSpace, which copies plain ASCII runs found eight bytes at a
+// time, gives what strings.Fields does: on the lines of generated
+// sessions of every format (escapes and all), and on whitespace of every
+// kind at every alignment.
+func TestNormalizeSpaceMatchesFields(t *testing.T) {
+	pieces := []string{" ", "  ", "\n", "\t \r\n", "\v\f", "\u00a0", "\u3000", "\u2028", "\u0085", "\x01", "\x7f", "\xff", "\xe3\x80", "部署", "é"}
+	var texts []string
+	for n := 0; n < 20; n++ {
+		for _, p := range pieces {
+			texts = append(texts, strings.Repeat("x", n)+p+strings.Repeat("y y", 7-n/3)+p, p+strings.Repeat("x ", n)+p)
+		}
+	}
+	for _, l := range recalltest.EveryFormatLines(t) {
+		texts = append(texts, string(l))
+		if _, m, ok := transcript.ParseRecord(l); ok && m != nil {
+			for _, b := range m.Content {
+				texts = append(texts, b.Text, b.Thinking)
+			}
+		}
+	}
+	for _, s := range texts {
+		if got, want := normalizeSpace(s), strings.Join(strings.Fields(s), " "); got != want {
+			t.Fatalf("normalizeSpace(%q)\n= %q\nstrings.Fields gives\n  %q", s, got, want)
+		}
+	}
+}
