@@ -48,3 +48,19 @@ func SetHoldWait(d time.Duration) func() {
 	holdWait = d
 	return func() { holdWait = old }
 }
+
+// MaxCarryRounds is how many carry rounds Rewrite makes before it carries
+// late appends out of order.
+const MaxCarryRounds = maxCarryRounds
+
+// SetAfterCarry installs a hook run right after late bytes are appended to
+// the live file.
+func SetAfterCarry(f func()) { afterCarry = f }
+
+// SetCarryLimit shortens how long Rewrite carries late appends at most and
+// returns a restore.
+func SetCarryLimit(d time.Duration) func() {
+	old := carryLimit
+	carryLimit = d
+	return func() { carryLimit = old }
+}

@@ -40,6 +40,17 @@ var holdWait = 5 * time.Second
 
 const scanGap, maxScanGap = 5 * time.Millisecond, 100 * time.Millisecond
 
+// carryLimit bounds the whole carry (var: tests): Rewrite holds the session
+// lock until it ends, so writers that respect the lock wait for it, and a
+// writer that keeps the replaced file open and keeps writing to it would
+// otherwise hold everything up for ever; each carry round's file gets its
+// own holdWait within it.
+var carryLimit = 15 * time.Second
+
+// errStillWriting ends a carry that stopped while other writers could
+// still write where no file keeps it, or reached carryLimit.
+var errStillWriting = errors.New("other writers were still writing to the file it replaced when ctxtool stopped carrying their lines")
+
 // afterRename, when set (tests), runs right after Rewrite's rename: a
 // writer that opened the old file just before it writes here.
 var afterRename func()
@@ -47,6 +58,10 @@ var afterRename func()
 // afterRebuild, when set (tests), runs right after a carry round's rename:
 // a writer appends to the file it put in place before Rewrite looks at it.
 var afterRebuild func()
+
+// afterCarry, when set (tests), runs right after the carrier appends late
+// bytes to the live file: a writer moves on before it looks again.
+var afterCarry func()
 
 // maxCarryRounds bounds the re-renames of Rewrite when late appends keep
 // arriving out of order; after them late appends are carried out of order.
@@ -63,7 +78,8 @@ type RewriteResult struct {
 	CarriedLines int
 	// HeldBy lists the processes that still had the replaced file open
 	// when Rewrite stopped waiting for them (holdWait): what they write to
-	// it from then on is only in the backup.
+	// it from then on is only in the backup (Rewrite fails instead when
+	// they held a file a carry round replaced, which no backup keeps).
 	HeldBy []int
 }
 
@@ -79,7 +95,9 @@ type RewriteResult struct {
 // Rewrite watches the old file until no other process has it open for
 // writing (seen in /proc; after holdWait it stops and names them in HeldBy)
 // and it has been quiet for opts.Settle, which alone protects writers /proc
-// does not show.
+// does not show. It carries for carryLimit at most, and fails (the file
+// rewritten, the error saying where their next lines go) when it stops
+// while writers could still write to a file it replaced.
 // Symlinks are resolved: the real file is replaced and a link stays a link.
 // The file's mode and owner are kept; a read-only file, a file with other
 // hard links, a file modified within opts.Idle or one whose last line is
@@ -232,6 +250,18 @@ func (w *swap) commit(res *RewriteResult, settle time.Duration) error {
 		}
 	}
 	w.tmp.Close()
+	// The backup is a link to the original only: a file a carry round
+	// replaced has no name left, so what its holders write is in no file.
+	if err == nil && len(res.HeldBy) > 0 && c.prev != w.old {
+		err = errStillWriting
+	}
+	if errors.Is(err, errStillWriting) {
+		rest := "only in " + backup
+		if c.prev != w.old {
+			rest = "in no file (a carry round replaced it too); the original is in " + backup
+		}
+		return fmt.Errorf("%s: rewritten, but %v: what they wrote until then is in the live file, what they write to it from now on is %s", s.File, err, rest)
+	}
 	if err != nil {
 		return fmt.Errorf("%s: %v; the original, with everything written to it, is in %s", s.File, err, backup)
 	}
@@ -276,19 +306,29 @@ type carrier struct {
 
 func (c *carrier) run(settle time.Duration) error {
 	quietSince := time.Now()
+	stop := quietSince.Add(carryLimit)
 	for {
+		if time.Now().After(stop) {
+			return c.giveUp()
+		}
 		// The live file first: bytes seen there were written after every
 		// byte that reached prev, which is read next.
 		curSize, err := size(c.cur)
 		if err != nil {
 			return err
 		}
-		late, final, err := c.pending(curSize > c.curBase || time.Since(quietSince) >= settle)
+		quiet := time.Since(quietSince) >= settle
+		// A line still being written to prev shows in part (page by page
+		// on Linux): it is taken as it is only once the writer has moved
+		// on to the live file, or no process has prev open any more (or
+		// the hold wait ran out, or /proc cannot tell). Taken earlier, its
+		// rest could be carried after the writer's next line.
+		late, err := c.pending(curSize > c.curBase || quiet && c.watch.free)
 		if err != nil {
 			return err
 		}
 		if len(late) == 0 {
-			if final && time.Since(quietSince) >= settle && c.watch.released(c.prev) {
+			if quiet && c.watch.released(c.prev) {
 				return c.cur.Sync()
 			}
 			time.Sleep(time.Millisecond)
@@ -309,6 +349,9 @@ func (c *carrier) run(settle time.Duration) error {
 			if end-int64(len(late)) == c.curBase || !inOrder {
 				c.curBase = end
 				c.took(late)
+				if afterCarry != nil {
+					afterCarry()
+				}
 				continue
 			}
 			// Another append reached the live file before ours: put ours
@@ -324,12 +367,34 @@ func (c *carrier) run(settle time.Duration) error {
 	}
 }
 
+// giveUp ends a carry that ran for carryLimit: the whole lines that have
+// reached prev are carried after everything in the live file; a line still
+// being written stays with the rest of what reaches prev.
+func (c *carrier) giveUp() error {
+	late, err := c.pending(false)
+	if err != nil {
+		return err
+	}
+	if len(late) > 0 {
+		end, err := appendAt(c.cur, late)
+		if err != nil {
+			return err
+		}
+		c.curBase = end
+		c.took(late)
+	}
+	if err := c.cur.Sync(); err != nil {
+		return err
+	}
+	return errStillWriting
+}
+
 // holdWatch tells when no other process has the replaced file open any
 // more, so nothing can reach it: a writer writes before it closes, so once
 // a scan finds no holder, one more read of the file takes its last bytes.
 type holdWatch struct {
 	free  bool      // the last scan found no holder (or gave up): read once more and stop
-	since time.Time // when a scan first found a holder
+	since time.Time // when a scan first found a holder of this prev
 	next  time.Time // no scan before
 	gap   time.Duration
 	held  []int // holders when the wait ran out
@@ -376,41 +441,53 @@ func (c *carrier) took(late []byte) {
 }
 
 // pending returns the bytes of prev not yet carried: whole lines only,
-// unless final (the writer has moved on, or the settle time is over), when a
-// torn last line is taken as it is.
-func (c *carrier) pending(final bool) ([]byte, bool, error) {
+// unless final (the writer has moved on), when a torn last line is taken as
+// it is.
+func (c *carrier) pending(final bool) ([]byte, error) {
 	n, err := size(c.prev)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	if n <= c.prevUsed {
-		return nil, final, nil
+		return nil, nil
 	}
 	buf := make([]byte, n-c.prevUsed)
 	if _, err := c.prev.ReadAt(buf, c.prevUsed); err != nil && err != io.EOF {
-		return nil, false, err
+		return nil, err
 	}
 	if !final {
 		i := bytes.LastIndexByte(buf, '\n')
 		buf = buf[:i+1]
 	}
-	return buf, final, nil
+	return buf, nil
 }
 
 // rebuild writes a new live file: our part of cur, then everything still
-// pending in prev, then the other bytes of cur (without the misplaced copy
-// of ours at [skipAt, skipAt+skipLen) when skipAt ≥ 0), and renames it
-// into place. The old live file becomes prev for the next round (whatever
-// reaches it late is carried over in turn).
+// pending in prev, then the other whole lines of cur (without the
+// misplaced copy of ours at [skipAt, skipAt+skipLen) when skipAt ≥ 0), and
+// renames it into place. The old live file becomes prev for the next round
+// (whatever reaches it late, or was left of it, is carried over in turn).
 func (c *carrier) rebuild(skipAt, skipLen int64) error {
 	c.rounds++
 	curEnd, err := size(c.cur)
 	if err != nil {
 		return err
 	}
+	other := c.curBase
+	if skipAt >= 0 {
+		other = skipAt + skipLen
+	}
+	// A line still being written to the live file (Linux makes a write
+	// that crosses a page boundary visible page by page) stays there, to
+	// be carried whole once complete: copied in part, its rest would be
+	// carried after whatever the writer appends next once the rounds have
+	// run out, tearing both lines.
+	if curEnd, err = lastLineEnd(c.cur, other, curEnd); err != nil {
+		return err
+	}
 	// Everything in prev is final now: the live file has bytes of the
 	// writer that came after them.
-	late, _, err := c.pending(true)
+	late, err := c.pending(true)
 	if err != nil {
 		return err
 	}
@@ -431,12 +508,10 @@ func (c *carrier) rebuild(skipAt, skipLen int64) error {
 	if _, err := next.Write(late); err != nil {
 		return fail(err)
 	}
-	other := c.curBase
 	if skipAt >= 0 {
 		if err := copyRange(next, c.cur, c.curBase, skipAt); err != nil {
 			return fail(err)
 		}
-		other = skipAt + skipLen
 	}
 	if err := copyRange(next, c.cur, other, curEnd); err != nil {
 		return fail(err)
@@ -466,7 +541,28 @@ func (c *carrier) rebuild(skipAt, skipLen int64) error {
 	}
 	c.prev, c.prevUsed = c.cur, curEnd
 	c.cur, c.curBase = next, end
+	// A new file to watch: its holders get the whole hold wait, however
+	// long the last one's took.
+	c.watch = holdWatch{}
 	return nil
+}
+
+// lastLineEnd returns the offset just past the last newline of f in [from,
+// to), or from when there is none.
+func lastLineEnd(f *os.File, from, to int64) (int64, error) {
+	buf := make([]byte, 64<<10)
+	for end := to; end > from; {
+		start := max(from, end-int64(len(buf)))
+		b := buf[:end-start]
+		if _, err := f.ReadAt(b, start); err != nil && err != io.EOF {
+			return 0, err
+		}
+		if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+			return start + int64(i) + 1, nil
+		}
+		end = start
+	}
+	return from, nil
 }
 
 func size(f *os.File) (int64, error) {

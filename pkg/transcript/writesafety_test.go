@@ -6,9 +6,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,6 +45,16 @@ func appendByPath(t *testing.T, path, data string) {
 // only change is what other writers add meanwhile.
 func rewriteSame(t *testing.T, f string, before func(), hook func()) (*transcript.RewriteResult, []byte) {
 	t.Helper()
+	rr, content, err := rewriteSameErr(t, f, before, hook)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rr, content
+}
+
+// rewriteSameErr is rewriteSame for a rewrite that may fail.
+func rewriteSameErr(t *testing.T, f string, before func(), hook func()) (*transcript.RewriteResult, []byte, error) {
+	t.Helper()
 	s := testkit.Load(t, f)
 	defer s.Close()
 	content, _ := os.ReadFile(f)
@@ -58,10 +70,7 @@ func rewriteSame(t *testing.T, f string, before func(), hook func()) (*transcrip
 	transcript.SetAfterRename(hook)
 	defer transcript.SetAfterRename(nil)
 	rr, err := transcript.Rewrite(s, content, transcript.RewriteOptions{Settle: 30 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rr, content
+	return rr, content, err
 }
 
 // Bytes a lock-ignoring writer puts into the old file — after the load,
@@ -577,6 +586,62 @@ func TestLockPathNotAFile(t *testing.T) {
 	}
 }
 
+// lateWriter is a lock-ignoring writer for the carry-round tests: its lines
+// hang off each other from spec-v3.jsonl's last entry, and written keeps
+// them in the order they were made.
+type lateWriter struct {
+	t       *testing.T
+	f       string
+	old     *os.File // opened before the last rename
+	parent  string
+	written []string
+}
+
+func newLateWriter(t *testing.T, f string) *lateWriter {
+	return &lateWriter{t: t, f: f, parent: "a1f00012"}
+}
+
+func (w *lateWriter) next() string {
+	id := fmt.Sprintf("w%07d", len(w.written)+1)
+	l := writerLine(id, w.parent)
+	w.parent = id
+	w.written = append(w.written, l)
+	return l
+}
+
+// open opens the live file for appending (closed when the test ends).
+func (w *lateWriter) open() *os.File {
+	f, err := os.OpenFile(w.f, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// step runs after a rename: a late line to the file just replaced, the
+// next one to the new file (which forces a carry round), and an open of it
+// for the next late line.
+func (w *lateWriter) step() {
+	w.old.WriteString(w.next())
+	appendByPath(w.t, w.f, w.next())
+	w.old = w.open()
+}
+
+// checkWholeLines fails unless the live file holds, after content, exactly
+// the writer's lines, each whole, in any order.
+func (w *lateWriter) checkWholeLines(content []byte) {
+	w.t.Helper()
+	got, _ := os.ReadFile(w.f)
+	lines := strings.SplitAfter(string(got[len(content):]), "\n")
+	sort.Strings(lines)
+	want := append([]string{""}, w.written...)
+	sort.Strings(want)
+	if strings.Join(lines, "") != strings.Join(want, "") || len(lines) != len(want) {
+		w.t.Fatalf("live file after the new content:\n%s\nwant these whole lines in any order:\n%s", got[len(content):], strings.Join(w.written, ""))
+	}
+}
+
 // A writer's append that is half visible when a carry round copies the live
 // file (Linux makes a write that crosses a page boundary visible page by
 // page), whose rest then lands in the file that round replaced while its
@@ -584,33 +649,19 @@ func TestLockPathNotAFile(t *testing.T) {
 // order: the bytes of the new live file that are ctxtool's are the ones it
 // wrote before the rename, not whatever the file holds after it.
 func TestRewriteCarryRoundKeepsAHalfWrittenLineWhole(t *testing.T) {
-	const leaf = "a1f00012" // last entry of spec-v3.jsonl
 	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
-	var lines []string
-	parent := leaf
-	for i := 1; i <= 4; i++ {
-		id := fmt.Sprintf("w%07d", i)
-		lines = append(lines, writerLine(id, parent))
-		parent = id
-	}
+	w := newLateWriter(t, f)
+	lines := []string{w.next(), w.next(), w.next(), w.next()}
 	half := len(lines[2]) / 2
-	open := func() *os.File {
-		w, err := os.OpenFile(f, os.O_WRONLY|os.O_APPEND, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { w.Close() })
-		return w
-	}
 	var old, live *os.File
-	before := func() { old = open() }
+	before := func() { old = w.open() }
 	// Right after Rewrite's rename: a late line to the old file, then the
 	// next one to the new file and half of the one after, which forces a
 	// carry round that copies the half line.
 	hook := func() {
 		old.WriteString(lines[0])
 		appendByPath(t, f, lines[1])
-		live = open()
+		live = w.open()
 		live.WriteString(lines[2][:half])
 	}
 	var once sync.Once
@@ -634,38 +685,218 @@ func TestRewriteCarryRoundKeepsAHalfWrittenLineWhole(t *testing.T) {
 // reached the live file first.
 func TestRewriteCarriesOutOfOrderWhenRoundsRunOut(t *testing.T) {
 	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
-	parent, n := "a1f00012", 0 // last entry of spec-v3.jsonl
-	next := func() string {
-		n++
-		id := fmt.Sprintf("w%07d", n)
-		l := writerLine(id, parent)
-		parent = id
-		return l
-	}
-	open := func() *os.File {
-		w, err := os.OpenFile(f, os.O_WRONLY|os.O_APPEND, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return w
-	}
-	var old *os.File
-	// After every rename: a late line to the file just replaced, the next
-	// one to the new file, and an open of it for the next late line.
-	step := func() {
-		old.WriteString(next())
-		old.Close()
-		appendByPath(t, f, next())
-		old = open()
-	}
-	transcript.SetAfterRebuild(step)
+	w := newLateWriter(t, f)
+	transcript.SetAfterRebuild(w.step)
 	defer transcript.SetAfterRebuild(nil)
-	_, content := rewriteSame(t, f, func() { old = open() }, step)
-	old.Close()
-	got, _ := os.ReadFile(f)
-	for i := 1; i <= n; i++ {
-		if id := fmt.Sprintf(`"id":"w%07d"`, i); !strings.Contains(string(got[len(content):]), id) {
-			t.Errorf("writer line %s is not in the live file", id)
+	_, content := rewriteSame(t, f, func() { w.old = w.open() }, w.step)
+	w.checkWholeLines(content)
+}
+
+// The last carry round allowed copies half of a writer's line (Linux makes
+// a write that crosses a page boundary visible page by page); the rest
+// lands in the file that round replaced, and the writer's next line reaches
+// the new one first. Once the rounds have run out late lines are carried
+// out of order, but every line stays whole: a round copies only the whole
+// lines of the live file and leaves an unfinished one to be carried whole.
+func TestRewriteLastCarryRoundKeepsAHalfWrittenLineWhole(t *testing.T) {
+	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
+	w := newLateWriter(t, f)
+	var live *os.File
+	var half string
+	rounds := 0
+	transcript.SetAfterRebuild(func() {
+		rounds++
+		switch {
+		case rounds < transcript.MaxCarryRounds-1:
+			w.step()
+		case rounds == transcript.MaxCarryRounds-1:
+			// Half of the writer's next line is visible in the live file
+			// when the last round copies it.
+			w.step()
+			half = w.next()
+			live = w.open()
+			live.WriteString(half[:len(half)/2])
+		default:
+			live.WriteString(half[len(half)/2:])
+			appendByPath(t, f, w.next())
 		}
+	})
+	defer transcript.SetAfterRebuild(nil)
+	_, content := rewriteSame(t, f, func() { w.old = w.open() }, w.step)
+	if rounds != transcript.MaxCarryRounds {
+		t.Fatalf("%d carry rounds, want %d", rounds, transcript.MaxCarryRounds)
 	}
+	w.checkWholeLines(content)
+}
+
+// The hold wait starts again with each carry round: a writer holding the
+// file a round replaced gets the whole wait, however long Rewrite already
+// waited for a writer holding the file before it.
+func TestRewriteHoldWaitRestartsWithEachCarryRound(t *testing.T) {
+	if _, err := os.ReadDir("/proc/self/fd"); err != nil {
+		t.Skip("no /proc here: Rewrite falls back to the settle time")
+	}
+	const wait = time.Second
+	defer transcript.SetHoldWait(wait)()
+	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
+	lines := []string{writerLine("w0000001", "a1f00012"), writerLine("w0000002", "w0000001"), writerLine("w0000003", "w0000002")}
+	var write1 func()
+	before := func() { _, write1 = holdingWriter(t, f, lines[0]) }
+	done := make(chan struct{})
+	// Right after the rename a second writer opens the new file. Rewrite
+	// waits for the first; once it has waited most of its hold wait, the
+	// first writes, out of order with an append to the new file, which
+	// forces a carry round: the file the second writer holds is replaced.
+	// It writes well within a hold wait of that round.
+	hook := func() {
+		_, write3 := holdingWriter(t, f, lines[2])
+		go func() {
+			defer close(done)
+			time.Sleep(wait * 6 / 10)
+			if w, err := os.OpenFile(f, os.O_WRONLY|os.O_APPEND, 0); err == nil {
+				w.WriteString(lines[1])
+				w.Close()
+			}
+			write1()
+			time.Sleep(wait * 7 / 10)
+			write3()
+		}()
+	}
+	rr, content := rewriteSame(t, f, before, hook)
+	<-done
+	got, _ := os.ReadFile(f)
+	if want := string(content) + strings.Join(lines, ""); string(got) != want || len(rr.HeldBy) != 0 {
+		t.Fatalf("held by %v; live file after the new content:\n%s\nwant:\n%s", rr.HeldBy, got[len(content):], want[len(content):])
+	}
+}
+
+// A writer still writing a line to the file the last carry round replaced
+// (its first half visible, as Linux shows a write page by page) past the
+// settle time keeps its line whole: the carrier takes a partial line only
+// once no process has the file open, so its rest cannot land after the
+// writer's next line, which once the rounds have run out is carried after.
+func TestRewriteWaitsForTheRestOfALineBeingWritten(t *testing.T) {
+	if _, err := os.ReadDir("/proc/self/fd"); err != nil {
+		t.Skip("no /proc here: Rewrite falls back to the settle time")
+	}
+	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
+	w := newLateWriter(t, f)
+	var slow *exec.Cmd
+	var tell io.Writer
+	var said *bufio.Reader
+	var finish sync.Once
+	// The slow writer writes the rest of its line and exits; the writer's
+	// next line reaches the live file before the carrier looks again.
+	rest := func() {
+		if slow == nil {
+			return
+		}
+		finish.Do(func() {
+			tell.Write([]byte("rest\n"))
+			slow.Wait()
+			if l, err := os.OpenFile(f, os.O_WRONLY|os.O_APPEND, 0); err == nil {
+				l.WriteString(w.next())
+				l.Close()
+			}
+		})
+	}
+	rounds := 0
+	transcript.SetAfterRebuild(func() {
+		rounds++
+		if rounds < transcript.MaxCarryRounds {
+			w.step()
+		}
+		switch rounds {
+		case transcript.MaxCarryRounds - 1:
+			// A slow writer opens the live file, which the last round
+			// replaces.
+			line := w.next()
+			slow = exec.Command("sh", "-c", `exec 3>>"$1" && echo opened && read a && printf '%s' "$2" >&3 && echo half && read b && printf '%s' "$3" >&3`,
+				"sh", f, line[:len(line)/2], line[len(line)/2:])
+			tell, _ = slow.StdinPipe()
+			out, _ := slow.StdoutPipe()
+			if err := slow.Start(); err != nil {
+				t.Skip("no sh:", err)
+			}
+			said = bufio.NewReader(out)
+			said.ReadString('\n')
+		case transcript.MaxCarryRounds:
+			// It writes half its line to the file just replaced, and the
+			// rest only later.
+			tell.Write([]byte("half\n"))
+			said.ReadString('\n')
+			go func() { time.Sleep(300 * time.Millisecond); rest() }()
+		}
+	})
+	defer transcript.SetAfterRebuild(nil)
+	transcript.SetAfterCarry(func() {
+		if rounds == transcript.MaxCarryRounds {
+			rest()
+		}
+	})
+	defer transcript.SetAfterCarry(nil)
+	_, content := rewriteSame(t, f, func() { w.old = w.open() }, w.step)
+	rest()
+	w.checkWholeLines(content)
+}
+
+// A writer that keeps the replaced file open and keeps writing to it never
+// lets it go quiet: Rewrite stops carrying after its time limit (the
+// session lock is held meanwhile) with an error that says where the rest
+// goes, every line carried so far whole and everything in the backup.
+func TestRewriteStopsCarryingAfterItsTimeLimit(t *testing.T) {
+	defer transcript.SetCarryLimit(300 * time.Millisecond)()
+	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
+	line := writerLine("w0000001", "a1f00012")
+	w := exec.Command("sh", "-c", `exec 3>>"$1" && echo opened && while :; do printf '%s' "$2" >&3; sleep 0.005; done`, "sh", f, line)
+	out, _ := w.StdoutPipe()
+	if err := w.Start(); err != nil {
+		t.Skip("no sh:", err)
+	}
+	var once sync.Once
+	stopWriter := func() { once.Do(func() { w.Process.Kill(); w.Wait() }) }
+	defer stopWriter()
+	bufio.NewReader(out).ReadString('\n')
+	// Without a limit Rewrite carries until the writer stops.
+	watchdog := time.AfterFunc(5*time.Second, stopWriter)
+	start := time.Now()
+	_, content, err := rewriteSameErr(t, f, nil, nil)
+	if !watchdog.Stop() {
+		t.Fatalf("Rewrite still carrying %v after the start, with a 300 ms limit", time.Since(start))
+	}
+	stopWriter()
+	baks, _ := filepath.Glob(f + ".bak.*")
+	if err == nil || len(baks) != 1 || !strings.Contains(err.Error(), "only in "+baks[0]) {
+		t.Fatalf("error %v, backups %v", err, baks)
+	}
+	got, _ := os.ReadFile(f)
+	bak, _ := os.ReadFile(baks[0])
+	tail := string(got[len(content):])
+	if !bytes.HasPrefix(got, content) || tail == "" || strings.ReplaceAll(tail, line, "") != "" || !strings.HasPrefix(string(bak[len(content):]), tail) {
+		t.Fatalf("live file after the new content (%d bytes) is not whole writer lines also in the backup:\n%.400s", len(tail), tail)
+	}
+}
+
+// A writer that still holds a file a carry round replaced when the hold
+// wait runs out would write where no file keeps it (the backup is the
+// original only): Rewrite fails saying so, after carrying every line so far.
+func TestRewriteFailsWhenAWriterHoldsAFileARoundReplaced(t *testing.T) {
+	if _, err := os.ReadDir("/proc/self/fd"); err != nil {
+		t.Skip("no /proc here: Rewrite falls back to the settle time")
+	}
+	defer transcript.SetHoldWait(100 * time.Millisecond)()
+	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
+	w := newLateWriter(t, f)
+	// Right after the rename a writer opens the new file and holds it; a
+	// late line out of order forces a carry round that replaces it.
+	hook := func() {
+		holdingWriter(t, f, "")
+		w.step()
+	}
+	_, content, err := rewriteSameErr(t, f, func() { w.old = w.open() }, hook)
+	baks, _ := filepath.Glob(f + ".bak.*")
+	if err == nil || len(baks) != 1 || !strings.Contains(err.Error(), "in no file") || !strings.Contains(err.Error(), baks[0]) {
+		t.Fatalf("error %v, backups %v", err, baks)
+	}
+	w.checkWholeLines(content)
 }
