@@ -200,7 +200,7 @@ func captureSession(st *Store, s *transcript.Session, key string, now time.Time,
 	torn := !s.EndsWithNewline && s.Size > 0
 	if torn {
 		lines--
-		nl, err := lastNewline(f, s.Size)
+		nl, err := transcript.LastNewline(f, 0, s.Size)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", s.File, err)
 		}
@@ -243,7 +243,7 @@ func captureSession(st *Store, s *transcript.Session, key string, now time.Time,
 	if res.Captured || why != "" {
 		nm := captureMark{File: abs, Offset: end, Line: lines, CapturedAt: now.UTC().Format(time.RFC3339)}
 		if end > 0 {
-			if nm.LineOffset, err = lastNewline(f, end-1); err != nil {
+			if nm.LineOffset, err = transcript.LastNewline(f, 0, end-1); err != nil {
 				return nil, fmt.Errorf("%s: %v", s.File, err)
 			}
 			nm.LineOffset++
@@ -503,27 +503,6 @@ func hasDecision(ds []StateDecision, what string) bool {
 		}
 	}
 	return false
-}
-
-// lastNewline is the offset of the last '\n' before end, -1 when none.
-func lastNewline(f io.ReaderAt, end int64) (int64, error) {
-	buf := make([]byte, 64<<10)
-	for end > 0 {
-		n := int64(len(buf))
-		if n > end {
-			n = end
-		}
-		if _, err := f.ReadAt(buf[:n], end-n); err != nil && err != io.EOF {
-			return 0, err
-		}
-		for i := n - 1; i >= 0; i-- {
-			if buf[i] == '\n' {
-				return end - n + i, nil
-			}
-		}
-		end -= n
-	}
-	return -1, nil
 }
 
 // hashRange is the sha256 (hex) of the bytes [from, to).

@@ -482,6 +482,25 @@ func longLine(r io.ReaderAt, start, off, size int64, scratch []byte) (*batch, in
 	return b, end, nil
 }
 
+// LastNewline is the offset of the last '\n' of r in [from, end), -1 when
+// there is none: where the last whole line ends, for a reader that must not
+// take a line still being written (a rewrite's carry, a capture's mark).
+func LastNewline(r io.ReaderAt, from, end int64) (int64, error) {
+	buf := make([]byte, 64<<10)
+	for end > from {
+		start := max(from, end-int64(len(buf)))
+		b := buf[:end-start]
+		if _, err := r.ReadAt(b, start); err != nil && err != io.EOF {
+			return 0, err
+		}
+		if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+			return start + int64(i), nil
+		}
+		end = start
+	}
+	return -1, nil
+}
+
 // lineEnd scans from off for the next newline and returns its offset (or
 // size when the line runs to the end of the file without one).
 func lineEnd(r io.ReaderAt, off, size int64, scratch []byte) (end int64, newline bool, err error) {

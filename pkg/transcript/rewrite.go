@@ -482,9 +482,11 @@ func (c *carrier) rebuild(skipAt, skipLen int64) error {
 	// be carried whole once complete: copied in part, its rest would be
 	// carried after whatever the writer appends next once the rounds have
 	// run out, tearing both lines.
-	if curEnd, err = lastLineEnd(c.cur, other, curEnd); err != nil {
+	nl, err := LastNewline(c.cur, other, curEnd)
+	if err != nil {
 		return err
 	}
+	curEnd = max(other, nl+1)
 	// Everything in prev is final now: the live file has bytes of the
 	// writer that came after them.
 	late, err := c.pending(true)
@@ -545,24 +547,6 @@ func (c *carrier) rebuild(skipAt, skipLen int64) error {
 	// long the last one's took.
 	c.watch = holdWatch{}
 	return nil
-}
-
-// lastLineEnd returns the offset just past the last newline of f in [from,
-// to), or from when there is none.
-func lastLineEnd(f *os.File, from, to int64) (int64, error) {
-	buf := make([]byte, 64<<10)
-	for end := to; end > from; {
-		start := max(from, end-int64(len(buf)))
-		b := buf[:end-start]
-		if _, err := f.ReadAt(b, start); err != nil && err != io.EOF {
-			return 0, err
-		}
-		if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
-			return start + int64(i) + 1, nil
-		}
-		end = start
-	}
-	return from, nil
 }
 
 func size(f *os.File) (int64, error) {
