@@ -2,11 +2,12 @@ package formats
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math/bits"
 	"unicode/utf8"
+
+	"github.com/ctxtool/ctxtool/pkg/internal/swar"
 )
 
 // jdec is a validating pull decoder over one JSON line: the readers walk a
@@ -356,21 +357,6 @@ func joinJSON(n int, pick func(i int) (jstr, bool), sep string) []byte {
 	return append(b, '"')
 }
 
-const (
-	lowBits     = 0x0101010101010101
-	highBits    = 0x8080808080808080
-	quoteBytes  = lowBits * '"'
-	bslashBytes = lowBits * '\\'
-)
-
-// escapeMask flags (the high bit of each byte) the quotes, backslashes
-// and control bytes among the eight bytes of x: the bytes a JSON string
-// cannot hold as they are. The lowest flag is exact (borrows only run
-// upwards); bytes >= 0x80 are never flagged.
-func escapeMask(x uint64) uint64 {
-	return (((x^quoteBytes)-lowBits)&^(x^quoteBytes) | ((x^bslashBytes)-lowBits)&^(x^bslashBytes) | (x-lowBits*0x20)&^x) & highBits
-}
-
 // str scans the string at d.i (which holds its opening quote), eight bytes
 // at a time while they are plain.
 func (d *jdec) str() jstr {
@@ -382,8 +368,8 @@ func (d *jdec) str() jstr {
 	nonCanon := false
 	for {
 		for i+8 <= len(b) {
-			x := binary.LittleEndian.Uint64(b[i:])
-			if m := escapeMask(x); m != 0 {
+			x := swar.Load(b, i)
+			if m := swar.JSONEscape(x); m != 0 {
 				k := bits.TrailingZeros64(m) >> 3
 				acc |= x & (1<<(8*k) - 1)
 				i += k
@@ -408,7 +394,7 @@ func (d *jdec) str() jstr {
 		case c == '"':
 			d.i = i + 1
 			s.q = b[start:d.i]
-			s.canon = !nonCanon && (acc&highBits == 0 || utf8.Valid(s.q))
+			s.canon = !nonCanon && (acc&swar.High == 0 || utf8.Valid(s.q))
 			return s
 		case c == '\\':
 			s.esc = true
