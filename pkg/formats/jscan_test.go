@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -46,7 +47,7 @@ func jdecCorpus() [][]byte {
 	for _, s := range []string{``, ` `, `{}`, `[]`, `{"a":}`, `{"a":1,}`, `[1,]`, `[,1]`, `{,}`, `{"a" 1}`,
 		`{"a":1 "b":2}`, `01`, `-`, `-0`, `1.`, `.5`, `1e`, `1e+`, `1E-7`, `-0.0e0`, `tru`, `nul`, `nulls`,
 		`"\u12"`, `"\x"`, "\"a\tb\"", `"abc`, `"\`, "\xef\xbb\xbf{}", `{"a":[{"b":[[]]}]}`, ` {"a" : [ 1 , 2 ] } `,
-		"{\"a\":1}\r", `{"a":1}x`, `{"a":1}{}`, `[1 2]`, `{"\u0074ype":"x"}`, `123456789012345678901234567890`,
+		"{\"a\":1}\r", `{"a":1}x`, `{"a":1}{}`, `[1 2]`, `{"\u0074ype":"x"}`, `{"ty\"pe":1}`, `{"ty\\":1}`, "{\"ty\x01pe\":1}", "{\"\xff\xe9\":1}", `{"":1}`, `{"a`, `{"a\`, `123456789012345678901234567890`,
 		`9223372036854775807`, `9223372036854775808`, `-9223372036854775808`, `-9223372036854775809`,
 		string(bytes.Repeat([]byte{'['}, 10001)) + string(bytes.Repeat([]byte{']'}, 10001)),
 		string(bytes.Repeat([]byte{'['}, 10000)) + string(bytes.Repeat([]byte{']'}, 10000))} {
@@ -139,20 +140,30 @@ func checkJdec(t *testing.T, in []byte) {
 
 func TestJdecAgreesWithEncodingJSON(t *testing.T) {
 	lines := jdecCorpus()
-	canon, nonCanon := 0, 0
+	canon, nonCanon, sized := 0, 0, 0
 	for _, l := range lines {
 		checkJdec(t, l)
 		if len(l) > 0 && l[0] == '"' && json.Valid(l) {
-			if newDec(l).str().canon {
+			s := newDec(l).str()
+			if s.canon {
 				canon++
 			} else {
 				nonCanon++
 			}
+			// The length str measured is the decoded string's.
+			if n, ok := s.chars(); ok {
+				sized++
+				var v string
+				_ = json.Unmarshal(l, &v)
+				if want := len(utf16.Encode([]rune(v))); n != want {
+					t.Errorf("%s: %d chars measured, %d decoded", l, n, want)
+				}
+			}
 		}
 	}
-	// Both paths of the string encoder were taken.
-	if canon < 20 || nonCanon < 20 {
-		t.Errorf("canonical strings %d, others %d: the corpus misses a path", canon, nonCanon)
+	// Both paths of the string encoder were taken, and lengths measured.
+	if canon < 20 || nonCanon < 20 || sized < 20 {
+		t.Errorf("canonical strings %d, others %d, measured %d: the corpus misses a path", canon, nonCanon, sized)
 	}
 }
 
