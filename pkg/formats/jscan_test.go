@@ -231,3 +231,55 @@ func TestEchoFindsTheFirstEnvelope(t *testing.T) {
 		}
 	}
 }
+
+// key (plain keys read by a byte loop, others by str) and name (known
+// names looked up without a string made) give the keys and values
+// encoding/json gives, on the corpus's objects and on objects whose keys
+// and values are the corpus's strings.
+func TestKeysAndNamesAgreeWithEncodingJSON(t *testing.T) {
+	objs := [][]byte{[]byte(`{"type":"user","ty\u0070e":"\u0075ser","a\"b":"assistant","":"Bash","k\\":"x\ty"}`)}
+	var strs [][]byte
+	for _, l := range jdecCorpus() {
+		if json.Valid(l) && len(l) > 0 {
+			switch l[0] {
+			case '{':
+				objs = append(objs, l)
+			case '"':
+				strs = append(strs, l)
+			}
+		}
+	}
+	for i := 0; i+1 < len(strs); i += 2 {
+		objs = append(objs, []byte(`{`+string(strs[i])+`:`+string(strs[i+1])+`,"type":`+string(strs[i+1])+`}`))
+	}
+	for _, o := range objs {
+		dec := json.NewDecoder(bytes.NewReader(o))
+		dec.Token() // {
+		d := newDec(o)
+		d.obj("")
+		for k, ok := d.key(); ok; k, ok = d.key() {
+			want, _ := dec.Token()
+			// A key of invalid UTF-8 stays its bytes (it names nothing
+			// either way).
+			if utf8.Valid(k) && string(k) != want.(string) {
+				t.Fatalf("%s: key %q, encoding/json %q", o, k, want)
+			}
+			var v json.RawMessage
+			if err := dec.Decode(&v); err != nil {
+				t.Fatal(err)
+			}
+			if v[0] != '"' {
+				d.skip()
+				continue
+			}
+			var s string
+			_ = json.Unmarshal(v, &s)
+			if got := d.name(""); got != s {
+				t.Fatalf("%s: name %q, encoding/json %q", o, got, s)
+			}
+		}
+		if d.bad {
+			t.Fatalf("%s: jdec failed", o)
+		}
+	}
+}
