@@ -4,26 +4,25 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"math/rand/v2"
+
+	"github.com/ctxtool/ctxtool/pkg/internal/slots"
 )
 
-// posTable is the open-addressing table under uuidMap and toolNames, the
-// scheme of pkg/transcript's id index: keys of a fixed size at positions,
-// found through slots that hold 1 + a position (0: empty) at the slot the
-// key's hash names or the first free one after it, at most half full. It
-// holds no pointers (the collector never scans it), and a new key costs
-// one probe of the slot array where Go's map touched a group of keys and
-// grew by copying them. Keys and values live in chunks of posChunk, so a
-// lookup gives a value to change in place and the table grows without
-// copying them: a slice grown by append held both the old and the new
-// array for each of its copies and a quarter more than it used (38 MB of
-// a 1 GB Claude Code file's 24 MB of uuids and values at the converter's
-// peak), and a Go map of 32-byte keys kept 79 bytes a key.
+// posTable is the table under uuidMap and toolNames: keys of a fixed size
+// at positions, found through a slots.Table (the scheme of
+// pkg/transcript's id index), so a new key costs one probe of the slot
+// array where Go's map touched a group of keys and grew by copying them.
+// Keys and values live in chunks of posChunk, so a lookup gives a value
+// to change in place and the table grows without copying them: a slice
+// grown by append held both the old and the new array for each of its
+// copies and a quarter more than it used (38 MB of a 1 GB Claude Code
+// file's 24 MB of uuids and values at the converter's peak), and a Go map
+// of 32-byte keys kept 79 bytes a key.
 type posTable[K posKey, V any] struct {
-	slots []int32
+	slots slots.Table
 	keys  [][]K
 	vals  [][]V
 	n     int32 // positions
-	used  int   // positions in slots
 }
 
 // posKey is a key of a posTable: an array of bytes that hashes itself.
@@ -62,57 +61,22 @@ func (k callKey) hash() uint64 {
 
 // find is k's position, -1 when it has none.
 func (t *posTable[K, V]) find(k *K) int32 {
-	if len(t.slots) == 0 {
-		return -1
-	}
-	return t.slots[t.slot(k)] - 1
+	_, p := t.slots.Find((*k).hash(), func(p int32) bool { return *t.key(p) == *k })
+	return p
 }
 
 // put is k's position, a new one (zero value) when it had none.
 func (t *posTable[K, V]) put(k *K) int32 {
-	t.reserve()
-	slot := t.slot(k)
-	i := t.slots[slot] - 1
+	if t.slots.Full(1) {
+		t.slots.Grow(1, func(p int32) uint64 { return (*t.key(p)).hash() })
+	}
+	slot, i := t.slots.Find((*k).hash(), func(p int32) bool { return *t.key(p) == *k })
 	if i < 0 {
 		i = t.add()
 		*t.key(i) = *k
-		t.slots[slot] = i + 1
-		t.used++
+		t.slots.Set(slot, i)
 	}
 	return i
-}
-
-// slot is where k is in the table, or the free slot where it goes (the
-// table is never full).
-func (t *posTable[K, V]) slot(k *K) int {
-	mask := uint64(len(t.slots) - 1)
-	for i := (*k).hash() & mask; ; i = (i + 1) & mask {
-		p := t.slots[i] - 1
-		if p < 0 || *t.key(p) == *k {
-			return int(i)
-		}
-	}
-}
-
-// reserve grows the table for one more key, at most half full (a probe
-// then ends after 1.5 slots on average).
-func (t *posTable[K, V]) reserve() {
-	if 2*(t.used+1) <= len(t.slots) {
-		return
-	}
-	old := t.slots
-	t.slots = make([]int32, max(16, 2*len(old)))
-	mask := uint64(len(t.slots) - 1)
-	for _, v := range old {
-		if v == 0 {
-			continue
-		}
-		i := (*t.key(v - 1)).hash() & mask
-		for t.slots[i] != 0 {
-			i = (i + 1) & mask
-		}
-		t.slots[i] = v
-	}
 }
 
 // add adds a position with a zero key and value, in no slot, and returns

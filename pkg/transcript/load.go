@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/ctxtool/ctxtool/pkg/formats"
+	"github.com/ctxtool/ctxtool/pkg/internal/slots"
 	"github.com/ctxtool/ctxtool/pkg/safefile"
 )
 
@@ -864,21 +865,16 @@ func (s *Session) position(e *Entry) int {
 // ByID returns the entry with the given id (the later one when duplicated).
 func (s *Session) ByID(id string) *Entry { return s.byID.get(id) }
 
-// idIndex finds entries by id (the later one when duplicated): an open
-// addressing table of positions in the session's entries, hashed by id.
-// It holds no pointers, so the collector never scans it, and costs 4 to 8
-// bytes per entry where a map[string]*Entry cost 38 at 1 GB. A session with
-// appended lines (WithAppended) indexes only those and asks the original's
-// index for the rest: copying a 1 GB session's index for one planned line
-// was 739k inserts.
+// idIndex finds entries by id (the later one when duplicated): a
+// slots.Table of positions in the session's entries, hashed by id. It
+// costs 8 to 16 bytes per entry where a map[string]*Entry cost 38 at
+// 1 GB. A session with appended lines (WithAppended) indexes only those
+// and asks the original's index for the rest: copying a 1 GB session's
+// index for one planned line was 739k inserts.
 type idIndex struct {
-	entries []*Entry // what slots point into
-	// slots holds 1 + a position in entries (0: empty), at the slot the
-	// id's hash names or the first free one after it. Positions fit: 2^31
-	// entries would take more than 500 GB of memory.
-	slots []int32
-	used  int
-	base  *idIndex
+	entries []*Entry // what the positions index
+	slots   slots.Table
+	base    *idIndex
 }
 
 var idSeed = maphash.MakeSeed()
@@ -907,57 +903,23 @@ func (x *idIndex) positionOfKey(k packedID) int {
 
 // find is the position of the id k in x's own slots, -1 when absent.
 func (x *idIndex) find(k packedID) int {
-	if len(x.slots) == 0 {
-		return -1
-	}
-	mask := uint64(len(x.slots) - 1)
-	for i := k.hash(idSeed) & mask; ; i = (i + 1) & mask {
-		p := int(x.slots[i]) - 1
-		if p < 0 {
-			return -1
-		}
-		if x.entries[p].is(k) {
-			return p
-		}
-	}
+	_, p := x.slots.Find(k.hash(idSeed), func(p int32) bool { return x.entries[p].is(k) })
+	return int(p)
 }
 
-// reserve grows the table for n more ids at most half full (a probe then
-// ends after 1.5 slots on average).
+// reserve makes room for n more ids.
 func (x *idIndex) reserve(n int) {
-	want := 8
-	for want < 2*(x.used+n) {
-		want *= 2
-	}
-	if want <= len(x.slots) {
-		return
-	}
-	old := x.slots
-	x.slots, x.used = make([]int32, want), 0
-	for _, v := range old {
-		if v > 0 {
-			x.put(int(v) - 1)
-		}
+	if x.slots.Full(n) {
+		x.slots.Grow(n, func(p int32) uint64 { return x.entries[p].key().hash(idSeed) })
 	}
 }
 
 // put indexes the entry at position p by its id, replacing an earlier
 // entry with the same id.
 func (x *idIndex) put(p int) {
-	mask := uint64(len(x.slots) - 1)
 	k := x.entries[p].key()
-	for i := k.hash(idSeed) & mask; ; i = (i + 1) & mask {
-		q := int(x.slots[i]) - 1
-		if q < 0 {
-			x.slots[i] = int32(p + 1)
-			x.used++
-			return
-		}
-		if x.entries[q].is(k) {
-			x.slots[i] = int32(p + 1)
-			return
-		}
-	}
+	slot, _ := x.slots.Find(k.hash(idSeed), func(q int32) bool { return x.entries[q].is(k) })
+	x.slots.Set(slot, int32(p))
 }
 
 // Raw returns the original bytes of an entry's line (without newline).
