@@ -2,12 +2,13 @@ package formats
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math/bits"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ctxtool/ctxtool/pkg/internal/swar"
 )
 
 // jdec is a validating pull decoder over one JSON line: the readers walk a
@@ -425,21 +426,6 @@ func joinJSON(n int, pick func(i int) (jstr, bool), sep string) jtext {
 	return jtext{b: append(b, '"'), chars: chars, sized: sized}
 }
 
-const (
-	lowBits     = 0x0101010101010101
-	highBits    = 0x8080808080808080
-	quoteBytes  = lowBits * '"'
-	bslashBytes = lowBits * '\\'
-)
-
-// escapeMask flags (the high bit of each byte) the quotes, backslashes
-// and control bytes among the eight bytes of x: the bytes a JSON string
-// cannot hold as they are. The lowest flag is exact (borrows only run
-// upwards); bytes >= 0x80 are never flagged.
-func escapeMask(x uint64) uint64 {
-	return (((x^quoteBytes)-lowBits)&^(x^quoteBytes) | ((x^bslashBytes)-lowBits)&^(x^bslashBytes) | (x-lowBits*0x20)&^x) & highBits
-}
-
 // str scans the string at d.i (which holds its opening quote), eight bytes
 // at a time while they are plain.
 func (d *jdec) str() jstr {
@@ -452,8 +438,8 @@ func (d *jdec) str() jstr {
 	extra := 0 // bytes the escapes add to the value's UTF-16 units
 	for {
 		for i+8 <= len(b) {
-			x := binary.LittleEndian.Uint64(b[i:])
-			if m := escapeMask(x); m != 0 {
+			x := swar.Load(b, i)
+			if m := swar.JSONEscape(x); m != 0 {
 				k := bits.TrailingZeros64(m) >> 3
 				acc |= x & (1<<(8*k) - 1)
 				i += k
@@ -478,7 +464,7 @@ func (d *jdec) str() jstr {
 		case c == '"':
 			d.i = i + 1
 			s.q = b[start:d.i]
-			s.ascii = acc&highBits == 0
+			s.ascii = acc&swar.High == 0
 			s.canon = !nonCanon && (s.ascii || utf8.Valid(s.q))
 			s.units = len(s.q) - 2 - extra
 			return s
