@@ -206,7 +206,7 @@ func (d *jdec) plainString() (k []byte, ok bool) {
 	b := d.b
 	j := d.i + 1
 	for ; j+8 <= len(b); j += 8 {
-		if m := escapeMask(binary.LittleEndian.Uint64(b[j:])); m != 0 {
+		if m := swar.JSONEscape(swar.Load(b, j)); m != 0 {
 			j += bits.TrailingZeros64(m) >> 3
 			break
 		}
