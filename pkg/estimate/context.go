@@ -277,10 +277,8 @@ func (r *Result) applyEvidence(ctx *transcript.Context, audit *UsageAudit, cal *
 		return
 	}
 	ref := audit.Records[audit.LastSound]
-	// The record's own context: the messages pi built at that point.
-	at := transcript.BuildContext(ctx.Path[:ref.PathIndex+1])
 	content := 0
-	for _, m := range at.Messages {
+	for _, m := range recordMessages(ctx, ref) {
 		content += count(m.Entry)
 	}
 	if content <= 0 {
@@ -308,6 +306,24 @@ func (r *Result) applyEvidence(ctx *transcript.Context, audit *UsageAudit, cal *
 			}
 		}
 	}
+}
+
+// recordMessages is the context the record ref was sent with: the messages
+// pi builds from the path up to it (transcript.BuildContext). When ref
+// follows the compaction in force (or there is none), that context is the
+// same compaction, the same kept entries and the messages after them up to
+// ref's own: a prefix of ctx's messages, found without two walks of the
+// whole path (36 ms at 1 GB).
+func recordMessages(ctx *transcript.Context, ref UsageRecord) []transcript.ContextMessage {
+	ci := ctx.CompactionIndex
+	if ctx.Compaction == nil || (ctx.Path[ci] == ctx.Compaction && ref.PathIndex > ci) {
+		for j := len(ctx.Messages) - 1; j >= 0; j-- {
+			if ctx.Messages[j].Entry == ref.Entry {
+				return ctx.Messages[:j+1]
+			}
+		}
+	}
+	return transcript.BuildContext(ctx.Path[:ref.PathIndex+1]).Messages
 }
 
 // Count is the share of one context message in Tokens (the scaled
