@@ -105,10 +105,11 @@ func Measure(s *transcript.Session, ctx *transcript.Context, o Options) (*Result
 		return nil, fmt.Errorf("unknown tokenizer %q (use one of %v)", method, methods)
 	}
 	win := models.ForSession(ctx.Path, s.Header, o.Window)
-	audit := AuditContext(ctx, win.Tokens)
+	prior := o.Prior.heldFor(ctx, win.Tokens)
+	audit := prior.auditFor(ctx, win.Tokens)
 	r := &Result{Method: method, ByRole: map[string]int{}, AnchorIndex: -1, Scale: 1, Stale: ctx.UsageStale(),
 		Window: win, Audit: audit, asked: method, path: ctx.Path}
-	count, err := r.chooseCounter(s, ctx, method, o.Prior.calibrationFor(ctx, method, win.Tokens))
+	count, err := r.chooseCounter(s, ctx, method, prior.calibrationFor(method))
 	if err != nil {
 		return nil, err
 	}
@@ -137,15 +138,15 @@ func Measure(s *transcript.Session, ctx *transcript.Context, o Options) (*Result
 	return r, nil
 }
 
-// calibrationFor is the prior measure's calibration when it holds for the
-// context ctx, nil otherwise. It holds when ctx's path is the prior's plus
-// entries that are not assistant messages, measured with the same method
-// and window: the appended entries add no usage record and the records
-// before them keep their verdicts (a compaction appended only turns fresh
-// ones stale, both sound), so the spans and anchors the fit reads are the
-// same. Fitting again was 20 MB of a 1 GB compact --dry-run.
-func (p *Result) calibrationFor(ctx *transcript.Context, method string, window int) *Calibration {
-	if p == nil || p.Calibration == nil || p.asked != method || p.Window.Tokens != window || len(ctx.Path) < len(p.path) {
+// heldFor is the prior measure when it holds for the context ctx measured
+// in window, nil otherwise. It holds when ctx's path is the prior's plus
+// entries that are not assistant messages, measured in the same window:
+// the appended entries add no usage record and the records before them
+// keep their verdicts (a compaction appended only turns fresh ones stale,
+// both sound), so the audit's records and the spans and anchors a fit
+// reads are the same.
+func (p *Result) heldFor(ctx *transcript.Context, window int) *Result {
+	if p == nil || p.Window.Tokens != window || len(ctx.Path) < len(p.path) {
 		return nil
 	}
 	for i, e := range p.path {
@@ -158,7 +159,27 @@ func (p *Result) calibrationFor(ctx *transcript.Context, method string, window i
 			return nil
 		}
 	}
+	return p
+}
+
+// calibrationFor is the calibration of a prior measure that holds (see
+// heldFor) with the same method, nil otherwise. Fitting again was 20 MB of
+// a 1 GB compact --dry-run.
+func (p *Result) calibrationFor(method string) *Calibration {
+	if p == nil || p.asked != method {
+		return nil
+	}
 	return p.Calibration
+}
+
+// auditFor is the audit of ctx: the prior's carried over when it holds
+// (see heldFor), or made here. Walking the path again was a third of a
+// 1 GB compact --dry-run's second measure.
+func (p *Result) auditFor(ctx *transcript.Context, window int) *UsageAudit {
+	if p == nil || p.Audit == nil {
+		return AuditContext(ctx, window)
+	}
+	return p.Audit.extendedTo(ctx)
 }
 
 // chooseCounter returns the per-message count of the method, setting the

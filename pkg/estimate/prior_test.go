@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
+	"github.com/ctxtool/ctxtool/internal/testkit"
+	"github.com/ctxtool/ctxtool/internal/testkit/usagekit"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -59,5 +61,59 @@ func TestPriorCalibrationIsTheRefit(t *testing.T) {
 	}
 	if m, _ := Measure(grown, grown.Context(), Options{Prior: prior}); m.Calibration == prior.Calibration {
 		t.Error("a prior whose path was extended by a usage record was reused")
+	}
+}
+
+// A prior measure's audit carried over to the session with a compaction
+// appended in memory is the audit made by walking it again — every record's
+// class and reason, the anchors — on generated sessions and on sessions
+// whose usage records lie (pinned, flat, zero, stale, implausible), with the
+// compaction keeping a few entries or many.
+func TestPriorAuditIsTheReaudit(t *testing.T) {
+	var sessions []*transcript.Session
+	for seed := uint64(1); seed <= 3; seed++ {
+		sessions = append(sessions, generatedSession(t, sessiongen.Options{Seed: seed, Turns: 150, Compactions: int(seed) * 2, ToolResultBytes: 200}))
+	}
+	for _, c := range usagekit.Write(t) {
+		s := testkit.Load(t, c.File)
+		t.Cleanup(func() { s.Close() })
+		sessions = append(sessions, s)
+	}
+	carried := 0
+	for _, s := range sessions {
+		path := s.Context().Path
+		for _, back := range []int{1, len(path) / 3} {
+			prior, err := Measure(s, s.Context(), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := s.NewWriter().Compaction(transcript.CompactionSpec{Summary: "summary", FirstKept: path[len(path)-back], TokensBefore: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			after, err := s.WithAppended(a.Line)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := after.Context()
+			held := prior.heldFor(ctx, prior.Window.Tokens)
+			if held == nil {
+				continue
+			}
+			carried++
+			got, want := held.auditFor(ctx, prior.Window.Tokens), AuditContext(ctx, prior.Window.Tokens)
+			want.path, want.kept = nil, nil
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s, kept from %d back: carried audit anchors %d/%d/%d, walked %d/%d/%d", s.File, back, got.Anchor, got.PiAnchor, got.LastSound, want.Anchor, want.PiAnchor, want.LastSound)
+			}
+			for k := range got.Records {
+				if g, w := got.Reason(&got.Records[k]), want.Reason(&want.Records[k]); g != w {
+					t.Fatalf("%s: record %d: %q, walked %q", s.File, k, g, w)
+				}
+			}
+		}
+	}
+	if carried < len(sessions) {
+		t.Fatalf("the prior held for %d of %d appended compactions", carried, 2*len(sessions))
 	}
 }

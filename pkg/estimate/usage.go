@@ -235,16 +235,42 @@ func (a *UsageAudit) classify(w *contextWalk, inForce int) {
 			r.class = codeImplausible
 		}
 		if r.class == 0 {
-			if inForce >= 0 && r.PathIndex < inForce {
-				r.class = codeStale
-			} else {
-				r.class = codeFresh
-			}
+			r.class = soundClass(r, inForce)
 		}
 		if r.Prompt() > 0 && r.class != codeErrored && r.class != codePseudo {
 			prev = k
 		}
 	}
+}
+
+// soundClass is the class of a sound record: stale before the compaction
+// in force (path index inForce, -1 when none), fresh otherwise.
+func soundClass(r *UsageRecord, inForce int) classCode {
+	if inForce >= 0 && r.PathIndex < inForce {
+		return codeStale
+	}
+	return codeFresh
+}
+
+// extendedTo is the audit of ctx, whose path is the audited one plus
+// entries that add no usage record (a compaction appended to plan it):
+// what AuditContext finds walking ctx again. The records, the content each
+// completed, the prompt counts and the eras between compactions are the
+// same (the new entries follow every record), so every class is too,
+// except that a sound record is stale or fresh by the compaction now in
+// force.
+func (a *UsageAudit) extendedTo(ctx *transcript.Context) *UsageAudit {
+	b := &UsageAudit{Records: slices.Clone(a.Records), Anchor: -1, PiAnchor: -1, LastSound: -1, powers: a.powers, window: a.window}
+	if ctx.CompactionIndex >= 0 {
+		b.inForceLine = ctx.Path[ctx.CompactionIndex].Line
+	}
+	for k := range b.Records {
+		if r := &b.Records[k]; r.Sound() {
+			r.class = soundClass(r, ctx.CompactionIndex)
+		}
+	}
+	b.anchor(ctx.CompactionIndex, ctx.KeptStart)
+	return b
 }
 
 // implausible reports whether the record counts less than ImplausibleRatio
