@@ -329,7 +329,7 @@ func (d *jdec) ccBlock() ccBlock {
 func ccAssistantBlocks(out []block, c *ccContent) []block {
 	switch {
 	case c.kind == 's':
-		return append(out, block{kind: "text", text: c.str.json()})
+		return append(out, block{kind: "text", text: c.str.jtext()})
 	case c.typeErr:
 		return out // encoding/json failed on it: nothing was kept
 	}
@@ -337,9 +337,9 @@ func ccAssistantBlocks(out []block, c *ccContent) []block {
 		b := &c.blocks[i]
 		switch b.typ {
 		case "text":
-			out = append(out, block{kind: "text", text: b.text.json()})
+			out = append(out, block{kind: "text", text: b.text.jtext()})
 		case "thinking":
-			out = append(out, block{kind: "thinking", text: b.thinking.json(), sig: b.signature.jsonOrNil()})
+			out = append(out, block{kind: "thinking", text: b.thinking.jtext(), sig: b.signature.jsonOrNil()})
 		case "redacted_thinking":
 			out = append(out, block{kind: "thinking", sig: b.data.jsonOrNil(), redacted: true})
 		case "tool_use", "server_tool_use":
@@ -358,7 +358,7 @@ func ccUserEntries(out []entry, l *ccLine, c *ccContent) []entry {
 		out = append(out, entry{typ: "compaction", timestamp: l.ts, summary: joinText(c), tokensBefore: -1})
 	case c.kind == 's':
 		out = append(out, entry{typ: "message", role: "user", timestamp: l.ts, msgTime: l.ms, contentString: true,
-			content: []block{{kind: "text", text: c.str.json()}}})
+			content: []block{{kind: "text", text: c.str.jtext()}}})
 	default:
 		var user []block
 		for i := range c.blocks {
@@ -368,7 +368,7 @@ func ccUserEntries(out []entry, l *ccLine, c *ccContent) []entry {
 				out = append(out, entry{typ: "message", role: "toolResult", timestamp: l.ts, msgTime: l.ms,
 					toolCallID: b.toolUseID, isError: b.isError, content: resultBlocks(b.content)})
 			case "text":
-				user = append(user, block{kind: "text", text: b.text.json()})
+				user = append(user, block{kind: "text", text: b.text.jtext()})
 			case "image":
 				if b.source != nil && b.source.typ == "base64" {
 					user = append(user, block{kind: "image", data: b.source.data.json(), mime: jsonString(b.source.mediaType)})
@@ -389,14 +389,14 @@ func resultBlocks(c *ccContent) []block {
 		return []block{{kind: "text"}}
 	}
 	if c.kind == 's' {
-		return []block{{kind: "text", text: c.str.json()}}
+		return []block{{kind: "text", text: c.str.jtext()}}
 	}
 	var out []block
 	for i := range c.blocks {
 		b := &c.blocks[i]
 		switch b.typ {
 		case "text":
-			out = append(out, block{kind: "text", text: b.text.json()})
+			out = append(out, block{kind: "text", text: b.text.jtext()})
 		case "image":
 			if b.source != nil {
 				out = append(out, block{kind: "image", data: b.source.data.json(), mime: jsonString(b.source.mediaType)})
@@ -415,7 +415,7 @@ func joinText(c *ccContent) []byte {
 	if c.kind == 's' {
 		return c.str.json()
 	}
-	return joinJSON(len(c.blocks), func(i int) (jstr, bool) { return c.blocks[i].text, c.blocks[i].typ == "text" }, `\n`)
+	return joinJSON(len(c.blocks), func(i int) (jstr, bool) { return c.blocks[i].text, c.blocks[i].typ == "text" }, `\n`).b
 }
 
 type ccGroup struct {

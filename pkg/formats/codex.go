@@ -62,7 +62,7 @@ type cxItem struct {
 	// output's text
 	blocks []block
 	args   []byte
-	out    []byte
+	out    jtext
 	isErr  bool
 }
 
@@ -282,7 +282,7 @@ func (it *cxItem) convert(c *cxContent) {
 
 // cxSummaryText is a reasoning summary's texts, joined as Codex shows them,
 // as a JSON string.
-func cxSummaryText(summary *cxVal) []byte {
+func cxSummaryText(summary *cxVal) jtext {
 	return joinJSON(len(summary.parts), func(i int) (jstr, bool) { return summary.parts[i].text, true }, `\n\n`)
 }
 
@@ -415,13 +415,13 @@ func echo(raw []byte) bool {
 // input_image items, or a plain string) as pi blocks.
 func cxBlocks(out []block, v *cxVal) []block {
 	if v.kind == '"' {
-		return append(out, block{kind: "text", text: v.str.json()})
+		return append(out, block{kind: "text", text: v.str.jtext()})
 	}
 	for i := range v.parts {
 		t := &v.parts[i]
 		switch t.typ {
 		case "input_text", "output_text", "text", "summary_text", "reasoning_text":
-			out = append(out, block{kind: "text", text: t.text.json()})
+			out = append(out, block{kind: "text", text: t.text.jtext()})
 		case "input_image":
 			if mime, data, ok := dataURL(t.imageURL); ok {
 				out = append(out, block{kind: "image", data: jsonString(data), mime: jsonString(mime)})
@@ -446,12 +446,12 @@ func dataURL(u string) (mime, data string, ok bool) {
 
 // cxOutput is a tool output's text as a JSON string: a plain string,
 // content items, or an object {content, success}.
-func cxOutput(v *cxVal) ([]byte, bool) {
+func cxOutput(v *cxVal) (jtext, bool) {
 	switch v.kind {
 	case 0:
-		return nil, false
+		return jtext{}, false
 	case '"':
-		return v.str.json(), false
+		return v.str.jtext(), false
 	case '[':
 		return joinJSON(len(v.parts), func(i int) (jstr, bool) {
 			switch v.parts[i].typ {
@@ -461,13 +461,13 @@ func cxOutput(v *cxVal) ([]byte, bool) {
 			return jstr{}, false
 		}, ""), false
 	case '{':
-		var text []byte
+		var text jtext
 		if v.inner != nil {
 			text, _ = cxOutput(v.inner)
 		}
 		return text, v.success != nil && !*v.success
 	}
-	return jsonString(string(v.raw)), false
+	return jtext{b: jsonString(string(v.raw))}, false
 }
 
 type cxConv struct {

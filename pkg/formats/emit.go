@@ -14,7 +14,7 @@ import (
 // are copied from the source line as they are: see jstr).
 type block struct {
 	kind     string // text, thinking, image, toolCall
-	text     []byte // text, thinking: a JSON string (nil: "")
+	text     jtext  // text, thinking: a JSON string (nil: "")
 	sig      []byte // thinkingSignature: a JSON string (nil: none)
 	redacted bool
 	id, name string // toolCall
@@ -106,6 +106,7 @@ type view struct {
 	sink   func(*Produced)
 	p      Produced
 	pend   []Produced
+	blks   []Block // the Blocks of pend
 	handed int64
 	blocks chan outBlock
 	free   chan outBlock
@@ -145,6 +146,26 @@ type Produced struct {
 	// Content is the span in Line of the content value, Summary of a
 	// compaction's summary string; {0, 0} when the line has none.
 	Content, Summary [2]int
+	// Blocks are the content's blocks (for a string content, one: the
+	// string), valid during the call like Line.
+	Blocks []Block
+}
+
+// Block is one block of a produced line's content, with the length of
+// its text when the converter knew it: the decoder measured the source
+// string as it read it, so the transcript core need not read the copy
+// again to size the message (the third pass over every text's bytes).
+type Block struct {
+	// Kind is the pi block type (text, thinking, image, toolCall).
+	Kind string
+	// Span is the block's value in Line: its object, or the string.
+	Span [2]int
+	// Chars is the text's (or thinking's) length in UTF-16 units when
+	// Sized: a text of ASCII written as the source wrote it, which holds
+	// no wide character either. An image is Sized too (it is counted,
+	// never measured). Other blocks are read from Span.
+	Chars int
+	Sized bool
 }
 
 // Malformed is a source line that is not one JSON object. It is reported
@@ -166,6 +187,10 @@ func (v *view) put(row int) error {
 			if span[1] > 0 {
 				span[0], span[1] = span[0]-v.lineAt, span[1]-v.lineAt
 			}
+		}
+		for i := range p.Blocks {
+			sp := &p.Blocks[i].Span
+			sp[0], sp[1] = sp[0]-v.lineAt, sp[1]-v.lineAt
 		}
 		v.pend = append(v.pend, *p)
 	}
@@ -189,6 +214,7 @@ const viewBlock = 256 << 10
 type outBlock struct {
 	b    []byte
 	recs []Produced
+	blks []Block
 }
 
 // flushOut moves the lines gathered in v.w to the spool. With a sink, a
@@ -206,7 +232,7 @@ func (v *view) flushOut() error {
 		go v.drain()
 	}
 	v.handed += int64(len(v.w.b))
-	v.blocks <- outBlock{v.w.b, v.pend}
+	v.blocks <- outBlock{v.w.b, v.pend, v.blks}
 	var next outBlock
 	select {
 	case next = <-v.free:
@@ -215,7 +241,7 @@ func (v *view) flushOut() error {
 		// block was written twice over.
 		next.b = make([]byte, 0, 2*viewBlock)
 	}
-	v.w.b, v.pend, v.lineAt = next.b[:0], next.recs[:0], 0
+	v.w.b, v.pend, v.blks, v.lineAt = next.b[:0], next.recs[:0], next.blks[:0], 0
 	return nil
 }
 
@@ -298,19 +324,26 @@ func (v *view) emit(e *entry, row int) error {
 	if err := v.header(row); err != nil {
 		return err
 	}
-	encodeEntry(&v.w, e, &v.p)
+	if v.sink == nil {
+		encodeEntry(&v.w, e, &v.p, nil)
+		return v.put(row)
+	}
+	from := len(v.blks)
+	encodeEntry(&v.w, e, &v.p, &v.blks)
+	v.p.Blocks = v.blks[from:len(v.blks):len(v.blks)]
 	return v.put(row)
 }
 
-// encodeEntry writes e's line and notes in p what the line says.
-func encodeEntry(w *jsonw, e *entry, p *Produced) {
+// encodeEntry writes e's line and notes in p what the line says, its
+// content's blocks in blks (nil: not noted).
+func encodeEntry(w *jsonw, e *entry, p *Produced, blks *[]Block) {
 	w.firstKey("type")
 	p.Type = w.strWritten(e.typ)
 	switch e.typ {
 	case "custom_message":
 		p.CustomType = w.field("customType", e.customType)
 		w.key("content")
-		p.Content = encodeContent(w, e)
+		p.Content = encodeContent(w, e, blks)
 		w.key("display")
 		w.raw("false")
 		writeBase(w, e, p)
@@ -321,7 +354,7 @@ func encodeEntry(w *jsonw, e *entry, p *Produced) {
 	switch e.typ {
 	case "message":
 		w.key("message")
-		encodeMessage(w, e, p)
+		encodeMessage(w, e, p, blks)
 	case "compaction":
 		w.key("summary")
 		at := len(w.b)
@@ -353,7 +386,7 @@ func writeBase(w *jsonw, e *entry, p *Produced) {
 	p.Timestamp = w.field("timestamp", e.timestamp)
 }
 
-func encodeMessage(w *jsonw, e *entry, p *Produced) {
+func encodeMessage(w *jsonw, e *entry, p *Produced, blks *[]Block) {
 	w.firstKey("role")
 	p.Role = w.strWritten(e.role)
 	switch e.role {
@@ -361,7 +394,7 @@ func encodeMessage(w *jsonw, e *entry, p *Produced) {
 		p.ToolCallID = w.field("toolCallId", e.toolCallID)
 		p.ToolName = w.field("toolName", e.toolName)
 		w.key("content")
-		p.Content = encodeContent(w, e)
+		p.Content = encodeContent(w, e, blks)
 		w.key("isError")
 		if e.isError {
 			w.raw("true")
@@ -371,7 +404,7 @@ func encodeMessage(w *jsonw, e *entry, p *Produced) {
 		p.IsError = e.isError
 	case "assistant":
 		w.key("content")
-		p.Content = encodeContent(w, e)
+		p.Content = encodeContent(w, e, blks)
 		w.key("api")
 		w.str(e.api)
 		p.Provider = w.field("provider", e.provider)
@@ -397,7 +430,7 @@ func encodeMessage(w *jsonw, e *entry, p *Produced) {
 		p.StopReason = w.field("stopReason", e.stopReason)
 	default:
 		w.key("content")
-		p.Content = encodeContent(w, e)
+		p.Content = encodeContent(w, e, blks)
 	}
 	w.key("timestamp")
 	w.int(e.msgTime)
@@ -414,60 +447,75 @@ func written(s string) string {
 	return jstr{q: AppendString(nil, s), esc: true}.String()
 }
 
-// encodeContent writes e's content and returns its span in w.
-func encodeContent(w *jsonw, e *entry) [2]int {
+// encodeContent writes e's content and returns its span in w; blocks
+// (unless nil) gets its blocks.
+func encodeContent(w *jsonw, e *entry, blks *[]Block) [2]int {
 	at := len(w.b)
 	if e.contentString {
-		var s []byte
+		var s jtext
 		if len(e.content) > 0 {
 			s = e.content[0].text
 		}
-		w.jstr(s)
+		w.jstr(s.b)
+		if blks != nil {
+			*blks = append(*blks, Block{Kind: "text", Span: [2]int{at, len(w.b)}, Chars: s.chars, Sized: s.sized})
+		}
 		return [2]int{at, len(w.b)}
 	}
 	w.raw("[")
-	for i, b := range e.content {
+	for i := range e.content {
 		if i > 0 {
 			w.raw(",")
 		}
-		w.firstKey("type")
-		w.str(b.kind)
-		switch b.kind {
-		case "text":
-			w.key("text")
-			w.jstr(b.text)
-		case "thinking":
-			w.key("thinking")
-			w.jstr(b.text)
-			if b.sig != nil {
-				w.key("thinkingSignature")
-				w.rawb(b.sig)
-			}
-			if b.redacted {
-				w.key("redacted")
-				w.raw("true")
-			}
-		case "image":
-			w.key("data")
-			w.jstr(b.data)
-			w.key("mimeType")
-			w.jstr(b.mime)
-		case "toolCall":
-			w.key("id")
-			w.str(b.id)
-			w.key("name")
-			w.str(b.name)
-			w.key("arguments")
-			if len(b.args) == 0 {
-				w.raw("{}")
-			} else {
-				w.rawb(b.args)
-			}
+		from := len(w.b)
+		encodeBlock(w, &e.content[i])
+		if blks != nil {
+			b := &e.content[i]
+			sized := b.text.sized || b.kind == "image" // an image is counted, not measured
+			*blks = append(*blks, Block{Kind: b.kind, Span: [2]int{from, len(w.b)}, Chars: b.text.chars, Sized: sized})
 		}
-		w.raw("}")
 	}
 	w.raw("]")
 	return [2]int{at, len(w.b)}
+}
+
+// encodeBlock writes one content block.
+func encodeBlock(w *jsonw, b *block) {
+	w.firstKey("type")
+	w.str(b.kind)
+	switch b.kind {
+	case "text":
+		w.key("text")
+		w.jstr(b.text.b)
+	case "thinking":
+		w.key("thinking")
+		w.jstr(b.text.b)
+		if b.sig != nil {
+			w.key("thinkingSignature")
+			w.rawb(b.sig)
+		}
+		if b.redacted {
+			w.key("redacted")
+			w.raw("true")
+		}
+	case "image":
+		w.key("data")
+		w.jstr(b.data)
+		w.key("mimeType")
+		w.jstr(b.mime)
+	case "toolCall":
+		w.key("id")
+		w.str(b.id)
+		w.key("name")
+		w.str(b.name)
+		w.key("arguments")
+		if len(b.args) == 0 {
+			w.raw("{}")
+		} else {
+			w.rawb(b.args)
+		}
+	}
+	w.raw("}")
 }
 
 // piTime normalises an ISO-8601 timestamp to pi's form (UTC, ms, Z) and

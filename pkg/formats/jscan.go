@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/bits"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -216,6 +217,23 @@ type jstr struct {
 	// esc: it holds escapes; canon: q is byte for byte what AppendString
 	// writes for the decoded value, so it can be copied to the output.
 	esc, canon bool
+	// ascii: q holds no byte >= 0x80; units is then the decoded value's
+	// length in UTF-16 units (its bytes less what its escapes add), which
+	// str counts as it scans.
+	ascii bool
+	units int
+}
+
+// chars is the length of the string as written (json) in UTF-16 units —
+// JavaScript's length, pi's chars — when str knew it without reading it
+// again: a canonical ASCII string (or an absent one, written ""). Any
+// other string's length is read from the written line by the transcript
+// core, whose rules (UTF-16, the wide characters) are the only ones.
+func (s jstr) chars() (int, bool) {
+	if s.q == nil {
+		return 0, true
+	}
+	return s.units, s.canon && s.ascii
 }
 
 func (s jstr) raw() []byte {
@@ -326,21 +344,42 @@ func (s jstr) appendInner(b []byte) []byte {
 	return b[:len(b)-2]
 }
 
+// jtext is a JSON string to write (nil: "") with its length in UTF-16
+// units when the decoder knew it (sized; see jstr.chars).
+type jtext struct {
+	b     []byte
+	chars int
+	sized bool
+}
+
+// jtext is json with its length.
+func (s jstr) jtext() jtext {
+	n, ok := s.chars()
+	return jtext{b: s.json(), chars: n, sized: ok}
+}
+
 // joinJSON is the JSON string of the texts pick selects among n, joined
-// by sep (written as inside a JSON string: `\n`): one text is its own
-// encoding (the line's bytes, most often), more are written into one
-// buffer of their size, not one grown text by text.
-func joinJSON(n int, pick func(i int) (jstr, bool), sep string) []byte {
+// by sep (written as inside a JSON string, short escapes only: `\n`): one
+// text is its own encoding (the line's bytes, most often), more are
+// written into one buffer of their size, not one grown text by text.
+func joinJSON(n int, pick func(i int) (jstr, bool), sep string) jtext {
 	count, size, one := 0, 2, jstr{}
+	chars, sized := 0, true
+	sepChars := len(sep) - strings.Count(sep, `\`) // each escape is one unit
 	for i := range n {
 		if s, ok := pick(i); ok {
+			if count > 0 {
+				chars += sepChars
+			}
 			count++
 			size += len(s.q) + len(sep)
 			one = s
+			c, ok := s.chars()
+			chars, sized = chars+c, sized && ok
 		}
 	}
 	if count == 1 {
-		return one.json()
+		return one.jtext()
 	}
 	b := append(make([]byte, 0, size), '"')
 	count = 0
@@ -353,7 +392,7 @@ func joinJSON(n int, pick func(i int) (jstr, bool), sep string) []byte {
 			b = s.appendInner(b)
 		}
 	}
-	return append(b, '"')
+	return jtext{b: append(b, '"'), chars: chars, sized: sized}
 }
 
 const (
@@ -380,6 +419,7 @@ func (d *jdec) str() jstr {
 	var acc uint64 // OR of the bytes seen: any high bit means non-ASCII
 	var s jstr
 	nonCanon := false
+	extra := 0 // bytes the escapes add to the value's UTF-16 units
 	for {
 		for i+8 <= len(b) {
 			x := binary.LittleEndian.Uint64(b[i:])
@@ -408,7 +448,9 @@ func (d *jdec) str() jstr {
 		case c == '"':
 			d.i = i + 1
 			s.q = b[start:d.i]
-			s.canon = !nonCanon && (acc&highBits == 0 || utf8.Valid(s.q))
+			s.ascii = acc&highBits == 0
+			s.canon = !nonCanon && (s.ascii || utf8.Valid(s.q))
+			s.units = len(s.q) - 2 - extra
 			return s
 		case c == '\\':
 			s.esc = true
@@ -419,9 +461,11 @@ func (d *jdec) str() jstr {
 			switch b[i+1] {
 			case '"', '\\', 'n', 'r', 't', 'b', 'f':
 				i += 2
+				extra++
 			case '/':
 				nonCanon = true
 				i += 2
+				extra++
 			case 'u':
 				if i+6 > len(b) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) || !isHex(b[i+5]) {
 					d.fail()
@@ -434,6 +478,7 @@ func (d *jdec) str() jstr {
 					nonCanon = true
 				}
 				i += 6
+				extra += 5 // one unit, surrogates too
 			default:
 				d.fail()
 				return jstr{}

@@ -174,16 +174,13 @@ func (b *produced) entry(p *formats.Produced) *Entry {
 				TotalTokens: b.count(p, "usage.totalTokens", u[4])}
 		}
 		var m messageFields
-		if p.Content[1] > 0 {
-			sc := scanner{b: p.Line[p.Content[0]:p.Content[1]]}
-			sc.content(&m.cs)
-		}
+		contentStats(p, &m.cs)
 		e.size(n.role, &m, m.cs.wide)
 	case "custom_message":
 		n.role, e.more().customType = "custom", x.get(p.CustomType)
-		if p.Content[1] > 0 {
-			e.customSize(p.Line[p.Content[0]:p.Content[1]])
-		}
+		var cs contentStatsT
+		contentStats(p, &cs)
+		e.setCustomSize(&cs)
 	case "compaction":
 		n.role = "compactionSummary"
 		if p.Summary[1] > 0 {
@@ -198,6 +195,32 @@ func (b *produced) entry(p *formats.Produced) *Entry {
 	e.names = b.ns.intern(n)
 	b.ns.saw(e)
 	return e
+}
+
+// contentStats is what content reads of p's content: the sizes the
+// converter handed for the blocks it measured, the other blocks read from
+// the line.
+func contentStats(p *formats.Produced, cs *contentStatsT) {
+	if p.Content[1] == 0 {
+		return
+	}
+	if p.Line[p.Content[0]] == '"' {
+		if len(p.Blocks) == 1 && p.Blocks[0].Sized {
+			cs.isString, cs.strLen = true, p.Blocks[0].Chars
+			return
+		}
+		sc := scanner{b: p.Line[p.Content[0]:p.Content[1]]}
+		sc.content(cs)
+		return
+	}
+	for _, bl := range p.Blocks {
+		if bl.Sized {
+			cs.add(bl.Kind, bl.Chars)
+			continue
+		}
+		sc := scanner{b: p.Line[bl.Span[0]:bl.Span[1]]}
+		sc.block(cs)
+	}
 }
 
 // producedID is packID of an id a converter handed: as text, or as the

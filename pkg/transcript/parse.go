@@ -329,6 +329,11 @@ func (e *Entry) customSize(content []byte) {
 	cs := scanner{b: content}
 	var st contentStatsT
 	cs.content(&st)
+	e.setCustomSize(&st)
+}
+
+// setCustomSize gives a custom_message entry the size of content st.
+func (e *Entry) setCustomSize(st *contentStatsT) {
 	e.Chars, e.Images, e.Wide = st.customChars(), count32(st.images), count32(st.wide)
 }
 
@@ -656,47 +661,68 @@ func (s *scanner) content(cs *contentStatsT) bool {
 			}
 			continue
 		}
-		var typ, id string
-		var textLen, thinkingLen, nameLen, argsLen int
-		wide0 := s.wide
-		wellFormed := s.object(func(key []byte) (good bool) {
-			switch string(key) {
-			case "type":
-				typ, good = s.maybeString()
-			case "text":
-				textLen, good = s.maybeStringLen()
-			case "thinking":
-				thinkingLen, good = s.maybeStringLen()
-			case "name":
-				nameLen, good = s.maybeStringLen()
-			case "id":
-				id, good = s.maybeString()
-			case "arguments":
-				// One pass validates and measures JSON.stringify(arguments).
-				argsLen = s.canonLen(0)
-				good = s.err == nil
-			default:
-				good = s.skip(0)
-			}
-			return good
-		})
-		if !wellFormed {
+		if !s.block(cs) {
 			return false
 		}
-		if typ == "text" || typ == "toolCall" {
-			cs.wide += s.wide - wide0
-		}
-		switch typ {
+	}
+}
+
+// block validates one content block (an object) and adds its size to cs.
+func (s *scanner) block(cs *contentStatsT) bool {
+	var typ, id string
+	var textLen, thinkingLen, nameLen, argsLen int
+	wide0 := s.wide
+	wellFormed := s.object(func(key []byte) (good bool) {
+		switch string(key) {
+		case "type":
+			typ, good = s.maybeString()
 		case "text":
-			cs.text += textLen
+			textLen, good = s.maybeStringLen()
 		case "thinking":
-			cs.thinking += thinkingLen
-		case "toolCall":
-			cs.toolCalls += nameLen + argsLen
-			cs.toolCallIDs = append(cs.toolCallIDs, id)
-		case "image":
-			cs.images++
+			thinkingLen, good = s.maybeStringLen()
+		case "name":
+			nameLen, good = s.maybeStringLen()
+		case "id":
+			id, good = s.maybeString()
+		case "arguments":
+			// One pass validates and measures JSON.stringify(arguments).
+			argsLen = s.canonLen(0)
+			good = s.err == nil
+		default:
+			good = s.skip(0)
 		}
+		return good
+	})
+	if !wellFormed {
+		return false
+	}
+	if typ == "text" || typ == "toolCall" {
+		cs.wide += s.wide - wide0
+	}
+	chars := textLen
+	switch typ {
+	case "thinking":
+		chars = thinkingLen
+	case "toolCall":
+		chars = nameLen + argsLen
+		cs.toolCallIDs = append(cs.toolCallIDs, id)
+	}
+	cs.add(typ, chars)
+	return true
+}
+
+// add counts a block of type typ whose text (a text's, a thinking's, a
+// tool call's name and arguments) is chars UTF-16 units long.
+func (cs *contentStatsT) add(typ string, chars int) {
+	switch typ {
+	case "text":
+		cs.text += chars
+	case "thinking":
+		cs.thinking += chars
+	case "toolCall":
+		cs.toolCalls += chars
+	case "image":
+		cs.images++
 	}
 }
 

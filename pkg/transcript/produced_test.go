@@ -206,6 +206,19 @@ var oddLines = map[string]string{
 		`{"type":"assistant","uuid":"00000000-0000-0000-0000-000000000000","parentUuid":"0b48cbd2-6615-4dd8-87f6-38f12b8167d6","timestamp":"2025-03-01T08:00:03Z","message":{"id":"m2","role":"assistant","content":"done","stop_reason":"end_turn"}}`,
 		`{"type":"user","uuid":"0c48cbd2-6615-4dd8-87f6-38f12b8167d6","parentUuid":"00000000-0000-0000-0000-000000000000","timestamp":"2025-03-01T08:00:04Z","message":{"role":"user","content":"bye"}}`,
 	}, "\n"),
+	// Texts the converters measure as they decode them (ASCII written as
+	// the source wrote it: escapes, joins, empty texts) beside ones the
+	// core reads (escaped CJK the line writes raw, \u escapes).
+	"cx-sized.jsonl": strings.Join([]string{
+		`{"timestamp":"2025-09-01T00:00:00Z","type":"session_meta","payload":{"id":"sess","timestamp":"2025-09-01T00:00:00Z","cwd":"/w","model_provider":"openai"}}`,
+		`{"timestamp":"2025-09-01T00:00:01Z","type":"response_item","payload":{"type":"message","role":"user","content":"plain \"q\" \\ \n\t\u001f end"}}`,
+		`{"timestamp":"2025-09-01T00:00:02Z","type":"response_item","payload":{"type":"reasoning","summary":[{"type":"summary_text","text":"a\nb"},{"type":"summary_text","text":""},{"type":"summary_text","text":"c"}]}}`,
+		`{"timestamp":"2025-09-01T00:00:03Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":""},{"type":"output_text","text":"x\u4e2dy"},{"type":"output_text","text":"\u0041"}]}}`,
+		`{"timestamp":"2025-09-01T00:00:04Z","type":"response_item","payload":{"type":"function_call","name":"shell","call_id":"c1","arguments":"{}"}}`,
+		`{"timestamp":"2025-09-01T00:00:05Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":[{"type":"input_text","text":"one\r\n"},{"type":"input_text","text":"two 漢"}]}}`,
+		`{"timestamp":"2025-09-01T00:00:06Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":[{"type":"input_text","text":"only\b\f"},{"type":"input_image","image_url":"x"}]}}`,
+		`{"timestamp":"2025-09-01T00:00:07Z","type":"response_item","payload":{"type":"message","role":"developer","content":[{"type":"input_text","text":"dev \t"}]}}`,
+	}, "\n"),
 	"cx-odd.jsonl": strings.Join([]string{
 		`{"timestamp":"2025-09-01T00:00:00Z","type":"session_meta","payload":{"id":"sess","timestamp":"2025-09-01T00:00:00Z","cwd":"/w","model_provider":"openai"}}`,
 		`{"timestamp":"2025-09-01T00:00:01Z","type":"turn_context","payload":{"model":"gpt-5 \u00e9"}}`,
