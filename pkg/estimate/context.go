@@ -66,8 +66,12 @@ type Result struct {
 
 	counter *Counter
 	share   map[*transcript.Entry]int // PerMessage by entry
-	asked   string                    // the method asked ("auto" unresolved)
-	path    []*transcript.Entry       // the measured context's path
+	// evidence is the last sound record's entry and evidenceContent the
+	// count of the messages it was sent with (see applyEvidence).
+	evidence        *transcript.Entry
+	evidenceContent int
+	asked           string              // the method asked ("auto" unresolved)
+	path            []*transcript.Entry // the measured context's path
 }
 
 // usesEvidence reports whether a method relies on usage records. The
@@ -118,7 +122,7 @@ func Measure(s *transcript.Session, ctx *transcript.Context, o Options) (*Result
 		raw[i] = count(m.Entry)
 	}
 	if usesEvidence(method) {
-		r.applyEvidence(ctx, audit, r.Calibration, count)
+		r.applyEvidence(ctx, audit, count, prior)
 	}
 	r.PerMessage = r.scaled(raw)
 	r.share = make(map[*transcript.Entry]int, len(raw))
@@ -293,15 +297,20 @@ const (
 // or after it — is counted in the same unit. A scale alone would make a
 // large prompt grow with the content; an overhead alone would carry the
 // counter's error on the whole old context into a compacted one.
-func (r *Result) applyEvidence(ctx *transcript.Context, audit *UsageAudit, cal *Calibration, count func(*transcript.Entry) int) {
+func (r *Result) applyEvidence(ctx *transcript.Context, audit *UsageAudit, count func(*transcript.Entry) int, prior *Result) {
 	if audit.LastSound < 0 {
 		return
 	}
 	ref := audit.Records[audit.LastSound]
-	content := 0
-	for _, m := range recordMessages(ctx, ref) {
-		content += count(m.Entry)
+	r.evidence = ref.Entry
+	if prior.evidenceOf(r.asked) == ref.Entry {
+		r.evidenceContent = prior.evidenceContent
+	} else {
+		for _, m := range recordMessages(ctx, ref) {
+			r.evidenceContent += count(m.Entry)
+		}
 	}
+	cal, content := r.Calibration, r.evidenceContent
 	if content <= 0 {
 		return
 	}
@@ -327,6 +336,19 @@ func (r *Result) applyEvidence(ctx *transcript.Context, audit *UsageAudit, cal *
 			}
 		}
 	}
+}
+
+// evidenceOf is the entry of the last sound record a prior measure that
+// holds (see heldFor) read with the method asked, nil when none: the
+// record's context, a prefix of the same path, is the same messages, and
+// the method counts them alike (the calibration is the prior's), so its
+// count need not be taken again (two walks of the path when a compaction
+// appended to plan it made that record stale).
+func (p *Result) evidenceOf(method string) *transcript.Entry {
+	if p == nil || p.asked != method {
+		return nil
+	}
+	return p.evidence
 }
 
 // recordMessages is the context the record ref was sent with: the messages

@@ -111,9 +111,41 @@ func TestPriorAuditIsTheReaudit(t *testing.T) {
 					t.Fatalf("%s: record %d: %q, walked %q", s.File, k, g, w)
 				}
 			}
+			samePriorMeasure(t, s, after)
 		}
 	}
 	if carried < len(sessions) {
 		t.Fatalf("the prior held for %d of %d appended compactions", carried, 2*len(sessions))
+	}
+}
+
+// samePriorMeasure checks that measuring after (s with entries appended)
+// with s's measure as the prior gives what measuring it afresh gives, for
+// every method that reads usage evidence, and that the prior's count of
+// the last sound record's context was reused.
+func samePriorMeasure(t *testing.T, s, after *transcript.Session) {
+	t.Helper()
+	for _, method := range []string{Heuristic, Usage, Calibrated, Auto} {
+		prior, err := Measure(s, s.Context(), Options{Method: method})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reused, err := Measure(after, after.Context(), Options{Method: method, Prior: prior})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh, err := Measure(after, after.Context(), Options{Method: method})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reused.Tokens != fresh.Tokens || reused.Overhead != fresh.Overhead || reused.Scale != fresh.Scale ||
+			reused.AnchorIndex != fresh.AnchorIndex || !reflect.DeepEqual(reused.PerMessage, fresh.PerMessage) ||
+			!reflect.DeepEqual(reused.Notes, fresh.Notes) || reused.evidenceContent != fresh.evidenceContent {
+			t.Fatalf("%s, %s: with the prior %d tokens (overhead %d, scale %v), afresh %d (overhead %d, scale %v)",
+				s.File, method, reused.Tokens, reused.Overhead, reused.Scale, fresh.Tokens, fresh.Overhead, fresh.Scale)
+		}
+		if usesEvidence(method) && prior.evidence != nil && reused.evidence != prior.evidence {
+			t.Fatalf("%s, %s: the prior's evidence was not the record read", s.File, method)
+		}
 	}
 }
