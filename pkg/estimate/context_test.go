@@ -1,11 +1,9 @@
 package estimate
 
 import (
-	"path/filepath"
 	"slices"
 	"testing"
 
-	"github.com/ctxtool/ctxtool/internal/oracle"
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
 	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
@@ -16,9 +14,8 @@ import (
 // the path up to the record, for every record of real, vendored and
 // generated sessions (compactions, branches, errored replies).
 func TestRecordMessagesEqualsBuildContext(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join(oracle.ModuleRoot(), "testdata", "*.jsonl"))
 	var sessions []*transcript.Session
-	for _, f := range append(files, oracle.Fixtures(t)...) {
+	for _, f := range realFiles(t) {
 		s := testkit.Load(t, f)
 		t.Cleanup(func() { s.Close() })
 		sessions = append(sessions, s)

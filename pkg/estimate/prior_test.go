@@ -17,13 +17,6 @@ import (
 func TestPriorCalibrationIsTheRefit(t *testing.T) {
 	s := generatedSession(t, sessiongen.Options{Seed: 11, Turns: 400, Compactions: 8, ToolResultBytes: 300})
 	for _, method := range []string{Auto, Calibrated, Usage} {
-		prior, err := Measure(s, s.Context(), Options{Method: method})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if prior.Calibration == nil || !prior.Calibration.Usable {
-			t.Fatalf("%s: the generated session does not calibrate", method)
-		}
 		path := s.Context().Path
 		a, err := s.NewWriter().Compaction(transcript.CompactionSpec{Summary: "summary of the history", FirstKept: path[len(path)-20], TokensBefore: 1})
 		if err != nil {
@@ -33,20 +26,14 @@ func TestPriorCalibrationIsTheRefit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		reused, err := Measure(after, after.Context(), Options{Method: method, Prior: prior})
-		if err != nil {
-			t.Fatal(err)
-		}
-		refit, err := Measure(after, after.Context(), Options{Method: method})
-		if err != nil {
-			t.Fatal(err)
+		prior, reused, refit := measureTwice(t, s, after, method)
+		if prior.Calibration == nil || !prior.Calibration.Usable {
+			t.Fatalf("%s: the generated session does not calibrate", method)
 		}
 		if reused.Calibration != prior.Calibration {
 			t.Errorf("%s: the prior's calibration was not reused", method)
 		}
-		if reused.Tokens != refit.Tokens || !reflect.DeepEqual(reused.PerMessage, refit.PerMessage) ||
-			*reused.Calibration != *refit.Calibration || reused.Overhead != refit.Overhead || reused.Scale != refit.Scale ||
-			!reflect.DeepEqual(reused.Notes, refit.Notes) {
+		if !sameMeasure(reused, refit) || *reused.Calibration != *refit.Calibration {
 			t.Errorf("%s: with the prior %d tokens (%+v), refitted %d (%+v)", method, reused.Tokens, *reused.Calibration, refit.Tokens, *refit.Calibration)
 		}
 		if other, _ := Measure(after, after.Context(), Options{Method: Heuristic, Prior: prior}); other.Calibration != nil {
@@ -126,21 +113,8 @@ func TestPriorAuditIsTheReaudit(t *testing.T) {
 func samePriorMeasure(t *testing.T, s, after *transcript.Session) {
 	t.Helper()
 	for _, method := range []string{Heuristic, Usage, Calibrated, Auto} {
-		prior, err := Measure(s, s.Context(), Options{Method: method})
-		if err != nil {
-			t.Fatal(err)
-		}
-		reused, err := Measure(after, after.Context(), Options{Method: method, Prior: prior})
-		if err != nil {
-			t.Fatal(err)
-		}
-		fresh, err := Measure(after, after.Context(), Options{Method: method})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if reused.Tokens != fresh.Tokens || reused.Overhead != fresh.Overhead || reused.Scale != fresh.Scale ||
-			reused.AnchorIndex != fresh.AnchorIndex || !reflect.DeepEqual(reused.PerMessage, fresh.PerMessage) ||
-			!reflect.DeepEqual(reused.Notes, fresh.Notes) || reused.evidenceContent != fresh.evidenceContent {
+		prior, reused, fresh := measureTwice(t, s, after, method)
+		if !sameMeasure(reused, fresh) || reused.evidenceContent != fresh.evidenceContent {
 			t.Fatalf("%s, %s: with the prior %d tokens (overhead %d, scale %v), afresh %d (overhead %d, scale %v)",
 				s.File, method, reused.Tokens, reused.Overhead, reused.Scale, fresh.Tokens, fresh.Overhead, fresh.Scale)
 		}
@@ -148,4 +122,28 @@ func samePriorMeasure(t *testing.T, s, after *transcript.Session) {
 			t.Fatalf("%s, %s: the prior's evidence was not the record read", s.File, method)
 		}
 	}
+}
+
+// measureTwice measures s with method (prior), then after — s with
+// entries appended in memory — with that prior (reused) and without it
+// (fresh).
+func measureTwice(t *testing.T, s, after *transcript.Session, method string) (prior, reused, fresh *Result) {
+	t.Helper()
+	var err error
+	if prior, err = Measure(s, s.Context(), Options{Method: method}); err == nil {
+		if reused, err = Measure(after, after.Context(), Options{Method: method, Prior: prior}); err == nil {
+			fresh, err = Measure(after, after.Context(), Options{Method: method})
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return prior, reused, fresh
+}
+
+// sameMeasure reports whether two measures of one context agree on what
+// callers read of them.
+func sameMeasure(a, b *Result) bool {
+	return a.Tokens == b.Tokens && a.Overhead == b.Overhead && a.Scale == b.Scale && a.AnchorIndex == b.AnchorIndex &&
+		reflect.DeepEqual(a.PerMessage, b.PerMessage) && reflect.DeepEqual(a.Notes, b.Notes)
 }
