@@ -324,18 +324,7 @@ func restartLine(st *Store, s *transcript.Session, key string, lines int) (int, 
 // applyCapture reads lines from+1..to and records layers A and B in the state.
 func applyCapture(st *Store, s *transcript.Session, key string, from, to int, res *CaptureResult, b *branch) error {
 	inRange := func(line int) bool { return line > from && line <= to }
-	for _, m := range s.Malformed {
-		if inRange(m.Line) {
-			res.Malformed++
-			res.MalformedLines = append(res.MalformedLines, m)
-		}
-	}
-	for _, l := range s.NonObjects {
-		if inRange(l) {
-			res.Malformed++
-			res.Warnings = append(res.Warnings, fmt.Sprintf("%s:%d: not a JSON object; skipped", s.File, l))
-		}
-	}
+	noteMalformed(s, inRange, res)
 	_, warns := st.ReadState(key) // UpdateState drops stale files silently; say so
 	res.Warnings = append(res.Warnings, warns...)
 	// decode's message is valid until recentMessages more are decoded.
@@ -386,13 +375,7 @@ func applyCapture(st *Store, s *transcript.Session, key string, from, to int, re
 				// short reply to a long answer is a decision.
 				reply := *m // the walk to the answer decodes more
 				topic = reply.Text
-				what, ok := decisionAt(&reply, answerBefore(&up, e, at, decode))
-				if ok && !hasDecision(state.Decisions, what) {
-					when := ""
-					if !reply.Time.IsZero() {
-						when = reply.Time.UTC().Format(time.RFC3339)
-					}
-					state.Decisions = append(state.Decisions, StateDecision{What: what, When: when})
+				if recordDecision(state, &reply, answerBefore(&up, e, at, decode)) {
 					res.Decisions++
 				}
 			}
@@ -405,6 +388,39 @@ func applyCapture(st *Store, s *transcript.Session, key string, from, to int, re
 		}
 		return nil
 	})
+}
+
+// noteMalformed counts the malformed and non-object lines the capture
+// reads (inRange) in its result.
+func noteMalformed(s *transcript.Session, inRange func(line int) bool, res *CaptureResult) {
+	for _, m := range s.Malformed {
+		if inRange(m.Line) {
+			res.Malformed++
+			res.MalformedLines = append(res.MalformedLines, m)
+		}
+	}
+	for _, l := range s.NonObjects {
+		if inRange(l) {
+			res.Malformed++
+			res.Warnings = append(res.Warnings, fmt.Sprintf("%s:%d: not a JSON object; skipped", s.File, l))
+		}
+	}
+}
+
+// recordDecision adds to the state the decision a user's reply makes to
+// the answer before it (layer B), unless there is none or the state has
+// it already; it says whether it added one.
+func recordDecision(state *State, reply, answer *Message) bool {
+	what, ok := decisionAt(reply, answer)
+	if !ok || hasDecision(state.Decisions, what) {
+		return false
+	}
+	when := ""
+	if !reply.Time.IsZero() {
+		when = reply.Time.UTC().Format(time.RFC3339)
+	}
+	state.Decisions = append(state.Decisions, StateDecision{What: what, When: when})
+	return true
 }
 
 // parents walks parent chains for the capture. Of a session loaded by

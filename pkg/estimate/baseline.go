@@ -1,15 +1,12 @@
 package estimate
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 
-	"github.com/ctxtool/ctxtool/pkg/safefile"
+	"github.com/ctxtool/ctxtool/pkg/internal/baseline"
 	"github.com/ctxtool/ctxtool/pkg/walk"
 )
 
@@ -24,32 +21,27 @@ type Baseline struct {
 
 // LoadBaseline reads the JSON lines of an earlier `estimate --json` run.
 func LoadBaseline(path string) (*Baseline, error) {
-	data, err := os.ReadFile(path)
+	data, err := baseline.Read(path, "estimate")
 	if err != nil {
-		return nil, fmt.Errorf("--baseline %s: %v (write one with `ctxtool estimate --json FILES > %s`)", path, safefile.PathCause(err), path)
+		return nil, err
 	}
 	b := &Baseline{File: path, tokens: map[string]int{}}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 1<<20), 256<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
-		}
+	err = baseline.Lines(path, data, 256<<20, func(n int, line []byte) error {
 		var r struct {
 			File   string `json:"file"`
 			Tokens *int   `json:"tokens"`
 			Error  string `json:"error"`
 		}
 		if err := json.Unmarshal(line, &r); err != nil || r.File == "" {
-			return nil, fmt.Errorf("--baseline %s:%d: not an estimate report (give the output of `ctxtool estimate --json`)", path, n)
+			return fmt.Errorf("--baseline %s:%d: not an estimate report (give the output of `ctxtool estimate --json`)", path, n)
 		}
 		if r.Tokens != nil && r.Error == "" {
 			b.tokens[walk.Key(r.File)] = *r.Tokens
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("--baseline %s: %v", path, err)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return b, nil
 }

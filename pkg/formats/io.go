@@ -3,13 +3,14 @@ package formats
 import (
 	"bufio"
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/ctxtool/ctxtool/pkg/internal/swar"
 )
 
 // lineReader yields lines (without the newline) of any length; a final line
@@ -266,7 +267,7 @@ func AppendString(b []byte, s string) []byte {
 	for i := 0; i < len(s); {
 		if valid {
 			// skip 8 bytes at a time while none needs escaping
-			for i+8 <= len(s) && escapeMask(binary.LittleEndian.Uint64([]byte(s[i:i+8]))) == 0 {
+			for i+8 <= len(s) && swar.JSONEscape(swar.LoadString(s, i)) == 0 {
 				i += 8
 			}
 			if i >= len(s) {

@@ -2,12 +2,13 @@ package formats
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math/bits"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ctxtool/ctxtool/pkg/internal/swar"
 )
 
 // jdec is a validating pull decoder over one JSON line: the readers walk a
@@ -180,16 +181,46 @@ func (d *jdec) key() ([]byte, bool) {
 		d.fail()
 		return nil, false
 	}
-	s := d.str()
+	k, plain := d.plainString()
+	if !plain {
+		s := d.str()
+		if k = s.raw(); s.esc {
+			k = []byte(s.String())
+		}
+	}
 	if d.bad || d.peek() != ':' {
 		d.fail()
 		return nil, false
 	}
 	d.i++
-	if s.esc {
-		return []byte(s.String()), true
+	return k, true
+}
+
+// plainString reads the string at d.i (its opening quote) when it holds
+// no escape and no control byte, as every key and name an agent writes
+// does: its bytes are its value, and str's scan, made for long values,
+// cost more than this byte loop on a key of a few bytes (keys were a tenth
+// of a Codex line's decoding). ok is false, nothing read, for any other
+// string.
+func (d *jdec) plainString() (k []byte, ok bool) {
+	b := d.b
+	j := d.i + 1
+	for ; j+8 <= len(b); j += 8 {
+		if m := swar.JSONEscape(swar.Load(b, j)); m != 0 {
+			j += bits.TrailingZeros64(m) >> 3
+			break
+		}
 	}
-	return s.raw(), true
+	for ; j < len(b); j++ {
+		if c := b[j]; c == '"' || c == '\\' || c < 0x20 {
+			break
+		}
+	}
+	if j >= len(b) || b[j] != '"' {
+		return nil, false
+	}
+	k, d.i = b[d.i+1:j], j+1
+	return k, true
 }
 
 // next moves to the next element of the array arr entered; false at its
@@ -395,21 +426,6 @@ func joinJSON(n int, pick func(i int) (jstr, bool), sep string) jtext {
 	return jtext{b: append(b, '"'), chars: chars, sized: sized}
 }
 
-const (
-	lowBits     = 0x0101010101010101
-	highBits    = 0x8080808080808080
-	quoteBytes  = lowBits * '"'
-	bslashBytes = lowBits * '\\'
-)
-
-// escapeMask flags (the high bit of each byte) the quotes, backslashes
-// and control bytes among the eight bytes of x: the bytes a JSON string
-// cannot hold as they are. The lowest flag is exact (borrows only run
-// upwards); bytes >= 0x80 are never flagged.
-func escapeMask(x uint64) uint64 {
-	return (((x^quoteBytes)-lowBits)&^(x^quoteBytes) | ((x^bslashBytes)-lowBits)&^(x^bslashBytes) | (x-lowBits*0x20)&^x) & highBits
-}
-
 // str scans the string at d.i (which holds its opening quote), eight bytes
 // at a time while they are plain.
 func (d *jdec) str() jstr {
@@ -422,8 +438,8 @@ func (d *jdec) str() jstr {
 	extra := 0 // bytes the escapes add to the value's UTF-16 units
 	for {
 		for i+8 <= len(b) {
-			x := binary.LittleEndian.Uint64(b[i:])
-			if m := escapeMask(x); m != 0 {
+			x := swar.Load(b, i)
+			if m := swar.JSONEscape(x); m != 0 {
 				k := bits.TrailingZeros64(m) >> 3
 				acc |= x & (1<<(8*k) - 1)
 				i += k
@@ -448,7 +464,7 @@ func (d *jdec) str() jstr {
 		case c == '"':
 			d.i = i + 1
 			s.q = b[start:d.i]
-			s.ascii = acc&highBits == 0
+			s.ascii = acc&swar.High == 0
 			s.canon = !nonCanon && (s.ascii || utf8.Valid(s.q))
 			s.units = len(s.q) - 2 - extra
 			return s
@@ -532,6 +548,15 @@ func (d *jdec) string(field string) string { return d.text(field).String() }
 // own names (a record's type, a role, a common tool): those come back
 // without a string allocated per line.
 func (d *jdec) name(field string) string {
+	if d.peek() == '"' {
+		at := d.i
+		if raw, ok := d.plainString(); ok {
+			if n, ok := knownNames[string(raw)]; ok {
+				return n
+			}
+		}
+		d.i = at
+	}
 	s := d.text(field)
 	if n, ok := knownNames[string(s.raw())]; ok {
 		return n

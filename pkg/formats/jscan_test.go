@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -46,7 +47,7 @@ func jdecCorpus() [][]byte {
 	for _, s := range []string{``, ` `, `{}`, `[]`, `{"a":}`, `{"a":1,}`, `[1,]`, `[,1]`, `{,}`, `{"a" 1}`,
 		`{"a":1 "b":2}`, `01`, `-`, `-0`, `1.`, `.5`, `1e`, `1e+`, `1E-7`, `-0.0e0`, `tru`, `nul`, `nulls`,
 		`"\u12"`, `"\x"`, "\"a\tb\"", `"abc`, `"\`, "\xef\xbb\xbf{}", `{"a":[{"b":[[]]}]}`, ` {"a" : [ 1 , 2 ] } `,
-		"{\"a\":1}\r", `{"a":1}x`, `{"a":1}{}`, `[1 2]`, `{"\u0074ype":"x"}`, `123456789012345678901234567890`,
+		"{\"a\":1}\r", `{"a":1}x`, `{"a":1}{}`, `[1 2]`, `{"\u0074ype":"x"}`, `{"ty\"pe":1}`, `{"ty\\":1}`, "{\"ty\x01pe\":1}", "{\"\xff\xe9\":1}", `{"":1}`, `{"a`, `{"a\`, `123456789012345678901234567890`,
 		`9223372036854775807`, `9223372036854775808`, `-9223372036854775808`, `-9223372036854775809`,
 		string(bytes.Repeat([]byte{'['}, 10001)) + string(bytes.Repeat([]byte{']'}, 10001)),
 		string(bytes.Repeat([]byte{'['}, 10000)) + string(bytes.Repeat([]byte{']'}, 10000))} {
@@ -139,20 +140,30 @@ func checkJdec(t *testing.T, in []byte) {
 
 func TestJdecAgreesWithEncodingJSON(t *testing.T) {
 	lines := jdecCorpus()
-	canon, nonCanon := 0, 0
+	canon, nonCanon, sized := 0, 0, 0
 	for _, l := range lines {
 		checkJdec(t, l)
 		if len(l) > 0 && l[0] == '"' && json.Valid(l) {
-			if newDec(l).str().canon {
+			s := newDec(l).str()
+			if s.canon {
 				canon++
 			} else {
 				nonCanon++
 			}
+			// The length str measured is the decoded string's.
+			if n, ok := s.chars(); ok {
+				sized++
+				var v string
+				_ = json.Unmarshal(l, &v)
+				if want := len(utf16.Encode([]rune(v))); n != want {
+					t.Errorf("%s: %d chars measured, %d decoded", l, n, want)
+				}
+			}
 		}
 	}
-	// Both paths of the string encoder were taken.
-	if canon < 20 || nonCanon < 20 {
-		t.Errorf("canonical strings %d, others %d: the corpus misses a path", canon, nonCanon)
+	// Both paths of the string encoder were taken, and lengths measured.
+	if canon < 20 || nonCanon < 20 || sized < 20 {
+		t.Errorf("canonical strings %d, others %d, measured %d: the corpus misses a path", canon, nonCanon, sized)
 	}
 }
 
@@ -217,6 +228,58 @@ func TestEchoFindsTheFirstEnvelope(t *testing.T) {
 	} {
 		if got := echo([]byte(tc.line)); got != tc.want {
 			t.Errorf("echo(%.60q…) = %v, want %v", tc.line, got, tc.want)
+		}
+	}
+}
+
+// key (plain keys read by a byte loop, others by str) and name (known
+// names looked up without a string made) give the keys and values
+// encoding/json gives, on the corpus's objects and on objects whose keys
+// and values are the corpus's strings.
+func TestKeysAndNamesAgreeWithEncodingJSON(t *testing.T) {
+	objs := [][]byte{[]byte(`{"type":"user","ty\u0070e":"\u0075ser","a\"b":"assistant","":"Bash","k\\":"x\ty"}`)}
+	var strs [][]byte
+	for _, l := range jdecCorpus() {
+		if json.Valid(l) && len(l) > 0 {
+			switch l[0] {
+			case '{':
+				objs = append(objs, l)
+			case '"':
+				strs = append(strs, l)
+			}
+		}
+	}
+	for i := 0; i+1 < len(strs); i += 2 {
+		objs = append(objs, []byte(`{`+string(strs[i])+`:`+string(strs[i+1])+`,"type":`+string(strs[i+1])+`}`))
+	}
+	for _, o := range objs {
+		dec := json.NewDecoder(bytes.NewReader(o))
+		dec.Token() // {
+		d := newDec(o)
+		d.obj("")
+		for k, ok := d.key(); ok; k, ok = d.key() {
+			want, _ := dec.Token()
+			// A key of invalid UTF-8 stays its bytes (it names nothing
+			// either way).
+			if utf8.Valid(k) && string(k) != want.(string) {
+				t.Fatalf("%s: key %q, encoding/json %q", o, k, want)
+			}
+			var v json.RawMessage
+			if err := dec.Decode(&v); err != nil {
+				t.Fatal(err)
+			}
+			if v[0] != '"' {
+				d.skip()
+				continue
+			}
+			var s string
+			_ = json.Unmarshal(v, &s)
+			if got := d.name(""); got != s {
+				t.Fatalf("%s: name %q, encoding/json %q", o, got, s)
+			}
+		}
+		if d.bad {
+			t.Fatalf("%s: jdec failed", o)
 		}
 	}
 }

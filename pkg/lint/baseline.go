@@ -1,13 +1,11 @@
 package lint
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 
-	"github.com/ctxtool/ctxtool/pkg/safefile"
+	"github.com/ctxtool/ctxtool/pkg/internal/baseline"
 )
 
 // Baseline is the set of findings a previous run reported, by fingerprint
@@ -21,9 +19,9 @@ type Baseline struct {
 
 // LoadBaseline reads a baseline file.
 func LoadBaseline(path string) (*Baseline, error) {
-	data, err := os.ReadFile(path)
+	data, err := baseline.Read(path, "lint")
 	if err != nil {
-		return nil, fmt.Errorf("--baseline %s: %v (write one with `ctxtool lint --json FILES > %s`)", path, safefile.PathCause(err), path)
+		return nil, err
 	}
 	b := &Baseline{File: path, known: map[string]bool{}}
 	trimmed := bytes.TrimSpace(data)
@@ -43,24 +41,18 @@ func LoadBaseline(path string) (*Baseline, error) {
 			return b, nil
 		}
 	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
-		}
+	err = baseline.Lines(path, data, 64<<20, func(n int, line []byte) error {
 		var f Finding
 		if err := json.Unmarshal(line, &f); err != nil {
-			return nil, fmt.Errorf("--baseline %s:%d: not a lint finding (%v); give the output of `ctxtool lint --json` or `--format sarif`", path, n, err)
+			return fmt.Errorf("--baseline %s:%d: not a lint finding (%v); give the output of `ctxtool lint --json` or `--format sarif`", path, n, err)
 		}
-		if f.Rule == "" {
-			continue // a file-level error line ({"file":…,"error":…})
+		if f.Rule != "" { // not a file-level error line ({"file":…,"error":…})
+			b.known[fingerprint(f)] = true
 		}
-		b.known[fingerprint(f)] = true
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("--baseline %s: %v", path, err)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return b, nil
 }

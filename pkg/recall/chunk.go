@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ctxtool/ctxtool/pkg/internal/swar"
 )
 
 // Chunking follows OpenClaw's chunkMarkdown for session transcripts
@@ -269,7 +271,7 @@ func weightedLen(s string) int {
 	n := 0
 	for i := 0; i < len(s); i++ {
 		// Eight ASCII bytes at a time: most text is.
-		for i+8 <= len(s) && load64(s, i)&highBits == 0 {
+		for i+8 <= len(s) && swar.LoadString(s, i)&swar.High == 0 {
 			n += 8
 			i += 8
 		}
@@ -287,24 +289,9 @@ func weightedLen(s string) int {
 	return n
 }
 
-// Bytes of a word: lowBits the low bit of each, highBits the high bit
-// (set when the byte is not ASCII).
-const (
-	lowBits  = 0x0101010101010101
-	highBits = 0x8080808080808080
-)
-
-// load64 reads s[i:i+8] as one word (a single load: the compiler merges
-// the bytes of a slice of known length).
-func load64(s string, i int) uint64 {
-	b := s[i : i+8]
-	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
-		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
-}
-
 func hasCJK(s string) bool {
 	for i := 0; i < len(s); i++ {
-		for i+8 <= len(s) && load64(s, i)&highBits == 0 {
+		for i+8 <= len(s) && swar.LoadString(s, i)&swar.High == 0 {
 			i += 8
 		}
 		if i >= len(s) {

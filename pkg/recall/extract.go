@@ -9,6 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/ctxtool/ctxtool/pkg/internal/swar"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -253,8 +254,8 @@ func plainEnd(s string, i int) int {
 	for i < len(s) {
 		// Skip words with no byte below '!' or above DEL.
 		for i+8 <= len(s) {
-			x := load64(s, i)
-			if ((x-lowBits*'!')&^x|x)&highBits != 0 {
+			x := swar.LoadString(s, i)
+			if (swar.Below(x, '!')|x)&swar.High != 0 {
 				break
 			}
 			i += 8

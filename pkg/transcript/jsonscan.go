@@ -2,7 +2,6 @@ package transcript
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -12,6 +11,8 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/ctxtool/ctxtool/pkg/internal/swar"
 )
 
 // scanner is a small validating JSON scanner over one line. It accepts
@@ -75,8 +76,8 @@ func (s *scanner) str() (start, end, u16 int, ok bool) {
 		// Fast path: eight plain ASCII bytes at a time (no quote, backslash,
 		// control or non-ASCII byte) — base64 images and code are mostly this.
 		for i+8 <= len(b) {
-			x := binary.LittleEndian.Uint64(b[i:])
-			m := (hasLess(x, 0x20) | x | hasZero(x^quotes) | hasZero(x^backslashes)) & highBits
+			x := swar.Load(b, i)
+			m := swar.JSONEscape(x) | x&swar.High
 			if m != 0 {
 				// The lowest flagged byte is exact: step to it.
 				k := bits.TrailingZeros64(m) >> 3
@@ -172,20 +173,6 @@ func (s *scanner) str() (start, end, u16 int, ok bool) {
 	s.i = i
 	return 0, 0, 0, s.fail("unterminated string")
 }
-
-const (
-	lowBits     = 0x0101010101010101
-	highBits    = 0x8080808080808080
-	quotes      = lowBits * '"'
-	backslashes = lowBits * '\\'
-)
-
-// hasZero has the high bit set in each byte of x that is zero (SWAR; only
-// "any byte" is meaningful).
-func hasZero(x uint64) uint64 { return (x - lowBits) &^ x }
-
-// hasLess flags bytes of x below n (n ≤ 128).
-func hasLess(x uint64, n uint64) uint64 { return (x - lowBits*n) &^ x }
 
 func isHex(c byte) bool {
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')

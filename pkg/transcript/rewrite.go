@@ -504,21 +504,7 @@ func (c *carrier) rebuild(skipAt, skipLen int64) error {
 		os.Remove(name)
 		return err
 	}
-	if err := copyRange(next, c.cur, 0, c.curBase); err != nil {
-		return fail(err)
-	}
-	if _, err := next.Write(late); err != nil {
-		return fail(err)
-	}
-	if skipAt >= 0 {
-		if err := copyRange(next, c.cur, c.curBase, skipAt); err != nil {
-			return fail(err)
-		}
-	}
-	if err := copyRange(next, c.cur, other, curEnd); err != nil {
-		return fail(err)
-	}
-	if err := writeAll(next, nil, c.mode); err != nil {
+	if err := c.writeNext(next, late, skipAt, other, curEnd); err != nil {
 		return fail(err)
 	}
 	// Measured before the rename: from then on writers append to next, and
@@ -547,6 +533,28 @@ func (c *carrier) rebuild(skipAt, skipLen int64) error {
 	// long the last one's took.
 	c.watch = holdWatch{}
 	return nil
+}
+
+// writeNext writes rebuild's new live file: our part of cur, the late
+// lines of prev, then cur's other lines up to curEnd (when skipAt >= 0,
+// those before the misplaced copy of ours at skipAt and those from other,
+// after it); with the original's mode and owner, synced.
+func (c *carrier) writeNext(next *os.File, late []byte, skipAt, other, curEnd int64) error {
+	if err := copyRange(next, c.cur, 0, c.curBase); err != nil {
+		return err
+	}
+	if _, err := next.Write(late); err != nil {
+		return err
+	}
+	if skipAt >= 0 {
+		if err := copyRange(next, c.cur, c.curBase, skipAt); err != nil {
+			return err
+		}
+	}
+	if err := copyRange(next, c.cur, other, curEnd); err != nil {
+		return err
+	}
+	return writeAll(next, nil, c.mode)
 }
 
 func size(f *os.File) (int64, error) {
