@@ -17,6 +17,7 @@ import (
 // without newline counts.
 type lineReader struct {
 	br   *bufio.Reader
+	src  io.Reader // what br reads
 	long []byte
 	// max bounds one line (0: unbounded).
 	max int
@@ -29,7 +30,15 @@ func newLineReader(r io.Reader) *lineReader { return newLineReaderSize(r, 1<<20)
 // newLineReaderSize reads with a buffer of size bytes (longer lines are
 // still read whole).
 func newLineReaderSize(r io.Reader, size int) *lineReader {
-	return &lineReader{br: bufio.NewReaderSize(r, size)}
+	return &lineReader{br: bufio.NewReaderSize(r, size), src: r}
+}
+
+// rest reads what l has not handed out: the bytes in its buffer, then its
+// source directly. The converters read a chunk at a time, a quarter of
+// the buffer: through it, every byte of the file was copied once more.
+func (l *lineReader) rest() io.Reader {
+	buf, _ := l.br.Peek(l.br.Buffered())
+	return io.MultiReader(bytes.NewReader(buf), l.src)
 }
 
 func (l *lineReader) peek(n int) ([]byte, error) {

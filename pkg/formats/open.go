@@ -162,7 +162,7 @@ func sniffLines(lr *lineReader) (Sniffed, [][]byte, error) {
 // convert runs a format's converter over replayed lines and the rest of lr.
 func convert(name string, f Format, lr *lineReader, replay [][]byte, sink func(*Produced), lazy bool) (*View, error) {
 	v := &view{out: &spool{discard: lazy && sink != nil}, sink: sink}
-	r := io.MultiReader(bytes.NewReader(bytes.Join(append(replay, nil), []byte{'\n'})), lr.br)
+	r := io.MultiReader(bytes.NewReader(bytes.Join(append(replay, nil), []byte{'\n'})), lr.rest())
 	c := newConv(f, v)
 	var err error
 	switch c := c.(type) { // the record type is each converter's own

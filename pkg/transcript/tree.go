@@ -163,6 +163,12 @@ func BuildContext(path []*Entry) *Context {
 		c.Model = &ModelRef{Provider: model.Provider(), ModelID: model.Model()}
 	}
 	if c.Compaction == nil {
+		// Room for every entry (most produce a message): grown by append,
+		// a 1 GB session's context was copied a dozen times over, and the
+		// last copy held two arrays at once at the peak.
+		if len(path) > 0 {
+			c.Messages = make([]ContextMessage, 0, len(path))
+		}
 		for _, e := range path {
 			c.appendEntry(e)
 		}
@@ -183,6 +189,11 @@ func BuildContext(path []*Entry) *Context {
 			c.KeptStart = i
 		}
 	}
+	n := len(path) - c.CompactionIndex // the summary, then what follows
+	if c.KeptStart >= 0 {
+		n += c.CompactionIndex - c.KeptStart
+	}
+	c.Messages = make([]ContextMessage, 0, n)
 	c.Messages = append(c.Messages, ContextMessage{Entry: c.Compaction, Role: "compactionSummary"})
 	if c.KeptStart >= 0 {
 		for _, e := range path[c.KeptStart:c.CompactionIndex] {
