@@ -57,8 +57,9 @@ without newline (a session being written) waits for the next run.
 Each file is indexed all-or-nothing: a run killed at any moment leaves the
 index as it was before that file, and the next run completes it.
 
-The index lives in <state-dir>/recall/index.sqlite, or where --index
-(config recall.url) says: another SQLite file, or a PostgreSQL database
+The index lives in <state-dir>/recall/index.sqlite (its full-text indexes
+beside it, in index.sqlite.fts), or where --index (config recall.url)
+says: another SQLite file (and its .fts file), or a PostgreSQL database
 (postgres://user:password@host/db) that any number of machines index into
 and search at once. --rebuild empties the index first (the remedy for a
 damaged index; on PostgreSQL it empties every machine's rows).

@@ -457,7 +457,7 @@ func printTable(ix *recall.Index, loc string, cp *corpus, idx indexRun, found pl
 	row("chunks", fmt.Sprint(idx.chunks))
 	if !recall.IsURL(loc) {
 		dbSize := int64(0)
-		for _, suf := range []string{"", "-wal"} {
+		for _, suf := range []string{"", "-wal", ".fts", ".fts-wal"} { // the main file and the FTS file
 			if fi, err := os.Stat(loc + suf); err == nil {
 				dbSize += fi.Size()
 			}

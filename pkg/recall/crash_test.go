@@ -27,8 +27,9 @@ func init() {
 	}
 	ix, err := recall.OpenURL(loc, recall.WithBatchBytes(48<<10))
 	if err == nil {
+		dirs := filepath.SplitList(os.Getenv(crashChild + "_DIR"))
 		var files []string
-		for _, dir := range filepath.SplitList(os.Getenv(crashChild + "_DIR")) {
+		for _, dir := range dirs {
 			fs, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
 			files = append(files, fs...)
 		}
@@ -38,6 +39,9 @@ func init() {
 				os.Exit(1)
 			}
 		})
+		if err == nil && os.Getenv(crashChild+"_PRUNE") != "" {
+			_, err = ix.PruneUnder(context.Background(), dirs)
+		}
 		ix.Close()
 	}
 	if err != nil {
@@ -49,10 +53,13 @@ func init() {
 
 // runCrashChild starts a process indexing the *.jsonl files of dir (a
 // list of directories separated by os.PathListSeparator) into loc.
-func runCrashChild(t *testing.T, loc, dir string) *exec.Cmd {
+// env adds variables (crashChild+"_PRUNE=1": prune the directories'
+// removed files after indexing).
+func runCrashChild(t *testing.T, loc, dir string, env ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), crashChild+"="+loc, crashChild+"_DIR="+dir)
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

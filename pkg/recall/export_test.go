@@ -88,6 +88,6 @@ func FTSSegments(ix *Index) (int, error) {
 		return 0, fmt.Errorf("not a SQLite index")
 	}
 	var n int
-	err := st.db.QueryRow(`SELECT count(DISTINCT id >> 37) FROM chunks_fts_data WHERE id > 10`).Scan(&n)
+	err := st.fts.QueryRow(`SELECT count(DISTINCT id >> 37) FROM chunks_fts_data WHERE id > 10`).Scan(&n)
 	return n, err
 }

@@ -15,15 +15,13 @@ import (
 	"unicode/utf8"
 
 	"modernc.org/sqlite"
+
+	"github.com/ctxtool/ctxtool/pkg/safefile"
 )
 
-// sqliteSchema: FTS5 merges a full-text index's segments once 16 of them
-// are on a level (automerge; its default 4 merges the same data about
-// twice as often: 8% of a cold 1 GB index's CPU); a search then looks
-// terms up in a few more segments. The word index's pending terms are
-// flushed as a segment at 32 MiB (hashsize) rather than 16: half the
-// segments to merge, a directory of 500 small sessions indexed 1.26x
-// faster for 30 MB more memory.
+// sqliteSchema is the main file's: the files and their chunks (the
+// full-text indexes are in the FTS file, see ftsSchema). Chunk ids are
+// never reused (AUTOINCREMENT): the FTS file's repair relies on it.
 const sqliteSchema = `
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS files(
@@ -42,7 +40,7 @@ CREATE TABLE IF NOT EXISTS files(
 	indexed_at INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS chunks(
-	id INTEGER PRIMARY KEY,
+	id INTEGER PRIMARY KEY AUTOINCREMENT,
 	file_id INTEGER NOT NULL,
 	start_line INTEGER NOT NULL,
 	end_line INTEGER NOT NULL,
@@ -55,13 +53,6 @@ CREATE TABLE IF NOT EXISTS chunks(
 	embedding BLOB
 );
 CREATE INDEX IF NOT EXISTS chunks_file ON chunks(file_id, start_line);
-CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
-	text, content='chunks', content_rowid='id', tokenize='unicode61 remove_diacritics 2');
-CREATE VIRTUAL TABLE IF NOT EXISTS chunks_tri USING fts5(
-	text, content='chunks', content_rowid='id', tokenize='trigram case_sensitive 0');
-INSERT INTO chunks_fts(chunks_fts, rank) VALUES('hashsize', 33554432);
-INSERT INTO chunks_fts(chunks_fts, rank) VALUES('automerge', 16);
-INSERT INTO chunks_tri(chunks_tri, rank) VALUES('hashsize', 16777216);
 `
 
 // sqliteStore is the embedded default backend, on modernc.org/sqlite
@@ -73,8 +64,10 @@ INSERT INTO chunks_tri(chunks_tri, rank) VALUES('hashsize', 16777216);
 // wasm2go; its bm25 ranks differ from modernc's in the last bit) and
 // 0.73-0.85x on mattn/go-sqlite3 (cgo, and FTS5 only with a build tag).
 type sqliteStore struct {
-	db   *sql.DB
-	path string
+	db     *sql.DB // the main file: writes, bookkeeping, chunks
+	fts    *sql.DB // the FTS file's writers
+	search *sql.DB // the main file with the FTS file attached
+	path   string
 }
 
 func openSQLite(dbPath string) (*sqliteStore, error) {
@@ -94,28 +87,53 @@ func openSQLite(dbPath string) (*sqliteStore, error) {
 	// OS has the pages); a power cut may lose the last commits, which the
 	// next run indexes again. WAL keeps the file consistent either way.
 	q.Add("_pragma", "synchronous(OFF)")
-	// 16 MB: the cache's allocations take about twice that (a 16 KiB page
-	// and its header round up); a larger cache did not index faster.
-	q.Add("_pragma", "cache_size(-16000)")
 	q.Add("_pragma", "temp_store(MEMORY)")
 	q.Set("_txlock", "immediate")
-	dsn := "file:" + dbPath + "?" + q.Encode()
 	for attempt := 1; ; attempt++ {
-		db, err := sql.Open("sqlite", dsn)
-		if err != nil {
-			return nil, fmt.Errorf("recall: open %s: %v", dbPath, err)
-		}
-		s := &sqliteStore{db: db, path: dbPath}
-		err = s.migrate(context.Background())
+		s, err := openSQLiteFiles(dbPath, q.Encode())
 		if err == nil {
 			return s, nil
 		}
-		db.Close()
 		if !creationRace(err) || attempt == openAttempts {
 			return nil, s.err("open", err)
 		}
 		time.Sleep(time.Duration(attempt) * 20 * time.Millisecond)
 	}
+}
+
+// openSQLiteFiles opens the main file and the FTS file with the settings
+// of query, migrating both and repairing the FTS file if a process died
+// between a batch's two commits.
+func openSQLiteFiles(dbPath, query string) (*sqliteStore, error) {
+	ctx := context.Background()
+	// Page caches: the FTS file's 16 MB (its allocations take about twice
+	// that: a 16 KiB page and its header round up; a larger cache did not
+	// index faster). The main file's rows are appended, 2 MB is enough:
+	// with 16 MB a cold index of 100 MB peaked 84 MB higher, at the same
+	// CPU.
+	dsn := "file:" + dbPath + "?" + query + "&_pragma=cache_size%28-2000%29"
+	ftsDSN := "file:" + ftsPath(dbPath) + "?" + query + "&_pragma=cache_size%28-16000%29"
+	s := &sqliteStore{path: dbPath}
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return s, err
+	}
+	s.db = db
+	err = s.migrate(ctx)
+	if err == nil {
+		err = s.openFTS(ctx, ftsDSN)
+	}
+	if err == nil {
+		err = s.openSearch(dsn, ftsPath(dbPath))
+	}
+	if err == nil {
+		err = s.repairAtOpen(ctx)
+	}
+	if err != nil {
+		s.close()
+		return s, err
+	}
+	return s, nil
 }
 
 // openAttempts bounds the retries of creationRace errors (about 2 s).
@@ -141,7 +159,16 @@ func creationRace(err error) bool {
 }
 
 func (s *sqliteStore) location() string { return s.path }
-func (s *sqliteStore) close() error     { return s.db.Close() }
+
+func (s *sqliteStore) close() error {
+	var errs []error
+	for _, db := range []*sql.DB{s.search, s.fts, s.db} {
+		if db != nil {
+			errs = append(errs, db.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
 
 // err turns a database error into one that names the index and says what
 // to do when the storage itself failed.
@@ -169,19 +196,31 @@ func (s *sqliteStore) err(op string, err error) error {
 	return fmt.Errorf("recall: %s %s: %v", op, s.path, err)
 }
 
+// beginMeta begins a write transaction on db and reads key from its
+// key-value table (created if missing; "" when key is not set).
+func beginMeta(ctx context.Context, db *sql.DB, table, key string) (*sql.Tx, string, error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, "", err
+	}
+	var v string
+	_, err = tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+table+`(key TEXT PRIMARY KEY, value TEXT NOT NULL)`)
+	if err == nil {
+		_, err = scanRow(tx.QueryRowContext(ctx, `SELECT value FROM `+table+` WHERE key=?`, key), &v)
+	}
+	if err != nil {
+		tx.Rollback()
+		return nil, "", err
+	}
+	return tx, v, nil
+}
+
 func (s *sqliteStore) migrate(ctx context.Context) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, v, err := beginMeta(ctx, s.db, "meta", "schema")
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)`); err != nil {
-		return err
-	}
-	var v string
-	if _, err := scanRow(tx.QueryRowContext(ctx, `SELECT value FROM meta WHERE key='schema'`), &v); err != nil {
-		return err
-	}
 	if v == schemaVersion {
 		return nil
 	}
@@ -191,12 +230,18 @@ func (s *sqliteStore) migrate(ctx context.Context) error {
 	if _, err := tx.ExecContext(ctx, sqliteSchema); err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO meta(key, value) VALUES('schema', ?)`, schemaVersion); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO meta(key, value) VALUES('schema', ?), ('fts_owner', ?)`,
+		schemaVersion, newOwner()); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM meta WHERE key = 'fts_seq'`); err != nil {
 		return err
 	}
 	return tx.Commit()
 }
 
+// dropSQLite drops the main file's tables (and the full-text tables that
+// earlier builds kept in it).
 func dropSQLite(ctx context.Context, tx *sql.Tx) error {
 	for _, t := range []string{"chunks_fts", "chunks_tri", "chunks", "files"} {
 		if _, err := tx.ExecContext(ctx, "DROP TABLE IF EXISTS "+t); err != nil {
@@ -259,6 +304,7 @@ type sqliteBatch struct {
 	// rolls the transaction back (on the connection, between two Raw calls).
 	txCtx    context.Context
 	ins      *chunkInserts
+	fts      *ftsWriter
 	finished bool
 }
 
@@ -272,7 +318,13 @@ func (s *sqliteStore) batch(ctx context.Context) (batch, error) {
 		conn.Close()
 		return nil, s.err("begin", err)
 	}
-	return &sqliteBatch{s: s, conn: conn, tx: tx, txCtx: ctx}, nil
+	fts, err := s.beginFTS(ctx, tx)
+	if err != nil {
+		tx.Rollback()
+		conn.Close()
+		return nil, s.err("begin", err)
+	}
+	return &sqliteBatch{s: s, conn: conn, tx: tx, txCtx: ctx, fts: fts}, nil
 }
 
 func (b *sqliteBatch) file(ctx context.Context, path string, fn func(w writer) error) error {
@@ -295,12 +347,28 @@ func (b *sqliteBatch) closeStmts() {
 	}
 }
 
+// commit commits the main file, then the FTS file, each with the batch's
+// sync mark (see ftsSchema for a crash in between).
 func (b *sqliteBatch) commit() error {
 	b.closeStmts()
 	b.finished = true
-	err := b.tx.Commit()
+	err := b.fts.finish()
+	if err == nil {
+		_, err = b.tx.ExecContext(b.txCtx, `INSERT OR REPLACE INTO meta(key, value) VALUES('fts_seq', ?)`,
+			strconv.FormatInt(b.fts.mark, 10))
+	}
+	if err == nil {
+		err = b.tx.Commit()
+	}
+	if err != nil {
+		b.tx.Rollback()
+		b.conn.Close()
+		b.fts.rollback()
+		return b.s.err("commit", err)
+	}
 	b.conn.Close()
-	return b.s.err("commit", err)
+	safefile.CrashPoint("recall-between-commits")
+	return b.s.err("commit", b.fts.commit())
 }
 
 func (b *sqliteBatch) rollback() {
@@ -308,6 +376,7 @@ func (b *sqliteBatch) rollback() {
 		b.closeStmts()
 		b.tx.Rollback()
 		b.conn.Close()
+		b.fts.rollback()
 		b.finished = true
 	}
 }
@@ -330,19 +399,31 @@ func (b *sqliteBatch) deleteFileChunks(ctx context.Context, fileID int64) error 
 	return b.deleteWhere(ctx, "file_id=?", fileID)
 }
 
-// deleteWhere removes chunks from the chunk table and both full-text
-// indexes (external-content FTS5 tables need the old text to delete).
+// deleteWhere removes chunks from the chunk table and, through the FTS
+// writer, from both full-text indexes.
 func (b *sqliteBatch) deleteWhere(ctx context.Context, cond string, arg int64) error {
-	for _, q := range []string{
-		`INSERT INTO chunks_fts(chunks_fts, rowid, text) SELECT 'delete', id, text FROM chunks WHERE ` + cond,
-		`INSERT INTO chunks_tri(chunks_tri, rowid, text) SELECT 'delete', id, text FROM chunks WHERE has_cjk=1 AND ` + cond,
-		`DELETE FROM chunks WHERE ` + cond,
-	} {
-		if _, err := b.tx.ExecContext(ctx, q, arg); err != nil {
+	rows, err := b.tx.QueryContext(ctx, `SELECT id, has_cjk FROM chunks WHERE `+cond, arg)
+	if err != nil {
+		return b.s.err("delete chunks", err)
+	}
+	var del []ftsRow
+	for rows.Next() {
+		var r ftsRow
+		if err := rows.Scan(&r.id, &r.cjk); err != nil {
+			rows.Close()
 			return b.s.err("delete chunks", err)
 		}
+		del = append(del, r)
 	}
-	return nil
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return b.s.err("delete chunks", err)
+	}
+	if len(del) > 0 {
+		b.fts.send(ftsOp{del: true, rows: del})
+	}
+	_, err = b.tx.ExecContext(ctx, `DELETE FROM chunks WHERE `+cond, arg)
+	return b.s.err("delete chunks", err)
 }
 
 func (b *sqliteBatch) addFile(ctx context.Context, path string) (int64, error) {
@@ -356,9 +437,7 @@ func (b *sqliteBatch) addFile(ctx context.Context, path string) (int64, error) {
 	return id, b.s.err("add "+path, err)
 }
 
-// addChunks stores chunks. Only chunks with CJK text go into the trigram
-// table: a query that needs the trigram table contains CJK, so it can only
-// match chunks that do.
+// addChunks stores chunks and hands their text to the FTS writer.
 func (b *sqliteBatch) addChunks(ctx context.Context, fileID int64, cs []chunk) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -382,24 +461,28 @@ func (b *sqliteBatch) addChunks(ctx context.Context, fileID int64, cs []chunk) e
 			}
 			b.ins = ins
 		}
+		rows := make([]ftsRow, len(cs))
 		for i := range cs {
-			if op, err := b.ins.add(ctx, fileID, &cs[i]); err != nil {
-				return b.s.err(op, err)
+			id, err := b.ins.add(ctx, fileID, &cs[i])
+			if err != nil {
+				return b.s.err("insert chunk", err)
 			}
+			rows[i] = ftsRow{id: id, text: cs[i].Text, cjk: cs[i].HasCJK}
 		}
+		b.fts.send(ftsOp{rows: rows})
 		return nil
 	})
 }
 
-// chunkInserts are a batch's three insert statements at the driver level,
+// chunkInserts is a batch's chunk insert statement at the driver level,
 // without database/sql's argument conversion, locks and result per row:
 // the writer's CPU for a 100 MB session's chunks 0.90-0.95x. They are used
 // only inside sql.Conn.Raw on the batch's connection, which database/sql
 // and the transaction leave alone meanwhile.
 type chunkInserts struct {
-	chunk, fts, tri driver.StmtExecContext
-	stmts           []driver.Stmt // to close
-	args            [8]driver.NamedValue
+	chunk driver.StmtExecContext
+	stmts []driver.Stmt // to close
+	args  [8]driver.NamedValue
 }
 
 func prepareInserts(ctx context.Context, dc any) (*chunkInserts, error) {
@@ -413,12 +496,7 @@ func prepareInserts(ctx context.Context, dc any) (*chunkInserts, error) {
 	}
 	var err error
 	if ins.chunk, err = ins.prepare(ctx, pc, `INSERT INTO chunks(file_id, start_line, end_line, start_offset,
-		entry_ids, ts, has_cjk, text) VALUES(?, ?, ?, ?, ?, ?, ?, ?)`); err == nil {
-		if ins.fts, err = ins.prepare(ctx, pc, `INSERT INTO chunks_fts(rowid, text) VALUES(?, ?)`); err == nil {
-			ins.tri, err = ins.prepare(ctx, pc, `INSERT INTO chunks_tri(rowid, text) VALUES(?, ?)`)
-		}
-	}
-	if err != nil {
+		entry_ids, ts, has_cjk, text) VALUES(?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
 		ins.close()
 		return nil, err
 	}
@@ -445,9 +523,8 @@ func (ins *chunkInserts) close() error {
 	return nil
 }
 
-// add inserts one chunk's row and its text into the full-text indexes; a
-// failure says which step failed (op).
-func (ins *chunkInserts) add(ctx context.Context, fileID int64, c *chunk) (op string, err error) {
+// add inserts one chunk's row and returns its id.
+func (ins *chunkInserts) add(ctx context.Context, fileID int64, c *chunk) (int64, error) {
 	a := ins.args[:]
 	for i, v := range [...]driver.Value{fileID, int64(c.StartLine), int64(c.EndLine), c.StartOffset,
 		strings.Join(c.EntryIDs, " "), c.Timestamp, c.HasCJK, c.Text} {
@@ -455,22 +532,9 @@ func (ins *chunkInserts) add(ctx context.Context, fileID int64, c *chunk) (op st
 	}
 	r, err := ins.chunk.ExecContext(ctx, a)
 	if err != nil {
-		return "insert chunk", err
+		return 0, err
 	}
-	id, err := r.LastInsertId()
-	if err != nil {
-		return "insert chunk", err
-	}
-	a[0].Value, a[1].Value = id, c.Text
-	if _, err := ins.fts.ExecContext(ctx, a[:2]); err != nil {
-		return "insert chunk text", err
-	}
-	if c.HasCJK {
-		if _, err := ins.tri.ExecContext(ctx, a[:2]); err != nil {
-			return "insert chunk text", err
-		}
-	}
-	return "", nil
+	return r.LastInsertId()
 }
 
 func (b *sqliteBatch) updateFile(ctx context.Context, fileID int64, r *fileRow) error {
@@ -593,7 +657,7 @@ func cjkMatchQuery(tokens []string, fileID int64) sqliteMatchQuery {
 // rankedMatches runs q, whose rows are a chunk id and its bm25() rank (0:
 // unranked).
 func (s *sqliteStore) rankedMatches(ctx context.Context, q string, args []any) ([]match, error) {
-	rows, err := s.db.QueryContext(ctx, q, args...)
+	rows, err := s.search.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, s.err("search", err)
 	}
@@ -619,7 +683,7 @@ func (s *sqliteStore) manyMatches(ctx context.Context, idCol, from string, args 
 	q := `SELECT ` + idCol + ` ` + from + ` ORDER BY ` + idCol + ` DESC LIMIT 1 OFFSET ?`
 	a := append(append([]any{}, args...), rankWindow-1)
 	var id int64
-	ok, err := scanRow(s.db.QueryRowContext(ctx, q, a...), &id)
+	ok, err := scanRow(s.search.QueryRowContext(ctx, q, a...), &id)
 	return ok, s.err("search", err)
 }
 

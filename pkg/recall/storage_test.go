@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 
@@ -133,7 +132,7 @@ func TestStorageSettingsSameResults(t *testing.T) {
 	oldLoc := filepath.Join(t.TempDir(), "index.sqlite")
 	sqlExec(t, oldLoc, `PRAGMA page_size = 4096`, `PRAGMA journal_mode = WAL`)
 	fresh, old := openAt(t, newLoc), openAt(t, oldLoc)
-	sqlExec(t, oldLoc, `INSERT INTO chunks_fts(chunks_fts, rank) VALUES('automerge', 4)`,
+	sqlExec(t, oldLoc+".fts", `INSERT INTO chunks_fts(chunks_fts, rank) VALUES('automerge', 4)`,
 		`INSERT INTO chunks_fts(chunks_fts, rank) VALUES('hashsize', 65536)`)
 	indexAll(t, fresh, files...)
 	indexAll(t, old, files...)
@@ -144,21 +143,7 @@ func TestStorageSettingsSameResults(t *testing.T) {
 		t.Errorf("existing index: %d-byte pages, want its own 4096", got)
 	}
 	sameRows(t, fresh, old, "new", "old")
-	hits := 0
-	for _, f := range facts {
-		for _, q := range []string{f.Query, f.Name} {
-			opts := recall.SearchOptions{MaxResults: 10}
-			r1, err1 := fresh.Search(context.Background(), q, opts)
-			r2, err2 := old.Search(context.Background(), q, opts)
-			if err1 != nil || err2 != nil {
-				t.Fatal(err1, err2)
-			}
-			if !reflect.DeepEqual(r1.Hits, r2.Hits) {
-				t.Errorf("query %q: new index %+v, old %+v", q, r1.Hits, r2.Hits)
-			}
-			hits += len(r1.Hits)
-		}
-	}
+	hits := sameSearches(t, fresh, old, facts)
 	t.Logf("%d queries, %d hits, the same in both", 2*len(facts), hits)
 }
 
@@ -178,16 +163,25 @@ func sqlExec(t *testing.T, loc string, stmts ...string) {
 	}
 }
 
-func pageSize(t *testing.T, loc string) int {
+func pageSize(t *testing.T, loc string) int { return sqlInt(t, loc, `PRAGMA page_size`) }
+
+// sqlInt runs a query of one integer on the index at loc, straight from
+// the SQLite files (no recall.Open, which migrates and repairs), with its
+// FTS file attached as f.
+func sqlInt(t *testing.T, loc, query string) int {
 	t.Helper()
 	db, err := sql.Open("sqlite", loc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	var n int
-	if err := db.QueryRow(`PRAGMA page_size`).Scan(&n); err != nil {
+	db.SetMaxOpenConns(1)
+	if _, err := db.Exec(`ATTACH DATABASE ? AS f`, loc+".fts"); err != nil {
 		t.Fatal(err)
+	}
+	var n int
+	if err := db.QueryRow(query).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", query, err)
 	}
 	return n
 }

@@ -9,10 +9,11 @@
 //
 // Two stores hold the same rows (same chunking, citations and incremental
 // bookkeeping; see backend):
-//   - SQLite (the embedded default): one file, <stateDir>/recall/index.sqlite
-//     (WAL mode), FTS5 with a trigram table for CJK. Safe to share between
-//     processes on one machine: writes take SQLite's write lock up front
-//     (BEGIN IMMEDIATE) and wait up to 30 s for it.
+//   - SQLite (the embedded default): <stateDir>/recall/index.sqlite (WAL
+//     mode) and its FTS file beside it, index.sqlite.fts: FTS5 with a
+//     trigram table for CJK, written in parallel (see ftsSchema). Safe to
+//     share between processes on one machine: writes take SQLite's write
+//     locks up front (BEGIN IMMEDIATE) and wait up to 30 s for them.
 //   - PostgreSQL (OpenURL("postgres://…"), config recall.url): one database
 //     for a fleet of machines; tsvector + GIN, pg_trgm for CJK; every file is
 //     written in its own transaction under a per-file advisory lock, so any
@@ -57,7 +58,7 @@ import (
 // schemaVersion changes whenever the tables or the extraction/chunking
 // rules change; an index of another version is rebuilt from scratch (it is a
 // cache of the transcripts, nothing in it is original).
-const schemaVersion = "9"
+const schemaVersion = "10"
 
 // DefaultMaxChars caps tool results, tool-call arguments, thinking and bash
 // output per message (head and tail kept).
@@ -159,9 +160,11 @@ func Rebuild(location string) error {
 		defer st.close()
 		return st.rebuild(context.Background())
 	}
-	for _, suf := range []string{"", "-wal", "-shm", "-journal"} {
-		if err := os.Remove(location + suf); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("recall: remove %s: %v", location+suf, err)
+	for _, f := range []string{location, ftsPath(location)} {
+		for _, suf := range []string{"", "-wal", "-shm", "-journal"} {
+			if err := os.Remove(f + suf); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("recall: remove %s: %v", f+suf, err)
+			}
 		}
 	}
 	return nil

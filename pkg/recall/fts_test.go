@@ -1,0 +1,179 @@
+package recall_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/ctxtool/ctxtool/internal/testkit/recalltest"
+	"github.com/ctxtool/ctxtool/pkg/recall"
+)
+
+// ftsStray counts the chunks of the index at loc without a full-text row
+// and the full-text rows without a chunk, in the word and the trigram
+// index.
+func ftsStray(t *testing.T, loc string) int {
+	t.Helper()
+	return sqlInt(t, loc, `SELECT
+		(SELECT count(*) FROM chunks WHERE id NOT IN (SELECT id FROM f.chunks_fts_docsize)) +
+		(SELECT count(*) FROM f.chunks_fts_docsize WHERE id NOT IN (SELECT id FROM chunks)) +
+		(SELECT count(*) FROM chunks WHERE has_cjk = 1 AND id NOT IN (SELECT id FROM f.chunks_tri_docsize)) +
+		(SELECT count(*) FROM f.chunks_tri_docsize WHERE id NOT IN (SELECT id FROM chunks WHERE has_cjk = 1))`)
+}
+
+// sameSearches fails the test when a and b give different hits for the
+// facts' queries and names; it returns how many hits each gave.
+func sameSearches(t *testing.T, a, b *recall.Index, facts []planted) int {
+	t.Helper()
+	hits := 0
+	for _, f := range facts {
+		for _, q := range []string{f.Query, f.Name} {
+			opts := recall.SearchOptions{MaxResults: 10}
+			r1, err1 := a.Search(context.Background(), q, opts)
+			r2, err2 := b.Search(context.Background(), q, opts)
+			if err1 != nil || err2 != nil {
+				t.Fatal(err1, err2)
+			}
+			if !reflect.DeepEqual(r1.Hits, r2.Hits) {
+				t.Fatalf("query %q: %+v, the other index %+v", q, r1.Hits, r2.Hits)
+			}
+			hits += len(r1.Hits)
+		}
+	}
+	return hits
+}
+
+// A kill between a batch's two commits (the main file's done, the FTS
+// file's not) leaves full-text rows behind the chunks; the next open
+// repairs them, and the index then searches as a clean one does that went
+// through the same runs without the kill: after new files, a file indexed
+// again after a rewrite, and a removed file.
+func TestKillBetweenCommits(t *testing.T) {
+	dir := t.TempDir()
+	facts := genSessions(t, dir, 4, 60)
+	loc := filepath.Join(t.TempDir(), "index.sqlite")
+	cleanLoc := filepath.Join(t.TempDir(), "index.sqlite")
+	crash := func(what string, env ...string) {
+		t.Helper()
+		if err := runCrashChild(t, cleanLoc, dir, env...).Wait(); err != nil {
+			t.Fatalf("%s: the clean run: %v", what, err)
+		}
+		cmd := runCrashChild(t, loc, dir, append(env, "CTXTOOL_CRASH_AT=recall-between-commits")...)
+		if err := cmd.Wait(); err == nil || !cmd.ProcessState.Exited() && cmd.ProcessState.String() != "signal: killed" {
+			t.Fatalf("%s: the indexer was not killed between its commits: %v", what, err)
+		}
+		if n := ftsStray(t, loc); n == 0 {
+			t.Fatalf("%s: the full-text rows are in sync after the kill: nothing to repair", what)
+		}
+		ix := openAt(t, loc)
+		if n := ftsStray(t, loc); n != 0 {
+			t.Fatalf("%s: %d full-text rows out of sync after the open", what, n)
+		}
+		ix.Close()
+	}
+	check := func(what string, facts []planted) {
+		t.Helper()
+		if err := runCrashChild(t, loc, dir).Wait(); err != nil {
+			t.Fatalf("%s: the next run: %v", what, err)
+		}
+		clean := openAt(t, cleanLoc)
+		ix := openAt(t, loc)
+		sameRows(t, ix, clean, what, "clean")
+		sameSearches(t, ix, clean, facts)
+		ix.Close()
+		clean.Close()
+	}
+	crash("new files")
+	check("new files", facts)
+
+	p := facts[0].file
+	recalltest.Write(t, p, recalltest.Options{Seed: 77, Turns: 50, Facts: recalltest.DefaultFacts(77)})
+	crash("a rewritten file")
+	var kept []planted
+	for _, f := range facts {
+		if f.file != p {
+			kept = append(kept, f)
+		}
+	}
+	check("a rewritten file", kept)
+
+	gone := kept[0].file
+	if err := os.Remove(gone); err != nil {
+		t.Fatal(err)
+	}
+	crash("a removed file", crashChild+"_PRUNE=1")
+	var left []planted
+	for _, f := range kept {
+		if f.file != gone {
+			left = append(left, f)
+		}
+	}
+	check("a removed file", left)
+}
+
+// An FTS file that is lost (deleted), or left from another index, is
+// rebuilt from the chunks when the index opens: the same hits as before.
+func TestLostFTSFileRebuilt(t *testing.T) {
+	dir := t.TempDir()
+	facts := genSessions(t, dir, 3, 60)
+	loc := filepath.Join(t.TempDir(), "index.sqlite")
+	ix := openAt(t, loc)
+	indexAll(t, ix, sessionFiles(t, dir)...)
+	ix.Close()
+	other := filepath.Join(t.TempDir(), "index.sqlite")
+	ix = openAt(t, other)
+	indexAll(t, ix, sessionFiles(t, dir)[:1]...)
+	ix.Close()
+	for _, how := range []string{"deleted", "another index's"} {
+		for _, suf := range []string{"", "-wal", "-shm"} {
+			os.Remove(loc + ".fts" + suf)
+		}
+		if how == "another index's" {
+			for _, suf := range []string{"", "-wal"} {
+				if b, err := os.ReadFile(other + ".fts" + suf); err == nil {
+					os.WriteFile(loc+".fts"+suf, b, 0o600)
+				}
+			}
+		}
+		ix = openAt(t, loc)
+		if n := ftsStray(t, loc); n != 0 {
+			t.Fatalf("FTS file %s: %d full-text rows out of sync after the open", how, n)
+		}
+		clean := openAt(t, filepath.Join(t.TempDir(), "index.sqlite"))
+		indexAll(t, clean, sessionFiles(t, dir)...)
+		sameSearches(t, ix, clean, facts)
+		ix.Close()
+		clean.Close()
+	}
+}
+
+// An index written by a build that kept the full-text tables in the main
+// file (schema 9) opens: it is emptied (the index is a cache, its schema
+// changed) and the next run fills the main file and the FTS file again.
+func TestSingleFileIndexOpens(t *testing.T) {
+	dir := t.TempDir()
+	facts := genSessions(t, dir, 2, 60)
+	loc := filepath.Join(t.TempDir(), "index.sqlite")
+	sqlExec(t, loc, `CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)`,
+		`INSERT INTO meta VALUES('schema', '9')`,
+		`CREATE TABLE chunks(id INTEGER PRIMARY KEY, text TEXT NOT NULL)`,
+		`CREATE VIRTUAL TABLE chunks_fts USING fts5(text, content='chunks', content_rowid='id')`,
+		`INSERT INTO chunks VALUES(1, 'an old chunk')`,
+		`INSERT INTO chunks_fts(rowid, text) VALUES(1, 'an old chunk')`)
+	ix := openAt(t, loc)
+	if d, err := recall.Dump(ix); err != nil || len(d) != 0 {
+		t.Fatalf("old index after open: %v %v", d, err)
+	}
+	indexAll(t, ix, sessionFiles(t, dir)...)
+	clean := openAt(t, filepath.Join(t.TempDir(), "index.sqlite"))
+	indexAll(t, clean, sessionFiles(t, dir)...)
+	sameRows(t, ix, clean, "old file", "clean")
+	sameSearches(t, ix, clean, facts)
+	ix.Close()
+	clean.Close()
+	if n := sqlInt(t, loc, `SELECT count(*) FROM main.sqlite_master WHERE name LIKE 'chunks_fts%'`); n != 0 {
+		t.Errorf("main file still has %d full-text tables", n)
+	}
+}

@@ -1,0 +1,408 @@
+package recall
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"database/sql/driver"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+
+	"modernc.org/sqlite"
+)
+
+// The full-text indexes live in a file of their own beside the index,
+// <index>.fts, written by a second connection in a transaction of its own:
+// a cold index's one writer was busy all the time, and FTS5's tokenizing
+// and term hash were most of it; two files commit in parallel on two
+// cores. The tables are contentless (the text is in the chunks table) and
+// keyed by chunk id; there is one word index and one trigram index over
+// all chunks, as before, so bm25's statistics are those of one table.
+//
+// The two commits are not atomic. The main file commits first, then the
+// FTS file; both store the same sync mark (meta fts_seq, fts_meta seq),
+// one more per batch. A crash in between leaves the marks different: the
+// next open or batch repairs the FTS file under both write locks (ftsRepair).
+// Chunk ids are never reused (AUTOINCREMENT), so an FTS row whose chunk is
+// gone can only be stale, never mistaken for a newer chunk.
+//
+// FTS5 merges a full-text index's segments once 16 of them are on a level
+// (automerge; its default 4 merges the same data about twice as often: 8%
+// of a cold 1 GB index's CPU); a search then looks terms up in a few more
+// segments. The word index's pending terms are flushed as a segment at 32
+// MiB (hashsize) rather than 16: half the segments to merge, a directory
+// of 500 small sessions indexed 1.26x faster for 30 MB more memory.
+const ftsSchema = `
+CREATE VIRTUAL TABLE chunks_fts USING fts5(
+	text, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE chunks_tri USING fts5(
+	text, content='', contentless_delete=1, tokenize='trigram case_sensitive 0');
+INSERT INTO chunks_fts(chunks_fts, rank) VALUES('hashsize', 33554432);
+INSERT INTO chunks_fts(chunks_fts, rank) VALUES('automerge', 16);
+INSERT INTO chunks_tri(chunks_tri, rank) VALUES('hashsize', 16777216);
+`
+
+// ftsPath is the FTS file of the index at dbPath.
+func ftsPath(dbPath string) string { return dbPath + ".fts" }
+
+// openFTS opens the FTS file (dsn's settings) and makes its tables those
+// of the main file's pairing token (meta fts_owner): a missing FTS file, one
+// of another schema or one that belonged to an earlier main file (rebuilt,
+// or copied without it) is emptied, and its rows are then rebuilt from
+// the chunks by the repair (its sync mark is gone).
+func (s *sqliteStore) openFTS(ctx context.Context, dsn string) error {
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return err
+	}
+	s.fts = db
+	var owner string
+	if _, err := scanRow(s.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key='fts_owner'`), &owner); err != nil {
+		return err
+	}
+	tx, have, err := beginMeta(ctx, db, "fts_meta", "owner")
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if have == owner+"/"+schemaVersion {
+		return nil
+	}
+	for _, q := range []string{`DROP TABLE IF EXISTS chunks_fts`, `DROP TABLE IF EXISTS chunks_tri`, `DELETE FROM fts_meta`, ftsSchema} {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO fts_meta(key, value) VALUES('owner', ?)`, owner+"/"+schemaVersion); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// newOwner is a new main file's pairing token for its FTS file.
+func newOwner() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// openSearch opens the pool that searches: the main file with the FTS
+// file attached as "fts" (unqualified names find chunks_fts there). It is
+// apart from the writers' pool because BEGIN IMMEDIATE on a connection
+// takes the write lock of every attached file too.
+func (s *sqliteStore) openSearch(dsn, fts string) error {
+	c, err := sqlite.NewConnector(dsn)
+	if err != nil {
+		return err
+	}
+	s.search = sql.OpenDB(attachConnector{Connector: c, fts: fts})
+	return nil
+}
+
+// attachConnector attaches the FTS file to every connection it opens.
+type attachConnector struct {
+	driver.Connector
+	fts string
+}
+
+func (c attachConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ex, ok := conn.(driver.ExecerContext)
+	if !ok {
+		conn.Close()
+		return nil, fmt.Errorf("driver connection %T cannot execute", conn)
+	}
+	if _, err := ex.ExecContext(ctx, `ATTACH DATABASE ? AS fts`, []driver.NamedValue{{Ordinal: 1, Value: c.fts}}); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return conn, nil
+}
+
+// syncMarks reads the main file's and the FTS file's sync marks through
+// main and fts (-1: none).
+func syncMarks(ctx context.Context, main, fts sqlQuerier) (m, f int64, err error) {
+	m, f = -1, -1
+	var v string
+	ok, err := scanRow(main.QueryRowContext(ctx, `SELECT value FROM meta WHERE key='fts_seq'`), &v)
+	if err != nil {
+		return m, f, err
+	}
+	if ok {
+		m, _ = strconv.ParseInt(v, 10, 64)
+	}
+	ok, err = scanRow(fts.QueryRowContext(ctx, `SELECT value FROM fts_meta WHERE key='seq'`), &v)
+	if err != nil {
+		return m, f, err
+	}
+	if ok {
+		f, _ = strconv.ParseInt(v, 10, 64)
+	}
+	return m, f, nil
+}
+
+// repairAtOpen repairs the FTS file when its sync mark is not the main
+// file's (a process died between the two commits). The marks are read
+// without locks first: they differ also for a moment while another
+// process commits, which the locked check in beginFTS then sees through.
+func (s *sqliteStore) repairAtOpen(ctx context.Context) error {
+	m, f, err := syncMarks(ctx, s.db, s.fts)
+	if err != nil || m == f {
+		return err
+	}
+	b, err := s.batch(ctx)
+	if err != nil {
+		return err
+	}
+	return b.commit()
+}
+
+// ftsWriter is a batch's FTS transaction: its inserts and deletes run in a
+// goroutine of their own, in the order the batch sends them.
+type ftsWriter struct {
+	conn *sql.Conn
+	tx   *sql.Tx
+	ctx  context.Context // the transaction's: done = rolled back
+	mark int64           // the sync mark this batch commits
+	ops  chan ftsOp
+	done chan error
+	sent bool // ops closed
+}
+
+// ftsOp inserts rows, or deletes them (del).
+type ftsOp struct {
+	del  bool
+	rows []ftsRow
+}
+
+// ftsRow is a chunk as the FTS file knows it.
+type ftsRow struct {
+	id   int64
+	text string
+	cjk  bool // also in the trigram table
+}
+
+// beginFTS starts the FTS file's transaction of a batch whose main
+// transaction is mainTx (begun first: both writers lock in that order),
+// repairing the FTS file first when the sync marks differ.
+func (s *sqliteStore) beginFTS(ctx context.Context, mainTx *sql.Tx) (*ftsWriter, error) {
+	conn, err := s.fts.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	w := &ftsWriter{conn: conn, tx: tx, ctx: ctx, ops: make(chan ftsOp, 8), done: make(chan error, 1)}
+	m, f, err := syncMarks(ctx, mainTx, tx)
+	if err == nil && m != f {
+		err = ftsRepair(ctx, mainTx, tx)
+	}
+	if err != nil {
+		tx.Rollback()
+		conn.Close()
+		return nil, err
+	}
+	w.mark = max(m, f) + 1
+	go func() { w.done <- w.run() }()
+	return w, nil
+}
+
+func (w *ftsWriter) send(op ftsOp) { w.ops <- op }
+
+// run applies the batch's operations; after a failure it only drains them
+// (the batch then fails at commit).
+func (w *ftsWriter) run() error {
+	var st ftsStmts
+	var err error
+	for op := range w.ops {
+		if err == nil {
+			err = w.conn.Raw(func(dc any) error {
+				// Under the connection's lock, which the rollback of a
+				// cancelled transaction takes too: after it, the
+				// statements would write outside any transaction.
+				if err := w.ctx.Err(); err != nil {
+					return err
+				}
+				return st.apply(dc, op)
+			})
+		}
+	}
+	w.conn.Raw(func(any) error { st.close(); return nil })
+	return err
+}
+
+// finish waits until every operation sent is applied.
+func (w *ftsWriter) finish() error {
+	if w.sent {
+		return nil
+	}
+	w.sent = true
+	close(w.ops)
+	return <-w.done
+}
+
+// commit stores the sync mark and commits (after the main file did).
+func (w *ftsWriter) commit() error {
+	defer w.conn.Close()
+	if _, err := w.tx.ExecContext(w.ctx, `INSERT OR REPLACE INTO fts_meta(key, value) VALUES('seq', ?)`, strconv.FormatInt(w.mark, 10)); err != nil {
+		w.tx.Rollback()
+		return err
+	}
+	return w.tx.Commit()
+}
+
+func (w *ftsWriter) rollback() {
+	w.finish()
+	w.tx.Rollback()
+	w.conn.Close()
+}
+
+// ftsStmts are the FTS writer's statements at the driver level (as
+// chunkInserts'), prepared on first use.
+type ftsStmts struct {
+	ins, insTri, del, delTri driver.StmtExecContext
+	stmts                    []driver.Stmt
+	args                     [2]driver.NamedValue
+}
+
+func (st *ftsStmts) prepare(dc any) error {
+	pc, ok := dc.(driver.ConnPrepareContext)
+	if !ok {
+		return fmt.Errorf("driver %T cannot prepare statements", dc)
+	}
+	st.args[0].Ordinal, st.args[1].Ordinal = 1, 2
+	for _, p := range []struct {
+		dst *driver.StmtExecContext
+		q   string
+	}{
+		{&st.ins, `INSERT INTO chunks_fts(rowid, text) VALUES(?, ?)`},
+		{&st.insTri, `INSERT INTO chunks_tri(rowid, text) VALUES(?, ?)`},
+		{&st.del, `DELETE FROM chunks_fts WHERE rowid = ?`},
+		{&st.delTri, `DELETE FROM chunks_tri WHERE rowid = ?`},
+	} {
+		s, err := pc.PrepareContext(context.Background(), p.q)
+		if err != nil {
+			return err
+		}
+		st.stmts = append(st.stmts, s)
+		se, ok := s.(driver.StmtExecContext)
+		if !ok {
+			return fmt.Errorf("driver statement %T cannot execute with a context", s)
+		}
+		*p.dst = se
+	}
+	return nil
+}
+
+// apply runs one operation on the driver connection dc. Only chunks with
+// CJK text are in the trigram table: a query that needs it contains CJK,
+// so it can only match chunks that do.
+func (st *ftsStmts) apply(dc any, op ftsOp) error {
+	if st.ins == nil {
+		if err := st.prepare(dc); err != nil {
+			return err
+		}
+	}
+	ctx := context.Background()
+	one, tri := st.ins, st.insTri
+	a := st.args[:]
+	if op.del {
+		one, tri, a = st.del, st.delTri, a[:1]
+	}
+	for _, r := range op.rows {
+		a[0].Value = r.id
+		if !op.del {
+			a[1].Value = r.text
+		}
+		if _, err := one.ExecContext(ctx, a); err != nil {
+			return err
+		}
+		if r.cjk {
+			if _, err := tri.ExecContext(ctx, a); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (st *ftsStmts) close() {
+	for _, s := range st.stmts {
+		s.Close()
+	}
+	st.stmts = nil
+}
+
+// ftsRepair makes the FTS file hold exactly the main file's chunks: rows
+// of chunks that are gone are deleted, chunks without rows are inserted
+// (after a crash between a batch's two commits: the last batch's; for an
+// emptied FTS file: all of them).
+func ftsRepair(ctx context.Context, mainTx, ftsTx *sql.Tx) error {
+	for _, t := range []struct{ table, chunks string }{
+		{"chunks_fts", `SELECT id, '' FROM chunks ORDER BY id`},
+		{"chunks_tri", `SELECT id, '' FROM chunks WHERE has_cjk = 1 ORDER BY id`},
+	} {
+		want, err := queryIDs(ctx, mainTx, t.chunks)
+		if err != nil {
+			return err
+		}
+		// A contentless table's rowids are its docsize table's.
+		have, err := queryIDs(ctx, ftsTx, `SELECT id, '' FROM `+t.table+`_docsize ORDER BY id`)
+		if err != nil {
+			return err
+		}
+		gone, missing := sortedDiff(have, want)
+		for _, id := range gone {
+			if _, err := ftsTx.ExecContext(ctx, `DELETE FROM `+t.table+` WHERE rowid = ?`, id); err != nil {
+				return err
+			}
+		}
+		for _, id := range missing {
+			var text string
+			if err := mainTx.QueryRowContext(ctx, `SELECT text FROM chunks WHERE id = ?`, id).Scan(&text); err != nil {
+				return err
+			}
+			if _, err := ftsTx.ExecContext(ctx, `INSERT INTO `+t.table+`(rowid, text) VALUES(?, ?)`, id, text); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// queryIDs runs a query of rows (id, ”), the shape collectIDTexts reads.
+func queryIDs(ctx context.Context, q sqlQuerier, query string) ([]int64, error) {
+	rows, err := q.QueryContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	ids, _, err := collectIDTexts(rows)
+	return ids, err
+}
+
+// sortedDiff compares two ascending lists: the ids only in have (gone)
+// and only in want (missing).
+func sortedDiff(have, want []int64) (gone, missing []int64) {
+	i, j := 0, 0
+	for i < len(have) || j < len(want) {
+		switch {
+		case j == len(want) || (i < len(have) && have[i] < want[j]):
+			gone = append(gone, have[i])
+			i++
+		case i == len(have) || want[j] < have[i]:
+			missing = append(missing, want[j])
+			j++
+		default:
+			i, j = i+1, j+1
+		}
+	}
+	return gone, missing
+}
