@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
+	"github.com/ctxtool/ctxtool/internal/sessiongen"
 	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
@@ -310,5 +311,50 @@ func TestTruncateKeepsLinesAppendedMeanwhile(t *testing.T) {
 		if !r.Loads || r.FirstRole != "compactionSummary" || r.HeuristicTokens != res.TokensAfter || r.ContextMessages != res.KeptMessages+1 {
 			t.Fatalf("pi sees %+v, we reported %d tokens, %d kept", r, res.TokensAfter, res.KeptMessages)
 		}
+	}
+}
+
+// The kept region of the compaction in force starts where the context
+// found its first kept entry: the first entry before it whose id is the
+// one it names, as a scan of the ids finds it, on the generated scenarios,
+// the fixtures and sessions with many compactions and branches.
+func TestBoundaryStartIsTheIDScan(t *testing.T) {
+	var files []string
+	for _, f := range scenarios(t) {
+		files = append(files, f)
+	}
+	testdata, _ := filepath.Glob(filepath.Join(oracle.ModuleRoot(), "testdata", "*.jsonl"))
+	files = append(append(files, testdata...), oracle.Fixtures(t)...)
+	for seed := uint64(1); seed <= 3; seed++ {
+		file := filepath.Join(t.TempDir(), "s.jsonl")
+		sessiongen.Write(t, file, sessiongen.Options{Seed: seed, Turns: 100, Compactions: 5, Branches: 2, ToolResultBytes: 200})
+		files = append(files, file)
+	}
+	withPrevious := 0
+	for _, f := range files {
+		s := testkit.Load(t, f)
+		p, err := Prepare(s, Settings{})
+		if err != nil || p.PrevCompaction == nil {
+			s.Close()
+			continue
+		}
+		withPrevious++
+		prev := slices.Index(p.Path, p.PrevCompaction)
+		want := prev + 1
+		if id := p.PrevCompaction.FirstKeptEntryID(); id != "" {
+			for i := 0; i < prev; i++ {
+				if p.Path[i].ID() == id {
+					want = i
+					break
+				}
+			}
+		}
+		if p.BoundaryStart != want {
+			t.Errorf("%s: boundary starts at path index %d, the id scan at %d", filepath.Base(f), p.BoundaryStart, want)
+		}
+		s.Close()
+	}
+	if withPrevious < 5 {
+		t.Fatalf("only %d sessions with a previous compaction", withPrevious)
 	}
 }

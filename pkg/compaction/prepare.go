@@ -109,17 +109,18 @@ func turnStartAt(path []*transcript.Entry, i, start int) int {
 // fails on a session that loads: when there is nothing to do it returns a
 // Preparation with Reason set.
 func Prepare(s *transcript.Session, set Settings) (*Preparation, error) {
-	return prepare(s, s.Branch(), set)
+	return prepare(s, s.Context(), set)
 }
 
-// prepare is Prepare on the session's branch, already walked.
-func prepare(s *transcript.Session, branch []*transcript.Entry, set Settings) (*Preparation, error) {
+// prepare is Prepare on the session's context, already rebuilt from its
+// branch (s.Context()): the context the plan starts from.
+func prepare(s *transcript.Session, ctx *transcript.Context, set Settings) (*Preparation, error) {
 	set = set.withDefaults()
 	count := set.Count
 	if count == nil {
 		count = heuristic
 	}
-	p := &Preparation{Strategy: set.Strategy, Path: branch, TurnStart: -1, Cut: -1, keepCount: count}
+	p := &Preparation{Strategy: set.Strategy, Path: ctx.Path, Before: ctx, TurnStart: -1, Cut: -1, keepCount: count}
 	path := p.Path
 	p.measure(set)
 
@@ -160,7 +161,6 @@ func prepare(s *transcript.Session, branch []*transcript.Entry, set Settings) (*
 // measure sizes the current context and sets the trigger: the context
 // size, the threshold it is compared with, and whether it is below it.
 func (p *Preparation) measure(set Settings) {
-	p.Before = transcript.BuildContext(p.Path)
 	p.TokensBefore = p.Before.HeuristicTokens()
 	p.UsageBefore = p.Before.EstimateContextTokens().Tokens
 	if p.Before.UsageStale() {
@@ -207,7 +207,11 @@ func (p *Preparation) findBoundary(s *transcript.Session) error {
 		p.PreviousSummary, p.prevDetails = m.Summary, m.Details
 	}
 	p.BoundaryStart = prev + 1
-	if id := path[prev].FirstKeptEntryID(); id != "" {
+	if c := p.Before; c.CompactionIndex == prev && c.KeptStart >= 0 {
+		// The context found the first kept entry already: the first
+		// before the compaction with the id it names.
+		p.BoundaryStart = c.KeptStart
+	} else if id := path[prev].FirstKeptEntryID(); id != "" {
 		for i := 0; i < prev; i++ {
 			if path[i].ID() == id {
 				p.BoundaryStart = i

@@ -335,7 +335,7 @@ func plan(s *transcript.Session, o Options, res *Result) (Settings, *Preparation
 		res.Warnings = appendOnce(res.Warnings, m.Notes...)
 	}
 	set.Count, set.ContextWindow, set.ContextTokens = m.Count, m.Window.Tokens, m.Tokens
-	p, err := prepare(s, ctx.Path, set)
+	p, err := prepare(s, ctx, set)
 	if err != nil {
 		return set, nil, err
 	}

@@ -11,8 +11,7 @@ import (
 
 // ActiveTokens equals BuildContext of every path prefix.
 func TestActiveTokensEqualsBuildContext(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join(oracle.ModuleRoot(), "testdata", "*.jsonl"))
-	for _, f := range append(files, oracle.Fixtures(t)...) {
+	for _, f := range realFiles(t) {
 		s := testkit.Load(t, f)
 		path := s.Branch()
 		got := ActiveTokens(path)
@@ -23,4 +22,10 @@ func TestActiveTokensEqualsBuildContext(t *testing.T) {
 		}
 		s.Close()
 	}
+}
+
+// realFiles are the vendored sessions in testdata and the wild fixtures.
+func realFiles(t *testing.T) []string {
+	files, _ := filepath.Glob(filepath.Join(oracle.ModuleRoot(), "testdata", "*.jsonl"))
+	return append(files, oracle.Fixtures(t)...)
 }

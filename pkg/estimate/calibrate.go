@@ -139,7 +139,7 @@ type recordPath struct {
 }
 
 func newRecordPath(path []*transcript.Entry, audit *UsageAudit) recordPath {
-	return recordPath{entries: path, kept: transcript.KeptStarts(path), sound: audit.soundAt(path)}
+	return recordPath{entries: path, kept: audit.keptStarts(path), sound: audit.soundAt(path)}
 }
 
 // pathSpans walks the root→leaf path and returns the sums of the usage

@@ -66,8 +66,12 @@ type Result struct {
 
 	counter *Counter
 	share   map[*transcript.Entry]int // PerMessage by entry
-	asked   string                    // the method asked ("auto" unresolved)
-	path    []*transcript.Entry       // the measured context's path
+	// evidence is the last sound record's entry and evidenceContent the
+	// count of the messages it was sent with (see applyEvidence).
+	evidence        *transcript.Entry
+	evidenceContent int
+	asked           string              // the method asked ("auto" unresolved)
+	path            []*transcript.Entry // the measured context's path
 }
 
 // usesEvidence reports whether a method relies on usage records. The
@@ -105,10 +109,11 @@ func Measure(s *transcript.Session, ctx *transcript.Context, o Options) (*Result
 		return nil, fmt.Errorf("unknown tokenizer %q (use one of %v)", method, methods)
 	}
 	win := models.ForSession(ctx.Path, s.Header, o.Window)
-	audit := AuditContext(ctx, win.Tokens)
+	prior := o.Prior.heldFor(ctx, win.Tokens)
+	audit := prior.auditFor(ctx, win.Tokens)
 	r := &Result{Method: method, ByRole: map[string]int{}, AnchorIndex: -1, Scale: 1, Stale: ctx.UsageStale(),
 		Window: win, Audit: audit, asked: method, path: ctx.Path}
-	count, err := r.chooseCounter(s, ctx, method, o.Prior.calibrationFor(ctx, method, win.Tokens))
+	count, err := r.chooseCounter(s, ctx, method, prior.calibrationFor(method))
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +122,7 @@ func Measure(s *transcript.Session, ctx *transcript.Context, o Options) (*Result
 		raw[i] = count(m.Entry)
 	}
 	if usesEvidence(method) {
-		r.applyEvidence(ctx, audit, r.Calibration, count)
+		r.applyEvidence(ctx, audit, count, prior)
 	}
 	r.PerMessage = r.scaled(raw)
 	r.share = make(map[*transcript.Entry]int, len(raw))
@@ -137,15 +142,15 @@ func Measure(s *transcript.Session, ctx *transcript.Context, o Options) (*Result
 	return r, nil
 }
 
-// calibrationFor is the prior measure's calibration when it holds for the
-// context ctx, nil otherwise. It holds when ctx's path is the prior's plus
-// entries that are not assistant messages, measured with the same method
-// and window: the appended entries add no usage record and the records
-// before them keep their verdicts (a compaction appended only turns fresh
-// ones stale, both sound), so the spans and anchors the fit reads are the
-// same. Fitting again was 20 MB of a 1 GB compact --dry-run.
-func (p *Result) calibrationFor(ctx *transcript.Context, method string, window int) *Calibration {
-	if p == nil || p.Calibration == nil || p.asked != method || p.Window.Tokens != window || len(ctx.Path) < len(p.path) {
+// heldFor is the prior measure when it holds for the context ctx measured
+// in window, nil otherwise. It holds when ctx's path is the prior's plus
+// entries that are not assistant messages, measured in the same window:
+// the appended entries add no usage record and the records before them
+// keep their verdicts (a compaction appended only turns fresh ones stale,
+// both sound), so the audit's records and the spans and anchors a fit
+// reads are the same.
+func (p *Result) heldFor(ctx *transcript.Context, window int) *Result {
+	if p == nil || p.Window.Tokens != window || len(ctx.Path) < len(p.path) {
 		return nil
 	}
 	for i, e := range p.path {
@@ -158,7 +163,27 @@ func (p *Result) calibrationFor(ctx *transcript.Context, method string, window i
 			return nil
 		}
 	}
+	return p
+}
+
+// calibrationFor is the calibration of a prior measure that holds (see
+// heldFor) with the same method, nil otherwise. Fitting again was 20 MB of
+// a 1 GB compact --dry-run.
+func (p *Result) calibrationFor(method string) *Calibration {
+	if p == nil || p.asked != method {
+		return nil
+	}
 	return p.Calibration
+}
+
+// auditFor is the audit of ctx: the prior's carried over when it holds
+// (see heldFor), or made here. Walking the path again was a third of a
+// 1 GB compact --dry-run's second measure.
+func (p *Result) auditFor(ctx *transcript.Context, window int) *UsageAudit {
+	if p == nil || p.Audit == nil {
+		return AuditContext(ctx, window)
+	}
+	return p.Audit.extendedTo(ctx)
 }
 
 // chooseCounter returns the per-message count of the method, setting the
@@ -272,17 +297,20 @@ const (
 // or after it — is counted in the same unit. A scale alone would make a
 // large prompt grow with the content; an overhead alone would carry the
 // counter's error on the whole old context into a compacted one.
-func (r *Result) applyEvidence(ctx *transcript.Context, audit *UsageAudit, cal *Calibration, count func(*transcript.Entry) int) {
+func (r *Result) applyEvidence(ctx *transcript.Context, audit *UsageAudit, count func(*transcript.Entry) int, prior *Result) {
 	if audit.LastSound < 0 {
 		return
 	}
 	ref := audit.Records[audit.LastSound]
-	// The record's own context: the messages pi built at that point.
-	at := transcript.BuildContext(ctx.Path[:ref.PathIndex+1])
-	content := 0
-	for _, m := range at.Messages {
-		content += count(m.Entry)
+	r.evidence = ref.Entry
+	if prior.evidenceOf(r.asked) == ref.Entry {
+		r.evidenceContent = prior.evidenceContent
+	} else {
+		for _, m := range recordMessages(ctx, ref) {
+			r.evidenceContent += count(m.Entry)
+		}
 	}
+	cal, content := r.Calibration, r.evidenceContent
 	if content <= 0 {
 		return
 	}
@@ -308,6 +336,37 @@ func (r *Result) applyEvidence(ctx *transcript.Context, audit *UsageAudit, cal *
 			}
 		}
 	}
+}
+
+// evidenceOf is the entry of the last sound record a prior measure that
+// holds (see heldFor) read with the method asked, nil when none: the
+// record's context, a prefix of the same path, is the same messages, and
+// the method counts them alike (the calibration is the prior's), so its
+// count need not be taken again (two walks of the path when a compaction
+// appended to plan it made that record stale).
+func (p *Result) evidenceOf(method string) *transcript.Entry {
+	if p == nil || p.asked != method {
+		return nil
+	}
+	return p.evidence
+}
+
+// recordMessages is the context the record ref was sent with: the messages
+// pi builds from the path up to it (transcript.BuildContext). When ref
+// follows the compaction in force (or there is none), that context is the
+// same compaction, the same kept entries and the messages after them up to
+// ref's own: a prefix of ctx's messages, found without two walks of the
+// whole path (36 ms at 1 GB).
+func recordMessages(ctx *transcript.Context, ref UsageRecord) []transcript.ContextMessage {
+	ci := ctx.CompactionIndex
+	if ctx.Compaction == nil || (ctx.Path[ci] == ctx.Compaction && ref.PathIndex > ci) {
+		for j := len(ctx.Messages) - 1; j >= 0; j-- {
+			if ctx.Messages[j].Entry == ref.Entry {
+				return ctx.Messages[:j+1]
+			}
+		}
+	}
+	return transcript.BuildContext(ctx.Path[:ref.PathIndex+1]).Messages
 }
 
 // Count is the share of one context message in Tokens (the scaled

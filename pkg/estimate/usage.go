@@ -146,6 +146,12 @@ type UsageAudit struct {
 	powers      map[int]int
 	window      int
 	inForceLine int
+
+	// The audited path and its compactions' kept starts
+	// (transcript.KeptStarts), which calibrating the same path reads
+	// again: finding them is two walks of the path, 65 ms at 1 GB.
+	path []*transcript.Entry
+	kept map[int]int
 }
 
 // auditUsage classifies the usage record of every assistant message of a
@@ -171,6 +177,7 @@ func AuditContext(ctx *transcript.Context, window int) *UsageAudit {
 	// entries, read off prefix sums (linear, where a scan of the path
 	// prefix per compaction is quadratic).
 	w := newContextWalk(path)
+	a.path, a.kept = path, w.kept
 	a.collect(path, w)
 	a.classify(w, ctx.CompactionIndex)
 	a.anchor(ctx.CompactionIndex, ctx.KeptStart)
@@ -228,16 +235,42 @@ func (a *UsageAudit) classify(w *contextWalk, inForce int) {
 			r.class = codeImplausible
 		}
 		if r.class == 0 {
-			if inForce >= 0 && r.PathIndex < inForce {
-				r.class = codeStale
-			} else {
-				r.class = codeFresh
-			}
+			r.class = soundClass(r, inForce)
 		}
 		if r.Prompt() > 0 && r.class != codeErrored && r.class != codePseudo {
 			prev = k
 		}
 	}
+}
+
+// soundClass is the class of a sound record: stale before the compaction
+// in force (path index inForce, -1 when none), fresh otherwise.
+func soundClass(r *UsageRecord, inForce int) classCode {
+	if inForce >= 0 && r.PathIndex < inForce {
+		return codeStale
+	}
+	return codeFresh
+}
+
+// extendedTo is the audit of ctx, whose path is the audited one plus
+// entries that add no usage record (a compaction appended to plan it):
+// what AuditContext finds walking ctx again. The records, the content each
+// completed, the prompt counts and the eras between compactions are the
+// same (the new entries follow every record), so every class is too,
+// except that a sound record is stale or fresh by the compaction now in
+// force.
+func (a *UsageAudit) extendedTo(ctx *transcript.Context) *UsageAudit {
+	b := &UsageAudit{Records: slices.Clone(a.Records), Anchor: -1, PiAnchor: -1, LastSound: -1, powers: a.powers, window: a.window}
+	if ctx.CompactionIndex >= 0 {
+		b.inForceLine = ctx.Path[ctx.CompactionIndex].Line
+	}
+	for k := range b.Records {
+		if r := &b.Records[k]; r.Sound() {
+			r.class = soundClass(r, ctx.CompactionIndex)
+		}
+	}
+	b.anchor(ctx.CompactionIndex, ctx.KeptStart)
+	return b
 }
 
 // implausible reports whether the record counts less than ImplausibleRatio
@@ -388,6 +421,15 @@ func (a *UsageAudit) soundAt(path []*transcript.Entry) []bool {
 	return out
 }
 
+// keptStarts is transcript.KeptStarts(path), found again only when path
+// is not the audited one.
+func (a *UsageAudit) keptStarts(path []*transcript.Entry) map[int]int {
+	if len(path) == len(a.path) && (len(path) == 0 || &path[0] == &a.path[0]) {
+		return a.kept
+	}
+	return transcript.KeptStarts(path)
+}
+
 func isPow2(n int) bool { return n > 0 && bits.OnesCount(uint(n)) == 1 }
 
 // ActiveTokens returns, for each index i of a root→leaf path, pi's chars/4
@@ -445,7 +487,13 @@ func entryTokens(e *transcript.Entry) tokens { return tokens(e.Tokens()) }
 type contextSum[T summable[T]] struct {
 	kept   map[int]int // compaction path index → its first kept entry's (transcript.KeptStarts)
 	starts map[int]T   // kept start → run when the walk passed it
-	run    T           // Σ over the messages before the step
+	// order is the kept starts ascending and next the first the walk has
+	// not passed: a step compares its index with one start instead of
+	// looking it up in starts (a map lookup per path entry was a tenth of
+	// a calibration's walk).
+	order  []int
+	next   int
+	run    T // Σ over the messages before the step
 	active T
 }
 
@@ -459,10 +507,12 @@ func newContextSum[T summable[T]](kept map[int]int) contextSum[T] {
 	s := contextSum[T]{kept: kept, starts: make(map[int]T, len(kept))}
 	var zero T
 	for _, k := range kept {
-		if k >= 0 {
+		if _, dup := s.starts[k]; k >= 0 && !dup {
 			s.starts[k] = zero
+			s.order = append(s.order, k)
 		}
 	}
+	slices.Sort(s.order)
 	return s
 }
 
@@ -470,8 +520,9 @@ func newContextSum[T summable[T]](kept map[int]int) contextSum[T] {
 // compaction's: its summary's), and returns that quantity when e produces
 // a message.
 func (s *contextSum[T]) step(i int, e *transcript.Entry, val func(*transcript.Entry) T) (v T, message bool) {
-	if _, ok := s.starts[i]; ok {
+	if s.next < len(s.order) && s.order[s.next] == i {
 		s.starts[i] = s.run
+		s.next++
 	}
 	switch {
 	case e.Type() == "compaction":

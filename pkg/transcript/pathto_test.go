@@ -2,6 +2,8 @@ package transcript
 
 import (
 	"fmt"
+	"maps"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"strings"
@@ -120,6 +122,79 @@ func TestKeptStartsMatchesBuildContext(t *testing.T) {
 			t.Errorf("%s: %d compactions on the path, KeptStarts has %d", f, n, len(kept))
 		}
 	}
+}
+
+// KeptStarts' one walk from the leaf finds what two walks from the root
+// found, on entries whose ids repeat, whose compactions name ids that come
+// later, never, or are compactions themselves, in both id forms (8 hex
+// digits, packed; anything else, kept as text).
+func TestKeptStartsMatchesTwoWalks(t *testing.T) {
+	head := `{"type":"session","version":3,"id":"s","timestamp":"2026-03-02T09:00:00.000Z","cwd":"/w"}` + "\n"
+	for seed := int64(1); seed <= 40; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		id := func() string {
+			if rng.Intn(4) == 0 {
+				return fmt.Sprintf("id-%d", rng.Intn(30))
+			}
+			return fmt.Sprintf("%08x", rng.Intn(60)<<(rng.Intn(3)*12))
+		}
+		var b strings.Builder
+		b.WriteString(head)
+		for i := 0; i < 300; i++ {
+			if rng.Intn(6) == 0 {
+				kept := id()
+				if rng.Intn(8) == 0 {
+					kept = ""
+				}
+				fmt.Fprintf(&b, `{"type":"compaction","id":%q,"parentId":null,"timestamp":"2026-03-02T09:00:01.000Z","summary":"s","firstKeptEntryId":%q,"tokensBefore":5}`+"\n", id(), kept)
+				continue
+			}
+			fmt.Fprintf(&b, `{"type":"message","id":%q,"parentId":null,"timestamp":"2026-03-02T09:00:01.000Z","message":{"role":"user","content":"hi"}}`+"\n", id())
+		}
+		file := filepath.Join(t.TempDir(), "s.jsonl")
+		if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s, err := Load(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, want := KeptStarts(s.Entries), keptStartsTwoWalks(s.Entries)
+		if !maps.Equal(got, want) {
+			t.Fatalf("seed %d: KeptStarts %v, two walks %v", seed, got, want)
+		}
+		s.Close()
+	}
+}
+
+// keptStartsTwoWalks is KeptStarts as it was: the compactions' named ids
+// from one walk, their first path index from a second.
+func keptStartsTwoWalks(path []*Entry) map[int]int {
+	first := map[packedID]int{}
+	var compactions []int
+	for i, e := range path {
+		if e.Type() == "compaction" {
+			compactions = append(compactions, i)
+			if id := e.FirstKeptEntryID(); id != "" {
+				first[packed(id)] = -1
+			}
+		}
+	}
+	for i, e := range path {
+		if k, ok := first[e.key()]; ok && k < 0 {
+			first[e.key()] = i
+		}
+	}
+	out := make(map[int]int, len(compactions))
+	for _, i := range compactions {
+		out[i] = -1
+		if id := path[i].FirstKeptEntryID(); id != "" {
+			if k := first[packed(id)]; k >= 0 && k < i {
+				out[i] = k
+			}
+		}
+	}
+	return out
 }
 
 // TreeProblems names every duplicated id with all its lines and every
