@@ -12,6 +12,7 @@ import (
 	"github.com/ctxtool/ctxtool/internal/testkit/recalltest"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
 	"github.com/ctxtool/ctxtool/pkg/iostreams"
+	"github.com/ctxtool/ctxtool/pkg/recall"
 )
 
 func jsonLines[T any](t *testing.T, s string) []T {
@@ -172,5 +173,26 @@ func TestIndexSearchCLI(t *testing.T) {
 	hits := jsonLines[hitLine](t, run("--state-dir", state, "--json", "search", "--max-results", "1", cjk.Query))
 	if len(hits) != 1 || hits[0].StartLine > cjk.Line || hits[0].EndLine < cjk.Line {
 		t.Fatalf("CJK query %q (line %d): %+v", cjk.Query, cjk.Line, hits)
+	}
+}
+
+// A search that finds nothing in an index holding no session (never filled,
+// or emptied when an earlier build's index was opened) says so and how to
+// fill it; one that finds nothing among indexed sessions does not.
+func TestSearchSaysWhenTheIndexIsEmpty(t *testing.T) {
+	state := t.TempDir()
+	ix, err := recall.Open(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix.Close()
+	_, stderr := runOK(t, "--state-dir", state, "search", "retry config")
+	if !strings.Contains(stderr, "holds no sessions") || !strings.Contains(stderr, "ctxtool index") {
+		t.Errorf("empty index: stderr %q", stderr)
+	}
+	runOK(t, "--state-dir", state, "index", filepath.Join("..", "testdata", "sample-v3.jsonl"))
+	_, stderr = runOK(t, "--state-dir", state, "search", "qqzzxxnosuchword")
+	if strings.Contains(stderr, "holds no sessions") {
+		t.Errorf("filled index: stderr %q", stderr)
 	}
 }

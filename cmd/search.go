@@ -98,6 +98,9 @@ func runSearch(ctx context.Context, opts *SearchOptions) error {
 	if res.Fallback != "" {
 		fmt.Fprintf(opts.IO.ErrOut, "note: %s\n", res.Fallback)
 	}
+	if res.Empty {
+		fmt.Fprintf(opts.IO.ErrOut, "note: the index at %s holds no sessions (an index made by an earlier ctxtool is emptied when opened): run 'ctxtool index PATH...' to fill it\n", ix.Path())
+	}
 	if opts.JSON {
 		for _, h := range res.Hits {
 			if err := writeJSONLine(opts.IO.Out, h); err != nil {

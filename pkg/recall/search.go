@@ -77,6 +77,10 @@ type Result struct {
 	// configured (e.g. the endpoint failed), or that the hybrid scores were
 	// all below minScore and keyword hits were returned instead.
 	Fallback string
+	// Empty: there were no hits because the index holds no session at all
+	// (never filled, or emptied when an earlier build's index was opened),
+	// which a user must not mistake for "nothing matched".
+	Empty bool
 }
 
 var tokenRe = regexp.MustCompile(`[\p{L}\p{N}_]+`)
@@ -201,6 +205,13 @@ func (ix *Index) Search(ctx context.Context, query string, opts SearchOptions) (
 	hits = bestHits(hits, score, opts.MaxResults)
 	for _, c := range hits {
 		res.Hits = append(res.Hits, newHit(c, score[c.id], kw))
+	}
+	if len(res.Hits) == 0 {
+		files, err := ix.st.files(ctx)
+		if err != nil {
+			return nil, err
+		}
+		res.Empty = len(files) == 0
 	}
 	return res, nil
 }
