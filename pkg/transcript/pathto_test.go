@@ -167,8 +167,9 @@ func TestKeptStartsMatchesTwoWalks(t *testing.T) {
 	}
 }
 
-// keptStartsTwoWalks is KeptStarts as it was: the compactions' named ids
-// from one walk, their first path index from a second.
+// keptStartsTwoWalks is KeptStarts' walk as it was: the compactions' named
+// ids from one walk from the root, their first path index from a second
+// (the mapping to each compaction is keptByCompaction, shared).
 func keptStartsTwoWalks(path []*Entry) map[int]int {
 	first := map[packedID]int{}
 	var compactions []int
@@ -185,16 +186,7 @@ func keptStartsTwoWalks(path []*Entry) map[int]int {
 			first[e.key()] = i
 		}
 	}
-	out := make(map[int]int, len(compactions))
-	for _, i := range compactions {
-		out[i] = -1
-		if id := path[i].FirstKeptEntryID(); id != "" {
-			if k := first[packed(id)]; k >= 0 && k < i {
-				out[i] = k
-			}
-		}
-	}
-	return out
+	return keptByCompaction(path, compactions, first)
 }
 
 // TreeProblems names every duplicated id with all its lines and every

@@ -239,6 +239,13 @@ func KeptStarts(path []*Entry) map[int]int {
 			}
 		}
 	}
+	return keptByCompaction(path, compactions, first)
+}
+
+// keptByCompaction maps each compaction's path index to its first kept
+// entry's: the first path index found for the id it names (first), if
+// that entry comes before it, else -1.
+func keptByCompaction(path []*Entry, compactions []int, first map[packedID]int) map[int]int {
 	out := make(map[int]int, len(compactions))
 	for _, i := range compactions {
 		out[i] = -1
