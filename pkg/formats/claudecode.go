@@ -448,10 +448,11 @@ type ccNode struct {
 type ccConv struct {
 	v     *view
 	nodes uuidMap[ccNode]
-	// ids[n] is id n's uuid as its 16 bytes (a million ids' strings
-	// were 64 bytes each), texts[n] instead for an id that is not a
-	// canonical UUID; ids[0] is "", a root.
-	ids   []uuidKey
+	// Id n > 0 is the uuid at position n-1 of nodes, whose key is its 16
+	// bytes: a slice of the written ids' keys besides was a copy of them,
+	// 16 MB at 1 GB and grown by copying. texts[n] is the text of an id
+	// that is not a canonical UUID as the line spells it; id 0 is "", a
+	// root.
 	texts map[int32]string
 	// tip maps an assistant entry to the last tool result chained after it.
 	tip map[int32]int32
@@ -475,7 +476,7 @@ type ccConv struct {
 }
 
 func newCCConv(v *view) *ccConv {
-	return &ccConv{v: v, ids: []uuidKey{{}}, texts: map[int32]string{0: ""}, tip: map[int32]int32{}, names: newToolNames(), side: -1}
+	return &ccConv{v: v, texts: map[int32]string{}, tip: map[int32]int32{}, names: newToolNames(), side: -1}
 }
 
 func (c *ccConv) decode(raw []byte, l *ccLine) {
@@ -516,25 +517,27 @@ func (c *ccConv) alias(uuid jstr, id int32) { c.nodes.atJSON(uuid).alias = id + 
 func (c *ccConv) write(uuid jstr) int32 {
 	n := c.nodes.atJSON(uuid)
 	if n.self == 0 {
-		n.self = int32(len(c.ids))
-		k, canon := uuidKey{}, false
-		if !uuid.esc && uuid.canon {
-			k, canon = packUUID(uuid.raw())
-		}
-		if !canon {
+		n.self = c.nodes.lastAt + 1
+		// atJSON packed it (lastPacked) only if it is canonical; as the
+		// line spells it, too: an escaped one keeps its text.
+		if uuid.esc || !uuid.canon || !c.nodes.lastPacked {
 			c.texts[n.self] = uuid.String()
 		}
-		c.ids = append(c.ids, k)
 	}
 	return n.self
 }
 
 // id is id n: its 16 bytes, or its text when it is not a canonical UUID.
 func (c *ccConv) id(n int32) pid {
-	if s, ok := c.texts[n]; ok {
-		return textID(s)
+	if n == 0 {
+		return pid{}
 	}
-	return pid{key: c.ids[n], uuid: true}
+	if len(c.texts) > 0 {
+		if s, ok := c.texts[n]; ok {
+			return textID(s)
+		}
+	}
+	return pid{key: *c.nodes.t.key(n - 1), uuid: true}
 }
 
 func (c *ccConv) apply(no int, l *ccLine) error {

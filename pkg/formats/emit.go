@@ -101,16 +101,20 @@ type view struct {
 	notes      []string
 	window     int
 	// sink, when set, is handed every line with its values (Produced),
-	// by drain: pend are those of the lines in w, handed the bytes before
-	// them.
+	// by drain: pend are those of the lines in w, the last one the line
+	// being written.
 	sink   func(*Produced)
-	p      Produced
+	p      Produced // the line being written, without a sink
 	pend   []Produced
 	blks   []Block // the Blocks of pend
-	handed int64
 	blocks chan outBlock
 	free   chan outBlock
 	outErr chan error
+	// measure: the lines are measured, not written (a lazy view, see
+	// OpenLazy), but for the parts the sink's reader reads (keep); off is
+	// where the next line starts in the view.
+	measure bool
+	off     int64
 }
 
 // Produced is one pi line a converter wrote, with the values the pi parser
@@ -119,10 +123,17 @@ type view struct {
 // every line it was just handed: that second parse of the translated copy
 // cost as much as reading the source.
 type Produced struct {
-	// Line is the pi line without its newline, valid during the call;
-	// Offset is where it starts in the view, Row the source row it came
-	// from.
-	Line   []byte
+	// Line is the pi line without its newline, valid during the call.
+	// For a lazy view (OpenLazy), whose lines are measured rather than
+	// written, Line holds only the parts of the line a reader needs
+	// (Measured): the header line whole, a compaction's summary and each
+	// content block that is not Sized, back to back; the spans below
+	// point into it either way.
+	Line     []byte
+	Measured bool
+	// Length is the line's length (len(Line) unless Measured), Offset
+	// where it starts in the view, Row the source row it came from.
+	Length int
 	Offset int64
 	Row    int
 	// Header marks the session line; the fields below are then unset.
@@ -143,9 +154,12 @@ type Produced struct {
 	Usage        [5]int64
 	HasUsage     bool
 	TokensBefore int64
-	// Content is the span in Line of the content value, Summary of a
-	// compaction's summary string; {0, 0} when the line has none.
-	Content, Summary [2]int
+	// Content is the first byte of the line's content value: '"' (a
+	// string), '[' (blocks), 0 when the line has none.
+	Content byte
+	// Summary is the span in Line of a compaction's summary string, {0,
+	// 0} when the line has none.
+	Summary [2]int
 	// Blocks are the content's blocks (for a string content, one: the
 	// string), valid during the call like Line.
 	Blocks []Block
@@ -158,7 +172,8 @@ type Produced struct {
 type Block struct {
 	// Kind is the pi block type (text, thinking, image, toolCall).
 	Kind string
-	// Span is the block's value in Line: its object, or the string.
+	// Span is the block's value in Line: its object, or the string (of
+	// a Sized block, only when the line is not Measured).
 	Span [2]int
 	// Chars is the text's (or thinking's) length in UTF-16 units when
 	// Sized: a text of ASCII written as the source wrote it, which holds
@@ -176,32 +191,50 @@ type Malformed struct {
 	Err   string
 }
 
-// put ends the line written in v.w at lineAt, the source row it came from.
-// Lines gather in v.w and go to the spool a block at a time: one copy fewer
-// of every byte than a write per line through the spool's buffer.
+// put ends the line written in v.w at lineAt (or measured, see
+// view.measure), the source row it came from. Lines gather in v.w and go
+// to the spool a block at a time: one copy fewer of every byte than a
+// write per line through the spool's buffer.
 func (v *view) put(row int) error {
+	length := len(v.w.b) - v.lineAt + v.w.gone
 	if v.sink != nil {
-		p := &v.p
-		p.Line, p.Offset, p.Row = v.w.b[v.lineAt:], v.handed+int64(v.lineAt), row
-		for _, span := range []*[2]int{&p.Content, &p.Summary} {
-			if span[1] > 0 {
-				span[0], span[1] = span[0]-v.lineAt, span[1]-v.lineAt
-			}
+		p := &v.pend[len(v.pend)-1]
+		p.Line, p.Measured, p.Length, p.Offset, p.Row = v.w.b[v.lineAt:], v.measure, length, v.off, row
+		if span := &p.Summary; span[1] > 0 {
+			span[0], span[1] = span[0]-v.lineAt, span[1]-v.lineAt
 		}
 		for i := range p.Blocks {
 			sp := &p.Blocks[i].Span
 			sp[0], sp[1] = sp[0]-v.lineAt, sp[1]-v.lineAt
 		}
-		v.pend = append(v.pend, *p)
+	} else {
+		v.p = Produced{}
 	}
-	v.p = Produced{}
-	v.w.b = append(v.w.b, '\n')
+	v.off += int64(length) + 1
+	v.w.gone = 0
+	if !v.measure {
+		v.w.b = append(v.w.b, '\n')
+	}
 	v.rows = append(v.rows, int32(row))
-	if len(v.w.b) < viewBlock {
+	if len(v.w.b) < viewBlock && len(v.pend) < viewLines {
 		v.lineAt = len(v.w.b)
 		return nil
 	}
 	return v.flushOut()
+}
+
+// line starts a line: the Produced it fills (with a sink, the next of
+// pend, zero: drain clears them).
+func (v *view) line() *Produced {
+	if v.sink == nil {
+		return &v.p
+	}
+	if n := len(v.pend); n < cap(v.pend) {
+		v.pend = v.pend[:n+1]
+	} else {
+		v.pend = append(v.pend, Produced{})
+	}
+	return &v.pend[len(v.pend)-1]
 }
 
 // viewBlock is how many bytes of lines the view gathers before handing
@@ -209,6 +242,11 @@ func (v *view) put(row int) error {
 // lines' Produced values, are held on top of the session being built:
 // small ones keep that small.
 const viewBlock = 256 << 10
+
+// viewLines bounds the lines of a block: a measured view's blocks hold
+// few bytes, and their lines' Produced records (~400 bytes each) would
+// otherwise pile up.
+const viewLines = 1024
 
 // outBlock is a block of lines and what was produced with them.
 type outBlock struct {
@@ -227,11 +265,13 @@ func (v *view) flushOut() error {
 		v.w.b, v.lineAt = v.w.b[:0], 0
 		return err
 	}
+	if len(v.pend) == 0 && len(v.w.b) == 0 {
+		return nil
+	}
 	if v.blocks == nil {
 		v.blocks, v.free, v.outErr = make(chan outBlock, 2), make(chan outBlock, 3), make(chan error, 1)
 		go v.drain()
 	}
-	v.handed += int64(len(v.w.b))
 	v.blocks <- outBlock{v.w.b, v.pend, v.blks}
 	var next outBlock
 	select {
@@ -252,7 +292,7 @@ func (v *view) drain() {
 		for i := range blk.recs {
 			v.sink(&blk.recs[i])
 		}
-		if err == nil {
+		if err == nil && !v.measure {
 			_, err = v.out.Write(blk.b)
 		}
 		clear(blk.recs) // their strings are the session's now, or garbage
@@ -284,6 +324,9 @@ func (v *view) finishOut() error {
 	if err != nil {
 		return err
 	}
+	if v.measure {
+		v.out.size = v.off
+	}
 	return v.out.finish()
 }
 
@@ -300,7 +343,11 @@ func (v *view) header(row int) error {
 	if ts == "" {
 		ts = time.Unix(0, 0).UTC().Format("2006-01-02T15:04:05.000Z")
 	}
+	p := v.line()
 	w := &v.w
+	skip := w.skip
+	w.skip = false // the header line is read whole
+	defer func() { w.skip = skip }()
 	w.firstKey("type")
 	w.str("session")
 	w.key("version")
@@ -315,7 +362,7 @@ func (v *view) header(row int) error {
 	if v.headerRow > 0 {
 		row = v.headerRow
 	}
-	v.p.Header = true
+	p.Header = true
 	return v.put(row)
 }
 
@@ -324,13 +371,14 @@ func (v *view) emit(e *entry, row int) error {
 	if err := v.header(row); err != nil {
 		return err
 	}
+	p := v.line()
 	if v.sink == nil {
-		encodeEntry(&v.w, e, &v.p, nil)
+		encodeEntry(&v.w, e, p, nil)
 		return v.put(row)
 	}
 	from := len(v.blks)
-	encodeEntry(&v.w, e, &v.p, &v.blks)
-	v.p.Blocks = v.blks[from:len(v.blks):len(v.blks)]
+	encodeEntry(&v.w, e, p, &v.blks)
+	p.Blocks = v.blks[from:len(v.blks):len(v.blks)]
 	return v.put(row)
 }
 
@@ -357,9 +405,12 @@ func encodeEntry(w *jsonw, e *entry, p *Produced, blks *[]Block) {
 		encodeMessage(w, e, p, blks)
 	case "compaction":
 		w.key("summary")
+		skip := w.skip
+		w.skip = false // read by the sink's reader
 		at := len(w.b)
 		w.jstr(e.summary)
 		p.Summary = [2]int{at, len(w.b)}
+		w.skip = skip
 		w.key("firstKeptEntryId")
 		w.str("")
 		w.key("tokensBefore")
@@ -447,36 +498,43 @@ func written(s string) string {
 	return jstr{q: AppendString(nil, s), esc: true}.String()
 }
 
-// encodeContent writes e's content and returns its span in w; blocks
-// (unless nil) gets its blocks.
-func encodeContent(w *jsonw, e *entry, blks *[]Block) [2]int {
-	at := len(w.b)
+// encodeContent writes e's content and returns what it starts with ('"'
+// or '['); blocks (unless nil) gets its blocks. When w measures, the
+// blocks the converter did not size are written all the same: their
+// reader sizes them from their bytes.
+func encodeContent(w *jsonw, e *entry, blks *[]Block) byte {
+	skip := w.skip
+	defer func() { w.skip = skip }()
 	if e.contentString {
 		var s jtext
 		if len(e.content) > 0 {
 			s = e.content[0].text
 		}
+		w.skip = skip && s.sized
+		at := len(w.b)
 		w.jstr(s.b)
 		if blks != nil {
 			*blks = append(*blks, Block{Kind: "text", Span: [2]int{at, len(w.b)}, Chars: s.chars, Sized: s.sized})
 		}
-		return [2]int{at, len(w.b)}
+		return '"'
 	}
 	w.raw("[")
 	for i := range e.content {
 		if i > 0 {
 			w.raw(",")
 		}
+		b := &e.content[i]
+		sized := b.text.sized || b.kind == "image" // an image is counted, not measured
+		w.skip = skip && sized
 		from := len(w.b)
-		encodeBlock(w, &e.content[i])
+		encodeBlock(w, b)
 		if blks != nil {
-			b := &e.content[i]
-			sized := b.text.sized || b.kind == "image" // an image is counted, not measured
 			*blks = append(*blks, Block{Kind: b.kind, Span: [2]int{from, len(w.b)}, Chars: b.text.chars, Sized: sized})
 		}
+		w.skip = skip
 	}
 	w.raw("]")
-	return [2]int{at, len(w.b)}
+	return '['
 }
 
 // encodeBlock writes one content block.

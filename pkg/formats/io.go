@@ -188,17 +188,68 @@ func (s *spool) Close() error {
 
 // jsonw appends JSON the way JSON.stringify writes it (no HTML escaping,
 // compact), which is all the produced pi lines need.
-type jsonw struct{ b []byte }
+//
+// A measuring jsonw (skip set) appends nothing: it adds to gone the length
+// each write would have, so that a lazy view (OpenLazy) knows every line's
+// offset and length without producing the line. keep turns writing back
+// on for the parts of a line its reader still reads (see view.keep).
+type jsonw struct {
+	b    []byte
+	skip bool
+	// gone is how many bytes of the line being written were measured, not
+	// written.
+	gone int
+}
 
-func (w *jsonw) raw(s string)  { w.b = append(w.b, s...) }
-func (w *jsonw) rawb(b []byte) { w.b = append(w.b, b...) }
-func (w *jsonw) str(s string)  { w.b = AppendString(w.b, s) }
-func (w *jsonw) int(n int64)   { w.b = appendInt(w.b, n) }
+func (w *jsonw) raw(s string) {
+	if w.skip {
+		w.gone += len(s)
+		return
+	}
+	w.b = append(w.b, s...)
+}
+
+func (w *jsonw) rawb(b []byte) {
+	if w.skip {
+		w.gone += len(b)
+		return
+	}
+	w.b = append(w.b, b...)
+}
+
+func (w *jsonw) str(s string) {
+	if w.skip {
+		w.gone += stringLen(s)
+		return
+	}
+	w.b = AppendString(w.b, s)
+}
+
+func (w *jsonw) int(n int64) {
+	if w.skip {
+		w.gone += intLen(n)
+		return
+	}
+	w.b = appendInt(w.b, n)
+}
 
 // key and firstKey write a key of this package's own (a plain name, which
 // needs no escaping) after a comma or the object's brace.
-func (w *jsonw) key(k string)      { w.b = append(append(append(w.b, ',', '"'), k...), '"', ':') }
-func (w *jsonw) firstKey(k string) { w.b = append(append(append(w.b, '{', '"'), k...), '"', ':') }
+func (w *jsonw) key(k string) {
+	if w.skip {
+		w.gone += len(k) + 4
+		return
+	}
+	w.b = append(append(append(w.b, ',', '"'), k...), '"', ':')
+}
+
+func (w *jsonw) firstKey(k string) {
+	if w.skip {
+		w.gone += len(k) + 4
+		return
+	}
+	w.b = append(append(append(w.b, '{', '"'), k...), '"', ':')
+}
 
 // field writes the string field k: v after a comma and returns v as a
 // reader of the line decodes it (see written), for Produced.
@@ -212,9 +263,16 @@ func (w *jsonw) field(k, v string) string {
 // (no escape, no invalid UTF-8: either would have lengthened it) is read
 // back as it is, without a second pass over it.
 func (w *jsonw) strWritten(v string) string {
-	n := len(w.b)
-	w.str(v)
-	if len(w.b)-n == len(v)+2 {
+	var n int
+	if w.skip {
+		n = stringLen(v)
+		w.gone += n
+	} else {
+		at := len(w.b)
+		w.str(v)
+		n = len(w.b) - at
+	}
+	if n == len(v)+2 {
 		return v
 	}
 	return written(v)
@@ -226,17 +284,76 @@ func (w *jsonw) id(p pid) (text string, key [16]byte, uuid bool) {
 	if !p.uuid {
 		return w.strWritten(p.text), key, false
 	}
-	w.b = append(appendUUID(append(w.b, '"'), p.key), '"')
+	if w.skip {
+		w.gone += 38 // a quoted canonical UUID
+	} else {
+		w.b = append(appendUUID(append(w.b, '"'), p.key), '"')
+	}
 	return "", p.key, true
 }
 
 // jstr writes an encoded JSON string; nil is "".
 func (w *jsonw) jstr(s []byte) {
 	if s == nil {
-		w.b = append(w.b, `""`...)
+		w.raw(`""`)
 		return
 	}
-	w.b = append(w.b, s...)
+	w.rawb(s)
+}
+
+// stringLen is len(AppendString(nil, s)), counted without writing: the
+// plain bytes eight at a time, as AppendString copies them.
+func stringLen(s string) int {
+	n := len(s) + 2
+	valid := utf8.ValidString(s)
+	for i := 0; i < len(s); {
+		if valid {
+			for i+8 <= len(s) && swar.JSONEscape(swar.LoadString(s, i)) == 0 {
+				i += 8
+			}
+			if i >= len(s) {
+				break
+			}
+		}
+		c := s[i]
+		if safeByte[c] || (c >= utf8.RuneSelf && valid) {
+			i++
+			continue
+		}
+		if c < utf8.RuneSelf {
+			switch c {
+			case '"', '\\', '\n', '\r', '\t', '\b', '\f':
+				n++ // a two-byte escape
+			default:
+				n += 5 // \u00xx
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			n += 2 // the byte becomes U+FFFD, three bytes
+		}
+		i += size
+	}
+	return n
+}
+
+// intLen is len(appendInt(nil, n)).
+func intLen(n int64) int {
+	l := 1
+	if n < 0 {
+		l++
+		if n == -n { // the smallest int64: appendInt writes what -n is
+			return len(appendInt(nil, n))
+		}
+		n = -n
+	}
+	for n >= 10 {
+		n /= 10
+		l++
+	}
+	return l
 }
 
 // jsonString encodes s as a JSON string.

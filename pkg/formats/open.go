@@ -161,7 +161,9 @@ func sniffLines(lr *lineReader) (Sniffed, [][]byte, error) {
 
 // convert runs a format's converter over replayed lines and the rest of lr.
 func convert(name string, f Format, lr *lineReader, replay [][]byte, sink func(*Produced), lazy bool) (*View, error) {
-	v := &view{out: &spool{discard: lazy && sink != nil}, sink: sink}
+	measure := lazy && sink != nil
+	v := &view{out: &spool{discard: measure}, sink: sink, measure: measure}
+	v.w.skip = measure
 	r := io.MultiReader(bytes.NewReader(bytes.Join(append(replay, nil), []byte{'\n'})), lr.rest())
 	c := newConv(f, v)
 	var err error

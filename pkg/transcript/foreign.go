@@ -148,7 +148,7 @@ func (b *produced) add(p *formats.Produced) {
 		return
 	}
 	e := b.entry(p)
-	e.Line, e.Offset, e.Length, e.Index = p.Row, p.Offset, len(p.Line), b.lines-1
+	e.Line, e.Offset, e.Length, e.Index = p.Row, p.Offset, p.Length, b.lines-1
 	s.Entries = append(s.Entries, e)
 }
 
@@ -199,17 +199,19 @@ func (b *produced) entry(p *formats.Produced) *Entry {
 
 // contentStats is what content reads of p's content: the sizes the
 // converter handed for the blocks it measured, the other blocks read from
-// the line.
+// the line (which holds them even when it holds nothing else: see
+// formats.Produced.Measured).
 func contentStats(p *formats.Produced, cs *contentStatsT) {
-	if p.Content[1] == 0 {
+	switch p.Content {
+	case 0:
 		return
-	}
-	if p.Line[p.Content[0]] == '"' {
-		if len(p.Blocks) == 1 && p.Blocks[0].Sized {
-			cs.isString, cs.strLen = true, p.Blocks[0].Chars
+	case '"':
+		bl := p.Blocks[0] // a string content is one block
+		if bl.Sized {
+			cs.isString, cs.strLen = true, bl.Chars
 			return
 		}
-		sc := scanner{b: p.Line[p.Content[0]:p.Content[1]]}
+		sc := scanner{b: p.Line[bl.Span[0]:bl.Span[1]]}
 		sc.content(cs)
 		return
 	}
