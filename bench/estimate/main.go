@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"sort"
 	"text/tabwriter"
 	"time"
 
@@ -72,9 +71,7 @@ func run(fl *benchkit.Flags) error {
 		}
 		theirs = append(theirs, p)
 	}
-	o, t := median(ours), median(theirs)
-	// Memory: report the worst run, not the median.
-	o.RSSKB, t.RSSKB = maxRSS(ours), maxRSS(theirs)
+	o, t := summarize(ours), summarize(theirs)
 	if o.tokens != t.tokens || o.msgs != t.msgs {
 		return fmt.Errorf("results differ: ctxtool %d tokens / %d messages, pi %d / %d", o.tokens, o.msgs, t.tokens, t.msgs)
 	}
@@ -110,17 +107,12 @@ func measure(mk func(*bytes.Buffer) *exec.Cmd, parse func([]byte) (int, int, tim
 	return sample{Sample: run, tokens: tokens, msgs: msgs}, nil
 }
 
-func maxRSS(s []sample) int64 {
-	var m int64
-	for _, x := range s {
-		if x.RSSKB > m {
-			m = x.RSSKB
-		}
+// summarize is benchkit.Summarize of the runs, with their counts (every
+// run counts the same session).
+func summarize(s []sample) sample {
+	runs := make([]benchkit.Sample, len(s))
+	for i, x := range s {
+		runs[i] = x.Sample
 	}
-	return m
-}
-
-func median(s []sample) sample {
-	sort.Slice(s, func(i, j int) bool { return s[i].Wall < s[j].Wall })
-	return s[len(s)/2]
+	return sample{Sample: benchkit.Summarize(runs), tokens: s[0].tokens, msgs: s[0].msgs}
 }

@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"sort"
 	"text/tabwriter"
 	"time"
 
@@ -59,12 +58,12 @@ func run(fl *benchkit.Flags, tok string) error {
 			res[j] = append(res[j], x)
 		}
 	}
-	base := summarize(res[0])
+	base := benchkit.Summarize(res[0])
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Printf("%.0f MB session, %d runs each, alternating; medians of wall and CPU, worst peak RSS\n\n", float64(setup.Bytes)/1e6, runs)
 	fmt.Fprintln(w, "command\twall\tCPU\tpeak RSS\twall ÷ estimate\tCPU ÷ estimate\tRSS ÷ estimate\t")
 	for j, s := range sides {
-		m := summarize(res[j])
+		m := benchkit.Summarize(res[j])
 		fmt.Fprintf(w, "%s\t%s\t%s\t%d MB\t%.2f\t%.2f\t%.2f\t\n", s.name, m.Wall.Round(time.Millisecond), m.CPU.Round(time.Millisecond), m.RSSKB/1024,
 			m.Wall.Seconds()/base.Wall.Seconds(), m.CPU.Seconds()/base.CPU.Seconds(), float64(m.RSSKB)/float64(base.RSSKB))
 	}
@@ -77,17 +76,4 @@ func measure(bin string, args []string) (sample, error) {
 		return sample{}, fmt.Errorf("%v: %v", args, err)
 	}
 	return s, nil
-}
-
-func summarize(s []sample) sample {
-	walls := make([]time.Duration, len(s))
-	cpus := make([]time.Duration, len(s))
-	var rss int64
-	for i, x := range s {
-		walls[i], cpus[i] = x.Wall, x.CPU
-		rss = max(rss, x.RSSKB)
-	}
-	sort.Slice(walls, func(i, j int) bool { return walls[i] < walls[j] })
-	sort.Slice(cpus, func(i, j int) bool { return cpus[i] < cpus[j] })
-	return sample{Wall: walls[len(walls)/2], CPU: cpus[len(cpus)/2], RSSKB: rss}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -103,4 +104,21 @@ func Run(cmd *exec.Cmd) (Sample, error) {
 	}
 	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	return Sample{Wall: time.Since(start), CPU: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), RSSKB: ru.Maxrss}, nil
+}
+
+// Summarize is what the benchmarks report of several runs of one command:
+// the median wall and the median CPU time (one slow or one lucky run does
+// not move them; each taken on its own) and the worst peak RSS (memory is
+// a limit, not an average). s must not be empty.
+func Summarize(s []Sample) Sample {
+	walls := make([]time.Duration, len(s))
+	cpus := make([]time.Duration, len(s))
+	var rss int64
+	for i, x := range s {
+		walls[i], cpus[i] = x.Wall, x.CPU
+		rss = max(rss, x.RSSKB)
+	}
+	slices.Sort(walls)
+	slices.Sort(cpus)
+	return Sample{Wall: walls[len(walls)/2], CPU: cpus[len(cpus)/2], RSSKB: rss}
 }

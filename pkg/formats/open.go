@@ -58,12 +58,10 @@ func open(path string, sink func(*Produced), lazy bool) (*View, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: read: %v", path, err)
 	}
-	switch sn.Format {
-	case Pi:
-		return nil, nil
-	case Unknown:
-		return nil, &UnknownFormatError{File: path, Line: sn.Line, Looks: sn.Looks}
-	case OpenClawSQLite:
+	if done, err := unconverted(path, sn); done {
+		return nil, err
+	}
+	if sn.Format == OpenClawSQLite {
 		return openStore(path, "", path)
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
@@ -127,13 +125,23 @@ func openReader(name string, r io.Reader, sink func(*Produced), lazy bool) (*Vie
 	if err != nil {
 		return nil, fmt.Errorf("%s: read: %v", name, err)
 	}
-	switch f.Format {
-	case Pi:
-		return nil, nil
-	case Unknown:
-		return nil, &UnknownFormatError{File: name, Line: f.Line, Looks: f.Looks}
+	if done, err := unconverted(name, f); done {
+		return nil, err
 	}
 	return convert(name, f.Format, lr, replay, sink, lazy)
+}
+
+// unconverted is Open's answer for the formats it gives no view of: pi
+// JSONL (nil, nil: pkg/transcript reads it) and a file it does not know
+// (an *UnknownFormatError); done is false for every other format.
+func unconverted(name string, sn Sniffed) (done bool, err error) {
+	switch sn.Format {
+	case Pi:
+		return true, nil
+	case Unknown:
+		return true, &UnknownFormatError{File: name, Line: sn.Line, Looks: sn.Looks}
+	}
+	return false, nil
 }
 
 // sniffLines reads lines until one classifies, returning them for replay.

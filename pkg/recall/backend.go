@@ -125,52 +125,94 @@ func scanLastChunk(r rowScanner) (c storedChunk, startOffset int64, ok bool, err
 	return c, startOffset, ok, err
 }
 
-// rowIter is a *sql.Rows or a pgx.Rows: the row-reading helpers below
-// serve both stores.
+// rowIter is an open query result, a pgx.Rows or a *sql.Rows (through
+// sqlRows): eachRow reads it for both stores and closes it.
 type rowIter interface {
 	Next() bool
 	Scan(dest ...any) error
 	Err() error
+	Close()
+}
+
+// sqlRows is what QueryContext returned as a rowIter.
+func sqlRows(rows *sql.Rows, err error) (rowIter, error) {
+	if err != nil {
+		return nil, err
+	}
+	return sqlRowIter{rows}, nil
+}
+
+// sqlRowIter gives a *sql.Rows pgx's Close. Its error is not read (it was
+// not before: a deferred Close): what the reading met, Err reports.
+type sqlRowIter struct{ *sql.Rows }
+
+func (r sqlRowIter) Close() { _ = r.Rows.Close() }
+
+// eachRow reads a query's result, given as the query returned it (rows,
+// err): each row's columns into a T, at the places cols gives, handed to
+// fn; the rows are closed after. Every multi-row read of both stores is
+// this loop.
+func eachRow[T any](rows rowIter, err error, cols func(*T) []any, fn func(T)) error {
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var v T
+		if err := rows.Scan(cols(&v)...); err != nil {
+			return err
+		}
+		fn(v)
+	}
+	return rows.Err()
+}
+
+// allRows is eachRow keeping every row.
+func allRows[T any](rows rowIter, err error, cols func(*T) []any) ([]T, error) {
+	var out []T
+	if err := eachRow(rows, err, cols, func(v T) { out = append(out, v) }); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // collectChunks reads rows of (id, path, start, end, entry ids, ts, text).
-func collectChunks(rows rowIter) ([]storedChunk, error) {
-	var out []storedChunk
-	for rows.Next() {
-		var c storedChunk
-		if err := rows.Scan(&c.id, &c.path, &c.start, &c.end, &c.entryIDs, &c.ts, &c.text); err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
+func collectChunks(rows rowIter, err error) ([]storedChunk, error) {
+	return allRows(rows, err, func(c *storedChunk) []any {
+		return []any{&c.id, &c.path, &c.start, &c.end, &c.entryIDs, &c.ts, &c.text}
+	})
 }
 
-// collectIDTexts reads rows of (id, text).
-func collectIDTexts(rows rowIter) ([]int64, []string, error) {
-	var ids []int64
-	var texts []string
-	for rows.Next() {
-		var id int64
-		var t string
-		if err := rows.Scan(&id, &t); err != nil {
-			return nil, nil, err
-		}
-		ids = append(ids, id)
-		texts = append(texts, t)
+// idText is a row of (id, text).
+type idText struct {
+	id   int64
+	text string
+}
+
+func idTextCols(r *idText) []any { return []any{&r.id, &r.text} }
+
+// collectPaths reads rows of (path).
+func collectPaths(rows rowIter, err error) ([]string, error) {
+	return allRows(rows, err, func(p *string) []any { return []any{p} })
+}
+
+// collectIDTexts reads rows of (id, text) into two lists.
+func collectIDTexts(rows rowIter, err error) (ids []int64, texts []string, _ error) {
+	err = eachRow(rows, err, idTextCols, func(r idText) {
+		ids = append(ids, r.id)
+		texts = append(texts, r.text)
+	})
+	if err != nil {
+		return nil, nil, err
 	}
-	return ids, texts, rows.Err()
+	return ids, texts, nil
 }
 
 // eachVector reads rows of (id, embedding).
-func eachVector(rows rowIter, fn func(id int64, vec []byte)) error {
-	for rows.Next() {
-		var id int64
-		var b []byte
-		if err := rows.Scan(&id, &b); err != nil {
-			return err
-		}
-		fn(id, b)
+func eachVector(rows rowIter, err error, fn func(id int64, vec []byte)) error {
+	type idVec struct {
+		id  int64
+		vec []byte
 	}
-	return rows.Err()
+	return eachRow(rows, err, func(r *idVec) []any { return []any{&r.id, &r.vec} }, func(r idVec) { fn(r.id, r.vec) })
 }

@@ -19,39 +19,28 @@ func Dump(ix *Index) (map[string][]string, error) {
 	const q = `SELECT f.path, f.bytes_indexed, f.lines_indexed, c.start_line, c.end_line, c.entry_ids, c.text
 		FROM %s f JOIN %s c ON c.file_id = f.id ORDER BY f.path, c.start_line, c.id`
 	out := map[string][]string{}
-	add := func(path string, bytes int64, lines, start, end int, ids, text string) {
-		h := sha256.Sum256([]byte(text))
-		out[path] = append(out[path], fmt.Sprintf("%d/%d L%d-%d [%s] %s", bytes, lines, start, end, ids, hex.EncodeToString(h[:8])))
+	type row struct {
+		path, ids, text   string
+		bytes             int64
+		lines, start, end int
 	}
 	var rows rowIter
+	var err error
 	switch st := ix.st.(type) {
 	case *sqliteStore:
-		r, err := st.db.QueryContext(ctx, fmt.Sprintf(q, "files", "chunks"))
-		if err != nil {
-			return nil, err
-		}
-		defer r.Close()
-		rows = r
+		rows, err = sqlRows(st.db.QueryContext(ctx, fmt.Sprintf(q, "files", "chunks")))
 	case *pgStore:
-		r, err := st.pool.Query(ctx, fmt.Sprintf(q, "ctxtool_recall_files", "ctxtool_recall_chunks"))
-		if err != nil {
-			return nil, err
-		}
-		defer r.Close()
-		rows = r
+		rows, err = st.pool.Query(ctx, fmt.Sprintf(q, "ctxtool_recall_files", "ctxtool_recall_chunks"))
 	default:
 		return nil, fmt.Errorf("unknown backend %T", ix.st)
 	}
-	for rows.Next() {
-		var p, ids, text string
-		var b int64
-		var l, s, e int
-		if err := rows.Scan(&p, &b, &l, &s, &e, &ids, &text); err != nil {
-			return nil, err
-		}
-		add(p, b, l, s, e, ids, text)
-	}
-	return out, rows.Err()
+	err = eachRow(rows, err, func(r *row) []any {
+		return []any{&r.path, &r.bytes, &r.lines, &r.start, &r.end, &r.ids, &r.text}
+	}, func(r row) {
+		h := sha256.Sum256([]byte(r.text))
+		out[r.path] = append(out[r.path], fmt.Sprintf("%d/%d L%d-%d [%s] %s", r.bytes, r.lines, r.start, r.end, r.ids, hex.EncodeToString(h[:8])))
+	})
+	return out, err
 }
 
 // sortedKeys is for messages.

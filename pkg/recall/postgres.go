@@ -231,11 +231,7 @@ func (s *pgStore) fileID(ctx context.Context, path string) (int64, bool, error) 
 }
 
 func (s *pgStore) files(ctx context.Context) ([]string, error) {
-	rows, err := s.pool.Query(ctx, `SELECT path FROM ctxtool_recall_files ORDER BY path`)
-	if err != nil {
-		return nil, s.err("list files", err)
-	}
-	paths, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	paths, err := collectPaths(s.pool.Query(ctx, `SELECT path FROM ctxtool_recall_files ORDER BY path`))
 	return paths, s.err("list files", err)
 }
 
@@ -508,21 +504,11 @@ func (s *pgStore) newestMatches(ctx context.Context, cond string, args []any, li
 // keeps the best limit.
 func (s *pgStore) rankedMatches(ctx context.Context, ids []int64, terms [][]string, df []int64, nRows int64, avgdl float64, limit int) ([]match, error) {
 	rows, err := s.pool.Query(ctx, `SELECT id, text FROM ctxtool_recall_chunks WHERE id = ANY($1)`, ids)
-	if err != nil {
-		return nil, s.err("search", err)
-	}
-	defer rows.Close()
 	var ms []match
-	for rows.Next() {
-		var m match
-		var text string
-		if err := rows.Scan(&m.id, &text); err != nil {
-			return nil, s.err("search", err)
-		}
-		m.score = bm25RankToScore(bm25(text, terms, df, nRows, avgdl))
-		ms = append(ms, m)
-	}
-	if err := rows.Err(); err != nil {
+	err = eachRow(rows, err, idTextCols, func(r idText) {
+		ms = append(ms, match{id: r.id, score: bm25RankToScore(bm25(r.text, terms, df, nRows, avgdl))})
+	})
+	if err != nil {
 		return nil, s.err("search", err)
 	}
 	sortMatches(ms)
@@ -618,13 +604,8 @@ func (s *pgStore) chunks(ctx context.Context, ids []int64) ([]storedChunk, error
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	rows, err := s.pool.Query(ctx, `SELECT c.id, f.path, c.start_line, c.end_line, c.entry_ids, c.ts, c.text
-		FROM ctxtool_recall_chunks c JOIN ctxtool_recall_files f ON f.id = c.file_id WHERE c.id = ANY($1)`, ids)
-	if err != nil {
-		return nil, s.err("search", err)
-	}
-	defer rows.Close()
-	out, err := collectChunks(rows)
+	out, err := collectChunks(s.pool.Query(ctx, `SELECT c.id, f.path, c.start_line, c.end_line, c.entry_ids, c.ts, c.text
+		FROM ctxtool_recall_chunks c JOIN ctxtool_recall_files f ON f.id = c.file_id WHERE c.id = ANY($1)`, ids))
 	return out, s.err("search", err)
 }
 
@@ -636,21 +617,12 @@ func (s *pgStore) vectors(ctx context.Context, model string, fileID int64, fn fu
 		args = append(args, fileID)
 	}
 	rows, err := s.pool.Query(ctx, q, args...)
-	if err != nil {
-		return s.err("vector search", err)
-	}
-	defer rows.Close()
-	return s.err("vector search", eachVector(rows, fn))
+	return s.err("vector search", eachVector(rows, err, fn))
 }
 
 func (s *pgStore) unembedded(ctx context.Context, fileID int64, model string) ([]int64, []string, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id, text FROM ctxtool_recall_chunks WHERE file_id=$1
-		AND (model IS NULL OR model != $2) ORDER BY id`, fileID, model)
-	if err != nil {
-		return nil, nil, s.err("read chunks to embed", err)
-	}
-	defer rows.Close()
-	ids, texts, err := collectIDTexts(rows)
+	ids, texts, err := collectIDTexts(s.pool.Query(ctx, `SELECT id, text FROM ctxtool_recall_chunks WHERE file_id=$1
+		AND (model IS NULL OR model != $2) ORDER BY id`, fileID, model))
 	return ids, texts, s.err("read chunks to embed", err)
 }
 

@@ -274,20 +274,8 @@ func (s *sqliteStore) fileID(ctx context.Context, path string) (int64, bool, err
 }
 
 func (s *sqliteStore) files(ctx context.Context) ([]string, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT path FROM files ORDER BY path`)
-	if err != nil {
-		return nil, s.err("list files", err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var p string
-		if err := rows.Scan(&p); err != nil {
-			return nil, s.err("list files", err)
-		}
-		out = append(out, p)
-	}
-	return out, s.err("list files", rows.Err())
+	paths, err := collectPaths(sqlRows(s.db.QueryContext(ctx, `SELECT path FROM files ORDER BY path`)))
+	return paths, s.err("list files", err)
 }
 
 // sqliteBatch is one write transaction (BEGIN IMMEDIATE: SQLite's write
@@ -657,24 +645,18 @@ func cjkMatchQuery(tokens []string, fileID int64) sqliteMatchQuery {
 // rankedMatches runs q, whose rows are a chunk id and its bm25() rank (0:
 // unranked).
 func (s *sqliteStore) rankedMatches(ctx context.Context, q string, args []any) ([]match, error) {
-	rows, err := s.search.QueryContext(ctx, q, args...)
+	rows, err := sqlRows(s.search.QueryContext(ctx, q, args...))
+	var out []match
+	err = eachRow(rows, err, func(m *match) []any { return []any{&m.id, &m.score} }, func(m match) {
+		if m.score != 0 { // the rank, read into score
+			m.score = bm25RankToScore(m.score)
+		}
+		out = append(out, m)
+	})
 	if err != nil {
 		return nil, s.err("search", err)
 	}
-	defer rows.Close()
-	var out []match
-	for rows.Next() {
-		var m match
-		var rank float64
-		if err := rows.Scan(&m.id, &rank); err != nil {
-			return nil, s.err("search", err)
-		}
-		if rank != 0 {
-			m.score = bm25RankToScore(rank)
-		}
-		out = append(out, m)
-	}
-	return out, s.err("search", rows.Err())
+	return out, nil
 }
 
 // manyMatches reports whether the query has at least rankWindow matches,
@@ -699,13 +681,8 @@ func (s *sqliteStore) chunks(ctx context.Context, ids []int64) ([]storedChunk, e
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT c.id, f.path, c.start_line, c.end_line, c.entry_ids, c.ts, c.text
-		FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id IN (`+idList(ids)+`)`)
-	if err != nil {
-		return nil, s.err("search", err)
-	}
-	defer rows.Close()
-	out, err := collectChunks(rows)
+	out, err := collectChunks(sqlRows(s.db.QueryContext(ctx, `SELECT c.id, f.path, c.start_line, c.end_line, c.entry_ids, c.ts, c.text
+		FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id IN (`+idList(ids)+`)`)))
 	return out, s.err("search", err)
 }
 
@@ -716,21 +693,13 @@ func (s *sqliteStore) vectors(ctx context.Context, model string, fileID int64, f
 		q += ` AND file_id = ?`
 		args = append(args, fileID)
 	}
-	rows, err := s.db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return s.err("vector search", err)
-	}
-	defer rows.Close()
-	return s.err("vector search", eachVector(rows, fn))
+	rows, err := sqlRows(s.db.QueryContext(ctx, q, args...))
+	return s.err("vector search", eachVector(rows, err, fn))
 }
 
 func (s *sqliteStore) unembedded(ctx context.Context, fileID int64, model string) ([]int64, []string, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, text FROM chunks WHERE file_id=? AND (model IS NULL OR model != ?) ORDER BY id`, fileID, model)
-	if err != nil {
-		return nil, nil, s.err("read chunks to embed", err)
-	}
-	defer rows.Close()
-	ids, texts, err := collectIDTexts(rows)
+	ids, texts, err := collectIDTexts(sqlRows(s.db.QueryContext(ctx,
+		`SELECT id, text FROM chunks WHERE file_id=? AND (model IS NULL OR model != ?) ORDER BY id`, fileID, model)))
 	return ids, texts, s.err("read chunks to embed", err)
 }
 

@@ -379,12 +379,7 @@ func ftsRepair(ctx context.Context, mainTx, ftsTx *sql.Tx) error {
 
 // queryIDs runs a query of rows (id, ”), the shape collectIDTexts reads.
 func queryIDs(ctx context.Context, q sqlQuerier, query string) ([]int64, error) {
-	rows, err := q.QueryContext(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	ids, _, err := collectIDTexts(rows)
+	ids, _, err := collectIDTexts(sqlRows(q.QueryContext(ctx, query)))
 	return ids, err
 }
 

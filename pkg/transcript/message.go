@@ -143,6 +143,22 @@ func modelOnly(key []byte) bool {
 	return false
 }
 
+// fields walks the object at the scanner as object does, but in words mode
+// (DecodeWords) the fields modelOnly names are skipped, not handed to
+// field: the one place that rule is applied, to the entry, the message and
+// each content block.
+func (sc *scanner) fields(words bool, field func(key []byte) bool) bool {
+	if !words {
+		return sc.object(field)
+	}
+	return sc.object(func(key []byte) bool {
+		if modelOnly(key) {
+			return sc.skip(0)
+		}
+		return field(key)
+	})
+}
+
 // decodeInto reads the message object and the content where they are in
 // the line (the entry's type says which fields make the message), not
 // validated first and read again: a message is read once. Of a repeated
@@ -151,10 +167,7 @@ func decodeInto(e *Entry, line []byte, m *Message, words bool) error {
 	sc := scanner{b: line}
 	sc.ws()
 	*m = Message{Content: emptied(m.Content, words)}
-	wellFormed := sc.object(func(key []byte) bool {
-		if words && modelOnly(key) {
-			return sc.skip(0)
-		}
+	wellFormed := sc.fields(words, func(key []byte) bool {
 		return sc.entryField(e.Type(), string(key), m, words)
 	})
 	if !wellFormed {
@@ -324,10 +337,7 @@ func (sc *scanner) decodeMessageObject(m *Message, words bool) bool {
 	if sc.peek() != '{' {
 		return sc.skip(0) // not an object: an empty message
 	}
-	return sc.object(func(key []byte) (good bool) {
-		if words && modelOnly(key) {
-			return sc.skip(0)
-		}
+	return sc.fields(words, func(key []byte) (good bool) {
 		switch string(key) {
 		case "role":
 			m.Role, good = sc.maybeString()
@@ -424,7 +434,7 @@ func (sc *scanner) decodeContent(m *Message, words bool) bool {
 			continue
 		}
 		var b Block
-		if !sc.object(func(key []byte) bool { return sc.blockField(key, &b, words) }) {
+		if !sc.fields(words, func(key []byte) bool { return sc.blockField(key, &b, words) }) {
 			return false
 		}
 		if !words || b.Type == "text" || b.Type == "toolCall" {
@@ -435,9 +445,6 @@ func (sc *scanner) decodeContent(m *Message, words bool) bool {
 
 // blockField reads one field of a content block into b.
 func (sc *scanner) blockField(key []byte, b *Block, words bool) (good bool) {
-	if words && modelOnly(key) {
-		return sc.skip(0)
-	}
 	switch string(key) {
 	case "type":
 		b.Type, good = sc.maybeString()
