@@ -3,7 +3,6 @@ package formats
 import (
 	"bytes"
 	"fmt"
-	"strconv"
 	"strings"
 )
 
@@ -51,9 +50,10 @@ type cxItem struct {
 	recordType              string
 	// session_meta, the 2025 first line, turn_context
 	id, timestamp, cwd, provider, model string
-	// event_msg: token_count, task_started
-	info   *cxInfo
-	window int64
+	// event_msg: token_count (info, when hasInfo), task_started
+	info    cxInfo
+	hasInfo bool
+	window  int64
 	// compacted
 	message     jstr
 	replacement []cxItem
@@ -67,8 +67,9 @@ type cxItem struct {
 }
 
 type cxInfo struct {
-	last   *cxLast
-	window int64
+	last    cxLast // when hasLast
+	hasLast bool
+	window  int64
 }
 
 type cxLast struct{ input, cached, output, total int64 }
@@ -99,14 +100,23 @@ type cxLine struct {
 	// does not know).
 	skip bool
 	typ  string
+	// The line's timestamp: in pi's form (what Codex writes), as its epoch
+	// ms when tsPi, without a string made of it; any other as ts.
 	ts   string
+	tsMS int64
+	tsPi bool
 	it   cxItem
+	// parts is the decoder's array of text parts (jdec.parts), kept for
+	// the next line the record holds.
+	parts []cxText
 }
 
 // decodeCodex decodes one line of a rollout (legacy: the 2025 shape) into
 // l, which is zero but for the capacity of its item's blocks.
 func decodeCodex(raw []byte, legacy bool, l *cxLine) {
 	d := newDec(raw)
+	d.parts = l.parts[:0]
+	defer func() { l.parts = d.parts }()
 	if legacy {
 		if d.obj("") {
 			d.cxItem(&l.it)
@@ -126,7 +136,14 @@ func decodeCodex(raw []byte, legacy bool, l *cxLine) {
 		for k, ok := d.key(); ok; k, ok = d.key() {
 			switch string(k) {
 			case "timestamp":
-				l.ts = d.string("timestamp")
+				if ts := d.text("timestamp"); !ts.esc {
+					l.tsMS, l.tsPi = piForm(ts.raw())
+					if !l.tsPi {
+						l.ts = ts.String()
+					}
+				} else {
+					l.ts = ts.String()
+				}
 			case "type":
 				l.typ = d.name("type")
 			case "payload":
@@ -219,9 +236,9 @@ func (d *jdec) cxItemField(k []byte, it *cxItem) bool {
 	case "model":
 		it.model = d.string("model")
 	case "info":
-		it.info = nil
+		it.hasInfo = false
 		if d.obj("info") {
-			it.info = d.cxInfo()
+			it.info, it.hasInfo = d.cxInfo(), true
 		}
 	case "model_context_window":
 		it.window = d.int("model_context_window")
@@ -286,16 +303,16 @@ func cxSummaryText(summary *cxVal) jtext {
 	return joinJSON(len(summary.parts), func(i int) (jstr, bool) { return summary.parts[i].text, true }, `\n\n`)
 }
 
-func (d *jdec) cxInfo() *cxInfo {
-	info := &cxInfo{}
+func (d *jdec) cxInfo() cxInfo {
+	var info cxInfo
 	for k, ok := d.key(); ok; k, ok = d.key() {
 		switch string(k) {
 		case "last_token_usage":
-			info.last = nil
+			info.hasLast = false
 			if !d.obj("last_token_usage") {
 				continue
 			}
-			l := &cxLast{}
+			var l cxLast
 			for k, ok := d.key(); ok; k, ok = d.key() {
 				switch string(k) {
 				case "input_tokens":
@@ -312,7 +329,7 @@ func (d *jdec) cxInfo() *cxInfo {
 					d.skip()
 				}
 			}
-			info.last = l
+			info.last, info.hasLast = l, true
 		case "model_context_window":
 			info.window = d.int("model_context_window")
 		default:
@@ -334,6 +351,7 @@ func (d *jdec) cxVal() cxVal {
 		v.str = d.str()
 	case '[':
 		d.arr("")
+		from := len(d.parts)
 		for d.next() {
 			var t cxText
 			if d.obj("content") {
@@ -350,8 +368,9 @@ func (d *jdec) cxVal() cxVal {
 					}
 				}
 			}
-			v.parts = append(v.parts, t)
+			d.parts = append(d.parts, t)
 		}
+		v.parts = d.parts[from:len(d.parts):len(d.parts)]
 	case '{':
 		d.obj("")
 		for k, ok := d.key(); ok; k, ok = d.key() {
@@ -476,7 +495,7 @@ type cxConv struct {
 	provider string
 	model    string
 	shown    string // model announced by the last model_change
-	last     string // id of the last written entry
+	last     pid    // id of the last written entry
 	lastRow  int    // source line of the last written entry
 	k        int    // entries written from lastRow
 	// seg is the open turn segment: the assistant message being built and
@@ -494,8 +513,15 @@ type cxConv struct {
 	// tsISO and tsMS are piTime(tsFrom).
 	tsFrom, tsISO string
 	tsMS          int64
-	// nextUsage is a token_count waiting for the reply it measures.
-	nextUsage *usage
+	// nextUsage is a token_count waiting for the reply it measures (when
+	// hasNext); asstUsage is the open assistant message's (asst.usage
+	// points to it).
+	nextUsage, asstUsage usage
+	hasNext              bool
+	// tsPi: the last timestamp was in pi's form, epoch ms tsPiMS (ts is
+	// then stale).
+	tsPi   bool
+	tsPiMS int64
 }
 
 type pendingEntry struct {
@@ -530,8 +556,10 @@ func (c *cxConv) apply(no int, l *cxLine) error {
 		return nil
 	}
 	typ, it := l.typ, &l.it
-	if l.ts != "" {
-		c.ts = l.ts
+	if l.tsPi {
+		c.tsPi, c.tsPiMS = true, l.tsMS
+	} else if l.ts != "" {
+		c.tsPi, c.ts = false, l.ts
 	}
 	if c.legacy {
 		switch {
@@ -543,7 +571,7 @@ func (c *cxConv) apply(no int, l *cxLine) error {
 			typ = "response_item"
 		}
 		if it.timestamp != "" {
-			c.ts = it.timestamp
+			c.tsPi, c.ts = false, it.timestamp
 		}
 	}
 	v := c.v
@@ -585,21 +613,22 @@ func (c *cxConv) apply(no int, l *cxLine) error {
 func (c *cxConv) event(it *cxItem) {
 	switch it.typ {
 	case "token_count":
-		if it.info == nil {
+		if !it.hasInfo {
 			return
 		}
 		if it.info.window > 0 {
 			c.v.window = int(it.info.window)
 		}
-		if l := it.info.last; l != nil {
-			u := &usage{input: l.input - l.cached, output: l.output, cacheRead: l.cached, total: l.total}
+		if l := &it.info.last; it.info.hasLast {
+			u := usage{input: l.input - l.cached, output: l.output, cacheRead: l.cached, total: l.total}
 			// Codex ≥ 0.4x records token_count right after the reply's items;
 			// 0.3x records it just before them. A record that finds a reply
 			// still unanswered belongs to it, any other to the next reply.
 			if c.asst != nil && len(c.outputs) == 0 {
-				c.asst.usage, c.nextUsage = u, nil
+				c.asstUsage, c.hasNext = u, false
+				c.asst.usage = &c.asstUsage
 			} else {
-				c.nextUsage = u
+				c.nextUsage, c.hasNext = u, true
 			}
 		}
 	case "task_started":
@@ -670,9 +699,13 @@ func (c *cxConv) assistant(no int) *entry {
 		// next.
 		content := c.asstBuf.content[:0]
 		c.asstBuf = entry{typ: "message", role: "assistant", api: "openai-responses", provider: c.provider, model: c.model,
-			usage: c.nextUsage, content: content}
+			content: content}
+		if c.hasNext {
+			c.asstUsage, c.hasNext = c.nextUsage, false
+			c.asstBuf.usage = &c.asstUsage
+		}
 		c.asst = &c.asstBuf
-		c.asstRow, c.nextUsage = no, nil
+		c.asstRow = no
 	}
 	return c.asst
 }
@@ -717,20 +750,24 @@ func (c *cxConv) put(e *entry, row int, root bool) error {
 	} else {
 		c.lastRow, c.k = row, 1
 	}
-	e.id = textID("L" + strconv.Itoa(row))
+	e.id = rowID(row)
 	if c.k > 1 {
 		e.id = textID(fmt.Sprintf("L%d.%d", row, c.k))
 	}
 	if !root {
-		e.parent = textID(c.last)
+		e.parent = c.last
 	}
-	if c.ts != c.tsFrom {
-		// The entries of one line (and often of the next) share it.
-		c.tsFrom = c.ts
-		c.tsISO, c.tsMS = piTime(c.ts)
+	if c.tsPi {
+		e.tsPi, e.tsMS, e.msgTime = true, c.tsPiMS, c.tsPiMS
+	} else {
+		if c.ts != c.tsFrom {
+			// The entries of one line (and often of the next) share it.
+			c.tsFrom = c.ts
+			c.tsISO, c.tsMS = piTime(c.ts)
+		}
+		e.timestamp, e.msgTime = c.tsISO, c.tsMS
 	}
-	e.timestamp, e.msgTime = c.tsISO, c.tsMS
-	c.last = e.id.text
+	c.last = e.id
 	return c.v.emit(e, row)
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -35,25 +36,37 @@ type usage struct {
 // UUID is written as its text and handed to the transcript core as its
 // bytes (Produced.IDUUID): made a string here and packed back there, a
 // million lines' ids were the converter's work done twice.
+//
+// A row id ("L<row>", a converter's id for the first entry of a source
+// row) is its number when isRow, likewise written as text and handed over
+// as the number (Produced.IDRow): the core packs it as that number.
 type pid struct {
-	text string
-	key  uuidKey
-	uuid bool
+	text  string
+	key   uuidKey
+	uuid  bool
+	row   uint32
+	isRow bool
 }
 
 // textID is the pid of the id text.
 func textID(text string) pid { return pid{text: text} }
 
+// rowID is the pid "L<row>".
+func rowID(row int) pid { return pid{row: uint32(row), isRow: true} }
+
 // String is p's text.
 func (p pid) String() string {
-	if p.uuid {
+	switch {
+	case p.uuid:
 		return UUIDText(p.key)
+	case p.isRow:
+		return "L" + strconv.FormatUint(uint64(p.row), 10)
 	}
 	return p.text
 }
 
 // none reports whether p is no id at all (a root's parentId).
-func (p pid) none() bool { return !p.uuid && p.text == "" }
+func (p pid) none() bool { return !p.uuid && !p.isRow && p.text == "" }
 
 // entry is one pi entry to write.
 type entry struct {
@@ -61,6 +74,10 @@ type entry struct {
 	id        pid
 	parent    pid    // none = root
 	timestamp string // ISO-8601
+	// tsPi: the timestamp is pi's form of the epoch ms tsMS, and timestamp
+	// is not set (see Produced.TimestampMS).
+	tsPi bool
+	tsMS int64
 
 	// message
 	role          string // user, assistant, toolResult
@@ -140,11 +157,20 @@ type Produced struct {
 	Header bool
 	// Each field is set when the line has its key ("" or 0 otherwise).
 	Type, ID, ParentID, Timestamp string
+	// TimestampMS, when HasTimestampMS, is the timestamp as epoch ms, and
+	// Timestamp is "": the line writes it in pi's form, which the
+	// converter read from the source without making it a string.
+	TimestampMS    int64
+	HasTimestampMS bool
 	// IDUUID and ParentUUID are the id and parentId when HasIDUUID and
 	// HasParentUUID (ID and ParentID are "" then): a canonical lower-case
 	// UUID as its 16 bytes, kept as they are rather than read from text.
-	IDUUID, ParentUUID                                      [16]byte
-	HasIDUUID, HasParentUUID                                bool
+	IDUUID, ParentUUID       [16]byte
+	HasIDUUID, HasParentUUID bool
+	// IDRow and ParentRow are the id and parentId "L<n>" as n, when
+	// HasIDRow and HasParentRow (ID and ParentID are "" then).
+	IDRow, ParentRow                                        uint32
+	HasIDRow, HasParentRow                                  bool
 	Role, Provider, Model, StopReason, ToolCallID, ToolName string
 	CustomType                                              string
 	MsgTime                                                 int64
@@ -341,7 +367,7 @@ func (v *view) header(row int) error {
 	}
 	ts := v.started
 	if ts == "" {
-		ts = time.Unix(0, 0).UTC().Format("2006-01-02T15:04:05.000Z")
+		ts = time.Unix(0, 0).UTC().Format(piLayout)
 	}
 	p := v.line()
 	w := &v.w
@@ -427,12 +453,18 @@ func encodeEntry(w *jsonw, e *entry, p *Produced, blks *[]Block) {
 
 func writeBase(w *jsonw, e *entry, p *Produced) {
 	w.key("id")
-	p.ID, p.IDUUID, p.HasIDUUID = w.id(e.id)
+	p.ID, p.IDUUID, p.HasIDUUID, p.IDRow, p.HasIDRow = w.id(e.id)
 	w.key("parentId")
 	if e.parent.none() {
 		w.raw("null")
 	} else {
-		p.ParentID, p.ParentUUID, p.HasParentUUID = w.id(e.parent)
+		p.ParentID, p.ParentUUID, p.HasParentUUID, p.ParentRow, p.HasParentRow = w.id(e.parent)
+	}
+	if e.tsPi {
+		w.key("timestamp")
+		w.piTime(e.tsMS)
+		p.TimestampMS, p.HasTimestampMS = e.tsMS, true
+		return
 	}
 	p.Timestamp = w.field("timestamp", e.timestamp)
 }
@@ -587,7 +619,7 @@ func piTime(s string) (iso string, ms int64) {
 	if err != nil {
 		return s, 0
 	}
-	return t.UTC().Format("2006-01-02T15:04:05.000Z"), t.UnixMilli()
+	return t.UTC().Format(piLayout), t.UnixMilli()
 }
 
 // piForm reads a timestamp already in pi's form (2026-03-02T09:00:02.370Z,
@@ -595,7 +627,7 @@ func piTime(s string) (iso string, ms int64) {
 // Format, which were a tenth of a converter's work and a string per line;
 // ok is false for any other form, and for a field out of range, which
 // piTime leaves to time.Parse.
-func piForm(s string) (ms int64, ok bool) {
+func piForm[T string | []byte](s T) (ms int64, ok bool) {
 	if len(s) != 24 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' || s[19] != '.' || s[23] != 'Z' {
 		return 0, false
 	}

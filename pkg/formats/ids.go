@@ -172,15 +172,38 @@ var hexVal = func() (t [256]byte) {
 // toolNames maps tool call ids to tool names, for the results, which name
 // their call by id only. A converter keeps every call's for the whole file
 // (a result may come any time later): here an id of up to 32 bytes
-// (Claude Code's toolu_ ids and Codex's call_ ids) is its key's bytes in a
-// posTable rather than a string of its own, and a name is its position
-// among the file's few distinct names rather than each call's copy.
+// (Claude Code's toolu_ ids and Codex's call_ ids) is its key's bytes
+// rather than a string of its own, and a name is its position among the
+// file's few distinct names rather than each call's copy.
+//
+// The keys are logged in order, and put in a table only when a lookup
+// needs one: a result almost always names one of the last few calls,
+// found in the log's tail, and a table of every call of a 1 GB file (a
+// probe missing the cache at each call, and its growth) was a twentieth
+// of a Codex file's reading.
 type toolNames struct {
+	// log holds the short ids set, in order, in chunks (none copied as it
+	// grows), until built: then short holds them and log is dropped.
+	log   [][]callName
+	built bool
 	short posTable[callKey, uint32]
 	long  map[string]uint32 // ids that do not fit a key
 	names []string
 	index map[string]uint32 // names' positions
 }
+
+// callName is a logged call: its id's key and its name's position.
+type callName struct {
+	k    callKey
+	name uint32
+}
+
+// callChunk is how many calls a chunk of the log holds; recentCalls how
+// many of the last ones a lookup reads before it builds the table.
+const (
+	callChunk   = 1 << 12
+	recentCalls = 64
+)
 
 func newToolNames() toolNames {
 	return toolNames{long: map[string]uint32{}, index: map[string]uint32{}}
@@ -204,10 +227,18 @@ func (t *toolNames) set(id, name string) {
 		t.names = append(t.names, name)
 		t.index[name] = i
 	}
-	if k, ok := shortKey(id); ok {
-		*t.short.val(t.short.put(&k)) = i
-	} else {
+	k, ok := shortKey(id)
+	switch {
+	case !ok:
 		t.long[id] = i
+	case t.built:
+		*t.short.val(t.short.put(&k)) = i
+	default:
+		if n := len(t.log); n == 0 || len(t.log[n-1]) == callChunk {
+			t.log = append(t.log, make([]callName, 0, callChunk))
+		}
+		last := &t.log[len(t.log)-1]
+		*last = append(*last, callName{k, i})
 	}
 }
 
@@ -215,6 +246,15 @@ func (t *toolNames) set(id, name string) {
 func (t *toolNames) get(id string) string {
 	var i uint32
 	if k, short := shortKey(id); short {
+		if !t.built {
+			n, found := t.recent(&k)
+			if found {
+				return t.names[n]
+			}
+			if !t.build() {
+				return "" // the log was read whole
+			}
+		}
 		p := t.short.find(&k)
 		if p < 0 {
 			return ""
@@ -227,4 +267,39 @@ func (t *toolNames) get(id string) string {
 		}
 	}
 	return t.names[i]
+}
+
+// recent looks k up among the last recentCalls calls logged, the latest
+// first (the name set last is the one that counts).
+func (t *toolNames) recent(k *callKey) (name uint32, found bool) {
+	left := recentCalls
+	for c := len(t.log) - 1; c >= 0 && left > 0; c-- {
+		chunk := t.log[c]
+		for j := len(chunk) - 1; j >= 0 && left > 0; j-- {
+			if chunk[j].k == *k {
+				return chunk[j].name, true
+			}
+			left--
+		}
+	}
+	return 0, false
+}
+
+// build puts the logged calls in the table, in order, unless the log holds
+// no more than recent read; it reports whether it did.
+func (t *toolNames) build() bool {
+	n := 0
+	for _, c := range t.log {
+		n += len(c)
+	}
+	if n <= recentCalls {
+		return false
+	}
+	for _, c := range t.log {
+		for j := range c {
+			*t.short.val(t.short.put(&c[j].k)) = c[j].name
+		}
+	}
+	t.log, t.built = nil, true
+	return true
 }

@@ -158,3 +158,41 @@ func TestToolNamesBytesPerID(t *testing.T) {
 	}
 	t.Logf("%.1f bytes per call id", per)
 }
+
+// toolNames is a map past its recent calls too: with thousands of ids,
+// some set again with another name, looked up among the last calls (the
+// log's tail), far back (which builds the table) and after the table is
+// built, every lookup gives the name set last.
+func TestToolNamesIsAMapPastTheRecentCalls(t *testing.T) {
+	names := []string{"Bash", "Read", "Grep", "shell", ""}
+	want := map[string]string{}
+	tn := newToolNames()
+	id := func(i int) string { return fmt.Sprintf("call_%d", i%3000) } // ids come back after 3000
+	check := func(step int, id string) {
+		if got := tn.get(id); got != want[id] {
+			t.Fatalf("step %d: %q: got %q, want %q", step, id, got, want[id])
+		}
+	}
+	for i := range 10000 {
+		k, name := id(i*7), names[i%len(names)]
+		tn.set(k, name)
+		want[k] = name
+		check(i, k)           // the call just made
+		check(i, id((i-5)*7)) // one of the last few
+		if i < 64 || i > 6000 {
+			check(i, "call_never") // none (past the log's tail: builds the table)
+		}
+		if i == 6000 {
+			if tn.built {
+				t.Fatal("the table was built while every lookup was among the last calls")
+			}
+			check(i, id(11)) // far back: builds the table
+			if !tn.built {
+				t.Fatal("a lookup far back did not build the table")
+			}
+		}
+	}
+	for k := range want {
+		check(-1, k)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/ctxtool/ctxtool/pkg/internal/swar"
@@ -278,18 +279,38 @@ func (w *jsonw) strWritten(v string) string {
 	return written(v)
 }
 
-// id writes the id p and returns it for Produced: as text, or as its 16
-// bytes for a UUID.
-func (w *jsonw) id(p pid) (text string, key [16]byte, uuid bool) {
-	if !p.uuid {
-		return w.strWritten(p.text), key, false
+// id writes the id p and returns it for Produced: as text, as its 16
+// bytes for a UUID, as its number for a row id.
+func (w *jsonw) id(p pid) (text string, key [16]byte, uuid bool, row uint32, isRow bool) {
+	switch {
+	case p.uuid:
+		if w.skip {
+			w.gone += 38 // a quoted canonical UUID
+		} else {
+			w.b = append(appendUUID(append(w.b, '"'), p.key), '"')
+		}
+		return "", p.key, true, 0, false
+	case p.isRow:
+		if w.skip {
+			w.gone += 3 + intLen(int64(p.row)) // "L<row>"
+		} else {
+			w.b = append(appendInt(append(w.b, '"', 'L'), int64(p.row)), '"')
+		}
+		return "", key, false, p.row, true
 	}
+	return w.strWritten(p.text), key, false, 0, false
+}
+
+// piLayout is pi's timestamp form (piForm reads it).
+const piLayout = "2006-01-02T15:04:05.000Z"
+
+// piTime writes the epoch ms ms as a JSON string in pi's form: 26 bytes.
+func (w *jsonw) piTime(ms int64) {
 	if w.skip {
-		w.gone += 38 // a quoted canonical UUID
-	} else {
-		w.b = append(appendUUID(append(w.b, '"'), p.key), '"')
+		w.gone += len(piLayout) + 2
+		return
 	}
-	return "", p.key, true
+	w.b = append(time.UnixMilli(ms).UTC().AppendFormat(append(w.b, '"'), piLayout), '"')
 }
 
 // jstr writes an encoded JSON string; nil is "".

@@ -39,6 +39,10 @@ type jdec struct {
 	// its container past its first, so nested values need no state of
 	// their own and loops need none either.
 	first bool
+	// parts holds the text parts of the values a Codex line decodes
+	// (cxVal), each value a run of it: one array per record, used again by
+	// the record's next line, rather than one per value.
+	parts []cxText
 }
 
 // maxDepth is encoding/json's nesting limit.

@@ -189,6 +189,12 @@ var measureOdd = map[string]string{
 		`{"timestamp":"2025-09-01T00:00:07Z","type":"compacted","payload":{"message":"sum \u00e9 \"x\"","replacement_history":[{"type":"message","role":"user","content":[{"type":"input_text","text":"kept 漢"}]}]}}`,
 		`{"timestamp":"2025-09-01T00:00:08Z","type":"response_item","payload":{"type":"message","role":"developer","content":[{"type":"input_text","text":"dev \t"},{"type":"input_image","image_url":"data:image/png;base64,QUJD"}]}}`,
 		`{"timestamp":"not a time","type":"response_item","payload":{"type":"local_shell_call","call_id":"c3","action":{"command":["ls", "-l"]}}}`,
+		`{"timestamp":"1970-01-01T00:00:00.000Z","type":"response_item","payload":{"type":"message","role":"user","content":"epoch"}}`,
+		`{"timestamp":"0001-01-01T00:00:00.000Z","type":"response_item","payload":{"type":"message","role":"user","content":"year one"}}`,
+		`{"timestamp":"2025-02-30T00:00:00.000Z","type":"response_item","payload":{"type":"message","role":"user","content":"no such day"}}`,
+		`{"timestamp":"\u0032025-09-01T00:00:11.000Z","type":"response_item","payload":{"type":"message","role":"user","content":"escaped"}}`,
+		`{"timestamp":"2025-09-01T00:00:12.345Z","type":"response_item","payload":{"type":"message","role":"user","content":"pi form"}}`,
+		`{"timestamp":"1969-12-31T23:59:59.999Z","type":"response_item","payload":{"type":"message","role":"user","content":"before the epoch"}}`,
 		`{broken`,
 	}, "\n"),
 }

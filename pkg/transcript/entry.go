@@ -197,6 +197,16 @@ func (e *Entry) setTimestamp(s string) {
 	}
 }
 
+// setTimestampMS is setTimestamp of ms written in pi's form (isoMillis),
+// without writing it: parseISOMillis gives ms back.
+func (e *Entry) setTimestampMS(ms int64) {
+	if ms == 0 {
+		e.setTimestamp(time.UnixMilli(0).UTC().Format(isoMillis))
+		return
+	}
+	e.ts = ms
+}
+
 // isoMillis is the layout of the timestamps pi writes.
 const isoMillis = "2006-01-02T15:04:05.000Z"
 

@@ -156,10 +156,14 @@ func (b *produced) add(p *formats.Produced) {
 func (b *produced) entry(p *formats.Produced) *Entry {
 	x := &b.names
 	e := take(&b.entries)
-	e.setPackedID(producedID(p.ID, &p.IDUUID, p.HasIDUUID))
-	e.setPackedParent(producedID(p.ParentID, &p.ParentUUID, p.HasParentUUID))
+	e.setPackedID(producedID(p.ID, &p.IDUUID, p.HasIDUUID, p.IDRow, p.HasIDRow))
+	e.setPackedParent(producedID(p.ParentID, &p.ParentUUID, p.HasParentUUID, p.ParentRow, p.HasParentRow))
 	e.shareParent(b.ns.knownIDs())
-	e.setTimestamp(p.Timestamp)
+	if p.HasTimestampMS {
+		e.setTimestampMS(p.TimestampMS)
+	} else {
+		e.setTimestamp(p.Timestamp)
+	}
 	n := names{typ: x.get(p.Type)}
 	switch p.Type {
 	case "message":
@@ -225,11 +229,15 @@ func contentStats(p *formats.Produced, cs *contentStatsT) {
 	}
 }
 
-// producedID is packID of an id a converter handed: as text, or as the
-// 16 bytes of a UUID (uuid set), kept as they are.
-func producedID(text string, key *[16]byte, uuid bool) (idForm, uint32, string) {
-	if uuid {
+// producedID is packID of an id a converter handed: as text, as the 16
+// bytes of a UUID (uuid set), kept as they are, or as the number of a row
+// id "L<row>" (isRow set), which packID reads as that number.
+func producedID(text string, key *[16]byte, uuid bool, row uint32, isRow bool) (idForm, uint32, string) {
+	switch {
+	case uuid:
 		return idUUID, 0, string(key[:])
+	case isRow:
+		return idRow, row, ""
 	}
 	return packID(text)
 }
