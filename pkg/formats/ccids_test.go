@@ -147,3 +147,47 @@ func convertCC(t *testing.T, path string, src []byte) string {
 	}
 	return b.String()
 }
+
+var tsField = regexp.MustCompile(`"timestamp":"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})Z"`)
+
+// A line's timestamp is taken as written when it is in pi's form already
+// (the string made only for lines whose entries use it) and normalised
+// otherwise: the same instants spelled otherwise — escaped, with a +00:00
+// offset, with microseconds — convert to the same pi lines.
+func TestClaudeCodeTimestampsAsSpelled(t *testing.T) {
+	var b bytes.Buffer
+	o := sessiongen.AgentOptions{Seed: 3, Turns: 30, Thinking: true, Compactions: 1, ParallelToolCalls: 3}
+	if _, err := sessiongen.GenerateClaudeCode(&b, o); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	respelled := tsField.ReplaceAllFunc(b.Bytes(), func(m []byte) []byte {
+		ts := string(tsField.FindSubmatch(m)[1])
+		n++
+		switch n % 4 {
+		case 1:
+			ts = `\u0032` + ts[1:] + "Z"
+		case 2:
+			ts += "+00:00"
+		case 3:
+			ts += "000Z"
+		default:
+			ts += "Z"
+		}
+		return []byte(`"timestamp":"` + ts + `"`)
+	})
+	if n < 100 {
+		t.Fatalf("%d timestamps respelled", n)
+	}
+	dir := t.TempDir()
+	want := convertCC(t, filepath.Join(dir, "a.jsonl"), b.Bytes())
+	if got := convertCC(t, filepath.Join(dir, "b.jsonl"), respelled); got != want {
+		gl, wl := strings.Split(got, "\n"), strings.Split(want, "\n")
+		for j := range min(len(gl), len(wl)) {
+			if gl[j] != wl[j] {
+				t.Fatalf("pi line %d:\n%s\nwant\n%s", j+1, gl[j], wl[j])
+			}
+		}
+		t.Fatalf("%d pi lines, want %d", len(gl), len(wl))
+	}
+}

@@ -57,16 +57,23 @@ import (
 // them in file order. Byte slices alias the line.
 type ccLine struct {
 	// bad says why the line is malformed ("" when it is not).
-	bad                      string
-	size                     int
-	typ, subtype             string
-	uuid                     jstr // a string only once written (write)
-	parent                   jstr // looked up, never kept: not made a string
-	sidechain                bool
-	sessionID, cwd           jstr   // read once per file: not made strings per line
-	timestamp                string // as written
-	ts                       string // pi's form
-	ms                       int64
+	bad            string
+	size           int
+	typ, subtype   string
+	uuid           jstr // a string only once written (write)
+	parent         jstr // looked up, never kept: not made a string
+	sidechain      bool
+	sessionID, cwd jstr // read once per file: not made strings per line
+	// timestamp is as written; ts is pi's form of it, made a string only
+	// where an entry takes it (a user line's, a message's first block's,
+	// see time): most lines' (progress, further blocks) go unused. ms is
+	// the epoch milliseconds.
+	timestamp jstr
+	ts        string
+	ms        int64
+	// tsAsIs: ts is timestamp's text, already in pi's form.
+	tsAsIs bool
+
 	compactSummary, apiError bool
 	message                  bool // a message object is present
 	// msgID and model alias the line: compared, and the model made a
@@ -140,7 +147,7 @@ func decodeCC(raw []byte, l *ccLine) {
 			case "cwd":
 				l.cwd = d.text("cwd")
 			case "timestamp":
-				l.timestamp = d.string("timestamp")
+				l.timestamp = d.text("timestamp")
 			case "isCompactSummary":
 				l.compactSummary = d.bool("isCompactSummary")
 			case "isApiErrorMessage":
@@ -171,8 +178,19 @@ func decodeCC(raw []byte, l *ccLine) {
 		*l = ccLine{bad: d.errText(), size: len(raw)}
 		return
 	}
-	if l.timestamp != "" {
-		l.ts, l.ms = piTime(l.timestamp)
+	if !l.timestamp.empty() {
+		// What piTime gives, the string left unmade when it is the line's
+		// own text (piForm's argument is a copy on the stack: it does not
+		// escape). piForm takes only ASCII digits and separators.
+		if !l.timestamp.esc {
+			l.ms, l.tsAsIs = piForm(string(l.timestamp.raw()))
+		}
+		if !l.tsAsIs {
+			l.ts, l.ms = piTime(l.timestamp.String())
+		}
+		if l.typ == "user" {
+			l.time() // its entries are made here
+		}
 	}
 	if !l.uuid.empty() && l.message {
 		switch l.typ {
@@ -184,6 +202,14 @@ func decodeCC(raw []byte, l *ccLine) {
 			l.out = ccUserEntries(l.out, l, content)
 		}
 	}
+}
+
+// time is pi's form of the line's timestamp ("" when it has none).
+func (l *ccLine) time() string {
+	if l.tsAsIs && l.ts == "" {
+		l.ts = string(l.timestamp.raw())
+	}
+	return l.ts
 }
 
 // ccMessage decodes the message object obj entered.
@@ -443,6 +469,11 @@ type ccNode struct {
 	// self is the uuid's own id once written (a pending group's or a held
 	// result's too); 0: not written.
 	self int32
+	// tip is, for a written assistant message, the id of the last tool
+	// result chained after it (0: none). Kept here, at the message's
+	// position, a recent one: a map of them was a lookup out of the cache
+	// for every tool result (3% of the reading).
+	tip int32
 }
 
 type ccConv struct {
@@ -454,8 +485,8 @@ type ccConv struct {
 	// that is not a canonical UUID as the line spells it; id 0 is "", a
 	// root.
 	texts map[int32]string
-	// tip maps an assistant entry to the last tool result chained after it.
-	tip map[int32]int32
+	// rootTip is ccNode.tip for the root, id 0.
+	rootTip int32
 	// names maps tool_use ids to tool names for the results.
 	names toolNames
 	pend  *ccGroup // &group or nil
@@ -476,7 +507,7 @@ type ccConv struct {
 }
 
 func newCCConv(v *view) *ccConv {
-	return &ccConv{v: v, texts: map[int32]string{}, tip: map[int32]int32{}, names: newToolNames(), side: -1}
+	return &ccConv{v: v, texts: map[int32]string{}, names: newToolNames(), side: -1}
 }
 
 func (c *ccConv) decode(raw []byte, l *ccLine) {
@@ -527,6 +558,14 @@ func (c *ccConv) write(uuid jstr) int32 {
 	return n.self
 }
 
+// tip is where the tip of id n is kept (see ccNode.tip).
+func (c *ccConv) tip(n int32) *int32 {
+	if n == 0 {
+		return &c.rootTip
+	}
+	return &c.nodes.t.val(n - 1).tip
+}
+
 // id is id n: its 16 bytes, or its text when it is not a canonical UUID.
 func (c *ccConv) id(n int32) pid {
 	if n == 0 {
@@ -552,8 +591,8 @@ func (c *ccConv) apply(no int, l *ccLine) error {
 	if v.cwd == "" && !l.cwd.empty() {
 		v.cwd = l.cwd.String()
 	}
-	if v.started == "" && l.timestamp != "" {
-		v.started = l.ts
+	if v.started == "" && !l.timestamp.empty() {
+		v.started = l.time()
 	}
 	if l.uuid.empty() {
 		return nil // file-history-snapshot, queue-operation, summary: no tree node
@@ -621,7 +660,7 @@ func (c *ccConv) assistant(no int, l *ccLine) error {
 	g := &c.group
 	content := append(g.e.content[:0], l.blocks...)
 	*g = ccGroup{id: c.write(l.uuid), msgID: l.msgID, row: no}
-	g.e = entry{typ: "message", id: c.id(g.id), parent: c.id(parent), timestamp: l.ts, role: "assistant",
+	g.e = entry{typ: "message", id: c.id(g.id), parent: c.id(parent), timestamp: l.time(), role: "assistant",
 		content: content, msgTime: l.ms, api: "anthropic-messages", provider: "anthropic",
 		model: c.modelName(l.model)}
 	if l.hasUsage {
@@ -692,7 +731,7 @@ func (c *ccConv) user(no int, l *ccLine) error {
 	out := l.out
 	answers := out[0].role == "toolResult"
 	parent := c.id(group)
-	if t, ok := c.tip[group]; ok && answers {
+	if t := *c.tip(group); t != 0 && answers {
 		parent = c.id(t) // chain parallel results after the previous one
 	}
 	self := c.write(l.uuid)
@@ -715,7 +754,7 @@ func (c *ccConv) user(no int, l *ccLine) error {
 		}
 	}
 	if answers {
-		c.tip[group] = self
+		*c.tip(group) = self
 	}
 	return nil
 }
