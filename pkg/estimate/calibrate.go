@@ -2,7 +2,8 @@ package estimate
 
 import (
 	"math"
-	"sort"
+	"math/bits"
+	"slices"
 
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
@@ -120,7 +121,9 @@ func (g *spanSums) add(delta int, x features) {
 // root→leaf path: the weights from the spans, then the overhead from a
 // second walk that meets each record's active context again under those
 // weights, instead of keeping one (usage, context features) anchor per
-// record until the weights are known (16 MB at 1 GB).
+// record until the weights are known (16 MB at 1 GB). Measure fits the
+// same calibration beside the audit (auditAndCalibrate) when it audits
+// the path itself.
 func calibrate(path []*transcript.Entry, feat func(*transcript.Entry) features, audit *UsageAudit) *Calibration {
 	p := newRecordPath(path, audit)
 	spans, _ := pathSpans(p, feat, nil)
@@ -170,20 +173,21 @@ func pathSpans(p recordPath, feat func(*transcript.Entry) features, c *Calibrati
 		}
 		r.acc = r.acc.plus(f)
 		if p.sound[i] {
-			r.record(p.entries, i, walk.active)
+			r.record(e.Usage.ContextTokens(), walk.active)
 		}
 	}
 	return r.spans, r.over
 }
 
 // spanRecorder collects the spans and overheads of one walk over a path.
-// pathSpans and the quadratic walk its benchmark compares it with share it,
-// so the two differ only in how they find a compaction's kept entries.
+// pathSpans, the record-by-record fit (recordSegs) and the quadratic walk
+// its benchmark compares it with share it, so they differ only in how
+// they find each record's context.
 type spanRecorder struct {
 	spans spanSums
 	calib *Calibration // nil: the spans only
 	over  []int
-	prev  int      // the previous sound record since the last compaction; -1: none
+	prev  int      // the count of the previous sound record since the last compaction; -1: none (a sound record counts more than 0)
 	acc   features // features of the messages since prev
 }
 
@@ -191,20 +195,19 @@ type spanRecorder struct {
 // so no span crosses it.
 func (r *spanRecorder) restart() { r.prev, r.acc = -1, features{} }
 
-// record takes the sound record path[i], sent with the context active: its
-// overhead, and the span since the previous record when usage grew.
-func (r *spanRecorder) record(path []*transcript.Entry, i int, active features) {
-	u := path[i].Usage.ContextTokens()
+// record takes a sound record counting u tokens, sent with the context
+// active: its overhead, and the span since the previous record when usage
+// grew.
+func (r *spanRecorder) record(u int, active features) {
 	if r.calib != nil {
 		r.over = append(r.over, u-int(math.Round(r.calib.apply(active))))
 	}
 	if r.prev >= 0 {
-		d := u - path[r.prev].Usage.ContextTokens()
-		if d > 0 {
+		if d := u - r.prev; d > 0 {
 			r.spans.add(d, r.acc)
 		}
 	}
-	r.prev, r.acc = i, features{}
+	r.prev, r.acc = u, features{}
 }
 
 func (a features) plus(b features) features {
@@ -231,14 +234,58 @@ func fit(spans spanSums) *Calibration {
 	return c
 }
 
-// medianOverhead is the median of the records' overheads (sorted in place),
-// 0 when none or negative: the system prompt and tool definitions.
+// medianOverhead is the median of the records' overheads (the upper one
+// of an even count; over is reordered in place), 0 when none or negative:
+// the system prompt and tools.
 func medianOverhead(over []int) int {
 	if len(over) == 0 {
 		return 0
 	}
-	sort.Ints(over)
-	return max(over[len(over)/2], 0)
+	return max(nth(over, len(over)/2), 0)
+}
+
+// nth is the value that would be at index k if s were sorted (s is
+// reordered): a selection, linear on average where sorting a 1 GB
+// session's ~370k overheads was 15 ms of its calibration, the whole of it
+// serial after the walks. A range that keeps splitting badly (an input
+// built against the pivots) is sorted instead, so the worst case stays
+// n log n.
+func nth(s []int, k int) int {
+	lo, hi := 0, len(s) // k in [lo, hi)
+	for budget := 2 * bits.Len(uint(len(s))); hi-lo > 16; budget-- {
+		if budget == 0 {
+			slices.Sort(s[lo:hi])
+			return s[k]
+		}
+		// Median of three as the pivot, then a three-way partition:
+		// [lo, lt) < p, [lt, gt) == p, [gt, hi) > p.
+		a, b, c := s[lo], s[lo+(hi-lo)/2], s[hi-1]
+		p := max(min(a, b), min(max(a, b), c))
+		lt, i, gt := lo, lo, hi
+		for i < gt {
+			switch {
+			case s[i] < p:
+				s[lt], s[i] = s[i], s[lt]
+				lt++
+				i++
+			case s[i] > p:
+				gt--
+				s[i], s[gt] = s[gt], s[i]
+			default:
+				i++
+			}
+		}
+		switch {
+		case k < lt:
+			hi = lt
+		case k >= gt:
+			lo = gt
+		default:
+			return p
+		}
+	}
+	slices.Sort(s[lo:hi])
+	return s[k]
 }
 
 // nnlsRidge solves min Σ(y − Xβ)² + λ Σ s_k(β_k − p_k)² with β ≥ 0, where

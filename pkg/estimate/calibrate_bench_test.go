@@ -106,7 +106,7 @@ func pathSpansQuadratic(path []*transcript.Entry, feat func(*transcript.Entry) f
 			continue
 		}
 		if e.Role() == "assistant" && e.UsageTrusted() && e.Usage.ContextTokens() > 0 {
-			r.record(path, i, active)
+			r.record(e.Usage.ContextTokens(), active)
 		}
 	}
 	return r.spans, r.over

@@ -110,10 +110,18 @@ func Measure(s *transcript.Session, ctx *transcript.Context, o Options) (*Result
 	}
 	win := models.ForSession(ctx.Path, s.Header, o.Window)
 	prior := o.Prior.heldFor(ctx, win.Tokens)
-	audit := prior.auditFor(ctx, win.Tokens)
+	calib := prior.calibrationFor(method)
+	var audit *UsageAudit
+	if prior == nil && fitsOnBranch(s, ctx, method) {
+		// The calibration's walk of the path runs beside the audit's.
+		c := &Counter{s: s, images: map[*transcript.Entry]int{}}
+		audit, calib = auditAndCalibrate(ctx, win.Tokens, c.features)
+	} else {
+		audit = prior.auditFor(ctx, win.Tokens)
+	}
 	r := &Result{Method: method, ByRole: map[string]int{}, AnchorIndex: -1, Scale: 1, Stale: ctx.UsageStale(),
 		Window: win, Audit: audit, asked: method, path: ctx.Path}
-	count, err := r.chooseCounter(s, ctx, method, prior.calibrationFor(method))
+	count, err := r.chooseCounter(s, ctx, method, calib)
 	if err != nil {
 		return nil, err
 	}
@@ -164,6 +172,18 @@ func (p *Result) heldFor(ctx *transcript.Context, window int) *Result {
 		}
 	}
 	return p
+}
+
+// fitsOnBranch reports whether measuring ctx with method fits a
+// calibration on ctx's path: a method that uses one (auto, calibrated and
+// usage, which calibrate with the same features), with ctx rebuilt from
+// the session's branch, which is the path the counter calibrates on.
+func fitsOnBranch(s *transcript.Session, ctx *transcript.Context, method string) bool {
+	switch method {
+	case Auto, Calibrated, Usage:
+		return ctx.IsBranchOf(s)
+	}
+	return false
 }
 
 // calibrationFor is the calibration of a prior measure that holds (see

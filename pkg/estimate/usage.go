@@ -166,6 +166,12 @@ func auditUsage(path []*transcript.Entry, window int) *UsageAudit {
 // (for the compaction in force and its kept start): a second rebuild of a
 // 1 GB session's context was 4% of a calibrated estimate's CPU.
 func AuditContext(ctx *transcript.Context, window int) *UsageAudit {
+	return auditContext(ctx, window, transcript.KeptStarts(ctx.Path))
+}
+
+// auditContext is AuditContext with the kept starts of ctx's path
+// (transcript.KeptStarts) already found.
+func auditContext(ctx *transcript.Context, window int, kept map[int]int) *UsageAudit {
 	a := &UsageAudit{Anchor: -1, PiAnchor: -1, LastSound: -1, window: window}
 	path := ctx.Path
 	if ctx.CompactionIndex >= 0 {
@@ -176,7 +182,7 @@ func AuditContext(ctx *transcript.Context, window int) *UsageAudit {
 	// each point of the walk; a compaction restarts it as summary + kept
 	// entries, read off prefix sums (linear, where a scan of the path
 	// prefix per compaction is quadratic).
-	w := newContextWalk(path)
+	w := newContextWalk(path, kept)
 	a.path, a.kept = path, w.kept
 	a.collect(path, w)
 	a.classify(w, ctx.CompactionIndex)
@@ -193,14 +199,14 @@ func (a *UsageAudit) collect(path []*transcript.Entry, w *contextWalk) {
 	// records (~300k) were live at once, 100 MB of the peak heap.
 	n := 0
 	for _, e := range path {
-		if e.Type() == "message" && e.Role() == "assistant" {
+		if isRecord(e) {
 			n++
 		}
 	}
 	a.Records = make([]UsageRecord, 0, n)
 	for i, e := range path {
 		w.step(i)
-		if e.Type() != "message" || e.Role() != "assistant" {
+		if !isRecord(e) {
 			continue
 		}
 		r := UsageRecord{Entry: e, PathIndex: i, Content: int(w.active)}
@@ -436,7 +442,7 @@ func isPow2(n int) bool { return n > 0 && bits.OnesCount(uint(n)) == 1 }
 // of the context the provider would be sent if path[i] were the leaf
 // (BuildContext(path[:i+1]).HeuristicTokens() for every i, in one pass).
 func ActiveTokens(path []*transcript.Entry) []int {
-	w := newContextWalk(path)
+	w := newContextWalk(path, transcript.KeptStarts(path))
 	out := make([]int, len(path))
 	for i := range path {
 		w.step(i)
@@ -454,8 +460,8 @@ type contextWalk struct {
 	contextSum[tokens]
 }
 
-func newContextWalk(path []*transcript.Entry) *contextWalk {
-	w := &contextWalk{path: path, contextSum: newContextSum[tokens](transcript.KeptStarts(path))}
+func newContextWalk(path []*transcript.Entry, kept map[int]int) *contextWalk {
+	w := &contextWalk{path: path, contextSum: newContextSum[tokens](kept)}
 	w.compactions = make([]int, 0, len(w.kept))
 	for i := range w.kept {
 		w.compactions = append(w.compactions, i)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -317,7 +318,7 @@ func loadFrom(name string, r io.ReaderAt, size int64, st start) (*Session, error
 	// the file without its newline.
 	s := &Session{File: name, Size: size, byID: &idIndex{}, Header: st.header,
 		Lines: st.line, Unread: st.line, EndsWithNewline: st.off > 0}
-	asm := assembler{s: s, pending: map[int]*batch{}}
+	asm := assembler{s: s, pending: map[int]*batch{}, from: st.off, size: size}
 	if st.header != nil {
 		// Later "session" lines are extra headers, and no leading
 		// whitespace is the file's.
@@ -577,6 +578,9 @@ type assembler struct {
 	// Unicode whitespace: pi trims the end of the file, so if it stays the
 	// last non-blank line it is read that way.
 	trailing *trailingAlt
+	// from and size are the offsets where reading began and ends, from
+	// which reserve foresees how many entries the file holds.
+	from, size int64
 }
 
 type trailingAlt struct {
@@ -652,6 +656,22 @@ func (a *assembler) add(b *batch) {
 	b.data, b.lines = nil, nil
 }
 
+// reserve grows a full s.Entries, before the entry at offset off is
+// added, to what the rest of the file holds at the density of entries read
+// so far (up to three times what it holds, so that a file whose tail is a
+// few huge lines does not reserve for small ones). Grown by append, the
+// array of a 1 GB session's 740k entries was copied a dozen times, 5% of
+// loading it.
+func (a *assembler) reserve(off int64) {
+	s := a.s
+	n := len(s.Entries)
+	if n < cap(s.Entries) || n < 1024 || off <= a.from || off >= a.size {
+		return
+	}
+	rest := float64(a.size-off) / float64(off-a.from) * float64(n)
+	s.Entries = slices.Grow(s.Entries, int(min(rest*1.05, float64(3*n)))+1)
+}
+
 // finishTrailing reads the last non-blank line as pi does when only
 // trailing Unicode whitespace made it malformed.
 func (a *assembler) finishTrailing() {
@@ -715,6 +735,7 @@ func (a *assembler) place(pl parsedLine, lineNo int, off int64, length int, raw 
 		}
 		a.index++
 		e.Index = a.index - 1
+		a.reserve(off)
 		s.Entries = append(s.Entries, e)
 	}
 }
