@@ -1,8 +1,12 @@
 package formats
 
 import (
+	"fmt"
 	"math"
+	"math/rand"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // The measuring writer's lengths are those of the bytes the writing one
@@ -25,6 +29,67 @@ func TestMeasuredLengthsAreWrittenLengths(t *testing.T) {
 	for _, n := range []int64{0, 1, 9, 10, 99, 100, -1, -9, -10, 1 << 53, -(1 << 53), math.MaxInt64, math.MinInt64 + 1, math.MinInt64} {
 		if got, want := intLen(n), len(appendInt(nil, n)); got != want {
 			t.Errorf("intLen(%d) = %d, appendInt writes %d bytes", n, got, want)
+		}
+	}
+}
+
+// TestAppendStringIsJSONStringify checks AppendString and stringLen (the
+// same walk, kept as two loops: one walk with a call per escape measured
+// 5-8% slower, a generic writer 28%) against a rune-by-rune statement of what
+// JSON.stringify writes (the short escapes, \u00xx for other control
+// characters, everything else as it is; an invalid UTF-8 byte is read as
+// U+FFFD, as node decodes it), on fixed strings and random ones built from
+// the bytes that take each branch, at every offset from the eight-byte
+// skip.
+func TestAppendStringIsJSONStringify(t *testing.T) {
+	stringify := func(s string) string {
+		var b strings.Builder
+		b.WriteByte('"')
+		for i := 0; i < len(s); {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			switch {
+			case r == utf8.RuneError && size == 1:
+				b.WriteString("\ufffd")
+			case r == '"' || r == '\\':
+				b.WriteByte('\\')
+				b.WriteRune(r)
+			case r == '\n':
+				b.WriteString(`\n`)
+			case r == '\r':
+				b.WriteString(`\r`)
+			case r == '\t':
+				b.WriteString(`\t`)
+			case r == '\b':
+				b.WriteString(`\b`)
+			case r == '\f':
+				b.WriteString(`\f`)
+			case r < 0x20:
+				fmt.Fprintf(&b, `\u%04x`, r)
+			default:
+				b.WriteString(s[i : i+size])
+			}
+			i += size
+		}
+		b.WriteByte('"')
+		return b.String()
+	}
+	pieces := []string{"a", "bcdefghij", "\"", "\\", "\n", "\x00", "\x1f", "\x7f", "é", "漢", "😀", "\xff", "\xc3", "\xed\xa0\x80", "\u2028", "<"}
+	rng := rand.New(rand.NewSource(1))
+	strs := []string{"", "plain", "12345678\n12345678\x01"}
+	for n := 0; n < 3000; n++ {
+		var b strings.Builder
+		for k := rng.Intn(12); k >= 0; k-- {
+			b.WriteString(pieces[rng.Intn(len(pieces))])
+		}
+		strs = append(strs, b.String())
+	}
+	for _, s := range strs {
+		want := stringify(s)
+		if got := string(AppendString([]byte("x"), s)); got != "x"+want {
+			t.Fatalf("AppendString(%q) = %s, JSON.stringify writes %s", s, got[1:], want)
+		}
+		if got := stringLen(s); got != len(want) {
+			t.Fatalf("stringLen(%q) = %d, JSON.stringify writes %d bytes", s, got, len(want))
 		}
 	}
 }
