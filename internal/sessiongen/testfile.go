@@ -2,6 +2,7 @@ package sessiongen
 
 import (
 	"io"
+	"path/filepath"
 	"testing"
 )
 
@@ -22,4 +23,28 @@ func ToTestFile[R any](t testing.TB, path string, generate func(w io.Writer) (R,
 		t.Fatalf("generating session %s: %v", path, err)
 	}
 	return res
+}
+
+// AgentCorpus writes, for seeds 1 to 3, a Claude Code, a Codex and a legacy
+// Codex transcript generated with opts(seed) (Legacy set for the third) into
+// dir as cc<seed>.jsonl, cx<seed>.jsonl and cxl<seed>.jsonl, and returns
+// their paths: the generated files that the converters' line-by-line tests
+// read.
+func AgentCorpus(t testing.TB, dir string, opts func(seed uint64) AgentOptions) []string {
+	t.Helper()
+	var files []string
+	gen := func(name string, generate func(io.Writer, AgentOptions) (*AgentResult, error), o AgentOptions) {
+		p := filepath.Join(dir, name)
+		ToTestFile(t, p, func(w io.Writer) (*AgentResult, error) { return generate(w, o) })
+		files = append(files, p)
+	}
+	for seed := uint64(1); seed <= 3; seed++ {
+		o := opts(seed)
+		n := string(rune('0' + seed))
+		gen("cc"+n+".jsonl", GenerateClaudeCode, o)
+		gen("cx"+n+".jsonl", GenerateCodex, o)
+		o.Legacy = true
+		gen("cxl"+n+".jsonl", GenerateCodex, o)
+	}
+	return files
 }

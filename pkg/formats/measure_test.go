@@ -20,30 +20,16 @@ import (
 // one byte off fails here, not as a wrong citation far away.
 func TestMeasuredLinesAreTheWrittenOnes(t *testing.T) {
 	dir := t.TempDir()
-	var files []string
+	files := sessiongen.AgentCorpus(t, dir, func(seed uint64) sessiongen.AgentOptions {
+		return sessiongen.AgentOptions{Seed: seed, TargetBytes: 512 << 10, Thinking: seed != 2, Compactions: int(seed - 1),
+			ParallelToolCalls: int(seed), Fact: "the port is 8443"}
+	})
 	write := func(name string, b []byte) {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		files = append(files, p)
-	}
-	for seed := uint64(1); seed <= 3; seed++ {
-		o := sessiongen.AgentOptions{Seed: seed, TargetBytes: 512 << 10, Thinking: seed != 2, Compactions: int(seed - 1),
-			ParallelToolCalls: int(seed), Fact: "the port is 8443"}
-		var b bytes.Buffer
-		if _, err := sessiongen.GenerateClaudeCode(&b, o); err != nil {
-			t.Fatal(err)
-		}
-		write("cc"+string(rune('0'+seed))+".jsonl", b.Bytes())
-		for _, legacy := range []bool{false, true} {
-			b.Reset()
-			o.Legacy = legacy
-			if _, err := sessiongen.GenerateCodex(&b, o); err != nil {
-				t.Fatal(err)
-			}
-			write("cx"+string(rune('0'+seed))+map[bool]string{true: "l"}[legacy]+".jsonl", b.Bytes())
-		}
 	}
 	for name, text := range measureOdd {
 		write(name, []byte(text))

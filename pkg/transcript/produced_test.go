@@ -20,35 +20,13 @@ import (
 // beyond 2^53) and on every real transcript in ../shared/fixtures/wild.
 func TestProducedEqualsParsed(t *testing.T) {
 	dir := t.TempDir()
-	var files []string
-	gen := func(name string, f func(*os.File, sessiongen.AgentOptions) (*sessiongen.AgentResult, error), o sessiongen.AgentOptions) {
-		p := filepath.Join(dir, name)
-		w, err := os.Create(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := f(w, o); err != nil {
-			t.Fatal(err)
-		}
-		w.Close()
-		files = append(files, p)
-	}
-	cc := func(w *os.File, o sessiongen.AgentOptions) (*sessiongen.AgentResult, error) {
-		return sessiongen.GenerateClaudeCode(w, o)
-	}
-	cx := func(w *os.File, o sessiongen.AgentOptions) (*sessiongen.AgentResult, error) {
-		return sessiongen.GenerateCodex(w, o)
-	}
-	for seed := uint64(1); seed <= 3; seed++ {
+	files := sessiongen.AgentCorpus(t, dir, func(seed uint64) sessiongen.AgentOptions {
 		o := sessiongen.AgentOptions{Seed: seed, Turns: 30, Thinking: seed != 2, Compactions: int(seed - 1), Fact: "the port is 8443"}
 		if seed == 3 {
 			o.TargetBytes = 3 << 20 // the view goes to the spool in several blocks
 		}
-		gen("cc"+string(rune('0'+seed))+".jsonl", cc, o)
-		gen("cx"+string(rune('0'+seed))+".jsonl", cx, o)
-		o.Legacy = true
-		gen("cxl"+string(rune('0'+seed))+".jsonl", cx, o)
-	}
+		return o
+	})
 	for name, text := range oddLines {
 		p := filepath.Join(dir, name)
 		testkit.WriteFile(t, p, []byte(text), 0o644)
