@@ -339,19 +339,25 @@ func (s *scanner) field(key string, e *Entry, f *lineFields) (good bool) {
 	case "targetId":
 		e.more().targetID, good = s.maybeString()
 	case "version", "cwd", "parentSession":
-		if f.h == nil {
-			f.h = &Header{}
-		}
-		switch key {
-		case "version":
-			f.h.Version, good = s.maybeInt("version")
-		case "cwd":
-			f.h.Cwd, good = s.maybeString()
-		default:
-			f.h.ParentSession, good = s.maybeString()
-		}
+		good = s.headerField(key, f)
 	default:
 		good = s.skip(0)
+	}
+	return good
+}
+
+// headerField reads one of a session header's keys into f.h.
+func (s *scanner) headerField(key string, f *lineFields) (good bool) {
+	if f.h == nil {
+		f.h = &Header{}
+	}
+	switch key {
+	case "version":
+		f.h.Version, good = s.maybeInt("version")
+	case "cwd":
+		f.h.Cwd, good = s.maybeString()
+	default:
+		f.h.ParentSession, good = s.maybeString()
 	}
 	return good
 }
