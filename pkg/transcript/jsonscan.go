@@ -528,21 +528,36 @@ func Scalars(raw []byte, fn func(tok string, str bool)) bool {
 // U+FFFD. When the value is one of known, that string is returned instead
 // of a copy.
 func (s *scanner) stringValueOf(known []string) (string, bool) {
-	st, en, _, ok := s.str()
+	raw, ok := s.strBody()
 	if !ok {
 		return "", false
 	}
-	raw := s.b[st:en]
 	for _, k := range known {
 		// Without escapes the raw bytes are the value.
 		if string(raw) == k && bytes.IndexByte(raw, '\\') < 0 {
 			return k, true
 		}
 	}
+	return decodeValue(raw), true
+}
+
+// strBody scans a string and returns its raw body between the quotes,
+// escapes undecoded: a view of the line's buffer.
+func (s *scanner) strBody() ([]byte, bool) {
+	st, en, _, ok := s.str()
+	if !ok {
+		return nil, false
+	}
+	return s.b[st:en], true
+}
+
+// decodeValue is the string a raw string body holds as JSON.parse reads
+// it (an invalid UTF-8 byte as U+FFFD), in memory of its own.
+func decodeValue(raw []byte) string {
 	if !utf8.Valid(raw) {
 		raw = replaceInvalidUTF8(raw)
 	}
-	return decodeString(raw), true
+	return decodeString(raw)
 }
 
 // numberValue scans a number and returns it as float64.

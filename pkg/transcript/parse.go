@@ -438,16 +438,12 @@ func (s *scanner) maybeTransient() (string, bool) {
 	if s.peek() != '"' {
 		return "", s.skip(0)
 	}
-	st, en, _, ok := s.str()
+	raw, ok := s.strBody()
 	if !ok {
 		return "", false
 	}
-	raw := s.b[st:en]
-	if !utf8.Valid(raw) {
-		return decodeString(replaceInvalidUTF8(raw)), true // as stringValueOf
-	}
-	if bytes.IndexByte(raw, '\\') >= 0 {
-		return decodeString(raw), true
+	if !utf8.Valid(raw) || bytes.IndexByte(raw, '\\') >= 0 {
+		return decodeValue(raw), true // as stringValueOf
 	}
 	return unsafe.String(unsafe.SliceData(raw), len(raw)), true
 }
@@ -482,11 +478,10 @@ func (s *scanner) maybeInterned() (string, bool) {
 	if s.peek() != '"' {
 		return "", s.skip(0)
 	}
-	st, en, _, ok := s.str()
+	raw, ok := s.strBody()
 	if !ok {
 		return "", false
 	}
-	raw := s.b[st:en]
 	if bytes.IndexByte(raw, '\\') >= 0 {
 		return unique.Make(decodeString(raw)).Value(), true
 	}
