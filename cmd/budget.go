@@ -45,13 +45,8 @@ type BudgetOptions struct {
 	Compact   *CompactOptions
 }
 
-func init() { register(newBudgetCmd) }
-
-// newBudgetCmd builds the command; runF, when set, receives the resolved
-// options instead of running (tests of flag and config resolution).
 func newBudgetCmd(f *Factory, runF func(*BudgetOptions) error) *cobra.Command {
-	opts := &BudgetOptions{IO: f.IO}
-	cmd := &cobra.Command{
+	return command(f, &BudgetOptions{IO: f.IO}, runF, runBudget, &cobra.Command{
 		Use:   "budget FILE...",
 		Short: "Show what the next request would contain under the VS7 context budget",
 		Long: `Assemble the next model request of a session the way OpenClaw's VS7
@@ -91,27 +86,27 @@ or a test to send; their chars/4 sizes add up to the reported total.`,
   ctxtool budget session.jsonl --workspace ws --summarize -v
   ctxtool budget session.jsonl --system-prompt system.txt --emit context > request.json`,
 		Args: cobra.MinimumNArgs(1),
-		RunE: runE(f, opts, runF, func(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
-			opts.Files = args
-			opts.JSON = f.JSON
-			var err error
-			if opts.StateDir, opts.IndexLocation, opts.Embedder, err = recallConfig(cfg, c.Flags()); err != nil {
-				return exitcode.New(exitcode.Usage, err)
-			}
-			if err := opts.load(cfg, c.Flags()); err != nil {
-				return exitcode.New(exitcode.Usage, err)
-			}
-			return nil
-		}, runBudget),
-	}
+	})
+}
+
+func (o *BudgetOptions) flags(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&opts.Workspace, "workspace", "", "the agent's workspace directory (bootstrap files)")
-	fl.StringVar(&opts.SystemPrompt, "system-prompt", "", "file holding the system prompt (default: the overhead learnt from usage records)")
-	fl.StringVar(&opts.Emit, "emit", "", "emit 'context': the assembled request as JSON messages")
-	fl.BoolVarP(&opts.Verbose, "verbose", "v", false, "print VS7's verification log lines on stderr")
-	fl.BoolVar(&opts.Summarize, "summarize", false, "run the rolling summary when it triggers and inject it")
+	fl.StringVar(&o.Workspace, "workspace", "", "the agent's workspace directory (bootstrap files)")
+	fl.StringVar(&o.SystemPrompt, "system-prompt", "", "file holding the system prompt (default: the overhead learnt from usage records)")
+	fl.StringVar(&o.Emit, "emit", "", "emit 'context': the assembled request as JSON messages")
+	fl.BoolVarP(&o.Verbose, "verbose", "v", false, "print VS7's verification log lines on stderr")
+	fl.BoolVar(&o.Summarize, "summarize", false, "run the rolling summary when it triggers and inject it")
 	configFlags(cmd, "contextWindow", "model", "compaction.summarizer", "llm.model", "recall.url")
-	return cmd
+}
+
+func (o *BudgetOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
+	o.Files = args
+	o.JSON = f.JSON
+	var err error
+	if o.StateDir, o.IndexLocation, o.Embedder, err = recallConfig(cfg, c.Flags()); err != nil {
+		return err
+	}
+	return o.load(cfg, c.Flags())
 }
 
 // load resolves the flags and contextManagement.* config.

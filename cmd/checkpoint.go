@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ctxtool/ctxtool/pkg/checkpoint"
+	"github.com/ctxtool/ctxtool/pkg/config"
 	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
 	"github.com/ctxtool/ctxtool/pkg/walk"
@@ -36,13 +38,8 @@ type CheckpointOptions struct {
 	Wait   time.Duration    // state lock wait
 }
 
-func init() { register(newCheckpointCmd) }
-
-// newCheckpointCmd builds the command; runF, when set, receives the resolved
-// options instead of running (tests of flag and config resolution).
 func newCheckpointCmd(f *Factory, runF func(*CheckpointOptions) error) *cobra.Command {
-	opts := &CheckpointOptions{IO: f.IO}
-	cmd := &cobra.Command{
+	return command(f, &CheckpointOptions{IO: f.IO}, runF, func(_ context.Context, o *CheckpointOptions) error { return runCheckpoint(o) }, &cobra.Command{
 		Use:   "checkpoint FILE",
 		Short: "Write a structured YAML checkpoint of a session's working state",
 		Long: `Write a checkpoint (schema openclaw/checkpoint v1) of the session's working
@@ -72,36 +69,36 @@ session recorded survives a reset to a new file under the same key.`,
   ctxtool checkpoint --capture --json session.jsonl              # from cron, every minute
   ctxtool checkpoint --session-key telegram:user123 --force - < session.jsonl`,
 		Args: cobra.MinimumNArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			if len(args) > 1 && !opts.Capture {
+		// After the flags' checks, before the configuration is read.
+		PreRunE: func(c *cobra.Command, args []string) error {
+			if len(args) > 1 && !boolFlag(c.Flags(), "capture") {
 				return exitcode.Newf(exitcode.Usage, "checkpoint takes one session FILE (only --capture takes several files and directories)")
 			}
-			cfg, err := f.Config()
-			if err != nil {
-				return err
-			}
-			opts.File, opts.Paths = args[0], args
-			opts.JSON = f.JSON
-			opts.StateDir = cfg.StateDir(c.Flags())
-			opts.Keep = cfg.Int(c.Flags(), "checkpoint.keep")
-			opts.DedupeThreshold = cfg.Float(c.Flags(), "checkpoint.dedupeThreshold")
-			opts.Size = sizeOptions(cfg, c.Flags())
-			if runF != nil {
-				return runF(opts)
-			}
-			return runCheckpoint(opts)
+			return nil
 		},
-	}
+	})
+}
+
+func (o *CheckpointOptions) flags(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&opts.SessionKey, "session-key", "", "session key (default: OpenClaw's sessions.json key for the file, else the session's own id from its header)")
-	fl.StringVar(&opts.Trigger, "trigger", checkpoint.TriggerManual, "auto-80pct|compaction|session-end|manual")
+	fl.StringVar(&o.SessionKey, "session-key", "", "session key (default: OpenClaw's sessions.json key for the file, else the session's own id from its header)")
+	fl.StringVar(&o.Trigger, "trigger", checkpoint.TriggerManual, "auto-80pct|compaction|session-end|manual")
 	enumCompletion(cmd, "trigger", checkpoint.Triggers())
-	fl.BoolVar(&opts.Force, "force", false, "write even under the 5% dedupe and the 80% gate")
-	fl.DurationVar(&opts.Wait, "wait", checkpoint.DefaultStateLockWait, "how long to wait for another capture of the same session to finish")
-	fl.BoolVar(&opts.Capture, "capture", false, "record incremental state from the lines appended since the last capture; write no checkpoint")
+	fl.BoolVar(&o.Force, "force", false, "write even under the 5% dedupe and the 80% gate")
+	fl.DurationVar(&o.Wait, "wait", checkpoint.DefaultStateLockWait, "how long to wait for another capture of the same session to finish")
+	fl.BoolVar(&o.Capture, "capture", false, "record incremental state from the lines appended since the last capture; write no checkpoint")
 	configFlags(cmd, "contextWindow", "model", "estimate.tokenizer", "checkpoint.keep", "checkpoint.dedupeThreshold")
-	fl.BoolVar(&opts.DryRun, "dry-run", false, "report what would be written (utilization, gate, dedupe); write nothing, capture nothing")
-	return cmd
+	fl.BoolVar(&o.DryRun, "dry-run", false, "report what would be written (utilization, gate, dedupe); write nothing, capture nothing")
+}
+
+func (o *CheckpointOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
+	o.File, o.Paths = args[0], args
+	o.JSON = f.JSON
+	o.StateDir = cfg.StateDir(c.Flags())
+	o.Keep = cfg.Int(c.Flags(), "checkpoint.keep")
+	o.DedupeThreshold = cfg.Float(c.Flags(), "checkpoint.dedupeThreshold")
+	o.Size = sizeOptions(cfg, c.Flags())
+	return nil
 }
 
 // checkpointGCPercent is a checkpoint's GOGC. Its pass over the branch

@@ -51,13 +51,8 @@ type CompactOptions struct {
 	Hooks         compaction.Hooks
 }
 
-func init() { register(newCompactCmd) }
-
-// newCompactCmd builds the command; runF, when set, receives the resolved
-// options instead of running (tests of flag and config resolution).
 func newCompactCmd(f *Factory, runF func(*CompactOptions) error) *cobra.Command {
-	opts := &CompactOptions{IO: f.IO}
-	cmd := &cobra.Command{
+	return command(f, &CompactOptions{IO: f.IO}, runF, runCompact, &cobra.Command{
 		Use:   "compact FILE...",
 		Short: "Summarize old history and append a compaction entry (pi/OpenClaw format)",
 		// The defaults quoted are the package constants, so the help cannot
@@ -97,39 +92,34 @@ empty summary writes nothing and exits 1.`,
   ctxtool compact session.jsonl --if-needed        # from a hook: only above the trigger
   OPENAI_API_KEY=… ctxtool compact session.jsonl --summarizer llm --llm-model gpt-4o-mini`,
 		Args: cobra.MinimumNArgs(1),
-		RunE: runE(f, opts, runF, opts.resolve, runCompact),
-	}
-	addCompactFlags(cmd, opts)
-	return cmd
+	})
 }
 
-// addCompactFlags declares compact's flags on cmd, bound to opts.
-func addCompactFlags(cmd *cobra.Command, opts *CompactOptions) {
+func (o *CompactOptions) flags(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	configFlags(cmd, "compaction.mode", "compaction.summarizer", "compaction.keepRecentTokens", "compaction.reserveTokens",
 		"compaction.customInstructions", "contextWindow", "model", "llm.model", "estimate.tokenizer")
-	fl.BoolVar(&opts.DryRun, "dry-run", false, "show what would be summarized and kept; write nothing")
-	fl.BoolVar(&opts.Truncate, "truncate", false, "rewrite the file as header + compaction + kept tail (original kept as <file>.bak.<stamp>)")
-	fl.DurationVar(&opts.Idle, "idle", compaction.DefaultIdle, "with --truncate: refuse a session written to less than this long ago (an agent is active; exit 4)")
-	fl.DurationVar(&opts.Wait, "wait", 0, "wait this long for the session lock (default: fail at once, exit 4)")
-	fl.BoolVar(&opts.IfNeeded, "if-needed", false, "compact only when the context is above the strategy's trigger (hooks, cron)")
+	fl.BoolVar(&o.DryRun, "dry-run", false, "show what would be summarized and kept; write nothing")
+	fl.BoolVar(&o.Truncate, "truncate", false, "rewrite the file as header + compaction + kept tail (original kept as <file>.bak.<stamp>)")
+	fl.DurationVar(&o.Idle, "idle", compaction.DefaultIdle, "with --truncate: refuse a session written to less than this long ago (an agent is active; exit 4)")
+	fl.DurationVar(&o.Wait, "wait", 0, "wait this long for the session lock (default: fail at once, exit 4)")
+	fl.BoolVar(&o.IfNeeded, "if-needed", false, "compact only when the context is above the strategy's trigger (hooks, cron)")
 	// --force was needed before compact compacted on request; old scripts keep working.
 	fl.Bool("force", false, "compact even below the trigger (the default; kept for old scripts)")
 	_ = fl.MarkHidden("force")
-	fl.BoolVar(&opts.MemoryFlush, "memory-flush", false, "first append the durable facts of the summarised history to <workspace>/memory/YYYY-MM-DD.md (see 'ctxtool flush')")
-	fl.StringVar(&opts.Flush.Workspace, "workspace", "", "the agent's workspace, for --memory-flush")
-	fl.BoolVar(&opts.Audit, "audit", false, "list the facts of the summarised region the summary dropped (always in --json as audit)")
-	fl.IntVar(&opts.FailOnDropped, "fail-on-dropped", -1, "exit 3 and write nothing when the summary drops more than N facts (CI gate)")
+	fl.BoolVar(&o.MemoryFlush, "memory-flush", false, "first append the durable facts of the summarised history to <workspace>/memory/YYYY-MM-DD.md (see 'ctxtool flush')")
+	fl.StringVar(&o.Flush.Workspace, "workspace", "", "the agent's workspace, for --memory-flush")
+	fl.BoolVar(&o.Audit, "audit", false, "list the facts of the summarised region the summary dropped (always in --json as audit)")
+	fl.IntVar(&o.FailOnDropped, "fail-on-dropped", -1, "exit 3 and write nothing when the summary drops more than N facts (CI gate)")
 }
 
-// resolve fills the options from the config, the flags of c and args.
 func (o *CompactOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
 	if err := o.fromConfig(cfg, c); err != nil {
-		return exitcode.New(exitcode.Usage, err)
+		return err
 	}
 	if o.MemoryFlush {
 		if err := o.loadFlush(cfg, c.Flags()); err != nil {
-			return exitcode.New(exitcode.Usage, err)
+			return err
 		}
 	}
 	o.Files = args
@@ -137,7 +127,7 @@ func (o *CompactOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Comman
 	if o.Truncate && !o.DryRun && cfg.Bool(nil, "recall.enabled") && o.IndexBackup == nil {
 		var err error
 		if o.IndexBackup, err = backupIndexer(cfg, c.Flags()); err != nil {
-			return exitcode.New(exitcode.Usage, err)
+			return err
 		}
 	}
 	return nil

@@ -40,13 +40,8 @@ type EstimateOptions struct {
 	Gauge func(tokens, window int) string
 }
 
-func init() { register(newEstimateCmd) }
-
-// newEstimateCmd builds the command; runF, when set, receives the resolved
-// options instead of running (tests of flag and config resolution).
 func newEstimateCmd(f *Factory, runF func(*EstimateOptions) error) *cobra.Command {
-	opts := &EstimateOptions{IO: f.IO}
-	cmd := &cobra.Command{
+	return command(f, &EstimateOptions{IO: f.IO}, runF, func(_ context.Context, o *EstimateOptions) error { return runEstimate(o) }, &cobra.Command{
 		Use:   "estimate FILE...",
 		Short: "Measure how full the active context of each session is",
 		Long: `Estimate the tokens of the active context of each session: what the next
@@ -69,25 +64,28 @@ measure the same way and report the same size.`,
   ctxtool estimate --tokenizer heuristic --json ~/.pi/agent/sessions/*/*.jsonl
   ctxtool estimate --fail-over 80% session.jsonl   # exit 3 above 80% of the window`,
 		Args: cobra.MinimumNArgs(1),
-		RunE: runE(f, opts, runF, func(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
-			opts.Files = args
-			opts.JSON = f.JSON
-			so := sizeOptions(cfg, c.Flags())
-			opts.Tokenizer, opts.Model, opts.ContextWindow = so.Method, so.Window.Model, so.Window.ContextWindow
-			opts.ModelWindows, opts.ContextTokens = so.Window.Overrides, so.Window.ContextTokens
-			if opts.Gauge == nil {
-				opts.Gauge = contextGauge
-			}
-			return nil
-		}, func(_ context.Context, o *EstimateOptions) error { return runEstimate(o) }),
-	}
+	})
+}
+
+func (o *EstimateOptions) flags(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	configFlags(cmd, "estimate.tokenizer", "model", "contextWindow")
-	fl.BoolVar(&opts.PerMessage, "per-message", false, "add every context message (entryId, line, role, tokens)")
-	fl.StringVar(&opts.FailOver, "fail-over", "", "exit 3 if tokens exceed N, or P% of the window (CI gate)")
-	fl.StringVar(&opts.Baseline, "baseline", "", "compare with an earlier `estimate --json` output (adds baselineTokens and growth)")
-	fl.StringVar(&opts.MaxGrowth, "max-growth", "", "with --baseline: exit 3 if a session's context grew more than this (10% or 0.1)")
-	return cmd
+	fl.BoolVar(&o.PerMessage, "per-message", false, "add every context message (entryId, line, role, tokens)")
+	fl.StringVar(&o.FailOver, "fail-over", "", "exit 3 if tokens exceed N, or P% of the window (CI gate)")
+	fl.StringVar(&o.Baseline, "baseline", "", "compare with an earlier `estimate --json` output (adds baselineTokens and growth)")
+	fl.StringVar(&o.MaxGrowth, "max-growth", "", "with --baseline: exit 3 if a session's context grew more than this (10% or 0.1)")
+}
+
+func (o *EstimateOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
+	o.Files = args
+	o.JSON = f.JSON
+	so := sizeOptions(cfg, c.Flags())
+	o.Tokenizer, o.Model, o.ContextWindow = so.Method, so.Window.Model, so.Window.ContextWindow
+	o.ModelWindows, o.ContextTokens = so.Window.Overrides, so.Window.ContextTokens
+	if o.Gauge == nil {
+		o.Gauge = contextGauge
+	}
+	return nil
 }
 
 // EstimateReport is the JSON object printed per file.

@@ -1,10 +1,12 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ctxtool/ctxtool/pkg/config"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
 	"github.com/ctxtool/ctxtool/pkg/formats"
 )
@@ -19,13 +21,8 @@ type ExportOptions struct {
 	JSON   bool
 }
 
-func init() { register(newExportCmd) }
-
-// newExportCmd builds the command; runF, when set, receives the resolved
-// options instead of running (tests of flag and config resolution).
 func newExportCmd(f *Factory, runF func(*ExportOptions) error) *cobra.Command {
-	opts := &ExportOptions{IO: f.IO}
-	cmd := &cobra.Command{
+	return command(f, &ExportOptions{IO: f.IO}, runF, func(_ context.Context, o *ExportOptions) error { return runExport(o) }, &cobra.Command{
 		Use:   "export FILE --to pi",
 		Short: "Write any supported transcript as a pi v3 session",
 		Long: `Write a Claude Code transcript, a Codex rollout, a *.jsonl.zst file or one
@@ -40,20 +37,23 @@ unchanged (it is a pi session already).`,
   ctxtool export ~/.codex/sessions/2026/03/18/rollout-….jsonl --to pi > rollout.jsonl
   ctxtool export ~/.openclaw/agents/main/agent/openclaw-agent.sqlite#agent:main:main --to pi -o main.jsonl`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			opts.File = args[0]
-			opts.JSON = f.JSON
-			if runF != nil {
-				return runF(opts)
-			}
-			return runExport(opts)
-		},
-	}
+	})
+}
+
+func (o *ExportOptions) flags(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&opts.To, "to", "pi", "output format (pi: a pi v3 session JSONL)")
-	fl.StringVarP(&opts.Output, "output", "o", "", "write to this file (default: standard output)")
-	fl.BoolVar(&opts.Force, "force", false, "replace an existing -o file")
-	return cmd
+	fl.StringVar(&o.To, "to", "pi", "output format (pi: a pi v3 session JSONL)")
+	fl.StringVarP(&o.Output, "output", "o", "", "write to this file (default: standard output)")
+	fl.BoolVar(&o.Force, "force", false, "replace an existing -o file")
+}
+
+// export reads no configuration (configFree): resolve gets no cfg.
+func (o *ExportOptions) readsNoConfig() {}
+
+func (o *ExportOptions) resolve(f *Factory, _ *config.Config, _ *cobra.Command, args []string) error {
+	o.File = args[0]
+	o.JSON = f.JSON
+	return nil
 }
 
 func runExport(opts *ExportOptions) error {

@@ -41,13 +41,8 @@ type FlushOptions struct {
 	Compact *CompactOptions
 }
 
-func init() { register(newFlushCmd) }
-
-// newFlushCmd builds the command; runF, when set, receives the resolved
-// options instead of running (tests of flag and config resolution).
 func newFlushCmd(f *Factory, runF func(*FlushOptions) error) *cobra.Command {
-	opts := &FlushOptions{IO: f.IO}
-	cmd := &cobra.Command{
+	return command(f, &FlushOptions{IO: f.IO}, runF, runFlush, &cobra.Command{
 		Use:   "flush FILE...",
 		Short: "Pre-compaction memory flush: append durable facts to memory/YYYY-MM-DD.md",
 		Long: `Save what a session is about to lose to compaction into the agent's workspace
@@ -77,24 +72,24 @@ flushes do not duplicate entries.`,
   ctxtool flush session.jsonl --workspace ws --force --dry-run --json
   ctxtool compact session.jsonl --memory-flush --workspace ws   # flush, then compact`,
 		Args: cobra.MinimumNArgs(1),
-		RunE: runE(f, opts, runF, func(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
-			opts.Files = args
-			opts.JSON = f.JSON
-			opts.StateDir = cfg.StateDir(c.Flags())
-			if err := opts.load(cfg, c.Flags()); err != nil {
-				return exitcode.New(exitcode.Usage, err)
-			}
-			return nil
-		}, runFlush),
-	}
+	})
+}
+
+func (o *FlushOptions) flags(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&opts.Workspace, "workspace", "", "the agent's workspace directory (notes go to its memory/)")
-	fl.StringVar(&opts.SessionKey, "session-key", "", "key the flush cycle is tracked under (default: sessions.json's key, else the file name)")
-	fl.BoolVar(&opts.Force, "force", false, "flush below the token threshold (still once per compaction)")
-	fl.BoolVar(&opts.DryRun, "dry-run", false, "show the notes that would be written; write nothing")
+	fl.StringVar(&o.Workspace, "workspace", "", "the agent's workspace directory (notes go to its memory/)")
+	fl.StringVar(&o.SessionKey, "session-key", "", "key the flush cycle is tracked under (default: sessions.json's key, else the file name)")
+	fl.BoolVar(&o.Force, "force", false, "flush below the token threshold (still once per compaction)")
+	fl.BoolVar(&o.DryRun, "dry-run", false, "show the notes that would be written; write nothing")
 	fl.Duration("wait", 0, "wait this long for the locks of a concurrent flush (default 10s)")
 	configFlags(cmd, "compaction.memoryFlush.softThresholdTokens", "contextWindow", "model", "compaction.summarizer", "llm.model")
-	return cmd
+}
+
+func (o *FlushOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
+	o.Files = args
+	o.JSON = f.JSON
+	o.StateDir = cfg.StateDir(c.Flags())
+	return o.load(cfg, c.Flags())
 }
 
 // load resolves flags and config.

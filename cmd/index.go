@@ -34,13 +34,8 @@ type IndexOptions struct {
 	MaxChars int
 }
 
-func init() { register(newIndexCmd) }
-
-// newIndexCmd builds the command; runF, when set, receives the resolved
-// options instead of running (tests of flag and config resolution).
 func newIndexCmd(f *Factory, runF func(*IndexOptions) error) *cobra.Command {
-	opts := &IndexOptions{IO: f.IO}
-	cmd := &cobra.Command{
+	return command(f, &IndexOptions{IO: f.IO}, runF, runIndex, &cobra.Command{
 		Use:   "index PATH...",
 		Short: "Build or refresh the recall index of session transcripts",
 		Long: `Index every message of every session file for 'ctxtool search' — the whole
@@ -72,20 +67,23 @@ hybrid search.`,
   ctxtool index --index postgres://ctxtool@db.internal/recall /srv/agents/*/sessions
   ctxtool index --rebuild ~/.pi/agent/sessions`,
 		Args: cobra.MinimumNArgs(1),
-		RunE: runE(f, opts, runF, func(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
-			opts.Paths = args
-			opts.JSON = f.JSON
-			opts.MaxChars = cfg.Int(nil, "recall.toolOutputChars")
-			var err error
-			if opts.StateDir, opts.Location, opts.Embedder, err = recallConfig(cfg, c.Flags()); err != nil {
-				return exitcode.New(exitcode.Usage, err)
-			}
-			return nil
-		}, runIndex),
-	}
+	})
+}
+
+func (o *IndexOptions) flags(cmd *cobra.Command) {
 	addIndexFlag(cmd)
-	cmd.Flags().BoolVar(&opts.Rebuild, "rebuild", false, "empty the index first and index everything again (a damaged index's remedy)")
-	return cmd
+	cmd.Flags().BoolVar(&o.Rebuild, "rebuild", false, "empty the index first and index everything again (a damaged index's remedy)")
+}
+
+func (o *IndexOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
+	o.Paths = args
+	o.JSON = f.JSON
+	o.MaxChars = cfg.Int(nil, "recall.toolOutputChars")
+	var err error
+	if o.StateDir, o.Location, o.Embedder, err = recallConfig(cfg, c.Flags()); err != nil {
+		return err
+	}
+	return nil
 }
 
 // addIndexFlag adds --index (config recall.url) to a command using recall.

@@ -36,13 +36,8 @@ type LintOptions struct {
 	Ctx       context.Context
 }
 
-func init() { register(newLintCmd) }
-
-// newLintCmd builds the command; runF, when set, receives the resolved
-// options instead of running (tests of flag and config resolution).
 func newLintCmd(f *Factory, runF func(*LintOptions) error) *cobra.Command {
-	opts := &LintOptions{IO: f.IO}
-	cmd := &cobra.Command{
+	return command(f, &LintOptions{IO: f.IO}, runF, func(_ context.Context, o *LintOptions) error { return runLint(o) }, &cobra.Command{
 		Use:   "lint FILE|DIR...",
 		Short: "Check transcripts for defects that brick sessions or leak data (the CI gate)",
 		Long: `Check session transcripts for the defects that brick agent sessions or leak
@@ -71,35 +66,35 @@ Directories are walked for transcripts (and .reset/.deleted archives).`,
   ctxtool lint --baseline baseline.json transcripts/   # fail only on new findings
   ctxtool lint --max-utilization 0.8 --fail-on warning session.jsonl
   ctxtool lint --fix --dry-run session.jsonl`,
-		RunE: runE(f, opts, runF, func(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
-			if !opts.ListRules && len(args) == 0 {
-				return exitcode.Newf(exitcode.Usage, "lint needs at least one FILE or DIR (or --list-rules)")
-			}
-			opts.Paths = args
-			opts.Ctx = c.Context()
-			if f.JSON && !c.Flags().Changed("format") {
-				opts.Format = "json"
-			}
-			if err := lintConfig(opts, cfg, c); err != nil {
-				return exitcode.New(exitcode.Usage, err)
-			}
-			return nil
-		}, func(_ context.Context, o *LintOptions) error { return runLint(o) }),
-	}
+	})
+}
+
+func (o *LintOptions) flags(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&opts.Format, "format", "text", "output: text, json (one object per finding) or sarif (SARIF 2.1.0)")
+	fl.StringVar(&o.Format, "format", "text", "output: text, json (one object per finding) or sarif (SARIF 2.1.0)")
 	enumCompletion(cmd, "format", []string{"text", "json", "sarif"})
 	configFlags(cmd, "lint.failOn", "lint.maxTokens", "lint.maxLineBytes", "lint.maxImageBytes", "lint.fixIdle",
 		"estimate.tokenizer", "model", "contextWindow")
 	fl.StringSlice("enable", nil, "turn rules on (ids from --list-rules, comma-separated or repeated; \"all\"); adds to lint.enable")
 	fl.StringSlice("disable", nil, "turn rules off; adds to lint.disable")
-	fl.StringVar(&opts.Baseline, "baseline", "", "fail only on findings not in this earlier lint output (--json or sarif)")
+	fl.StringVar(&o.Baseline, "baseline", "", "fail only on findings not in this earlier lint output (--json or sarif)")
 	fl.String("max-utilization", "", "context-over-budget: at most this share of the window, 0.8 or 80% (config lint.maxUtilization)")
-	fl.BoolVar(&opts.Fix, "fix", false, "apply the safe append-only repairs (under the session lock), then report what is left")
-	fl.BoolVar(&opts.DryRun, "dry-run", false, "with --fix: say what would be appended, write nothing")
-	fl.DurationVar(&opts.Wait, "wait", 0, "with --fix: wait this long for the session lock")
-	fl.BoolVar(&opts.ListRules, "list-rules", false, "print the rules (id, severity, fixable, what it finds) and exit")
-	return cmd
+	fl.BoolVar(&o.Fix, "fix", false, "apply the safe append-only repairs (under the session lock), then report what is left")
+	fl.BoolVar(&o.DryRun, "dry-run", false, "with --fix: say what would be appended, write nothing")
+	fl.DurationVar(&o.Wait, "wait", 0, "with --fix: wait this long for the session lock")
+	fl.BoolVar(&o.ListRules, "list-rules", false, "print the rules (id, severity, fixable, what it finds) and exit")
+}
+
+func (o *LintOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
+	if !o.ListRules && len(args) == 0 {
+		return fmt.Errorf("lint needs at least one FILE or DIR (or --list-rules)")
+	}
+	o.Paths = args
+	o.Ctx = c.Context()
+	if f.JSON && !c.Flags().Changed("format") {
+		o.Format = "json"
+	}
+	return lintConfig(o, cfg, c)
 }
 
 // lintConfig resolves flags and the lint.* config keys into opts.

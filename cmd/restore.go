@@ -33,13 +33,8 @@ type RestoreOptions struct {
 	Ctx        context.Context
 }
 
-func init() { register(newRestoreCmd) }
-
-// newRestoreCmd builds the command; runF, when set, receives the resolved
-// options instead of running (tests of flag and config resolution).
 func newRestoreCmd(f *Factory, runF func(*RestoreOptions) error) *cobra.Command {
-	opts := &RestoreOptions{IO: f.IO}
-	cmd := &cobra.Command{
+	return command(f, &RestoreOptions{IO: f.IO}, runF, func(_ context.Context, o *RestoreOptions) error { return runRestore(o) }, &cobra.Command{
 		Use:   "restore FILE|SESSION_KEY",
 		Short: "Render a checkpoint as the post-compaction resume text",
 		Long: `Render the latest checkpoint of a session (or --id cp_NNN) as the lean resume
@@ -58,23 +53,26 @@ and appends nothing when the session's last entry is that text already.`,
   ctxtool restore --list telegram:user123
   ctxtool restore --id cp_002 --format yaml telegram:user123`,
 		Args: cobra.ExactArgs(1),
-		RunE: runE(f, opts, runF, func(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
-			opts.Target = args[0]
-			opts.JSON = f.JSON
-			opts.StateDir = cfg.StateDir(c.Flags())
-			opts.Ctx = c.Context()
-			return nil
-		}, func(_ context.Context, o *RestoreOptions) error { return runRestore(o) }),
-	}
+	})
+}
+
+func (o *RestoreOptions) flags(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&opts.Format, "format", "text", "text|yaml|json")
+	fl.StringVar(&o.Format, "format", "text", "text|yaml|json")
 	enumCompletion(cmd, "format", restoreFormats)
-	fl.BoolVar(&opts.Append, "append", false, "append the resume text to the session FILE as a custom_message entry")
-	fl.BoolVar(&opts.List, "list", false, "list the session's checkpoints")
-	fl.StringVar(&opts.ID, "id", "", "checkpoint to render (cp_NNN; default the latest)")
-	fl.StringVar(&opts.SessionKey, "session-key", "", "session key when FILE's own key is not the right one (the checkpoint must still come from FILE's session)")
-	fl.DurationVar(&opts.Wait, "wait", 0, "with --append: wait this long for the session lock")
-	return cmd
+	fl.BoolVar(&o.Append, "append", false, "append the resume text to the session FILE as a custom_message entry")
+	fl.BoolVar(&o.List, "list", false, "list the session's checkpoints")
+	fl.StringVar(&o.ID, "id", "", "checkpoint to render (cp_NNN; default the latest)")
+	fl.StringVar(&o.SessionKey, "session-key", "", "session key when FILE's own key is not the right one (the checkpoint must still come from FILE's session)")
+	fl.DurationVar(&o.Wait, "wait", 0, "with --append: wait this long for the session lock")
+}
+
+func (o *RestoreOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
+	o.Target = args[0]
+	o.JSON = f.JSON
+	o.StateDir = cfg.StateDir(c.Flags())
+	o.Ctx = c.Context()
+	return nil
 }
 
 // RestoreReport is the --json output of restore.

@@ -45,13 +45,8 @@ type RollOptions struct {
 	Fallback rolling.FallbackFunc
 }
 
-func init() { register(newRollCmd) }
-
-// newRollCmd builds the command; runF, when set, receives the resolved
-// options instead of running (tests of flag and config resolution).
 func newRollCmd(f *Factory, runF func(*RollOptions) error) *cobra.Command {
-	opts := &RollOptions{IO: f.IO}
-	cmd := &cobra.Command{
+	return command(f, &RollOptions{IO: f.IO}, runF, runRoll, &cobra.Command{
 		Use:   "roll FILE|DIR...",
 		Short: "Rolling context window: evict the oldest messages and leave an eviction note",
 		Long: `Keep sessions inside their context window without summarising: when a
@@ -87,26 +82,21 @@ code 4 unless --wait gets the lock). Standalone pi takes no lock: use
   ctxtool roll --dry-run --trigger 0 --target-utilization 0.5 session.jsonl
   ctxtool roll --older-than 30m --json ~/.openclaw/agents ~/.pi/agent/sessions`,
 		Args: cobra.MinimumNArgs(1),
-		RunE: runE(f, opts, runF, opts.resolve, runRoll),
-	}
-	addRollFlags(cmd, opts)
-	return cmd
+	})
 }
 
-// addRollFlags declares roll's flags on cmd, bound to opts.
-func addRollFlags(cmd *cobra.Command, opts *RollOptions) {
+func (o *RollOptions) flags(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	configFlags(cmd, "compaction.rolling.targetUtilization", "compaction.rolling.minKeepMessages", "compaction.rolling.evictionNote",
 		"compaction.rolling.trigger", "estimate.tokenizer", "model", "contextWindow")
-	fl.BoolVar(&opts.Roll.DryRun, "dry-run", false, "report what would be evicted, write nothing")
-	fl.DurationVar(&opts.Roll.Wait, "wait", 0, "wait up to this long for a locked session (default: skip it)")
-	fl.BoolVar(&opts.Roll.NoFallback, "no-fallback", false, "refuse instead of summarising when recall is unavailable")
-	fl.IntVar(&opts.Jobs, "jobs", 0, "sessions processed in parallel (default: number of CPUs)")
-	fl.DurationVar(&opts.OlderThan, "older-than", 0, "skip sessions modified more recently than this (live sessions)")
+	fl.BoolVar(&o.Roll.DryRun, "dry-run", false, "report what would be evicted, write nothing")
+	fl.DurationVar(&o.Roll.Wait, "wait", 0, "wait up to this long for a locked session (default: skip it)")
+	fl.BoolVar(&o.Roll.NoFallback, "no-fallback", false, "refuse instead of summarising when recall is unavailable")
+	fl.IntVar(&o.Jobs, "jobs", 0, "sessions processed in parallel (default: number of CPUs)")
+	fl.DurationVar(&o.OlderThan, "older-than", 0, "skip sessions modified more recently than this (live sessions)")
 	addIndexFlag(cmd)
 }
 
-// resolve fills the options from the config, the flags of c and args.
 func (o *RollOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
 	fl := c.Flags()
 	o.Paths = args
@@ -128,7 +118,7 @@ func (o *RollOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command, 
 	if o.RecallEnabled {
 		var err error
 		if o.Embedder, err = recallEmbedder(cfg); err != nil {
-			return exitcode.New(exitcode.Usage, err)
+			return err
 		}
 	}
 	if o.Fallback == nil {

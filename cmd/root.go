@@ -47,34 +47,52 @@ func (f *Factory) Config() (*config.Config, error) {
 	return c, nil
 }
 
-// runE returns the RunE of a command: it loads the config, resolve fills
-// opts from it, the flags of c and the arguments, and then runF, when set
-// (tests of flag and config resolution), receives them instead of run.
-func runE[O any](f *Factory, opts O, runF func(O) error,
-	resolve func(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error,
-	run func(context.Context, O) error) func(*cobra.Command, []string) error {
-	return func(c *cobra.Command, args []string) error {
-		cfg, err := f.Config()
-		if err != nil {
-			return err
+// Every subcommand is built by a constructor newXCmd(f, runF) around a
+// fresh XOptions holding f's streams (the seam of gh's commands): the tree
+// is built with runF nil; the tests of flag and config resolution
+// (options_test.go) pass a runF that receives the resolved options instead
+// of running the command. command is the one place that wiring is written.
+
+// options are a command's inputs; they declare the command's flags and
+// resolve themselves once the command line is parsed.
+type options interface {
+	// flags declares the command's flags on c, bound to the options.
+	flags(c *cobra.Command)
+	// resolve fills the options from the configuration, the flags of c
+	// and the arguments (flag > environment > file > default). Its error
+	// is the user's (a value out of range, flags that contradict each
+	// other): it exits 2, as a usage error.
+	resolve(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error
+}
+
+// configFree marks the options of a command that reads no configuration
+// (export): a broken config file or environment must not stop it, so the
+// configuration is not loaded and resolve gets nil.
+type configFree interface{ readsNoConfig() }
+
+// command finishes c, whose help text and argument check the command
+// file gives: it declares the flags of opts and runs the command as the
+// seam says. Running loads the configuration, resolves opts, then calls
+// runF with them when it is set, else run.
+func command[O options](f *Factory, opts O, runF func(O) error, run func(context.Context, O) error, c *cobra.Command) *cobra.Command {
+	opts.flags(c)
+	c.RunE = func(c *cobra.Command, args []string) error {
+		var cfg *config.Config
+		if _, free := any(opts).(configFree); !free {
+			var err error
+			if cfg, err = f.Config(); err != nil {
+				return err
+			}
 		}
-		if err := resolve(f, cfg, c, args); err != nil {
-			return err
+		if err := opts.resolve(f, cfg, c, args); err != nil {
+			return exitcode.New(exitcode.Usage, err)
 		}
 		if runF != nil {
 			return runF(opts)
 		}
 		return run(c.Context(), opts)
 	}
-}
-
-// commandBuilders are the subcommands; each command file adds itself in init().
-var commandBuilders []func(*Factory) *cobra.Command
-
-// register adds a command builder; the tree is built without runF (which
-// tests pass to see the resolved options instead of running).
-func register[O any](newCmd func(*Factory, func(O) error) *cobra.Command) {
-	commandBuilders = append(commandBuilders, func(f *Factory) *cobra.Command { return newCmd(f, nil) })
+	return c
 }
 
 // NewRootCmd builds the command tree around the given streams.
@@ -110,11 +128,20 @@ lock.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return exitcode.New(exitcode.Usage, fmt.Errorf("%v (see '%s --help')", err, c.CommandPath()))
 	})
-	for _, b := range commandBuilders {
-		c := b(f)
-		usageArgs(c)
-		root.AddCommand(c)
-	}
+	root.AddCommand( // `--help` lists them sorted by name
+		newBudgetCmd(f, nil),
+		newCheckpointCmd(f, nil),
+		newCompactCmd(f, nil),
+		newEstimateCmd(f, nil),
+		newExportCmd(f, nil),
+		newFlushCmd(f, nil),
+		newIndexCmd(f, nil),
+		newLintCmd(f, nil),
+		newRestoreCmd(f, nil),
+		newRollCmd(f, nil),
+		newSearchCmd(f, nil),
+	)
+	usageArgs(root)
 	return root, f
 }
 

@@ -27,13 +27,8 @@ type SearchOptions struct {
 	Embedder   recall.Embedder
 }
 
-func init() { register(newSearchCmd) }
-
-// newSearchCmd builds the command; runF, when set, receives the resolved
-// options instead of running (tests of flag and config resolution).
 func newSearchCmd(f *Factory, runF func(*SearchOptions) error) *cobra.Command {
-	opts := &SearchOptions{IO: f.IO}
-	cmd := &cobra.Command{
+	return command(f, &SearchOptions{IO: f.IO}, runF, runSearch, &cobra.Command{
 		Use:   "search QUERY...",
 		Short: "Search the recall index of session transcripts",
 		Long: `Search everything 'ctxtool index' has indexed — including messages that
@@ -49,23 +44,26 @@ citation, entryIds, timestamp, source); no hits print nothing.`,
   ctxtool search --session sess.jsonl --max-results 3 --json ORD-1234
   ctxtool search 迁移脚本`,
 		Args: cobra.MinimumNArgs(1),
-		RunE: runE(f, opts, runF, func(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
-			opts.Query = strings.Join(args, " ")
-			opts.JSON = f.JSON
-			opts.MaxResults = cfg.Int(c.Flags(), "recall.maxResults")
-			opts.MinScore = cfg.Float(c.Flags(), "recall.minScore")
-			var err error
-			if opts.StateDir, opts.Location, opts.Embedder, err = recallConfig(cfg, c.Flags()); err != nil {
-				return exitcode.New(exitcode.Usage, err)
-			}
-			return nil
-		}, runSearch),
-	}
+	})
+}
+
+func (o *SearchOptions) flags(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	configFlags(cmd, "recall.maxResults", "recall.minScore")
-	fl.StringVar(&opts.Session, "session", "", "search only this session file")
+	fl.StringVar(&o.Session, "session", "", "search only this session file")
 	addIndexFlag(cmd)
-	return cmd
+}
+
+func (o *SearchOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
+	o.Query = strings.Join(args, " ")
+	o.JSON = f.JSON
+	o.MaxResults = cfg.Int(c.Flags(), "recall.maxResults")
+	o.MinScore = cfg.Float(c.Flags(), "recall.minScore")
+	var err error
+	if o.StateDir, o.Location, o.Embedder, err = recallConfig(cfg, c.Flags()); err != nil {
+		return err
+	}
+	return nil
 }
 
 func runSearch(ctx context.Context, opts *SearchOptions) error {
