@@ -30,25 +30,17 @@ func jsonLines[T any](t *testing.T, s string) []T {
 	return out
 }
 
-type indexLine struct {
-	File         string  `json:"file"`
-	Indexed      bool    `json:"indexed"`
-	Skipped      string  `json:"skipped"`
-	LinesIndexed int     `json:"linesIndexed"`
-	Chunks       int     `json:"chunks"`
-	Bytes        int64   `json:"bytes"`
-	Seconds      float64 `json:"seconds"`
-}
-
-type hitLine struct {
-	Path      string   `json:"path"`
-	StartLine int      `json:"startLine"`
-	EndLine   int      `json:"endLine"`
-	Score     float64  `json:"score"`
-	Snippet   string   `json:"snippet"`
-	Citation  string   `json:"citation"`
-	EntryIDs  []string `json:"entryIds"`
-	Timestamp string   `json:"timestamp"`
+// pinJSONNames checks that the first line of out names each field: the
+// names are the output's contract for scripts, and decoding through the
+// type that writes them (recall.Hit, recall.Stats) would follow a rename.
+func pinJSONNames(t *testing.T, out string, names ...string) {
+	t.Helper()
+	first, _, _ := strings.Cut(out, "\n")
+	for _, n := range names {
+		if !strings.Contains(first, `"`+n+`":`) {
+			t.Errorf("no %q in %s", n, first)
+		}
+	}
 }
 
 func TestIndexAndSearchCommands(t *testing.T) {
@@ -66,7 +58,8 @@ func TestIndexAndSearchCommands(t *testing.T) {
 	if err := runIndex(context.Background(), &IndexOptions{IO: io, Paths: []string{dir}, JSON: true, StateDir: state}); err != nil {
 		t.Fatal(err)
 	}
-	got := jsonLines[indexLine](t, out.String())
+	got := jsonLines[recall.Stats](t, out.String())
+	pinJSONNames(t, out.String(), "file", "indexed", "linesIndexed", "chunks", "bytes", "seconds")
 	if len(got) != 2 {
 		t.Fatalf("indexed %d files, want 2 (transcript + reset archive): %s", len(got), out)
 	}
@@ -91,7 +84,8 @@ func TestIndexAndSearchCommands(t *testing.T) {
 	if err := runSearch(context.Background(), &SearchOptions{IO: io, Query: f.Query, MaxResults: 6, MinScore: 0.35, JSON: true, StateDir: state}); err != nil {
 		t.Fatal(err)
 	}
-	hits := jsonLines[hitLine](t, out.String())
+	hits := jsonLines[recall.Hit](t, out.String())
+	pinJSONNames(t, out.String(), "path", "startLine", "endLine", "score", "snippet", "citation", "entryIds", "timestamp")
 	if len(hits) == 0 || hits[0].StartLine > f.Line || hits[0].EndLine < f.Line || hits[0].Score < 0.35 ||
 		hits[0].Citation == "" || hits[0].Snippet == "" || len(hits[0].EntryIDs) == 0 || hits[0].Timestamp == "" ||
 		filepath.Base(hits[0].Path) != "a.jsonl" {
@@ -123,7 +117,7 @@ func TestIndexAndSearchCommands(t *testing.T) {
 	}
 	io, _, out, _ = iostreams.Test()
 	runSearch(context.Background(), &SearchOptions{IO: io, Query: f.Query, MaxResults: 6, MinScore: 0.35, JSON: true, StateDir: state})
-	for _, h := range jsonLines[hitLine](t, out.String()) {
+	for _, h := range jsonLines[recall.Hit](t, out.String()) {
 		if filepath.Base(h.Path) == "a.jsonl" {
 			t.Errorf("removed file still found: %s", h.Citation)
 		}
@@ -170,7 +164,7 @@ func TestIndexSearchCLI(t *testing.T) {
 			cjk = f
 		}
 	}
-	hits := jsonLines[hitLine](t, run("--state-dir", state, "--json", "search", "--max-results", "1", cjk.Query))
+	hits := jsonLines[recall.Hit](t, run("--state-dir", state, "--json", "search", "--max-results", "1", cjk.Query))
 	if len(hits) != 1 || hits[0].StartLine > cjk.Line || hits[0].EndLine < cjk.Line {
 		t.Fatalf("CJK query %q (line %d): %+v", cjk.Query, cjk.Line, hits)
 	}

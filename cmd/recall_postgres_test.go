@@ -54,7 +54,7 @@ func TestIndexSearchRollOnPostgres(t *testing.T) {
 		}
 	}
 	out, _ := runOK(t, "index", "--state-dir", state, "--index", url, "--json", root)
-	lines := jsonLines[indexLine](t, out)
+	lines := jsonLines[recall.Stats](t, out)
 	if len(lines) != len(files)+1 { // + the .reset. archive
 		t.Fatalf("index reported %d files, want %d: %s", len(lines), len(files)+1, out)
 	}
@@ -69,7 +69,7 @@ func TestIndexSearchRollOnPostgres(t *testing.T) {
 
 	p := rolled[0].File
 	out, _ = runOK(t, "search", "--index", url, "--json", "--session", p, "--min-score", "0", "--max-results", "50", "user")
-	hits := jsonLines[hitLine](t, out)
+	hits := jsonLines[recall.Hit](t, out)
 	early := false
 	for _, h := range hits {
 		if h.Path != p {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ctxtool/ctxtool/internal/testkit/recalltest"
+	"github.com/ctxtool/ctxtool/pkg/recall"
 )
 
 // Nothing leaves search: a fact found before compact --truncate is found
@@ -25,7 +26,7 @@ func TestTruncateKeepsDroppedLinesSearchable(t *testing.T) {
 	// found: a hit for the fact's query cites the fact's line, in the
 	// session or in a backup of it.
 	found := func(fc recalltest.Fact) bool {
-		for _, h := range jsonLines[hitLine](t, run("--json", "search", "--max-results", "3", fc.Query)) {
+		for _, h := range jsonLines[recall.Hit](t, run("--json", "search", "--max-results", "3", fc.Query)) {
 			if strings.HasPrefix(h.Path, f) && h.StartLine <= fc.Line && fc.Line <= h.EndLine {
 				return true
 			}
