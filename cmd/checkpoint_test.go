@@ -192,7 +192,7 @@ func TestRestoreAppendAndCorruptFallback(t *testing.T) {
 	if !strings.Contains(errOut.String(), "warning: checkpoint cp_002 is unreadable") || !strings.Contains(errOut.String(), "falling back to cp_001") {
 		t.Errorf("stderr %q", errOut)
 	}
-	var rep RestoreReport
+	var rep checkpoint.RestoreReport
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil || !rep.Appended || rep.CheckpointID != "cp_001" || rep.EntryID == "" {
 		t.Fatalf("%v %s", err, out)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -14,7 +13,6 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/checkpoint"
 	"github.com/ctxtool/ctxtool/pkg/config"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
-	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 // RestoreOptions are the inputs of `ctxtool restore`.
@@ -75,26 +73,6 @@ func (o *RestoreOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Comman
 	return nil
 }
 
-// RestoreReport is the --json output of restore.
-type RestoreReport struct {
-	File         string `json:"file,omitempty"`
-	SessionKey   string `json:"sessionKey"`
-	CheckpointID string `json:"checkpointId"`
-	Path         string `json:"path"`
-	Tokens       int    `json:"tokens"`
-	Text         string `json:"text,omitempty"`
-	Appended     bool   `json:"appended"`
-	EntryID      string `json:"entryId,omitempty"`
-	Line         int    `json:"line,omitempty"`
-	// Reason says why nothing was appended (the text is already the
-	// session's last entry).
-	Reason         string                 `json:"reason,omitempty"`
-	Warnings       []string               `json:"warnings,omitempty"`
-	MalformedLines []transcript.Malformed `json:"malformedLines,omitempty"`
-
-	Checkpoint *checkpoint.Checkpoint `json:"checkpoint,omitempty"`
-}
-
 // looksLikePath tells a session FILE argument from a session key: keys
 // ("agent:main:main", "telegram:user123") are not paths.
 func looksLikePath(arg string) bool {
@@ -114,22 +92,22 @@ func runRestore(opts *RestoreOptions) error {
 	if opts.List {
 		return printCheckpoints(opts, store, t)
 	}
-	cp, warnings, err := store.Select(t.Key, opts.ID)
-	for _, w := range warnings {
+	ctx := opts.Ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	rep, cp, err := store.Restore(ctx, checkpoint.RestoreOptions{Name: opts.Target, Target: t, ID: opts.ID,
+		Append: opts.Append, Wait: opts.Wait, Now: opts.Now, Count: restoreCounter()})
+	for _, w := range rep.Warnings {
 		fmt.Fprintf(opts.IO.ErrOut, "warning: %s\n", w)
 	}
 	if err != nil {
-		return fmt.Errorf("restore %s: %w", opts.Target, err)
+		return err
 	}
-	count := restoreCounter()
-	text := checkpoint.Render(cp, checkpoint.RenderOptions{Count: count})
-	rep := &RestoreReport{File: t.File, SessionKey: t.Key, CheckpointID: cp.Meta.CheckpointID,
-		Path: filepath.Join(store.Dir(t.Key), cp.Meta.CheckpointID+".yaml"), Tokens: count(text), Warnings: warnings}
-
 	if opts.Append {
-		return appendRestore(opts, t, cp, text, rep)
+		return printAppended(opts, rep)
 	}
-	return printRestore(opts, cp, text, rep)
+	return printRestore(opts, cp, rep)
 }
 
 // target checks the flags and resolves the argument to the session.
@@ -155,43 +133,29 @@ func (o *RestoreOptions) target() (checkpoint.Target, error) {
 	return t, nil
 }
 
-// appendRestore appends the resume text to the session file (--append) and
-// says what it appended, or why nothing.
-func appendRestore(opts *RestoreOptions, t checkpoint.Target, cp *checkpoint.Checkpoint, text string, rep *RestoreReport) error {
-	ctx := opts.Ctx
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	a, err := checkpoint.AppendResume(ctx, t.File, cp, text, opts.Wait, opts.Now)
-	if err != nil {
-		return err
-	}
-	warnMalformed(opts.IO.ErrOut, t.File, a.Malformed, "appends after it")
-	rep.Appended, rep.EntryID, rep.Line, rep.MalformedLines = !a.AlreadyLast, a.EntryID, a.Line, a.Malformed
-	if a.AlreadyLast {
-		rep.Reason = fmt.Sprintf("already appended: the session's last entry (line %d) is %s's resume text", a.Line, cp.Meta.CheckpointID)
-	}
+// printAppended says what restore --append appended, or why nothing.
+func printAppended(opts *RestoreOptions, rep *checkpoint.RestoreReport) error {
+	warnMalformed(opts.IO.ErrOut, rep.File, rep.MalformedLines, "appends after it")
 	if opts.JSON {
 		return writeJSONLine(opts.IO.Out, rep)
 	}
-	if a.AlreadyLast {
-		fmt.Fprintf(opts.IO.Out, "nothing appended to %s: %s\n", t.File, rep.Reason)
+	if !rep.Appended {
+		fmt.Fprintf(opts.IO.Out, "nothing appended to %s: %s\n", rep.File, rep.Reason)
 		return nil
 	}
-	id := a.EntryID
+	id := rep.EntryID
 	if id == "" {
 		id = "(v1, no id)"
 	}
 	fmt.Fprintf(opts.IO.Out, "appended %s resume text (%d tokens) to %s: custom_message %s on line %d\n",
-		cp.Meta.CheckpointID, rep.Tokens, t.File, id, a.Line)
+		rep.CheckpointID, rep.Tokens, rep.File, id, rep.Line)
 	return nil
 }
 
 // printRestore prints the checkpoint: the report with --json, else the
 // resume text or the checkpoint in --format.
-func printRestore(opts *RestoreOptions, cp *checkpoint.Checkpoint, text string, rep *RestoreReport) error {
+func printRestore(opts *RestoreOptions, cp *checkpoint.Checkpoint, rep *checkpoint.RestoreReport) error {
 	if opts.JSON {
-		rep.Text = text
 		if opts.Format != "text" {
 			rep.Checkpoint = cp
 		}
@@ -211,7 +175,7 @@ func printRestore(opts *RestoreOptions, cp *checkpoint.Checkpoint, text string, 
 		enc.SetIndent("", "  ")
 		return enc.Encode(cp)
 	}
-	_, err := fmt.Fprint(opts.IO.Out, text)
+	_, err := fmt.Fprint(opts.IO.Out, rep.Text)
 	return err
 }
 
