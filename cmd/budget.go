@@ -205,12 +205,11 @@ func runBudget(ctx context.Context, o *BudgetOptions) error {
 			return err
 		}
 	}
-	worst := 0
+	var exit batchExit
 	for _, file := range o.Files {
 		r, err := budgetFile(ctx, o, file, systemPrompt, searcher, sum)
 		if err != nil {
-			fmt.Fprintf(o.IO.ErrOut, "ctxtool: %v\n", err)
-			worst = max(worst, exitcode.Code(err))
+			exit.fail(o.IO.ErrOut, err)
 			continue
 		}
 		for _, w := range r.Warnings {
@@ -228,10 +227,7 @@ func runBudget(ctx context.Context, o *BudgetOptions) error {
 			return err
 		}
 	}
-	if worst != 0 {
-		return exitcode.Silent(worst)
-	}
-	return nil
+	return exit.err()
 }
 
 func budgetFile(ctx context.Context, o *BudgetOptions, file, systemPrompt string, searcher budget.Searcher, sum compaction.Summarizer) (*budget.Report, error) {

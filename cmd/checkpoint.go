@@ -181,26 +181,21 @@ func runCapture(opts *CheckpointOptions) error {
 	if opts.SessionKey != "" && len(files) > 1 {
 		return exitcode.Newf(exitcode.Usage, "--session-key names one session, but %d session files were found: give one FILE", len(files))
 	}
-	worst := 0
+	var exit batchExit
 	for _, f := range files {
 		if err := captureOne(opts, f.Path); err != nil {
-			code := exitcode.Code(err)
 			if len(files) == 1 {
 				return err
 			}
-			fmt.Fprintf(opts.IO.ErrOut, "ctxtool: %v\n", err)
+			exit.fail(opts.IO.ErrOut, err)
 			if opts.JSON {
 				if err := writeJSONLine(opts.IO.Out, map[string]string{"file": f.Path, "error": err.Error()}); err != nil {
 					return err
 				}
 			}
-			worst = max(worst, code)
 		}
 	}
-	if worst != 0 {
-		return exitcode.Silent(worst)
-	}
-	return nil
+	return exit.err()
 }
 
 // captureOne captures one session file.

@@ -281,36 +281,29 @@ func runCompact(ctx context.Context, o *CompactOptions) error {
 		ctx, cancel = context.WithTimeout(ctx, o.Deadline)
 		defer cancel()
 	}
-	worst := 0
+	var exit batchExit
 	for _, file := range o.Files {
-		code, err := o.compactFile(ctx, sum, file)
-		if err != nil {
+		if err := o.compactFile(ctx, sum, file, &exit); err != nil {
 			return err
 		}
-		worst = max(worst, code)
 	}
-	if worst != 0 {
-		return exitcode.Silent(worst)
-	}
-	return nil
+	return exit.err()
 }
 
-// compactFile compacts one file and reports it. It returns the file's exit
-// code, and an error only when the report could not be written.
-func (o *CompactOptions) compactFile(ctx context.Context, sum compaction.Summarizer, file string) (int, error) {
+// compactFile compacts one file and reports it; a failure is the file's
+// (exit). It returns an error only when the report could not be written.
+func (o *CompactOptions) compactFile(ctx context.Context, sum compaction.Summarizer, file string, exit *batchExit) error {
 	if err := checkInput(file); err != nil {
-		fmt.Fprintf(o.IO.ErrOut, "ctxtool: %v\n", err)
+		exit.fail(o.IO.ErrOut, err)
 		if o.JSON {
-			if err := writeJSONLine(o.IO.Out, o.failedResult(file, sum, err)); err != nil {
-				return 0, err
-			}
+			return writeJSONLine(o.IO.Out, o.failedResult(file, sum, err))
 		}
-		return exitcode.Code(err), nil
+		return nil
 	}
 	if o.MemoryFlush {
 		if err := flushBeforeCompaction(ctx, o, file); err != nil {
-			fmt.Fprintf(o.IO.ErrOut, "ctxtool: %v\n", err)
-			return exitcode.Code(err), nil
+			exit.fail(o.IO.ErrOut, err)
+			return nil
 		}
 	}
 	res, err := compaction.Run(ctx, file, o.compactionOptions(sum))
@@ -324,10 +317,8 @@ func (o *CompactOptions) compactFile(ctx context.Context, sum compaction.Summari
 		// index prunes only files that no longer exist.
 		err = o.indexBackup(ctx, file, res)
 	}
-	code := 0
 	if err != nil {
-		code = exitcode.Code(err)
-		fmt.Fprintf(o.IO.ErrOut, "ctxtool: %v\n", err)
+		exit.fail(o.IO.ErrOut, err)
 		if res == nil {
 			res = o.failedResult(file, sum, err)
 		}
@@ -337,10 +328,10 @@ func (o *CompactOptions) compactFile(ctx context.Context, sum compaction.Summari
 		fmt.Fprintf(o.IO.ErrOut, "warning: %s: %s\n", file, w)
 	}
 	if o.JSON {
-		return code, writeJSONLine(o.IO.Out, res)
+		return writeJSONLine(o.IO.Out, res)
 	}
 	printCompact(o, res, err)
-	return code, nil
+	return nil
 }
 
 // compactionOptions are the options compaction.Run takes for each file.

@@ -131,7 +131,8 @@ func runEstimate(opts *EstimateOptions) error {
 		return err
 	}
 	var reports, crossed []*EstimateReport
-	failed, worst, grew := 0, 0, false
+	var exit batchExit
+	failed, grew := 0, false
 	prog := opts.IO.NewProgress("estimating", "files", len(opts.Files))
 	defer prog.Clear()
 	for i, file := range opts.Files {
@@ -141,8 +142,7 @@ func runEstimate(opts *EstimateOptions) error {
 		}
 		if err != nil {
 			failed++
-			worst = max(worst, exitcode.Code(err))
-			fmt.Fprintf(opts.IO.ErrOut, "ctxtool: %v\n", err)
+			exit.fail(opts.IO.ErrOut, err)
 			r = &EstimateReport{FileReport: estimate.FileReport{File: file}, Error: err.Error()}
 		} else {
 			warnMalformed(opts.IO.ErrOut, file, r.MalformedLines, "counts without it")
@@ -176,10 +176,7 @@ func runEstimate(opts *EstimateOptions) error {
 	if grew {
 		return exitcode.Silent(exitcode.Threshold)
 	}
-	if failed > 0 {
-		return exitcode.Silent(worst)
-	}
-	return nil
+	return exit.err()
 }
 
 // estimateGates are what each report is checked against: --fail-over, and

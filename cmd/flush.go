@@ -130,12 +130,11 @@ func runFlush(ctx context.Context, o *FlushOptions) error {
 	if err != nil {
 		return err
 	}
-	worst := 0
+	var exit batchExit
 	for _, file := range o.Files {
 		res, err := o.flushFile(ctx, file, model, o.Force)
 		if err != nil {
-			fmt.Fprintf(o.IO.ErrOut, "ctxtool: %v\n", err)
-			worst = max(worst, exitcode.Code(err))
+			exit.fail(o.IO.ErrOut, err)
 			if res == nil {
 				continue
 			}
@@ -151,10 +150,7 @@ func runFlush(ctx context.Context, o *FlushOptions) error {
 			printFlush(o, res)
 		}
 	}
-	if worst != 0 {
-		return exitcode.Silent(worst)
-	}
-	return nil
+	return exit.err()
 }
 
 // model is the LLM that writes the notes (nil: the offline detector),

@@ -55,3 +55,23 @@ func walkInputs(errOut io.Writer, paths []string, opts walk.Options) ([]walk.Fil
 	}
 	return files, nil
 }
+
+// batchExit is the exit of a command over several files, the same in every
+// such command: a file that fails is reported as it happens and the others
+// go on; the command then exits with the highest code among its files,
+// with nothing more to print.
+type batchExit struct{ worst int }
+
+// fail reports the error of one file on w and keeps its exit code.
+func (b *batchExit) fail(w io.Writer, err error) {
+	fmt.Fprintf(w, "ctxtool: %v\n", err)
+	b.worst = max(b.worst, exitcode.Code(err))
+}
+
+// err is the command's error: nil when no file failed.
+func (b *batchExit) err() error {
+	if b.worst == 0 {
+		return nil
+	}
+	return exitcode.Silent(b.worst)
+}
