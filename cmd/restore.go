@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -73,13 +72,6 @@ func (o *RestoreOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Comman
 	return nil
 }
 
-// looksLikePath tells a session FILE argument from a session key: keys
-// ("agent:main:main", "telegram:user123") are not paths.
-func looksLikePath(arg string) bool {
-	return strings.HasSuffix(arg, ".jsonl") || strings.HasPrefix(arg, "/") || strings.HasPrefix(arg, "./") ||
-		strings.HasPrefix(arg, "../") || strings.HasPrefix(arg, "~")
-}
-
 // restoreFormats are the values of restore --format.
 var restoreFormats = []string{"text", "yaml", "json"}
 
@@ -118,12 +110,10 @@ func (o *RestoreOptions) target() (checkpoint.Target, error) {
 	if o.ID != "" && !checkpoint.ValidID(o.ID) {
 		return checkpoint.Target{}, exitcode.Newf(exitcode.Usage, "--id %q: give a checkpoint id like cp_003 (see --list)", o.ID)
 	}
-	if looksLikePath(o.Target) {
-		if err := checkInput(o.Target); err != nil {
-			return checkpoint.Target{}, err
-		}
+	t, err := checkpoint.ResolveTarget(o.Target, o.SessionKey)
+	if err != nil {
+		return t, errMissing(o.Target)
 	}
-	t := checkpoint.ResolveTarget(o.Target, o.SessionKey)
 	if o.Append && t.File == "" {
 		return t, exitcode.Newf(exitcode.Usage, "--append needs a session FILE; %q is not a file", o.Target)
 	}

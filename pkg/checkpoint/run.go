@@ -3,14 +3,18 @@ package checkpoint
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/ctxtool/ctxtool/pkg/estimate"
+	"github.com/ctxtool/ctxtool/pkg/formats"
 	"github.com/ctxtool/ctxtool/pkg/sessionstore"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
@@ -253,20 +257,36 @@ type Target struct {
 	File string // "" when given a key
 }
 
-// ResolveTarget decides whether arg is a session file (it exists) or a
-// session key. keyFlag overrides the key derived from a file.
-func ResolveTarget(arg, keyFlag string) Target {
-	if fi, err := os.Stat(arg); err == nil && fi.Mode().IsRegular() {
+// ResolveTarget decides whether arg names a session file or a session
+// key. An existing regular file is a file; keyFlag overrides the key
+// derived from it. An argument that looks like a path (it ends in .jsonl
+// or starts with /, ./, ../ or ~; keys such as "agent:main:main" and
+// "telegram:user123" never do) but does not exist is an error wrapping
+// fs.ErrNotExist: a mistyped path must not be read as a key. Anything
+// else is a key.
+func ResolveTarget(arg, keyFlag string) (Target, error) {
+	fi, err := os.Stat(arg)
+	if err == nil && fi.Mode().IsRegular() {
 		k := keyFlag
 		if k == "" {
 			k = KeyFromFile(arg)
 		}
-		return Target{Key: k, File: arg}
+		return Target{Key: k, File: arg}, nil
+	}
+	if errors.Is(err, fs.ErrNotExist) && looksLikePath(arg) {
+		if _, _, store := formats.SplitStorePath(arg); !store {
+			return Target{}, err
+		}
 	}
 	if keyFlag != "" {
-		return Target{Key: keyFlag}
+		return Target{Key: keyFlag}, nil
 	}
-	return Target{Key: arg}
+	return Target{Key: arg}, nil
+}
+
+func looksLikePath(arg string) bool {
+	return strings.HasSuffix(arg, ".jsonl") || strings.HasPrefix(arg, "/") || strings.HasPrefix(arg, "./") ||
+		strings.HasPrefix(arg, "../") || strings.HasPrefix(arg, "~")
 }
 
 // Select loads the checkpoint restore shows: id, or the latest readable one.
