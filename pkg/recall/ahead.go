@@ -2,6 +2,7 @@ package recall
 
 import (
 	"context"
+	"os"
 	"time"
 )
 
@@ -27,6 +28,7 @@ type opened struct {
 	err  error
 	row  *fileRow
 	mode string
+	fi   os.FileInfo   // the file when planned
 	took time.Duration // opening and planning
 	// ahead reads the file from its first line (nil: not started).
 	ahead *scan
@@ -48,8 +50,20 @@ func (ix *Index) open(ctx context.Context, path string) *opened {
 	}
 	// Plan without the lock: unchanged, the common case, then costs no
 	// lock (and no waiting for another indexer's batch).
-	o.row, o.mode, o.err = ix.planFile(ctx, o.f, abs)
+	o.row, o.mode, o.fi, o.err = ix.planFile(ctx, o.f, abs)
 	return o
+}
+
+// stillUnchanged tells whether an unchanged verdict still holds: the file
+// has the size and modification time it was planned at. A read-ahead plans files before the
+// ones ahead of them are written, so a file can grow between its plan and
+// its turn (a file listed twice, grown after its first listing was
+// written; an agent appending meanwhile); such a file goes through the
+// plan under the lock like any other. A stat error does too, which
+// reports it.
+func (o *opened) stillUnchanged() bool {
+	fi, err := o.f.Stat()
+	return err == nil && fi.Size() == o.fi.Size() && fi.ModTime().Equal(o.fi.ModTime())
 }
 
 // close stops the read-ahead, if any, and closes the file.

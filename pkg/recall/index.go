@@ -439,7 +439,7 @@ func (r *indexRun) indexOne(o *opened) (redo []string, fatal error) {
 		}
 		r.queue = append(r.queue, pending{st: st, err: o.err})
 		return nil, nil
-	case o.mode == ModeUnchanged:
+	case o.mode == ModeUnchanged && o.stillUnchanged():
 		st.Mode, st.Skipped, st.Lines = ModeUnchanged, "unchanged", o.row.lines
 		st.Seconds = time.Since(start).Seconds()
 		r.queue = append(r.queue, pending{st: st, id: o.row.id})
@@ -568,20 +568,18 @@ func openIndexable(abs string) (source, error) {
 }
 
 // planFile reads the file's bookkeeping without a lock and decides.
-func (ix *Index) planFile(ctx context.Context, f *os.File, abs string) (*fileRow, string, error) {
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, "", fmt.Errorf("recall: %v", err)
+// fi is the file as the plan saw it.
+func (ix *Index) planFile(ctx context.Context, f *os.File, abs string) (row *fileRow, mode string, fi os.FileInfo, err error) {
+	if fi, err = f.Stat(); err != nil {
+		return nil, "", nil, fmt.Errorf("recall: %v", err)
 	}
-	row, err := ix.st.fileRow(ctx, abs)
-	if err != nil {
-		return nil, "", err
+	if row, err = ix.st.fileRow(ctx, abs); err != nil {
+		return nil, "", nil, err
 	}
-	mode, err := plan(f, fi.Size(), row)
-	if err != nil {
-		return nil, "", fmt.Errorf("recall: read %s: %v", abs, err)
+	if mode, err = plan(f, fi.Size(), row); err != nil {
+		return nil, "", nil, fmt.Errorf("recall: read %s: %v", abs, err)
 	}
-	return row, mode, nil
+	return row, mode, fi, nil
 }
 
 // indexFile writes one file's new rows through w (the file's lock is held:
