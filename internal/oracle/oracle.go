@@ -121,6 +121,25 @@ func WildDir(t testing.TB) string {
 	return d
 }
 
+// WildAgentTranscripts are the real Claude Code and Codex transcripts of
+// WildDir (claude-code/*.jsonl, codex/*.jsonl), the ones the converters of
+// pkg/formats read; as WildDir, it skips when the folder is absent and
+// fails in CI. A folder with none fails: a moved corpus must not leave a
+// test checking nothing.
+func WildAgentTranscripts(t testing.TB) []string {
+	t.Helper()
+	wild := WildDir(t)
+	var files []string
+	for _, sub := range []string{"claude-code", "codex"} {
+		more, _ := filepath.Glob(filepath.Join(wild, sub, "*.jsonl"))
+		if len(more) == 0 {
+			t.Fatalf("no %s transcripts in %s", sub, wild)
+		}
+		files = append(files, more...)
+	}
+	return files
+}
+
 // Available reports whether the oracle can run here.
 func Available() bool {
 	if _, err := exec.LookPath("node"); err != nil {

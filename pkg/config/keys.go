@@ -90,7 +90,7 @@ var sectionDocs = map[string]string{
 	"llm":                    "OpenAI-compatible endpoint for LLM summaries and (optional) embeddings.\nOPENAI_API_KEY and OPENAI_BASE_URL are read when apiKey/baseURL are empty.",
 	"compaction":             "",
 	"compaction.rolling":     "Rolling window (ctxtool roll).",
-	"compaction.summarize":   "Seed 003 single-pass strategy.",
+	"compaction.summarize":   "Single-pass summary (docs/design/single-pass-summary.md).",
 	"compaction.extractive":  "The built-in offline summarizer (pkg/facts keeps the facts).",
 	"compaction.hooks":       "Commands run around a compaction (OpenClaw's before_compaction / after_compaction, docs/design/openclaw-compaction.md): each gets its event as JSON on stdin and is killed after timeout; a failing or hanging hook is logged on stderr and never stops the compaction.",
 	"compaction.memoryFlush": "Pre-compaction memory flush (ctxtool flush, compact --memory-flush), docs/design/openclaw-compaction.md:\nflush when the session's tokens >= window - reserveTokensFloor - softThresholdTokens,\nonce per compaction; notes go to <workspace>/memory/YYYY-MM-DD.md.",

@@ -1,7 +1,6 @@
 package estimate
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -19,20 +18,19 @@ type Baseline struct {
 	tokens map[string]int
 }
 
+// baselineLine is what a baseline keeps of a line of `estimate --json`: a
+// session's tokens, or the error that left it without a figure.
+type baselineLine struct {
+	File   string `json:"file"`
+	Tokens *int   `json:"tokens"`
+	Error  string `json:"error"`
+}
+
 // LoadBaseline reads the JSON lines of an earlier `estimate --json` run.
 func LoadBaseline(path string) (*Baseline, error) {
-	data, err := baseline.Read(path, "estimate")
-	if err != nil {
-		return nil, err
-	}
 	b := &Baseline{File: path, tokens: map[string]int{}}
-	err = baseline.Lines(path, data, 256<<20, func(n int, line []byte) error {
-		var r struct {
-			File   string `json:"file"`
-			Tokens *int   `json:"tokens"`
-			Error  string `json:"error"`
-		}
-		if err := json.Unmarshal(line, &r); err != nil || r.File == "" {
+	err := baseline.Load(path, "estimate", 256<<20, nil, func(n int, r *baselineLine, err error) error {
+		if err != nil || r.File == "" {
 			return fmt.Errorf("--baseline %s:%d: not an estimate report (give the output of `ctxtool estimate --json`)", path, n)
 		}
 		if r.Tokens != nil && r.Error == "" {

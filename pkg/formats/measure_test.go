@@ -38,15 +38,8 @@ func TestMeasuredLinesAreTheWrittenOnes(t *testing.T) {
 		checkMeasured(t, f)
 	}
 	t.Run("wild", func(t *testing.T) {
-		wild := oracle.WildDir(t)
-		for _, sub := range []string{"claude-code", "codex"} {
-			more, _ := filepath.Glob(filepath.Join(wild, sub, "*.jsonl"))
-			if len(more) == 0 {
-				t.Fatalf("no %s transcripts in %s", sub, wild)
-			}
-			for _, f := range more {
-				checkMeasured(t, f)
-			}
+		for _, f := range oracle.WildAgentTranscripts(t) {
+			checkMeasured(t, f)
 		}
 	})
 }

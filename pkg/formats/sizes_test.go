@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"testing"
 	"unicode/utf16"
 
@@ -47,16 +46,12 @@ func TestBlockSizesAreTheWrittenText(t *testing.T) {
 		}
 	}
 	t.Run("wild", func(t *testing.T) {
-		dir := oracle.WildDir(t)
-		for _, sub := range []string{"claude-code", "codex"} {
-			files, _ := filepath.Glob(filepath.Join(dir, sub, "*.jsonl"))
-			for _, f := range files {
-				b, err := os.ReadFile(f)
-				if err != nil {
-					t.Fatal(err)
-				}
-				checkBlockSizes(t, f, b)
+		for _, f := range oracle.WildAgentTranscripts(t) {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
 			}
+			checkBlockSizes(t, f, b)
 		}
 	})
 }

@@ -19,35 +19,13 @@ type Baseline struct {
 
 // LoadBaseline reads a baseline file.
 func LoadBaseline(path string) (*Baseline, error) {
-	data, err := baseline.Read(path, "lint")
-	if err != nil {
-		return nil, err
-	}
 	b := &Baseline{File: path, known: map[string]bool{}}
-	trimmed := bytes.TrimSpace(data)
-	if len(trimmed) == 0 {
-		return b, nil // a clean run writes nothing
-	}
-	if trimmed[0] == '{' && bytes.Contains(trimmed[:min(len(trimmed), 4096)], []byte(`"runs"`)) {
-		var log SARIFLog
-		if err := json.Unmarshal(trimmed, &log); err == nil && log.Version != "" {
-			for _, run := range log.Runs {
-				for _, r := range run.Results {
-					if fp := r.PartialFingerprints[FingerprintName]; fp != "" {
-						b.known[fp] = true
-					}
-				}
-			}
-			return b, nil
-		}
-	}
-	err = baseline.Lines(path, data, 64<<20, func(n int, line []byte) error {
-		var f Finding
-		if err := json.Unmarshal(line, &f); err != nil {
+	err := baseline.Load(path, "lint", 64<<20, b.sarif, func(n int, f *Finding, err error) error {
+		if err != nil {
 			return fmt.Errorf("--baseline %s:%d: not a lint finding (%v); give the output of `ctxtool lint --json` or `--format sarif`", path, n, err)
 		}
 		if f.Rule != "" { // not a file-level error line ({"file":…,"error":…})
-			b.known[fingerprint(f)] = true
+			b.known[fingerprint(*f)] = true
 		}
 		return nil
 	})
@@ -55,6 +33,27 @@ func LoadBaseline(path string) (*Baseline, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// sarif takes the fingerprints of a SARIF log (--format sarif); it
+// reports false, leaving the file to be read as JSON lines, when data is
+// not one.
+func (b *Baseline) sarif(data []byte) bool {
+	if data[0] != '{' || !bytes.Contains(data[:min(len(data), 4096)], []byte(`"runs"`)) {
+		return false
+	}
+	var log SARIFLog
+	if err := json.Unmarshal(data, &log); err != nil || log.Version == "" {
+		return false
+	}
+	for _, run := range log.Runs {
+		for _, r := range run.Results {
+			if fp := r.PartialFingerprints[FingerprintName]; fp != "" {
+				b.known[fp] = true
+			}
+		}
+	}
+	return true
 }
 
 // Mark sets BaselineState on every finding: "unchanged" when the baseline

@@ -427,6 +427,19 @@ func (s *scanner) finishEntry(line []byte, e *Entry, f *lineFields) {
 
 func (s *scanner) maybeString() (string, bool) { return s.maybeStringOf(nil) }
 
+// maybeBody reads a value that should be a string, for the maybe readers
+// that make their own string of its raw body (maybeTransient a view,
+// maybeInterned a shared copy): str reports a well-formed string, raw its
+// body; a value of another type is skipped (str false, ok whether it was
+// well formed), as is a malformed string (ok false).
+func (s *scanner) maybeBody() (raw []byte, str, ok bool) {
+	if s.peek() != '"' {
+		return nil, false, s.skip(0)
+	}
+	raw, ok = s.strBody()
+	return raw, ok, ok
+}
+
 // maybeTransient is maybeString for a value read and dropped while the
 // line is parsed (an id packed into a number, a timestamp into
 // milliseconds): when the value is its raw bytes (no escape, valid UTF-8)
@@ -435,12 +448,9 @@ func (s *scanner) maybeString() (string, bool) { return s.maybeStringOf(nil) }
 // line for id, parentId and timestamp were 7% of loading a 1 GB session,
 // and garbage at once.
 func (s *scanner) maybeTransient() (string, bool) {
-	if s.peek() != '"' {
-		return "", s.skip(0)
-	}
-	raw, ok := s.strBody()
-	if !ok {
-		return "", false
+	raw, str, ok := s.maybeBody()
+	if !str {
+		return "", ok
 	}
 	if !utf8.Valid(raw) || bytes.IndexByte(raw, '\\') >= 0 {
 		return decodeValue(raw), true // as stringValueOf
@@ -475,12 +485,9 @@ func (s *scanner) maybeStringOf(known []string) (string, bool) {
 // (types, roles, model names): one shared copy instead of one per entry keeps
 // a 100 MB session's metadata small.
 func (s *scanner) maybeInterned() (string, bool) {
-	if s.peek() != '"' {
-		return "", s.skip(0)
-	}
-	raw, ok := s.strBody()
-	if !ok {
-		return "", false
+	raw, str, ok := s.maybeBody()
+	if !str {
+		return "", ok
 	}
 	if bytes.IndexByte(raw, '\\') >= 0 {
 		return unique.Make(decodeString(raw)).Value(), true

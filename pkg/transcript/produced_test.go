@@ -33,11 +33,7 @@ func TestProducedEqualsParsed(t *testing.T) {
 		files = append(files, p)
 	}
 	if os.Getenv("CI") == "true" || dirExists(filepath.Join(oracle.ModuleRoot(), "..", "shared")) {
-		wild := oracle.WildDir(t)
-		for _, sub := range []string{"claude-code", "codex"} {
-			more, _ := filepath.Glob(filepath.Join(wild, sub, "*.jsonl"))
-			files = append(files, more...)
-		}
+		files = append(files, oracle.WildAgentTranscripts(t)...)
 	}
 	for _, f := range files {
 		direct := testkit.Load(t, f)
