@@ -212,9 +212,7 @@ func runBudget(ctx context.Context, o *BudgetOptions) error {
 			exit.fail(o.IO.ErrOut, err)
 			continue
 		}
-		for _, w := range r.Warnings {
-			fmt.Fprintf(o.IO.ErrOut, "warning: %s: %s\n", file, w)
-		}
+		warnFile(o.IO.ErrOut, file, r.Warnings)
 		switch {
 		case o.Emit == "context":
 			err = writeJSONLine(o.IO.Out, emitted(r, o.SystemPrompt == ""))

@@ -324,9 +324,7 @@ func (o *CompactOptions) compactFile(ctx context.Context, sum compaction.Summari
 		}
 	}
 	warnMalformed(o.IO.ErrOut, file, res.MalformedLines, "compacts pi's context without it")
-	for _, w := range res.Warnings {
-		fmt.Fprintf(o.IO.ErrOut, "warning: %s: %s\n", file, w)
-	}
+	warnFile(o.IO.ErrOut, file, res.Warnings)
 	if o.JSON {
 		return writeJSONLine(o.IO.Out, res)
 	}

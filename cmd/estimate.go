@@ -146,9 +146,7 @@ func runEstimate(opts *EstimateOptions) error {
 			r = &EstimateReport{FileReport: estimate.FileReport{File: file}, Error: err.Error()}
 		} else {
 			warnMalformed(opts.IO.ErrOut, file, r.MalformedLines, "counts without it")
-			for _, w := range r.Warnings {
-				fmt.Fprintf(opts.IO.ErrOut, "warning: %s: %s\n", file, w)
-			}
+			warnFile(opts.IO.ErrOut, file, r.Warnings)
 			over, overGrowth := opts.applyGates(gates, r)
 			if over {
 				crossed = append(crossed, r)

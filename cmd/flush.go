@@ -139,9 +139,7 @@ func runFlush(ctx context.Context, o *FlushOptions) error {
 				continue
 			}
 		}
-		for _, w := range res.Warnings {
-			fmt.Fprintf(o.IO.ErrOut, "warning: %s: %s\n", file, w)
-		}
+		warnFile(o.IO.ErrOut, file, res.Warnings)
 		if o.JSON {
 			if err := writeJSONLine(o.IO.Out, res); err != nil {
 				return err
@@ -259,9 +257,7 @@ func flushBeforeCompaction(ctx context.Context, o *CompactOptions, file string) 
 	if err != nil {
 		return fmt.Errorf("memory flush before compaction failed, %s not compacted: %w", file, err)
 	}
-	for _, w := range r.Warnings {
-		fmt.Fprintf(o.IO.ErrOut, "warning: %s: %s\n", file, w)
-	}
+	warnFile(o.IO.ErrOut, file, r.Warnings)
 	if r.Flushed {
 		fmt.Fprintf(o.IO.ErrOut, "memory flush: %d new notes in %s (%d already there)\n", len(r.Entries), r.MemoryFile, r.Duplicates)
 	} else {

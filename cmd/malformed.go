@@ -17,3 +17,12 @@ func warnMalformed(w io.Writer, file string, lines []transcript.Malformed, doing
 		fmt.Fprintf(w, "warning: %s:%d: %s; pi drops it — ctxtool leaves it in place and %s\n", file, m.Line, m.Describe(), doing)
 	}
 }
+
+// warnFile prints the warnings a command got about one file (an estimator
+// that did not trust a usage record, …), one line each, the same way in
+// every command; the JSON output carries them as warnings.
+func warnFile(w io.Writer, file string, warnings []string) {
+	for _, m := range warnings {
+		fmt.Fprintf(w, "warning: %s: %s\n", file, m)
+	}
+}

@@ -272,10 +272,10 @@ func (p *rollReporter) report(rep *rolling.Report) {
 	// A usage record not trusted changes what a roll evicts: say so for
 	// every session listed below (a large batch lists only those it rolls).
 	if !opts.JSON && (p.files <= 20 || rep.Would()) {
-		for _, w := range rep.Warnings {
+		if len(rep.Warnings) > 0 {
 			prog.Clear()
-			fmt.Fprintf(opts.IO.ErrOut, "warning: %s: %s\n", rep.File, w)
 		}
+		warnFile(opts.IO.ErrOut, rep.File, rep.Warnings)
 	}
 	if len(rep.MalformedLines) > 0 {
 		prog.Clear()
