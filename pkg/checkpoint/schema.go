@@ -7,7 +7,8 @@
 //
 // It owns the checkpoint schema, the builder, the store under
 // <state>/context (checkpoints, the incremental state and the capture mark)
-// and the resume text. It must not call a model, must not change a
+// and the resume text, and restore (Store.Restore: which checkpoint, its
+// text, appending it; ResolveTarget: a session FILE or a key). It must not call a model, must not change a
 // checkpoint file once written, and writes to a session file only through
 // AppendResume: one custom_message under the session lock.
 package checkpoint
