@@ -2,7 +2,6 @@ package formats_test
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -24,16 +23,7 @@ func TestMeasuredLinesAreTheWrittenOnes(t *testing.T) {
 		return sessiongen.AgentOptions{Seed: seed, TargetBytes: 512 << 10, Thinking: seed != 2, Compactions: int(seed - 1),
 			ParallelToolCalls: int(seed), Fact: "the port is 8443"}
 	})
-	write := func(name string, b []byte) {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, p)
-	}
-	for name, text := range measureOdd {
-		write(name, []byte(text))
-	}
+	files = append(files, sessiongen.OddAgentTranscripts(t, dir)...)
 	for _, f := range files {
 		checkMeasured(t, f)
 	}
@@ -135,45 +125,4 @@ func checkMeasured(t *testing.T, f string) {
 	if !bytes.Equal(got.Bytes(), view.Bytes()) {
 		t.Fatalf("%s: the lazy view, read, differs from Open's", name)
 	}
-}
-
-// measureOdd are lines whose pi lines escape what the source did not (or
-// the reverse), replace invalid UTF-8, carry counts of every width and
-// ids of every shape: each one a length the measuring writer must get to
-// the byte.
-var measureOdd = map[string]string{
-	"cc-odd.jsonl": strings.Join([]string{
-		`{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"s\u00e9\"q","cwd":"/tmp/\/x\u0001","timestamp":"2025-03-01T10:00:00+02:00","message":{"role":"user","content":"caf\u00e9 漢字 \ud83d\ude00 \/ \u001f"}}`,
-		`{"type":"assistant","uuid":"a1","parentUuid":"u1","timestamp":"2025-03-01T08:00:01Z","message":{"id":"m1","model":"claude-\u00e9\n","role":"assistant","content":[{"type":"thinking","thinking":"hm 漢","signature":"sig"},{"type":"tool_use","id":"t\"1","name":"Ba\u0007sh","input":{"cmd":"ls \u00e9","n":1.50}},{"type":"text","text":"ok"}],"usage":{"input_tokens":0,"output_tokens":-1,"cache_read_input_tokens":9007199254740993}}}`,
-		"{\"type\":\"user\",\"uuid\":\"r1\",\"parentUuid\":\"a1\",\"timestamp\":\"bad time\",\"message\":{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"t\\\"1\",\"content\":[{\"type\":\"text\",\"text\":\"out \xff\xfe 漢\"}]}]}}",
-		"{\"type\":\"user\",\"uuid\":\"r2\xff\",\"parentUuid\":\"r1\",\"timestamp\":\"2025-03-01T08:00:02.5Z\",\"message\":{\"role\":\"user\",\"content\":\"\xed\xa0\x80 lone surrogate bytes \xef\xbf\xbd\"}}",
-		`{"type":"assistant","uuid":"a2","parentUuid":"r2","timestamp":"2025-03-01T08:00:03Z","message":{"id":"m2","model":"claude-x","role":"assistant","content":"plain \"reply\"","stop_reason":"max_tokens","usage":{"input_tokens":-9007199254740993,"output_tokens":123456789012}}}`,
-		`{"type":"system","subtype":"compact_boundary","uuid":"c1","parentUuid":null,"timestamp":"2025-03-01T08:00:04Z","compactMetadata":{"preTokens":90071992547409930}}`,
-		`{"type":"user","uuid":"u2","parentUuid":"c1","isCompactSummary":true,"timestamp":"2025-03-01T08:00:05Z","message":{"role":"user","content":[{"type":"text","text":"summary 漢 \u2028"},{"type":"text","text":"more"}]}}`,
-		`{"type":"user","uuid":"u3","parentUuid":"u2","timestamp":"2025-03-01T08:00:06Z","message":{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/jpeg","data":"BBBB"}}]}}`,
-		`not json`,
-		``,
-	}, "\n"),
-	"cx-odd.jsonl": strings.Join([]string{
-		`{"timestamp":"2025-09-01T00:00:00Z","type":"session_meta","payload":{"id":"se\u00e9ss","timestamp":"2025-09-01T00:00:00Z","cwd":"/w\\x","model_provider":"open\"ai"}}`,
-		`{"timestamp":"2025-09-01T00:00:00Z","type":"turn_context","payload":{"model":"gpt-\u00e9\t"}}`,
-		`{"timestamp":"2025-09-01T00:00:01Z","type":"response_item","payload":{"type":"message","role":"user","content":"plain \"q\" \\ \n\t\u001f end 漢"}}`,
-		`{"timestamp":"2025-09-01T00:00:02Z","type":"response_item","payload":{"type":"reasoning","summary":[{"type":"summary_text","text":"a\nb"},{"type":"summary_text","text":""},{"type":"summary_text","text":"c \u00e9"}]}}`,
-		`{"timestamp":"2025-09-01T00:00:03Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":""},{"type":"output_text","text":"x\u4e2dy"},{"type":"output_text","text":"\u0041"}]}}`,
-		`{"timestamp":"2025-09-01T00:00:04Z","type":"response_item","payload":{"type":"function_call","name":"sh\"ell","call_id":"c\u00e91","arguments":"{\"a\": [1, 2.0, \"\\u00e9\"]}"}}`,
-		`{"timestamp":"2025-09-01T00:00:04Z","type":"response_item","payload":{"type":"custom_tool_call","name":"apply_patch","call_id":"c2","input":"*** Begin\n\u0000 \u00e9"}}`,
-		`{"timestamp":"2025-09-01T00:00:04Z","type":"event_msg","payload":{"type":"token_count","info":{"last_token_usage":{"input_tokens":-5,"cached_input_tokens":9007199254740993,"output_tokens":0,"total_tokens":1234567890123},"model_context_window":272000}}}`,
-		`{"timestamp":"2025-09-01T00:00:05Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c\u00e91","output":[{"type":"input_text","text":"one\r\n"},{"type":"input_text","text":"two 漢"}]}}`,
-		`{"timestamp":"2025-09-01T00:00:06Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c2","output":{"content":"bad \u00e9","success":false}}}`,
-		`{"timestamp":"2025-09-01T00:00:07Z","type":"compacted","payload":{"message":"sum \u00e9 \"x\"","replacement_history":[{"type":"message","role":"user","content":[{"type":"input_text","text":"kept 漢"}]}]}}`,
-		`{"timestamp":"2025-09-01T00:00:08Z","type":"response_item","payload":{"type":"message","role":"developer","content":[{"type":"input_text","text":"dev \t"},{"type":"input_image","image_url":"data:image/png;base64,QUJD"}]}}`,
-		`{"timestamp":"not a time","type":"response_item","payload":{"type":"local_shell_call","call_id":"c3","action":{"command":["ls", "-l"]}}}`,
-		`{"timestamp":"1970-01-01T00:00:00.000Z","type":"response_item","payload":{"type":"message","role":"user","content":"epoch"}}`,
-		`{"timestamp":"0001-01-01T00:00:00.000Z","type":"response_item","payload":{"type":"message","role":"user","content":"year one"}}`,
-		`{"timestamp":"2025-02-30T00:00:00.000Z","type":"response_item","payload":{"type":"message","role":"user","content":"no such day"}}`,
-		`{"timestamp":"\u0032025-09-01T00:00:11.000Z","type":"response_item","payload":{"type":"message","role":"user","content":"escaped"}}`,
-		`{"timestamp":"2025-09-01T00:00:12.345Z","type":"response_item","payload":{"type":"message","role":"user","content":"pi form"}}`,
-		`{"timestamp":"1969-12-31T23:59:59.999Z","type":"response_item","payload":{"type":"message","role":"user","content":"before the epoch"}}`,
-		`{broken`,
-	}, "\n"),
 }
