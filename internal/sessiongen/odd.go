@@ -8,18 +8,18 @@ import (
 	"testing"
 )
 
-// OddAgentTranscripts writes into dir the hand-written Claude Code and
+// oddAgentTranscripts writes into dir the hand-written Claude Code and
 // Codex transcripts whose values the pi line spells differently from the
 // source or reads in a lossy way, and returns their paths: escapes the
 // pi line writes raw and the reverse, invalid UTF-8, CJK, images, counts
 // of every width (beyond 2^53 too), ids as a UUID's bytes and as text,
 // timestamps at and before the epoch, year 1, 30 February and escaped,
-// malformed lines. The converters' tests run on every one:
+// malformed lines. Every test that reads AgentCorpus runs on them:
 // pkg/formats's TestMeasuredLinesAreTheWrittenOnes (each measured length
 // to the byte) and pkg/transcript's TestProducedEqualsParsed (the values
 // handed over equal what the pi parser reads), so an odd line added for
 // one is checked by both.
-func OddAgentTranscripts(t testing.TB, dir string) []string {
+func oddAgentTranscripts(t testing.TB, dir string) []string {
 	t.Helper()
 	names := make([]string, 0, len(oddAgent))
 	for name := range oddAgent {

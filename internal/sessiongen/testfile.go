@@ -27,9 +27,9 @@ func ToTestFile[R any](t testing.TB, path string, generate func(w io.Writer) (R,
 
 // AgentCorpus writes, for seeds 1 to 3, a Claude Code, a Codex and a legacy
 // Codex transcript generated with opts(seed) (Legacy set for the third) into
-// dir as cc<seed>.jsonl, cx<seed>.jsonl and cxl<seed>.jsonl, and returns
-// their paths: the generated files that the converters' line-by-line tests
-// read.
+// dir as cc<seed>.jsonl, cx<seed>.jsonl and cxl<seed>.jsonl, then the
+// hand-written odd ones (see oddAgentTranscripts), and returns their paths:
+// the files that the converters' line-by-line tests read.
 func AgentCorpus(t testing.TB, dir string, opts func(seed uint64) AgentOptions) []string {
 	t.Helper()
 	var files []string
@@ -46,5 +46,5 @@ func AgentCorpus(t testing.TB, dir string, opts func(seed uint64) AgentOptions) 
 		o.Legacy = true
 		gen("cxl"+n+".jsonl", GenerateCodex, o)
 	}
-	return files
+	return append(files, oddAgentTranscripts(t, dir)...)
 }

@@ -18,12 +18,10 @@ import (
 // format (odd options too) and of the wild transcripts; a measured length
 // one byte off fails here, not as a wrong citation far away.
 func TestMeasuredLinesAreTheWrittenOnes(t *testing.T) {
-	dir := t.TempDir()
-	files := sessiongen.AgentCorpus(t, dir, func(seed uint64) sessiongen.AgentOptions {
+	files := sessiongen.AgentCorpus(t, t.TempDir(), func(seed uint64) sessiongen.AgentOptions {
 		return sessiongen.AgentOptions{Seed: seed, TargetBytes: 512 << 10, Thinking: seed != 2, Compactions: int(seed - 1),
 			ParallelToolCalls: int(seed), Fact: "the port is 8443"}
 	})
-	files = append(files, sessiongen.OddAgentTranscripts(t, dir)...)
 	for _, f := range files {
 		checkMeasured(t, f)
 	}

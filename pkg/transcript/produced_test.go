@@ -19,15 +19,13 @@ import (
 // on odd hand-written lines (escapes, invalid UTF-8, CJK, images, counts
 // beyond 2^53) and on every real transcript in ../shared/fixtures/wild.
 func TestProducedEqualsParsed(t *testing.T) {
-	dir := t.TempDir()
-	files := sessiongen.AgentCorpus(t, dir, func(seed uint64) sessiongen.AgentOptions {
+	files := sessiongen.AgentCorpus(t, t.TempDir(), func(seed uint64) sessiongen.AgentOptions {
 		o := sessiongen.AgentOptions{Seed: seed, Turns: 30, Thinking: seed != 2, Compactions: int(seed - 1), Fact: "the port is 8443"}
 		if seed == 3 {
 			o.TargetBytes = 3 << 20 // the view goes to the spool in several blocks
 		}
 		return o
 	})
-	files = append(files, sessiongen.OddAgentTranscripts(t, dir)...)
 	if os.Getenv("CI") == "true" || dirExists(filepath.Join(oracle.ModuleRoot(), "..", "shared")) {
 		files = append(files, oracle.WildAgentTranscripts(t)...)
 	}
