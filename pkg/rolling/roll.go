@@ -17,7 +17,8 @@ import (
 // Options are the knobs of one roll (config compaction.rolling.* and the
 // roll command's flags).
 type Options struct {
-	// ContextWindow overrides the model's window (0 = Roller.Window).
+	// ContextWindow overrides the window the estimator resolved (0: the
+	// estimator's; models.DefaultContextWindow when it gives none).
 	ContextWindow     int
 	TargetUtilization float64 // ≤ 0: 0.8
 	MinKeepMessages   int
@@ -49,7 +50,8 @@ type Measurement struct {
 	PerMessage []int
 	Method     string
 	// Window is the session's context window as the estimator resolved it
-	// (0: Roller.Window); Notes are its warnings (usage records rejected…).
+	// (0: models.DefaultContextWindow); Notes are its warnings (usage
+	// records rejected…).
 	Window int
 	Notes  []string
 }
@@ -155,9 +157,6 @@ func (r *Report) fail(err error) *Report {
 type Roller struct {
 	Options
 	Measure Estimator
-	// Window is the context window of the session's model (nil or ≤ 0:
-	// models.DefaultContextWindow). Options.ContextWindow overrides it.
-	Window func(m *transcript.ModelRef) int
 	// Recall is the index; nil means recall is unavailable, for the reason
 	// in RecallErr.
 	Recall    Recall
@@ -301,15 +300,15 @@ func (r *Roller) fallback(ctx context.Context, path string, rep *Report, cause .
 	return fr
 }
 
-// window resolves the context window of a session.
-func (r *Roller) window(c *transcript.Context) int {
-	if r.ContextWindow > 0 {
+// window is the context window of the roll: the one the estimator
+// resolved (models.ForSession, through the command's size options), unless
+// Options.ContextWindow overrides it.
+func (r *Roller) window(m Measurement) int {
+	switch {
+	case r.ContextWindow > 0:
 		return r.ContextWindow
-	}
-	if r.Window != nil {
-		if w := r.Window(c.Model); w > 0 {
-			return w
-		}
+	case m.Window > 0:
+		return m.Window
 	}
 	return models.DefaultContextWindow
 }
@@ -329,10 +328,7 @@ func (r *Roller) plan(s *transcript.Session, build bool) (decision, error) {
 	if len(m.PerMessage) != len(c.Messages) {
 		return decision{}, fmt.Errorf("%s: internal error: estimator gave %d counts for %d messages", s.File, len(m.PerMessage), len(c.Messages))
 	}
-	win := m.Window
-	if r.ContextWindow > 0 || win <= 0 {
-		win = r.window(c)
-	}
+	win := r.window(m)
 	target := r.TargetUtilization
 	if target <= 0 {
 		target = DefaultTargetUtilization
