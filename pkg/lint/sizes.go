@@ -3,6 +3,7 @@ package lint
 import (
 	"bytes"
 	"fmt"
+	"strconv"
 
 	"github.com/ctxtool/ctxtool/pkg/estimate"
 )
@@ -124,7 +125,7 @@ func (c *checker) budget() {
 		over = append(over, fmt.Sprintf("--max-tokens %d", o.MaxTokens))
 	}
 	if o.MaxUtilization > 0 && util > o.MaxUtilization {
-		over = append(over, fmt.Sprintf("--max-utilization %.0f%%", o.MaxUtilization*100))
+		over = append(over, "--max-utilization "+strconv.FormatFloat(o.MaxUtilization*100, 'g', 4, 64)+"%")
 	}
 	if len(over) == 0 {
 		return
