@@ -23,24 +23,22 @@ import (
 
 // BudgetOptions are the inputs of `ctxtool budget`.
 type BudgetOptions struct {
-	IO            *IOStreams
-	Files         []string
-	JSON          bool
-	Emit          string // "" | "context"
-	Verbose       bool
-	Workspace     string
-	SystemPrompt  string // file
-	Model         string
-	ContextWindow int
-	ModelWindows  map[string]int
-	Config        budget.Config
-	StateDir      string
+	IO           *IOStreams
+	Files        []string
+	JSON         bool
+	Emit         string // "" | "context"
+	Verbose      bool
+	Workspace    string
+	SystemPrompt string // file
+	Config       budget.Config
+	StateDir     string
 	// IndexLocation is --index / recall.url; Embedder turns on hybrid
 	// recall (llm.embeddingModel).
 	IndexLocation string
 	Embedder      recall.Embedder
 	// Summarize runs the rolling summary with the summariser Compact
-	// describes (auto, llm or extractive).
+	// describes (auto, llm or extractive). Compact.Size resolves the
+	// window, as for every command that measures a context.
 	Summarize bool
 	Compact   *CompactOptions
 }
@@ -111,9 +109,6 @@ func (o *BudgetOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command
 
 // load resolves the flags and contextManagement.* config.
 func (o *BudgetOptions) load(cfg *config.Config, fs *pflag.FlagSet) error {
-	o.Model = cfg.String(fs, "model")
-	o.ContextWindow = cfg.Int(fs, "contextWindow")
-	o.ModelWindows = modelWindows(cfg)
 	o.Config = budgetConfig(cfg)
 	if err := o.Config.Validate(); err != nil {
 		return err
@@ -234,7 +229,7 @@ func budgetFile(ctx context.Context, o *BudgetOptions, file, systemPrompt string
 		return nil, err
 	}
 	defer s.Close()
-	window := models.ForSession(s.Branch(), s.Header, models.Settings{Model: o.Model, ContextWindow: o.ContextWindow, Overrides: o.ModelWindows}).Tokens
+	window := models.ForSession(s.Branch(), s.Header, o.Compact.Size.Window).Tokens
 	abs, _ := filepath.Abs(file)
 	in := budget.Input{Session: s, Window: window, Config: o.Config, Workspace: o.Workspace,
 		SystemPrompt: systemPrompt, HaveSystemPrompt: o.SystemPrompt != "", Searcher: searcher, SessionPath: abs}

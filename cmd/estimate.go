@@ -16,21 +16,19 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/config"
 	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
-	"github.com/ctxtool/ctxtool/pkg/models"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 // EstimateOptions are the inputs of `ctxtool estimate`.
 type EstimateOptions struct {
-	IO            *IOStreams
-	Files         []string
-	Tokenizer     string
-	Model         string
-	ContextWindow int
-	ModelWindows  map[string]int // config models.<name>.contextWindow
-	ContextTokens int            // config contextTokens (OpenClaw's cap)
-	PerMessage    bool
-	FailOver      string
+	IO    *IOStreams
+	Files []string
+	// Size is --tokenizer and the window lookup (--model, --context-window,
+	// models.<name>.contextWindow, the contextTokens cap), as every
+	// command that measures a context resolves them.
+	Size       estimate.Options
+	PerMessage bool
+	FailOver   string
 	// Baseline is an earlier `estimate --json` output; MaxGrowth the growth
 	// over it that fails (exit 3).
 	Baseline  string
@@ -79,9 +77,7 @@ func (o *EstimateOptions) flags(cmd *cobra.Command) {
 func (o *EstimateOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
 	o.Files = args
 	o.JSON = f.JSON
-	so := sizeOptions(cfg, c.Flags())
-	o.Tokenizer, o.Model, o.ContextWindow = so.Method, so.Window.Model, so.Window.ContextWindow
-	o.ModelWindows, o.ContextTokens = so.Window.Overrides, so.Window.ContextTokens
+	o.Size = sizeOptions(cfg, c.Flags())
 	if o.Gauge == nil {
 		o.Gauge = contextGauge
 	}
@@ -123,8 +119,8 @@ func setGCPercent(p int) (restore func()) {
 }
 
 func runEstimate(opts *EstimateOptions) error {
-	if !estimate.ValidMethod(opts.Tokenizer) {
-		return exitcode.Newf(exitcode.Usage, "--tokenizer %q: use one of %s", opts.Tokenizer, strings.Join(estimate.Methods(), ", "))
+	if !estimate.ValidMethod(opts.Size.Method) {
+		return exitcode.Newf(exitcode.Usage, "--tokenizer %q: use one of %s", opts.Size.Method, strings.Join(estimate.Methods(), ", "))
 	}
 	gates, err := opts.gates()
 	if err != nil {
@@ -261,8 +257,7 @@ func estimateFile(opts *EstimateOptions, file string) (*EstimateReport, error) {
 		return nil, err
 	}
 	limitHeap(file)
-	fr, err := estimate.MeasureFile(file, estimate.Options{Method: opts.Tokenizer, Window: models.Settings{
-		Model: opts.Model, ContextWindow: opts.ContextWindow, Overrides: opts.ModelWindows, ContextTokens: opts.ContextTokens}}, opts.PerMessage)
+	fr, err := estimate.MeasureFile(file, opts.Size, opts.PerMessage)
 	if err != nil {
 		return nil, err
 	}

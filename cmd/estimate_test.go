@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
+	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
 	"github.com/ctxtool/ctxtool/pkg/iostreams"
 )
@@ -43,7 +44,7 @@ func edgeFiles(t *testing.T) []string {
 func TestEstimateHeuristicEqualsPi(t *testing.T) {
 	files := edgeFiles(t)
 	pis := oracle.Check(t, true, false, files...)
-	reports, _, err := runEstimateJSON(t, &EstimateOptions{Files: files, Tokenizer: "heuristic", PerMessage: true})
+	reports, _, err := runEstimateJSON(t, &EstimateOptions{Files: files, Size: estimate.Options{Method: "heuristic"}, PerMessage: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +71,7 @@ func TestEstimateUsageNeverReportsStaleAnchor(t *testing.T) {
 		if !strings.Contains(f, "d5dde00") {
 			continue
 		}
-		reports, stderr, err := runEstimateJSON(t, &EstimateOptions{Files: []string{f}, Tokenizer: "usage"})
+		reports, stderr, err := runEstimateJSON(t, &EstimateOptions{Files: []string{f}, Size: estimate.Options{Method: "usage"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,16 +89,16 @@ func TestEstimateUsageNeverReportsStaleAnchor(t *testing.T) {
 
 func TestEstimateFailOver(t *testing.T) {
 	f := oracle.Fixtures(t)[0]
-	_, _, err := runEstimateJSON(t, &EstimateOptions{Files: []string{f}, Tokenizer: "heuristic", FailOver: "50%"})
+	_, _, err := runEstimateJSON(t, &EstimateOptions{Files: []string{f}, Size: estimate.Options{Method: "heuristic"}, FailOver: "50%"})
 	var ee *exitcode.Error
 	if !errors.As(err, &ee) || ee.Code != exitcode.Threshold {
 		t.Fatalf("fail-over 50%%: %v, want exit 3", err)
 	}
-	_, _, err = runEstimateJSON(t, &EstimateOptions{Files: []string{f}, Tokenizer: "heuristic", FailOver: "99%"})
+	_, _, err = runEstimateJSON(t, &EstimateOptions{Files: []string{f}, Size: estimate.Options{Method: "heuristic"}, FailOver: "99%"})
 	if err != nil {
 		t.Fatalf("fail-over 99%%: %v", err)
 	}
-	_, _, err = runEstimateJSON(t, &EstimateOptions{Files: []string{f}, Tokenizer: "heuristic", FailOver: "lots"})
+	_, _, err = runEstimateJSON(t, &EstimateOptions{Files: []string{f}, Size: estimate.Options{Method: "heuristic"}, FailOver: "lots"})
 	if !errors.As(err, &ee) || ee.Code != exitcode.Usage {
 		t.Fatalf("bad --fail-over: %v, want exit 2", err)
 	}
@@ -107,7 +108,7 @@ func TestEstimateBadFileKeepsGoing(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.jsonl")
 	os.WriteFile(bad, []byte(`{"type":"message"}`+"\n"), 0o644)
 	good := "../pkg/transcript/testdata/spec-v3.jsonl"
-	reports, stderr, err := runEstimateJSON(t, &EstimateOptions{Files: []string{bad, good}, Tokenizer: "heuristic"})
+	reports, stderr, err := runEstimateJSON(t, &EstimateOptions{Files: []string{bad, good}, Size: estimate.Options{Method: "heuristic"}})
 	if exitcode.Code(err) != exitcode.Runtime || len(reports) != 2 || reports[1].Tokens != 78 || reports[0].Error == "" {
 		t.Fatalf("err %v reports %+v", err, reports)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/ctxtool/ctxtool/internal/oracle"
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
 	"github.com/ctxtool/ctxtool/internal/testkit"
+	"github.com/ctxtool/ctxtool/pkg/estimate"
 )
 
 type genFile struct {
@@ -64,7 +65,7 @@ func genAgentFiles(t *testing.T, fact string) []genFile {
 func TestEstimateGeneratedAgentFormats(t *testing.T) {
 	cleanEnv(t)
 	for _, f := range genAgentFiles(t, "") {
-		reps, _, err := runEstimateJSON(t, &EstimateOptions{Files: []string{f.path}, Tokenizer: "heuristic"})
+		reps, _, err := runEstimateJSON(t, &EstimateOptions{Files: []string{f.path}, Size: estimate.Options{Method: "heuristic"}})
 		if err != nil || len(reps) != 1 {
 			t.Fatalf("%s: %v", f.name, err)
 		}
@@ -78,7 +79,7 @@ func TestEstimateGeneratedAgentFormats(t *testing.T) {
 		if f.truth.UsageTokens == 0 {
 			continue // Codex's 2025 shape carries no usage
 		}
-		reps, _, err = runEstimateJSON(t, &EstimateOptions{Files: []string{f.path}, Tokenizer: "usage"})
+		reps, _, err = runEstimateJSON(t, &EstimateOptions{Files: []string{f.path}, Size: estimate.Options{Method: "usage"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,11 +139,11 @@ func TestExportToPiLoadsInPi(t *testing.T) {
 		before, _ := os.ReadFile(f.path)
 		out := filepath.Join(t.TempDir(), "copy.jsonl")
 		runOK(t, "export", f.path, "--to", "pi", "-o", out)
-		reps, _, err := runEstimateJSON(t, &EstimateOptions{Files: []string{f.path}, Tokenizer: "heuristic"})
+		reps, _, err := runEstimateJSON(t, &EstimateOptions{Files: []string{f.path}, Size: estimate.Options{Method: "heuristic"}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		ureps, _, _ := runEstimateJSON(t, &EstimateOptions{Files: []string{f.path}, Tokenizer: "usage"})
+		ureps, _, _ := runEstimateJSON(t, &EstimateOptions{Files: []string{f.path}, Size: estimate.Options{Method: "usage"}})
 		pi := oracle.CheckOne(t, out)
 		if !pi.Loads || pi.HeuristicTokens != reps[0].Tokens || pi.ContextMessages != reps[0].ContextMessages {
 			t.Errorf("%s: pi loads=%v %q, %d messages / %d tokens; ctxtool on the original: %d / %d",

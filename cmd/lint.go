@@ -142,10 +142,7 @@ func lintConfig(opts *LintOptions, cfg *config.Config, c *cobra.Command) error {
 		}
 		o.MaxUtilization = u
 	}
-	o.Tokenizer = cfg.String(fl, "estimate.tokenizer")
-	o.Model = cfg.String(fl, "model")
-	o.ContextWindow = cfg.Int(fl, "contextWindow")
-	o.ModelWindows = modelWindows(cfg)
+	o.Size = sizeOptions(cfg, fl)
 	opts.Idle = cfg.Duration(fl, "lint.fixIdle")
 	if opts.DryRun && !opts.Fix {
 		return fmt.Errorf("--dry-run goes with --fix (lint alone never writes)")

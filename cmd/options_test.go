@@ -63,16 +63,16 @@ lint:
 `)
 	t.Run("estimate", func(t *testing.T) {
 		o, code := resolve(t, newEstimateCmd, "--config", cfg, "estimate", "--per-message", "--fail-over", "80%", "a.jsonl", "b.jsonl")
-		if code != 0 || o.Tokenizer != "o200k" || o.ContextWindow != 64000 || !o.PerMessage || o.FailOver != "80%" ||
+		if code != 0 || o.Size.Method != "o200k" || o.Size.Window.ContextWindow != 64000 || !o.PerMessage || o.FailOver != "80%" ||
 			!reflect.DeepEqual(o.Files, []string{"a.jsonl", "b.jsonl"}) {
 			t.Fatalf("exit %d, %+v", code, o)
 		}
 		t.Setenv("CTXTOOL_ESTIMATE_TOKENIZER", "cl100k")
-		if o, _ := resolve(t, newEstimateCmd, "--config", cfg, "estimate", "a.jsonl"); o.Tokenizer != "cl100k" {
-			t.Errorf("env beats file: %q", o.Tokenizer)
+		if o, _ := resolve(t, newEstimateCmd, "--config", cfg, "estimate", "a.jsonl"); o.Size.Method != "cl100k" {
+			t.Errorf("env beats file: %q", o.Size.Method)
 		}
-		if o, _ := resolve(t, newEstimateCmd, "--config", cfg, "estimate", "--tokenizer", "heuristic", "--context-window", "8192", "a.jsonl"); o.Tokenizer != "heuristic" || o.ContextWindow != 8192 {
-			t.Errorf("flag beats env and file: %q %d", o.Tokenizer, o.ContextWindow)
+		if o, _ := resolve(t, newEstimateCmd, "--config", cfg, "estimate", "--tokenizer", "heuristic", "--context-window", "8192", "a.jsonl"); o.Size.Method != "heuristic" || o.Size.Window.ContextWindow != 8192 {
+			t.Errorf("flag beats env and file: %q %d", o.Size.Method, o.Size.Window.ContextWindow)
 		}
 		if _, code := resolve(t, newEstimateCmd, "estimate", "--tokenizer", "words", "a.jsonl"); code != 2 {
 			t.Errorf("unknown tokenizer: exit %d, want 2", code)
@@ -125,13 +125,13 @@ lint:
 	})
 	t.Run("lint", func(t *testing.T) {
 		o, code := resolve(t, newLintCmd, "--config", cfg, "lint", "--format", "sarif", "--max-tokens", "5000", "d")
-		if code != 0 || o.FailOn != "warning" || o.Format != "sarif" || o.Lint.MaxTokens != 5000 || o.Lint.ContextWindow != 64000 {
+		if code != 0 || o.FailOn != "warning" || o.Format != "sarif" || o.Lint.MaxTokens != 5000 || o.Lint.Size.Window.ContextWindow != 64000 {
 			t.Fatalf("exit %d, %+v / %+v", code, o, o.Lint)
 		}
 	})
 	t.Run("budget", func(t *testing.T) {
 		o, code := resolve(t, newBudgetCmd, "--config", cfg, "budget", "--workspace", "ws", "--emit", "context", "s.jsonl")
-		if code != 0 || o.Workspace != "ws" || o.Emit != "context" || o.ContextWindow != 64000 {
+		if code != 0 || o.Workspace != "ws" || o.Emit != "context" || o.Compact.Size.Window.ContextWindow != 64000 {
 			t.Fatalf("exit %d, %+v", code, o)
 		}
 	})

@@ -8,7 +8,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/ctxtool/ctxtool/internal/testkit"
+	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/iostreams"
+	"github.com/ctxtool/ctxtool/pkg/models"
 )
 
 // Human output: paths under the working directory are shown relative,
@@ -27,7 +29,7 @@ func TestEstimateHumanOutput(t *testing.T) {
 	t.Chdir(dir)
 
 	io, _, out, _ := iostreams.Test()
-	opts := &EstimateOptions{IO: io, Files: []string{a, b}, Tokenizer: "heuristic", ContextWindow: 60000, Gauge: contextGauge}
+	opts := &EstimateOptions{IO: io, Files: []string{a, b}, Size: estimate.Options{Method: "heuristic", Window: models.Settings{ContextWindow: 60000}}, Gauge: contextGauge}
 	if err := runEstimate(opts); err != nil {
 		t.Fatal(err)
 	}

@@ -363,3 +363,36 @@ func measureAllWarnings(t *testing.T, file string) ([]string, map[string][]strin
 	run(&cp, "checkpoint", "--trigger", "auto-80pct", "--dry-run", "--state-dir", state)
 	return est.Warnings, map[string][]string{"compact": comp.Warnings, "roll": roll.Warnings, "checkpoint": cp.Warnings}
 }
+
+// Every command that measures a context takes its window from the same
+// settings: OpenClaw's window cap (config contextTokens) caps it in
+// estimate, compact, roll and checkpoint, and in lint's budget rule and
+// budget too, which used to resolve the window on their own without the
+// cap (a 200k window where estimate said 40k).
+func TestEveryCommandCapsTheWindow(t *testing.T) {
+	cleanEnv(t)
+	const window = 40000
+	cfg := testkit.WriteTemp(t, "c.yaml", []byte(fmt.Sprintf("contextTokens: %d\n", window)))
+	file, _ := sampleCopy(t)
+	est, got := measureAll(t, file, "--config", cfg)
+	if est.ContextWindow != window {
+		t.Fatalf("estimate: window %d (%s), want the cap %d", est.ContextWindow, est.WindowSource, window)
+	}
+	for _, g := range got {
+		if g.window != window {
+			t.Errorf("%s: window %d, want the cap %d", g.cmd, g.window, window)
+		}
+	}
+	var b struct {
+		ContextWindow int `json:"contextWindow"`
+	}
+	out, _ := runOK(t, "budget", file, "--config", cfg, "--state-dir", t.TempDir(), "--json")
+	jsonLine(t, out, &b)
+	if b.ContextWindow != window {
+		t.Errorf("budget: window %d, want the cap %d", b.ContextWindow, window)
+	}
+	out, errOut, _ := runCLI(t, "lint", file, "--config", cfg, "--max-utilization", "0.01%", "--json")
+	if want := fmt.Sprintf("of the window of %d tokens", window); !strings.Contains(out, want) {
+		t.Errorf("lint's budget finding does not say %q:\n%s%s", want, out, errOut)
+	}
+}

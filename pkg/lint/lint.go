@@ -7,6 +7,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/models"
 	"github.com/ctxtool/ctxtool/pkg/safefile"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
@@ -45,13 +46,11 @@ type Options struct {
 	// Budget: context-over-budget compares the estimate with these (0: off).
 	MaxTokens      int
 	MaxUtilization float64
-	// Tokenizer for the budget estimate (estimate's methods; "" = auto).
-	Tokenizer string
-	// Model / ContextWindow / ModelWindows resolve the window for
-	// MaxUtilization, as estimate does.
-	Model         string
-	ContextWindow int
-	ModelWindows  map[string]int
+	// Size measures the context for the budget and resolves the window for
+	// MaxUtilization: the same options estimate takes, so that lint
+	// measures as estimate does with the same flags and config (Method ""
+	// = auto).
+	Size estimate.Options
 }
 
 // Default limits (config lint.maxLineBytes, lint.maxImageBytes).
@@ -215,17 +214,10 @@ func (c *checker) run() {
 // command resolves it (models.ForSession).
 func (c *checker) window() models.SessionWindow {
 	if c.win == nil {
-		w := models.ForSession(c.ctx.Path, c.s.Header, c.windowSettings())
+		w := models.ForSession(c.ctx.Path, c.s.Header, c.opts.Size.Window)
 		c.win = &w
 	}
 	return *c.win
-}
-
-// windowSettings are the command's --model/--context-window/config windows,
-// which the budget estimate must use too so that lint measures the context
-// as estimate does with the same flags.
-func (c *checker) windowSettings() models.Settings {
-	return models.Settings{Model: c.opts.Model, ContextWindow: c.opts.ContextWindow, Overrides: c.opts.ModelWindows}
 }
 
 // markPath records which entries are on the root→leaf path, without a map

@@ -259,7 +259,7 @@ func ruleCases() []ruleCase {
 			}, nil)
 			return p, []int{line}
 		}},
-		{rule: RuleContextOverBudget, opts: func(o *Options) { o.MaxTokens = 20; o.Tokenizer = "heuristic" }, make: atLines(func(b *sessiongen.Builder, mark func(int)) { turn(b, "one"); turn(b, "two"); mark(b.Lines()) }, nil)},
+		{rule: RuleContextOverBudget, opts: func(o *Options) { o.MaxTokens = 20; o.Size.Method = "heuristic" }, make: atLines(func(b *sessiongen.Builder, mark func(int)) { turn(b, "one"); turn(b, "two"); mark(b.Lines()) }, nil)},
 		{rule: RuleOversizedLine, opts: func(o *Options) { o.MaxLineBytes = 4000 }, make: atLines(func(b *sessiongen.Builder, mark func(int)) {
 			b.UserText("cat the log")
 			id := b.ToolCallID()

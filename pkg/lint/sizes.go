@@ -107,11 +107,11 @@ func (c *checker) budget() {
 	if (o.MaxTokens <= 0 && o.MaxUtilization <= 0) || !c.enabled(RuleContextOverBudget) {
 		return
 	}
-	method := o.Tokenizer
-	if method == "" {
-		method = estimate.Auto
+	size := o.Size
+	if size.Method == "" {
+		size.Method = estimate.Auto
 	}
-	res, err := estimate.Measure(c.s, c.ctx, estimate.Options{Method: method, Window: c.windowSettings()})
+	res, err := estimate.Measure(c.s, c.ctx, size)
 	if err != nil {
 		c.report(RuleContextOverBudget, c.leafLine(), "budget", "could not estimate the context: %v", err)
 		return
