@@ -125,31 +125,28 @@ func (o *CompactOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Comman
 	o.Files = args
 	o.JSON = f.JSON
 	if o.Truncate && !o.DryRun && cfg.Bool(nil, "recall.enabled") && o.IndexBackup == nil {
-		var err error
-		if o.IndexBackup, err = backupIndexer(cfg, c.Flags()); err != nil {
+		rs, err := resolveRecall(cfg, c.Flags())
+		if err != nil {
 			return err
 		}
+		o.IndexBackup = backupIndexer(rs)
 	}
 	return nil
 }
 
 // backupIndexer returns the function that puts a --truncate backup in the
-// recall index the config names.
-func backupIndexer(cfg *config.Config, fs *pflag.FlagSet) (func(ctx context.Context, path string) error, error) {
-	emb, err := recallEmbedder(cfg)
-	if err != nil {
-		return nil, err
-	}
-	loc, state, maxChars := cfg.String(nil, "recall.url"), cfg.StateDir(fs), cfg.Int(nil, "recall.toolOutputChars")
+// recall index rs names. compact has no --index flag: the index is the
+// one recall.url or the state directory names.
+func backupIndexer(rs recallSettings) func(ctx context.Context, path string) error {
 	return func(ctx context.Context, path string) error {
-		ix, err := openRecall(loc, state, emb, maxChars)
+		ix, err := rs.open()
 		if err != nil {
 			return err
 		}
 		defer ix.Close()
 		_, err = ix.Index(ctx, path)
 		return err
-	}, nil
+	}
 }
 
 // fromConfig resolves flags, environment and config into the options.

@@ -3,12 +3,10 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/ctxtool/ctxtool/pkg/config"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
@@ -19,19 +17,13 @@ import (
 
 // IndexOptions are the inputs of `ctxtool index`.
 type IndexOptions struct {
-	IO       *IOStreams
-	Paths    []string
-	JSON     bool
-	StateDir string
-	// Location is --index / recall.url ("" = the state directory's SQLite
-	// file).
-	Location string
+	IO    *IOStreams
+	Paths []string
+	JSON  bool
+	// Recall is where the index is and how it embeds.
+	Recall recallSettings
 	// Rebuild empties the index first (--rebuild).
 	Rebuild bool
-	// Embedder enables semantic search (nil: keyword only).
-	Embedder recall.Embedder
-	// MaxChars caps tool output per message (recall.toolOutputChars).
-	MaxChars int
 }
 
 func newIndexCmd(f *Factory, runF func(*IndexOptions) error) *cobra.Command {
@@ -78,72 +70,9 @@ func (o *IndexOptions) flags(cmd *cobra.Command) {
 func (o *IndexOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
 	o.Paths = args
 	o.JSON = f.JSON
-	o.MaxChars = cfg.Int(nil, "recall.toolOutputChars")
 	var err error
-	if o.StateDir, o.Location, o.Embedder, err = recallConfig(cfg, c.Flags()); err != nil {
-		return err
-	}
-	return nil
-}
-
-// addIndexFlag adds --index (config recall.url) to a command using recall.
-func addIndexFlag(cmd *cobra.Command) {
-	configFlags(cmd, "recall.url")
-}
-
-// recallConfig reads where a command's recall index is and how it embeds:
-// the state directory, --index (recall.url) and the embeddings client.
-func recallConfig(cfg *config.Config, fl *pflag.FlagSet) (stateDir, location string, e recall.Embedder, err error) {
-	e, err = recallEmbedder(cfg)
-	return cfg.StateDir(fl), cfg.String(fl, "recall.url"), e, err
-}
-
-// recallLocation is where the index lives: the explicit location
-// (--index / recall.url), else the state directory's SQLite file.
-func recallLocation(location, stateDir string) (string, error) {
-	if location != "" {
-		return location, nil
-	}
-	if stateDir == "" {
-		return "", fmt.Errorf("no recall index location: set --state-dir (CTXTOOL_STATE_DIR) or --index (recall.url)")
-	}
-	return recall.DBPath(stateDir), nil
-}
-
-// recallEmbedder builds the embeddings client when llm.embeddingModel is
-// set (nil otherwise: keyword-only recall).
-func recallEmbedder(cfg *config.Config) (recall.Embedder, error) {
-	model := cfg.String(nil, "llm.embeddingModel")
-	if model == "" {
-		return nil, nil
-	}
-	base := cfg.String(nil, "llm.baseURL")
-	if base == "" {
-		base = os.Getenv("OPENAI_BASE_URL")
-	}
-	key := cfg.String(nil, "llm.apiKey")
-	if key == "" {
-		key = os.Getenv("OPENAI_API_KEY")
-	}
-	return recall.NewOpenAIEmbedder(recall.EmbedderConfig{
-		BaseURL: base, APIKey: key, Model: model,
-		Timeout:    cfg.Duration(nil, "llm.timeout"),
-		MaxRetries: cfg.Int(nil, "llm.maxRetries"),
-	})
-}
-
-// openRecall opens the index at location (--index / recall.url), or the
-// state directory's.
-func openRecall(location, stateDir string, e recall.Embedder, maxChars int) (*recall.Index, error) {
-	loc, err := recallLocation(location, stateDir)
-	if err != nil {
-		return nil, exitcode.New(exitcode.Usage, err)
-	}
-	ix, err := recall.OpenURL(loc, recall.WithEmbedder(e), recall.WithMaxChars(maxChars))
-	if err != nil {
-		return nil, exitcode.New(exitcode.Runtime, err)
-	}
-	return ix, nil
+	o.Recall, err = resolveRecall(cfg, c.Flags())
+	return err
 }
 
 // indexGCPercent is the collector's GOGC for an index run. The run's
@@ -212,7 +141,7 @@ func runIndex(ctx context.Context, opts *IndexOptions) error {
 // openIndex opens the index, emptied first with --rebuild.
 func openIndex(opts *IndexOptions) (*recall.Index, error) {
 	if opts.Rebuild {
-		loc, err := recallLocation(opts.Location, opts.StateDir)
+		loc, err := opts.Recall.location()
 		if err != nil {
 			return nil, exitcode.New(exitcode.Usage, err)
 		}
@@ -220,7 +149,7 @@ func openIndex(opts *IndexOptions) (*recall.Index, error) {
 			return nil, exitcode.New(exitcode.Runtime, err)
 		}
 	}
-	return openRecall(opts.Location, opts.StateDir, opts.Embedder, opts.MaxChars)
+	return opts.Recall.open()
 }
 
 // indexReporter takes the stats of each file as the index reports them:

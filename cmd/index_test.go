@@ -55,7 +55,7 @@ func TestIndexAndSearchCommands(t *testing.T) {
 	}
 
 	io, _, out, _ := iostreams.Test()
-	if err := runIndex(context.Background(), &IndexOptions{IO: io, Paths: []string{dir}, JSON: true, StateDir: state}); err != nil {
+	if err := runIndex(context.Background(), &IndexOptions{IO: io, Paths: []string{dir}, JSON: true, Recall: recallSettings{StateDir: state}}); err != nil {
 		t.Fatal(err)
 	}
 	got := jsonLines[recall.Stats](t, out.String())
@@ -71,7 +71,7 @@ func TestIndexAndSearchCommands(t *testing.T) {
 
 	// Second run: nothing to do; human table.
 	io, _, out, _ = iostreams.Test()
-	if err := runIndex(context.Background(), &IndexOptions{IO: io, Paths: []string{dir}, StateDir: state}); err != nil {
+	if err := runIndex(context.Background(), &IndexOptions{IO: io, Paths: []string{dir}, Recall: recallSettings{StateDir: state}}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "0 indexed, 2 unchanged") || strings.Count(out.String(), "unchanged") < 3 {
@@ -81,7 +81,7 @@ func TestIndexAndSearchCommands(t *testing.T) {
 	// Search, JSON: one hit per line with the contract's fields.
 	f := facts[0]
 	io, _, out, _ = iostreams.Test()
-	if err := runSearch(context.Background(), &SearchOptions{IO: io, Query: f.Query, MaxResults: 6, MinScore: 0.35, JSON: true, StateDir: state}); err != nil {
+	if err := runSearch(context.Background(), &SearchOptions{IO: io, Query: f.Query, MaxResults: 6, MinScore: 0.35, JSON: true, Recall: recallSettings{StateDir: state}}); err != nil {
 		t.Fatal(err)
 	}
 	hits := jsonLines[recall.Hit](t, out.String())
@@ -93,7 +93,7 @@ func TestIndexAndSearchCommands(t *testing.T) {
 	}
 	// Human output names the citation.
 	io, _, out, _ = iostreams.Test()
-	if err := runSearch(context.Background(), &SearchOptions{IO: io, Query: f.Query, MaxResults: 2, MinScore: 0.35, StateDir: state}); err != nil {
+	if err := runSearch(context.Background(), &SearchOptions{IO: io, Query: f.Query, MaxResults: 2, MinScore: 0.35, Recall: recallSettings{StateDir: state}}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(out.String(), "1. "+hits[0].Citation) {
@@ -101,7 +101,7 @@ func TestIndexAndSearchCommands(t *testing.T) {
 	}
 	// Backups are not searchable.
 	io, _, out, _ = iostreams.Test()
-	runSearch(context.Background(), &SearchOptions{IO: io, Query: "hidden-backup-text", MaxResults: 6, JSON: true, StateDir: state})
+	runSearch(context.Background(), &SearchOptions{IO: io, Query: "hidden-backup-text", MaxResults: 6, JSON: true, Recall: recallSettings{StateDir: state}})
 	if out.Len() != 0 {
 		t.Errorf("backup/lock/checkpoint text indexed: %s", out)
 	}
@@ -109,14 +109,14 @@ func TestIndexAndSearchCommands(t *testing.T) {
 	// A removed file drops out on the next run over its directory.
 	os.Remove(filepath.Join(dir, "a.jsonl"))
 	io, _, out, _ = iostreams.Test()
-	if err := runIndex(context.Background(), &IndexOptions{IO: io, Paths: []string{dir}, JSON: true, StateDir: state}); err != nil {
+	if err := runIndex(context.Background(), &IndexOptions{IO: io, Paths: []string{dir}, JSON: true, Recall: recallSettings{StateDir: state}}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), `"skipped":"removed"`) {
 		t.Errorf("removal not reported: %s", out)
 	}
 	io, _, out, _ = iostreams.Test()
-	runSearch(context.Background(), &SearchOptions{IO: io, Query: f.Query, MaxResults: 6, MinScore: 0.35, JSON: true, StateDir: state})
+	runSearch(context.Background(), &SearchOptions{IO: io, Query: f.Query, MaxResults: 6, MinScore: 0.35, JSON: true, Recall: recallSettings{StateDir: state}})
 	for _, h := range jsonLines[recall.Hit](t, out.String()) {
 		if filepath.Base(h.Path) == "a.jsonl" {
 			t.Errorf("removed file still found: %s", h.Citation)
@@ -126,19 +126,19 @@ func TestIndexAndSearchCommands(t *testing.T) {
 
 func TestSearchErrors(t *testing.T) {
 	io, _, _, _ := iostreams.Test()
-	err := runSearch(context.Background(), &SearchOptions{IO: io, Query: "x", MaxResults: 6, StateDir: t.TempDir()})
+	err := runSearch(context.Background(), &SearchOptions{IO: io, Query: "x", MaxResults: 6, Recall: recallSettings{StateDir: t.TempDir()}})
 	if exitcode.Code(err) != exitcode.Runtime || !strings.Contains(err.Error(), "ctxtool index") {
 		t.Errorf("no index: %v", err)
 	}
-	err = runSearch(context.Background(), &SearchOptions{IO: io, Query: "x", MaxResults: 0, StateDir: t.TempDir()})
+	err = runSearch(context.Background(), &SearchOptions{IO: io, Query: "x", MaxResults: 0, Recall: recallSettings{StateDir: t.TempDir()}})
 	if exitcode.Code(err) != exitcode.Usage {
 		t.Errorf("--max-results 0: %v", err)
 	}
-	err = runSearch(context.Background(), &SearchOptions{IO: io, Query: "x", MaxResults: 3, MinScore: 2, StateDir: t.TempDir()})
+	err = runSearch(context.Background(), &SearchOptions{IO: io, Query: "x", MaxResults: 3, MinScore: 2, Recall: recallSettings{StateDir: t.TempDir()}})
 	if exitcode.Code(err) != exitcode.Usage {
 		t.Errorf("--min-score 2: %v", err)
 	}
-	err = runIndex(context.Background(), &IndexOptions{IO: io, Paths: []string{filepath.Join(t.TempDir(), "missing.jsonl")}, StateDir: t.TempDir()})
+	err = runIndex(context.Background(), &IndexOptions{IO: io, Paths: []string{filepath.Join(t.TempDir(), "missing.jsonl")}, Recall: recallSettings{StateDir: t.TempDir()}})
 	if err == nil {
 		t.Error("missing path accepted")
 	}

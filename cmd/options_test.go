@@ -119,7 +119,7 @@ lint:
 	})
 	t.Run("index", func(t *testing.T) {
 		o, code := resolve(t, newIndexCmd, "index", "--index", "postgres://u@h/db", "--rebuild", "d1", "d2")
-		if code != 0 || o.Location != "postgres://u@h/db" || !o.Rebuild || !reflect.DeepEqual(o.Paths, []string{"d1", "d2"}) {
+		if code != 0 || o.Recall.URL != "postgres://u@h/db" || !o.Rebuild || !reflect.DeepEqual(o.Paths, []string{"d1", "d2"}) {
 			t.Fatalf("exit %d, %+v", code, o)
 		}
 	})

@@ -35,12 +35,10 @@ type RollOptions struct {
 	// the config), as estimate, compact and checkpoint do.
 	Size estimate.Options
 
-	// RecallEnabled is config recall.enabled; StateDir holds the index.
+	// RecallEnabled is config recall.enabled; Recall is the index the
+	// sessions are indexed in before eviction (unset when disabled).
 	RecallEnabled bool
-	StateDir      string
-	RecallURL     string // --index / recall.url
-	Embedder      recall.Embedder
-	MaxChars      int
+	Recall        recallSettings
 	// Fallback summarises when recall is unavailable (nil: unavailable).
 	Fallback rolling.FallbackFunc
 }
@@ -111,13 +109,11 @@ func (o *RollOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command, 
 	r.Force = fl.Changed("trigger") && r.Trigger == 0
 	r.ReserveTokens = cfg.Int(nil, "compaction.reserveTokens")
 	o.Size = sizeOptions(cfg, fl)
-	o.RecallEnabled = cfg.Bool(nil, "recall.enabled")
-	o.StateDir = cfg.StateDir(fl)
-	o.RecallURL = cfg.String(fl, "recall.url")
-	o.MaxChars = cfg.Int(nil, "recall.toolOutputChars")
-	if o.RecallEnabled {
+	// Disabled recall is never opened, so its settings (the embedder
+	// above all) are not resolved and cannot fail the roll.
+	if o.RecallEnabled = cfg.Bool(nil, "recall.enabled"); o.RecallEnabled {
 		var err error
-		if o.Embedder, err = recallEmbedder(cfg); err != nil {
+		if o.Recall, err = resolveRecall(cfg, fl); err != nil {
 			return err
 		}
 	}
@@ -239,7 +235,7 @@ func newRoller(opts *RollOptions) (r *rolling.Roller, closeIndex func()) {
 	closeIndex = func() {}
 	if !opts.RecallEnabled {
 		r.RecallErr = fmt.Errorf("recall is disabled (recall.enabled: false)")
-	} else if ix, err := openRecall(opts.RecallURL, opts.StateDir, opts.Embedder, opts.MaxChars); err != nil {
+	} else if ix, err := opts.Recall.open(); err != nil {
 		r.RecallErr = fmt.Errorf("the recall index cannot be opened: %v", err)
 	} else {
 		closeIndex = func() { ix.Close() }

@@ -22,9 +22,7 @@ type SearchOptions struct {
 	MinScore   float64
 	Session    string
 	JSON       bool
-	StateDir   string
-	Location   string // --index / recall.url
-	Embedder   recall.Embedder
+	Recall     recallSettings
 }
 
 func newSearchCmd(f *Factory, runF func(*SearchOptions) error) *cobra.Command {
@@ -60,10 +58,8 @@ func (o *SearchOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command
 	o.MaxResults = cfg.Int(c.Flags(), "recall.maxResults")
 	o.MinScore = cfg.Float(c.Flags(), "recall.minScore")
 	var err error
-	if o.StateDir, o.Location, o.Embedder, err = recallConfig(cfg, c.Flags()); err != nil {
-		return err
-	}
-	return nil
+	o.Recall, err = resolveRecall(cfg, c.Flags())
+	return err
 }
 
 func runSearch(ctx context.Context, opts *SearchOptions) error {
@@ -76,14 +72,14 @@ func runSearch(ctx context.Context, opts *SearchOptions) error {
 	if opts.MinScore < 0 || opts.MinScore > 1 {
 		return exitcode.Newf(exitcode.Usage, "--min-score %v: must be between 0 and 1", opts.MinScore)
 	}
-	loc, err := recallLocation(opts.Location, opts.StateDir)
+	loc, err := opts.Recall.location()
 	if err != nil {
 		return exitcode.New(exitcode.Usage, err)
 	}
 	if _, err := os.Stat(loc); !recall.IsURL(loc) && errors.Is(err, os.ErrNotExist) {
 		return exitcode.Newf(exitcode.Runtime, "no recall index at %s: run 'ctxtool index PATH...' first (same --state-dir / --index)", loc)
 	}
-	ix, err := openRecall(loc, "", opts.Embedder, 0)
+	ix, err := opts.Recall.open()
 	if err != nil {
 		return err
 	}

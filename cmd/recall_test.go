@@ -1,0 +1,66 @@
+package cmd
+
+import (
+	"testing"
+)
+
+// Every command that uses the recall index resolves the same settings the
+// same way: --state-dir and --index beat the config, a command without
+// --index (compact) reads recall.url from the config, and an embedder that
+// cannot be built stops the command (exit 2) exactly where the command
+// would use it: always for index and search, only with recall enabled for
+// roll, only for a real --truncate for compact.
+func TestRecallSettingsPerCommand(t *testing.T) {
+	cleanEnv(t)
+	t.Setenv("CTXTOOL_STATE_DIR", "")
+	good := configFile(t, "stateDir: /cfg/st\nrecall:\n  url: /cfg/ix.sqlite\n  toolOutputChars: 123\n")
+	t.Run("flags beat config", func(t *testing.T) {
+		o, code := resolve(t, newIndexCmd, "--config", good, "--state-dir", "/fl/st", "index", "--index", "/fl/ix.sqlite", "d")
+		if code != 0 || o.Recall.StateDir != "/fl/st" || o.Recall.URL != "/fl/ix.sqlite" || o.Recall.MaxChars != 123 || o.Recall.Embedder != nil {
+			t.Fatalf("index: exit %d, %+v", code, o.Recall)
+		}
+		s, code := resolve(t, newSearchCmd, "--config", good, "search", "q")
+		if code != 0 || s.Recall.StateDir != "/cfg/st" || s.Recall.URL != "/cfg/ix.sqlite" {
+			t.Fatalf("search: exit %d, %+v", code, s.Recall)
+		}
+		r, code := resolve(t, newRollCmd, "--config", good, "--state-dir", "/fl/st", "roll", "--index", "/fl/ix.sqlite", "d")
+		if code != 0 || !r.RecallEnabled || r.Recall.StateDir != "/fl/st" || r.Recall.URL != "/fl/ix.sqlite" || r.Recall.MaxChars != 123 {
+			t.Fatalf("roll: exit %d, %+v", code, r.Recall)
+		}
+		c, code := resolve(t, newCompactCmd, "--config", good, "--state-dir", "/fl/st", "compact", "--truncate", "s.jsonl")
+		if code != 0 || c.IndexBackup == nil {
+			t.Fatalf("compact --truncate: exit %d, backup indexer %v", code, c.IndexBackup != nil)
+		}
+	})
+	// A whitespace model name is set but cannot build a client.
+	broken := configFile(t, "llm:\n  embeddingModel: \" \"\n")
+	off := configFile(t, "recall:\n  enabled: false\nllm:\n  embeddingModel: \" \"\n")
+	for _, tc := range []struct {
+		name     string
+		run      func(cfg string) int
+		on, offc int // exit with recall enabled, disabled
+	}{
+		{"index", func(cfg string) int { _, c := resolve(t, newIndexCmd, "--config", cfg, "index", "d"); return c }, 2, 2},
+		{"search", func(cfg string) int { _, c := resolve(t, newSearchCmd, "--config", cfg, "search", "q"); return c }, 2, 2},
+		{"roll", func(cfg string) int { _, c := resolve(t, newRollCmd, "--config", cfg, "roll", "d"); return c }, 2, 0},
+		{"compact --truncate", func(cfg string) int {
+			_, c := resolve(t, newCompactCmd, "--config", cfg, "compact", "--truncate", "s.jsonl")
+			return c
+		}, 2, 0},
+		{"compact --truncate --dry-run", func(cfg string) int {
+			_, c := resolve(t, newCompactCmd, "--config", cfg, "compact", "--truncate", "--dry-run", "s.jsonl")
+			return c
+		}, 0, 0},
+		{"compact", func(cfg string) int {
+			_, c := resolve(t, newCompactCmd, "--config", cfg, "compact", "s.jsonl")
+			return c
+		}, 0, 0},
+	} {
+		if got := tc.run(broken); got != tc.on {
+			t.Errorf("%s, broken embedder, recall enabled: exit %d, want %d", tc.name, got, tc.on)
+		}
+		if got := tc.run(off); got != tc.offc {
+			t.Errorf("%s, broken embedder, recall disabled: exit %d, want %d", tc.name, got, tc.offc)
+		}
+	}
+}
