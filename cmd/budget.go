@@ -31,11 +31,9 @@ type BudgetOptions struct {
 	Workspace    string
 	SystemPrompt string // file
 	Config       budget.Config
-	StateDir     string
-	// IndexLocation is --index / recall.url; Embedder turns on hybrid
-	// recall (llm.embeddingModel).
-	IndexLocation string
-	Embedder      recall.Embedder
+	// Recall is the index semantic history searches (an embedder turns on
+	// hybrid search).
+	Recall recallSettings
 	// Summarize runs the rolling summary with the summariser Compact
 	// describes (auto, llm or extractive). Compact.Size resolves the
 	// window, as for every command that measures a context.
@@ -101,7 +99,7 @@ func (o *BudgetOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command
 	o.Files = args
 	o.JSON = f.JSON
 	var err error
-	if o.StateDir, o.IndexLocation, o.Embedder, err = recallConfig(cfg, c.Flags()); err != nil {
+	if o.Recall, err = resolveRecall(cfg, c.Flags()); err != nil {
 		return err
 	}
 	return o.load(cfg, c.Flags())
@@ -182,9 +180,9 @@ func runBudget(ctx context.Context, o *BudgetOptions) error {
 	if o.Config.SemanticHistory.Enabled {
 		// No index yet is not an error: the report says semantic history
 		// needs one.
-		if loc, err := recallLocation(o.IndexLocation, o.StateDir); err == nil {
+		if loc, err := o.Recall.location(); err == nil {
 			if _, serr := os.Stat(loc); recall.IsURL(loc) || serr == nil {
-				ix, err := openRecall(loc, "", o.Embedder, 0)
+				ix, err := o.Recall.open()
 				if err != nil {
 					return err
 				}

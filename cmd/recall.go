@@ -52,15 +52,6 @@ func resolveRecall(cfg *config.Config, fl *pflag.FlagSet) (recallSettings, error
 	}, nil
 }
 
-// recallConfig, recallLocation and openRecall are resolveRecall, location
-// and open for budget, which keeps the settings as separate values.
-// TODO(issue 13): budget takes recallSettings and the three go (budget.go
-// was being changed for the window settings when the others moved).
-func recallConfig(cfg *config.Config, fl *pflag.FlagSet) (stateDir, location string, e recall.Embedder, err error) {
-	s, err := resolveRecall(cfg, fl)
-	return s.StateDir, s.URL, s.Embedder, err
-}
-
 // location is where the index lives: the explicit URL (--index /
 // recall.url), else the state directory's SQLite file.
 func (s recallSettings) location() (string, error) {
@@ -71,11 +62,6 @@ func (s recallSettings) location() (string, error) {
 		return "", fmt.Errorf("no recall index location: set --state-dir (CTXTOOL_STATE_DIR) or --index (recall.url)")
 	}
 	return recall.DBPath(s.StateDir), nil
-}
-
-// recallLocation: see recallConfig.
-func recallLocation(location, stateDir string) (string, error) {
-	return recallSettings{URL: location, StateDir: stateDir}.location()
 }
 
 // recallEmbedder builds the embeddings client when llm.embeddingModel is
@@ -112,9 +98,4 @@ func (s recallSettings) open() (*recall.Index, error) {
 		return nil, exitcode.New(exitcode.Runtime, err)
 	}
 	return ix, nil
-}
-
-// openRecall: see recallConfig.
-func openRecall(location, stateDir string, e recall.Embedder, maxChars int) (*recall.Index, error) {
-	return recallSettings{URL: location, StateDir: stateDir, Embedder: e, MaxChars: maxChars}.open()
 }

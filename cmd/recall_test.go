@@ -8,7 +8,7 @@ import (
 // same way: --state-dir and --index beat the config, a command without
 // --index (compact) reads recall.url from the config, and an embedder that
 // cannot be built stops the command (exit 2) exactly where the command
-// would use it: always for index and search, only with recall enabled for
+// would use it: always for index, search and budget, only with recall enabled for
 // roll, only for a real --truncate for compact.
 func TestRecallSettingsPerCommand(t *testing.T) {
 	cleanEnv(t)
@@ -27,6 +27,10 @@ func TestRecallSettingsPerCommand(t *testing.T) {
 		if code != 0 || !r.RecallEnabled || r.Recall.StateDir != "/fl/st" || r.Recall.URL != "/fl/ix.sqlite" || r.Recall.MaxChars != 123 {
 			t.Fatalf("roll: exit %d, %+v", code, r.Recall)
 		}
+		b, code := resolve(t, newBudgetCmd, "--config", good, "--state-dir", "/fl/st", "budget", "--index", "/fl/ix.sqlite", "s.jsonl")
+		if code != 0 || b.Recall.StateDir != "/fl/st" || b.Recall.URL != "/fl/ix.sqlite" || b.Recall.MaxChars != 123 {
+			t.Fatalf("budget: exit %d, %+v", code, b.Recall)
+		}
 		c, code := resolve(t, newCompactCmd, "--config", good, "--state-dir", "/fl/st", "compact", "--truncate", "s.jsonl")
 		if code != 0 || c.IndexBackup == nil {
 			t.Fatalf("compact --truncate: exit %d, backup indexer %v", code, c.IndexBackup != nil)
@@ -42,6 +46,7 @@ func TestRecallSettingsPerCommand(t *testing.T) {
 	}{
 		{"index", func(cfg string) int { _, c := resolve(t, newIndexCmd, "--config", cfg, "index", "d"); return c }, 2, 2},
 		{"search", func(cfg string) int { _, c := resolve(t, newSearchCmd, "--config", cfg, "search", "q"); return c }, 2, 2},
+		{"budget", func(cfg string) int { _, c := resolve(t, newBudgetCmd, "--config", cfg, "budget", "s.jsonl"); return c }, 2, 2},
 		{"roll", func(cfg string) int { _, c := resolve(t, newRollCmd, "--config", cfg, "roll", "d"); return c }, 2, 0},
 		{"compact --truncate", func(cfg string) int {
 			_, c := resolve(t, newCompactCmd, "--config", cfg, "compact", "--truncate", "s.jsonl")
