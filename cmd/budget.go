@@ -98,11 +98,17 @@ func (o *BudgetOptions) flags(cmd *cobra.Command) {
 func (o *BudgetOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
 	o.Files = args
 	o.JSON = f.JSON
-	var err error
-	if o.Recall, err = resolveRecall(cfg, c.Flags()); err != nil {
+	if err := o.load(cfg, c.Flags()); err != nil {
 		return err
 	}
-	return o.load(cfg, c.Flags())
+	// Only semantic history searches the index: with it off, the recall
+	// settings (an embedder that cannot be built) must not stop budget.
+	if !o.Config.SemanticHistory.Enabled {
+		return nil
+	}
+	var err error
+	o.Recall, err = resolveRecall(cfg, c.Flags())
+	return err
 }
 
 // load resolves the flags and contextManagement.* config.

@@ -8,8 +8,9 @@ import (
 // same way: --state-dir and --index beat the config, a command without
 // --index (compact) reads recall.url from the config, and an embedder that
 // cannot be built stops the command (exit 2) exactly where the command
-// would use it: always for index, search and budget, only with recall enabled for
-// roll, only for a real --truncate for compact.
+// would use it: always for index and search, only with semantic history
+// on for budget, only with recall enabled for roll, only for a real
+// --truncate for compact.
 func TestRecallSettingsPerCommand(t *testing.T) {
 	cleanEnv(t)
 	t.Setenv("CTXTOOL_STATE_DIR", "")
@@ -67,5 +68,11 @@ func TestRecallSettingsPerCommand(t *testing.T) {
 		if got := tc.run(off); got != tc.offc {
 			t.Errorf("%s, broken embedder, recall disabled: exit %d, want %d", tc.name, got, tc.offc)
 		}
+	}
+	// budget searches the index only for semantic history: with it off, a
+	// broken embedder used to stop it anyway (exit 2).
+	noSemantic := configFile(t, "contextManagement:\n  semanticHistory:\n    enabled: false\nllm:\n  embeddingModel: \" \"\n")
+	if _, code := resolve(t, newBudgetCmd, "--config", noSemantic, "budget", "s.jsonl"); code != 0 {
+		t.Errorf("budget without semantic history, broken embedder: exit %d, want 0", code)
 	}
 }
