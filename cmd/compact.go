@@ -149,6 +149,19 @@ func backupIndexer(rs recallSettings) func(ctx context.Context, path string) err
 	}
 }
 
+// llmEndpoint is the OpenAI-compatible endpoint summaries and embeddings
+// both call: llm.baseURL and llm.apiKey, else OPENAI_BASE_URL and
+// OPENAI_API_KEY, with llm.timeout and llm.maxRetries. The model is the
+// caller's (llm.model or llm.embeddingModel).
+func llmEndpoint(cfg *config.Config) llm.Config {
+	return llm.Config{
+		BaseURL:    cmp.Or(cfg.String(nil, "llm.baseURL"), os.Getenv("OPENAI_BASE_URL")),
+		APIKey:     cmp.Or(cfg.String(nil, "llm.apiKey"), os.Getenv("OPENAI_API_KEY")),
+		Timeout:    cfg.Duration(nil, "llm.timeout"),
+		MaxRetries: cfg.Int(nil, "llm.maxRetries"),
+	}
+}
+
 // fromConfig resolves flags, environment and config into the options.
 func (o *CompactOptions) fromConfig(cfg *config.Config, c *cobra.Command) error {
 	o.load(cfg, c.Flags())
@@ -189,13 +202,8 @@ func (o *CompactOptions) load(cfg *config.Config, fs *pflag.FlagSet) {
 	o.Settings = s
 	o.Summarizer = cfg.String(fs, "compaction.summarizer")
 	o.Size = sizeOptions(cfg, fs)
-	o.LLM = llm.Config{
-		BaseURL:    cmp.Or(cfg.String(nil, "llm.baseURL"), os.Getenv("OPENAI_BASE_URL")),
-		Model:      cfg.String(fs, "llm.model"),
-		APIKey:     cmp.Or(cfg.String(nil, "llm.apiKey"), os.Getenv("OPENAI_API_KEY")),
-		Timeout:    cfg.Duration(nil, "llm.timeout"),
-		MaxRetries: cfg.Int(nil, "llm.maxRetries"),
-	}
+	o.LLM = llmEndpoint(cfg)
+	o.LLM.Model = cfg.String(fs, "llm.model")
 	o.Deadline = cfg.Duration(nil, "llm.deadline")
 	o.Hooks = compaction.Hooks{
 		BeforeCompaction: cfg.String(nil, "compaction.hooks.beforeCompaction"),

@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -71,18 +70,9 @@ func recallEmbedder(cfg *config.Config) (recall.Embedder, error) {
 	if model == "" {
 		return nil, nil
 	}
-	base := cfg.String(nil, "llm.baseURL")
-	if base == "" {
-		base = os.Getenv("OPENAI_BASE_URL")
-	}
-	key := cfg.String(nil, "llm.apiKey")
-	if key == "" {
-		key = os.Getenv("OPENAI_API_KEY")
-	}
+	ep := llmEndpoint(cfg)
 	return recall.NewOpenAIEmbedder(recall.EmbedderConfig{
-		BaseURL: base, APIKey: key, Model: model,
-		Timeout:    cfg.Duration(nil, "llm.timeout"),
-		MaxRetries: cfg.Int(nil, "llm.maxRetries"),
+		BaseURL: ep.BaseURL, APIKey: ep.APIKey, Model: model, Timeout: ep.Timeout, MaxRetries: ep.MaxRetries,
 	})
 }
 

@@ -1,7 +1,12 @@
 package cmd
 
 import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"testing"
+	"time"
 )
 
 // Every command that uses the recall index resolves the same settings the
@@ -74,5 +79,46 @@ func TestRecallSettingsPerCommand(t *testing.T) {
 	noSemantic := configFile(t, "contextManagement:\n  semanticHistory:\n    enabled: false\nllm:\n  embeddingModel: \" \"\n")
 	if _, code := resolve(t, newBudgetCmd, "--config", noSemantic, "budget", "s.jsonl"); code != 0 {
 		t.Errorf("budget without semantic history, broken embedder: exit %d, want 0", code)
+	}
+}
+
+// Summaries and embeddings call the same endpoint: llm.baseURL and
+// llm.apiKey, else OPENAI_BASE_URL and OPENAI_API_KEY (llmEndpoint); only
+// the model differs. The embedder is checked by a request to a local
+// server named only in the environment.
+func TestSummariesAndEmbeddingsShareTheEndpoint(t *testing.T) {
+	cleanEnv(t)
+	var auth, path string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth, path = r.Header.Get("Authorization"), r.URL.Path
+		fmt.Fprint(w, `{"object":"list","model":"e","data":[{"object":"embedding","index":0,"embedding":[0.5,0.5]}]}`)
+	}))
+	defer srv.Close()
+	t.Setenv("OPENAI_BASE_URL", srv.URL+"/v1")
+	t.Setenv("OPENAI_API_KEY", "env-key")
+	fromEnv := configFile(t, "llm:\n  model: m\n  embeddingModel: e\n  timeout: 7s\n  maxRetries: 5\n")
+	fromFile := configFile(t, "llm:\n  model: m\n  baseURL: http://file.example/v1\n  apiKey: file-key\n")
+	for _, tc := range []struct{ cfg, base, key string }{
+		{fromEnv, srv.URL + "/v1", "env-key"},
+		{fromFile, "http://file.example/v1", "file-key"},
+	} {
+		o, code := resolve(t, newCompactCmd, "--config", tc.cfg, "compact", "s.jsonl")
+		if code != 0 || o.LLM.BaseURL != tc.base || o.LLM.APIKey != tc.key || o.LLM.Model != "m" {
+			t.Fatalf("compact: exit %d, %+v", code, o.LLM)
+		}
+	}
+	o, code := resolve(t, newCompactCmd, "--config", fromEnv, "compact", "s.jsonl")
+	if code != 0 || o.LLM.Timeout != 7*time.Second || o.LLM.MaxRetries != 5 {
+		t.Errorf("compact: exit %d, timeout %v, retries %d", code, o.LLM.Timeout, o.LLM.MaxRetries)
+	}
+	ix, code := resolve(t, newIndexCmd, "--config", fromEnv, "index", "d")
+	if code != 0 || ix.Recall.Embedder == nil {
+		t.Fatalf("index: exit %d, embedder %v", code, ix.Recall.Embedder)
+	}
+	if _, err := ix.Recall.Embedder.Embed(context.Background(), []string{"x"}); err != nil {
+		t.Fatal(err)
+	}
+	if path != "/v1/embeddings" || auth != "Bearer env-key" {
+		t.Errorf("embeddings went to %q with %q, want /v1/embeddings with the environment's key", path, auth)
 	}
 }
