@@ -17,7 +17,11 @@ import (
 )
 
 // Version is set at build time with -ldflags "-X github.com/ctxtool/ctxtool/cmd.Version=…".
-var Version = "0.1.0-dev"
+var Version = defaultVersion
+
+// defaultVersion is Version when no release was stamped: --version then
+// takes the module version that `go install …@vX` records, if any.
+const defaultVersion = "0.1.0-dev"
 
 // Factory is what every command gets: its streams and a way to load the
 // configuration once global flags are parsed.
@@ -105,7 +109,7 @@ func NewRootCmd(io *IOStreams) (*cobra.Command, *Factory) {
 transcripts of the pi coding agent and OpenClaw. It only appends to session
 files (never rewrites a line it did not write) and respects OpenClaw's session
 lock.`,
-		Version:       Version,
+		Version:       buildVersion(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

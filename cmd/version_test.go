@@ -1,0 +1,52 @@
+package cmd
+
+import (
+	"bytes"
+	"runtime/debug"
+	"strings"
+	"testing"
+)
+
+func TestVersionLineNamesTheBuild(t *testing.T) {
+	vcs := []debug.BuildSetting{
+		{Key: "vcs.revision", Value: "167ff7f0123456789abcdef"},
+		{Key: "vcs.time", Value: "2026-12-02T02:40:00Z"},
+		{Key: "vcs.modified", Value: "false"},
+	}
+	dirty := append(append([]debug.BuildSetting(nil), vcs[:2]...), debug.BuildSetting{Key: "vcs.modified", Value: "true"})
+	cases := []struct {
+		name, release string
+		info          *debug.BuildInfo
+		want          string
+	}{
+		{"no build info", defaultVersion, nil, defaultVersion},
+		{"git build", defaultVersion, &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.0.0-20261202024000-167ff7f01234"}, Settings: vcs},
+			defaultVersion + " (commit 167ff7f01234, built 2026-12-02T02:40:00Z, go1.26.8)"},
+		{"uncommitted changes", defaultVersion, &debug.BuildInfo{GoVersion: "go1.26.8", Settings: dirty},
+			defaultVersion + " (commit 167ff7f01234+dirty, built 2026-12-02T02:40:00Z, go1.26.8)"},
+		{"go install @version", defaultVersion, &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.3.1"}},
+			"0.3.1 (go1.26.8)"},
+		{"release set by ldflags wins", "1.0.0", &debug.BuildInfo{Main: debug.Module{Version: "v0.3.1"}, Settings: vcs},
+			"1.0.0 (commit 167ff7f01234, built 2026-12-02T02:40:00Z)"},
+	}
+	for _, c := range cases {
+		if got := versionLine(c.release, c.info, c.info != nil); got != c.want {
+			t.Errorf("%s: versionLine = %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+func TestVersionFlagPrintsTheBuild(t *testing.T) {
+	var out bytes.Buffer
+	root, _ := NewRootCmd(&IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out})
+	root.SetArgs([]string{"--version"})
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if want := "ctxtool version " + buildVersion() + "\n"; out.String() != want {
+		t.Fatalf("--version printed %q, want %q", out.String(), want)
+	}
+	if !strings.Contains(out.String(), "go1.") {
+		t.Fatalf("--version does not name the Go version of the build: %q", out.String())
+	}
+}
