@@ -74,7 +74,7 @@ func Load(explicit, openclawFile string) (*Config, error) {
 		data, err := os.ReadFile(file)
 		switch {
 		case errors.Is(err, os.ErrNotExist) && explicit != "":
-			return nil, fmt.Errorf("--config %s: no such file (create it from config.example.yaml, or leave out --config)", file)
+			return nil, fmt.Errorf("--config %s: no such file (create one with `ctxtool config example > FILE`, or leave out --config)", file)
 		case err != nil:
 			return nil, fmt.Errorf("config %s: %v", file, err)
 		}
@@ -83,7 +83,7 @@ func Load(explicit, openclawFile string) (*Config, error) {
 		}
 		v.SetConfigType("yaml")
 		if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
-			return nil, fmt.Errorf("config %s: %v (check the YAML syntax; config.example.yaml shows every key)", file, err)
+			return nil, fmt.Errorf("config %s: %v (check the YAML syntax; `ctxtool config example` shows every key)", file, err)
 		}
 		c.File = file
 	}

@@ -32,7 +32,7 @@ var update = flag.Bool("update", false, "rewrite config.example.yaml from the ke
 // its default, and parsing it back gives exactly the table's defaults.
 func TestExampleConfig(t *testing.T) {
 	path := filepath.Join("..", "..", "config.example.yaml")
-	want := exampleYAML()
+	want := Example()
 	if *update {
 		testkit.WriteFile(t, path, []byte(want), 0o644)
 	}

@@ -170,7 +170,7 @@ func show(v any) string {
 func checkFile(file string, data []byte) error {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return fmt.Errorf("config %s: %v (check the YAML syntax; config.example.yaml shows every key)", file, err)
+		return fmt.Errorf("config %s: %v (check the YAML syntax; `ctxtool config example` shows every key)", file, err)
 	}
 	if len(doc.Content) == 0 {
 		return nil // empty file
@@ -205,7 +205,7 @@ func checkFile(file string, data []byte) error {
 					if vn.Tag == "!!null" {
 						continue // an empty section
 					}
-					errs = append(errs, fmt.Errorf("%s: is a section: put its keys under it (see config.example.yaml)", at))
+					errs = append(errs, fmt.Errorf("%s: is a section: put its keys under it (see `ctxtool config example`)", at))
 					continue
 				}
 				walk(name, vn)
@@ -220,9 +220,9 @@ func checkFile(file string, data []byte) error {
 
 func didYouMean(name string) string {
 	if s := suggest(name); s != "" {
-		return fmt.Sprintf(" (did you mean %s? config.example.yaml lists every key)", s)
+		return fmt.Sprintf(" (did you mean %s? `ctxtool config example` lists every key)", s)
 	}
-	return " (config.example.yaml lists every key)"
+	return " (`ctxtool config example` lists every key)"
 }
 
 // normalize turns yaml.v3's map[string]interface{} trees and ints into the
@@ -301,7 +301,7 @@ func checkEnvironment() error {
 		if s := suggest(guess); s != "" {
 			hint = fmt.Sprintf(" (did you mean %s?)", mustKey(s).Env())
 		}
-		errs = append(errs, fmt.Errorf("environment %s: no such setting%s; config.example.yaml lists every key and its variable", name, hint))
+		errs = append(errs, fmt.Errorf("environment %s: no such setting%s; `ctxtool config example` lists every key and its variable", name, hint))
 	}
 	return errors.Join(errs...)
 }

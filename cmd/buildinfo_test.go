@@ -1,7 +1,11 @@
 package cmd
 
 import (
+	"os"
+	"path/filepath"
+
 	"bytes"
+	"github.com/ctxtool/ctxtool/pkg/config"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -48,5 +52,31 @@ func TestVersionFlagPrintsTheBuild(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "go1.") {
 		t.Fatalf("--version does not name the Go version of the build: %q", out.String())
+	}
+}
+
+// The example config printed by the binary is the one the repository
+// ships and it loads as a config file: a binary install is not left
+// pointing at a file it does not have.
+func TestConfigExampleIsTheShippedFile(t *testing.T) {
+	var out bytes.Buffer
+	root, _ := NewRootCmd(&IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out})
+	root.SetArgs([]string{"--config", "/nonexistent/broken.yaml", "config", "example"})
+	if err := root.Execute(); err != nil {
+		t.Fatalf("config example with a broken --config: %v", err)
+	}
+	shipped, err := os.ReadFile(filepath.Join("..", "config.example.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != string(shipped) {
+		t.Fatalf("config example differs from config.example.yaml (%d vs %d bytes)", out.Len(), len(shipped))
+	}
+	file := filepath.Join(t.TempDir(), "ctxtool.yaml")
+	if err := os.WriteFile(file, out.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := config.Load(file, ""); err != nil {
+		t.Fatalf("the printed example does not load: %v", err)
 	}
 }

@@ -17,9 +17,10 @@ const exampleHeader = `# ctxtool configuration — every key with its default.
 # Unknown keys, values of the wrong type and out-of-range values are errors (exit 2).
 `
 
-// exampleYAML renders config.example.yaml from keys: every key with its
-// doc, its environment variable and flag, and its default.
-func exampleYAML() string {
+// Example renders config.example.yaml from keys: every key with its doc,
+// its environment variable and flag, and its default. `ctxtool config
+// example` prints it, so a binary install has the file too.
+func Example() string {
 	var b strings.Builder
 	b.WriteString(exampleHeader)
 	var open []string // sections currently open
