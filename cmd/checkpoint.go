@@ -21,7 +21,9 @@ type CheckpointOptions struct {
 	IO   *IOStreams
 	File string
 	// Paths are --capture's files and directories (File is Paths[0]).
-	Paths           []string
+	Paths []string
+	// AllowEmpty: finding no session file in Paths is not an error.
+	AllowEmpty      bool
 	SessionKey      string
 	Trigger         string
 	Force           bool
@@ -81,6 +83,7 @@ session recorded survives a reset to a new file under the same key.`,
 
 func (o *CheckpointOptions) flags(cmd *cobra.Command) {
 	fl := cmd.Flags()
+	allowEmptyFlag(cmd, &o.AllowEmpty)
 	fl.StringVar(&o.SessionKey, "session-key", "", "session key (default: OpenClaw's sessions.json key for the file, else the session's own id from its header)")
 	fl.StringVar(&o.Trigger, "trigger", checkpoint.TriggerManual, "auto-80pct|compaction|session-end|manual")
 	enumCompletion(cmd, "trigger", checkpoint.Triggers())
@@ -174,7 +177,7 @@ func runCapture(opts *CheckpointOptions) error {
 	if opts.Force {
 		return exitcode.Newf(exitcode.Usage, "--capture writes no checkpoint: --force does not apply")
 	}
-	files, err := walkInputs(opts.IO.ErrOut, paths, walk.Options{})
+	files, err := walkInputs(opts.IO.ErrOut, paths, walk.Options{}, opts.AllowEmpty)
 	if err != nil {
 		return err
 	}

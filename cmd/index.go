@@ -20,6 +20,8 @@ type IndexOptions struct {
 	IO    *IOStreams
 	Paths []string
 	JSON  bool
+	// AllowEmpty: finding no session file in Paths is not an error.
+	AllowEmpty bool
 	// Recall is where the index is and how it embeds.
 	Recall recallSettings
 	// Rebuild empties the index first (--rebuild).
@@ -64,6 +66,7 @@ hybrid search.`,
 
 func (o *IndexOptions) flags(cmd *cobra.Command) {
 	addIndexFlag(cmd)
+	allowEmptyFlag(cmd, &o.AllowEmpty)
 	cmd.Flags().BoolVar(&o.Rebuild, "rebuild", false, "empty the index first and index everything again (a damaged index's remedy)")
 }
 
@@ -90,7 +93,7 @@ func runIndex(ctx context.Context, opts *IndexOptions) error {
 		ctx = context.Background()
 	}
 	defer setGCPercent(indexGCPercent)()
-	files, err := walkInputs(opts.IO.ErrOut, opts.Paths, walk.Options{Kinds: []walk.Kind{walk.Transcript, walk.Archive}})
+	files, err := walkInputs(opts.IO.ErrOut, opts.Paths, walk.Options{Kinds: []walk.Kind{walk.Transcript, walk.Archive}}, opts.AllowEmpty)
 	if err != nil {
 		return err
 	}

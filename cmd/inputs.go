@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
 	"github.com/ctxtool/ctxtool/pkg/formats"
 	"github.com/ctxtool/ctxtool/pkg/walk"
@@ -39,8 +41,9 @@ func checkInput(path string) error {
 }
 
 // walkInputs expands the paths of a batch command (walk.Walk), warning on
-// errOut about each missing path; when none of them exists it is exit 2.
-func walkInputs(errOut io.Writer, paths []string, opts walk.Options) ([]walk.File, error) {
+// errOut about each missing path; when none of them exists it is exit 2,
+// and so is finding no session file at all unless allowEmpty (requireFiles).
+func walkInputs(errOut io.Writer, paths []string, opts walk.Options, allowEmpty bool) ([]walk.File, error) {
 	var missing []string
 	opts.Missing = func(p string) { missing = append(missing, p) }
 	files, err := walk.Walk(paths, opts)
@@ -53,7 +56,23 @@ func walkInputs(errOut io.Writer, paths []string, opts walk.Options) ([]walk.Fil
 	for _, p := range missing {
 		fmt.Fprintf(errOut, "warning: %s: no such file or directory; skipped (the other paths are processed)\n", p)
 	}
-	return files, nil
+	return files, requireFiles(paths, files, allowEmpty)
+}
+
+// requireFiles is the rule for a batch command that found no session file
+// in its paths: exit 2 unless the user said an empty input is expected. A
+// gate that checked nothing must not pass: a CI step whose recorder wrote
+// no transcript would otherwise go green.
+func requireFiles(paths []string, files []walk.File, allowEmpty bool) error {
+	if len(files) > 0 || allowEmpty {
+		return nil
+	}
+	return exitcode.Newf(exitcode.Usage, "no session files in %s: nothing was done (check the path; pass --allow-empty where an empty input is expected)", strings.Join(paths, ", "))
+}
+
+// allowEmptyFlag declares --allow-empty, requireFiles' way out.
+func allowEmptyFlag(c *cobra.Command, allow *bool) {
+	c.Flags().BoolVar(allow, "allow-empty", false, "exit 0 when the paths hold no session file (default: exit 2, so a gate never passes on nothing)")
 }
 
 // batchExit is the exit of a command over several files, the same in every

@@ -20,6 +20,8 @@ import (
 type LintOptions struct {
 	IO    *IOStreams
 	Paths []string
+	// AllowEmpty: finding no session file in Paths is not an error.
+	AllowEmpty bool
 	// Format: text, json or sarif.
 	Format string
 	// FailOn: error, warning, note or never.
@@ -71,6 +73,7 @@ Directories are walked for transcripts (and .reset/.deleted archives).`,
 
 func (o *LintOptions) flags(cmd *cobra.Command) {
 	fl := cmd.Flags()
+	allowEmptyFlag(cmd, &o.AllowEmpty)
 	fl.StringVar(&o.Format, "format", "text", "output: text, json (one object per finding) or sarif (SARIF 2.1.0)")
 	enumCompletion(cmd, "format", []string{"text", "json", "sarif"})
 	configFlags(cmd, "lint.failOn", "lint.maxTokens", "lint.maxLineBytes", "lint.maxImageBytes", "lint.fixIdle",
@@ -203,6 +206,9 @@ func runLint(opts *LintOptions) error {
 	files, err := walk.Walk(opts.Paths, walk.Options{Kinds: []walk.Kind{walk.Transcript, walk.Archive}, Stdin: true})
 	if err != nil {
 		return exitcode.New(exitcode.Usage, err)
+	}
+	if err := requireFiles(opts.Paths, files, opts.AllowEmpty); err != nil {
+		return err
 	}
 	res := lintFiles(opts, files)
 	if base != nil {

@@ -27,6 +27,8 @@ type RollOptions struct {
 	IO    *IOStreams
 	Paths []string
 	JSON  bool
+	// AllowEmpty: finding no session file in Paths is not an error.
+	AllowEmpty bool
 
 	Roll      rolling.Options
 	Jobs      int
@@ -85,6 +87,7 @@ code 4 unless --wait gets the lock). Standalone pi takes no lock: use
 
 func (o *RollOptions) flags(cmd *cobra.Command) {
 	fl := cmd.Flags()
+	allowEmptyFlag(cmd, &o.AllowEmpty)
 	configFlags(cmd, "compaction.rolling.targetUtilization", "compaction.rolling.minKeepMessages", "compaction.rolling.evictionNote",
 		"compaction.rolling.trigger", "estimate.tokenizer", "model", "contextWindow")
 	fl.BoolVar(&o.Roll.DryRun, "dry-run", false, "report what would be evicted, write nothing")
@@ -186,7 +189,7 @@ func runRoll(ctx context.Context, opts *RollOptions) error {
 	if err := validateRoll(opts); err != nil {
 		return exitcode.New(exitcode.Usage, err)
 	}
-	files, err := walkInputs(opts.IO.ErrOut, opts.Paths, walk.Options{Writable: true})
+	files, err := walkInputs(opts.IO.ErrOut, opts.Paths, walk.Options{Writable: true}, opts.AllowEmpty)
 	if err != nil {
 		return err
 	}
