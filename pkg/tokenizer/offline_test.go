@@ -11,7 +11,14 @@ import (
 	"testing"
 
 	tiktoken "github.com/pkoukk/tiktoken-go"
+	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
 )
+
+// offline is tiktoken-go's own reading of the embedded tables, the
+// reference the tests hold ours to. The binary links only the loader's
+// assets (loadRanks): tiktoken-go itself, with regexp2 and uuid, is a
+// test dependency.
+var offline tiktoken.BpeLoader = tiktoken_loader.NewOfflineLoader()
 
 // The tokenizer must never touch the network nor depend on a download cache.
 // TestNeverTouchesNetwork re-runs this test binary as a child process whose
@@ -20,8 +27,8 @@ import (
 // directories, and inside the child http.DefaultTransport is replaced by a
 // trap that counts requests and refuses them. The child first proves the trap
 // works (tiktoken-go's default loader, asked for the same file, is caught),
-// then loads both encodings, counts, and also asks tiktoken-go itself for an
-// encoding (our init switched it to the embedded loader). The parent checks the
+// then loads both encodings, counts, and checks tiktoken-go, given the
+// embedded tables, counts the same. The parent checks the
 // child's answer and that the cache directories are still empty.
 
 const childEnv = "CTXTOOL_TOKENIZER_OFFLINE_CHILD"
@@ -88,8 +95,14 @@ func TestOfflineChild(t *testing.T) {
 		}
 		counts[enc] = tk.Count("hello world")
 	}
-	if _, err := tiktoken.GetEncoding("cl100k_base"); err != nil {
+	// tiktoken-go, given the embedded tables, counts what we count.
+	tiktoken.SetBpeLoader(offline)
+	ref, err := tiktoken.GetEncoding("cl100k_base")
+	if err != nil {
 		t.Fatalf("tiktoken-go GetEncoding offline: %v", err)
+	}
+	if n := len(ref.EncodeOrdinary("hello world")); n != counts[Cl100k] {
+		t.Fatalf("cl100k: tiktoken-go counts %d, we count %d", n, counts[Cl100k])
 	}
 	if n := tr.hits.Load(); n != 0 {
 		t.Fatalf("%d network requests while loading the tokenizers", n)

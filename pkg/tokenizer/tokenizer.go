@@ -20,9 +20,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-
-	tiktoken "github.com/pkoukk/tiktoken-go"
-	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
 )
 
 // Encoding names a supported tiktoken encoding.
@@ -35,15 +32,6 @@ const (
 
 // encodings lists the supported encodings.
 func encodings() []Encoding { return []Encoding{O200k, Cl100k} }
-
-// offline is the only source of rank tables: the BPE files compiled into the binary.
-var offline tiktoken.BpeLoader = tiktoken_loader.NewOfflineLoader()
-
-func init() {
-	// Anyone else in this binary who asks tiktoken-go for an encoding gets the
-	// embedded tables too, instead of an HTTP download into a temp-dir cache.
-	tiktoken.SetBpeLoader(offline)
-}
 
 var files = map[Encoding]string{
 	O200k:  "o200k_base.tiktoken",
