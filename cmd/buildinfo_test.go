@@ -80,3 +80,39 @@ func TestConfigExampleIsTheShippedFile(t *testing.T) {
 		t.Fatalf("the printed example does not load: %v", err)
 	}
 }
+
+// `man --dir` writes a page for the root and for every command, each
+// carrying the command's own help text, so a binary install has man pages.
+func TestManWritesAPagePerCommand(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "man1")
+	var out bytes.Buffer
+	root, _ := NewRootCmd(&IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out})
+	root.SetArgs([]string{"man", "--dir", dir})
+	if err := root.Execute(); err != nil {
+		t.Fatalf("man: %v", err)
+	}
+	page := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatalf("no page %s: %v", name, err)
+		}
+		return string(b)
+	}
+	if p := page("ctxtool.1"); !strings.Contains(p, `.TH "CTXTOOL" "1"`) {
+		t.Errorf("ctxtool.1 is not a section-1 man page:\n%.200s", p)
+	}
+	n := 0
+	for _, c := range root.Commands() {
+		if !c.IsAvailableCommand() {
+			continue
+		}
+		n++
+		p := page("ctxtool-" + c.Name() + ".1")
+		if want := strings.Fields(c.Short)[0]; !strings.Contains(p, want) {
+			t.Errorf("ctxtool-%s.1 lacks its help text (%q)", c.Name(), c.Short)
+		}
+	}
+	if n < 12 {
+		t.Fatalf("only %d commands found: the tree is not the one NewRootCmd builds", n)
+	}
+}
