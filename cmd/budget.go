@@ -228,6 +228,9 @@ func runBudget(ctx context.Context, o *BudgetOptions) error {
 }
 
 func budgetFile(ctx context.Context, o *BudgetOptions, file, systemPrompt string, searcher budget.Searcher, sum compaction.Summarizer) (*budget.Report, error) {
+	if err := checkInput(file); err != nil {
+		return nil, err
+	}
 	s, err := transcript.Load(file)
 	if err != nil {
 		return nil, err

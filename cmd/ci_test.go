@@ -79,6 +79,9 @@ func TestMissingPathExitCodeIsTheSameEverywhere(t *testing.T) {
 		{"checkpoint", "--capture", missing},
 		{"restore", missing},
 		{"restore", "--append", missing},
+		{"flush", "--workspace", state, missing},
+		{"export", missing},
+		{"budget", missing},
 	} {
 		_, errOut, code := runCLI(t, append([]string{"--state-dir", state}, args...)...)
 		if code != exitcode.Usage || !strings.Contains(errOut, "nope.jsonl") {

@@ -60,6 +60,9 @@ func runExport(opts *ExportOptions) error {
 	if opts.To != "pi" {
 		return exitcode.Newf(exitcode.Usage, "--to %q: the only output format is pi", opts.To)
 	}
+	if err := checkInput(opts.File); err != nil {
+		return err
+	}
 	if opts.Output == "" {
 		if opts.JSON {
 			return exitcode.Newf(exitcode.Usage, "--json needs -o FILE (the session itself goes to standard output)")

@@ -166,6 +166,9 @@ func (o *FlushOptions) model() (memflush.Completer, error) {
 
 // flushFile flushes one session; force skips the token threshold.
 func (o *FlushOptions) flushFile(ctx context.Context, file string, model memflush.Completer, force bool) (*memflush.Result, error) {
+	if err := checkInput(file); err != nil {
+		return nil, err
+	}
 	if !o.Enabled {
 		return &memflush.Result{File: file, Reason: "disabled (compaction.memoryFlush.enabled: false)", Entries: []string{}}, nil
 	}
