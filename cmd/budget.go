@@ -44,10 +44,12 @@ type BudgetOptions struct {
 func newBudgetCmd(f *Factory, runF func(*BudgetOptions) error) *cobra.Command {
 	return command(f, &BudgetOptions{IO: f.IO}, runF, runBudget, &cobra.Command{
 		Use:   "budget FILE...",
-		Short: "Show what the next request would contain under the VS7 context budget",
-		Long: `Assemble the next model request of a session the way OpenClaw's VS7
-context manager does, and show where every token goes. No model is called
-unless --summarize asks for the rolling summary.
+		Short: "Show what the next model request would contain, part by part",
+		Long: `Show what an agent would send the model next for a session, and where every
+token goes: system prompt, workspace files, recalled history, a rolling
+summary and the recent messages, each within its share of the window. It
+follows OpenClaw's context budget (the design called VS7). No model is
+called unless --summarize asks for the rolling summary.
 
   1. The window is split by contextManagement.budget ratios: system prompt
      15%, bootstrap files 10%, history 45%, response 20% (at least

@@ -104,11 +104,16 @@ func NewRootCmd(io *IOStreams) (*cobra.Command, *Factory) {
 	f := &Factory{IO: io}
 	root := &cobra.Command{
 		Use:   "ctxtool",
-		Short: "Manage the context window of pi and OpenClaw agent sessions",
-		Long: `ctxtool measures, compacts, rolls and checkpoints the JSONL session
-transcripts of the pi coding agent and OpenClaw. It only appends to session
-files (never rewrites a line it did not write) and respects OpenClaw's session
-lock.`,
+		Short: "See and manage how full your AI coding agent's context is",
+		Long: `ctxtool works on the session files of AI coding agents — pi, OpenClaw,
+Claude Code and Codex. It tells how full a session's context window is,
+shrinks a session by summarizing or dropping its oldest messages, searches
+everything your sessions ever said, and checks session files for damage and
+leaked secrets.
+
+It writes to pi and OpenClaw sessions by appending (a line it did not write
+is never changed; compact --truncate keeps a backup), under OpenClaw's
+session lock. Claude Code and Codex sessions are read, never written.`,
 		Version:       buildVersion(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
