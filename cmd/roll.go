@@ -2,8 +2,10 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -163,6 +165,24 @@ func validateRoll(opts *RollOptions) error {
 // recallAdapter gives the roller the two calls it needs.
 type recallAdapter struct{ ix *recall.Index }
 
+// indexToCreate stands for the index a real roll would create, in a dry
+// run, which neither indexes nor checks coverage.
+type indexToCreate struct{}
+
+func (indexToCreate) Covered(string) (bool, error) {
+	return false, errors.New("dry run: no index is created")
+}
+
+func (indexToCreate) Index(context.Context, string) error {
+	return errors.New("dry run: no index is created")
+}
+
+// exists reports whether path names something on disk.
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
 func (a recallAdapter) Covered(path string) (bool, error) { return a.ix.Covered(path) }
 
 func (a recallAdapter) Index(ctx context.Context, path string) error {
@@ -238,6 +258,10 @@ func newRoller(opts *RollOptions) (r *rolling.Roller, closeIndex func()) {
 	closeIndex = func() {}
 	if !opts.RecallEnabled {
 		r.RecallErr = fmt.Errorf("recall is disabled (recall.enabled: false)")
+	} else if loc, err := opts.Recall.location(); err == nil && opts.Roll.DryRun && !recall.IsURL(loc) && !exists(loc) {
+		// A dry run writes nothing, not even a new index: the roll it
+		// plans would create one, so recall counts as there.
+		r.Recall = indexToCreate{}
 	} else if ix, err := opts.Recall.open(); err != nil {
 		r.RecallErr = fmt.Errorf("the recall index cannot be opened: %v", err)
 	} else {

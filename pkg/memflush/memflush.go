@@ -198,14 +198,18 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	// One flush of a session at a time: the second waits, then sees the
 	// cycle done.
 	f := &flush{o: o, s: s, ref: ref, res: res, statePath: StatePath(o.StateDir, key)}
-	if err := os.MkdirAll(filepath.Dir(f.statePath), 0o700); err != nil {
-		return nil, fmt.Errorf("state directory %s: %v", filepath.Dir(f.statePath), err)
+	// A dry run of a session never flushed writes nothing, not even the
+	// state directory: there is no cycle to read and no flush to race.
+	if _, err := os.Stat(filepath.Dir(f.statePath)); !o.DryRun || err == nil {
+		if err := os.MkdirAll(filepath.Dir(f.statePath), 0o700); err != nil {
+			return nil, fmt.Errorf("state directory %s: %v", filepath.Dir(f.statePath), err)
+		}
+		lock, err := transcript.AcquireLock(ctx, f.statePath, cmp.Or(o.Wait, defaultLockWait))
+		if err != nil {
+			return nil, err
+		}
+		defer lock.Release()
 	}
-	lock, err := transcript.AcquireLock(ctx, f.statePath, cmp.Or(o.Wait, defaultLockWait))
-	if err != nil {
-		return nil, err
-	}
-	defer lock.Release()
 	if err := f.readCycle(); err != nil {
 		return nil, err
 	}
