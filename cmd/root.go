@@ -137,9 +137,11 @@ lock.`,
 		newFlushCmd(f, nil),
 		newIndexCmd(f, nil),
 		newLintCmd(f, nil),
+		newPruneCmd(f, nil),
 		newRestoreCmd(f, nil),
 		newRollCmd(f, nil),
 		newSearchCmd(f, nil),
+		newUnarchiveCmd(f, nil),
 	)
 	usageArgs(root)
 	return root, f
