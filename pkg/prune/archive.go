@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -501,64 +502,102 @@ func quiet(moved string, st0 os.FileInfo, opts ArchiveOptions) bool {
 }
 
 // putBack returns a moved-aside original to its name. When a writer made a
-// new file there meanwhile (pi creates the file it appends to), that
-// file's bytes are moved aside in turn and appended after the original's,
-// in the order they were written, until the name is free.
+// new file there meanwhile (pi creates the file it appends to), that file
+// is renamed to .NAME.ctxtool-pruning-PID-lateN and its bytes appended
+// after the original's, in the order they were written, until the name is
+// free; then whatever writers still put into a late file (opened just
+// before its rename) is appended too, and the late files go.
 func putBack(moved, abs string, opts ArchiveOptions) error {
-	for round := 0; round < 20; round++ {
+	type lateFile struct {
+		name string
+		used int64
+	}
+	var lates []lateFile
+	linked := false
+	for round := 0; round < 1000; round++ {
 		err := os.Link(moved, abs)
 		if err == nil {
-			safefile.SyncDir(filepath.Dir(abs))
-			return os.Remove(moved)
+			linked = true
+			break
 		}
-		if a, b := stat2(moved, abs); a != nil && b != nil && os.SameFile(a, b) {
+		if a, b := stat2(moved, abs); len(lates) == 0 && a != nil && b != nil && os.SameFile(a, b) {
 			// A run killed between the link and the removal.
 			return os.Remove(moved)
 		}
 		if !errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("%s: cannot put the session back from %s (it is complete there: rename it yourself): %v", abs, moved, safefile.PathCause(err))
 		}
-		late := moved + "-late"
+		late := moved + "-late" + strconv.Itoa(round)
 		if err := os.Rename(abs, late); err != nil {
 			return fmt.Errorf("%s: cannot merge what a writer added into %s: %v", abs, moved, safefile.PathCause(err))
 		}
-		if st, err := os.Stat(late); err == nil {
-			quiet(late, st, opts)
-		}
-		if err := appendFile(moved, late); err != nil {
+		n, err := appendFrom(moved, late, 0)
+		if err != nil {
 			return fmt.Errorf("%s: cannot merge %s into %s (both are complete: concatenate them yourself): %v", abs, late, moved, err)
 		}
-		os.Remove(late)
+		lates = append(lates, lateFile{late, n})
 	}
-	return fmt.Errorf("%s: a writer keeps recreating the file; the session is complete in %s: rename it back once the writer stops", abs, moved)
+	if !linked {
+		return fmt.Errorf("%s: a writer keeps recreating the file; the session is complete in %s: rename it back once the writer stops", abs, moved)
+	}
+	safefile.SyncDir(filepath.Dir(abs))
+	if err := os.Remove(moved); err != nil {
+		return err
+	}
+	for _, l := range lates {
+		if st, err := os.Stat(l.name); err == nil {
+			waitClosed(l.name, st, opts)
+		}
+		if _, err := appendFrom(abs, l.name, l.used); err != nil {
+			return fmt.Errorf("%s: cannot append the last lines of %s (append them yourself): %v", abs, l.name, err)
+		}
+		os.Remove(l.name)
+	}
+	safefile.SyncDir(filepath.Dir(abs))
+	return nil
 }
 
-// appendFile appends the bytes of src to dst and syncs it.
-func appendFile(dst, src string) error {
-	data, err := os.ReadFile(src)
-	if err != nil {
-		return err
+// waitClosed waits until no other process holds path open for writing and
+// it stopped growing for the settle time (at most the hold wait).
+func waitClosed(path string, st os.FileInfo, opts ArchiveOptions) {
+	for deadline := time.Now().Add(max(opts.HoldWait, DefaultHoldWait)); time.Now().Before(deadline); {
+		if quiet(path, st, opts) {
+			return
+		}
+		var err error
+		if st, err = os.Stat(path); err != nil {
+			return
+		}
 	}
+}
+
+// appendFrom appends the bytes of src from offset on to dst, syncs dst and
+// returns the size of src it read up to.
+func appendFrom(dst, src string, offset int64) (int64, error) {
+	in, err := os.Open(src)
+	if err != nil {
+		return 0, err
+	}
+	defer in.Close()
 	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if _, err := out.Write(data); err != nil {
-		out.Close()
-		return err
+	n, err := io.Copy(out, io.NewSectionReader(in, offset, 1<<62))
+	if err == nil {
+		err = out.Sync()
 	}
-	if err := out.Sync(); err != nil {
-		out.Close()
-		return err
+	if cerr := out.Close(); err == nil {
+		err = cerr
 	}
-	return out.Close()
+	return offset + n, err
 }
 
 // Recover puts back the originals that a killed run had moved aside
-// (.NAME.ctxtool-pruning-PID of a dead PID, and its -late companion) in the
-// directories under roots, skipping hidden directories as pkg/walk does.
-// Put back, such a session is archived again by the next run (its archive,
-// already verified, is reused). It returns what it restored.
+// (.NAME.ctxtool-pruning-PID of a dead PID, and its -lateN companions) in
+// the directories under roots, skipping hidden directories as pkg/walk
+// does. Put back, such a session is archived again by the next run (its
+// archive, already verified, is reused). It returns what it restored.
 func Recover(roots []string) ([]string, error) {
 	var restored []string
 	var errs []error
@@ -567,6 +606,7 @@ func Recover(roots []string) ([]string, error) {
 		if err != nil || !st.IsDir() {
 			continue
 		}
+		moved := map[string][]string{} // moved-aside original → its late files
 		filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return nil
@@ -582,50 +622,97 @@ func Recover(roots []string) ([]string, error) {
 			if i < 1 || name[0] != '.' {
 				return nil
 			}
-			pid, err := strconv.Atoi(name[i+len(movedMarker):])
+			rest := name[i+len(movedMarker):]
+			pidText, _, isLate := strings.Cut(rest, "-late")
+			pid, err := strconv.Atoi(pidText)
 			if err != nil || safefile.PidAlive(pid) {
-				return nil // a -late file (handled with its original), or a live run's
+				return nil // not ours, or a live run's
 			}
-			abs := filepath.Join(filepath.Dir(p), name[1:i])
-			if late := p + "-late"; exists(late) {
-				if err := mergeLate(p, late); err != nil {
-					errs = append(errs, err)
-					return nil
-				}
+			orig := filepath.Join(filepath.Dir(p), name[:i+len(movedMarker)]+pidText)
+			if isLate {
+				moved[orig] = append(moved[orig], p)
+			} else if _, ok := moved[orig]; !ok {
+				moved[orig] = nil
 			}
-			if err := putBack(p, abs, ArchiveOptions{}); err != nil {
-				errs = append(errs, err)
-				return nil
-			}
-			restored = append(restored, abs)
 			return nil
 		})
+		for m, lates := range moved {
+			base := filepath.Base(m)
+			abs := filepath.Join(filepath.Dir(m), base[1:strings.LastIndex(base, movedMarker)])
+			if err := recoverOne(m, abs, lates); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			restored = append(restored, abs)
+		}
 	}
 	return restored, errors.Join(errs...)
 }
 
-// mergeLate appends a -late file to its original unless a killed run had
-// already done so (the original then ends with its bytes).
-func mergeLate(moved, late string) error {
-	data, err := os.ReadFile(late)
+// recoverOne puts a moved-aside original back, with the lines of its late
+// files that it lacks; when the original is gone (the run was killed after
+// putting it back), the late files' missing lines go to the session.
+func recoverOne(moved, abs string, lates []string) error {
+	sort.Slice(lates, func(i, j int) bool { return lateRound(lates[i]) < lateRound(lates[j]) })
+	target := moved
+	if !exists(moved) {
+		target = abs
+	}
+	for _, l := range lates {
+		if err := mergeLines(target, l); err != nil {
+			return fmt.Errorf("%s: cannot merge %s into %s (append its lines yourself): %v", abs, l, target, err)
+		}
+	}
+	if target == abs {
+		return nil
+	}
+	return putBack(moved, abs, ArchiveOptions{})
+}
+
+func lateRound(name string) int {
+	_, r, _ := strings.Cut(name[strings.LastIndex(name, movedMarker):], "-late")
+	n, _ := strconv.Atoi(r)
+	return n
+}
+
+// mergeLines appends to dst the lines of src it does not hold yet (a
+// killed run may have copied some or all of them; session lines are
+// unique: ids, timestamps), then removes src.
+func mergeLines(dst, src string) error {
+	have, err := os.ReadFile(dst)
 	if err != nil {
 		return err
 	}
-	if st, err := os.Stat(moved); err == nil && st.Size() >= int64(len(data)) && len(data) > 0 {
-		f, err := os.Open(moved)
-		if err == nil {
-			tail := make([]byte, len(data))
-			_, rerr := f.ReadAt(tail, st.Size()-int64(len(data)))
-			f.Close()
-			if rerr == nil && bytes.Equal(tail, data) {
-				return os.Remove(late)
-			}
-		}
-	}
-	if err := appendFile(moved, late); err != nil {
+	data, err := os.ReadFile(src)
+	if err != nil {
 		return err
 	}
-	return os.Remove(late)
+	seen := map[string]bool{}
+	for _, l := range bytes.SplitAfter(have, []byte("\n")) {
+		seen[string(l)] = true
+	}
+	var add []byte
+	for _, l := range bytes.SplitAfter(data, []byte("\n")) {
+		if len(l) > 0 && !seen[string(l)] {
+			add = append(add, l...)
+		}
+	}
+	if len(add) > 0 {
+		out, err := os.OpenFile(dst, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			return err
+		}
+		if _, err := out.Write(add); err != nil {
+			out.Close()
+			return err
+		}
+		if err := out.Sync(); err != nil {
+			out.Close()
+			return err
+		}
+		out.Close()
+	}
+	return os.Remove(src)
 }
 
 func stat2(a, b string) (os.FileInfo, os.FileInfo) {
