@@ -204,7 +204,11 @@ func runWriter() {
 		id := fmt.Sprintf("w%07d", n)
 		line := `{"type":"message","id":"` + id + `","parentId":"` + parent + `","timestamp":"` + time.Now().UTC().Format("2006-01-02T15:04:05.000Z") +
 			`","message":{"role":"user","content":"` + id + ` ` + text + `","timestamp":` + strconv.FormatInt(time.Now().UnixMilli(), 10) + `}}` + "\n"
-		f, err := os.OpenFile(session, os.O_WRONLY|os.O_APPEND, 0)
+		flags := os.O_WRONLY | os.O_APPEND
+		if os.Getenv("CTXTOOL_TORTURE_CREATE") != "" {
+			flags |= os.O_CREATE // pi's appendFileSync makes a missing file
+		}
+		f, err := os.OpenFile(session, flags, 0o644)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)

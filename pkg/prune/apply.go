@@ -36,7 +36,16 @@ func Apply(ctx context.Context, rep *Report, p Policy, opts ApplyOptions) error 
 			total++
 		}
 	}
+	// Every directory holding an archive gets its manifest rebuilt (one a
+	// killed run left stale included), and what killed runs left in the
+	// directories is swept.
 	dirs := map[string]bool{}
+	for _, s := range rep.Sessions {
+		safefile.SweepOnce(filepath.Dir(s.File))
+		if s.Action == Archived {
+			dirs[filepath.Dir(s.File)] = true
+		}
+	}
 	done := 0
 	for _, s := range rep.Sessions {
 		if s.Action != ToArchive && s.Action != ToDelete {

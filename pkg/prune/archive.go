@@ -141,9 +141,12 @@ type ArchiveOptions struct {
 	Now func() time.Time
 }
 
-// DefaultSettle and DefaultHoldWait: see ArchiveOptions.
+// DefaultSettle and DefaultHoldWait: see ArchiveOptions. The settle time
+// is Rewrite's (transcript.DefaultSettle): pi opens the file by path for
+// every append, so only an open made just before the move can still write
+// to it, and /proc shows who holds it open meanwhile.
 const (
-	DefaultSettle   = 100 * time.Millisecond
+	DefaultSettle   = transcript.DefaultSettle
 	DefaultHoldWait = 5 * time.Second
 )
 
