@@ -110,6 +110,9 @@ func TestPruneGeneratedHome(t *testing.T) {
 		t.Errorf("table: exit %d\n%s", code, out)
 	}
 
+	stores := []string{filepath.Join(home, ".pi"), filepath.Join(home, ".openclaw"), filepath.Join(home, ".claude"), filepath.Join(home, ".codex")}
+	runOK(t, append([]string{"index"}, stores...)...) // indexed before: the next index must follow the archives
+
 	// A locked session is skipped and reported (exit 4); the others go.
 	var locked string
 	for _, s := range h.Sessions {
@@ -182,11 +185,11 @@ func TestPruneGeneratedHome(t *testing.T) {
 			t.Errorf("checkpoint %s: exit %d\n%s", p, code, errOut)
 		}
 	}
-	stores := []string{filepath.Join(home, ".pi"), filepath.Join(home, ".openclaw"), filepath.Join(home, ".claude"), filepath.Join(home, ".codex")}
 	runOK(t, append([]string{"index"}, stores...)...)
 	for i, s := range h.Sessions {
 		out, errOut, code := runCLI(t, "search", "--json", "--min-score", "0", s.Fact)
-		if code != 0 || !strings.Contains(out, filepath.Base(strings.SplitN(paths[i], "#", 2)[0])) {
+		if code != 0 || !strings.Contains(out, filepath.Base(strings.SplitN(paths[i], "#", 2)[0])) ||
+			s.Kind == prunehome.Archived && strings.Contains(out, filepath.Base(s.Path)+`"`) {
 			t.Errorf("search %s (in %s): exit %d\n%s%s", s.Fact, paths[i], code, out, errOut)
 		}
 	}
