@@ -73,7 +73,7 @@ deleted.`,
 }
 
 func (o *PruneOptions) flags(cmd *cobra.Command) {
-	configFlags(cmd, "prune.olderThan", "prune.keepLast", "prune.maxTotal", "prune.idle", "prune.archiveDir", "prune.deleteAfter")
+	configFlags(cmd, "prune.olderThan", "prune.keepLast", "prune.maxTotal", "prune.idle", "prune.archiveDir", "prune.dedupe", "prune.deleteAfter")
 	fl := cmd.Flags()
 	fl.BoolVar(&o.Apply, "apply", false, "archive (and with --delete, delete) for real; without it prune only reports")
 	fl.BoolVar(&o.Policy.Delete, "delete", false, "remove archives made more than --delete-after ago (their sha256 is printed first)")
@@ -100,6 +100,7 @@ func (o *PruneOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command,
 		return fmt.Errorf("--idle %v: must be ≥ 0", p.Idle)
 	}
 	p.ArchiveDir = cfg.String(fl, "prune.archiveDir")
+	p.Dedupe = cfg.Bool(fl, "prune.dedupe")
 	if p.Delete && p.DeleteAfter <= 0 {
 		return fmt.Errorf("--delete needs --delete-after > 0: archives are deleted only once they are that old")
 	}

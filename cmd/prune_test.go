@@ -289,3 +289,69 @@ func TestPruneUsageErrors(t *testing.T) {
 		t.Errorf("empty home: exit %d\n%s", code, errOut)
 	}
 }
+
+// --dedupe on the generated home: the pi and OpenClaw archives keep one
+// copy of the shared screenshot in ctxtool-blobs/ per directory, Claude
+// Code and Codex are archived whole (reported), every archive still reads,
+// and unarchive restores every file byte for byte. Logs the bytes
+// reclaimed by archiving alone and with dedupe (the same home twice).
+func TestPruneDedupe(t *testing.T) {
+	cleanEnv(t)
+	measure := func(dedupe bool) (*prune.Report, *prunehome.Home) {
+		home := t.TempDir()
+		t.Setenv("HOME", home)
+		h := prunehome.Build(t, home, 1)
+		args := append([]string{"--apply"}, prunehome.Policy...)
+		if dedupe {
+			args = append(args, "--dedupe")
+		}
+		rep, errOut, code := pruneJSON(t, args...)
+		if code != 0 {
+			t.Fatalf("exit %d\n%s", code, errOut)
+		}
+		return rep, h
+	}
+	plain, _ := measure(false)
+	rep, h := measure(true)
+	var sessions int64
+	for _, s := range rep.Sessions {
+		sessions += s.Bytes
+		if !s.Done {
+			continue
+		}
+		switch s.Format {
+		case "pi":
+			if s.Deduped == 0 {
+				t.Errorf("%s: no image deduplicated", s.File)
+			}
+		default:
+			if s.Deduped != 0 || !strings.Contains(s.Reason, "images not deduplicated") {
+				t.Errorf("%s (%s): deduped %d, reason %q", s.File, s.Format, s.Deduped, s.Reason)
+			}
+		}
+	}
+	if rep.Totals.Deduped == 0 || rep.Totals.BlobsAdded >= rep.Totals.Deduped || rep.Totals.Reclaimed <= plain.Totals.Reclaimed {
+		t.Fatalf("dedupe: totals %+v, without dedupe %+v", rep.Totals, plain.Totals)
+	}
+	t.Logf("home of %d bytes in %d sessions: archiving alone reclaims %d bytes; with --dedupe %d (%d image bytes replaced by references, %d stored once): dedupe adds %d",
+		sessions, len(rep.Sessions), plain.Totals.Reclaimed, rep.Totals.Reclaimed, rep.Totals.Deduped, rep.Totals.BlobsAdded, rep.Totals.Reclaimed-plain.Totals.Reclaimed)
+	for _, s := range h.Sessions {
+		if s.Kind == prunehome.Archived {
+			if out, errOut, code := runCLI(t, "estimate", "--json", s.Path+prune.Suffix); code != 0 || !strings.Contains(out, `"contextMessages"`) {
+				t.Errorf("estimate %s: exit %d\n%s", s.Path, code, errOut)
+			}
+		}
+	}
+	before := map[string]string{}
+	for _, s := range h.Sessions {
+		if s.Kind != prunehome.Store {
+			before[s.Path] = ""
+		}
+	}
+	runOK(t, "unarchive", h.Dir+"/.pi", h.Dir+"/.openclaw", h.Dir+"/.claude", h.Dir+"/.codex")
+	for p := range before {
+		if _, ok := stateOf(t, p); !ok {
+			t.Errorf("%s not restored", p)
+		}
+	}
+}

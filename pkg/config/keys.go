@@ -249,6 +249,8 @@ var keys = []Key{
 		Doc: "prune leaves alone sessions written to more recently than this (possibly live; standalone pi takes no lock)."},
 	{Name: "prune.archiveDir", Kind: String, Default: "", Flag: "archive-dir",
 		Doc: `prune writes archives to <dir>/<agent>/<project>/ instead of beside each session ("" = in place, NAME.jsonl.zst).`},
+	{Name: "prune.dedupe", Kind: Bool, Default: false, Flag: "dedupe",
+		Doc: "prune moves the inline images of the pi/OpenClaw sessions it archives to a content-addressed store beside the archives (ctxtool-blobs/), one file per distinct image."},
 	{Name: "prune.deleteAfter", Kind: String, Default: "180d", Flag: "delete-after",
 		Doc: "with --delete, prune removes the archives it made longer ago than this (30d, 2w)."},
 }

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/ctxtool/ctxtool/pkg/formats"
 	"github.com/ctxtool/ctxtool/pkg/safefile"
 )
 
@@ -82,6 +83,13 @@ func Apply(ctx context.Context, rep *Report, p Policy, opts ApplyOptions) error 
 func archiveOne(ctx context.Context, s *Session, p Policy, o ArchiveOptions) {
 	dest := Dest(s, p.ArchiveDir)
 	s.Archive = dest
+	if p.Dedupe {
+		if s.Format == formats.Pi {
+			o.BlobStore = BlobStore(s.File, p.ArchiveDir)
+		} else {
+			s.Reason += "; images not deduplicated: " + string(s.Format) + " files belong to their agent, archived whole"
+		}
+	}
 	info, err := Archive(ctx, s.File, dest, o)
 	s.Estimated = false
 	s.Reclaimed = 0
@@ -97,8 +105,9 @@ func archiveOne(ctx context.Context, s *Session, p Policy, o ArchiveOptions) {
 	s.Action, s.SHA256, s.info = Archived, info.SHA256, info
 	s.Reason = "archived to " + dest + " (" + s.Reason + ")"
 	if st, err := os.Stat(dest); err == nil {
-		s.Reclaimed = info.Size - st.Size()
+		s.Reclaimed = info.Size - st.Size() - info.BlobsAdded
 	}
+	s.Deduped, s.BlobsAdded = info.BlobBytes, info.BlobsAdded
 	s.Done = true
 }
 

@@ -50,6 +50,15 @@ type Info struct {
 	Session    string    `json:"session,omitempty"`
 	Lines      int       `json:"lines"`
 	ArchivedAt time.Time `json:"archivedAt"`
+	// Blobs is the image store the archive's references point into ("":
+	// not deduplicated); StoredSHA256 and StoredSize are then the bytes
+	// the archive decompresses to, BlobBytes the payload bytes replaced by
+	// references and BlobsAdded the bytes this archive added to the store.
+	Blobs        string `json:"blobs,omitempty"`
+	StoredSHA256 string `json:"storedSha256,omitempty"`
+	StoredSize   int64  `json:"storedSize,omitempty"`
+	BlobBytes    int64  `json:"blobBytes,omitempty"`
+	BlobsAdded   int64  `json:"blobsAdded,omitempty"`
 }
 
 // Suffix is appended to a session file's name to name its archive.
@@ -139,6 +148,10 @@ type ArchiveOptions struct {
 	HoldWait time.Duration
 	// Now is the clock (tests).
 	Now func() time.Time
+	// BlobStore, when set, deduplicates the session's inline images into
+	// this content-addressed store (pi/OpenClaw JSONL only: the caller
+	// decides; see Dehydrate).
+	BlobStore string
 }
 
 // DefaultSettle and DefaultHoldWait: see ArchiveOptions. The settle time
@@ -305,7 +318,19 @@ func compress(abs, dest string, st0 os.FileInfo, opts ArchiveOptions) (*Info, er
 	}
 	h := sha256.New()
 	lc := &lineCounter{}
-	n, err := io.Copy(enc, io.TeeReader(io.LimitReader(f, st0.Size()), io.MultiWriter(h, lc)))
+	src := io.TeeReader(io.LimitReader(f, st0.Size()), io.MultiWriter(h, lc))
+	var n int64
+	var dd *dehydrated
+	if opts.BlobStore != "" && st0.Size() <= dedupeLimit {
+		dd, err = dehydrate(src, st0.Size(), opts.BlobStore)
+		if err == nil && dd != nil {
+			n = dd.size
+			_, err = enc.Write(dd.data)
+		}
+	}
+	if err == nil && dd == nil {
+		n, err = io.Copy(enc, src)
+	}
 	if cerr := enc.Close(); err == nil {
 		err = cerr
 	}
@@ -317,6 +342,13 @@ func compress(abs, dest string, st0 os.FileInfo, opts ArchiveOptions) (*Info, er
 	}
 	info := &Info{Original: abs, SHA256: hex.EncodeToString(h.Sum(nil)), Size: n, ModTime: st0.ModTime().UTC(),
 		Mode: st0.Mode().Perm(), Session: lc.session(), Lines: lc.lines(), ArchivedAt: opts.now().UTC()}
+	if dd != nil && dd.replaced > 0 {
+		info.Blobs, info.StoredSHA256, info.StoredSize = opts.BlobStore, dd.sum, int64(len(dd.data))
+		if rel, err := filepath.Rel(filepath.Dir(dest), opts.BlobStore); err == nil {
+			info.Blobs = rel // the tree can move with its archives and store
+		}
+		info.BlobBytes, info.BlobsAdded = dd.replaced, dd.added
+	}
 	foot, err := footer(info)
 	if err != nil {
 		return fail(err)
@@ -330,6 +362,11 @@ func compress(abs, dest string, st0 os.FileInfo, opts ArchiveOptions) (*Info, er
 	safefile.CrashPoint("prune-temp-written")
 	if err := verify(name, info); err != nil {
 		return fail(fmt.Errorf("%s: the archive does not decompress to the original (%v); original untouched", abs, err))
+	}
+	if info.Blobs != "" {
+		if err := loadsAlike(abs, name); err != nil {
+			return fail(fmt.Errorf("%s: deduplicated, the session would not load as before (%v); original untouched: archive it without --dedupe", abs, err))
+		}
 	}
 	// Appended to (or replaced) while we read it: not archived.
 	if st1, err := os.Stat(abs); err != nil || !unchanged(st0, st1) {
@@ -351,8 +388,12 @@ func unchanged(a, b os.FileInfo) bool {
 }
 
 // verify decompresses an archive and checks it gives the bytes info
-// describes.
+// describes (after putting its images back, when it was deduplicated).
 func verify(path string, info *Info) error {
+	if info.Blobs != "" {
+		_, err := restored(path, info)
+		return err
+	}
 	sum, n, err := decompressTo(path, io.Discard)
 	if err != nil {
 		return err
@@ -361,6 +402,31 @@ func verify(path string, info *Info) error {
 		return fmt.Errorf("decompresses to %d bytes with sha256 %s, recorded %d bytes with sha256 %s", n, sum, info.Size, info.SHA256)
 	}
 	return nil
+}
+
+// restored is the original bytes of a deduplicated archive: decompressed,
+// checked, images put back from the store, checked again.
+func restored(path string, info *Info) ([]byte, error) {
+	var b bytes.Buffer
+	sum, n, err := decompressTo(path, &b)
+	if err != nil {
+		return nil, err
+	}
+	if n != info.StoredSize || sum != info.StoredSHA256 {
+		return nil, fmt.Errorf("decompresses to %d bytes with sha256 %s, recorded %d bytes with sha256 %s", n, sum, info.StoredSize, info.StoredSHA256)
+	}
+	store := info.Blobs
+	if !filepath.IsAbs(store) {
+		store = filepath.Join(filepath.Dir(path), store)
+	}
+	data, err := Rehydrate(b.Bytes(), store)
+	if err != nil {
+		return nil, err
+	}
+	if s := sha256.Sum256(data); int64(len(data)) != info.Size || hex.EncodeToString(s[:]) != info.SHA256 {
+		return nil, fmt.Errorf("with its images put back it has %d bytes with sha256 %s, recorded %d bytes with sha256 %s", len(data), hex.EncodeToString(s[:]), info.Size, info.SHA256)
+	}
+	return data, nil
 }
 
 // decompressTo writes an archive's decompressed bytes to w and returns

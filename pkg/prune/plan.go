@@ -46,6 +46,10 @@ type Policy struct {
 	// Delete removes the archives ctxtool made more than DeleteAfter ago.
 	Delete      bool
 	DeleteAfter time.Duration
+	// Dedupe moves the inline images of archived pi/OpenClaw sessions to
+	// a content-addressed store beside the archives (BlobDir), leaving
+	// references; other formats are archived whole.
+	Dedupe bool
 	// ArchiveDir, when set, receives the archives
 	// (<dir>/<agent>/<project>/<name>.zst) instead of the session's own
 	// directory.
@@ -88,7 +92,12 @@ type Session struct {
 	Locked bool `json:"locked,omitempty"`
 	// Done: archived or deleted by this run.
 	Done bool `json:"done,omitempty"`
-	info *Info
+	// Deduped is the image bytes replaced by references in the archive,
+	// BlobsAdded what they added to the image store (counted against
+	// Reclaimed).
+	Deduped    int64 `json:"deduped,omitempty"`
+	BlobsAdded int64 `json:"blobsAdded,omitempty"`
+	info       *Info
 }
 
 // Group sums up the sessions of one agent and project.
@@ -124,6 +133,9 @@ type Totals struct {
 	Errors    int   `json:"errors"`
 	Reclaimed int64 `json:"reclaimed"`
 	Locked    int   `json:"locked"`
+	// Deduped and BlobsAdded sum the sessions' (with Policy.Dedupe).
+	Deduped    int64 `json:"deduped,omitempty"`
+	BlobsAdded int64 `json:"blobsAdded,omitempty"`
 }
 
 // Plan decides what to do with each file (found by walk.Walk with
@@ -377,6 +389,8 @@ func (r *Report) sum() {
 		if s.Locked {
 			r.Totals.Locked++
 		}
+		r.Totals.Deduped += s.Deduped
+		r.Totals.BlobsAdded += s.BlobsAdded
 	}
 	sort.SliceStable(r.Groups, func(i, j int) bool {
 		if r.Groups[i].Agent != r.Groups[j].Agent {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxtool/ctxtool/internal/oracle"
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
 	"github.com/ctxtool/ctxtool/pkg/walk"
 )
@@ -339,4 +340,67 @@ func TestParse(t *testing.T) {
 			t.Errorf("ParseBytes(%q) accepted", bad)
 		}
 	}
+}
+
+// With dedupe, the images of an archived pi session go once to the store
+// beside it (a second session with the same images adds nothing), the
+// archive holds references and loads as the original does — in pi too,
+// when its loader is installed — and unarchive gives the original bytes.
+func TestArchiveDedupe(t *testing.T) {
+	dir := t.TempDir()
+	a := genSession(t, dir, "a.jsonl", 7, 40*24*time.Hour)
+	b := genSession(t, dir, "b.jsonl", 8, 40*24*time.Hour)
+	origA, _ := os.ReadFile(a)
+	origB, _ := os.ReadFile(b)
+	store := filepath.Join(dir, BlobDir)
+	o := ArchiveOptions{Settle: time.Millisecond, BlobStore: store}
+	ia, err := Archive(context.Background(), a, a+Suffix, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ib, err := Archive(context.Background(), b, b+Suffix, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ia.Blobs != BlobDir || ia.BlobBytes < 3000 || ia.BlobsAdded == 0 || ib.BlobBytes == 0 || ib.BlobsAdded != 0 {
+		t.Fatalf("dedupe: a %+v\nb %+v", ia, ib)
+	}
+	inner := decompressed(t, a+Suffix)
+	if !bytes.Contains(inner, []byte(blobRef)) || payload.Match(inner) || int64(len(inner)) != ia.StoredSize {
+		t.Fatalf("the archive still holds payloads, or no references")
+	}
+	// The dehydrated session loads like the original, in pi itself too.
+	dehydratedCopy := filepath.Join(t.TempDir(), "dehydrated.jsonl")
+	os.WriteFile(dehydratedCopy, inner, 0o644)
+	origCopy := filepath.Join(t.TempDir(), "orig.jsonl")
+	os.WriteFile(origCopy, origA, 0o644)
+	if err := loadsAlike(origCopy, dehydratedCopy); err != nil {
+		t.Fatal(err)
+	}
+	if oracle.Available() || os.Getenv("CI") == "true" {
+		res := oracle.Check(t, false, false, origCopy, dehydratedCopy)
+		if !res[1].Loads || res[1].Entries != res[0].Entries || res[1].ContextMessages != res[0].ContextMessages || res[1].LeafID != res[0].LeafID {
+			t.Fatalf("pi loads the deduplicated session differently: %+v vs %+v", res[1], res[0])
+		}
+	} else {
+		t.Log("pi's loader is not installed (internal/oracle/js: ./install.sh): checked with ctxtool's loader only")
+	}
+	// Restored byte for byte; a damaged store restores nothing.
+	if _, err := Unarchive(context.Background(), a+Suffix, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(a); !bytes.Equal(got, origA) {
+		t.Fatal("unarchive of a deduplicated archive is not byte-identical")
+	}
+	blobs, _ := os.ReadDir(store)
+	for _, e := range blobs {
+		os.WriteFile(filepath.Join(store, e.Name()), []byte("x"), 0o644)
+	}
+	if _, err := Unarchive(context.Background(), b+Suffix, ""); err == nil || !strings.Contains(err.Error(), "damaged") {
+		t.Fatalf("unarchive with a damaged store: %v", err)
+	}
+	if _, err := os.Stat(b); !os.IsNotExist(err) {
+		t.Fatal("something was restored from a damaged store")
+	}
+	_ = origB
 }

@@ -62,8 +62,18 @@ func Unarchive(ctx context.Context, archive, to string) (*Info, error) {
 		os.Remove(name)
 		return nil, err
 	}
-	sum, n, err := decompressTo(archive, tmp)
-	if err != nil {
+	var sum string
+	var n int64
+	if info.Blobs != "" {
+		data, err := restored(archive, info)
+		if err != nil {
+			return fail(fmt.Errorf("%s: %v; nothing restored", archive, err))
+		}
+		if _, err := tmp.Write(data); err != nil {
+			return fail(err)
+		}
+		sum, n = info.SHA256, int64(len(data))
+	} else if sum, n, err = decompressTo(archive, tmp); err != nil {
 		return fail(fmt.Errorf("%s: %v", archive, err))
 	}
 	if n != info.Size || sum != info.SHA256 {

@@ -131,3 +131,29 @@ func Classify(path string) (Agent, string) {
 	}
 	return Unknown, dir
 }
+
+// Root is the store directory a session file lies in: pi's sessions
+// directory, the OpenClaw agent's sessions directory, Claude Code's
+// projects directory, Codex's sessions directory; for a file outside
+// every known layout, its own directory.
+func Root(path string) string {
+	p := filepath.Clean(path)
+	parts := strings.Split(filepath.ToSlash(p), "/")
+	for i := len(parts) - 1; i >= 2; i-- {
+		a, b, c := parts[i-2], parts[i-1], parts[i]
+		switch {
+		case a == ".pi" && b == "agent" && c == "sessions",
+			b == "agents" && c != "" && i+1 < len(parts) && parts[i+1] == "sessions",
+			b == ".claude" && c == "projects",
+			b == ".codex" && c == "sessions":
+			end := i
+			if b == "agents" {
+				end = i + 1
+			}
+			if end < len(parts)-1 {
+				return filepath.FromSlash(strings.Join(parts[:end+1], "/"))
+			}
+		}
+	}
+	return filepath.Dir(p)
+}

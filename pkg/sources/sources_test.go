@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -40,6 +41,17 @@ func TestFindAndClassify(t *testing.T) {
 		"/backup/--srv-app--/x.jsonl":                                          {"pi", "--srv-app--"},
 		"/tmp/x.jsonl":                                                         {"other", "/tmp"},
 	} {
+		root := map[string]string{"pi": home + "/.pi/agent/sessions", "openclaw": "/backup/agents/main/sessions", "claude-code": home + "/.claude/projects",
+			"codex": home + "/.codex/sessions", "other": "/tmp"}[w[0]]
+		if w[0] == "openclaw" && strings.HasPrefix(path, home) {
+			root = home + "/.openclaw/agents/main/sessions"
+		}
+		if w[0] == "pi" && strings.HasPrefix(path, "/backup") {
+			root = "/backup/--srv-app--"
+		}
+		if got := Root(path); got != root {
+			t.Errorf("Root(%s) = %s, want %s", path, got, root)
+		}
 		a, p := Classify(path)
 		if string(a) != w[0] || p != w[1] {
 			t.Errorf("Classify(%s) = %s, %s; want %s, %s", path, a, p, w[0], w[1])

@@ -9,10 +9,15 @@ package prunehome
 import (
 	"bytes"
 	"database/sql"
+	"encoding/base64"
 	"fmt"
+	"image"
+	"image/png"
 	"io"
+	"math/rand"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -137,10 +142,38 @@ func (h *Home) piSession(t testing.TB, path, agent, fact string, age time.Durati
 		t.Fatal(err)
 	}
 	data := b.Bytes()
+	// A full-size screenshot (noise: no compressor shrinks it), the same
+	// in every pi and OpenClaw session, as a pasted image is.
+	shot := fmt.Sprintf(`{"type":"message","id":"g%07d","parentId":%q,"timestamp":"2026-04-01T09:59:00.000Z","message":{"role":"user","content":[{"type":"text","text":"this is what I see"},{"type":"image","data":%q,"mimeType":"image/png"}],"timestamp":1775037540000}}`+"\n", seed, lastID(data), Screenshot())
+	data = append(data, shot...)
 	last := lastID(data)
 	line := fmt.Sprintf(`{"type":"message","id":"f%07d","parentId":%q,"timestamp":"2026-04-01T10:00:00.000Z","message":{"role":"user","content":[{"type":"text","text":"remember %s please"}],"timestamp":1775037600000}}`+"\n", seed, last, fact)
 	h.write(t, path, append(data, line...), agent, fact, age, k)
 }
+
+// Screenshot is the base64 of a deterministic 160×120 PNG of noise
+// (about 58 kB).
+func Screenshot() string {
+	screenshotOnce.Do(func() {
+		img := image.NewNRGBA(image.Rect(0, 0, 160, 120))
+		r := rand.New(rand.NewSource(42))
+		for i := range img.Pix {
+			img.Pix[i] = byte(r.Intn(256))
+			if i%4 == 3 {
+				img.Pix[i] = 0xff
+			}
+		}
+		var b bytes.Buffer
+		png.Encode(&b, img)
+		screenshot = base64.StdEncoding.EncodeToString(b.Bytes())
+	})
+	return screenshot
+}
+
+var (
+	screenshotOnce sync.Once
+	screenshot     string
+)
 
 // lastID is the id of the last line of a pi session.
 func lastID(data []byte) string {
