@@ -24,11 +24,11 @@ type ApplyOptions struct {
 	Progress func(done, total int)
 }
 
-// Apply carries out a plan: archives the sessions marked Archive and
-// deletes the archives marked Delete, updating each row with what happened,
-// then rewrites the manifest of every directory that received or lost an
-// archive. It stops early when ctx is cancelled (the rows not reached keep
-// their planned action, marked as not done).
+// Apply carries out a plan: archives the sessions marked ToArchive and
+// deletes the archives marked ToDelete, updating each row with what
+// happened, then rewrites the manifest of every directory that holds,
+// received or lost an archive. It stops early when ctx is cancelled (the
+// rows not reached are Skipped, "not reached").
 func Apply(ctx context.Context, rep *Report, p Policy, opts ApplyOptions) error {
 	rep.DryRun = false
 	total := 0

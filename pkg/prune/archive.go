@@ -301,17 +301,12 @@ func compress(abs, dest string, st0 os.FileInfo, opts ArchiveOptions) (*Info, er
 		return nil, fmt.Errorf("%s: %v", abs, safefile.PathCause(err))
 	}
 	defer f.Close()
-	tmp, err := safefile.CreateTemp(dest, st0.Mode().Perm())
+	tmp, fail, err := tempFor(dest, st0.Mode().Perm())
 	if err != nil {
-		return nil, fmt.Errorf("%s: cannot create a temp file next to it: %v", dest, safefile.PathCause(err))
+		return nil, err
 	}
 	name := tmp.Name()
 	defer safefile.Forget(name)
-	fail := func(err error) (*Info, error) {
-		tmp.Close()
-		os.Remove(name)
-		return nil, err
-	}
 	enc, err := zstd.NewWriter(tmp, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedDefault))
 	if err != nil {
 		return fail(err)
@@ -381,6 +376,21 @@ func compress(abs, dest string, st0 os.FileInfo, opts ArchiveOptions) (*Info, er
 	safefile.SyncDir(filepath.Dir(dest))
 	safefile.CrashPoint("prune-archive-renamed")
 	return info, nil
+}
+
+// tempFor creates a temp file next to target (safefile.CreateTemp: it
+// carries our pid, and an interrupt removes it) and fail, which closes and
+// removes it and returns err.
+func tempFor(target string, perm fs.FileMode) (*os.File, func(error) (*Info, error), error) {
+	tmp, err := safefile.CreateTemp(target, perm)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: cannot create a temp file next to it: %v", target, safefile.PathCause(err))
+	}
+	return tmp, func(err error) (*Info, error) {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return nil, err
+	}, nil
 }
 
 func unchanged(a, b os.FileInfo) bool {

@@ -51,17 +51,12 @@ func Unarchive(ctx context.Context, archive, to string) (*Info, error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
-	tmp, err := safefile.CreateTemp(target, info.Mode.Perm()|0o200)
+	tmp, fail, err := tempFor(target, info.Mode.Perm()|0o200)
 	if err != nil {
-		return nil, fmt.Errorf("%s: cannot create a temp file next to it: %v", target, safefile.PathCause(err))
+		return nil, err
 	}
 	name := tmp.Name()
 	defer safefile.Forget(name)
-	fail := func(err error) (*Info, error) {
-		tmp.Close()
-		os.Remove(name)
-		return nil, err
-	}
 	var sum string
 	var n int64
 	if info.Blobs != "" {
