@@ -214,12 +214,15 @@ func printPruneTable(streams *IOStreams, rep *prune.Report, now time.Time) {
 	}
 	t.flush()
 	tot := rep.Totals
-	what := "archived"
+	archived, deleted := "archived", "deleted"
 	if rep.DryRun {
-		what = "would archive"
+		archived, deleted = "would archive", "would delete"
 	}
-	fmt.Fprintf(out, "\n%d sessions, %s: %s %d, deleted %d, skipped %d, errors %d; reclaimed %s",
-		tot.Sessions, prune.FormatBytes(tot.Bytes), what, tot.Archive, tot.Delete, tot.Skipped, tot.Errors, reclaimed(tot.Reclaimed, rep.DryRun))
+	fmt.Fprintf(out, "\n%d sessions, %s: %s %d, %s %d, skipped %d, errors %d; reclaimed %s",
+		tot.Sessions, prune.FormatBytes(tot.Bytes), archived, tot.Archive, deleted, tot.Delete, tot.Skipped, tot.Errors, reclaimed(tot.Reclaimed, rep.DryRun))
+	if tot.Deduped > 0 {
+		fmt.Fprintf(out, " (images: %s replaced by references, %s added to the image store)", prune.FormatBytes(tot.Deduped), prune.FormatBytes(tot.BlobsAdded))
+	}
 	if rep.DryRun {
 		fmt.Fprint(out, " (dry run: --apply to do it)")
 	}

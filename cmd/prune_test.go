@@ -184,6 +184,12 @@ func TestPruneGeneratedHome(t *testing.T) {
 		if _, errOut, code := runCLI(t, "checkpoint", "--dry-run", p); code != 0 {
 			t.Errorf("checkpoint %s: exit %d\n%s", p, code, errOut)
 		}
+		exported := filepath.Join(t.TempDir(), "x.jsonl")
+		if _, errOut, code := runCLI(t, "export", p, "--to", "pi", "-o", exported); code != 0 {
+			t.Errorf("export %s: exit %d\n%s", p, code, errOut)
+		} else if data, _ := os.ReadFile(exported); !strings.Contains(string(data), s.Fact) {
+			t.Errorf("export %s lost the session's content (%q)", p, s.Fact)
+		}
 	}
 	runOK(t, append([]string{"index"}, stores...)...)
 	for i, s := range h.Sessions {

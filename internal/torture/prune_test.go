@@ -209,9 +209,10 @@ func TestPruneWithAppendingWriter(t *testing.T) {
 	os.MkdirAll(dir, 0o755)
 	session := copyTo(t, fixture("sample-v3.jsonl"), dir, "s.jsonl")
 	t.Setenv("CTXTOOL_TORTURE_CREATE", "1")
+	t.Setenv("CTXTOOL_TORTURE_PAUSES", "1")
 	stop := startWriter(t, session)
 	outcomes := map[string]int{}
-	for i := 0; i < 12*soak(); i++ {
+	for i := 0; i < 20*soak(); i++ {
 		r := ctxtool(t, "prune", "--apply", "--json", "--idle", "0", "--older-than", "0", "--keep-last", "0", "--max-total", "1", filepath.Dir(dir))
 		if r.code != 0 && r.code != 4 {
 			if _, err := os.Stat(session); err != nil && strings.Contains(r.stderr, "no session") {

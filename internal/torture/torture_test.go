@@ -220,7 +220,11 @@ func runWriter() {
 		f.Close()
 		ids = append(ids, id)
 		parent = id
-		time.Sleep(time.Millisecond + time.Duration(rng.Int63n(int64(2*time.Millisecond))))
+		pause := time.Millisecond + time.Duration(rng.Int63n(int64(2*time.Millisecond)))
+		if os.Getenv("CTXTOOL_TORTURE_PAUSES") != "" && n%9 == 0 {
+			pause = time.Duration(5+rng.Intn(40)) * time.Millisecond // a turn's pause: lets a run get further
+		}
+		time.Sleep(pause)
 	}
 	os.WriteFile(idsFile, []byte(strings.Join(ids, "\n")), 0o644)
 	os.Exit(0)
