@@ -26,10 +26,8 @@ type PruneOptions struct {
 	JSON   bool
 	Apply  bool
 	Policy prune.Policy
-	// Settle: how long an archived original must stay unchanged before it
-	// is removed (tests shorten it).
-	Settle time.Duration
-	Now    func() time.Time
+	// Now is the clock of the policies (nil: time.Now).
+	Now func() time.Time
 }
 
 func newPruneCmd(f *Factory, runF func(*PruneOptions) error) *cobra.Command {
@@ -145,7 +143,7 @@ func runPrune(ctx context.Context, opts *PruneOptions) error {
 	if opts.Apply {
 		prog := opts.IO.NewProgress("pruning", "sessions", rep.Totals.Archive+rep.Totals.Delete)
 		err = prune.Apply(ctx, rep, opts.Policy, prune.ApplyOptions{
-			Archive:  prune.ArchiveOptions{Idle: opts.Policy.Idle, Settle: opts.Settle, Now: opts.Now},
+			Archive:  prune.ArchiveOptions{Idle: opts.Policy.Idle, Now: opts.Now},
 			Progress: func(done, total int) { prog.Update(done, "") },
 			BeforeDelete: func(s *prune.Session) {
 				prog.Clear()
