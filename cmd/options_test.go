@@ -96,6 +96,18 @@ lint:
 			t.Fatalf("exit %d, %+v / %+v", code, o, o.Roll)
 		}
 	})
+	t.Run("prune", func(t *testing.T) {
+		pcfg := configFile(t, "prune:\n  olderThan: 2w\n  keepLast: 7\n  maxTotal: 20GB\n  idle: 3h\n")
+		o, code := resolve(t, newPruneCmd, "--config", pcfg, "prune", "--keep-last", "2", "--apply", "--delete", "--delete-after", "90d", "dir")
+		p := o.Policy
+		if code != 0 || p.OlderThan != 14*24*time.Hour || p.KeepLast != 2 || p.MaxTotal != 20e9 || p.Idle != 3*time.Hour ||
+			!o.Apply || !p.Delete || p.DeleteAfter != 90*24*time.Hour || !reflect.DeepEqual(o.Paths, []string{"dir"}) {
+			t.Fatalf("exit %d, %+v / %+v", code, o, p)
+		}
+		if o, _ := resolve(t, newPruneCmd, "prune"); o.Policy.OlderThan != 30*24*time.Hour || o.Policy.KeepLast != 3 || o.Policy.MaxTotal != 0 || o.Apply {
+			t.Errorf("defaults: %+v", o.Policy)
+		}
+	})
 	t.Run("checkpoint", func(t *testing.T) {
 		o, code := resolve(t, newCheckpointCmd, "--config", cfg, "--state-dir", "/tmp/st", "checkpoint", "--trigger", "auto-80pct", "--dry-run", "s.jsonl")
 		if code != 0 || o.Keep != 7 || o.Trigger != "auto-80pct" || !o.DryRun || o.StateDir != "/tmp/st" || o.File != "s.jsonl" || o.Size.Method != "o200k" {

@@ -148,9 +148,11 @@ session lock. Claude Code and Codex sessions are read, never written.`,
 		newIndexCmd(f, nil),
 		newLintCmd(f, nil),
 		newManCmd(f, nil),
+		newPruneCmd(f, nil),
 		newRestoreCmd(f, nil),
 		newRollCmd(f, nil),
 		newSearchCmd(f, nil),
+		newUnarchiveCmd(f, nil),
 	)
 	usageArgs(root)
 	return root, f

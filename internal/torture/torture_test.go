@@ -204,7 +204,11 @@ func runWriter() {
 		id := fmt.Sprintf("w%07d", n)
 		line := `{"type":"message","id":"` + id + `","parentId":"` + parent + `","timestamp":"` + time.Now().UTC().Format("2006-01-02T15:04:05.000Z") +
 			`","message":{"role":"user","content":"` + id + ` ` + text + `","timestamp":` + strconv.FormatInt(time.Now().UnixMilli(), 10) + `}}` + "\n"
-		f, err := os.OpenFile(session, os.O_WRONLY|os.O_APPEND, 0)
+		flags := os.O_WRONLY | os.O_APPEND
+		if os.Getenv("CTXTOOL_TORTURE_CREATE") != "" {
+			flags |= os.O_CREATE // pi's appendFileSync makes a missing file
+		}
+		f, err := os.OpenFile(session, flags, 0o644)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
@@ -216,7 +220,11 @@ func runWriter() {
 		f.Close()
 		ids = append(ids, id)
 		parent = id
-		time.Sleep(time.Millisecond + time.Duration(rng.Int63n(int64(2*time.Millisecond))))
+		pause := time.Millisecond + time.Duration(rng.Int63n(int64(2*time.Millisecond)))
+		if os.Getenv("CTXTOOL_TORTURE_PAUSES") != "" && n%9 == 0 {
+			pause = time.Duration(5+rng.Intn(40)) * time.Millisecond // a turn's pause: lets a run get further
+		}
+		time.Sleep(pause)
 	}
 	os.WriteFile(idsFile, []byte(strings.Join(ids, "\n")), 0o644)
 	os.Exit(0)

@@ -237,6 +237,22 @@ var keys = []Key{
 		Doc: "context-over-budget: at most this share of the context window (0.8 = 80%; 0 = no limit); flag --max-utilization 0.8 or 80%."},
 	{Name: "lint.fixIdle", Kind: Duration, Default: "10m", Flag: "idle",
 		Doc: "lint --fix leaves alone sessions written to more recently than this (a tool may still be running; standalone pi takes no lock)."},
+
+	// prune: archiving old sessions (docs/prune-cron.md).
+	{Name: "prune.olderThan", Kind: String, Default: "30d", Flag: "older-than",
+		Doc: `prune archives sessions last written longer ago than this (30d, 2w, 36h; "0" = off).`},
+	{Name: "prune.keepLast", Kind: Int, Default: 3, Flag: "keep-last", Range: nonNegative(),
+		Doc: "prune never archives the newest N sessions of each agent and project."},
+	{Name: "prune.maxTotal", Kind: String, Default: "", Flag: "max-total",
+		Doc: `prune archives further sessions, oldest first, while all sessions found take more than this (20GB, 500MiB; "" = no limit).`},
+	{Name: "prune.idle", Kind: Duration, Default: "1h", Flag: "idle",
+		Doc: "prune leaves alone sessions written to more recently than this (possibly live; standalone pi takes no lock)."},
+	{Name: "prune.archiveDir", Kind: String, Default: "", Flag: "archive-dir",
+		Doc: `prune writes archives to <dir>/<agent>/<project>/ instead of beside each session ("" = in place, NAME.jsonl.zst).`},
+	{Name: "prune.dedupe", Kind: Bool, Default: false, Flag: "dedupe",
+		Doc: "prune moves the inline images of the pi/OpenClaw sessions it archives to a content-addressed store beside the archives (ctxtool-blobs/), one file per distinct image."},
+	{Name: "prune.deleteAfter", Kind: String, Default: "180d", Flag: "delete-after",
+		Doc: "with --delete, prune removes the archives it made longer ago than this (30d, 2w)."},
 }
 
 // envOnly are environment variables that are not config keys but belong to
