@@ -129,6 +129,7 @@ lock.`,
 		return exitcode.New(exitcode.Usage, fmt.Errorf("%v (see '%s --help')", err, c.CommandPath()))
 	})
 	root.AddCommand( // `--help` lists them sorted by name
+		newAgentCmd(f),
 		newBudgetCmd(f, nil),
 		newCheckpointCmd(f, nil),
 		newCompactCmd(f, nil),
@@ -136,10 +137,12 @@ lock.`,
 		newExportCmd(f, nil),
 		newFlushCmd(f, nil),
 		newIndexCmd(f, nil),
+		newInstallCmd(f, nil),
 		newLintCmd(f, nil),
 		newRestoreCmd(f, nil),
 		newRollCmd(f, nil),
 		newSearchCmd(f, nil),
+		newUninstallCmd(f, nil),
 	)
 	usageArgs(root)
 	return root, f

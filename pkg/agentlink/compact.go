@@ -1,0 +1,263 @@
+package agentlink
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/ctxtool/ctxtool/pkg/compaction"
+	"github.com/ctxtool/ctxtool/pkg/facts"
+	"github.com/ctxtool/ctxtool/pkg/transcript"
+)
+
+// Options are ctxtool's side of a compaction: its configured settings and
+// summariser. The agent's keepRecentTokens and reserveTokens, when given,
+// replace the settings' (the agent cut with them).
+type Options struct {
+	Settings   compaction.Settings
+	Summarizer compaction.Summarizer
+	// TempDir holds the request's messages as a session file while they
+	// are summarised (default os.TempDir()); the file is removed after.
+	TempDir string
+}
+
+// AuditDetails is details.ctxtool.audit: the fact audit's counts and the
+// first dropped facts.
+type AuditDetails struct {
+	Facts          int                 `json:"facts"`
+	Dropped        int                 `json:"dropped"`
+	DroppedByClass map[facts.Class]int `json:"droppedByClass"`
+	DroppedFacts   []DroppedFact       `json:"droppedFacts,omitempty"`
+}
+
+// DroppedFact is one fact the summary dropped. Message is the 1-based
+// position of the message it came from in messagesToSummarize followed by
+// turnPrefixMessages; 0 means the previous summary.
+type DroppedFact struct {
+	Class   facts.Class `json:"class"`
+	Value   string      `json:"value"`
+	Message int         `json:"message"`
+}
+
+// Compact answers a request: it summarises the preparation's messages with
+// ctxtool's strategy and summariser, keeping the agent's cut. A request
+// with nothing to summarise is declined.
+func Compact(ctx context.Context, req *Request, o Options) (*Response, error) {
+	p := &req.Preparation
+	if len(p.MessagesToSummarize)+len(p.TurnPrefixMessages) == 0 {
+		return &Response{Version: Version, Decline: "nothing to summarise: the preparation has no messages"}, nil
+	}
+	if p.Settings.Enabled != nil && !*p.Settings.Enabled && req.Reason != "manual" {
+		return &Response{Version: Version, Decline: "the agent's compaction is disabled in its settings"}, nil
+	}
+	set := o.Settings
+	if p.Settings.KeepRecentTokens > 0 {
+		set.KeepRecentTokens = p.Settings.KeepRecentTokens
+	}
+	if p.Settings.ReserveTokens > 0 {
+		set.ReserveTokens = p.Settings.ReserveTokens
+	}
+	if req.CustomInstructions != "" {
+		set.CustomInstructions = joinNonEmpty(set.CustomInstructions, req.CustomInstructions)
+	}
+	set.Force = true
+
+	file, first, err := writeSession(req, o.TempDir)
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(file)
+	s, err := transcript.Load(file)
+	if err != nil {
+		return nil, fmt.Errorf("reading the request's messages back: %w", err)
+	}
+	defer s.Close()
+	prep, err := compaction.PrepareCut(s, set, len(p.MessagesToSummarize), len(p.TurnPrefixMessages))
+	if err != nil {
+		return nil, err
+	}
+	out, err := compaction.Compact(ctx, s, prep, set, o.Summarizer)
+	if err != nil {
+		return nil, fmt.Errorf("the %s summariser: %w", o.Summarizer.Name(), err)
+	}
+	strategy := set.Strategy
+	if strategy == "" {
+		strategy = compaction.StrategyDefault
+	}
+	d := &Details{ReadFiles: out.ReadFiles, ModifiedFiles: out.ModifiedFiles,
+		Ctxtool: DetailsCtxtool{Contract: Version, Strategy: strategy, Summarizer: o.Summarizer.Name(),
+			Audit: auditDetails(out.Audit, first), Fallback: out.Fallback}}
+	if d.ReadFiles == nil {
+		d.ReadFiles = []string{}
+	}
+	if d.ModifiedFiles == nil {
+		d.ModifiedFiles = []string{}
+	}
+	return &Response{Version: Version, Summary: out.Summary, FirstKeptEntryID: p.FirstKeptEntryID,
+		TokensBefore: p.TokensBefore, Details: d}, nil
+}
+
+// auditDetails turns the audit's session lines into message positions:
+// first is the line of the first summarised message.
+func auditDetails(a *compaction.Audit, first int) *AuditDetails {
+	if a == nil {
+		return nil
+	}
+	d := &AuditDetails{Facts: a.Facts, Dropped: len(a.Dropped), DroppedByClass: a.DroppedByClass}
+	for i, f := range a.Dropped {
+		if i == 50 {
+			break
+		}
+		pos := max(f.Line-first+1, 0)
+		d.DroppedFacts = append(d.DroppedFacts, DroppedFact{Class: f.Class, Value: clip(f.Value, 160), Message: pos})
+	}
+	return d
+}
+
+// writeSession writes the request's messages as a pi v3 session: the
+// header, a compaction carrying the previous summary and file lists (when
+// there is one), then one entry per message — summarised, turn prefix,
+// kept — each the child of the one before. first is the line of the first
+// summarised message.
+func writeSession(req *Request, dir string) (file string, first int, err error) {
+	p := &req.Preparation
+	var b bytes.Buffer
+	stamp := time.Now().UTC().Format("2006-01-02T15:04:05.000Z")
+	id := req.Session.ID
+	if id == "" {
+		id = "agent-request"
+	}
+	header := map[string]any{"type": "session", "version": 3, "id": id, "timestamp": stamp, "cwd": req.Session.Cwd}
+	if err := line(&b, header); err != nil {
+		return "", 0, err
+	}
+	parent := any(nil)
+	n := 0
+	next := func() string { n++; return fmt.Sprintf("a%07x", n) }
+	all := slices.Concat(p.MessagesToSummarize, p.TurnPrefixMessages, req.KeptMessages)
+	first = 2
+	if p.PreviousSummary != "" {
+		cid := next()
+		e := map[string]any{"type": "compaction", "id": cid, "parentId": parent, "timestamp": stamp,
+			"summary": p.PreviousSummary, "firstKeptEntryId": fmt.Sprintf("a%07x", n+1), "tokensBefore": 0,
+			"details": previousFiles(req)}
+		if err := line(&b, e); err != nil {
+			return "", 0, err
+		}
+		parent = cid
+		first = 3
+	}
+	for i, raw := range all {
+		eid := next()
+		e, err := entryOf(raw, eid, parent, stamp)
+		if err != nil {
+			return "", 0, inputErrorf("message %d of the request: %v", i+1, err)
+		}
+		if err := line(&b, e); err != nil {
+			return "", 0, err
+		}
+		parent = eid
+	}
+	f, err := os.CreateTemp(dir, "ctxtool-agent-*.jsonl")
+	if err != nil {
+		return "", 0, fmt.Errorf("a temp file for the request's messages: %w", err)
+	}
+	if _, err := f.Write(b.Bytes()); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return "", 0, err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(f.Name())
+		return "", 0, err
+	}
+	return f.Name(), first, nil
+}
+
+// previousFiles are the file lists the previous compaction carries: its
+// details' lists plus the agent's file operations (which, for pi, hold the
+// lists of a compaction pi wrote itself).
+func previousFiles(req *Request) map[string]any {
+	var d struct {
+		ReadFiles     []string `json:"readFiles"`
+		ModifiedFiles []string `json:"modifiedFiles"`
+	}
+	if len(req.PreviousDetails) > 0 {
+		_ = json.Unmarshal(req.PreviousDetails, &d) // checked to be an object; odd lists are ignored
+	}
+	ops := req.Preparation.FileOps
+	read := slices.Concat(d.ReadFiles, ops.Read)
+	mod := slices.Concat(d.ModifiedFiles, ops.Written, ops.Edited)
+	slices.Sort(read)
+	slices.Sort(mod)
+	return map[string]any{"readFiles": slices.Compact(read), "modifiedFiles": slices.Compact(mod)}
+}
+
+// entryOf wraps one of the agent's messages in the session entry pi would
+// have stored it as: custom and branch-summary messages are entries of
+// their own type, everything else a message entry holding it verbatim.
+func entryOf(raw json.RawMessage, id string, parent any, stamp string) (map[string]any, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	var role string
+	_ = json.Unmarshal(m["role"], &role)
+	e := map[string]any{"id": id, "parentId": parent, "timestamp": stamp}
+	switch role {
+	case "custom":
+		e["type"] = "custom_message"
+		for _, k := range []string{"customType", "content", "display", "details"} {
+			if v, ok := m[k]; ok {
+				e[k] = v
+			}
+		}
+		if _, ok := e["display"]; !ok {
+			e["display"] = true
+		}
+	case "branchSummary":
+		e["type"] = "branch_summary"
+		e["summary"] = m["summary"]
+		e["fromId"] = "agent"
+	case "compactionSummary":
+		// not in a pi preparation; read as a custom message so its text
+		// is summarised rather than lost
+		e["type"] = "custom_message"
+		e["customType"] = "compactionSummary"
+		e["content"] = m["summary"]
+		e["display"] = false
+	default:
+		e["type"] = "message"
+		e["message"] = raw
+	}
+	return e, nil
+}
+
+func line(b *bytes.Buffer, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b.Write(data)
+	b.WriteByte('\n')
+	return nil
+}
+
+func joinNonEmpty(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "\n" + b
+}
+
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
