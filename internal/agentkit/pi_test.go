@@ -61,6 +61,7 @@ func newPiRun(t *testing.T, window int, compaction map[string]any) *piRun {
 	in := needPi(t)
 	srv := llmtest.New()
 	t.Cleanup(srv.Close)
+	srv.UsageFromBody = true // prompt_tokens: chars/4 of all pi sent
 	srv.Reply = func(r llmtest.Request) string {
 		last := ""
 		if n := len(r.Messages); n > 0 {

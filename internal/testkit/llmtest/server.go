@@ -98,6 +98,10 @@ type Server struct {
 	// these top-level fields (e.g. "max_tokens" like a reasoning model,
 	// or "max_completion_tokens" like an older server).
 	Reject []string
+	// UsageFromBody reports prompt_tokens as chars/4 of the whole request
+	// body, as a provider counts everything it was sent (default: chars/4
+	// of the messages' text).
+	UsageFromBody bool
 }
 
 // New starts a server; the script is consumed one step per request. Close
@@ -146,6 +150,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	reply := s.Reply
 	reject := s.Reject
+	fromBody := s.UsageFromBody
 	s.mu.Unlock()
 
 	for _, f := range reject {
@@ -188,6 +193,9 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	in := 0
 	for _, m := range req.Messages {
 		in += (len(m.Content) + 3) / 4
+	}
+	if fromBody {
+		in = (len(body) + 3) / 4
 	}
 	usage := map[string]any{"prompt_tokens": in, "completion_tokens": (len(text) + 3) / 4,
 		"total_tokens": in + (len(text)+3)/4}
