@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ctxtool/ctxtool/internal/testkit"
+	"github.com/ctxtool/ctxtool/internal/testkit/llmtest"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
 	"github.com/ctxtool/ctxtool/pkg/iostreams"
 )
@@ -99,5 +100,37 @@ func TestInstallPiCLI(t *testing.T) {
 	}
 	if _, _, code := runCLI(t, "install", "openclaw"); code != exitcode.Usage {
 		t.Errorf("install openclaw: exit %d, want 2 (not there yet)", code)
+	}
+}
+
+// With an LLM configured (auto), agent compact summarises with it: the
+// model got pi's messages and its text is the summary.
+func TestAgentCompactUsesConfiguredLLM(t *testing.T) {
+	cleanEnv(t)
+	srv := llmtest.New()
+	defer srv.Close()
+	srv.Reply = func(r llmtest.Request) string { return "## Goal\n- model summary of the billing migration" }
+	t.Setenv("OPENAI_BASE_URL", srv.BaseURL())
+	t.Setenv("CTXTOOL_LLM_MODEL", "test-model")
+	req := testkit.ReadFile(t, "../testdata/agent/pi-1.6.0-request-first.json")
+	out, errOut, code := runStdin(t, req, "agent", "compact")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var res struct {
+		Summary string `json:"summary"`
+		Details struct {
+			Ctxtool struct{ Summarizer string } `json:"ctxtool"`
+		} `json:"details"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Details.Ctxtool.Summarizer != "llm" || !strings.Contains(res.Summary, "model summary of the billing migration") {
+		t.Fatalf("summarizer %q, summary %q", res.Details.Ctxtool.Summarizer, res.Summary)
+	}
+	reqs := srv.Requests()
+	if len(reqs) == 0 || !strings.Contains(reqs[0].Messages[len(reqs[0].Messages)-1].Content, "postgres://billing@db-7.internal:5432/ledger") {
+		t.Fatalf("the model did not get pi's messages: %d requests", len(reqs))
 	}
 }

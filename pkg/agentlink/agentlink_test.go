@@ -260,3 +260,37 @@ func TestCustomAndBranchMessages(t *testing.T) {
 		}
 	}
 }
+
+// peek is a summariser that looks into a directory while it runs.
+type peek struct {
+	dir   string
+	found []string
+}
+
+func (p *peek) Name() string { return "peek" }
+func (p *peek) Summarize(context.Context, *compaction.Request) (string, error) {
+	es, _ := os.ReadDir(p.dir)
+	for _, e := range es {
+		p.found = append(p.found, e.Name())
+	}
+	return "## Goal\n- peeked", nil
+}
+
+// The request's messages never sit on disk under a name: while the
+// summariser runs, the temp directory is already empty (a kill -9 then
+// leaves no copy of the conversation behind).
+func TestNoConversationLeftOnDisk(t *testing.T) {
+	dir := t.TempDir()
+	req := decode(t, load(t, "pi-1.6.0-request-split-previous.json"))
+	p := &peek{dir: dir}
+	res, err := Compact(context.Background(), req, Options{Summarizer: p, TempDir: dir})
+	if err != nil || !strings.Contains(res.Summary, "peeked") {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if len(p.found) != 0 {
+		t.Errorf("while summarising, %s held %v", dir, p.found)
+	}
+	if _, err := Compact(context.Background(), req, Options{Summarizer: p, TempDir: filepath.Join(dir, "missing")}); err == nil || !strings.Contains(err.Error(), "TMPDIR") {
+		t.Errorf("an unwritable temp dir: %v, want an error naming TMPDIR", err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"time"
@@ -21,7 +22,9 @@ type Options struct {
 	Settings   compaction.Settings
 	Summarizer compaction.Summarizer
 	// TempDir holds the request's messages as a session file while they
-	// are summarised (default os.TempDir()); the file is removed after.
+	// are summarised (default os.TempDir()). The file is unlinked as soon
+	// as it is made: nothing of the conversation stays on disk, even after
+	// a kill -9.
 	TempDir string
 }
 
@@ -66,12 +69,11 @@ func Compact(ctx context.Context, req *Request, o Options) (*Response, error) {
 	}
 	set.Force = true
 
-	file, first, err := writeSession(req, o.TempDir)
+	f, size, first, err := writeSession(req, o.TempDir)
 	if err != nil {
 		return nil, err
 	}
-	defer os.Remove(file)
-	s, err := transcript.Load(file)
+	s, err := transcript.LoadOpen("agent request", f, size)
 	if err != nil {
 		return nil, fmt.Errorf("reading the request's messages back: %w", err)
 	}
@@ -121,9 +123,9 @@ func auditDetails(a *compaction.Audit, first int) *AuditDetails {
 // writeSession writes the request's messages as a pi v3 session: the
 // header, a compaction carrying the previous summary and file lists (when
 // there is one), then one entry per message — summarised, turn prefix,
-// kept — each the child of the one before. first is the line of the first
-// summarised message.
-func writeSession(req *Request, dir string) (file string, first int, err error) {
+// kept — each the child of the one before — into an unlinked temp file,
+// rewound. first is the line of the first summarised message.
+func writeSession(req *Request, dir string) (f *os.File, size int64, first int, err error) {
 	p := &req.Preparation
 	var b bytes.Buffer
 	stamp := time.Now().UTC().Format("2006-01-02T15:04:05.000Z")
@@ -133,7 +135,7 @@ func writeSession(req *Request, dir string) (file string, first int, err error) 
 	}
 	header := map[string]any{"type": "session", "version": 3, "id": id, "timestamp": stamp, "cwd": req.Session.Cwd}
 	if err := line(&b, header); err != nil {
-		return "", 0, err
+		return nil, 0, 0, err
 	}
 	parent := any(nil)
 	n := 0
@@ -146,7 +148,7 @@ func writeSession(req *Request, dir string) (file string, first int, err error) 
 			"summary": p.PreviousSummary, "firstKeptEntryId": fmt.Sprintf("a%07x", n+1), "tokensBefore": 0,
 			"details": previousFiles(req)}
 		if err := line(&b, e); err != nil {
-			return "", 0, err
+			return nil, 0, 0, err
 		}
 		parent = cid
 		first = 3
@@ -155,27 +157,26 @@ func writeSession(req *Request, dir string) (file string, first int, err error) 
 		eid := next()
 		e, err := entryOf(raw, eid, parent, stamp)
 		if err != nil {
-			return "", 0, inputErrorf("message %d of the request: %v", i+1, err)
+			return nil, 0, 0, inputErrorf("message %d of the request: %v", i+1, err)
 		}
 		if err := line(&b, e); err != nil {
-			return "", 0, err
+			return nil, 0, 0, err
 		}
 		parent = eid
 	}
-	f, err := os.CreateTemp(dir, "ctxtool-agent-*.jsonl")
+	f, err = os.CreateTemp(dir, "ctxtool-agent-*.jsonl")
 	if err != nil {
-		return "", 0, fmt.Errorf("a temp file for the request's messages: %w", err)
+		return nil, 0, 0, fmt.Errorf("a temp file for the request's messages (set TMPDIR to a writable directory): %w", err)
 	}
-	if _, err := f.Write(b.Bytes()); err != nil {
+	os.Remove(f.Name())
+	if _, err = f.Write(b.Bytes()); err == nil {
+		_, err = f.Seek(0, io.SeekStart)
+	}
+	if err != nil {
 		f.Close()
-		os.Remove(f.Name())
-		return "", 0, err
+		return nil, 0, 0, fmt.Errorf("writing the request's messages to a temp file (is TMPDIR full?): %w", err)
 	}
-	if err := f.Close(); err != nil {
-		os.Remove(f.Name())
-		return "", 0, err
-	}
-	return f.Name(), first, nil
+	return f, int64(b.Len()), first, nil
 }
 
 // previousFiles are the file lists the previous compaction carries: its
