@@ -29,26 +29,39 @@ func runStdin(t *testing.T, stdin []byte, args ...string) (string, string, int) 
 	return out.String(), errOut.String(), exitcode.Code(err)
 }
 
+// agentAnswer is the part of an agent compact answer the tests read.
+type agentAnswer struct {
+	Version          int    `json:"version"`
+	Summary          string `json:"summary"`
+	FirstKeptEntryID string `json:"firstKeptEntryId"`
+	Details          struct {
+		Ctxtool struct{ Summarizer string } `json:"ctxtool"`
+	} `json:"details"`
+}
+
+// agentCompactOK runs agent compact on req; it must exit 0 with an answer.
+func agentCompactOK(t *testing.T, req []byte) (agentAnswer, string) {
+	t.Helper()
+	out, errOut, code := runStdin(t, req, "agent", "compact")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var res agentAnswer
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("stdout %q: %v", out, err)
+	}
+	return res, errOut
+}
+
 // agent compact answers pi's recorded request on stdout (exit 0) with the
 // configured summariser, refuses unusable input with exit 2 and nothing on
 // stdout, and fails with exit 1 when the configured LLM is unreachable.
 func TestAgentCompactExitCodes(t *testing.T) {
 	cleanEnv(t)
 	req := testkit.ReadFile(t, "../testdata/agent/pi-1.6.0-request-first.json")
-	out, errOut, code := runStdin(t, req, "agent", "compact")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut)
-	}
-	var res struct {
-		Version          int    `json:"version"`
-		Summary          string `json:"summary"`
-		FirstKeptEntryID string `json:"firstKeptEntryId"`
-		Details          struct {
-			Ctxtool struct{ Summarizer string } `json:"ctxtool"`
-		} `json:"details"`
-	}
-	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Version != 1 || res.Summary == "" || res.FirstKeptEntryID == "" {
-		t.Fatalf("stdout %q (%v)", out, err)
+	res, errOut := agentCompactOK(t, req)
+	if res.Version != 1 || res.Summary == "" || res.FirstKeptEntryID == "" {
+		t.Fatalf("answer %+v", res)
 	}
 	if res.Details.Ctxtool.Summarizer != "extractive" || !strings.Contains(errOut, "summarizer: extractive") {
 		t.Errorf("summarizer %q, stderr %q: no LLM is configured", res.Details.Ctxtool.Summarizer, errOut)
@@ -67,7 +80,7 @@ func TestAgentCompactExitCodes(t *testing.T) {
 	t.Setenv("CTXTOOL_LLM_MODEL", "m")
 	cfg := filepath.Join(t.TempDir(), "c.yaml")
 	os.WriteFile(cfg, []byte("llm:\n  maxRetries: 0\n  timeout: 2s\n"), 0o644)
-	out, errOut, code = runStdin(t, req, "--config", cfg, "agent", "compact", "--summarizer", "llm")
+	out, errOut, code := runStdin(t, req, "--config", cfg, "agent", "compact", "--summarizer", "llm")
 	if code != exitcode.Runtime || out != "" {
 		t.Errorf("unreachable LLM: exit %d, stdout %q, stderr %q; want 1 and nothing", code, out, errOut)
 	}
@@ -113,19 +126,7 @@ func TestAgentCompactUsesConfiguredLLM(t *testing.T) {
 	t.Setenv("OPENAI_BASE_URL", srv.BaseURL())
 	t.Setenv("CTXTOOL_LLM_MODEL", "test-model")
 	req := testkit.ReadFile(t, "../testdata/agent/pi-1.6.0-request-first.json")
-	out, errOut, code := runStdin(t, req, "agent", "compact")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut)
-	}
-	var res struct {
-		Summary string `json:"summary"`
-		Details struct {
-			Ctxtool struct{ Summarizer string } `json:"ctxtool"`
-		} `json:"details"`
-	}
-	if err := json.Unmarshal([]byte(out), &res); err != nil {
-		t.Fatal(err)
-	}
+	res, _ := agentCompactOK(t, req)
 	if res.Details.Ctxtool.Summarizer != "llm" || !strings.Contains(res.Summary, "model summary of the billing migration") {
 		t.Fatalf("summarizer %q, summary %q", res.Details.Ctxtool.Summarizer, res.Summary)
 	}

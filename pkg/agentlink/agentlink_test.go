@@ -232,8 +232,8 @@ func TestAuditCountsKeptMessages(t *testing.T) {
 		if strings.Contains(f.Value, "kept-bucket") {
 			t.Errorf("%q is in the kept messages, yet counted dropped", f.Value)
 		}
-		if strings.Contains(f.Value, "JIRA-99812") && f.Message != 2 {
-			t.Errorf("JIRA-99812 is in message 2, reported at %d", f.Message)
+		if strings.Contains(f.Value, "JIRA-99812") && f.Line != 2 {
+			t.Errorf("JIRA-99812 is in message 2, reported at %d", f.Line)
 		}
 	}
 	if !strings.Contains(strings.Join(dropped, "|"), "JIRA-99812") {

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/ctxtool/ctxtool/pkg/compaction"
-	"github.com/ctxtool/ctxtool/pkg/facts"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -26,24 +25,6 @@ type Options struct {
 	// as it is made: nothing of the conversation stays on disk, even after
 	// a kill -9.
 	TempDir string
-}
-
-// AuditDetails is details.ctxtool.audit: the fact audit's counts and the
-// first dropped facts.
-type AuditDetails struct {
-	Facts          int                 `json:"facts"`
-	Dropped        int                 `json:"dropped"`
-	DroppedByClass map[facts.Class]int `json:"droppedByClass"`
-	DroppedFacts   []DroppedFact       `json:"droppedFacts,omitempty"`
-}
-
-// DroppedFact is one fact the summary dropped. Message is the 1-based
-// position of the message it came from in messagesToSummarize followed by
-// turnPrefixMessages; 0 means the previous summary.
-type DroppedFact struct {
-	Class   facts.Class `json:"class"`
-	Value   string      `json:"value"`
-	Message int         `json:"message"`
 }
 
 // Compact answers a request: it summarises the preparation's messages with
@@ -103,19 +84,16 @@ func Compact(ctx context.Context, req *Request, o Options) (*Response, error) {
 		TokensBefore: p.TokensBefore, Details: d}, nil
 }
 
-// auditDetails turns the audit's session lines into message positions:
-// first is the line of the first summarised message.
-func auditDetails(a *compaction.Audit, first int) *AuditDetails {
-	if a == nil {
+// auditDetails is the audit as details carry it, each dropped fact's
+// session line turned into its message's position: first is the line of
+// the first summarised message.
+func auditDetails(a *compaction.Audit, first int) *compaction.DetailsAudit {
+	d := a.ForDetails()
+	if d == nil {
 		return nil
 	}
-	d := &AuditDetails{Facts: a.Facts, Dropped: len(a.Dropped), DroppedByClass: a.DroppedByClass}
-	for i, f := range a.Dropped {
-		if i == 50 {
-			break
-		}
-		pos := max(f.Line-first+1, 0)
-		d.DroppedFacts = append(d.DroppedFacts, DroppedFact{Class: f.Class, Value: clip(f.Value, 160), Message: pos})
+	for i := range d.DroppedFacts {
+		d.DroppedFacts[i].Line = max(d.DroppedFacts[i].Line-first+1, 0)
 	}
 	return d
 }
@@ -253,12 +231,4 @@ func joinNonEmpty(a, b string) string {
 		return b
 	}
 	return a + "\n" + b
-}
-
-func clip(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
 }

@@ -19,6 +19,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/ctxtool/ctxtool/pkg/compaction"
 )
 
 // Version is the contract's version. A request names the version its shim
@@ -117,8 +119,10 @@ type DetailsCtxtool struct {
 	Summarizer string `json:"summarizer"`
 	// Audit counts the facts of the summarised messages (and previous
 	// summary) and lists those neither the summary nor the kept messages
-	// carry.
-	Audit *AuditDetails `json:"audit,omitempty"`
+	// carry. A dropped fact's line is the 1-based position of its message
+	// in messagesToSummarize followed by turnPrefixMessages (0: the
+	// previous summary): pi's messages have no lines ctxtool could name.
+	Audit *compaction.DetailsAudit `json:"audit,omitempty"`
 	// Fallback is the summariser's error when a mechanical extract stands
 	// in for its summary.
 	Fallback string `json:"fallback,omitempty"`

@@ -102,7 +102,7 @@ func InstallPi(agentDir, binary string, dry bool) (Action, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return a, err
 	}
-	return a, writeAtomic(path, want)
+	return a, safefile.WriteFile(path, want, 0o644)
 }
 
 // UninstallPi removes the extension ctxtool wrote; a ctxtool.ts that is
@@ -142,28 +142,4 @@ func InstalledBinary(ext []byte) string {
 		}
 	}
 	return ""
-}
-
-// writeAtomic replaces path with data: temp file, fsync, rename.
-func writeAtomic(path string, data []byte) error {
-	f, err := safefile.CreateTemp(path, 0o644)
-	if err != nil {
-		return err
-	}
-	name := f.Name()
-	defer safefile.Forget(name)
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(name, path)
-	}
-	if err != nil {
-		os.Remove(name)
-	}
-	return err
 }
