@@ -3,11 +3,15 @@ package agentlink
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // snapshot maps every file under dir to its bytes.
@@ -165,6 +169,8 @@ func TestPiShimUnderNode(t *testing.T) {
 		{"exit 1", "cat >/dev/null; echo 'config broken' >&2; exit 1", false, "exited with 1: config broken"},
 		{"garbage", "cat >/dev/null; echo 'Segmentation fault'", false, "not JSON"},
 		{"hang", "exec sleep 4", false, "did not answer within 1500 ms"},
+		// a hang whose own child holds the pipe open: the whole group goes
+		{"hang with a child", "sleep 5 & echo $! > \"$0.child\"; wait", false, "did not answer within 1500 ms"},
 		{"other version", "cat >/dev/null; echo '{\"version\":9,\"summary\":\"x\"}'", false, "contract version 9"},
 		{"decline", "cat >/dev/null; echo '{\"version\":1,\"decline\":\"nothing to do\"}'", false, "declined"},
 		{"missing binary", "", false, "cannot run"},
@@ -195,6 +201,17 @@ func TestPiShimUnderNode(t *testing.T) {
 			}
 			if !c.ok && (!strings.Contains(shim.Detail, c.log) || strings.Count(shim.Detail, "[ctxtool]") != 1) {
 				t.Errorf("want exactly one [ctxtool] line saying %q, got %q", c.log, shim.Detail)
+			}
+			b, err := os.ReadFile(bin + ".child")
+			if err == nil {
+				pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+				time.Sleep(200 * time.Millisecond)
+				if pid > 0 && syscall.Kill(pid, 0) == nil {
+					if st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); !strings.Contains(string(st), ") Z ") {
+						syscall.Kill(pid, syscall.SIGKILL)
+						t.Errorf("the stand-in's child %d outlived the timeout", pid)
+					}
+				}
 			}
 		})
 	}

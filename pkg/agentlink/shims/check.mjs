@@ -15,3 +15,4 @@ event.signal = new AbortController().signal;
 const ctx = { cwd: process.cwd(), sessionManager: { getSessionFile: () => undefined, getSessionId: () => "ctxtool-check" } };
 const result = await fire(event, ctx);
 console.log(JSON.stringify({ result: result ?? null }));
+process.exit(0); // do not wait for what the extension left running

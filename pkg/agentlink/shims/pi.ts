@@ -92,7 +92,13 @@ function run(req, signal) {
 	return new Promise((resolve, reject) => {
 		let child;
 		try {
-			child = spawn(CTXTOOL, ["agent", "compact"], { stdio: ["pipe", "pipe", "pipe"], env: { ...process.env, CTXTOOL_AGENT: "pi" } });
+			// its own process group, so a timeout or an abort kills what it
+			// started too (an exec summariser, hooks)
+			child = spawn(CTXTOOL, ["agent", "compact"], {
+				stdio: ["pipe", "pipe", "pipe"],
+				detached: process.platform !== "win32",
+				env: { ...process.env, CTXTOOL_AGENT: "pi" },
+			});
 		} catch (err) {
 			reject(new Error(`cannot start ${CTXTOOL}: ${err.message}`));
 			return;
@@ -104,7 +110,11 @@ function run(req, signal) {
 			clearTimeout(timer);
 			signal?.removeEventListener?.("abort", onAbort);
 			if (err) {
-				try { child.kill("SIGKILL"); } catch {}
+				try {
+					process.kill(-child.pid, "SIGKILL");
+				} catch {
+					try { child.kill("SIGKILL"); } catch {}
+				}
 				reject(err);
 			} else resolve(value);
 		};
