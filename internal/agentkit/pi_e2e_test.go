@@ -47,6 +47,12 @@ func firstConversationMessage(r llmtest.Request) llmtest.Message {
 // on the session is compared with the request pi actually sent.
 func TestPiCompactsWithCtxtool(t *testing.T) {
 	r := newPiRun(t, 128000, map[string]any{"keepRecentTokens": 40})
+	// a user's own extension beside ours: pi loads it, install and
+	// uninstall leave it (and pi's config files) byte for byte
+	user := filepath.Join(r.agentDir, "extensions", "user-notes.ts")
+	os.MkdirAll(filepath.Dir(user), 0o755)
+	os.WriteFile(user, []byte("// the user's own\nexport default function (pi) {\n\tpi.on(\"session_start\", () => {});\n}\n"), 0o644)
+	before := snapshotDir(t, r.agentDir)
 	out, err := r.ctxtool("install", "pi")
 	if err != nil || !strings.HasPrefix(out, "create "+filepath.Join(r.agentDir, "extensions", "ctxtool.ts")) {
 		t.Fatalf("install pi: %v\n%s", err, out)
@@ -152,6 +158,57 @@ func TestPiCompactsWithCtxtool(t *testing.T) {
 			t.Errorf("ctxtool estimate %d is %.1f%% from chars/4 of the request pi sent (%d): want within 5%%", est.Tokens, 100*dev, body/4)
 		}
 	}
+
+	// uninstall: the user's files as they were, ours gone, and pi back to
+	// its own compaction
+	if out, err := r.ctxtool("uninstall", "pi"); err != nil || !strings.HasPrefix(out, "remove ") {
+		t.Fatalf("uninstall pi: %v\n%s", err, out)
+	}
+	after := snapshotDir(t, r.agentDir)
+	for f, b := range before {
+		if after[f] != b {
+			t.Errorf("install/uninstall changed the user's %s", f)
+		}
+	}
+	if _, ok := after[filepath.Join(r.agentDir, "extensions", "ctxtool.ts")]; ok {
+		t.Error("uninstall left extensions/ctxtool.ts")
+	}
+	again := filepath.Join(r.home, "sessions-after-uninstall")
+	p = r.startIn(again)
+	for _, m := range prompts[:3] {
+		if err := p.Prompt(m, turn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := p.Command(map[string]any{"type": "compact"}, turn); err != nil {
+		t.Fatal(err)
+	}
+	if cs := compactionEntriesOf(t, again); len(cs) != 1 || cs[0]["fromHook"] == true {
+		t.Errorf("after uninstall, pi's compaction entries are %v: want pi's own", cs)
+	}
+	if lines := ctxtoolLines(p.Stderr()); len(lines) != 0 {
+		t.Errorf("after uninstall the extension still ran: %q", lines)
+	}
+}
+
+// snapshotDir maps every file under dir to its content.
+func snapshotDir(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			b, rerr := os.ReadFile(p)
+			if rerr != nil {
+				return rerr
+			}
+			out[p] = string(b)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // writeFigure appends a measured figure to CTXTOOL_FIGURES (a file), for

@@ -88,8 +88,11 @@ func (r *piRun) ctxtool(args ...string) (string, error) {
 	return string(out), err
 }
 
-func (r *piRun) start(env ...string) *Pi {
-	p, err := StartPi(r.in, PiConfig{AgentDir: r.agentDir, SessionDir: r.sessions, Home: r.home, Env: env})
+func (r *piRun) start(env ...string) *Pi { return r.startIn(r.sessions, env...) }
+
+// startIn starts pi with its sessions in dir.
+func (r *piRun) startIn(dir string, env ...string) *Pi {
+	p, err := StartPi(r.in, PiConfig{AgentDir: r.agentDir, SessionDir: dir, Home: r.home, Env: env})
 	if err != nil {
 		r.t.Fatal(err)
 	}
