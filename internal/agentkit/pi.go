@@ -73,6 +73,9 @@ type PiConfig struct {
 	AgentDir, SessionDir, Home string
 	// Env adds environment variables (KEY=VALUE).
 	Env []string
+	// Tools keeps pi's built-in tools (read, bash, edit, write); by
+	// default pi runs with --no-tools.
+	Tools bool
 }
 
 // WriteAgentDir writes models.json (provider "fake" at baseURL, model
@@ -129,8 +132,11 @@ func (l *lockedBuffer) String() string {
 
 // StartPi starts pi in RPC mode with the fake provider, no tools.
 func StartPi(in *PiInstall, c PiConfig) (*Pi, error) {
-	cmd := exec.Command(in.Node, in.CLI, "--mode", "rpc", "--provider", "fake", "--model", "fake-model",
-		"--session-dir", c.SessionDir, "--no-tools")
+	args := []string{in.CLI, "--mode", "rpc", "--provider", "fake", "--model", "fake-model", "--session-dir", c.SessionDir}
+	if !c.Tools {
+		args = append(args, "--no-tools")
+	}
+	cmd := exec.Command(in.Node, args...)
 	cmd.Dir = c.Home
 	env := []string{"PATH=" + filepath.Dir(in.Node) + string(os.PathListSeparator) + os.Getenv("PATH"),
 		"HOME=" + c.Home, "PI_CODING_AGENT_DIR=" + c.AgentDir, "PI_OFFLINE=1", "NO_COLOR=1"}

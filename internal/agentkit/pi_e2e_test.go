@@ -351,3 +351,77 @@ func mustRead(t *testing.T, file string) []byte {
 	}
 	return b
 }
+
+// With pi's tools on, the model reads a file: pi's preparation carries the
+// tool call, its result and the fileOps Set, and ctxtool's compaction keeps
+// the cumulative read list (details and pi's <read-files> block). With
+// CTXTOOL_RECORD_PI_PAYLOAD=DIR the request is also recorded there (how
+// testdata/agent/pi-1.6.0-request-tools.json was made).
+func TestPiToolCallsReachCtxtool(t *testing.T) {
+	r := newPiRun(t, 128000, map[string]any{"keepRecentTokens": 40})
+	notes := "The staging token is rotated every 90 days by runbook RB-2207.\n"
+	if err := os.WriteFile(filepath.Join(r.home, "notes.md"), []byte(notes), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.srv.ToolCall = func(q llmtest.Request) *llmtest.ToolCall {
+		if n := len(q.Messages); n > 0 && q.Messages[n-1].Role == "user" && strings.Contains(q.Messages[n-1].Content, "read notes.md") {
+			return &llmtest.ToolCall{ID: "call_read_1", Name: "read", Arguments: map[string]any{"path": "notes.md"}}
+		}
+		return nil
+	}
+	bin := ctxtoolBin
+	if dir := os.Getenv("CTXTOOL_RECORD_PI_PAYLOAD"); dir != "" {
+		bin = filepath.Join(r.home, "record.sh")
+		script := fmt.Sprintf("#!/bin/sh\ntee %q/request-tools-$$.json | exec %q \"$@\"\n", dir, ctxtoolBin)
+		if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := r.ctxtool("install", "pi", "--binary", bin); err != nil {
+		t.Fatalf("install: %v\n%s", err, out)
+	}
+	p, err := StartPi(r.in, PiConfig{AgentDir: r.agentDir, SessionDir: r.sessions, Home: r.home, Tools: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	for _, m := range []string{"Please read notes.md and remember what it says.", prompts[1], prompts[2]} {
+		if err := p.Prompt(m, turn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var sawResult bool
+	for _, q := range r.srv.Requests() {
+		for _, m := range q.Messages {
+			if m.Role == "tool" && strings.Contains(m.Content, "RB-2207") {
+				sawResult = true
+			}
+		}
+	}
+	if !sawResult {
+		t.Fatal("pi never sent the read tool's result to the model: the tool call did not run")
+	}
+	if _, err := p.Command(map[string]any{"type": "compact"}, turn); err != nil {
+		t.Fatal(err)
+	}
+	file, err := SessionFile(r.sessions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := compactionEntries(t, file)
+	if len(cs) != 1 || cs[0]["fromHook"] != true {
+		t.Fatalf("compaction entries %v: want one of ctxtool's", cs)
+	}
+	summary, _ := cs[0]["summary"].(string)
+	details, _ := cs[0]["details"].(map[string]any)
+	read, _ := details["readFiles"].([]any)
+	if len(read) != 1 || !strings.HasSuffix(fmt.Sprint(read[0]), "notes.md") {
+		t.Errorf("details.readFiles %v, want notes.md", read)
+	}
+	if !strings.Contains(summary, "<read-files>") || !strings.Contains(summary, "notes.md") {
+		t.Errorf("summary lacks pi's read-files block:\n%s", summary)
+	}
+	if lines := ctxtoolLines(p.Stderr()); len(lines) != 0 {
+		t.Errorf("the extension logged %q", lines)
+	}
+}

@@ -43,6 +43,10 @@ func TestRecordedPiRequests(t *testing.T) {
 		split bool
 	}{
 		{"pi-1.6.0-request-first.json", []string{"postgres://billing@db-7.internal:5432/ledger", "2027-03-14"}, false},
+		{"pi-1.6.0-request-tools.json", []string{
+			"RB-2207",                               // in the read tool's result
+			"<read-files>\nnotes.md\n</read-files>", // pi's fileOps Set, as the shim sent it
+		}, false},
 		{"pi-1.6.0-request-split-previous.json", []string{
 			"postgres://billing@db-7.internal:5432/ledger", // only in the previous summary
 			"/etc/billing/secrets.yaml",                    // in the summarised history

@@ -83,6 +83,13 @@ func (m *Message) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// ToolCall is a function call the model answers with; Arguments is its
+// JSON object.
+type ToolCall struct {
+	ID, Name  string
+	Arguments map[string]any
+}
+
 // Server is a fake endpoint. Set Reply before use to control answers.
 type Server struct {
 	*httptest.Server
@@ -98,6 +105,10 @@ type Server struct {
 	// these top-level fields (e.g. "max_tokens" like a reasoning model,
 	// or "max_completion_tokens" like an older server).
 	Reject []string
+	// ToolCall, when set and returning non-nil, answers the request with
+	// that tool call instead of text (finish_reason "tool_calls"), as a
+	// model driving an agent's tools does.
+	ToolCall func(r Request) *ToolCall
 	// UsageFromBody reports prompt_tokens as chars/4 of the whole request
 	// body, as a provider counts everything it was sent (default: chars/4
 	// of the messages' text).
@@ -151,6 +162,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	reply := s.Reply
 	reject := s.Reject
 	fromBody := s.UsageFromBody
+	toolCall := s.ToolCall
 	s.mu.Unlock()
 
 	for _, f := range reject {
@@ -186,8 +198,12 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, b)
 		return
 	}
+	var call *ToolCall
+	if toolCall != nil {
+		call = toolCall(req)
+	}
 	text := ""
-	if !step.Empty {
+	if !step.Empty && call == nil {
 		text = reply(req)
 	}
 	in := 0
@@ -200,21 +216,35 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	usage := map[string]any{"prompt_tokens": in, "completion_tokens": (len(text) + 3) / 4,
 		"total_tokens": in + (len(text)+3)/4}
 	if req.Stream {
-		stream(w, req.Model, text, usage)
+		stream(w, req.Model, text, call, usage)
 		return
+	}
+	msg, finish := map[string]any{"role": "assistant", "content": text}, "stop"
+	if call != nil {
+		msg["tool_calls"], finish = []any{call.wire(false)}, "tool_calls"
 	}
 	resp := map[string]any{
 		"id": "chatcmpl-test", "object": "chat.completion", "created": 1, "model": req.Model,
-		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
-			"message": map[string]any{"role": "assistant", "content": text}}},
-		"usage": usage,
+		"choices": []any{map[string]any{"index": 0, "finish_reason": finish, "message": msg}},
+		"usage":   usage,
 	}
 	json.NewEncoder(w).Encode(resp)
 }
 
+// wire is the call as the API spells it (with its index in a stream).
+func (c *ToolCall) wire(indexed bool) map[string]any {
+	args, _ := json.Marshal(c.Arguments)
+	m := map[string]any{"id": c.ID, "type": "function", "function": map[string]any{"name": c.Name, "arguments": string(args)}}
+	if indexed {
+		m["index"] = 0
+	}
+	return m
+}
+
 // stream writes the answer as chat-completion chunks (server-sent events):
-// the text, then the finish reason with the usage, then [DONE].
-func stream(w http.ResponseWriter, model, text string, usage map[string]any) {
+// the text or the tool call, then the finish reason with the usage, then
+// [DONE].
+func stream(w http.ResponseWriter, model, text string, call *ToolCall, usage map[string]any) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	chunk := func(delta map[string]any, finish any, usage any) {
@@ -226,8 +256,13 @@ func stream(w http.ResponseWriter, model, text string, usage map[string]any) {
 		data, _ := json.Marshal(c)
 		fmt.Fprintf(w, "data: %s\n\n", data)
 	}
-	chunk(map[string]any{"role": "assistant", "content": text}, nil, nil)
-	chunk(map[string]any{}, "stop", usage)
+	if call != nil {
+		chunk(map[string]any{"role": "assistant", "tool_calls": []any{call.wire(true)}}, nil, nil)
+		chunk(map[string]any{}, "tool_calls", usage)
+	} else {
+		chunk(map[string]any{"role": "assistant", "content": text}, nil, nil)
+		chunk(map[string]any{}, "stop", usage)
+	}
 	io.WriteString(w, "data: [DONE]\n\n")
 	if f, ok := w.(http.Flusher); ok {
 		f.Flush()
