@@ -425,3 +425,54 @@ func TestPiToolCallsReachCtxtool(t *testing.T) {
 		t.Errorf("the extension logged %q", lines)
 	}
 }
+
+// With an LLM configured for ctxtool (here in pi's environment, which the
+// extension passes on), pi's /compact is summarised by ctxtool's LLM
+// summariser, with pi's custom instructions, and stored as ctxtool's.
+func TestPiCompactsWithCtxtoolsLLM(t *testing.T) {
+	r := newPiRun(t, 128000, map[string]any{"keepRecentTokens": 40})
+	piReply := r.srv.Reply
+	r.srv.Reply = func(q llmtest.Request) string {
+		if q.Model == "summary-model" {
+			return "## Goal\n- Billing migration, summarised by ctxtool's LLM summarizer."
+		}
+		return piReply(q)
+	}
+	if out, err := r.ctxtool("install", "pi"); err != nil {
+		t.Fatalf("install: %v\n%s", err, out)
+	}
+	p := r.start("OPENAI_BASE_URL="+r.srv.BaseURL(), "CTXTOOL_LLM_MODEL=summary-model", "XDG_CONFIG_HOME="+filepath.Join(r.home, "xdg"))
+	for _, m := range prompts[:3] {
+		if err := p.Prompt(m, turn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := p.Command(map[string]any{"type": "compact", "customInstructions": "Focus on the 2027-03-14 deadline."}, turn); err != nil {
+		t.Fatal(err)
+	}
+	var asked *llmtest.Request
+	for _, q := range r.srv.Requests() {
+		if q.Model == "summary-model" {
+			q := q
+			asked = &q
+		}
+	}
+	if asked == nil {
+		t.Fatalf("ctxtool never called its LLM; pi's stderr:\n%s", p.Stderr())
+	}
+	body := string(asked.Body)
+	if !strings.Contains(body, "Focus on the 2027-03-14 deadline.") || !strings.Contains(body, "postgres://billing@db-7.internal:5432/ledger") {
+		t.Errorf("ctxtool's summary request lacks pi's custom instructions or the conversation: %.400s", body)
+	}
+	file, err := SessionFile(r.sessions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := compactionEntries(t, file)
+	if len(cs) != 1 || cs[0]["fromHook"] != true || !strings.Contains(fmt.Sprint(cs[0]["summary"]), "summarised by ctxtool's LLM summarizer") {
+		t.Fatalf("compaction entries %v", cs)
+	}
+	if d, _ := cs[0]["details"].(map[string]any); fmt.Sprint(d["ctxtool"].(map[string]any)["summarizer"]) != "llm" {
+		t.Errorf("details %v: want summarizer llm", d)
+	}
+}

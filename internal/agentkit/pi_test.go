@@ -83,7 +83,8 @@ func newPiRun(t *testing.T, window int, compaction map[string]any) *piRun {
 // ctxtool runs the built binary with pi's agent dir in the environment.
 func (r *piRun) ctxtool(args ...string) (string, error) {
 	cmd := exec.Command(ctxtoolBin, args...)
-	cmd.Env = append(os.Environ(), "PI_CODING_AGENT_DIR="+r.agentDir, "HOME="+r.home)
+	cmd.Env = append(os.Environ(), "PI_CODING_AGENT_DIR="+r.agentDir, "HOME="+r.home, "XDG_CONFIG_HOME="+filepath.Join(r.home, "xdg"),
+		"OPENAI_API_KEY=", "OPENAI_BASE_URL=", "CTXTOOL_LLM_MODEL=") // hermetic: no user config, no LLM
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
