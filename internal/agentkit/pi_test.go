@@ -1,7 +1,6 @@
 package agentkit
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -171,5 +170,4 @@ func TestRecordPiPayload(t *testing.T) {
 		}
 	}
 	t.Logf("stderr: %s", p.Stderr())
-	_ = json.Valid
 }
