@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"os"
 	"reflect"
 	"testing"
 	"time"
@@ -159,6 +160,36 @@ lint:
 		o, code := resolve(t, newExportCmd, "export", "--to", "pi", "-o", "out.jsonl", "--force", "cc.jsonl")
 		if code != 0 || o.To != "pi" || o.Output != "out.jsonl" || !o.Force || o.File != "cc.jsonl" {
 			t.Fatalf("exit %d, %+v", code, o)
+		}
+	})
+	t.Run("agent compact", func(t *testing.T) {
+		// the seam replaces the top-level command of the same name
+		o, code := resolve(t, newAgentCompactCmd, "--config", cfg, "compact", "--summarizer", "extractive", "--max-input", "1000")
+		if code != 0 || o.Compact.Settings.Strategy != "safeguard" || o.Compact.Settings.KeepRecentTokens != 12000 ||
+			o.Compact.Summarizer != "extractive" || o.MaxInput != 1000 {
+			t.Fatalf("exit %d, %+v / %+v", code, o, o.Compact.Settings)
+		}
+		if _, code := resolve(t, newAgentCompactCmd, "compact", "--max-input", "0"); code != 2 {
+			t.Errorf("--max-input 0: exit %d, want 2", code)
+		}
+	})
+	t.Run("install", func(t *testing.T) {
+		dir := t.TempDir()
+		t.Setenv("PI_CODING_AGENT_DIR", dir)
+		bin := testkit.WriteTemp(t, "ctxtool", []byte("#!/bin/sh\n"))
+		os.Chmod(bin, 0o755)
+		o, code := resolve(t, newInstallCmd, "install", "pi", "--dry-run", "--binary", bin)
+		if code != 0 || o.Agent != "pi" || o.AgentDir != dir || !o.DryRun || o.Binary != bin || o.Remove {
+			t.Fatalf("exit %d, %+v", code, o)
+		}
+		if _, code := resolve(t, newInstallCmd, "install", "pi", "--check", "--dry-run"); code != 2 {
+			t.Errorf("--check --dry-run: exit %d, want 2", code)
+		}
+		if _, code := resolve(t, newInstallCmd, "install", "pi", "--binary", dir); code != 2 {
+			t.Errorf("--binary DIR: exit %d, want 2", code)
+		}
+		if o, code := resolve(t, newUninstallCmd, "uninstall", "pi"); code != 0 || !o.Remove || o.AgentDir != dir {
+			t.Fatalf("uninstall: exit %d, %+v", code, o)
 		}
 	})
 }

@@ -138,6 +138,7 @@ session lock. Claude Code and Codex sessions are read, never written.`,
 		return exitcode.New(exitcode.Usage, fmt.Errorf("%v (see '%s --help')", err, c.CommandPath()))
 	})
 	root.AddCommand( // `--help` lists them sorted by name
+		newAgentCmd(f),
 		newBudgetCmd(f, nil),
 		newCheckpointCmd(f, nil),
 		newCompactCmd(f, nil),
@@ -146,6 +147,7 @@ session lock. Claude Code and Codex sessions are read, never written.`,
 		newExportCmd(f, nil),
 		newFlushCmd(f, nil),
 		newIndexCmd(f, nil),
+		newInstallCmd(f, nil),
 		newLintCmd(f, nil),
 		newManCmd(f, nil),
 		newPruneCmd(f, nil),
@@ -153,6 +155,7 @@ session lock. Claude Code and Codex sessions are read, never written.`,
 		newRollCmd(f, nil),
 		newSearchCmd(f, nil),
 		newUnarchiveCmd(f, nil),
+		newUninstallCmd(f, nil),
 	)
 	usageArgs(root)
 	return root, f

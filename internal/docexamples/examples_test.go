@@ -46,9 +46,11 @@ var (
 )
 
 // setupCommands are the README's set-up commands: CI runs `go test ./...`
-// itself (running it here would recurse), and the first is run by
-// TestReadmeSetUpCommand.
-var setupCommands = []string{"go test ./...", "go run . compact testdata/sample-v3.jsonl --summarizer extractive --dry-run"}
+// itself (running it here would recurse), the second is run by
+// TestReadmeSetUpCommand, and the third fetches the module from the network
+// (the tests run the binary they built in its place).
+var setupCommands = []string{"go test ./...", "go run . compact testdata/sample-v3.jsonl --summarizer extractive --dry-run",
+	"go install github.com/ctxtool/ctxtool@latest"}
 
 // examples reads the command lines of every sh and cron block of README.md
 // and docs/**.md, in order.

@@ -1,6 +1,8 @@
 // Package llmtest is an OpenAI-compatible chat-completions server for tests:
 // it answers on loopback only, can be scripted to fail (429 with
-// Retry-After, 5xx, slow answers) and records every request it received.
+// Retry-After, 5xx, slow answers) and records every request it received,
+// with its body. Requests with "stream": true (real agents such as pi)
+// get the answer as server-sent events.
 package llmtest
 
 import (
@@ -35,12 +37,57 @@ type Request struct {
 	Temperature *float64        `json:"temperature"`
 	Auth        string          `json:"-"`
 	At          time.Time       `json:"-"`
+	// Stream is true when the client asked for server-sent events.
+	Stream bool `json:"stream"`
+	// Body is the request body as received.
+	Body []byte `json:"-"`
 }
 
-// Message is one chat message.
+// Message is one chat message. Content is its text: a string as sent, or
+// the text parts of a content array joined by newlines.
 type Message struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
+}
+
+// UnmarshalJSON reads content as a string or as an array of parts.
+func (m *Message) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	m.Role, m.Content = raw.Role, ""
+	if len(raw.Content) == 0 || string(raw.Content) == "null" {
+		return nil
+	}
+	if raw.Content[0] == '"' {
+		return json.Unmarshal(raw.Content, &m.Content)
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw.Content, &parts); err != nil {
+		return err
+	}
+	var texts []string
+	for _, p := range parts {
+		if p.Text != "" {
+			texts = append(texts, p.Text)
+		}
+	}
+	m.Content = strings.Join(texts, "\n")
+	return nil
+}
+
+// ToolCall is a function call the model answers with; Arguments is its
+// JSON object.
+type ToolCall struct {
+	ID, Name  string
+	Arguments map[string]any
 }
 
 // Server is a fake endpoint. Set Reply before use to control answers.
@@ -58,6 +105,14 @@ type Server struct {
 	// these top-level fields (e.g. "max_tokens" like a reasoning model,
 	// or "max_completion_tokens" like an older server).
 	Reject []string
+	// ToolCall, when set and returning non-nil, answers the request with
+	// that tool call instead of text (finish_reason "tool_calls"), as a
+	// model driving an agent's tools does.
+	ToolCall func(r Request) *ToolCall
+	// UsageFromBody reports prompt_tokens as chars/4 of the whole request
+	// body, as a provider counts everything it was sent (default: chars/4
+	// of the messages' text).
+	UsageFromBody bool
 }
 
 // New starts a server; the script is consumed one step per request. Close
@@ -97,6 +152,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	req.Auth = r.Header.Get("Authorization")
 	req.At = time.Now()
+	req.Body = body
 	s.mu.Lock()
 	s.requests = append(s.requests, req)
 	step := s.Always
@@ -105,6 +161,8 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	reply := s.Reply
 	reject := s.Reject
+	fromBody := s.UsageFromBody
+	toolCall := s.ToolCall
 	s.mu.Unlock()
 
 	for _, f := range reject {
@@ -140,22 +198,75 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, b)
 		return
 	}
+	var call *ToolCall
+	if toolCall != nil {
+		call = toolCall(req)
+	}
 	text := ""
-	if !step.Empty {
+	if !step.Empty && call == nil {
 		text = reply(req)
 	}
 	in := 0
 	for _, m := range req.Messages {
 		in += (len(m.Content) + 3) / 4
 	}
+	if fromBody {
+		in = (len(body) + 3) / 4
+	}
+	usage := map[string]any{"prompt_tokens": in, "completion_tokens": (len(text) + 3) / 4,
+		"total_tokens": in + (len(text)+3)/4}
+	if req.Stream {
+		stream(w, req.Model, text, call, usage)
+		return
+	}
+	msg, finish := map[string]any{"role": "assistant", "content": text}, "stop"
+	if call != nil {
+		msg["tool_calls"], finish = []any{call.wire(false)}, "tool_calls"
+	}
 	resp := map[string]any{
 		"id": "chatcmpl-test", "object": "chat.completion", "created": 1, "model": req.Model,
-		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
-			"message": map[string]any{"role": "assistant", "content": text}}},
-		"usage": map[string]any{"prompt_tokens": in, "completion_tokens": (len(text) + 3) / 4,
-			"total_tokens": in + (len(text)+3)/4},
+		"choices": []any{map[string]any{"index": 0, "finish_reason": finish, "message": msg}},
+		"usage":   usage,
 	}
 	json.NewEncoder(w).Encode(resp)
+}
+
+// wire is the call as the API spells it (with its index in a stream).
+func (c *ToolCall) wire(indexed bool) map[string]any {
+	args, _ := json.Marshal(c.Arguments)
+	m := map[string]any{"id": c.ID, "type": "function", "function": map[string]any{"name": c.Name, "arguments": string(args)}}
+	if indexed {
+		m["index"] = 0
+	}
+	return m
+}
+
+// stream writes the answer as chat-completion chunks (server-sent events):
+// the text or the tool call, then the finish reason with the usage, then
+// [DONE].
+func stream(w http.ResponseWriter, model, text string, call *ToolCall, usage map[string]any) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	chunk := func(delta map[string]any, finish any, usage any) {
+		c := map[string]any{"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 1, "model": model,
+			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}}
+		if usage != nil {
+			c["usage"] = usage
+		}
+		data, _ := json.Marshal(c)
+		fmt.Fprintf(w, "data: %s\n\n", data)
+	}
+	if call != nil {
+		chunk(map[string]any{"role": "assistant", "tool_calls": []any{call.wire(true)}}, nil, nil)
+		chunk(map[string]any{}, "tool_calls", usage)
+	} else {
+		chunk(map[string]any{"role": "assistant", "content": text}, nil, nil)
+		chunk(map[string]any{}, "stop", usage)
+	}
+	io.WriteString(w, "data: [DONE]\n\n")
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
 }
 
 // DefaultReply answers with a short structured summary that names the

@@ -1,0 +1,101 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ctxtool/ctxtool/pkg/agentlink"
+	"github.com/ctxtool/ctxtool/pkg/config"
+	"github.com/ctxtool/ctxtool/pkg/exitcode"
+)
+
+// AgentCompactOptions are the inputs of `ctxtool agent compact`.
+type AgentCompactOptions struct {
+	IO *IOStreams
+	// Compact holds the compaction and summariser settings, resolved as
+	// `compact` resolves them (config file and environment).
+	Compact  CompactOptions
+	MaxInput int64
+}
+
+// newAgentCmd is `ctxtool agent`: the commands an agent's shim runs.
+func newAgentCmd(f *Factory) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "agent",
+		Short: "Commands the agent shims run inside pi (see 'ctxtool install pi')",
+		Long: `Commands an agent runs through the shim 'ctxtool install' wrote. They speak
+the versioned JSON contract of docs/agent-contract.md on stdin and stdout.`,
+		Args: cobra.NoArgs,
+	}
+	c.AddCommand(newAgentCompactCmd(f, nil))
+	return c
+}
+
+func newAgentCompactCmd(f *Factory, runF func(*AgentCompactOptions) error) *cobra.Command {
+	return command(f, &AgentCompactOptions{IO: f.IO, Compact: CompactOptions{IO: f.IO}}, runF, runAgentCompact, &cobra.Command{
+		Use:   "compact",
+		Short: "Answer an agent's compaction request (JSON on stdin) with ctxtool's summary (JSON on stdout)",
+		Long: fmt.Sprintf(`Read one compaction request (contract version %d, docs/agent-contract.md) on
+stdin: the agent's preparation — the messages to summarize, the split turn's
+prefix, the previous summary, the file operations, the agent's settings, the
+reason and the session's identity. Summarize it with ctxtool's configured
+strategy and summarizer (compaction.mode, compaction.summarizer: the offline
+extractive one unless an LLM is configured), keeping the agent's cut, and
+write one JSON answer on stdout: {version, summary, firstKeptEntryId,
+tokensBefore, details: {readFiles, modifiedFiles, ctxtool: {strategy,
+summarizer, audit}}} or {version, decline}.
+
+Exit status: 0 an answer (or a decline) on stdout; 2 the request is unusable
+(not JSON, another contract version, too large); 1 the summarizer failed.
+Nothing is written on stdout unless the exit status is 0.`, agentlink.Version),
+		Example: `  ctxtool agent compact < request.json`,
+		Args:    cobra.NoArgs,
+	})
+}
+
+func (o *AgentCompactOptions) flags(c *cobra.Command) {
+	configFlags(c, "compaction.mode", "compaction.summarizer", "llm.model")
+	c.Flags().Int64Var(&o.MaxInput, "max-input", agentlink.DefaultMaxInput, "refuse a request larger than this many bytes")
+}
+
+func (o *AgentCompactOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
+	if err := o.Compact.fromConfig(cfg, c); err != nil {
+		return err
+	}
+	if o.MaxInput <= 0 {
+		return fmt.Errorf("--max-input %d: must be positive", o.MaxInput)
+	}
+	return nil
+}
+
+func runAgentCompact(ctx context.Context, o *AgentCompactOptions) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	req, err := agentlink.Decode(o.IO.In, o.MaxInput)
+	if err != nil {
+		return exitcode.New(exitcode.Usage, err)
+	}
+	sum, err := o.Compact.summarizer()
+	if err != nil {
+		return err
+	}
+	res, err := agentlink.Compact(ctx, req, agentlink.Options{Settings: o.Compact.Settings, Summarizer: sum})
+	if err != nil {
+		var in *agentlink.InputError
+		if errors.As(err, &in) {
+			return exitcode.New(exitcode.Usage, err)
+		}
+		return exitcode.New(exitcode.Runtime, err)
+	}
+	data, err := json.Marshal(res)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(o.IO.Out, "%s\n", data)
+	return err
+}

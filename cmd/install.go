@@ -1,0 +1,170 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ctxtool/ctxtool/pkg/agentlink"
+	"github.com/ctxtool/ctxtool/pkg/config"
+	"github.com/ctxtool/ctxtool/pkg/exitcode"
+)
+
+// InstallOptions are the inputs of `ctxtool install` and `ctxtool uninstall`.
+type InstallOptions struct {
+	IO     *IOStreams
+	JSON   bool
+	Agent  string
+	Remove bool // uninstall
+	DryRun bool
+	Check  bool
+	// Binary is the ctxtool binary the shim runs (default: this one).
+	Binary string
+	// AgentDir is pi's agent directory ($PI_CODING_AGENT_DIR or ~/.pi/agent).
+	AgentDir string
+}
+
+func (o *InstallOptions) readsNoConfig() {}
+
+func newInstallCmd(f *Factory, runF func(*InstallOptions) error) *cobra.Command {
+	return command(f, &InstallOptions{IO: f.IO}, runF, runInstall, &cobra.Command{
+		Use:   "install pi",
+		Short: "Make pi compact with ctxtool: write ctxtool's extension into pi's agent directory",
+		Long: `Write ctxtool's pi extension to <pi agent dir>/extensions/ctxtool.ts (the agent
+dir is $PI_CODING_AGENT_DIR, else ~/.pi/agent). From pi's next start, every
+compaction — /compact, the threshold, an overflow — runs 'ctxtool agent
+compact' with pi's preparation and stores ctxtool's summary in pi's session
+(a compaction entry with fromHook: true). When ctxtool fails or takes longer
+than 120 s (CTXTOOL_PI_TIMEOUT_MS), pi makes its own compaction and one line
+starting "[ctxtool]" goes to pi's stderr.
+
+The extension records this binary's absolute path (--binary to choose
+another). Installing again changes nothing unless the binary changed; no
+other file of pi's is read or written. --check changes nothing: it runs a
+tiny compaction through the installed extension (with node, when found) and
+through the binary it names, and says what works (exit 1 if something does
+not).`,
+		Example: `  ctxtool install pi --dry-run
+  ctxtool install pi
+  ctxtool install pi --check
+  ctxtool uninstall pi`,
+		Args: cobra.ExactArgs(1),
+	})
+}
+
+func newUninstallCmd(f *Factory, runF func(*InstallOptions) error) *cobra.Command {
+	return command(f, &InstallOptions{IO: f.IO, Remove: true}, runF, runInstall, &cobra.Command{
+		Use:     "uninstall pi",
+		Short:   "Remove ctxtool's extension from pi's agent directory",
+		Long:    `Remove <pi agent dir>/extensions/ctxtool.ts if ctxtool wrote it; pi compacts by itself again from its next start.`,
+		Example: `  ctxtool uninstall pi --dry-run`,
+		Args:    cobra.ExactArgs(1),
+	})
+}
+
+func (o *InstallOptions) flags(c *cobra.Command) {
+	c.Flags().BoolVar(&o.DryRun, "dry-run", false, "print what would change; change nothing")
+	if !o.Remove {
+		c.Flags().BoolVar(&o.Check, "check", false, "change nothing: run a tiny compaction through the installed extension and say what works")
+		c.Flags().StringVar(&o.Binary, "binary", "", "the ctxtool binary the extension runs (default: this one)")
+	}
+}
+
+func (o *InstallOptions) resolve(f *Factory, _ *config.Config, _ *cobra.Command, args []string) error {
+	o.JSON = f.JSON
+	o.Agent = args[0]
+	if o.Agent != "pi" {
+		return fmt.Errorf("agent %q: ctxtool installs into pi (OpenClaw's plugin is not there yet)", o.Agent)
+	}
+	if o.Check && o.DryRun {
+		return fmt.Errorf("--check changes nothing already: leave out --dry-run")
+	}
+	dir, err := agentlink.PiAgentDir()
+	if err != nil {
+		return err
+	}
+	o.AgentDir = dir
+	if o.Remove {
+		return nil
+	}
+	if o.Binary == "" {
+		if o.Binary, err = os.Executable(); err != nil {
+			return fmt.Errorf("finding this binary's path (pass --binary): %w", err)
+		}
+	}
+	if o.Binary, err = filepath.Abs(o.Binary); err != nil {
+		return err
+	}
+	if real, err := filepath.EvalSymlinks(o.Binary); err == nil {
+		o.Binary = real
+	}
+	if st, err := os.Stat(o.Binary); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+		return fmt.Errorf("--binary %s: not an executable file", o.Binary)
+	}
+	return nil
+}
+
+func runInstall(ctx context.Context, o *InstallOptions) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if o.Check {
+		node, _ := exec.LookPath("node")
+		lines, ok := agentlink.CheckPi(ctx, o.AgentDir, o.Binary, node)
+		for _, l := range lines {
+			if o.JSON {
+				data, _ := json.Marshal(l)
+				fmt.Fprintf(o.IO.Out, "%s\n", data)
+				continue
+			}
+			fmt.Fprintf(o.IO.Out, "%-9s %-4s %s\n", l.What, l.Status, l.Detail)
+		}
+		if !ok {
+			return exitcode.New(exitcode.Runtime, fmt.Errorf("pi's ctxtool extension does not work yet (see above)"))
+		}
+		return nil
+	}
+	var a agentlink.Action
+	var err error
+	if o.Remove {
+		a, err = agentlink.UninstallPi(o.AgentDir, o.DryRun)
+	} else {
+		a, err = agentlink.InstallPi(o.AgentDir, o.Binary, o.DryRun)
+	}
+	if err != nil {
+		return err
+	}
+	if o.JSON {
+		data, _ := json.Marshal(struct {
+			agentlink.Action
+			DryRun bool `json:"dryRun"`
+		}{a, o.DryRun})
+		fmt.Fprintf(o.IO.Out, "%s\n", data)
+		return nil
+	}
+	would := ""
+	if o.DryRun && a.Change != "unchanged" {
+		would = "would "
+	}
+	switch a.Change {
+	case "unchanged":
+		if o.Remove {
+			fmt.Fprintf(o.IO.Out, "unchanged %s (not installed)\n", a.Path)
+		} else {
+			fmt.Fprintf(o.IO.Out, "unchanged %s (runs %s)\n", a.Path, a.Binary)
+		}
+	case "remove":
+		fmt.Fprintf(o.IO.Out, "%sremove %s\n", would, a.Path)
+	default:
+		fmt.Fprintf(o.IO.Out, "%s%s %s (runs %s)\n", would, a.Change, a.Path, a.Binary)
+	}
+	if !o.DryRun && !o.Remove && a.Change != "unchanged" {
+		fmt.Fprintln(o.IO.ErrOut, "pi loads it at its next start; 'ctxtool install pi --check' tries it now")
+	}
+	return nil
+}

@@ -1,0 +1,165 @@
+package agentlink
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+//go:embed shims/check.mjs
+var checkDriver []byte
+
+// CheckLine is one finding of CheckPi.
+type CheckLine struct {
+	What string `json:"what"`
+	// Status is "ok", "fail" or "skip".
+	Status string `json:"status"`
+	Detail string `json:"detail"`
+}
+
+// checkWord is planted in the check's tiny session; a summary that comes
+// back with it went through ctxtool's summariser.
+const checkWord = "/srv/ctxtool-check/planted.txt"
+
+// checkEvent is the tiny session_before_compact event of a check: two
+// exchanges summarised, the last one kept.
+func checkEvent() map[string]any {
+	user := func(t string) map[string]any {
+		return map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": t}}, "timestamp": 1}
+	}
+	asst := func(t string) map[string]any {
+		return map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "text", "text": t}},
+			"provider": "check", "model": "check", "stopReason": "stop", "timestamp": 2}
+	}
+	return map[string]any{
+		"type": "session_before_compact", "reason": "manual",
+		"preparation": map[string]any{
+			"firstKeptEntryId":    "kept0001",
+			"messagesToSummarize": []any{user("Keep the config in " + checkWord + " and never edit it by hand."), asst("Understood: " + checkWord + " stays as is.")},
+			"turnPrefixMessages":  []any{},
+			"isSplitTurn":         false, "tokensBefore": 64,
+			"fileOps":  map[string]any{},
+			"settings": map[string]any{"enabled": true, "reserveTokens": 16384, "keepRecentTokens": 20000},
+		},
+		"branchEntries": []any{map[string]any{"type": "message", "id": "kept0001", "message": user("What next?")}},
+	}
+}
+
+// CheckPi checks an installed pi extension end to end, changing nothing:
+// that it is ctxtool's and current for binary, that the binary it runs
+// answers a tiny request, and — with node (its path; "" skips) — that the
+// extension itself, loaded as pi loads it, returns ctxtool's compaction.
+// ok is false when something that should work does not.
+func CheckPi(ctx context.Context, agentDir, binary, node string) (lines []CheckLine, ok bool) {
+	ok = true
+	add := func(what, status, format string, args ...any) {
+		lines = append(lines, CheckLine{What: what, Status: status, Detail: fmt.Sprintf(format, args...)})
+		if status == "fail" {
+			ok = false
+		}
+	}
+	path := PiExtensionPath(agentDir)
+	have, err := os.ReadFile(path)
+	if err != nil {
+		add("extension", "fail", "%v: run ctxtool install pi", err)
+		return lines, false
+	}
+	runs := InstalledBinary(have)
+	want, _ := PiExtension(binary)
+	switch {
+	case runs == "":
+		add("extension", "fail", "%s is not ctxtool's extension", path)
+		return lines, false
+	case bytes.Equal(have, want):
+		add("extension", "ok", "%s, current, runs %s", path, runs)
+	default:
+		add("extension", "fail", "%s runs %s but is not what this ctxtool (%s) writes: run ctxtool install pi", path, runs, binary)
+	}
+
+	ev := checkEvent()
+	req := map[string]any{"version": Version, "agent": "pi", "reason": "manual", "session": map[string]any{"id": "ctxtool-check"},
+		"preparation": ev["preparation"]}
+	payload, _ := json.Marshal(req)
+	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, runs, "agent", "compact")
+	cmd.Stdin = bytes.NewReader(payload)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var res Response
+	switch {
+	case err != nil:
+		add("binary", "fail", "%s agent compact: %v: %s", runs, err, strings.TrimSpace(stderr.String()))
+	case json.Unmarshal(out, &res) != nil || res.Version != Version:
+		add("binary", "fail", "%s agent compact answered something other than a contract v%d answer: %.80q", runs, Version, out)
+	case !strings.Contains(res.Summary, checkWord):
+		add("binary", "fail", "%s agent compact answered a summary without the planted path %s", runs, checkWord)
+	default:
+		add("binary", "ok", "%s answers contract v%d (%s summarizer, %d-char summary)", runs, Version, res.Details.Ctxtool.Summarizer, len(res.Summary))
+	}
+
+	if node == "" {
+		add("shim", "skip", "node not found: the extension was not run (pi runs it; install node to check it here)")
+		return lines, ok
+	}
+	dir, err := os.MkdirTemp("", "ctxtool-check-")
+	if err != nil {
+		add("shim", "fail", "%v", err)
+		return lines, false
+	}
+	defer os.RemoveAll(dir)
+	ext, driver := filepath.Join(dir, "ctxtool.mjs"), filepath.Join(dir, "check.mjs")
+	if err := os.WriteFile(ext, have, 0o644); err != nil {
+		add("shim", "fail", "%v", err)
+		return lines, false
+	}
+	if err := os.WriteFile(driver, checkDriver, 0o644); err != nil {
+		add("shim", "fail", "%v", err)
+		return lines, false
+	}
+	evJSON, _ := json.Marshal(ev)
+	nc := exec.CommandContext(cctx, node, driver, ext, string(evJSON))
+	var nerr bytes.Buffer
+	nc.Stderr = &nerr
+	nout, err := nc.Output()
+	var got struct {
+		Error  string `json:"error"`
+		Result *struct {
+			Compaction *struct {
+				Summary          string `json:"summary"`
+				FirstKeptEntryID string `json:"firstKeptEntryId"`
+			} `json:"compaction"`
+		} `json:"result"`
+	}
+	switch {
+	case err != nil:
+		add("shim", "fail", "node %s: %v: %s", driver, err, strings.TrimSpace(nerr.String()))
+	case json.Unmarshal(bytes.TrimSpace(lastLine(nout)), &got) != nil:
+		add("shim", "fail", "the extension's check printed %.80q", nout)
+	case got.Error != "":
+		add("shim", "fail", "%s", got.Error)
+	case got.Result == nil || got.Result.Compaction == nil:
+		add("shim", "fail", "the extension returned no compaction (pi would compact by itself): %s", strings.TrimSpace(nerr.String()))
+	case !strings.Contains(got.Result.Compaction.Summary, checkWord) || got.Result.Compaction.FirstKeptEntryID != "kept0001":
+		add("shim", "fail", "the extension returned a compaction without ctxtool's summary or pi's cut")
+	default:
+		add("shim", "ok", "session_before_compact, run by %s, returned ctxtool's compaction", node)
+	}
+	return lines, ok
+}
+
+func lastLine(b []byte) []byte {
+	b = bytes.TrimRight(b, "\n")
+	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+		return b[i+1:]
+	}
+	return b
+}
