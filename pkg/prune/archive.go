@@ -686,6 +686,7 @@ func Recover(roots []string) ([]string, error) {
 			continue
 		}
 		moved := map[string][]string{} // moved-aside original → its late files
+		var orphanLocks []string       // sessions gone to their archive, lock still there
 		filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return nil
@@ -697,6 +698,10 @@ func Recover(roots []string) ([]string, error) {
 				return nil
 			}
 			name := d.Name()
+			if session, ok := strings.CutSuffix(p, ".lock"); ok && !exists(session) && exists(session+Suffix) {
+				orphanLocks = append(orphanLocks, session)
+				return nil
+			}
 			i := strings.LastIndex(name, movedMarker)
 			if i < 1 || name[0] != '.' {
 				return nil
@@ -723,6 +728,14 @@ func Recover(roots []string) ([]string, error) {
 				continue
 			}
 			restored = append(restored, abs)
+		}
+		// A run killed after archiving, before releasing the lock, leaves
+		// a stale lock beside the archive: taking it over (only when its
+		// holder is dead) and releasing it removes it.
+		for _, session := range orphanLocks {
+			if l, err := transcript.AcquireLock(context.Background(), session, 0); err == nil {
+				l.Release()
+			}
 		}
 	}
 	return restored, errors.Join(errs...)

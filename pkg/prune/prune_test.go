@@ -404,3 +404,49 @@ func TestArchiveDedupe(t *testing.T) {
 	}
 	_ = origB
 }
+
+// Killed after archiving, before releasing the lock: the stale lock
+// beside the archive is removed by the next run's Recover; a lock whose
+// holder is alive is left, and so is the lock of a session still there.
+func TestRecoverRemovesTheLockOfAnArchivedSession(t *testing.T) {
+	dead := deadPid(t)
+	dir := t.TempDir()
+	p := genSession(t, dir, "s.jsonl", 3, 40*24*time.Hour)
+	st0, _ := os.Stat(p)
+	if _, err := compress(p, p+Suffix, st0, ArchiveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	stale := fmt.Sprintf(`{"pid":%d,"createdAt":"2026-01-01T00:00:00.000Z"}`, dead)
+	os.WriteFile(p+".lock", []byte(stale), 0o644)
+	live := genSession(t, dir, "live.jsonl", 3, 40*24*time.Hour)
+	os.WriteFile(live+".lock", []byte(stale), 0o644)
+	held := genSession(t, dir, "held.jsonl", 3, 40*24*time.Hour)
+	sth, _ := os.Stat(held)
+	if _, err := compress(held, held+Suffix, sth, ArchiveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(held)
+	holder := exec.Command("sleep", "30")
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { holder.Process.Kill(); holder.Wait() })
+	alive := fmt.Sprintf(`{"pid":%d,"createdAt":"%s"}`, holder.Process.Pid, time.Now().UTC().Format("2006-01-02T15:04:05.000Z"))
+	os.WriteFile(held+".lock", []byte(alive), 0o644)
+
+	if _, err := Recover([]string{dir}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(p + ".lock"); !os.IsNotExist(err) {
+		t.Errorf("the stale lock of an archived session is still there (%v)", err)
+	}
+	if _, err := os.Stat(live + ".lock"); err != nil {
+		t.Errorf("the lock of a session still in place was touched: %v", err)
+	}
+	if _, err := os.Stat(held + ".lock"); err != nil {
+		t.Errorf("a lock held by a live process was removed: %v", err)
+	}
+}
