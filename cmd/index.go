@@ -99,6 +99,9 @@ func runIndex(ctx context.Context, opts *IndexOptions) error {
 		return err
 	}
 	defer ix.Close()
+	if why := ix.Emptied(); why != "" {
+		fmt.Fprintf(opts.IO.ErrOut, "note: %s\n", why)
+	}
 
 	var total int64
 	paths := make([]string, len(files))

@@ -214,6 +214,8 @@ var keys = []Key{
 		Doc: "Inject recall hits for the last user prompt as <relevant-prior-context>, within 30% of the bootstrap budget."},
 	{Name: "contextManagement.semanticHistory.maxRetrievedChunks", Kind: Int, Default: 5, Range: nonNegative(), Doc: "Most chunks injected."},
 	{Name: "contextManagement.semanticHistory.minRelevanceScore", Kind: Float, Default: 0.6, Range: unit(), Doc: "Lowest score of an injected chunk (0-1)."},
+	{Name: "contextManagement.semanticHistory.scope", Kind: String, Default: "workspace", Enum: []string{"workspace", "agent", "all"},
+		Doc: "Sessions semantic history searches: the session's agent and project (workspace), its agent, or all."},
 
 	{Name: "checkpoint.keep", Kind: Int, Default: 5, Flag: "keep", Range: positive(), Doc: "Checkpoints kept per session."},
 	{Name: "checkpoint.dedupeThreshold", Kind: Float, Default: 0.05, Flag: "dedupe-threshold", Range: unit(),

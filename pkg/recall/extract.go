@@ -40,6 +40,9 @@ type unit struct {
 	text string
 	id   string
 	ts   int64 // unix ms, 0 if unknown
+	// tool marks tool output (tool results, bash runs): ranked below what
+	// the user and the assistant wrote (see the column weights in score.go).
+	tool bool
 }
 
 // extractor holds the per-index limits.
@@ -90,6 +93,7 @@ func (x *extractor) entryUnit(e transcript.Record, m *transcript.Message) (unit,
 	}
 	var b strings.Builder
 	var ts int64
+	tool := false
 	if t, ok := e.TimestampTime(); ok {
 		ts = t.UnixMilli()
 	}
@@ -106,6 +110,7 @@ func (x *extractor) entryUnit(e transcript.Record, m *transcript.Message) (unit,
 			b.WriteString("Assistant: ")
 			x.writeBlocks(&b, m.Content)
 		case "toolResult":
+			tool = true
 			b.WriteString("Tool result")
 			if m.ToolName != "" {
 				b.WriteString(" (" + m.ToolName + ")")
@@ -115,6 +120,7 @@ func (x *extractor) entryUnit(e transcript.Record, m *transcript.Message) (unit,
 			x.writeBlocks(&rb, m.Content)
 			b.WriteString(capText(rb.String(), x.maxChars))
 		case "bashExecution":
+			tool = true
 			b.WriteString("Bash: $ ")
 			b.WriteString(capText(m.Command, x.maxChars))
 			b.WriteString(" → ")
@@ -142,7 +148,7 @@ func (x *extractor) entryUnit(e transcript.Record, m *transcript.Message) (unit,
 	if i := strings.IndexByte(text, ':'); i >= 0 && strings.TrimSpace(text[i+1:]) == "" {
 		return unit{}, false // label only, nothing to find
 	}
-	return unit{text: text, id: e.ID, ts: ts}, true
+	return unit{text: text, id: e.ID, ts: ts, tool: tool}, true
 }
 
 // writeBlocks appends the text of a message's content blocks (a string

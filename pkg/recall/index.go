@@ -68,6 +68,8 @@ type fileRow struct {
 	lastLineHash                string
 	lines, malformed            int
 	indexedAt                   int64 // unix ms
+	// agent and project say where the session comes from (see origin).
+	agent, project string
 }
 
 func absPath(p string) (string, error) {
@@ -195,6 +197,10 @@ type readResult struct {
 	read          int // lines read this run
 	malformed     []transcript.Malformed
 	nMalformed    int
+	// cwd is the session header's working directory, when one was read
+	// (pi lines only: other formats are translated, see scanCwd).
+	cwd        string
+	headerSeen bool
 }
 
 // scanLines reads complete lines from off (line numbers continue after
@@ -229,6 +235,9 @@ func (ix *Index) scanLines(ctx context.Context, src source, off int64, line, new
 					Err: fmt.Sprintf("a line of %d bytes, over the %d MiB line cap: measured, not indexed", n, transcript.MaxLineBytes>>20)})
 			}
 			continue
+		}
+		if conv == nil && !res.headerSeen && res.lines <= 64 {
+			res.cwd, res.headerSeen = headerCwd(l)
 		}
 		units, ok := extractSourceLine(&x, conv, res.lines, l)
 		if !ok && res.lines > newFrom && res.countMalformed() {
@@ -620,6 +629,14 @@ func (ix *Index) indexFile(ctx context.Context, w writer, o *opened, st *Stats) 
 	nr, err := indexedRow(f, fi, res, from.malformed)
 	if err != nil {
 		return 0, fmt.Errorf("recall: read %s: %v", abs, err)
+	}
+	if mode == ModeAppend && row != nil {
+		nr.agent, nr.project = row.agent, row.project
+	} else {
+		nr.agent, nr.project = agentOf(abs, o.format), cleanProject(res.cwd)
+		if !res.headerSeen && o.format != formats.Pi {
+			nr.project = cleanProject(scanCwd(o.source))
+		}
 	}
 	if err := w.updateFile(ctx, fileID, nr); err != nil {
 		return 0, err

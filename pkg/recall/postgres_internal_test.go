@@ -70,7 +70,7 @@ func TestPostgresStatisticsShortcuts(t *testing.T) {
 		t.Fatalf("even & odd (estimates %v) does not take the shortcut: the test checks nothing", est[1:3])
 	}
 
-	got, err := s.match(ctx, []string{"common"}, -1, limit)
+	got, err := s.matches(ctx, []string{"common"}, noFilter, limit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestPostgresStatisticsShortcuts(t *testing.T) {
 		}
 	}
 
-	cond, args, _ := pgMatchCond([]string{"common"}, -1, false)
+	cond, args, _ := pgMatchCond([]string{"common"}, noFilter, false)
 	sorted, err := s.newestMatches(ctx, cond, args, limit, true)
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +97,7 @@ func TestPostgresStatisticsShortcuts(t *testing.T) {
 		t.Fatalf("common, the matches sorted: %v, walking the primary key: %v", sorted, got)
 	}
 
-	got, err = s.match(ctx, []string{"even", "odd"}, -1, limit)
+	got, err = s.matches(ctx, []string{"even", "odd"}, noFilter, limit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestPostgresStatisticsShortcuts(t *testing.T) {
 		}
 	}
 
-	got, err = s.match(ctx, []string{"rare"}, -1, limit)
+	got, err = s.matches(ctx, []string{"rare"}, noFilter, limit)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,22 +2,9 @@ package recall
 
 import (
 	"fmt"
-	"reflect"
 	"strings"
 	"testing"
 )
-
-func TestWordSetMatchesTokenRe(t *testing.T) {
-	for _, s := range []string{"", "a", "foo_bar baz-9 ünïcode 部署到生产 x/y.go", "  lead and trail  ", "tab\tnew\nline"} {
-		want := map[string]bool{}
-		for _, w := range tokenRe.FindAllString(s, -1) {
-			want[w] = true
-		}
-		if got := wordSet(s); !reflect.DeepEqual(got, want) {
-			t.Errorf("wordSet(%q) = %v, want %v", s, got, want)
-		}
-	}
-}
 
 func TestChunkerBoundsAndCoverage(t *testing.T) {
 	c := newChunker()
@@ -138,11 +125,6 @@ func TestSnippetAndScores(t *testing.T) {
 	}
 	if got := snippet("short", []string{"x"}, 700); got != "short" {
 		t.Errorf("short snippet %q", got)
-	}
-	for rank, want := range map[float64]float64{-1: 0.5, -3: 0.75, 0: 1, 1: 0.5} {
-		if got := bm25RankToScore(rank); got != want {
-			t.Errorf("bm25RankToScore(%v) = %v, want %v", rank, got, want)
-		}
 	}
 	if c := Citation("/a/b.jsonl", 12, 20); c != "/a/b.jsonl#L12-L20" {
 		t.Errorf("citation %q", c)

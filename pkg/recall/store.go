@@ -58,7 +58,7 @@ import (
 // schemaVersion changes whenever the tables or the extraction/chunking
 // rules change; an index of another version is rebuilt from scratch (it is a
 // cache of the transcripts, nothing in it is original).
-const schemaVersion = "10"
+const schemaVersion = "11"
 
 // DefaultMaxChars caps tool results, tool-call arguments, thinking and bash
 // output per message (head and tail kept).
@@ -143,6 +143,18 @@ func newIndex(st backend, opts []Option) *Index {
 // Path is where the index lives: the SQLite file, or the PostgreSQL URL
 // without its password.
 func (ix *Index) Path() string { return ix.st.location() }
+
+// Emptied says, when opening the index emptied it, why: it was made by an
+// earlier ctxtool whose tables this one does not read (every file is then
+// indexed again on the next run). "" when the open kept the index.
+func (ix *Index) Emptied() string {
+	v := ix.st.droppedSchema()
+	if v == "" {
+		return ""
+	}
+	return fmt.Sprintf("the recall index at %s was made by an earlier ctxtool (index schema %s, this one reads %s) and was emptied; it is rebuilt from the transcripts as they are indexed again ('ctxtool index PATH...')",
+		ix.Path(), v, schemaVersion)
+}
 
 // Close closes the database.
 func (ix *Index) Close() error { return ix.st.close() }
