@@ -63,29 +63,54 @@ func OriginOf(path string) Origin {
 	return Origin{Agent: agentOf(abs, src.format), Project: cleanProject(scanCwd(src))}
 }
 
-// scanCwd reads the first lines of src for a session header's cwd.
+// scanCwd reads the first lines of src for a working directory: a pi
+// header's cwd (as scanLines reads it), or in another format the first
+// "cwd" key with a string value (Claude Code writes it on every line,
+// Codex in its session_meta).
 func scanCwd(src source) string {
-	conv := formats.NewLineConverter(src.format)
 	br := bufio.NewReaderSize(io.NewSectionReader(src.f, 0, 1<<62), 64<<10)
+	find := cwdValue
+	if src.format == formats.Pi {
+		find = headerCwd
+	}
 	for no := 1; no <= 64; no++ {
 		l, err := br.ReadSlice('\n')
 		if err != nil && err != io.EOF {
-			return "" // a longer first line: no header worth reading
+			return "" // a line longer than the buffer: not a header
 		}
-		lines := [][]byte{l}
-		if conv != nil {
-			lines, _ = conv.Convert(no, bytes.Clone(l))
-		}
-		for _, pl := range lines {
-			if cwd, ok := headerCwd(pl); ok {
-				return cwd
-			}
+		if cwd, ok := find(l); ok {
+			return cwd
 		}
 		if err == io.EOF {
 			return ""
 		}
 	}
 	return ""
+}
+
+// cwdValue is the string value of the first "cwd" key of a JSON line.
+func cwdValue(l []byte) (string, bool) {
+	i := bytes.Index(l, []byte(`"cwd":`))
+	if i < 0 {
+		return "", false
+	}
+	v := bytes.TrimLeft(l[i+len(`"cwd":`):], " ")
+	if len(v) == 0 || v[0] != '"' {
+		return "", false
+	}
+	for j := 1; j < len(v); j++ {
+		switch v[j] {
+		case '\\':
+			j++
+		case '"':
+			var s string
+			if json.Unmarshal(v[:j+1], &s) != nil {
+				return "", false
+			}
+			return s, true
+		}
+	}
+	return "", false
 }
 
 // agentOf names the agent of a session file at abs in format.
