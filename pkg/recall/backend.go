@@ -28,6 +28,9 @@ type backend interface {
 	fileID(ctx context.Context, path string) (id int64, ok bool, err error)
 	// files lists the indexed paths, sorted.
 	files(ctx context.Context) ([]string, error)
+	// sizes is the index's size on disk and the bytes of the sessions it
+	// covers.
+	sizes(ctx context.Context) (Sizes, error)
 
 	// batch starts a group of per-file writes.
 	batch(ctx context.Context) (batch, error)
@@ -233,4 +236,21 @@ func eachVector(rows rowIter, err error, fn func(id int64, vec []byte)) error {
 		vec []byte
 	}
 	return eachRow(rows, err, func(r *idVec) []any { return []any{&r.id, &r.vec} }, func(r idVec) { fn(r.id, r.vec) })
+}
+
+// Sizes is an index's size against the sessions it covers.
+type Sizes struct {
+	// Index is the bytes the index takes: the SQLite files with their
+	// write-ahead logs, or the PostgreSQL tables with their indexes.
+	Index int64 `json:"indexBytes"`
+	// Corpus is the bytes of session files it covers.
+	Corpus int64 `json:"corpusBytes"`
+}
+
+// Share is Index / Corpus (0 for an empty corpus).
+func (s Sizes) Share() float64 {
+	if s.Corpus <= 0 {
+		return 0
+	}
+	return float64(s.Index) / float64(s.Corpus)
 }

@@ -57,6 +57,9 @@ type Stats struct {
 	MalformedLines []transcript.Malformed `json:"malformedLines,omitempty"`
 	Embedded       int                    `json:"embedded,omitempty"`
 	Seconds        float64                `json:"seconds"`
+	// LeftOut counts what was left out of the new lines' text: blobs
+	// (base64, binary output) and images.
+	LeftOut LeftOut `json:"leftOut,omitzero"`
 }
 
 type fileRow struct {
@@ -197,6 +200,7 @@ type readResult struct {
 	read          int // lines read this run
 	malformed     []transcript.Malformed
 	nMalformed    int
+	leftOut       LeftOut
 	// cwd is the session header's working directory, when one was read
 	// (pi lines only: other formats are translated, see scanCwd).
 	cwd        string
@@ -253,6 +257,7 @@ func (ix *Index) scanLines(ctx context.Context, src source, off int64, line, new
 			}
 		}
 	}
+	res.leftOut = x.leftOut
 	return res, emitChunks(ch.finish(), emit)
 }
 
@@ -647,6 +652,7 @@ func (ix *Index) indexFile(ctx context.Context, w writer, o *opened, st *Stats) 
 	st.Bytes = res.end - max(from.off, rowBytes(row, mode))
 	st.Malformed = res.nMalformed
 	st.MalformedLines = res.malformed
+	st.LeftOut = res.leftOut
 	return fileID, nil
 }
 

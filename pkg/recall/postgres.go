@@ -242,6 +242,13 @@ func (s *pgStore) fileID(ctx context.Context, path string) (int64, bool, error) 
 	return id, ok, s.err("search", err)
 }
 
+func (s *pgStore) sizes(ctx context.Context) (Sizes, error) {
+	var z Sizes
+	err := s.pool.QueryRow(ctx, `SELECT (SELECT coalesce(sum(bytes_indexed), 0) FROM ctxtool_recall_files)::bigint,
+		(pg_total_relation_size('ctxtool_recall_chunks') + pg_total_relation_size('ctxtool_recall_files'))::bigint`).Scan(&z.Corpus, &z.Index)
+	return z, s.err("size", err)
+}
+
 func (s *pgStore) files(ctx context.Context) ([]string, error) {
 	paths, err := collectPaths(s.pool.Query(ctx, `SELECT path FROM ctxtool_recall_files ORDER BY path`))
 	return paths, s.err("list files", err)

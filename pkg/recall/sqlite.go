@@ -283,6 +283,21 @@ func (s *sqliteStore) fileID(ctx context.Context, path string) (int64, bool, err
 	return id, ok, s.err("search", err)
 }
 
+func (s *sqliteStore) sizes(ctx context.Context) (Sizes, error) {
+	var z Sizes
+	if err := s.db.QueryRowContext(ctx, `SELECT coalesce(sum(bytes_indexed), 0) FROM files`).Scan(&z.Corpus); err != nil {
+		return z, s.err("size", err)
+	}
+	for _, f := range []string{s.path, ftsPath(s.path)} {
+		for _, suf := range []string{"", "-wal"} {
+			if fi, err := os.Stat(f + suf); err == nil {
+				z.Index += fi.Size()
+			}
+		}
+	}
+	return z, nil
+}
+
 func (s *sqliteStore) files(ctx context.Context) ([]string, error) {
 	paths, err := collectPaths(sqlRows(s.db.QueryContext(ctx, `SELECT path FROM files ORDER BY path`)))
 	return paths, s.err("list files", err)

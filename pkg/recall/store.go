@@ -61,8 +61,8 @@ import (
 const schemaVersion = "11"
 
 // DefaultMaxChars caps tool results, tool-call arguments, thinking and bash
-// output per message (head and tail kept).
-const DefaultMaxChars = 4000
+// output per message (head and tail kept): 0, none (see extract.go).
+const DefaultMaxChars = 0
 
 // Index is an open recall index. It is safe for concurrent use; writes are
 // serialised within a process.
@@ -83,7 +83,7 @@ type Option func(*Index)
 // time and queries are scored 0.7 × vector + 0.3 × keyword.
 func WithEmbedder(e Embedder) Option { return func(ix *Index) { ix.embedder = e } }
 
-// WithMaxChars sets the per-message cap for tool output (DefaultMaxChars).
+// WithMaxChars caps tool output per message (DefaultMaxChars: no cap).
 func WithMaxChars(n int) Option {
 	return func(ix *Index) {
 		if n > 0 {
@@ -155,6 +155,9 @@ func (ix *Index) Emptied() string {
 	return fmt.Sprintf("the recall index at %s was made by an earlier ctxtool (index schema %s, this one reads %s) and was emptied; it is rebuilt from the transcripts as they are indexed again ('ctxtool index PATH...')",
 		ix.Path(), v, schemaVersion)
 }
+
+// Sizes is the index's size against the sessions it covers.
+func (ix *Index) Sizes(ctx context.Context) (Sizes, error) { return ix.st.sizes(ctx) }
 
 // Close closes the database.
 func (ix *Index) Close() error { return ix.st.close() }
