@@ -174,11 +174,10 @@ func (ix *Index) Search(ctx context.Context, query string, opts SearchOptions) (
 	// The pool does not depend on MaxResults (up to candidatePool): a
 	// top-k is then the prefix of a top-(k+n).
 	limit := max(candidatePool, opts.MaxResults)
-	cands, err := ix.keywordCandidates(ctx, tokens, f, limit, opts.Skip)
+	cands, kw, err := ix.keywordCandidates(ctx, tokens, f, limit, opts.Skip)
 	if err != nil {
 		return nil, err
 	}
-	kw := keywords(tokens)
 
 	if ix.embedder != nil {
 		ix.addVectorCandidates(ctx, query, f, limit, cands, res)
@@ -363,8 +362,10 @@ func Citation(path string, start, end int) string {
 	return path + "#L" + strconv.Itoa(start) + "-L" + strconv.Itoa(end)
 }
 
-// keywordCandidates runs the AND query, then the per-keyword fallback.
-func (ix *Index) keywordCandidates(ctx context.Context, tokens []string, f filter, limit int, skip func(string, []string) bool) (map[int64]*candidate, error) {
+// keywordCandidates runs the AND query, then the per-keyword fallback,
+// and returns the keywords the candidates are to be scored by: the
+// query's, or in the fallback the pieces a long CJK token was cut into.
+func (ix *Index) keywordCandidates(ctx context.Context, tokens []string, f filter, limit int, skip func(string, []string) bool) (map[int64]*candidate, []string, error) {
 	cands := map[int64]*candidate{}
 	kw := keywords(tokens)
 	add := func(ids []int64) {
@@ -376,27 +377,54 @@ func (ix *Index) keywordCandidates(ctx context.Context, tokens []string, f filte
 	}
 	ms, err := ix.st.match(ctx, kw, f, limit)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	add(ms)
 	if skip != nil {
 		if err := ix.loadCandidates(ctx, cands); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		dropSkipped(cands, skip)
 	}
-	if len(cands) > 0 || len(kw) == 1 {
-		return cands, nil // (one keyword: the AND query was that query)
+	pieces := cjkPieces(kw)
+	if len(cands) > 0 || len(pieces) == 1 {
+		return cands, kw, nil // (one keyword: the AND query was that query)
 	}
-	for _, k := range kw {
+	for _, k := range pieces {
 		ms, err := ix.st.match(ctx, []string{k}, f, limit)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		add(ms)
 	}
-	return cands, nil // (Search drops skipped ones once all are loaded)
+	return cands, pieces, nil // (Search drops skipped ones once all are loaded)
 }
+
+// cjkPieces is kw with each CJK keyword of more than cjkPiece characters
+// cut into its overlapping runs of cjkPiece: CJK is written without
+// spaces, so a question ("什么时候运行迁移脚本12号") is one token that no
+// text holds whole, while its pieces are found and scored like words.
+func cjkPieces(kw []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, k := range kw {
+		r := []rune(k)
+		if !hasCJK(k) || len(r) <= cjkPiece {
+			out = append(out, k)
+			continue
+		}
+		for i := 0; i+cjkPiece <= len(r); i++ {
+			if p := string(r[i : i+cjkPiece]); !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// cjkPiece is the length of cjkPieces' runs (the trigram index's).
+const cjkPiece = 3
 
 // dropSkipped removes the loaded candidates skip rejects.
 func dropSkipped(cands map[int64]*candidate, skip func(string, []string) bool) {
