@@ -47,7 +47,7 @@ const (
 
 // candidatePool is how many keyword matches each query fetches before
 // scoring (more when --max-results asks for more).
-const candidatePool = 200
+const candidatePool = 100
 
 // term is one query token as the index matches it: a lexeme sequence
 // (FTS5's unicode61 tokens: "foo_bar" is the phrase foo bar), or, for
@@ -119,9 +119,8 @@ func textScore(text, kinds string, terms []term, c corpus) float64 {
 	present := make([]bool, len(terms))
 	dl := 0
 	bestLine := 0.0
-	var toks []string
-	lower := ""
-	for li := 0; len(text) > 0 || li == 0; li++ {
+	var lt lineTokens
+	for li := 0; ; li++ {
 		line := text
 		if i := strings.IndexByte(text, '\n'); i >= 0 {
 			line, text = text[:i], text[i+1:]
@@ -132,10 +131,9 @@ func textScore(text, kinds string, terms []term, c corpus) float64 {
 		if li < len(kinds) && kinds[li] == kindTool {
 			w = toolWeight
 		}
-		toks = toks[:0]
-		ftsTokens(line, func(t string) { toks = append(toks, t) })
-		dl += len(toks)
-		lower = ""
+		lt.read(line)
+		dl += len(lt.ends)
+		lower := ""
 		inLine := 0.0
 		for i, t := range terms {
 			var n int
@@ -145,7 +143,7 @@ func textScore(text, kinds string, terms []term, c corpus) float64 {
 				}
 				n = strings.Count(lower, t.tok)
 			} else {
-				n = termFreq(toks, t.seq)
+				n = lt.count(t.seq)
 			}
 			if n > 0 {
 				tf[i] += w * float64(n)
@@ -173,6 +171,47 @@ func textScore(text, kinds string, terms []term, c corpus) float64 {
 	cov /= idfSum
 	sat /= idfSum * (k1 + 1)
 	return coverageWeight*cov + lineWeight*bestLine + satWeight*sat
+}
+
+// lineTokens are one line's tokens, back to back in flat (token i ends
+// at ends[i]); its buffers are reused from line to line.
+type lineTokens struct {
+	flat, buf []byte
+	ends      []int
+}
+
+func (lt *lineTokens) read(line string) {
+	lt.flat, lt.ends = lt.flat[:0], lt.ends[:0]
+	lt.buf = ftsTokenBytes(line, lt.buf, func(b []byte) {
+		lt.flat = append(lt.flat, b...)
+		lt.ends = append(lt.ends, len(lt.flat))
+	})
+}
+
+func (lt *lineTokens) tok(i int) []byte {
+	start := 0
+	if i > 0 {
+		start = lt.ends[i-1]
+	}
+	return lt.flat[start:lt.ends[i]]
+}
+
+// count is the number of times the lexeme sequence seq occurs.
+func (lt *lineTokens) count(seq []string) int {
+	n := 0
+	for i := 0; i+len(seq) <= len(lt.ends); i++ {
+		ok := true
+		for k, l := range seq {
+			if string(lt.tok(i+k)) != l {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			n++
+		}
+	}
+	return n
 }
 
 // recencyFactor is the cut for a chunk of time ts when the newest

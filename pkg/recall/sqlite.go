@@ -704,6 +704,14 @@ func (s *sqliteStore) corpus(ctx context.Context, terms []term) (corpus, error) 
 	}
 	c.df = make([]int64, len(terms))
 	for i, t := range terms {
+		if !t.cjk && len(t.seq) == 1 {
+			// A word: the vocabulary's count of its chunks, walked in
+			// FTS5 itself (a match query steps a row per chunk).
+			if _, err := scanRow(s.search.QueryRowContext(ctx, `SELECT doc FROM fts.chunks_vocab WHERE term = ?`, t.seq[0]), &c.df[i]); err != nil {
+				return c, s.err("search", err)
+			}
+			continue
+		}
 		q, arg := `SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ?`, any(quoteFTS(t.tok))
 		switch {
 		case t.cjk && utf8.RuneCountInString(t.tok) >= 3:

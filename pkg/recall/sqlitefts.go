@@ -38,6 +38,7 @@ CREATE VIRTUAL TABLE chunks_fts USING fts5(
 	conv, tool, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2');
 CREATE VIRTUAL TABLE chunks_tri USING fts5(
 	text, content='', contentless_delete=1, tokenize='trigram case_sensitive 0');
+CREATE VIRTUAL TABLE chunks_vocab USING fts5vocab(chunks_fts, 'row');
 INSERT INTO chunks_fts(chunks_fts, rank) VALUES('hashsize', 33554432);
 INSERT INTO chunks_fts(chunks_fts, rank) VALUES('automerge', 16);
 INSERT INTO chunks_tri(chunks_tri, rank) VALUES('hashsize', 16777216);
@@ -69,7 +70,7 @@ func (s *sqliteStore) openFTS(ctx context.Context, dsn string) error {
 	if have == owner+"/"+schemaVersion {
 		return nil
 	}
-	for _, q := range []string{`DROP TABLE IF EXISTS chunks_fts`, `DROP TABLE IF EXISTS chunks_tri`, `DELETE FROM fts_meta`, ftsSchema} {
+	for _, q := range []string{`DROP TABLE IF EXISTS chunks_vocab`, `DROP TABLE IF EXISTS chunks_fts`, `DROP TABLE IF EXISTS chunks_tri`, `DELETE FROM fts_meta`, ftsSchema} {
 		if _, err := tx.ExecContext(ctx, q); err != nil {
 			return err
 		}
