@@ -240,8 +240,8 @@ func eachVector(rows rowIter, err error, fn func(id int64, vec []byte)) error {
 
 // Sizes is an index's size against the sessions it covers.
 type Sizes struct {
-	// Index is the bytes the index takes: the SQLite files with their
-	// write-ahead logs, or the PostgreSQL tables with their indexes.
+	// Index is the bytes the index takes: the SQLite files' pages, or the
+	// PostgreSQL tables with their indexes.
 	Index int64 `json:"indexBytes"`
 	// Corpus is the bytes of session files it covers.
 	Corpus int64 `json:"corpusBytes"`

@@ -283,17 +283,19 @@ func (s *sqliteStore) fileID(ctx context.Context, path string) (int64, bool, err
 	return id, ok, s.err("search", err)
 }
 
+// sizes counts the pages of both files (what a checkpoint leaves on disk;
+// the write-ahead logs come and go).
 func (s *sqliteStore) sizes(ctx context.Context) (Sizes, error) {
 	var z Sizes
 	if err := s.db.QueryRowContext(ctx, `SELECT coalesce(sum(bytes_indexed), 0) FROM files`).Scan(&z.Corpus); err != nil {
 		return z, s.err("size", err)
 	}
-	for _, f := range []string{s.path, ftsPath(s.path)} {
-		for _, suf := range []string{"", "-wal"} {
-			if fi, err := os.Stat(f + suf); err == nil {
-				z.Index += fi.Size()
-			}
+	for _, schema := range []string{"main", "fts"} {
+		var pages, size int64
+		if err := s.search.QueryRowContext(ctx, `SELECT p.page_count, s.page_size FROM pragma_page_count('`+schema+`') p, pragma_page_size('`+schema+`') s`).Scan(&pages, &size); err != nil {
+			return z, s.err("size", err)
 		}
+		z.Index += pages * size
 	}
 	return z, nil
 }
