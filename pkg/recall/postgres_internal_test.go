@@ -118,3 +118,40 @@ func TestPostgresStatisticsShortcuts(t *testing.T) {
 		t.Errorf("rare: %v, want %d ranked matches", got, limit)
 	}
 }
+
+// A PostgreSQL index of the previous release's layout (schema 10: chunks
+// without kinds, files without agent and project) is recreated when opened,
+// and the open says so.
+func TestPostgresSchema10IsRecreated(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.DB(t)
+	s, err := openPostgres(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`ALTER TABLE ctxtool_recall_chunks DROP COLUMN kinds`,
+		`ALTER TABLE ctxtool_recall_files DROP COLUMN agent, DROP COLUMN project`,
+		`INSERT INTO ctxtool_recall_files(path, size, mtime_ns, head_len, head_hash, sample_hash, last_line_start, last_line_hash,
+			bytes_indexed, lines_indexed, malformed, indexed_at) VALUES('/old.jsonl', 1, 1, 1, '', '', 0, '', 1, 1, 0, 0)`,
+		`UPDATE ctxtool_recall_meta SET value = '10' WHERE key = 'schema'`} {
+		if _, err := s.pool.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.close()
+	s, err = openPostgres(ctx, url)
+	if err != nil {
+		t.Fatalf("open of a schema 10 index: %v", err)
+	}
+	defer s.close()
+	if s.droppedSchema() != "10" {
+		t.Errorf("dropped schema %q, want 10", s.droppedSchema())
+	}
+	if files, err := s.files(ctx); err != nil || len(files) != 0 {
+		t.Errorf("files after the open: %v %v, want none", files, err)
+	}
+	var n int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM information_schema.columns WHERE table_name = 'ctxtool_recall_chunks' AND column_name = 'kinds'`).Scan(&n); err != nil || n != 1 {
+		t.Errorf("kinds column after the open: %d %v", n, err)
+	}
+}
