@@ -2,35 +2,19 @@ package cmd
 
 import (
 	"database/sql"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
+	"github.com/ctxtool/ctxtool/internal/testkit/recalltest"
 	"github.com/ctxtool/ctxtool/pkg/recall"
 )
 
 // writeProjectSession writes a pi session whose header names cwd.
 func writeProjectSession(t *testing.T, path, cwd string, texts ...string) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	b := sessiongen.NewBuilder(f, sessiongen.Config{Cwd: cwd})
-	for i, s := range texts {
-		if i%2 == 0 {
-			b.UserText(s)
-		} else {
-			b.AssistantText(s)
-		}
-	}
-	if _, err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
+	recalltest.WriteConversationAt(t, path, sessiongen.Config{Cwd: cwd}, texts...)
 }
 
 // search --project / --agent / --since narrow the hits; every hit names its

@@ -2,39 +2,19 @@ package budget_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
 	"github.com/ctxtool/ctxtool/internal/testkit"
+	"github.com/ctxtool/ctxtool/internal/testkit/recalltest"
 	"github.com/ctxtool/ctxtool/pkg/budget"
 	"github.com/ctxtool/ctxtool/pkg/recall"
 )
 
 // conversationAt writes a pi session at path whose header names cwd.
 func conversationAt(t *testing.T, path, cwd string, texts ...string) string {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	b := sessiongen.NewBuilder(f, sessiongen.Config{Cwd: cwd})
-	for i, s := range texts {
-		if i%2 == 0 {
-			b.UserText(s)
-		} else {
-			b.AssistantText(s)
-		}
-	}
-	if _, err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return recalltest.WriteConversationAt(t, path, sessiongen.Config{Cwd: cwd}, texts...)
 }
 
 // Semantic history stays in the session's agent and project: another

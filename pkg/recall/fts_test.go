@@ -164,19 +164,27 @@ func TestSingleFileIndexOpens(t *testing.T) {
 		`INSERT INTO chunks VALUES(1, 'an old chunk')`,
 		`INSERT INTO chunks_fts(rowid, text) VALUES(1, 'an old chunk')`)
 	ix := openAt(t, loc)
+	refillsLikeNew(t, ix, dir, facts)
+	ix.Close()
+	if n := sqlInt(t, loc, `SELECT count(*) FROM main.sqlite_master WHERE name LIKE 'chunks_fts%'`); n != 0 {
+		t.Errorf("main file still has %d full-text tables", n)
+	}
+}
+
+// refillsLikeNew checks that ix, an old index just opened, is empty, and
+// that indexing dir fills it with the rows and search results of a new
+// index.
+func refillsLikeNew(t *testing.T, ix *recall.Index, dir string, facts []planted) {
+	t.Helper()
 	if d, err := recall.Dump(ix); err != nil || len(d) != 0 {
 		t.Fatalf("old index after open: %v %v", d, err)
 	}
 	indexAll(t, ix, sessionFiles(t, dir)...)
 	clean := openAt(t, filepath.Join(t.TempDir(), "index.sqlite"))
+	defer clean.Close()
 	indexAll(t, clean, sessionFiles(t, dir)...)
 	sameRows(t, ix, clean, "old file", "clean")
 	sameSearches(t, ix, clean, facts)
-	ix.Close()
-	clean.Close()
-	if n := sqlInt(t, loc, `SELECT count(*) FROM main.sqlite_master WHERE name LIKE 'chunks_fts%'`); n != 0 {
-		t.Errorf("main file still has %d full-text tables", n)
-	}
 }
 
 // An index built by the previous release (schema 10: one text column in
@@ -206,14 +214,7 @@ func TestSchema10IndexIsRebuilt(t *testing.T) {
 	if why := ix.Emptied(); !strings.Contains(why, "schema 10") || !strings.Contains(why, "ctxtool index") {
 		t.Errorf("Emptied() = %q, want the old schema and what to run", why)
 	}
-	if d, err := recall.Dump(ix); err != nil || len(d) != 0 {
-		t.Fatalf("old index after open: %v %v", d, err)
-	}
-	indexAll(t, ix, sessionFiles(t, dir)...)
-	clean := openAt(t, filepath.Join(t.TempDir(), "index.sqlite"))
-	indexAll(t, clean, sessionFiles(t, dir)...)
-	sameRows(t, ix, clean, "schema 10 file", "clean")
-	sameSearches(t, ix, clean, facts)
+	refillsLikeNew(t, ix, dir, facts)
 	ix.Close()
 	if again := openAt(t, loc); again.Emptied() != "" {
 		t.Errorf("reopened: Emptied() = %q, want \"\" (the index is current)", again.Emptied())

@@ -7,23 +7,7 @@ import (
 
 	"github.com/ctxtool/ctxtool/internal/testkit/recalltest"
 	"github.com/ctxtool/ctxtool/pkg/recall"
-	"github.com/ctxtool/ctxtool/pkg/walk"
 )
-
-// evalFiles lists what the index command would index under dir (the
-// OpenClaw agent directories included).
-func evalFiles(t testing.TB, dir string) []string {
-	t.Helper()
-	fs, err := walk.Walk([]string{dir}, walk.Options{Kinds: []walk.Kind{walk.Transcript, walk.Archive}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, f := range fs {
-		out = append(out, f.Path)
-	}
-	return out
-}
 
 // Ranking quality on the labelled query set (recalltest.WriteEvalCorpus:
 // 12 pi sessions, 4 Claude Code, 4 Codex; identifier, exact-phrase and
@@ -36,7 +20,7 @@ func testRecallQuality(t *testing.T, k kit) {
 	dir := t.TempDir()
 	qs := recalltest.WriteEvalCorpus(t, dir, 12, 4)
 	ix := k.open(t)
-	files := evalFiles(t, dir)
+	files := sessionFiles(t, dir)
 	if len(files) != 20 {
 		t.Fatalf("%d session files, want 20", len(files))
 	}

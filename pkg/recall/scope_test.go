@@ -10,33 +10,14 @@ import (
 
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
 	"github.com/ctxtool/ctxtool/internal/testkit"
+	"github.com/ctxtool/ctxtool/internal/testkit/recalltest"
 	"github.com/ctxtool/ctxtool/pkg/recall"
 )
 
 // writeAt writes a pi session at path (its directories created) with the
 // header's cwd and start time, whose messages are texts.
 func writeAt(t testing.TB, path, cwd string, start time.Time, texts ...string) string {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	b := sessiongen.NewBuilder(f, sessiongen.Config{Cwd: cwd, Start: start})
-	for i, s := range texts {
-		if i%2 == 0 {
-			b.UserText(s)
-		} else {
-			b.AssistantText(s)
-		}
-	}
-	if _, err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return recalltest.WriteConversationAt(t, path, sessiongen.Config{Cwd: cwd, Start: start}, texts...)
 }
 
 // scopeSessions writes sessions of three agents and three projects that
