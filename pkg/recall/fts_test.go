@@ -220,3 +220,25 @@ func TestSchema10IndexIsRebuilt(t *testing.T) {
 		t.Errorf("reopened: Emptied() = %q, want \"\" (the index is current)", again.Emptied())
 	}
 }
+
+// The trigram table holds only a CJK chunk's words with CJK: a query
+// mixing CJK and other words still finds the chunk with all of them (the
+// other words through the word index); with a word it lacks, only half of
+// the query matches (under 0.6).
+func TestMixedCJKQuery(t *testing.T) { eachBackend(t, testMixedCJKQuery) }
+
+func testMixedCJKQuery(t *testing.T, k kit) {
+	p := recalltest.WriteConversation(t, filepath.Join(t.TempDir(), "mixed.jsonl"),
+		"部署到生产环境之前 run kubectl rollout status deployment/api-gateway 并通知值班工程师。", "好的。")
+	ix := k.open(t)
+	indexAll(t, ix, p)
+	for q, want := range map[string]bool{"生产环境 kubectl": true, "值班 rollout": true, "生产环境 gateway": true, "生产环境 nosuchword": false, "值班": true} {
+		res, err := ix.Search(t.Context(), q, recall.SearchOptions{MinScore: 0.6})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if found := len(res.Hits) > 0 && res.Hits[0].StartLine <= 2; found != want {
+			t.Errorf("%q: found %v, want %v (%+v)", q, found, want, res.Hits)
+		}
+	}
+}

@@ -133,3 +133,17 @@ func TestSnippetAndScores(t *testing.T) {
 		t.Errorf("citation %q", c)
 	}
 }
+
+func TestCJKWords(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                   "",
+		"plain english only": "",
+		"部署到生产环境之前必须先运行迁移脚本07d0号，并通知值班工程师。": "部署到生产环境之前必须先运行迁移脚本07d0号 并通知值班工程师",
+		"run kubectl 在生产环境 then 好的_v2 ok":   "在生产环境 好的_v2",
+		"한국어 text and 日本語テキスト":              "한국어 日本語テキスト",
+	} {
+		if got := cjkWords(in); got != want {
+			t.Errorf("cjkWords(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

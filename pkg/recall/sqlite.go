@@ -641,16 +641,20 @@ func ftsMatchQuery(tokens []string, join bool) sqliteMatchQuery {
 	return mq
 }
 
-// cjkMatchQuery matches tokens of three or more characters in the trigram
-// table and shorter ones with LIKE.
+// cjkMatchQuery matches CJK tokens of three or more characters in the
+// trigram table, shorter ones with LIKE, and the query's other words in the
+// word index (the trigram table holds only the words with CJK).
 func cjkMatchQuery(tokens []string) sqliteMatchQuery {
 	var mq sqliteMatchQuery
-	var long []string
+	var long, words []string
 	var likes []any
 	for _, t := range tokens {
-		if utf8.RuneCountInString(t) >= 3 {
+		switch {
+		case !hasCJK(t):
+			words = append(words, quoteFTS(t))
+		case utf8.RuneCountInString(t) >= 3:
 			long = append(long, quoteFTS(t))
-		} else {
+		default:
 			mq.where = append(mq.where, `c.text LIKE ? ESCAPE '\'`)
 			likes = append(likes, "%"+likeEscape(t)+"%")
 		}
@@ -664,6 +668,10 @@ func cjkMatchQuery(tokens []string) sqliteMatchQuery {
 		mq.from = `FROM chunks c WHERE c.has_cjk = 1`
 	}
 	mq.args = append(mq.args, likes...)
+	if len(words) > 0 {
+		mq.where = append(mq.where, `c.id IN (SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?)`)
+		mq.args = append(mq.args, strings.Join(words, " AND "))
+	}
 	return mq
 }
 

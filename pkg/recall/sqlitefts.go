@@ -8,6 +8,9 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"modernc.org/sqlite"
 )
@@ -190,10 +193,51 @@ type ftsRow struct {
 	cjk  bool // also in the trigram table
 }
 
-// newFTSRow is the FTS row of a chunk.
+// newFTSRow is the FTS row of a chunk: for the trigram table, only its
+// words that hold CJK (see cjkWords).
 func newFTSRow(id int64, text, kinds string, cjk bool) ftsRow {
 	conv, tool := splitKinds(text, kinds)
-	return ftsRow{id: id, text: text, conv: conv, tool: tool, cjk: cjk}
+	r := ftsRow{id: id, conv: conv, tool: tool, cjk: cjk}
+	if cjk {
+		r.text = cjkWords(text)
+	}
+	return r
+}
+
+// cjkWords is the words of text ([\p{L}\p{N}_]+ runs, as queries are cut)
+// that hold a CJK character, one space between them. Only a query word
+// with CJK is looked up in the trigram table, and such a word is a
+// substring of one of these; the rest of a CJK chunk (code, tool output,
+// English) is in the word index already. On a corpus where 46% of the
+// chunks hold CJK, the trigram table took most of the indexing time and
+// of the index's size for text that no trigram query could need.
+func cjkWords(text string) string {
+	var b strings.Builder
+	start, cjk := -1, false
+	flush := func(end int) {
+		if start >= 0 && cjk {
+			if b.Len() > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(text[start:end])
+		}
+		start, cjk = -1, false
+	}
+	for i, r := range text {
+		if r == '_' || r < utf8.RuneSelf && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') ||
+			r >= utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsNumber(r)) {
+			if start < 0 {
+				start = i
+			}
+			if r >= 0x2E80 && isCJK(r) {
+				cjk = true
+			}
+			continue
+		}
+		flush(i)
+	}
+	flush(len(text))
+	return b.String()
 }
 
 // beginFTS starts the FTS file's transaction of a batch whose main
@@ -386,7 +430,7 @@ func ftsRepair(ctx context.Context, mainTx, ftsTx *sql.Tx) error {
 			if r := newFTSRow(id, text, kinds, true); t.table == "chunks_fts" {
 				_, err = ftsTx.ExecContext(ctx, `INSERT INTO chunks_fts(rowid, conv, tool) VALUES(?, ?, ?)`, id, r.conv, r.tool)
 			} else {
-				_, err = ftsTx.ExecContext(ctx, `INSERT INTO chunks_tri(rowid, text) VALUES(?, ?)`, id, text)
+				_, err = ftsTx.ExecContext(ctx, `INSERT INTO chunks_tri(rowid, text) VALUES(?, ?)`, id, r.text)
 			}
 			if err != nil {
 				return err
