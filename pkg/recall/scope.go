@@ -19,9 +19,10 @@ import (
 // agents/<id>/ directory — and the project is the working directory its
 // session header names (pi's and OpenClaw's cwd, Claude Code's and Codex's
 // cwd as pkg/formats translates it; "" when it has none). A search can be
-// narrowed to an agent, a project, a session and a time span; budget and
-// roll narrow theirs to the session's own agent and project, so one user's
-// sessions never fill another's context.
+// narrowed to an agent, a project, a session and a time span; budget's
+// semantic history narrows its search to the session's own agent and
+// project, so one user's sessions never fill another's context (roll's note
+// points the agent at its session and its project).
 
 // Scope narrows a search. The zero Scope is every indexed session.
 type Scope struct {
