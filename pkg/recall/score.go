@@ -1,8 +1,10 @@
 package recall
 
 import (
+	"bytes"
 	"math"
 	"strings"
+	"unicode/utf8"
 )
 
 // Scoring. A hit's score is computed here, in Go, from the chunk's text and
@@ -131,6 +133,13 @@ func textScore(text, kinds string, terms []term, c corpus) float64 {
 		if li < len(kinds) && kinds[li] == kindTool {
 			w = toolWeight
 		}
+		if lt.absent(line, terms) {
+			dl += lt.asciiTokens
+			if text == "" {
+				break
+			}
+			continue
+		}
 		lt.read(line)
 		dl += len(lt.ends)
 		lower := ""
@@ -176,8 +185,45 @@ func textScore(text, kinds string, terms []term, c corpus) float64 {
 // lineTokens are one line's tokens, back to back in flat (token i ends
 // at ends[i]); its buffers are reused from line to line.
 type lineTokens struct {
-	flat, buf []byte
-	ends      []int
+	flat, buf, lower []byte
+	ends             []int
+	asciiTokens      int
+}
+
+// absent reports whether line is plain ASCII and holds none of the terms'
+// first lexemes (then none of the terms: the line needs no tokenizing, and
+// asciiTokens is its token count). Most lines of a candidate hold no query
+// word; tokenizing them was most of a search's scoring.
+func (lt *lineTokens) absent(line string, terms []term) bool {
+	lt.lower = lt.lower[:0]
+	var high byte
+	n, in := 0, false
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		high |= c
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		lt.lower = append(lt.lower, c)
+		alnum := c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
+		if alnum && !in {
+			n++
+		}
+		in = alnum
+	}
+	if high >= utf8.RuneSelf {
+		return false
+	}
+	for _, t := range terms {
+		if t.cjk {
+			continue // (an ASCII line holds no CJK)
+		}
+		if bytes.Contains(lt.lower, []byte(t.seq[0])) {
+			return false
+		}
+	}
+	lt.asciiTokens = n
+	return true
 }
 
 func (lt *lineTokens) read(line string) {

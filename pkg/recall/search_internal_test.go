@@ -147,3 +147,68 @@ func TestCJKWords(t *testing.T) {
 		}
 	}
 }
+
+// Skipping the lines that hold no query word changes no score: textScore
+// equals a plain count over every line's tokens.
+func TestTextScoreSkipsNothingItNeeds(t *testing.T) {
+	terms := queryTermsOf([]string{"deploy", "foo_bar", "café", "生产"})
+	c := corpus{n: 5000, avgdl: 40, df: []int64{10, 3, 7, 2}}
+	texts := []struct{ text, kinds string }{
+		{"User: nothing here at all\nTool result (bash): still nothing, just words", "ct"},
+		{"User: we DEPLOY on Fridays\nAssistant: foo-bar and Foo_Bar differ", "cc"},
+		{"Tool result (read): le Café est ouvert; deploy\nUser: 部署到生产环境", "tc"},
+		{"Assistant: deployment is not deploy; deployed", "c"},
+	}
+	for _, tc := range texts {
+		got := textScore(tc.text, tc.kinds, terms, c)
+		// The reference: every line tokenized.
+		var want float64
+		{
+			var lt lineTokens
+			idf := make([]float64, len(terms))
+			var idfSum float64
+			for i := range terms {
+				idf[i] = c.idf(i)
+				idfSum += idf[i]
+			}
+			tf := make([]float64, len(terms))
+			present := make([]bool, len(terms))
+			dl, best := 0, 0.0
+			for li, line := range strings.Split(tc.text, "\n") {
+				w := 1.0
+				if tc.kinds[li] == kindTool {
+					w = toolWeight
+				}
+				lt.read(line)
+				dl += len(lt.ends)
+				in := 0.0
+				for i, tm := range terms {
+					n := 0
+					if tm.cjk {
+						n = strings.Count(strings.ToLower(line), tm.tok)
+					} else {
+						n = lt.count(tm.seq)
+					}
+					if n > 0 {
+						tf[i] += w * float64(n)
+						present[i] = true
+						in += idf[i]
+					}
+				}
+				best = max(best, w*in/idfSum)
+			}
+			norm := k1 * (1 - bm25B + bm25B*float64(dl)/c.avgdl)
+			var cov, sat float64
+			for i := range terms {
+				if present[i] {
+					cov += idf[i]
+				}
+				sat += idf[i] * tf[i] * (k1 + 1) / (tf[i] + norm)
+			}
+			want = coverageWeight*cov/idfSum + lineWeight*best + satWeight*sat/(idfSum*(k1+1))
+		}
+		if got != want {
+			t.Errorf("%q: textScore %v, every line tokenized %v", tc.text, got, want)
+		}
+	}
+}
