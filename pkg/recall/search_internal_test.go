@@ -212,3 +212,27 @@ func TestTextScoreSkipsNothingItNeeds(t *testing.T) {
 		}
 	}
 }
+
+// A base64 run of blobChars is found wherever it starts and whatever
+// surrounds it (mayHoldBlob looks at one byte in 128); shorter runs and
+// long runs of one letter case are kept.
+func TestStripBlobsAtEveryOffset(t *testing.T) {
+	blob := strings.Repeat("QUJDZGVmZ2hpams0NTY3", 13)[:blobChars] // upper, lower, digits
+	for pad := 0; pad < 300; pad += 7 {
+		for _, tail := range []string{"", " end", " " + strings.Repeat("x ", 150)} {
+			s := strings.Repeat("a ", pad/2) + strings.Repeat("z", pad%2) + " " + blob + tail
+			var x extractor
+			got := x.stripBlobs(s)
+			if strings.Contains(got, blob[:40]) || x.leftOut.Blobs != 1 || x.leftOut.BlobBytes != int64(blobChars) {
+				t.Fatalf("pad %d tail %d: %+v, %q", pad, len(tail), x.leftOut, got)
+			}
+		}
+	}
+	var x extractor
+	for _, keep := range []string{strings.Repeat("a b ", 200), blob[:blobChars-1] + " " + strings.Repeat("y ", 200),
+		strings.Repeat("abcdefgh", 64), strings.Repeat("-", 600)} {
+		if got := x.stripBlobs(keep); got != keep {
+			t.Errorf("kept text changed: %.60q → %.60q", keep, got)
+		}
+	}
+}
