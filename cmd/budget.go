@@ -146,6 +146,7 @@ func budgetConfig(cfg *config.Config) budget.Config {
 			Enabled:            cfg.Bool(nil, "contextManagement.semanticHistory.enabled"),
 			MaxRetrievedChunks: cfg.Int(nil, "contextManagement.semanticHistory.maxRetrievedChunks"),
 			MinRelevanceScore:  cfg.Float(nil, "contextManagement.semanticHistory.minRelevanceScore"),
+			Scope:              cfg.String(nil, "contextManagement.semanticHistory.scope"),
 		},
 	}
 }

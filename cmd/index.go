@@ -102,6 +102,9 @@ func runIndex(ctx context.Context, opts *IndexOptions) error {
 		return err
 	}
 	defer ix.Close()
+	if why := ix.Emptied(); why != "" {
+		fmt.Fprintf(opts.IO.ErrOut, "note: %s\n", why)
+	}
 
 	var total int64
 	paths := make([]string, len(files))
@@ -133,7 +136,12 @@ func runIndex(ctx context.Context, opts *IndexOptions) error {
 		}
 	}
 	if !opts.JSON {
-		printIndexTable(opts.IO, rep.all, ix.Path(), time.Since(start))
+		took := time.Since(start)
+		sz, err := ix.Sizes(ctx)
+		if err != nil {
+			fmt.Fprintf(opts.IO.ErrOut, "ctxtool: %v\n", err)
+		}
+		printIndexTable(opts.IO, rep.all, ix.Path(), took, sz)
 	}
 	if rep.failed > 0 {
 		return exitcode.Silent(exitcode.Runtime)
@@ -200,11 +208,12 @@ func (p *indexReporter) removed(file string) error {
 	return nil
 }
 
-func printIndexTable(streams *IOStreams, all []recall.Stats, db string, took time.Duration) {
+func printIndexTable(streams *IOStreams, all []recall.Stats, db string, took time.Duration, sz recall.Sizes) {
 	out := streams.Out
 	t := newTable(out).fit(streams.Width())
 	t.row("FILE", "STATUS", "LINES", "CHUNKS", "MB", "SECONDS")
 	var bytes int64
+	var left recall.LeftOut
 	indexed, unchanged := 0, 0
 	for _, st := range all {
 		status := st.Mode
@@ -217,6 +226,7 @@ func printIndexTable(streams *IOStreams, all []recall.Stats, db string, took tim
 			unchanged++
 		}
 		bytes += st.Bytes
+		left.Add(st.LeftOut)
 		t.row(displayPath(st.File), status, fmt.Sprintf("%s/%s", humanInt(st.LinesIndexed), humanInt(st.Lines)),
 			humanInt(st.Chunks), fmt.Sprintf("%.2f", float64(st.Bytes)/1e6), fmt.Sprintf("%.3f", st.Seconds))
 	}
@@ -227,4 +237,12 @@ func printIndexTable(streams *IOStreams, all []recall.Stats, db string, took tim
 	}
 	fmt.Fprintf(out, "\n%d indexed, %d unchanged, %.1f MB in %.2fs%s; index %s\n",
 		indexed, unchanged, float64(bytes)/1e6, took.Seconds(), rate, filepath.Clean(db))
+	if sz.Corpus > 0 {
+		fmt.Fprintf(out, "index size %.1f MB, %.0f%% of the %.1f MB of sessions it covers\n",
+			float64(sz.Index)/1e6, 100*sz.Share(), float64(sz.Corpus)/1e6)
+	}
+	if left.Blobs > 0 || left.Images > 0 {
+		fmt.Fprintf(out, "left out of the text indexed now: %d blobs (base64, binary output; %.1f MB), %d images\n",
+			left.Blobs, float64(left.BlobBytes)/1e6, left.Images)
+	}
 }

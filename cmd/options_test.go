@@ -129,6 +129,16 @@ lint:
 		if code != 0 || o.MaxResults != 9 || o.MinScore != 0.5 || o.Query != "retry config" {
 			t.Fatalf("exit %d, %+v", code, o)
 		}
+		o, code = resolve(t, newSearchCmd, "search", "--agent", "openclaw/", "--project", "/srv/shop/", "--session", "s.jsonl",
+			"--since", "2026-03-01", "--until", "2026-03-02T12:00:00Z", "q")
+		sc := o.Scope
+		if code != 0 || sc.Agent != "openclaw" || sc.Project != "/srv/shop" || sc.Session != "s.jsonl" ||
+			!sc.Since.Equal(time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)) || !sc.Until.Equal(time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)) {
+			t.Fatalf("scope flags: exit %d, %+v", code, sc)
+		}
+		if _, code := resolve(t, newSearchCmd, "search", "--until", "yesterday", "q"); code != 2 {
+			t.Errorf("--until yesterday: exit %d, want 2", code)
+		}
 	})
 	t.Run("index", func(t *testing.T) {
 		o, code := resolve(t, newIndexCmd, "index", "--index", "postgres://u@h/db", "--rebuild", "d1", "d2")

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -23,6 +26,11 @@ type SearchOptions struct {
 	Session    string
 	JSON       bool
 	Recall     recallSettings
+	// Scope: --agent, --project, --session, --since, --until (Session is
+	// the flag's value as given).
+	Scope          recall.Scope
+	Since, Until   string
+	Agent, Project string
 }
 
 func newSearchCmd(f *Factory, runF func(*SearchOptions) error) *cobra.Command {
@@ -35,11 +43,26 @@ memory_search does: BM25 keyword search scored 0..1 (plus 0.7 × embedding
 similarity when llm.embeddingModel is set), hits below --min-score dropped.
 Queries with Chinese, Japanese or Korean text match substrings.
 
-Each hit cites its JSONL line range (path#Lstart-Lend). With --json every hit
-is one JSON object on its own line (path, startLine, endLine, score, snippet,
-citation, entryIds, timestamp, source); no hits print nothing.`,
+A score is the share of the query a chunk holds (each word weighted by how
+rare it is), whether one line holds all of it, and BM25 against the best the
+query could reach, with what the user and the assistant wrote above tool
+output; a little less for old chunks. It is comparable across queries: about
+0.85 for every word once in a message, 0.4 for half of the query. A top-k is
+always the start of a longer top list.
+
+Search covers every indexed session unless narrowed: --agent (pi,
+claude-code, codex, openclaw/<id>, or openclaw for every OpenClaw agent),
+--project (a working directory and those below it; "." is the current one),
+--session (one file), --since / --until (a date, a time, or an age such as
+7d or 36h).
+
+Each hit cites its JSONL line range (path#Lstart-Lend) and says which agent
+and project its session belongs to. With --json every hit is one JSON object
+on its own line (path, startLine, endLine, score, snippet, citation,
+entryIds, timestamp, source, agent, project); no hits print nothing.`,
 		Example: `  ctxtool search "advisory lock settlement"
   ctxtool search --session sess.jsonl --max-results 3 --json ORD-1234
+  ctxtool search --agent openclaw --since 7d "deploy checklist"
   ctxtool search 迁移脚本`,
 		Args: cobra.MinimumNArgs(1),
 	})
@@ -49,6 +72,10 @@ func (o *SearchOptions) flags(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	configFlags(cmd, "recall.maxResults", "recall.minScore")
 	fl.StringVar(&o.Session, "session", "", "search only this session file")
+	fl.StringVar(&o.Agent, "agent", "", "search only this agent's sessions (pi, claude-code, codex, openclaw/<id>, openclaw)")
+	fl.StringVar(&o.Project, "project", "", "search only sessions whose working directory is this one or below it")
+	fl.StringVar(&o.Since, "since", "", "only chunks from this time on (2026-03-02, an RFC 3339 time, or an age: 7d, 36h)")
+	fl.StringVar(&o.Until, "until", "", "only chunks before this time (as --since)")
 	addIndexFlag(cmd)
 }
 
@@ -58,8 +85,58 @@ func (o *SearchOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command
 	o.MaxResults = cfg.Int(c.Flags(), "recall.maxResults")
 	o.MinScore = cfg.Float(c.Flags(), "recall.minScore")
 	var err error
+	if o.Scope, err = searchScope(o.Agent, o.Project, o.Session, o.Since, o.Until, time.Now()); err != nil {
+		return err
+	}
 	o.Recall, err = resolveRecall(cfg, c.Flags())
 	return err
+}
+
+// searchScope resolves search's scope flags (a relative --project is taken
+// from the current directory; ages count back from now).
+func searchScope(agent, project, session, since, until string, now time.Time) (recall.Scope, error) {
+	sc := recall.Scope{Agent: strings.TrimSuffix(agent, "/"), Session: session}
+	if project != "" {
+		abs, err := filepath.Abs(project)
+		if err != nil {
+			return sc, fmt.Errorf("--project %s: %v", project, err)
+		}
+		sc.Project = abs
+	}
+	var err error
+	if sc.Since, err = parseWhen("--since", since, now); err != nil {
+		return sc, err
+	}
+	if sc.Until, err = parseWhen("--until", until, now); err != nil {
+		return sc, err
+	}
+	if !sc.Since.IsZero() && !sc.Until.IsZero() && !sc.Since.Before(sc.Until) {
+		return sc, fmt.Errorf("--since %s is not before --until %s", since, until)
+	}
+	return sc, nil
+}
+
+// parseWhen reads a --since / --until value: a date (UTC), an RFC 3339
+// time, or an age back from now (a Go duration, or whole days: 7d).
+func parseWhen(flag, v string, now time.Time) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339, v); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse("2006-01-02", v); err == nil {
+		return t, nil
+	}
+	if d, ok := strings.CutSuffix(v, "d"); ok {
+		if n, err := strconv.Atoi(d); err == nil && n >= 0 {
+			return now.Add(-time.Duration(n) * 24 * time.Hour), nil
+		}
+	}
+	if d, err := time.ParseDuration(v); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, fmt.Errorf("%s %q: give a date (2026-03-02), an RFC 3339 time (2026-03-02T15:04:05Z) or an age (7d, 36h)", flag, v)
 }
 
 func runSearch(ctx context.Context, opts *SearchOptions) error {
@@ -84,15 +161,21 @@ func runSearch(ctx context.Context, opts *SearchOptions) error {
 		return err
 	}
 	defer ix.Close()
+	scope := opts.Scope
+	if scope.Session == "" {
+		scope.Session = opts.Session
+	}
 	res, err := ix.Search(ctx, opts.Query, recall.SearchOptions{
-		MaxResults: opts.MaxResults, MinScore: opts.MinScore, Session: opts.Session})
+		MaxResults: opts.MaxResults, MinScore: opts.MinScore, Scope: scope})
 	if err != nil {
 		return exitcode.New(exitcode.Runtime, err)
 	}
 	if res.Fallback != "" {
 		fmt.Fprintf(opts.IO.ErrOut, "note: %s\n", res.Fallback)
 	}
-	if res.Empty {
+	if why := ix.Emptied(); why != "" {
+		fmt.Fprintf(opts.IO.ErrOut, "note: %s\n", why)
+	} else if res.Empty {
 		fmt.Fprintf(opts.IO.ErrOut, "note: the index at %s holds no sessions (an index made by an earlier ctxtool is emptied when opened): run 'ctxtool index PATH...' to fill it\n", ix.Path())
 	}
 	if opts.JSON {
@@ -115,10 +198,19 @@ func runSearch(ctx context.Context, opts *SearchOptions) error {
 		if h.Timestamp != "" {
 			fmt.Fprintf(opts.IO.Out, "  %s", h.Timestamp)
 		}
-		fmt.Fprintln(opts.IO.Out)
+		// (the citation names the session file and its lines)
+		fmt.Fprintf(opts.IO.Out, "\n   agent %s, project %s\n", h.Agent, orNone(h.Project))
 		for _, l := range strings.Split(h.Snippet, "\n") {
 			fmt.Fprintf(opts.IO.Out, "   %s\n", l)
 		}
 	}
 	return nil
+}
+
+// orNone is s, or "(none)" when it is empty.
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
 }

@@ -455,14 +455,8 @@ func printTable(ix *recall.Index, loc string, cp *corpus, idx indexRun, found pl
 	row("metric", "value")
 	row("index", ix.Path())
 	row("chunks", fmt.Sprint(idx.chunks))
-	if !recall.IsURL(loc) {
-		dbSize := int64(0)
-		for _, suf := range []string{"", "-wal", ".fts", ".fts-wal"} { // the main file and the FTS file
-			if fi, err := os.Stat(loc + suf); err == nil {
-				dbSize += fi.Size()
-			}
-		}
-		row("index size", fmt.Sprintf("%.1f MB", float64(dbSize)/1e6))
+	if sz, err := ix.Sizes(context.Background()); err == nil {
+		row("index size / corpus", fmt.Sprintf("%.1f MB / %.1f MB = %.0f%%", float64(sz.Index)/1e6, float64(sz.Corpus)/1e6, 100*sz.Share()))
 	}
 	mbs := float64(cp.total) / 1e6
 	row("first index (wall)", fmt.Sprintf("%.2fs = %.1f MB/s", idx.first.Seconds(), mbs/idx.first.Seconds()))

@@ -56,7 +56,17 @@ type SemanticConfig struct {
 	Enabled            bool
 	MaxRetrievedChunks int
 	MinRelevanceScore  float64
+	// Scope is which sessions are searched: ScopeWorkspace ("" too), the
+	// session's agent and project; ScopeAgent; ScopeAll.
+	Scope string
 }
+
+// Scopes of SemanticConfig.
+const (
+	ScopeWorkspace = "workspace"
+	ScopeAgent     = "agent"
+	ScopeAll       = "all"
+)
 
 // DefaultConfig returns VS7's defaults.
 func DefaultConfig() Config {
@@ -68,7 +78,7 @@ func DefaultConfig() Config {
 		ResponseRatio:     0.20,
 		MinResponseTokens: 4096,
 		RollingSummary:    RollingConfig{Enabled: true, WindowSize: 5, SummaryMaxTokens: 2000, TriggerThreshold: 30000},
-		SemanticHistory:   SemanticConfig{Enabled: true, MaxRetrievedChunks: 5, MinRelevanceScore: 0.6},
+		SemanticHistory:   SemanticConfig{Enabled: true, MaxRetrievedChunks: 5, MinRelevanceScore: 0.6, Scope: ScopeWorkspace},
 	}
 }
 

@@ -159,7 +159,8 @@ func Retrieve(ctx context.Context, s Searcher, query string, cfg SemanticConfig,
 	carried := func(path string, ids []string) bool {
 		return path == sessionPath && len(ids) > 0 && allIn(ids, excludeEntries)
 	}
-	res, err := s.Search(ctx, query, recall.SearchOptions{MaxResults: cfg.MaxRetrievedChunks * 2, Skip: carried})
+	res, err := s.Search(ctx, query, recall.SearchOptions{MaxResults: cfg.MaxRetrievedChunks * 2, Skip: carried,
+		Scope: semanticScope(cfg.Scope, sessionPath), Near: sessionPath})
 	if err != nil {
 		out.Note = "semantic history skipped: " + err.Error()
 		return out
@@ -178,6 +179,22 @@ func Retrieve(ctx context.Context, s Searcher, query string, cfg SemanticConfig,
 		out.Note = fmt.Sprintf("no hit scored at least %.2f (contextManagement.semanticHistory.minRelevanceScore)", cfg.MinRelevanceScore)
 	}
 	return out
+}
+
+// semanticScope is the recall scope of semantic history for the session
+// at sessionPath: by default its own agent and project, so that another
+// user's or another project's sessions on the same machine never fill the
+// block (a session without a known project is searched in its agent).
+func semanticScope(scope, sessionPath string) recall.Scope {
+	if scope == ScopeAll || sessionPath == "" {
+		return recall.Scope{}
+	}
+	o := recall.OriginOf(sessionPath)
+	sc := recall.Scope{Agent: o.Agent}
+	if scope != ScopeAgent {
+		sc.Project = o.Project
+	}
+	return sc
 }
 
 func allIn(ids []string, set map[string]bool) bool {

@@ -193,8 +193,8 @@ var keys = []Key{
 		Doc: `Where the recall index lives: "" = <stateDir>/recall/index.sqlite; a SQLite file path; or postgres://user:password@host:5432/db for one index shared by a fleet (tables ctxtool_recall_*; add ?search_path=name for a namespace).`},
 	{Name: "recall.maxResults", Kind: Int, Default: 6, Flag: "max-results", Range: positive(), Doc: "Hits returned by search."},
 	{Name: "recall.minScore", Kind: Float, Default: 0.35, Flag: "min-score", Range: unit(), Doc: "Lowest score of a search hit (0-1)."},
-	{Name: "recall.toolOutputChars", Kind: Int, Default: 4000, Range: positive(),
-		Doc: "Indexed characters of one tool result / tool call / bash run (head + tail)."},
+	{Name: "recall.toolOutputChars", Kind: Int, Default: 0, Range: nonNegative(),
+		Doc: "Indexed characters of one tool result / tool call / bash run (head + tail); 0 indexes all of it."},
 
 	{Name: "contextManagement.enabled", Kind: Bool, Default: true, Doc: "VS7 context management."},
 	{Name: "contextManagement.budget.systemPromptRatio", Kind: Float, Default: 0.15, Range: unit(), Doc: "Share of the window for the system prompt (tools, runtime info, semantic history)."},
@@ -214,6 +214,8 @@ var keys = []Key{
 		Doc: "Inject recall hits for the last user prompt as <relevant-prior-context>, within 30% of the bootstrap budget."},
 	{Name: "contextManagement.semanticHistory.maxRetrievedChunks", Kind: Int, Default: 5, Range: nonNegative(), Doc: "Most chunks injected."},
 	{Name: "contextManagement.semanticHistory.minRelevanceScore", Kind: Float, Default: 0.6, Range: unit(), Doc: "Lowest score of an injected chunk (0-1)."},
+	{Name: "contextManagement.semanticHistory.scope", Kind: String, Default: "workspace", Enum: []string{"workspace", "agent", "all"},
+		Doc: "Sessions semantic history searches: the session's agent and project (workspace), its agent, or all."},
 
 	{Name: "checkpoint.keep", Kind: Int, Default: 5, Flag: "keep", Range: positive(), Doc: "Checkpoints kept per session."},
 	{Name: "checkpoint.dedupeThreshold", Kind: Float, Default: 0.05, Flag: "dedupe-threshold", Range: unit(),

@@ -17,6 +17,9 @@ type backend interface {
 	// its password.
 	location() string
 	close() error
+	// droppedSchema is the schema version of the tables the open found
+	// and dropped, made by an earlier ctxtool ("": none were dropped).
+	droppedSchema() string
 
 	// fileRow reads a file's bookkeeping without taking any lock (nil when
 	// the file is not indexed).
@@ -25,19 +28,28 @@ type backend interface {
 	fileID(ctx context.Context, path string) (id int64, ok bool, err error)
 	// files lists the indexed paths, sorted.
 	files(ctx context.Context) ([]string, error)
+	// sizes is the index's size on disk and the bytes of the sessions it
+	// covers.
+	sizes(ctx context.Context) (Sizes, error)
 
 	// batch starts a group of per-file writes.
 	batch(ctx context.Context) (batch, error)
 
-	// match finds chunks containing every token (lower-cased query
-	// tokens), best first, at most limit, with their keyword score in
-	// 0..1 (0: matched but not ranked). fileID < 0 searches every file.
-	match(ctx context.Context, tokens []string, fileID int64, limit int) ([]match, error)
+	// match finds the chunks in scope f containing every token (lower-cased
+	// query tokens), at most limit, best first by the backend's own rank
+	// (FTS5's weighted bm25, or BM25 computed here for PostgreSQL; a query
+	// matching more than rankWindow chunks takes the newest), which only
+	// chooses the candidates: score.go scores them.
+	match(ctx context.Context, tokens []string, f filter, limit int) ([]int64, error)
+	// corpus is the statistics scoring needs for terms: chunk count,
+	// average chunk length and each term's document frequency (counted up
+	// to dfCap).
+	corpus(ctx context.Context, terms []term) (corpus, error)
 	// chunks loads stored chunks by id (ids that vanished are left out).
 	chunks(ctx context.Context, ids []int64) ([]storedChunk, error)
 
-	// vectors calls fn for every chunk embedded with model.
-	vectors(ctx context.Context, model string, fileID int64, fn func(id int64, vec []byte)) error
+	// vectors calls fn for every chunk in scope f embedded with model.
+	vectors(ctx context.Context, model string, f filter, fn func(id int64, vec []byte)) error
 	// unembedded lists a file's chunks without a vector of model.
 	unembedded(ctx context.Context, fileID int64, model string) (ids []int64, texts []string, err error)
 	// storeVectors saves vectors (encoded by encodeVec) in one transaction.
@@ -75,24 +87,33 @@ type writer interface {
 	removeFile(ctx context.Context, path string) (bool, error)
 }
 
-// match is one chunk found by a keyword query.
+// match is one chunk found by a keyword query, with the backend's rank.
 type match struct {
 	id    int64
 	score float64
 }
 
+// dfCap bounds the count of a term's document frequency: a term in more
+// chunks than this is common either way, and counting walks its postings.
+const dfCap = 20000
+
 // storedChunk is a chunk as read back for a search hit.
 type storedChunk struct {
-	id         int64
-	path       string
-	start, end int
-	entryIDs   string
-	ts         int64
-	text       string
+	id             int64
+	path           string
+	start, end     int
+	entryIDs       string
+	ts             int64
+	text           string
+	kinds          string
+	agent, project string
 }
 
 const fileCols = `id, size, mtime_ns, head_len, head_hash, sample_hash, last_line_start,
-	last_line_hash, bytes_indexed, lines_indexed, malformed`
+	last_line_hash, bytes_indexed, lines_indexed, malformed, agent, project`
+
+// chunkCols are what chunks reads, from chunks c joined with files f.
+const chunkCols = `c.id, f.path, c.start_line, c.end_line, c.entry_ids, c.ts, c.text, c.kinds, f.agent, f.project`
 
 // rowScanner is a *sql.Row or a pgx.Row.
 type rowScanner interface{ Scan(dest ...any) error }
@@ -111,7 +132,7 @@ func scanRow(r rowScanner, dest ...any) (ok bool, err error) {
 func scanFileRow(r rowScanner) (*fileRow, error) {
 	f := &fileRow{}
 	ok, err := scanRow(r, &f.id, &f.size, &f.mtimeNs, &f.headLen, &f.headHash, &f.sampleHash, &f.lastLineStart,
-		&f.lastLineHash, &f.bytesIndexed, &f.lines, &f.malformed)
+		&f.lastLineHash, &f.bytesIndexed, &f.lines, &f.malformed, &f.agent, &f.project)
 	if !ok {
 		return nil, err
 	}
@@ -176,10 +197,10 @@ func allRows[T any](rows rowIter, err error, cols func(*T) []any) ([]T, error) {
 	return out, nil
 }
 
-// collectChunks reads rows of (id, path, start, end, entry ids, ts, text).
+// collectChunks reads rows of chunkCols.
 func collectChunks(rows rowIter, err error) ([]storedChunk, error) {
 	return allRows(rows, err, func(c *storedChunk) []any {
-		return []any{&c.id, &c.path, &c.start, &c.end, &c.entryIDs, &c.ts, &c.text}
+		return []any{&c.id, &c.path, &c.start, &c.end, &c.entryIDs, &c.ts, &c.text, &c.kinds, &c.agent, &c.project}
 	})
 }
 
@@ -215,4 +236,21 @@ func eachVector(rows rowIter, err error, fn func(id int64, vec []byte)) error {
 		vec []byte
 	}
 	return eachRow(rows, err, func(r *idVec) []any { return []any{&r.id, &r.vec} }, func(r idVec) { fn(r.id, r.vec) })
+}
+
+// Sizes is an index's size against the sessions it covers.
+type Sizes struct {
+	// Index is the bytes the index takes: the SQLite files' pages, or the
+	// PostgreSQL tables with their indexes.
+	Index int64 `json:"indexBytes"`
+	// Corpus is the bytes of session files it covers.
+	Corpus int64 `json:"corpusBytes"`
+}
+
+// Share is Index / Corpus (0 for an empty corpus).
+func (s Sizes) Share() float64 {
+	if s.Corpus <= 0 {
+		return 0
+	}
+	return float64(s.Index) / float64(s.Corpus)
 }

@@ -39,6 +39,7 @@ type segment struct {
 	off    int64
 	id     string
 	ts     int64
+	tool   bool
 	// carried marks overlap copied from the previous chunk.
 	carried bool
 }
@@ -53,7 +54,17 @@ type chunk struct {
 	EntryIDs    []string
 	Timestamp   int64 // ms of the first entry that has one
 	HasCJK      bool
+	// Kinds has one byte per line of Text (its segments, joined by '\n'):
+	// kindTool for tool output, kindConv for the rest. The full-text index
+	// puts the two kinds in two columns that rank differently.
+	Kinds string
 }
+
+// Kinds of a chunk's lines.
+const (
+	kindConv = 'c'
+	kindTool = 't'
+)
 
 // chunker accumulates content lines into chunks.
 type chunker struct {
@@ -76,7 +87,7 @@ func newChunker() *chunker {
 // add appends one content line: whole when it fits in a chunk (its weight
 // measured once: most lines do), else in pieces.
 func (c *chunker) add(cl contentLine) {
-	seg := segment{text: cl.text, weight: weightedLen(cl.text), line: cl.line, off: cl.off, id: cl.id, ts: cl.ts}
+	seg := segment{text: cl.text, weight: weightedLen(cl.text), line: cl.line, off: cl.off, id: cl.id, ts: cl.ts, tool: cl.tool}
 	if seg.weight <= c.max {
 		c.addSegment(seg)
 		return
@@ -132,11 +143,16 @@ func (c *chunker) flush() {
 	}
 	b.Grow(n)
 	ch := chunk{StartLine: c.cur[0].line, EndLine: c.cur[len(c.cur)-1].line, StartOffset: c.cur[0].off}
+	kinds := make([]byte, len(c.cur))
 	for i, s := range c.cur {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
 		b.WriteString(s.text)
+		kinds[i] = kindConv
+		if s.tool {
+			kinds[i] = kindTool
+		}
 		// A chunk holds a few entries: a search of its ids costs less than
 		// a set.
 		if s.id != "" && !slices.Contains(ch.EntryIDs, s.id) {
@@ -147,6 +163,7 @@ func (c *chunker) flush() {
 		}
 	}
 	ch.Text = b.String()
+	ch.Kinds = string(kinds)
 	ch.HasCJK = hasCJK(ch.Text)
 	c.out = append(c.out, ch)
 }

@@ -80,3 +80,17 @@ func FTSSegments(ix *Index) (int, error) {
 	err := st.fts.QueryRow(`SELECT count(DISTINCT id >> 37) FROM chunks_fts_data WHERE id > 10`).Scan(&n)
 	return n, err
 }
+
+// ChunkTexts is every indexed chunk's text, by path.
+func ChunkTexts(ix *Index) (map[string][]string, error) {
+	st, ok := ix.st.(*sqliteStore)
+	if !ok {
+		return nil, fmt.Errorf("ChunkTexts reads SQLite indexes only")
+	}
+	out := map[string][]string{}
+	rows, err := sqlRows(st.db.Query(`SELECT f.path, c.text FROM files f JOIN chunks c ON c.file_id = f.id`))
+	err = eachRow(rows, err, func(r *[2]string) []any { return []any{&r[0], &r[1]} }, func(r [2]string) {
+		out[r[0]] = append(out[r[0]], r[1])
+	})
+	return out, err
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -21,14 +22,22 @@ import (
 // What is indexed, per entry (one content line each, whitespace collapsed as
 // OpenClaw's session indexer does):
 //   - user / assistant text blocks ("User: …", "Assistant: …");
-//   - assistant thinking blocks, capped: they hold the reasons behind
-//     decisions, which is exactly what an agent later asks its memory for;
-//   - tool calls: name, then argument keys and values as plain text, capped;
-//   - tool results: text blocks, capped head+tail (images become "[image]");
-//   - bashExecution: command and output, capped;
+//   - assistant thinking blocks: they hold the reasons behind decisions,
+//     which is exactly what an agent later asks its memory for;
+//   - tool calls: name, then argument keys and values as plain text;
+//   - tool results: text blocks, whole (images become "[image]");
+//   - bashExecution: command and output, whole;
 //   - role custom / hookMessage messages and custom_message entries;
 //   - compaction and branch_summary summaries (earlier summaries are history
 //     too: a later compaction may have rewritten them).
+//
+// Tool output is indexed whole (a subagent's report or a long command's
+// output is often the most valuable text of a session, and its words were
+// lost past a 4,000-character cut): chunked like everything else. Only
+// blobs are left out, each replaced by a marker and counted in the stats:
+// base64 runs of blobChars or more (images pasted as data URLs, encoded
+// files), output that is binary (control bytes), and image blocks.
+// recall.toolOutputChars > 0 caps each piece again (head and tail kept).
 //
 // Not indexed: custom entries (extension state), model/thinking changes,
 // labels, session_info, image data, toolResult details.
@@ -40,13 +49,135 @@ type unit struct {
 	text string
 	id   string
 	ts   int64 // unix ms, 0 if unknown
+	// tool marks tool output (tool results, bash runs): ranked below what
+	// the user and the assistant wrote (see the column weights in score.go).
+	tool bool
 }
 
-// extractor holds the per-index limits.
+// extractor holds the per-index limits and counts what it left out.
 type extractor struct {
 	// maxChars caps tool results, tool call arguments, thinking and bash
-	// output per message (head + tail are kept).
+	// output per message (head + tail are kept); 0: no cap.
 	maxChars int
+	leftOut  LeftOut
+}
+
+// LeftOut counts what extraction left out of the index.
+type LeftOut struct {
+	Blobs     int   `json:"blobs,omitempty"`     // base64 runs and binary outputs
+	BlobBytes int64 `json:"blobBytes,omitempty"` // their bytes
+	Images    int   `json:"images,omitempty"`    // image blocks
+}
+
+// Add adds o's counts to s.
+func (s *LeftOut) Add(o LeftOut) {
+	s.Blobs += o.Blobs
+	s.BlobBytes += o.BlobBytes
+	s.Images += o.Images
+}
+
+// clip is the indexed text of a piece of tool output: blobs replaced,
+// capped when maxChars is set.
+func (x *extractor) clip(s string) string {
+	return capText(x.stripBlobs(s), x.maxChars)
+}
+
+// blobChars is the shortest base64 run taken for a blob (a SHA-512 in
+// base64 is 88 characters; a 200-byte image 268).
+const blobChars = 256
+
+// b64 marks the bytes of base64 (standard and URL-safe).
+var b64 = func() (t [256]bool) {
+	for c := 'A'; c <= 'Z'; c++ {
+		t[c], t[c+'a'-'A'] = true, true
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = true
+	}
+	for _, c := range "+/=-_" {
+		t[c] = true
+	}
+	return t
+}()
+
+// stripBlobs replaces base64 runs of blobChars or more (with upper case,
+// lower case and digits: not a long word or a row of dashes) by a marker,
+// and binary output (control bytes in over a tenth of its first 4 KiB)
+// whole.
+func (x *extractor) stripBlobs(s string) string {
+	if len(s) < blobChars {
+		return s
+	}
+	if binaryText(s) {
+		x.leftOut.Blobs++
+		x.leftOut.BlobBytes += int64(len(s))
+		return "[binary output, " + strconv.Itoa(len(s)) + " bytes]"
+	}
+	if !mayHoldBlob(s) {
+		return s
+	}
+	var b strings.Builder
+	last := 0
+	for i := 0; i < len(s); {
+		if !b64[s[i]] {
+			i++
+			continue
+		}
+		j, kinds := i, 0
+		for ; j < len(s) && b64[s[j]]; j++ {
+			switch c := s[j]; {
+			case c >= 'a' && c <= 'z':
+				kinds |= 1
+			case c >= 'A' && c <= 'Z':
+				kinds |= 2
+			case c >= '0' && c <= '9':
+				kinds |= 4
+			}
+		}
+		if j-i >= blobChars && kinds == 7 {
+			if b.Len() == 0 {
+				b.Grow(len(s) - (j - i))
+			}
+			b.WriteString(s[last:i])
+			b.WriteString("[base64, " + strconv.Itoa(j-i) + " bytes]")
+			last = j
+			x.leftOut.Blobs++
+			x.leftOut.BlobBytes += int64(j - i)
+		}
+		i = j
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// mayHoldBlob reports whether s may hold a base64 run of blobChars: such a
+// run covers two consecutive sample points blobChars/2 apart, so output
+// without two base64 bytes at consecutive sample points has none, found
+// looking at one byte in 128 (tool output is most of what is indexed).
+func mayHoldBlob(s string) bool {
+	const step = blobChars / 2
+	for p := step - 1; p+step < len(s); p += step {
+		if b64[s[p]] && b64[s[p+step]] {
+			return true
+		}
+	}
+	return false
+}
+
+// binaryText reports output whose first 4 KiB are over a tenth control
+// bytes (other than whitespace).
+func binaryText(s string) bool {
+	n := min(len(s), 4096)
+	ctrl := 0
+	for i := 0; i < n; i++ {
+		if c := s[i]; c < 0x20 && !asciiSpace(c) || c == 0x7f {
+			ctrl++
+		}
+	}
+	return ctrl*10 > n
 }
 
 // extractLine decodes one physical line. ok=false means the line is
@@ -90,6 +221,7 @@ func (x *extractor) entryUnit(e transcript.Record, m *transcript.Message) (unit,
 	}
 	var b strings.Builder
 	var ts int64
+	tool := false
 	if t, ok := e.TimestampTime(); ok {
 		ts = t.UnixMilli()
 	}
@@ -106,6 +238,7 @@ func (x *extractor) entryUnit(e transcript.Record, m *transcript.Message) (unit,
 			b.WriteString("Assistant: ")
 			x.writeBlocks(&b, m.Content)
 		case "toolResult":
+			tool = true
 			b.WriteString("Tool result")
 			if m.ToolName != "" {
 				b.WriteString(" (" + m.ToolName + ")")
@@ -113,12 +246,13 @@ func (x *extractor) entryUnit(e transcript.Record, m *transcript.Message) (unit,
 			b.WriteString(": ")
 			var rb strings.Builder
 			x.writeBlocks(&rb, m.Content)
-			b.WriteString(capText(rb.String(), x.maxChars))
+			b.WriteString(x.clip(rb.String()))
 		case "bashExecution":
+			tool = true
 			b.WriteString("Bash: $ ")
-			b.WriteString(capText(m.Command, x.maxChars))
+			b.WriteString(x.clip(m.Command))
 			b.WriteString(" → ")
-			b.WriteString(capText(m.Output, x.maxChars))
+			b.WriteString(x.clip(m.Output))
 		case "custom": // also v2's hookMessage, which transcript's message decoder renames
 			b.WriteString("Custom")
 			if m.CustomType != "" {
@@ -142,7 +276,7 @@ func (x *extractor) entryUnit(e transcript.Record, m *transcript.Message) (unit,
 	if i := strings.IndexByte(text, ':'); i >= 0 && strings.TrimSpace(text[i+1:]) == "" {
 		return unit{}, false // label only, nothing to find
 	}
-	return unit{text: text, id: e.ID, ts: ts}, true
+	return unit{text: text, id: e.ID, ts: ts, tool: tool}, true
 }
 
 // writeBlocks appends the text of a message's content blocks (a string
@@ -167,10 +301,11 @@ func (x *extractor) writeBlocks(b *strings.Builder, blocks []transcript.Block) {
 			b.WriteString(bl.Name)
 			if len(bl.Arguments) > 0 && string(bl.Arguments) != "null" {
 				b.WriteByte(' ')
-				b.WriteString(capText(argsText(bl.Arguments), x.maxChars))
+				b.WriteString(x.clip(argsText(bl.Arguments)))
 			}
 			b.WriteString("]")
 		case "image":
+			x.leftOut.Images++
 			b.WriteString("[image]")
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/ctxtool/ctxtool/internal/testkit/recalltest"
@@ -163,17 +164,81 @@ func TestSingleFileIndexOpens(t *testing.T) {
 		`INSERT INTO chunks VALUES(1, 'an old chunk')`,
 		`INSERT INTO chunks_fts(rowid, text) VALUES(1, 'an old chunk')`)
 	ix := openAt(t, loc)
+	refillsLikeNew(t, ix, dir, facts)
+	ix.Close()
+	if n := sqlInt(t, loc, `SELECT count(*) FROM main.sqlite_master WHERE name LIKE 'chunks_fts%'`); n != 0 {
+		t.Errorf("main file still has %d full-text tables", n)
+	}
+}
+
+// refillsLikeNew checks that ix, an old index just opened, is empty, and
+// that indexing dir fills it with the rows and search results of a new
+// index.
+func refillsLikeNew(t *testing.T, ix *recall.Index, dir string, facts []planted) {
+	t.Helper()
 	if d, err := recall.Dump(ix); err != nil || len(d) != 0 {
 		t.Fatalf("old index after open: %v %v", d, err)
 	}
 	indexAll(t, ix, sessionFiles(t, dir)...)
 	clean := openAt(t, filepath.Join(t.TempDir(), "index.sqlite"))
+	defer clean.Close()
 	indexAll(t, clean, sessionFiles(t, dir)...)
 	sameRows(t, ix, clean, "old file", "clean")
 	sameSearches(t, ix, clean, facts)
+}
+
+// An index built by the previous release (schema 10: one text column in
+// the word index, no line kinds, no origin of the files) opens without an
+// error: it is emptied, says so (Emptied), and the next run fills it as a
+// new one; searches then find what a new index finds.
+func TestSchema10IndexIsRebuilt(t *testing.T) {
+	dir := t.TempDir()
+	facts := genSessions(t, dir, 2, 40)
+	loc := filepath.Join(t.TempDir(), "index.sqlite")
+	sqlExec(t, loc, `CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)`,
+		`INSERT INTO meta VALUES('schema', '10'), ('fts_owner', 'abc'), ('fts_seq', '1')`,
+		`CREATE TABLE files(id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
+			head_len INTEGER NOT NULL, head_hash TEXT NOT NULL, sample_hash TEXT NOT NULL, last_line_start INTEGER NOT NULL,
+			last_line_hash TEXT NOT NULL, bytes_indexed INTEGER NOT NULL, lines_indexed INTEGER NOT NULL, malformed INTEGER NOT NULL,
+			indexed_at INTEGER NOT NULL)`,
+		`CREATE TABLE chunks(id INTEGER PRIMARY KEY AUTOINCREMENT, file_id INTEGER NOT NULL, start_line INTEGER NOT NULL,
+			end_line INTEGER NOT NULL, start_offset INTEGER NOT NULL, entry_ids TEXT NOT NULL, ts INTEGER NOT NULL,
+			has_cjk INTEGER NOT NULL, text TEXT NOT NULL, model TEXT, embedding BLOB)`,
+		`INSERT INTO files VALUES(1, '/old/session.jsonl', 10, 1, 10, 'h', 's', 0, 'h', 10, 1, 0, 0)`,
+		`INSERT INTO chunks VALUES(1, 1, 1, 1, 0, 'e1', 0, 0, 'User: an old chunk about quokka', NULL, NULL)`)
+	sqlExec(t, loc+".fts", `CREATE TABLE fts_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)`,
+		`INSERT INTO fts_meta VALUES('owner', 'abc/10'), ('seq', '1')`,
+		`CREATE VIRTUAL TABLE chunks_fts USING fts5(text, content='', contentless_delete=1)`,
+		`INSERT INTO chunks_fts(rowid, text) VALUES(1, 'User: an old chunk about quokka')`)
+	ix := openAt(t, loc)
+	if why := ix.Emptied(); !strings.Contains(why, "schema 10") || !strings.Contains(why, "ctxtool index") {
+		t.Errorf("Emptied() = %q, want the old schema and what to run", why)
+	}
+	refillsLikeNew(t, ix, dir, facts)
 	ix.Close()
-	clean.Close()
-	if n := sqlInt(t, loc, `SELECT count(*) FROM main.sqlite_master WHERE name LIKE 'chunks_fts%'`); n != 0 {
-		t.Errorf("main file still has %d full-text tables", n)
+	if again := openAt(t, loc); again.Emptied() != "" {
+		t.Errorf("reopened: Emptied() = %q, want \"\" (the index is current)", again.Emptied())
+	}
+}
+
+// The trigram table holds only a CJK chunk's words with CJK: a query
+// mixing CJK and other words still finds the chunk with all of them (the
+// other words through the word index); with a word it lacks, only half of
+// the query matches (under 0.6).
+func TestMixedCJKQuery(t *testing.T) { eachBackend(t, testMixedCJKQuery) }
+
+func testMixedCJKQuery(t *testing.T, k kit) {
+	p := recalltest.WriteConversation(t, filepath.Join(t.TempDir(), "mixed.jsonl"),
+		"部署到生产环境之前 run kubectl rollout status deployment/api-gateway 并通知值班工程师。", "好的。")
+	ix := k.open(t)
+	indexAll(t, ix, p)
+	for q, want := range map[string]bool{"生产环境 kubectl": true, "值班 rollout": true, "生产环境 gateway": true, "生产环境 nosuchword": false, "值班": true} {
+		res, err := ix.Search(t.Context(), q, recall.SearchOptions{MinScore: 0.6})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if found := len(res.Hits) > 0 && res.Hits[0].StartLine <= 2; found != want {
+			t.Errorf("%q: found %v, want %v (%+v)", q, found, want, res.Hits)
+		}
 	}
 }

@@ -57,6 +57,9 @@ type Stats struct {
 	MalformedLines []transcript.Malformed `json:"malformedLines,omitempty"`
 	Embedded       int                    `json:"embedded,omitempty"`
 	Seconds        float64                `json:"seconds"`
+	// LeftOut counts what was left out of the new lines' text: blobs
+	// (base64, binary output) and images.
+	LeftOut LeftOut `json:"leftOut,omitzero"`
 }
 
 type fileRow struct {
@@ -68,6 +71,8 @@ type fileRow struct {
 	lastLineHash                string
 	lines, malformed            int
 	indexedAt                   int64 // unix ms
+	// agent and project say where the session comes from (see origin).
+	agent, project string
 }
 
 func absPath(p string) (string, error) {
@@ -195,6 +200,11 @@ type readResult struct {
 	read          int // lines read this run
 	malformed     []transcript.Malformed
 	nMalformed    int
+	leftOut       LeftOut
+	// cwd is the session header's working directory, when one was read
+	// (pi lines only: other formats are translated, see scanCwd).
+	cwd        string
+	headerSeen bool
 }
 
 // scanLines reads complete lines from off (line numbers continue after
@@ -230,6 +240,9 @@ func (ix *Index) scanLines(ctx context.Context, src source, off int64, line, new
 			}
 			continue
 		}
+		if conv == nil && !res.headerSeen && res.lines <= 64 {
+			res.cwd, res.headerSeen = headerCwd(l)
+		}
 		units, ok := extractSourceLine(&x, conv, res.lines, l)
 		if !ok && res.lines > newFrom && res.countMalformed() {
 			res.malformed = append(res.malformed, describeMalformed(l, res.lines, res.lastLineStart))
@@ -244,6 +257,7 @@ func (ix *Index) scanLines(ctx context.Context, src source, off int64, line, new
 			}
 		}
 	}
+	res.leftOut = x.leftOut
 	return res, emitChunks(ch.finish(), emit)
 }
 
@@ -621,6 +635,14 @@ func (ix *Index) indexFile(ctx context.Context, w writer, o *opened, st *Stats) 
 	if err != nil {
 		return 0, fmt.Errorf("recall: read %s: %v", abs, err)
 	}
+	if mode == ModeAppend && row != nil {
+		nr.agent, nr.project = row.agent, row.project
+	} else {
+		nr.agent, nr.project = agentOf(abs, o.format), cleanProject(res.cwd)
+		if !res.headerSeen && o.format != formats.Pi {
+			nr.project = cleanProject(scanCwd(o.source))
+		}
+	}
 	if err := w.updateFile(ctx, fileID, nr); err != nil {
 		return 0, err
 	}
@@ -630,6 +652,7 @@ func (ix *Index) indexFile(ctx context.Context, w writer, o *opened, st *Stats) 
 	st.Bytes = res.end - max(from.off, rowBytes(row, mode))
 	st.Malformed = res.nMalformed
 	st.MalformedLines = res.malformed
+	st.LeftOut = res.leftOut
 	return fileID, nil
 }
 

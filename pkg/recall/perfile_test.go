@@ -39,8 +39,9 @@ func copies(t *testing.T, n int) (files []string, joined string) {
 // scan allocate little per file: N files against one file of the same N
 // copies. A buffer or a prepared statement per file shows here (a 1 MiB
 // line buffer per file did, before the buffers were pooled); measured:
-// about 130 KB (most of it the 64 KiB sniff buffer) and no more
-// allocations than the one file.
+// about 130 KB (most of it the 64 KiB sniff buffer) and 97 allocations;
+// the file's origin (agent and project: two columns read at both plans and
+// written once, and the header's cwd) added 10.
 func TestPerFileCost(t *testing.T) {
 	const n = 40
 	files, joined := copies(t, n)
@@ -50,8 +51,8 @@ func TestPerFileCost(t *testing.T) {
 	perBytes := (float64(manyBytes) - float64(oneBytes)) / (n - 1)
 	t.Logf("per file: %.0f allocations, %.0f bytes (%d files: %d / %d B; one file: %d / %d B)",
 		perAllocs, perBytes, n, manyAllocs, manyBytes, oneAllocs, oneBytes)
-	if perAllocs > 100 || perBytes > 256<<10 {
-		t.Errorf("each file costs %.0f allocations and %.0f bytes more than its lines, want <= 100 and <= 256 KiB", perAllocs, perBytes)
+	if perAllocs > 110 || perBytes > 256<<10 {
+		t.Errorf("each file costs %.0f allocations and %.0f bytes more than its lines, want <= 110 and <= 256 KiB", perAllocs, perBytes)
 	}
 }
 

@@ -44,7 +44,9 @@ CREATE TABLE IF NOT EXISTS ctxtool_recall_files(
 	malformed INTEGER NOT NULL,
 	indexed_at BIGINT NOT NULL,
 	n_chunks BIGINT NOT NULL DEFAULT 0,
-	n_tokens BIGINT NOT NULL DEFAULT 0
+	n_tokens BIGINT NOT NULL DEFAULT 0,
+	agent TEXT NOT NULL DEFAULT '',
+	project TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS ctxtool_recall_chunks(
 	id BIGSERIAL PRIMARY KEY,
@@ -57,6 +59,7 @@ CREATE TABLE IF NOT EXISTS ctxtool_recall_chunks(
 	has_cjk BOOLEAN NOT NULL,
 	n_tokens INTEGER NOT NULL,
 	text TEXT NOT NULL,
+	kinds TEXT NOT NULL DEFAULT '',
 	tsv TSVECTOR NOT NULL,
 	model TEXT,
 	embedding BYTEA
@@ -77,6 +80,9 @@ type pgStore struct {
 
 	// totals caches the corpus size BM25 needs (rows, average length)
 	// for a few seconds: exact enough for ranking, and one query less.
+	// oldSchema is the schema of the tables the open dropped ("": none).
+	oldSchema string
+
 	mu       sync.Mutex
 	totalsAt time.Time
 	nRows    int64
@@ -115,7 +121,9 @@ func openPostgres(ctx context.Context, raw string) (*pgStore, error) {
 }
 
 func (s *pgStore) location() string { return s.loc }
-func (s *pgStore) close() error     { s.pool.Close(); return nil }
+
+func (s *pgStore) droppedSchema() string { return s.oldSchema }
+func (s *pgStore) close() error          { s.pool.Close(); return nil }
 
 // err names the database in every error; storage failures (the server is
 // unreachable, out of disk, data corrupted) become StoreErrors.
@@ -171,7 +179,11 @@ func (s *pgStore) migrate(ctx context.Context) error {
 	if err := s.create(ctx, tx); err != nil {
 		return err
 	}
-	return tx.Commit(ctx)
+	if err := tx.Commit(ctx); err != nil {
+		return err
+	}
+	s.oldSchema = v
+	return nil
 }
 
 // create drops and creates the recall tables inside tx.
@@ -228,6 +240,13 @@ func (s *pgStore) fileID(ctx context.Context, path string) (int64, bool, error) 
 	var id int64
 	ok, err := scanRow(s.pool.QueryRow(ctx, `SELECT id FROM ctxtool_recall_files WHERE path=$1`, path), &id)
 	return id, ok, s.err("search", err)
+}
+
+func (s *pgStore) sizes(ctx context.Context) (Sizes, error) {
+	var z Sizes
+	err := s.pool.QueryRow(ctx, `SELECT (SELECT coalesce(sum(bytes_indexed), 0) FROM ctxtool_recall_files)::bigint,
+		(pg_total_relation_size('ctxtool_recall_chunks') + pg_total_relation_size('ctxtool_recall_files'))::bigint`).Scan(&z.Corpus, &z.Index)
+	return z, s.err("size", err)
 }
 
 func (s *pgStore) files(ctx context.Context) ([]string, error) {
@@ -317,33 +336,34 @@ func (b *pgBatch) addChunks(ctx context.Context, fileID int64, cs []chunk) error
 	n := len(cs)
 	start, end, ntok := make([]int32, n), make([]int32, n), make([]int32, n)
 	off, ts := make([]int64, n), make([]int64, n)
-	ids, text, tsv := make([]string, n), make([]string, n), make([]string, n)
+	ids, text, tsv, kinds := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	cjk := make([]bool, n)
 	for i := range cs {
 		c := &cs[i]
 		start[i], end[i], off[i], ts[i], cjk[i] = int32(c.StartLine), int32(c.EndLine), c.StartOffset, c.Timestamp, c.HasCJK
 		ids[i] = pgText(strings.Join(c.EntryIDs, " "))
 		text[i] = pgText(c.Text)
+		kinds[i] = c.Kinds
 		var nt int
 		tsv[i], nt = tsvectorLiteral(text[i])
 		ntok[i] = int32(nt)
 	}
 	_, err := b.tx.Exec(ctx, `INSERT INTO ctxtool_recall_chunks(file_id, start_line, end_line, start_offset, entry_ids,
-		ts, has_cjk, n_tokens, text, tsv)
-		SELECT $1, u.s, u.e, u.o, u.i, u.t, u.c, u.n, u.x, u.v::tsvector
-		FROM unnest($2::int[], $3::int[], $4::bigint[], $5::text[], $6::bigint[], $7::bool[], $8::int[], $9::text[], $10::text[])
-			AS u(s, e, o, i, t, c, n, x, v)`, fileID, start, end, off, ids, ts, cjk, ntok, text, tsv)
+		ts, has_cjk, n_tokens, text, kinds, tsv)
+		SELECT $1, u.s, u.e, u.o, u.i, u.t, u.c, u.n, u.x, u.k, u.v::tsvector
+		FROM unnest($2::int[], $3::int[], $4::bigint[], $5::text[], $6::bigint[], $7::bool[], $8::int[], $9::text[], $10::text[], $11::text[])
+			AS u(s, e, o, i, t, c, n, x, k, v)`, fileID, start, end, off, ids, ts, cjk, ntok, text, kinds, tsv)
 	return b.s.err("insert chunks", err)
 }
 
 func (b *pgBatch) updateFile(ctx context.Context, fileID int64, r *fileRow) error {
 	_, err := b.tx.Exec(ctx, `UPDATE ctxtool_recall_files SET size=$1, mtime_ns=$2, head_len=$3, head_hash=$4,
 		sample_hash=$5, last_line_start=$6, last_line_hash=$7, bytes_indexed=$8, lines_indexed=$9, malformed=$10,
-		indexed_at=$11,
+		indexed_at=$11, agent=$13, project=$14,
 		n_chunks=(SELECT count(*) FROM ctxtool_recall_chunks WHERE file_id=$12),
 		n_tokens=(SELECT coalesce(sum(n_tokens), 0) FROM ctxtool_recall_chunks WHERE file_id=$12)
 		WHERE id=$12`, r.size, r.mtimeNs, r.headLen, r.headHash, r.sampleHash, r.lastLineStart, r.lastLineHash,
-		r.bytesIndexed, r.lines, r.malformed, r.indexedAt, fileID)
+		r.bytesIndexed, r.lines, r.malformed, r.indexedAt, fileID, r.agent, r.project)
 	return b.s.err("update file state", err)
 }
 
@@ -378,9 +398,18 @@ func (s *pgStore) totals(ctx context.Context) (int64, float64, error) {
 // tsvector GIN index, ranked with FTS5's BM25 formula (so that scores, and
 // minScore, mean what they mean on SQLite). With CJK: substring matches
 // (ILIKE) over the CJK chunks, served by the pg_trgm index, unranked.
-func (s *pgStore) match(ctx context.Context, tokens []string, fileID int64, limit int) ([]match, error) {
+func (s *pgStore) match(ctx context.Context, tokens []string, f filter, limit int) ([]int64, error) {
+	ms, err := s.matches(ctx, tokens, f, limit)
+	ids := make([]int64, len(ms))
+	for i, m := range ms {
+		ids[i] = m.id
+	}
+	return ids, err
+}
+
+func (s *pgStore) matches(ctx context.Context, tokens []string, f filter, limit int) ([]match, error) {
 	cjk := anyCJK(tokens)
-	cond, args, terms := pgMatchCond(tokens, fileID, cjk)
+	cond, args, terms := pgMatchCond(tokens, f, cjk)
 	if cond == "" {
 		return nil, nil
 	}
@@ -395,7 +424,7 @@ func (s *pgStore) match(ctx context.Context, tokens []string, fileID int64, limi
 	if err != nil {
 		return nil, err
 	}
-	if fileID < 0 && surelyMany(est, nRows) {
+	if f.empty() && surelyMany(est, nRows) {
 		ms, err := s.newestMatches(ctx, cond, args, limit, false)
 		if err != nil || len(ms) == limit {
 			return ms, err
@@ -438,7 +467,7 @@ func surelyMany(est []int64, nRows int64) bool {
 
 // matchIDs is the chunks meeting cond, at most rankWindow of them.
 func (s *pgStore) matchIDs(ctx context.Context, cond string, args []any) ([]int64, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id FROM ctxtool_recall_chunks WHERE `+cond+
+	rows, err := s.pool.Query(ctx, `SELECT id FROM ctxtool_recall_chunks c WHERE `+cond+
 		` LIMIT `+fmt.Sprint(rankWindow), args...)
 	if err != nil {
 		return nil, s.err("search", err)
@@ -450,7 +479,7 @@ func (s *pgStore) matchIDs(ctx context.Context, cond string, args []any) ([]int6
 // pgMatchCond is the WHERE condition (with its $n arguments) selecting the
 // chunks with every token, and the tsquery terms ranking them (nil with
 // CJK); cond is "" when the tokens give no term to match.
-func pgMatchCond(tokens []string, fileID int64, cjk bool) (cond string, args []any, terms [][]string) {
+func pgMatchCond(tokens []string, f filter, cjk bool) (cond string, args []any, terms [][]string) {
 	var where []string
 	arg := func(v any) string {
 		args = append(args, v)
@@ -468,9 +497,7 @@ func pgMatchCond(tokens []string, fileID int64, cjk bool) (cond string, args []a
 		}
 		where = append(where, "tsv @@ "+arg(tsqueryLiteral(terms))+"::tsquery")
 	}
-	if fileID >= 0 {
-		where = append(where, "file_id = "+arg(fileID))
-	}
+	where = append(where, f.conds("ctxtool_recall_files", arg)...)
 	return strings.Join(where, " AND "), args, terms
 }
 
@@ -487,7 +514,7 @@ func (s *pgStore) newestMatches(ctx context.Context, cond string, args []any, li
 	if sortAll {
 		order = "id + 0"
 	}
-	rows, err := s.pool.Query(ctx, `SELECT id, 0.0::float8 FROM ctxtool_recall_chunks WHERE `+cond+
+	rows, err := s.pool.Query(ctx, `SELECT id, 0.0::float8 FROM ctxtool_recall_chunks c WHERE `+cond+
 		` ORDER BY `+order+` DESC LIMIT `+fmt.Sprint(limit), args...)
 	if err != nil {
 		return nil, s.err("search", err)
@@ -499,20 +526,71 @@ func (s *pgStore) newestMatches(ctx context.Context, cond string, args []any, li
 	return ms, s.err("search", err)
 }
 
-// rankedMatches scores the chunks ids (fewer than rankWindow: ts_rank,
-// which has no IDF, would pick a different top) with BM25 over terms and
-// keeps the best limit.
+// rankedMatches scores the chunks ids (fewer than rankWindow) as search
+// scores them (textScore: the BM25 part weighs tool output toolWeight, as
+// the SQLite backend's bm25() does; ts_rank and ts_rank_cd have no IDF and
+// would pick a different top) and keeps the best limit.
 func (s *pgStore) rankedMatches(ctx context.Context, ids []int64, terms [][]string, df []int64, nRows int64, avgdl float64, limit int) ([]match, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id, text FROM ctxtool_recall_chunks WHERE id = ANY($1)`, ids)
+	rows, err := s.pool.Query(ctx, `SELECT id, text, kinds FROM ctxtool_recall_chunks WHERE id = ANY($1)`, ids)
+	ts := make([]term, len(terms))
+	for i, seq := range terms {
+		ts[i] = term{seq: seq}
+	}
+	c := corpus{n: nRows, avgdl: avgdl, df: df}
 	var ms []match
-	err = eachRow(rows, err, idTextCols, func(r idText) {
-		ms = append(ms, match{id: r.id, score: bm25RankToScore(bm25(r.text, terms, df, nRows, avgdl))})
+	type row struct {
+		id          int64
+		text, kinds string
+	}
+	err = eachRow(rows, err, func(r *row) []any { return []any{&r.id, &r.text, &r.kinds} }, func(r row) {
+		ms = append(ms, match{id: r.id, score: textScore(r.text, r.kinds, ts, c)})
 	})
 	if err != nil {
 		return nil, s.err("search", err)
 	}
 	sortMatches(ms)
 	return ms[:min(limit, len(ms))], nil
+}
+
+// corpus is the chunk count and average length (the per-file totals) and
+// each term's document frequency: for words as match counts them, for CJK
+// substrings counted up to dfCap.
+func (s *pgStore) corpus(ctx context.Context, terms []term) (corpus, error) {
+	var c corpus
+	var err error
+	if c.n, c.avgdl, err = s.totals(ctx); err != nil {
+		return c, err
+	}
+	c.df = make([]int64, len(terms))
+	var words [][]string
+	var at []int
+	for i, t := range terms {
+		if !t.cjk {
+			words, at = append(words, t.seq), append(at, i)
+			continue
+		}
+		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM ctxtool_recall_chunks WHERE has_cjk AND text ILIKE $1 LIMIT `+
+			fmt.Sprint(dfCap)+`) m`, "%"+likeEscape(t.tok)+"%").Scan(&c.df[i]); err != nil {
+			return c, s.err("search", err)
+		}
+	}
+	if len(words) > 0 {
+		est, err := s.estimatedFrequencies(ctx, words, c.n)
+		if err != nil {
+			return c, err
+		}
+		df, err := s.termFrequencies(ctx, words, est)
+		if err != nil {
+			return c, err
+		}
+		for k, i := range at {
+			c.df[i] = df[k]
+		}
+	}
+	for _, d := range c.df {
+		c.n = max(c.n, d) // the totals are a few seconds old
+	}
+	return c, nil
 }
 
 // estimatedFrequencies is the number of chunks matching each term as
@@ -604,17 +682,17 @@ func (s *pgStore) chunks(ctx context.Context, ids []int64) ([]storedChunk, error
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	out, err := collectChunks(s.pool.Query(ctx, `SELECT c.id, f.path, c.start_line, c.end_line, c.entry_ids, c.ts, c.text
+	out, err := collectChunks(s.pool.Query(ctx, `SELECT `+chunkCols+`
 		FROM ctxtool_recall_chunks c JOIN ctxtool_recall_files f ON f.id = c.file_id WHERE c.id = ANY($1)`, ids))
 	return out, s.err("search", err)
 }
 
-func (s *pgStore) vectors(ctx context.Context, model string, fileID int64, fn func(id int64, vec []byte)) error {
-	q := `SELECT id, embedding FROM ctxtool_recall_chunks WHERE model = $1`
+func (s *pgStore) vectors(ctx context.Context, model string, f filter, fn func(id int64, vec []byte)) error {
+	q := `SELECT c.id, c.embedding FROM ctxtool_recall_chunks c WHERE c.model = $1`
 	args := []any{model}
-	if fileID >= 0 {
-		q += ` AND file_id = $2`
-		args = append(args, fileID)
+	arg := func(v any) string { args = append(args, v); return fmt.Sprintf("$%d", len(args)) }
+	for _, w := range f.conds("ctxtool_recall_files", arg) {
+		q += " AND " + w
 	}
 	rows, err := s.pool.Query(ctx, q, args...)
 	return s.err("vector search", eachVector(rows, err, fn))

@@ -70,7 +70,7 @@ func TestPostgresStatisticsShortcuts(t *testing.T) {
 		t.Fatalf("even & odd (estimates %v) does not take the shortcut: the test checks nothing", est[1:3])
 	}
 
-	got, err := s.match(ctx, []string{"common"}, -1, limit)
+	got, err := s.matches(ctx, []string{"common"}, noFilter, limit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestPostgresStatisticsShortcuts(t *testing.T) {
 		}
 	}
 
-	cond, args, _ := pgMatchCond([]string{"common"}, -1, false)
+	cond, args, _ := pgMatchCond([]string{"common"}, noFilter, false)
 	sorted, err := s.newestMatches(ctx, cond, args, limit, true)
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +97,7 @@ func TestPostgresStatisticsShortcuts(t *testing.T) {
 		t.Fatalf("common, the matches sorted: %v, walking the primary key: %v", sorted, got)
 	}
 
-	got, err = s.match(ctx, []string{"even", "odd"}, -1, limit)
+	got, err = s.matches(ctx, []string{"even", "odd"}, noFilter, limit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,11 +110,48 @@ func TestPostgresStatisticsShortcuts(t *testing.T) {
 		}
 	}
 
-	got, err = s.match(ctx, []string{"rare"}, -1, limit)
+	got, err = s.matches(ctx, []string{"rare"}, noFilter, limit)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != limit || got[0].score <= 0 {
 		t.Errorf("rare: %v, want %d ranked matches", got, limit)
+	}
+}
+
+// A PostgreSQL index of the previous release's layout (schema 10: chunks
+// without kinds, files without agent and project) is recreated when opened,
+// and the open says so.
+func TestPostgresSchema10IsRecreated(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.DB(t)
+	s, err := openPostgres(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`ALTER TABLE ctxtool_recall_chunks DROP COLUMN kinds`,
+		`ALTER TABLE ctxtool_recall_files DROP COLUMN agent, DROP COLUMN project`,
+		`INSERT INTO ctxtool_recall_files(path, size, mtime_ns, head_len, head_hash, sample_hash, last_line_start, last_line_hash,
+			bytes_indexed, lines_indexed, malformed, indexed_at) VALUES('/old.jsonl', 1, 1, 1, '', '', 0, '', 1, 1, 0, 0)`,
+		`UPDATE ctxtool_recall_meta SET value = '10' WHERE key = 'schema'`} {
+		if _, err := s.pool.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.close()
+	s, err = openPostgres(ctx, url)
+	if err != nil {
+		t.Fatalf("open of a schema 10 index: %v", err)
+	}
+	defer s.close()
+	if s.droppedSchema() != "10" {
+		t.Errorf("dropped schema %q, want 10", s.droppedSchema())
+	}
+	if files, err := s.files(ctx); err != nil || len(files) != 0 {
+		t.Errorf("files after the open: %v %v, want none", files, err)
+	}
+	var n int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM information_schema.columns WHERE table_name = 'ctxtool_recall_chunks' AND column_name = 'kinds'`).Scan(&n); err != nil || n != 1 {
+		t.Errorf("kinds column after the open: %d %v", n, err)
 	}
 }

@@ -4,34 +4,26 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
-// Search scoring follows OpenClaw's memory_search
-// (docs/design/rolling-window.md) so that its default minScore 0.35 means the same here:
-//   - keyword query: every [\p{L}\p{N}_]+ token but stop words, quoted,
-//     joined with AND; if that finds nothing, one query per keyword, keeping
-//     each chunk's best score;
-//   - a query matching more than rankWindow chunks is not ranked by BM25
-//     (see rankWindow);
-//   - BM25 rank r (negative = better) → -r/(1-r), else 1/(1+r);
-//   - keyword-only mode adds OpenClaw's boosts: 0.45 × share of query
-//     tokens found, 0.2 × found / unique chunk tokens, 0.18 per query token
-//     in the file name, min(len/160, 0.18); capped at 1;
-//   - with embeddings: 0.7 × cosine + 0.3 × BM25 score over the union of
-//     both candidate lists; if nothing reaches minScore, keyword hits with
-//     score ≥ min(minScore, 0.3).
-// CJK text has no spaces, so a query with CJK matches substrings (see each
-// backend's match).
+// Search: the keyword query is every [\p{L}\p{N}_]+ token but stop words,
+// quoted, joined with AND; if that finds nothing, one query per keyword,
+// with the union of their candidates. Each query takes at most
+// candidatePool chunks in the backend's rank order (see backend.match;
+// a query matching more than rankWindow chunks takes the newest), and
+// score.go scores them. With embeddings: 0.7 × cosine + 0.3 × the text
+// score over the union of both candidate lists; if nothing reaches
+// minScore, keyword hits with score ≥ min(minScore, 0.3). CJK text has no
+// spaces, so a query with CJK matches substrings (see each backend's
+// match). The defaults (6 hits, minScore 0.35) are memory_search's.
 
 // Defaults of memory_search.
 const (
@@ -46,7 +38,13 @@ const (
 type SearchOptions struct {
 	MaxResults int     // ≤ 0: DefaultMaxResults
 	MinScore   float64 // hits below are dropped (0 keeps all)
-	Session    string  // only this session file ("" = all)
+	Session    string  // only this session file ("" = all; Scope.Session too)
+	// Scope narrows the sessions searched (zero: all of them).
+	Scope Scope
+	// Near is the caller's session, whose hits (then its project's and
+	// agent's) rank above others' by a small factor (see score.go); "" for
+	// none.
+	Near string
 	// Skip drops chunks the caller already has — a session's own recent
 	// turns, which a prompt taken from that session always matches. It is
 	// applied before the keyword search decides whether to widen an AND
@@ -66,6 +64,9 @@ type Hit struct {
 	EntryIDs  []string `json:"entryIds"`
 	Timestamp string   `json:"timestamp,omitempty"`
 	Source    string   `json:"source"`
+	// Agent and Project say where the session comes from (see Origin).
+	Agent   string `json:"agent"`
+	Project string `json:"project"`
 }
 
 // Result is a search's hits and how they were found.
@@ -137,30 +138,19 @@ func anyCJK(tokens []string) bool {
 	return false
 }
 
-// bm25RankToScore maps FTS5's bm25() (lower = better, usually negative)
-// to 0..1 exactly as OpenClaw does.
-func bm25RankToScore(rank float64) float64 {
-	if math.IsNaN(rank) || math.IsInf(rank, 0) {
-		return 1.0 / 1000
-	}
-	if rank < 0 {
-		return -rank / (1 - rank)
-	}
-	return 1 / (1 + rank)
-}
-
 // candidate is a chunk found by one of the searches.
 type candidate struct {
-	id         int64
-	text       float64 // BM25 score 0..1 (0: matched by LIKE only)
-	vector     float64
-	hasText    bool
-	hasVector  bool
-	path       string
-	start, end int
-	entryIDs   string
-	ts         int64
-	body       string
+	id             int64
+	text           float64 // text score 0..1 (score.go)
+	vector         float64
+	hasText        bool
+	hasVector      bool
+	path           string
+	start, end     int
+	entryIDs       string
+	ts             int64
+	body, kinds    string
+	agent, project string
 }
 
 // Search finds the chunks that best match query.
@@ -168,7 +158,11 @@ func (ix *Index) Search(ctx context.Context, query string, opts SearchOptions) (
 	if opts.MaxResults <= 0 {
 		opts.MaxResults = DefaultMaxResults
 	}
-	fileID, err := ix.sessionFileID(ctx, opts.Session)
+	scope := opts.Scope
+	if scope.Session == "" {
+		scope.Session = opts.Session
+	}
+	f, err := ix.filter(ctx, scope)
 	if err != nil {
 		return nil, err
 	}
@@ -177,30 +171,47 @@ func (ix *Index) Search(ctx context.Context, query string, opts SearchOptions) (
 	if len(tokens) == 0 {
 		return res, nil
 	}
-	limit := min(200, max(1, opts.MaxResults*4))
-	cands, err := ix.keywordCandidates(ctx, tokens, fileID, limit, opts.Skip)
+	// The pool does not depend on MaxResults (up to candidatePool): a
+	// top-k is then the prefix of a top-(k+n).
+	limit := max(candidatePool, opts.MaxResults)
+	cands, kw, err := ix.keywordCandidates(ctx, tokens, f, limit, opts.Skip)
 	if err != nil {
 		return nil, err
 	}
-	kw := keywords(tokens)
 
 	if ix.embedder != nil {
-		ix.addVectorCandidates(ctx, query, fileID, limit, cands, res)
+		ix.addVectorCandidates(ctx, query, f, limit, cands, res)
 	}
 	if err := ix.loadCandidates(ctx, cands); err != nil {
 		return nil, err
 	}
 	dropSkipped(cands, opts.Skip) // vector candidates too
+	terms := queryTermsOf(kw)
+	cs, err := ix.st.corpus(ctx, terms)
+	if err != nil {
+		return nil, err
+	}
+	var newest int64
+	for _, c := range cands {
+		if c.hasText { // as memory_search: the keyword part is the keyword search's
+			c.text = textScore(c.body, c.kinds, terms, cs)
+		}
+		newest = max(newest, c.ts)
+	}
+	near := nearness(opts.Near)
+	factor := func(c *candidate) float64 { return recencyFactor(c.ts, newest) * near(c) }
 	var hits []*candidate
 	score := map[int64]float64{}
 	if res.Mode == "hybrid" {
-		hits = hybridHits(cands, opts.MinScore, score)
+		hits = scoredHits(cands, opts.MinScore, false, score, func(c *candidate) float64 {
+			return (vectorWeight*c.vector + textWeight*c.text) * factor(c)
+		})
 		if len(hits) == 0 {
 			res.Fallback = "no hybrid hit reached minScore; keyword hits shown"
-			hits = keywordHits(cands, kw, math.Min(opts.MinScore, textWeight), true, score)
+			hits = scoredHits(cands, math.Min(opts.MinScore, textWeight), true, score, func(c *candidate) float64 { return c.text * factor(c) })
 		}
 	} else {
-		hits = keywordHits(cands, kw, opts.MinScore, false, score)
+		hits = scoredHits(cands, opts.MinScore, true, score, func(c *candidate) float64 { return c.text * factor(c) })
 	}
 	hits = bestHits(hits, score, opts.MaxResults)
 	for _, c := range hits {
@@ -214,6 +225,28 @@ func (ix *Index) Search(ctx context.Context, query string, opts SearchOptions) (
 		res.Empty = len(files) == 0
 	}
 	return res, nil
+}
+
+// nearness is the factor of a candidate's closeness to the session near
+// ("": none, 1 for all).
+func nearness(near string) func(*candidate) float64 {
+	if near == "" {
+		return func(*candidate) float64 { return 1 }
+	}
+	abs, err := absPath(near)
+	if err != nil {
+		abs = near
+	}
+	o := OriginOf(abs)
+	return func(c *candidate) float64 {
+		switch {
+		case c.path == abs:
+			return 1
+		case o.Project != "" && c.project == o.Project, c.agent == o.Agent:
+			return 1 - nearCut
+		}
+		return 1 - farCut
+	}
 }
 
 // sessionFileID is the indexed file id of session, or -1 for "" (all
@@ -239,8 +272,8 @@ func (ix *Index) sessionFileID(ctx context.Context, session string) (int64, erro
 // addVectorCandidates merges the vector candidates into cands and sets
 // res.Mode to "hybrid"; when the embedder fails, res.Fallback says why and
 // the search stays keyword-only.
-func (ix *Index) addVectorCandidates(ctx context.Context, query string, fileID int64, limit int, cands map[int64]*candidate, res *Result) {
-	vc, err := ix.vectorCandidates(ctx, query, fileID, limit)
+func (ix *Index) addVectorCandidates(ctx context.Context, query string, f filter, limit int, cands map[int64]*candidate, res *Result) {
+	vc, err := ix.vectorCandidates(ctx, query, f, limit, cands)
 	if err != nil {
 		res.Fallback = err.Error()
 		return
@@ -255,30 +288,16 @@ func (ix *Index) addVectorCandidates(ctx context.Context, query string, fileID i
 	}
 }
 
-// hybridHits keeps the candidates whose weighted vector + text score
-// reaches minScore, recording each kept score in score.
-func hybridHits(cands map[int64]*candidate, minScore float64, score map[int64]float64) []*candidate {
-	var hits []*candidate
-	for id, c := range cands {
-		s := vectorWeight*c.vector + textWeight*c.text
-		if s >= minScore {
-			score[id] = s
-			hits = append(hits, c)
-		}
-	}
-	return hits
-}
-
-// keywordHits keeps the candidates whose boosted keyword score reaches
-// floor (with textOnly, only those the keyword search found), recording
-// each kept score in score.
-func keywordHits(cands map[int64]*candidate, kw []string, floor float64, textOnly bool, score map[int64]float64) []*candidate {
+// scoredHits keeps the candidates (with textOnly, only those the keyword
+// search found) whose score by fn reaches floor, recording each kept score
+// in score.
+func scoredHits(cands map[int64]*candidate, floor float64, textOnly bool, score map[int64]float64, fn func(*candidate) float64) []*candidate {
 	var hits []*candidate
 	for id, c := range cands {
 		if textOnly && !c.hasText {
 			continue
 		}
-		if s := boosted(c, kw); s >= floor {
+		if s := fn(c); s >= floor {
 			score[id] = s
 			hits = append(hits, c)
 		}
@@ -286,15 +305,25 @@ func keywordHits(cands map[int64]*candidate, kw []string, floor float64, textOnl
 	return hits
 }
 
-// bestHits orders hits by score, newest first on ties, and keeps the first
-// maxResults.
+// bestHits orders hits by score, then newer first, then by path, line and
+// chunk id (a total order: the same hits always come in the same order),
+// and keeps the first maxResults.
 func bestHits(hits []*candidate, score map[int64]float64, maxResults int) []*candidate {
 	sort.Slice(hits, func(i, j int) bool {
-		si, sj := score[hits[i].id], score[hits[j].id]
-		if si != sj {
-			return si > sj
+		a, b := hits[i], hits[j]
+		if sa, sb := score[a.id], score[b.id]; sa != sb {
+			return sa > sb
 		}
-		return hits[i].id > hits[j].id // newer first on ties
+		if a.ts != b.ts {
+			return a.ts > b.ts
+		}
+		if a.path != b.path {
+			return a.path < b.path
+		}
+		if a.start != b.start {
+			return a.start < b.start
+		}
+		return a.id < b.id
 	})
 	if len(hits) > maxResults {
 		hits = hits[:maxResults]
@@ -311,6 +340,7 @@ func newHit(c *candidate, score float64, kw []string) Hit {
 		Citation: Citation(c.path, c.start, c.end),
 		EntryIDs: strings.Fields(c.entryIDs),
 		Source:   "sessions",
+		Agent:    c.agent, Project: c.project,
 	}
 	if h.EntryIDs == nil {
 		h.EntryIDs = []string{}
@@ -332,42 +362,69 @@ func Citation(path string, start, end int) string {
 	return path + "#L" + strconv.Itoa(start) + "-L" + strconv.Itoa(end)
 }
 
-// keywordCandidates runs the AND query, then the per-keyword fallback.
-func (ix *Index) keywordCandidates(ctx context.Context, tokens []string, fileID int64, limit int, skip func(string, []string) bool) (map[int64]*candidate, error) {
+// keywordCandidates runs the AND query, then the per-keyword fallback,
+// and returns the keywords the candidates are to be scored by: the
+// query's, or in the fallback the pieces a long CJK token was cut into.
+func (ix *Index) keywordCandidates(ctx context.Context, tokens []string, f filter, limit int, skip func(string, []string) bool) (map[int64]*candidate, []string, error) {
 	cands := map[int64]*candidate{}
 	kw := keywords(tokens)
-	add := func(ms []match) {
-		for _, m := range ms {
-			if c, ok := cands[m.id]; ok {
-				c.text = math.Max(c.text, m.score)
-			} else {
-				cands[m.id] = &candidate{id: m.id, text: m.score, hasText: true}
+	add := func(ids []int64) {
+		for _, id := range ids {
+			if _, ok := cands[id]; !ok {
+				cands[id] = &candidate{id: id, hasText: true}
 			}
 		}
 	}
-	ms, err := ix.st.match(ctx, kw, fileID, limit)
+	ms, err := ix.st.match(ctx, kw, f, limit)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	add(ms)
 	if skip != nil {
 		if err := ix.loadCandidates(ctx, cands); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		dropSkipped(cands, skip)
 	}
-	if len(cands) > 0 || len(kw) == 1 {
-		return cands, nil // (one keyword: the AND query was that query)
+	pieces := cjkPieces(kw)
+	if len(cands) > 0 || len(pieces) == 1 {
+		return cands, kw, nil // (one keyword: the AND query was that query)
 	}
-	for _, k := range kw {
-		ms, err := ix.st.match(ctx, []string{k}, fileID, limit)
+	for _, k := range pieces {
+		ms, err := ix.st.match(ctx, []string{k}, f, limit)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		add(ms)
 	}
-	return cands, nil // (Search drops skipped ones once all are loaded)
+	return cands, pieces, nil // (Search drops skipped ones once all are loaded)
 }
+
+// cjkPieces is kw with each CJK keyword of more than cjkPiece characters
+// cut into its overlapping runs of cjkPiece: CJK is written without
+// spaces, so a question ("什么时候运行迁移脚本12号") is one token that no
+// text holds whole, while its pieces are found and scored like words.
+func cjkPieces(kw []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, k := range kw {
+		r := []rune(k)
+		if !hasCJK(k) || len(r) <= cjkPiece {
+			out = append(out, k)
+			continue
+		}
+		for i := 0; i+cjkPiece <= len(r); i++ {
+			if p := string(r[i : i+cjkPiece]); !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// cjkPiece is the length of cjkPieces' runs (the trigram index's).
+const cjkPiece = 3
 
 // dropSkipped removes the loaded candidates skip rejects.
 func dropSkipped(cands map[int64]*candidate, skip func(string, []string) bool) {
@@ -389,9 +446,11 @@ func dropSkipped(cands map[int64]*candidate, skip func(string, []string) bool) {
 // latency flat. Below the window ranking is exact. Both backends apply it.
 const rankWindow = 1000
 
-// vectorCandidates scores every embedded chunk against the query vector
-// (brute force over unit vectors) and keeps the best limit.
-func (ix *Index) vectorCandidates(ctx context.Context, query string, fileID int64, limit int) (map[int64]*candidate, error) {
+// vectorCandidates scores every embedded chunk in scope against the query
+// vector (brute force over unit vectors) and keeps the best limit, and
+// every keyword candidate in have (whose cosine would otherwise count as
+// 0 for being outside the best limit).
+func (ix *Index) vectorCandidates(ctx context.Context, query string, f filter, limit int, have map[int64]*candidate) (map[int64]*candidate, error) {
 	vecs, err := ix.embedder.Embed(ctx, []string{query})
 	if err != nil {
 		return nil, err
@@ -401,14 +460,23 @@ func (ix *Index) vectorCandidates(ctx context.Context, query string, fileID int6
 	}
 	qv := normalize(vecs[0])
 	var all []*candidate
-	err = ix.st.vectors(ctx, ix.embedder.Model(), fileID, func(id int64, b []byte) {
-		all = append(all, &candidate{id: id, vector: dotEncoded(qv, b), hasVector: true})
+	out := map[int64]*candidate{}
+	err = ix.st.vectors(ctx, ix.embedder.Model(), f, func(id int64, b []byte) {
+		c := &candidate{id: id, vector: dotEncoded(qv, b), hasVector: true}
+		all = append(all, c)
+		if have[id] != nil {
+			out[id] = c
+		}
 	})
 	if err != nil {
 		return nil, err
 	}
-	sort.Slice(all, func(i, j int) bool { return all[i].vector > all[j].vector })
-	out := map[int64]*candidate{}
+	sort.Slice(all, func(i, j int) bool {
+		if all[i].vector != all[j].vector {
+			return all[i].vector > all[j].vector
+		}
+		return all[i].id > all[j].id
+	})
 	for _, c := range all[:min(limit, len(all))] {
 		out[c.id] = c
 	}
@@ -430,7 +498,8 @@ func (ix *Index) loadCandidates(ctx context.Context, cands map[int64]*candidate)
 	}
 	for _, c := range cs {
 		k := cands[c.id]
-		k.path, k.start, k.end, k.entryIDs, k.ts, k.body = c.path, c.start, c.end, c.entryIDs, c.ts, c.text
+		k.path, k.start, k.end, k.entryIDs, k.ts, k.body, k.kinds = c.path, c.start, c.end, c.entryIDs, c.ts, c.text, c.kinds
+		k.agent, k.project = c.agent, c.project
 	}
 	for id, c := range cands { // a chunk deleted between the two queries
 		if c.path == "" {
@@ -438,56 +507,6 @@ func (ix *Index) loadCandidates(ctx context.Context, cands map[int64]*candidate)
 		}
 	}
 	return nil
-}
-
-// boosted is OpenClaw's keyword-only score.
-func boosted(c *candidate, kw []string) float64 {
-	lower := strings.ToLower(c.body)
-	chunkTokens := wordSet(lower)
-	found := 0
-	base := strings.ToLower(filepath.Base(c.path))
-	inPath := 0
-	for _, t := range kw {
-		if chunkTokens[t] || (hasCJK(t) && strings.Contains(lower, t)) {
-			found++
-		}
-		if strings.Contains(base, t) {
-			inPath++
-		}
-	}
-	s := c.text
-	if len(kw) > 0 {
-		s += 0.45 * float64(found) / float64(len(kw))
-	}
-	if len(chunkTokens) > 0 {
-		s += 0.2 * float64(found) / float64(len(chunkTokens))
-	}
-	s += 0.18 * float64(inPath)
-	s += math.Min(float64(utf8.RuneCountInString(c.body))/160, 0.18)
-	return math.Min(1, s)
-}
-
-// wordSet is the set of [\p{L}\p{N}_]+ runs of s (tokenRe without the
-// regexp engine: this runs on every candidate of every query).
-func wordSet(s string) map[string]bool {
-	set := make(map[string]bool, len(s)/6)
-	start := -1
-	for i, r := range s {
-		if r == '_' || unicode.IsLetter(r) || unicode.IsNumber(r) {
-			if start < 0 {
-				start = i
-			}
-			continue
-		}
-		if start >= 0 {
-			set[s[start:i]] = true
-			start = -1
-		}
-	}
-	if start >= 0 {
-		set[s[start:]] = true
-	}
-	return set
 }
 
 // snippet cuts text to at most max UTF-16 units, around the first query

@@ -2,22 +2,9 @@ package recall
 
 import (
 	"fmt"
-	"reflect"
 	"strings"
 	"testing"
 )
-
-func TestWordSetMatchesTokenRe(t *testing.T) {
-	for _, s := range []string{"", "a", "foo_bar baz-9 ünïcode 部署到生产 x/y.go", "  lead and trail  ", "tab\tnew\nline"} {
-		want := map[string]bool{}
-		for _, w := range tokenRe.FindAllString(s, -1) {
-			want[w] = true
-		}
-		if got := wordSet(s); !reflect.DeepEqual(got, want) {
-			t.Errorf("wordSet(%q) = %v, want %v", s, got, want)
-		}
-	}
-}
 
 func TestChunkerBoundsAndCoverage(t *testing.T) {
 	c := newChunker()
@@ -139,15 +126,113 @@ func TestSnippetAndScores(t *testing.T) {
 	if got := snippet("short", []string{"x"}, 700); got != "short" {
 		t.Errorf("short snippet %q", got)
 	}
-	for rank, want := range map[float64]float64{-1: 0.5, -3: 0.75, 0: 1, 1: 0.5} {
-		if got := bm25RankToScore(rank); got != want {
-			t.Errorf("bm25RankToScore(%v) = %v, want %v", rank, got, want)
-		}
-	}
 	if c := Citation("/a/b.jsonl", 12, 20); c != "/a/b.jsonl#L12-L20" {
 		t.Errorf("citation %q", c)
 	}
 	if c := Citation("/a/b.jsonl", 7, 7); c != "/a/b.jsonl#L7" {
 		t.Errorf("citation %q", c)
+	}
+}
+
+func TestCJKWords(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                   "",
+		"plain english only": "",
+		"部署到生产环境之前必须先运行迁移脚本07d0号，并通知值班工程师。": "部署到生产环境之前必须先运行迁移脚本07d0号 并通知值班工程师",
+		"run kubectl 在生产环境 then 好的_v2 ok":   "在生产环境 好的_v2",
+		"한국어 text and 日本語テキスト":              "한국어 日本語テキスト",
+	} {
+		if got := cjkWords(in); got != want {
+			t.Errorf("cjkWords(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// Skipping the lines that hold no query word changes no score: textScore
+// equals a plain count over every line's tokens.
+func TestTextScoreSkipsNothingItNeeds(t *testing.T) {
+	terms := queryTermsOf([]string{"deploy", "foo_bar", "café", "生产"})
+	c := corpus{n: 5000, avgdl: 40, df: []int64{10, 3, 7, 2}}
+	texts := []struct{ text, kinds string }{
+		{"User: nothing here at all\nTool result (bash): still nothing, just words", "ct"},
+		{"User: we DEPLOY on Fridays\nAssistant: foo-bar and Foo_Bar differ", "cc"},
+		{"Tool result (read): le Café est ouvert; deploy\nUser: 部署到生产环境", "tc"},
+		{"Assistant: deployment is not deploy; deployed", "c"},
+	}
+	for _, tc := range texts {
+		got := textScore(tc.text, tc.kinds, terms, c)
+		// The reference: every line tokenized.
+		var want float64
+		{
+			var lt lineTokens
+			idf := make([]float64, len(terms))
+			var idfSum float64
+			for i := range terms {
+				idf[i] = c.idf(i)
+				idfSum += idf[i]
+			}
+			tf := make([]float64, len(terms))
+			present := make([]bool, len(terms))
+			dl, best := 0, 0.0
+			for li, line := range strings.Split(tc.text, "\n") {
+				w := 1.0
+				if tc.kinds[li] == kindTool {
+					w = toolWeight
+				}
+				lt.read(line)
+				dl += len(lt.ends)
+				in := 0.0
+				for i, tm := range terms {
+					n := 0
+					if tm.cjk {
+						n = strings.Count(strings.ToLower(line), tm.tok)
+					} else {
+						n = lt.count(tm.seq)
+					}
+					if n > 0 {
+						tf[i] += w * float64(n)
+						present[i] = true
+						in += idf[i]
+					}
+				}
+				best = max(best, w*in/idfSum)
+			}
+			norm := k1 * (1 - bm25B + bm25B*float64(dl)/c.avgdl)
+			var cov, sat float64
+			for i := range terms {
+				if present[i] {
+					cov += idf[i]
+				}
+				sat += idf[i] * tf[i] * (k1 + 1) / (tf[i] + norm)
+			}
+			want = coverageWeight*cov/idfSum + lineWeight*best + satWeight*sat/(idfSum*(k1+1))
+		}
+		if got != want {
+			t.Errorf("%q: textScore %v, every line tokenized %v", tc.text, got, want)
+		}
+	}
+}
+
+// A base64 run of blobChars is found wherever it starts and whatever
+// surrounds it (mayHoldBlob looks at one byte in 128); shorter runs and
+// long runs of one letter case are kept.
+func TestStripBlobsAtEveryOffset(t *testing.T) {
+	blob := strings.Repeat("QUJDZGVmZ2hpams0NTY3", 13)[:blobChars] // upper, lower, digits
+	for pad := 0; pad < 300; pad += 7 {
+		for _, tail := range []string{"", " end", " " + strings.Repeat("x ", 150)} {
+			s := strings.Repeat("a ", pad/2) + strings.Repeat("z", pad%2) + " " + blob + tail
+			var x extractor
+			got := x.stripBlobs(s)
+			if strings.Contains(got, blob[:40]) || x.leftOut.Blobs != 1 || x.leftOut.BlobBytes != int64(blobChars) {
+				t.Fatalf("pad %d tail %d: %+v, %q", pad, len(tail), x.leftOut, got)
+			}
+		}
+	}
+	var x extractor
+	for _, keep := range []string{strings.Repeat("a b ", 200), blob[:blobChars-1] + " " + strings.Repeat("y ", 200),
+		strings.Repeat("abcdefgh", 64), strings.Repeat("-", 600)} {
+		if got := x.stripBlobs(keep); got != keep {
+			t.Errorf("kept text changed: %.60q → %.60q", keep, got)
+		}
 	}
 }

@@ -37,7 +37,9 @@ CREATE TABLE IF NOT EXISTS files(
 	bytes_indexed INTEGER NOT NULL,
 	lines_indexed INTEGER NOT NULL,
 	malformed INTEGER NOT NULL,
-	indexed_at INTEGER NOT NULL
+	indexed_at INTEGER NOT NULL,
+	agent TEXT NOT NULL DEFAULT '',
+	project TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS chunks(
 	id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -49,6 +51,7 @@ CREATE TABLE IF NOT EXISTS chunks(
 	ts INTEGER NOT NULL,
 	has_cjk INTEGER NOT NULL,
 	text TEXT NOT NULL,
+	kinds TEXT NOT NULL DEFAULT '',
 	model TEXT,
 	embedding BLOB
 );
@@ -68,6 +71,8 @@ type sqliteStore struct {
 	fts    *sql.DB // the FTS file's writers
 	search *sql.DB // the main file with the FTS file attached
 	path   string
+	// oldSchema is the schema of the tables the open dropped ("": none).
+	oldSchema string
 }
 
 func openSQLite(dbPath string) (*sqliteStore, error) {
@@ -160,6 +165,8 @@ func creationRace(err error) bool {
 
 func (s *sqliteStore) location() string { return s.path }
 
+func (s *sqliteStore) droppedSchema() string { return s.oldSchema }
+
 func (s *sqliteStore) close() error {
 	var errs []error
 	for _, db := range []*sql.DB{s.search, s.fts, s.db} {
@@ -224,6 +231,9 @@ func (s *sqliteStore) migrate(ctx context.Context) error {
 	if v == schemaVersion {
 		return nil
 	}
+	if v != "" {
+		s.oldSchema = v
+	}
 	if err := dropSQLite(ctx, tx); err != nil {
 		return err
 	}
@@ -271,6 +281,23 @@ func (s *sqliteStore) fileID(ctx context.Context, path string) (int64, bool, err
 	var id int64
 	ok, err := scanRow(s.db.QueryRowContext(ctx, `SELECT id FROM files WHERE path=?`, path), &id)
 	return id, ok, s.err("search", err)
+}
+
+// sizes counts the pages of both files (what a checkpoint leaves on disk;
+// the write-ahead logs come and go).
+func (s *sqliteStore) sizes(ctx context.Context) (Sizes, error) {
+	var z Sizes
+	if err := s.db.QueryRowContext(ctx, `SELECT coalesce(sum(bytes_indexed), 0) FROM files`).Scan(&z.Corpus); err != nil {
+		return z, s.err("size", err)
+	}
+	for _, schema := range []string{"main", "fts"} {
+		var pages, size int64
+		if err := s.search.QueryRowContext(ctx, `SELECT p.page_count, s.page_size FROM pragma_page_count('`+schema+`') p, pragma_page_size('`+schema+`') s`).Scan(&pages, &size); err != nil {
+			return z, s.err("size", err)
+		}
+		z.Index += pages * size
+	}
+	return z, nil
 }
 
 func (s *sqliteStore) files(ctx context.Context) ([]string, error) {
@@ -455,7 +482,7 @@ func (b *sqliteBatch) addChunks(ctx context.Context, fileID int64, cs []chunk) e
 			if err != nil {
 				return b.s.err("insert chunk", err)
 			}
-			rows[i] = ftsRow{id: id, text: cs[i].Text, cjk: cs[i].HasCJK}
+			rows[i] = newFTSRow(id, cs[i].Text, cs[i].Kinds, cs[i].HasCJK)
 		}
 		b.fts.send(ftsOp{rows: rows})
 		return nil
@@ -470,7 +497,7 @@ func (b *sqliteBatch) addChunks(ctx context.Context, fileID int64, cs []chunk) e
 type chunkInserts struct {
 	chunk driver.StmtExecContext
 	stmts []driver.Stmt // to close
-	args  [8]driver.NamedValue
+	args  [9]driver.NamedValue
 }
 
 func prepareInserts(ctx context.Context, dc any) (*chunkInserts, error) {
@@ -484,7 +511,7 @@ func prepareInserts(ctx context.Context, dc any) (*chunkInserts, error) {
 	}
 	var err error
 	if ins.chunk, err = ins.prepare(ctx, pc, `INSERT INTO chunks(file_id, start_line, end_line, start_offset,
-		entry_ids, ts, has_cjk, text) VALUES(?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
+		entry_ids, ts, has_cjk, text, kinds) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
 		ins.close()
 		return nil, err
 	}
@@ -515,7 +542,7 @@ func (ins *chunkInserts) close() error {
 func (ins *chunkInserts) add(ctx context.Context, fileID int64, c *chunk) (int64, error) {
 	a := ins.args[:]
 	for i, v := range [...]driver.Value{fileID, int64(c.StartLine), int64(c.EndLine), c.StartOffset,
-		strings.Join(c.EntryIDs, " "), c.Timestamp, c.HasCJK, c.Text} {
+		strings.Join(c.EntryIDs, " "), c.Timestamp, c.HasCJK, c.Text, c.Kinds} {
 		a[i].Value = v
 	}
 	r, err := ins.chunk.ExecContext(ctx, a)
@@ -527,9 +554,9 @@ func (ins *chunkInserts) add(ctx context.Context, fileID int64, c *chunk) (int64
 
 func (b *sqliteBatch) updateFile(ctx context.Context, fileID int64, r *fileRow) error {
 	_, err := b.tx.ExecContext(ctx, `UPDATE files SET size=?, mtime_ns=?, head_len=?, head_hash=?, sample_hash=?,
-		last_line_start=?, last_line_hash=?, bytes_indexed=?, lines_indexed=?, malformed=?, indexed_at=?
-		WHERE id=?`, r.size, r.mtimeNs, r.headLen, r.headHash, r.sampleHash, r.lastLineStart, r.lastLineHash,
-		r.bytesIndexed, r.lines, r.malformed, r.indexedAt, fileID)
+		last_line_start=?, last_line_hash=?, bytes_indexed=?, lines_indexed=?, malformed=?, indexed_at=?,
+		agent=?, project=? WHERE id=?`, r.size, r.mtimeNs, r.headLen, r.headHash, r.sampleHash, r.lastLineStart, r.lastLineHash,
+		r.bytesIndexed, r.lines, r.malformed, r.indexedAt, r.agent, r.project, fileID)
 	return b.s.err("update file state", err)
 }
 
@@ -558,14 +585,16 @@ func likeEscape(s string) string {
 // match runs one FTS5 query. CJK text has no spaces, so unicode61 sees a
 // whole run as one token; a query with CJK therefore goes to the trigram
 // index (substring match), and CJK terms shorter than three characters,
-// which trigrams cannot match, to a LIKE scan of the CJK chunks.
-func (s *sqliteStore) match(ctx context.Context, tokens []string, fileID int64, limit int) ([]match, error) {
+// which trigrams cannot match, to a LIKE scan of the CJK chunks. The word
+// index ranks with bm25() weighting the tool output column toolWeight.
+func (s *sqliteStore) match(ctx context.Context, tokens []string, f filter, limit int) ([]int64, error) {
 	var mq sqliteMatchQuery
 	if anyCJK(tokens) {
-		mq = cjkMatchQuery(tokens, fileID)
+		mq = cjkMatchQuery(tokens)
 	} else {
-		mq = ftsMatchQuery(tokens, fileID)
+		mq = ftsMatchQuery(tokens, !f.empty())
 	}
+	mq.where = append(mq.where, f.conds("files", func(v any) string { mq.args = append(mq.args, v); return "?" })...)
 	from := mq.from
 	for _, w := range mq.where {
 		from += " AND " + w
@@ -575,59 +604,63 @@ func (s *sqliteStore) match(ctx context.Context, tokens []string, fileID int64, 
 		return nil, err
 	}
 	var q string
-	if many || mq.table == "" {
-		// Not selective (or LIKE only): the newest matches, unranked; the
-		// keyword boosts order them.
+	if many || mq.rank == "" {
+		// Not selective (or LIKE only): the newest matches, unranked.
 		q = `SELECT ` + mq.idCol + `, 0.0 ` + from + ` ORDER BY ` + mq.idCol + ` DESC LIMIT ?`
 	} else {
-		q = `SELECT ` + mq.idCol + `, bm25(` + mq.table + `) AS r ` + from + ` ORDER BY r LIMIT ?`
+		q = `SELECT ` + mq.idCol + `, ` + mq.rank + ` AS r ` + from + ` ORDER BY r, ` + mq.idCol + ` DESC LIMIT ?`
 	}
-	return s.rankedMatches(ctx, q, append(mq.args, limit))
+	return s.matchIDs(ctx, q, append(mq.args, limit))
 }
 
 // sqliteMatchQuery selects the matching chunks as column idCol: from and
-// the where conditions ANDed to it, with args; table is the FTS table whose
-// bm25() ranks them ("" = no ranking: LIKE only).
+// the where conditions ANDed to it, with args; rank is the expression that
+// ranks them ("" = no ranking: LIKE only). Conditions on the chunk use the
+// alias c.
 type sqliteMatchQuery struct {
-	from, table, idCol string
-	where              []string
-	args               []any
+	from, rank, idCol string
+	where             []string
+	args              []any
 }
 
-// ftsMatchQuery matches every token in the unicode61 FTS table.
-func ftsMatchQuery(tokens []string, fileID int64) sqliteMatchQuery {
+// ftsMatchQuery matches every token in the unicode61 FTS table, joined to
+// the chunks when a scope needs their columns.
+func ftsMatchQuery(tokens []string, join bool) sqliteMatchQuery {
 	parts := make([]string, len(tokens))
 	for i, t := range tokens {
 		parts[i] = quoteFTS(t)
 	}
 	mq := sqliteMatchQuery{
-		table: "chunks_fts", idCol: "chunks_fts.rowid",
+		rank: "bm25(chunks_fts, 1.0, " + strconv.FormatFloat(toolWeight, 'f', -1, 64) + ")", idCol: "chunks_fts.rowid",
 		from: `FROM chunks_fts WHERE chunks_fts MATCH ?`,
 		args: []any{strings.Join(parts, " AND ")},
 	}
-	if fileID >= 0 {
-		mq.where = append(mq.where, `rowid IN (SELECT id FROM chunks WHERE file_id=?)`)
-		mq.args = append(mq.args, fileID)
+	if join {
+		mq.from = `FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid WHERE chunks_fts MATCH ?`
 	}
 	return mq
 }
 
-// cjkMatchQuery matches tokens of three or more characters in the trigram
-// table and shorter ones with LIKE.
-func cjkMatchQuery(tokens []string, fileID int64) sqliteMatchQuery {
+// cjkMatchQuery matches CJK tokens of three or more characters in the
+// trigram table, shorter ones with LIKE, and the query's other words in the
+// word index (the trigram table holds only the words with CJK).
+func cjkMatchQuery(tokens []string) sqliteMatchQuery {
 	var mq sqliteMatchQuery
-	var long []string
+	var long, words []string
 	var likes []any
 	for _, t := range tokens {
-		if utf8.RuneCountInString(t) >= 3 {
+		switch {
+		case !hasCJK(t):
+			words = append(words, quoteFTS(t))
+		case utf8.RuneCountInString(t) >= 3:
 			long = append(long, quoteFTS(t))
-		} else {
+		default:
 			mq.where = append(mq.where, `c.text LIKE ? ESCAPE '\'`)
 			likes = append(likes, "%"+likeEscape(t)+"%")
 		}
 	}
 	if len(long) > 0 {
-		mq.table, mq.idCol = "chunks_tri", "t.rowid"
+		mq.rank, mq.idCol = "bm25(chunks_tri)", "t.rowid"
 		mq.from = `FROM chunks_tri t JOIN chunks c ON c.id = t.rowid WHERE chunks_tri MATCH ?`
 		mq.args = append(mq.args, strings.Join(long, " AND "))
 	} else {
@@ -635,23 +668,19 @@ func cjkMatchQuery(tokens []string, fileID int64) sqliteMatchQuery {
 		mq.from = `FROM chunks c WHERE c.has_cjk = 1`
 	}
 	mq.args = append(mq.args, likes...)
-	if fileID >= 0 {
-		mq.where = append(mq.where, `c.file_id = ?`)
-		mq.args = append(mq.args, fileID)
+	if len(words) > 0 {
+		mq.where = append(mq.where, `c.id IN (SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?)`)
+		mq.args = append(mq.args, strings.Join(words, " AND "))
 	}
 	return mq
 }
 
-// rankedMatches runs q, whose rows are a chunk id and its bm25() rank (0:
-// unranked).
-func (s *sqliteStore) rankedMatches(ctx context.Context, q string, args []any) ([]match, error) {
+// matchIDs runs q, whose rows are a chunk id and its rank, for the ids.
+func (s *sqliteStore) matchIDs(ctx context.Context, q string, args []any) ([]int64, error) {
 	rows, err := sqlRows(s.search.QueryContext(ctx, q, args...))
-	var out []match
+	var out []int64
 	err = eachRow(rows, err, func(m *match) []any { return []any{&m.id, &m.score} }, func(m match) {
-		if m.score != 0 { // the rank, read into score
-			m.score = bm25RankToScore(m.score)
-		}
-		out = append(out, m)
+		out = append(out, m.id)
 	})
 	if err != nil {
 		return nil, s.err("search", err)
@@ -669,6 +698,82 @@ func (s *sqliteStore) manyMatches(ctx context.Context, idCol, from string, args 
 	return ok, s.err("search", err)
 }
 
+// corpus reads the chunk count and the average length from the word
+// index's totals (FTS5's averages record) and counts each term's chunks up
+// to dfCap in the index that matches it.
+func (s *sqliteStore) corpus(ctx context.Context, terms []term) (corpus, error) {
+	var c corpus
+	var block []byte
+	if _, err := scanRow(s.search.QueryRowContext(ctx, `SELECT block FROM fts.chunks_fts_data WHERE id = 1`), &block); err != nil {
+		return c, s.err("search", err)
+	}
+	var toks int64
+	c.n, toks = ftsAverages(block)
+	if c.n > 0 {
+		c.avgdl = float64(toks) / float64(c.n)
+	}
+	c.df = make([]int64, len(terms))
+	for i, t := range terms {
+		if !t.cjk && len(t.seq) == 1 {
+			// A word: the vocabulary's count of its chunks, walked in
+			// FTS5 itself (a match query steps a row per chunk).
+			if _, err := scanRow(s.search.QueryRowContext(ctx, `SELECT doc FROM fts.chunks_vocab WHERE term = ?`, t.seq[0]), &c.df[i]); err != nil {
+				return c, s.err("search", err)
+			}
+			continue
+		}
+		q, arg := `SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ?`, any(quoteFTS(t.tok))
+		switch {
+		case t.cjk && utf8.RuneCountInString(t.tok) >= 3:
+			q = `SELECT 1 FROM chunks_tri WHERE chunks_tri MATCH ?`
+		case t.cjk:
+			q, arg = `SELECT 1 FROM chunks WHERE has_cjk = 1 AND text LIKE ? ESCAPE '\'`, "%"+likeEscape(t.tok)+"%"
+		}
+		if err := s.search.QueryRowContext(ctx, `SELECT count(*) FROM (`+q+` LIMIT `+strconv.Itoa(dfCap)+`)`, arg).Scan(&c.df[i]); err != nil {
+			return c, s.err("search", err)
+		}
+	}
+	return c, nil
+}
+
+// ftsAverages decodes FTS5's averages record (the %_data row 1): the
+// number of rows, then each column's token total, as SQLite varints. It
+// returns the rows and the tokens of all columns (0, 0 when it is empty
+// or not that record).
+func ftsAverages(b []byte) (rows, tokens int64) {
+	var vals []int64
+	for len(b) > 0 {
+		v, n := sqliteVarint(b)
+		if n == 0 {
+			return 0, 0
+		}
+		vals = append(vals, int64(v))
+		b = b[n:]
+	}
+	if len(vals) == 0 {
+		return 0, 0
+	}
+	for _, v := range vals[1:] {
+		tokens += v
+	}
+	return vals[0], tokens
+}
+
+// sqliteVarint decodes SQLite's big-endian varint (1-9 bytes, the ninth
+// contributing 8 bits); n is 0 when b ends before it does.
+func sqliteVarint(b []byte) (v uint64, n int) {
+	for i := 0; i < len(b) && i < 9; i++ {
+		if i == 8 {
+			return v<<8 | uint64(b[i]), 9
+		}
+		v = v<<7 | uint64(b[i]&0x7f)
+		if b[i]&0x80 == 0 {
+			return v, i + 1
+		}
+	}
+	return 0, 0
+}
+
 func idList(ids []int64) string {
 	parts := make([]string, len(ids))
 	for i, id := range ids {
@@ -681,17 +786,16 @@ func (s *sqliteStore) chunks(ctx context.Context, ids []int64) ([]storedChunk, e
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	out, err := collectChunks(sqlRows(s.db.QueryContext(ctx, `SELECT c.id, f.path, c.start_line, c.end_line, c.entry_ids, c.ts, c.text
+	out, err := collectChunks(sqlRows(s.db.QueryContext(ctx, `SELECT `+chunkCols+`
 		FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id IN (`+idList(ids)+`)`)))
 	return out, s.err("search", err)
 }
 
-func (s *sqliteStore) vectors(ctx context.Context, model string, fileID int64, fn func(id int64, vec []byte)) error {
-	q := `SELECT id, embedding FROM chunks WHERE model = ?`
+func (s *sqliteStore) vectors(ctx context.Context, model string, f filter, fn func(id int64, vec []byte)) error {
+	q := `SELECT c.id, c.embedding FROM chunks c WHERE c.model = ?`
 	args := []any{model}
-	if fileID >= 0 {
-		q += ` AND file_id = ?`
-		args = append(args, fileID)
+	for _, w := range f.conds("files", func(v any) string { args = append(args, v); return "?" }) {
+		q += " AND " + w
 	}
 	rows, err := sqlRows(s.db.QueryContext(ctx, q, args...))
 	return s.err("vector search", eachVector(rows, err, fn))

@@ -8,6 +8,9 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"modernc.org/sqlite"
 )
@@ -35,9 +38,10 @@ import (
 // of 500 small sessions indexed 1.26x faster for 30 MB more memory.
 const ftsSchema = `
 CREATE VIRTUAL TABLE chunks_fts USING fts5(
-	text, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2');
+	conv, tool, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2');
 CREATE VIRTUAL TABLE chunks_tri USING fts5(
 	text, content='', contentless_delete=1, tokenize='trigram case_sensitive 0');
+CREATE VIRTUAL TABLE chunks_vocab USING fts5vocab(chunks_fts, 'row');
 INSERT INTO chunks_fts(chunks_fts, rank) VALUES('hashsize', 33554432);
 INSERT INTO chunks_fts(chunks_fts, rank) VALUES('automerge', 16);
 INSERT INTO chunks_tri(chunks_tri, rank) VALUES('hashsize', 16777216);
@@ -69,7 +73,7 @@ func (s *sqliteStore) openFTS(ctx context.Context, dsn string) error {
 	if have == owner+"/"+schemaVersion {
 		return nil
 	}
-	for _, q := range []string{`DROP TABLE IF EXISTS chunks_fts`, `DROP TABLE IF EXISTS chunks_tri`, `DELETE FROM fts_meta`, ftsSchema} {
+	for _, q := range []string{`DROP TABLE IF EXISTS chunks_vocab`, `DROP TABLE IF EXISTS chunks_fts`, `DROP TABLE IF EXISTS chunks_tri`, `DELETE FROM fts_meta`, ftsSchema} {
 		if _, err := tx.ExecContext(ctx, q); err != nil {
 			return err
 		}
@@ -179,11 +183,61 @@ type ftsOp struct {
 	rows []ftsRow
 }
 
-// ftsRow is a chunk as the FTS file knows it.
+// ftsRow is a chunk as the FTS file knows it: its text, and its lines of
+// each kind (the word index's two columns, see splitKinds).
 type ftsRow struct {
 	id   int64
 	text string
+	conv string
+	tool string
 	cjk  bool // also in the trigram table
+}
+
+// newFTSRow is the FTS row of a chunk: for the trigram table, only its
+// words that hold CJK (see cjkWords).
+func newFTSRow(id int64, text, kinds string, cjk bool) ftsRow {
+	conv, tool := splitKinds(text, kinds)
+	r := ftsRow{id: id, conv: conv, tool: tool, cjk: cjk}
+	if cjk {
+		r.text = cjkWords(text)
+	}
+	return r
+}
+
+// cjkWords is the words of text ([\p{L}\p{N}_]+ runs, as queries are cut)
+// that hold a CJK character, one space between them. Only a query word
+// with CJK is looked up in the trigram table, and such a word is a
+// substring of one of these; the rest of a CJK chunk (code, tool output,
+// English) is in the word index already. On a corpus where 46% of the
+// chunks hold CJK, the trigram table took most of the indexing time and
+// of the index's size for text that no trigram query could need.
+func cjkWords(text string) string {
+	var b strings.Builder
+	start, cjk := -1, false
+	flush := func(end int) {
+		if start >= 0 && cjk {
+			if b.Len() > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(text[start:end])
+		}
+		start, cjk = -1, false
+	}
+	for i, r := range text {
+		if r == '_' || r < utf8.RuneSelf && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') ||
+			r >= utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsNumber(r)) {
+			if start < 0 {
+				start = i
+			}
+			if r >= 0x2E80 && isCJK(r) {
+				cjk = true
+			}
+			continue
+		}
+		flush(i)
+	}
+	flush(len(text))
+	return b.String()
 }
 
 // beginFTS starts the FTS file's transaction of a batch whose main
@@ -269,7 +323,7 @@ func (w *ftsWriter) rollback() {
 type ftsStmts struct {
 	ins, insTri, del, delTri driver.StmtExecContext
 	stmts                    []driver.Stmt
-	args                     [2]driver.NamedValue
+	args                     [3]driver.NamedValue
 }
 
 func (st *ftsStmts) prepare(dc any) error {
@@ -277,12 +331,12 @@ func (st *ftsStmts) prepare(dc any) error {
 	if !ok {
 		return fmt.Errorf("driver %T cannot prepare statements", dc)
 	}
-	st.args[0].Ordinal, st.args[1].Ordinal = 1, 2
+	st.args[0].Ordinal, st.args[1].Ordinal, st.args[2].Ordinal = 1, 2, 3
 	for _, p := range []struct {
 		dst *driver.StmtExecContext
 		q   string
 	}{
-		{&st.ins, `INSERT INTO chunks_fts(rowid, text) VALUES(?, ?)`},
+		{&st.ins, `INSERT INTO chunks_fts(rowid, conv, tool) VALUES(?, ?, ?)`},
 		{&st.insTri, `INSERT INTO chunks_tri(rowid, text) VALUES(?, ?)`},
 		{&st.del, `DELETE FROM chunks_fts WHERE rowid = ?`},
 		{&st.delTri, `DELETE FROM chunks_tri WHERE rowid = ?`},
@@ -312,20 +366,23 @@ func (st *ftsStmts) apply(dc any, op ftsOp) error {
 	}
 	ctx := context.Background()
 	one, tri := st.ins, st.insTri
-	a := st.args[:]
+	a, at := st.args[:], st.args[:2]
 	if op.del {
-		one, tri, a = st.del, st.delTri, a[:1]
+		one, tri, a, at = st.del, st.delTri, a[:1], a[:1]
 	}
 	for _, r := range op.rows {
 		a[0].Value = r.id
 		if !op.del {
-			a[1].Value = r.text
+			a[1].Value, a[2].Value = r.conv, r.tool
 		}
 		if _, err := one.ExecContext(ctx, a); err != nil {
 			return err
 		}
 		if r.cjk {
-			if _, err := tri.ExecContext(ctx, a); err != nil {
+			if !op.del {
+				at[1].Value = r.text
+			}
+			if _, err := tri.ExecContext(ctx, at); err != nil {
 				return err
 			}
 		}
@@ -365,11 +422,17 @@ func ftsRepair(ctx context.Context, mainTx, ftsTx *sql.Tx) error {
 			}
 		}
 		for _, id := range missing {
-			var text string
-			if err := mainTx.QueryRowContext(ctx, `SELECT text FROM chunks WHERE id = ?`, id).Scan(&text); err != nil {
+			var text, kinds string
+			if err := mainTx.QueryRowContext(ctx, `SELECT text, kinds FROM chunks WHERE id = ?`, id).Scan(&text, &kinds); err != nil {
 				return err
 			}
-			if _, err := ftsTx.ExecContext(ctx, `INSERT INTO `+t.table+`(rowid, text) VALUES(?, ?)`, id, text); err != nil {
+			var err error
+			if r := newFTSRow(id, text, kinds, true); t.table == "chunks_fts" {
+				_, err = ftsTx.ExecContext(ctx, `INSERT INTO chunks_fts(rowid, conv, tool) VALUES(?, ?, ?)`, id, r.conv, r.tool)
+			} else {
+				_, err = ftsTx.ExecContext(ctx, `INSERT INTO chunks_tri(rowid, text) VALUES(?, ?)`, id, r.text)
+			}
+			if err != nil {
 				return err
 			}
 		}

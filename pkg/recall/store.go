@@ -58,11 +58,11 @@ import (
 // schemaVersion changes whenever the tables or the extraction/chunking
 // rules change; an index of another version is rebuilt from scratch (it is a
 // cache of the transcripts, nothing in it is original).
-const schemaVersion = "10"
+const schemaVersion = "11"
 
 // DefaultMaxChars caps tool results, tool-call arguments, thinking and bash
-// output per message (head and tail kept).
-const DefaultMaxChars = 4000
+// output per message (head and tail kept): 0, none (see extract.go).
+const DefaultMaxChars = 0
 
 // Index is an open recall index. It is safe for concurrent use; writes are
 // serialised within a process.
@@ -83,7 +83,7 @@ type Option func(*Index)
 // time and queries are scored 0.7 × vector + 0.3 × keyword.
 func WithEmbedder(e Embedder) Option { return func(ix *Index) { ix.embedder = e } }
 
-// WithMaxChars sets the per-message cap for tool output (DefaultMaxChars).
+// WithMaxChars caps tool output per message (DefaultMaxChars: no cap).
 func WithMaxChars(n int) Option {
 	return func(ix *Index) {
 		if n > 0 {
@@ -143,6 +143,21 @@ func newIndex(st backend, opts []Option) *Index {
 // Path is where the index lives: the SQLite file, or the PostgreSQL URL
 // without its password.
 func (ix *Index) Path() string { return ix.st.location() }
+
+// Emptied says, when opening the index emptied it, why: it was made by an
+// earlier ctxtool whose tables this one does not read (every file is then
+// indexed again on the next run). "" when the open kept the index.
+func (ix *Index) Emptied() string {
+	v := ix.st.droppedSchema()
+	if v == "" {
+		return ""
+	}
+	return fmt.Sprintf("the recall index at %s was made by an earlier ctxtool (index schema %s, this one reads %s) and was emptied; it is rebuilt from the transcripts as they are indexed again ('ctxtool index PATH...')",
+		ix.Path(), v, schemaVersion)
+}
+
+// Sizes is the index's size against the sessions it covers.
+func (ix *Index) Sizes(ctx context.Context) (Sizes, error) { return ix.st.sizes(ctx) }
 
 // Close closes the database.
 func (ix *Index) Close() error { return ix.st.close() }

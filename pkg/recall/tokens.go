@@ -22,10 +22,17 @@ import (
 
 // ftsTokens calls fn with each token of s, in order.
 func ftsTokens(s string, fn func(tok string)) {
-	var buf []byte
+	ftsTokenBytes(s, nil, func(b []byte) { fn(string(b)) })
+}
+
+// ftsTokenBytes calls fn with each token of s in buf (valid until fn
+// returns), and returns buf for the next call: scoring tokenizes every
+// candidate of every query, without a string per token.
+func ftsTokenBytes(s string, buf []byte, fn func(tok []byte)) []byte {
+	buf = buf[:0]
 	emit := func() {
 		if len(buf) > 0 {
-			fn(string(buf))
+			fn(buf)
 			buf = buf[:0]
 		}
 	}
@@ -56,6 +63,7 @@ func ftsTokens(s string, fn func(tok string)) {
 		}
 	}
 	emit()
+	return buf
 }
 
 // foldRune lower-cases r and strips its diacritics (é → e, Å → a).

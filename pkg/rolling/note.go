@@ -188,7 +188,10 @@ func fileOps(s *transcript.Session, evicted []Message, prev *Details, prevFromHo
 
 // noteInput is what the eviction note says.
 type noteInput struct {
-	File          string
+	File string
+	// Project is the session's working directory (its header's cwd; ""
+	// when it has none): the note's search hint for earlier sessions.
+	Project       string
 	ContextWindow int
 	Target        float64
 	This          Range
@@ -234,6 +237,9 @@ func renderNote(in noteInput) string {
 			plural(rolled.Messages, "message"), thousands(rolled.Tokens), span(rolled), lines(rolled))
 	}
 	fmt.Fprintf(&b, "If you need anything from that time (a decision, a file, an error, what the user asked), search for it instead of guessing: ctxtool search \"<keywords>\" --session %s (in OpenClaw: memory_search).", in.File)
+	if in.Project != "" {
+		fmt.Fprintf(&b, " Earlier sessions of this project: ctxtool search \"<keywords>\" --project %s.", in.Project)
+	}
 	return b.String()
 }
 

@@ -432,6 +432,9 @@ func newRollContext(s *transcript.Session, c *transcript.Context, m Measurement,
 		file = abs // the note must name the file from wherever the agent runs
 	}
 	rc.note = noteInput{File: file, ContextWindow: win, Target: target, Earlier: earlier}
+	if s.Header != nil && s.Header.Cwd != "" {
+		rc.note.Project = filepath.Clean(s.Header.Cwd)
+	}
 	return rc, nil
 }
 

@@ -114,7 +114,11 @@ func checkRolled(t *testing.T, path string, orig []byte, before oracle.Result, r
 		t.Errorf("%s: fromHook must be false (cumulative file lists are carried)", path)
 	}
 	if o.EvictionNote {
-		for _, want := range []string{thousands(rep.EvictedCount) + " message", rep.FirstEvictedTimestamp, rep.LastEvictedTimestamp, "ctxtool search"} {
+		wants := []string{thousands(rep.EvictedCount) + " message", rep.FirstEvictedTimestamp, rep.LastEvictedTimestamp, "ctxtool search"}
+		if h, err := transcript.ReadHeader(path); err == nil && h.Cwd != "" {
+			wants = append(wants, "--project "+filepath.Clean(h.Cwd)) // earlier sessions of the workspace
+		}
+		for _, want := range wants {
 			if !strings.Contains(cl.Summary, want) {
 				t.Errorf("%s: note lacks %q:\n%s", path, want, cl.Summary)
 			}

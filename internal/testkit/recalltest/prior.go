@@ -24,12 +24,23 @@ func WritePriorDecision(t testing.TB, dir string) (old, cur string) {
 // user and assistant in turn, and returns path.
 func WriteConversation(t testing.TB, path string, texts ...string) string {
 	t.Helper()
+	return WriteConversationAt(t, path, sessiongen.Config{}, texts...)
+}
+
+// WriteConversationAt is WriteConversation with the header's settings in
+// cfg (its cwd: the session's project; its start time), creating path's
+// directories.
+func WriteConversationAt(t testing.TB, path string, cfg sessiongen.Config, texts ...string) string {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	b := sessiongen.NewBuilder(f, sessiongen.Config{})
+	b := sessiongen.NewBuilder(f, cfg)
 	for i, s := range texts {
 		if i%2 == 0 {
 			b.UserText(s)
