@@ -2,11 +2,13 @@ package compaction
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"sort"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/ctxtool/ctxtool/pkg/facts"
 	"github.com/ctxtool/ctxtool/pkg/tokenizer"
@@ -48,7 +50,7 @@ func (Extractive) Summarize(_ context.Context, r *Request) (string, error) {
 			// is one more ask
 			for i := range region {
 				if region[i].slot == slotGoal {
-					region[i].slot = slotAsk
+					region[i].slot, region[i].tier = slotUser, tierUser
 				}
 			}
 		}
@@ -97,6 +99,7 @@ const (
 	slotAsk // a user's ask (Next Steps, or Pending user asks)
 	slotContext
 	slotEarlier
+	slotUser // the user's messages in their words
 	nSlots
 )
 
@@ -112,6 +115,10 @@ type item struct {
 	// and carried lines): an item whose fact an earlier item already
 	// carries is left out, so every fact appears once.
 	fact *facts.Fact
+	// carried marks a line of the previous summary; count is how often a
+	// repeated failure happened.
+	carried bool
+	count   int
 }
 
 // Tiers: the user's constraints first, then open requests, decisions,
@@ -123,59 +130,113 @@ func factTier(f facts.Fact) int {
 	switch facts.OriginRank(f.Origin) {
 	case 2: // tool-call arguments
 		t += 2
-	case 3: // tool output
-		t += 4
+	case 3: // tool output: below what the conversation said
+		t += 2
 	}
 	return t
 }
 
 const (
-	tierGoal     = -2 // the goal and the latest ask come first
-	tierProgress = 3  // what was done / being done
-	tierDone     = 7  // finished work in the agent's own words
+	tierGoal       = -2 // the goal and the latest ask come first
+	tierUser       = -1 // the user's messages, in their words
+	tierUserReport = 6  // user messages that ask nothing (reports, answers)
+	tierFiles      = 0  // the files the region modified
+	tierLookup     = 12 // read-only commands (ls, grep, git status, …)
+	tierQuestion   = 1  // questions the agent left the user
+	tierFailure    = 1  // commands that failed
+	tierEmphasis   = 2  // what the agent emphasised
+	tierProgress   = 3  // what was done / being done
+	tierAgent      = 3  // the first sentence of each agent message
+	tierCommand    = 10 // commands that ran, with their first output line
+	tierAgentStep  = 9  // the first sentence of an agent message before a tool call
 )
 
 // itemChars bounds a goal or progress line.
 const itemChars = 400
 
-// regionItems turns the region's messages into items.
+// regionItems turns the region's messages into items: the user's goal
+// and messages in their own words (channel envelopes and injected prompts
+// left out), what the agent concluded (the first sentence of each of its
+// messages, what it emphasised, the questions it left the user), the
+// commands that failed and whether a later run succeeded, the files
+// touched, and the detected facts.
 func regionItems(msgs []*Msg) []item {
-	var users []*Msg
+	var users []userMsg
 	var lastAssistant string
-	var finals []item
 	tools := map[string]int{}
 	ops := NewFileOps()
+	calls := map[string]callInfo{}
+	patched := map[string]bool{}
+	var out []item
+	var fails []failure
+	succeeded := map[string]int{} // call key → index of its last success
 	for i, mm := range msgs {
 		switch mm.Role() {
 		case "user":
-			t := strings.TrimSpace(msgText(mm.M))
-			if t != "" && !(strings.HasPrefix(t, "/") && len(t) < 16 && !strings.Contains(t, " ")) {
-				users = append(users, mm)
+			t, injected := facts.CleanUserText(msgText(mm.M))
+			if injected || t == "" || (strings.HasPrefix(t, "/") && len(t) < 16 && !strings.Contains(t, " ")) {
+				continue
 			}
+			users = append(users, userMsg{mm, t, i})
 		case "assistant":
 			ops.AddMessage(mm.M)
 			for _, b := range mm.M.ToolCalls() {
 				tools[b.Name]++
+				cmd, shell := commandOf(b.Arguments)
+				calls[b.ID] = callInfo{name: b.Name, cmd: cmd, shell: shell}
+				for _, m := range rePatchFile.FindAllStringSubmatch(string(b.Arguments), -1) {
+					patched[m[1]] = true
+				}
 			}
 			t := strings.TrimSpace(assistantText(mm.M))
-			if t == "" {
+			if t == "" || facts.IsInjectedReply(t) {
 				continue
 			}
 			lastAssistant = t
-			if mm.M.StopReason == "stop" || mm.M.StopReason == "length" {
-				if ss := facts.Sentences(t); len(ss) > 0 {
-					finals = append(finals, item{slot: slotDone, text: oneLine(ss[0], 220), tier: tierDone, seq: i})
+			out = append(out, assistantItems(t, mm.E.Line, i, len(mm.M.ToolCalls()) == 0)...)
+		case "toolResult", "bashExecution":
+			c := calls[mm.M.ToolCallID]
+			text := msgText(mm.M)
+			failed := mm.M.IsError || facts.ToolFailed(text)
+			if mm.Role() == "bashExecution" {
+				c = callInfo{name: "bash", cmd: mm.M.Command, shell: true}
+				failed = mm.M.ExitCode != nil && *mm.M.ExitCode != 0
+			} else if c.name == "" {
+				c.name = mm.M.ToolName
+			}
+			if failed {
+				fails = append(fails, failure{call: c, line: mm.E.Line, seq: i, text: errorText(text)})
+			} else {
+				succeeded[c.key()] = i
+				if c.shell && c.cmd != "" {
+					if first := firstLine(text); first != "" {
+						tier := tierCommand
+						if reLookup.MatchString(c.cmd) {
+							tier = tierLookup
+						}
+						out = append(out, item{slot: slotDone, text: fmt.Sprintf("Ran `%s` → %s", oneLine(c.cmd, 120), oneLine(first, 100)), tier: tier, seq: i})
+					}
 				}
 			}
 		}
 	}
-	var out []item
-	if len(users) > 0 {
-		out = append(out, item{slot: slotGoal, text: oneLine(msgText(users[0].M), 600), tier: tierGoal, seq: 0})
-		if last := users[len(users)-1]; last != users[0] {
-			out = append(out, item{slot: slotAsk, text: fmt.Sprintf("Latest user message (line %d): %s", last.E.Line, oneLine(msgText(last.M), itemChars)),
-				tier: tierGoal, seq: len(msgs)})
+	goal := -1
+	for k, u := range users {
+		if !facts.IsGreeting(u.text) && !reContinue.MatchString(u.text) && runeLen(u.text) >= minGoalRunes {
+			goal = k
+			out = append(out, item{slot: slotGoal, text: oneLine(u.text, 600), tier: tierGoal, seq: 0})
+			break
 		}
+	}
+	for k, u := range users {
+		if k == goal || facts.IsGreeting(u.text) || reAck.MatchString(u.text) || runeLen(u.text) < minUserRunes {
+			continue
+		}
+		tier := tierUser
+		if !reInstruction.MatchString(u.text) {
+			tier = tierUserReport // a report or answer, not an ask
+		}
+		out = append(out, item{slot: slotUser, text: fmt.Sprintf("line %d: %s", u.m.E.Line, clipTokens(oneLine(u.text, userChars), userTokens)), tier: tier, seq: u.seq})
 	}
 	if lastAssistant != "" {
 		out = append(out, item{slot: slotInProgress, text: "Last agent message: " + oneLine(lastAssistant, itemChars), tier: tierGoal + 1, seq: len(msgs)})
@@ -183,19 +244,225 @@ func regionItems(msgs []*Msg) []item {
 	if tl := toolLine(tools); tl != "" {
 		out = append(out, item{slot: slotDone, text: tl, tier: tierProgress, seq: -1})
 	}
-	if _, modified := ops.Lists(); len(modified) > 0 {
-		out = append(out, item{slot: slotDone, text: "Modified " + joinCap(modified, 600), tier: tierProgress, seq: 0})
+	for p := range patched {
+		ops.Edited[p] = true
 	}
-	if len(finals) > 8 {
-		finals = finals[len(finals)-8:]
+	read, modified := ops.Lists()
+	if len(modified) > 0 {
+		out = append(out, item{slot: slotDone, text: "Modified " + joinCap(modified, 800), tier: tierFiles, seq: 0})
 	}
-	out = append(out, finals...)
+	if len(read) > 0 {
+		out = append(out, item{slot: slotDone, text: "Read " + joinCap(read, 400), tier: tierProgress + 1, seq: 0})
+	}
+	out = append(out, failureItems(fails, succeeded)...)
 	for _, f := range facts.Merge(msgFacts(msgs)) {
 		f := f
 		out = append(out, factItem(&f))
 	}
 	return out
 }
+
+// userMsg is a user message of the region, in the user's words.
+type userMsg struct {
+	m    *Msg
+	text string
+	seq  int
+}
+
+const (
+	// minGoalRunes: a shorter first message ("ok", "继续") is not a goal.
+	minGoalRunes = 8
+	// minUserRunes: shorter user messages ("yes", "做完了") carry no ask.
+	minUserRunes = 6
+	// userChars and userTokens bound one user message in the summary.
+	userChars  = 360
+	userTokens = 90
+	// maxEmphasised bounds the emphasised sentences kept per agent message.
+	maxEmphasised = 12
+)
+
+// reInstruction is a user message that asks, instructs or constrains: a
+// question, a request or prohibition cue (English or Chinese).
+var reInstruction = regexp.MustCompile(`(?i)[?？]|\b(?:please|pls|must|never|always|don't|do not|make sure|remember|should|need|want|let's|can you|could you|would you|add|fix|change|use|stop|keep|install|set|write|update|remove|find|move|create|make|run|check)\b|请|帮我|记得|提醒|不要|别|必须|不能|禁止|以后|一定|改|要求|注意|应该|需要`)
+
+// reContinue asks to go on with earlier work: not a goal of its own.
+var reContinue = regexp.MustCompile(`(?i)^(?:ok,? |okay,? |please |can we |could we |let's )?(?:continue|resume|keep going|go on|carry on)\b`)
+
+// reAck is a bare acknowledgement: yes, ok, go ahead, …
+var reAck = regexp.MustCompile(`(?i)^(?:yes|yep|yeah|ok(?:ay)?|sure|no|nope|go ahead|continue|proceed|do it|sounds good|done|好的?|可以|继续|是的?|对)\b?[\s\p{P}]{0,3}(?:please|pls)?[\s\p{P}]*$`)
+
+// reLookup is a command that only looks: what it found is in the
+// messages around it, and it changed nothing.
+var reLookup = regexp.MustCompile(`^\s*(?:cd [^;&]+(?:;|&&)\s*)?(?:ls|dir|cat|head|tail|grep|rg|find|sed -n|wc|pwd|echo|which|type|stat|tree|less|git (?:status|log|diff|show|branch|remote)|Get-ChildItem|Get-Content|Select-String)\b`)
+
+// callInfo is a tool call: its tool and the command (shell) or path it
+// names.
+type callInfo struct {
+	name, cmd string
+	shell     bool
+}
+
+// rePatchFile is a file an apply_patch call (Codex) adds, updates or
+// deletes.
+var rePatchFile = regexp.MustCompile(`\*\*\* (?:Add|Update|Delete) File: ([^\s"\\]+)`)
+
+func (c callInfo) key() string { return c.name + "\x00" + c.cmd }
+
+// commandOf is what a tool call runs or touches: its command (joined when
+// an argv list), else its path or url, else "".
+func commandOf(raw json.RawMessage) (cmd string, shell bool) {
+	var args map[string]any
+	if json.Unmarshal(raw, &args) != nil {
+		return "", false
+	}
+	for _, k := range []string{"command", "cmd", "path", "file_path", "url", "query"} {
+		shell := k == "command" || k == "cmd"
+		switch v := args[k].(type) {
+		case string:
+			return v, shell
+		case []any:
+			var parts []string
+			for _, p := range v {
+				if s, ok := p.(string); ok {
+					parts = append(parts, s)
+				}
+			}
+			if len(parts) >= 3 && (parts[0] == "bash" || parts[0] == "sh") && strings.HasPrefix(parts[1], "-") {
+				return parts[2], shell
+			}
+			return strings.Join(parts, " "), shell
+		}
+	}
+	return "", false
+}
+
+// failure is a failed tool call.
+type failure struct {
+	call      callInfo
+	line, seq int
+	text      string
+}
+
+// failureItems are the failed commands, the same failure once with how
+// often it happened, and whether a later run of the same call succeeded.
+func failureItems(fails []failure, succeeded map[string]int) []item {
+	var out []item
+	index := map[string]int{}
+	for _, f := range fails {
+		k := f.call.name + "\x00" + f.text
+		if j, ok := index[k]; ok {
+			out[j].count++
+			out[j].seq = f.seq
+			continue
+		}
+		what := f.call.name
+		if f.call.cmd != "" {
+			what += " `" + oneLine(f.call.cmd, 100) + "`"
+		}
+		text := fmt.Sprintf("line %d: %s failed: %s", f.line, what, oneLine(f.text, 240))
+		if s, ok := succeeded[f.call.key()]; ok && s > f.seq {
+			text += " (fixed: a later run succeeded)"
+		}
+		index[k] = len(out)
+		out = append(out, item{slot: slotBlocked, text: text, tier: tierFailure, seq: f.seq, count: 1})
+	}
+	for i := range out {
+		if out[i].count > 1 {
+			out[i].text += fmt.Sprintf(" (×%d)", out[i].count)
+		}
+	}
+	return out
+}
+
+// errorText is what a failed tool said: its first lines (up to three), the
+// ones that name the error and its remedy.
+func errorText(s string) string {
+	var lines []string
+	for _, l := range strings.Split(s, "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" || l == "{" || l == "}" {
+			continue
+		}
+		lines = append(lines, l)
+		if len(lines) == 4 {
+			break
+		}
+	}
+	return strings.Join(lines, " / ")
+}
+
+func firstLine(s string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			return l
+		}
+	}
+	return ""
+}
+
+var reBold = regexp.MustCompile(`\*\*([^*\n]+)\*\*`)
+
+// assistantItems are what an agent message concluded, in its own
+// sentences: its first sentence (what it found or is about to do), the
+// sentences it emphasised, and, at the end of a turn, the questions it
+// left the user.
+func assistantItems(t string, line, seq int, endOfTurn bool) []item {
+	var out []item
+	var ss []string
+	n := 0
+	for _, l := range strings.Split(t, "\n") {
+		l = strings.TrimSpace(l)
+		if strings.HasPrefix(l, "|") || strings.HasPrefix(l, "```") {
+			continue // tables and code are not sentences
+		}
+		bold := reBold.MatchString(l)
+		l = reBold.ReplaceAllString(l, "$1")
+		ls := facts.Sentences(l)
+		if bold && n < maxEmphasised && len(ls) > 0 {
+			// an emphasised line is kept whole: a list item or heading
+			// of the agent's conclusions
+			out = append(out, item{slot: slotDecision, text: oneLine(strings.Join(ls, " "), 240), tier: tierEmphasis, seq: seq})
+			n++
+		}
+		ss = append(ss, ls...)
+	}
+	if len(ss) == 0 {
+		return nil
+	}
+	if first := ss[0]; runeLen(first) >= 12 {
+		tier := tierAgent
+		if !endOfTurn {
+			tier = tierAgentStep // "let me check …" before a tool call
+		}
+		out = append(out, item{slot: slotDone, text: fmt.Sprintf("line %d: %s", line, oneLine(first, 240)), tier: tier, seq: seq})
+	}
+	if endOfTurn {
+		var qs []string
+		for _, s := range ss {
+			if strings.HasSuffix(s, "?") || strings.HasSuffix(s, "？") {
+				qs = append(qs, s)
+			}
+		}
+		if len(qs) > 3 {
+			qs = qs[len(qs)-3:]
+		}
+		for _, q := range qs {
+			out = append(out, item{slot: slotNext, text: "Agent asked: " + oneLine(q, 240), tier: tierQuestion, seq: seq})
+		}
+	}
+	return out
+}
+
+// clipTokens cuts s to about n o200k tokens (whole runes, an ellipsis).
+func clipTokens(s string, n int) string {
+	for countTokens(s) > n {
+		r := []rune(strings.TrimSuffix(s, "…"))
+		s = string(r[:len(r)*4/5]) + "…"
+	}
+	return s
+}
+
+func runeLen(s string) int { return utf8.RuneCountInString(s) }
 
 // factItem places a fact: statements under their own headings, numbers in
 // their sentence, identifiers bare when they come from tool output (the
@@ -275,15 +542,15 @@ var headingSlots = map[string]slot{
 	"## Key Decisions": slotDecision, "## Decisions": slotDecision,
 	"## Next Steps": slotNext, "## Open TODOs": slotNext, "## Pending user asks": slotAsk,
 	"## Critical Context": slotContext, "## Exact identifiers": slotContext, "## Needed for what follows": slotContext,
-	"## Context for Suffix": slotContext,
-	"## Work so far":        slotDone, "## Early Progress": slotDone, "## Tool Failures": slotBlocked,
+	"## Context for Suffix": slotContext, "## User requests (their words)": slotUser,
+	"## Work so far": slotDone, "## Early Progress": slotDone, "## Tool Failures": slotBlocked,
 }
 
 var subSlots = map[string]slot{"### Done": slotDone, "### In Progress": slotInProgress, "### Blocked": slotBlocked}
 
 // carriedTier ranks a previous summary's lines by where they stood.
 var carriedTier = [nSlots]int{slotGoal: tierGoal, slotConstraint: 0, slotAsk: 1, slotNext: 1, slotDecision: 2, slotBlocked: 3,
-	slotContext: 4, slotInProgress: 6, slotDone: 6, slotEarlier: 6}
+	slotContext: 4, slotInProgress: 6, slotDone: 6, slotEarlier: 6, slotUser: 0}
 
 var (
 	reListMark = regexp.MustCompile(`^\s*(?:[-*•]\s+)?(?:\d+[.)]\s+)?(?:\[[ xX]\]\s+)?`)
@@ -319,7 +586,7 @@ func summaryItems(summary string, part int) []item {
 			if t == "" || reNoneLine.MatchString(t) || strings.HasPrefix(t, "…and ") {
 				continue
 			}
-			out = append(out, item{slot: cur, text: t, tier: carriedTier[cur], seq: part*100000 + n})
+			out = append(out, item{slot: cur, text: t, tier: carriedTier[cur], seq: part*100000 + n, carried: part < 0})
 			n++
 		}
 	}
@@ -345,18 +612,19 @@ func layoutOf(l Layout) []layoutSection {
 			{heading: "## Decisions", slots: []slot{slotGoal, slotDecision}},
 			{heading: "## Open TODOs", slots: []slot{slotInProgress, slotNext, slotBlocked, slotDone}},
 			{heading: "## Constraints/Rules", slots: []slot{slotConstraint}},
-			{heading: "## Pending user asks", slots: []slot{slotAsk}},
+			{heading: "## Pending user asks", slots: []slot{slotUser, slotAsk}},
 			{heading: "## Exact identifiers", slots: []slot{slotContext, slotEarlier}},
 		}
 	case LayoutTurnPrefix:
 		return []layoutSection{
-			{heading: "## Request", slots: []slot{slotGoal, slotAsk, slotConstraint, slotNext}},
+			{heading: "## Request", slots: []slot{slotGoal, slotUser, slotAsk, slotConstraint, slotNext}},
 			{heading: "## Work so far", slots: []slot{slotDone, slotDecision, slotBlocked, slotInProgress}},
 			{heading: "## Needed for what follows", slots: []slot{slotContext, slotEarlier}},
 		}
 	}
 	return []layoutSection{
 		{heading: "## Goal", slots: []slot{slotGoal}},
+		{heading: "## User requests (their words)", slots: []slot{slotUser}},
 		{heading: "## Constraints & Preferences", slots: []slot{slotConstraint}},
 		{heading: "## Progress", slots: []slot{slotDone, slotInProgress, slotBlocked}, sub: []string{"### Done", "### In Progress", "### Blocked"}, checkbox: true},
 		{heading: "## Key Decisions", slots: []slot{slotDecision}},
@@ -392,7 +660,11 @@ func renderItems(l Layout, items []item, budget int) string {
 	}
 	if c.left > 0 && len(blocks) > 0 {
 		last := &blocks[len(blocks)-1]
-		last.lines = append(last.lines, fmt.Sprintf("- …and %d more items not kept (summary budget %d tokens; the first from line %d)", c.left, budget, minInt(c.leftLines)))
+		from := ""
+		if l := minInt(c.leftLines); l > 0 {
+			from = fmt.Sprintf("; the first from line %d", l)
+		}
+		last.lines = append(last.lines, fmt.Sprintf("- …and %d more items not kept (summary budget %d tokens%s); they are still in the session file, and `ctxtool search` finds them in the recall index", c.left, budget, from))
 	}
 	parts := make([]string, len(blocks))
 	for i, bl := range blocks {
@@ -430,7 +702,10 @@ type itemChoice struct {
 
 // chooseItems picks items in tier order, newest first within a tier, while
 // they fit room tokens, skipping an item whose text or fact an item
-// already chosen carries.
+// already chosen carries. With a previous summary, its lines that the
+// region supersedes are left out, and the region is chosen first with all
+// the room but what the carried lines need, at most carriedShare of it:
+// the new region gets its share however long the old summary was.
 func chooseItems(items []item, room int) itemChoice {
 	order := make([]int, len(items))
 	for i := range order {
@@ -446,30 +721,137 @@ func chooseItems(items []item, room int) itemChoice {
 	c := itemChoice{chosen: make([]bool, len(items))}
 	carried := facts.NewCorpus()
 	seenText := map[string]bool{}
-	for _, i := range order {
-		it := items[i]
-		key := strings.ToLower(strings.Join(strings.Fields(it.text), " "))
-		if seenText[key] {
-			continue
+	superseded := supersededItems(items)
+	carriedCost := 0
+	for i, it := range items {
+		if it.carried && !superseded[i] {
+			carriedCost += countTokens(it.text) + 3
 		}
-		if it.fact != nil && carried.Has(*it.fact) {
-			continue // an item already chosen says it
-		}
-		cost := countTokens(it.text) + 3
-		if cost > room {
-			c.left++
-			if it.fact != nil {
-				c.leftLines = append(c.leftLines, it.fact.Line)
+	}
+	left := map[int]bool{}
+	pass := func(want func(item) bool, room int) int {
+		for _, i := range order {
+			it := items[i]
+			if c.chosen[i] || superseded[i] || !want(it) {
+				continue
 			}
-			continue
+			key := strings.ToLower(strings.Join(strings.Fields(it.text), " "))
+			if seenText[key] {
+				continue
+			}
+			if it.fact != nil && carried.Has(*it.fact) {
+				continue // an item already chosen says it
+			}
+			cost := countTokens(it.text) + 3
+			if cost > room {
+				left[i] = true
+				continue
+			}
+			delete(left, i)
+			room -= cost
+			c.chosen[i] = true
+			seenText[key] = true
+			carried.Add(it.text)
 		}
-		room -= cost
-		c.chosen[i] = true
-		seenText[key] = true
-		carried.Add(it.text)
+		return room
+	}
+	all := func(item) bool { return true }
+	if carriedCost == 0 {
+		pass(all, room)
+	} else {
+		reserve := min(carriedCost, room*carriedShare/100)
+		rest := pass(func(it item) bool { return !it.carried }, room-reserve)
+		pass(all, rest+reserve)
+	}
+	for i := range left {
+		c.left++
+		if items[i].fact != nil {
+			c.leftLines = append(c.leftLines, items[i].fact.Line)
+		}
 	}
 	return c
 }
+
+// carriedShare is the most of the room (percent) the previous summary's
+// lines are guaranteed before the region is chosen.
+const carriedShare = 45
+
+// supersededItems marks the previous summary's lines that a statement of
+// the region replaces: the same content words (at least three, 60 % of the
+// carried line's) with different numbers — "the job runs every day at
+// 12:00" after the user said "the job runs every day at 07:00".
+func supersededItems(items []item) map[int]bool {
+	out := map[int]bool{}
+	type said struct {
+		words map[string]bool
+		nums  string
+	}
+	var region []said
+	for _, it := range items {
+		if it.carried || (it.tier > tierEmphasis && it.fact == nil) {
+			continue
+		}
+		if it.fact != nil && facts.OriginRank(it.fact.Origin) > 1 {
+			continue // tool output does not change what was agreed
+		}
+		n := numbersOf(it.text)
+		if n == "" {
+			continue
+		}
+		w := map[string]bool{}
+		for _, x := range contentWordsOf(it.text) {
+			w[x] = true
+		}
+		region = append(region, said{w, n})
+	}
+	for i, it := range items {
+		if !it.carried {
+			continue
+		}
+		n := numbersOf(it.text)
+		if n == "" {
+			continue
+		}
+		ws := contentWordsOf(it.text)
+		if len(ws) < 3 {
+			continue
+		}
+		for _, r := range region {
+			hit := 0
+			for _, w := range ws {
+				if r.words[w] {
+					hit++
+				}
+			}
+			if 10*hit >= 6*len(ws) && r.nums != n && !strings.Contains(r.nums, n) {
+				out[i] = true
+				break
+			}
+		}
+	}
+	return out
+}
+
+var (
+	reNums       = regexp.MustCompile(`\d+(?:[.:]\d+)*`)
+	reLetterRuns = regexp.MustCompile(`\p{L}{3,}`)
+)
+
+func numbersOf(s string) string { return strings.Join(reNums.FindAllString(s, -1), " ") }
+
+func contentWordsOf(s string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, w := range reLetterRuns.FindAllString(strings.ToLower(s), -1) {
+		if !seen[w] && !stopWord[w] {
+			seen[w] = true
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+var stopWord = map[string]bool{"the": true, "and": true, "for": true, "are": true, "not": true, "with": true, "that": true, "this": true, "from": true, "must": true, "will": true, "now": true, "also": true, "only": true, "line": true}
 
 // sectionLines renders a section from the chosen items by slot; ok is
 // false when the section is left out.
@@ -490,7 +872,7 @@ func sectionLines(sec layoutSection, bySlot [][]item) (lines []string, ok bool) 
 		lines = append(lines, sub...)
 	}
 	if len(sec.sub) == 0 {
-		if sec.slots[0] == slotEarlier && len(lines) == 0 {
+		if (sec.slots[0] == slotEarlier || sec.slots[0] == slotUser) && len(lines) == 0 {
 			return nil, false // no earlier context: no heading
 		}
 		lines = listLines(lines, sec.numbered)

@@ -1,0 +1,80 @@
+package facts
+
+import (
+	"regexp"
+	"strings"
+)
+
+// What a user message holds besides the user's words. OpenClaw wraps
+// channel messages in an envelope — a "System: [time] Channel[agent] DM |
+// sender" line, "Conversation info (untrusted metadata):" and "Sender
+// (untrusted metadata):" JSON blocks, a "[Channel sender +2m time]" prefix,
+// a trailing "[message_id: …]" — and agents inject prompts as user
+// messages: heartbeats, the pre-compaction memory flush, the /new greeting
+// prompt, task notifications, queued announcements, environment blocks.
+// None of it is what the user asked.
+var (
+	reEnvelopeSystem   = regexp.MustCompile(`(?m)^System: \[[^\]\n]*\][^\n]*\n?`)
+	reEnvelopeMetadata = regexp.MustCompile("(?s)[^\\n]*\\(untrusted metadata\\):\\s*```[a-z]*\\n.*?```[ \\t]*\\n?")
+	reEnvelopePrefix   = regexp.MustCompile(`^\[[^\]\n]*\d{4}-\d\d-\d\d[^\]\n]*\]\s*`)
+	reMessageID        = regexp.MustCompile(`(?m)^\s*\[message_id: [^\]\n]*\]\s*$\n?`)
+	reInjected         = regexp.MustCompile(`(?i)^(?:<task-notification>|<environment_context>|<system-reminder>|<local-command-|<command-name>|<user_instructions>|\[Queued announce messages|Pre-compaction memory flush|A new session was started via /new or /reset|Caveat: The messages below were generated)|Read HEARTBEAT\.md if it exists|reply HEARTBEAT_OK|reply with NO_REPLY`)
+	reGreeting         = regexp.MustCompile(`(?i)^(?:hi|hello|hey|ahoy|yo|hiya|howdy|greetings|good (?:morning|afternoon|evening|night)|thanks|thank you|你好|您好|嗨|哈喽|早上好|晚上好|谢谢)(?:\s+(?:there|all|team|everyone|again|friend))?[\s!,.。！~～?？]*$`)
+)
+
+// CleanUserText returns the user's own words in a user message: OpenClaw's
+// inbound envelope and metadata blocks removed the way OpenClaw strips them
+// before showing a message. injected is true when the whole message is a
+// prompt an agent or runtime wrote (heartbeat, memory flush, task
+// notification, …): it says nothing the user asked.
+func CleanUserText(s string) (text string, injected bool) {
+	t := strings.TrimSpace(s)
+	if strings.Contains(t, "(untrusted metadata)") {
+		t = reEnvelopeMetadata.ReplaceAllString(t, "")
+	}
+	if strings.HasPrefix(t, "System: [") {
+		t = reEnvelopeSystem.ReplaceAllString(t, "")
+	}
+	if strings.Contains(t, "[message_id: ") {
+		t = reMessageID.ReplaceAllString(t, "")
+	}
+	for i := 0; i < 3; i++ {
+		t2 := reEnvelopePrefix.ReplaceAllString(strings.TrimSpace(t), "")
+		if t2 == t {
+			break
+		}
+		t = t2
+	}
+	t = strings.TrimSpace(t)
+	return t, reInjected.MatchString(t) || allSystemLines(t)
+}
+
+// allSystemLines: every line is an OpenClaw system event ("System: …"),
+// such as a cron run's announcement relayed into the conversation.
+func allSystemLines(t string) bool {
+	n := 0
+	for _, l := range strings.Split(t, "\n") {
+		if l = strings.TrimSpace(l); l == "" {
+			continue
+		}
+		if !strings.HasPrefix(l, "System:") {
+			return false
+		}
+		n++
+	}
+	return n > 0
+}
+
+// IsGreeting reports whether a (cleaned) user message is only a greeting
+// or thanks: not a task.
+func IsGreeting(s string) bool { return reGreeting.MatchString(strings.TrimSpace(s)) }
+
+// IsInjectedReply reports whether an assistant text is only the token an
+// injected prompt asks for (HEARTBEAT_OK, NO_REPLY).
+func IsInjectedReply(s string) bool {
+	switch strings.TrimSpace(s) {
+	case "HEARTBEAT_OK", "NO_REPLY":
+		return true
+	}
+	return false
+}
