@@ -22,6 +22,12 @@ type Audit struct {
 	// their lines; DroppedByClass counts them.
 	Dropped        []facts.Fact        `json:"dropped"`
 	DroppedByClass map[facts.Class]int `json:"droppedByClass"`
+	// DroppedMattered counts the dropped facts someone said or used (the
+	// user, the agent, a tool call's arguments, a failed tool);
+	// DroppedBulk those seen only in tool output nobody referred to (a
+	// download page's hashes): dropping them is right.
+	DroppedMattered int `json:"droppedMattered"`
+	DroppedBulk     int `json:"droppedBulk"`
 }
 
 // maxDetailsDropped bounds the dropped facts written into the entry's
@@ -96,6 +102,13 @@ func audit(found []facts.Fact, summary, kept string) *Audit {
 		a.Dropped = []facts.Fact{}
 	}
 	a.DroppedByClass = facts.Count(a.Dropped)
+	for _, f := range a.Dropped {
+		if facts.OriginRank(f.Origin) >= 3 && f.Class != facts.Error {
+			a.DroppedBulk++
+		} else {
+			a.DroppedMattered++
+		}
+	}
 	return a
 }
 

@@ -391,7 +391,8 @@ func summarize(ctx context.Context, s *transcript.Session, p *Preparation, set S
 		o.logf("%s: warning: the summariser failed (%s); wrote a mechanical extract instead (compaction.summarize.fallback=trim)", s.File, out.Fallback)
 	}
 	if n := len(out.Audit.Dropped); n > 0 {
-		o.logf("%s: audit: the summary drops %d of the region's %d facts (compact --audit lists them)", s.File, n, out.Audit.Facts)
+		o.logf("%s: audit: the summary drops %d of the region's %d facts: %d that mattered, %d bulk tool output nobody referred to (compact --audit lists them)",
+			s.File, n, out.Audit.Facts, out.Audit.DroppedMattered, out.Audit.DroppedBulk)
 	}
 	pl := &planned{prep: p, out: out, tokensAfter: afterTokens(p, out.Summary)}
 	if pl.tokensAfter >= p.TokensBefore {
@@ -413,7 +414,7 @@ func finishResult(res *Result, pl *planned, set Settings, o Options, u Usage) {
 	}
 	res.outcome = pl.out
 	res.TokensAfter, res.NextRequestTokens = pl.tokensAfter, pl.nextRequest
-	res.SummaryTokens = (u16len(pl.out.Summary) + 3) / 4
+	res.SummaryTokens = countTokens(pl.out.Summary) // o200k, the summary budget's unit
 	res.Chunks = pl.out.Chunks
 	res.Fallback = pl.out.Fallback
 	res.Summary = pl.out.Summary
