@@ -137,18 +137,22 @@ func factTier(f facts.Fact) int {
 }
 
 const (
-	tierGoal       = -2 // the goal and the latest ask come first
-	tierUser       = -1 // the user's messages, in their words
-	tierUserReport = 6  // user messages that ask nothing (reports, answers)
-	tierFiles      = 0  // the files the region modified
-	tierLookup     = 12 // read-only commands (ls, grep, git status, …)
-	tierQuestion   = 1  // questions the agent left the user
-	tierFailure    = 1  // commands that failed
-	tierEmphasis   = 2  // what the agent emphasised
-	tierProgress   = 3  // what was done / being done
-	tierAgent      = 3  // the first sentence of each agent message
-	tierCommand    = 10 // commands that ran, with their first output line
-	tierAgentStep  = 9  // the first sentence of an agent message before a tool call
+	tierGoal         = -2 // the goal comes first
+	tierUser         = -1 // the user's instructions, in their words
+	tierFiles        = 0  // the files the region modified
+	tierQuestion     = 1  // questions the agent left the user at the end
+	tierFailure      = 1  // commands that failed
+	tierEmphasis     = 2  // what the agent emphasised at the end of a turn
+	tierProgress     = 3  // what was done / being done
+	tierAgent        = 3  // the first sentence of an agent's answer or plan
+	tierOldQuestion  = 4  // questions the agent asked earlier
+	tierFinding      = 5  // the first sentence of an agent message between calls
+	tierCommit       = 5  // commands that changed something (commits, installs, edits)
+	tierMoreEmphasis = 5  // the rest of a long report's emphasis
+	tierUserReport   = 6  // user messages that ask nothing (reports, answers)
+	tierAgentStep    = 9  // "let me check …" before a tool call
+	tierCommand      = 10 // commands that ran, with their first output line
+	tierLookup       = 12 // read-only commands (ls, grep, git status, …)
 )
 
 // itemChars bounds a goal or progress line.
@@ -168,6 +172,12 @@ func regionItems(msgs []*Msg) []item {
 	calls := map[string]callInfo{}
 	patched := map[string]bool{}
 	var out []item
+	lastText := -1 // the last agent message with text
+	for i := len(msgs) - 1; i >= 0 && lastText < 0; i-- {
+		if msgs[i].Role() == "assistant" && strings.TrimSpace(assistantText(msgs[i].M)) != "" {
+			lastText = i
+		}
+	}
 	var fails []failure
 	succeeded := map[string]int{} // call key → index of its last success
 	for i, mm := range msgs {
@@ -193,7 +203,7 @@ func regionItems(msgs []*Msg) []item {
 				continue
 			}
 			lastAssistant = t
-			out = append(out, assistantItems(t, mm.E.Line, i, len(mm.M.ToolCalls()) == 0)...)
+			out = append(out, assistantItems(t, mm.E.Line, i, len(mm.M.ToolCalls()) == 0, i == lastText)...)
 		case "toolResult", "bashExecution":
 			c := calls[mm.M.ToolCallID]
 			text := msgText(mm.M)
@@ -209,10 +219,13 @@ func regionItems(msgs []*Msg) []item {
 			} else {
 				succeeded[c.key()] = i
 				if c.shell && c.cmd != "" {
-					if first := firstLine(text); first != "" {
+					if first := firstLine(jsonOutput(text)); first != "" {
 						tier := tierCommand
-						if reLookup.MatchString(c.cmd) {
+						switch {
+						case reLookup.MatchString(c.cmd):
 							tier = tierLookup
+						case reRepoChange.MatchString(c.cmd) || (reMutating.MatchString(c.cmd) && !strings.Contains(c.cmd, "*** Begin Patch")):
+							tier = tierCommit // it changed something
 						}
 						out = append(out, item{slot: slotDone, text: fmt.Sprintf("Ran `%s` → %s", oneLine(c.cmd, 120), oneLine(first, 100)), tier: tier, seq: i})
 					}
@@ -228,15 +241,24 @@ func regionItems(msgs []*Msg) []item {
 			break
 		}
 	}
-	for k, u := range users {
+	asks := 0 // instructions seen, newest first
+	for k := len(users) - 1; k >= 0; k-- {
+		u := users[k]
 		if k == goal || facts.IsGreeting(u.text) || reAck.MatchString(u.text) || runeLen(u.text) < minUserRunes {
 			continue
 		}
-		tier := tierUser
-		if !reInstruction.MatchString(u.text) {
+		tier, limit := tierUser, userTokens
+		switch {
+		case reDurable.MatchString(u.text):
+			// a rule or preference holds until revoked, however old
+		case reInstruction.MatchString(u.text):
+			if asks++; asks > recentAsks {
+				limit = olderUserTokens // most likely done by now: shorter
+			}
+		default:
 			tier = tierUserReport // a report or answer, not an ask
 		}
-		out = append(out, item{slot: slotUser, text: fmt.Sprintf("line %d: %s", u.m.E.Line, clipTokens(oneLine(u.text, userChars), userTokens)), tier: tier, seq: u.seq})
+		out = append(out, item{slot: slotUser, text: fmt.Sprintf("line %d: %s", u.m.E.Line, clipTokens(oneLine(u.text, userChars), limit)), tier: tier, seq: u.seq})
 	}
 	if lastAssistant != "" {
 		out = append(out, item{slot: slotInProgress, text: "Last agent message: " + oneLine(lastAssistant, itemChars), tier: tierGoal + 1, seq: len(msgs)})
@@ -275,10 +297,16 @@ const (
 	// minUserRunes: shorter user messages ("yes", "做完了") carry no ask.
 	minUserRunes = 6
 	// userChars and userTokens bound one user message in the summary.
-	userChars  = 360
-	userTokens = 90
+	userChars       = 360
+	userTokens      = 90
+	olderUserTokens = 45
 	// maxEmphasised bounds the emphasised sentences kept per agent message.
 	maxEmphasised = 12
+	// emphasisTokens: the emphasis of one message that ranks high.
+	emphasisTokens = 150
+	// recentAsks: the newest user instructions come before the
+	// agent's conclusions; older ones after them.
+	recentAsks = 12
 )
 
 // reInstruction is a user message that asks, instructs or constrains: a
@@ -288,12 +316,31 @@ var reInstruction = regexp.MustCompile(`(?i)[?？]|\b(?:please|pls|must|never|al
 // reContinue asks to go on with earlier work: not a goal of its own.
 var reContinue = regexp.MustCompile(`(?i)^(?:ok,? |okay,? |please |can we |could we |let's )?(?:continue|resume|keep going|go on|carry on)\b`)
 
+// reDurable is a user message that sets a rule or preference: it holds
+// until revoked.
+var reDurable = regexp.MustCompile(`(?i)\b(?:must|never|always|don't|do not|make sure|remember|from now on|every (?:day|time)|each time|only)\b|不要|别|必须|不能|禁止|以后|每天|每次|一定|记得|注意|只`)
+
+// reAnnounce is an agent sentence that only announces its next call.
+var reAnnounce = regexp.MustCompile(`(?i)^(?:(?:ok(?:ay)?|now|next|first|then|so|great|good),? )?(?:let me|let's|i['’]ll (?:check|look|read|run|try|search|see|start|now)|checking|looking|reading|running|searching|trying)\b|[:：]$`)
+
+// reIntent is an agent sentence announcing what it is about to do: its
+// plan for the turn.
+var reIntent = regexp.MustCompile(`(?i)^(?:(?:ok(?:ay)?|now|next|first|then|so),? )?(?:i['’]m going to|i['’]ll|i will|we['’]ll|we will|i plan to|the plan is|plan:)`)
+
+// reRepoChange is a command that records work (a commit, a push, a tag):
+// its first output line names what was recorded.
+var reRepoChange = regexp.MustCompile(`\bgit (?:commit|push|merge|tag|rebase|cherry-pick)\b`)
+
+// reMutating is a command that changes state (creates, edits, installs,
+// schedules, restarts …) rather than looking.
+var reMutating = regexp.MustCompile(`(?:^|[\s;&|])(?:create|edit|add|set|install|uninstall|rm|mv|cp|mkdir|delete|remove|enable|disable|configure|apply|deploy|restart|kill|chmod|chown|ln)(?:\s|$)`)
+
 // reAck is a bare acknowledgement: yes, ok, go ahead, …
 var reAck = regexp.MustCompile(`(?i)^(?:yes|yep|yeah|ok(?:ay)?|sure|no|nope|go ahead|continue|proceed|do it|sounds good|done|好的?|可以|继续|是的?|对)\b?[\s\p{P}]{0,3}(?:please|pls)?[\s\p{P}]*$`)
 
 // reLookup is a command that only looks: what it found is in the
 // messages around it, and it changed nothing.
-var reLookup = regexp.MustCompile(`^\s*(?:cd [^;&]+(?:;|&&)\s*)?(?:ls|dir|cat|head|tail|grep|rg|find|sed -n|wc|pwd|echo|which|type|stat|tree|less|git (?:status|log|diff|show|branch|remote)|Get-ChildItem|Get-Content|Select-String)\b`)
+var reLookup = regexp.MustCompile(`^\s*(?:cd [^;&]+(?:;|&&)\s*)?(?:ls|dir|cat|head|tail|grep|rg|find|sed -n|wc|pwd|echo|which|type|stat|tree|less|git (?:status|log|diff|show|branch|remote)|kubectl (?:logs|get|describe)|Get-ChildItem|Get-Content|Select-String)\b`)
 
 // callInfo is a tool call: its tool and the command (shell) or path it
 // names.
@@ -391,6 +438,21 @@ func errorText(s string) string {
 	return strings.Join(lines, " / ")
 }
 
+// jsonOutput is the "output" of a tool result written as JSON (Codex's
+// shell: {"output": "…", "metadata": …}), else s.
+func jsonOutput(s string) string {
+	if !strings.HasPrefix(s, `{"output"`) {
+		return s
+	}
+	var v struct {
+		Output string `json:"output"`
+	}
+	if json.Unmarshal([]byte(s), &v) != nil {
+		return s
+	}
+	return v.Output
+}
+
 func firstLine(s string) string {
 	for _, l := range strings.Split(s, "\n") {
 		if l = strings.TrimSpace(l); l != "" {
@@ -406,10 +468,10 @@ var reBold = regexp.MustCompile(`\*\*([^*\n]+)\*\*`)
 // sentences: its first sentence (what it found or is about to do), the
 // sentences it emphasised, and, at the end of a turn, the questions it
 // left the user.
-func assistantItems(t string, line, seq int, endOfTurn bool) []item {
+func assistantItems(t string, line, seq int, endOfTurn, last bool) []item {
 	var out []item
 	var ss []string
-	n := 0
+	n, spent := 0, 0
 	for _, l := range strings.Split(t, "\n") {
 		l = strings.TrimSpace(l)
 		if strings.HasPrefix(l, "|") || strings.HasPrefix(l, "```") {
@@ -420,8 +482,15 @@ func assistantItems(t string, line, seq int, endOfTurn bool) []item {
 		ls := facts.Sentences(l)
 		if bold && n < maxEmphasised && len(ls) > 0 {
 			// an emphasised line is kept whole: a list item or heading
-			// of the agent's conclusions
-			out = append(out, item{slot: slotDecision, text: oneLine(strings.Join(ls, " "), 240), tier: tierEmphasis, seq: seq})
+			// of the agent's conclusions; past emphasisTokens a message
+			// is a report, and the rest of its emphasis ranks lower
+			text := oneLine(strings.Join(ls, " "), 240)
+			tier := tierEmphasis
+			if spent > emphasisTokens || !endOfTurn {
+				tier = tierMoreEmphasis
+			}
+			spent += countTokens(text)
+			out = append(out, item{slot: slotDecision, text: text, tier: tier, seq: seq})
 			n++
 		}
 		ss = append(ss, ls...)
@@ -430,11 +499,16 @@ func assistantItems(t string, line, seq int, endOfTurn bool) []item {
 		return nil
 	}
 	if first := ss[0]; runeLen(first) >= 12 {
-		tier := tierAgent
-		if !endOfTurn {
+		tier, sl := tierAgent, slotDone
+		switch {
+		case reIntent.MatchString(first):
+			sl = slotDecision // the plan for the turn
+		case !endOfTurn && reAnnounce.MatchString(first):
 			tier = tierAgentStep // "let me check …" before a tool call
+		case !endOfTurn:
+			tier = tierFinding // what it found before its next call
 		}
-		out = append(out, item{slot: slotDone, text: fmt.Sprintf("line %d: %s", line, oneLine(first, 240)), tier: tier, seq: seq})
+		out = append(out, item{slot: sl, text: fmt.Sprintf("line %d: %s", line, oneLine(first, 240)), tier: tier, seq: seq})
 	}
 	if endOfTurn {
 		var qs []string
@@ -443,11 +517,15 @@ func assistantItems(t string, line, seq int, endOfTurn bool) []item {
 				qs = append(qs, s)
 			}
 		}
-		if len(qs) > 3 {
-			qs = qs[len(qs)-3:]
+		keep, tier := 3, tierQuestion
+		if !last {
+			keep, tier = 1, tierOldQuestion // the user has answered since, most likely
+		}
+		if len(qs) > keep {
+			qs = qs[len(qs)-keep:]
 		}
 		for _, q := range qs {
-			out = append(out, item{slot: slotNext, text: "Agent asked: " + oneLine(q, 240), tier: tierQuestion, seq: seq})
+			out = append(out, item{slot: slotNext, text: "Agent asked: " + oneLine(q, 240), tier: tier, seq: seq})
 		}
 	}
 	return out

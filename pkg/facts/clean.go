@@ -14,8 +14,8 @@ import (
 // prompt, task notifications, queued announcements, environment blocks.
 // None of it is what the user asked.
 var (
-	reEnvelopeSystem   = regexp.MustCompile(`(?m)^System: \[[^\]\n]*\][^\n]*\n?`)
-	reEnvelopeMetadata = regexp.MustCompile("(?s)[^\\n]*\\(untrusted metadata\\):\\s*```[a-z]*\\n.*?```[ \\t]*\\n?")
+	reEnvelopeSystem   = regexp.MustCompile(`(?m)^System:[^\n]*\n?`)
+	reEnvelopeMetadata = regexp.MustCompile("(?s)[^\\n]*\\(untrusted[^)\\n]*\\):\\s*```[a-z]*\\n.*?```[ \\t]*\\n?")
 	reEnvelopePrefix   = regexp.MustCompile(`^\[[^\]\n]*\d{4}-\d\d-\d\d[^\]\n]*\]\s*`)
 	reMessageID        = regexp.MustCompile(`(?m)^\s*\[message_id: [^\]\n]*\]\s*$\n?`)
 	reInjected         = regexp.MustCompile(`(?i)^(?:<task-notification>|<environment_context>|<system-reminder>|<local-command-|<command-name>|<user_instructions>|\[Queued announce messages|Pre-compaction memory flush|A new session was started via /new or /reset|Caveat: The messages below were generated)|Read HEARTBEAT\.md if it exists|reply HEARTBEAT_OK|reply with NO_REPLY`)
@@ -29,11 +29,17 @@ var (
 // notification, …): it says nothing the user asked.
 func CleanUserText(s string) (text string, injected bool) {
 	t := strings.TrimSpace(s)
-	if strings.Contains(t, "(untrusted metadata)") {
+	if strings.Contains(t, "(untrusted") {
 		t = reEnvelopeMetadata.ReplaceAllString(t, "")
 	}
-	if strings.HasPrefix(t, "System: [") {
+	if strings.HasPrefix(t, "System:") {
+		// OpenClaw's system events (the channel line, cron and exec
+		// notices) are queued as "System: …" lines before the user's
+		// words
 		t = reEnvelopeSystem.ReplaceAllString(t, "")
+		if strings.TrimSpace(t) == "" {
+			return "", true
+		}
 	}
 	if strings.Contains(t, "[message_id: ") {
 		t = reMessageID.ReplaceAllString(t, "")
