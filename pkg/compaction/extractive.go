@@ -131,7 +131,7 @@ func factTier(f facts.Fact) int {
 	case 2: // tool-call arguments
 		t += 2
 	case 3: // tool output: below what the conversation said
-		t += 2
+		t += 3
 	}
 	return t
 }
