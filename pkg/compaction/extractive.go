@@ -235,7 +235,7 @@ func regionItems(msgs []*Msg) []item {
 	}
 	goal := -1
 	for k, u := range users {
-		if !facts.IsGreeting(u.text) && !reContinue.MatchString(u.text) && runeLen(u.text) >= minGoalRunes {
+		if facts.IsAsk(u.text) {
 			goal = k
 			out = append(out, item{slot: slotGoal, text: oneLine(u.text, 600), tier: tierGoal, seq: 0})
 			break
@@ -244,7 +244,7 @@ func regionItems(msgs []*Msg) []item {
 	asks := 0 // instructions seen, newest first
 	for k := len(users) - 1; k >= 0; k-- {
 		u := users[k]
-		if k == goal || facts.IsGreeting(u.text) || reAck.MatchString(u.text) || runeLen(u.text) < minUserRunes {
+		if k == goal || facts.IsGreeting(u.text) || facts.IsAck(u.text) || runeLen(u.text) < minUserRunes {
 			continue
 		}
 		tier, limit := tierUser, userTokens
@@ -292,8 +292,6 @@ type userMsg struct {
 }
 
 const (
-	// minGoalRunes: a shorter first message ("ok", "继续") is not a goal.
-	minGoalRunes = 8
 	// minUserRunes: shorter user messages ("yes", "做完了") carry no ask.
 	minUserRunes = 6
 	// userChars and userTokens bound one user message in the summary.
@@ -313,9 +311,6 @@ const (
 // question, a request or prohibition cue (English or Chinese).
 var reInstruction = regexp.MustCompile(`(?i)[?？]|\b(?:please|pls|must|never|always|don't|do not|make sure|remember|should|need|want|let's|can you|could you|would you|add|fix|change|use|stop|keep|install|set|write|update|remove|find|move|create|make|run|check)\b|请|帮我|记得|提醒|不要|别|必须|不能|禁止|以后|一定|改|要求|注意|应该|需要`)
 
-// reContinue asks to go on with earlier work: not a goal of its own.
-var reContinue = regexp.MustCompile(`(?i)^(?:ok,? |okay,? |please |can we |could we |let's )?(?:continue|resume|keep going|go on|carry on)\b`)
-
 // reDurable is a user message that sets a rule or preference: it holds
 // until revoked.
 var reDurable = regexp.MustCompile(`(?i)\b(?:must|never|always|don't|do not|make sure|remember|from now on|every (?:day|time)|each time|only)\b|不要|别|必须|不能|禁止|以后|每天|每次|一定|记得|注意|只`)
@@ -334,9 +329,6 @@ var reRepoChange = regexp.MustCompile(`\bgit (?:commit|push|merge|tag|rebase|che
 // reMutating is a command that changes state (creates, edits, installs,
 // schedules, restarts …) rather than looking.
 var reMutating = regexp.MustCompile(`(?:^|[\s;&|])(?:create|edit|add|set|install|uninstall|rm|mv|cp|mkdir|delete|remove|enable|disable|configure|apply|deploy|restart|kill|chmod|chown|ln)(?:\s|$)`)
-
-// reAck is a bare acknowledgement: yes, ok, go ahead, …
-var reAck = regexp.MustCompile(`(?i)^(?:yes|yep|yeah|ok(?:ay)?|sure|no|nope|go ahead|continue|proceed|do it|sounds good|done|好的?|可以|继续|是的?|对)\b?[\s\p{P}]{0,3}(?:please|pls)?[\s\p{P}]*$`)
 
 // reLookup is a command that only looks: what it found is in the
 // messages around it, and it changed nothing.

@@ -3,6 +3,7 @@ package facts
 import (
 	"regexp"
 	"strings"
+	"unicode/utf8"
 )
 
 // What a user message holds besides the user's words. OpenClaw wraps
@@ -69,6 +70,28 @@ func allSystemLines(t string) bool {
 		n++
 	}
 	return n > 0
+}
+
+// reContinue asks to go on with earlier work: not a task of its own.
+var reContinue = regexp.MustCompile(`(?i)^(?:ok,? |okay,? |please |can we |could we |let's )?(?:continue|resume|keep going|go on|carry on)\b`)
+
+// reAck is a bare acknowledgement: yes, ok, go ahead, …
+var reAck = regexp.MustCompile(`(?i)^(?:yes|yep|yeah|ok(?:ay)?|sure|no|nope|go ahead|continue|proceed|do it|sounds good|done|好的?|可以|继续|是的?|对)\b?[\s\p{P}]{0,3}(?:please|pls)?[\s\p{P}]*$`)
+
+// minAskRunes: a shorter message ("ok", "继续") names no task.
+const minAskRunes = 8
+
+// IsAck reports whether a (cleaned) user message only acknowledges: yes,
+// ok, go ahead, 好的.
+func IsAck(s string) bool { return reAck.MatchString(strings.TrimSpace(s)) }
+
+// IsAsk reports whether a (cleaned) user message names a task: the topic
+// detector of summaries ("## Goal") and checkpoints ("Working on"). A
+// greeting, an acknowledgement, "continue" or a message of a few
+// characters does not.
+func IsAsk(s string) bool {
+	s = strings.TrimSpace(s)
+	return !IsGreeting(s) && !IsAck(s) && !reContinue.MatchString(s) && utf8.RuneCountInString(s) >= minAskRunes
 }
 
 // IsGreeting reports whether a (cleaned) user message is only a greeting
