@@ -141,6 +141,12 @@ type Details struct {
 	LLM         *Usage        `json:"llm,omitempty"`
 	Fallback    string        `json:"fallback,omitempty"`
 	Generator   string        `json:"generator"`
+	// ContextOverheadTokens is, on a compaction compact --truncate wrote
+	// at the root of the rewritten file, the system prompt and tools the
+	// session's usage records measured: the kept tail's records measured
+	// the context the rewrite replaced, so estimate reads the overhead
+	// from here.
+	ContextOverheadTokens int `json:"contextOverheadTokens,omitempty"`
 }
 
 // ErrNothingReclaimed is returned when a summary would not make the
