@@ -301,7 +301,7 @@ const (
 	// maxEmphasised bounds the emphasised sentences kept per agent message.
 	maxEmphasised = 12
 	// emphasisTokens: the emphasis of one message that ranks high.
-	emphasisTokens = 150
+	emphasisTokens = 60
 	// recentAsks: the newest user instructions come before the
 	// agent's conclusions; older ones after them.
 	recentAsks = 12
@@ -616,6 +616,15 @@ var headingSlots = map[string]slot{
 	"## Work so far": slotDone, "## Early Progress": slotDone, "## Tool Failures": slotBlocked,
 }
 
+// reLabel is a section label of Claude Code's compact summary, with what
+// follows it on the line; labelSlots places its lines.
+var reLabel = regexp.MustCompile(`(?i)^(?:\d+\.\s*)?(analysis|summary|primary request and intent|key technical concepts|files and code sections|errors and fixes|problem solving|all user messages|pending tasks|current work|optional next step):\s*(.*)$`)
+
+var labelSlots = map[string]slot{"analysis": slotEarlier, "summary": slotEarlier, "primary request and intent": slotGoal,
+	"key technical concepts": slotContext, "files and code sections": slotContext, "errors and fixes": slotBlocked,
+	"problem solving": slotDecision, "all user messages": slotUser, "pending tasks": slotNext, "current work": slotInProgress,
+	"optional next step": slotNext}
+
 var subSlots = map[string]slot{"### Done": slotDone, "### In Progress": slotInProgress, "### Blocked": slotBlocked}
 
 // carriedTier ranks a previous summary's lines by where they stood.
@@ -651,6 +660,16 @@ func summaryItems(summary string, part int) []item {
 			}
 			if t == "---" || t == "**Turn Context (split turn):**" || strings.HasPrefix(t, "[… ") {
 				continue
+			}
+			if s == slotEarlier {
+				// Claude Code's summaries have no "## " headings but
+				// numbered labels ("1. Primary Request and Intent:")
+				if m := reLabel.FindStringSubmatch(t); m != nil {
+					cur = labelSlots[strings.ToLower(m[1])]
+					if t = strings.TrimSpace(m[2]); t == "" {
+						continue
+					}
+				}
 			}
 			t = strings.TrimSpace(reListMark.ReplaceAllString(t, ""))
 			if t == "" || reNoneLine.MatchString(t) || strings.HasPrefix(t, "…and ") {

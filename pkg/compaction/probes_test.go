@@ -103,6 +103,17 @@ var wildProbes = map[string][]probe{
 		{"identifier", "dawn-prairie"},
 		{"identifier", "credential.helper=manager"},
 	},
+	// Claude Code on an Elixir app (exported to pi), autonomous work on
+	// an epic's subtasks after one Claude Code compaction.
+	"claude-code/spotter-4d5611e5-compact.jsonl": {
+		{"goal", "work on bead `spotter-dov`"},
+		{"decision", "I don't need a manual handler"},
+		{"decision", "merge TranscriptSelection into TranscriptHighlighter"},
+		{"decision", "@default_visible_lines 10"},
+		{"error", "Access.get/2"},
+		{"error", "nested too deep"},
+		{"identifier", "transcript_view_toggle_tool_result_group"},
+	},
 	// Codex on a 3D-printing toolkit (exported to pi): CLI subcommands, a
 	// GUI, printers, the PDL schema.
 	"codex/monotoba-openprintkit-rollout-2025-10-31.jsonl": {
@@ -245,10 +256,12 @@ func TestProbesOnRealSessions(t *testing.T) {
 		t.Fatal("no probes scored")
 	}
 	// Issue 32 asks for 90 % overall and 80 % per class; the summariser
-	// reaches 87 % and 70 % (decisions) so far. The floor below guards what
-	// was reached (the summariser before issue 32 kept 57 %);
-	// CTXTOOL_PROBES_TARGET=1 checks the target.
-	overall, class := 0.85, 0.7
+	// reaches 91 % overall and 78 % (identifiers) at worst: the losses are
+	// the 277-message Chinese region of rs-anuo, whose user messages alone
+	// fill the budget, and early turns of the 837-line Codex session. The
+	// floor below guards what was reached (the summariser before issue 32
+	// kept 57 %); CTXTOOL_PROBES_TARGET=1 checks the target.
+	overall, class := 0.9, 0.75
 	if os.Getenv("CTXTOOL_PROBES_TARGET") != "" {
 		overall, class = 0.9, 0.8
 	}
