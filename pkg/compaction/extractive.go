@@ -146,6 +146,7 @@ const (
 	tierProgress     = 3  // what was done / being done
 	tierAgent        = 3  // the first sentence of an agent's answer or plan
 	tierOldQuestion  = 4  // questions the agent asked earlier
+	tierRequoted     = 4  // a request sentence of a user message already quoted
 	tierFinding      = 5  // the first sentence of an agent message between calls
 	tierCommit       = 5  // commands that changed something (commits, installs, edits)
 	tierMoreEmphasis = 5  // the rest of a long report's emphasis
@@ -171,6 +172,7 @@ func regionItems(msgs []*Msg) []item {
 	ops := NewFileOps()
 	calls := map[string]callInfo{}
 	patched := map[string]bool{}
+	var commits []string // hash and subject, oldest first
 	var out []item
 	lastText := -1 // the last agent message with text
 	for i := len(msgs) - 1; i >= 0 && lastText < 0; i-- {
@@ -219,7 +221,10 @@ func regionItems(msgs []*Msg) []item {
 			} else {
 				succeeded[c.key()] = i
 				if c.shell && c.cmd != "" {
-					if first := firstLine(jsonOutput(text)); first != "" {
+					if m := reCommitted.FindStringSubmatch(firstLine(jsonOutput(text))); m != nil {
+						// a commit: the commits line names it
+						commits = append(commits, m[2]+" "+oneLine(m[3], 60))
+					} else if first := firstLine(jsonOutput(text)); first != "" {
 						tier := tierCommand
 						switch {
 						case reLookup.MatchString(c.cmd):
@@ -269,6 +274,9 @@ func regionItems(msgs []*Msg) []item {
 	for p := range patched {
 		ops.Edited[p] = true
 	}
+	if cl := commitsLine(commits); cl != "" {
+		out = append(out, item{slot: slotDone, text: cl, tier: tierFiles, seq: 0})
+	}
 	read, modified := ops.Lists()
 	if len(modified) > 0 {
 		out = append(out, item{slot: slotDone, text: "Modified " + joinCap(modified, 800), tier: tierFiles, seq: 0})
@@ -277,9 +285,19 @@ func regionItems(msgs []*Msg) []item {
 		out = append(out, item{slot: slotDone, text: "Read " + joinCap(read, 400), tier: tierProgress + 1, seq: 0})
 	}
 	out = append(out, failureItems(fails, succeeded)...)
+	quoted := map[int]bool{} // user messages the summary quotes
+	for _, u := range users {
+		quoted[u.seq] = true
+	}
 	for _, f := range facts.Merge(msgFacts(msgs)) {
 		f := f
-		out = append(out, factItem(&f))
+		it := factItem(&f)
+		if f.Class == facts.Request && f.Origin == "user" && quoted[f.Seq] && it.tier < tierRequoted {
+			// the user's message is quoted already; a sentence of it
+			// past the quote's clip is worth less than what else was said
+			it.tier = tierRequoted
+		}
+		out = append(out, it)
 	}
 	return out
 }
@@ -325,6 +343,36 @@ var reIntent = regexp.MustCompile(`(?i)^(?:(?:ok(?:ay)?|now|next|first|then|so),
 // reRepoChange is a command that records work (a commit, a push, a tag):
 // its first output line names what was recorded.
 var reRepoChange = regexp.MustCompile(`\bgit (?:commit|push|merge|tag|rebase|cherry-pick)\b`)
+
+// reCommitted is git commit's first output line: [branch hash] message.
+var reCommitted = regexp.MustCompile(`^\[([\w./-]+)(?: \(root-commit\))? ([0-9a-f]{7,40})\] (.+)`)
+
+// commitsLine lists the region's commits, newest first with their
+// subjects while they fit commitChars, the older ones by hash only: what
+// was recorded, for `git show`.
+func commitsLine(commits []string) string {
+	if len(commits) == 0 {
+		return ""
+	}
+	var full, bare []string
+	size := 0
+	for i := len(commits) - 1; i >= 0; i-- {
+		if size+len(commits[i]) <= commitChars && len(bare) == 0 {
+			full = append(full, commits[i])
+			size += len(commits[i]) + 2
+			continue
+		}
+		bare = append(bare, strings.Fields(commits[i])[0])
+	}
+	line := fmt.Sprintf("Committed (%d, newest first): %s", len(commits), strings.Join(full, "; "))
+	if len(bare) > 0 {
+		line += "; older: " + strings.Join(bare, ", ")
+	}
+	return line
+}
+
+// commitChars bounds the commits listed with their subjects.
+const commitChars = 160
 
 // reMutating is a command that changes state (creates, edits, installs,
 // schedules, restarts …) rather than looking.
