@@ -99,7 +99,8 @@ const (
 	slotAsk // a user's ask (Next Steps, or Pending user asks)
 	slotContext
 	slotEarlier
-	slotUser // the user's messages in their words
+	slotUser  // the user's messages in their words
+	slotFound // rules and decisions found in tool output (files, pages)
 	nSlots
 )
 
@@ -122,9 +123,10 @@ type item struct {
 }
 
 // Tiers: the user's constraints first, then open requests, decisions,
-// errors, numbers, identifiers; facts seen only in tool output a step
-// lower per level, so a README's "must" does not push out the user's own
-// words.
+// errors, numbers, identifiers; facts seen only in tool output lower, and
+// statements found there (a README's "must", a skill's rules) lower still,
+// below the agent's answers, so a document the agent read does not push
+// out what the user and agent said.
 func factTier(f facts.Fact) int {
 	t := f.Class.Rank()
 	switch facts.OriginRank(f.Origin) {
@@ -132,6 +134,10 @@ func factTier(f facts.Fact) int {
 		t += 2
 	case 3: // tool output: below what the conversation said
 		t += 3
+		switch f.Class {
+		case facts.Constraint, facts.Decision, facts.Request:
+			t = max(t, tierDocStatement)
+		}
 	}
 	return t
 }
@@ -147,6 +153,7 @@ const (
 	tierAgent        = 3  // the first sentence of an agent's answer or plan
 	tierOldQuestion  = 4  // questions the agent asked earlier
 	tierRequoted     = 4  // a request sentence of a user message already quoted
+	tierDocStatement = 6  // a rule or decision found in tool output (a file, a page)
 	tierFinding      = 5  // the first sentence of an agent message between calls
 	tierCommit       = 5  // commands that changed something (commits, installs, edits)
 	tierMoreEmphasis = 5  // the rest of a long report's emphasis
@@ -609,6 +616,12 @@ func factItem(f *facts.Fact) item {
 			it.text = f.Value
 		}
 	}
+	if facts.OriginRank(f.Origin) >= 3 && (f.Class == facts.Constraint || f.Class == facts.Decision || f.Class == facts.Request) {
+		// a file's or page's rule is not the user's: it gets its own
+		// heading, with the line it was read on
+		it.slot = slotFound
+		it.text = fmt.Sprintf("line %d: %s", f.Line, f.Sentence)
+	}
 	it.text = oneLine(it.text, facts.MaxSentence+20)
 	return it
 }
@@ -661,7 +674,8 @@ var headingSlots = map[string]slot{
 	"## Next Steps": slotNext, "## Open TODOs": slotNext, "## Pending user asks": slotAsk,
 	"## Critical Context": slotContext, "## Exact identifiers": slotContext, "## Needed for what follows": slotContext,
 	"## Context for Suffix": slotContext, "## User requests (their words)": slotUser,
-	"## Work so far": slotDone, "## Early Progress": slotDone, "## Tool Failures": slotBlocked,
+	"## Found in files and tool output": slotFound,
+	"## Work so far":                    slotDone, "## Early Progress": slotDone, "## Tool Failures": slotBlocked,
 }
 
 // reLabel is a section label of Claude Code's compact summary, with what
@@ -677,7 +691,7 @@ var subSlots = map[string]slot{"### Done": slotDone, "### In Progress": slotInPr
 
 // carriedTier ranks a previous summary's lines by where they stood.
 var carriedTier = [nSlots]int{slotGoal: tierGoal, slotConstraint: 0, slotAsk: 1, slotNext: 1, slotDecision: 2, slotBlocked: 3,
-	slotContext: 4, slotInProgress: 6, slotDone: 6, slotEarlier: 6, slotUser: 0}
+	slotContext: 4, slotInProgress: 6, slotDone: 6, slotEarlier: 6, slotUser: 0, slotFound: tierDocStatement}
 
 var (
 	reListMark = regexp.MustCompile(`^\s*(?:[-*•]\s+)?(?:\d+[.)]\s+)?(?:\[[ xX]\]\s+)?`)
@@ -750,13 +764,13 @@ func layoutOf(l Layout) []layoutSection {
 			{heading: "## Open TODOs", slots: []slot{slotInProgress, slotNext, slotBlocked, slotDone}},
 			{heading: "## Constraints/Rules", slots: []slot{slotConstraint}},
 			{heading: "## Pending user asks", slots: []slot{slotUser, slotAsk}},
-			{heading: "## Exact identifiers", slots: []slot{slotContext, slotEarlier}},
+			{heading: "## Exact identifiers", slots: []slot{slotContext, slotFound, slotEarlier}},
 		}
 	case LayoutTurnPrefix:
 		return []layoutSection{
 			{heading: "## Request", slots: []slot{slotGoal, slotUser, slotAsk, slotConstraint, slotNext}},
 			{heading: "## Work so far", slots: []slot{slotDone, slotDecision, slotBlocked, slotInProgress}},
-			{heading: "## Needed for what follows", slots: []slot{slotContext, slotEarlier}},
+			{heading: "## Needed for what follows", slots: []slot{slotContext, slotFound, slotEarlier}},
 		}
 	}
 	return []layoutSection{
@@ -767,6 +781,7 @@ func layoutOf(l Layout) []layoutSection {
 		{heading: "## Key Decisions", slots: []slot{slotDecision}},
 		{heading: "## Next Steps", slots: []slot{slotAsk, slotNext}, numbered: true},
 		{heading: "## Critical Context", slots: []slot{slotContext}},
+		{heading: "## Found in files and tool output", slots: []slot{slotFound}},
 		{heading: "## Earlier context", slots: []slot{slotEarlier}},
 	}
 }
@@ -1009,7 +1024,7 @@ func sectionLines(sec layoutSection, bySlot [][]item) (lines []string, ok bool) 
 		lines = append(lines, sub...)
 	}
 	if len(sec.sub) == 0 {
-		if (sec.slots[0] == slotEarlier || sec.slots[0] == slotUser) && len(lines) == 0 {
+		if (sec.slots[0] == slotEarlier || sec.slots[0] == slotUser || sec.slots[0] == slotFound) && len(lines) == 0 {
 			return nil, false // no earlier context: no heading
 		}
 		lines = listLines(lines, sec.numbered)
