@@ -15,7 +15,6 @@ import (
 // prompt, task notifications, queued announcements, environment blocks.
 // None of it is what the user asked.
 var (
-	reEnvelopeSystem   = regexp.MustCompile(`(?m)^System:[^\n]*\n?`)
 	reEnvelopeMetadata = regexp.MustCompile("(?s)[^\\n]*\\(untrusted[^)\\n]*\\):\\s*```[a-z]*\\n.*?```[ \\t]*\\n?")
 	reEnvelopePrefix   = regexp.MustCompile(`^\[[^\]\n]*\d{4}-\d\d-\d\d[^\]\n]*\]\s*`)
 	reMessageID        = regexp.MustCompile(`(?m)^\s*\[message_id: [^\]\n]*\]\s*$\n?`)
@@ -37,8 +36,15 @@ func CleanUserText(s string) (text string, injected bool) {
 		// OpenClaw's system events (the channel line, cron and exec
 		// notices) are queued as "System: …" lines before the user's
 		// words
-		t = reEnvelopeSystem.ReplaceAllString(t, "")
-		if strings.TrimSpace(t) == "" {
+		for strings.HasPrefix(t, "System:") {
+			i := strings.IndexByte(t, '\n')
+			if i < 0 {
+				t = ""
+				break
+			}
+			t = strings.TrimLeft(t[i+1:], " \t\r\n")
+		}
+		if t == "" {
 			return "", true
 		}
 	}
@@ -53,23 +59,7 @@ func CleanUserText(s string) (text string, injected bool) {
 		t = t2
 	}
 	t = strings.TrimSpace(t)
-	return t, reInjected.MatchString(t) || allSystemLines(t)
-}
-
-// allSystemLines: every line is an OpenClaw system event ("System: …"),
-// such as a cron run's announcement relayed into the conversation.
-func allSystemLines(t string) bool {
-	n := 0
-	for _, l := range strings.Split(t, "\n") {
-		if l = strings.TrimSpace(l); l == "" {
-			continue
-		}
-		if !strings.HasPrefix(l, "System:") {
-			return false
-		}
-		n++
-	}
-	return n > 0
+	return t, reInjected.MatchString(t)
 }
 
 // reContinue asks to go on with earlier work: not a task of its own.
