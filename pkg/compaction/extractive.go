@@ -15,14 +15,18 @@ import (
 )
 
 // Extractive is the built-in summariser: deterministic, offline, free. It
-// keeps, under the headings of the requested layout, every fact the fact
-// detector (pkg/facts) finds in the region — constraints, open requests,
-// decisions, errors, numbers with their context, identifiers — each once,
-// in the shortest sentence that carries it, plus the goal, the latest ask
-// and what the agent was doing. The previous summary's lines are carried
-// forward. When the token budget binds, items are kept in the order a
-// resumed agent needs them (see itemTier) and the rest is counted in one
-// closing line. It cannot understand; it can only not forget.
+// writes, under the headings of the requested layout, what a resumed agent
+// needs in the order it needs it (see the tiers): the user's goal and
+// messages in their own words (channel envelopes and injected prompts left
+// out), the agent's answers, plans, emphasised conclusions and open
+// questions, the commands that failed and whether they were fixed, files
+// and commits, then every fact the fact detector (pkg/facts) finds, each
+// once, in the shortest sentence that carries it — rules found in tool
+// output under their own heading, below what was said. A previous
+// summary is updated: its lines are carried by heading, the new region is
+// chosen first, and lines the region supersedes go. When the token budget
+// binds, the rest is counted in one closing line that points to recall.
+// It cannot understand; it can only rank and not forget.
 type Extractive struct{}
 
 // Name implements Summarizer.
