@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 var t0 = time.Date(2026, 2, 24, 14, 0, 0, 0, time.UTC)
@@ -221,6 +223,37 @@ func TestRenderSeedExampleShape(t *testing.T) {
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("resume text lacks %q:\n%s", want, text)
+		}
+	}
+}
+
+// "Working on" names the task: the last user message that asks for
+// something (facts.IsAsk, the detector compaction's "## Goal" uses), not a
+// later "ok" or greeting.
+func TestWorkingOnIsTheLastAsk(t *testing.T) {
+	c := (&conv{}).user("hi!").agent("Hello!").user("Please migrate the billing ledger to Postgres 16").
+		agent(strings.Repeat("Here is the plan. ", 40)).user("ok").agent("Starting.")
+	cp := build(c, c.at())
+	if cp.Working.Topic != "Please migrate the billing ledger to Postgres 16" {
+		t.Fatalf("topic %q", cp.Working.Topic)
+	}
+}
+
+// A user message is read as the user's words: OpenClaw's channel envelope
+// is stripped, and an injected prompt (a task notification, a heartbeat)
+// is no user text at all, so neither becomes the topic.
+func TestUserTextWithoutEnvelopes(t *testing.T) {
+	envelope := "System: [2026-04-18 16:07:01 GMT+8] Feishu[anuo] DM | user (ou_1) [msg:om_1]\n" +
+		"Conversation info (untrusted metadata):\n```json\n{\"message_id\": \"om_1\"}\n```\n\nPlease move the daily plan to 07:00"
+	for _, c := range []struct{ in, want string }{
+		{envelope, "Please move the daily plan to 07:00"},
+		{"[Sat 2026-02-07 14:32 GMT+1] configure brave search\n[message_id: 1d4fe2a5]", "configure brave search"},
+		{"<task-notification>\n<task-id>b1</task-id>\n<status>completed</status>\n</task-notification>", ""},
+		{"Read HEARTBEAT.md if it exists (workspace context). Follow it strictly. If nothing needs attention, reply HEARTBEAT_OK.", ""},
+	} {
+		m := fromTranscript(&transcript.Entry{}, &transcript.Message{Role: "user", Content: []transcript.Block{{Type: "text", Text: c.in}}})
+		if m.Text != c.want {
+			t.Errorf("%.40q: got %q, want %q", c.in, m.Text, c.want)
 		}
 	}
 }

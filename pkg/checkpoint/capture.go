@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctxtool/ctxtool/pkg/facts"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -343,7 +344,7 @@ func applyCapture(st *Store, s *transcript.Session, key string, from, to int, re
 	}
 	up := parents{s: s}
 	return st.UpdateState(key, func(state *State) error {
-		var topic string // the last user message's text
+		var topic string // the last user message that names a task
 		for at, e := range s.Entries {
 			if !inRange(e.Line) {
 				continue
@@ -374,7 +375,9 @@ func applyCapture(st *Store, s *transcript.Session, key string, from, to int, re
 				// Layer B: the last user message is the current topic; a
 				// short reply to a long answer is a decision.
 				reply := *m // the walk to the answer decodes more
-				topic = reply.Text
+				if facts.IsAsk(reply.Text) {
+					topic = reply.Text // "yes" or "hi" names no task
+				}
 				if recordDecision(state, &reply, answerBefore(&up, e, at, decode)) {
 					res.Decisions++
 				}

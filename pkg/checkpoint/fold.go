@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/ctxtool/ctxtool/pkg/facts"
 )
 
 // Build assembles a checkpoint mechanically (docs/design/checkpoints.md): pure string
@@ -49,6 +51,7 @@ type folder struct {
 	cur, prev turn    // the current turn; the previous user turn
 	first     string  // the text of the first user message with text
 	users     int     // user turns
+	topic     string  // the last user message that names a task (facts.IsAsk)
 	pivots    []pivot // the newest user turns after a long answer
 	decisions []dec
 	decided   map[string]int // decision text → index in decisions
@@ -173,6 +176,9 @@ func (f *folder) turn(m *Message) {
 		}
 		f.cur = turn{user: *m, hasUser: true}
 		f.users++
+		if facts.IsAsk(m.Text) {
+			f.topic = m.Text // the last message that names a task
+		}
 	}
 	f.cur.n++
 	if m.Role == "assistant" && strings.TrimSpace(m.Text) != "" {
@@ -278,7 +284,9 @@ func (f *folder) checkpoint(in Input) *Checkpoint {
 
 func (f *folder) working(cp *Checkpoint, in Input, st *State) {
 	w := &cp.Working
-	if f.users > 0 {
+	if f.topic != "" {
+		w.Topic = gist(f.topic, TopicChars)
+	} else if f.users > 0 && st.Thread.Topic == "" {
 		w.Topic = gist(f.cur.user.Text, TopicChars)
 	} else if st.Thread.Topic != "" {
 		w.Topic = gist(st.Thread.Topic, TopicChars)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/ctxtool/ctxtool/pkg/facts"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -284,6 +285,16 @@ func fromTranscript(e *transcript.Entry, m *transcript.Message) Message {
 	}
 	if m.Role == "bashExecution" {
 		msg.Text = "$ " + m.Command
+	}
+	if m.Role == "user" {
+		// the user's words only: an OpenClaw envelope is stripped, and an
+		// injected prompt (heartbeat, memory flush, task notification) is
+		// no user turn — the topic detector compaction's summaries use
+		text, injected := facts.CleanUserText(msg.Text)
+		if injected {
+			text = ""
+		}
+		msg.Text = text
 	}
 	// The calls' slice is made to size: grown by append, it was a tenth of
 	// what folding a 1 GB branch allocated.

@@ -22,6 +22,12 @@ type Audit struct {
 	// their lines; DroppedByClass counts them.
 	Dropped        []facts.Fact        `json:"dropped"`
 	DroppedByClass map[facts.Class]int `json:"droppedByClass"`
+	// DroppedMattered counts the dropped facts someone said or used (the
+	// user, the agent, a tool call's arguments, a failed tool);
+	// DroppedBulk those seen only in tool output nobody referred to (a
+	// download page's hashes): dropping them is right.
+	DroppedMattered int `json:"droppedMattered"`
+	DroppedBulk     int `json:"droppedBulk"`
 }
 
 // maxDetailsDropped bounds the dropped facts written into the entry's
@@ -96,14 +102,22 @@ func audit(found []facts.Fact, summary, kept string) *Audit {
 		a.Dropped = []facts.Fact{}
 	}
 	a.DroppedByClass = facts.Count(a.Dropped)
+	for _, f := range a.Dropped {
+		if isBulk(f) {
+			a.DroppedBulk++
+		} else {
+			a.DroppedMattered++
+		}
+	}
 	return a
 }
 
 // droppedIdentifiers are the identifier values an audit found missing,
-// the ones a resumed agent most likely needs first: said in the
-// conversation before seen in tool output, distinctive shapes (URLs,
-// paths, UUIDs, tickets, full hashes) before short hashes and numeric ids,
-// recent before old.
+// in the order the extractive summariser ranks facts (factTier: said by
+// the user before the agent before a tool call's arguments before bulk
+// tool output; then distinctive shapes — URLs, paths, UUIDs, tickets,
+// full hashes — before short hashes and numeric ids; recent before old),
+// so the retry's bounded list asks for what mattered first.
 func (a *Audit) droppedIdentifiers() []string {
 	var ids []facts.Fact
 	for _, f := range a.Dropped {
@@ -122,8 +136,8 @@ func (a *Audit) droppedIdentifiers() []string {
 	}
 	sort.SliceStable(ids, func(i, j int) bool {
 		a, b := ids[i], ids[j]
-		if ra, rb := facts.OriginRank(a.Origin), facts.OriginRank(b.Origin); ra != rb {
-			return ra < rb
+		if ta, tb := factTier(a), factTier(b); ta != tb {
+			return ta < tb
 		}
 		if wa, wb := weight(a), weight(b); wa != wb {
 			return wa < wb
@@ -136,6 +150,11 @@ func (a *Audit) droppedIdentifiers() []string {
 	}
 	return out
 }
+
+// isBulk reports whether a fact was seen only in tool output (never said,
+// never a tool call's argument) and is not a failure: a page's hashes, a
+// listing's paths.
+func isBulk(f facts.Fact) bool { return facts.OriginRank(f.Origin) >= 3 && f.Class != facts.Error }
 
 // maxRetryIdentifiers bounds the identifiers listed in a retry request.
 const maxRetryIdentifiers = 40

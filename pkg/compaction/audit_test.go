@@ -155,3 +155,37 @@ func TestFailOnDroppedWritesNothing(t *testing.T) {
 		t.Fatalf("at the limit: %v %+v", err, res)
 	}
 }
+
+// The audit tells the facts that mattered from bulk tool output: a path
+// the user gave counts, a hash only a download page listed does not.
+func TestAuditSplitsBulk(t *testing.T) {
+	found := facts.Merge([][]facts.Fact{
+		facts.Scan(facts.Source{Text: "Please deploy from /srv/app/releases/current now.", Line: 3, Role: "user"}),
+		facts.Scan(facts.Source{Text: "asset.tar.gz sha256 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", Line: 5, Role: "toolResult"}),
+	})
+	a := audit(found, "## Goal\n- deploy", "")
+	if a.DroppedMattered != 2 || a.DroppedBulk != 1 { // the path and the request; the hash
+		t.Fatalf("mattered %d, bulk %d; want 2 and 1: %+v", a.DroppedMattered, a.DroppedBulk, a.Dropped)
+	}
+}
+
+// The identifier retry asks first for what the extractive summariser
+// keeps first: identifiers said in the conversation before tool-call
+// arguments before bulk tool output.
+func TestRetryIdentifiersFollowTheSummaryRanking(t *testing.T) {
+	found := facts.Merge([][]facts.Fact{
+		facts.Scan(facts.Source{Text: "sha256 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", Line: 2, Role: "toolResult"}),
+		facts.Scan(facts.Source{Text: "/srv/app/deploy/run.sh", Line: 3, Role: "toolCall"}),
+		facts.Scan(facts.Source{Text: "Use https://example.org/spec for the format.", Line: 4, Role: "user"}),
+	})
+	got := audit(found, "", "").droppedIdentifiers()
+	want := []string{"https://example.org/spec", "/srv/app/deploy/run.sh", "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("retry order %q, want %q", got, want)
+	}
+	for i := 1; i < len(found); i++ {
+		if factTier(found[i]) > factTier(found[i-1]) {
+			t.Fatalf("fixture: facts should rank in the reverse of session order")
+		}
+	}
+}

@@ -132,6 +132,10 @@ func prepare(s *transcript.Session, ctx *transcript.Context, set Settings) (*Pre
 		p.Reason = fmt.Sprintf("already compacted: the last entry (line %d) is a compaction", last.Line)
 		return p, nil
 	}
+	if c := ctx.Compaction; c != nil && ctx.CompactionIndex == 0 && nothingSince(path) {
+		p.Reason = fmt.Sprintf("already compacted: the compaction on line %d is the file's root and every entry after it is the tail it kept (compact --truncate); nothing was added since", c.Line)
+		return p, nil
+	}
 	if err := p.findBoundary(s); err != nil {
 		return nil, err
 	}
@@ -428,4 +432,21 @@ func firstCalls(path []*transcript.Entry, start int) map[string]int {
 		}
 	}
 	return callAt
+}
+
+// nothingSince reports whether every entry after a root compaction
+// (path[0]) was written before it: the kept tail compact --truncate
+// rewrote the file to, with nothing appended since. An entry without a
+// time counts as new.
+func nothingSince(path []*transcript.Entry) bool {
+	at := path[0].Time()
+	if at.IsZero() {
+		return false
+	}
+	for _, e := range path[1:] {
+		if t := e.Time(); t.IsZero() || t.After(at) {
+			return false
+		}
+	}
+	return true
 }

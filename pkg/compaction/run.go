@@ -141,6 +141,12 @@ type Details struct {
 	LLM         *Usage        `json:"llm,omitempty"`
 	Fallback    string        `json:"fallback,omitempty"`
 	Generator   string        `json:"generator"`
+	// ContextOverheadTokens is, on a compaction compact --truncate wrote
+	// at the root of the rewritten file, the system prompt and tools the
+	// session's usage records measured: the kept tail's records measured
+	// the context the rewrite replaced, so estimate reads the overhead
+	// from here.
+	ContextOverheadTokens int `json:"contextOverheadTokens,omitempty"`
 }
 
 // ErrNothingReclaimed is returned when a summary would not make the
@@ -391,7 +397,8 @@ func summarize(ctx context.Context, s *transcript.Session, p *Preparation, set S
 		o.logf("%s: warning: the summariser failed (%s); wrote a mechanical extract instead (compaction.summarize.fallback=trim)", s.File, out.Fallback)
 	}
 	if n := len(out.Audit.Dropped); n > 0 {
-		o.logf("%s: audit: the summary drops %d of the region's %d facts (compact --audit lists them)", s.File, n, out.Audit.Facts)
+		o.logf("%s: audit: the summary drops %d of the region's %d facts: %d that mattered, %d bulk tool output nobody referred to (compact --audit lists them)",
+			s.File, n, out.Audit.Facts, out.Audit.DroppedMattered, out.Audit.DroppedBulk)
 	}
 	pl := &planned{prep: p, out: out, tokensAfter: afterTokens(p, out.Summary)}
 	if pl.tokensAfter >= p.TokensBefore {
@@ -413,7 +420,7 @@ func finishResult(res *Result, pl *planned, set Settings, o Options, u Usage) {
 	}
 	res.outcome = pl.out
 	res.TokensAfter, res.NextRequestTokens = pl.tokensAfter, pl.nextRequest
-	res.SummaryTokens = (u16len(pl.out.Summary) + 3) / 4
+	res.SummaryTokens = countTokens(pl.out.Summary) // o200k, the summary budget's unit
 	res.Chunks = pl.out.Chunks
 	res.Fallback = pl.out.Fallback
 	res.Summary = pl.out.Summary

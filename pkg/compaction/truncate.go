@@ -53,6 +53,15 @@ func commitRewrite(ctx context.Context, s *transcript.Session, pl *planned, o Op
 	}
 	res.Backup = rr.Backup
 	res.CarriedLines = rr.CarriedLines
+	// The next request is what `ctxtool estimate` says of the file as it
+	// is now: the kept tail's usage records measured the context the
+	// compaction replaced (stale), and the calibration the rewritten file
+	// allows is its own, not the full session's.
+	if after, err := transcript.Load(s.File); err == nil {
+		m, _ := measureFor(after, after.Context(), o.size())
+		res.NextRequestTokens = m.Tokens
+		after.Close()
+	}
 	if len(rr.HeldBy) > 0 {
 		pids := make([]string, len(rr.HeldBy))
 		for i, pid := range rr.HeldBy {
@@ -105,8 +114,14 @@ func truncatedFile(s *transcript.Session, pl *planned) ([]byte, error) {
 		kept.Index = 2
 		first = &kept
 	}
+	details := pl.details
+	if details != nil && p.measured != nil && p.measured.Overhead > 0 {
+		d := *details
+		d.ContextOverheadTokens = p.measured.Overhead
+		details = &d
+	}
 	a, err := s.NewWriter().Compaction(transcript.CompactionSpec{Summary: pl.out.Summary, FirstKept: first,
-		TokensBefore: p.UsageBefore, Details: pl.details})
+		TokensBefore: p.UsageBefore, Details: details})
 	if err != nil {
 		return nil, err
 	}

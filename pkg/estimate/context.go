@@ -1,6 +1,7 @@
 package estimate
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 
@@ -138,6 +139,11 @@ func Measure(s *transcript.Session, ctx *transcript.Context, o Options) (*Result
 		r.share[m.Entry] = r.PerMessage[i]
 		r.ByRole[m.Role] += r.PerMessage[i]
 		r.Tokens += r.PerMessage[i]
+	}
+	if r.Overhead == 0 && usesEvidence(method) && audit.LastSound < 0 {
+		// a file compact --truncate rewrote: its records measured the
+		// context it replaced; the compaction says what overhead they saw
+		r.Overhead = rewrittenOverhead(s, ctx)
 	}
 	r.Tokens += r.Overhead
 	if r.AnchorIndex >= 0 {
@@ -404,4 +410,26 @@ func (r *Result) Count(e *transcript.Entry) int {
 		n = int(math.Round(float64(n) * r.Scale))
 	}
 	return n
+}
+
+// rewrittenOverhead is the system prompt and tools a compaction at the
+// root of a rewritten file records (details.contextOverheadTokens, written
+// by compact --truncate), 0 when there is none.
+func rewrittenOverhead(s *transcript.Session, ctx *transcript.Context) int {
+	if ctx.CompactionIndex != 0 || len(ctx.Path) == 0 {
+		return 0
+	}
+	raw, err := s.Raw(ctx.Path[0])
+	if err != nil {
+		return 0
+	}
+	var v struct {
+		Details struct {
+			Overhead int `json:"contextOverheadTokens"`
+		} `json:"details"`
+	}
+	if json.Unmarshal(raw, &v) != nil || v.Details.Overhead < 0 {
+		return 0
+	}
+	return v.Details.Overhead
 }

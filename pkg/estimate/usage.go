@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
+	"time"
 
 	"github.com/ctxtool/ctxtool/pkg/models"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
@@ -51,6 +52,10 @@ const (
 	UsageStale UsageClass = "stale"
 	// UsageFresh: sound and measuring the context in force: an anchor.
 	UsageFresh UsageClass = "fresh"
+	// UsageReplaced: the record was written before the compaction at the
+	// root of a rewritten file (compact --truncate): it measured a context
+	// the file no longer holds, so it neither anchors nor calibrates.
+	UsageReplaced UsageClass = "replaced"
 )
 
 // ImplausibleRatio is the lower bound of count / chars-4-content below
@@ -82,7 +87,7 @@ type UsageRecord struct {
 type classCode uint8
 
 // classNames are the UsageClass of each classCode.
-var classNames = [...]UsageClass{"", UsageErrored, UsagePseudo, UsageZero, UsagePinned, UsageFlat, UsageImplausible, UsageStale, UsageFresh}
+var classNames = [...]UsageClass{"", UsageErrored, UsagePseudo, UsageZero, UsagePinned, UsageFlat, UsageImplausible, UsageStale, UsageFresh, UsageReplaced}
 
 const (
 	codeErrored classCode = iota + 1
@@ -93,6 +98,7 @@ const (
 	codeImplausible
 	codeStale
 	codeFresh
+	codeReplaced
 )
 
 // Class is the verdict on the record.
@@ -146,6 +152,11 @@ type UsageAudit struct {
 	powers      map[int]int
 	window      int
 	inForceLine int
+	// rewritten is the time of a compaction in force that is the root of
+	// the path (compact --truncate's rewrite: header, compaction, kept
+	// tail): the kept tail's records, written before it, measured the
+	// context it replaced. Zero otherwise.
+	rewritten time.Time
 
 	// The audited path and its compactions' kept starts
 	// (transcript.KeptStarts), which calibrating the same path reads
@@ -177,6 +188,7 @@ func auditContext(ctx *transcript.Context, window int, kept map[int]int) *UsageA
 	if ctx.CompactionIndex >= 0 {
 		a.inForceLine = path[ctx.CompactionIndex].Line
 	}
+	a.rewritten = rewrittenAt(ctx)
 
 	// active is pi's chars/4 of the context the provider would be sent at
 	// each point of the walk; a compaction restarts it as summary + kept
@@ -241,7 +253,7 @@ func (a *UsageAudit) classify(w *contextWalk, inForce int) {
 			r.class = codeImplausible
 		}
 		if r.class == 0 {
-			r.class = soundClass(r, inForce)
+			r.class = a.soundClass(r, inForce)
 		}
 		if r.Prompt() > 0 && r.class != codeErrored && r.class != codePseudo {
 			prev = k
@@ -249,13 +261,30 @@ func (a *UsageAudit) classify(w *contextWalk, inForce int) {
 	}
 }
 
-// soundClass is the class of a sound record: stale before the compaction
-// in force (path index inForce, -1 when none), fresh otherwise.
-func soundClass(r *UsageRecord, inForce int) classCode {
+// soundClass is the class of a record that looks sound: stale before the
+// compaction in force (path index inForce, -1 when none), replaced when
+// that compaction is the root of a rewritten file and the record was
+// written before it, fresh otherwise.
+func (a *UsageAudit) soundClass(r *UsageRecord, inForce int) classCode {
 	if inForce >= 0 && r.PathIndex < inForce {
 		return codeStale
 	}
+	if !a.rewritten.IsZero() {
+		if t := r.Entry.Time(); !t.IsZero() && t.Before(a.rewritten) {
+			return codeReplaced
+		}
+	}
 	return codeFresh
+}
+
+// rewrittenAt is the time of the compaction in force when it is the root
+// of the path (compact --truncate writes header, compaction, kept tail),
+// else zero.
+func rewrittenAt(ctx *transcript.Context) time.Time {
+	if ctx.CompactionIndex != 0 || len(ctx.Path) == 0 {
+		return time.Time{}
+	}
+	return ctx.Path[0].Time()
 }
 
 // extendedTo is the audit of ctx, whose path is the audited one plus
@@ -270,9 +299,10 @@ func (a *UsageAudit) extendedTo(ctx *transcript.Context) *UsageAudit {
 	if ctx.CompactionIndex >= 0 {
 		b.inForceLine = ctx.Path[ctx.CompactionIndex].Line
 	}
+	b.rewritten = rewrittenAt(ctx)
 	for k := range b.Records {
 		if r := &b.Records[k]; r.Sound() {
-			r.class = soundClass(r, ctx.CompactionIndex)
+			r.class = b.soundClass(r, ctx.CompactionIndex)
 		}
 	}
 	b.anchor(ctx.CompactionIndex, ctx.KeptStart)
@@ -352,6 +382,8 @@ func (a *UsageAudit) Reason(r *UsageRecord) string {
 		return fmt.Sprintf("%d tokens is %.0f%% of the ~%d tokens (chars/4) of the messages in its context", r.Tokens(), 100*float64(r.Tokens())/float64(r.Content), r.Content)
 	case codeStale:
 		return fmt.Sprintf("precedes the compaction in force (line %d): it measures the context before it", a.inForceLine)
+	case codeReplaced:
+		return fmt.Sprintf("written before the compaction at the root of this rewritten file (line %d): it measures the context compact --truncate replaced", a.inForceLine)
 	}
 	return ""
 }

@@ -26,6 +26,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Class is the kind of a fact.
@@ -267,6 +269,9 @@ func (d *detector) sentence(seq int, base Fact, role, sen string) {
 		d.addSentence(base, Error, sen, seq)
 		return
 	}
+	if isToolOutput(role) && !wholeSentence(sen) && !reRequestAny.MatchString(sen) {
+		return // a hard-wrapped fragment of a file or page, not a statement
+	}
 	lower := strings.ToLower(sen)
 	maybeConstraint, maybeDecision := constraintCues.any(lower), decisionCues.any(lower)
 	maybeRequest := requestCues.any(lower) || role == "user" || role == "assistant"
@@ -346,4 +351,16 @@ func Count(fs []Fact) map[Class]int {
 		m[f.Class]++
 	}
 	return m
+}
+
+// wholeSentence reports whether a line of tool output is a sentence of its
+// own: it does not start in lower case (the tail of a wrapped line) and
+// ends with a sentence's punctuation (not cut at the wrap).
+func wholeSentence(s string) bool {
+	r, _ := utf8.DecodeRuneInString(s)
+	if unicode.IsLower(r) {
+		return false
+	}
+	last, _ := utf8.DecodeLastRuneInString(strings.TrimRight(s, " *_`\"')"))
+	return strings.ContainsRune(".!?。！？:;", last)
 }

@@ -291,3 +291,32 @@ func TestDecisionLabels(t *testing.T) {
 		t.Errorf("decisionTree made a decision: %+v", fs)
 	}
 }
+
+// The user's words without OpenClaw's envelope; injected prompts are no
+// user text; a greeting, "ok" or "continue" names no task.
+func TestCleanUserText(t *testing.T) {
+	for _, c := range []struct {
+		in, want string
+		injected bool
+	}{
+		{"System: [2026-04-18 16:07:01 GMT+8] Feishu[anuo] DM | u (ou_1) [msg:om_1]\nSystem: Exec finished (code 0)\n" +
+			"Conversation info (untrusted metadata):\n```json\n{\"message_id\": \"om_1\"}\n```\n\nMove the plan to 07:00", "Move the plan to 07:00", false},
+		{"[Telegram Arnomad id:1604754210 +7m 2026-02-07 06:27 GMT+1] Write it in .md\n[message_id: 51]", "Write it in .md", false},
+		{"Replied message (untrusted, for context):\n```json\n{\"body\": \"x\"}\n```\nfix that", "fix that", false},
+		{"System: [2026-04-18] Cron: done\nSystem: ## report", "", true},
+		{"<task-notification>\n<task-id>b1</task-id>\n</task-notification>", "", true},
+		{"Pre-compaction memory flush. Store durable memories now.", "", true},
+		{"The System: line in the middle stays", "The System: line in the middle stays", false},
+	} {
+		got, inj := CleanUserText(c.in)
+		if inj != c.injected || (!inj && got != c.want) {
+			t.Errorf("%.40q: got %q injected=%v, want %q injected=%v", c.in, got, inj, c.want, c.injected)
+		}
+	}
+	for s, want := range map[string]bool{"Ahoy!": false, "你好": false, "yes please": false, "OK, continue": false,
+		"how do I configure tailscale?": true, "以后每天都告诉我这周计划": true} {
+		if IsAsk(s) != want {
+			t.Errorf("IsAsk(%q) = %v", s, !want)
+		}
+	}
+}

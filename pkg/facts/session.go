@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -26,8 +27,17 @@ func FromMessage(e *transcript.Entry, m *transcript.Message) []Source {
 	src := Source{Line: e.Line, EntryID: e.ID(), Role: m.Role}
 	var out []Source
 	switch m.Role {
+	case "user":
+		t, injected := CleanUserText(m.Text())
+		if injected {
+			return nil // a prompt the runtime wrote, not the user's words
+		}
+		src.Text = t
 	case "assistant":
 		src.Text = m.Text()
+		if IsInjectedReply(src.Text) {
+			src.Text = ""
+		}
 		out = append(out, src)
 		for _, c := range m.ToolCalls() {
 			out = append(out, Source{Text: argumentsText(c.Arguments), Line: e.Line, EntryID: e.ID(), Role: "toolCall"})
@@ -40,7 +50,7 @@ func FromMessage(e *transcript.Entry, m *transcript.Message) []Source {
 		}
 	case "toolResult":
 		src.Text = boundTool(m.Text())
-		src.IsError = m.IsError
+		src.IsError = m.IsError || ToolFailed(src.Text)
 	default:
 		src.Text = m.Text()
 	}
@@ -98,3 +108,12 @@ func argumentsText(raw json.RawMessage) string {
 	walk(v)
 	return strings.Join(parts, "\n")
 }
+
+// reJSONFailure is a tool result that reports its failure in its JSON
+// body rather than with isError (OpenClaw's tools: {"status": "error", …},
+// {"error": "missing_brave_api_key", …}).
+var reJSONFailure = regexp.MustCompile(`^\s*\{\s*"(?:status"\s*:\s*"error"|error"\s*:\s*"|ok"\s*:\s*false)`)
+
+// ToolFailed reports whether a tool result's text says the call failed
+// although the result is not flagged as an error.
+func ToolFailed(text string) bool { return reJSONFailure.MatchString(text) }

@@ -41,8 +41,14 @@ func (c *checker) compactions() {
 		if kept >= 0 {
 			c.splitsToolPair(path, kept, i, sev(Error), superseded)
 		}
-		if i == 0 && c.rootCompaction() != nil {
-			continue // a new history: nothing before it to reclaim, no summary needed (see rootCompaction)
+		if i == 0 {
+			// a new history (a foreign root compaction, or compact
+			// --truncate's rewrite): nothing before it to reclaim here
+			if c.rootCompaction() != nil {
+				continue // no summary needed either (see rootCompaction)
+			}
+			c.emptySummary(e, sev(Warning), superseded)
+			continue
 		}
 		if c.enabled(RuleCompactionNoGain) {
 			if active == nil {
@@ -115,6 +121,12 @@ func (c *checker) keptOffPath(e *transcript.Entry, kept int, path []*transcript.
 		if path[k].ProducesMessage() {
 			lost++
 		}
+	}
+	if ci == 0 && c.s.Version >= 2 && len(path) > 1 && path[1].ID() == e.FirstKeptEntryID() {
+		// compact --truncate's rewrite: the compaction is the root and
+		// names the entry after it; pi keeps every entry after it, the
+		// same context as the compaction appended to the full file
+		return
 	}
 	f := c.reportAt(RuleCompactionKeptOff, sev, e.Line, "kept:"+e.ID(),
 		"%s: pi keeps nothing from before this compaction, so the %d messages since the previous one survive only in the summary%s", why, lost, superseded)
