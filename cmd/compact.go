@@ -195,6 +195,7 @@ func (o *CompactOptions) load(cfg *config.Config, fs *pflag.FlagSet) {
 		CustomInstructions:     cfg.String(fs, "compaction.customInstructions"),
 		ExtractiveBudgetTokens: cfg.Int(nil, "compaction.extractive.budgetTokens"),
 		IdentifierRetry:        cfg.Bool(nil, "compaction.identifierRetry"),
+		KeepSecrets:            keepSecrets(cfg),
 	}
 	if s.ReserveTokensFloor == 0 {
 		s.ReserveTokensFloor = -1 // 0 disables the floor (OpenClaw)

@@ -32,8 +32,9 @@ import (
 //
 // Not indexed: custom entries (extension state), model/thinking changes,
 // labels, session_info, image data, toolResult details.
-// OpenClaw redacts secrets before indexing; ctxtool does not (the index sits
-// next to the transcripts it was built from, which hold the same text).
+// Secrets are redacted before extraction (unless recall.redact is false),
+// as OpenClaw redacts before indexing: the index is read by agents and
+// printed by search, unlike the transcripts it was built from.
 
 // unit is the text of one entry with what a citation needs.
 type unit struct {
@@ -47,6 +48,8 @@ type extractor struct {
 	// maxChars caps tool results, tool call arguments, thinking and bash
 	// output per message (head + tail are kept).
 	maxChars int
+	// redact replaces secrets with their markers (secrets.RedactJSON).
+	redact bool
 }
 
 // extractLine decodes one physical line. ok=false means the line is

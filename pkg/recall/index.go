@@ -205,7 +205,7 @@ func (ix *Index) scanLines(ctx context.Context, src source, off int64, line, new
 	f := src.f
 	conv := formats.NewLineConverter(src.format)
 	res := readResult{end: off, lastLineStart: off, lines: line}
-	x := extractor{maxChars: ix.maxChars}
+	x := extractor{maxChars: ix.maxChars, redact: !ix.keepSecrets}
 	ch := newChunker()
 	br := readers.Get().(*bufio.Reader)
 	defer readers.Put(br)

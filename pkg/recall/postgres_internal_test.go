@@ -17,7 +17,7 @@ import (
 func manyRowsStore(t *testing.T, n int) *pgStore {
 	t.Helper()
 	ctx := context.Background()
-	s, err := openPostgres(ctx, pgtest.DB(t))
+	s, err := openPostgres(ctx, pgtest.DB(t), schemaVersion)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/ctxtool/ctxtool/pkg/secrets"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -167,6 +168,11 @@ type candidate struct {
 func (ix *Index) Search(ctx context.Context, query string, opts SearchOptions) (*Result, error) {
 	if opts.MaxResults <= 0 {
 		opts.MaxResults = DefaultMaxResults
+	}
+	if !ix.keepSecrets {
+		// A secret in the query is searched as its marker: it finds the
+		// lines that held it and never reaches the embeddings endpoint.
+		query = secrets.Redact(query)
 	}
 	fileID, err := ix.sessionFileID(ctx, opts.Session)
 	if err != nil {

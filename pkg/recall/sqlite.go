@@ -68,9 +68,10 @@ type sqliteStore struct {
 	fts    *sql.DB // the FTS file's writers
 	search *sql.DB // the main file with the FTS file attached
 	path   string
+	schema string // schemaFor(redact): the version the tables must have
 }
 
-func openSQLite(dbPath string) (*sqliteStore, error) {
+func openSQLite(dbPath, schema string) (*sqliteStore, error) {
 	// 0700: the index holds transcript text (tool output may carry secrets).
 	if err := os.MkdirAll(filepath.Dir(dbPath), 0o700); err != nil {
 		return nil, fmt.Errorf("recall: create %s: %v (check the state directory's permissions)", filepath.Dir(dbPath), err)
@@ -90,7 +91,7 @@ func openSQLite(dbPath string) (*sqliteStore, error) {
 	q.Add("_pragma", "temp_store(MEMORY)")
 	q.Set("_txlock", "immediate")
 	for attempt := 1; ; attempt++ {
-		s, err := openSQLiteFiles(dbPath, q.Encode())
+		s, err := openSQLiteFiles(dbPath, schema, q.Encode())
 		if err == nil {
 			return s, nil
 		}
@@ -104,7 +105,7 @@ func openSQLite(dbPath string) (*sqliteStore, error) {
 // openSQLiteFiles opens the main file and the FTS file with the settings
 // of query, migrating both and repairing the FTS file if a process died
 // between a batch's two commits.
-func openSQLiteFiles(dbPath, query string) (*sqliteStore, error) {
+func openSQLiteFiles(dbPath, schema, query string) (*sqliteStore, error) {
 	ctx := context.Background()
 	// Page caches: the FTS file's 16 MB (its allocations take about twice
 	// that: a 16 KiB page and its header round up; a larger cache did not
@@ -113,7 +114,7 @@ func openSQLiteFiles(dbPath, query string) (*sqliteStore, error) {
 	// CPU.
 	dsn := "file:" + dbPath + "?" + query + "&_pragma=cache_size%28-2000%29"
 	ftsDSN := "file:" + ftsPath(dbPath) + "?" + query + "&_pragma=cache_size%28-16000%29"
-	s := &sqliteStore{path: dbPath}
+	s := &sqliteStore{path: dbPath, schema: schema}
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return s, err
@@ -221,8 +222,15 @@ func (s *sqliteStore) migrate(ctx context.Context) error {
 		return err
 	}
 	defer tx.Rollback()
-	if v == schemaVersion {
+	if v == s.schema {
 		return nil
+	}
+	if v != "" {
+		// Zero what is dropped: an index of another version may hold
+		// secrets in clear (recall.redact), which free pages would keep.
+		if _, err := tx.ExecContext(ctx, `PRAGMA secure_delete = ON`); err != nil {
+			return err
+		}
 	}
 	if err := dropSQLite(ctx, tx); err != nil {
 		return err
@@ -231,7 +239,7 @@ func (s *sqliteStore) migrate(ctx context.Context) error {
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO meta(key, value) VALUES('schema', ?), ('fts_owner', ?)`,
-		schemaVersion, newOwner()); err != nil {
+		s.schema, newOwner()); err != nil {
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM meta WHERE key = 'fts_seq'`); err != nil {

@@ -12,6 +12,7 @@ package secrets
 
 import (
 	"bytes"
+	"reflect"
 	"strings"
 	"unsafe"
 )
@@ -167,4 +168,53 @@ func Kinds() []string {
 		add(k)
 	}
 	return out
+}
+
+// RedactFields redacts, in place, every string reachable from v (a
+// pointer to a struct, slice or map): the fields of a checkpoint or a
+// note before it is written. Map keys are left as they are.
+func RedactFields(v any) {
+	redactValue(reflect.ValueOf(v))
+}
+
+func redactValue(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			redactValue(v.Elem())
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				redactValue(v.Field(i))
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			redactValue(v.Index(i))
+		}
+	case reflect.Map:
+		for _, k := range v.MapKeys() {
+			e := v.MapIndex(k)
+			switch e.Kind() {
+			case reflect.String:
+				if r := Redact(e.String()); r != e.String() {
+					v.SetMapIndex(k, reflect.ValueOf(r).Convert(e.Type()))
+				}
+			case reflect.Interface, reflect.Pointer, reflect.Map, reflect.Slice:
+				redactValue(e)
+			default:
+				c := reflect.New(e.Type()).Elem()
+				c.Set(e)
+				redactValue(c)
+				v.SetMapIndex(k, c)
+			}
+		}
+	case reflect.String:
+		if v.CanSet() {
+			if r := Redact(v.String()); r != v.String() {
+				v.SetString(r)
+			}
+		}
+	}
 }
