@@ -76,6 +76,15 @@ func openSQLite(dbPath, schema string) (*sqliteStore, error) {
 	if err := os.MkdirAll(filepath.Dir(dbPath), 0o700); err != nil {
 		return nil, fmt.Errorf("recall: create %s: %v (check the state directory's permissions)", filepath.Dir(dbPath), err)
 	}
+	// 0600: SQLite creates a new file with the umask's mode (0644 as a
+	// rule) and gives its -wal and -shm files the main file's mode.
+	for _, p := range []string{dbPath, ftsPath(dbPath)} {
+		f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("recall: create %s: %v (check the state directory's permissions)", p, err)
+		}
+		f.Close()
+	}
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(30000)")
 	// 16 KiB pages for a new file (an existing one keeps its size): a cold
