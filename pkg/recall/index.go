@@ -230,6 +230,9 @@ func (ix *Index) scanLines(ctx context.Context, src source, off int64, line, new
 			}
 			continue
 		}
+		if res.lines == 1 {
+			l = transcript.TrimFileStart(l) // a BOM, as pi and every other reader see it
+		}
 		units, ok := extractSourceLine(&x, conv, res.lines, l)
 		if !ok && res.lines > newFrom && res.countMalformed() {
 			res.malformed = append(res.malformed, describeMalformed(l, res.lines, res.lastLineStart))
