@@ -139,6 +139,7 @@ lock.`,
 		newLintCmd(f, nil),
 		newRestoreCmd(f, nil),
 		newRollCmd(f, nil),
+		newScrubCmd(f, nil),
 		newSearchCmd(f, nil),
 	)
 	usageArgs(root)

@@ -19,6 +19,7 @@ import (
 	"github.com/ctxtool/ctxtool/internal/testkit/llmtest"
 	"github.com/ctxtool/ctxtool/internal/testkit/pgtest"
 	"github.com/ctxtool/ctxtool/internal/testkit/secretkit"
+	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 // secretSession is a session file with credentials of every kind planted
@@ -318,4 +319,36 @@ func TestRedactOptOutAndReindex(t *testing.T) {
 		t.Errorf("searching the secret itself should find its marker: %s", out)
 	}
 	check.tree(state)
+}
+
+// scrub from the command line: it names each secret by its marker and
+// never by its value, refuses other agents' transcripts (exit 1, with the
+// export that makes a copy it can scrub) and a locked session (exit 4).
+func TestScrubCommand(t *testing.T) {
+	cleanEnv(t)
+	samples := secretkit.Samples(41)
+	check := leakCheck{t, samples}
+	ss := secretSessions(t, secretBlob(samples))
+	pi, cc := ss[0].path, ss[2].path
+	lock, err := transcript.AcquireLock(context.Background(), pi, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := runCLI(t, "scrub", "--idle", "0", pi); code != 4 {
+		t.Errorf("locked: exit %d %s", code, errOut)
+	}
+	lock.Release()
+	out, errOut := runOK(t, "scrub", "--idle", "0", pi)
+	check.text("scrub's output", []byte(out+errOut))
+	check.text("the scrubbed session", testkit.ReadFile(t, pi))
+	if !strings.Contains(out, "redacted") || !strings.Contains(out, "[secret:github-token:") {
+		t.Errorf("output: %s", out)
+	}
+	ccOrig := testkit.ReadFile(t, cc)
+	if _, errOut, code := runCLI(t, "scrub", "--idle", "0", cc); code != 1 || !strings.Contains(errOut, "ctxtool export") {
+		t.Errorf("claude code: exit %d %s", code, errOut)
+	}
+	if !bytes.Equal(testkit.ReadFile(t, cc), ccOrig) {
+		t.Error("scrub changed a Claude Code transcript")
+	}
 }

@@ -23,7 +23,9 @@ import (
 	"time"
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
+	"github.com/ctxtool/ctxtool/internal/sessiongen"
 	"github.com/ctxtool/ctxtool/internal/testkit"
+	"github.com/ctxtool/ctxtool/internal/testkit/secretkit"
 	"github.com/ctxtool/ctxtool/internal/testkit/testtmp"
 	"github.com/ctxtool/ctxtool/pkg/safefile"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
@@ -387,6 +389,8 @@ type writing struct {
 	truncates bool
 	// readOnly: the session itself must not change.
 	readOnly bool
+	// source writes the session the command runs on (nil: the sample).
+	source func(t *testing.T) string
 }
 
 var writers = []writing{
@@ -405,6 +409,33 @@ var writers = []writing{
 	{name: "restore --append", args: func(s, st string) []string {
 		return []string{"restore", "--append", "--state-dir", st, s}
 	}},
+	{name: "scrub", truncates: true, source: secretSession, args: func(s, st string) []string {
+		return []string{"scrub", "--idle", "0", s}
+	}},
+}
+
+// secretSession is a session with a credential of every kind in its user,
+// assistant and tool text, for scrub to redact.
+func secretSession(t *testing.T) string {
+	var texts []string
+	for _, s := range secretkit.Samples(9) {
+		texts = append(texts, s.Text)
+	}
+	blob := strings.Join(texts, "\n")
+	var buf bytes.Buffer
+	b := sessiongen.NewBuilder(&buf, sessiongen.Config{})
+	for i := range 20 {
+		b.UserText(fmt.Sprintf("step %d, deploy with:\n%s", i, blob))
+		id := b.ToolCallID()
+		b.Assistant(sessiongen.Assistant{Content: []sessiongen.Block{sessiongen.Text("checking " + blob),
+			sessiongen.ToolCall(id, "bash", sessiongen.Obj{{K: "command", V: "env"}})}})
+		b.ToolResultText(id, "bash", blob)
+		b.AssistantText("done")
+	}
+	if _, err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return testkit.WriteTemp(t, "secrets.jsonl", buf.Bytes())
 }
 
 // Every writing command killed with SIGKILL at 30 moments spread over its
@@ -415,12 +446,16 @@ var writers = []writing{
 // index is issue 17's.)
 func TestKillNineLeavesNoBlockingLeftover(t *testing.T) {
 	kills := 30 * soak()
-	src := fixture("sample-v3.jsonl")
-	orig, _ := os.ReadFile(src)
+	sample := fixture("sample-v3.jsonl")
 	for _, w := range writers {
 		w := w
 		t.Run(w.name, func(t *testing.T) {
 			t.Parallel()
+			src := sample
+			if w.source != nil {
+				src = w.source(t)
+			}
+			orig := testkit.ReadFile(t, src)
 			template := t.TempDir()
 			state := filepath.Join(template, "state")
 			if w.name == "restore --append" {
