@@ -299,6 +299,7 @@ func runCompact(ctx context.Context, o *CompactOptions) error {
 // compactFile compacts one file and reports it; a failure is the file's
 // (exit). It returns an error only when the report could not be written.
 func (o *CompactOptions) compactFile(ctx context.Context, sum compaction.Summarizer, file string, exit *batchExit) error {
+	defer limitMemoryFor(file)()
 	if err := checkInput(file); err != nil {
 		exit.fail(o.IO.ErrOut, err)
 		if o.JSON {

@@ -874,6 +874,10 @@ func TestPathologicalSizesPeakRSS(t *testing.T) {
 	const bigLine = 200 << 20
 	big := filepath.Join(dir, "big.jsonl")
 	writeBigLineSession(t, big, bigLine)
+	// Written again, not copied: a copy read here would raise the peak
+	// RSS every child inherits at its fork.
+	bigCopy := filepath.Join(dir, "big-compacted.jsonl")
+	writeBigLineSession(t, bigCopy, bigLine)
 
 	// A session piped in costs disk (spooled), not memory: 600 MB of
 	// pipe, one line too long to read, must not be held.
@@ -907,9 +911,13 @@ func TestPathologicalSizesPeakRSS(t *testing.T) {
 		{headedPipe, true, []string{"lint", "--fail-on", "never"}, base, true},
 		{big, true, []string{"estimate", "--tokenizer", "heuristic"}, base + 2*bigLine>>20, true},
 		// index measures a line over the cap without reading it (it held
-		// the whole 2 GB line before: 6.2 GB peak). A 200 MB line under
-		// the cap still costs index ~5× the line (encoding/json): not bounded here.
+		// the whole 2 GB line before: 6.2 GB peak).
 		{headed, false, []string{"index", "--state-dir", state}, base, true},
+		// Issue 38: compact (which writes: on its own copy) and index hold
+		// at most three times the longest line, ≤ 600 MiB for 200 MiB
+		// (they peaked at 9x: 1,888 and 1,143 MB on a 210 MB line).
+		{bigCopy, false, []string{"compact", "--force", "--summarizer", "extractive"}, 3 * bigLine >> 20, true},
+		{big, false, []string{"index", "--state-dir", filepath.Join(dir, "state-big")}, 3 * bigLine >> 20, true},
 	}
 	for _, c := range cases {
 		var r run

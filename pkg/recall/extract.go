@@ -114,6 +114,12 @@ func (x *extractor) entryUnit(e transcript.Record, m *transcript.Message) (unit,
 				b.WriteString(" (" + m.ToolName + ")")
 			}
 			b.WriteString(": ")
+			if len(m.Content) == 1 && m.Content[0].Type == "text" {
+				// One text block (the usual result) is capped where it is:
+				// joining it first copied a 200 MB result once more.
+				b.WriteString(capText(m.Content[0].Text, x.maxChars))
+				break
+			}
 			var rb strings.Builder
 			x.writeBlocks(&rb, m.Content)
 			b.WriteString(capText(rb.String(), x.maxChars))
