@@ -10,19 +10,17 @@ import (
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
 	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/internal/testkit/usagekit"
-	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 // cliEstimator is the roll command's estimator (cmd's rollEstimator): the
 // one context-size function with its window and anchor.
 func cliEstimator(s *transcript.Session, c *transcript.Context) (Measurement, error) {
-	res, err := estimate.Measure(s, c, estimate.Options{})
-	if err != nil {
-		return Measurement{}, err
+	m, res, err := measured(s, c)
+	if err == nil {
+		m.Window, m.Notes = res.Window.Tokens, res.Notes
 	}
-	return Measurement{Tokens: res.Tokens, PerMessage: res.PerMessage, Method: res.Method, Window: res.Window.Tokens, Notes: res.Notes,
-		AnchorLine: res.AnchorLine, Scale: res.Scale, Overhead: res.Overhead}, nil
+	return m, err
 }
 
 // checkClosure: tokensBefore = evicted + replaced + kept − note within 2%,
