@@ -213,7 +213,9 @@ func (s *scanner) run(skipLeading bool) int {
 	}
 	s.privateKeys(min(s.limit, n))
 	// The cursor only moves forward: place the hits in file order.
-	sort.Slice(s.found, func(i, j int) bool { return s.found[i].pos < s.found[j].pos })
+	if len(s.found) > 1 { // (sort.Slice allocates even for none: Find runs per line)
+		sort.Slice(s.found, func(i, j int) bool { return s.found[i].pos < s.found[j].pos })
+	}
 	if s.cur == nil {
 		return resume
 	}
