@@ -253,7 +253,7 @@ func budgetFile(ctx context.Context, o *BudgetOptions, file, systemPrompt string
 	if o.Verbose {
 		in.Logf = func(format string, args ...any) { fmt.Fprintf(o.IO.ErrOut, format+"\n", args...) }
 	}
-	in.Summarizer = sum
+	in.Summarizer, in.KeepSecrets = sum, o.KeepSecrets
 	return budget.Plan(ctx, in)
 }
 

@@ -145,8 +145,9 @@ func (c leakCheck) tree(dir string) {
 
 // Done when (issue 38): secrets of every lint kind planted in user,
 // assistant and tool text of sessions in every format never leave through
-// index (SQLite), search, budget --emit context, compact (extractive and a
-// model, whose request bodies are checked), checkpoint, restore and flush;
+// index (SQLite), search, budget --emit context (and its rolling summary),
+// compact (extractive and a model, whose request bodies are checked),
+// checkpoint, restore and flush;
 // searching the fingerprint lint prints finds the line that held it.
 func TestSecretsNeverLeave(t *testing.T) {
 	cleanEnv(t)
@@ -220,6 +221,17 @@ func TestSecretsNeverLeave(t *testing.T) {
 				run("--json", "compact", copyPath, "--state-dir", state, "--summarizer", "llm", "--dry-run", "--keep-recent-tokens", "3000")
 			}
 			run("--json", "flush", copyPath, "--state-dir", state, "--workspace", ws, "--force", "--summarizer", "llm")
+			// The rolling summary of budget, triggered early: its request too.
+			t.Setenv("CTXTOOL_CONTEXTMANAGEMENT_ROLLINGSUMMARY_TRIGGERTHRESHOLD", "100")
+			budgetBefore := len(srv.Requests())
+			fresh := filepath.Join(t.TempDir(), filepath.Base(s.path))
+			testkit.WriteFile(t, fresh, orig, 0o644)
+			if _, code := run("budget", fresh, "--state-dir", state, "--emit", "context", "--summarize", "--summarizer", "llm"); code != 0 {
+				t.Errorf("budget --summarize: exit %d", code)
+			}
+			if len(srv.Requests()) == budgetBefore {
+				t.Errorf("budget --summarize sent no request to the model")
+			}
 			reqs := srv.Requests()[before:]
 			if len(reqs) == 0 {
 				t.Errorf("no request reached the model:\n%s", outs.String())
