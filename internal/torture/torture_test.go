@@ -380,6 +380,76 @@ func TestTruncateWithLockIgnoringWriter(t *testing.T) {
 	}
 }
 
+// A lock-ignoring writer appending every 1–3 ms while `scrub` rewrites the
+// session again and again (a new secret is appended, as an agent would,
+// before each run) loses nothing: every line ever written is in the live
+// file, which holds none of the planted secrets, and pi loads it with the
+// writer's last entry as its leaf.
+func TestScrubWithLockIgnoringWriter(t *testing.T) {
+	dir := t.TempDir()
+	session := copyTo(t, secretSession(t), dir, "live.jsonl")
+	origLines := bytes.Count(testkit.ReadFile(t, session), []byte("\n"))
+	parent := lastID(t, session)
+	samples := secretkit.Samples(10)
+	stop := startWriter(t, session)
+	runs := 12 * soak()
+	var planted []string
+	scrubbed, carried, failed := 0, 0, map[string]int{}
+	for i := 0; i < runs; i++ {
+		id := fmt.Sprintf("secret%03d", i)
+		text, _ := json.Marshal("the token is " + samples[i%len(samples)].Text)
+		line := `{"type":"message","id":"` + id + `","parentId":"` + parent + `","timestamp":"` + time.Now().UTC().Format("2006-01-02T15:04:05.000Z") +
+			`","message":{"role":"user","content":` + string(text) + `,"timestamp":` + strconv.FormatInt(time.Now().UnixMilli(), 10) + `}}` + "\n"
+		f, err := os.OpenFile(session, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString(line)
+		f.Close()
+		planted = append(planted, id)
+		r := ctxtool(t, "scrub", "--idle", "0", "--json", session)
+		var res struct {
+			Scrubbed     bool
+			CarriedLines int
+		}
+		json.Unmarshal([]byte(r.stdout), &res)
+		if r.code == 0 && res.Scrubbed {
+			scrubbed++
+			carried += res.CarriedLines
+		} else {
+			failed[fmt.Sprintf("exit %d: %.120s", r.code, lastLine(r.stderr))]++
+		}
+	}
+	// A last run once the writer has stopped: nothing can be carried.
+	ids := stop()
+	if r := ctxtool(t, "scrub", "--idle", "0", session); r.code != 0 {
+		t.Fatalf("final scrub: exit %d: %s", r.code, r.stderr)
+	}
+	t.Logf("%d runs: %d scrubbed, %d lines carried over; writer wrote %d entries; other outcomes %v", runs, scrubbed, carried, len(ids), failed)
+	if scrubbed < runs/2 {
+		t.Fatalf("only %d of %d runs scrubbed: %v", scrubbed, runs, failed)
+	}
+	live := testkit.ReadFile(t, session)
+	if n := bytes.Count(live, []byte("\n")); n != origLines+len(planted)+len(ids) {
+		t.Errorf("%d lines, want %d original + %d planted + %d the writer wrote", n, origLines, len(planted), len(ids))
+	}
+	for _, id := range append(planted, ids...) {
+		if !bytes.Contains(live, []byte(`"id":"`+id+`"`)) {
+			t.Fatalf("entry %s lost", id)
+		}
+	}
+	if leaks := secretkit.Leaks(live, samples); len(leaks) > 0 {
+		t.Errorf("secrets left in the live file: %v", secretkit.Kinds(leaks))
+	}
+	if oracle.Available() || os.Getenv("CI") == "true" {
+		res := oracle.CheckOne(t, session)
+		if !res.Loads || res.BrokenParents != 0 || len(res.MalformedLines) != 0 || res.LeafID != ids[len(ids)-1] {
+			t.Fatalf("pi sees: loads %v (%s), broken parents %d, malformed %v, leaf %s (writer's last %s)",
+				res.Loads, res.Error, res.BrokenParents, res.MalformedLines, res.LeafID, ids[len(ids)-1])
+		}
+	}
+}
+
 // writing is a command that writes, with what "nothing lost" means for it.
 type writing struct {
 	name string
