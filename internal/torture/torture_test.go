@@ -948,6 +948,8 @@ func TestPathologicalSizesPeakRSS(t *testing.T) {
 	// RSS every child inherits at its fork.
 	bigCopy := filepath.Join(dir, "big-compacted.jsonl")
 	writeBigLineSession(t, bigCopy, bigLine)
+	bigTruncated := filepath.Join(dir, "big-truncated.jsonl")
+	writeBigLineSession(t, bigTruncated, bigLine)
 
 	// A session piped in costs disk (spooled), not memory: 600 MB of
 	// pipe, one line too long to read, must not be held.
@@ -987,6 +989,8 @@ func TestPathologicalSizesPeakRSS(t *testing.T) {
 		// at most three times the longest line, ≤ 600 MiB for 200 MiB
 		// (they peaked at 9x: 1,888 and 1,143 MB on a 210 MB line).
 		{bigCopy, false, []string{"compact", "--force", "--summarizer", "extractive"}, 3 * bigLine >> 20, true},
+		// --truncate also indexes its backup, the big line included.
+		{bigTruncated, false, []string{"compact", "--truncate", "--idle", "0", "--force", "--summarizer", "extractive", "--state-dir", filepath.Join(dir, "state-truncate")}, 3 * bigLine >> 20, true},
 		{big, false, []string{"index", "--state-dir", filepath.Join(dir, "state-big")}, 3 * bigLine >> 20, true},
 	}
 	for _, c := range cases {

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -290,6 +291,12 @@ func (lr lineReader) next(at int64) (l []byte, n int, oversized bool, err error)
 		if n > transcript.MaxLineBytes {
 			return l, n, true, nil
 		}
+		if n >= bigLine {
+			// What the caller decoded of an earlier big line (compact
+			// --truncate indexing its backup: the summarised line) is
+			// garbage by now; collect it before holding this one twice.
+			runtime.GC()
+		}
 		l = make([]byte, n)
 		if _, err := lr.f.ReadAt(l, at); err != nil {
 			return nil, 0, false, fmt.Errorf("recall: read %s: %v", lr.f.Name(), err)
@@ -297,6 +304,10 @@ func (lr lineReader) next(at int64) (l []byte, n int, oversized bool, err error)
 		return l, n, false, nil
 	}
 }
+
+// bigLine is the line size from which a collection before reading it
+// pays (transcript reads its big lines the same way).
+const bigLine = 16 << 20
 
 // countMalformed counts one more malformed line and reports whether it is
 // still to be described in malformed.
