@@ -18,10 +18,8 @@ import (
 
 // CheckpointOptions are the inputs of `ctxtool checkpoint`.
 type CheckpointOptions struct {
-	IO *IOStreams
-	// KeepSecrets writes checkpoints unredacted (recall.redact: false).
-	KeepSecrets bool
-	File        string
+	IO   *IOStreams
+	File string
 	// Paths are --capture's files and directories (File is Paths[0]).
 	Paths           []string
 	SessionKey      string
@@ -38,6 +36,8 @@ type CheckpointOptions struct {
 	JSON   bool
 	Now    func() time.Time // nil: time.Now
 	Wait   time.Duration    // state lock wait
+	// KeepSecrets writes checkpoints unredacted (recall.redact: false).
+	KeepSecrets bool
 }
 
 func newCheckpointCmd(f *Factory, runF func(*CheckpointOptions) error) *cobra.Command {

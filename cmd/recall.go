@@ -46,13 +46,14 @@ func resolveRecall(cfg *config.Config, fl *pflag.FlagSet) (recallSettings, error
 	if err != nil {
 		return recallSettings{}, err
 	}
-	return recallSettings{
-		StateDir:    cfg.StateDir(fl),
-		URL:         cfg.String(fl, "recall.url"),
-		Embedder:    e,
-		MaxChars:    cfg.Int(nil, "recall.toolOutputChars"),
-		KeepSecrets: keepSecrets(cfg),
-	}, nil
+	s := recallSettings{
+		StateDir: cfg.StateDir(fl),
+		URL:      cfg.String(fl, "recall.url"),
+		Embedder: e,
+		MaxChars: cfg.Int(nil, "recall.toolOutputChars"),
+	}
+	s.KeepSecrets = keepSecrets(cfg)
+	return s, nil
 }
 
 // keepSecrets is the explicit opt-out of redaction (recall.redact: false)

@@ -17,21 +17,21 @@ import (
 
 // RestoreOptions are the inputs of `ctxtool restore`.
 type RestoreOptions struct {
-	IO *IOStreams
+	IO         *IOStreams
+	Target     string // FILE or SESSION_KEY
+	SessionKey string
+	Format     string
+	Append     bool
+	List       bool
+	ID         string
+	Wait       time.Duration
+	StateDir   string
+	JSON       bool
+	Now        func() time.Time // clock of the appended entry; nil: time.Now
+	Ctx        context.Context
 	// KeepSecrets prints and appends checkpoints unredacted
 	// (recall.redact: false).
 	KeepSecrets bool
-	Target      string // FILE or SESSION_KEY
-	SessionKey  string
-	Format      string
-	Append      bool
-	List        bool
-	ID          string
-	Wait        time.Duration
-	StateDir    string
-	JSON        bool
-	Now         func() time.Time // clock of the appended entry; nil: time.Now
-	Ctx         context.Context
 }
 
 func newRestoreCmd(f *Factory, runF func(*RestoreOptions) error) *cobra.Command {

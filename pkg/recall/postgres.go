@@ -72,9 +72,11 @@ const migrateLock = 0x63747874_6f6f6c00 // "ctxtool\0"
 
 // pgStore is the PostgreSQL backend.
 type pgStore struct {
-	pool   *pgxpool.Pool
-	loc    string
-	schema string // schemaFor(redact): the version the tables must have
+	pool *pgxpool.Pool
+	loc  string
+
+	// schema is schemaFor(redact): the version the tables must have.
+	schema string
 
 	// totals caches the corpus size BM25 needs (rows, average length)
 	// for a few seconds: exact enough for ranking, and one query less.
