@@ -18,6 +18,7 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
 	"github.com/ctxtool/ctxtool/pkg/models"
 	"github.com/ctxtool/ctxtool/pkg/recall"
+	"github.com/ctxtool/ctxtool/pkg/secrets"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -34,6 +35,8 @@ type BudgetOptions struct {
 	// Recall is the index semantic history searches (an embedder turns on
 	// hybrid search).
 	Recall recallSettings
+	// KeepSecrets prints the context unredacted (recall.redact: false).
+	KeepSecrets bool
 	// Summarize runs the rolling summary with the summariser Compact
 	// describes (auto, llm or extractive). Compact.Size resolves the
 	// window, as for every command that measures a context.
@@ -103,6 +106,7 @@ func (o *BudgetOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command
 	if err := o.load(cfg, c.Flags()); err != nil {
 		return err
 	}
+	o.KeepSecrets = keepSecrets(cfg)
 	// Only semantic history searches the index: with it off, the recall
 	// settings (an embedder that cannot be built) must not stop budget.
 	if !o.Config.SemanticHistory.Enabled {
@@ -215,6 +219,11 @@ func runBudget(ctx context.Context, o *BudgetOptions) error {
 			continue
 		}
 		warnFile(o.IO.ErrOut, file, r.Warnings)
+		if !o.KeepSecrets {
+			for i := range r.Messages {
+				r.Messages[i].Message = secrets.RedactJSON(r.Messages[i].Message)
+			}
+		}
 		switch {
 		case o.Emit == "context":
 			err = writeJSONLine(o.IO.Out, emitted(r, o.SystemPrompt == ""))
@@ -250,7 +259,7 @@ func budgetFile(ctx context.Context, o *BudgetOptions, file, systemPrompt string
 	if o.Verbose {
 		in.Logf = func(format string, args ...any) { fmt.Fprintf(o.IO.ErrOut, format+"\n", args...) }
 	}
-	in.Summarizer = sum
+	in.Summarizer, in.KeepSecrets = sum, o.KeepSecrets
 	return budget.Plan(ctx, in)
 }
 

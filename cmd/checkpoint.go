@@ -38,6 +38,8 @@ type CheckpointOptions struct {
 	JSON   bool
 	Now    func() time.Time // nil: time.Now
 	Wait   time.Duration    // state lock wait
+	// KeepSecrets writes checkpoints unredacted (recall.redact: false).
+	KeepSecrets bool
 }
 
 func newCheckpointCmd(f *Factory, runF func(*CheckpointOptions) error) *cobra.Command {
@@ -101,6 +103,7 @@ func (o *CheckpointOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Com
 	o.Keep = cfg.Int(c.Flags(), "checkpoint.keep")
 	o.DedupeThreshold = cfg.Float(c.Flags(), "checkpoint.dedupeThreshold")
 	o.Size = sizeOptions(cfg, c.Flags())
+	o.KeepSecrets = keepSecrets(cfg)
 	return nil
 }
 
@@ -131,7 +134,7 @@ func runCheckpoint(opts *CheckpointOptions) error {
 	defer setGCPercent(checkpointGCPercent)()
 	res, err := checkpoint.Take(checkpoint.TakeOptions{
 		File: opts.File, SessionKey: opts.SessionKey, Trigger: opts.Trigger, Force: opts.Force, Wait: opts.Wait,
-		Store:           &checkpoint.Store{StateDir: opts.StateDir, Keep: opts.Keep},
+		Store:           &checkpoint.Store{StateDir: opts.StateDir, Keep: opts.Keep, KeepSecrets: opts.KeepSecrets},
 		DedupeThreshold: opts.DedupeThreshold, Size: opts.Size, DryRun: opts.DryRun,
 		Now: opts.Now, Count: restoreCounter(),
 	})
@@ -205,7 +208,7 @@ func runCapture(opts *CheckpointOptions) error {
 func captureOne(opts *CheckpointOptions, file string) error {
 	res, err := checkpoint.Capture(checkpoint.CaptureOptions{
 		File: file, SessionKey: opts.SessionKey, Wait: opts.Wait,
-		Store: &checkpoint.Store{StateDir: opts.StateDir, Keep: opts.Keep}, Now: opts.Now,
+		Store: &checkpoint.Store{StateDir: opts.StateDir, Keep: opts.Keep, KeepSecrets: opts.KeepSecrets}, Now: opts.Now,
 	})
 	if err != nil {
 		return err

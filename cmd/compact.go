@@ -195,6 +195,7 @@ func (o *CompactOptions) load(cfg *config.Config, fs *pflag.FlagSet) {
 		CustomInstructions:     cfg.String(fs, "compaction.customInstructions"),
 		ExtractiveBudgetTokens: cfg.Int(nil, "compaction.extractive.budgetTokens"),
 		IdentifierRetry:        cfg.Bool(nil, "compaction.identifierRetry"),
+		KeepSecrets:            keepSecrets(cfg),
 	}
 	if s.ReserveTokensFloor == 0 {
 		s.ReserveTokensFloor = -1 // 0 disables the floor (OpenClaw)
@@ -298,6 +299,7 @@ func runCompact(ctx context.Context, o *CompactOptions) error {
 // compactFile compacts one file and reports it; a failure is the file's
 // (exit). It returns an error only when the report could not be written.
 func (o *CompactOptions) compactFile(ctx context.Context, sum compaction.Summarizer, file string, exit *batchExit) error {
+	defer limitMemoryFor(file)()
 	if err := checkInput(file); err != nil {
 		exit.fail(o.IO.ErrOut, err)
 		if o.JSON {

@@ -118,6 +118,26 @@ func setGCPercent(p int) (restore func()) {
 	return func() { debug.SetGCPercent(old) }
 }
 
+// limitMemoryFor sets a soft memory limit for reading the file at path:
+// memoryBase plus twice its size. A session's live heap is well under its
+// size (estimate peaks at 0.6× a 1 GB session), so the limit binds only on
+// files made of a few huge lines, where it makes the collector return each
+// line's copies before the next one is read instead of letting the heap
+// grow to twice what is live (compact on a 210 MB tool-result line: 672 MB
+// peak RSS without it, 460 MB with it, and faster). GOMEMLIMIT wins.
+func limitMemoryFor(path string) (restore func()) {
+	st, err := os.Stat(path)
+	if os.Getenv("GOMEMLIMIT") != "" || err != nil || !st.Mode().IsRegular() {
+		return func() {}
+	}
+	old := debug.SetMemoryLimit(memoryBase + 2*st.Size())
+	return func() { debug.SetMemoryLimit(old) }
+}
+
+// memoryBase is a command's own working set beside the session it reads
+// (tokenizer tables, SQLite caches).
+const memoryBase = 128 << 20
+
 func runEstimate(opts *EstimateOptions) error {
 	if !estimate.ValidMethod(opts.Size.Method) {
 		return exitcode.Newf(exitcode.Usage, "--tokenizer %q: use one of %s", opts.Size.Method, strings.Join(estimate.Methods(), ", "))

@@ -202,4 +202,10 @@ lint:
 			t.Fatalf("uninstall: exit %d, %+v", code, o)
 		}
 	})
+	t.Run("scrub", func(t *testing.T) {
+		o, code := resolve(t, newScrubCmd, "scrub", "--dry-run", "--idle", "0", "--wait", "3s", "a.jsonl", "b.jsonl")
+		if code != 0 || !o.DryRun || o.Idle != 0 || o.Wait != 3*time.Second || !reflect.DeepEqual(o.Files, []string{"a.jsonl", "b.jsonl"}) {
+			t.Fatalf("exit %d, %+v", code, o)
+		}
+	})
 }

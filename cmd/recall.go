@@ -32,6 +32,9 @@ type recallSettings struct {
 	Embedder recall.Embedder
 	// MaxChars caps tool output per message (recall.toolOutputChars).
 	MaxChars int
+	// KeepSecrets turns redaction off (recall.redact: false); the zero
+	// value redacts.
+	KeepSecrets bool
 }
 
 // resolveRecall reads the recall settings from the flags on fl, the
@@ -43,13 +46,19 @@ func resolveRecall(cfg *config.Config, fl *pflag.FlagSet) (recallSettings, error
 	if err != nil {
 		return recallSettings{}, err
 	}
-	return recallSettings{
+	s := recallSettings{
 		StateDir: cfg.StateDir(fl),
 		URL:      cfg.String(fl, "recall.url"),
 		Embedder: e,
 		MaxChars: cfg.Int(nil, "recall.toolOutputChars"),
-	}, nil
+	}
+	s.KeepSecrets = keepSecrets(cfg)
+	return s, nil
 }
+
+// keepSecrets is the explicit opt-out of redaction (recall.redact: false)
+// that every command leaving text outside a session reads.
+func keepSecrets(cfg *config.Config) bool { return !cfg.Bool(nil, "recall.redact") }
 
 // location is where the index lives: the explicit URL (--index /
 // recall.url), else the state directory's SQLite file.
@@ -83,7 +92,7 @@ func (s recallSettings) open() (*recall.Index, error) {
 	if err != nil {
 		return nil, exitcode.New(exitcode.Usage, err)
 	}
-	ix, err := recall.OpenURL(loc, recall.WithEmbedder(s.Embedder), recall.WithMaxChars(s.MaxChars))
+	ix, err := recall.OpenURL(loc, recall.WithEmbedder(s.Embedder), recall.WithMaxChars(s.MaxChars), recall.WithRedaction(!s.KeepSecrets))
 	if err != nil {
 		return nil, exitcode.New(exitcode.Runtime, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/checkpoint"
 	"github.com/ctxtool/ctxtool/pkg/config"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
+	"github.com/ctxtool/ctxtool/pkg/secrets"
 )
 
 // RestoreOptions are the inputs of `ctxtool restore`.
@@ -28,6 +29,9 @@ type RestoreOptions struct {
 	JSON       bool
 	Now        func() time.Time // clock of the appended entry; nil: time.Now
 	Ctx        context.Context
+	// KeepSecrets prints and appends checkpoints unredacted
+	// (recall.redact: false).
+	KeepSecrets bool
 }
 
 func newRestoreCmd(f *Factory, runF func(*RestoreOptions) error) *cobra.Command {
@@ -69,6 +73,7 @@ func (o *RestoreOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Comman
 	o.JSON = f.JSON
 	o.StateDir = cfg.StateDir(c.Flags())
 	o.Ctx = c.Context()
+	o.KeepSecrets = keepSecrets(cfg)
 	return nil
 }
 
@@ -80,7 +85,7 @@ func runRestore(opts *RestoreOptions) error {
 	if err != nil {
 		return err
 	}
-	store := &checkpoint.Store{StateDir: opts.StateDir}
+	store := &checkpoint.Store{StateDir: opts.StateDir, KeepSecrets: opts.KeepSecrets}
 	if opts.List {
 		return printCheckpoints(opts, store, t)
 	}
@@ -98,6 +103,9 @@ func runRestore(opts *RestoreOptions) error {
 	}
 	if opts.Append {
 		return printAppended(opts, rep)
+	}
+	if !opts.KeepSecrets {
+		secrets.RedactFields(cp) // a checkpoint written before redaction
 	}
 	return printRestore(opts, cp, rep)
 }

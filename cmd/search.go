@@ -15,6 +15,7 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/config"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
 	"github.com/ctxtool/ctxtool/pkg/recall"
+	"github.com/ctxtool/ctxtool/pkg/secrets"
 )
 
 // SearchOptions are the inputs of `ctxtool search`.
@@ -169,6 +170,13 @@ func runSearch(ctx context.Context, opts *SearchOptions) error {
 		MaxResults: opts.MaxResults, MinScore: opts.MinScore, Scope: scope})
 	if err != nil {
 		return exitcode.New(exitcode.Runtime, err)
+	}
+	if !opts.Recall.KeepSecrets {
+		// The index is redacted when built; this also covers rows an older
+		// index or another machine's ctxtool wrote.
+		for i := range res.Hits {
+			res.Hits[i].Snippet = secrets.Redact(res.Hits[i].Snippet)
+		}
 	}
 	if res.Fallback != "" {
 		fmt.Fprintf(opts.IO.ErrOut, "note: %s\n", res.Fallback)

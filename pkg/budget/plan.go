@@ -36,6 +36,9 @@ type Input struct {
 	// Summarizer, when set, runs the rolling summary if it triggers;
 	// otherwise the report only says what it would cover.
 	Summarizer compaction.Summarizer
+	// KeepSecrets sends the rolling summary's request unredacted
+	// (recall.redact: false).
+	KeepSecrets bool
 
 	// Logf receives VS7's verification log lines (nil: none).
 	Logf func(format string, args ...any)
@@ -336,7 +339,7 @@ func (p *planner) summarize(ctx context.Context, recentStart int) *ContextMessag
 		entries[i] = p.pctx.Messages[i].Entry
 	}
 	text, err := compaction.SummarizeRegion(ctx, p.in.Session, entries, p.in.Summarizer,
-		compaction.RegionRequest{Instructions: summaryInstructions, MaxOutputTokens: maxTokens, MaxChars: maxTokens * 4})
+		compaction.RegionRequest{Instructions: summaryInstructions, MaxOutputTokens: maxTokens, MaxChars: maxTokens * 4, KeepSecrets: p.in.KeepSecrets})
 	if err != nil {
 		rs.Fallback = err.Error()
 		r.Warnings = append(r.Warnings, "rolling summary failed: "+err.Error()+"; falling back to truncation without a summary")

@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ctxtool/ctxtool/pkg/secrets"
 	"github.com/ctxtool/ctxtool/pkg/tokenizer"
 )
 
@@ -25,6 +26,9 @@ type RenderOptions struct {
 	Target, Max int
 	// Count measures text in tokens; nil uses DefaultCount (o200k).
 	Count func(string) int
+	// KeepSecrets leaves secrets in the text (recall.redact: false); a
+	// checkpoint written before redaction existed is redacted here.
+	KeepSecrets bool
 }
 
 var (
@@ -110,6 +114,9 @@ func (b *block) drop() {
 // cut, so the result never exceeds Max tokens.
 func Render(cp *Checkpoint, opt RenderOptions) string {
 	opt = opt.withDefaults()
+	if !opt.KeepSecrets {
+		cp = redactedCopy(cp)
+	}
 	rt := newResumeText(cp)
 	text := rt.assemble()
 	for opt.Count(text) > opt.Target {
@@ -122,6 +129,9 @@ func Render(cp *Checkpoint, opt RenderOptions) string {
 	}
 	if opt.Count(text) > opt.Max {
 		text = cutToBudget(text, opt.Max, opt.Count)
+	}
+	if !opt.KeepSecrets {
+		text = secrets.Redact(text) // what a copy could not reach
 	}
 	return text
 }
@@ -423,4 +433,19 @@ func Gauge(tokens, window int, saved bool) string {
 		s += " | Checkpoint saved"
 	}
 	return s + "]"
+}
+
+// redactedCopy is cp with its secrets redacted, before any line is cut to
+// fit the budget (cp itself is left as it was).
+func redactedCopy(cp *Checkpoint) *Checkpoint {
+	data, err := Marshal(cp)
+	if err != nil {
+		return cp
+	}
+	c, err := Unmarshal(data)
+	if err != nil {
+		return cp
+	}
+	secrets.RedactFields(c)
+	return c
 }

@@ -64,7 +64,7 @@ func (s *Store) Restore(ctx context.Context, o RestoreOptions) (*RestoreReport, 
 	if count == nil {
 		count = DefaultCount
 	}
-	text := Render(cp, RenderOptions{Count: count})
+	text := Render(cp, RenderOptions{Count: count, KeepSecrets: s.KeepSecrets})
 	rep.CheckpointID, rep.Path, rep.Tokens = cp.Meta.CheckpointID, filepath.Join(s.Dir(t.Key), cp.Meta.CheckpointID+".yaml"), count(text)
 	if !o.Append {
 		rep.Text = text

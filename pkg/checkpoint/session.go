@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/ctxtool/ctxtool/pkg/facts"
+	"github.com/ctxtool/ctxtool/pkg/secrets"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -273,10 +274,12 @@ func decodeMessage(s *transcript.Session, e *transcript.Entry) (*Message, error)
 }
 
 // fromTranscript is what the builder reads of a decoded message. Its tool
-// calls are a new slice, which copies of the message share.
+// calls are a new slice, which copies of the message share. Text and
+// arguments are redacted here, before any gist cuts a secret in two (a
+// half secret is no longer recognised, yet still half given away).
 func fromTranscript(e *transcript.Entry, m *transcript.Message) Message {
 	msg := Message{
-		EntryID: e.ID(), Role: m.Role, CustomType: m.CustomType, Text: m.Text(),
+		EntryID: e.ID(), Role: m.Role, CustomType: m.CustomType, Text: secrets.Redact(m.Text()),
 		ToolCallID: m.ToolCallID, ToolName: m.ToolName, IsError: m.IsError, StopReason: m.StopReason,
 		Time: e.Time(),
 	}
@@ -284,7 +287,7 @@ func fromTranscript(e *transcript.Entry, m *transcript.Message) Message {
 		msg.Role = "custom"
 	}
 	if m.Role == "bashExecution" {
-		msg.Text = "$ " + m.Command
+		msg.Text = "$ " + secrets.Redact(m.Command)
 	}
 	if m.Role == "user" {
 		// the user's words only: an OpenClaw envelope is stripped, and an
@@ -309,7 +312,7 @@ func fromTranscript(e *transcript.Entry, m *transcript.Message) Message {
 	}
 	for _, b := range m.Content {
 		if b.Type == "toolCall" {
-			msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: b.ID, Name: b.Name, Args: b.Arguments, scanned: true})
+			msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: b.ID, Name: b.Name, Args: secrets.RedactJSON(b.Arguments), scanned: true})
 		}
 	}
 	return msg

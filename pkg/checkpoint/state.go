@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/ctxtool/ctxtool/pkg/secrets"
 )
 
 // State is the incremental capture (docs/design/checkpoints.md): what an extension (or any
@@ -142,6 +144,9 @@ func (s *Store) ResetState(key string) error {
 
 func (s *Store) writeState(key string, st *State) error {
 	dir := s.StateFilesDir(key)
+	if !s.KeepSecrets {
+		secrets.RedactFields(st)
+	}
 	for _, f := range stateFiles {
 		data, err := json.MarshalIndent(f.part(st), "", "  ")
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ctxtool/ctxtool/pkg/safefile"
+	"github.com/ctxtool/ctxtool/pkg/secrets"
 )
 
 // Defaults of the store (config checkpoint.keep, checkpoint.dedupeThreshold).
@@ -35,6 +36,10 @@ type Store struct {
 	StateDir string
 	// Keep is how many checkpoints survive retention (≤ 0: DefaultKeep).
 	Keep int
+	// KeepSecrets writes checkpoints and incremental state unredacted
+	// (recall.redact: false); by default every string of them goes
+	// through secrets.Redact.
+	KeepSecrets bool
 }
 
 // Entry is one checkpoint file of a session.
@@ -238,6 +243,9 @@ func (s *Store) Write(key string, cp *Checkpoint) (*WriteResult, error) {
 		}
 		if latest, _, err := s.Latest(key); err == nil {
 			prev = latest.Meta.CheckpointID
+		}
+		if !s.KeepSecrets {
+			secrets.RedactFields(cp)
 		}
 		cp.Schema, cp.SchemaVersion = Schema, SchemaVersion
 		cp.Meta.CheckpointID = formatID(next)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/ctxtool/ctxtool/pkg/secrets"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -47,6 +48,7 @@ func Compact(ctx context.Context, s *transcript.Session, p *Preparation, set Set
 	if set.Count == nil {
 		set.Count = heuristic
 	}
+	sum = withRedaction(sum, set.KeepSecrets)
 	msgs, err := loadMsgs(s, p.Summarize)
 	if err != nil {
 		return nil, err
@@ -54,6 +56,10 @@ func Compact(ctx context.Context, s *transcript.Session, p *Preparation, set Set
 	prefix, err := loadMsgs(s, p.TurnPrefix)
 	if err != nil {
 		return nil, err
+	}
+	if !set.KeepSecrets {
+		redactMsgs(msgs)
+		redactMsgs(prefix)
 	}
 	g := &region{msgs: msgs, prefix: prefix, ops: NewFileOps()}
 	mergePrevFiles(p.prevDetails, g.ops)
@@ -127,6 +133,10 @@ func (g *region) summarize(ctx context.Context, s *transcript.Session, p *Prepar
 	}
 	if err != nil {
 		return nil, err
+	}
+	if !set.KeepSecrets {
+		// The first request, file lists and failures are quoted, not summarised.
+		out.Summary = secrets.Redact(out.Summary)
 	}
 	if strings.TrimSpace(out.Summary) == "" {
 		return nil, fmt.Errorf("the %s summariser produced an empty summary", sum.Name())

@@ -16,6 +16,9 @@ type RegionRequest struct {
 	// summary (0: its default token budget, DefaultSummaryBudgetTokens).
 	MaxOutputTokens int
 	MaxChars        int
+	// KeepSecrets sends and returns the text unredacted (recall.redact:
+	// false).
+	KeepSecrets bool
 }
 
 // SummarizeRegion summarises context messages without writing a compaction:
@@ -28,9 +31,13 @@ func SummarizeRegion(ctx context.Context, s *transcript.Session, entries []*tran
 	if err != nil {
 		return "", err
 	}
+	if !r.KeepSecrets {
+		redactMsgs(msgs)
+	}
 	if len(msgs) == 0 {
 		return "", fmt.Errorf("nothing to summarise")
 	}
+	sum = withRedaction(sum, r.KeepSecrets)
 	text, err := sum.Summarize(ctx, &Request{Kind: KindHistory, Layout: LayoutCheckpoint, Messages: msgs,
 		Transcript: regionText(msgs), Instructions: r.Instructions,
 		MaxOutputTokens: r.MaxOutputTokens, MaxChars: r.MaxChars})
@@ -46,13 +53,17 @@ func SummarizeRegion(ctx context.Context, s *transcript.Session, entries []*tran
 
 // RegionTranscript is the text a summariser sees of context messages: each
 // message labelled by role, tool results cut to their first 2,000
-// characters, and — when maxChars > 0 — the middle cut out beyond maxChars
+// characters, secrets redacted first unless keepSecrets, and — when
+// maxChars > 0 — the middle cut out beyond maxChars
 // (the start and the latest state survive). The memory flush sends it to a
 // model.
-func RegionTranscript(s *transcript.Session, entries []*transcript.Entry, maxChars int) (string, error) {
+func RegionTranscript(s *transcript.Session, entries []*transcript.Entry, maxChars int, keepSecrets bool) (string, error) {
 	msgs, err := loadMsgs(s, entries)
 	if err != nil {
 		return "", err
+	}
+	if !keepSecrets {
+		redactMsgs(msgs)
 	}
 	return capMiddle(regionText(msgs), maxChars), nil
 }

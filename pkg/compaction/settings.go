@@ -105,6 +105,11 @@ type Settings struct {
 	// (compaction.extractive.budgetTokens; 0: SummaryBudget's default).
 	ExtractiveBudgetTokens int
 
+	// KeepSecrets writes summaries and sends requests unredacted
+	// (recall.redact: false); by default every secret pkg/secrets finds
+	// becomes its marker on the way in and out of the summariser.
+	KeepSecrets bool
+
 	// Count sizes messages for keepRecentTokens and chunking (nil: pi's
 	// heuristic). Run installs the best estimator here.
 	Count Counter

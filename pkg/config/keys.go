@@ -195,6 +195,8 @@ var keys = []Key{
 	{Name: "recall.minScore", Kind: Float, Default: 0.35, Flag: "min-score", Range: unit(), Doc: "Lowest score of a search hit (0-1)."},
 	{Name: "recall.toolOutputChars", Kind: Int, Default: 0, Range: nonNegative(),
 		Doc: "Indexed characters of one tool result / tool call / bash run (head + tail); 0 indexes all of it."},
+	{Name: "recall.redact", Kind: Bool, Default: true,
+		Doc: `Redact secrets (lint's detector) wherever text leaves a session: the recall index and what search and budget print, summaries and the summariser's request, checkpoints, resume text and memory-flush notes. A secret becomes [secret:<kind>:<fingerprint>] (lint's fingerprint; search finds it). false keeps them in clear (except what the checkpoint builder reads of the messages): an explicit opt-out; an index built so is rebuilt when redaction is turned back on.`},
 
 	{Name: "contextManagement.enabled", Kind: Bool, Default: true, Doc: "VS7 context management."},
 	{Name: "contextManagement.budget.systemPromptRatio", Kind: Float, Default: 0.15, Range: unit(), Doc: "Share of the window for the system prompt (tools, runtime info, semantic history)."},

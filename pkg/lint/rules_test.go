@@ -362,29 +362,5 @@ func TestCleanSessionHasNoFindings(t *testing.T) {
 	}
 }
 
-// Credentials found by different passes come out in file order with their
-// own line and UTF-16 column, across chunk boundaries too.
-func TestSecretLinesAndColumns(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	key := "-----BEGIN OPENSSH PRIVATE KEY-----\\n"
-	for range 6 {
-		key += randomToken(rng, alnum+"+/", 70) + "\\n"
-	}
-	gh := "ghp_" + randomToken(rng, alnum, 36)
-	var buf bytes.Buffer
-	buf.WriteString(`{"k":"é ` + key + `"}` + "\n")                 // line 1, column 9 (é is one unit)
-	buf.WriteString(strings.Repeat("x", scanChunk) + "\n")          // line 2: pushes line 3 into the next chunk
-	buf.WriteString(`{"t":"😀 ` + gh + `","n":"` + gh + `"}` + "\n") // line 3: columns 10 and 57
-	res := scanContent(bytes.NewReader(buf.Bytes()))
-	var got []string
-	for _, h := range res.secrets {
-		got = append(got, fmt.Sprintf("%d:%d:%s", h.line, h.col, h.kind))
-	}
-	want := "1:9:private key 3:10:GitHub token 3:57:GitHub token"
-	if strings.Join(got, " ") != want || res.lines != 3 {
-		t.Fatalf("got %v (%d lines), want %s", got, res.lines, want)
-	}
-}
-
 // RuleByID returns a rule or nil.
 func RuleByID(id string) *Rule { return byID[id] }

@@ -39,6 +39,7 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/compaction"
 	"github.com/ctxtool/ctxtool/pkg/llm"
 	"github.com/ctxtool/ctxtool/pkg/safefile"
+	"github.com/ctxtool/ctxtool/pkg/secrets"
 	"github.com/ctxtool/ctxtool/pkg/sessionstore"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
@@ -350,6 +351,13 @@ func (f *flush) writeNotes(ctx context.Context, region []*transcript.Entry, now 
 	}
 	if err != nil {
 		return err
+	}
+	if !o.Compaction.KeepSecrets {
+		// Notes are read back into every later request (bootstrap memory).
+		for i := range notes {
+			notes[i].text = secrets.Redact(notes[i].text)
+			notes[i].fact.Value = secrets.Redact(notes[i].fact.Value)
+		}
 	}
 	if !o.DryRun {
 		if err := os.MkdirAll(filepath.Dir(res.MemoryFile), 0o755); err != nil {

@@ -82,7 +82,7 @@ const maxModelInputChars = 100_000
 // no tools to write files with, so it is told to answer with the notes
 // themselves; NO_REPLY means nothing to store.
 func modelNotes(ctx context.Context, s *transcript.Session, region []*transcript.Entry, o Options, memoryFile string) ([]note, bool, error) {
-	tr, err := compaction.RegionTranscript(s, region, maxModelInputChars)
+	tr, err := compaction.RegionTranscript(s, region, maxModelInputChars, o.Compaction.KeepSecrets)
 	if err != nil {
 		return nil, false, err
 	}

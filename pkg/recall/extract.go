@@ -41,8 +41,9 @@ import (
 //
 // Not indexed: custom entries (extension state), model/thinking changes,
 // labels, session_info, image data, toolResult details.
-// OpenClaw redacts secrets before indexing; ctxtool does not (the index sits
-// next to the transcripts it was built from, which hold the same text).
+// Secrets are redacted before extraction (unless recall.redact is false),
+// as OpenClaw redacts before indexing: the index is read by agents and
+// printed by search, unlike the transcripts it was built from.
 
 // unit is the text of one entry with what a citation needs.
 type unit struct {
@@ -60,6 +61,8 @@ type extractor struct {
 	// output per message (head + tail are kept); 0: no cap.
 	maxChars int
 	leftOut  LeftOut
+	// redact replaces secrets with their markers (secrets.RedactJSON).
+	redact bool
 }
 
 // LeftOut counts what extraction left out of the index.
@@ -244,6 +247,12 @@ func (x *extractor) entryUnit(e transcript.Record, m *transcript.Message) (unit,
 				b.WriteString(" (" + m.ToolName + ")")
 			}
 			b.WriteString(": ")
+			if len(m.Content) == 1 && m.Content[0].Type == "text" {
+				// One text block (the usual result) is clipped where it is:
+				// joining it first copied a 200 MB result once more.
+				b.WriteString(x.clip(m.Content[0].Text))
+				break
+			}
 			var rb strings.Builder
 			x.writeBlocks(&rb, m.Content)
 			b.WriteString(x.clip(rb.String()))

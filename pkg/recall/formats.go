@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/ctxtool/ctxtool/pkg/formats"
+	"github.com/ctxtool/ctxtool/pkg/secrets"
 )
 
 // Recall indexes every format pkg/formats reads, with citations that point
@@ -41,6 +42,11 @@ func openSource(abs string) (source, error) {
 // extractSourceLine extracts one physical line, translating it first when
 // the file is not pi JSONL.
 func extractSourceLine(x *extractor, conv *formats.LineConverter, no int, line []byte) ([]unit, bool) {
+	if x.redact {
+		// Redacted in the raw line, before any format's conversion: the
+		// fingerprints are those lint reports for this file.
+		line = secrets.RedactJSON(line)
+	}
 	if conv == nil {
 		return x.extractLine(line)
 	}

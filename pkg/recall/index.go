@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -215,7 +216,7 @@ func (ix *Index) scanLines(ctx context.Context, src source, off int64, line, new
 	f := src.f
 	conv := formats.NewLineConverter(src.format)
 	res := readResult{end: off, lastLineStart: off, lines: line}
-	x := extractor{maxChars: ix.maxChars}
+	x := extractor{maxChars: ix.maxChars, redact: !ix.keepSecrets}
 	ch := newChunker()
 	br := readers.Get().(*bufio.Reader)
 	defer readers.Put(br)
@@ -239,6 +240,9 @@ func (ix *Index) scanLines(ctx context.Context, src source, off int64, line, new
 					Err: fmt.Sprintf("a line of %d bytes, over the %d MiB line cap: measured, not indexed", n, transcript.MaxLineBytes>>20)})
 			}
 			continue
+		}
+		if res.lines == 1 {
+			l = transcript.TrimFileStart(l) // a BOM, as pi and every other reader see it
 		}
 		if conv == nil && !res.headerSeen && res.lines <= 64 {
 			res.cwd, res.headerSeen = headerCwd(l)
@@ -301,6 +305,12 @@ func (lr lineReader) next(at int64) (l []byte, n int, oversized bool, err error)
 		if n > transcript.MaxLineBytes {
 			return l, n, true, nil
 		}
+		if n >= bigLine {
+			// What the caller decoded of an earlier big line (compact
+			// --truncate indexing its backup: the summarised line) is
+			// garbage by now; collect it before holding this one twice.
+			runtime.GC()
+		}
 		l = make([]byte, n)
 		if _, err := lr.f.ReadAt(l, at); err != nil {
 			return nil, 0, false, fmt.Errorf("recall: read %s: %v", lr.f.Name(), err)
@@ -308,6 +318,10 @@ func (lr lineReader) next(at int64) (l []byte, n int, oversized bool, err error)
 		return l, n, false, nil
 	}
 }
+
+// bigLine is the line size from which a collection before reading it
+// pays (transcript reads its big lines the same way).
+const bigLine = 16 << 20
 
 // countMalformed counts one more malformed line and reports whether it is
 // still to be described in malformed.

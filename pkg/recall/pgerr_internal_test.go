@@ -33,7 +33,7 @@ func TestPostgresUnreachableIsStoreError(t *testing.T) {
 		}
 	}()
 	for name, addr := range map[string]string{"refused": refused.Addr().String(), "hang-up": hangUp.Addr().String()} {
-		_, err := openPostgres(ctx, "postgres://u:p@"+addr+"/db?sslmode=disable")
+		_, err := openPostgres(ctx, "postgres://u:p@"+addr+"/db?sslmode=disable", schemaVersion)
 		if !isUnreachable(err) {
 			t.Errorf("%s: %v (%T), want a StoreError naming the server", name, err, err)
 		}

@@ -78,6 +78,9 @@ type pgStore struct {
 	pool *pgxpool.Pool
 	loc  string
 
+	// schema is schemaFor(redact): the version the tables must have.
+	schema string
+
 	// totals caches the corpus size BM25 needs (rows, average length)
 	// for a few seconds: exact enough for ranking, and one query less.
 	// oldSchema is the schema of the tables the open dropped ("": none).
@@ -100,8 +103,8 @@ func redactURL(raw string) string {
 	return u.String()
 }
 
-func openPostgres(ctx context.Context, raw string) (*pgStore, error) {
-	s := &pgStore{loc: redactURL(raw)}
+func openPostgres(ctx context.Context, raw, schema string) (*pgStore, error) {
+	s := &pgStore{loc: redactURL(raw), schema: schema}
 	cfg, err := pgxpool.ParseConfig(raw)
 	if err != nil {
 		return nil, fmt.Errorf("recall: %s: %v (give a URL like postgres://user:password@host:5432/db)", s.loc, err)
@@ -173,7 +176,7 @@ func (s *pgStore) migrate(ctx context.Context) error {
 	if _, err := scanRow(tx.QueryRow(ctx, `SELECT value FROM ctxtool_recall_meta WHERE key='schema'`), &v); err != nil {
 		return err
 	}
-	if v == schemaVersion {
+	if v == s.schema {
 		return tx.Commit(ctx)
 	}
 	if err := s.create(ctx, tx); err != nil {
@@ -198,7 +201,7 @@ func (s *pgStore) create(ctx context.Context, tx pgx.Tx) error {
 		return err
 	}
 	_, err := tx.Exec(ctx, `INSERT INTO ctxtool_recall_meta(key, value) VALUES('schema', $1)
-		ON CONFLICT(key) DO UPDATE SET value = EXCLUDED.value`, schemaVersion)
+		ON CONFLICT(key) DO UPDATE SET value = EXCLUDED.value`, s.schema)
 	return err
 }
 

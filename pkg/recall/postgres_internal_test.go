@@ -17,7 +17,7 @@ import (
 func manyRowsStore(t *testing.T, n int) *pgStore {
 	t.Helper()
 	ctx := context.Background()
-	s, err := openPostgres(ctx, pgtest.DB(t))
+	s, err := openPostgres(ctx, pgtest.DB(t), schemaVersion)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestPostgresStatisticsShortcuts(t *testing.T) {
 func TestPostgresSchema10IsRecreated(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.DB(t)
-	s, err := openPostgres(ctx, url)
+	s, err := openPostgres(ctx, url, schemaVersion)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestPostgresSchema10IsRecreated(t *testing.T) {
 		}
 	}
 	s.close()
-	s, err = openPostgres(ctx, url)
+	s, err = openPostgres(ctx, url, schemaVersion)
 	if err != nil {
 		t.Fatalf("open of a schema 10 index: %v", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ctxtool/ctxtool/pkg/secrets"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -157,6 +158,11 @@ type candidate struct {
 func (ix *Index) Search(ctx context.Context, query string, opts SearchOptions) (*Result, error) {
 	if opts.MaxResults <= 0 {
 		opts.MaxResults = DefaultMaxResults
+	}
+	if !ix.keepSecrets {
+		// A secret in the query is searched as its marker: it finds the
+		// lines that held it and never reaches the embeddings endpoint.
+		query = secrets.Redact(query)
 	}
 	scope := opts.Scope
 	if scope.Session == "" {

@@ -73,12 +73,22 @@ type sqliteStore struct {
 	path   string
 	// oldSchema is the schema of the tables the open dropped ("": none).
 	oldSchema string
+	schema    string // schemaFor(redact): the version the tables must have
 }
 
-func openSQLite(dbPath string) (*sqliteStore, error) {
+func openSQLite(dbPath, schema string) (*sqliteStore, error) {
 	// 0700: the index holds transcript text (tool output may carry secrets).
 	if err := os.MkdirAll(filepath.Dir(dbPath), 0o700); err != nil {
 		return nil, fmt.Errorf("recall: create %s: %v (check the state directory's permissions)", filepath.Dir(dbPath), err)
+	}
+	// 0600: SQLite creates a new file with the umask's mode (0644 as a
+	// rule) and gives its -wal and -shm files the main file's mode.
+	for _, p := range []string{dbPath, ftsPath(dbPath)} {
+		f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("recall: create %s: %v (check the state directory's permissions)", p, err)
+		}
+		f.Close()
 	}
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(30000)")
@@ -95,7 +105,7 @@ func openSQLite(dbPath string) (*sqliteStore, error) {
 	q.Add("_pragma", "temp_store(MEMORY)")
 	q.Set("_txlock", "immediate")
 	for attempt := 1; ; attempt++ {
-		s, err := openSQLiteFiles(dbPath, q.Encode())
+		s, err := openSQLiteFiles(dbPath, schema, q.Encode())
 		if err == nil {
 			return s, nil
 		}
@@ -109,7 +119,7 @@ func openSQLite(dbPath string) (*sqliteStore, error) {
 // openSQLiteFiles opens the main file and the FTS file with the settings
 // of query, migrating both and repairing the FTS file if a process died
 // between a batch's two commits.
-func openSQLiteFiles(dbPath, query string) (*sqliteStore, error) {
+func openSQLiteFiles(dbPath, schema, query string) (*sqliteStore, error) {
 	ctx := context.Background()
 	// Page caches: the FTS file's 16 MB (its allocations take about twice
 	// that: a 16 KiB page and its header round up; a larger cache did not
@@ -118,7 +128,7 @@ func openSQLiteFiles(dbPath, query string) (*sqliteStore, error) {
 	// CPU.
 	dsn := "file:" + dbPath + "?" + query + "&_pragma=cache_size%28-2000%29"
 	ftsDSN := "file:" + ftsPath(dbPath) + "?" + query + "&_pragma=cache_size%28-16000%29"
-	s := &sqliteStore{path: dbPath}
+	s := &sqliteStore{path: dbPath, schema: schema}
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return s, err
@@ -228,11 +238,16 @@ func (s *sqliteStore) migrate(ctx context.Context) error {
 		return err
 	}
 	defer tx.Rollback()
-	if v == schemaVersion {
+	if v == s.schema {
 		return nil
 	}
 	if v != "" {
 		s.oldSchema = v
+		// Zero what is dropped: an index of another version may hold
+		// secrets in clear (recall.redact), which free pages would keep.
+		if _, err := tx.ExecContext(ctx, `PRAGMA secure_delete = ON`); err != nil {
+			return err
+		}
 	}
 	if err := dropSQLite(ctx, tx); err != nil {
 		return err
@@ -241,7 +256,7 @@ func (s *sqliteStore) migrate(ctx context.Context) error {
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO meta(key, value) VALUES('schema', ?), ('fts_owner', ?)`,
-		schemaVersion, newOwner()); err != nil {
+		s.schema, newOwner()); err != nil {
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM meta WHERE key = 'fts_seq'`); err != nil {

@@ -14,7 +14,7 @@ import (
 // caller checked its context just before) must fail, not be written by the
 // driver statements outside any transaction.
 func TestCancelledBatchWritesNothing(t *testing.T) {
-	st, err := openSQLite(filepath.Join(t.TempDir(), "i.db"))
+	st, err := openSQLite(filepath.Join(t.TempDir(), "i.db"), schemaVersion)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,6 +73,12 @@ func (s *sqliteStore) openFTS(ctx context.Context, dsn string) error {
 	if have == owner+"/"+schemaVersion {
 		return nil
 	}
+	if have != "" {
+		// Zero the dropped text: it may be an unredacted index's.
+		if _, err := tx.ExecContext(ctx, `PRAGMA secure_delete = ON`); err != nil {
+			return err
+		}
+	}
 	for _, q := range []string{`DROP TABLE IF EXISTS chunks_vocab`, `DROP TABLE IF EXISTS chunks_fts`, `DROP TABLE IF EXISTS chunks_tri`, `DELETE FROM fts_meta`, ftsSchema} {
 		if _, err := tx.ExecContext(ctx, q); err != nil {
 			return err

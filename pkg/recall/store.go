@@ -58,7 +58,20 @@ import (
 // schemaVersion changes whenever the tables or the extraction/chunking
 // rules change; an index of another version is rebuilt from scratch (it is a
 // cache of the transcripts, nothing in it is original).
-const schemaVersion = "11"
+//
+// Version 12 ranks (two FTS columns, scope columns, whole tool text)
+// and redacts secrets. An index built without redaction
+// (recall.redact: false) carries another version, so turning redaction back
+// on rebuilds it rather than keep serving the secrets it holds.
+const schemaVersion = "12"
+
+// schemaFor is the version of an index built with or without redaction.
+func schemaFor(redact bool) string {
+	if redact {
+		return schemaVersion
+	}
+	return schemaVersion + "-unredacted"
+}
 
 // DefaultMaxChars caps tool results, tool-call arguments, thinking and bash
 // output per message (head and tail kept): 0, none (see extract.go).
@@ -70,6 +83,8 @@ type Index struct {
 	st       backend
 	embedder Embedder
 	maxChars int
+	// keepSecrets turns redaction off (recall.redact: false).
+	keepSecrets bool
 	// batchBytes and batchFiles bound one SQLite transaction of IndexFiles.
 	batchBytes int64
 
@@ -91,6 +106,13 @@ func WithMaxChars(n int) Option {
 		}
 	}
 }
+
+// WithRedaction turns the redaction of secrets on (the default) or off.
+// Redacted, every credential pkg/secrets finds is indexed as
+// [secret:<kind>:<fingerprint>], so a search for the fingerprint lint
+// reports finds the lines that held it, and nothing the index returns or
+// stores holds the secret.
+func WithRedaction(on bool) Option { return func(ix *Index) { ix.keepSecrets = !on } }
 
 // DBPath is where the SQLite index of a state directory lives.
 func DBPath(stateDir string) string { return filepath.Join(stateDir, "recall", "index.sqlite") }
@@ -114,22 +136,26 @@ func Open(stateDir string, opts ...Option) (*Index, error) {
 // for PostgreSQL, otherwise the path of a SQLite file.
 func OpenURL(location string, opts ...Option) (*Index, error) {
 	if IsURL(location) {
-		st, err := openPostgres(context.Background(), location)
+		ix := newIndex(nil, opts)
+		st, err := openPostgres(context.Background(), location, schemaFor(!ix.keepSecrets))
 		if err != nil {
 			return nil, err
 		}
-		return newIndex(st, opts), nil
+		ix.st = st
+		return ix, nil
 	}
 	return OpenFile(location, opts...)
 }
 
 // OpenFile opens the SQLite index at an explicit database path.
 func OpenFile(dbPath string, opts ...Option) (*Index, error) {
-	st, err := openSQLite(dbPath)
+	ix := newIndex(nil, opts)
+	st, err := openSQLite(dbPath, schemaFor(!ix.keepSecrets))
 	if err != nil {
 		return nil, err
 	}
-	return newIndex(st, opts), nil
+	ix.st = st
+	return ix, nil
 }
 
 func newIndex(st backend, opts []Option) *Index {
@@ -168,7 +194,7 @@ func (ix *Index) Close() error { return ix.st.close() }
 // again — every machine's rows, not only this one's.
 func Rebuild(location string) error {
 	if IsURL(location) {
-		st, err := openPostgres(context.Background(), location)
+		st, err := openPostgres(context.Background(), location, schemaVersion)
 		if err != nil {
 			return err
 		}

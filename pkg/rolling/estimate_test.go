@@ -13,12 +13,21 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
+// autoEstimator is estimate's measure in the default window.
 func autoEstimator(s *transcript.Session, c *transcript.Context) (Measurement, error) {
+	m, _, err := measured(s, c)
+	return m, err
+}
+
+// measured is estimate.Measure's result as a Measurement (no window, no
+// notes) and in full.
+func measured(s *transcript.Session, c *transcript.Context) (Measurement, *estimate.Result, error) {
 	res, err := estimate.Measure(s, c, estimate.Options{})
 	if err != nil {
-		return Measurement{}, err
+		return Measurement{}, nil, err
 	}
-	return Measurement{Tokens: res.Tokens, PerMessage: res.PerMessage, Method: res.Method}, nil
+	return Measurement{Tokens: res.Tokens, PerMessage: res.PerMessage, Method: res.Method,
+		AnchorLine: res.AnchorLine, Scale: res.Scale, Overhead: res.Overhead}, res, nil
 }
 
 // With the best estimator (calibrated from usage, else o200k) the context

@@ -54,6 +54,14 @@ type Measurement struct {
 	// records rejected…).
 	Window int
 	Notes  []string
+	// AnchorLine is the line of the usage record Tokens is anchored on (0:
+	// none); Scale and Overhead how the per-message counts were scaled
+	// and what no message accounts for (1 and Tokens − Σ PerMessage when
+	// the estimator does not say). They explain a measure that changes
+	// when a roll evicts the anchor (Report.Closure).
+	AnchorLine int
+	Scale      float64
+	Overhead   int
 }
 
 // Estimator measures the active context of a loaded session.
@@ -96,12 +104,15 @@ type Report struct {
 	// The arithmetic closes: tokensBefore = evictedTokens + replacedTokens
 	// (a previous summary or note the eviction replaces) + keptTokens −
 	// noteTokens (the new note, counted in keptTokens), all in the unit of
-	// Method; keptTokens is the rolled session measured again.
-	NoteTokens            int    `json:"noteTokens"`
-	ReplacedTokens        int    `json:"replacedTokens,omitempty"`
-	FirstEvictedTimestamp string `json:"firstEvictedTimestamp,omitempty"`
-	LastEvictedTimestamp  string `json:"lastEvictedTimestamp,omitempty"`
-	Fallback              string `json:"fallback,omitempty"`
+	// Method; keptTokens is the rolled session measured again. When that
+	// measure is off the sum by more than 2% of tokensBefore, Closure says
+	// which term differs, by how much and why.
+	NoteTokens            int      `json:"noteTokens"`
+	Closure               *Closure `json:"closure,omitempty"`
+	ReplacedTokens        int      `json:"replacedTokens,omitempty"`
+	FirstEvictedTimestamp string   `json:"firstEvictedTimestamp,omitempty"`
+	LastEvictedTimestamp  string   `json:"lastEvictedTimestamp,omitempty"`
+	Fallback              string   `json:"fallback,omitempty"`
 	// Compacted is set when the fallback summarised the session instead.
 	Compacted bool `json:"compacted,omitempty"`
 	DryRun    bool `json:"dryRun,omitempty"`
@@ -133,6 +144,23 @@ type Report struct {
 	err   error
 	would bool
 }
+
+// Closure explains a roll whose numbers do not add up within 2%: the
+// rolled session measured again (Measured, what keptTokens reports)
+// differs from what the measure before the roll predicts for it
+// (Predicted = tokensBefore − evictedTokens − replacedTokens + noteTokens,
+// which closes exactly).
+type Closure struct {
+	Term       string `json:"term"` // "keptTokens"
+	Predicted  int    `json:"predicted"`
+	Measured   int    `json:"measured"`
+	Difference int    `json:"difference"` // Measured − Predicted
+	Why        string `json:"why"`
+}
+
+// closureWithin is how far (a share of tokensBefore) the sum may be off
+// before the report explains it.
+const closureWithin = 0.02
 
 // Would reports whether the session was rolled, or with a dry run would be.
 func (r *Report) Would() bool { return r.Rolled || (r.WouldRoll != nil && *r.WouldRoll) }
@@ -360,9 +388,11 @@ func (r *Roller) plan(s *transcript.Session, build bool) (decision, error) {
 	}
 	var line []byte
 	if build {
-		if ev, line, err = r.buildToTarget(s, rc, in, ev, measure); err != nil {
+		var after Measurement
+		if ev, line, after, err = r.buildToTarget(s, rc, in, ev, measure); err != nil {
 			return decision{}, err
 		}
+		d.rep.Closure = closure(rc, ev, after)
 	}
 	r.recordRoll(&d, s, ev, line)
 	return d, nil
@@ -401,6 +431,7 @@ func (r *Roller) overTrigger(rep *Report, tokens, win int) bool {
 type rollContext struct {
 	msgs         []Message
 	tokensBefore int
+	before       Measurement // the measure the eviction starts from
 	// note is the eviction note's fixed part; noteFor adds This.
 	note noteInput
 	// What the evicted summary (if any) stood for, needed for the note.
@@ -415,7 +446,7 @@ func newRollContext(s *transcript.Session, c *transcript.Context, m Measurement,
 	for i, cm := range c.Messages {
 		msgs[i] = Message{Entry: cm.Entry, Role: cm.Role, Tokens: m.PerMessage[i]}
 	}
-	rc := &rollContext{msgs: msgs, tokensBefore: m.Tokens}
+	rc := &rollContext{msgs: msgs, tokensBefore: m.Tokens, before: m}
 	if c.Compaction != nil {
 		pm, err := s.Message(c.Compaction)
 		if err != nil {
@@ -445,44 +476,117 @@ func (rc *rollContext) noteFor(firstKept int) noteInput {
 	return n
 }
 
-// buildToTarget renders the compaction line of ev, evicting further (in
-// is the input ev came from) while the rolled session is over the target.
-func (r *Roller) buildToTarget(s *transcript.Session, rc *rollContext, in EvictInput, ev Eviction, measure Estimator) (Eviction, []byte, error) {
-	// The estimate after the roll is what counts (it is what `estimate`
-	// and the next roll will see), and it can differ from before −
-	// evicted: a usage anchor goes stale behind the new compaction, a
-	// calibrated fit changes. Measure the rolled session in memory and
-	// evict further while it is over the target, so a second run finds
-	// nothing to do.
-	for attempt := 0; ; attempt++ {
+// buildToTarget renders the compaction line of an eviction chosen by the
+// measure its result is reported in: the rolled session measured again.
+// The estimate after the roll is what counts (it is what `estimate` and
+// the next roll will see), and it can differ from before − evicted: a
+// usage anchor goes stale behind the new compaction or is evicted, a
+// calibrated fit changes. So each candidate eviction (in is the input ev
+// came from) is measured in memory, and the difference from its
+// prediction corrects the next one, in both directions: further while the
+// rolled session is over the target, back while it is under it by more
+// than the prediction needed. The smallest measured eviction that meets
+// the target wins (else the largest tried), so a second run finds nothing
+// to do and the reported numbers are all the rolled session's.
+func (r *Roller) buildToTarget(s *transcript.Session, rc *rollContext, in EvictInput, ev Eviction, measure Estimator) (Eviction, []byte, Measurement, error) {
+	type tried struct {
+		ev    Eviction
+		after Measurement
+	}
+	seen := map[int]bool{}
+	var best, largest *tried
+	for attempt := 0; attempt < 6 && !seen[ev.FirstKept]; attempt++ {
+		seen[ev.FirstKept] = true
 		line, err := r.buildLine(s, ev, rc)
 		if err != nil {
-			return Eviction{}, nil, err
+			return Eviction{}, nil, Measurement{}, err
 		}
 		after, note, err := measureAfter(s, line, measure)
 		if err != nil {
-			return Eviction{}, nil, err
+			return Eviction{}, nil, Measurement{}, err
 		}
-		delta := after - ev.KeptTokens
-		ev.KeptTokens, ev.NoteTokens = after, note
-		if after <= ev.TargetTokens || attempt == 4 {
-			break
+		delta := after.Tokens - ev.KeptTokens
+		ev.KeptTokens, ev.NoteTokens = after.Tokens, note
+		t := &tried{ev, after}
+		if largest == nil || ev.FirstKept > largest.ev.FirstKept {
+			largest = t
+		}
+		if after.Tokens <= ev.TargetTokens && (best == nil || ev.FirstKept < best.ev.FirstKept) {
+			best = t
 		}
 		in.Correction += delta
 		next := Evict(in)
-		if next.FirstKept <= ev.FirstKept {
-			break // nothing more may go (minKeepMessages, tool pairs)
+		if next.EvictedCount == 0 || best != nil && next.FirstKept >= best.ev.FirstKept ||
+			after.Tokens > ev.TargetTokens && next.FirstKept <= ev.FirstKept {
+			break // no smaller eviction meets it, or nothing more may go (minKeepMessages, tool pairs)
 		}
 		ev = next
 	}
+	if best == nil {
+		best = largest
+	}
+	ev = best.ev
 	ev.TargetMet = ev.KeptTokens <= ev.TargetTokens
+	if !ev.TargetMet && ev.Reason == "" {
+		ev.Reason = "no valid cut point brings the rolled session, measured again, under the target"
+	}
 	// keptTokens in details is not counted, so the measured line and
 	// the final one weigh the same.
 	line, err := r.buildLine(s, ev, rc)
 	if err != nil {
-		return Eviction{}, nil, err
+		return Eviction{}, nil, Measurement{}, err
 	}
-	return ev, line, nil
+	return ev, line, best.after, nil
+}
+
+// closure explains a roll whose numbers do not add up within
+// closureWithin (nil when they do).
+func closure(rc *rollContext, ev Eviction, after Measurement) *Closure {
+	b := rc.before
+	predicted := b.Tokens - ev.EvictedTokens - ev.ReplacedTokens + ev.NoteTokens
+	diff := ev.KeptTokens - predicted
+	if math.Abs(float64(diff)) <= closureWithin*float64(b.Tokens) {
+		return nil
+	}
+	why := ""
+	anchorEvicted := false
+	for _, m := range ev.Evicted {
+		if m.Entry != nil && b.AnchorLine > 0 && m.Entry.Line == b.AnchorLine {
+			anchorEvicted = true
+		}
+	}
+	switch {
+	case anchorEvicted:
+		why = fmt.Sprintf("the measure before the roll is anchored on the usage record of line %d, which the roll evicts: the rolled session is measured without it", b.AnchorLine)
+	case b.AnchorLine > 0 && after.AnchorLine != b.AnchorLine:
+		why = fmt.Sprintf("the measure before the roll is anchored on the usage record of line %d, which the new compaction makes stale: the rolled session is measured without it", b.AnchorLine)
+	default:
+		why = "the rolled session, measured again, is counted differently"
+	}
+	why += fmt.Sprintf(" (%s %s → %s %s)", b.Method, unitOf(b), after.Method, unitOf(after))
+	if diff < 0 {
+		why += fmt.Sprintf(", so the kept messages and the note weigh %d tokens less than the measure before predicts", -diff)
+	} else {
+		why += fmt.Sprintf(", so the kept messages and the note weigh %d tokens more than the measure before predicts", diff)
+	}
+	return &Closure{Term: "keptTokens", Predicted: predicted, Measured: ev.KeptTokens, Difference: diff, Why: why}
+}
+
+// unitOf describes a measure's unit: the scale of its per-message counts
+// and what no message accounts for.
+func unitOf(m Measurement) string {
+	overhead := m.Overhead
+	if overhead == 0 {
+		overhead = m.Tokens
+		for _, t := range m.PerMessage {
+			overhead -= t
+		}
+	}
+	scale := m.Scale
+	if scale == 0 {
+		scale = 1
+	}
+	return fmt.Sprintf("scale %.3f, overhead %d", scale, overhead)
 }
 
 // recordRoll fills the decision and its report for a roll of ev; line is
@@ -541,24 +645,23 @@ func (r *Roller) buildLine(s *transcript.Session, ev Eviction, rc *rollContext) 
 }
 
 // measureAfter estimates the context of the session with line appended,
-// without writing anything: the whole and the note's share of it.
-func measureAfter(s *transcript.Session, line []byte, measure Estimator) (tokens, note int, err error) {
+// without writing anything: the measure and the note's share of it.
+func measureAfter(s *transcript.Session, line []byte, measure Estimator) (m Measurement, note int, err error) {
 	after, err := s.WithAppended(line)
 	if err != nil {
-		return 0, 0, fmt.Errorf("%s: the rolled session does not load: %v", s.File, err)
+		return m, 0, fmt.Errorf("%s: the rolled session does not load: %v", s.File, err)
 	}
 	c := after.Context()
 	if c.Compaction == nil || len(c.Messages) == 0 || c.Messages[0].Role != "compactionSummary" {
-		return 0, 0, fmt.Errorf("%s: internal error: the rolled session's context does not start with the note", s.File)
+		return m, 0, fmt.Errorf("%s: internal error: the rolled session's context does not start with the note", s.File)
 	}
-	m, err := measure(after, c)
-	if err != nil {
-		return 0, 0, err
+	if m, err = measure(after, c); err != nil {
+		return m, 0, err
 	}
 	if len(m.PerMessage) > 0 {
 		note = m.PerMessage[0]
 	}
-	return m.Tokens, note, nil
+	return m, note, nil
 }
 
 // rangeOf summarises evicted conversation messages (summaries excluded).

@@ -32,6 +32,11 @@ func ReadHeader(path string) (Header, error) {
 			return Header{}, fmt.Errorf("%s: %v", path, err)
 		}
 		pl := parseLine(trimNewline(line))
+		if pl.kind == kindMalformed {
+			if k := TrimFileStart(line); len(k) < len(line) {
+				pl = parseLine(trimNewline(k)) // a BOM before the header
+			}
+		}
 		switch pl.kind {
 		case kindBlank:
 			if err == io.EOF {

@@ -626,7 +626,7 @@ func (a *assembler) add(b *batch) {
 			if !a.seenContent && pl.kind == kindMalformed && b.oversize == 0 {
 				// pi trims the whole file first: leading Unicode
 				// whitespace (a BOM) before the first line is not part of it.
-				if k := jsTrimLeft(raw); k > 0 {
+				if k := len(raw) - len(TrimFileStart(raw)); k > 0 {
 					if alt := parseLine(raw[k:]); alt.kind != kindMalformed {
 						pl, off, length = alt, off+int64(k), length-k
 					}

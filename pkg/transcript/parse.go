@@ -33,6 +33,12 @@ type parsedLine struct {
 // which strips Unicode whitespace (a BOM, no-break spaces, U+2028…) too.
 func blank(line []byte) bool { return jsTrimLeft(line) == len(line) }
 
+// TrimFileStart is the first content line of a file as pi reads it: pi
+// trims the whole file before splitting it into lines, so leading Unicode
+// whitespace (a BOM) is not part of the line. Every reader of a first line
+// (the loader, ReadHeader, recall's extractor) strips it the same way.
+func TrimFileStart(line []byte) []byte { return line[jsTrimLeft(line):] }
+
 // isJSSpace reports whether JavaScript's String#trim strips r: WhiteSpace
 // (tab, VT, FF, space, NBSP, BOM, the Zs category) and LineTerminator.
 func isJSSpace(r rune) bool {
