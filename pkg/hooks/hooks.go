@@ -1,6 +1,7 @@
 package hooks
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -131,8 +132,9 @@ func (h *Handler) update(dir string, fn func(*scanState) error) error {
 	}
 	defer lock.Release()
 	var st scanState
-	if data, err := os.ReadFile(file); err == nil {
-		if json.Unmarshal(data, &st) != nil {
+	old, err := os.ReadFile(file)
+	if err == nil {
+		if json.Unmarshal(old, &st) != nil {
 			st = scanState{} // unreadable: scan again from the start
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
@@ -142,8 +144,8 @@ func (h *Handler) update(dir string, fn func(*scanState) error) error {
 		return err
 	}
 	data, err := json.Marshal(&st)
-	if err != nil {
-		return err
+	if err != nil || bytes.Equal(data, old) {
+		return err // nothing new: no write, no fsync (a statusline renders often)
 	}
 	return safefile.WriteFile(file, data, 0o600)
 }

@@ -1,0 +1,103 @@
+package hooks
+
+import (
+	"bufio"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ctxtool/ctxtool/internal/oracle"
+)
+
+// statusJSON is Claude Code 2.1's statusline input (the shape it sends:
+// session_id, transcript_path, model, context_window{…}).
+func statusJSON(sid, path string, window, input, cacheRead int) string {
+	return `{"hook_event_name":"Status","session_id":"` + sid + `","transcript_path":"` + path + `","cwd":"/tmp/p",` +
+		`"model":{"id":"claude-opus-4-6","display_name":"Opus 4.6"},"version":"2.1.332",` +
+		`"context_window":{"total_input_tokens":` + itoa(input+cacheRead) + `,"total_output_tokens":500,"context_window_size":` + itoa(window) +
+		`,"current_usage":{"input_tokens":` + itoa(input) + `,"output_tokens":100,"cache_creation_input_tokens":0,"cache_read_input_tokens":` + itoa(cacheRead) + `},"used_percentage":80,"remaining_percentage":20}}`
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// copyLines copies the first n lines of src (all when n < 0) to dst.
+func copyLines(t *testing.T, src, dst string, n int) {
+	t.Helper()
+	in, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	os.MkdirAll(filepath.Dir(dst), 0o700)
+	out, _ := os.Create(dst)
+	defer out.Close()
+	r := bufio.NewReaderSize(in, 1<<20)
+	for i := 0; n < 0 || i < n; i++ {
+		l, err := r.ReadBytes('\n')
+		out.Write(l)
+		if err != nil {
+			break
+		}
+	}
+}
+
+// The real Claude Code session that compacted automatically at 170,251
+// tokens (compact_boundary preTokens): before the compaction, the gauge's
+// point (Claude Code's rule on a 200k window) is within 2% of it; after,
+// the session's own evidence is the point.
+func TestGaugeAgreesWithClaudeCodesCompaction(t *testing.T) {
+	src := filepath.Join(oracle.WildDir(t), "claude-code", "spotter-4d5611e5-compact.jsonl")
+	const pre = 170251
+	e := newEnv(t)
+	before := filepath.Join(e.home, ".claude", "projects", "p", "before.jsonl")
+	copyLines(t, src, before, 753) // line 754 is the compact_boundary
+	in, err := ParseStatus(strings.NewReader(statusJSON("before", before, 200_000, 1, 164_830)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := e.h.Status(in, ClaudeCode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := math.Abs(float64(g.Limit-pre)) / pre
+	t.Logf("before the compaction: %s (%s), point %d vs preTokens %d: %.2f%% apart", g, g.Basis, g.Limit, pre, off*100)
+	if g.Basis != "claude-code formula" || off > 0.02 {
+		t.Errorf("point %d (%s) is %.2f%% from the agent's %d; want within 2%%", g.Limit, g.Basis, off*100, pre)
+	}
+	after := filepath.Join(e.home, ".claude", "projects", "p", "after.jsonl")
+	copyLines(t, src, after, -1)
+	in, _ = ParseStatus(strings.NewReader(statusJSON("after", after, 200_000, 1, 30_000)))
+	if g, err = e.h.Status(in, ClaudeCode); err != nil || g.Limit != pre || g.Basis != "compact_boundary" {
+		t.Errorf("after the compaction: %+v, %v; want the session's preTokens %d", g, err, pre)
+	}
+	// Without current_usage the transcript's last usage is the size.
+	in, _ = ParseStatus(strings.NewReader(`{"session_id":"before","transcript_path":"` + before + `","context_window":{"context_window_size":200000}}`))
+	if g, err = e.h.Status(in, ClaudeCode); err != nil || g.Used < 160_000 || g.Used > pre {
+		t.Errorf("used from the transcript = %+v, %v; want the last answer's usage (~164.8k)", g, err)
+	}
+	// Each render reads only the new lines: time it.
+	var worst time.Duration
+	for i := 0; i < 20; i++ {
+		start := time.Now()
+		in, _ = ParseStatus(strings.NewReader(statusJSON("after", after, 200_000, 1, 30_000)))
+		if _, err := e.h.Status(in, ClaudeCode); err != nil {
+			t.Fatal(err)
+		}
+		worst = max(worst, time.Since(start))
+	}
+	t.Logf("render on a %d-line transcript already scanned: worst of 20 %s", 1512, worst)
+}
+
+func TestClaudeAutoCompactPoint(t *testing.T) {
+	if got := ClaudeAutoCompactPoint(200_000); got != 167_000 {
+		t.Errorf("200k window: %d, want 167000", got)
+	}
+	t.Setenv("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE", "50")
+	if got := ClaudeAutoCompactPoint(200_000); got != 90_000 {
+		t.Errorf("50%% override: %d, want 90000", got)
+	}
+}
