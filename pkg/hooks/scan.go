@@ -421,3 +421,44 @@ func describe(f facts.Fact) string {
 func conversational(f facts.Fact) bool {
 	return f.Origin == "user" || f.Origin == "assistant" || f.Class == facts.Identifier
 }
+
+// LineText is the readable text of one transcript line (Claude Code, Codex
+// or pi): its message's text blocks, tool input and results; the line
+// itself when it has none.
+func LineText(raw []byte) string {
+	var l line
+	if json.Unmarshal(bytes.TrimSpace(raw), &l) != nil {
+		return string(raw)
+	}
+	var parts []string
+	if len(l.Message) > 0 {
+		var m ccMessage
+		if json.Unmarshal(l.Message, &m) == nil {
+			if t := contentText(m.Content); t != "" {
+				parts = append(parts, t)
+			}
+			var blocks []block
+			if json.Unmarshal(m.Content, &blocks) == nil {
+				for _, b := range blocks {
+					if len(b.Input) > 0 {
+						parts = append(parts, string(b.Input))
+					}
+				}
+			}
+		}
+	}
+	if len(l.Payload) > 0 {
+		var p codexPayload
+		if json.Unmarshal(l.Payload, &p) == nil {
+			for _, t := range []string{contentText(p.Content), p.Arguments, p.Input, contentText(p.Output), p.Message} {
+				if t != "" {
+					parts = append(parts, t)
+				}
+			}
+		}
+	}
+	if len(parts) == 0 {
+		return string(raw)
+	}
+	return strings.Join(parts, "\n")
+}
