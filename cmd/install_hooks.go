@@ -1,7 +1,7 @@
 package cmd
 
 import (
-	"bytes"
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -92,13 +92,33 @@ func checkHooks(ctx context.Context, o *InstallOptions, p hooks.Paths) error {
 	cmd.Stdin = strings.NewReader(`{"session_id":"ctxtool-check","hook_event_name":"Stop","transcript_path":"/nonexistent"}`)
 	out, err := cmd.Output()
 	say("hook", err == nil && len(out) == 0, fmt.Sprintf("%s hook answered a refused input with exit 0 and no output (err %v)", o.Binary, err))
-	// The MCP server answers initialize.
-	cmd = exec.CommandContext(cctx, o.Binary, "mcp")
-	cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"check","version":"1"}}}` + "\n")
-	out, err = cmd.Output()
-	say("mcp", bytes.Contains(out, []byte(`"serverInfo"`)), fmt.Sprintf("%s mcp answered initialize (err %v)", o.Binary, err))
+	// The MCP server answers initialize (stdin stays open until it has).
+	line, err := mcpInitialize(cctx, o.Binary)
+	say("mcp", err == nil && strings.Contains(line, `"serverInfo"`), fmt.Sprintf("%s mcp answered initialize (err %v)", o.Binary, err))
 	if !ok {
 		return exitcode.New(exitcode.Runtime, fmt.Errorf("%s's ctxtool hooks do not work yet (see above)", o.Agent))
 	}
 	return nil
+}
+
+// mcpInitialize sends an MCP initialize to `binary mcp` and returns the
+// first line it answers.
+func mcpInitialize(ctx context.Context, binary string) (string, error) {
+	cmd := exec.CommandContext(ctx, binary, "mcp")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return "", err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", err
+	}
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	defer cmd.Wait()
+	defer in.Close()
+	fmt.Fprintln(in, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"ctxtool-check","version":"1"}}}`)
+	line, err := bufio.NewReader(out).ReadString('\n')
+	return line, err
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/ctxtool/ctxtool/pkg/safefile"
@@ -208,6 +210,9 @@ func finish(before, data []byte) []byte {
 // editHooks adds (or removes) ctxtool's group in each event's array of
 // the top-level "hooks" object.
 func editHooks(data []byte, agent, binary string, remove bool) ([]byte, error) {
+	if !remove && hooksCurrent(data, agent, binary) {
+		return data, nil
+	}
 	// Take out every group of ours first (an install over an older one
 	// replaces it), one at a time, re-reading the spans after each cut.
 	for {
@@ -263,6 +268,47 @@ func editHooks(data []byte, agent, binary string, remove bool) ([]byte, error) {
 		}
 	}
 	return data, nil
+}
+
+// hooksCurrent reports whether every event has exactly one group of
+// ctxtool's, the one install would write.
+func hooksCurrent(data []byte, agent, binary string) bool {
+	var doc struct {
+		Hooks map[string][]json.RawMessage `json:"hooks"`
+	}
+	if json.Unmarshal(data, &doc) != nil {
+		return false
+	}
+	want, _ := json.Marshal(hookGroup(binary, agent))
+	for ev, groups := range doc.Hooks {
+		n := 0
+		for _, g := range groups {
+			if isOurs(g, agent) {
+				var a, b any
+				json.Unmarshal(g, &a)
+				json.Unmarshal(want, &b)
+				if !reflect.DeepEqual(a, b) {
+					return false
+				}
+				n++
+			}
+		}
+		if n != 0 && !slices.Contains(Events[agent], ev) || n > 1 {
+			return false
+		}
+	}
+	for _, ev := range Events[agent] {
+		n := 0
+		for _, g := range doc.Hooks[ev] {
+			if isOurs(g, agent) {
+				n++
+			}
+		}
+		if n != 1 {
+			return false
+		}
+	}
+	return true
 }
 
 // onlyOurs reports whether a config holds nothing but ctxtool's entries.

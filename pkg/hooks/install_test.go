@@ -200,6 +200,9 @@ func TestInstallIntoNoFilesAndBack(t *testing.T) {
 		if cs[0].Change != "create" || cs[1].Change != "create" {
 			t.Fatalf("%s: %+v", agent, cs)
 		}
+		if cs = run(t, agent, p, "/bin/ctxtool", false); cs[0].Change != "unchanged" || cs[1].Change != "unchanged" {
+			t.Errorf("%s: second install into fresh files: %+v", agent, cs)
+		}
 		if agent == ClaudeCode && !strings.Contains(readS(t, p.Hooks), `"statusLine"`) {
 			t.Errorf("no statusLine in a fresh settings.json")
 		}
