@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ctxtool/ctxtool/pkg/checkpoint"
+	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/facts"
 	"github.com/ctxtool/ctxtool/pkg/pins"
 	"github.com/ctxtool/ctxtool/pkg/safefile"
@@ -49,6 +50,23 @@ type Handler struct {
 	Count func(string) int
 }
 
+// ApproxCount over-estimates o200k tokens without loading a tokenizer
+// (which costs more than a hook's whole time budget): three ASCII bytes or
+// one other character a token. The 800-token cap stays safe; the text is
+// a little shorter than it could be.
+func ApproxCount(s string) int {
+	n := 0
+	ascii := 0
+	for _, r := range s {
+		if r < 0x80 {
+			ascii++
+		} else {
+			n++
+		}
+	}
+	return n + (ascii+2)/3
+}
+
 // Answer is what the hook prints on stdout (possibly nothing) and what it
 // logs.
 type Answer struct {
@@ -68,7 +86,7 @@ func (h *Handler) Handle(in *Input) (*Answer, error) {
 		h.Now = time.Now
 	}
 	if h.Count == nil {
-		h.Count = checkpoint.DefaultCount
+		h.Count = ApproxCount
 	}
 	path, err := CheckTranscript(in.TranscriptPath, Roots(in.Agent, h.Home, h.ExtraRoots))
 	if err != nil {
@@ -81,9 +99,23 @@ func (h *Handler) Handle(in *Input) (*Answer, error) {
 		if err := advance(s, path); err != nil {
 			return fmt.Errorf("reading %s: %w", path, err)
 		}
-		if strings.EqualFold(in.Event, "postcompact") && in.CompactSummary != "" && len(s.Cut) > 0 {
-			// The transcript has no summary line yet: audit the hook's own.
-			audit(s, in.CompactSummary)
+		if strings.EqualFold(in.Event, "precompact") {
+			s.Compacting = true
+		}
+		if strings.EqualFold(in.Event, "postcompact") && in.CompactSummary != "" && s.Compacting {
+			switch {
+			case len(s.Cut) > 0:
+				// The boundary is written, the summary line not yet.
+				audit(s, in.CompactSummary)
+				s.PreAudited = true
+			case !s.PreAudited:
+				// Neither is written yet (Claude Code 2.1 writes them
+				// after the hooks): the facts so far are the summarized
+				// history; the boundary, when it comes, only resets them.
+				s.Cut = s.Facts
+				audit(s, in.CompactSummary)
+				s.PreAudited, s.CutPending = true, true
+			}
 		}
 		st = *s
 		switch strings.ToLower(in.Event) {
@@ -162,7 +194,8 @@ func (h *Handler) preCompact(in *Input, path string, st *scanState, ans *Answer)
 		}
 	} else {
 		res, err := checkpoint.Take(checkpoint.TakeOptions{File: path, SessionKey: key, Trigger: checkpoint.TriggerCompaction,
-			Force: true, Store: &checkpoint.Store{StateDir: h.StateDir}, Now: h.Now, Wait: time.Second})
+			Force: true, Store: &checkpoint.Store{StateDir: h.StateDir}, Now: h.Now, Wait: time.Second,
+			Count: h.Count, Size: estimate.Options{Method: estimate.Heuristic}})
 		if err != nil {
 			ans.Log = append(ans.Log, "checkpoint failed: "+err.Error())
 		} else if res.Written {

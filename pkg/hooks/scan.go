@@ -58,6 +58,14 @@ type scanState struct {
 	// limit when the rollout records them.
 	Window int `json:"window,omitempty"`
 	Limit  int `json:"limit,omitempty"`
+	// PreAudited: PostCompact audited the summary before the transcript
+	// held it; the summary line, when it comes, is not audited again.
+	PreAudited bool `json:"preAudited,omitempty"`
+	// CutPending: that audit took the facts so far as the cut; the
+	// boundary, when it comes, only starts the facts afresh.
+	CutPending bool `json:"cutPending,omitempty"`
+	// Compacting: a PreCompact came and its summary is not audited yet.
+	Compacting bool `json:"compacting,omitempty"`
 	// Skipped counts lines too long or not JSON (the scan goes on).
 	Skipped int `json:"skipped,omitempty"`
 }
@@ -158,7 +166,11 @@ func advance(st *scanState, path string) error {
 				st.Skipped++
 			} else if cut := apply(st, bytes.TrimSpace(raw), &groups); cut {
 				flush()
-				st.Cut, st.CutLine, st.Facts = st.Facts, st.Line, nil
+				if st.CutPending {
+					st.CutPending, st.Facts = false, nil
+				} else {
+					st.Cut, st.CutLine, st.Facts = st.Facts, st.Line, nil
+				}
 			}
 		}
 		if err == io.EOF {
@@ -228,7 +240,11 @@ func apply(st *scanState, raw []byte, groups *[][]facts.Fact) bool {
 			st.Usage = m.Usage.Input + m.Usage.CacheRead + m.Usage.CacheCreation
 		}
 		if l.IsCompactSummary {
-			audit(st, contentText(m.Content))
+			if st.PreAudited {
+				st.PreAudited, st.Cut = false, nil
+			} else {
+				audit(st, contentText(m.Content))
+			}
 			return false
 		}
 		var s string
@@ -308,6 +324,7 @@ func apply(st *scanState, raw []byte, groups *[][]facts.Fact) bool {
 		st.Cut, st.CutLine, st.Facts = st.Facts, st.Line, nil
 		*groups = nil
 		audit(st, sb.String())
+		st.PreAudited, st.CutPending = false, false
 		return false
 	}
 	return false
@@ -319,7 +336,7 @@ func audit(st *scanState, summary string) {
 		return
 	}
 	st.Dropped = facts.Missing(rank(st.Cut), summary)
-	st.Cut = nil
+	st.Cut, st.Compacting = nil, false
 	st.Audited++
 	st.Delivered = false
 }
