@@ -228,3 +228,100 @@ func hookTimes(log string) string {
 	slices.Sort(ds)
 	return fmt.Sprintf("%d hooks, median %s, p95 %s, max %s", len(ds), ds[len(ds)/2], ds[len(ds)*95/100], ds[len(ds)-1])
 }
+
+// claude mcp list shows ctxtool connected; when the scripted model calls
+// its search tool, the answer cites the planted fact's session and line.
+func TestClaudeCodeCallsCtxtoolsSearch(t *testing.T) {
+	r := newCCRun(t)
+	if out, err := r.ctxtool("install", "claude-code"); err != nil {
+		t.Fatalf("install: %v\n%s", err, out)
+	}
+	a := r.claude(constraintA)
+	if out, err := r.ctxtool("index", filepath.Join(r.home, ".claude", "projects")); err != nil {
+		t.Fatalf("index: %v\n%s", err, out)
+	}
+	list := RunAgent(context.Background(), r.a.Claude, r.home, r.proj, r.env, 60*time.Second, "mcp", "list")
+	if list.Err != nil || !strings.Contains(list.Stdout, "ctxtool") || !strings.Contains(strings.ToLower(list.Stdout), "connected") {
+		t.Fatalf("claude mcp list: %v\n%s\n%s", list.Err, list.Stdout, list.Stderr)
+	}
+	t.Logf("claude mcp list: %s", strings.TrimSpace(list.Stdout))
+	r.srv.Answer = func(body []byte) llmtest.Turn {
+		switch {
+		case bytes.Contains(body, []byte(`"tool_result"`)):
+			return llmtest.Turn{Text: "Found it."}
+		case bytes.Contains(body, []byte("SEARCH-NOW")):
+			return llmtest.Turn{Tool: &llmtest.ToolCall{ID: "toolu_1", Name: "mcp__ctxtool__search", Arguments: map[string]any{"query": "migrations db-7.internal"}}}
+		}
+		return llmtest.Turn{Text: "ok"}
+	}
+	n := len(r.srv.Bodies())
+	r.claude("--allowedTools=mcp__ctxtool__search", "--", "SEARCH-NOW: what did we say about migrations?")
+	var result string
+	for _, body := range r.srv.Bodies()[n:] {
+		if bytes.Contains(body, []byte(`"tool_result"`)) {
+			result = requestText(body)
+		}
+	}
+	if result == "" {
+		t.Fatalf("no request carried the tool's result; paths %v", r.srv.Paths())
+	}
+	i := strings.Index(result, `"hits"`)
+	if i < 0 {
+		t.Fatalf("no search result (hits) in the request after the tool call:\n%.3000s", result)
+	}
+	var out struct {
+		Hits []struct {
+			Agent, Project, Session, Path, Snippet string
+			Line                                   int
+		}
+	}
+	if err := json.NewDecoder(strings.NewReader(result[strings.LastIndex(result[:i], "{"):])).Decode(&out); err != nil || len(out.Hits) == 0 {
+		t.Fatalf("the tool result does not decode (%v):\n%.2000s", err, result[i:])
+	}
+	h := out.Hits[0]
+	if h.Agent != "claude-code" || h.Session != a || h.Project != r.proj || h.Line < 1 || !strings.Contains(h.Snippet, "db-7.internal") {
+		t.Errorf("hit = %+v; want claude-code, session %s, project %s, a line, the planted fact", h, a, r.proj)
+	}
+	t.Logf("cited: %s %s %s:%d", h.Agent, h.Project, h.Session, h.Line)
+}
+
+// A hook that crashes, and one that hangs past its timeout, leave the
+// turn and the compaction unharmed.
+func TestClaudeCodeSurvivesBrokenHooks(t *testing.T) {
+	for _, c := range []struct{ name, script string }{
+		{"crash", "#!/bin/sh\necho 'ctxtool crashed' >&2\nkill -SEGV $$\n"},
+		// Hangs in PreCompact (stdin names the event), past the 2 s timeout.
+		{"hang", "#!/bin/sh\nif grep -q PreCompact; then exec sleep 30; fi\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newCCRun(t)
+			bin := filepath.Join(r.home, "broken-ctxtool")
+			os.WriteFile(bin, []byte(c.script), 0o755)
+			if out, err := r.ctxtool("install", "claude-code", "--binary", bin); err != nil {
+				t.Fatalf("install: %v\n%s", err, out)
+			}
+			settings := filepath.Join(r.home, ".claude", "settings.json")
+			data, _ := os.ReadFile(settings)
+			os.WriteFile(settings, bytes.ReplaceAll(data, []byte(`"timeout": 15`), []byte(`"timeout": 2`)), 0o600)
+			start := time.Now()
+			a := r.claude(constraintA)
+			t.Logf("turn 1 at %s", time.Since(start).Round(time.Millisecond))
+			r.claude("--resume", a, "/compact")
+			t.Logf("compaction done at %s", time.Since(start).Round(time.Millisecond))
+			n := len(r.srv.Bodies())
+			r.claude("--resume", a, "Still there?")
+			if len(r.srv.Bodies()) == n {
+				t.Fatal("no model request after the compaction")
+			}
+			tr, _ := filepath.Glob(filepath.Join(r.home, ".claude", "projects", "*", a+".jsonl"))
+			if len(tr) != 1 {
+				t.Fatalf("transcript of %s: %v", a, tr)
+			}
+			data, _ = os.ReadFile(tr[0])
+			if !bytes.Contains(data, []byte(`"compact_boundary"`)) {
+				t.Errorf("no compaction in the transcript with a %s hook", c.name)
+			}
+			t.Logf("%s hook: three turns and a compaction in %s", c.name, time.Since(start).Round(time.Millisecond))
+		})
+	}
+}
