@@ -36,6 +36,7 @@ type ccRun struct {
 	t          *testing.T
 	a          *Agents
 	srv        *llmtest.Wire
+	wire       *llmtest.Wire // Codex's server (codex_e2e_test.go)
 	home, proj string
 	env        []string
 }

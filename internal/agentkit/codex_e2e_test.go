@@ -1,0 +1,123 @@
+package agentkit
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ctxtool/ctxtool/internal/testkit/llmtest"
+)
+
+// codexRun is one test's Codex: a home with config.toml pointing at a
+// fake Responses server.
+type codexRun struct {
+	*ccRun
+}
+
+// The compaction prompt of Codex 0.171 (its summarization request).
+const codexCompactCue = "CONTEXT CHECKPOINT COMPACTION"
+
+func newCodexRun(t *testing.T) *codexRun {
+	a := needAgents(t)
+	srv := llmtest.NewResponses()
+	t.Cleanup(srv.Close)
+	home := t.TempDir()
+	proj := filepath.Join(home, "billing")
+	os.MkdirAll(proj, 0o700)
+	cfg := "model = \"fake-model\"\nmodel_provider = \"fake\"\n\n[model_providers.fake]\nname = \"fake\"\nbase_url = \"" + srv.URL + "/v1\"\nwire_api = \"responses\"\nenv_key = \"FAKE_KEY\"\n"
+	os.MkdirAll(filepath.Join(home, ".codex"), 0o700)
+	if err := os.WriteFile(filepath.Join(home, ".codex", "config.toml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := &codexRun{&ccRun{t: t, a: a, home: home, proj: proj, env: []string{"FAKE_KEY=x", "CODEX_HOME=" + filepath.Join(home, ".codex")}}}
+	r.wire = srv
+	srv.Answer = func(body []byte) llmtest.Turn {
+		if bytes.Contains(body, []byte(codexCompactCue)) || bytes.Contains(body, []byte("summary")) && bytes.Contains(body, []byte("handoff")) {
+			return llmtest.Turn{Text: "Summary: the user works on the billing service."}
+		}
+		if bytes.Contains(body, []byte("ASSISTANT-RULE")) && !bytes.Contains(body, []byte(assistantRule)) {
+			// A rule the model states: Codex's summary drops it (only the
+			// user's messages are kept verbatim).
+			return llmtest.Turn{Text: assistantRule + " " + strings.Repeat("All good. ", 30)}
+		}
+		return llmtest.Turn{Text: "Noted, " + strings.Repeat("all good. ", 30)}
+	}
+	return r
+}
+
+// codex runs one `codex exec` and returns the thread id.
+func (r *codexRun) codex(args ...string) string {
+	r.t.Helper()
+	base := []string{"exec", "--skip-git-repo-check", "--dangerously-bypass-hook-trust", "--json"}
+	run := RunAgent(context.Background(), r.a.Codex, r.home, r.proj, r.env, 90*time.Second, append(base, args...)...)
+	if run.Err != nil {
+		r.t.Fatalf("codex %v: %v (%s)\n%s\n%s", args, run.Err, run.Took, run.Stdout, run.Stderr)
+	}
+	sc := bufio.NewScanner(strings.NewReader(run.Stdout))
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		var ev struct {
+			Type     string `json:"type"`
+			ThreadID string `json:"thread_id"`
+		}
+		if json.Unmarshal(sc.Bytes(), &ev) == nil && ev.ThreadID != "" {
+			return ev.ThreadID
+		}
+	}
+	r.t.Fatalf("codex %v: no thread id in\n%s\n%s", args, run.Stdout, run.Stderr)
+	return ""
+}
+
+const assistantRule = "From now on we must never deploy the ledger service on Fridays."
+
+// After Codex's automatic compaction (model_auto_compact_token_limit), the
+// first request after it carries that session's resume text and the rule
+// the summary dropped (the audit names it); a second session of the same
+// project gets its own.
+func TestCodexAutoCompactionKeepsState(t *testing.T) {
+	r := newCodexRun(t)
+	if out, err := r.ctxtool("install", "codex"); err != nil {
+		t.Fatalf("install: %v\n%s", err, out)
+	}
+	start := time.Now()
+	sessions := map[string]string{}
+	for _, c := range []struct{ name, prompt string }{{"A", constraintA + " ASSISTANT-RULE"}, {"B", constraintB}} {
+		id := r.codex(c.prompt)
+		sessions[c.name] = id
+		n0 := len(r.wire.Bodies())
+		r.codex("-c", "model_auto_compact_token_limit=3000", "resume", id, "Please also add a --verbose flag to the loader. "+strings.Repeat("Context line. ", 300))
+		bodies := r.wire.Bodies()[n0:]
+		ci := -1
+		for i, b := range bodies {
+			if bytes.Contains(b, []byte(codexCompactCue)) {
+				ci = i
+			}
+		}
+		if ci < 0 || ci+1 >= len(bodies) {
+			t.Fatalf("session %s: no compaction request followed by another among %d requests", c.name, len(bodies))
+		}
+		first := requestText(bodies[ci+1])
+		if !strings.Contains(first, "[ctxtool] State of this session ("+id+")") {
+			t.Errorf("session %s: the first request after Codex's compaction lacks its resume text", c.name)
+		}
+		if c.name == "A" && !strings.Contains(first, "Left out of the last summary") || !strings.Contains(first, assistantRule) && c.name == "A" {
+			t.Errorf("session A: the rule the summary dropped is not in the first request after it:\n%.3000s", first)
+		}
+		if c.name == "B" && (strings.Contains(first, sessions["A"]) || strings.Contains(first, "db-7.internal")) {
+			t.Errorf("session A's state reached session B")
+		}
+	}
+	log := readLog(t, r.home)
+	if !strings.Contains(log, "audit: ctxtool: the summary left out") || !strings.Contains(log, "deploy the ledger service on Fridays") {
+		t.Errorf("no audit naming the dropped rule in the hook log:\n%s", log)
+	}
+	fig := "codex auto compaction round trip (2 sessions, 4 codex runs): " + time.Since(start).Round(time.Millisecond).String() + "; hook times " + hookTimes(log)
+	t.Log(fig)
+	writeFigure(t, fig)
+}
