@@ -121,3 +121,104 @@ func TestCodexAutoCompactionKeepsState(t *testing.T) {
 	t.Log(fig)
 	writeFigure(t, fig)
 }
+
+// codex mcp list shows ctxtool; the scripted model calls its search tool
+// and the result cites the planted fact.
+func TestCodexCallsCtxtoolsSearch(t *testing.T) {
+	r := newCodexRun(t)
+	if out, err := r.ctxtool("install", "codex"); err != nil {
+		t.Fatalf("install: %v\n%s", err, out)
+	}
+	a := r.codex(constraintA)
+	if out, err := r.ctxtool("index", filepath.Join(r.home, ".codex", "sessions")); err != nil {
+		t.Fatalf("index: %v\n%s", err, out)
+	}
+	list := RunAgent(context.Background(), r.a.Codex, r.home, r.proj, r.env, 60*time.Second, "mcp", "list")
+	if list.Err != nil || !strings.Contains(list.Stdout, "ctxtool") {
+		t.Fatalf("codex mcp list: %v\n%s\n%s", list.Err, list.Stdout, list.Stderr)
+	}
+	t.Logf("codex mcp list:\n%s", list.Stdout)
+	var toolName string
+	r.wire.Answer = func(body []byte) llmtest.Turn {
+		switch {
+		case bytes.Contains(body, []byte(`"function_call_output"`)):
+			return llmtest.Turn{Text: "Found it."}
+		case bytes.Contains(body, []byte("SEARCH-NOW")):
+			// Codex 0.171 offers an MCP server's tools as one namespace
+			// tool, "mcp__ctxtool", holding its functions.
+			var req struct {
+				Tools []struct {
+					Type  string `json:"type"`
+					Name  string `json:"name"`
+					Tools []struct {
+						Name string `json:"name"`
+					} `json:"tools"`
+				} `json:"tools"`
+			}
+			json.Unmarshal(body, &req)
+			for _, tl := range req.Tools {
+				for _, f := range tl.Tools {
+					if tl.Name == "mcp__ctxtool" && f.Name == "search" {
+						toolName = tl.Name + "." + f.Name
+					}
+				}
+			}
+			if toolName == "" {
+				t.Errorf("Codex did not offer ctxtool's search tool")
+				return llmtest.Turn{Text: "no ctxtool tool"}
+			}
+			return llmtest.Turn{Tool: &llmtest.ToolCall{ID: "call_1", Name: "search", Namespace: "mcp__ctxtool", Arguments: map[string]any{"query": "migrations db-7.internal"}}}
+		}
+		return llmtest.Turn{Text: "ok"}
+	}
+	n := len(r.wire.Bodies())
+	r.codex("SEARCH-NOW: what did we say about migrations?")
+	var result string
+	for _, body := range r.wire.Bodies()[n:] {
+		if bytes.Contains(body, []byte(`"function_call_output"`)) {
+			var req struct {
+				Input []struct {
+					Type   string          `json:"type"`
+					Output json.RawMessage `json:"output"`
+				} `json:"input"`
+			}
+			json.Unmarshal(body, &req)
+			for _, it := range req.Input {
+				if it.Type == "function_call_output" {
+					var sb strings.Builder
+					var v any
+					json.Unmarshal(it.Output, &v)
+					collect(v, &sb)
+					result = sb.String()
+				}
+			}
+		}
+	}
+	if result == "" {
+		t.Fatalf("no request carried the tool's output (tool %q)", toolName)
+	}
+	i := strings.Index(result, `{"hits"`)
+	var out struct {
+		Hits []struct {
+			Agent, Project, Session, Snippet, Path string
+			Line, EndLine                          int
+		}
+	}
+	if i < 0 || json.NewDecoder(strings.NewReader(result[i:])).Decode(&out) != nil || len(out.Hits) == 0 {
+		t.Fatalf("no search hits in the tool's output:\n%.2000s", result)
+	}
+	h := out.Hits[0]
+	// The cited lines hold the planted fact (the snippet may stop short).
+	data, _ := os.ReadFile(h.Path)
+	lines := strings.Split(string(data), "\n")
+	cited := ""
+	if h.Line >= 1 && h.EndLine <= len(lines) && h.Line <= h.EndLine {
+		cited = strings.Join(lines[h.Line-1:h.EndLine], "\n")
+	}
+	if h.Agent != "codex" || h.Project != r.proj || !strings.HasSuffix(h.Session, a) || !strings.Contains(cited, "db-7.internal") {
+		t.Errorf("hit = %+v; want codex, project %s, session …%s, lines holding the planted fact", h, r.proj, a)
+	}
+	t.Logf("cited: %s %s %s:%d", h.Agent, h.Project, h.Session, h.Line)
+	t.Logf("codex called %s", toolName)
+}
+

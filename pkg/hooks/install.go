@@ -482,7 +482,9 @@ func editClaudeMCP(data []byte, binary string, remove bool) ([]byte, error) {
 // exactly this text.
 func codexTable(binary string) string {
 	b, _ := json.Marshal(binary) // a TOML basic string is a JSON string for paths
-	return "\n[mcp_servers.ctxtool] # written by 'ctxtool install codex'; 'ctxtool uninstall codex' removes it\ncommand = " + string(b) + "\nargs = [\"mcp\"]\n"
+	// Its tools only read the user's own sessions: no approval prompt
+	// (with approval_policy "never", Codex refuses a tool needing one).
+	return "\n[mcp_servers.ctxtool] # written by 'ctxtool install codex'; 'ctxtool uninstall codex' removes it\ncommand = " + string(b) + "\nargs = [\"mcp\"]\ndefault_tools_approval_mode = \"approve\"\n"
 }
 
 func editCodexMCP(before []byte, binary string, remove bool) ([]byte, error) {

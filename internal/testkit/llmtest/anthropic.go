@@ -168,6 +168,9 @@ func NewResponses() *Wire {
 		if t.Tool != nil {
 			args, _ := json.Marshal(t.Tool.Arguments)
 			item = map[string]any{"type": "function_call", "id": "fc_" + t.Tool.ID, "call_id": t.Tool.ID, "name": t.Tool.Name, "arguments": string(args), "status": "completed"}
+			if t.Tool.Namespace != "" {
+				item["namespace"] = t.Tool.Namespace
+			}
 		} else {
 			item = map[string]any{"type": "message", "id": "msg_fake", "role": "assistant", "status": "completed",
 				"content": []any{map[string]any{"type": "output_text", "text": t.Text, "annotations": []any{}}}}
