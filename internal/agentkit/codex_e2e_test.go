@@ -221,4 +221,3 @@ func TestCodexCallsCtxtoolsSearch(t *testing.T) {
 	t.Logf("cited: %s %s %s:%d", h.Agent, h.Project, h.Session, h.Line)
 	t.Logf("codex called %s", toolName)
 }
-
