@@ -60,6 +60,9 @@ type Gauge struct {
 	Basis   string  `json:"basis"`
 	Percent float64 `json:"percent"`
 	Left    int     `json:"left"`
+	// Behind: the transcript is not read to its end yet (each render
+	// reads for a bounded time); the next render goes on.
+	Behind bool `json:"behind,omitempty"`
 }
 
 // ParseStatus reads the statusline JSON (at most MaxInput bytes).
@@ -106,6 +109,7 @@ func (h *Handler) Status(in *StatusInput, agent string) (*Gauge, error) {
 			g.Used = u.Input + u.CacheCreation + u.CacheRead
 		}
 	}
+	g.Behind = st.Behind
 	if g.Used == 0 {
 		g.Used = st.Usage
 	}
@@ -158,7 +162,11 @@ func (g *Gauge) String() string {
 		}
 		return "ctx " + k(g.Used)
 	}
-	return fmt.Sprintf("ctx %s/%s %d%% · %s to auto-compact", k(g.Used), k(g.Limit), int(g.Percent), k(g.Left))
+	s := fmt.Sprintf("ctx %s/%s %d%% · %s to auto-compact", k(g.Used), k(g.Limit), int(g.Percent), k(g.Left))
+	if g.Behind {
+		s += " …"
+	}
+	return s
 }
 
 func k(n int) string {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/ctxtool/ctxtool/pkg/facts"
 )
@@ -24,6 +25,17 @@ import (
 // maxFacts bounds the facts kept between compactions; the least needed
 // (numbers and identifiers before sentences, older before newer) go first.
 const maxFacts = 600
+
+// A hook must answer fast whatever the transcript's size, so the scan is
+// bounded: a session first seen when its transcript is over firstTail is
+// read from its last firstTail bytes only (the older history is behind the
+// agent's earlier compactions, or lost to this session's audit: Partial
+// says so), and each hook scans for at most scanBudget, the rest waiting
+// for the next hook (Behind).
+const (
+	firstTail  = 8 << 20
+	scanBudget = 80 * time.Millisecond
+)
 
 // maxLine bounds one transcript line the scan parses (a pasted file or a
 // huge tool result); longer lines are skipped whole, counted in Skipped.
@@ -66,6 +78,10 @@ type scanState struct {
 	CutPending bool `json:"cutPending,omitempty"`
 	// Compacting: a PreCompact came and its summary is not audited yet.
 	Compacting bool `json:"compacting,omitempty"`
+	// Partial: the scan started at the transcript's tail (firstTail).
+	Partial bool `json:"partial,omitempty"`
+	// Behind: the last scan stopped at its time budget before the end.
+	Behind bool `json:"behind,omitempty"`
 	// Skipped counts lines too long or not JSON (the scan goes on).
 	Skipped int `json:"skipped,omitempty"`
 }
@@ -131,6 +147,11 @@ type codexPayload struct {
 // and applies them to st. A file that shrank, or is another file, is read
 // again from its start with the facts reset.
 func advance(st *scanState, path string) error {
+	return advanceFor(st, path, scanBudget)
+}
+
+func advanceFor(st *scanState, path string, budget time.Duration) error {
+	began := time.Now()
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -143,10 +164,22 @@ func advance(st *scanState, path string) error {
 	if st.File != path || fi.Size() < st.Offset {
 		*st = scanState{File: path}
 	}
+	if st.Offset == 0 && st.Line == 0 && fi.Size() > firstTail {
+		st.Offset, st.Partial = fi.Size()-firstTail, true
+	}
 	if _, err := f.Seek(st.Offset, io.SeekStart); err != nil {
 		return err
 	}
 	r := bufio.NewReaderSize(f, 256<<10)
+	if st.Partial && st.Line == 0 {
+		// Started mid-file: skip to the next line's start.
+		skip, err := r.ReadBytes('\n')
+		if err != nil {
+			return nil // no complete line yet
+		}
+		st.Offset += int64(len(skip))
+	}
+	st.Behind = false
 	var groups [][]facts.Fact
 	flush := func() {
 		if len(groups) > 0 {
@@ -178,6 +211,10 @@ func advance(st *scanState, path string) error {
 		}
 		if err != nil {
 			return err
+		}
+		if st.Line%64 == 0 && time.Since(began) > budget {
+			st.Behind = true
+			break
 		}
 	}
 	flush()
