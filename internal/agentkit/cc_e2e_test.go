@@ -74,6 +74,16 @@ func (r *ccRun) ctxtool(args ...string) (string, error) {
 	return string(out), err
 }
 
+// mustCtxtool runs ctxtool and stops the test when it fails.
+func (r *ccRun) mustCtxtool(args ...string) string {
+	r.t.Helper()
+	out, err := r.ctxtool(args...)
+	if err != nil {
+		r.t.Fatalf("ctxtool %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
 // claude runs one `claude -p` and returns its session id.
 func (r *ccRun) claude(args ...string) string {
 	r.t.Helper()
@@ -137,12 +147,8 @@ const (
 // second session of the same project gets its own, never the other's.
 func TestClaudeCodeCompactionKeepsState(t *testing.T) {
 	r := newCCRun(t)
-	if out, err := r.ctxtool("install", "claude-code"); err != nil {
-		t.Fatalf("install: %v\n%s", err, out)
-	}
-	if out, err := r.ctxtool("pin", "Answer in English only."); err != nil {
-		t.Fatalf("pin: %v\n%s", err, out)
-	}
+	r.mustCtxtool("install", "claude-code")
+	r.mustCtxtool("pin", "Answer in English only.")
 	start := time.Now()
 	a := r.claude(constraintA + " We decided to keep the ledger in Postgres.")
 	b := r.claude(constraintB + " We decided to move the queue to NATS.")
@@ -198,9 +204,7 @@ func TestClaudeCodeCompactionKeepsState(t *testing.T) {
 	t.Log(fig)
 	writeFigure(t, fig)
 	// Uninstall gives back the files Claude Code wrote beside ours.
-	if out, err := r.ctxtool("uninstall", "claude-code"); err != nil {
-		t.Fatalf("uninstall: %v\n%s", err, out)
-	}
+	r.mustCtxtool("uninstall", "claude-code")
 	settings, _ := os.ReadFile(filepath.Join(r.home, ".claude", "settings.json"))
 	claudeJSON, _ := os.ReadFile(filepath.Join(r.home, ".claude.json"))
 	if bytes.Contains(settings, []byte("ctxtool")) || bytes.Contains(claudeJSON, []byte("ctxtool")) {
@@ -234,13 +238,9 @@ func hookTimes(log string) string {
 // its search tool, the answer cites the planted fact's session and line.
 func TestClaudeCodeCallsCtxtoolsSearch(t *testing.T) {
 	r := newCCRun(t)
-	if out, err := r.ctxtool("install", "claude-code"); err != nil {
-		t.Fatalf("install: %v\n%s", err, out)
-	}
+	r.mustCtxtool("install", "claude-code")
 	a := r.claude(constraintA)
-	if out, err := r.ctxtool("index", filepath.Join(r.home, ".claude", "projects")); err != nil {
-		t.Fatalf("index: %v\n%s", err, out)
-	}
+	r.mustCtxtool("index", filepath.Join(r.home, ".claude", "projects"))
 	list := RunAgent(context.Background(), r.a.Claude, r.home, r.proj, r.env, 60*time.Second, "mcp", "list")
 	if list.Err != nil || !strings.Contains(list.Stdout, "ctxtool") || !strings.Contains(strings.ToLower(list.Stdout), "connected") {
 		t.Fatalf("claude mcp list: %v\n%s\n%s", list.Err, list.Stdout, list.Stderr)
@@ -298,9 +298,7 @@ func TestClaudeCodeSurvivesBrokenHooks(t *testing.T) {
 			r := newCCRun(t)
 			bin := filepath.Join(r.home, "broken-ctxtool")
 			os.WriteFile(bin, []byte(c.script), 0o755)
-			if out, err := r.ctxtool("install", "claude-code", "--binary", bin); err != nil {
-				t.Fatalf("install: %v\n%s", err, out)
-			}
+			r.mustCtxtool("install", "claude-code", "--binary", bin)
 			settings := filepath.Join(r.home, ".claude", "settings.json")
 			data, _ := os.ReadFile(settings)
 			os.WriteFile(settings, bytes.ReplaceAll(data, []byte(`"timeout": 15`), []byte(`"timeout": 2`)), 0o600)

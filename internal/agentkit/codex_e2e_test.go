@@ -82,9 +82,7 @@ const assistantRule = "From now on we must never deploy the ledger service on Fr
 // project gets its own.
 func TestCodexAutoCompactionKeepsState(t *testing.T) {
 	r := newCodexRun(t)
-	if out, err := r.ctxtool("install", "codex"); err != nil {
-		t.Fatalf("install: %v\n%s", err, out)
-	}
+	r.mustCtxtool("install", "codex")
 	start := time.Now()
 	sessions := map[string]string{}
 	for _, c := range []struct{ name, prompt string }{{"A", constraintA + " ASSISTANT-RULE"}, {"B", constraintB}} {
@@ -126,13 +124,9 @@ func TestCodexAutoCompactionKeepsState(t *testing.T) {
 // and the result cites the planted fact.
 func TestCodexCallsCtxtoolsSearch(t *testing.T) {
 	r := newCodexRun(t)
-	if out, err := r.ctxtool("install", "codex"); err != nil {
-		t.Fatalf("install: %v\n%s", err, out)
-	}
+	r.mustCtxtool("install", "codex")
 	a := r.codex(constraintA)
-	if out, err := r.ctxtool("index", filepath.Join(r.home, ".codex", "sessions")); err != nil {
-		t.Fatalf("index: %v\n%s", err, out)
-	}
+	r.mustCtxtool("index", filepath.Join(r.home, ".codex", "sessions"))
 	list := RunAgent(context.Background(), r.a.Codex, r.home, r.proj, r.env, 60*time.Second, "mcp", "list")
 	if list.Err != nil || !strings.Contains(list.Stdout, "ctxtool") {
 		t.Fatalf("codex mcp list: %v\n%s\n%s", list.Err, list.Stdout, list.Stderr)

@@ -228,11 +228,7 @@ func editHooks(data []byte, agent, binary string, remove bool) ([]byte, error) {
 	if remove {
 		return data, nil
 	}
-	r, err := root(data)
-	if err != nil {
-		return nil, err
-	}
-	ms, err := members(data, r)
+	r, ms, err := topMembers(data)
 	if err != nil {
 		return nil, err
 	}
@@ -324,11 +320,7 @@ func onlyOurs(m map[string]any) bool {
 // removeOneHook removes one of agent's groups (or an event array or the
 // hooks object left empty by removing ours); done when none is left.
 func removeOneHook(data []byte, agent string) ([]byte, bool, error) {
-	r, err := root(data)
-	if err != nil {
-		return nil, false, err
-	}
-	ms, err := members(data, r)
+	r, ms, err := topMembers(data)
 	if err != nil {
 		return nil, false, err
 	}
@@ -380,11 +372,7 @@ func removeOneHook(data []byte, agent string) ([]byte, bool, error) {
 // editStatusLine sets Claude Code's statusLine to ctxtool's gauge when
 // the user has none, and removes it on uninstall when it is ctxtool's.
 func editStatusLine(data []byte, binary string, remove bool) ([]byte, string, error) {
-	r, err := root(data)
-	if err != nil {
-		return nil, "", err
-	}
-	ms, err := members(data, r)
+	r, ms, err := topMembers(data)
 	if err != nil {
 		return nil, "", err
 	}
@@ -419,11 +407,7 @@ func mcpEntry(binary string) map[string]any {
 }
 
 func editClaudeMCP(data []byte, binary string, remove bool) ([]byte, error) {
-	r, err := root(data)
-	if err != nil {
-		return nil, err
-	}
-	ms, err := members(data, r)
+	r, ms, err := topMembers(data)
 	if err != nil {
 		return nil, err
 	}

@@ -260,3 +260,13 @@ func root(data []byte) (span, error) {
 	}
 	return span{i, e}, nil
 }
+
+// topMembers is the document's top-level object and its members.
+func topMembers(data []byte) (span, []member, error) {
+	r, err := root(data)
+	if err != nil {
+		return span{}, nil, err
+	}
+	ms, err := members(data, r)
+	return r, ms, err
+}
