@@ -2,21 +2,19 @@ package hooks
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/ctxtool/ctxtool/pkg/checkpoint"
 	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/facts"
 	"github.com/ctxtool/ctxtool/pkg/pins"
-	"github.com/ctxtool/ctxtool/pkg/safefile"
-	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 // Budgets, in o200k tokens (checkpoint.DefaultCount).
@@ -153,16 +151,21 @@ func (h *Handler) Handle(in *Input) (*Answer, error) {
 }
 
 // update runs fn on the session's scan state under its lock and saves it.
+//
+// scan.json is a cache of what the transcript says (plus which dropped
+// facts were handed back): it is replaced by rename but not fsynced — a
+// hook's whole budget is smaller than one fsync on a busy disk — and a
+// file lost or cut short by a crash only makes the next hook scan again.
 func (h *Handler) update(dir string, fn func(*scanState) error) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
 	file := filepath.Join(dir, "scan.json")
-	lock, err := transcript.AcquireLock(context.Background(), file, 2*time.Second)
+	unlock, err := flock(file+".lock", 2*time.Second)
 	if err != nil {
 		return err
 	}
-	defer lock.Release()
+	defer unlock()
 	var st scanState
 	old, err := os.ReadFile(file)
 	if err == nil {
@@ -177,9 +180,45 @@ func (h *Handler) update(dir string, fn func(*scanState) error) error {
 	}
 	data, err := json.Marshal(&st)
 	if err != nil || bytes.Equal(data, old) {
-		return err // nothing new: no write, no fsync (a statusline renders often)
+		return err // nothing new: no write (a statusline renders often)
 	}
-	return safefile.WriteFile(file, data, 0o600)
+	tmp, err := os.CreateTemp(dir, ".scan-*.json")
+	if err != nil {
+		return err
+	}
+	_, werr := tmp.Write(data)
+	if cerr := tmp.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(tmp.Name(), file)
+	}
+	if werr != nil {
+		os.Remove(tmp.Name())
+	}
+	return werr
+}
+
+// flock takes an exclusive flock(2) on path (created), waiting at most
+// wait; the hooks of one session (and the statusline) take turns on its
+// scan state.
+func flock(path string, wait time.Duration) (func(), error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
+			f.Close()
+			return nil, fmt.Errorf("%s: another hook of this session holds the lock: %v", path, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // preCompact checkpoints the session and, for Claude Code, prints what

@@ -34,7 +34,7 @@ const maxFacts = 600
 // for the next hook (Behind).
 const (
 	firstTail  = 8 << 20
-	scanBudget = 80 * time.Millisecond
+	scanBudget = 50 * time.Millisecond
 )
 
 // maxLine bounds one transcript line the scan parses (a pasted file or a
@@ -472,8 +472,19 @@ func describe(f facts.Fact) string {
 // conversational reports whether a fact was said in the conversation
 // (by the user or the assistant's prose), not only in tool output or a
 // tool call's arguments: what a summary must keep word for word.
+//
+// Rules and requests count when the user said them (an assistant's "let me
+// make sure the tests pass" is not a constraint); decisions when either
+// side did; identifiers anywhere but in tool output (a path the agent
+// read or wrote is one it needs again).
 func conversational(f facts.Fact) bool {
-	return f.Origin == "user" || f.Origin == "assistant" || f.Class == facts.Identifier
+	switch f.Class {
+	case facts.Constraint, facts.Request:
+		return f.Origin == "user"
+	case facts.Identifier:
+		return f.Origin == "user" || f.Origin == "assistant" || f.Origin == "toolCall"
+	}
+	return f.Origin == "user" || f.Origin == "assistant"
 }
 
 // LineText is the readable text of one transcript line (Claude Code, Codex
