@@ -35,7 +35,7 @@ func (o *InstallOptions) readsNoConfig() {}
 func newInstallCmd(f *Factory, runF func(*InstallOptions) error) *cobra.Command {
 	return command(f, &InstallOptions{IO: f.IO}, runF, runInstall, &cobra.Command{
 		Use:   "install pi|claude-code|codex",
-		Short: "Make pi compact with ctxtool: write ctxtool's extension into pi's agent directory",
+		Short: "Make an agent work with ctxtool: pi's extension; Claude Code's and Codex's hooks, MCP server and gauge",
 		Long: `Write ctxtool's pi extension to <pi agent dir>/extensions/ctxtool.ts (the agent
 dir is $PI_CODING_AGENT_DIR, else ~/.pi/agent). From pi's next start, every
 compaction — /compact, the threshold, an overflow — runs 'ctxtool agent
@@ -61,6 +61,8 @@ key keeps its bytes, and uninstall gives back the file as it was.`,
 		Example: `  ctxtool install pi --dry-run
   ctxtool install pi
   ctxtool install pi --check
+  ctxtool install claude-code --dry-run
+  ctxtool install codex --check
   ctxtool uninstall pi`,
 		Args: cobra.ExactArgs(1),
 	})
@@ -69,7 +71,7 @@ key keeps its bytes, and uninstall gives back the file as it was.`,
 func newUninstallCmd(f *Factory, runF func(*InstallOptions) error) *cobra.Command {
 	return command(f, &InstallOptions{IO: f.IO, Remove: true}, runF, runInstall, &cobra.Command{
 		Use:     "uninstall pi|claude-code|codex",
-		Short:   "Remove ctxtool's extension from pi's agent directory",
+		Short:   "Remove what 'ctxtool install' wrote for pi, Claude Code or Codex",
 		Long:    `Remove <pi agent dir>/extensions/ctxtool.ts if ctxtool wrote it; pi compacts by itself again from its next start. For claude-code and codex, remove ctxtool's hooks, MCP server and statusLine, and nothing else.`,
 		Example: `  ctxtool uninstall pi --dry-run`,
 		Args:    cobra.ExactArgs(1),
