@@ -297,7 +297,8 @@ func TestClaudeCodeSurvivesBrokenHooks(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			r := newCCRun(t)
 			bin := filepath.Join(r.home, "broken-ctxtool")
-			os.WriteFile(bin, []byte(c.script), 0o755)
+			ran := filepath.Join(r.home, "hook-runs")
+			os.WriteFile(bin, []byte(strings.Replace(c.script, "#!/bin/sh\n", "#!/bin/sh\necho run >> '"+ran+"'\n", 1)), 0o755)
 			r.mustCtxtool("install", "claude-code", "--binary", bin)
 			settings := filepath.Join(r.home, ".claude", "settings.json")
 			data, _ := os.ReadFile(settings)
@@ -319,6 +320,9 @@ func TestClaudeCodeSurvivesBrokenHooks(t *testing.T) {
 			data, _ = os.ReadFile(tr[0])
 			if !bytes.Contains(data, []byte(`"compact_boundary"`)) {
 				t.Errorf("no compaction in the transcript with a %s hook", c.name)
+			}
+			if runs, _ := os.ReadFile(ran); bytes.Count(runs, []byte("run")) < 5 {
+				t.Errorf("the %s hook ran %d times; want it at every event", c.name, bytes.Count(runs, []byte("run")))
 			}
 			t.Logf("%s hook: three turns and a compaction in %s", c.name, time.Since(start).Round(time.Millisecond))
 		})

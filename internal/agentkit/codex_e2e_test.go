@@ -215,3 +215,47 @@ func TestCodexCallsCtxtoolsSearch(t *testing.T) {
 	t.Logf("cited: %s %s %s:%d", h.Agent, h.Project, h.Session, h.Line)
 	t.Logf("codex called %s", toolName)
 }
+
+// A hook that crashes leaves Codex's turn and its automatic compaction
+// unharmed.
+func TestCodexSurvivesACrashingHook(t *testing.T) {
+	r := newCodexRun(t)
+	bin := filepath.Join(r.home, "broken-ctxtool")
+	ran := filepath.Join(r.home, "hook-runs")
+	os.WriteFile(bin, []byte("#!/bin/sh\necho run >> '"+ran+"'\necho 'ctxtool crashed' >&2\nkill -SEGV $$\n"), 0o755)
+	r.mustCtxtool("install", "codex", "--binary", bin)
+	id := r.codex(constraintA)
+	n0 := len(r.wire.Bodies())
+	r.codex("-c", "model_auto_compact_token_limit=3000", "resume", id, "Go on. "+strings.Repeat("Context line. ", 300))
+	bodies := r.wire.Bodies()[n0:]
+	ci := -1
+	for i, b := range bodies {
+		if bytes.Contains(b, []byte(codexCompactCue)) {
+			ci = i
+		}
+	}
+	if ci < 0 || ci+1 >= len(bodies) {
+		t.Fatalf("with a crashing hook: no compaction followed by a turn among %d requests", len(bodies))
+	}
+	if tr := firstRolloutWith(t, r.home, `"compacted"`); tr == "" {
+		t.Errorf("no compacted item in the rollout")
+	}
+	runs, _ := os.ReadFile(ran)
+	if n := bytes.Count(runs, []byte("run")); n < 3 {
+		t.Errorf("the crashing hook ran %d times; want it run (and crash) at least at SessionStart, PreCompact, PostCompact", n)
+	}
+}
+
+// firstRolloutWith is a rollout under home holding s ("" when none).
+func firstRolloutWith(t *testing.T, home, s string) string {
+	var found string
+	filepath.Walk(filepath.Join(home, ".codex", "sessions"), func(p string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() && strings.HasSuffix(p, ".jsonl") && found == "" {
+			if data, _ := os.ReadFile(p); bytes.Contains(data, []byte(s)) {
+				found = p
+			}
+		}
+		return nil
+	})
+	return found
+}
