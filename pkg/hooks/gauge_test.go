@@ -2,10 +2,10 @@ package hooks
 
 import (
 	"bufio"
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,16 +13,47 @@ import (
 	"github.com/ctxtool/ctxtool/internal/oracle"
 )
 
-// statusJSON is Claude Code 2.1's statusline input (the shape it sends:
-// session_id, transcript_path, model, context_window{…}).
-func statusJSON(sid, path string, window, input, cacheRead int) string {
-	return `{"hook_event_name":"Status","session_id":"` + sid + `","transcript_path":"` + path + `","cwd":"/tmp/p",` +
-		`"model":{"id":"claude-opus-4-6","display_name":"Opus 4.6"},"version":"2.1.332",` +
-		`"context_window":{"total_input_tokens":` + itoa(input+cacheRead) + `,"total_output_tokens":500,"context_window_size":` + itoa(window) +
-		`,"current_usage":{"input_tokens":` + itoa(input) + `,"output_tokens":100,"cache_creation_input_tokens":0,"cache_read_input_tokens":` + itoa(cacheRead) + `},"used_percentage":80,"remaining_percentage":20}}`
+// recorded is the statusline JSON the real Claude Code 2.1.332 sent
+// (testdata/agent), with its session and transcript replaced and, when
+// window > 0, its window and usage set (the recorded session ran on a
+// 1M-window model and had one answer).
+func recorded(t *testing.T, sid, path string, window, input, cacheRead int) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "agent", "claude-code-2.1.332-statusline.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["session_id"], m["transcript_path"] = sid, path
+	if window > 0 {
+		cw := m["context_window"].(map[string]any)
+		cw["context_window_size"] = window
+		cu := cw["current_usage"].(map[string]any)
+		cu["input_tokens"], cu["cache_read_input_tokens"], cu["cache_creation_input_tokens"] = input, cacheRead, 0
+	}
+	out, _ := json.Marshal(m)
+	return string(out)
 }
 
-func itoa(n int) string { return strconv.Itoa(n) }
+// The recorded statusline as Claude Code sent it: a 1M window, the
+// usage of its one answer, no compaction yet.
+func TestGaugeReadsClaudeCodesStatusline(t *testing.T) {
+	e := newEnv(t)
+	p := filepath.Join(e.home, ".claude", "projects", "p", "s.jsonl")
+	os.MkdirAll(filepath.Dir(p), 0o700)
+	os.WriteFile(p, nil, 0o600)
+	in, err := ParseStatus(strings.NewReader(recorded(t, "s", p, 0, 0, 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := status(t, e.h, in)
+	if g.Window != 1_000_000 || g.Used != 14115 || g.Limit != 967_000 || g.Basis != "claude-code formula" || g.String() != "ctx 14.1k/967k 1% · 953k to auto-compact" {
+		t.Errorf("gauge = %+v %q", g, g.String())
+	}
+}
 
 // copyLines copies the first n lines of src (all when n < 0) to dst.
 func copyLines(t *testing.T, src, dst string, n int) {
@@ -55,7 +86,7 @@ func TestGaugeAgreesWithClaudeCodesCompaction(t *testing.T) {
 	e := newEnv(t)
 	before := filepath.Join(e.home, ".claude", "projects", "p", "before.jsonl")
 	copyLines(t, src, before, 753) // line 754 is the compact_boundary
-	in, err := ParseStatus(strings.NewReader(statusJSON("before", before, 200_000, 1, 164_830)))
+	in, err := ParseStatus(strings.NewReader(recorded(t, "before", before, 200_000, 1, 164_830)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +98,7 @@ func TestGaugeAgreesWithClaudeCodesCompaction(t *testing.T) {
 	}
 	after := filepath.Join(e.home, ".claude", "projects", "p", "after.jsonl")
 	copyLines(t, src, after, -1)
-	in, _ = ParseStatus(strings.NewReader(statusJSON("after", after, 200_000, 1, 30_000)))
+	in, _ = ParseStatus(strings.NewReader(recorded(t, "after", after, 200_000, 1, 30_000)))
 	if g = status(t, e.h, in); g.Limit != pre || g.Basis != "compact_boundary" {
 		t.Errorf("after the compaction: %+v; want the session's preTokens %d", g, pre)
 	}
@@ -80,7 +111,7 @@ func TestGaugeAgreesWithClaudeCodesCompaction(t *testing.T) {
 	var worst time.Duration
 	for i := 0; i < 20; i++ {
 		start := time.Now()
-		in, _ = ParseStatus(strings.NewReader(statusJSON("after", after, 200_000, 1, 30_000)))
+		in, _ = ParseStatus(strings.NewReader(recorded(t, "after", after, 200_000, 1, 30_000)))
 		if _, err := e.h.Status(in, ClaudeCode); err != nil {
 			t.Fatal(err)
 		}
