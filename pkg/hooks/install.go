@@ -463,12 +463,18 @@ func editClaudeMCP(data []byte, binary string, remove bool) ([]byte, error) {
 }
 
 // codexTable is the config.toml table install appends; uninstall removes
-// exactly this text.
-func codexTable(binary string) string {
+// exactly this text. joined marks a table that also ended the file's
+// last line (it had no line break), which uninstall takes back too.
+func codexTable(binary string, joined bool) string {
 	b, _ := json.Marshal(binary) // a TOML basic string is a JSON string for paths
+	mark := ""
+	if joined {
+		mark = " and the line break before it"
+	}
 	// Its tools only read the user's own sessions: no approval prompt
 	// (with approval_policy "never", Codex refuses a tool needing one).
-	return "\n[mcp_servers.ctxtool] # written by 'ctxtool install codex'; 'ctxtool uninstall codex' removes it\ncommand = " + string(b) + "\nargs = [\"mcp\"]\ndefault_tools_approval_mode = \"approve\"\n"
+	return "\n[mcp_servers.ctxtool] # written by 'ctxtool install codex'; 'ctxtool uninstall codex' removes it" + mark +
+		"\ncommand = " + string(b) + "\nargs = [\"mcp\"]\ndefault_tools_approval_mode = \"approve\"\n"
 }
 
 func editCodexMCP(before []byte, binary string, remove bool) ([]byte, error) {
@@ -485,10 +491,11 @@ func editCodexMCP(before []byte, binary string, remove bool) ([]byte, error) {
 		if remove {
 			return before, nil
 		}
-		if text != "" && !strings.HasSuffix(text, "\n") {
+		joined := text != "" && !strings.HasSuffix(text, "\n")
+		if joined {
 			text += "\n"
 		}
-		add := codexTable(binary)
+		add := codexTable(binary, joined)
 		if text == "" {
 			add = add[1:]
 		}
@@ -504,14 +511,19 @@ func editCodexMCP(before []byte, binary string, remove bool) ([]byte, error) {
 	if j := strings.Index(body[1:], "\n["); j >= 0 {
 		end = j + 2
 	}
+	ours := text[from : from+end]
+	joined := strings.Contains(strings.SplitN(ours[1:], "\n", 2)[0], "and the line break before it")
 	rest := text[:from] + text[from+end:]
+	if joined && from > 0 && text[from-1] == '\n' {
+		rest = text[:from-1] + text[from+end:]
+	}
 	if remove {
 		if rest == "" {
 			return nil, nil
 		}
 		return []byte(rest), nil
 	}
-	if text[from:from+end] == codexTable(binary) || (from == 0 && text[:end] == codexTable(binary)[1:]) {
+	if ours == codexTable(binary, joined) || (from == 0 && ours == codexTable(binary, false)[1:]) {
 		return before, nil
 	}
 	return editCodexMCP([]byte(rest), binary, false)

@@ -236,11 +236,18 @@ func TestInstallCodexKeepsTheUsersBytes(t *testing.T) {
 		t.Errorf("after another binary:\n%s", cfg)
 	}
 	run(t, Codex, p, "", true)
-	if got := readS(t, p.MCP); got != userCodexConfig+"\n" {
-		t.Errorf("config.toml after uninstall:\n%q\nwant\n%q", got, userCodexConfig+"\n")
+	if got := readS(t, p.MCP); got != userCodexConfig {
+		t.Errorf("config.toml after uninstall:\n%q\nwant\n%q", got, userCodexConfig)
 	}
 	if got := readS(t, p.Hooks); got != hooksJSON {
 		t.Errorf("hooks.json after uninstall:\n%s", got)
+	}
+	// A file ending in a line break comes back the same too.
+	write(t, p.MCP, userCodexConfig+"\n")
+	run(t, Codex, p, "/bin/ctxtool", false)
+	run(t, Codex, p, "", true)
+	if got := readS(t, p.MCP); got != userCodexConfig+"\n" {
+		t.Errorf("config.toml with a final line break after a round trip:\n%q", got)
 	}
 	// A table of that name ctxtool did not write is refused.
 	write(t, p.MCP, userCodexConfig+"\n[mcp_servers.ctxtool]\ncommand = \"other\"\n")
