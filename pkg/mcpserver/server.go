@@ -19,7 +19,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 
@@ -296,49 +295,93 @@ func (s *Server) read(_ context.Context, _ *mcp.CallToolRequest, in ReadIn) (*mc
 
 // SessionIn names a session (default: the newest of the current project).
 type SessionIn struct {
-	Agent     string `json:"agent,omitempty" jsonschema:"claude-code or codex (default: claude-code)"`
+	Agent     string `json:"agent,omitempty" jsonschema:"claude-code or codex (default: the current project's newest Claude Code session, else Codex's)"`
 	SessionID string `json:"session_id,omitempty" jsonschema:"the session (default: the newest session of the current project)"`
 }
 
 // currentSession finds the session's transcript: by id, or the newest
-// transcript of the project (Claude Code keeps a project's sessions in
-// ~/.claude/projects/<cwd with every non-alphanumeric as '-'>).
+// transcript of the project. Claude Code keeps a project's sessions in
+// ~/.claude/projects/<cwd with every non-alphanumeric as '-'>; Codex keeps
+// all rollouts under ~/.codex/sessions/YYYY/MM/DD, each naming its cwd in
+// its first line and its thread id at the end of its name.
 func (s *Server) currentSession(in SessionIn) (agent, id, path string, err error) {
-	agent = in.Agent
-	if agent == "" {
-		agent = hooks.ClaudeCode
+	if in.SessionID != "" && (strings.ContainsAny(in.SessionID, `/\`) || strings.Trim(in.SessionID, ".") == "") {
+		return "", "", "", fmt.Errorf("session_id %q is not a plain id", in.SessionID)
 	}
-	if agent != hooks.ClaudeCode {
-		return "", "", "", fmt.Errorf("agent %q: context_size and checkpoint know Claude Code sessions for now", agent)
-	}
-	dir := filepath.Join(hooks.Roots(agent, s.o.Home, nil)[0], claudeProjectDir(s.o.Cwd))
-	if in.SessionID != "" {
-		p := filepath.Join(dir, in.SessionID+".jsonl")
-		if strings.ContainsAny(in.SessionID, `/\`) || strings.Trim(in.SessionID, ".") == "" {
-			return "", "", "", fmt.Errorf("session_id %q is not a plain id", in.SessionID)
+	switch in.Agent {
+	case "", hooks.ClaudeCode:
+		id, path, err = s.claudeSession(in.SessionID)
+		if err == nil || in.Agent != "" {
+			return hooks.ClaudeCode, id, path, err
 		}
-		return agent, in.SessionID, p, nil
+		if id2, path2, err2 := s.codexSession(in.SessionID); err2 == nil {
+			return hooks.Codex, id2, path2, nil
+		}
+		return "", "", "", err
+	case hooks.Codex:
+		id, path, err = s.codexSession(in.SessionID)
+		return hooks.Codex, id, path, err
+	}
+	return "", "", "", fmt.Errorf("agent %q: want claude-code or codex", in.Agent)
+}
+
+func (s *Server) claudeSession(want string) (id, path string, err error) {
+	dir := filepath.Join(hooks.Roots(hooks.ClaudeCode, s.o.Home, nil)[0], claudeProjectDir(s.o.Cwd))
+	if want != "" {
+		return want, filepath.Join(dir, want+".jsonl"), nil
 	}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return "", "", "", fmt.Errorf("no Claude Code sessions for %s (%v)", s.o.Cwd, err)
+		return "", "", fmt.Errorf("no Claude Code sessions for %s (%v)", s.o.Cwd, err)
 	}
-	type fe struct {
-		name string
-		mod  int64
-	}
-	var fs []fe
+	var best string
+	var bestMod int64
 	for _, e := range ents {
-		if info, err := e.Info(); err == nil && info.Mode().IsRegular() && strings.HasSuffix(e.Name(), ".jsonl") {
-			fs = append(fs, fe{e.Name(), info.ModTime().UnixNano()})
+		if info, err := e.Info(); err == nil && info.Mode().IsRegular() && strings.HasSuffix(e.Name(), ".jsonl") && info.ModTime().UnixNano() > bestMod {
+			best, bestMod = e.Name(), info.ModTime().UnixNano()
 		}
 	}
-	if len(fs) == 0 {
-		return "", "", "", fmt.Errorf("no Claude Code sessions in %s", dir)
+	if best == "" {
+		return "", "", fmt.Errorf("no Claude Code sessions in %s", dir)
 	}
-	sort.Slice(fs, func(i, j int) bool { return fs[i].mod > fs[j].mod })
-	id = strings.TrimSuffix(fs[0].name, ".jsonl")
-	return agent, id, filepath.Join(dir, fs[0].name), nil
+	return strings.TrimSuffix(best, ".jsonl"), filepath.Join(dir, best), nil
+}
+
+// codexSession finds a rollout by thread id, or the newest one whose
+// recorded cwd is in the current project.
+func (s *Server) codexSession(want string) (id, path string, err error) {
+	root := hooks.Roots(hooks.Codex, s.o.Home, nil)[0]
+	project := pins.Root(s.o.Cwd)
+	var bestMod int64
+	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".jsonl") {
+			return nil
+		}
+		name := strings.TrimSuffix(filepath.Base(p), ".jsonl")
+		if want != "" {
+			if strings.HasSuffix(name, want) {
+				path, id = p, want
+				return filepath.SkipAll
+			}
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil || info.ModTime().UnixNano() <= bestMod {
+			return nil
+		}
+		if cwd := s.sessionCwd(p); cwd != "" && pins.Root(cwd) == project {
+			path, bestMod = p, info.ModTime().UnixNano()
+			id = name
+			if len(name) >= 36 {
+				id = name[len(name)-36:] // the thread id (a UUID)
+			}
+		}
+		return nil
+	})
+	if path == "" {
+		return "", "", fmt.Errorf("no Codex session of %s under %s", project, root)
+	}
+	return id, path, nil
 }
 
 func claudeProjectDir(cwd string) string {

@@ -104,6 +104,19 @@ func TestSearchCitesAndReads(t *testing.T) {
 	if out, isErr = call(t, cs, "context_size", map[string]any{}); isErr || !strings.Contains(out, "ctx") {
 		t.Errorf("context_size = %s, %v", out, isErr)
 	}
+	// A Codex rollout of this project: context_size finds it by its cwd.
+	tid := "01a234cd-5a21-71e1-9d73-d810b1a20bbf"
+	ro := filepath.Join(home, ".codex", "sessions", "2026", "12", "02", "rollout-2026-12-02T03-30-02-"+tid+".jsonl")
+	os.MkdirAll(filepath.Dir(ro), 0o700)
+	os.WriteFile(ro, []byte(`{"type":"session_meta","payload":{"id":"`+tid+`","cwd":"`+projA+`"}}`+"\n"+
+		`{"type":"turn_context","payload":{"model_context_window":272000,"model_auto_compact_token_limit":200000}}`+"\n"+
+		`{"type":"event_msg","payload":{"type":"token_count","info":{"last_token_usage":{"input_tokens":50000},"model_context_window":272000}}}`+"\n"), 0o600)
+	if out, isErr = call(t, cs, "context_size", map[string]any{"agent": "codex"}); isErr || out != "ctx 50.0k/200k 25% · 150k to auto-compact" {
+		t.Errorf("codex context_size = %q, %v", out, isErr)
+	}
+	if out, isErr = call(t, cs, "checkpoint", map[string]any{"agent": "codex"}); !isErr || !strings.Contains(out, tid) {
+		t.Errorf("codex checkpoint before any = %q, %v; want an error naming the session", out, isErr)
+	}
 	if out, isErr = call(t, cs, "checkpoint", map[string]any{"session_id": "../x"}); !isErr {
 		t.Errorf("a session id with a path was accepted: %s", out)
 	}
