@@ -51,6 +51,26 @@ func newCodexRun(t *testing.T) *codexRun {
 	return r
 }
 
+// autoCompact resumes thread id with a prompt long enough to pass a
+// 3000-token auto-compact limit, and returns the first request after
+// Codex's compaction request (the test fails when there is none).
+func (r *codexRun) autoCompact(id, prompt string) []byte {
+	r.t.Helper()
+	n0 := len(r.wire.Bodies())
+	r.codex("-c", "model_auto_compact_token_limit=3000", "resume", id, prompt+strings.Repeat("Context line. ", 300))
+	bodies := r.wire.Bodies()[n0:]
+	ci := -1
+	for i, b := range bodies {
+		if bytes.Contains(b, []byte(codexCompactCue)) {
+			ci = i
+		}
+	}
+	if ci < 0 || ci+1 >= len(bodies) {
+		r.t.Fatalf("thread %s: no compaction request followed by another among %d requests", id, len(bodies))
+	}
+	return bodies[ci+1]
+}
+
 // codex runs one `codex exec` and returns the thread id.
 func (r *codexRun) codex(args ...string) string {
 	r.t.Helper()
@@ -88,19 +108,8 @@ func TestCodexAutoCompactionKeepsState(t *testing.T) {
 	for _, c := range []struct{ name, prompt string }{{"A", constraintA + " ASSISTANT-RULE"}, {"B", constraintB}} {
 		id := r.codex(c.prompt)
 		sessions[c.name] = id
-		n0 := len(r.wire.Bodies())
-		r.codex("-c", "model_auto_compact_token_limit=3000", "resume", id, "Please also add a --verbose flag to the loader. "+strings.Repeat("Context line. ", 300))
-		bodies := r.wire.Bodies()[n0:]
-		ci := -1
-		for i, b := range bodies {
-			if bytes.Contains(b, []byte(codexCompactCue)) {
-				ci = i
-			}
-		}
-		if ci < 0 || ci+1 >= len(bodies) {
-			t.Fatalf("session %s: no compaction request followed by another among %d requests", c.name, len(bodies))
-		}
-		first := requestText(bodies[ci+1])
+		after := r.autoCompact(id, "Please also add a --verbose flag to the loader. ")
+		first := requestText(after)
 		if !strings.Contains(first, "[ctxtool] State of this session ("+id+")") {
 			t.Errorf("session %s: the first request after Codex's compaction lacks its resume text", c.name)
 		}
@@ -225,18 +234,7 @@ func TestCodexSurvivesACrashingHook(t *testing.T) {
 	os.WriteFile(bin, []byte("#!/bin/sh\necho run >> '"+ran+"'\necho 'ctxtool crashed' >&2\nkill -SEGV $$\n"), 0o755)
 	r.mustCtxtool("install", "codex", "--binary", bin)
 	id := r.codex(constraintA)
-	n0 := len(r.wire.Bodies())
-	r.codex("-c", "model_auto_compact_token_limit=3000", "resume", id, "Go on. "+strings.Repeat("Context line. ", 300))
-	bodies := r.wire.Bodies()[n0:]
-	ci := -1
-	for i, b := range bodies {
-		if bytes.Contains(b, []byte(codexCompactCue)) {
-			ci = i
-		}
-	}
-	if ci < 0 || ci+1 >= len(bodies) {
-		t.Fatalf("with a crashing hook: no compaction followed by a turn among %d requests", len(bodies))
-	}
+	r.autoCompact(id, "Go on. ")
 	if tr := firstRolloutWith(t, r.home, `"compacted"`); tr == "" {
 		t.Errorf("no compacted item in the rollout")
 	}
