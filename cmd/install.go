@@ -13,6 +13,7 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/agentlink"
 	"github.com/ctxtool/ctxtool/pkg/config"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
+	"github.com/ctxtool/ctxtool/pkg/hooks"
 )
 
 // InstallOptions are the inputs of `ctxtool install` and `ctxtool uninstall`.
@@ -33,8 +34,8 @@ func (o *InstallOptions) readsNoConfig() {}
 
 func newInstallCmd(f *Factory, runF func(*InstallOptions) error) *cobra.Command {
 	return command(f, &InstallOptions{IO: f.IO}, runF, runInstall, &cobra.Command{
-		Use:   "install pi",
-		Short: "Make pi compact with ctxtool: write ctxtool's extension into pi's agent directory",
+		Use:   "install pi|claude-code|codex",
+		Short: "Make an agent work with ctxtool: pi's extension; Claude Code's and Codex's hooks, MCP server and gauge",
 		Long: `Write ctxtool's pi extension to <pi agent dir>/extensions/ctxtool.ts (the agent
 dir is $PI_CODING_AGENT_DIR, else ~/.pi/agent). From pi's next start, every
 compaction — /compact, the threshold, an overflow — runs 'ctxtool agent
@@ -48,10 +49,20 @@ another). Installing again changes nothing unless the binary changed; no
 other file of pi's is read or written. --check changes nothing: it runs a
 tiny compaction through the installed extension (with node, when found) and
 through the binary it names, and says what works (exit 1 if something does
-not).`,
+not).
+
+claude-code and codex: write ctxtool's hooks (PreCompact, SessionStart,
+PostCompact, UserPromptSubmit, Stop: 'ctxtool hook') into Claude Code's
+~/.claude/settings.json or Codex's ~/.codex/hooks.json, its MCP server
+('ctxtool mcp') into ~/.claude.json mcpServers or config.toml
+[mcp_servers.ctxtool], and for Claude Code the statusLine ('ctxtool
+statusline') when there is none. The files are edited as text: every other
+key keeps its bytes, and uninstall gives back the file as it was.`,
 		Example: `  ctxtool install pi --dry-run
   ctxtool install pi
   ctxtool install pi --check
+  ctxtool install claude-code --dry-run
+  ctxtool install codex --check
   ctxtool uninstall pi`,
 		Args: cobra.ExactArgs(1),
 	})
@@ -59,9 +70,9 @@ not).`,
 
 func newUninstallCmd(f *Factory, runF func(*InstallOptions) error) *cobra.Command {
 	return command(f, &InstallOptions{IO: f.IO, Remove: true}, runF, runInstall, &cobra.Command{
-		Use:     "uninstall pi",
-		Short:   "Remove ctxtool's extension from pi's agent directory",
-		Long:    `Remove <pi agent dir>/extensions/ctxtool.ts if ctxtool wrote it; pi compacts by itself again from its next start.`,
+		Use:     "uninstall pi|claude-code|codex",
+		Short:   "Remove what 'ctxtool install' wrote for pi, Claude Code or Codex",
+		Long:    `Remove <pi agent dir>/extensions/ctxtool.ts if ctxtool wrote it; pi compacts by itself again from its next start. For claude-code and codex, remove ctxtool's hooks, MCP server and statusLine, and nothing else.`,
 		Example: `  ctxtool uninstall pi --dry-run`,
 		Args:    cobra.ExactArgs(1),
 	})
@@ -78,13 +89,16 @@ func (o *InstallOptions) flags(c *cobra.Command) {
 func (o *InstallOptions) resolve(f *Factory, _ *config.Config, _ *cobra.Command, args []string) error {
 	o.JSON = f.JSON
 	o.Agent = args[0]
-	if o.Agent != "pi" {
-		return fmt.Errorf("agent %q: ctxtool installs into pi (OpenClaw's plugin is not there yet)", o.Agent)
+	if o.Agent != "pi" && o.Agent != hooks.ClaudeCode && o.Agent != hooks.Codex {
+		return fmt.Errorf("agent %q: ctxtool installs into pi, claude-code and codex (OpenClaw's plugin is not there yet)", o.Agent)
 	}
 	if o.Check && o.DryRun {
 		return fmt.Errorf("--check changes nothing already: leave out --dry-run")
 	}
 	dir, err := agentlink.PiAgentDir()
+	if o.Agent != "pi" {
+		dir, err = "", nil
+	}
 	if err != nil {
 		return err
 	}
@@ -112,6 +126,9 @@ func (o *InstallOptions) resolve(f *Factory, _ *config.Config, _ *cobra.Command,
 func runInstall(ctx context.Context, o *InstallOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
+	}
+	if o.Agent == hooks.ClaudeCode || o.Agent == hooks.Codex {
+		return runInstallHooks(ctx, o)
 	}
 	if o.Check {
 		node, _ := exec.LookPath("node")

@@ -88,6 +88,9 @@ func (m *Message) UnmarshalJSON(b []byte) error {
 type ToolCall struct {
 	ID, Name  string
 	Arguments map[string]any
+	// Namespace is the Responses API tool namespace the function is in
+	// (Codex groups an MCP server's tools as "mcp__<server>").
+	Namespace string
 }
 
 // Server is a fake endpoint. Set Reply before use to control answers.
