@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxtool/ctxtool/internal/testkit/secretkit"
 	"github.com/ctxtool/ctxtool/pkg/pins"
 )
 
@@ -299,4 +300,45 @@ func TestScanIsIncremental(t *testing.T) {
 	if err != nil || !strings.Contains(a.Stdout, "Never deploy on Friday") || !strings.Contains(a.Stdout, "use Postgres") {
 		t.Fatalf("PreCompact after the append = %q, %v", a.Stdout, err)
 	}
+}
+
+// A credential the user said never leaves through a hook: not in
+// PreCompact's instructions, not in the state dir's caches, not in the
+// context SessionStart hands back; the instructions name its marker.
+func TestHooksNeverHandBackSecrets(t *testing.T) {
+	e := newEnv(t)
+	samples := secretkit.Samples(11)
+	var lines []string
+	for _, s := range samples {
+		lines = append(lines, ccLine("user", "Never deploy without this credential: "+s.Text, nil))
+	}
+	lines = append(lines, ccLine("user", planted, nil))
+	p := e.transcript(t, ClaudeCode, "proj/s9.jsonl", lines...)
+	a, err := e.hook(t, ClaudeCode, hookJSON("s9", p, "PreCompact", "trigger", "manual"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(a.Stdout, planted) || !strings.Contains(a.Stdout, "[secret:") {
+		t.Errorf("PreCompact instructions lack the constraint or the markers:\n%s", a.Stdout)
+	}
+	outputs := a.Stdout
+	appendTo(t, p,
+		`{"type":"system","subtype":"compact_boundary","content":"Conversation compacted","compactMetadata":{"trigger":"manual","preTokens":1234}}`+"\n",
+		ccLine("user", "This session is being continued. Summary: nothing kept.", map[string]any{"isCompactSummary": true}))
+	if a, err = e.hook(t, ClaudeCode, hookJSON("s9", p, "SessionStart", "source", "compact")); err != nil {
+		t.Fatal(err)
+	}
+	outputs += a.Stdout
+	if leaked := secretkit.Leaks([]byte(outputs), samples); len(leaked) > 0 {
+		t.Errorf("hook answers hold %d secrets in clear, e.g. a %s", len(leaked), leaked[0].Kind)
+	}
+	filepath.WalkDir(e.state, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			data, _ := os.ReadFile(path)
+			if leaked := secretkit.Leaks(data, samples); len(leaked) > 0 {
+				t.Errorf("%s holds %d secrets in clear, e.g. a %s", path, len(leaked), leaked[0].Kind)
+			}
+		}
+		return nil
+	})
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ctxtool/ctxtool/pkg/facts"
+	"github.com/ctxtool/ctxtool/pkg/secrets"
 )
 
 // The incremental scan: every hook reads only the transcript lines
@@ -254,7 +255,9 @@ func apply(st *scanState, raw []byte, groups *[][]facts.Fact) bool {
 		if strings.TrimSpace(text) == "" {
 			return
 		}
-		*groups = append(*groups, facts.Scan(facts.Source{Text: text, Line: st.Line, Role: role, IsError: isErr}))
+		// Redacted before the facts are taken: they are cached in the
+		// state dir and handed back to the agent.
+		*groups = append(*groups, facts.Scan(facts.Source{Text: secrets.Redact(text), Line: st.Line, Role: role, IsError: isErr}))
 	}
 	switch l.Type {
 	case "system":
@@ -372,7 +375,8 @@ func audit(st *scanState, summary string) {
 	if len(st.Cut) == 0 && summary == "" {
 		return
 	}
-	st.Dropped = facts.Missing(rank(st.Cut), summary)
+	// The facts hold markers where secrets were: so must the summary.
+	st.Dropped = facts.Missing(rank(st.Cut), secrets.Redact(summary))
 	st.Cut, st.Compacting = nil, false
 	st.Audited++
 	st.Delivered = false

@@ -28,6 +28,7 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/hooks"
 	"github.com/ctxtool/ctxtool/pkg/pins"
 	"github.com/ctxtool/ctxtool/pkg/recall"
+	"github.com/ctxtool/ctxtool/pkg/secrets"
 )
 
 // Limits on the tools' inputs and outputs.
@@ -150,23 +151,13 @@ func (s *Server) search(ctx context.Context, _ *mcp.CallToolRequest, in SearchIn
 	if !in.AllProjects && s.o.Cwd != "" {
 		project = pins.Root(s.o.Cwd)
 	}
-	// TODO(merge with h-recall): pass the project scope to recall.Search
-	// once its --project filter lands; until then ask for more and filter
-	// here by the session's recorded working directory.
-	ask := n
-	if project != "" {
-		ask = min(n*8, 400)
-	}
-	res, err := ix.Search(ctx, q, recall.SearchOptions{MaxResults: ask})
+	res, err := ix.Search(ctx, q, recall.SearchOptions{MaxResults: n, Scope: recall.Scope{Project: project}})
 	if err != nil {
 		return nil, SearchOut{}, err
 	}
 	out := SearchOut{Project: project}
 	for _, h := range res.Hits {
 		c := s.cite(h)
-		if project != "" && c.Project != project {
-			continue
-		}
 		out.Hits = append(out.Hits, SearchHit{Citation: c, Score: h.Score, Snippet: h.Snippet,
 			Cite: fmt.Sprintf("%s %s %s:%d", c.Agent, c.Project, c.Session, c.Line)})
 		s.mu.Lock()
@@ -286,7 +277,7 @@ func (s *Server) read(_ context.Context, _ *mcp.CallToolRequest, in ReadIn) (*mc
 			return nil, ReadOut{}, err
 		}
 	}
-	out := ReadOut{Path: in.Path, Line: in.Line, Text: hooks.LineText(line)}
+	out := ReadOut{Path: in.Path, Line: in.Line, Text: secrets.Redact(hooks.LineText(line))}
 	if len(out.Text) > MaxRead {
 		out.Text, out.Truncated = out.Text[:MaxRead], true
 	}

@@ -10,7 +10,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/ctxtool/ctxtool/internal/testkit/secretkit"
 	"github.com/ctxtool/ctxtool/pkg/recall"
+	"github.com/ctxtool/ctxtool/pkg/secrets"
 )
 
 func ccLine(cwd, role, text string) string {
@@ -119,5 +121,56 @@ func TestSearchCitesAndReads(t *testing.T) {
 	}
 	if out, isErr = call(t, cs, "checkpoint", map[string]any{"session_id": "../x"}); !isErr {
 		t.Errorf("a session id with a path was accepted: %s", out)
+	}
+}
+
+// The MCP tools hand an agent only redacted text: a credential said in a
+// session comes back from search and read as its marker, and searching
+// for the marker's fingerprint finds the line.
+func TestToolsNeverReturnSecrets(t *testing.T) {
+	home, state := t.TempDir(), t.TempDir()
+	proj := filepath.Join(home, "src", "deploy")
+	os.MkdirAll(proj, 0o700)
+	f := filepath.Join(home, ".claude", "projects", claudeProjectDir(proj), "sd.jsonl")
+	os.MkdirAll(filepath.Dir(f), 0o700)
+	samples := secretkit.Samples(7)
+	var data strings.Builder
+	data.WriteString(ccLine(proj, "user", "hello there, the deploy notes follow"))
+	for _, s := range samples {
+		data.WriteString(ccLine(proj, "user", "deploy credential: "+s.Text))
+	}
+	os.WriteFile(f, []byte(data.String()), 0o600)
+	ix, err := recall.Open(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	if _, err := ix.Index(context.Background(), f); err != nil {
+		t.Fatal(err)
+	}
+	cs := connect(t, Options{Open: func() (Searcher, error) { return ix, nil }, Cwd: proj, StateDir: state, Home: home})
+	out, isErr := call(t, cs, "search", map[string]any{"query": "deploy credential", "max_results": MaxResults})
+	var res SearchOut
+	if isErr || json.Unmarshal([]byte(out), &res) != nil || len(res.Hits) == 0 {
+		t.Fatalf("search = %s (error %v)", out, isErr)
+	}
+	if leaked := secretkit.Leaks([]byte(out), samples); len(leaked) > 0 {
+		t.Errorf("search returned %d secrets in clear, e.g. %s", len(leaked), leaked[0].Kind)
+	}
+	for line := 2; line <= len(samples)+1; line++ {
+		out, isErr := call(t, cs, "read", map[string]any{"path": f, "line": line})
+		if isErr {
+			t.Fatalf("read line %d: %s", line, out)
+		}
+		if leaked := secretkit.Leaks([]byte(out), samples); len(leaked) > 0 {
+			t.Errorf("read of line %d returned the %s in clear", line, leaked[0].Kind)
+		}
+		if !strings.Contains(out, "[secret:") {
+			t.Errorf("read of line %d holds no marker: %s", line, out)
+		}
+	}
+	fp := secrets.Fingerprint([]byte(samples[0].Value))
+	if out, _ := call(t, cs, "search", map[string]any{"query": fp}); !strings.Contains(out, "sd") {
+		t.Errorf("search by the fingerprint %s found nothing: %s", fp, out)
 	}
 }
