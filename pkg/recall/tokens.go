@@ -1,7 +1,6 @@
 package recall
 
 import (
-	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -162,46 +161,6 @@ func tsqueryLiteral(terms [][]string) string {
 		}
 	}
 	return strings.Join(parts, " & ")
-}
-
-// termFreq counts the occurrences of a term (a lexeme sequence) in toks.
-func termFreq(toks []string, seq []string) int {
-	n := 0
-	for i := 0; i+len(seq) <= len(toks); i++ {
-		ok := true
-		for k, l := range seq {
-			if toks[i+k] != l {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			n++
-		}
-	}
-	return n
-}
-
-// bm25 is FTS5's bm25() (k1 1.2, b 0.75, IDF floored at 1e-6), negated as
-// FTS5 returns it: lower is better.
-func bm25(text string, terms [][]string, df []int64, nRows int64, avgdl float64) float64 {
-	const k1, b = 1.2, 0.75
-	var toks []string
-	ftsTokens(text, func(t string) { toks = append(toks, t) })
-	dl := float64(len(toks))
-	if avgdl <= 0 {
-		avgdl = 1
-	}
-	score := 0.0
-	for i, seq := range terms {
-		idf := math.Log((float64(nRows-df[i]) + 0.5) / (float64(df[i]) + 0.5))
-		if idf <= 0 {
-			idf = 1e-6
-		}
-		f := float64(termFreq(toks, seq))
-		score += idf * (f * (k1 + 1)) / (f + k1*(1-b+b*dl/avgdl))
-	}
-	return -score
 }
 
 // sortMatches orders matches best first, newer first on ties.
