@@ -90,6 +90,7 @@ func loadView(name string, v *formats.View) (*Session, error) {
 	}
 	for _, e := range s.Entries {
 		e.Line = v.SourceRow(e.Line)
+		e.placeSystem()
 	}
 	if s.Header != nil {
 		s.Header.Line = v.SourceRow(s.Header.Line)
