@@ -57,6 +57,7 @@ type TakeResult struct {
 	Trigger         string   `json:"trigger"`
 	InputTokens     int      `json:"inputTokens"`
 	ContextWindow   int      `json:"contextWindow"`
+	WindowSource    string   `json:"windowSource,omitempty"`
 	CompactionCount int      `json:"compactionCount"`
 	Previous        string   `json:"previousCheckpoint,omitempty"`
 	Pruned          []string `json:"pruned,omitempty"`
@@ -187,7 +188,7 @@ func loadSession(o TakeOptions, sessions *sessionstore.Store) (*transcript.Sessi
 // checkpoint is written or skipped.
 func newTakeResult(o TakeOptions, s *transcript.Session, in Input, size *estimate.Result, captured *CaptureResult) *TakeResult {
 	res := &TakeResult{File: o.File, SessionKey: in.SessionKey, Trigger: o.Trigger, InputTokens: in.InputTokens,
-		ContextWindow: in.ContextWindow, CompactionCount: in.CompactionCount, DryRun: o.DryRun, Method: size.Method,
+		ContextWindow: in.ContextWindow, WindowSource: size.Window.SourceText(), CompactionCount: in.CompactionCount, DryRun: o.DryRun, Method: size.Method,
 		UsageRejected: size.Rejected, MalformedLines: s.Malformed}
 	res.Utilization = math.Round(size.Utilization*10000) / 10000
 	res.Warnings = append(append(res.Warnings, s.Notes()...), size.Notes...)

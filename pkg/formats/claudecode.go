@@ -87,6 +87,7 @@ type ccLine struct {
 	usage        usage
 	hasUsage     bool
 	hasMeta      bool
+	autoCompact  bool // compactMetadata.trigger "auto"
 	preTokens    int64
 	// Prepared content: an assistant line's blocks; a user line's entries
 	// (ids, parents and tool names are the converter's).
@@ -164,9 +165,12 @@ func decodeCC(raw []byte, l *ccLine) {
 				if d.obj("compactMetadata") {
 					l.hasMeta = true
 					for k, ok := d.key(); ok; k, ok = d.key() {
-						if string(k) == "preTokens" {
+						switch string(k) {
+						case "preTokens":
 							l.preTokens = d.int("preTokens")
-						} else {
+						case "trigger":
+							l.autoCompact = d.name("trigger") == "auto"
+						default:
 							d.skip()
 						}
 					}
@@ -504,6 +508,10 @@ type ccConv struct {
 	side      int8
 	skipped   int
 	preTokens int64
+	// autoAt is the largest context Claude Code compacted automatically
+	// at (compactMetadata.preTokens of trigger "auto"): evidence of the
+	// window it ran with.
+	autoAt int64
 	// modelQ is the JSON string model was made from.
 	modelQ []byte
 	model  string
@@ -743,6 +751,9 @@ func (c *ccConv) applyNow(no int, l *ccLine) error {
 		c.alias(l.uuid, 0) // a new root: what came before is summarised
 		if l.hasMeta {
 			c.preTokens = l.preTokens
+			if l.autoCompact && l.preTokens > c.autoAt {
+				c.autoAt = l.preTokens
+			}
 		}
 	default:
 		c.alias(l.uuid, c.resolve(l.parent))
@@ -888,6 +899,9 @@ func (c *ccConv) finish() error {
 	if err := c.flush(); err != nil {
 		return err
 	}
+	if w := ccWindow(c.autoAt); w > 0 {
+		c.v.window, c.v.windowFrom = w, fmt.Sprintf("Claude Code auto-compaction at %d tokens", c.autoAt)
+	}
 	if len(c.unknown) > 0 {
 		types := make([]string, 0, len(c.unknown))
 		n := 0
@@ -908,4 +922,24 @@ func (c *ccConv) finish() error {
 func shortJSONErr(err error) string {
 	s := err.Error()
 	return strings.TrimPrefix(s, "json: ")
+}
+
+// ccWindows are the context windows Claude Code runs Claude models with.
+var ccWindows = []int{200000, 1000000}
+
+// ccWindow is the window Claude Code ran with, from the largest context it
+// compacted automatically at: it compacts before the window is full (at
+// about 83% of it), so the window is the smallest one above that point —
+// whatever a model table says the model could take (a 1M-token model run
+// with 200k compacts at ~170k). 0: no automatic compaction.
+func ccWindow(autoAt int64) int {
+	if autoAt <= 0 {
+		return 0
+	}
+	for _, w := range ccWindows {
+		if int64(w) > autoAt {
+			return w
+		}
+	}
+	return 0
 }

@@ -124,7 +124,7 @@ func ForSession(path []*transcript.Entry, header *transcript.Header, set Setting
 	if header != nil && header.ContextWindow > 0 && (w.Source == FromTable || w.Source == FromDefault) {
 		// The transcript states the window the agent ran with (Codex's
 		// model_context_window): it beats the table, not the user.
-		w.Tokens, w.Source, w.Matched = header.ContextWindow, FromFile, ""
+		w.Tokens, w.Source, w.Matched = header.ContextWindow, FromFile, header.WindowSource
 	}
 	if set.ContextWindow <= 0 && set.ContextTokens > 0 && set.ContextTokens < w.Tokens {
 		w.Tokens, w.Source = set.ContextTokens, FromCap

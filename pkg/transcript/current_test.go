@@ -1,6 +1,7 @@
 package transcript_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,4 +85,48 @@ func firstWords(s string) string {
 		s = s[:i]
 	}
 	return s
+}
+
+// A Codex 0.171 rollout (hand-made, testdata/current): token_count
+// records come twice (one per rate-limit bucket). A repeat measured no
+// new call: it is nobody's usage — not the next reply's, not an
+// interrupted reply's. The window is the file's model_context_window.
+func TestCodexCurrentShape(t *testing.T) {
+	s, err := transcript.Load("../../testdata/current/codex-0.171.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var totals []int
+	for _, e := range s.Entries {
+		if e.Type() == "message" && e.Role() == "assistant" {
+			n := -1
+			if e.Usage != nil {
+				n = e.Usage.TotalTokens
+			}
+			totals = append(totals, n)
+		}
+	}
+	// The interrupted last reply has no record of its own: no usage (the
+	// pi view writes zeros, which pi and ctxtool read as none).
+	if fmt.Sprint(totals) != "[1000 1200 1300 0]" && fmt.Sprint(totals) != "[1000 1200 1300 -1]" {
+		t.Errorf("assistant usage totals %v, want [1000 1200 1300 none]", totals)
+	}
+	if s.Header.ContextWindow != 258400 || s.Header.WindowSource != "Codex model_context_window" {
+		t.Errorf("window %d from %q, want 258400 from Codex model_context_window", s.Header.ContextWindow, s.Header.WindowSource)
+	}
+}
+
+// Claude Code's automatic compactions are evidence of the window it ran
+// with: claude-opus-4-6 is 1M in the model table, but Claude Code
+// compacted at 171,204 tokens, so its window was 200k.
+func TestClaudeCodeWindowFromCompactions(t *testing.T) {
+	s, err := transcript.Load("../../testdata/current/claude-code-2.1.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.Header.ContextWindow != 200000 || !strings.Contains(s.Header.WindowSource, "auto-compaction at 171204") {
+		t.Errorf("window %d from %q, want 200000 from the auto-compaction at 171204", s.Header.ContextWindow, s.Header.WindowSource)
+	}
 }

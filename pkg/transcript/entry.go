@@ -358,6 +358,8 @@ type Header struct {
 	// ContextWindow is the window a translated transcript states (Codex's
 	// model_context_window; foreign.go), 0 for pi files.
 	ContextWindow int
+	// WindowSource says what in the file states it.
+	WindowSource string
 }
 
 // Malformed is a line pi's loader would drop because JSON.parse fails on it.

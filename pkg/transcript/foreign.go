@@ -110,7 +110,7 @@ func loadView(name string, v *formats.View) (*Session, error) {
 func attachView(s *Session, v *formats.View) {
 	s.Foreign, s.src = v, v.ReaderAt()
 	if s.Header != nil {
-		s.Header.ContextWindow = v.ContextWindow
+		s.Header.ContextWindow, s.Header.WindowSource = v.ContextWindow, v.WindowSource
 	}
 	for _, m := range v.Malformed {
 		s.Malformed = append(s.Malformed, Malformed{Line: m.Line, Bytes: m.Bytes, Err: m.Err})

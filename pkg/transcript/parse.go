@@ -369,7 +369,7 @@ func (s *scanner) field(key string, e *Entry, f *lineFields) (good bool) {
 		default:
 			good = s.skip(0)
 		}
-	case "version", "cwd", "parentSession":
+	case "version", "cwd", "parentSession", "contextWindow", "contextWindowSource":
 		good = s.headerField(key, f)
 	default:
 		good = s.skip(0)
@@ -387,6 +387,15 @@ func (s *scanner) headerField(key string, f *lineFields) (good bool) {
 		f.h.Version, good = s.maybeInt("version")
 	case "cwd":
 		f.h.Cwd, good = s.maybeString()
+	case "contextWindow":
+		// ctxtool export: the window the source agent stated.
+		f.h.ContextWindow, good = s.maybeInt("contextWindow")
+	case "contextWindowSource":
+		var src string
+		src, good = s.maybeString()
+		if src != "" {
+			f.h.WindowSource = "exported session header (" + src + ")"
+		}
 	default:
 		f.h.ParentSession, good = s.maybeString()
 	}
