@@ -6,6 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/ctxtool/ctxtool/internal/testkit/prunehome"
 )
 
 // export refuses what is not a session (issue 35: a binary file exported
@@ -81,4 +85,69 @@ func TestWindowFromEvidence(t *testing.T) {
 func itoa(n int) string {
 	b, _ := json.Marshal(n)
 	return string(b)
+}
+
+// Every form of a session reads the same: lint finds a secret of the
+// plain file in its .jsonl.zst and in an OpenClaw store holding it (it
+// scanned the compressed bytes, and failed on the store path); checkpoint
+// and restore agree on one key for X.jsonl, X.jsonl.zst and a store
+// session.
+func TestEveryFormOfASession(t *testing.T) {
+	cleanEnv(t)
+	dir := t.TempDir()
+	src, err := os.ReadFile("../testdata/sample-v3.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimRight(string(src), "\n"), "\n")[:6]
+	var last struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil {
+		t.Fatal(err)
+	}
+	secret := "github_pat_11ABCDEFG0123456789_" + "q8Wm2Rt5Yx7Kp3Ln9Vb4Hc6Jd1Fg0Sz8Aw5Ee2Rr7Tt3Uu9Ii4Oo1Pp6"
+	lines = append(lines, `{"type":"message","id":"feed0001","parentId":"`+last.ID+`","timestamp":"2026-11-30T12:00:00.000Z","message":{"role":"user","content":"use `+secret+` for the push","timestamp":1795000000000}}`)
+	plain := filepath.Join(dir, "X.jsonl")
+	if err := os.WriteFile(plain, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	zst := plain + ".zst"
+	zstdFile(t, plain, zst)
+	db := filepath.Join(dir, "agent.sqlite")
+	var rows [][]byte
+	for _, l := range lines {
+		rows = append(rows, []byte(l))
+	}
+	prunehome.WriteStore(t, db, "agent:main:main", "sess-1", rows)
+	store := db + "#agent:main:main"
+
+	for _, f := range []string{plain, zst, store} {
+		out, stderr, code := runCLI(t, "lint", "--json", f)
+		if code != 3 || !strings.Contains(out, `"rule":"secret"`) {
+			t.Errorf("lint %s: exit %d, stderr %q; want the secret found (exit 3)\n%s", f, code, stderr, out)
+		}
+	}
+	for _, pair := range [][2]string{{plain, zst}, {zst, plain}, {store, store}} {
+		st := t.TempDir()
+		runOK(t, "--state-dir", st, "checkpoint", pair[0])
+		if _, stderr, code := runCLI(t, "--state-dir", st, "restore", pair[1]); code != 0 {
+			t.Errorf("checkpoint %s, restore %s: exit %d (%s); want the checkpoint found", pair[0], pair[1], code, stderr)
+		}
+	}
+}
+
+func zstdFile(t *testing.T, from, to string) {
+	t.Helper()
+	data, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := zstd.NewWriter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, enc.EncodeAll(data, nil), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -178,8 +178,7 @@ func loadSession(o TakeOptions, sessions *sessionstore.Store) (*transcript.Sessi
 	if key == "" {
 		// The header as KeyFromFile reads it (restore finds the key the
 		// same way): pi's header id; other formats fall back to the path.
-		h, _ := transcript.ReadHeader(o.File)
-		key = keyFromFile(o.File, sessions, h.ID)
+		key = keyFromFile(o.File, sessions, headerID(o.File))
 	}
 	return s, key, nil
 }
@@ -267,6 +266,9 @@ type Target struct {
 // else is a key.
 func ResolveTarget(arg, keyFlag string) (Target, error) {
 	fi, err := os.Stat(arg)
+	if db, _, ok := formats.SplitStorePath(arg); ok {
+		fi, err = os.Stat(db) // a session of an OpenClaw store: a file too
+	}
 	if err == nil && fi.Mode().IsRegular() {
 		k := keyFlag
 		if k == "" {
