@@ -74,7 +74,9 @@ func Inventory(home string) []StoreSummary {
 		out = append(out, s)
 	}
 	if s, ok := foreignStore(Gemini, filepath.Join(home, ".gemini", "tmp"), "chats",
-		func(p string) bool { return strings.Contains(filepath.ToSlash(p), "/chats/") && strings.HasSuffix(p, ".json") },
+		func(p string) bool {
+			return strings.Contains(filepath.ToSlash(p), "/chats/") && strings.HasSuffix(p, ".json")
+		},
 		"Gemini CLI chats (JSON checkpoints, not a JSONL transcript): ctxtool does not read them yet"); ok {
 		out = append(out, s)
 	}
