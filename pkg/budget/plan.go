@@ -498,6 +498,9 @@ func agentMessage(s *transcript.Session, e *transcript.Entry) (json.RawMessage, 
 		if m, ok := raw["message"]; ok {
 			return m, nil
 		}
+		if m, ok := raw["systemMessage"]; ok && e.Role() == "system" {
+			return m, nil // the system message a pi 1.6.0 compaction replays
+		}
 		return nil, fmt.Errorf("%s:%d: message entry without a message", s.File, e.Line)
 	case "custom_message":
 		out["role"] = "custom"

@@ -167,6 +167,9 @@ type rareFields struct {
 	// the edit removes its target from the context.
 	replacement *contentStatsT
 	replaceNull bool
+	// replayed marks the system message entry made of a compaction's
+	// systemMessage (its line is the compaction's).
+	replayed bool
 }
 
 // placeSystem gives the system message a compaction replays the place of

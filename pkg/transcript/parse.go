@@ -344,7 +344,7 @@ func (s *scanner) field(key string, e *Entry, f *lineFields) (good bool) {
 		if s.peek() != '{' {
 			return s.skip(0)
 		}
-		sys := &Entry{Line: e.Line, Offset: e.Offset, Length: e.Length}
+		sys := &Entry{Line: e.Line, Offset: e.Offset, Length: e.Length, rare: &rareFields{firstKeptEntryIndex: -1, replayed: true}}
 		var n names
 		good = s.message(sys, &n)
 		if good && n.role == "system" {
