@@ -169,3 +169,59 @@ func TestPi16ContextEdits(t *testing.T) {
 		}
 	}
 }
+
+// ctxtool's compaction of a pi 1.6.0 session keeps the system prompt in
+// the summary's context as pi's own does (systemMessage: sections merged,
+// tools by name), so the context after it still holds it; pi 1.6.0's
+// loader agrees.
+func TestPi16CompactionKeepsSystemMessage(t *testing.T) {
+	sys := `{"type":"message","id":"a0","parentId":null,"timestamp":"2026-11-30T10:00:00.001Z","message":{"role":"system","content":"","sections":{"preamble":"` + strings.Repeat("p", 400) + `","env":"cwd /w"},"toolsAdded":[{"name":"read","description":"Read a file"},{"name":"bash"}],"timestamp":1}}`
+	patch := `{"type":"message","id":"a2","parentId":"a1","timestamp":"2026-11-30T10:00:02.000Z","message":{"role":"system","content":"","sections":{"env":null,"date":"2026-11-30"},"toolsRemoved":[{"name":"bash"}],"timestamp":3}}`
+	lines := []string{
+		`{"type":"session","version":3,"id":"s1","timestamp":"2026-11-30T10:00:00.000Z","cwd":"/w"}`, sys,
+		`{"type":"message","id":"a1","parentId":"a0","timestamp":"2026-11-30T10:00:01.000Z","message":{"role":"user","content":"` + strings.Repeat("u", 80) + `","timestamp":2}}`,
+		patch,
+		`{"type":"message","id":"a3","parentId":"a2","timestamp":"2026-11-30T10:00:03.000Z","message":{"role":"user","content":"` + strings.Repeat("v", 40) + `","timestamp":4}}`,
+	}
+	p := t.TempDir() + "/s.jsonl"
+	writeFile(t, p, strings.Join(lines, "\n")+"\n")
+	s, err := transcript.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := s.NewWriter().Compaction(transcript.CompactionSpec{Summary: "the summary", FirstKept: s.Entries[len(s.Entries)-1], TokensBefore: 200})
+	s.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `"systemMessage":{"role":"system","content":"","sections":{"preamble":"` + strings.Repeat("p", 400) + `","date":"2026-11-30"},"toolsAdded":[{"name":"read","description":"Read a file"}],"timestamp":`
+	if !strings.Contains(string(a.Line), want) {
+		t.Fatalf("compaction line %s\nwant it to hold %s", a.Line, want)
+	}
+	f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write(append(a.Line, '\n'))
+	f.Close()
+	s, err = transcript.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c := s.Context()
+	var roles []string
+	for _, m := range c.Messages {
+		roles = append(roles, fmt.Sprintf("%s:%d", m.Role, m.Tokens()))
+	}
+	// summary 11 chars → 3; system 400 + "2026-11-30" + JSON of the one
+	// tool (43) = 453 → 114; the kept user message 40 → 10.
+	if got := strings.Join(roles, " "); got != "compactionSummary:3 system:114 user:10" {
+		t.Errorf("context after the compaction: %s", got)
+	}
+	if _, err := agentkit.FindPi(false); err == nil {
+		if res := oracle.Check16(t, false, false, p)[0]; res.HeuristicTokens != c.HeuristicTokens() || res.ContextMessages != len(c.Messages) {
+			t.Errorf("pi 1.6.0: %d messages, %d tokens; ctxtool %d, %d", res.ContextMessages, res.HeuristicTokens, len(c.Messages), c.HeuristicTokens())
+		}
+	}
+}
