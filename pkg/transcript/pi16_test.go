@@ -149,10 +149,7 @@ func TestPi16ContextEdits(t *testing.T) {
 	}
 	defer s.Close()
 	c := s.Context()
-	var roles []string
-	for _, m := range c.Messages {
-		roles = append(roles, fmt.Sprintf("%s:%d", m.Role, m.Tokens()))
-	}
+	roles := roleTokens(c)
 	// system: 400 + len(`[{"name":"read"}]`) = 417 → 105; user 80 → 20;
 	// assistant "read" + `{"path":"x"}` = 16 → 4; the result edited to 40
 	// chars → 10; the last user removed.
@@ -210,10 +207,7 @@ func TestPi16CompactionKeepsSystemMessage(t *testing.T) {
 	}
 	defer s.Close()
 	c := s.Context()
-	var roles []string
-	for _, m := range c.Messages {
-		roles = append(roles, fmt.Sprintf("%s:%d", m.Role, m.Tokens()))
-	}
+	roles := roleTokens(c)
 	// summary 11 chars → 3; system 400 + "2026-11-30" + JSON of the one
 	// tool (43) = 453 → 114; the kept user message 40 → 10.
 	if got := strings.Join(roles, " "); got != "compactionSummary:3 system:114 user:10" {
@@ -224,4 +218,13 @@ func TestPi16CompactionKeepsSystemMessage(t *testing.T) {
 			t.Errorf("pi 1.6.0: %d messages, %d tokens; ctxtool %d, %d", res.ContextMessages, res.HeuristicTokens, len(c.Messages), c.HeuristicTokens())
 		}
 	}
+}
+
+// roleTokens is "role:tokens" of each context message.
+func roleTokens(c *transcript.Context) []string {
+	var out []string
+	for _, m := range c.Messages {
+		out = append(out, fmt.Sprintf("%s:%d", m.Role, m.Tokens()))
+	}
+	return out
 }
