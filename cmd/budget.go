@@ -239,6 +239,7 @@ func budgetFile(ctx context.Context, o *BudgetOptions, file, systemPrompt string
 		return nil, err
 	}
 	defer s.Close()
+	models.FromSessionsJSON(s)
 	win := models.ForSession(s.Branch(), s.Header, o.Compact.Size.Window)
 	window := win.Tokens
 	abs, _ := filepath.Abs(file)

@@ -151,3 +151,36 @@ func zstdFile(t *testing.T, from, to string) {
 		t.Fatal(err)
 	}
 }
+
+// OpenClaw's contextTokens for a session (its sessions.json entry) is the
+// window evidence of an OpenClaw JSONL session, not the model table.
+func TestWindowFromOpenClawContextTokens(t *testing.T) {
+	cleanEnv(t)
+	dir := filepath.Join(t.TempDir(), "agents", "main", "sessions")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("../testdata/sample-v3.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "0a1b2c3d-1111-4aaa-8bbb-000000000009.jsonl")
+	if err := os.WriteFile(file, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	store := `{"agent:main:main":{"sessionId":"0a1b2c3d-1111-4aaa-8bbb-000000000009","updatedAt":1,"contextTokens":32768}}`
+	if err := os.WriteFile(filepath.Join(dir, "sessions.json"), []byte(store), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"estimate", "--json", file}, {"budget", "--json", file}} {
+		stdout, _ := runOK(t, append([]string{"--state-dir", t.TempDir()}, args...)...)
+		var got struct {
+			ContextWindow int    `json:"contextWindow"`
+			WindowSource  string `json:"windowSource"`
+		}
+		jsonLine(t, stdout, &got)
+		if got.ContextWindow != 32768 || !strings.Contains(got.WindowSource, "contextTokens") {
+			t.Errorf("%v: window %d from %q, want 32768 from sessions.json contextTokens", args, got.ContextWindow, got.WindowSource)
+		}
+	}
+}

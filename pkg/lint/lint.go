@@ -228,6 +228,7 @@ func (c *checker) run() {
 // command resolves it (models.ForSession).
 func (c *checker) window() models.SessionWindow {
 	if c.win == nil {
+		models.FromSessionsJSON(c.s)
 		w := models.ForSession(c.ctx.Path, c.s.Header, c.opts.Size.Window)
 		c.win = &w
 	}
