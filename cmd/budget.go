@@ -159,6 +159,7 @@ func budgetConfig(cfg *config.Config) budget.Config {
 type EmittedContext struct {
 	File          string `json:"file"`
 	ContextWindow int    `json:"contextWindow"`
+	WindowSource  string `json:"windowSource,omitempty"`
 	TotalTokens   int    `json:"totalTokens"`
 	// EmittedTokens is Σ chars/4 of Messages; it is TotalTokens unless the
 	// system prompt is an overhead learnt from usage (OverheadTokens), which
@@ -248,9 +249,11 @@ func budgetFile(ctx context.Context, o *BudgetOptions, file, systemPrompt string
 		return nil, err
 	}
 	defer s.Close()
-	window := models.ForSession(s.Branch(), s.Header, o.Compact.Size.Window).Tokens
+	models.FromSessionsJSON(s)
+	win := models.ForSession(s.Branch(), s.Header, o.Compact.Size.Window)
+	window := win.Tokens
 	abs, _ := filepath.Abs(file)
-	in := budget.Input{Session: s, Window: window, Config: o.Config, Workspace: o.Workspace,
+	in := budget.Input{Session: s, Window: window, WindowSource: win.SourceText(), Config: o.Config, Workspace: o.Workspace,
 		SystemPrompt: systemPrompt, HaveSystemPrompt: o.SystemPrompt != "", Searcher: searcher, SessionPath: abs}
 	if !in.HaveSystemPrompt {
 		in.Overhead = budget.LearntOverhead(s)
@@ -264,7 +267,7 @@ func budgetFile(ctx context.Context, o *BudgetOptions, file, systemPrompt string
 }
 
 func emitted(r *budget.Report, overheadOnly bool) *EmittedContext {
-	e := &EmittedContext{File: r.File, ContextWindow: r.ContextWindow, TotalTokens: r.TotalTokens, EmittedTokens: r.EmittedTokens,
+	e := &EmittedContext{File: r.File, ContextWindow: r.ContextWindow, WindowSource: r.WindowSource, TotalTokens: r.TotalTokens, EmittedTokens: r.EmittedTokens,
 		Messages: []json.RawMessage{}, Meta: []ContextMetaItem{}}
 	if overheadOnly {
 		e.OverheadTokens = r.TotalTokens - r.EmittedTokens

@@ -9,6 +9,7 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/config"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
 	"github.com/ctxtool/ctxtool/pkg/formats"
+	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 // ExportOptions are the inputs of `ctxtool export`.
@@ -63,6 +64,9 @@ func runExport(opts *ExportOptions) error {
 	if err := checkInput(opts.File); err != nil {
 		return err
 	}
+	if err := checkExportable(opts.File); err != nil {
+		return exitcode.New(exitcode.Runtime, err)
+	}
 	if opts.Output == "" {
 		if opts.JSON {
 			return exitcode.Newf(exitcode.Usage, "--json needs -o FILE (the session itself goes to standard output)")
@@ -80,5 +84,33 @@ func runExport(opts *ExportOptions) error {
 		return writeJSONLine(opts.IO.Out, res)
 	}
 	fmt.Fprintf(opts.IO.ErrOut, "%s (%s) → %s: pi v3 session, %d lines, %.1f MB\n", res.File, res.Format, res.Output, res.Lines, float64(res.Bytes)/1e6)
+	return nil
+}
+
+// checkExportable refuses what is not a session: pi JSONL is exported as it
+// is, so it must be one (a header, entries) — an empty, binary or
+// header-less file "exported" unchanged would be a broken pi session.
+func checkExportable(file string) error {
+	if file == "-" {
+		return nil
+	}
+	sn, err := formats.SniffFile(file)
+	if err != nil || sn.Format != formats.Pi {
+		return nil // the reader reports it, or converts it
+	}
+	s, err := transcript.Load(file)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	switch {
+	case s.Header == nil && len(s.Entries) == 0 && len(s.Malformed) == 0:
+		return fmt.Errorf("%s: empty file, not a session — nothing to export", file)
+	case s.Header == nil && len(s.Entries) == 0:
+		return fmt.Errorf("%s: not a session: no line of it is a JSON object (line %d of %d is not); ctxtool reads %s",
+			file, s.Malformed[0].Line, s.Lines, formats.Readable)
+	case s.Header == nil:
+		return fmt.Errorf("%s: no pi session header (a {\"type\":\"session\"} line): pi would not load it as a session — check that it is a whole session file", file)
+	}
 	return nil
 }

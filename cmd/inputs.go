@@ -46,9 +46,15 @@ func checkInput(path string) error {
 func walkInputs(errOut io.Writer, paths []string, opts walk.Options, allowEmpty bool) ([]walk.File, error) {
 	var missing []string
 	opts.Missing = func(p string) { missing = append(missing, p) }
+	if opts.Skipped == nil {
+		opts.Skipped = &walk.Skipped{}
+	}
 	files, err := walk.Walk(paths, opts)
 	if err != nil {
 		return nil, exitcode.New(exitcode.Usage, err)
+	}
+	if s := opts.Skipped.String(); s != "" {
+		fmt.Fprintf(errOut, "note: %d session file(s) found; skipped in the directories: %s\n", len(files), s)
 	}
 	if len(missing) > 0 && len(missing) == len(paths) {
 		return nil, errMissing(strings.Join(missing, ", "))

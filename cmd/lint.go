@@ -203,9 +203,13 @@ func runLint(opts *LintOptions) error {
 	if opts.Fix && slices.Contains(opts.Paths, "-") {
 		return exitcode.New(exitcode.Usage, fmt.Errorf("--fix cannot repair standard input: give the session file"))
 	}
-	files, err := walk.Walk(opts.Paths, walk.Options{Kinds: []walk.Kind{walk.Transcript, walk.Archive}, Stdin: true})
+	skipped := &walk.Skipped{}
+	files, err := walk.Walk(opts.Paths, walk.Options{Kinds: []walk.Kind{walk.Transcript, walk.Archive}, Stdin: true, Skipped: skipped})
 	if err != nil {
 		return exitcode.New(exitcode.Usage, err)
+	}
+	if s := skipped.String(); s != "" {
+		fmt.Fprintf(opts.IO.ErrOut, "note: %d session file(s) found; skipped in the directories: %s\n", len(files), s)
 	}
 	if err := requireFiles(opts.Paths, files, opts.AllowEmpty); err != nil {
 		return err

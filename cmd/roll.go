@@ -198,7 +198,7 @@ func rollEstimator(o estimate.Options) rolling.Estimator {
 			return rolling.Measurement{}, err
 		}
 		return rolling.Measurement{Tokens: res.Tokens, PerMessage: res.PerMessage, Method: res.Method,
-			Window: res.Window.Tokens, Notes: res.Notes, AnchorLine: res.AnchorLine, Scale: res.Scale, Overhead: res.Overhead}, nil
+			Window: res.Window.Tokens, WindowSource: res.Window.SourceText(), Notes: res.Notes, AnchorLine: res.AnchorLine, Scale: res.Scale, Overhead: res.Overhead}, nil
 	}
 }
 

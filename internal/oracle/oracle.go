@@ -13,6 +13,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/ctxtool/ctxtool/internal/agentkit"
 )
 
 // Message is one context message with --per-message.
@@ -167,6 +169,30 @@ func Require(t testing.TB) {
 func Check(t testing.TB, perMessage, withText bool, files ...string) []Result {
 	t.Helper()
 	Require(t)
+	return run(t, "node", nil, perMessage, withText, files...)
+}
+
+// Check16 is Check with pi 1.6.0's loader (@earendil-works/pi-coding-agent,
+// the pi people run now) under Node 24, both installed by
+// internal/agentkit/install-pi.sh: its context rebuild projects system
+// messages, compactions' systemMessage and context_edit entries, which
+// 0.73.1 does not know. It skips when pi 1.6.0 is not installed (with
+// CI=true it installs it).
+func Check16(t testing.TB, perMessage, withText bool, files ...string) []Result {
+	t.Helper()
+	in, err := agentkit.FindPi(os.Getenv("CI") == "true")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	core := filepath.Join(filepath.Dir(in.CLI), "core")
+	return run(t, in.Node, []string{"PI_CHECK_CORE=" + core}, perMessage, withText, files...)
+}
+
+func run(t testing.TB, node string, env []string, perMessage, withText bool, files ...string) []Result {
+	t.Helper()
 	args := []string{filepath.Join(Dir(), "pi-check.mjs")}
 	if !withText {
 		args = append(args, "--no-text")
@@ -175,7 +201,8 @@ func Check(t testing.TB, perMessage, withText bool, files ...string) []Result {
 		args = append(args, "--per-message")
 	}
 	args = append(args, files...)
-	cmd := exec.Command("node", args...)
+	cmd := exec.Command(node, args...)
+	cmd.Env = append(os.Environ(), env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -13,9 +13,11 @@ import (
 // Input is everything Plan needs; nothing else is read.
 type Input struct {
 	Session *transcript.Session
-	// Window is the context window in tokens.
-	Window int
-	Config Config
+	// Window is the context window in tokens; WindowSource says where it
+	// came from (models.Window.SourceText).
+	Window       int
+	WindowSource string
+	Config       Config
 
 	// SystemPrompt is the system prompt text (--system-prompt); when
 	// HaveSystemPrompt is false, Overhead stands in for it (the system
@@ -48,6 +50,7 @@ type Input struct {
 type Report struct {
 	File          string `json:"file"`
 	ContextWindow int    `json:"contextWindow"`
+	WindowSource  string `json:"windowSource,omitempty"`
 	// Budget is the allocation by ratios; Actual what each region costs.
 	Budget Allocation `json:"budget"`
 	Actual Actual     `json:"actual"`
@@ -216,7 +219,7 @@ func newPlanner(in Input) *planner {
 	}
 	cfg := in.Config
 	alloc := Allocate(in.Window, cfg)
-	r := &Report{File: in.Session.File, ContextWindow: alloc.Total, Budget: alloc, BootstrapMaxChars: alloc.BootstrapMaxChars(),
+	r := &Report{File: in.Session.File, ContextWindow: alloc.Total, WindowSource: in.WindowSource, Budget: alloc, BootstrapMaxChars: alloc.BootstrapMaxChars(),
 		Bootstrap: []BootstrapFile{}}
 	if !cfg.Enabled {
 		r.Warnings = append(r.Warnings, "contextManagement.enabled is false: OpenClaw would limit history by turns (VS6); this is the VS7 budget it would use if enabled")
@@ -497,6 +500,9 @@ func agentMessage(s *transcript.Session, e *transcript.Entry) (json.RawMessage, 
 	case "message":
 		if m, ok := raw["message"]; ok {
 			return m, nil
+		}
+		if m, ok := raw["systemMessage"]; ok && e.Role() == "system" {
+			return m, nil // the system message a pi 1.6.0 compaction replays
 		}
 		return nil, fmt.Errorf("%s:%d: message entry without a message", s.File, e.Line)
 	case "custom_message":

@@ -4,11 +4,15 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/ctxtool/ctxtool/pkg/formats"
 	"github.com/ctxtool/ctxtool/pkg/sessionstore"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
@@ -65,14 +69,44 @@ func SanitizeKey(key string) string {
 // "agent:main:main", which stays with the conversation across resets);
 // otherwise the session header's id (pi's session UUID); for a file with
 // no header id, the file name plus a hash of its absolute path.
+//
+// One identity per session whatever its form: a session of an OpenClaw
+// store ("store.sqlite#agent:main:main") is its store key; X.jsonl.zst is
+// X.jsonl (its decompressed header, the name without .zst).
 func KeyFromFile(path string) string {
-	h, _ := transcript.ReadHeader(path)
-	return keyFromFile(path, readStore(filepath.Dir(path)), h.ID)
+	return keyFromFile(path, readStore(filepath.Dir(path)), headerID(path))
+}
+
+// headerID is the pi header id of path, decompressed when it is a .zst.
+func headerID(path string) string {
+	if _, _, ok := formats.SplitStorePath(path); ok {
+		return ""
+	}
+	if !strings.HasSuffix(path, ".zst") {
+		h, _ := transcript.ReadHeader(path)
+		return h.ID
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	dec, err := zstd.NewReader(f, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
+	if err != nil {
+		return ""
+	}
+	defer dec.Close()
+	h, _ := transcript.ReadHeaderFrom(path, dec)
+	return h.ID
 }
 
 // keyFromFile is KeyFromFile with the directory's sessions.json and the
 // header id already read (Take has both).
 func keyFromFile(path string, st *sessionstore.Store, headerID string) string {
+	if _, key, ok := formats.SplitStorePath(path); ok && key != "" {
+		return key // OpenClaw's own key for the session
+	}
+	path = strings.TrimSuffix(path, ".zst") // the session, whatever its form
 	if k := st.KeyFor(path); k != "" {
 		return k
 	}

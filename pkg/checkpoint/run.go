@@ -57,6 +57,7 @@ type TakeResult struct {
 	Trigger         string   `json:"trigger"`
 	InputTokens     int      `json:"inputTokens"`
 	ContextWindow   int      `json:"contextWindow"`
+	WindowSource    string   `json:"windowSource,omitempty"`
 	CompactionCount int      `json:"compactionCount"`
 	Previous        string   `json:"previousCheckpoint,omitempty"`
 	Pruned          []string `json:"pruned,omitempty"`
@@ -177,8 +178,7 @@ func loadSession(o TakeOptions, sessions *sessionstore.Store) (*transcript.Sessi
 	if key == "" {
 		// The header as KeyFromFile reads it (restore finds the key the
 		// same way): pi's header id; other formats fall back to the path.
-		h, _ := transcript.ReadHeader(o.File)
-		key = keyFromFile(o.File, sessions, h.ID)
+		key = keyFromFile(o.File, sessions, headerID(o.File))
 	}
 	return s, key, nil
 }
@@ -187,7 +187,7 @@ func loadSession(o TakeOptions, sessions *sessionstore.Store) (*transcript.Sessi
 // checkpoint is written or skipped.
 func newTakeResult(o TakeOptions, s *transcript.Session, in Input, size *estimate.Result, captured *CaptureResult) *TakeResult {
 	res := &TakeResult{File: o.File, SessionKey: in.SessionKey, Trigger: o.Trigger, InputTokens: in.InputTokens,
-		ContextWindow: in.ContextWindow, CompactionCount: in.CompactionCount, DryRun: o.DryRun, Method: size.Method,
+		ContextWindow: in.ContextWindow, WindowSource: size.Window.SourceText(), CompactionCount: in.CompactionCount, DryRun: o.DryRun, Method: size.Method,
 		UsageRejected: size.Rejected, MalformedLines: s.Malformed}
 	res.Utilization = math.Round(size.Utilization*10000) / 10000
 	res.Warnings = append(append(res.Warnings, s.Notes()...), size.Notes...)
@@ -266,6 +266,9 @@ type Target struct {
 // else is a key.
 func ResolveTarget(arg, keyFlag string) (Target, error) {
 	fi, err := os.Stat(arg)
+	if db, _, ok := formats.SplitStorePath(arg); ok {
+		fi, err = os.Stat(db) // a session of an OpenClaw store: a file too
+	}
 	if err == nil && fi.Mode().IsRegular() {
 		k := keyFlag
 		if k == "" {

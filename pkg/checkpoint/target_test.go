@@ -32,7 +32,9 @@ func TestResolveTarget(t *testing.T) {
 		{arg: "agent:main:main", want: Target{Key: "agent:main:main"}},
 		{arg: "telegram:user123", keyFlag: "k", want: Target{Key: "k"}},
 		{arg: dir, want: Target{Key: dir}},
-		{arg: store + "#agent:main:main", want: Target{Key: store + "#agent:main:main"}},
+		// A store session is its store key, as checkpoint takes it (issue 35:
+		// the whole path was the key here, another one there).
+		{arg: store + "#agent:main:main", want: Target{Key: "agent:main:main", File: store + "#agent:main:main"}},
 		{arg: filepath.Join(dir, "typo.jsonl"), missing: true},
 		{arg: "typo.jsonl", missing: true},
 		{arg: "./typo", missing: true},

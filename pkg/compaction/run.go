@@ -81,6 +81,8 @@ type Result struct {
 	ContextTokens int `json:"contextTokens"`
 	Threshold     int `json:"threshold"`
 	ContextWindow int `json:"contextWindow"`
+	// WindowSource says where ContextWindow came from (models.Window.SourceText).
+	WindowSource string `json:"windowSource,omitempty"`
 	// KeepRecentTokens is what was asked, KeptTokensEstimated what the
 	// estimator says the kept messages cost.
 	KeepRecentTokens    int    `json:"keepRecentTokens,omitempty"`
@@ -341,6 +343,7 @@ func plan(s *transcript.Session, o Options, res *Result) (Settings, *Preparation
 		res.Warnings = appendOnce(res.Warnings, m.Notes...)
 	}
 	set.Count, set.ContextWindow, set.ContextTokens = m.Count, m.Window.Tokens, m.Tokens
+	res.WindowSource = m.Window.SourceText()
 	p, err := prepare(s, ctx, set)
 	if err != nil {
 		return set, nil, err

@@ -109,6 +109,7 @@ func Measure(s *transcript.Session, ctx *transcript.Context, o Options) (*Result
 	if !ValidMethod(method) {
 		return nil, fmt.Errorf("unknown tokenizer %q (use one of %v)", method, methods)
 	}
+	models.FromSessionsJSON(s)
 	win := models.ForSession(ctx.Path, s.Header, o.Window)
 	prior := o.Prior.heldFor(ctx, win.Tokens)
 	calib := prior.calibrationFor(method)

@@ -189,6 +189,11 @@ func (c *Counter) Tokens(e *transcript.Entry) int {
 // exactTokens tokenizes the same parts of a message that pi's heuristic
 // measures, plus pixel-based image tokens.
 func (c *Counter) exactTokens(e *transcript.Entry) int {
+	if e.Role() == "system" {
+		// pi 1.6.0's system prompt is in the message's sections (and a
+		// compaction replays it): pi's chars/4 measure of them.
+		return e.Tokens()
+	}
 	m, err := c.s.Message(e)
 	if err != nil || m == nil {
 		return e.Tokens()

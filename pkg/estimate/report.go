@@ -10,24 +10,27 @@ import (
 // estimate, as estimate --json prints them (the command adds its gates and
 // per-file errors around it).
 type FileReport struct {
-	File            string         `json:"file"`
-	Version         int            `json:"version"`
-	Entries         int            `json:"entries"`
-	ContextMessages int            `json:"contextMessages"`
-	Compactions     int            `json:"compactions"`
-	LeafID          string         `json:"leafId"`
-	Model           string         `json:"model"`
-	ContextWindow   int            `json:"contextWindow"`
-	WindowSource    string         `json:"contextWindowSource"`
-	Tokens          int            `json:"tokens"`
-	Method          string         `json:"method"`
-	Utilization     float64        `json:"utilization"`
-	ByRole          map[string]int `json:"byRole"`
-	UsageTokens     int            `json:"usageTokens,omitempty"`
-	TrailingTokens  int            `json:"trailingTokens,omitempty"`
-	AnchorLine      int            `json:"anchorLine,omitempty"`
-	Overhead        int            `json:"overheadTokens,omitempty"`
-	UsageStale      bool           `json:"usageStale"`
+	File            string `json:"file"`
+	Version         int    `json:"version"`
+	Entries         int    `json:"entries"`
+	ContextMessages int    `json:"contextMessages"`
+	Compactions     int    `json:"compactions"`
+	LeafID          string `json:"leafId"`
+	Model           string `json:"model"`
+	ContextWindow   int    `json:"contextWindow"`
+	WindowSource    string `json:"contextWindowSource"`
+	// WindowFrom is WindowSource with what matched (windowSource, as in
+	// every command's JSON).
+	WindowFrom     string         `json:"windowSource"`
+	Tokens         int            `json:"tokens"`
+	Method         string         `json:"method"`
+	Utilization    float64        `json:"utilization"`
+	ByRole         map[string]int `json:"byRole"`
+	UsageTokens    int            `json:"usageTokens,omitempty"`
+	TrailingTokens int            `json:"trailingTokens,omitempty"`
+	AnchorLine     int            `json:"anchorLine,omitempty"`
+	Overhead       int            `json:"overheadTokens,omitempty"`
+	UsageStale     bool           `json:"usageStale"`
 	// UsageRejected is the usage record pi would anchor on when ctxtool
 	// does not trust it (pinned, flat, zero, a mirror reply, stale…).
 	UsageRejected  *Rejection             `json:"usageRejected,omitempty"`
@@ -64,7 +67,7 @@ func MeasureFile(file string, opts Options, perMessage bool) (*FileReport, error
 	}
 	r := &FileReport{
 		File: file, Version: s.Version, Entries: len(s.Entries), ContextMessages: len(ctx.Messages),
-		Model: res.Window.Model, ContextWindow: res.Window.Tokens, WindowSource: string(res.Window.Source), Tokens: res.Tokens, Method: res.Method,
+		Model: res.Window.Model, ContextWindow: res.Window.Tokens, WindowSource: string(res.Window.Source), WindowFrom: res.Window.SourceText(), Tokens: res.Tokens, Method: res.Method,
 		Utilization: res.Utilization, ByRole: res.ByRole, UsageTokens: res.UsageTokens, TrailingTokens: res.TrailingTokens,
 		AnchorLine: res.AnchorLine, Overhead: res.Overhead, UsageStale: res.Stale, UsageRejected: res.Rejected,
 		MalformedLines: append([]transcript.Malformed{}, s.Malformed...), Warnings: append(res.Notes, s.Notes()...),

@@ -3,6 +3,7 @@ package formats
 import (
 	"bytes"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,8 +58,10 @@ import (
 // them in file order. Byte slices alias the line.
 type ccLine struct {
 	// bad says why the line is malformed ("" when it is not).
-	bad            string
-	size           int
+	bad  string
+	size int
+	// raw is the line's length (held lines are bounded by it).
+	raw            int
 	typ, subtype   string
 	uuid           jstr // a string only once written (write)
 	parent         jstr // looked up, never kept: not made a string
@@ -84,6 +87,7 @@ type ccLine struct {
 	usage        usage
 	hasUsage     bool
 	hasMeta      bool
+	autoCompact  bool // compactMetadata.trigger "auto"
 	preTokens    int64
 	// Prepared content: an assistant line's blocks; a user line's entries
 	// (ids, parents and tool names are the converter's).
@@ -161,9 +165,12 @@ func decodeCC(raw []byte, l *ccLine) {
 				if d.obj("compactMetadata") {
 					l.hasMeta = true
 					for k, ok := d.key(); ok; k, ok = d.key() {
-						if string(k) == "preTokens" {
+						switch string(k) {
+						case "preTokens":
 							l.preTokens = d.int("preTokens")
-						} else {
+						case "trigger":
+							l.autoCompact = d.name("trigger") == "auto"
+						default:
 							d.skip()
 						}
 					}
@@ -501,10 +508,39 @@ type ccConv struct {
 	side      int8
 	skipped   int
 	preTokens int64
+	// autoAt is the largest context Claude Code compacted automatically
+	// at (compactMetadata.preTokens of trigger "auto"): evidence of the
+	// window it ran with.
+	autoAt int64
 	// modelQ is the JSON string model was made from.
 	modelQ []byte
 	model  string
+
+	// Lines whose parent comes later in the file (Claude Code ≥ 2.1.1xx
+	// writes a tool result before its tool call) wait for it: wait maps
+	// the parent's uuid to them, waiting lists them in file order.
+	// linewise: a LineConverter's, which translates each line as it comes
+	// (recall cites source lines) and never waits.
+	linewise  bool
+	wait      map[string][]*waitLine
+	waiting   []*waitLine
+	waitN     int
+	waitBytes int
+	// unknown counts the records of types Claude Code did not write when
+	// this reader was made, by type.
+	unknown map[string]int
 }
+
+type waitLine struct {
+	no   int
+	l    *ccLine
+	done bool
+}
+
+// maxWait bounds the bytes of the lines waiting for a later parent; past
+// it the oldest is taken as a root (a parent that is not in the file: a
+// subagent transcript's first lines point into the main session).
+var maxWait = 64 << 20
 
 func newCCConv(v *view) *ccConv {
 	return &ccConv{v: v, texts: map[int32]string{}, names: newToolNames(), side: -1}
@@ -513,16 +549,19 @@ func newCCConv(v *view) *ccConv {
 func (c *ccConv) decode(raw []byte, l *ccLine) {
 	*l = ccLine{blocks: l.blocks[:0], out: l.out[:0]}
 	decodeCC(raw, l)
+	l.raw = len(raw)
 }
 
 func (c *ccConv) line(no int, raw []byte) error {
-	var l ccLine
-	decodeCC(raw, &l)
-	return c.apply(no, &l)
+	l := new(ccLine) // it may wait for its parent
+	decodeCC(raw, l)
+	l.raw = len(raw)
+	return c.apply(no, l)
 }
 
-// holds: the pending message and the held results point into their lines.
-func (c *ccConv) holds() bool { return c.pend != nil || len(c.held) > 0 }
+// holds: the pending message, the held results and the lines waiting for
+// their parent point into their lines.
+func (c *ccConv) holds() bool { return c.pend != nil || len(c.held) > 0 || c.waitN > 0 }
 
 // resolve is the id the children of uuid p hang off.
 func (c *ccConv) resolve(p jstr) int32 {
@@ -579,7 +618,88 @@ func (c *ccConv) id(n int32) pid {
 	return pid{key: *c.nodes.t.key(n - 1), uuid: true}
 }
 
+// apply follows the tree, not the file: a line whose parent is not known
+// yet waits for it, and applying a line wakes the lines waiting for it.
 func (c *ccConv) apply(no int, l *ccLine) error {
+	if !c.linewise && l.bad == "" && !l.parent.empty() && !l.uuid.empty() && c.nodes.findJSON(l.parent) == nil {
+		w := &waitLine{no: no, l: l}
+		if c.wait == nil {
+			c.wait = map[string][]*waitLine{}
+		}
+		k := l.parent.String()
+		c.wait[k] = append(c.wait[k], w)
+		c.waiting = append(c.waiting, w)
+		c.waitN++
+		c.waitBytes += l.raw
+		for c.waitBytes > maxWait {
+			if err := c.release(c.oldestWaiting()); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := c.applyNow(no, l); err != nil {
+		return err
+	}
+	if c.waitN > 0 && !l.uuid.empty() {
+		return c.wake(l.uuid.String())
+	}
+	return nil
+}
+
+// oldestWaiting is the first waiting line in file order.
+func (c *ccConv) oldestWaiting() *waitLine {
+	for len(c.waiting) > 0 && c.waiting[0].done {
+		c.waiting = c.waiting[1:]
+	}
+	return c.waiting[0]
+}
+
+// release applies a waiting line whose parent did not come (it becomes a
+// root, as a parent outside the file does) and what waits for it.
+func (c *ccConv) release(w *waitLine) error {
+	c.take(w)
+	if err := c.applyNow(w.no, w.l); err != nil {
+		return err
+	}
+	return c.wake(w.l.uuid.String())
+}
+
+func (c *ccConv) take(w *waitLine) {
+	w.done = true
+	c.waitN--
+	c.waitBytes -= w.l.raw
+}
+
+// wake applies the lines waiting for uuid, then those waiting for them,
+// always the earliest in the file first.
+func (c *ccConv) wake(uuid string) error {
+	ready := c.wait[uuid]
+	delete(c.wait, uuid)
+	for len(ready) > 0 {
+		i := 0
+		for j := range ready {
+			if ready[j].no < ready[i].no {
+				i = j
+			}
+		}
+		w := ready[i]
+		ready = append(ready[:i], ready[i+1:]...)
+		if w.done {
+			continue
+		}
+		c.take(w)
+		if err := c.applyNow(w.no, w.l); err != nil {
+			return err
+		}
+		k := w.l.uuid.String()
+		ready = append(ready, c.wait[k]...)
+		delete(c.wait, k)
+	}
+	return nil
+}
+
+func (c *ccConv) applyNow(no int, l *ccLine) error {
 	v := c.v
 	if l.bad != "" {
 		v.malformed = append(v.malformed, Malformed{Line: no, Bytes: l.size, Err: l.bad})
@@ -594,6 +714,12 @@ func (c *ccConv) apply(no int, l *ccLine) error {
 	if v.started == "" && !l.timestamp.empty() {
 		v.started = l.time()
 	}
+	if !claudeCodeTypes[l.typ] {
+		if c.unknown == nil {
+			c.unknown = map[string]int{}
+		}
+		c.unknown[l.typ]++
+	}
 	if l.uuid.empty() {
 		return nil // file-history-snapshot, queue-operation, summary: no tree node
 	}
@@ -606,6 +732,7 @@ func (c *ccConv) apply(no int, l *ccLine) error {
 	}
 	if c.side >= 0 && side != c.side {
 		c.skipped++
+		c.alias(l.uuid, 0) // known: a main-chain line after it does not wait for it
 		return nil
 	}
 	switch {
@@ -624,6 +751,9 @@ func (c *ccConv) apply(no int, l *ccLine) error {
 		c.alias(l.uuid, 0) // a new root: what came before is summarised
 		if l.hasMeta {
 			c.preTokens = l.preTokens
+			if l.autoCompact && l.preTokens > c.autoAt {
+				c.autoAt = l.preTokens
+			}
 		}
 	default:
 		c.alias(l.uuid, c.resolve(l.parent))
@@ -760,8 +890,28 @@ func (c *ccConv) user(no int, l *ccLine) error {
 }
 
 func (c *ccConv) finish() error {
+	// Lines still waiting: their parent is not in the file.
+	for c.waitN > 0 {
+		if err := c.release(c.oldestWaiting()); err != nil {
+			return err
+		}
+	}
 	if err := c.flush(); err != nil {
 		return err
+	}
+	if w := ccWindow(c.autoAt); w > 0 {
+		c.v.window, c.v.windowFrom = w, fmt.Sprintf("Claude Code auto-compaction at %d tokens", c.autoAt)
+	}
+	if len(c.unknown) > 0 {
+		types := make([]string, 0, len(c.unknown))
+		n := 0
+		for t, k := range c.unknown {
+			types = append(types, strconv.Quote(t))
+			n += k
+		}
+		sort.Strings(types)
+		c.v.notes = append(c.v.notes, fmt.Sprintf("%d record(s) of a type this ctxtool does not know (%s) were left out: they are not messages Claude Code sends to the model as far as ctxtool knows; a newer ctxtool may read them",
+			n, strings.Join(types, ", ")))
 	}
 	if c.skipped > 0 {
 		c.v.notes = append(c.v.notes, fmt.Sprintf("%d side-chain lines (isSidechain) belong to another conversation and were left out", c.skipped))
@@ -772,4 +922,24 @@ func (c *ccConv) finish() error {
 func shortJSONErr(err error) string {
 	s := err.Error()
 	return strings.TrimPrefix(s, "json: ")
+}
+
+// ccWindows are the context windows Claude Code runs Claude models with.
+var ccWindows = []int{200000, 1000000}
+
+// ccWindow is the window Claude Code ran with, from the largest context it
+// compacted automatically at: it compacts before the window is full (at
+// about 83% of it), so the window is the smallest one above that point —
+// whatever a model table says the model could take (a 1M-token model run
+// with 200k compacts at ~170k). 0: no automatic compaction.
+func ccWindow(autoAt int64) int {
+	if autoAt <= 0 {
+		return 0
+	}
+	for _, w := range ccWindows {
+		if int64(w) > autoAt {
+			return w
+		}
+	}
+	return 0
 }

@@ -70,6 +70,9 @@ type cxInfo struct {
 	last    cxLast // when hasLast
 	hasLast bool
 	window  int64
+	// cum is total_token_usage.total_tokens: the session's running total,
+	// which only a new model call moves (0: absent).
+	cum int64
 }
 
 type cxLast struct{ input, cached, output, total int64 }
@@ -332,6 +335,17 @@ func (d *jdec) cxInfo() cxInfo {
 			info.last, info.hasLast = l, true
 		case "model_context_window":
 			info.window = d.int("model_context_window")
+		case "total_token_usage":
+			if !d.obj("total_token_usage") {
+				continue
+			}
+			for k, ok := d.key(); ok; k, ok = d.key() {
+				if string(k) == "total_tokens" {
+					info.cum = d.int("total_tokens")
+				} else {
+					d.skip()
+				}
+			}
 		default:
 			d.skip()
 		}
@@ -518,6 +532,10 @@ type cxConv struct {
 	// points to it).
 	nextUsage, asstUsage usage
 	hasNext              bool
+	// lastCum and lastLast are the last token_count's running total and
+	// last usage: a record that repeats them measured no new call.
+	lastCum  int64
+	lastLast cxLast
 	// tsPi: the last timestamp was in pi's form, epoch ms tsPiMS (ts is
 	// then stale).
 	tsPi   bool
@@ -617,8 +635,14 @@ func (c *cxConv) event(it *cxItem) {
 			return
 		}
 		if it.info.window > 0 {
-			c.v.window = int(it.info.window)
+			c.v.window, c.v.windowFrom = int(it.info.window), "Codex model_context_window"
 		}
+		if it.info.cum > 0 && it.info.cum == c.lastCum && it.info.last == c.lastLast {
+			// The same record again (Codex repeats token_count, e.g. on
+			// a rate-limit update): no new model call, so no reply's.
+			return
+		}
+		c.lastCum, c.lastLast = it.info.cum, it.info.last
 		if l := &it.info.last; it.info.hasLast {
 			u := usage{input: l.input - l.cached, output: l.output, cacheRead: l.cached, total: l.total}
 			// Codex ≥ 0.4x records token_count right after the reply's items;
@@ -633,7 +657,7 @@ func (c *cxConv) event(it *cxItem) {
 		}
 	case "task_started":
 		if it.window > 0 {
-			c.v.window = int(it.window)
+			c.v.window, c.v.windowFrom = int(it.window), "Codex model_context_window"
 		}
 	}
 }

@@ -117,6 +117,7 @@ type view struct {
 	malformed  []Malformed
 	notes      []string
 	window     int
+	windowFrom string
 	// sink, when set, is handed every line with its values (Produced),
 	// by drain: pend are those of the lines in w, the last one the line
 	// being written.
@@ -726,6 +727,10 @@ type View struct {
 	// ContextWindow is the model's window as the file states it (Codex's
 	// model_context_window), 0 when the file does not say.
 	ContextWindow int
+	// WindowSource says what in the file ContextWindow comes from ("Codex
+	// model_context_window", "Claude Code auto-compaction at 171204
+	// tokens").
+	WindowSource string
 	// Malformed are source lines that are not JSON objects.
 	Malformed []Malformed
 	// Notes are facts worth a warning (skipped side-chain lines, …).
@@ -826,6 +831,6 @@ func (v *view) finish(f Format, file, unit string) (*View, error) {
 	if err := v.finishOut(); err != nil {
 		return nil, err
 	}
-	return &View{Format: f, File: file, Unit: unit, ContextWindow: v.window, Malformed: v.malformed,
+	return &View{Format: f, File: file, Unit: unit, ContextWindow: v.window, WindowSource: v.windowFrom, Malformed: v.malformed,
 		Notes: v.notes, data: v.out, rows: v.rows}, nil
 }

@@ -1,6 +1,9 @@
 package formats
 
 import (
+	"bufio"
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -51,11 +54,38 @@ func Export(src string, w io.Writer) (ExportResult, error) {
 	defer v.Close()
 	res.Format = v.Format
 	cw := &countWriter{w: w}
-	if _, err := v.WriteTo(cw); err != nil {
+	if _, err := v.exportTo(cw); err != nil {
 		return res, err
 	}
 	res.Bytes, res.Lines = cw.n, cw.lines
 	return res, nil
+}
+
+// exportTo writes the view, its header carrying the window the source
+// stated (contextWindow, contextWindowSource: pi ignores keys it does not
+// know, ctxtool reads them back), so the copy is measured against the
+// window the agent ran with, not the model table's.
+func (v *View) exportTo(w io.Writer) (int64, error) {
+	if v.ContextWindow <= 0 {
+		return v.WriteTo(w)
+	}
+	r := io.NewSectionReader(v.ReaderAt(), 0, v.Size())
+	br := bufio.NewReader(r)
+	head, err := br.ReadBytes('\n')
+	if err != nil && err != io.EOF {
+		return 0, err
+	}
+	line := bytes.TrimRight(head, "\n")
+	if bytes.HasSuffix(line, []byte("}")) {
+		src, _ := json.Marshal(v.WindowSource)
+		line = fmt.Appendf(line[:len(line)-1:len(line)-1], `,"contextWindow":%d,"contextWindowSource":%s}`, v.ContextWindow, src)
+	}
+	n, err := w.Write(append(line, '\n'))
+	if err != nil {
+		return int64(n), err
+	}
+	m, err := io.Copy(w, br)
+	return int64(n) + m, err
 }
 
 // ExportFile exports src to the file dst, created through a temporary file

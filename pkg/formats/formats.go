@@ -200,7 +200,8 @@ func classifyLine(line []byte) (Format, string, bool) {
 		typ == "turn_context" || typ == "compacted"):
 		return Codex, "a Codex rollout record", true
 	case probe.UUID != nil || probe.ParentUUID != nil || probe.LeafUUID != nil ||
-		(probe.SessionID != nil && claudeCodeTypes[typ]) || typ == "file-history-snapshot" || typ == "queue-operation":
+		(probe.SessionID != nil && claudeCodeTypes[typ]) || typ == "file-history-snapshot" || typ == "queue-operation" ||
+		typ == "permission-mode":
 		return ClaudeCode, "a Claude Code transcript record", true
 	case probe.RecordType != nil || (probe.Instruction != nil && probe.ID != nil && probe.Timestamp != nil && probe.Type == nil):
 		return CodexLegacy, "a Codex rollout record (2025 shape)", true
@@ -218,8 +219,14 @@ func classifyLine(line []byte) (Format, string, bool) {
 	return Unknown, "a JSON object without a \"type\"", true
 }
 
+// claudeCodeTypes are the record types Claude Code writes (up to 2.1.3xx:
+// shared/docs/agents-offline.md). A line of one of them with a sessionId
+// marks the file as Claude Code's; the converter counts the records of any
+// other type and reports them once per file.
 var claudeCodeTypes = map[string]bool{"user": true, "assistant": true, "system": true, "summary": true,
-	"progress": true, "attachment": true, "file-history-snapshot": true, "queue-operation": true, "custom-title": true}
+	"progress": true, "attachment": true, "file-history-snapshot": true, "queue-operation": true, "custom-title": true,
+	"permission-mode": true, "ai-title": true, "last-prompt": true, "mode": true, "agent-name": true,
+	"api-request-blob": true, "pr-link": true, "tag": true}
 
 var codexItemTypes = map[string]bool{"message": true, "function_call": true, "function_call_output": true,
 	"reasoning": true, "custom_tool_call": true, "custom_tool_call_output": true, "local_shell_call": true,

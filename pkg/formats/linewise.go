@@ -27,7 +27,11 @@ func NewLineConverter(f Format) *LineConverter {
 		return nil
 	}
 	v := &view{out: &spool{}, headerDone: true}
-	return &LineConverter{v: v, c: newConv(f, v)}
+	c := newConv(f, v)
+	if cc, ok := c.(*ccConv); ok {
+		cc.linewise = true
+	}
+	return &LineConverter{v: v, c: c}
 }
 
 // Convert returns the pi lines (without newlines) that source line no

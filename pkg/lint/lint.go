@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/ctxtool/ctxtool/pkg/estimate"
+	"github.com/ctxtool/ctxtool/pkg/formats"
 	"github.com/ctxtool/ctxtool/pkg/models"
 	"github.com/ctxtool/ctxtool/pkg/safefile"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
@@ -80,7 +81,11 @@ func File(path string, opts *Options) (*Report, error) {
 	if path == "-" {
 		return stdin(opts)
 	}
-	st, err := os.Stat(path)
+	onDisk := path
+	if db, _, ok := formats.SplitStorePath(path); ok {
+		onDisk = db // one session of an OpenClaw store
+	}
+	st, err := os.Stat(onDisk)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", path, safefile.PathCause(err))
 	}
@@ -96,7 +101,16 @@ func File(path string, opts *Options) (*Report, error) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		f, err := os.Open(path)
+		// What the session holds, not its bytes on disk: a .jsonl.zst
+		// decompressed, a store session's rows as lines (so a secret in
+		// the plain file is found in its compressed or stored form too).
+		f, _, err := formats.Materialize(path)
+		if err == nil && f != nil {
+			_, err = f.Seek(0, io.SeekStart) // the copy is written, not rewound
+		}
+		if err == nil && f == nil {
+			f, err = os.Open(path)
+		}
 		if err != nil {
 			scan.err = err
 			return
@@ -214,6 +228,7 @@ func (c *checker) run() {
 // command resolves it (models.ForSession).
 func (c *checker) window() models.SessionWindow {
 	if c.win == nil {
+		models.FromSessionsJSON(c.s)
 		w := models.ForSession(c.ctx.Path, c.s.Header, c.opts.Size.Window)
 		c.win = &w
 	}

@@ -86,6 +86,16 @@ type Window struct {
 	MaxOutputTokens int    // from the table when known, else 0
 }
 
+// SourceText names where the window came from for JSON reports
+// (windowSource): the source, and what matched ("model table:
+// claude-opus-4-6", "file: Claude Code auto-compaction at 171204 tokens").
+func (w Window) SourceText() string {
+	if w.Matched != "" {
+		return string(w.Source) + ": " + w.Matched
+	}
+	return string(w.Source)
+}
+
 // resolve picks the context window for model: an explicit value (> 0, from
 // --context-window) wins, then a config override (keys matched like table ids,
 // so "claude-sonnet-4-5" covers "anthropic/claude-sonnet-4-5-20250929"), then

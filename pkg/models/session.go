@@ -2,8 +2,10 @@ package models
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 
+	"github.com/ctxtool/ctxtool/pkg/sessionstore"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -124,10 +126,30 @@ func ForSession(path []*transcript.Entry, header *transcript.Header, set Setting
 	if header != nil && header.ContextWindow > 0 && (w.Source == FromTable || w.Source == FromDefault) {
 		// The transcript states the window the agent ran with (Codex's
 		// model_context_window): it beats the table, not the user.
-		w.Tokens, w.Source, w.Matched = header.ContextWindow, FromFile, ""
+		w.Tokens, w.Source, w.Matched = header.ContextWindow, FromFile, header.WindowSource
 	}
 	if set.ContextWindow <= 0 && set.ContextTokens > 0 && set.ContextTokens < w.Tokens {
 		w.Tokens, w.Source = set.ContextTokens, FromCap
 	}
 	return SessionWindow{Window: w, Session: sm}
+}
+
+// FromSessionsJSON gives a session the window OpenClaw states for it when
+// its file does not state one: the contextTokens of its entry in the
+// sessions.json beside it (OpenClaw's resolved window for the session's
+// model). Call it before ForSession; it changes nothing for a session
+// whose file states a window or that no sessions.json names.
+func FromSessionsJSON(s *transcript.Session) {
+	if s == nil || s.Header == nil || s.Header.ContextWindow > 0 || s.File == "" || s.File == "-" {
+		return
+	}
+	st, err := sessionstore.Read(filepath.Dir(s.File))
+	if err != nil || st == nil {
+		return
+	}
+	key := st.KeyFor(s.File)
+	if e, ok := st.Entry(key); ok && e.ContextTokens != nil && *e.ContextTokens > 0 {
+		s.Header.ContextWindow = *e.ContextTokens
+		s.Header.WindowSource = "OpenClaw sessions.json contextTokens (" + key + ")"
+	}
 }

@@ -32,6 +32,12 @@ type source struct {
 // translated).
 func openSource(abs string) (source, error) {
 	tmp, format, err := formats.Materialize(abs)
+	if err == nil && format == formats.Unknown {
+		// Not a transcript ctxtool reads: an error, never "indexed, 0
+		// chunks", which would make it unsearchable in silence.
+		sn, _ := formats.SniffFile(abs)
+		return source{}, &formats.UnknownFormatError{File: abs, Line: sn.Line, Looks: sn.Looks}
+	}
 	if err != nil || tmp != nil {
 		return source{tmp, format}, err
 	}

@@ -53,7 +53,9 @@ type Measurement struct {
 	// (0: models.DefaultContextWindow); Notes are its warnings (usage
 	// records rejected…).
 	Window int
-	Notes  []string
+	// WindowSource says where Window came from (models.Window.SourceText).
+	WindowSource string
+	Notes        []string
 	// AnchorLine is the line of the usage record Tokens is anchored on (0:
 	// none); Scale and Overhead how the per-message counts were scaled
 	// and what no message accounts for (1 and Tokens − Σ PerMessage when
@@ -124,6 +126,7 @@ type Report struct {
 	Note             string  `json:"note,omitempty"`
 	TokensBefore     int     `json:"tokensBefore"`
 	ContextWindow    int     `json:"contextWindow"`
+	WindowSource     string  `json:"windowSource,omitempty"`
 	Utilization      float64 `json:"utilization"`
 	TriggerTokens    int     `json:"triggerTokens"`
 	TargetTokens     int     `json:"targetTokens"`
@@ -357,12 +360,19 @@ func (r *Roller) plan(s *transcript.Session, build bool) (decision, error) {
 		return decision{}, fmt.Errorf("%s: internal error: estimator gave %d counts for %d messages", s.File, len(m.PerMessage), len(c.Messages))
 	}
 	win := r.window(m)
+	winFrom := m.WindowSource
+	if r.ContextWindow > 0 || m.Window <= 0 {
+		winFrom = "flag"
+		if r.ContextWindow <= 0 {
+			winFrom = "default"
+		}
+	}
 	target := r.TargetUtilization
 	if target <= 0 {
 		target = DefaultTargetUtilization
 	}
 	d := decision{rep: Report{
-		File: s.File, DryRun: r.DryRun, MalformedLines: s.Malformed, TokensBefore: m.Tokens, ContextWindow: win, Method: m.Method,
+		File: s.File, DryRun: r.DryRun, MalformedLines: s.Malformed, TokensBefore: m.Tokens, ContextWindow: win, WindowSource: winFrom, Method: m.Method,
 		ContextMessages: len(c.Messages), KeptMessages: len(c.Messages), KeptTokens: m.Tokens, Warnings: append(s.Notes(), m.Notes...),
 		Utilization:  math.Round(float64(m.Tokens)/float64(win)*10000) / 10000,
 		TargetTokens: int(math.Floor(target * float64(win))),

@@ -42,13 +42,16 @@ const maxStoreBytes = 64 << 20
 // Entry is the part of a store entry ctxtool uses. Pointers are nil when
 // the field is absent.
 type Entry struct {
-	SessionID                  string `json:"sessionId"`
-	SessionFile                string `json:"sessionFile"`
-	TotalTokens                *int   `json:"totalTokens"`
-	InputTokens                *int   `json:"inputTokens"`
-	OutputTokens               *int   `json:"outputTokens"`
-	CompactionCount            int    `json:"compactionCount"`
-	MemoryFlushCompactionCount *int   `json:"memoryFlushCompactionCount"`
+	SessionID       string `json:"sessionId"`
+	SessionFile     string `json:"sessionFile"`
+	TotalTokens     *int   `json:"totalTokens"`
+	InputTokens     *int   `json:"inputTokens"`
+	OutputTokens    *int   `json:"outputTokens"`
+	CompactionCount int    `json:"compactionCount"`
+	// ContextTokens is the context window OpenClaw resolved for the
+	// session's model (its window evidence).
+	ContextTokens              *int `json:"contextTokens"`
+	MemoryFlushCompactionCount *int `json:"memoryFlushCompactionCount"`
 }
 
 // Store is a parsed sessions.json.

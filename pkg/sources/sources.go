@@ -4,8 +4,9 @@
 // store and group what they find the way a user thinks of it: per agent,
 // per project.
 //
-// It only names directories and reads nothing but directory entries: which
-// files in them are sessions is pkg/walk's job.
+// Find only names directories; which files in them are sessions is
+// pkg/walk's job. Inventory (`ctxtool sources`) walks them and reads each
+// session's first bytes to say what ctxtool reads and what it cannot.
 package sources
 
 import (

@@ -159,7 +159,30 @@ type rareFields struct {
 	customType    string
 	// timestamp is a timestamp not in ts.
 	timestamp string
+	// system is the system message pi 1.6.0 replays from a compaction
+	// (its systemMessage): an entry of its own, in no session's entries,
+	// that the context rebuild places beside the summary.
+	system *Entry
+	// replacement is a context_edit's (pi 1.6.0) new content; replaceNull:
+	// the edit removes its target from the context.
+	replacement *contentStatsT
+	replaceNull bool
+	// replayed marks the system message entry made of a compaction's
+	// systemMessage (its line is the compaction's).
+	replayed bool
 }
+
+// placeSystem gives the system message a compaction replays the place of
+// its line (what reports cite).
+func (e *Entry) placeSystem() {
+	if e.rare != nil && e.rare.system != nil {
+		e.rare.system.Line, e.rare.system.Offset, e.rare.system.Length, e.rare.system.Index = e.Line, e.Offset, e.Length, e.Index
+	}
+}
+
+// SystemMessage is the system message a pi 1.6.0 compaction replays before
+// its summary (nil when it has none): an entry in no session's entries.
+func (e *Entry) SystemMessage() *Entry { return e.rareOrNone().system }
 
 // more returns e's rare fields, allocating them the first time.
 func (e *Entry) more() *rareFields {
@@ -338,6 +361,8 @@ type Header struct {
 	// ContextWindow is the window a translated transcript states (Codex's
 	// model_context_window; foreign.go), 0 for pi files.
 	ContextWindow int
+	// WindowSource says what in the file states it.
+	WindowSource string
 }
 
 // Malformed is a line pi's loader would drop because JSON.parse fails on it.

@@ -90,6 +90,7 @@ func loadView(name string, v *formats.View) (*Session, error) {
 	}
 	for _, e := range s.Entries {
 		e.Line = v.SourceRow(e.Line)
+		e.placeSystem()
 	}
 	if s.Header != nil {
 		s.Header.Line = v.SourceRow(s.Header.Line)
@@ -109,7 +110,7 @@ func loadView(name string, v *formats.View) (*Session, error) {
 func attachView(s *Session, v *formats.View) {
 	s.Foreign, s.src = v, v.ReaderAt()
 	if s.Header != nil {
-		s.Header.ContextWindow = v.ContextWindow
+		s.Header.ContextWindow, s.Header.WindowSource = v.ContextWindow, v.WindowSource
 	}
 	for _, m := range v.Malformed {
 		s.Malformed = append(s.Malformed, Malformed{Line: m.Line, Bytes: m.Bytes, Err: m.Err})

@@ -22,7 +22,13 @@ func ReadHeader(path string) (Header, error) {
 		return Header{}, err
 	}
 	defer f.Close()
-	br := bufio.NewReaderSize(io.LimitReader(f, maxHeaderLine), 64<<10)
+	return ReadHeaderFrom(path, f)
+}
+
+// ReadHeaderFrom is ReadHeader reading r (a decompressed stream); path
+// names it in errors.
+func ReadHeaderFrom(path string, r io.Reader) (Header, error) {
+	br := bufio.NewReaderSize(io.LimitReader(r, maxHeaderLine), 64<<10)
 	for lineNo := 1; ; lineNo++ {
 		line, err := br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {

@@ -727,6 +727,7 @@ func (a *assembler) place(pl parsedLine, lineNo int, off int64, length int, raw 
 		}
 		e := pl.entry
 		e.Line, e.Offset, e.Length = lineNo, off, length
+		e.placeSystem()
 		if oversized {
 			e.Oversized = true
 			e.Chars, e.Images, e.Wide, e.ThinkingChars = 0, 0, 0, 0
@@ -812,6 +813,7 @@ func (s *Session) WithAppended(lines ...[]byte) (*Session, error) {
 		}
 		e := pl.entry
 		e.Line, e.Offset, e.Length, e.Index = s.Lines+1+i, s.Size+int64(len(extra)), len(line), index+i
+		e.placeSystem()
 		extra = append(append(extra, line...), '\n')
 		n.Entries = append(n.Entries, e)
 	}

@@ -175,8 +175,12 @@ func decodeInto(e *Entry, line []byte, m *Message, words bool) error {
 	sc := scanner{b: line}
 	sc.ws()
 	*m = Message{Content: emptied(m.Content, words)}
+	typ := e.Type()
+	if e.rare != nil && e.rare.replayed {
+		typ = replayedSystem // the compaction line's systemMessage
+	}
 	wellFormed := sc.fields(words, func(key []byte) bool {
-		return sc.entryField(e.Type(), string(key), m, words)
+		return sc.entryField(typ, string(key), m, words)
 	})
 	if !wellFormed {
 		return sc.err
@@ -206,7 +210,10 @@ func setRole(typ string, m *Message) {
 // part of the message of an entry of type typ, and skips it otherwise.
 func (sc *scanner) entryField(typ, key string, m *Message, words bool) (good bool) {
 	switch {
-	case key == "message" && !summaryEntry(typ):
+	case key == "systemMessage" && typ == replayedSystem:
+		*m = Message{Content: emptied(m.Content, words)}
+		good = sc.decodeMessageObject(m, words)
+	case key == "message" && !summaryEntry(typ) && typ != replayedSystem:
 		*m = Message{Content: emptied(m.Content, words)}
 		good = sc.decodeMessageObject(m, words)
 	case key == "summary" && (typ == "compaction" || typ == "branch_summary"):
@@ -223,6 +230,10 @@ func (sc *scanner) entryField(typ, key string, m *Message, words bool) (good boo
 	}
 	return good
 }
+
+// replayedSystem is the decoding type of the system message a pi 1.6.0
+// compaction replays (Entry.SystemMessage): its line is the compaction's.
+const replayedSystem = "compaction/systemMessage"
 
 // summaryEntry: the entry's message is made of its own fields, not of a
 // "message" object.

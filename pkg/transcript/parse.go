@@ -344,7 +344,38 @@ func (s *scanner) field(key string, e *Entry, f *lineFields) (good bool) {
 		e.more().fromID, good = s.maybeString()
 	case "targetId":
 		e.more().targetID, good = s.maybeString()
-	case "version", "cwd", "parentSession":
+	case "systemMessage":
+		// pi 1.6.0's compaction: the system message it replays before the
+		// summary (sessionEntryToContextMessages).
+		if s.peek() != '{' {
+			return s.skip(0)
+		}
+		sys := &Entry{Line: e.Line, Offset: e.Offset, Length: e.Length, rare: &rareFields{firstKeptEntryIndex: -1, replayed: true}}
+		var n names
+		good = s.message(sys, &n)
+		if good && n.role == "system" {
+			n.typ = "message"
+			sys.names = s.p.intern(n)
+			e.more().system = sys
+		}
+	case "replacement":
+		// pi 1.6.0's context_edit: null, or {content} replacing its target's.
+		switch s.peek() {
+		case 'n':
+			e.more().replaceNull, good = true, s.literal("null")
+		case '{':
+			st := &contentStatsT{}
+			good = s.object(func(key []byte) bool {
+				if string(key) == "content" {
+					return s.content(st)
+				}
+				return s.skip(0)
+			})
+			e.more().replacement = st
+		default:
+			good = s.skip(0)
+		}
+	case "version", "cwd", "parentSession", "contextWindow", "contextWindowSource":
 		good = s.headerField(key, f)
 	default:
 		good = s.skip(0)
@@ -362,6 +393,15 @@ func (s *scanner) headerField(key string, f *lineFields) (good bool) {
 		f.h.Version, good = s.maybeInt("version")
 	case "cwd":
 		f.h.Cwd, good = s.maybeString()
+	case "contextWindow":
+		// ctxtool export: the window the source agent stated.
+		f.h.ContextWindow, good = s.maybeInt("contextWindow")
+	case "contextWindowSource":
+		var src string
+		src, good = s.maybeString()
+		if src != "" {
+			f.h.WindowSource = "exported session header (" + src + ")"
+		}
 	default:
 		f.h.ParentSession, good = s.maybeString()
 	}
@@ -603,6 +643,10 @@ func (e *Entry) size(role string, m *messageFields, wide int) {
 	case "bashExecution":
 		e.Chars = m.command + m.output
 		e.Wide = count32(wide)
+	case "system":
+		// pi 1.6.0: content (text and images), its sections and the JSON
+		// of toolsAdded (compaction.js estimateTokens).
+		e.Chars = m.cs.customChars() + m.sections + m.toolsAdded
 	default:
 		e.Chars = 0
 	}
@@ -613,6 +657,8 @@ func (e *Entry) size(role string, m *messageFields, wide int) {
 type messageFields struct {
 	cs              contentStatsT
 	command, output int
+	// pi 1.6.0 system messages.
+	sections, toolsAdded int
 }
 
 // messageField reads the value of one key of a message object into e, m
@@ -655,10 +701,37 @@ func (s *scanner) messageField(key string, e *Entry, m *messageFields, n *names)
 		e.more().customType, good = s.maybeInterned()
 	case "usage":
 		e.Usage, good = s.usage()
+	case "sections":
+		// pi 1.6.0's system message: its prompt, in named sections
+		// (estimateTokens counts every non-empty one).
+		m.sections, good = s.sectionsLen()
+	case "toolsAdded":
+		// estimateTokens counts JSON.stringify(toolsAdded).
+		if s.peek() == 'n' {
+			good = s.skip(0)
+		} else {
+			m.toolsAdded = s.canonLen(0)
+			good = s.err == nil
+		}
 	default:
 		good = s.skip(0)
 	}
 	return good
+}
+
+// sectionsLen measures a system message's sections: Σ the lengths of its
+// string values (a patch's null removes a section and counts nothing).
+func (s *scanner) sectionsLen() (int, bool) {
+	if s.peek() != '{' {
+		return 0, s.skip(0)
+	}
+	n := 0
+	ok := s.object(func(key []byte) bool {
+		l, good := s.maybeStringLen()
+		n += l
+		return good
+	})
+	return n, ok
 }
 
 func (s *scanner) maybeStringLen() (int, bool) {

@@ -144,8 +144,16 @@ func (c *Context) IsBranchOf(s *Session) bool { return c.branchOf == s }
 func BuildContext(path []*Entry) *Context {
 	c := &Context{Path: path, ThinkingLevel: "off", KeptStart: -1, CompactionIndex: -1}
 	var model *Entry // the last entry that sets the model
+	edits := false
+	defer func() {
+		if edits {
+			c.applyEdits()
+		}
+	}()
 	for i, e := range path {
 		switch e.Type() {
+		case "context_edit":
+			edits = true
 		case "thinking_level_change":
 			c.ThinkingLevel = e.ThinkingLevel()
 		case "model_change":
@@ -193,10 +201,19 @@ func BuildContext(path []*Entry) *Context {
 	if c.KeptStart >= 0 {
 		n += c.CompactionIndex - c.KeptStart
 	}
-	c.Messages = make([]ContextMessage, 0, n)
+	c.Messages = make([]ContextMessage, 0, n+1)
 	c.Messages = append(c.Messages, ContextMessage{Entry: c.Compaction, Role: "compactionSummary"})
+	if sys := c.Compaction.SystemMessage(); sys != nil {
+		// pi 1.6.0 sends it before the summary; it follows it here so that
+		// Messages[0] stays the summary the writers check. Sizes and
+		// estimates do not depend on the order.
+		c.Messages = append(c.Messages, ContextMessage{Entry: sys, Role: "system"})
+	}
 	if c.KeptStart >= 0 {
 		for _, e := range path[c.KeptStart:c.CompactionIndex] {
+			if e.Type() == "message" && e.Role() == "system" {
+				continue // replayed from the compaction (buildContextEntries)
+			}
 			c.appendEntry(e)
 		}
 	}
@@ -267,6 +284,70 @@ func (b *idBits) has(v uint32) bool { v &= 1<<18 - 1; return b[v>>6]&(1<<(v&63))
 
 // namedID reports whether a compaction after the walk's point named k.
 func namedID(first map[packedID]int, k packedID) bool { _, ok := first[k]; return ok }
+
+// applyEdits applies pi 1.6.0's context_edit entries (buildSessionProjection):
+// the latest edit of an entry among the context's entries replaces its
+// content (user, assistant, toolResult and custom messages) or, with a
+// null replacement, removes its message. An edited message's entry is a
+// copy sized by the replacement, in no session's entries.
+func (c *Context) applyEdits() {
+	from := 0
+	if c.Compaction != nil {
+		from = c.CompactionIndex + 1
+		if c.KeptStart >= 0 {
+			from = c.KeptStart
+		}
+	}
+	latest := map[string]*Entry{}
+	for _, e := range c.Path[from:] {
+		if e.Type() == "context_edit" && e.TargetID() != "" {
+			latest[e.TargetID()] = e
+		}
+	}
+	if len(latest) == 0 {
+		return
+	}
+	out := c.Messages[:0]
+	for _, m := range c.Messages {
+		ed := latest[m.Entry.ID()]
+		if ed == nil || m.Entry == c.Compaction {
+			out = append(out, m)
+			continue
+		}
+		r := ed.rareOrNone()
+		if r.replaceNull {
+			continue
+		}
+		if r.replacement == nil {
+			out = append(out, m)
+			continue
+		}
+		switch m.Role {
+		case "user", "assistant", "toolResult", "custom":
+			cp := *m.Entry
+			cs := r.replacement
+			cp.Images, cp.Wide = count32(cs.images), count32(cs.wide)
+			switch m.Role {
+			case "user":
+				cp.Chars = cs.text
+				if cs.isString {
+					cp.Chars = cs.strLen
+				}
+			case "assistant":
+				// A string replacement becomes one text block (pi).
+				cp.Chars = cs.text + cs.thinking + cs.toolCalls
+				if cs.isString {
+					cp.Chars = cs.strLen
+				}
+			default:
+				cp.Chars = cs.customChars()
+			}
+			m.Entry = &cp
+		}
+		out = append(out, m)
+	}
+	c.Messages = out
+}
 
 func (c *Context) appendEntry(e *Entry) {
 	if e.ProducesMessage() {

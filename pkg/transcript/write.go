@@ -3,6 +3,7 @@ package transcript
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -73,6 +74,9 @@ type compactionV3 struct {
 	TokensBefore     int     `json:"tokensBefore"`
 	Details          any     `json:"details,omitempty"`
 	FromHook         bool    `json:"fromHook"`
+	// SystemMessage is the system prompt the summary's context keeps
+	// (pi 1.6.0's compactions; Session.CurrentSystemMessage).
+	SystemMessage json.RawMessage `json:"systemMessage,omitempty"`
 }
 
 type compactionV1 struct {
@@ -112,8 +116,13 @@ func (w *Writer) Compaction(c CompactionSpec) (Appended, error) {
 	if c.FirstKept != nil {
 		kept = c.FirstKept.ID()
 	}
+	sys, err := w.systemMessage(ts)
+	if err != nil {
+		return Appended{}, err
+	}
 	line, err := MarshalJS(compactionV3{Type: "compaction", ID: id, ParentID: w.parentPtr(), Timestamp: ts,
-		Summary: c.Summary, FirstKeptEntryID: kept, TokensBefore: c.TokensBefore, Details: c.Details, FromHook: c.FromHook})
+		Summary: c.Summary, FirstKeptEntryID: kept, TokensBefore: c.TokensBefore, Details: c.Details, FromHook: c.FromHook,
+		SystemMessage: sys})
 	return w.done(line, id, err)
 }
 
@@ -217,4 +226,21 @@ func (w *Writer) ToolResult(callID, toolName, text string, isError bool) (Append
 	}
 	line, err := MarshalJS(messageV3{Type: "message", ID: id, ParentID: w.parentPtr(), Timestamp: ts, Message: msg})
 	return w.done(line, id, err)
+}
+
+// systemMessage is what pi 1.6.0's appendCompaction stores with a
+// compaction: the current system message of the context the writer
+// appends to, stamped with the compaction's time (nil without one). Only
+// when the writer appends after the session's leaf: the context is then
+// the session's.
+func (w *Writer) systemMessage(ts string) (json.RawMessage, error) {
+	leaf := w.s.Leaf()
+	if leaf == nil || leaf.ID() != w.parent {
+		return nil, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, ts)
+	if err != nil {
+		return nil, nil
+	}
+	return w.s.CurrentSystemMessage(w.s.Context(), t.UnixMilli())
 }

@@ -157,6 +157,66 @@ type Options struct {
 	// Stdin accepts "-" as standard input (for commands that only read;
 	// docs/cli.md: FILE may be "-").
 	Stdin bool
+	// Skipped, when set, counts what the directory walks passed over, by
+	// reason, so that a command can end by saying so (nothing skipped in
+	// silence).
+	Skipped *Skipped
+}
+
+// Skipped counts what directory walks passed over, by reason ("backup",
+// "hidden directory", "read-only format", …).
+type Skipped struct {
+	counts map[string]int
+}
+
+func (s *Skipped) add(why string) {
+	if s == nil {
+		return
+	}
+	if s.counts == nil {
+		s.counts = map[string]int{}
+	}
+	s.counts[why]++
+}
+
+// Total is the number of things skipped.
+func (s *Skipped) Total() int {
+	n := 0
+	if s != nil {
+		for _, k := range s.counts {
+			n += k
+		}
+	}
+	return n
+}
+
+// Counts returns the counts by reason (a copy).
+func (s *Skipped) Counts() map[string]int {
+	out := map[string]int{}
+	if s != nil {
+		for k, v := range s.counts {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// String is "3 backups, 1 hidden directory" (reasons sorted), "" when
+// nothing was skipped.
+func (s *Skipped) String() string {
+	if s.Total() == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(s.counts))
+	for k := range s.counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%d %s", s.counts[k], k)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func (o Options) wants(k Kind) bool {
@@ -289,16 +349,20 @@ func walkDir(root string, opts Options) ([]File, error) {
 			if p == root {
 				return err
 			}
+			opts.Skipped.add("unreadable directory")
 			return nil // unreadable subdirectory: skip it, keep walking
 		}
 		if d.IsDir() {
 			if p != root && strings.HasPrefix(d.Name(), ".") {
+				opts.Skipped.add("hidden directory")
 				return filepath.SkipDir
 			}
 			return nil
 		}
 		if d.Type().IsRegular() {
 			found = append(found, entryFiles(p, d, opts)...)
+		} else {
+			opts.Skipped.add("non-regular file (symlink, FIFO, device)")
 		}
 		return nil
 	})
@@ -317,11 +381,18 @@ func entryFiles(p string, d fs.DirEntry, opts Options) []File {
 		if err != nil {
 			return nil
 		}
-		// A database that is no OpenClaw store is skipped quietly.
-		sessions, _ := storeSessions(File{Path: p, Size: info.Size(), ModTime: info.ModTime()})
+		sessions, err := storeSessions(File{Path: p, Size: info.Size(), ModTime: info.ModTime()})
+		if err != nil {
+			opts.Skipped.add("database that is no OpenClaw store")
+		}
 		return sessions
 	}
 	if !opts.wants(k) {
+		if k == Database {
+			opts.Skipped.add("OpenClaw store (read-only)")
+		} else {
+			opts.Skipped.add(k.String())
+		}
 		return nil
 	}
 	info, err := d.Info()
@@ -330,6 +401,7 @@ func entryFiles(p string, d fs.DirEntry, opts Options) []File {
 	}
 	f := File{Path: p, Kind: k, Size: info.Size(), ModTime: info.ModTime(), Format: sniff(p)}
 	if opts.Writable && !f.Format.Writable() {
+		opts.Skipped.add(f.Format.String() + " (read-only)")
 		return nil
 	}
 	return []File{f}

@@ -33,7 +33,8 @@ import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-const CORE = path.join(HERE, "node_modules", "@mariozechner", "pi-coding-agent", "dist", "core");
+// PI_CHECK_CORE: another pi's dist/core (pi 1.6.0, @earendil-works/pi-coding-agent, under Node 24).
+const CORE = process.env.PI_CHECK_CORE || path.join(HERE, "node_modules", "@mariozechner", "pi-coding-agent", "dist", "core");
 
 const args = process.argv.slice(2);
 const opts = { text: !args.includes("--no-text"), perMessage: args.includes("--per-message") };

@@ -232,6 +232,16 @@ func (h *Home) store(t testing.TB, path, fact string) {
 	}
 	lines := bytes.Split(bytes.TrimRight(b.Bytes(), "\n"), []byte("\n"))
 	lines = append(lines, []byte(fmt.Sprintf(`{"type":"message","id":"f0000041","parentId":%q,"timestamp":"2026-04-01T10:00:00.000Z","message":{"role":"user","content":[{"type":"text","text":"remember %s please"}],"timestamp":1775037600000}}`, lastID(b.Bytes()), fact)))
+	WriteStore(t, path, "agent:ops:main", "sess-store-1", lines)
+	SetAge(t, path, 300*day)
+	h.Sessions = append(h.Sessions, Session{Path: path + "#agent:ops:main", Agent: "openclaw", Age: 300 * day, Kind: Store, Fact: fact})
+}
+
+// WriteStore writes a minimal OpenClaw SQLite store at path (OpenClaw's
+// two tables) holding one session, key → sessionID, whose rows are lines
+// (seq from 0).
+func WriteStore(t testing.TB, path, key, sessionID string, lines [][]byte) {
+	t.Helper()
 	db, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
@@ -244,11 +254,8 @@ func (h *Home) store(t testing.TB, path, fact string) {
 	}
 	exec(`CREATE TABLE session_nodes (session_key TEXT PRIMARY KEY, current_session_id TEXT)`)
 	exec(`CREATE TABLE transcript_events (session_id TEXT, seq INTEGER, event_json TEXT, event_zstd BLOB, PRIMARY KEY (session_id, seq))`)
-	exec(`INSERT INTO session_nodes VALUES ('agent:ops:main', 'sess-store-1')`)
+	exec(`INSERT INTO session_nodes VALUES (?, ?)`, key, sessionID)
 	for i, l := range lines {
-		exec(`INSERT INTO transcript_events VALUES ('sess-store-1', ?, ?, NULL)`, i, string(l))
+		exec(`INSERT INTO transcript_events VALUES (?, ?, ?, NULL)`, sessionID, i, string(l))
 	}
-	db.Close()
-	SetAge(t, path, 300*day)
-	h.Sessions = append(h.Sessions, Session{Path: path + "#agent:ops:main", Agent: "openclaw", Age: 300 * day, Kind: Store, Fact: fact})
 }
