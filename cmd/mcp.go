@@ -18,6 +18,8 @@ type MCPOptions struct {
 	Recall recallSettings
 	Cwd    string
 	Home   string
+	// AllProjects is config mcp.allProjects.
+	AllProjects bool
 }
 
 func newMCPCmd(f *Factory, runF func(*MCPOptions) error) *cobra.Command {
@@ -27,8 +29,9 @@ func newMCPCmd(f *Factory, runF func(*MCPOptions) error) *cobra.Command {
 		Long: `Run an MCP server on stdin/stdout (the official Go SDK) with four tools:
 
   search        the recall index ('ctxtool index'), scoped to the current
-                project (the working directory's git root) unless
-                all_projects; each hit cites agent, project, session, line
+                project (the working directory's git root); all_projects
+                searches every project where config mcp.allProjects is
+                true; each hit cites agent, project, session, line
   read          the message at a cited session line (only files a search
                 of this server cited)
   context_size  this session's context against the agent's auto-compact point
@@ -49,6 +52,7 @@ func (o *MCPOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command, _
 	if o.Recall, err = resolveRecall(cfg, c.Flags()); err != nil {
 		return err
 	}
+	o.AllProjects = cfg.Bool(nil, "mcp.allProjects")
 	o.Cwd, _ = os.Getwd()
 	o.Home, _ = os.UserHomeDir()
 	return nil
@@ -70,6 +74,8 @@ func runMCP(ctx context.Context, o *MCPOptions) error {
 		StateDir: o.Recall.StateDir,
 		Home:     o.Home,
 		Version:  buildVersion(),
+
+		AllProjects: o.AllProjects,
 	})
 	// A query is capped at 1000 bytes; a frame at 1 MiB.
 	return srv.Run(ctx, &mcp.IOTransport{Reader: readCloser{o.IO.In}, Writer: writeCloser{o.IO.Out}, MaxLineLength: 1 << 20})

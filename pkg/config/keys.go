@@ -257,6 +257,9 @@ var keys = []Key{
 		Doc: "prune moves the inline images of the pi/OpenClaw sessions it archives to a content-addressed store beside the archives (ctxtool-blobs/), one file per distinct image."},
 	{Name: "prune.deleteAfter", Kind: String, Default: "180d", Flag: "delete-after",
 		Doc: "with --delete, prune removes the archives it made longer ago than this (30d, 2w)."},
+
+	{Name: "mcp.allProjects", Kind: Bool, Default: false,
+		Doc: "ctxtool mcp: let an agent's search ask for every project (all_projects). Off, searches stay in the agent's current project: the agent's arguments are untrusted (a prompt it read may ask it to look elsewhere)."},
 }
 
 // envOnly are environment variables that are not config keys but belong to

@@ -52,6 +52,10 @@ type Options struct {
 	StateDir string
 	Home     string
 	Version  string
+	// AllProjects lets a search ask for every project (all_projects). The
+	// agent's arguments are untrusted: only the user widens the scope
+	// (config mcp.allProjects), never what the agent read.
+	AllProjects bool
 }
 
 // Server holds what the tools share.
@@ -69,7 +73,7 @@ func New(o Options) (*mcp.Server, *Server) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "ctxtool", Version: o.Version}, &mcp.ServerOptions{
 		Instructions: "ctxtool remembers every past agent session. Use search to find what was said or decided before (it cites agent, project, session and line); read to see a cited message; context_size before a long task; checkpoint to recall this session's state after a compaction.",
 	})
-	mcp.AddTool(srv, &mcp.Tool{Name: "search", Description: "Search past agent sessions (Claude Code, Codex, pi, OpenClaw) for what was said, decided or found. Scoped to the current project unless all_projects is true. Each hit cites agent, project, session file and line; pass them to read."}, s.search)
+	mcp.AddTool(srv, &mcp.Tool{Name: "search", Description: "Search past agent sessions (Claude Code, Codex, pi, OpenClaw) for what was said, decided or found. Scoped to the current project (all_projects: every project, where the user allowed it). Each hit cites agent, project, session file and line; pass them to read."}, s.search)
 	mcp.AddTool(srv, &mcp.Tool{Name: "read", Description: "Read the message at a session file's line, as cited by search."}, s.read)
 	mcp.AddTool(srv, &mcp.Tool{Name: "context_size", Description: "This session's context size against the point where the agent compacts by itself."}, s.contextSize)
 	mcp.AddTool(srv, &mcp.Tool{Name: "checkpoint", Description: "This session's latest ctxtool checkpoint as resume text (what it was working on, decisions, files)."}, s.checkpoint)
@@ -79,7 +83,7 @@ func New(o Options) (*mcp.Server, *Server) {
 // SearchIn is the search tool's input.
 type SearchIn struct {
 	Query       string `json:"query" jsonschema:"words to look for"`
-	AllProjects bool   `json:"all_projects,omitempty" jsonschema:"search every project, not only the current one"`
+	AllProjects bool   `json:"all_projects,omitempty" jsonschema:"search every project, not only the current one (only where the user's config allows it)"`
 	MaxResults  int    `json:"max_results,omitempty" jsonschema:"at most this many hits (default 8, at most 50)"`
 }
 
@@ -148,6 +152,9 @@ func (s *Server) search(ctx context.Context, _ *mcp.CallToolRequest, in SearchIn
 		return nil, SearchOut{}, fmt.Errorf("recall index: %v (run 'ctxtool index ~/.claude/projects ~/.codex/sessions' first)", err)
 	}
 	project := ""
+	if in.AllProjects && !s.o.AllProjects {
+		return nil, SearchOut{}, errors.New("all_projects is off: searches stay in the current project unless the user sets mcp.allProjects: true in ctxtool's config")
+	}
 	if !in.AllProjects && s.o.Cwd != "" {
 		project = pins.Root(s.o.Cwd)
 	}

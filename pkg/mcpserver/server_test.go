@@ -77,7 +77,12 @@ func TestSearchCitesAndReads(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cs := connect(t, Options{Open: func() (Searcher, error) { return ix, nil }, Cwd: projA, StateDir: state, Home: home})
+	// The agent cannot widen the scope by itself.
+	narrow := connect(t, Options{Open: func() (Searcher, error) { return ix, nil }, Cwd: projA, StateDir: state, Home: home})
+	if out, isErr := call(t, narrow, "search", map[string]any{"query": "ledger database", "all_projects": true}); !isErr || strings.Contains(out, "sb") || !strings.Contains(out, "mcp.allProjects") {
+		t.Errorf("all_projects without the user's consent = %s (error %v); want a refusal naming mcp.allProjects", out, isErr)
+	}
+	cs := connect(t, Options{Open: func() (Searcher, error) { return ix, nil }, Cwd: projA, StateDir: state, Home: home, AllProjects: true})
 	tools, err := cs.ListTools(ctx, nil)
 	if err != nil || len(tools.Tools) != 4 {
 		t.Fatalf("tools = %+v, %v", tools, err)
