@@ -126,45 +126,29 @@ type item struct {
 	count   int
 }
 
-// Tiers: the user's constraints first, then open requests, decisions,
-// errors, numbers, identifiers; facts seen only in tool output lower, and
-// statements found there (a README's "must", a skill's rules) lower still,
-// below the agent's answers, so a document the agent read does not push
-// out what the user and agent said.
-func factTier(f facts.Fact) int {
-	t := f.Class.Rank()
-	switch facts.OriginRank(f.Origin) {
-	case 2: // tool-call arguments
-		t += 2
-	case 3: // tool output: below what the conversation said
-		t += 3
-		switch f.Class {
-		case facts.Constraint, facts.Decision, facts.Request:
-			t = max(t, tierDocStatement)
-		}
-	}
-	return t
-}
+// factTier is the one ranking of facts (facts.Tier), shared with the
+// agents' PreCompact instructions and the identifier retry.
+func factTier(f facts.Fact) int { return facts.Tier(f) }
 
 const (
-	tierGoal         = -2 // the goal comes first
-	tierUser         = -1 // the user's instructions, in their words
-	tierFiles        = 0  // the files the region modified
-	tierQuestion     = 1  // questions the agent left the user at the end
-	tierFailure      = 1  // commands that failed
-	tierEmphasis     = 2  // what the agent emphasised at the end of a turn
-	tierProgress     = 3  // what was done / being done
-	tierAgent        = 3  // the first sentence of an agent's answer or plan
-	tierOldQuestion  = 4  // questions the agent asked earlier
-	tierRequoted     = 4  // a request sentence of a user message already quoted
-	tierDocStatement = 6  // a rule or decision found in tool output (a file, a page)
-	tierFinding      = 5  // the first sentence of an agent message between calls
-	tierCommit       = 5  // commands that changed something (commits, installs, edits)
-	tierMoreEmphasis = 5  // the rest of a long report's emphasis
-	tierUserReport   = 6  // user messages that ask nothing (reports, answers)
-	tierAgentStep    = 9  // "let me check …" before a tool call
-	tierCommand      = 10 // commands that ran, with their first output line
-	tierLookup       = 12 // read-only commands (ls, grep, git status, …)
+	tierGoal         = -2                     // the goal comes first
+	tierUser         = -1                     // the user's instructions, in their words
+	tierFiles        = 0                      // the files the region modified
+	tierQuestion     = 1                      // questions the agent left the user at the end
+	tierFailure      = 1                      // commands that failed
+	tierEmphasis     = 2                      // what the agent emphasised at the end of a turn
+	tierProgress     = 3                      // what was done / being done
+	tierAgent        = 3                      // the first sentence of an agent's answer or plan
+	tierOldQuestion  = 4                      // questions the agent asked earlier
+	tierRequoted     = 4                      // a request sentence of a user message already quoted
+	tierDocStatement = facts.TierDocStatement // a rule or decision found in tool output (a file, a page)
+	tierFinding      = 5                      // the first sentence of an agent message between calls
+	tierCommit       = 5                      // commands that changed something (commits, installs, edits)
+	tierMoreEmphasis = 5                      // the rest of a long report's emphasis
+	tierUserReport   = 6                      // user messages that ask nothing (reports, answers)
+	tierAgentStep    = 9                      // "let me check …" before a tool call
+	tierCommand      = 10                     // commands that ran, with their first output line
+	tierLookup       = 12                     // read-only commands (ls, grep, git status, …)
 )
 
 // itemChars bounds a goal or progress line.

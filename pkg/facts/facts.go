@@ -224,6 +224,33 @@ func originRank(role string) int {
 // OriginRank exposes originRank for ranking summaries.
 func OriginRank(role string) int { return originRank(role) }
 
+// Tier ranks a fact for keeping (lower is kept first), the one ranking
+// the extractive summary, its identifier retry and the agents' PreCompact
+// instructions share.
+// Tiers: the user's constraints first, then open requests, decisions,
+// errors, numbers, identifiers; facts seen only in tool output lower, and
+// statements found there (a README's "must", a skill's rules) lower still,
+// below the agent's answers, so a document the agent read does not push
+// out what the user and agent said.
+func Tier(f Fact) int {
+	t := f.Class.Rank()
+	switch OriginRank(f.Origin) {
+	case 2: // tool-call arguments
+		t += 2
+	case 3: // tool output: below what the conversation said
+		t += 3
+		switch f.Class {
+		case Constraint, Decision, Request:
+			t = max(t, TierDocStatement)
+		}
+	}
+	return t
+}
+
+// TierDocStatement is the tier of a rule or decision found in tool output
+// (a file, a page): below the agent's own answers.
+const TierDocStatement = 6
+
 func (d *detector) source(seq int, s Source) {
 	if strings.TrimSpace(s.Text) == "" {
 		return

@@ -408,36 +408,14 @@ func contentText(raw json.RawMessage) string {
 	return strings.Join(parts, "\n")
 }
 
-// importance orders facts for keeping and for the budgeted lists: the
-// classes in the order the brief names them (constraints, decisions,
-// open requests, identifiers, then the rest), the user's words before the
-// assistant's before tool output, newer before older.
-func importance(f facts.Fact) int {
-	switch f.Class {
-	case facts.Constraint:
-		return 0
-	case facts.Decision:
-		return 1
-	case facts.Request:
-		return 2
-	case facts.Identifier:
-		return 3
-	case facts.Number:
-		return 4
-	}
-	return 5
-}
-
-// rank returns fs most needed first (a copy).
+// rank returns fs most needed first (a copy), in the summariser's ranking
+// (facts.Tier), so the instructions ask first for what a summary keeps first.
 func rank(fs []facts.Fact) []facts.Fact {
 	out := append([]facts.Fact(nil), fs...)
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]
-		if ia, ib := importance(a), importance(b); ia != ib {
-			return ia < ib
-		}
-		if oa, ob := facts.OriginRank(a.Origin), facts.OriginRank(b.Origin); oa != ob {
-			return oa < ob
+		if ta, tb := facts.Tier(a), facts.Tier(b); ta != tb {
+			return ta < tb
 		}
 		return a.Line > b.Line
 	})
