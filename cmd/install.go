@@ -27,14 +27,16 @@ type InstallOptions struct {
 	Binary string
 	// AgentDir is pi's agent directory ($PI_CODING_AGENT_DIR or ~/.pi/agent).
 	AgentDir string
+	// OpenClaw is where OpenClaw is, for `install openclaw`.
+	OpenClaw agentlink.OpenClawSetup
 }
 
 func (o *InstallOptions) readsNoConfig() {}
 
 func newInstallCmd(f *Factory, runF func(*InstallOptions) error) *cobra.Command {
 	return command(f, &InstallOptions{IO: f.IO}, runF, runInstall, &cobra.Command{
-		Use:   "install pi",
-		Short: "Make pi compact with ctxtool: write ctxtool's extension into pi's agent directory",
+		Use:   "install pi|openclaw",
+		Short: "Make pi or OpenClaw compact with ctxtool: write ctxtool's extension or plugin into the agent's directory",
 		Long: `Write ctxtool's pi extension to <pi agent dir>/extensions/ctxtool.ts (the agent
 dir is $PI_CODING_AGENT_DIR, else ~/.pi/agent). From pi's next start, every
 compaction — /compact, the threshold, an overflow — runs 'ctxtool agent
@@ -48,18 +50,21 @@ another). Installing again changes nothing unless the binary changed; no
 other file of pi's is read or written. --check changes nothing: it runs a
 tiny compaction through the installed extension (with node, when found) and
 through the binary it names, and says what works (exit 1 if something does
-not).`,
+not).
+
+` + installOpenClawHelp,
 		Example: `  ctxtool install pi --dry-run
   ctxtool install pi
   ctxtool install pi --check
-  ctxtool uninstall pi`,
+  ctxtool uninstall pi
+  ctxtool install openclaw --dry-run`,
 		Args: cobra.ExactArgs(1),
 	})
 }
 
 func newUninstallCmd(f *Factory, runF func(*InstallOptions) error) *cobra.Command {
 	return command(f, &InstallOptions{IO: f.IO, Remove: true}, runF, runInstall, &cobra.Command{
-		Use:     "uninstall pi",
+		Use:     "uninstall pi|openclaw",
 		Short:   "Remove ctxtool's extension from pi's agent directory",
 		Long:    `Remove <pi agent dir>/extensions/ctxtool.ts if ctxtool wrote it; pi compacts by itself again from its next start.`,
 		Example: `  ctxtool uninstall pi --dry-run`,
@@ -78,17 +83,22 @@ func (o *InstallOptions) flags(c *cobra.Command) {
 func (o *InstallOptions) resolve(f *Factory, _ *config.Config, _ *cobra.Command, args []string) error {
 	o.JSON = f.JSON
 	o.Agent = args[0]
-	if o.Agent != "pi" {
-		return fmt.Errorf("agent %q: ctxtool installs into pi (OpenClaw's plugin is not there yet)", o.Agent)
-	}
 	if o.Check && o.DryRun {
 		return fmt.Errorf("--check changes nothing already: leave out --dry-run")
 	}
-	dir, err := agentlink.PiAgentDir()
-	if err != nil {
-		return err
+	var err error
+	switch o.Agent {
+	case "pi":
+		if o.AgentDir, err = agentlink.PiAgentDir(); err != nil {
+			return err
+		}
+	case "openclaw":
+		if err := o.resolveOpenClaw(); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("agent %q: ctxtool installs into pi or openclaw", o.Agent)
 	}
-	o.AgentDir = dir
 	if o.Remove {
 		return nil
 	}
@@ -106,12 +116,16 @@ func (o *InstallOptions) resolve(f *Factory, _ *config.Config, _ *cobra.Command,
 	if st, err := os.Stat(o.Binary); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
 		return fmt.Errorf("--binary %s: not an executable file", o.Binary)
 	}
+	o.OpenClaw.Binary = o.Binary
 	return nil
 }
 
 func runInstall(ctx context.Context, o *InstallOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
+	}
+	if o.Agent == "openclaw" {
+		return runInstallOpenClaw(ctx, o)
 	}
 	if o.Check {
 		node, _ := exec.LookPath("node")

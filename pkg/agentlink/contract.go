@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/ctxtool/ctxtool/pkg/compaction"
@@ -53,7 +54,22 @@ type Request struct {
 	// ignores the details of compactions an extension wrote).
 	PreviousDetails    json.RawMessage `json:"previousDetails,omitempty"`
 	CustomInstructions string          `json:"customInstructions,omitempty"`
+	// SummarizationInstructions are OpenClaw's (its compaction provider's
+	// params.summarizationInstructions): how identifiers must survive.
+	SummarizationInstructions *SummarizationInstructions `json:"summarizationInstructions,omitempty"`
 }
+
+// SummarizationInstructions are OpenClaw's identifier rules for a summary.
+type SummarizationInstructions struct {
+	IdentifierPolicy       string `json:"identifierPolicy,omitempty"`
+	IdentifierInstructions string `json:"identifierInstructions,omitempty"`
+}
+
+// Agents are the agents the contract knows. OpenClaw's compaction provider
+// hands over only the messages to summarise and the previous summary
+// (preparation.messagesToSummarize, preparation.previousSummary); OpenClaw
+// keeps its own cut, so an answer to it has no firstKeptEntryId.
+var Agents = []string{"pi", "openclaw"}
 
 // Session identifies the agent's session; ctxtool only reads it for
 // reports (the preparation carries every message it summarises).
@@ -61,6 +77,8 @@ type Session struct {
 	File string `json:"file,omitempty"`
 	ID   string `json:"id,omitempty"`
 	Cwd  string `json:"cwd,omitempty"`
+	// Key is OpenClaw's session key (agent:main:main), when known.
+	Key string `json:"key,omitempty"`
 }
 
 // Preparation mirrors pi 1.6's CompactionPreparation.
@@ -185,8 +203,8 @@ func (r *Request) check() error {
 	case r.Version != Version:
 		return inputErrorf("the request speaks contract version %d, this ctxtool speaks %d: reinstall the shim with this binary (ctxtool install %s)",
 			r.Version, Version, strings.TrimSpace(r.Agent))
-	case r.Agent != "pi":
-		return inputErrorf("agent %q: this ctxtool's contract knows \"pi\"", r.Agent)
+	case !slices.Contains(Agents, r.Agent):
+		return inputErrorf("agent %q: this ctxtool's contract knows %q", r.Agent, Agents)
 	}
 	p := &r.Preparation
 	if err := checkMessages("preparation.messagesToSummarize", p.MessagesToSummarize); err != nil {
