@@ -32,6 +32,7 @@ the versioned JSON contract of docs/agent-contract.md on stdin and stdout.`,
 		Args: cobra.NoArgs,
 	}
 	c.AddCommand(newAgentCompactCmd(f, nil))
+	c.AddCommand(newAgentWindowCmd(f, nil), newAgentRecallCmd(f, nil))
 	return c
 }
 

@@ -41,7 +41,7 @@ function run(args, input, { signal, timeoutMs }) {
 			child = spawn(CTXTOOL, args, {
 				stdio: ["pipe", "pipe", "pipe"],
 				detached: process.platform !== "win32",
-				env: { ...process.env, CTXTOOL_AGENT: "openclaw" },
+				env: process.env, // (no CTXTOOL_AGENT: ctxtool would read it as its config key "agent")
 			});
 		} catch (err) {
 			reject(new Error(`cannot start ${CTXTOOL}: ${err.message}`));
