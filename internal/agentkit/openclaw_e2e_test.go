@@ -55,7 +55,7 @@ func ocConfig(home, baseURL string, port int) []byte {
 		"gateway": map[string]any{"port": port, "mode": "local", "bind": "loopback", "auth": map[string]any{"mode": "none"}},
 		"agents": map[string]any{
 			"defaults": map[string]any{"model": map[string]any{"primary": "fake/fake-model"}, "workspace": filepath.Join(home, "ws")},
-			"list": []any{map[string]any{"id": "main", "default": true},
+			"list": []any{map[string]any{"id": "main", "default": true, "workspace": filepath.Join(home, "ws")},
 				map[string]any{"id": "small", "model": map[string]any{"primary": "fake/fake-small"}, "workspace": filepath.Join(home, "ws-small")}},
 		},
 		"models": map[string]any{"mode": "merge", "providers": map[string]any{"fake": map[string]any{
@@ -79,7 +79,7 @@ func TestOpenClaw(t *testing.T) {
 	srv.Reply = func(r llmtest.Request) string {
 		for _, m := range r.Messages {
 			if strings.Contains(m.Content, "<conversation>") {
-				return "## Goal\n" + ownSummary
+				return ownSummary + "."
 			}
 		}
 		return fmt.Sprintf("Noted (reply %d).", len(r.Messages))
@@ -113,8 +113,9 @@ exec %q "$@"
 	os.WriteFile(cfgPath, ocConfig(home, srv.BaseURL(), port), 0o600)
 	xdg := filepath.Join(home, "xdg")
 	os.MkdirAll(filepath.Join(xdg, "ctxtool"), 0o755)
-	// a small kept tail, so the memory flush has a region on a short session
-	os.WriteFile(filepath.Join(xdg, "ctxtool", "config.yaml"), []byte("compaction:\n  keepRecentTokens: 200\n"), 0o644)
+	// no kept tail, so the memory flush's region (ctxtool's cut) is the
+	// history of a short session, as OpenClaw's manual compaction is
+	os.WriteFile(filepath.Join(xdg, "ctxtool", "config.yaml"), []byte("compaction:\n  keepRecentTokens: 1\n"), 0o644)
 	r.env = []string{"HOME=" + home, "PATH=" + filepath.Dir(in.Node) + ":" + r.bin + ":" + os.Getenv("PATH"),
 		"XDG_CONFIG_HOME=" + xdg, "CTXTOOL_STATE_DIR=" + r.state, "CTXTOOL_OPENCLAW_TIMEOUT_MS=5000",
 		"OPENAI_API_KEY=", "OPENAI_BASE_URL=", "CTXTOOL_LLM_MODEL=", "NO_COLOR=1", "TMPDIR=" + os.TempDir()}
@@ -356,6 +357,25 @@ func (r *ocRun) testFallback(t *testing.T) {
 	}
 	if !bytes.Contains(out, []byte(ocPlanted)) {
 		t.Error("the store lost the first prompt")
+	}
+	// the memory flush ran once per compaction: its cycle is the count of
+	// compactions before the last one, and no note was written twice
+	var st struct {
+		Count *int `json:"memoryFlushCompactionCount"`
+	}
+	data, _ := os.ReadFile(filepath.Join(r.state, "memflush", "agent_main_main.json"))
+	n := len(r.compactions(t, "main"))
+	if json.Unmarshal(data, &st) != nil || st.Count == nil || *st.Count != n-1 {
+		t.Errorf("memory flush state %s after %d compactions, want memoryFlushCompactionCount %d", data, n, n-1)
+	}
+	mem := filepath.Join(r.ws, "memory", time.Now().Format("2006-01-02")+".md")
+	if got := strings.Count(string(mustRead(t, mem)), ocPlanted); got != 1 {
+		t.Errorf("%s holds the planted URL %d times after %d compactions, want 1", mem, got, n)
+	}
+	for i := range 3 {
+		if !strings.Contains(string(mustRead(t, mem)), fmt.Sprintf("ops-pager-%d", 40+i)) {
+			t.Errorf("the memory flush before fallback compaction %d did not note ops-pager-%d", i, 40+i)
+		}
 	}
 }
 

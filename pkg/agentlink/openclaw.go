@@ -227,8 +227,9 @@ func stripJSON5(data []byte) []byte {
 // gains the folder, plugins.entries.ctxtool is enabled (with
 // hooks.allowConversationAccess, which its before_prompt_build needs), and
 // agents.defaults.compaction.provider becomes "ctxtool" — one
-// `openclaw config patch`, which leaves every other key as it is. Nothing
-// is changed when all of it is already so. A folder whose index.js
+// `openclaw config patch`, which leaves every other key as it is (with no
+// CLI and no config file yet, the file is created with those keys alone).
+// Nothing is changed when all of it is already so. A folder whose index.js
 // ctxtool did not write is refused.
 func InstallOpenClaw(ctx context.Context, o OpenClawSetup) (*OpenClawResult, error) {
 	files, err := OpenClawPlugin(o.Binary)
@@ -319,6 +320,17 @@ func InstallOpenClaw(ctx context.Context, o OpenClawSetup) (*OpenClawResult, err
 		return res, nil
 	}
 	if o.CLI == nil {
+		if _, err := os.Stat(o.ConfigPath); errors.Is(err, fs.ErrNotExist) {
+			// no config to keep: OpenClaw reads this one at its first start
+			if err := os.MkdirAll(filepath.Dir(o.ConfigPath), 0o700); err != nil {
+				return res, err
+			}
+			var pretty bytes.Buffer
+			json.Indent(&pretty, res.Patch, "", "  ")
+			pretty.WriteByte('\n')
+			res.CLIOutput = "created " + o.ConfigPath
+			return res, safefile.WriteFile(o.ConfigPath, pretty.Bytes(), 0o600)
+		}
 		return res, fmt.Errorf("OpenClaw's CLI (openclaw) is not on the PATH: the plugin is in %s; set the keys with: openclaw config patch --stdin <<< '%s'", dir, res.Patch)
 	}
 	out, err := o.CLI(ctx, res.Patch, "config", "patch", "--stdin")

@@ -235,3 +235,29 @@ func (r *recordingSummarizer) Summarize(_ context.Context, req *compaction.Reque
 	r.instructions += req.Instructions
 	return "## Goal\n- keep " + checkWord, nil
 }
+
+// With no OpenClaw CLI and no config file yet, install creates the config
+// with ctxtool's keys alone (there is nothing of the user's to keep); with
+// a config file it stops and names the command.
+func TestInstallOpenClawWithoutCLI(t *testing.T) {
+	state := t.TempDir()
+	o := OpenClawSetup{StateDir: state, ConfigPath: filepath.Join(state, "openclaw.json"), Binary: "/opt/ctxtool/bin/ctxtool"}
+	if _, err := InstallOpenClaw(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := readOpenClawConfig(o.ConfigPath)
+	if err != nil || !cur.known || cur.provider == nil || *cur.provider != "ctxtool" || !slices.Contains(cur.paths, OpenClawPluginDir(state)) || !allowsConversation(cur.entry) {
+		t.Fatalf("created config: %+v %v", cur, err)
+	}
+	res, err := InstallOpenClaw(context.Background(), o)
+	if err != nil || len(res.Keys) != 0 {
+		t.Errorf("second install: %+v %v", res, err)
+	}
+	os.WriteFile(o.ConfigPath, []byte("{\"ui\": {}}\n"), 0o600)
+	if _, err := InstallOpenClaw(context.Background(), o); err == nil || !strings.Contains(err.Error(), "openclaw config patch --stdin") {
+		t.Errorf("install over a config without the CLI: %v", err)
+	}
+	if data, _ := os.ReadFile(o.ConfigPath); string(data) != "{\"ui\": {}}\n" {
+		t.Errorf("the user's config was changed without OpenClaw's CLI: %s", data)
+	}
+}

@@ -157,12 +157,14 @@ export default {
 			}
 			const target = `${where.db}#${where.key}`;
 			const jobs = [];
-			if (ctx?.workspaceDir) {
+			if (!ctx?.workspaceDir) warn("before_compaction has no workspace: no memory flush");
+			else {
 				jobs.push(
 					run(["flush", "--json", "--force", "--workspace", ctx.workspaceDir, "--session-key", where.key, target], "", { timeoutMs: HOOK_TIMEOUT_MS })
 						.then((out) => {
 							const r = JSON.parse(out.trim().split("\n").pop() || "{}");
 							if (r.flushed) info(`memory flush: ${r.entries?.length ?? 0} note(s) to ${r.memoryFile}`);
+							else info(`no memory flush: ${r.reason || "not due"}`);
 						})
 						.catch((err) => warn(`memory flush failed: ${oneLine(err && err.message, 300)}`)),
 				);
