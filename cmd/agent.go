@@ -32,7 +32,7 @@ the versioned JSON contract of docs/agent-contract.md on stdin and stdout.`,
 		Args: cobra.NoArgs,
 	}
 	c.AddCommand(newAgentCompactCmd(f, nil))
-	c.AddCommand(newAgentWindowCmd(f, nil), newAgentRecallCmd(f, nil))
+	c.AddCommand(newAgentWindowCmd(f, nil), newAgentRecallCmd(f, nil), newAgentAugmentCmd(f, nil))
 	return c
 }
 
@@ -99,4 +99,38 @@ func runAgentCompact(ctx context.Context, o *AgentCompactOptions) error {
 	}
 	_, err = fmt.Fprintf(o.IO.Out, "%s\n", data)
 	return err
+}
+
+func newAgentAugmentCmd(f *Factory, runF func(*AgentCompactOptions) error) *cobra.Command {
+	return command(f, &AgentCompactOptions{IO: f.IO, Compact: CompactOptions{IO: f.IO}}, runF, runAgentAugment, &cobra.Command{
+		Use:   "augment",
+		Short: "Audit the agent's own summary (JSON on stdin) and answer what it dropped (JSON on stdout)",
+		Long: `Read a compaction request (docs/agent-contract.md) whose agentSummary is the
+summary the agent's own model wrote, audit it against the facts of the
+summarised messages and the previous summary, as ctxtool audits its own
+summaries, and answer {version, additions, audit}: additions lists the facts
+the summary dropped (empty when it kept them all), for the shim to add to the
+agent's next request.`,
+		Example: `  ctxtool agent augment < request.json`,
+		Args:    cobra.NoArgs,
+	})
+}
+
+func runAgentAugment(ctx context.Context, o *AgentCompactOptions) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	req, err := agentlink.Decode(o.IO.In, o.MaxInput)
+	if err != nil {
+		return exitcode.New(exitcode.Usage, err)
+	}
+	res, err := agentlink.Augment(ctx, req, req.AgentSummary, agentlink.Options{Settings: o.Compact.Settings})
+	if err != nil {
+		var in *agentlink.InputError
+		if errors.As(err, &in) {
+			return exitcode.New(exitcode.Usage, err)
+		}
+		return exitcode.New(exitcode.Runtime, err)
+	}
+	return writeJSONLine(o.IO.Out, res)
 }

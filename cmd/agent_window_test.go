@@ -53,3 +53,15 @@ func TestAgentWindowAndRecall(t *testing.T) {
 		t.Errorf("agent recall without a session file: exit %d, want 2", code)
 	}
 }
+
+// agent augment answers the facts the agent's own summary dropped.
+func TestAgentAugment(t *testing.T) {
+	cleanEnv(t)
+	req, _ := json.Marshal(map[string]any{"version": 1, "agent": "openclaw", "preparation": map[string]any{"messagesToSummarize": []any{
+		map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": "The runbook is RB-1193 and the pager config is /srv/pager/ops.yaml."}}, "timestamp": 1}}},
+		"agentSummary": "## Goal\n- keep the runbook RB-1193 at hand"})
+	out, errOut, code := runStdin(t, req, "agent", "augment")
+	if code != 0 || !strings.Contains(out, "/srv/pager/ops.yaml") || strings.Contains(out, "- identifier: RB-1193") {
+		t.Fatalf("agent augment: exit %d %s %s", code, out, errOut)
+	}
+}

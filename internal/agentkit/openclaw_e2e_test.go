@@ -263,6 +263,9 @@ func (r *ocRun) ctxtoolLines(from int) []string {
 
 const ocPlanted = "postgres://billing@db-7.internal:5432/ledger"
 
+// memPlanted is the planted URL as the fact detector notes it (host:port).
+const memPlanted = "db-7.internal:5432"
+
 func (r *ocRun) testManual(t *testing.T) {
 	r.turn(t, "main", "We are migrating the billing service. The database URL is "+ocPlanted+" and the deadline is 2027-03-14.")
 	r.turn(t, "main", "Decision: we keep the retry budget at 7 attempts and never touch /etc/billing/secrets.yaml by hand.")
@@ -290,8 +293,8 @@ func (r *ocRun) testManual(t *testing.T) {
 
 	// the memory flush and the checkpoint ran before the compaction
 	mem := filepath.Join(r.ws, "memory", time.Now().Format("2006-01-02")+".md")
-	if got := strings.Count(string(mustRead(t, mem)), ocPlanted); got != 1 {
-		t.Errorf("%s holds the planted URL %d times, want 1:\n%s", mem, got, mustRead(t, mem))
+	if got := strings.Count(string(mustRead(t, mem)), memPlanted); got != 1 {
+		t.Errorf("%s holds the planted %s %d times, want 1:\n%s", mem, memPlanted, got, mustRead(t, mem))
 	}
 	if cps, _ := filepath.Glob(filepath.Join(r.state, "context", "checkpoints", "*", "cp_*.yaml")); len(cps) != 1 {
 		t.Errorf("checkpoints after one compaction: %v", cps)
@@ -325,7 +328,7 @@ func (r *ocRun) testFallback(t *testing.T) {
 		{"garbage", "not JSON"},
 	} {
 		os.WriteFile(r.modeFile, []byte(c.mode), 0o644)
-		fact := fmt.Sprintf("Fact %d: the %s pager alias is ops-pager-%d.", i, c.mode, 40+i)
+		fact := fmt.Sprintf("Fact %d: the %s pager config is /srv/pager/ops-%d.yaml.", i, c.mode, 40+i)
 		r.turn(t, "main", fact)
 		n := len(r.compactions(t, "main"))
 		mark := len(r.gw.Log())
@@ -351,7 +354,7 @@ func (r *ocRun) testFallback(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 3 {
-		if !bytes.Contains(out, fmt.Appendf(nil, "ops-pager-%d", 40+i)) {
+		if !bytes.Contains(out, fmt.Appendf(nil, "/srv/pager/ops-%d.yaml", 40+i)) {
 			t.Errorf("the store lost fact %d", i)
 		}
 	}
@@ -369,12 +372,12 @@ func (r *ocRun) testFallback(t *testing.T) {
 		t.Errorf("memory flush state %s after %d compactions, want memoryFlushCompactionCount %d", data, n, n-1)
 	}
 	mem := filepath.Join(r.ws, "memory", time.Now().Format("2006-01-02")+".md")
-	if got := strings.Count(string(mustRead(t, mem)), ocPlanted); got != 1 {
-		t.Errorf("%s holds the planted URL %d times after %d compactions, want 1", mem, got, n)
+	if got := strings.Count(string(mustRead(t, mem)), memPlanted); got != 1 {
+		t.Errorf("%s holds the planted %s %d times after %d compactions, want 1:\n%s", mem, memPlanted, got, n, mustRead(t, mem))
 	}
 	for i := range 3 {
-		if !strings.Contains(string(mustRead(t, mem)), fmt.Sprintf("ops-pager-%d", 40+i)) {
-			t.Errorf("the memory flush before fallback compaction %d did not note ops-pager-%d", i, 40+i)
+		if !strings.Contains(string(mustRead(t, mem)), fmt.Sprintf("/srv/pager/ops-%d.yaml", 40+i)) {
+			t.Errorf("the memory flush before fallback compaction %d did not note /srv/pager/ops-%d.yaml:\n%s", i, 40+i, mustRead(t, mem))
 		}
 	}
 }

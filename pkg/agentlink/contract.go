@@ -57,6 +57,9 @@ type Request struct {
 	// SummarizationInstructions are OpenClaw's (its compaction provider's
 	// params.summarizationInstructions): how identifiers must survive.
 	SummarizationInstructions *SummarizationInstructions `json:"summarizationInstructions,omitempty"`
+	// AgentSummary is the agent's own summary of the preparation's
+	// messages, for `ctxtool agent augment`.
+	AgentSummary string `json:"agentSummary,omitempty"`
 }
 
 // SummarizationInstructions are OpenClaw's identifier rules for a summary.
