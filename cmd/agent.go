@@ -11,11 +11,15 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/agentlink"
 	"github.com/ctxtool/ctxtool/pkg/config"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
+	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 // AgentCompactOptions are the inputs of `ctxtool agent compact`.
 type AgentCompactOptions struct {
 	IO *IOStreams
+	// Augment: agent.summarySource is augment (the agent's own summary
+	// stands; ctxtool only adds what it dropped).
+	Augment bool
 	// Compact holds the compaction and summariser settings, resolved as
 	// `compact` resolves them (config file and environment).
 	Compact  CompactOptions
@@ -64,6 +68,7 @@ func (o *AgentCompactOptions) flags(c *cobra.Command) {
 }
 
 func (o *AgentCompactOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
+	o.Augment = cfg.String(nil, "agent.summarySource") == "augment"
 	if err := o.Compact.fromConfig(cfg, c); err != nil {
 		return err
 	}
@@ -80,6 +85,10 @@ func runAgentCompact(ctx context.Context, o *AgentCompactOptions) error {
 	req, err := agentlink.Decode(o.IO.In, o.MaxInput)
 	if err != nil {
 		return exitcode.New(exitcode.Usage, err)
+	}
+	if o.Augment && req.Agent == "openclaw" {
+		return writeJSONLine(o.IO.Out, agentlink.Response{Version: agentlink.Version, Augment: true,
+			Decline: "agent.summarySource is augment: OpenClaw's own summary stands, ctxtool adds what it dropped"})
 	}
 	sum, err := o.Compact.summarizer()
 	if err != nil {
@@ -124,7 +133,13 @@ func runAgentAugment(ctx context.Context, o *AgentCompactOptions) error {
 	if err != nil {
 		return exitcode.New(exitcode.Usage, err)
 	}
-	res, err := agentlink.Augment(ctx, req, req.AgentSummary, agentlink.Options{Settings: o.Compact.Settings})
+	summary := req.AgentSummary
+	if summary == "" && req.Session.File != "" {
+		if summary, err = lastCompactionSummary(req.Session.File); err != nil {
+			return exitcode.New(exitcode.Usage, err)
+		}
+	}
+	res, err := agentlink.Augment(ctx, req, summary, agentlink.Options{Settings: o.Compact.Settings})
 	if err != nil {
 		var in *agentlink.InputError
 		if errors.As(err, &in) {
@@ -133,4 +148,29 @@ func runAgentAugment(ctx context.Context, o *AgentCompactOptions) error {
 		return exitcode.New(exitcode.Runtime, err)
 	}
 	return writeJSONLine(o.IO.Out, res)
+}
+
+// lastCompactionSummary is the summary of the compaction in force of a
+// session (a file or "store.sqlite#key"): the agent's own, for augment.
+func lastCompactionSummary(path string) (string, error) {
+	s, err := transcript.Load(path)
+	if err != nil {
+		return "", err
+	}
+	defer s.Close()
+	c := s.Context()
+	if c.Compaction == nil {
+		return "", fmt.Errorf("%s: no compaction to augment", path)
+	}
+	raw, err := s.Raw(c.Compaction)
+	if err != nil {
+		return "", err
+	}
+	var e struct {
+		Summary string `json:"summary"`
+	}
+	if err := json.Unmarshal(raw, &e); err != nil {
+		return "", fmt.Errorf("%s line %d: %v", path, c.Compaction.Line, err)
+	}
+	return e.Summary, nil
 }

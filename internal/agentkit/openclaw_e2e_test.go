@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +32,24 @@ func needOpenClaw(t *testing.T) *OpenClawInstall {
 }
 
 const ownSummary = "OPENCLAW-OWN-SUMMARY of the test model"
+
+var identRE = regexp.MustCompile(`[a-z]+://[^\s"'<>]+|/[\w.-]{2,}(?:/[\w.-]+)+|[A-Za-z0-9._-]+\.[A-Za-z0-9._/-]+:\d{1,5}`)
+
+// ownSummaryOf is the fake model's answer to OpenClaw's summary request:
+// the sections OpenClaw's quality check requires, each once, with every
+// identifier of the conversation, as a good model would write it.
+func ownSummaryOf(r llmtest.Request) string {
+	var all strings.Builder
+	for _, m := range r.Messages {
+		all.WriteString(m.Content)
+		all.WriteByte('\n')
+	}
+	ids := identRE.FindAllString(all.String(), -1)
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	return ownSummary + ".\n\n## Decisions\n- none\n\n## Open TODOs\n- none\n\n## Constraints/Rules\n- none\n\n## Pending user asks\n- none\n\n## Exact identifiers\n- " +
+		strings.Join(ids, "\n- ")
+}
 
 // ocRun is the shared Gateway of TestOpenClaw and what it needs.
 type ocRun struct {
@@ -79,7 +98,7 @@ func TestOpenClaw(t *testing.T) {
 	srv.Reply = func(r llmtest.Request) string {
 		for _, m := range r.Messages {
 			if strings.Contains(m.Content, "<conversation>") {
-				return ownSummary + "."
+				return ownSummaryOf(r)
 			}
 		}
 		return fmt.Sprintf("Noted (reply %d).", len(r.Messages))
@@ -160,6 +179,7 @@ exec %q "$@"
 	})
 	t.Run("manual", r.testManual)
 	t.Run("fallback", r.testFallback)
+	t.Run("augment", func(t *testing.T) { r.testAugment(t, xdg) })
 	t.Run("threshold", r.testThreshold)
 	t.Run("uninstall", func(t *testing.T) {
 		out, err := r.ctxtool("uninstall", "openclaw")
@@ -251,10 +271,12 @@ func lastTurn(t *testing.T, srv *llmtest.Server) llmtest.Request {
 	return llmtest.Request{}
 }
 
+// ctxtoolLines are the Gateway's "[ctxtool] compaction failed" lines
+// after byte from (the memory flush's info lines are not counted).
 func (r *ocRun) ctxtoolLines(from int) []string {
 	var out []string
 	for _, l := range strings.Split(r.gw.Log()[from:], "\n") {
-		if strings.Contains(l, "[ctxtool] ") {
+		if strings.Contains(l, "[ctxtool] compaction failed") {
 			out = append(out, l)
 		}
 	}
@@ -314,6 +336,17 @@ func (r *ocRun) testManual(t *testing.T) {
 	writeFigure(t, fmt.Sprintf("openclaw estimate: store %d tokens vs last request chars/4 %.0f (body %d chars): %.1f%% apart", est.Tokens, sent, len(last.Body), diff*100))
 	if diff > 0.05 {
 		t.Errorf("ctxtool estimate %d vs chars/4 of the last request %.0f: %.1f%% apart (want ≤ 5%%)", est.Tokens, sent, diff*100)
+	}
+	// reported, not asserted: the store's messages alone, without the
+	// usage OpenClaw recorded (its ~11k-token system prompt and tools are
+	// in no stored message)
+	if out, err := r.ctxtool("estimate", "--json", "--tokenizer", "heuristic", r.store("main")+"#agent:main:main"); err == nil && strings.Contains(out, "{") {
+		var h struct {
+			Tokens int `json:"tokens"`
+		}
+		if json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &h) == nil {
+			writeFigure(t, fmt.Sprintf("openclaw estimate --tokenizer heuristic: %d tokens vs %.0f: %.1f%% apart", h.Tokens, sent, math.Abs(float64(h.Tokens)-sent)/sent*100))
+		}
 	}
 }
 
@@ -401,5 +434,35 @@ func (r *ocRun) testThreshold(t *testing.T) {
 	first := firstConversationMessage(lastTurn(t, r.srv))
 	if !tokRE.MatchString(first.Content) || !strings.Contains(first.Content, "## Goal") {
 		t.Errorf("the request after the threshold compaction does not start with ctxtool's summary: %.300q", first.Content)
+	}
+}
+
+// With agent.summarySource: augment, OpenClaw's own summary stands and the
+// facts it dropped reach the next request (after_compaction audits it,
+// before_prompt_build adds them).
+func (r *ocRun) testAugment(t *testing.T, xdg string) {
+	cfg := filepath.Join(xdg, "ctxtool", "config.yaml")
+	orig := mustRead(t, cfg)
+	defer os.WriteFile(cfg, orig, 0o644)
+	os.WriteFile(cfg, append(append([]byte{}, orig...), "agent:\n  summarySource: augment\n"...), 0o644)
+	const rule = "never deploy the ledger service on Fridays"
+	r.turn(t, "main", "Constraint: we "+rule+".")
+	r.turn(t, "main", "Fine. Next, list the tables of the ledger schema.")
+	r.turn(t, "main", "And count the invoices of last month.")
+	mark := len(r.gw.Log())
+	summary := r.compact(t, "agent:main:main")
+	if !strings.Contains(summary, ownSummary) {
+		t.Fatalf("in augment mode the summary is not OpenClaw's own:\n%s", summary)
+	}
+	if strings.Contains(summary, rule) {
+		t.Skipf("OpenClaw's own summary kept the planted rule: nothing to augment")
+	}
+	if lines := r.ctxtoolLines(mark); len(lines) != 0 {
+		t.Errorf("augment logged failures: %q", lines)
+	}
+	r.turn(t, "main", "What is next?")
+	body := string(lastTurn(t, r.srv).Body)
+	if !strings.Contains(body, "Also from the summarized history") || !strings.Contains(body, rule) {
+		t.Errorf("the request after an augmented compaction lacks ctxtool's additions; log:\n%s", tail(r.gw.Log()[mark:], 3000))
 	}
 }

@@ -117,7 +117,10 @@ type Response struct {
 	Version int `json:"version"`
 	// Decline, when set, is why ctxtool leaves this compaction to the
 	// agent; the other fields are then empty.
-	Decline          string   `json:"decline,omitempty"`
+	Decline string `json:"decline,omitempty"`
+	// Augment, with a decline, says the agent's own summary is to stand
+	// and `ctxtool agent augment` adds what it dropped afterwards.
+	Augment          bool     `json:"augment,omitempty"`
 	Summary          string   `json:"summary,omitempty"`
 	FirstKeptEntryID string   `json:"firstKeptEntryId,omitempty"`
 	TokensBefore     int      `json:"tokensBefore,omitempty"`

@@ -112,9 +112,10 @@ async function compact(params) {
 	}
 	if (!answer || typeof answer !== "object" || answer.version !== CONTRACT)
 		throw new Error(`${CTXTOOL} answered in contract version ${answer?.version}, this plugin speaks ${CONTRACT}: run ctxtool install openclaw`);
+	if (answer.decline && answer.augment) return { augment: true };
 	if (answer.decline) throw new Error(`declined: ${oneLine(answer.decline, 300)}`);
 	if (typeof answer.summary !== "string" || answer.summary.trim() === "") throw new Error(`${CTXTOOL} answered without a summary`);
-	return answer.summary;
+	return { summary: answer.summary };
 }
 
 // storeOf is the session's place in OpenClaw's SQLite store: the agent's
@@ -141,12 +142,54 @@ export default {
 			label: "ctxtool",
 			async summarize(params) {
 				try {
-					return await compact(params ?? {});
+					const got = await compact(params ?? {});
+					if (got.augment) {
+						// augment: OpenClaw's own summary stands; after_compaction
+						// audits it against these messages
+						lastMessages = Array.isArray(params?.messages) ? params.messages : [];
+						return "";
+					}
+					return got.summary;
 				} catch (err) {
 					warn(`compaction failed, OpenClaw summarises by itself: ${oneLine(err && err.message, 400)}`);
 					return "";
 				}
 			},
+		});
+
+		// Augment mode: the messages OpenClaw's summary covers (summarize()
+		// gets no session, so the last ones are kept for after_compaction)
+		// and, per session key, the additions for its next request.
+		let lastMessages = null;
+		const pending = new Map();
+		api.on("after_compaction", async (event, ctx) => {
+			const where = storeOf(ctx);
+			if (!lastMessages || !where) return;
+			const messages = lastMessages;
+			lastMessages = null;
+			const req = {
+				version: CONTRACT,
+				agent: "openclaw",
+				reason: "compaction",
+				session: { file: `${where.db}#${where.key}`, key: where.key, id: ctx?.sessionId },
+				preparation: { messagesToSummarize: messages, turnPrefixMessages: [], fileOps: { read: [], written: [], edited: [] }, settings: {} },
+			};
+			try {
+				const a = JSON.parse(await run(["agent", "augment"], JSON.stringify(req), { timeoutMs: HOOK_TIMEOUT_MS }));
+				if (a && typeof a.additions === "string" && a.additions.trim() !== "") {
+					pending.set(where.key, a.additions);
+					info(`augment: ${a.audit?.dropped ?? "?"} fact(s) OpenClaw's summary dropped go into the next request`);
+				}
+			} catch (err) {
+				warn(`augment failed, OpenClaw's summary stands alone: ${oneLine(err && err.message, 300)}`);
+			}
+		});
+		api.on("before_prompt_build", async (_event, ctx) => {
+			const key = ctx?.sessionKey || ctx?.sessionId;
+			const add = key && pending.get(key);
+			if (!add) return undefined;
+			pending.delete(key);
+			return { prependContext: add };
 		});
 
 		api.on("before_compaction", async (event, ctx) => {
