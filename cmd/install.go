@@ -130,18 +130,7 @@ func runInstall(ctx context.Context, o *InstallOptions) error {
 	if o.Check {
 		node, _ := exec.LookPath("node")
 		lines, ok := agentlink.CheckPi(ctx, o.AgentDir, o.Binary, node)
-		for _, l := range lines {
-			if o.JSON {
-				data, _ := json.Marshal(l)
-				fmt.Fprintf(o.IO.Out, "%s\n", data)
-				continue
-			}
-			fmt.Fprintf(o.IO.Out, "%-9s %-4s %s\n", l.What, l.Status, l.Detail)
-		}
-		if !ok {
-			return exitcode.New(exitcode.Runtime, fmt.Errorf("pi's ctxtool extension does not work yet (see above)"))
-		}
-		return nil
+		return printCheck(o, lines, ok, "pi's ctxtool extension")
 	}
 	var a agentlink.Action
 	var err error
@@ -179,6 +168,23 @@ func runInstall(ctx context.Context, o *InstallOptions) error {
 	}
 	if !o.DryRun && !o.Remove && a.Change != "unchanged" {
 		fmt.Fprintln(o.IO.ErrOut, "pi loads it at its next start; 'ctxtool install pi --check' tries it now")
+	}
+	return nil
+}
+
+// printCheck prints the lines of an install --check; a check that failed
+// is exit 1, naming what.
+func printCheck(o *InstallOptions, lines []agentlink.CheckLine, ok bool, what string) error {
+	for _, l := range lines {
+		if o.JSON {
+			data, _ := json.Marshal(l)
+			fmt.Fprintf(o.IO.Out, "%s\n", data)
+			continue
+		}
+		fmt.Fprintf(o.IO.Out, "%-9s %-4s %s\n", l.What, l.Status, l.Detail)
+	}
+	if !ok {
+		return exitcode.New(exitcode.Runtime, fmt.Errorf("%s does not work yet (see above)", what))
 	}
 	return nil
 }

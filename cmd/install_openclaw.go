@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/ctxtool/ctxtool/pkg/agentlink"
-	"github.com/ctxtool/ctxtool/pkg/exitcode"
 )
 
 const installOpenClawHelp = `'install openclaw' writes ctxtool's OpenClaw plugin to
@@ -56,18 +55,7 @@ func runInstallOpenClaw(ctx context.Context, o *InstallOptions) error {
 	if o.Check {
 		node, _ := exec.LookPath("node")
 		lines, ok := agentlink.CheckOpenClaw(ctx, o.OpenClaw, node)
-		for _, l := range lines {
-			if o.JSON {
-				data, _ := json.Marshal(l)
-				fmt.Fprintf(o.IO.Out, "%s\n", data)
-				continue
-			}
-			fmt.Fprintf(o.IO.Out, "%-9s %-4s %s\n", l.What, l.Status, l.Detail)
-		}
-		if !ok {
-			return exitcode.New(exitcode.Runtime, fmt.Errorf("OpenClaw's ctxtool plugin does not work yet (see above)"))
-		}
-		return nil
+		return printCheck(o, lines, ok, "OpenClaw's ctxtool plugin")
 	}
 	var res *agentlink.OpenClawResult
 	var err error

@@ -208,7 +208,13 @@ func (r *ocRun) ctxtool(args ...string) (string, error) {
 // turn sends one message to an agent and waits for the answer.
 func (r *ocRun) turn(t *testing.T, agent, msg string) {
 	t.Helper()
-	if _, err := r.gw.CLI(240*time.Second, "agent", "--agent", agent, "--message", msg, "--json"); err != nil {
+	r.turnIn(t, agent, "agent:"+agent+":main", msg)
+}
+
+// turnIn sends one message to the session key of an agent.
+func (r *ocRun) turnIn(t *testing.T, agent, key, msg string) {
+	t.Helper()
+	if _, err := r.gw.CLI(240*time.Second, "agent", "--agent", agent, "--session-key", key, "--message", msg, "--json"); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -240,7 +246,12 @@ func (r *ocRun) store(agent string) string {
 
 func (r *ocRun) compactions(t *testing.T, agent string) []map[string]any {
 	t.Helper()
-	out, err := exec.Command(ctxtoolBin, "export", r.store(agent)+"#agent:"+agent+":main").Output()
+	return r.compactionsOf(t, agent, "agent:"+agent+":main")
+}
+
+func (r *ocRun) compactionsOf(t *testing.T, agent, key string) []map[string]any {
+	t.Helper()
+	out, err := exec.Command(ctxtoolBin, "export", r.store(agent)+"#"+key).Output()
 	if err != nil {
 		t.Fatalf("ctxtool export of the store: %v", err)
 	}
@@ -355,47 +366,51 @@ func (r *ocRun) testManual(t *testing.T) {
 // [ctxtool] line says why.
 func (r *ocRun) testFallback(t *testing.T) {
 	defer os.Remove(r.modeFile)
+	mem := filepath.Join(r.ws, "memory", time.Now().Format("2006-01-02")+".md")
 	for i, c := range []struct{ mode, says string }{
 		{"exit1", "exited with 1: ctxtool-switch: planted failure"},
 		{"hang", "did not answer within 5000 ms"},
 		{"garbage", "not JSON"},
 	} {
+		// a session of its own: OpenClaw's quality check of its own
+		// summary is not what is tested here
+		key := "agent:main:fb-" + c.mode
 		os.WriteFile(r.modeFile, []byte(c.mode), 0o644)
 		fact := fmt.Sprintf("Fact %d: the %s pager config is /srv/pager/ops-%d.yaml.", i, c.mode, 40+i)
-		r.turn(t, "main", fact)
-		n := len(r.compactions(t, "main"))
+		r.turnIn(t, "main", key, fact)
+		r.turnIn(t, "main", key, "Noted? Then list the next three steps.")
 		mark := len(r.gw.Log())
 		t0 := time.Now()
-		summary := r.compact(t, "agent:main:main")
+		out, err := r.gw.CLI(240*time.Second, "sessions", "compact", key, "--json")
 		took := time.Since(t0)
-		if !strings.Contains(summary, ownSummary) {
-			t.Errorf("%s: the summary is not OpenClaw's own:\n%s", c.mode, summary)
+		if err != nil {
+			t.Errorf("%s: %v", c.mode, err)
+			continue
 		}
-		cs := r.compactions(t, "main")
-		if len(cs) != n+1 {
-			t.Errorf("%s: %d compaction rows, want %d", c.mode, len(cs), n+1)
+		if !strings.Contains(string(out), ownSummary) {
+			t.Errorf("%s: the summary is not OpenClaw's own:\n%s", c.mode, out)
+		}
+		cs := r.compactionsOf(t, "main", key)
+		if len(cs) != 1 || !strings.Contains(fmt.Sprint(cs[0]["summary"]), ownSummary) {
+			t.Errorf("%s: compaction rows %v", c.mode, cs)
 		}
 		lines := r.ctxtoolLines(mark)
 		if len(lines) != 1 || !strings.Contains(lines[0], "compaction failed, OpenClaw summarises by itself") || !strings.Contains(lines[0], c.says) {
 			t.Errorf("%s: [ctxtool] lines %q, want one saying %q", c.mode, lines, c.says)
 		}
+		// nothing lost: both prompts are still in the store
+		exp, err := exec.Command(ctxtoolBin, "export", r.store("main")+"#"+key).Output()
+		if err != nil || !bytes.Contains(exp, []byte(fact)) || !bytes.Contains(exp, []byte("list the next three steps")) {
+			t.Errorf("%s: the store lost a prompt (%v)", c.mode, err)
+		}
+		// the memory flush ran before this compaction, once
+		if !strings.Contains(string(mustRead(t, mem)), fmt.Sprintf("/srv/pager/ops-%d.yaml", 40+i)) {
+			t.Errorf("%s: the memory flush did not note /srv/pager/ops-%d.yaml:\n%s", c.mode, 40+i, mustRead(t, mem))
+		}
 		writeFigure(t, fmt.Sprintf("openclaw fallback %s: sessions compact took %.1fs", c.mode, took.Seconds()))
 	}
-	// nothing lost: every prompt is still in the store
-	out, err := exec.Command(ctxtoolBin, "export", r.store("main")+"#agent:main:main").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 3 {
-		if !bytes.Contains(out, fmt.Appendf(nil, "/srv/pager/ops-%d.yaml", 40+i)) {
-			t.Errorf("the store lost fact %d", i)
-		}
-	}
-	if !bytes.Contains(out, []byte(ocPlanted)) {
-		t.Error("the store lost the first prompt")
-	}
-	// the memory flush ran once per compaction: its cycle is the count of
-	// compactions before the last one, and no note was written twice
+	// once per compaction: the main session's cycle is its compaction
+	// count before the last one, and no note was written twice
 	var st struct {
 		Count *int `json:"memoryFlushCompactionCount"`
 	}
@@ -404,14 +419,8 @@ func (r *ocRun) testFallback(t *testing.T) {
 	if json.Unmarshal(data, &st) != nil || st.Count == nil || *st.Count != n-1 {
 		t.Errorf("memory flush state %s after %d compactions, want memoryFlushCompactionCount %d", data, n, n-1)
 	}
-	mem := filepath.Join(r.ws, "memory", time.Now().Format("2006-01-02")+".md")
 	if got := strings.Count(string(mustRead(t, mem)), memPlanted); got != 1 {
-		t.Errorf("%s holds the planted %s %d times after %d compactions, want 1:\n%s", mem, memPlanted, got, n, mustRead(t, mem))
-	}
-	for i := range 3 {
-		if !strings.Contains(string(mustRead(t, mem)), fmt.Sprintf("/srv/pager/ops-%d.yaml", 40+i)) {
-			t.Errorf("the memory flush before fallback compaction %d did not note /srv/pager/ops-%d.yaml:\n%s", i, 40+i, mustRead(t, mem))
-		}
+		t.Errorf("%s holds the planted %s %d times, want 1:\n%s", mem, memPlanted, got, mustRead(t, mem))
 	}
 }
 
@@ -446,11 +455,12 @@ func (r *ocRun) testAugment(t *testing.T, xdg string) {
 	defer os.WriteFile(cfg, orig, 0o644)
 	os.WriteFile(cfg, append(append([]byte{}, orig...), "agent:\n  summarySource: augment\n"...), 0o644)
 	const rule = "never deploy the ledger service on Fridays"
-	r.turn(t, "main", "Constraint: we "+rule+".")
-	r.turn(t, "main", "Fine. Next, list the tables of the ledger schema.")
-	r.turn(t, "main", "And count the invoices of last month.")
+	const key = "agent:main:augment"
+	r.turnIn(t, "main", key, "Constraint: we "+rule+".")
+	r.turnIn(t, "main", key, "Fine. Next, list the tables of the ledger schema.")
+	r.turnIn(t, "main", key, "And count the invoices of last month.")
 	mark := len(r.gw.Log())
-	summary := r.compact(t, "agent:main:main")
+	summary := r.compact(t, key)
 	if !strings.Contains(summary, ownSummary) {
 		t.Fatalf("in augment mode the summary is not OpenClaw's own:\n%s", summary)
 	}
@@ -460,7 +470,7 @@ func (r *ocRun) testAugment(t *testing.T, xdg string) {
 	if lines := r.ctxtoolLines(mark); len(lines) != 0 {
 		t.Errorf("augment logged failures: %q", lines)
 	}
-	r.turn(t, "main", "What is next?")
+	r.turnIn(t, "main", key, "What is next?")
 	body := string(lastTurn(t, r.srv).Body)
 	if !strings.Contains(body, "Also from the summarized history") || !strings.Contains(body, rule) {
 		t.Errorf("the request after an augmented compaction lacks ctxtool's additions; log:\n%s", tail(r.gw.Log()[mark:], 3000))

@@ -90,25 +90,10 @@ func CheckOpenClaw(ctx context.Context, o OpenClawSetup, node string) (lines []C
 	req := map[string]any{"version": Version, "agent": "openclaw", "reason": "compaction", "session": map[string]any{},
 		"preparation":               map[string]any{"messagesToSummarize": params["messages"], "turnPrefixMessages": []any{}},
 		"summarizationInstructions": params["summarizationInstructions"]}
-	payload, _ := json.Marshal(req)
 	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(cctx, runs, "agent", "compact")
-	cmd.Stdin = bytes.NewReader(payload)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	var res Response
-	switch {
-	case err != nil:
-		add("binary", "fail", "%s agent compact: %v: %s", runs, err, strings.TrimSpace(stderr.String()))
-	case json.Unmarshal(out, &res) != nil || res.Version != Version:
-		add("binary", "fail", "%s agent compact answered something other than a contract v%d answer: %.80q", runs, Version, out)
-	case !strings.Contains(res.Summary, checkWord):
-		add("binary", "fail", "%s agent compact answered a summary without the planted path %s", runs, checkWord)
-	default:
-		add("binary", "ok", "%s answers contract v%d for openclaw (%s summarizer, %d-char summary)", runs, Version, res.Details.Ctxtool.Summarizer, len(res.Summary))
-	}
+	st, detail := checkBinary(cctx, runs, req)
+	add("binary", st, "%s", detail)
 
 	if node == "" {
 		add("shim", "skip", "node not found: the plugin was not run (the Gateway runs it; install node to check it here)")

@@ -165,28 +165,37 @@ func inputErrorf(format string, args ...any) error {
 // Decode reads one request of at most max bytes (0: DefaultMaxInput) and
 // checks it. Every error is an *InputError naming the field at fault.
 func Decode(r io.Reader, max int64) (*Request, error) {
+	var req Request
+	if err := decodeOne(r, max, "JSON object", &req); err != nil {
+		return nil, err
+	}
+	return &req, req.check()
+}
+
+// decodeOne reads exactly one JSON value of at most max bytes (0:
+// DefaultMaxInput) into v; what names it in errors ("JSON object").
+func decodeOne(r io.Reader, max int64, what string, v any) error {
 	if max <= 0 {
 		max = DefaultMaxInput
 	}
 	data, err := io.ReadAll(io.LimitReader(r, max+1))
 	if err != nil {
-		return nil, inputErrorf("reading the request on stdin: %v", err)
+		return inputErrorf("reading the request on stdin: %v", err)
 	}
 	if int64(len(data)) > max {
-		return nil, inputErrorf("the request on stdin is larger than %d bytes (--max-input raises the limit)", max)
+		return inputErrorf("the request on stdin is larger than %d bytes (--max-input raises the limit)", max)
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, inputErrorf("no request on stdin: send one JSON object (docs/agent-contract.md)")
+		return inputErrorf("no request on stdin: send one JSON object (docs/agent-contract.md)")
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
-	var req Request
-	if err := dec.Decode(&req); err != nil {
-		return nil, inputErrorf("the request on stdin is not a contract v%d JSON object: %s", Version, jsonError(data, err))
+	if err := dec.Decode(v); err != nil {
+		return inputErrorf("the request on stdin is not a contract v%d %s: %s", Version, what, jsonError(data, err))
 	}
 	if dec.More() {
-		return nil, inputErrorf("the request on stdin has more than one JSON value: send exactly one object")
+		return inputErrorf("the request on stdin has more than one JSON value: send exactly one object")
 	}
-	return &req, req.check()
+	return nil
 }
 
 // jsonError says where in data a decoding error is.

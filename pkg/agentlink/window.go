@@ -1,7 +1,6 @@
 package agentlink
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -60,23 +59,9 @@ type WindowOptions struct {
 
 // DecodeWindow reads one window request of at most max bytes.
 func DecodeWindow(r io.Reader, max int64) (*WindowRequest, error) {
-	if max <= 0 {
-		max = DefaultMaxInput
-	}
-	data, err := io.ReadAll(io.LimitReader(r, max+1))
-	if err != nil {
-		return nil, inputErrorf("reading the request on stdin: %v", err)
-	}
-	if int64(len(data)) > max {
-		return nil, inputErrorf("the request on stdin is larger than %d bytes (--max-input raises the limit)", max)
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
 	var req WindowRequest
-	if err := dec.Decode(&req); err != nil {
-		return nil, inputErrorf("the request on stdin is not a contract v%d window request: %s", Version, jsonError(data, err))
-	}
-	if dec.More() {
-		return nil, inputErrorf("the request on stdin has more than one JSON value: send exactly one object")
+	if err := decodeOne(r, max, "window request", &req); err != nil {
+		return nil, err
 	}
 	head := Request{Version: req.Version, Agent: req.Agent}
 	if err := head.check(); err != nil {
