@@ -457,15 +457,19 @@ func (r *ocRun) testAugment(t *testing.T, xdg string) {
 	const rule = "never deploy the ledger service on Fridays"
 	const key = "agent:main:augment"
 	r.turnIn(t, "main", key, "Constraint: we "+rule+".")
-	r.turnIn(t, "main", key, "Fine. Next, list the tables of the ledger schema.")
-	r.turnIn(t, "main", key, "And count the invoices of last month.")
+	// enough turns after it that OpenClaw's "recent turns preserved
+	// verbatim" no longer carry it
+	for _, m := range []string{"Fine. Next, list the tables of the ledger schema.", "And count the invoices of last month.",
+		"Which of them are overdue?", "Draft the reminder mail."} {
+		r.turnIn(t, "main", key, m)
+	}
 	mark := len(r.gw.Log())
 	summary := r.compact(t, key)
 	if !strings.Contains(summary, ownSummary) {
 		t.Fatalf("in augment mode the summary is not OpenClaw's own:\n%s", summary)
 	}
 	if strings.Contains(summary, rule) {
-		t.Skipf("OpenClaw's own summary kept the planted rule: nothing to augment")
+		t.Fatalf("OpenClaw's own summary kept the planted rule (nothing to augment): make more turns follow it\n%s", summary)
 	}
 	if lines := r.ctxtoolLines(mark); len(lines) != 0 {
 		t.Errorf("augment logged failures: %q", lines)
