@@ -265,7 +265,7 @@ func (r *ocRun) compactionsOf(t *testing.T, agent, key string) []map[string]any 
 	return found
 }
 
-// lastTurnBody is the last request of a turn (not a summary request).
+// lastTurn is the last request of a turn (not a summary or memory-flush request).
 func lastTurn(t *testing.T, srv *llmtest.Server) llmtest.Request {
 	t.Helper()
 	reqs := srv.Requests()
