@@ -12,6 +12,8 @@
 // The code is plain JavaScript (a .ts file pi loads as is), so
 // `ctxtool install --check` can run it under node too.
 import { spawn, spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
 
 const CTXTOOL = "__CTXTOOL_BINARY__";
 const CONTRACT = 1;
@@ -22,6 +24,8 @@ const MAX_ANSWER = 16 * 1024 * 1024;
 // The rolling window runs on every model request: it must be quick.
 const WINDOW_TIMEOUT_MS = Number(process.env.CTXTOOL_PI_WINDOW_TIMEOUT_MS) > 0 ? Number(process.env.CTXTOOL_PI_WINDOW_TIMEOUT_MS) : 10000;
 const RECALL_TIMEOUT_MS = 60000;
+// The checkpoint and the memory flush before a compaction.
+const HOOK_TIMEOUT_MS = 20000;
 
 function log(msg) {
 	process.stderr.write(`[ctxtool] ${msg}\n`);
@@ -172,6 +176,30 @@ function sessionOf(ctx) {
 	return { file, id, cwd };
 }
 
+// beforeCompaction takes a checkpoint of the session (ctxtool's state
+// directory) and, when the project keeps notes in <cwd>/memory, does the
+// memory flush there (memory/YYYY-MM-DD.md, once per compaction). It never
+// rejects and never stops the compaction: it resolves with what failed.
+async function beforeCompaction(ctx) {
+	const s = sessionOf(ctx);
+	if (!s.file) return [];
+	const jobs = [
+		spawnCtxtool(["checkpoint", "--json", "--trigger", "compaction", "--force", s.file], "", undefined, HOOK_TIMEOUT_MS).then(
+			() => null,
+			(err) => `checkpoint failed: ${oneLine(err && err.message, 300)}`,
+		),
+	];
+	if (s.cwd && existsSync(join(s.cwd, "memory"))) {
+		jobs.push(
+			spawnCtxtool(["flush", "--json", "--force", "--workspace", s.cwd, s.file], "", undefined, HOOK_TIMEOUT_MS).then(
+				() => null,
+				(err) => `memory flush failed: ${oneLine(err && err.message, 300)}`,
+			),
+		);
+	}
+	return (await Promise.all(jobs)).filter((p) => p);
+}
+
 // windowOn asks ctxtool once, when pi loads the extension, whether the
 // rolling window is on (agent.window in ctxtool's config): an empty window
 // request is declined when it is off.
@@ -247,13 +275,17 @@ function rollingWindow(pi) {
 export default function (pi) {
 	if (windowOn()) rollingWindow(pi);
 	pi.on("session_before_compact", async (event, ctx) => {
+		const before = beforeCompaction(ctx);
 		let answer;
 		try {
 			answer = await run(request(event, ctx), event.signal);
 		} catch (err) {
+			// the checkpoint and flush finish (or time out) on their own;
+			// their failures are not logged: this line says ctxtool failed
 			log(`compaction failed, pi compacts by itself: ${oneLine(err && err.message, 400)}`);
 			return undefined;
 		}
+		for (const problem of await before) log(problem);
 		if (answer.decline) {
 			log(`declined, pi compacts by itself: ${oneLine(answer.decline, 300)}`);
 			return undefined;
