@@ -30,7 +30,7 @@ type AgentCompactOptions struct {
 func newAgentCmd(f *Factory) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "agent",
-		Short: "Commands the agent shims run inside pi (see 'ctxtool install pi')",
+		Short: "Commands the agent shims run inside pi and OpenClaw (see 'ctxtool install')",
 		Long: `Commands an agent runs through the shim 'ctxtool install' wrote. They speak
 the versioned JSON contract of docs/agent-contract.md on stdin and stdout.`,
 		Args: cobra.NoArgs,

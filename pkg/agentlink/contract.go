@@ -1,8 +1,10 @@
 // Package agentlink is the contract between a running agent and ctxtool:
-// a thin shim in the agent's language (pi's extension, embedded here and
-// written out by Install) hands the agent's compaction preparation to
-// `ctxtool agent compact` as JSON on stdin and returns ctxtool's answer as
-// the agent's own compaction. All the logic — the strategy, the
+// a thin shim in the agent's language (pi's extension, OpenClaw's plugin,
+// embedded here and written out by InstallPi / InstallOpenClaw) hands the
+// agent's compaction preparation to `ctxtool agent compact` as JSON on
+// stdin and returns ctxtool's answer as the agent's own compaction (and,
+// inside the agent's loop, asks `agent window`, `agent recall` and
+// `agent augment`). All the logic — the strategy, the
 // summariser, the fact audit — stays in Go, in pkg/compaction; this
 // package turns the agent's messages into a session pkg/compaction reads,
 // keeps the agent's cut, and shapes the answer. docs/agent-contract.md is
