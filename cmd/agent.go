@@ -11,11 +11,15 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/agentlink"
 	"github.com/ctxtool/ctxtool/pkg/config"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
+	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 // AgentCompactOptions are the inputs of `ctxtool agent compact`.
 type AgentCompactOptions struct {
 	IO *IOStreams
+	// Augment: agent.summarySource is augment (the agent's own summary
+	// stands; ctxtool only adds what it dropped).
+	Augment bool
 	// Compact holds the compaction and summariser settings, resolved as
 	// `compact` resolves them (config file and environment).
 	Compact  CompactOptions
@@ -26,12 +30,13 @@ type AgentCompactOptions struct {
 func newAgentCmd(f *Factory) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "agent",
-		Short: "Commands the agent shims run inside pi (see 'ctxtool install pi')",
+		Short: "Commands the agent shims run inside pi and OpenClaw (see 'ctxtool install')",
 		Long: `Commands an agent runs through the shim 'ctxtool install' wrote. They speak
 the versioned JSON contract of docs/agent-contract.md on stdin and stdout.`,
 		Args: cobra.NoArgs,
 	}
 	c.AddCommand(newAgentCompactCmd(f, nil))
+	c.AddCommand(newAgentWindowCmd(f, nil), newAgentRecallCmd(f, nil), newAgentAugmentCmd(f, nil))
 	return c
 }
 
@@ -63,6 +68,7 @@ func (o *AgentCompactOptions) flags(c *cobra.Command) {
 }
 
 func (o *AgentCompactOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
+	o.Augment = cfg.String(nil, "agent.summarySource") == "augment"
 	if err := o.Compact.fromConfig(cfg, c); err != nil {
 		return err
 	}
@@ -79,6 +85,10 @@ func runAgentCompact(ctx context.Context, o *AgentCompactOptions) error {
 	req, err := agentlink.Decode(o.IO.In, o.MaxInput)
 	if err != nil {
 		return exitcode.New(exitcode.Usage, err)
+	}
+	if o.Augment && req.Agent == "openclaw" {
+		return writeJSONLine(o.IO.Out, agentlink.Response{Version: agentlink.Version, Augment: true,
+			Decline: "agent.summarySource is augment: OpenClaw's own summary stands, ctxtool adds what it dropped"})
 	}
 	sum, err := o.Compact.summarizer()
 	if err != nil {
@@ -98,4 +108,69 @@ func runAgentCompact(ctx context.Context, o *AgentCompactOptions) error {
 	}
 	_, err = fmt.Fprintf(o.IO.Out, "%s\n", data)
 	return err
+}
+
+func newAgentAugmentCmd(f *Factory, runF func(*AgentCompactOptions) error) *cobra.Command {
+	return command(f, &AgentCompactOptions{IO: f.IO, Compact: CompactOptions{IO: f.IO}}, runF, runAgentAugment, &cobra.Command{
+		Use:   "augment",
+		Short: "Audit the agent's own summary (JSON on stdin) and answer what it dropped (JSON on stdout)",
+		Long: `Read a compaction request (docs/agent-contract.md) whose agentSummary is the
+summary the agent's own model wrote, audit it against the facts of the
+summarised messages and the previous summary, as ctxtool audits its own
+summaries, and answer {version, additions, audit}: additions lists the facts
+the summary dropped (empty when it kept them all), for the shim to add to the
+agent's next request.`,
+		Example: `  ctxtool agent augment < request.json`,
+		Args:    cobra.NoArgs,
+	})
+}
+
+func runAgentAugment(ctx context.Context, o *AgentCompactOptions) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	req, err := agentlink.Decode(o.IO.In, o.MaxInput)
+	if err != nil {
+		return exitcode.New(exitcode.Usage, err)
+	}
+	summary := req.AgentSummary
+	if summary == "" && req.Session.File != "" {
+		if summary, err = lastCompactionSummary(req.Session.File); err != nil {
+			return exitcode.New(exitcode.Usage, err)
+		}
+	}
+	res, err := agentlink.Augment(ctx, req, summary, agentlink.Options{Settings: o.Compact.Settings})
+	if err != nil {
+		var in *agentlink.InputError
+		if errors.As(err, &in) {
+			return exitcode.New(exitcode.Usage, err)
+		}
+		return exitcode.New(exitcode.Runtime, err)
+	}
+	return writeJSONLine(o.IO.Out, res)
+}
+
+// lastCompactionSummary is the summary of the compaction in force of a
+// session (a file or "store.sqlite#key"): the agent's own, for augment.
+func lastCompactionSummary(path string) (string, error) {
+	s, err := transcript.Load(path)
+	if err != nil {
+		return "", err
+	}
+	defer s.Close()
+	c := s.Context()
+	if c.Compaction == nil {
+		return "", fmt.Errorf("%s: no compaction to augment", path)
+	}
+	raw, err := s.Raw(c.Compaction)
+	if err != nil {
+		return "", err
+	}
+	var e struct {
+		Summary string `json:"summary"`
+	}
+	if err := json.Unmarshal(raw, &e); err != nil {
+		return "", fmt.Errorf("%s line %d: %v", path, c.Compaction.Line, err)
+	}
+	return e.Summary, nil
 }

@@ -111,8 +111,21 @@ func TestInstallPiCLI(t *testing.T) {
 	if out, _ = runOK(t, "--json", "uninstall", "pi"); !strings.Contains(out, `"change":"remove"`) {
 		t.Errorf("uninstall --json said %q", out)
 	}
-	if _, _, code := runCLI(t, "install", "openclaw"); code != exitcode.Usage {
-		t.Errorf("install openclaw: exit %d, want 2 (not there yet)", code)
+	if _, _, code := runCLI(t, "install", "emacs"); code != exitcode.Usage {
+		t.Errorf("install emacs: exit %d, want 2 (an agent ctxtool does not know)", code)
+	}
+	state := t.TempDir()
+	t.Setenv("OPENCLAW_STATE_DIR", state)
+	t.Setenv("OPENCLAW_CONFIG_PATH", "")
+	out, _ = runOK(t, "install", "openclaw", "--dry-run", "--binary", bin)
+	for _, want := range []string{"would create " + filepath.Join(state, "ctxtool-plugin", "index.js") + " (runs " + bin,
+		`would set agents.defaults.compaction.provider = "ctxtool" in ` + filepath.Join(state, "openclaw.json")} {
+		if !strings.Contains(out, want) {
+			t.Errorf("install openclaw --dry-run said %q, want %q", out, want)
+		}
+	}
+	if entries, _ := os.ReadDir(state); len(entries) != 0 {
+		t.Errorf("install openclaw --dry-run wrote %v", entries)
 	}
 }
 

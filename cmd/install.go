@@ -28,14 +28,16 @@ type InstallOptions struct {
 	Binary string
 	// AgentDir is pi's agent directory ($PI_CODING_AGENT_DIR or ~/.pi/agent).
 	AgentDir string
+	// OpenClaw is where OpenClaw is, for `install openclaw`.
+	OpenClaw agentlink.OpenClawSetup
 }
 
 func (o *InstallOptions) readsNoConfig() {}
 
 func newInstallCmd(f *Factory, runF func(*InstallOptions) error) *cobra.Command {
 	return command(f, &InstallOptions{IO: f.IO}, runF, runInstall, &cobra.Command{
-		Use:   "install pi|claude-code|codex",
-		Short: "Make an agent work with ctxtool: pi's extension; Claude Code's and Codex's hooks, MCP server and gauge",
+		Use:   "install pi|openclaw|claude-code|codex",
+		Short: "Make an agent work with ctxtool: pi's extension, OpenClaw's plugin; Claude Code's and Codex's hooks, MCP server and gauge",
 		Long: `Write ctxtool's pi extension to <pi agent dir>/extensions/ctxtool.ts (the agent
 dir is $PI_CODING_AGENT_DIR, else ~/.pi/agent). From pi's next start, every
 compaction — /compact, the threshold, an overflow — runs 'ctxtool agent
@@ -57,12 +59,15 @@ PostCompact, UserPromptSubmit, Stop: 'ctxtool hook') into Claude Code's
 ('ctxtool mcp') into ~/.claude.json mcpServers or config.toml
 [mcp_servers.ctxtool], and for Claude Code the statusLine ('ctxtool
 statusline') when there is none. The files are edited as text: every other
-key keeps its bytes, and uninstall gives back the file as it was.`,
+key keeps its bytes, and uninstall gives back the file as it was.
+
+` + installOpenClawHelp,
 		Example: `  ctxtool install pi --dry-run
   ctxtool install pi
   ctxtool install pi --check
   ctxtool install claude-code --dry-run
   ctxtool install codex --check
+  ctxtool install openclaw --dry-run
   ctxtool uninstall pi`,
 		Args: cobra.ExactArgs(1),
 	})
@@ -70,9 +75,9 @@ key keeps its bytes, and uninstall gives back the file as it was.`,
 
 func newUninstallCmd(f *Factory, runF func(*InstallOptions) error) *cobra.Command {
 	return command(f, &InstallOptions{IO: f.IO, Remove: true}, runF, runInstall, &cobra.Command{
-		Use:     "uninstall pi|claude-code|codex",
-		Short:   "Remove what 'ctxtool install' wrote for pi, Claude Code or Codex",
-		Long:    `Remove <pi agent dir>/extensions/ctxtool.ts if ctxtool wrote it; pi compacts by itself again from its next start. For claude-code and codex, remove ctxtool's hooks, MCP server and statusLine, and nothing else.`,
+		Use:     "uninstall pi|openclaw|claude-code|codex",
+		Short:   "Remove what 'ctxtool install' wrote for pi, OpenClaw, Claude Code or Codex",
+		Long:    `Remove <pi agent dir>/extensions/ctxtool.ts if ctxtool wrote it; pi compacts by itself again from its next start. For openclaw, remove the plugin's entry, load path and provider key, then its folder. For claude-code and codex, remove ctxtool's hooks, MCP server and statusLine, and nothing else.`,
 		Example: `  ctxtool uninstall pi --dry-run`,
 		Args:    cobra.ExactArgs(1),
 	})
@@ -89,20 +94,23 @@ func (o *InstallOptions) flags(c *cobra.Command) {
 func (o *InstallOptions) resolve(f *Factory, _ *config.Config, _ *cobra.Command, args []string) error {
 	o.JSON = f.JSON
 	o.Agent = args[0]
-	if o.Agent != "pi" && o.Agent != hooks.ClaudeCode && o.Agent != hooks.Codex {
-		return fmt.Errorf("agent %q: ctxtool installs into pi, claude-code and codex (OpenClaw's plugin is not there yet)", o.Agent)
-	}
 	if o.Check && o.DryRun {
 		return fmt.Errorf("--check changes nothing already: leave out --dry-run")
 	}
-	dir, err := agentlink.PiAgentDir()
-	if o.Agent != "pi" {
-		dir, err = "", nil
+	var err error
+	switch o.Agent {
+	case "pi":
+		if o.AgentDir, err = agentlink.PiAgentDir(); err != nil {
+			return err
+		}
+	case "openclaw":
+		if err := o.resolveOpenClaw(); err != nil {
+			return err
+		}
+	case hooks.ClaudeCode, hooks.Codex:
+	default:
+		return fmt.Errorf("agent %q: ctxtool installs into pi, openclaw, claude-code or codex", o.Agent)
 	}
-	if err != nil {
-		return err
-	}
-	o.AgentDir = dir
 	if o.Remove {
 		return nil
 	}
@@ -120,6 +128,7 @@ func (o *InstallOptions) resolve(f *Factory, _ *config.Config, _ *cobra.Command,
 	if st, err := os.Stat(o.Binary); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
 		return fmt.Errorf("--binary %s: not an executable file", o.Binary)
 	}
+	o.OpenClaw.Binary = o.Binary
 	return nil
 }
 
@@ -130,21 +139,13 @@ func runInstall(ctx context.Context, o *InstallOptions) error {
 	if o.Agent == hooks.ClaudeCode || o.Agent == hooks.Codex {
 		return runInstallHooks(ctx, o)
 	}
+	if o.Agent == "openclaw" {
+		return runInstallOpenClaw(ctx, o)
+	}
 	if o.Check {
 		node, _ := exec.LookPath("node")
 		lines, ok := agentlink.CheckPi(ctx, o.AgentDir, o.Binary, node)
-		for _, l := range lines {
-			if o.JSON {
-				data, _ := json.Marshal(l)
-				fmt.Fprintf(o.IO.Out, "%s\n", data)
-				continue
-			}
-			fmt.Fprintf(o.IO.Out, "%-9s %-4s %s\n", l.What, l.Status, l.Detail)
-		}
-		if !ok {
-			return exitcode.New(exitcode.Runtime, fmt.Errorf("pi's ctxtool extension does not work yet (see above)"))
-		}
-		return nil
+		return printCheck(o, lines, ok, "pi's ctxtool extension")
 	}
 	var a agentlink.Action
 	var err error
@@ -182,6 +183,23 @@ func runInstall(ctx context.Context, o *InstallOptions) error {
 	}
 	if !o.DryRun && !o.Remove && a.Change != "unchanged" {
 		fmt.Fprintln(o.IO.ErrOut, "pi loads it at its next start; 'ctxtool install pi --check' tries it now")
+	}
+	return nil
+}
+
+// printCheck prints the lines of an install --check; a check that failed
+// is exit 1, naming what.
+func printCheck(o *InstallOptions, lines []agentlink.CheckLine, ok bool, what string) error {
+	for _, l := range lines {
+		if o.JSON {
+			data, _ := json.Marshal(l)
+			fmt.Fprintf(o.IO.Out, "%s\n", data)
+			continue
+		}
+		fmt.Fprintf(o.IO.Out, "%-9s %-4s %s\n", l.What, l.Status, l.Detail)
+	}
+	if !ok {
+		return exitcode.New(exitcode.Runtime, fmt.Errorf("%s does not work yet (see above)", what))
 	}
 	return nil
 }

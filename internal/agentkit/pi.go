@@ -76,6 +76,8 @@ type PiConfig struct {
 	// Tools keeps pi's built-in tools (read, bash, edit, write); by
 	// default pi runs with --no-tools.
 	Tools bool
+	// ExtensionTools keeps the extensions' tools only (--no-builtin-tools).
+	ExtensionTools bool
 }
 
 // WriteAgentDir writes models.json (provider "fake" at baseURL, model
@@ -133,7 +135,10 @@ func (l *lockedBuffer) String() string {
 // StartPi starts pi in RPC mode with the fake provider, no tools.
 func StartPi(in *PiInstall, c PiConfig) (*Pi, error) {
 	args := []string{in.CLI, "--mode", "rpc", "--provider", "fake", "--model", "fake-model", "--session-dir", c.SessionDir}
-	if !c.Tools {
+	switch {
+	case c.ExtensionTools:
+		args = append(args, "--no-builtin-tools")
+	case !c.Tools:
 		args = append(args, "--no-tools")
 	}
 	cmd := exec.Command(in.Node, args...)

@@ -86,25 +86,10 @@ func CheckPi(ctx context.Context, agentDir, binary, node string) (lines []CheckL
 	ev := checkEvent()
 	req := map[string]any{"version": Version, "agent": "pi", "reason": "manual", "session": map[string]any{"id": "ctxtool-check"},
 		"preparation": ev["preparation"]}
-	payload, _ := json.Marshal(req)
 	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(cctx, runs, "agent", "compact")
-	cmd.Stdin = bytes.NewReader(payload)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	var res Response
-	switch {
-	case err != nil:
-		add("binary", "fail", "%s agent compact: %v: %s", runs, err, strings.TrimSpace(stderr.String()))
-	case json.Unmarshal(out, &res) != nil || res.Version != Version:
-		add("binary", "fail", "%s agent compact answered something other than a contract v%d answer: %.80q", runs, Version, out)
-	case !strings.Contains(res.Summary, checkWord):
-		add("binary", "fail", "%s agent compact answered a summary without the planted path %s", runs, checkWord)
-	default:
-		add("binary", "ok", "%s answers contract v%d (%s summarizer, %d-char summary)", runs, Version, res.Details.Ctxtool.Summarizer, len(res.Summary))
-	}
+	st, detail := checkBinary(cctx, runs, req)
+	add("binary", st, "%s", detail)
 
 	if node == "" {
 		add("shim", "skip", "node not found: the extension was not run (pi runs it; install node to check it here)")
@@ -162,4 +147,27 @@ func lastLine(b []byte) []byte {
 		return b[i+1:]
 	}
 	return b
+}
+
+// checkBinary sends req to `runs agent compact` and says whether the
+// answer is a contract answer carrying the planted path.
+func checkBinary(ctx context.Context, runs string, req map[string]any) (status, detail string) {
+	payload, _ := json.Marshal(req)
+	cmd := exec.CommandContext(ctx, runs, "agent", "compact")
+	cmd.Stdin = bytes.NewReader(payload)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var res Response
+	switch {
+	case err != nil:
+		return "fail", fmt.Sprintf("%s agent compact: %v: %s", runs, err, strings.TrimSpace(stderr.String()))
+	case json.Unmarshal(out, &res) != nil || res.Version != Version:
+		return "fail", fmt.Sprintf("%s agent compact answered something other than a contract v%d answer: %.80q", runs, Version, out)
+	case res.Decline != "":
+		return "ok", fmt.Sprintf("%s answers contract v%d: %s", runs, Version, res.Decline)
+	case !strings.Contains(res.Summary, checkWord):
+		return "fail", fmt.Sprintf("%s agent compact answered a summary without the planted path %s", runs, checkWord)
+	}
+	return "ok", fmt.Sprintf("%s answers contract v%d for %s (%s summarizer, %d-char summary)", runs, Version, req["agent"], res.Details.Ctxtool.Summarizer, len(res.Summary))
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/ctxtool/ctxtool/pkg/compaction"
@@ -47,6 +48,9 @@ func Compact(ctx context.Context, req *Request, o Options) (*Response, error) {
 	}
 	if req.CustomInstructions != "" {
 		set.CustomInstructions = joinNonEmpty(set.CustomInstructions, req.CustomInstructions)
+	}
+	if si := req.SummarizationInstructions; si != nil && strings.TrimSpace(si.IdentifierInstructions) != "" {
+		set.CustomInstructions = joinNonEmpty(set.CustomInstructions, si.IdentifierInstructions)
 	}
 	set.Force = true
 

@@ -1,8 +1,10 @@
 // Package agentlink is the contract between a running agent and ctxtool:
-// a thin shim in the agent's language (pi's extension, embedded here and
-// written out by Install) hands the agent's compaction preparation to
-// `ctxtool agent compact` as JSON on stdin and returns ctxtool's answer as
-// the agent's own compaction. All the logic — the strategy, the
+// a thin shim in the agent's language (pi's extension, OpenClaw's plugin,
+// embedded here and written out by InstallPi / InstallOpenClaw) hands the
+// agent's compaction preparation to `ctxtool agent compact` as JSON on
+// stdin and returns ctxtool's answer as the agent's own compaction (and,
+// inside the agent's loop, asks `agent window`, `agent recall` and
+// `agent augment`). All the logic — the strategy, the
 // summariser, the fact audit — stays in Go, in pkg/compaction; this
 // package turns the agent's messages into a session pkg/compaction reads,
 // keeps the agent's cut, and shapes the answer. docs/agent-contract.md is
@@ -18,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/ctxtool/ctxtool/pkg/compaction"
@@ -53,7 +56,25 @@ type Request struct {
 	// ignores the details of compactions an extension wrote).
 	PreviousDetails    json.RawMessage `json:"previousDetails,omitempty"`
 	CustomInstructions string          `json:"customInstructions,omitempty"`
+	// SummarizationInstructions are OpenClaw's (its compaction provider's
+	// params.summarizationInstructions): how identifiers must survive.
+	SummarizationInstructions *SummarizationInstructions `json:"summarizationInstructions,omitempty"`
+	// AgentSummary is the agent's own summary of the preparation's
+	// messages, for `ctxtool agent augment`.
+	AgentSummary string `json:"agentSummary,omitempty"`
 }
+
+// SummarizationInstructions are OpenClaw's identifier rules for a summary.
+type SummarizationInstructions struct {
+	IdentifierPolicy       string `json:"identifierPolicy,omitempty"`
+	IdentifierInstructions string `json:"identifierInstructions,omitempty"`
+}
+
+// Agents are the agents the contract knows. OpenClaw's compaction provider
+// hands over only the messages to summarise and the previous summary
+// (preparation.messagesToSummarize, preparation.previousSummary); OpenClaw
+// keeps its own cut, so an answer to it has no firstKeptEntryId.
+var Agents = []string{"pi", "openclaw"}
 
 // Session identifies the agent's session; ctxtool only reads it for
 // reports (the preparation carries every message it summarises).
@@ -61,6 +82,8 @@ type Session struct {
 	File string `json:"file,omitempty"`
 	ID   string `json:"id,omitempty"`
 	Cwd  string `json:"cwd,omitempty"`
+	// Key is OpenClaw's session key (agent:main:main), when known.
+	Key string `json:"key,omitempty"`
 }
 
 // Preparation mirrors pi 1.6's CompactionPreparation.
@@ -96,7 +119,10 @@ type Response struct {
 	Version int `json:"version"`
 	// Decline, when set, is why ctxtool leaves this compaction to the
 	// agent; the other fields are then empty.
-	Decline          string   `json:"decline,omitempty"`
+	Decline string `json:"decline,omitempty"`
+	// Augment, with a decline, says the agent's own summary is to stand
+	// and `ctxtool agent augment` adds what it dropped afterwards.
+	Augment          bool     `json:"augment,omitempty"`
 	Summary          string   `json:"summary,omitempty"`
 	FirstKeptEntryID string   `json:"firstKeptEntryId,omitempty"`
 	TokensBefore     int      `json:"tokensBefore,omitempty"`
@@ -141,28 +167,37 @@ func inputErrorf(format string, args ...any) error {
 // Decode reads one request of at most max bytes (0: DefaultMaxInput) and
 // checks it. Every error is an *InputError naming the field at fault.
 func Decode(r io.Reader, max int64) (*Request, error) {
+	var req Request
+	if err := decodeOne(r, max, "JSON object", &req); err != nil {
+		return nil, err
+	}
+	return &req, req.check()
+}
+
+// decodeOne reads exactly one JSON value of at most max bytes (0:
+// DefaultMaxInput) into v; what names it in errors ("JSON object").
+func decodeOne(r io.Reader, max int64, what string, v any) error {
 	if max <= 0 {
 		max = DefaultMaxInput
 	}
 	data, err := io.ReadAll(io.LimitReader(r, max+1))
 	if err != nil {
-		return nil, inputErrorf("reading the request on stdin: %v", err)
+		return inputErrorf("reading the request on stdin: %v", err)
 	}
 	if int64(len(data)) > max {
-		return nil, inputErrorf("the request on stdin is larger than %d bytes (--max-input raises the limit)", max)
+		return inputErrorf("the request on stdin is larger than %d bytes (--max-input raises the limit)", max)
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, inputErrorf("no request on stdin: send one JSON object (docs/agent-contract.md)")
+		return inputErrorf("no request on stdin: send one JSON object (docs/agent-contract.md)")
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
-	var req Request
-	if err := dec.Decode(&req); err != nil {
-		return nil, inputErrorf("the request on stdin is not a contract v%d JSON object: %s", Version, jsonError(data, err))
+	if err := dec.Decode(v); err != nil {
+		return inputErrorf("the request on stdin is not a contract v%d %s: %s", Version, what, jsonError(data, err))
 	}
 	if dec.More() {
-		return nil, inputErrorf("the request on stdin has more than one JSON value: send exactly one object")
+		return inputErrorf("the request on stdin has more than one JSON value: send exactly one object")
 	}
-	return &req, req.check()
+	return nil
 }
 
 // jsonError says where in data a decoding error is.
@@ -185,8 +220,8 @@ func (r *Request) check() error {
 	case r.Version != Version:
 		return inputErrorf("the request speaks contract version %d, this ctxtool speaks %d: reinstall the shim with this binary (ctxtool install %s)",
 			r.Version, Version, strings.TrimSpace(r.Agent))
-	case r.Agent != "pi":
-		return inputErrorf("agent %q: this ctxtool's contract knows \"pi\"", r.Agent)
+	case !slices.Contains(Agents, r.Agent):
+		return inputErrorf("agent %q: this ctxtool's contract knows %q", r.Agent, Agents)
 	}
 	p := &r.Preparation
 	if err := checkMessages("preparation.messagesToSummarize", p.MessagesToSummarize); err != nil {

@@ -133,6 +133,11 @@ func InstalledBinary(ext []byte) string {
 	if !bytes.Contains(ext, []byte(piSignature)) {
 		return ""
 	}
+	return binaryIn(ext)
+}
+
+// binaryIn reads the binary a shim's `const CTXTOOL = "…";` line names.
+func binaryIn(ext []byte) string {
 	for _, l := range strings.Split(string(ext), "\n") {
 		if v, ok := strings.CutPrefix(l, "const CTXTOOL = "); ok {
 			var s string

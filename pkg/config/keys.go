@@ -97,6 +97,7 @@ var sectionDocs = map[string]string{
 	"contextManagement":      "VS7 context budget (docs/design/context-budget.md), used by ctxtool budget. The window is split by\nthese ratios; what no ratio claims is the reserve, which history gets together\nwith any system-prompt or bootstrap budget left unused.",
 	"recall":                 "",
 	"checkpoint":             "",
+	"agent":                  "Inside the agent's loop (ctxtool install pi|openclaw, docs/agent-contract.md).",
 	"lint":                   "ctxtool lint: the CI gate for transcripts (`ctxtool lint --list-rules`).",
 }
 
@@ -222,6 +223,11 @@ var keys = []Key{
 	{Name: "checkpoint.keep", Kind: Int, Default: 5, Flag: "keep", Range: positive(), Doc: "Checkpoints kept per session."},
 	{Name: "checkpoint.dedupeThreshold", Kind: Float, Default: 0.05, Flag: "dedupe-threshold", Range: unit(),
 		Doc: "No new checkpoint when input tokens changed by less than this share."},
+
+	{Name: "agent.summarySource", Kind: String, Default: "ctxtool", Enum: []string{"ctxtool", "augment"},
+		Doc: "Whose summary an agent's compaction stores: ctxtool (compaction.summarizer's) | augment (the agent's own model summarizes; ctxtool audits it and adds what it dropped to the next request; OpenClaw)."},
+	{Name: "agent.window", Kind: Bool, Default: false,
+		Doc: "Rolling window inside the agent (ctxtool install pi|openclaw): every model request leaves out its oldest messages down to compaction.rolling.targetUtilization, with a note and a recall tool; the session keeps every message."},
 
 	{Name: "lint.failOn", Kind: String, Default: "error", Flag: "fail-on", Enum: []string{"error", "warning", "note", "never"},
 		Doc: "Exit 3 when a finding at or above this severity is found (only new ones with --baseline): error | warning | note | never."},

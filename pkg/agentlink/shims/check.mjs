@@ -4,7 +4,7 @@
 const [, , extension, payload] = process.argv;
 const mod = await import(extension);
 const handlers = {};
-mod.default({ on: (name, fn) => ((handlers[name] ??= []).push(fn)) });
+mod.default({ on: (name, fn) => ((handlers[name] ??= []).push(fn)), registerTool: () => {} });
 const fire = handlers["session_before_compact"]?.[0];
 if (!fire) {
 	console.log(JSON.stringify({ error: "the extension registers no session_before_compact handler" }));

@@ -11,7 +11,9 @@
 //
 // The code is plain JavaScript (a .ts file pi loads as is), so
 // `ctxtool install --check` can run it under node too.
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
 
 const CTXTOOL = "__CTXTOOL_BINARY__";
 const CONTRACT = 1;
@@ -19,6 +21,11 @@ const CONTRACT = 1;
 // may need a while; the extractive one takes well under a second).
 const TIMEOUT_MS = Number(process.env.CTXTOOL_PI_TIMEOUT_MS) > 0 ? Number(process.env.CTXTOOL_PI_TIMEOUT_MS) : 120000;
 const MAX_ANSWER = 16 * 1024 * 1024;
+// The rolling window runs on every model request: it must be quick.
+const WINDOW_TIMEOUT_MS = Number(process.env.CTXTOOL_PI_WINDOW_TIMEOUT_MS) > 0 ? Number(process.env.CTXTOOL_PI_WINDOW_TIMEOUT_MS) : 10000;
+const RECALL_TIMEOUT_MS = 60000;
+// The checkpoint and the memory flush before a compaction.
+const HOOK_TIMEOUT_MS = 20000;
 
 function log(msg) {
 	process.stderr.write(`[ctxtool] ${msg}\n`);
@@ -57,19 +64,11 @@ function request(event, ctx) {
 			break;
 		}
 	}
-	let file, id, cwd;
-	try {
-		file = ctx.sessionManager.getSessionFile();
-		id = ctx.sessionManager.getSessionId();
-	} catch {}
-	try {
-		cwd = ctx.cwd;
-	} catch {}
 	return {
 		version: CONTRACT,
 		agent: "pi",
 		reason: event.reason,
-		session: { file, id, cwd },
+		session: sessionOf(ctx),
 		preparation: {
 			firstKeptEntryId: p.firstKeptEntryId,
 			messagesToSummarize: p.messagesToSummarize ?? [],
@@ -86,18 +85,19 @@ function request(event, ctx) {
 	};
 }
 
-// run sends the request to ctxtool and resolves with its parsed answer, or
-// rejects with one line saying what went wrong.
-function run(req, signal) {
+// spawnCtxtool runs ctxtool with args and input on stdin and resolves with
+// its stdout when it exits 0; otherwise rejects with one line saying what
+// went wrong. A timeout or an abort kills its whole process group.
+function spawnCtxtool(args, input, signal, timeoutMs) {
 	return new Promise((resolve, reject) => {
 		let child;
 		try {
 			// its own process group, so a timeout or an abort kills what it
 			// started too (an exec summariser, hooks)
-			child = spawn(CTXTOOL, ["agent", "compact"], {
+			child = spawn(CTXTOOL, args, {
 				stdio: ["pipe", "pipe", "pipe"],
 				detached: process.platform !== "win32",
-				env: { ...process.env, CTXTOOL_AGENT: "pi" },
+				env: process.env, // (no CTXTOOL_AGENT: ctxtool would read it as its config key "agent")
 			});
 		} catch (err) {
 			reject(new Error(`cannot start ${CTXTOOL}: ${err.message}`));
@@ -118,8 +118,8 @@ function run(req, signal) {
 				reject(err);
 			} else resolve(value);
 		};
-		const timer = setTimeout(() => finish(new Error(`${CTXTOOL} did not answer within ${TIMEOUT_MS} ms (killed)`)), TIMEOUT_MS);
-		const onAbort = () => finish(new Error("the compaction was aborted"));
+		const timer = setTimeout(() => finish(new Error(`${CTXTOOL} did not answer within ${timeoutMs} ms (killed)`)), timeoutMs);
+		const onAbort = () => finish(new Error("aborted"));
 		signal?.addEventListener?.("abort", onAbort);
 		child.on("error", (err) => finish(new Error(`cannot run ${CTXTOOL}: ${err.message}`)));
 		child.stdout.on("data", (d) => {
@@ -135,37 +135,157 @@ function run(req, signal) {
 				finish(new Error(`${CTXTOOL} ${why}: ${oneLine(errText, 300) || "no message"}`));
 				return;
 			}
-			let answer;
-			try {
-				answer = JSON.parse(out);
-			} catch {
-				finish(new Error(`${CTXTOOL} answered something that is not JSON: ${JSON.stringify(oneLine(out, 80))}`));
-				return;
-			}
-			if (!answer || typeof answer !== "object" || answer.version !== CONTRACT) {
-				finish(new Error(`${CTXTOOL} answered in contract version ${answer?.version}, this extension speaks ${CONTRACT}: run ctxtool install pi`));
-				return;
-			}
-			if (!answer.decline && (typeof answer.summary !== "string" || answer.summary.trim() === "")) {
-				finish(new Error(`${CTXTOOL} answered without a summary`));
-				return;
-			}
-			finish(null, answer);
+			finish(null, out);
 		});
 		child.stdin.on("error", () => {}); // a child that exits early; close reports it
-		child.stdin.end(JSON.stringify(req));
+		child.stdin.end(input);
+	});
+}
+
+// answerOf parses a contract answer, or throws saying why it is not one.
+function answerOf(out) {
+	let answer;
+	try {
+		answer = JSON.parse(out);
+	} catch {
+		throw new Error(`${CTXTOOL} answered something that is not JSON: ${JSON.stringify(oneLine(out, 80))}`);
+	}
+	if (!answer || typeof answer !== "object" || answer.version !== CONTRACT)
+		throw new Error(`${CTXTOOL} answered in contract version ${answer?.version}, this extension speaks ${CONTRACT}: run ctxtool install pi`);
+	return answer;
+}
+
+// run sends the compaction request to ctxtool and resolves with its
+// parsed answer, or rejects with one line saying what went wrong.
+async function run(req, signal) {
+	const answer = answerOf(await spawnCtxtool(["agent", "compact"], JSON.stringify(req), signal, TIMEOUT_MS));
+	if (!answer.decline && (typeof answer.summary !== "string" || answer.summary.trim() === ""))
+		throw new Error(`${CTXTOOL} answered without a summary`);
+	return answer;
+}
+
+function sessionOf(ctx) {
+	let file, id, cwd;
+	try {
+		file = ctx.sessionManager.getSessionFile();
+		id = ctx.sessionManager.getSessionId();
+	} catch {}
+	try {
+		cwd = ctx.cwd;
+	} catch {}
+	return { file, id, cwd };
+}
+
+// beforeCompaction takes a checkpoint of the session (ctxtool's state
+// directory) and, when the project keeps notes in <cwd>/memory, does the
+// memory flush there (memory/YYYY-MM-DD.md, once per compaction). It never
+// rejects and never stops the compaction: it resolves with what failed.
+async function beforeCompaction(ctx) {
+	const s = sessionOf(ctx);
+	if (!s.file) return [];
+	const jobs = [
+		spawnCtxtool(["checkpoint", "--json", "--trigger", "compaction", "--force", s.file], "", undefined, HOOK_TIMEOUT_MS).then(
+			() => null,
+			(err) => `checkpoint failed: ${oneLine(err && err.message, 300)}`,
+		),
+	];
+	if (s.cwd && existsSync(join(s.cwd, "memory"))) {
+		jobs.push(
+			spawnCtxtool(["flush", "--json", "--force", "--workspace", s.cwd, s.file], "", undefined, HOOK_TIMEOUT_MS).then(
+				() => null,
+				(err) => `memory flush failed: ${oneLine(err && err.message, 300)}`,
+			),
+		);
+	}
+	return (await Promise.all(jobs)).filter((p) => p);
+}
+
+// windowOn asks ctxtool once, when pi loads the extension, whether the
+// rolling window is on (agent.window in ctxtool's config): an empty window
+// request is declined when it is off.
+function windowOn() {
+	try {
+		const r = spawnSync(CTXTOOL, ["agent", "window"], {
+			input: JSON.stringify({ version: CONTRACT, agent: "pi", messages: [], contextWindow: 1 }),
+			timeout: WINDOW_TIMEOUT_MS,
+			encoding: "utf8",
+		});
+		if (r.status !== 0) return false;
+		const a = JSON.parse(r.stdout);
+		return a && a.version === CONTRACT && !a.decline;
+	} catch {
+		return false;
+	}
+}
+
+// rollingWindow registers the `context` handler that leaves the oldest
+// messages out of each request (ctxtool's eviction plan and note; the
+// session keeps them) and the `recall` tool that searches them.
+function rollingWindow(pi) {
+	let offUntil = 0;
+	pi.on("context", async (event, ctx) => {
+		const messages = event.messages;
+		const window = ctx?.model?.contextWindow;
+		if (Date.now() < offUntil || !window || !Array.isArray(messages) || messages.length === 0) return undefined;
+		let overhead = 0;
+		try {
+			overhead = Math.ceil((ctx.getSystemPrompt()?.length ?? 0) / 4);
+		} catch {}
+		const req = { version: CONTRACT, agent: "pi", session: sessionOf(ctx), messages, contextWindow: window, overheadTokens: overhead };
+		let answer;
+		try {
+			answer = answerOf(await spawnCtxtool(["agent", "window"], JSON.stringify(req), ctx?.signal, WINDOW_TIMEOUT_MS));
+		} catch (err) {
+			offUntil = Date.now() + 60000;
+			log(`rolling window failed, requests are sent whole for a minute: ${oneLine(err && err.message, 400)}`);
+			return undefined;
+		}
+		if (answer.decline) {
+			offUntil = Date.now() + 60000;
+			return undefined;
+		}
+		if (!(answer.firstKept > 0) || typeof answer.note !== "string") return undefined;
+		const note = { role: "compactionSummary", summary: answer.note, tokensBefore: answer.tokensBefore ?? 0, timestamp: Date.now() };
+		return { messages: [note, ...messages.slice(answer.firstKept)] };
+	});
+	pi.registerTool({
+		name: "recall",
+		label: "Recall",
+		description:
+			"Search the earlier messages of this conversation that are no longer in your context (ctxtool's rolling window left them out; they are kept). Give a few distinctive keywords; you get the best matching passages.",
+		parameters: {
+			type: "object",
+			properties: { query: { type: "string", description: "keywords to look for in the earlier conversation" } },
+			required: ["query"],
+			additionalProperties: false,
+		},
+		async execute(_id, params, signal, _onUpdate, ctx) {
+			const req = { version: CONTRACT, agent: "pi", session: sessionOf(ctx), query: String(params?.query ?? "") };
+			try {
+				const answer = answerOf(await spawnCtxtool(["agent", "recall"], JSON.stringify(req), signal, RECALL_TIMEOUT_MS));
+				return { content: [{ type: "text", text: String(answer.text ?? "") }], details: { hits: answer.hits?.length ?? 0 } };
+			} catch (err) {
+				log(`recall failed: ${oneLine(err && err.message, 400)}`);
+				return { content: [{ type: "text", text: `recall failed: ${oneLine(err && err.message, 300)}` }], details: { hits: 0 }, isError: true };
+			}
+		},
 	});
 }
 
 export default function (pi) {
+	if (windowOn()) rollingWindow(pi);
 	pi.on("session_before_compact", async (event, ctx) => {
+		const before = beforeCompaction(ctx);
 		let answer;
 		try {
 			answer = await run(request(event, ctx), event.signal);
 		} catch (err) {
+			// the checkpoint and flush finish (or time out) on their own;
+			// their failures are not logged: this line says ctxtool failed
 			log(`compaction failed, pi compacts by itself: ${oneLine(err && err.message, 400)}`);
 			return undefined;
 		}
+		for (const problem of await before) log(problem);
 		if (answer.decline) {
 			log(`declined, pi compacts by itself: ${oneLine(answer.decline, 300)}`);
 			return undefined;
