@@ -50,7 +50,7 @@ CREATE TABLE IF NOT EXISTS chunks(
 	entry_ids TEXT NOT NULL,
 	ts INTEGER NOT NULL,
 	has_cjk INTEGER NOT NULL,
-	text TEXT NOT NULL,
+	text BLOB NOT NULL, -- zstd, see textz.go
 	kinds TEXT NOT NULL DEFAULT '',
 	model TEXT,
 	embedding BLOB
@@ -403,6 +403,9 @@ func (b *sqliteBatch) fileRow(ctx context.Context, path string) (*fileRow, error
 func (b *sqliteBatch) lastChunk(ctx context.Context, fileID int64) (storedChunk, int64, bool, error) {
 	c, off, ok, err := scanLastChunk(b.tx.QueryRowContext(ctx, `SELECT id, start_line, end_line, start_offset, text
 		FROM chunks WHERE file_id=? ORDER BY start_line DESC, id DESC LIMIT 1`, fileID))
+	if ok && err == nil {
+		c.text, err = chunkText([]byte(c.text))
+	}
 	return c, off, ok, b.s.err("read last chunk", err)
 }
 
@@ -542,7 +545,7 @@ func (ins *chunkInserts) close() error {
 func (ins *chunkInserts) add(ctx context.Context, fileID int64, c *chunk) (int64, error) {
 	a := ins.args[:]
 	for i, v := range [...]driver.Value{fileID, int64(c.StartLine), int64(c.EndLine), c.StartOffset,
-		strings.Join(c.EntryIDs, " "), c.Timestamp, c.HasCJK, c.Text, c.Kinds} {
+		strings.Join(c.EntryIDs, " "), c.Timestamp, c.HasCJK, packText(c.Text), c.Kinds} {
 		a[i].Value = v
 	}
 	r, err := ins.chunk.ExecContext(ctx, a)
@@ -655,7 +658,7 @@ func cjkMatchQuery(tokens []string) sqliteMatchQuery {
 		case utf8.RuneCountInString(t) >= 3:
 			long = append(long, quoteFTS(t))
 		default:
-			mq.where = append(mq.where, `c.text LIKE ? ESCAPE '\'`)
+			mq.where = append(mq.where, recallTextFunc+`(c.text) LIKE ? ESCAPE '\'`)
 			likes = append(likes, "%"+likeEscape(t)+"%")
 		}
 	}
@@ -727,7 +730,7 @@ func (s *sqliteStore) corpus(ctx context.Context, terms []term) (corpus, error) 
 		case t.cjk && utf8.RuneCountInString(t.tok) >= 3:
 			q = `SELECT 1 FROM chunks_tri WHERE chunks_tri MATCH ?`
 		case t.cjk:
-			q, arg = `SELECT 1 FROM chunks WHERE has_cjk = 1 AND text LIKE ? ESCAPE '\'`, "%"+likeEscape(t.tok)+"%"
+			q, arg = `SELECT 1 FROM chunks WHERE has_cjk = 1 AND `+recallTextFunc+`(text) LIKE ? ESCAPE '\'`, "%"+likeEscape(t.tok)+"%"
 		}
 		if err := s.search.QueryRowContext(ctx, `SELECT count(*) FROM (`+q+` LIMIT `+strconv.Itoa(dfCap)+`)`, arg).Scan(&c.df[i]); err != nil {
 			return c, s.err("search", err)
@@ -788,6 +791,12 @@ func (s *sqliteStore) chunks(ctx context.Context, ids []int64) ([]storedChunk, e
 	}
 	out, err := collectChunks(sqlRows(s.db.QueryContext(ctx, `SELECT `+chunkCols+`
 		FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id IN (`+idList(ids)+`)`)))
+	for i := range out {
+		if err != nil {
+			break
+		}
+		out[i].text, err = chunkText([]byte(out[i].text))
+	}
 	return out, s.err("search", err)
 }
 
@@ -804,6 +813,12 @@ func (s *sqliteStore) vectors(ctx context.Context, model string, f filter, fn fu
 func (s *sqliteStore) unembedded(ctx context.Context, fileID int64, model string) ([]int64, []string, error) {
 	ids, texts, err := collectIDTexts(sqlRows(s.db.QueryContext(ctx,
 		`SELECT id, text FROM chunks WHERE file_id=? AND (model IS NULL OR model != ?) ORDER BY id`, fileID, model)))
+	for i := range texts {
+		if err != nil {
+			break
+		}
+		texts[i], err = chunkText([]byte(texts[i]))
+	}
 	return ids, texts, s.err("read chunks to embed", err)
 }
 

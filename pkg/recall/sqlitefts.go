@@ -422,11 +422,15 @@ func ftsRepair(ctx context.Context, mainTx, ftsTx *sql.Tx) error {
 			}
 		}
 		for _, id := range missing {
-			var text, kinds string
-			if err := mainTx.QueryRowContext(ctx, `SELECT text, kinds FROM chunks WHERE id = ?`, id).Scan(&text, &kinds); err != nil {
+			var packed []byte
+			var kinds string
+			if err := mainTx.QueryRowContext(ctx, `SELECT text, kinds FROM chunks WHERE id = ?`, id).Scan(&packed, &kinds); err != nil {
 				return err
 			}
-			var err error
+			text, err := chunkText(packed)
+			if err != nil {
+				return err
+			}
 			if r := newFTSRow(id, text, kinds, true); t.table == "chunks_fts" {
 				_, err = ftsTx.ExecContext(ctx, `INSERT INTO chunks_fts(rowid, conv, tool) VALUES(?, ?, ?)`, id, r.conv, r.tool)
 			} else {

@@ -58,7 +58,9 @@ import (
 // schemaVersion changes whenever the tables or the extraction/chunking
 // rules change; an index of another version is rebuilt from scratch (it is a
 // cache of the transcripts, nothing in it is original).
-const schemaVersion = "11"
+//
+// Version 12: SQLite stores the chunk text compressed (textz.go).
+const schemaVersion = "12"
 
 // DefaultMaxChars caps tool results, tool-call arguments, thinking and bash
 // output per message (head and tail kept): 0, none (see extract.go).
