@@ -485,7 +485,7 @@ func (b *sqliteBatch) addChunks(ctx context.Context, fileID int64, cs []chunk) e
 			if err != nil {
 				return b.s.err("insert chunk", err)
 			}
-			rows[i] = newFTSRow(id, cs[i].Text, cs[i].Kinds, cs[i].HasCJK)
+			rows[i] = newFTSRow(id, cs[i].Text, cs[i].HasCJK)
 		}
 		b.fts.send(ftsOp{rows: rows})
 		return nil
@@ -589,7 +589,7 @@ func likeEscape(s string) string {
 // whole run as one token; a query with CJK therefore goes to the trigram
 // index (substring match), and CJK terms shorter than three characters,
 // which trigrams cannot match, to a LIKE scan of the CJK chunks. The word
-// index ranks with bm25() weighting the tool output column toolWeight.
+// index ranks with bm25() (one column: see newFTSRow).
 func (s *sqliteStore) match(ctx context.Context, tokens []string, f filter, limit int) ([]int64, error) {
 	var mq sqliteMatchQuery
 	if anyCJK(tokens) {
@@ -634,7 +634,7 @@ func ftsMatchQuery(tokens []string, join bool) sqliteMatchQuery {
 		parts[i] = quoteFTS(t)
 	}
 	mq := sqliteMatchQuery{
-		rank: "bm25(chunks_fts, 1.0, " + strconv.FormatFloat(toolWeight, 'f', -1, 64) + ")", idCol: "chunks_fts.rowid",
+		rank: "bm25(chunks_fts)", idCol: "chunks_fts.rowid",
 		from: `FROM chunks_fts WHERE chunks_fts MATCH ?`,
 		args: []any{strings.Join(parts, " AND ")},
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -51,5 +52,76 @@ func TestCancelledBatchWritesNothing(t *testing.T) {
 	}
 	if n != 0 {
 		t.Errorf("%d chunks stored by a cancelled batch, want 0", n)
+	}
+}
+
+// The chunk text is stored once, compressed, and comes back exactly: for
+// display, for the FTS repair and for the LIKE scan of a short CJK word.
+// A Latin word glued to CJK is in the word index on its own.
+func TestStoredTextIsCompressedAndExact(t *testing.T) {
+	st, err := openSQLite(filepath.Join(t.TempDir(), "i.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.close()
+	ctx := context.Background()
+	long := strings.Repeat("User: the deploy script runs the migration first, then the checks. ", 40)
+	texts := []string{
+		long,
+		"Assistant: 我们用assembly的方式部署, 然后跑测试",
+		"Tool result (bash): 好 ok",
+	}
+	bt, err := st.batch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range texts {
+		if err := bt.(*sqliteBatch).addChunks(ctx, 1, []chunk{{StartLine: i + 1, EndLine: i + 1, Text: s, Kinds: "c", HasCJK: hasCJK(s)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := bt.commit(); err != nil {
+		t.Fatal(err)
+	}
+	var stored int
+	if err := st.db.QueryRow(`SELECT length(text) FROM chunks WHERE id = 1`).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if stored*4 > len(long) {
+		t.Errorf("a %d-byte repetitive text is stored in %d bytes: not compressed", len(long), stored)
+	}
+	if _, err := st.db.Exec(`INSERT INTO files(id, path, size, mtime_ns, head_len, head_hash, sample_hash,
+		last_line_start, last_line_hash, bytes_indexed, lines_indexed, malformed, indexed_at) VALUES(1, 'a.jsonl', 0, 0, 0, '', '', 0, '', 0, 0, 0, 0)`); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.chunks(ctx, []int64{1, 2, 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 {
+		t.Fatalf("%d chunks read back, want 3", len(got))
+	}
+	for _, c := range got {
+		if c.text != texts[c.id-1] {
+			t.Errorf("chunk %d reads back %q, want %q", c.id, c.text, texts[c.id-1])
+		}
+	}
+	for q, want := range map[string]int64{"assembly": 2, "好": 3, "部署": 2, "migration": 1} {
+		ids, err := st.match(ctx, queryTokens(q), noFilter, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ids) != 1 || ids[0] != want {
+			t.Errorf("%q matches %v, want [%d]", q, ids, want)
+		}
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"plain text", "plain text"},
+		{"用assembly的方式", " assembly   "},
+		{"한국어 text", "    text"},
+	} {
+		if got := withoutCJK(tc.in); got != tc.want {
+			t.Errorf("withoutCJK(%q) = %q, want %q", tc.in, got, tc.want)
+		}
 	}
 }
