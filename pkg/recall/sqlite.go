@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/klauspost/compress/zstd"
 	"modernc.org/sqlite"
 
 	"github.com/ctxtool/ctxtool/pkg/safefile"
@@ -56,6 +57,7 @@ CREATE TABLE IF NOT EXISTS chunks(
 	embedding BLOB
 );
 CREATE INDEX IF NOT EXISTS chunks_file ON chunks(file_id, start_line);
+CREATE TABLE IF NOT EXISTS text_dicts(id INTEGER PRIMARY KEY, dict BLOB NOT NULL);
 `
 
 // sqliteStore is the embedded default backend, on modernc.org/sqlite
@@ -73,6 +75,7 @@ type sqliteStore struct {
 	path   string
 	// oldSchema is the schema of the tables the open dropped ("": none).
 	oldSchema string
+	dict      textDict // the chunk text's compression (textz.go)
 }
 
 func openSQLite(dbPath string) (*sqliteStore, error) {
@@ -126,6 +129,12 @@ func openSQLiteFiles(dbPath, query string) (*sqliteStore, error) {
 	s.db = db
 	err = s.migrate(ctx)
 	if err == nil {
+		err = s.loadDicts(ctx, s.db)
+	}
+	if err == nil {
+		zDicts.Lock()
+		zDicts.loaders[s] = func() error { return s.loadDicts(context.Background(), s.db) }
+		zDicts.Unlock()
 		err = s.openFTS(ctx, ftsDSN)
 	}
 	if err == nil {
@@ -168,6 +177,9 @@ func (s *sqliteStore) location() string { return s.path }
 func (s *sqliteStore) droppedSchema() string { return s.oldSchema }
 
 func (s *sqliteStore) close() error {
+	zDicts.Lock()
+	delete(zDicts.loaders, s)
+	zDicts.Unlock()
 	var errs []error
 	for _, db := range []*sql.DB{s.search, s.fts, s.db} {
 		if db != nil {
@@ -253,7 +265,7 @@ func (s *sqliteStore) migrate(ctx context.Context) error {
 // dropSQLite drops the main file's tables (and the full-text tables that
 // earlier builds kept in it).
 func dropSQLite(ctx context.Context, tx *sql.Tx) error {
-	for _, t := range []string{"chunks_fts", "chunks_tri", "chunks", "files"} {
+	for _, t := range []string{"chunks_fts", "chunks_tri", "chunks", "files", "text_dicts"} {
 		if _, err := tx.ExecContext(ctx, "DROP TABLE IF EXISTS "+t); err != nil {
 			return err
 		}
@@ -321,6 +333,7 @@ type sqliteBatch struct {
 	ins      *chunkInserts
 	fts      *ftsWriter
 	finished bool
+	enc      *zstd.Encoder // the dictionary this batch trained (textz.go)
 }
 
 func (s *sqliteStore) batch(ctx context.Context) (batch, error) {
@@ -379,8 +392,10 @@ func (b *sqliteBatch) commit() error {
 		b.tx.Rollback()
 		b.conn.Close()
 		b.fts.rollback()
+		b.dictDone(false)
 		return b.s.err("commit", err)
 	}
+	b.dictDone(true)
 	b.conn.Close()
 	safefile.CrashPoint("recall-between-commits")
 	return b.s.err("commit", b.fts.commit())
@@ -392,6 +407,7 @@ func (b *sqliteBatch) rollback() {
 		b.tx.Rollback()
 		b.conn.Close()
 		b.fts.rollback()
+		b.dictDone(false)
 		b.finished = true
 	}
 }
@@ -464,6 +480,9 @@ func (b *sqliteBatch) addChunks(ctx context.Context, fileID int64, cs []chunk) e
 	// statement (5% of a cold index's CPU); one row's insert is short, and
 	// the caller checks ctx between batches of rows.
 	ctx = context.WithoutCancel(ctx)
+	if err := b.trainDict(ctx); err != nil {
+		return b.s.err("store the text dictionary", err)
+	}
 	return b.conn.Raw(func(dc any) error {
 		// Checked under the connection's lock, which the rollback of a
 		// cancelled transaction also takes: the statements below are the
@@ -481,7 +500,7 @@ func (b *sqliteBatch) addChunks(ctx context.Context, fileID int64, cs []chunk) e
 		}
 		rows := make([]ftsRow, len(cs))
 		for i := range cs {
-			id, err := b.ins.add(ctx, fileID, &cs[i])
+			id, err := b.ins.add(ctx, fileID, &cs[i], b.encoder(cs[i].Text))
 			if err != nil {
 				return b.s.err("insert chunk", err)
 			}
@@ -542,10 +561,10 @@ func (ins *chunkInserts) close() error {
 }
 
 // add inserts one chunk's row and returns its id.
-func (ins *chunkInserts) add(ctx context.Context, fileID int64, c *chunk) (int64, error) {
+func (ins *chunkInserts) add(ctx context.Context, fileID int64, c *chunk, enc *zstd.Encoder) (int64, error) {
 	a := ins.args[:]
 	for i, v := range [...]driver.Value{fileID, int64(c.StartLine), int64(c.EndLine), c.StartOffset,
-		strings.Join(c.EntryIDs, " "), c.Timestamp, c.HasCJK, packText(c.Text), c.Kinds} {
+		strings.Join(c.EntryIDs, " "), c.Timestamp, c.HasCJK, packText(enc, c.Text), c.Kinds} {
 		a[i].Value = v
 	}
 	r, err := ins.chunk.ExecContext(ctx, a)
