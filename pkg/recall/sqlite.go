@@ -14,7 +14,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/klauspost/compress/zstd"
 	"modernc.org/sqlite"
 
 	"github.com/ctxtool/ctxtool/pkg/safefile"
@@ -51,7 +50,7 @@ CREATE TABLE IF NOT EXISTS chunks(
 	entry_ids TEXT NOT NULL,
 	ts INTEGER NOT NULL,
 	has_cjk INTEGER NOT NULL,
-	text BLOB NOT NULL, -- zstd, see textz.go
+	text BLOB NOT NULL, -- compressed, see textz.go
 	kinds TEXT NOT NULL DEFAULT '',
 	model TEXT,
 	embedding BLOB
@@ -333,7 +332,7 @@ type sqliteBatch struct {
 	ins      *chunkInserts
 	fts      *ftsWriter
 	finished bool
-	enc      *zstd.Encoder // the dictionary this batch trained (textz.go)
+	enc      textEnc // the dictionary this batch made (textz.go)
 }
 
 func (s *sqliteStore) batch(ctx context.Context) (batch, error) {
@@ -561,7 +560,7 @@ func (ins *chunkInserts) close() error {
 }
 
 // add inserts one chunk's row and returns its id.
-func (ins *chunkInserts) add(ctx context.Context, fileID int64, c *chunk, enc *zstd.Encoder) (int64, error) {
+func (ins *chunkInserts) add(ctx context.Context, fileID int64, c *chunk, enc textEnc) (int64, error) {
 	a := ins.args[:]
 	for i, v := range [...]driver.Value{fileID, int64(c.StartLine), int64(c.EndLine), c.StartOffset,
 		strings.Join(c.EntryIDs, " "), c.Timestamp, c.HasCJK, packText(enc, c.Text), c.Kinds} {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/klauspost/compress/zstd"
+	"github.com/klauspost/compress/s2"
 )
 
 // TestCancelledBatchWritesNothing: once a batch's context is cancelled,
@@ -169,7 +169,7 @@ func TestTextDictionary(t *testing.T) {
 			cs = cs[k:]
 		}
 		if rollback {
-			if b.enc == nil {
+			if b.enc.d == nil {
 				t.Fatal("a batch past dictSample bytes trained no dictionary")
 			}
 			b.rollback()
@@ -186,12 +186,12 @@ func TestTextDictionary(t *testing.T) {
 		return n
 	}
 	write(dictSample/100+300, true) // fills the sample, trains, rolls back
-	if n := dictIDs(); n != 0 || st.dict.enc != nil {
-		t.Fatalf("a rolled back batch left %d dictionaries (encoder %v)", n, st.dict.enc != nil)
+	if n := dictIDs(); n != 0 || st.dict.enc.d != nil {
+		t.Fatalf("a rolled back batch left %d dictionaries (encoder %v)", n, st.dict.enc.d != nil)
 	}
 	write(dictSample/100+300, false) // trains and stores the dictionary
-	if n := dictIDs(); n != 1 || st.dict.enc == nil {
-		t.Fatalf("%d dictionaries after the sample was full (encoder %v), want 1 in use", n, st.dict.enc != nil)
+	if n := dictIDs(); n != 1 || st.dict.enc.d == nil {
+		t.Fatalf("%d dictionaries after the sample was full (encoder %v), want 1 in use", n, st.dict.enc.d != nil)
 	}
 	write(500, false) // compressed with it
 	var plain, withDict int
@@ -217,7 +217,7 @@ func TestTextDictionary(t *testing.T) {
 			// As in another process: no decoder for the dictionary yet,
 			// and only this store's loader to find it.
 			zDicts.Lock()
-			zDicts.dec = map[uint32]*zstd.Decoder{}
+			zDicts.dec = map[uint32]*s2.Dict{}
 			delete(zDicts.loaders, st)
 			zDicts.Unlock()
 		}

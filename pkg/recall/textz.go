@@ -8,28 +8,37 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/klauspost/compress/zstd"
+	"github.com/klauspost/compress/s2"
 	"modernc.org/sqlite"
 )
 
-// The SQLite index stores each chunk's text once, compressed with zstd
-// (one frame per chunk, column chunks.text as a BLOB). The text was 60-75%
-// of the index: 33 MB of a 56 MB index of a 105 MB Claude Code corpus,
-// 70 of 118 MB of a CJK-heavy one. The full-text tables are contentless
-// already, so this is the only copy; it is read back for the candidates a
-// search scores and for display (chunkText), and by LIKE scans through the
-// SQL function recallTextFunc. PostgreSQL keeps plain text (TOAST
-// compresses it already).
+// The SQLite index stores each chunk's text once, compressed (column
+// chunks.text, a BLOB). The text was 60-75% of the index: 33 MB of a 56 MB
+// index of a 105 MB Claude Code corpus, 70 of 118 MB of a CJK-heavy one.
+// The full-text tables are contentless already, so this is the only copy;
+// it is read back for the candidates a search scores and for display
+// (chunkText), and by LIKE scans through the SQL function recallTextFunc.
+// PostgreSQL keeps plain text (TOAST compresses it already).
 //
-// A chunk is a kilobyte or two: alone, zstd makes it only 1.8-1.95x
-// smaller. Each index therefore trains a dictionary on its first
-// dictSample bytes of chunk text and keeps it in the table text_dicts;
-// later chunks are compressed with it (4x on generated corpora, 2.6x on
-// the real fixtures). Chunks written before it stay plain zstd frames,
-// which decode without it. A frame names its dictionary's id; the
-// decoders of every dictionary seen are kept by id (zDicts), and one not
-// seen yet (another process trained it after this one opened the index)
-// is loaded from the indexes open in this process (dictLoaders).
+// A chunk is a kilobyte or two: alone, it compresses only 1.5-2x. Each
+// index therefore makes a dictionary from its first dictSample bytes of
+// chunk text and keeps it in the table text_dicts; later chunks are
+// compressed with it. Chunks written before it are compressed without,
+// and decode without it. A value names its dictionary's id; the
+// dictionaries seen are kept by id (zDicts), and one not seen yet (another
+// process made it after this one opened the index) is loaded from the
+// indexes open in this process.
+//
+// The compressor is s2 (Snappy's format, extended) with a dictionary, not
+// zstd: on the text of a 524 MB Claude Code corpus zstd's fastest level
+// with a dictionary took 20% of a cold index's CPU (2.6 s; frames of 1-2
+// KB, tables set up per frame) and made the chunk writer the busiest
+// stage. On the 69 MB of text of a CJK-heavy corpus, after the first 1 MB:
+// zstd with a dictionary 3.9x in 1.25 CPU-s, s2 with one 3.0x in 0.31 s
+// (real fixtures: 2.5x against 1.85x).
+//
+// A stored value is a tag byte, 0 (no dictionary) or 1 followed by the
+// dictionary's id as a uvarint, then an s2 block.
 //
 // The text stored is the text the extractor produced, after whatever it
 // leaves out or redacts: chunkText is the one place the index's text comes
@@ -40,57 +49,36 @@ import (
 // the bytes.
 const recallTextFunc = "ctxtool_recall_text"
 
-// dictSample is how much chunk text trains an index's dictionary.
+// dictSample is how much chunk text makes an index's dictionary (of at
+// most s2.MaxDictSize bytes, every seventh chunk of it).
 const dictSample = 1 << 20
 
-var (
-	zOnce sync.Once
-	zEnc  *zstd.Encoder
-	zDec  *zstd.Decoder
-)
-
-func zInit() {
-	zOnce.Do(func() {
-		// Both are safe for concurrent EncodeAll/DecodeAll. The fastest
-		// level: the writer's CPU is what limits a cold index, and the
-		// default level saved only 3% more on chunk-sized texts, at 1.6x
-		// the CPU. The fastest level compresses chunks at about 85 MB
-		// per CPU-second (a frame's tables are set up per chunk): 10-15%
-		// of a cold index's CPU, in the chunk writer, which runs beside
-		// the busier FTS writer. s2 was 3x faster but left the text 1.5x
-		// smaller, not 1.8-1.95x.
-		zEnc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1),
-			zstd.WithZeroFrames(true))
-		zDec, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderLowmem(true))
-	})
+// textEnc is a dictionary to compress with and its id (d nil: none).
+type textEnc struct {
+	id uint32
+	d  *s2.Dict
 }
 
-// zDicts are the decoders of the dictionaries seen, by id; dictLoaders
-// load the dictionaries of the indexes open in this process.
+// zDicts are the dictionaries seen, by id; loaders load the dictionaries
+// of the indexes open in this process.
 var zDicts = struct {
 	sync.Mutex
-	dec     map[uint32]*zstd.Decoder
+	dec     map[uint32]*s2.Dict
 	loaders map[*sqliteStore]func() error
-}{dec: map[uint32]*zstd.Decoder{}, loaders: map[*sqliteStore]func() error{}}
+}{dec: map[uint32]*s2.Dict{}, loaders: map[*sqliteStore]func() error{}}
 
-// registerDict makes frames of dictionary id decodable.
-func registerDict(id uint32, dict []byte) error {
+// registerDict makes values of dictionary id decodable.
+func registerDict(id uint32, d *s2.Dict) {
 	zDicts.Lock()
 	defer zDicts.Unlock()
-	if zDicts.dec[id] != nil {
-		return nil
+	if zDicts.dec[id] == nil {
+		zDicts.dec[id] = d
 	}
-	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderLowmem(true), zstd.WithDecoderDicts(dict))
-	if err != nil {
-		return err
-	}
-	zDicts.dec[id] = d
-	return nil
 }
 
-// dictDecoder is the decoder of dictionary id, loading the open indexes'
-// dictionaries once if it is not known yet.
-func dictDecoder(id uint32) *zstd.Decoder {
+// dictByID is dictionary id, loading the open indexes' dictionaries once
+// if it is not known yet.
+func dictByID(id uint32) *s2.Dict {
 	zDicts.Lock()
 	d := zDicts.dec[id]
 	var loaders []func() error
@@ -124,50 +112,60 @@ func init() {
 	})
 }
 
-// packText compresses a chunk's text for chunks.text with enc (nil: no
-// dictionary).
-func packText(enc *zstd.Encoder, s string) []byte {
-	if enc == nil {
-		zInit()
-		enc = zEnc
+// packText compresses a chunk's text for chunks.text.
+func packText(e textEnc, s string) []byte {
+	if e.d == nil {
+		out := make([]byte, 1, s2.MaxEncodedLen(len(s))+1)
+		return append(out, s2.Encode(out[1:cap(out)], []byte(s))...)
 	}
-	return enc.EncodeAll([]byte(s), make([]byte, 0, len(s)/3+16))
+	out := binary.AppendUvarint([]byte{1}, uint64(e.id))
+	return append(out, e.d.Encode(nil, []byte(s))...)
 }
 
 // chunkText is a stored chunk's text as the index holds it (see above):
 // what search scores and prints.
 func chunkText(b []byte) (string, error) {
-	zInit()
-	dec := zDec
-	var h zstd.Header
-	if err := h.Decode(b); err == nil && h.DictionaryID != 0 {
-		if dec = dictDecoder(h.DictionaryID); dec == nil {
-			return "", fmt.Errorf("a chunk's stored text needs compression dictionary %d, which the index does not hold: delete the index to rebuild it", h.DictionaryID)
+	var out []byte
+	var err error
+	switch {
+	case len(b) > 0 && b[0] == 0:
+		out, err = s2.Decode(nil, b[1:])
+	case len(b) > 0 && b[0] == 1:
+		id, n := binary.Uvarint(b[1:])
+		if n <= 0 {
+			err = fmt.Errorf("bad dictionary id")
+			break
 		}
+		d := dictByID(uint32(id))
+		if d == nil {
+			return "", fmt.Errorf("a chunk's stored text needs compression dictionary %d, which the index does not hold: delete the index to rebuild it", id)
+		}
+		out, err = d.Decode(nil, b[1+n:])
+	default:
+		err = fmt.Errorf("unknown format")
 	}
-	out, err := dec.DecodeAll(b, make([]byte, 0, len(b)*4))
 	if err != nil {
 		return "", fmt.Errorf("a chunk's stored text is damaged (%v): delete the index to rebuild it", err)
 	}
 	return string(out), nil
 }
 
-// textDict is a store's compression state: the encoder of its dictionary
-// once there is one, and the sample that trains it until then.
+// textDict is a store's compression state: its dictionary once there is
+// one, and the sample that makes it until then.
 type textDict struct {
 	mu      sync.Mutex
-	enc     *zstd.Encoder // nil: no dictionary yet
+	enc     textEnc // d nil: no dictionary yet
 	sample  [][]byte
 	sampled int
-	tried   bool // training failed: go on without
+	tried   bool // making it failed: go on without
 }
 
-// encoder is the encoder for the next chunks; without a dictionary, it
-// first adds text to the sample.
-func (t *textDict) encoder(text string) *zstd.Encoder {
+// encoder is the dictionary for the next chunks; without one, it first
+// adds text to the sample.
+func (t *textDict) encoder(text string) textEnc {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.enc == nil && !t.tried && t.sampled < dictSample {
+	if t.enc.d == nil && !t.tried && t.sampled < dictSample {
 		t.sample = append(t.sample, []byte(text))
 		t.sampled += len(text)
 	}
@@ -187,24 +185,21 @@ func (s *sqliteStore) loadDicts(ctx context.Context, q sqlQuerier) error {
 		if err := rows.Scan(&id, &dict); err != nil {
 			return err
 		}
-		if err := registerDict(uint32(id), dict); err != nil {
-			return fmt.Errorf("compression dictionary %d: %v", id, err)
+		d := s2.NewDict(dict)
+		if d == nil {
+			return fmt.Errorf("compression dictionary %d is damaged: delete the index to rebuild it", id)
 		}
+		registerDict(uint32(id), d)
 		s.dict.mu.Lock()
-		if s.dict.enc == nil {
-			s.dict.enc, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1),
-				zstd.WithZeroFrames(true), zstd.WithEncoderDict(dict))
-			s.dict.sample = nil
+		if s.dict.enc.d == nil {
+			s.dict.enc, s.dict.sample = textEnc{id: uint32(id), d: d}, nil
 		}
 		s.dict.mu.Unlock()
-		if err != nil {
-			return err
-		}
 	}
 	return rows.Err()
 }
 
-// trainDict trains the index's dictionary once the sample is full and
+// trainDict makes the index's dictionary once the sample is full and
 // stores it in the batch's transaction; the batch's later chunks use it
 // (b.enc), and the store's after the commit. A rolled back batch takes the
 // dictionary and every chunk that used it along. An index that has one
@@ -212,7 +207,7 @@ func (s *sqliteStore) loadDicts(ctx context.Context, q sqlQuerier) error {
 func (b *sqliteBatch) trainDict(ctx context.Context) error {
 	t := &b.s.dict
 	t.mu.Lock()
-	ready := b.enc == nil && t.enc == nil && !t.tried && t.sampled >= dictSample
+	ready := b.enc.d == nil && t.enc.d == nil && !t.tried && t.sampled >= dictSample
 	sample := t.sample
 	t.mu.Unlock()
 	if !ready {
@@ -226,37 +221,30 @@ func (b *sqliteBatch) trainDict(ctx context.Context) error {
 		return err
 	}
 	var hist []byte
-	for i := 0; i < len(sample) && len(hist) < 100<<10; i += 7 {
+	for i := 0; i < len(sample) && len(hist) < s2.MaxDictSize; i += 7 {
 		hist = append(hist, sample[i]...)
 	}
-	var rb [4]byte
-	rand.Read(rb[:])
-	id := 1<<15 + binary.LittleEndian.Uint32(rb[:])%(1<<30) // ids below 32768 are reserved
-	dict, err := zstd.BuildDict(zstd.BuildDictOptions{ID: id, Contents: sample, History: hist, Offsets: [3]int{1, 4, 8}, Level: zstd.SpeedFastest})
-	var enc *zstd.Encoder
-	if err == nil {
-		enc, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1),
-			zstd.WithZeroFrames(true), zstd.WithEncoderDict(dict))
-	}
-	if err == nil {
-		err = registerDict(id, dict)
-	}
-	if err != nil {
+	d := s2.MakeDict(hist[:min(len(hist), s2.MaxDictSize)], nil)
+	if d == nil {
 		t.mu.Lock()
 		t.tried, t.sample = true, nil
 		t.mu.Unlock()
-		return nil // plain frames, as before the sample was full
+		return nil // no dictionary, as before the sample was full
 	}
-	if _, err := b.tx.ExecContext(ctx, `INSERT INTO text_dicts(id, dict) VALUES(?, ?)`, int64(id), dict); err != nil {
+	var rb [4]byte
+	rand.Read(rb[:])
+	id := binary.LittleEndian.Uint32(rb[:])
+	registerDict(id, d)
+	if _, err := b.tx.ExecContext(ctx, `INSERT INTO text_dicts(id, dict) VALUES(?, ?)`, int64(id), d.Bytes()); err != nil {
 		return err
 	}
-	b.enc = enc
+	b.enc = textEnc{id: id, d: d}
 	return nil
 }
 
-// encoder is the encoder for the batch's next chunk of text.
-func (b *sqliteBatch) encoder(text string) *zstd.Encoder {
-	if b.enc != nil {
+// encoder is the dictionary for the batch's next chunk of text.
+func (b *sqliteBatch) encoder(text string) textEnc {
+	if b.enc.d != nil {
 		return b.enc
 	}
 	return b.s.dict.encoder(text)
@@ -265,15 +253,15 @@ func (b *sqliteBatch) encoder(text string) *zstd.Encoder {
 // dictDone hands the batch's new dictionary to the store once the batch
 // committed (ok), or drops it and starts a new sample.
 func (b *sqliteBatch) dictDone(ok bool) {
-	if b.enc == nil {
+	if b.enc.d == nil {
 		return
 	}
 	t := &b.s.dict
 	t.mu.Lock()
-	if ok && t.enc == nil {
+	if ok && t.enc.d == nil {
 		t.enc = b.enc
 	}
 	t.sample, t.sampled = nil, 0
 	t.mu.Unlock()
-	b.enc = nil
+	b.enc = textEnc{}
 }
