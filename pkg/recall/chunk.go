@@ -55,8 +55,8 @@ type chunk struct {
 	Timestamp   int64 // ms of the first entry that has one
 	HasCJK      bool
 	// Kinds has one byte per line of Text (its segments, joined by '\n'):
-	// kindTool for tool output, kindConv for the rest. The full-text index
-	// puts the two kinds in two columns that rank differently.
+	// kindTool for tool output, kindConv for the rest. Scoring weighs
+	// tool output lines less (score.go).
 	Kinds string
 }
 

@@ -16,7 +16,7 @@ func WithBatchBytes(n int64) Option { return func(ix *Index) { ix.batchBytes = n
 // index and a crashed-then-completed one must agree on (ids aside).
 func Dump(ix *Index) (map[string][]string, error) {
 	ctx := context.Background()
-	const q = `SELECT f.path, f.bytes_indexed, f.lines_indexed, c.start_line, c.end_line, c.entry_ids, c.text
+	const q = `SELECT f.path, f.bytes_indexed, f.lines_indexed, c.start_line, c.end_line, c.entry_ids, %s
 		FROM %s f JOIN %s c ON c.file_id = f.id ORDER BY f.path, c.start_line, c.id`
 	out := map[string][]string{}
 	type row struct {
@@ -28,9 +28,9 @@ func Dump(ix *Index) (map[string][]string, error) {
 	var err error
 	switch st := ix.st.(type) {
 	case *sqliteStore:
-		rows, err = sqlRows(st.db.QueryContext(ctx, fmt.Sprintf(q, "files", "chunks")))
+		rows, err = sqlRows(st.db.QueryContext(ctx, fmt.Sprintf(q, recallTextFunc+"(c.text)", "files", "chunks")))
 	case *pgStore:
-		rows, err = st.pool.Query(ctx, fmt.Sprintf(q, "ctxtool_recall_files", "ctxtool_recall_chunks"))
+		rows, err = st.pool.Query(ctx, fmt.Sprintf(q, "c.text", "ctxtool_recall_files", "ctxtool_recall_chunks"))
 	default:
 		return nil, fmt.Errorf("unknown backend %T", ix.st)
 	}
@@ -88,7 +88,7 @@ func ChunkTexts(ix *Index) (map[string][]string, error) {
 		return nil, fmt.Errorf("ChunkTexts reads SQLite indexes only")
 	}
 	out := map[string][]string{}
-	rows, err := sqlRows(st.db.Query(`SELECT f.path, c.text FROM files f JOIN chunks c ON c.file_id = f.id`))
+	rows, err := sqlRows(st.db.Query(`SELECT f.path, ` + recallTextFunc + `(c.text) FROM files f JOIN chunks c ON c.file_id = f.id`))
 	err = eachRow(rows, err, func(r *[2]string) []any { return []any{&r[0], &r[1]} }, func(r [2]string) {
 		out[r[0]] = append(out[r[0]], r[1])
 	})

@@ -51,7 +51,7 @@ type unit struct {
 	id   string
 	ts   int64 // unix ms, 0 if unknown
 	// tool marks tool output (tool results, bash runs): ranked below what
-	// the user and the assistant wrote (see the column weights in score.go).
+	// the user and the assistant wrote (toolWeight in score.go).
 	tool bool
 }
 

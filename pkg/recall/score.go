@@ -269,34 +269,3 @@ func recencyFactor(ts, newest int64) float64 {
 	age := float64(max(newest-ts, 0))
 	return 1 - recencyCut*(1-math.Exp2(-age/recencyHalfLife))
 }
-
-// splitKinds splits a chunk's text into its conversation lines and its
-// tool output lines (each kind's lines joined by '\n'), the two columns of
-// the word index. Kinds that do not match the lines (cannot happen for a
-// chunk this build wrote) make everything conversation.
-func splitKinds(text, kinds string) (conv, tool string) {
-	if strings.IndexByte(kinds, kindTool) < 0 || strings.Count(text, "\n")+1 != len(kinds) {
-		return text, ""
-	}
-	if strings.IndexByte(kinds, kindConv) < 0 {
-		return "", text
-	}
-	var c, t strings.Builder
-	for i := 0; len(text) > 0; i++ {
-		line := text
-		if j := strings.IndexByte(text, '\n'); j >= 0 {
-			line, text = text[:j], text[j+1:]
-		} else {
-			text = ""
-		}
-		b := &c
-		if kinds[i] == kindTool {
-			b = &t
-		}
-		if b.Len() > 0 {
-			b.WriteByte('\n')
-		}
-		b.WriteString(line)
-	}
-	return c.String(), t.String()
-}

@@ -50,12 +50,13 @@ CREATE TABLE IF NOT EXISTS chunks(
 	entry_ids TEXT NOT NULL,
 	ts INTEGER NOT NULL,
 	has_cjk INTEGER NOT NULL,
-	text TEXT NOT NULL,
+	text BLOB NOT NULL, -- compressed, see textz.go
 	kinds TEXT NOT NULL DEFAULT '',
 	model TEXT,
 	embedding BLOB
 );
 CREATE INDEX IF NOT EXISTS chunks_file ON chunks(file_id, start_line);
+CREATE TABLE IF NOT EXISTS text_dicts(id INTEGER PRIMARY KEY, dict BLOB NOT NULL);
 `
 
 // sqliteStore is the embedded default backend, on modernc.org/sqlite
@@ -73,7 +74,8 @@ type sqliteStore struct {
 	path   string
 	// oldSchema is the schema of the tables the open dropped ("": none).
 	oldSchema string
-	schema    string // schemaFor(redact): the version the tables must have
+	schema    string   // schemaFor(redact): the version the tables must have
+	dict      textDict // the chunk text's compression (textz.go)
 }
 
 func openSQLite(dbPath, schema string) (*sqliteStore, error) {
@@ -136,6 +138,12 @@ func openSQLiteFiles(dbPath, schema, query string) (*sqliteStore, error) {
 	s.db = db
 	err = s.migrate(ctx)
 	if err == nil {
+		err = s.loadDicts(ctx, s.db)
+	}
+	if err == nil {
+		zDicts.Lock()
+		zDicts.loaders[s] = func() error { return s.loadDicts(context.Background(), s.db) }
+		zDicts.Unlock()
 		err = s.openFTS(ctx, ftsDSN)
 	}
 	if err == nil {
@@ -178,6 +186,9 @@ func (s *sqliteStore) location() string { return s.path }
 func (s *sqliteStore) droppedSchema() string { return s.oldSchema }
 
 func (s *sqliteStore) close() error {
+	zDicts.Lock()
+	delete(zDicts.loaders, s)
+	zDicts.Unlock()
 	var errs []error
 	for _, db := range []*sql.DB{s.search, s.fts, s.db} {
 		if db != nil {
@@ -268,7 +279,7 @@ func (s *sqliteStore) migrate(ctx context.Context) error {
 // dropSQLite drops the main file's tables (and the full-text tables that
 // earlier builds kept in it).
 func dropSQLite(ctx context.Context, tx *sql.Tx) error {
-	for _, t := range []string{"chunks_fts", "chunks_tri", "chunks", "files"} {
+	for _, t := range []string{"chunks_fts", "chunks_tri", "chunks", "files", "text_dicts"} {
 		if _, err := tx.ExecContext(ctx, "DROP TABLE IF EXISTS "+t); err != nil {
 			return err
 		}
@@ -336,6 +347,7 @@ type sqliteBatch struct {
 	ins      *chunkInserts
 	fts      *ftsWriter
 	finished bool
+	enc      textEnc // the dictionary this batch made (textz.go)
 }
 
 func (s *sqliteStore) batch(ctx context.Context) (batch, error) {
@@ -394,8 +406,10 @@ func (b *sqliteBatch) commit() error {
 		b.tx.Rollback()
 		b.conn.Close()
 		b.fts.rollback()
+		b.dictDone(false)
 		return b.s.err("commit", err)
 	}
+	b.dictDone(true)
 	b.conn.Close()
 	safefile.CrashPoint("recall-between-commits")
 	return b.s.err("commit", b.fts.commit())
@@ -407,6 +421,7 @@ func (b *sqliteBatch) rollback() {
 		b.tx.Rollback()
 		b.conn.Close()
 		b.fts.rollback()
+		b.dictDone(false)
 		b.finished = true
 	}
 }
@@ -418,6 +433,9 @@ func (b *sqliteBatch) fileRow(ctx context.Context, path string) (*fileRow, error
 func (b *sqliteBatch) lastChunk(ctx context.Context, fileID int64) (storedChunk, int64, bool, error) {
 	c, off, ok, err := scanLastChunk(b.tx.QueryRowContext(ctx, `SELECT id, start_line, end_line, start_offset, text
 		FROM chunks WHERE file_id=? ORDER BY start_line DESC, id DESC LIMIT 1`, fileID))
+	if ok && err == nil {
+		c.text, err = chunkText([]byte(c.text))
+	}
 	return c, off, ok, b.s.err("read last chunk", err)
 }
 
@@ -476,6 +494,9 @@ func (b *sqliteBatch) addChunks(ctx context.Context, fileID int64, cs []chunk) e
 	// statement (5% of a cold index's CPU); one row's insert is short, and
 	// the caller checks ctx between batches of rows.
 	ctx = context.WithoutCancel(ctx)
+	if err := b.trainDict(ctx); err != nil {
+		return b.s.err("store the text dictionary", err)
+	}
 	return b.conn.Raw(func(dc any) error {
 		// Checked under the connection's lock, which the rollback of a
 		// cancelled transaction also takes: the statements below are the
@@ -493,11 +514,11 @@ func (b *sqliteBatch) addChunks(ctx context.Context, fileID int64, cs []chunk) e
 		}
 		rows := make([]ftsRow, len(cs))
 		for i := range cs {
-			id, err := b.ins.add(ctx, fileID, &cs[i])
+			id, err := b.ins.add(ctx, fileID, &cs[i], b.encoder(cs[i].Text))
 			if err != nil {
 				return b.s.err("insert chunk", err)
 			}
-			rows[i] = newFTSRow(id, cs[i].Text, cs[i].Kinds, cs[i].HasCJK)
+			rows[i] = newFTSRow(id, cs[i].Text, cs[i].HasCJK)
 		}
 		b.fts.send(ftsOp{rows: rows})
 		return nil
@@ -554,10 +575,10 @@ func (ins *chunkInserts) close() error {
 }
 
 // add inserts one chunk's row and returns its id.
-func (ins *chunkInserts) add(ctx context.Context, fileID int64, c *chunk) (int64, error) {
+func (ins *chunkInserts) add(ctx context.Context, fileID int64, c *chunk, enc textEnc) (int64, error) {
 	a := ins.args[:]
 	for i, v := range [...]driver.Value{fileID, int64(c.StartLine), int64(c.EndLine), c.StartOffset,
-		strings.Join(c.EntryIDs, " "), c.Timestamp, c.HasCJK, c.Text, c.Kinds} {
+		strings.Join(c.EntryIDs, " "), c.Timestamp, c.HasCJK, packText(enc, c.Text), c.Kinds} {
 		a[i].Value = v
 	}
 	r, err := ins.chunk.ExecContext(ctx, a)
@@ -601,7 +622,7 @@ func likeEscape(s string) string {
 // whole run as one token; a query with CJK therefore goes to the trigram
 // index (substring match), and CJK terms shorter than three characters,
 // which trigrams cannot match, to a LIKE scan of the CJK chunks. The word
-// index ranks with bm25() weighting the tool output column toolWeight.
+// index ranks with bm25() (one column: see newFTSRow).
 func (s *sqliteStore) match(ctx context.Context, tokens []string, f filter, limit int) ([]int64, error) {
 	var mq sqliteMatchQuery
 	if anyCJK(tokens) {
@@ -646,7 +667,7 @@ func ftsMatchQuery(tokens []string, join bool) sqliteMatchQuery {
 		parts[i] = quoteFTS(t)
 	}
 	mq := sqliteMatchQuery{
-		rank: "bm25(chunks_fts, 1.0, " + strconv.FormatFloat(toolWeight, 'f', -1, 64) + ")", idCol: "chunks_fts.rowid",
+		rank: "bm25(chunks_fts)", idCol: "chunks_fts.rowid",
 		from: `FROM chunks_fts WHERE chunks_fts MATCH ?`,
 		args: []any{strings.Join(parts, " AND ")},
 	}
@@ -670,7 +691,7 @@ func cjkMatchQuery(tokens []string) sqliteMatchQuery {
 		case utf8.RuneCountInString(t) >= 3:
 			long = append(long, quoteFTS(t))
 		default:
-			mq.where = append(mq.where, `c.text LIKE ? ESCAPE '\'`)
+			mq.where = append(mq.where, recallTextFunc+`(c.text) LIKE ? ESCAPE '\'`)
 			likes = append(likes, "%"+likeEscape(t)+"%")
 		}
 	}
@@ -742,7 +763,7 @@ func (s *sqliteStore) corpus(ctx context.Context, terms []term) (corpus, error) 
 		case t.cjk && utf8.RuneCountInString(t.tok) >= 3:
 			q = `SELECT 1 FROM chunks_tri WHERE chunks_tri MATCH ?`
 		case t.cjk:
-			q, arg = `SELECT 1 FROM chunks WHERE has_cjk = 1 AND text LIKE ? ESCAPE '\'`, "%"+likeEscape(t.tok)+"%"
+			q, arg = `SELECT 1 FROM chunks WHERE has_cjk = 1 AND `+recallTextFunc+`(text) LIKE ? ESCAPE '\'`, "%"+likeEscape(t.tok)+"%"
 		}
 		if err := s.search.QueryRowContext(ctx, `SELECT count(*) FROM (`+q+` LIMIT `+strconv.Itoa(dfCap)+`)`, arg).Scan(&c.df[i]); err != nil {
 			return c, s.err("search", err)
@@ -803,6 +824,12 @@ func (s *sqliteStore) chunks(ctx context.Context, ids []int64) ([]storedChunk, e
 	}
 	out, err := collectChunks(sqlRows(s.db.QueryContext(ctx, `SELECT `+chunkCols+`
 		FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id IN (`+idList(ids)+`)`)))
+	for i := range out {
+		if err != nil {
+			break
+		}
+		out[i].text, err = chunkText([]byte(out[i].text))
+	}
 	return out, s.err("search", err)
 }
 
@@ -819,6 +846,12 @@ func (s *sqliteStore) vectors(ctx context.Context, model string, f filter, fn fu
 func (s *sqliteStore) unembedded(ctx context.Context, fileID int64, model string) ([]int64, []string, error) {
 	ids, texts, err := collectIDTexts(sqlRows(s.db.QueryContext(ctx,
 		`SELECT id, text FROM chunks WHERE file_id=? AND (model IS NULL OR model != ?) ORDER BY id`, fileID, model)))
+	for i := range texts {
+		if err != nil {
+			break
+		}
+		texts[i], err = chunkText([]byte(texts[i]))
+	}
 	return ids, texts, s.err("read chunks to embed", err)
 }
 

@@ -4,9 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/klauspost/compress/s2"
 )
 
 // TestCancelledBatchWritesNothing: once a batch's context is cancelled,
@@ -51,5 +55,191 @@ func TestCancelledBatchWritesNothing(t *testing.T) {
 	}
 	if n != 0 {
 		t.Errorf("%d chunks stored by a cancelled batch, want 0", n)
+	}
+}
+
+// The chunk text is stored once, compressed, and comes back exactly: for
+// display, for the FTS repair and for the LIKE scan of a short CJK word.
+// A Latin word glued to CJK is in the word index on its own.
+func TestStoredTextIsCompressedAndExact(t *testing.T) {
+	st, err := openSQLite(filepath.Join(t.TempDir(), "i.db"), schemaVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.close()
+	ctx := context.Background()
+	long := strings.Repeat("User: the deploy script runs the migration first, then the checks. ", 40)
+	texts := []string{
+		long,
+		"Assistant: 我们用assembly的方式部署, 然后跑测试",
+		"Tool result (bash): 好 ok",
+	}
+	bt, err := st.batch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range texts {
+		if err := bt.(*sqliteBatch).addChunks(ctx, 1, []chunk{{StartLine: i + 1, EndLine: i + 1, Text: s, Kinds: "c", HasCJK: hasCJK(s)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := bt.commit(); err != nil {
+		t.Fatal(err)
+	}
+	var stored int
+	if err := st.db.QueryRow(`SELECT length(text) FROM chunks WHERE id = 1`).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if stored*4 > len(long) {
+		t.Errorf("a %d-byte repetitive text is stored in %d bytes: not compressed", len(long), stored)
+	}
+	if _, err := st.db.Exec(`INSERT INTO files(id, path, size, mtime_ns, head_len, head_hash, sample_hash,
+		last_line_start, last_line_hash, bytes_indexed, lines_indexed, malformed, indexed_at) VALUES(1, 'a.jsonl', 0, 0, 0, '', '', 0, '', 0, 0, 0, 0)`); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.chunks(ctx, []int64{1, 2, 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 {
+		t.Fatalf("%d chunks read back, want 3", len(got))
+	}
+	for _, c := range got {
+		if c.text != texts[c.id-1] {
+			t.Errorf("chunk %d reads back %q, want %q", c.id, c.text, texts[c.id-1])
+		}
+	}
+	for q, want := range map[string]int64{"assembly": 2, "好": 3, "部署": 2, "migration": 1} {
+		ids, err := st.match(ctx, queryTokens(q), noFilter, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ids) != 1 || ids[0] != want {
+			t.Errorf("%q matches %v, want [%d]", q, ids, want)
+		}
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"plain text", "plain text"},
+		{"用assembly的方式", " assembly   "},
+		{"한국어 text", "    text"},
+	} {
+		if got := withoutCJK(tc.in); got != tc.want {
+			t.Errorf("withoutCJK(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// Once an index has seen dictSample bytes of chunk text it trains a
+// compression dictionary; later chunks use it and read back exactly, also
+// in a process that opened the index before the dictionary existed.
+func TestTextDictionary(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "i.db")
+	st, err := openSQLite(path, schemaVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.close()
+	other, err := openSQLite(path, schemaVersion) // opened before the dictionary exists
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.close()
+	ctx := context.Background()
+	var want []string
+	write := func(n int, rollback bool) {
+		t.Helper()
+		bt, err := st.batch(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := bt.(*sqliteBatch)
+		var cs []chunk
+		for i := 0; i < n; i++ {
+			s := fmt.Sprintf("User: step %d of the 在生产环境 rollout: kubectl apply -f deploy/%d.yaml, then check pod-%d logs for errors", len(want)+i, i%97, i*31%1013)
+			cs = append(cs, chunk{StartLine: len(want) + i + 1, EndLine: len(want) + i + 1, Text: s, Kinds: "c", HasCJK: true})
+			if !rollback {
+				want = append(want, s)
+			}
+		}
+		for len(cs) > 0 {
+			k := min(len(cs), 100)
+			if err := b.addChunks(ctx, 1, cs[:k]); err != nil {
+				t.Fatal(err)
+			}
+			cs = cs[k:]
+		}
+		if rollback {
+			if b.enc.d == nil {
+				t.Fatal("a batch past dictSample bytes trained no dictionary")
+			}
+			b.rollback()
+			return
+		}
+		if err := b.commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dictIDs := func() (n int) {
+		if err := st.db.QueryRow(`SELECT count(*) FROM text_dicts`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	write(dictSample/100+300, true) // fills the sample, trains, rolls back
+	if n := dictIDs(); n != 0 || st.dict.enc.d != nil {
+		t.Fatalf("a rolled back batch left %d dictionaries (encoder %v)", n, st.dict.enc.d != nil)
+	}
+	write(dictSample/100+300, false) // trains and stores the dictionary
+	if n := dictIDs(); n != 1 || st.dict.enc.d == nil {
+		t.Fatalf("%d dictionaries after the sample was full (encoder %v), want 1 in use", n, st.dict.enc.d != nil)
+	}
+	write(500, false) // compressed with it
+	var plain, withDict int
+	if err := st.db.QueryRow(`SELECT sum(length(text)) FROM chunks WHERE id > ?`, len(want)-500).Scan(&withDict); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.db.QueryRow(`SELECT sum(length(text)) FROM (SELECT text FROM chunks ORDER BY id LIMIT 500)`).Scan(&plain); err != nil {
+		t.Fatal(err)
+	}
+	if withDict*3 > plain*2 {
+		t.Errorf("500 chunks take %d bytes with the dictionary, %d without: want at least a third less", withDict, plain)
+	}
+	if _, err := st.db.Exec(`INSERT INTO files(id, path, size, mtime_ns, head_len, head_hash, sample_hash,
+		last_line_start, last_line_hash, bytes_indexed, lines_indexed, malformed, indexed_at) VALUES(1, 'a.jsonl', 0, 0, 0, '', '', 0, '', 0, 0, 0, 0)`); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []struct {
+		name string
+		s    *sqliteStore
+	}{{"writer", st}, {"other process", other}} {
+		name, s := r.name, r.s
+		if s == other {
+			// As in another process: no decoder for the dictionary yet,
+			// and only this store's loader to find it.
+			zDicts.Lock()
+			zDicts.dec = map[uint32]*s2.Dict{}
+			delete(zDicts.loaders, st)
+			zDicts.Unlock()
+		}
+		ids := make([]int64, len(want))
+		for i := range ids {
+			ids[i] = int64(i + 1)
+		}
+		got, err := s.chunks(ctx, ids)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d chunks, want %d", name, len(got), len(want))
+		}
+		for _, c := range got {
+			if c.text != want[c.id-1] {
+				t.Fatalf("%s: chunk %d reads %q, want %q", name, c.id, c.text, want[c.id-1])
+			}
+		}
+		var n int
+		if err := s.search.QueryRow(`SELECT count(*) FROM chunks WHERE ` + recallTextFunc + `(text) LIKE '%产环%'`).Scan(&n); err != nil || n != len(want) {
+			t.Errorf("%s: LIKE over the stored text counts %d (%v), want %d", name, n, err, len(want))
+		}
 	}
 }

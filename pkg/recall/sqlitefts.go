@@ -38,7 +38,7 @@ import (
 // of 500 small sessions indexed 1.26x faster for 30 MB more memory.
 const ftsSchema = `
 CREATE VIRTUAL TABLE chunks_fts USING fts5(
-	conv, tool, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2');
+	text, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2');
 CREATE VIRTUAL TABLE chunks_tri USING fts5(
 	text, content='', contentless_delete=1, tokenize='trigram case_sensitive 0');
 CREATE VIRTUAL TABLE chunks_vocab USING fts5vocab(chunks_fts, 'row');
@@ -189,25 +189,59 @@ type ftsOp struct {
 	rows []ftsRow
 }
 
-// ftsRow is a chunk as the FTS file knows it: its text, and its lines of
-// each kind (the word index's two columns, see splitKinds).
+// ftsRow is a chunk as the FTS file knows it: its text for the word index
+// (words) and for the trigram table (text).
 type ftsRow struct {
-	id   int64
-	text string
-	conv string
-	tool string
-	cjk  bool // also in the trigram table
+	id    int64
+	text  string
+	words string
+	cjk   bool // also in the trigram table
 }
 
 // newFTSRow is the FTS row of a chunk: for the trigram table, only its
-// words that hold CJK (see cjkWords).
-func newFTSRow(id int64, text, kinds string, cjk bool) ftsRow {
-	conv, tool := splitKinds(text, kinds)
-	r := ftsRow{id: id, conv: conv, tool: tool, cjk: cjk}
+// words that hold CJK (see cjkWords); for the word index, the rest.
+//
+// The word index has one column. With two (conversation, tool output),
+// for bm25's column weights, FTS5 wrote every chunk's tokens as two
+// column lists: 27% more index and about a fifth more of the writer's
+// CPU. Tool output weighs less in the Go scoring (score.go), which orders
+// the candidates; the quality bar (TestRecallQuality) holds without the
+// weight in the candidates' bm25.
+func newFTSRow(id int64, text string, cjk bool) ftsRow {
+	r := ftsRow{id: id, words: text, cjk: cjk}
 	if cjk {
 		r.text = cjkWords(text)
+		r.words = withoutCJK(text)
 	}
 	return r
+}
+
+// withoutCJK is s with each CJK character replaced by a space, for the
+// word index. unicode61 would read a CJK run as one token, which no query
+// looks up there: a query word with CJK goes to the trigram table (or a
+// LIKE scan), so these tokens were dead weight, most of the word index of
+// a CJK-heavy corpus. A Latin word glued to CJK ("assembly的") becomes a
+// word of its own and is found by an ASCII query.
+func withoutCJK(s string) string {
+	if !hasCJK(s) {
+		return s
+	}
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); {
+		if s[i] < 0xE2 {
+			b = append(b, s[i])
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if isCJK(r) {
+			b = append(b, ' ')
+		} else {
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return string(b)
 }
 
 // cjkWords is the words of text ([\p{L}\p{N}_]+ runs, as queries are cut)
@@ -329,7 +363,7 @@ func (w *ftsWriter) rollback() {
 type ftsStmts struct {
 	ins, insTri, del, delTri driver.StmtExecContext
 	stmts                    []driver.Stmt
-	args                     [3]driver.NamedValue
+	args                     [2]driver.NamedValue
 }
 
 func (st *ftsStmts) prepare(dc any) error {
@@ -337,12 +371,12 @@ func (st *ftsStmts) prepare(dc any) error {
 	if !ok {
 		return fmt.Errorf("driver %T cannot prepare statements", dc)
 	}
-	st.args[0].Ordinal, st.args[1].Ordinal, st.args[2].Ordinal = 1, 2, 3
+	st.args[0].Ordinal, st.args[1].Ordinal = 1, 2
 	for _, p := range []struct {
 		dst *driver.StmtExecContext
 		q   string
 	}{
-		{&st.ins, `INSERT INTO chunks_fts(rowid, conv, tool) VALUES(?, ?, ?)`},
+		{&st.ins, `INSERT INTO chunks_fts(rowid, text) VALUES(?, ?)`},
 		{&st.insTri, `INSERT INTO chunks_tri(rowid, text) VALUES(?, ?)`},
 		{&st.del, `DELETE FROM chunks_fts WHERE rowid = ?`},
 		{&st.delTri, `DELETE FROM chunks_tri WHERE rowid = ?`},
@@ -372,23 +406,23 @@ func (st *ftsStmts) apply(dc any, op ftsOp) error {
 	}
 	ctx := context.Background()
 	one, tri := st.ins, st.insTri
-	a, at := st.args[:], st.args[:2]
+	a := st.args[:]
 	if op.del {
-		one, tri, a, at = st.del, st.delTri, a[:1], a[:1]
+		one, tri, a = st.del, st.delTri, a[:1]
 	}
 	for _, r := range op.rows {
 		a[0].Value = r.id
 		if !op.del {
-			a[1].Value, a[2].Value = r.conv, r.tool
+			a[1].Value = r.words
 		}
 		if _, err := one.ExecContext(ctx, a); err != nil {
 			return err
 		}
 		if r.cjk {
 			if !op.del {
-				at[1].Value = r.text
+				a[1].Value = r.text
 			}
-			if _, err := tri.ExecContext(ctx, at); err != nil {
+			if _, err := tri.ExecContext(ctx, a); err != nil {
 				return err
 			}
 		}
@@ -428,13 +462,16 @@ func ftsRepair(ctx context.Context, mainTx, ftsTx *sql.Tx) error {
 			}
 		}
 		for _, id := range missing {
-			var text, kinds string
-			if err := mainTx.QueryRowContext(ctx, `SELECT text, kinds FROM chunks WHERE id = ?`, id).Scan(&text, &kinds); err != nil {
+			var packed []byte
+			if err := mainTx.QueryRowContext(ctx, `SELECT text FROM chunks WHERE id = ?`, id).Scan(&packed); err != nil {
 				return err
 			}
-			var err error
-			if r := newFTSRow(id, text, kinds, true); t.table == "chunks_fts" {
-				_, err = ftsTx.ExecContext(ctx, `INSERT INTO chunks_fts(rowid, conv, tool) VALUES(?, ?, ?)`, id, r.conv, r.tool)
+			text, err := chunkText(packed)
+			if err != nil {
+				return err
+			}
+			if r := newFTSRow(id, text, true); t.table == "chunks_fts" {
+				_, err = ftsTx.ExecContext(ctx, `INSERT INTO chunks_fts(rowid, text) VALUES(?, ?)`, id, r.words)
 			} else {
 				_, err = ftsTx.ExecContext(ctx, `INSERT INTO chunks_tri(rowid, text) VALUES(?, ?)`, id, r.text)
 			}

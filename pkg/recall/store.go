@@ -59,11 +59,11 @@ import (
 // rules change; an index of another version is rebuilt from scratch (it is a
 // cache of the transcripts, nothing in it is original).
 //
-// Version 12 ranks (two FTS columns, scope columns, whole tool text)
-// and redacts secrets. An index built without redaction
+// Version 13 ranks (scope columns, whole tool text), redacts secrets and
+// stores SQLite's chunk text compressed (textz.go). An index built without redaction
 // (recall.redact: false) carries another version, so turning redaction back
 // on rebuilds it rather than keep serving the secrets it holds.
-const schemaVersion = "12"
+const schemaVersion = "13"
 
 // schemaFor is the version of an index built with or without redaction.
 func schemaFor(redact bool) string {
