@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -127,6 +128,16 @@ func runCheckpoint(opts *CheckpointOptions) error {
 	}
 	if err := checkInput(opts.File); err != nil {
 		return err
+	}
+	if st, err := os.Stat(opts.File); err == nil && st.IsDir() {
+		files, err := sessionFiles(opts.IO.ErrOut, []string{opts.File}, false, false)
+		if err != nil {
+			return err
+		}
+		if len(files) > 1 {
+			return exitcode.Newf(exitcode.Usage, "%s holds %d sessions: a checkpoint is of one session, so name its file (or use --capture, which takes every session of a directory)", opts.File, len(files))
+		}
+		opts.File = files[0]
 	}
 	defer setGCPercent(checkpointGCPercent)()
 	res, err := checkpoint.Take(checkpoint.TakeOptions{

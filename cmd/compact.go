@@ -53,7 +53,7 @@ type CompactOptions struct {
 
 func newCompactCmd(f *Factory, runF func(*CompactOptions) error) *cobra.Command {
 	return command(f, &CompactOptions{IO: f.IO}, runF, runCompact, &cobra.Command{
-		Use:   "compact FILE...",
+		Use:   "compact FILE|DIR...",
 		Short: "Summarize old history and append a compaction entry (pi/OpenClaw format)",
 		// The defaults quoted are the package constants, so the help cannot
 		// drift from what runs.
@@ -286,8 +286,12 @@ func runCompact(ctx context.Context, o *CompactOptions) error {
 		ctx, cancel = context.WithTimeout(ctx, o.Deadline)
 		defer cancel()
 	}
+	files, err := o.files()
+	if err != nil {
+		return err
+	}
 	var exit batchExit
-	for _, file := range o.Files {
+	for _, file := range files {
 		if err := o.compactFile(ctx, sum, file, &exit); err != nil {
 			return err
 		}
@@ -504,4 +508,18 @@ func printDroppedFacts(w io.Writer, dropped []facts.Fact) {
 		at.row(fmt.Sprintf("line %d", f.Line), string(f.Class), oneLineCut(f.Value, 160))
 	}
 	at.flush()
+}
+
+// files are the sessions to compact: a directory is walked for its
+// transcripts under --dry-run only, since a compaction rewrites each file
+// and one mistyped directory must not rewrite a hundred sessions.
+func (o *CompactOptions) files() ([]string, error) {
+	if !o.DryRun {
+		for _, f := range o.Files {
+			if st, err := os.Stat(f); err == nil && st.IsDir() {
+				return nil, exitcode.Newf(exitcode.Usage, "%s is a directory: compact rewrites sessions, so name the files (or add --dry-run to see what it would do to each session in it)", f)
+			}
+		}
+	}
+	return sessionFiles(o.IO.ErrOut, o.Files, false, false)
 }

@@ -40,10 +40,12 @@ type EstimateOptions struct {
 
 func newEstimateCmd(f *Factory, runF func(*EstimateOptions) error) *cobra.Command {
 	return command(f, &EstimateOptions{IO: f.IO}, runF, func(_ context.Context, o *EstimateOptions) error { return runEstimate(o) }, &cobra.Command{
-		Use:   "estimate FILE...",
+		Use:   "estimate [FILE|DIR]...",
 		Short: "Measure how full the active context of each session is",
 		Long: `Estimate the tokens of the active context of each session: what the next
-model request would carry, rebuilt exactly as pi does.
+model request would carry, rebuilt exactly as pi does. A directory is read
+for every session in it; with no path, every agent's sessions under your
+home directory are read (pi, OpenClaw, Claude Code, Codex).
 
 Tokenizers:
   heuristic   pi's own chars/4 rule, to the token
@@ -58,10 +60,11 @@ pinned (Ollama's num_ctx), flat while the context grows, zero (OpenClaw's
 delivery-mirror replies), implausible or stale after a compaction is not an
 anchor; JSON usageRejected says which and why. compact, roll and checkpoint
 measure the same way and report the same size.`,
-		Example: `  ctxtool estimate session.jsonl
+		Example: `  ctxtool estimate
+  ctxtool estimate session.jsonl
   ctxtool estimate --tokenizer heuristic --json ~/.pi/agent/sessions/*/*.jsonl
   ctxtool estimate --fail-over 80% session.jsonl   # exit 3 above 80% of the window`,
-		Args: cobra.MinimumNArgs(1),
+		Args: cobra.ArbitraryArgs,
 	})
 }
 
@@ -124,6 +127,9 @@ func runEstimate(opts *EstimateOptions) error {
 	}
 	gates, err := opts.gates()
 	if err != nil {
+		return err
+	}
+	if opts.Files, err = sessionFiles(opts.IO.ErrOut, opts.Files, true, false); err != nil {
 		return err
 	}
 	var reports, crossed []*EstimateReport

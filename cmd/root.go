@@ -154,6 +154,7 @@ session lock. Claude Code and Codex sessions are read, never written.`,
 		newRestoreCmd(f, nil),
 		newRollCmd(f, nil),
 		newSearchCmd(f, nil),
+		newSessionsCmd(f, nil),
 		newUnarchiveCmd(f, nil),
 		newUninstallCmd(f, nil),
 	)

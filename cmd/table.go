@@ -30,7 +30,7 @@ func (t *table) fit(width int) *table {
 func (t *table) row(cols ...string) { t.rows = append(t.rows, cols) }
 
 // numericCell matches counts, sizes, shares and the "-" of a missing value.
-var numericCell = regexp.MustCompile(`^(-|[~≈<>]?-?[0-9][0-9,.]*(%|[kKMG]B?| ?MB| ?s)?)$`)
+var numericCell = regexp.MustCompile(`^(-|[~≈<>]?-?[0-9][0-9,.]*(%|[kKMG]?B|[kKMG]| ?MB| ?s)?)$`)
 
 func (t *table) flush() {
 	if len(t.rows) == 0 {
