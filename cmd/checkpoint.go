@@ -14,6 +14,7 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/config"
 	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
+	"github.com/ctxtool/ctxtool/pkg/human"
 	"github.com/ctxtool/ctxtool/pkg/walk"
 )
 
@@ -163,7 +164,7 @@ func runCheckpoint(opts *CheckpointOptions) error {
 		fmt.Fprintf(out, "no checkpoint written: %s\n", res.Reason)
 	}
 	fmt.Fprintf(out, "  %-13s %s\n", "session key", res.SessionKey)
-	fmt.Fprintf(out, "  %-13s %d / %d tokens (%.1f%%)\n", "context", res.InputTokens, res.ContextWindow, res.Utilization*100)
+	fmt.Fprintf(out, "  %-13s %d / %d tokens (%s)\n", "context", res.InputTokens, res.ContextWindow, human.Percent(res.Utilization))
 	fmt.Fprintf(out, "  %-13s %d tokens\n", "restore text", res.Tokens)
 	if res.Previous != "" {
 		fmt.Fprintf(out, "  %-13s %s\n", "previous", res.Previous)

@@ -17,6 +17,7 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
 	"github.com/ctxtool/ctxtool/pkg/facts"
+	"github.com/ctxtool/ctxtool/pkg/human"
 	"github.com/ctxtool/ctxtool/pkg/llm"
 )
 
@@ -375,7 +376,7 @@ func (o *CompactOptions) failedResult(file string, sum compaction.Summarizer, er
 
 func printCompact(o *CompactOptions, r *compaction.Result, runErr error) {
 	w := o.IO.Out
-	t := newTable(w).fit(o.IO.Width())
+	t := newTable(w).term(o.IO)
 	t.row("file", displayPath(r.File))
 	t.row("result", compactStatus(r, runErr))
 	if r.Reason != "" {
@@ -468,7 +469,7 @@ func compactTokenRows(t *table, r *compaction.Result, runErr error) {
 			humanInt(r.ContextTokens), humanInt(r.NextRequestTokens), r.Estimator))
 	} else if r.TokensBefore > 0 {
 		t.row("tokens", fmt.Sprintf("%s (pi heuristic), unchanged: nothing written", humanInt(r.TokensBefore)))
-		t.row("next request", fmt.Sprintf("%s (%s, %.1f%% of the window)", humanInt(r.ContextTokens), r.Estimator, 100*r.Utilization))
+		t.row("next request", fmt.Sprintf("%s (%s, %s of the window)", humanInt(r.ContextTokens), r.Estimator, human.Percent(r.Utilization)))
 	}
 }
 

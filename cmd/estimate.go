@@ -16,6 +16,7 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/config"
 	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
+	"github.com/ctxtool/ctxtool/pkg/human"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -248,8 +249,8 @@ func writeEstimateJSON(w io.Writer, r *EstimateReport) error {
 // could not be read.
 func printCrossed(opts *EstimateOptions, crossed []*EstimateReport, failed int) {
 	for _, r := range crossed {
-		fmt.Fprintf(opts.IO.ErrOut, "ctxtool: %s: %s tokens (%.1f%% of %s) crosses --fail-over %s\n",
-			displayPath(r.File), humanInt(r.Tokens), r.Utilization*100, humanInt(r.ContextWindow), opts.FailOver)
+		fmt.Fprintf(opts.IO.ErrOut, "ctxtool: %s: %s tokens (%s of %s) crosses --fail-over %s\n",
+			displayPath(r.File), humanInt(r.Tokens), human.Percent(r.Utilization), humanInt(r.ContextWindow), opts.FailOver)
 	}
 	msg := fmt.Sprintf("ctxtool: --fail-over %s crossed by %d of %d files", opts.FailOver, len(crossed), len(opts.Files))
 	if failed > 0 {
@@ -329,7 +330,7 @@ func writeJSONLine(w io.Writer, v any) error {
 
 func printEstimateTable(opts *EstimateOptions, reports []*EstimateReport) {
 	out := opts.IO.Out
-	t := newTable(out).fit(opts.IO.Width())
+	t := newTable(out).term(opts.IO)
 	t.row("FILE", "MESSAGES", "TOKENS", "WINDOW", "USED", "METHOD", "MODEL")
 	for _, r := range reports {
 		if r.Error != "" {
@@ -337,7 +338,7 @@ func printEstimateTable(opts *EstimateOptions, reports []*EstimateReport) {
 			continue
 		}
 		t.row(displayPath(r.File), strconv.Itoa(r.ContextMessages), humanInt(r.Tokens), humanInt(r.ContextWindow),
-			fmt.Sprintf("%.1f%%", r.Utilization*100), r.Method, r.Model)
+			human.Percent(r.Utilization), r.Method, r.Model)
 	}
 	t.flush()
 	if len(reports) == 1 && reports[0].Error == "" {

@@ -218,7 +218,7 @@ func (p *indexReporter) removed(file string) error {
 
 func printIndexTable(streams *IOStreams, all []recall.Stats, db string, took time.Duration, sz recall.Sizes) {
 	out := streams.Out
-	t := newTable(out).fit(streams.Width())
+	t := newTable(out).term(streams)
 	t.row("FILE", "STATUS", "LINES", "CHUNKS", "MB", "SECONDS")
 	var bytes int64
 	var left recall.LeftOut

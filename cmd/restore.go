@@ -12,6 +12,7 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/checkpoint"
 	"github.com/ctxtool/ctxtool/pkg/config"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
+	"github.com/ctxtool/ctxtool/pkg/human"
 )
 
 // RestoreOptions are the inputs of `ctxtool restore`.
@@ -181,7 +182,7 @@ func printCheckpoints(opts *RestoreOptions, store *checkpoint.Store, t checkpoin
 		fmt.Fprintf(opts.IO.ErrOut, "no checkpoints for session key %q in %s\n", t.Key, store.Dir(t.Key))
 		return nil
 	}
-	tw := newTable(opts.IO.Out).fit(opts.IO.Width())
+	tw := newTable(opts.IO.Out).term(opts.IO)
 	tw.row("ID", "CREATED", "TRIGGER", "TOKENS", "UTIL", "PREVIOUS", "STATUS")
 	for _, r := range rows {
 		status := "ok"
@@ -195,7 +196,7 @@ func printCheckpoints(opts *RestoreOptions, store *checkpoint.Store, t checkpoin
 		if prev == "" {
 			prev = "-"
 		}
-		tw.row(r.ID, r.CreatedAt, r.Trigger, humanInt(r.InputTokens), fmt.Sprintf("%.1f%%", r.Utilization*100), prev, status)
+		tw.row(r.ID, r.CreatedAt, r.Trigger, humanInt(r.InputTokens), human.Percent(r.Utilization), prev, status)
 	}
 	tw.flush()
 	return nil

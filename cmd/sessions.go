@@ -12,6 +12,7 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/config"
 	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
+	"github.com/ctxtool/ctxtool/pkg/human"
 	"github.com/ctxtool/ctxtool/pkg/prune"
 	"github.com/ctxtool/ctxtool/pkg/sessionlist"
 	"github.com/ctxtool/ctxtool/pkg/walk"
@@ -127,11 +128,11 @@ func runSessions(o *SessionsOptions) error {
 		fmt.Fprintf(o.IO.ErrOut, "no sessions match (of %d found)\n", len(files))
 		return nil
 	}
-	t := newTable(o.IO.Out).fit(o.IO.Width())
-	t.row("AGENT", "PROJECT", "SESSION", "LAST ACTIVITY", "SIZE", "TOKENS", "USED", "COMPACTIONS")
+	t := newTable(o.IO.Out).term(o.IO)
+	t.row("AGENT", "PROJECT", "SESSION", "ACTIVE", "SIZE", "TOKENS", "USED", "COMPACTED")
 	now := o.Now()
 	for _, s := range list {
-		tokens, used := humanInt(s.Tokens), percent(s.Utilization)
+		tokens, used := humanInt(s.Tokens), human.Percent(s.Utilization)
 		if s.Error != "" {
 			tokens, used = "-", "-"
 		}
@@ -154,17 +155,11 @@ func ago(now, t time.Time) string {
 	case d < time.Minute:
 		return "just now"
 	case d < time.Hour:
-		return fmt.Sprintf("%d min ago", int(d/time.Minute))
+		return fmt.Sprintf("%dm ago", int(d/time.Minute))
 	case d < 48*time.Hour:
-		return fmt.Sprintf("%d h ago", int(d/time.Hour))
+		return fmt.Sprintf("%dh ago", int(d/time.Hour))
 	case d < 30*24*time.Hour:
-		return fmt.Sprintf("%d days ago", int(d/(24*time.Hour)))
+		return fmt.Sprintf("%dd ago", int(d/(24*time.Hour)))
 	}
 	return t.Local().Format("2006-01-02")
-}
-
-// percent is the one way a share is printed for humans, in tables and
-// notes alike: one decimal, rounded half away from zero (0.797 → 79.7%).
-func percent(share float64) string {
-	return strconv.FormatFloat(share*100, 'f', 1, 64) + "%"
 }
