@@ -165,7 +165,7 @@ func runCheckpoint(opts *CheckpointOptions) error {
 	}
 	fmt.Fprintf(out, "  %-13s %s\n", "session key", res.SessionKey)
 	fmt.Fprintf(out, "  %-13s %d / %d tokens (%s)\n", "context", res.InputTokens, res.ContextWindow, human.Percent(res.Utilization))
-	fmt.Fprintf(out, "  %-13s %d tokens\n", "restore text", res.Tokens)
+	fmt.Fprintf(out, "  %-13s %d tokens\n", "restore text", res.ResumeTokens)
 	if res.Previous != "" {
 		fmt.Fprintf(out, "  %-13s %s\n", "previous", res.Previous)
 	}

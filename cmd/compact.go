@@ -371,7 +371,7 @@ func (o *CompactOptions) indexBackup(ctx context.Context, file string, res *comp
 // failedResult is the result reported for a file that failed before
 // compaction.Run gave one.
 func (o *CompactOptions) failedResult(file string, sum compaction.Summarizer, err error) *compaction.Result {
-	return &compaction.Result{File: file, Reason: err.Error(), Strategy: o.Settings.Strategy, Summarizer: sum.Name()}
+	return &compaction.Result{File: file, Error: err.Error(), Strategy: o.Settings.Strategy, Summarizer: sum.Name()}
 }
 
 func printCompact(o *CompactOptions, r *compaction.Result, runErr error) {
@@ -381,6 +381,9 @@ func printCompact(o *CompactOptions, r *compaction.Result, runErr error) {
 	t.row("result", compactStatus(r, runErr))
 	if r.Reason != "" {
 		t.row("reason", r.Reason)
+	}
+	if r.Error != "" && r.Error != r.Reason {
+		t.row("error", r.Error)
 	}
 	t.row("strategy", r.Strategy+" / "+r.Summarizer+" summarizer")
 	if p := r.Preparation(); p != nil && p.FirstKept != nil {

@@ -180,8 +180,7 @@ func failThreshold(s string) (lint.Severity, error) {
 
 func runLint(opts *LintOptions) error {
 	if opts.ListRules {
-		printRules(opts)
-		return nil
+		return printRules(opts)
 	}
 	if opts.Ctx == nil {
 		opts.Ctx = context.Background()
@@ -395,12 +394,29 @@ func plural(n int, word string) string {
 	return fmt.Sprintf("%d %ss", n, word)
 }
 
-func printRules(opts *LintOptions) {
+// ruleJSON is one rule in `lint --list-rules --json`.
+type ruleJSON struct {
+	ID       string `json:"id"`
+	Severity string `json:"severity"`
+	Fixable  bool   `json:"fixable"`
+	Summary  string `json:"summary"`
+	Needs    string `json:"needs,omitempty"`
+}
+
+func printRules(opts *LintOptions) error {
 	rs := opts.Lint.Rules
 	if rs == nil {
 		rs = lint.DefaultRuleSet()
 	}
-	t := newTable(opts.IO.Out)
+	if opts.Format == "json" {
+		for _, r := range lint.Rules() {
+			if err := writeJSONLine(opts.IO.Out, ruleJSON{r.ID, rs.Severity(r.ID).String(), r.Fixable, r.Summary, r.Needs}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	t := newTable(opts.IO.Out).term(opts.IO)
 	t.row("RULE", "SEVERITY", "FIX", "FINDS")
 	for _, r := range lint.Rules() {
 		fix := ""
@@ -415,6 +431,7 @@ func printRules(opts *LintOptions) {
 		t.row(r.ID, sev, fix, summary)
 	}
 	t.flush()
+	return nil
 }
 
 // withoutStoreSessions drops the sessions of OpenClaw's SQLite stores from

@@ -139,7 +139,7 @@ func printAppended(opts *RestoreOptions, rep *checkpoint.RestoreReport) error {
 		id = "(v1, no id)"
 	}
 	fmt.Fprintf(opts.IO.Out, "appended %s resume text (%d tokens) to %s: custom_message %s on line %d\n",
-		rep.CheckpointID, rep.Tokens, rep.File, id, rep.Line)
+		rep.CheckpointID, rep.ResumeTokens, rep.File, id, rep.Line)
 	return nil
 }
 
