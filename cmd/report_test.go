@@ -55,7 +55,7 @@ func runChromium(t *testing.T, bin string, args ...string) []byte {
 }
 
 var (
-	attrRow  = regexp.MustCompile(`<tr class="(part|msg)" data-(?:part|line)="([^"]*)" data-tokens="(\d+)"`)
+	attrRow  = regexp.MustCompile(`<tr class="(part|msg)"(?: id="L\d+")? data-(?:part|line)="([^"]*)" data-tokens="(\d+)"`)
 	bodyAttr = regexp.MustCompile(`<body[^>]*>`)
 )
 

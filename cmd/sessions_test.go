@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -176,5 +175,4 @@ func TestDiscoveryDirectories(t *testing.T) {
 	if _, errOut, code := runCLI(t, "estimate"); code != 2 || !strings.Contains(errOut, "~/.claude/projects") {
 		t.Errorf("estimate in an empty home: exit %d, %s", code, errOut)
 	}
-	_ = os.Remove
 }

@@ -154,7 +154,7 @@ svg text{font:11px system-ui,sans-serif;fill:#6b7280}
 
 <h2>The biggest messages in the context</h2>
 <table id="biggest"><tr><th class="n">line</th><th>role</th><th>entry</th><th class="n">tokens</th></tr>
-{{range .Biggest}}<tr class="msg" data-line="{{.Line}}" data-tokens="{{.Tokens}}"><td class="n"><a href="#L{{.Line}}">{{.Line}}</a></td><td>{{.Role}}</td><td>{{.EntryID}}</td><td class="n">{{num .Tokens}}</td></tr>
+{{range .Biggest}}<tr class="msg" id="L{{.Line}}" data-line="{{.Line}}" data-tokens="{{.Tokens}}"><td class="n"><a href="#L{{.Line}}">{{.Line}}</a></td><td>{{.Role}}</td><td>{{.EntryID}}</td><td class="n">{{num .Tokens}}</td></tr>
 {{end}}</table>
 <p class="sub">Made by ctxtool report. Lines are the session file's: <code>sed -n 'LINEp' {{.Base}}</code> shows one.</p>
 <script>
