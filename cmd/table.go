@@ -37,7 +37,7 @@ func (t *table) fit(width int) *table {
 // term fits the table to the terminal of s and colors it when s says a
 // person is reading (iostreams.ColorEnabled).
 func (t *table) term(s *IOStreams) *table {
-	t.width = s.Width()
+	t.fit(s.Width())
 	if s.ColorEnabled() {
 		// The profile is set, not detected: the decision is s's (a test
 		// forces a terminal; lipgloss would look at the writer again).
