@@ -72,10 +72,14 @@ session recorded survives a reset to a new file under the same key.`,
   ctxtool checkpoint --trigger auto-80pct --json session.jsonl   # from a hook, every turn
   ctxtool checkpoint --capture --json session.jsonl              # from cron, every minute
   ctxtool checkpoint --session-key telegram:user123 --force - < session.jsonl`,
-		Args: cobra.MinimumNArgs(1),
+		Args: cobra.ArbitraryArgs,
 		// After the flags' checks, before the configuration is read.
 		PreRunE: func(c *cobra.Command, args []string) error {
-			if len(args) > 1 && !boolFlag(c.Flags(), "capture") {
+			capture := boolFlag(c.Flags(), "capture")
+			if len(args) == 0 && !capture {
+				return exitcode.Newf(exitcode.Usage, "checkpoint needs a session FILE (only --capture, with no path, reads every agent's sessions under ~)")
+			}
+			if len(args) > 1 && !capture {
 				return exitcode.Newf(exitcode.Usage, "checkpoint takes one session FILE (only --capture takes several files and directories)")
 			}
 			return nil
@@ -97,7 +101,10 @@ func (o *CheckpointOptions) flags(cmd *cobra.Command) {
 }
 
 func (o *CheckpointOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
-	o.File, o.Paths = args[0], args
+	o.Paths = args
+	if len(args) > 0 {
+		o.File = args[0]
+	}
 	o.JSON = f.JSON
 	o.StateDir = cfg.StateDir(c.Flags())
 	o.Keep = cfg.Int(c.Flags(), "checkpoint.keep")
@@ -180,8 +187,13 @@ func runCheckpoint(opts *CheckpointOptions) error {
 // them), so one cron line can capture every session of a machine.
 func runCapture(opts *CheckpointOptions) error {
 	paths := opts.Paths
-	if len(paths) == 0 {
+	if len(paths) == 0 && opts.File != "" {
 		paths = []string{opts.File}
+	}
+	discovered := len(paths) == 0
+	paths, err := readPaths(opts.IO.ErrOut, paths)
+	if err != nil {
+		return err
 	}
 	if slices.Contains(paths, "-") {
 		return exitcode.Newf(exitcode.Usage, "--capture needs a session FILE: it remembers how far it read, which stdin cannot tell")
@@ -192,6 +204,9 @@ func runCapture(opts *CheckpointOptions) error {
 	files, err := walkInputs(opts.IO.ErrOut, paths, walk.Options{}, opts.AllowEmpty)
 	if err != nil {
 		return err
+	}
+	if discovered {
+		noticeFound(opts.IO.ErrOut, files)
 	}
 	if opts.SessionKey != "" && len(files) > 1 {
 		return exitcode.Newf(exitcode.Usage, "--session-key names one session, but %d session files were found: give one FILE", len(files))

@@ -129,6 +129,16 @@ func TestDiscoveryBareCommands(t *testing.T) {
 		t.Errorf("sessions table: %d lines for %d sessions:\n%s", rows, len(list), out)
 	}
 
+	// checkpoint --capture with no path captures every session found;
+	// checkpoint without --capture still needs its one FILE.
+	out, errOut = runOK(t, "checkpoint", "--capture", "--json")
+	if got := strings.Count(out, "\n"); got != len(seen) || !strings.Contains(errOut, "found under ~") {
+		t.Errorf("bare checkpoint --capture: %d lines for %d sessions\n%s", got, len(seen), errOut)
+	}
+	if _, errOut, code := runCLI(t, "checkpoint"); code != 2 || !strings.Contains(errOut, "needs a session FILE") {
+		t.Errorf("bare checkpoint: exit %d, %s", code, errOut)
+	}
+
 	// lint and search with no path, and no index yet.
 	if _, errOut := runOK(t, "lint", "--fail-on", "never"); !strings.Contains(errOut, "found under ~") {
 		t.Errorf("bare lint: no notice: %s", errOut)
