@@ -46,7 +46,7 @@ type BudgetOptions struct {
 
 func newBudgetCmd(f *Factory, runF func(*BudgetOptions) error) *cobra.Command {
 	return command(f, &BudgetOptions{IO: f.IO}, runF, runBudget, &cobra.Command{
-		Use:   "budget FILE...",
+		Use:   "budget FILE|DIR...",
 		Short: "Show what the next model request would contain, part by part",
 		Long: `Show what an agent would send the model next for a session, and where every
 token goes: system prompt, workspace files, recalled history, a rolling
@@ -212,8 +212,12 @@ func runBudget(ctx context.Context, o *BudgetOptions) error {
 			return err
 		}
 	}
+	files, err := sessionFiles(o.IO.ErrOut, o.Files, false, false)
+	if err != nil {
+		return err
+	}
 	var exit batchExit
-	for _, file := range o.Files {
+	for _, file := range files {
 		r, err := budgetFile(ctx, o, file, systemPrompt, searcher, sum)
 		if err != nil {
 			exit.fail(o.IO.ErrOut, err)

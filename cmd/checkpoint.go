@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/config"
 	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
+	"github.com/ctxtool/ctxtool/pkg/human"
 	"github.com/ctxtool/ctxtool/pkg/walk"
 )
 
@@ -72,10 +74,14 @@ session recorded survives a reset to a new file under the same key.`,
   ctxtool checkpoint --trigger auto-80pct --json session.jsonl   # from a hook, every turn
   ctxtool checkpoint --capture --json session.jsonl              # from cron, every minute
   ctxtool checkpoint --session-key telegram:user123 --force - < session.jsonl`,
-		Args: cobra.MinimumNArgs(1),
+		Args: cobra.ArbitraryArgs,
 		// After the flags' checks, before the configuration is read.
 		PreRunE: func(c *cobra.Command, args []string) error {
-			if len(args) > 1 && !boolFlag(c.Flags(), "capture") {
+			capture := boolFlag(c.Flags(), "capture")
+			if len(args) == 0 && !capture {
+				return exitcode.Newf(exitcode.Usage, "checkpoint needs a session FILE (only --capture, with no path, reads every agent's sessions under ~)")
+			}
+			if len(args) > 1 && !capture {
 				return exitcode.Newf(exitcode.Usage, "checkpoint takes one session FILE (only --capture takes several files and directories)")
 			}
 			return nil
@@ -97,7 +103,10 @@ func (o *CheckpointOptions) flags(cmd *cobra.Command) {
 }
 
 func (o *CheckpointOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
-	o.File, o.Paths = args[0], args
+	o.Paths = args
+	if len(args) > 0 {
+		o.File = args[0]
+	}
 	o.JSON = f.JSON
 	o.StateDir = cfg.StateDir(c.Flags())
 	o.Keep = cfg.Int(c.Flags(), "checkpoint.keep")
@@ -131,6 +140,16 @@ func runCheckpoint(opts *CheckpointOptions) error {
 	if err := checkInput(opts.File); err != nil {
 		return err
 	}
+	if st, err := os.Stat(opts.File); err == nil && st.IsDir() {
+		files, err := sessionFiles(opts.IO.ErrOut, []string{opts.File}, false, false)
+		if err != nil {
+			return err
+		}
+		if len(files) > 1 {
+			return exitcode.Newf(exitcode.Usage, "%s holds %d sessions: a checkpoint is of one session, so name its file (or use --capture, which takes every session of a directory)", opts.File, len(files))
+		}
+		opts.File = files[0]
+	}
 	defer setGCPercent(checkpointGCPercent)()
 	res, err := checkpoint.Take(checkpoint.TakeOptions{
 		File: opts.File, SessionKey: opts.SessionKey, Trigger: opts.Trigger, Force: opts.Force, Wait: opts.Wait,
@@ -155,8 +174,8 @@ func runCheckpoint(opts *CheckpointOptions) error {
 		fmt.Fprintf(out, "no checkpoint written: %s\n", res.Reason)
 	}
 	fmt.Fprintf(out, "  %-13s %s\n", "session key", res.SessionKey)
-	fmt.Fprintf(out, "  %-13s %d / %d tokens (%.1f%%)\n", "context", res.InputTokens, res.ContextWindow, res.Utilization*100)
-	fmt.Fprintf(out, "  %-13s %d tokens\n", "restore text", res.Tokens)
+	fmt.Fprintf(out, "  %-13s %d / %d tokens (%s)\n", "context", res.InputTokens, res.ContextWindow, human.Percent(res.Utilization))
+	fmt.Fprintf(out, "  %-13s %d tokens\n", "restore text", res.ResumeTokens)
 	if res.Previous != "" {
 		fmt.Fprintf(out, "  %-13s %s\n", "previous", res.Previous)
 	}
@@ -171,8 +190,13 @@ func runCheckpoint(opts *CheckpointOptions) error {
 // them), so one cron line can capture every session of a machine.
 func runCapture(opts *CheckpointOptions) error {
 	paths := opts.Paths
-	if len(paths) == 0 {
+	if len(paths) == 0 && opts.File != "" {
 		paths = []string{opts.File}
+	}
+	discovered := len(paths) == 0
+	paths, err := readPaths(opts.IO.ErrOut, paths)
+	if err != nil {
+		return err
 	}
 	if slices.Contains(paths, "-") {
 		return exitcode.Newf(exitcode.Usage, "--capture needs a session FILE: it remembers how far it read, which stdin cannot tell")
@@ -183,6 +207,9 @@ func runCapture(opts *CheckpointOptions) error {
 	files, err := walkInputs(opts.IO.ErrOut, paths, walk.Options{}, opts.AllowEmpty)
 	if err != nil {
 		return err
+	}
+	if discovered {
+		noticeFound(opts.IO.ErrOut, files)
 	}
 	if opts.SessionKey != "" && len(files) > 1 {
 		return exitcode.Newf(exitcode.Usage, "--session-key names one session, but %d session files were found: give one FILE", len(files))

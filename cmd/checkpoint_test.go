@@ -58,7 +58,7 @@ func TestCheckpointCommandJSONFields(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &raw); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"file", "written", "checkpointId", "path", "utilization", "tokens"} {
+	for _, k := range []string{"file", "written", "checkpointId", "path", "utilization", "resumeTokens", "inputTokens"} {
 		if _, ok := raw[k]; !ok {
 			t.Errorf("JSON lacks %q: %s", k, out)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
 	"github.com/ctxtool/ctxtool/pkg/facts"
+	"github.com/ctxtool/ctxtool/pkg/human"
 	"github.com/ctxtool/ctxtool/pkg/llm"
 )
 
@@ -53,7 +54,7 @@ type CompactOptions struct {
 
 func newCompactCmd(f *Factory, runF func(*CompactOptions) error) *cobra.Command {
 	return command(f, &CompactOptions{IO: f.IO}, runF, runCompact, &cobra.Command{
-		Use:   "compact FILE...",
+		Use:   "compact FILE|DIR...",
 		Short: "Summarize old history and append a compaction entry (pi/OpenClaw format)",
 		// The defaults quoted are the package constants, so the help cannot
 		// drift from what runs.
@@ -287,8 +288,12 @@ func runCompact(ctx context.Context, o *CompactOptions) error {
 		ctx, cancel = context.WithTimeout(ctx, o.Deadline)
 		defer cancel()
 	}
+	files, err := o.files()
+	if err != nil {
+		return err
+	}
 	var exit batchExit
-	for _, file := range o.Files {
+	for _, file := range files {
 		if err := o.compactFile(ctx, sum, file, &exit); err != nil {
 			return err
 		}
@@ -368,16 +373,19 @@ func (o *CompactOptions) indexBackup(ctx context.Context, file string, res *comp
 // failedResult is the result reported for a file that failed before
 // compaction.Run gave one.
 func (o *CompactOptions) failedResult(file string, sum compaction.Summarizer, err error) *compaction.Result {
-	return &compaction.Result{File: file, Reason: err.Error(), Strategy: o.Settings.Strategy, Summarizer: sum.Name()}
+	return &compaction.Result{File: file, Error: err.Error(), Strategy: o.Settings.Strategy, Summarizer: sum.Name()}
 }
 
 func printCompact(o *CompactOptions, r *compaction.Result, runErr error) {
 	w := o.IO.Out
-	t := newTable(w).fit(o.IO.Width())
+	t := newTable(w).term(o.IO)
 	t.row("file", displayPath(r.File))
 	t.row("result", compactStatus(r, runErr))
 	if r.Reason != "" {
 		t.row("reason", r.Reason)
+	}
+	if r.Error != "" && r.Error != r.Reason {
+		t.row("error", r.Error)
 	}
 	t.row("strategy", r.Strategy+" / "+r.Summarizer+" summarizer")
 	if p := r.Preparation(); p != nil && p.FirstKept != nil {
@@ -466,7 +474,7 @@ func compactTokenRows(t *table, r *compaction.Result, runErr error) {
 			humanInt(r.ContextTokens), humanInt(r.NextRequestTokens), r.Estimator))
 	} else if r.TokensBefore > 0 {
 		t.row("tokens", fmt.Sprintf("%s (pi heuristic), unchanged: nothing written", humanInt(r.TokensBefore)))
-		t.row("next request", fmt.Sprintf("%s (%s, %.1f%% of the window)", humanInt(r.ContextTokens), r.Estimator, 100*r.Utilization))
+		t.row("next request", fmt.Sprintf("%s (%s, %s of the window)", humanInt(r.ContextTokens), r.Estimator, human.Percent(r.Utilization)))
 	}
 }
 
@@ -506,4 +514,18 @@ func printDroppedFacts(w io.Writer, dropped []facts.Fact) {
 		at.row(fmt.Sprintf("line %d", f.Line), string(f.Class), oneLineCut(f.Value, 160))
 	}
 	at.flush()
+}
+
+// files are the sessions to compact: a directory is walked for its
+// transcripts under --dry-run only, since a compaction rewrites each file
+// and one mistyped directory must not rewrite a hundred sessions.
+func (o *CompactOptions) files() ([]string, error) {
+	if !o.DryRun {
+		for _, f := range o.Files {
+			if st, err := os.Stat(f); err == nil && st.IsDir() {
+				return nil, exitcode.Newf(exitcode.Usage, "%s is a directory: compact rewrites sessions, so name the files (or add --dry-run to see what it would do to each session in it)", f)
+			}
+		}
+	}
+	return sessionFiles(o.IO.ErrOut, o.Files, false, false)
 }

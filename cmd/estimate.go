@@ -16,6 +16,7 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/config"
 	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
+	"github.com/ctxtool/ctxtool/pkg/human"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -40,10 +41,12 @@ type EstimateOptions struct {
 
 func newEstimateCmd(f *Factory, runF func(*EstimateOptions) error) *cobra.Command {
 	return command(f, &EstimateOptions{IO: f.IO}, runF, func(_ context.Context, o *EstimateOptions) error { return runEstimate(o) }, &cobra.Command{
-		Use:   "estimate FILE...",
+		Use:   "estimate [FILE|DIR]...",
 		Short: "Measure how full the active context of each session is",
 		Long: `Estimate the tokens of the active context of each session: what the next
-model request would carry, rebuilt exactly as pi does.
+model request would carry, rebuilt exactly as pi does. A directory is read
+for every session in it; with no path, every agent's sessions under your
+home directory are read (pi, OpenClaw, Claude Code, Codex).
 
 Tokenizers:
   heuristic   pi's own chars/4 rule, to the token
@@ -58,10 +61,11 @@ pinned (Ollama's num_ctx), flat while the context grows, zero (OpenClaw's
 delivery-mirror replies), implausible or stale after a compaction is not an
 anchor; JSON usageRejected says which and why. compact, roll and checkpoint
 measure the same way and report the same size.`,
-		Example: `  ctxtool estimate session.jsonl
+		Example: `  ctxtool estimate
+  ctxtool estimate session.jsonl
   ctxtool estimate --tokenizer heuristic --json ~/.pi/agent/sessions/*/*.jsonl
   ctxtool estimate --fail-over 80% session.jsonl   # exit 3 above 80% of the window`,
-		Args: cobra.MinimumNArgs(1),
+		Args: cobra.ArbitraryArgs,
 	})
 }
 
@@ -144,6 +148,9 @@ func runEstimate(opts *EstimateOptions) error {
 	}
 	gates, err := opts.gates()
 	if err != nil {
+		return err
+	}
+	if opts.Files, err = sessionFiles(opts.IO.ErrOut, opts.Files, true, false); err != nil {
 		return err
 	}
 	var reports, crossed []*EstimateReport
@@ -262,8 +269,8 @@ func writeEstimateJSON(w io.Writer, r *EstimateReport) error {
 // could not be read.
 func printCrossed(opts *EstimateOptions, crossed []*EstimateReport, failed int) {
 	for _, r := range crossed {
-		fmt.Fprintf(opts.IO.ErrOut, "ctxtool: %s: %s tokens (%.1f%% of %s) crosses --fail-over %s\n",
-			displayPath(r.File), humanInt(r.Tokens), r.Utilization*100, humanInt(r.ContextWindow), opts.FailOver)
+		fmt.Fprintf(opts.IO.ErrOut, "ctxtool: %s: %s tokens (%s of %s) crosses --fail-over %s\n",
+			displayPath(r.File), humanInt(r.Tokens), human.Percent(r.Utilization), humanInt(r.ContextWindow), opts.FailOver)
 	}
 	msg := fmt.Sprintf("ctxtool: --fail-over %s crossed by %d of %d files", opts.FailOver, len(crossed), len(opts.Files))
 	if failed > 0 {
@@ -343,7 +350,7 @@ func writeJSONLine(w io.Writer, v any) error {
 
 func printEstimateTable(opts *EstimateOptions, reports []*EstimateReport) {
 	out := opts.IO.Out
-	t := newTable(out).fit(opts.IO.Width())
+	t := newTable(out).term(opts.IO)
 	t.row("FILE", "MESSAGES", "TOKENS", "WINDOW", "USED", "METHOD", "MODEL")
 	for _, r := range reports {
 		if r.Error != "" {
@@ -351,7 +358,7 @@ func printEstimateTable(opts *EstimateOptions, reports []*EstimateReport) {
 			continue
 		}
 		t.row(displayPath(r.File), strconv.Itoa(r.ContextMessages), humanInt(r.Tokens), humanInt(r.ContextWindow),
-			fmt.Sprintf("%.1f%%", r.Utilization*100), r.Method, r.Model)
+			human.Percent(r.Utilization), r.Method, r.Model)
 	}
 	t.flush()
 	if len(reports) == 1 && reports[0].Error == "" {

@@ -43,7 +43,7 @@ type FlushOptions struct {
 
 func newFlushCmd(f *Factory, runF func(*FlushOptions) error) *cobra.Command {
 	return command(f, &FlushOptions{IO: f.IO}, runF, runFlush, &cobra.Command{
-		Use:   "flush FILE...",
+		Use:   "flush FILE|DIR...",
 		Short: "Pre-compaction memory flush: append durable facts to memory/YYYY-MM-DD.md",
 		Long: `Save what a session is about to lose to compaction into the agent's workspace
 notes, as OpenClaw's pre-compaction memory flush does
@@ -130,8 +130,12 @@ func runFlush(ctx context.Context, o *FlushOptions) error {
 	if err != nil {
 		return err
 	}
+	files, err := sessionFiles(o.IO.ErrOut, o.Files, false, false)
+	if err != nil {
+		return err
+	}
 	var exit batchExit
-	for _, file := range o.Files {
+	for _, file := range files {
 		res, err := o.flushFile(ctx, file, model, o.Force)
 		if err != nil {
 			exit.fail(o.IO.ErrOut, err)

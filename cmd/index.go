@@ -30,7 +30,7 @@ type IndexOptions struct {
 
 func newIndexCmd(f *Factory, runF func(*IndexOptions) error) *cobra.Command {
 	return command(f, &IndexOptions{IO: f.IO}, runF, runIndex, &cobra.Command{
-		Use:   "index PATH...",
+		Use:   "index [PATH]...",
 		Short: "Build or refresh the recall index of session transcripts",
 		Long: `Index every message of every session file for 'ctxtool search' — the whole
 file, all branches, including what compactions and rolls removed from the
@@ -60,7 +60,7 @@ hybrid search.`,
   ctxtool index --json ~/.pi/agent/sessions
   ctxtool index --index postgres://ctxtool@db.internal/recall /srv/agents/*/sessions
   ctxtool index --rebuild ~/.pi/agent/sessions`,
-		Args: cobra.MinimumNArgs(1),
+		Args: cobra.ArbitraryArgs,
 	})
 }
 
@@ -93,9 +93,17 @@ func runIndex(ctx context.Context, opts *IndexOptions) error {
 		ctx = context.Background()
 	}
 	defer setGCPercent(indexGCPercent)()
-	files, err := walkInputs(opts.IO.ErrOut, opts.Paths, walk.Options{Kinds: []walk.Kind{walk.Transcript, walk.Archive}}, opts.AllowEmpty)
+	discovered := len(opts.Paths) == 0
+	roots, err := readPaths(opts.IO.ErrOut, opts.Paths)
 	if err != nil {
 		return err
+	}
+	files, err := walkInputs(opts.IO.ErrOut, roots, walk.Options{Kinds: []walk.Kind{walk.Transcript, walk.Archive}}, opts.AllowEmpty)
+	if err != nil {
+		return err
+	}
+	if discovered {
+		noticeFound(opts.IO.ErrOut, files)
 	}
 	ix, err := openIndex(opts)
 	if err != nil {
@@ -210,7 +218,7 @@ func (p *indexReporter) removed(file string) error {
 
 func printIndexTable(streams *IOStreams, all []recall.Stats, db string, took time.Duration, sz recall.Sizes) {
 	out := streams.Out
-	t := newTable(out).fit(streams.Width())
+	t := newTable(out).term(streams)
 	t.row("FILE", "STATUS", "LINES", "CHUNKS", "MB", "SECONDS")
 	var bytes int64
 	var left recall.LeftOut

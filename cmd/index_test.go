@@ -125,6 +125,7 @@ func TestIndexAndSearchCommands(t *testing.T) {
 }
 
 func TestSearchErrors(t *testing.T) {
+	t.Setenv("HOME", t.TempDir()) // no session store to index on the way
 	io, _, _, _ := iostreams.Test()
 	err := runSearch(context.Background(), &SearchOptions{IO: io, Query: "x", MaxResults: 6, Recall: recallSettings{StateDir: t.TempDir()}})
 	if exitcode.Code(err) != exitcode.Runtime || !strings.Contains(err.Error(), "ctxtool index") {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
 	"github.com/ctxtool/ctxtool/pkg/formats"
+	"github.com/ctxtool/ctxtool/pkg/sources"
 	"github.com/ctxtool/ctxtool/pkg/walk"
 )
 
@@ -99,4 +100,94 @@ func (b *batchExit) err() error {
 		return nil
 	}
 	return exitcode.Silent(b.worst)
+}
+
+// readPaths is what a reading command reads: the paths it was given, or,
+// given none, every session store of every agent under the home directory
+// (pkg/sources), with one notice on errOut saying what was found, so a
+// bare `ctxtool estimate` works the way ccusage does. No store at all is
+// exit 2 naming where it looked.
+func readPaths(errOut io.Writer, args []string) ([]string, error) {
+	if len(args) > 0 {
+		return args, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil || home == "" {
+		return nil, exitcode.Newf(exitcode.Usage, "no path given and no home directory to look in: name the session files or directories")
+	}
+	paths := sources.Paths(sources.Find(home))
+	if len(paths) == 0 {
+		return nil, exitcode.Newf(exitcode.Usage, "no path given and no session store under %s (looked for ~/.pi/agent/sessions, ~/.openclaw/agents, ~/.claude/projects, ~/.codex/sessions): name the session files or directories", home)
+	}
+	return paths, nil
+}
+
+// noticeFound is the one line a command run with no path prints on errOut:
+// how many sessions of which agents it read, and how to choose others.
+func noticeFound(errOut io.Writer, files []walk.File) {
+	count := map[sources.Agent]int{}
+	var order []sources.Agent
+	for _, f := range files {
+		a, _ := sources.Classify(f.Path)
+		if count[a] == 0 {
+			order = append(order, a)
+		}
+		count[a]++
+	}
+	parts := make([]string, 0, len(order))
+	for _, a := range order {
+		parts = append(parts, fmt.Sprintf("%s %d", a, count[a]))
+	}
+	noun := "sessions"
+	if len(files) == 1 {
+		noun = "session"
+	}
+	fmt.Fprintf(errOut, "reading %d %s found under ~ (%s); name files or directories to choose\n", len(files), noun, strings.Join(parts, ", "))
+}
+
+// sessionFiles expands the paths of a command that reads session files one
+// by one (estimate, compact, budget, flush, checkpoint): a directory is
+// walked for its transcripts like lint does, a file is kept as given (its
+// own checks say when it is missing); with no paths at all (discover) the
+// agents' stores under home are read, with a notice. A directory holding
+// no session is exit 2 unless allowEmpty.
+func sessionFiles(errOut io.Writer, args []string, discover, allowEmpty bool) ([]string, error) {
+	if len(args) == 0 && discover {
+		paths, err := readPaths(errOut, args)
+		if err != nil {
+			return nil, err
+		}
+		found, err := walk.Walk(paths, walk.Options{})
+		if err != nil {
+			return nil, exitcode.New(exitcode.Usage, err)
+		}
+		if err := requireFiles(paths, found, allowEmpty); err != nil {
+			return nil, err
+		}
+		noticeFound(errOut, found)
+		out := make([]string, len(found))
+		for i, f := range found {
+			out[i] = f.Path
+		}
+		return out, nil
+	}
+	var out []string
+	for _, a := range args {
+		st, err := os.Stat(a)
+		if err != nil || !st.IsDir() {
+			out = append(out, a)
+			continue
+		}
+		found, err := walk.Walk([]string{a}, walk.Options{})
+		if err != nil {
+			return nil, exitcode.New(exitcode.Usage, err)
+		}
+		if err := requireFiles([]string{a}, found, allowEmpty); err != nil {
+			return nil, err
+		}
+		for _, f := range found {
+			out = append(out, f.Path)
+		}
+	}
+	return out, nil
 }

@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/ctxtool/ctxtool/pkg/config"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
+	"github.com/ctxtool/ctxtool/pkg/formats"
 	"github.com/ctxtool/ctxtool/pkg/lint"
 	"github.com/ctxtool/ctxtool/pkg/walk"
 )
@@ -40,7 +42,7 @@ type LintOptions struct {
 
 func newLintCmd(f *Factory, runF func(*LintOptions) error) *cobra.Command {
 	return command(f, &LintOptions{IO: f.IO}, runF, func(_ context.Context, o *LintOptions) error { return runLint(o) }, &cobra.Command{
-		Use:   "lint FILE|DIR...",
+		Use:   "lint [FILE|DIR]...",
 		Short: "Check transcripts for defects that brick sessions or leak data (the CI gate)",
 		Long: `Check session transcripts for the defects that brick agent sessions or leak
 data: malformed, torn and glued lines; a missing or invalid header; duplicate
@@ -89,9 +91,6 @@ func (o *LintOptions) flags(cmd *cobra.Command) {
 }
 
 func (o *LintOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
-	if !o.ListRules && len(args) == 0 {
-		return fmt.Errorf("lint needs at least one FILE or DIR (or --list-rules)")
-	}
 	o.Paths = args
 	o.Ctx = c.Context()
 	if f.JSON && !c.Flags().Changed("format") {
@@ -181,8 +180,7 @@ func failThreshold(s string) (lint.Severity, error) {
 
 func runLint(opts *LintOptions) error {
 	if opts.ListRules {
-		printRules(opts)
-		return nil
+		return printRules(opts)
 	}
 	if opts.Ctx == nil {
 		opts.Ctx = context.Background()
@@ -203,6 +201,10 @@ func runLint(opts *LintOptions) error {
 	if opts.Fix && slices.Contains(opts.Paths, "-") {
 		return exitcode.New(exitcode.Usage, fmt.Errorf("--fix cannot repair standard input: give the session file"))
 	}
+	discovered := len(opts.Paths) == 0
+	if opts.Paths, err = readPaths(opts.IO.ErrOut, opts.Paths); err != nil {
+		return err
+	}
 	skipped := &walk.Skipped{}
 	files, err := walk.Walk(opts.Paths, walk.Options{Kinds: []walk.Kind{walk.Transcript, walk.Archive}, Stdin: true, Skipped: skipped})
 	if err != nil {
@@ -210,6 +212,10 @@ func runLint(opts *LintOptions) error {
 	}
 	if s := skipped.String(); s != "" {
 		fmt.Fprintf(opts.IO.ErrOut, "note: %d session file(s) found; skipped in the directories: %s\n", len(files), s)
+	}
+	if discovered {
+		files = withoutStoreSessions(opts.IO.ErrOut, files)
+		noticeFound(opts.IO.ErrOut, files)
 	}
 	if err := requireFiles(opts.Paths, files, opts.AllowEmpty); err != nil {
 		return err
@@ -392,12 +398,29 @@ func plural(n int, word string) string {
 	return fmt.Sprintf("%d %ss", n, word)
 }
 
-func printRules(opts *LintOptions) {
+// ruleJSON is one rule in `lint --list-rules --json`.
+type ruleJSON struct {
+	ID       string `json:"id"`
+	Severity string `json:"severity"`
+	Fixable  bool   `json:"fixable"`
+	Summary  string `json:"summary"`
+	Needs    string `json:"needs,omitempty"`
+}
+
+func printRules(opts *LintOptions) error {
 	rs := opts.Lint.Rules
 	if rs == nil {
 		rs = lint.DefaultRuleSet()
 	}
-	t := newTable(opts.IO.Out)
+	if opts.Format == "json" {
+		for _, r := range lint.Rules() {
+			if err := writeJSONLine(opts.IO.Out, ruleJSON{r.ID, rs.Severity(r.ID).String(), r.Fixable, r.Summary, r.Needs}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	t := newTable(opts.IO.Out).term(opts.IO)
 	t.row("RULE", "SEVERITY", "FIX", "FINDS")
 	for _, r := range lint.Rules() {
 		fix := ""
@@ -412,4 +435,21 @@ func printRules(opts *LintOptions) {
 		t.row(r.ID, sev, fix, summary)
 	}
 	t.flush()
+	return nil
+}
+
+// withoutStoreSessions drops the sessions of OpenClaw's SQLite stores from
+// what a bare lint found, saying how many: lint checks JSONL files line by
+// line, and a store session has no file of its own to check.
+func withoutStoreSessions(errOut io.Writer, files []walk.File) []walk.File {
+	kept := files[:0:0]
+	for _, f := range files {
+		if _, _, ok := formats.SplitStorePath(f.Path); !ok {
+			kept = append(kept, f)
+		}
+	}
+	if n := len(files) - len(kept); n > 0 {
+		fmt.Fprintf(errOut, "note: %d sessions of OpenClaw's SQLite stores not linted: lint checks JSONL files\n", n)
+	}
+	return kept
 }

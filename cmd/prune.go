@@ -186,7 +186,7 @@ func printPruneTable(streams *IOStreams, rep *prune.Report, now time.Time) {
 	if rep.DryRun {
 		verb = "ARCHIVE"
 	}
-	t := newTable(out).fit(streams.Width())
+	t := newTable(out).term(streams)
 	t.row("AGENT", "PROJECT", "SESSIONS", "BYTES", "OLDEST", "NEWEST", verb, "SKIPPED", "RECLAIMED")
 	for _, g := range rep.Groups {
 		t.row(string(g.Agent), displayPath(g.Project), humanInt(g.Sessions), prune.FormatBytes(g.Bytes),
@@ -195,7 +195,7 @@ func printPruneTable(streams *IOStreams, rep *prune.Report, now time.Time) {
 	}
 	t.flush()
 	fmt.Fprintln(out)
-	t = newTable(out).fit(streams.Width())
+	t = newTable(out).term(streams)
 	t.row("FILE", "AGENT", "BYTES", "AGE", "ACTION", "RECLAIMED", "WHY")
 	for _, s := range rep.Sessions {
 		if s.Action == prune.Keep && (len(rep.Sessions) > 20 || s.Reason == "") {

@@ -12,6 +12,7 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/checkpoint"
 	"github.com/ctxtool/ctxtool/pkg/config"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
+	"github.com/ctxtool/ctxtool/pkg/human"
 	"github.com/ctxtool/ctxtool/pkg/secrets"
 )
 
@@ -146,7 +147,7 @@ func printAppended(opts *RestoreOptions, rep *checkpoint.RestoreReport) error {
 		id = "(v1, no id)"
 	}
 	fmt.Fprintf(opts.IO.Out, "appended %s resume text (%d tokens) to %s: custom_message %s on line %d\n",
-		rep.CheckpointID, rep.Tokens, rep.File, id, rep.Line)
+		rep.CheckpointID, rep.ResumeTokens, rep.File, id, rep.Line)
 	return nil
 }
 
@@ -189,7 +190,7 @@ func printCheckpoints(opts *RestoreOptions, store *checkpoint.Store, t checkpoin
 		fmt.Fprintf(opts.IO.ErrOut, "no checkpoints for session key %q in %s\n", t.Key, store.Dir(t.Key))
 		return nil
 	}
-	tw := newTable(opts.IO.Out).fit(opts.IO.Width())
+	tw := newTable(opts.IO.Out).term(opts.IO)
 	tw.row("ID", "CREATED", "TRIGGER", "TOKENS", "UTIL", "PREVIOUS", "STATUS")
 	for _, r := range rows {
 		status := "ok"
@@ -203,7 +204,7 @@ func printCheckpoints(opts *RestoreOptions, store *checkpoint.Store, t checkpoin
 		if prev == "" {
 			prev = "-"
 		}
-		tw.row(r.ID, r.CreatedAt, r.Trigger, humanInt(r.InputTokens), fmt.Sprintf("%.1f%%", r.Utilization*100), prev, status)
+		tw.row(r.ID, r.CreatedAt, r.Trigger, humanInt(r.InputTokens), human.Percent(r.Utilization), prev, status)
 	}
 	tw.flush()
 	return nil

@@ -318,7 +318,7 @@ func (p *rollReporter) report(rep *rolling.Report) {
 func printRollTable(streams *IOStreams, reps []*rolling.Report, sum rolling.Summary, dryRun bool) {
 	out := streams.Out
 	if len(reps) > 0 {
-		t := newTable(out).fit(streams.Width())
+		t := newTable(out).term(streams)
 		t.row("FILE", "ROLLED", "EVICTED", "EVICTED TOKENS", "TOKENS", "KEPT", "RANGE / REASON")
 		for _, r := range reps {
 			rolled := "no"

@@ -125,7 +125,7 @@ session lock. Claude Code and Codex sessions are read, never written.`,
 	pf.StringVar(&f.configFile, "config", "", "config file (default ./ctxtool.yaml, then $XDG_CONFIG_HOME/ctxtool/config.yaml)")
 	pf.StringVar(&f.openclawFile, "openclaw-config", "", "read agents.defaults.compaction/contextManagement from an openclaw.json (JSON5)")
 	config.Flag(pf, "stateDir")
-	pf.BoolVar(&f.JSON, "json", false, "machine output: one JSON object per input file, one per line")
+	pf.BoolVar(&f.JSON, "json", false, "machine output: one JSON object per line — per file, or per finding (lint), hit (search) or session (sessions); field names in the README's JSON fields table")
 	// Flags standing for config keys are checked against the key table
 	// (ranges, allowed values) before any command runs.
 	root.PersistentPreRunE = func(c *cobra.Command, args []string) error {
@@ -154,10 +154,12 @@ session lock. Claude Code and Codex sessions are read, never written.`,
 		newMCPCmd(f, nil),
 		newPinCmd(f, nil),
 		newPruneCmd(f, nil),
+		newReportCmd(f, nil),
 		newRestoreCmd(f, nil),
 		newRollCmd(f, nil),
 		newScrubCmd(f, nil),
 		newSearchCmd(f, nil),
+		newSessionsCmd(f, nil),
 		newSourcesCmd(f, nil),
 		newStatuslineCmd(f, nil),
 		newUnarchiveCmd(f, nil),

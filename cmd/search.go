@@ -155,7 +155,9 @@ func runSearch(ctx context.Context, opts *SearchOptions) error {
 		return exitcode.New(exitcode.Usage, err)
 	}
 	if _, err := os.Stat(loc); !recall.IsURL(loc) && errors.Is(err, os.ErrNotExist) {
-		return exitcode.Newf(exitcode.Runtime, "no recall index at %s: run 'ctxtool index PATH...' first (same --state-dir / --index)", loc)
+		if err := indexFound(ctx, opts, loc); err != nil {
+			return err
+		}
 	}
 	ix, err := opts.Recall.open()
 	if err != nil {
@@ -221,4 +223,19 @@ func orNone(s string) string {
 		return "(none)"
 	}
 	return s
+}
+
+// indexFound fills a missing index with the sessions every agent keeps
+// under the home directory before the first search, so a bare
+// `ctxtool search WORDS` works on a machine where nothing was indexed yet;
+// what index prints goes to stderr, after a note saying where the index is.
+func indexFound(ctx context.Context, opts *SearchOptions, loc string) error {
+	fmt.Fprintf(opts.IO.ErrOut, "note: no recall index at %s yet: indexing the sessions found under ~ first ('ctxtool index PATH...' chooses others)\n", displayPath(loc))
+	io := *opts.IO
+	io.Out = opts.IO.ErrOut
+	err := runIndex(ctx, &IndexOptions{IO: &io, Recall: opts.Recall})
+	if err != nil {
+		return exitcode.Newf(exitcode.Runtime, "no recall index at %s, and indexing the sessions found under ~ failed: %v (run 'ctxtool index PATH...' first, same --state-dir / --index)", loc, err)
+	}
+	return nil
 }

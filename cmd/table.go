@@ -6,8 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
 )
 
 // table prints aligned columns for humans: numeric columns right-aligned,
@@ -17,6 +22,8 @@ type table struct {
 	out   io.Writer
 	width int
 	rows  [][]string
+	// style colors cells for a terminal (nil: plain text).
+	style *lipgloss.Renderer
 }
 
 func newTable(out io.Writer) *table { return &table{out: out} }
@@ -27,10 +34,23 @@ func (t *table) fit(width int) *table {
 	return t
 }
 
+// term fits the table to the terminal of s and colors it when s says a
+// person is reading (iostreams.ColorEnabled).
+func (t *table) term(s *IOStreams) *table {
+	t.fit(s.Width())
+	if s.ColorEnabled() {
+		// The profile is set, not detected: the decision is s's (a test
+		// forces a terminal; lipgloss would look at the writer again).
+		t.style = lipgloss.NewRenderer(t.out)
+		t.style.SetColorProfile(termenv.ANSI)
+	}
+	return t
+}
+
 func (t *table) row(cols ...string) { t.rows = append(t.rows, cols) }
 
 // numericCell matches counts, sizes, shares and the "-" of a missing value.
-var numericCell = regexp.MustCompile(`^(-|[~≈<>]?-?[0-9][0-9,.]*(%|[kKMG]B?| ?MB| ?s)?)$`)
+var numericCell = regexp.MustCompile(`^(-|[~≈<>]?-?[0-9][0-9,.]*(%|[kKMG]?B|[kKMG]| ?MB| ?s)?)$`)
 
 func (t *table) flush() {
 	if len(t.rows) == 0 {
@@ -55,7 +75,7 @@ func (t *table) flush() {
 	}
 	t.shrink(widths, numeric)
 	var b strings.Builder
-	for _, r := range t.rows {
+	for i, r := range t.rows {
 		b.Reset()
 		for c := 0; c < ncol; c++ {
 			cell := ""
@@ -64,6 +84,7 @@ func (t *table) flush() {
 			}
 			cell = clip(cell, widths[c], c == 0)
 			pad := strings.Repeat(" ", widths[c]-utf8.RuneCountInString(cell))
+			cell = t.paint(cell, i == 0)
 			switch {
 			case numeric[c]:
 				b.WriteString(pad + cell)
@@ -76,26 +97,54 @@ func (t *table) flush() {
 				b.WriteString("  ")
 			}
 		}
-		fmt.Fprintln(t.out, strings.TrimRight(b.String(), " "))
+		fmt.Fprintln(t.out, strings.TrimRightFunc(b.String(), unicode.IsSpace))
 	}
 	t.rows = nil
 }
 
-// shrink narrows the widest text columns until a row fits t.width; a
-// column keeps at least minColumn characters.
+// paint colors a cell for a terminal: the header bold, a share of the
+// window by how full it is (green, yellow from 50%, red from 80%), an
+// error red. Widths are measured before, on the plain text.
+func (t *table) paint(cell string, header bool) string {
+	if t.style == nil || cell == "" {
+		return cell
+	}
+	st := t.style.NewStyle()
+	switch {
+	case header:
+		return st.Bold(true).Render(cell)
+	case cell == "error":
+		return st.Foreground(lipgloss.Color("1")).Render(cell)
+	case strings.HasSuffix(cell, "%"):
+		v, err := strconv.ParseFloat(strings.TrimSuffix(cell, "%"), 64)
+		if err != nil {
+			return cell
+		}
+		color := "2"
+		switch {
+		case v >= 80:
+			color = "1"
+		case v >= 50:
+			color = "3"
+		}
+		return st.Foreground(lipgloss.Color(color)).Render(cell)
+	}
+	return cell
+}
+
+// shrink narrows the widest text columns one character at a time until a
+// row fits t.width, so the long ones (a path, a model name) end up equally
+// wide; a column keeps at least minColumn characters.
 func (t *table) shrink(widths []int, numeric []bool) {
-	const minColumn = 12
+	const minColumn = 8
 	if t.width <= 0 {
 		return
 	}
-	total := func() int {
-		n := 2 * (len(widths) - 1)
-		for _, w := range widths {
-			n += w
-		}
-		return n
+	total := 2 * (len(widths) - 1)
+	for _, w := range widths {
+		total += w
 	}
-	for over := total() - t.width; over > 0; over = total() - t.width {
+	for ; total > t.width; total-- {
 		widest := -1
 		for c, w := range widths {
 			if !numeric[c] && w > minColumn && (widest < 0 || w > widths[widest]) {
@@ -105,17 +154,22 @@ func (t *table) shrink(widths []int, numeric []bool) {
 		if widest < 0 {
 			return // nothing left to narrow: let the terminal wrap
 		}
-		widths[widest] = max(minColumn, widths[widest]-over)
+		widths[widest]--
 	}
 }
 
-// clip shortens s to n characters with "…": keeping the tail (file names)
-// or the head.
+// clip shortens s to n characters with "…": a path from the middle
+// (keeping where it starts and its file name), else keeping the tail
+// (keepTail) or the head.
 func clip(s string, n int, keepTail bool) string {
 	if utf8.RuneCountInString(s) <= n {
 		return s
 	}
 	r := []rune(s)
+	if strings.ContainsRune(s, '/') && n >= 8 {
+		head := (n - 1) / 3
+		return string(r[:head]) + "…" + string(r[len(r)-(n-1-head):])
+	}
 	if keepTail {
 		return "…" + string(r[len(r)-(n-1):])
 	}

@@ -86,7 +86,7 @@ func TestTakeGateAndDedupe(t *testing.T) {
 	}
 	// A 38k window makes it 85%: written.
 	r = take(TakeOptions{Trigger: TriggerAuto80, Size: estimate.Options{Window: models.Settings{ContextWindow: 38000}}})
-	if !r.Written || r.CheckpointID != "cp_001" || r.Gauge != "[Context: 85% | 33k/38k tokens | Checkpoint saved]" {
+	if !r.Written || r.CheckpointID != "cp_001" || r.Gauge != "[Context: 85.6% | 33k/38k tokens | Checkpoint saved]" {
 		t.Fatalf("auto write: %+v", r)
 	}
 	// Same tokens again: deduplicated.

@@ -194,11 +194,11 @@ func TestGauge(t *testing.T) {
 		saved          bool
 		want           string
 	}{
-		{162431, 200000, true, "[Context: 81% | 162k/200k tokens | Checkpoint saved]"},
-		{148000, 200000, false, "[Context: 74% | 148k/200k tokens]"},
+		{162431, 200000, true, "[Context: 81.2% | 162k/200k tokens | Checkpoint saved]"},
+		{148000, 200000, false, "[Context: 74.0% | 148k/200k tokens]"},
 		{139999, 200000, false, ""},
-		{140000, 200000, false, "[Context: 70% | 140k/200k tokens]"},
-		{900000, 1000000, false, "[Context: 90% | 900k/1M tokens]"},
+		{140000, 200000, false, "[Context: 70.0% | 140k/200k tokens]"},
+		{900000, 1000000, false, "[Context: 90.0% | 900k/1M tokens]"},
 		{5, 0, false, ""},
 	} {
 		if got := Gauge(c.tokens, c.window, c.saved); got != c.want {

@@ -125,8 +125,8 @@ func TestGoldenFixtures(t *testing.T) {
 			if n < 400 {
 				t.Errorf("restore text is only %d tokens for a long session: the budget is not used", n)
 			}
-			if res.Tokens != n {
-				t.Errorf("reported tokens %d, measured %d", res.Tokens, n)
+			if res.ResumeTokens != n {
+				t.Errorf("reported tokens %d, measured %d", res.ResumeTokens, n)
 			}
 			// Stable: a second run gives the same bytes.
 			_, again, _ := takeFixture(t, f)

@@ -2,12 +2,13 @@ package checkpoint
 
 import (
 	"fmt"
-	"math"
+
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
 
+	"github.com/ctxtool/ctxtool/pkg/human"
 	"github.com/ctxtool/ctxtool/pkg/secrets"
 	"github.com/ctxtool/ctxtool/pkg/tokenizer"
 )
@@ -261,7 +262,7 @@ func renderHead(cp *Checkpoint) string {
 	tu := cp.Meta.TokenUsage
 	line := fmt.Sprintf("Session %q, saved %s (trigger %s", oneLine(cp.Meta.SessionKey, 80), cp.Meta.CreatedAt, cp.Meta.Trigger)
 	if tu.ContextWindow > 0 {
-		line += fmt.Sprintf(", context %d%% of %s", int(math.Floor(tu.Utilization*100)), formatK(tu.ContextWindow))
+		line += fmt.Sprintf(", context %s of %s", human.Percent(tu.Utilization), formatK(tu.ContextWindow))
 	}
 	sb.WriteString(line + ").\n")
 	if cp.Meta.CompactionCount > 3 {
@@ -418,7 +419,7 @@ func formatK(n int) string {
 }
 
 // Gauge is the one-line context gauge of docs/design/checkpoints.md, e.g.
-// "[Context: 81% | 162k/200k tokens | Checkpoint saved]". It is empty below
+// "[Context: 81.2% | 162k/200k tokens | Checkpoint saved]". It is empty below
 // 70% utilization (no injection, save tokens).
 func Gauge(tokens, window int, saved bool) string {
 	if window <= 0 || tokens < 0 {
@@ -428,7 +429,7 @@ func Gauge(tokens, window int, saved bool) string {
 	if u < 0.70 {
 		return ""
 	}
-	s := fmt.Sprintf("[Context: %d%% | %s/%s tokens", int(math.Floor(u*100)), formatK(tokens), formatK(window))
+	s := fmt.Sprintf("[Context: %s | %s/%s tokens", human.Percent(u), formatK(tokens), formatK(window))
 	if saved {
 		s += " | Checkpoint saved"
 	}

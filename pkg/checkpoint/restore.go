@@ -30,7 +30,7 @@ type RestoreReport struct {
 	SessionKey   string `json:"sessionKey"`
 	CheckpointID string `json:"checkpointId"`
 	Path         string `json:"path"`
-	Tokens       int    `json:"tokens"`
+	ResumeTokens int    `json:"resumeTokens"`
 	// Text is the resume text; an appended one is in the session instead.
 	Text     string `json:"text,omitempty"`
 	Appended bool   `json:"appended"`
@@ -65,7 +65,7 @@ func (s *Store) Restore(ctx context.Context, o RestoreOptions) (*RestoreReport, 
 		count = DefaultCount
 	}
 	text := Render(cp, RenderOptions{Count: count, KeepSecrets: s.KeepSecrets})
-	rep.CheckpointID, rep.Path, rep.Tokens = cp.Meta.CheckpointID, filepath.Join(s.Dir(t.Key), cp.Meta.CheckpointID+".yaml"), count(text)
+	rep.CheckpointID, rep.Path, rep.ResumeTokens = cp.Meta.CheckpointID, filepath.Join(s.Dir(t.Key), cp.Meta.CheckpointID+".yaml"), count(text)
 	if !o.Append {
 		rep.Text = text
 		return rep, cp, nil

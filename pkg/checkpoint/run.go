@@ -52,7 +52,7 @@ type TakeResult struct {
 	CheckpointID    string   `json:"checkpointId,omitempty"`
 	Path            string   `json:"path,omitempty"`
 	Utilization     float64  `json:"utilization"`
-	Tokens          int      `json:"tokens"`
+	ResumeTokens    int      `json:"resumeTokens"`
 	SessionKey      string   `json:"sessionKey"`
 	Trigger         string   `json:"trigger"`
 	InputTokens     int      `json:"inputTokens"`
@@ -141,7 +141,7 @@ func Take(o TakeOptions) (*TakeResult, error) {
 	if reason, previous := o.skipReason(key, size.Utilization, size.Tokens); reason != "" {
 		res.Reason, res.Previous = reason, previous
 		res.Gauge = Gauge(res.InputTokens, res.ContextWindow, false)
-		res.Tokens = restoreTokens(o.Count, cp)
+		res.ResumeTokens = restoreTokens(o.Count, cp)
 		return res, nil
 	}
 	return o.write(key, cp, res)
@@ -230,14 +230,14 @@ func (o TakeOptions) write(key string, cp *Checkpoint, res *TakeResult) (*TakeRe
 	res.Written, res.CheckpointID, res.Path, res.Pruned = true, wr.ID, wr.Path, wr.Pruned
 	res.Previous = cp.Meta.PreviousCheckpoint
 	res.Gauge = Gauge(res.InputTokens, res.ContextWindow, true)
-	res.Tokens = restoreTokens(o.Count, cp)
+	res.ResumeTokens = restoreTokens(o.Count, cp)
 	if err := o.Store.ResetState(key); err != nil {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("checkpoint written but the state files were not reset: %v", err))
 	}
 	return res, nil
 }
 
-// restoreTokens is res.Tokens, the size of the restore text, rendered once
+// restoreTokens is res.ResumeTokens, the size of the restore text, rendered once
 // per outcome: a written checkpoint's text names its id, known only after
 // Write.
 func restoreTokens(c func(string) int, cp *Checkpoint) int {

@@ -166,7 +166,7 @@ func failureLeavesFileAlone(t *testing.T, srv *llmtest.Server, set Settings, mut
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("err = %v, want %q", err, want)
 	}
-	if res == nil || res.Compacted || res.Reason == "" {
+	if res == nil || res.Compacted || res.Error == "" {
 		t.Fatalf("result %+v", res)
 	}
 	untouched(t, file, orig, "a failed compaction")

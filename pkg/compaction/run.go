@@ -45,8 +45,13 @@ type Options struct {
 type Result struct {
 	File      string `json:"file"`
 	Compacted bool   `json:"compacted"`
-	Reason    string `json:"reason,omitempty"`
-	DryRun    bool   `json:"dryRun,omitempty"`
+	// Reason says why nothing was (or would be) written when that was a
+	// decision (nothing to compact, already compacted); Error says why the
+	// file failed. Every command names a failure "error" (README, JSON
+	// fields).
+	Reason string `json:"reason,omitempty"`
+	Error  string `json:"error,omitempty"`
+	DryRun bool   `json:"dryRun,omitempty"`
 	// WouldCompact is set on dry runs only: whether a real run would
 	// compact (Compacted stays false; roll --dry-run says wouldRoll).
 	WouldCompact       *bool  `json:"wouldCompact,omitempty"`
@@ -194,9 +199,7 @@ func Run(ctx context.Context, path string, o Options) (*Result, error) {
 	}
 	if err != nil {
 		res.Compacted = false
-		if res.Reason == "" {
-			res.Reason = err.Error()
-		}
+		res.Error = err.Error()
 	}
 	return res, err
 }

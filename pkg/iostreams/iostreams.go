@@ -68,6 +68,13 @@ func Test() (*IOStreams, *bytes.Buffer, *bytes.Buffer, *bytes.Buffer) {
 	return &IOStreams{In: in, Out: out, ErrOut: errOut}, in, out, errOut
 }
 
+// ColorEnabled says whether stdout gets color: only on a terminal, and
+// never when NO_COLOR is set (https://no-color.org) or TERM is "dumb". A
+// pipe or a file gets plain text.
+func (s *IOStreams) ColorEnabled() bool {
+	return s.outTTY && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
+}
+
 // IsStderrTTY reports whether stderr is a terminal (progress bars go there).
 func (s *IOStreams) IsStderrTTY() bool { return s.errTTY }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 
 	"github.com/ctxtool/ctxtool/pkg/estimate"
@@ -222,6 +223,25 @@ func (c *checker) run() {
 	c.sizes()
 	c.usage()
 	c.budget()
+	c.readOnlyRemedies()
+}
+
+// readOnlyRemedies keeps a read-only session's remedies to what works on
+// it: --fix, compact and roll refuse Claude Code, Codex, zstd and store
+// sessions, so a finding there points to `ctxtool export`, whose pi copy
+// they do work on, instead of a command that would only refuse.
+func (c *checker) readOnlyRemedies() {
+	if !c.s.ReadOnly() {
+		return
+	}
+	for i := range c.findings {
+		f := &c.findings[i]
+		if !f.Fixable && !strings.Contains(f.Remedy, "--fix") && !strings.Contains(f.Remedy, "ctxtool compact") && !strings.Contains(f.Remedy, "ctxtool roll") {
+			continue
+		}
+		f.Fixable = false
+		f.Remedy = fmt.Sprintf("a %s is read-only for ctxtool: `ctxtool export FILE -o copy.jsonl` writes a pi copy that can be compacted, rolled and repaired; the original stays as its agent wrote it", c.s.Format())
+	}
 }
 
 // window is the session's model and context window, resolved the way every
