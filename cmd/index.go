@@ -253,4 +253,8 @@ func printIndexTable(streams *IOStreams, all []recall.Stats, db string, took tim
 		fmt.Fprintf(out, "left out of the text indexed now: %d blobs (base64, binary output; %.1f MB), %d images\n",
 			left.Blobs, float64(left.BlobBytes)/1e6, left.Images)
 	}
+	if left.Cut > 0 {
+		fmt.Fprintf(out, "left out of the middle of %d tool outputs over 8 MiB: %.1f MB (head and tail indexed)\n",
+			left.Cut, float64(left.CutBytes)/1e6)
+	}
 }

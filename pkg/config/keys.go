@@ -195,7 +195,7 @@ var keys = []Key{
 	{Name: "recall.maxResults", Kind: Int, Default: 6, Flag: "max-results", Range: positive(), Doc: "Hits returned by search."},
 	{Name: "recall.minScore", Kind: Float, Default: 0.35, Flag: "min-score", Range: unit(), Doc: "Lowest score of a search hit (0-1)."},
 	{Name: "recall.toolOutputChars", Kind: Int, Default: 0, Range: nonNegative(),
-		Doc: "Indexed characters of one tool result / tool call / bash run (head + tail); 0 indexes all of it."},
+		Doc: "Indexed characters of one tool result / tool call / bash run (head + tail); 0 indexes all of it up to 8 MiB (a longer piece keeps its head and tail)."},
 	{Name: "recall.redact", Kind: Bool, Default: true,
 		Doc: `Redact secrets (lint's detector) wherever text leaves a session: the recall index and what search and budget print, summaries and the summariser's request, checkpoints, resume text and memory-flush notes. A secret becomes [secret:<kind>:<fingerprint>] (lint's fingerprint; search finds it). false keeps them in clear (except what the checkpoint builder reads of the messages): an explicit opt-out; an index built so is rebuilt when redaction is turned back on.`},
 

@@ -38,6 +38,11 @@ import (
 // base64 runs of blobChars or more (images pasted as data URLs, encoded
 // files), output that is binary (control bytes), and image blocks.
 // recall.toolOutputChars > 0 caps each piece again (head and tail kept).
+// A piece over maxPieceBytes (8 MiB) is cut to that in any case, head and
+// tail kept, the middle counted in the stats as left out: a 200 MB tool
+// result, indexed whole, held its decoded text, the joined and the
+// whitespace-collapsed copies and all its chunks at once (1.1 GB peak RSS,
+// over the three times the line that index may hold).
 //
 // Not indexed: custom entries (extension state), model/thinking changes,
 // labels, session_info, image data, toolResult details.
@@ -70,6 +75,10 @@ type LeftOut struct {
 	Blobs     int   `json:"blobs,omitempty"`     // base64 runs and binary outputs
 	BlobBytes int64 `json:"blobBytes,omitempty"` // their bytes
 	Images    int   `json:"images,omitempty"`    // image blocks
+	// Cut counts the pieces of tool output over maxPieceBytes, CutBytes
+	// the bytes left out of their middles.
+	Cut      int   `json:"cut,omitempty"`
+	CutBytes int64 `json:"cutBytes,omitempty"`
 }
 
 // Add adds o's counts to s.
@@ -77,11 +86,27 @@ func (s *LeftOut) Add(o LeftOut) {
 	s.Blobs += o.Blobs
 	s.BlobBytes += o.BlobBytes
 	s.Images += o.Images
+	s.Cut += o.Cut
+	s.CutBytes += o.CutBytes
 }
 
-// clip is the indexed text of a piece of tool output: blobs replaced,
-// capped when maxChars is set.
+// maxPieceBytes bounds one piece of tool output (a tool result, a bash
+// command or its output, a tool call's arguments) whatever
+// recall.toolOutputChars says: a longer piece keeps its first two thirds
+// and its last third of maxPieceBytes. Index holds a piece's decoded
+// text, its collapsed copy and its chunks at once: uncut, a 200 MB tool
+// result peaked at 1.1 GB. 8 MiB is some 5,000 chunks, more than any
+// output an agent reads back whole.
+const maxPieceBytes = 8 << 20
+
+// clip is the indexed text of a piece of tool output: cut to maxPieceBytes,
+// blobs replaced, capped when maxChars is set.
 func (x *extractor) clip(s string) string {
+	if n := len(s); n > maxPieceBytes {
+		s = capText(s, maxPieceBytes)
+		x.leftOut.Cut++
+		x.leftOut.CutBytes += int64(n - (len(s) - len(capMarker)))
+	}
 	return capText(x.stripBlobs(s), x.maxChars)
 }
 
@@ -343,7 +368,6 @@ func capText(s string, max int) string {
 	if max <= 0 || len(s) <= max {
 		return s
 	}
-	const marker = " […] "
 	head := max * 2 / 3
 	tail := max - head
 	for head > 0 && !utf8.RuneStart(s[head]) {
@@ -353,8 +377,11 @@ func capText(s string, max int) string {
 	for start < len(s) && !utf8.RuneStart(s[start]) {
 		start++
 	}
-	return s[:head] + marker + s[start:]
+	return s[:head] + capMarker + s[start:]
 }
+
+// capMarker stands for the middle capText leaves out.
+const capMarker = " […] "
 
 // normalizeSpace collapses every whitespace run (newlines included) to one
 // space and trims, as OpenClaw's session indexer does (what

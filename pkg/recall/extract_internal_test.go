@@ -130,3 +130,29 @@ func TestNormalizeSpaceMatchesFields(t *testing.T) {
 		}
 	}
 }
+
+// A piece of tool output over maxPieceBytes is cut to it whatever
+// recall.toolOutputChars says: its head and tail are indexed, its middle
+// counted as left out; a piece at the bound is indexed whole.
+func TestToolOutputCutAtMaxPieceBytes(t *testing.T) {
+	line := "log line 0123456789 abcdefghij\n"
+	body := strings.Repeat(line, (maxPieceBytes+(1<<20))/len(line))
+	s := "wombat-head " + body + " quokka-tail"
+	var x extractor
+	got := x.clip(s)
+	if len(got) > maxPieceBytes+len(capMarker) {
+		t.Errorf("clipped to %d bytes, over %d", len(got), maxPieceBytes+len(capMarker))
+	}
+	if !strings.HasPrefix(got, "wombat-head ") || !strings.HasSuffix(got, " quokka-tail") || !strings.Contains(got, capMarker) {
+		t.Errorf("head or tail lost: %.40q … %.40q", got, got[len(got)-40:])
+	}
+	if want := int64(len(s) - (len(got) - len(capMarker))); x.leftOut.Cut != 1 || x.leftOut.CutBytes != want {
+		t.Errorf("left out %+v, want 1 cut of %d bytes", x.leftOut, want)
+	}
+
+	whole := s[:maxPieceBytes]
+	var y extractor
+	if got := y.clip(whole); got != whole || y.leftOut.Cut != 0 {
+		t.Errorf("a piece of maxPieceBytes was cut (%d bytes kept, %+v)", len(got), y.leftOut)
+	}
+}
