@@ -958,6 +958,11 @@ func TestPathologicalSizesPeakRSS(t *testing.T) {
 	writeBigLineSession(t, bigCopy, bigLine)
 	bigTruncated := filepath.Join(dir, "big-truncated.jsonl")
 	writeBigLineSession(t, bigTruncated, bigLine)
+	// The same rewrite without indexing the backup: compact's own share.
+	bigTruncatedOnly := filepath.Join(dir, "big-truncated-only.jsonl")
+	writeBigLineSession(t, bigTruncatedOnly, bigLine)
+	noRecall := filepath.Join(dir, "no-recall.yaml")
+	os.WriteFile(noRecall, []byte("recall:\n  enabled: false\n"), 0o644)
 
 	// A session piped in costs disk (spooled), not memory: 600 MB of
 	// pipe, one line too long to read, must not be held.
@@ -997,6 +1002,13 @@ func TestPathologicalSizesPeakRSS(t *testing.T) {
 		// at most three times the longest line, ≤ 600 MiB for 200 MiB
 		// (they peaked at 9x: 1,888 and 1,143 MB on a 210 MB line).
 		{bigCopy, false, []string{"compact", "--force", "--summarizer", "extractive"}, 3 * bigLine >> 20, true},
+		// --truncate without recall: load, measure, summarise, rewrite and
+		// measure the written file hold the big line at most twice (430
+		// MiB); the first session is released before the written file is
+		// loaded. What --truncate adds over this is recall's indexing of
+		// the backup (the case below: 628-822 MiB while recall indexes a
+		// 200 MB tool result whole).
+		{bigTruncatedOnly, false, []string{"compact", "--truncate", "--idle", "0", "--force", "--summarizer", "extractive", "--config", noRecall, "--state-dir", filepath.Join(dir, "state-truncate-only")}, base + 2*bigLine>>20, true},
 		// --truncate also indexes its backup, the big line included.
 		{bigTruncated, false, []string{"compact", "--truncate", "--idle", "0", "--force", "--summarizer", "extractive", "--state-dir", filepath.Join(dir, "state-truncate")}, 3 * bigLine >> 20, true},
 		{big, false, []string{"index", "--state-dir", filepath.Join(dir, "state-big")}, 3 * bigLine >> 20, true},
