@@ -25,13 +25,13 @@ func TestVersionLineNamesTheBuild(t *testing.T) {
 	}{
 		{"no build info", defaultVersion, nil, defaultVersion},
 		{"git build", defaultVersion, &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.0.0-20261202024000-167ff7f01234"}, Settings: vcs},
-			defaultVersion + " (commit 167ff7f01234, built 2026-12-02T02:40:00Z, go1.26.8)"},
+			defaultVersion + " (commit 167ff7f01234, committed 2026-12-02T02:40:00Z, go1.26.8)"},
 		{"uncommitted changes", defaultVersion, &debug.BuildInfo{GoVersion: "go1.26.8", Settings: dirty},
-			defaultVersion + " (commit 167ff7f01234+dirty, built 2026-12-02T02:40:00Z, go1.26.8)"},
+			defaultVersion + " (commit 167ff7f01234+dirty, committed 2026-12-02T02:40:00Z, go1.26.8)"},
 		{"go install @version", defaultVersion, &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.3.1"}},
 			"0.3.1 (go1.26.8)"},
 		{"release set by ldflags wins", "1.0.0", &debug.BuildInfo{Main: debug.Module{Version: "v0.3.1"}, Settings: vcs},
-			"1.0.0 (commit 167ff7f01234, built 2026-12-02T02:40:00Z)"},
+			"1.0.0 (commit 167ff7f01234, committed 2026-12-02T02:40:00Z)"},
 	}
 	for _, c := range cases {
 		if got := versionLine(c.release, c.info, c.info != nil); got != c.want {

@@ -7,7 +7,7 @@ import (
 
 // versionLine is what --version prints after "ctxtool version ": the
 // release (or the module version `go install …@vX` stamped), then which
-// commit it was built from, when, and with which Go — so a bug report
+// commit it was built from, when that commit was made, and with which Go — so a bug report
 // from a binary install names the exact build, not only "0.1.0-dev".
 func versionLine(release string, info *debug.BuildInfo, ok bool) string {
 	if !ok || info == nil {
@@ -42,7 +42,7 @@ func versionLine(release string, info *debug.BuildInfo, ok bool) string {
 		parts = append(parts, "commit "+revision)
 	}
 	if when != "" {
-		parts = append(parts, "built "+when)
+		parts = append(parts, "committed "+when)
 	}
 	if info.GoVersion != "" {
 		parts = append(parts, info.GoVersion)
