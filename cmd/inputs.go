@@ -54,9 +54,7 @@ func walkInputs(errOut io.Writer, paths []string, opts walk.Options, allowEmpty 
 	if err != nil {
 		return nil, exitcode.New(exitcode.Usage, err)
 	}
-	if s := opts.Skipped.String(); s != "" {
-		fmt.Fprintf(errOut, "note: %d session file(s) found; skipped in the directories: %s\n", len(files), s)
-	}
+	noteSkipped(errOut, len(files), opts.Skipped)
 	if len(missing) > 0 && len(missing) == len(paths) {
 		return nil, errMissing(strings.Join(missing, ", "))
 	}
@@ -64,6 +62,15 @@ func walkInputs(errOut io.Writer, paths []string, opts walk.Options, allowEmpty 
 		fmt.Fprintf(errOut, "warning: %s: no such file or directory; skipped (the other paths are processed)\n", p)
 	}
 	return files, requireFiles(paths, files, allowEmpty)
+}
+
+// noteSkipped is the one line a walk ends with when it passed over
+// anything in the directories (backups, locks, hidden folders…), so
+// nothing is skipped in silence.
+func noteSkipped(errOut io.Writer, found int, skipped *walk.Skipped) {
+	if s := skipped.String(); s != "" {
+		fmt.Fprintf(errOut, "note: %d session file(s) found; skipped in the directories: %s\n", found, s)
+	}
 }
 
 // requireFiles is the rule for a batch command that found no session file

@@ -210,9 +210,7 @@ func runLint(opts *LintOptions) error {
 	if err != nil {
 		return exitcode.New(exitcode.Usage, err)
 	}
-	if s := skipped.String(); s != "" {
-		fmt.Fprintf(opts.IO.ErrOut, "note: %d session file(s) found; skipped in the directories: %s\n", len(files), s)
-	}
+	noteSkipped(opts.IO.ErrOut, len(files), skipped)
 	if discovered {
 		files = withoutStoreSessions(opts.IO.ErrOut, files)
 		noticeFound(opts.IO.ErrOut, files)
