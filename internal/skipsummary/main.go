@@ -92,6 +92,8 @@ func run(in io.Reader, out io.Writer, ci bool) (int, error) {
 			failed = true
 			if e.Test != "" {
 				fmt.Fprint(out, strings.Join(outputs[k], ""))
+			} else {
+				unfinished(out, outputs, e.Package)
 			}
 			delete(outputs, k)
 		case "pass":
@@ -126,6 +128,26 @@ func run(in io.Reader, out io.Writer, ci bool) (int, error) {
 		code = 1
 	}
 	return code, nil
+}
+
+// unfinished prints the output of pkg's tests that never ended: when a test
+// binary dies (go test's -timeout panic, a crash in another goroutine),
+// test2json files the panic — "test timed out", "running tests:", the
+// goroutine dump — under the test that was running, and that test gets no
+// pass or fail of its own. Without this a hang shows as a bare "FAIL pkg".
+func unfinished(out io.Writer, outputs map[key][]string, pkg string) {
+	var open []key
+	for k := range outputs {
+		if k.pkg == pkg && k.test != "" {
+			open = append(open, k)
+		}
+	}
+	slices.SortFunc(open, func(a, b key) int { return strings.Compare(a.test, b.test) })
+	for _, k := range open {
+		fmt.Fprintf(out, "=== %s %s did not finish; its output:\n", k.pkg, k.test)
+		fmt.Fprint(out, strings.Join(outputs[k], ""))
+		delete(outputs, k)
+	}
 }
 
 // reason is the message a skipped test gave: its last output line that is

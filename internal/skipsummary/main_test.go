@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"testing"
 )
@@ -51,5 +52,29 @@ func TestSummary(t *testing.T) {
 	}
 	if code, err := run(strings.NewReader(""), &out, false); code != 1 || err == nil {
 		t.Errorf("empty stream: code %d, %v", code, err)
+	}
+}
+
+// A package killed by go test's -timeout: the panic and "running tests:"
+// are filed under the running test, which never gets a fail event. The
+// summary must still show them, naming the hung test.
+func TestTimedOutPackageShowsTheHungTest(t *testing.T) {
+	in, err := os.ReadFile("testdata/timeout.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	code, err := run(bytes.NewReader(in), &out, false)
+	if err != nil || code != 1 {
+		t.Fatalf("code %d, %v", code, err)
+	}
+	s := out.String()
+	for _, want := range []string{"hang TestHangs did not finish", "panic: test timed out after 2s", "running tests:", "TestHangs (2s)", "waiting on lock"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("summary lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Contains(s, "TestQuick did not finish") {
+		t.Errorf("a passed test reported as unfinished:\n%s", s)
 	}
 }
