@@ -10,12 +10,9 @@ import (
 
 	"github.com/ctxtool/ctxtool/pkg/compaction"
 	"github.com/ctxtool/ctxtool/pkg/config"
-	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
 	"github.com/ctxtool/ctxtool/pkg/memflush"
-	"github.com/ctxtool/ctxtool/pkg/models"
 	"github.com/ctxtool/ctxtool/pkg/sessionstore"
-	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 // FlushOptions are the inputs of `ctxtool flush` (and of compact
@@ -182,23 +179,11 @@ func (o *FlushOptions) flushFile(ctx context.Context, file string, model memflus
 	}
 	return memflush.Run(ctx, memflush.Options{
 		File: file, Workspace: o.Workspace, StateDir: o.StateDir, SessionKey: o.SessionKey,
-		Measure:            func(s *transcript.Session) (int, int) { return o.measure(s) },
+		Size:               o.Compact.Size,
 		ReserveTokensFloor: floor, SoftThresholdTokens: o.SoftThresholdTokens, ForceFlushTranscriptBytes: o.ForceFlushTranscriptBytes,
 		Force: force, Compaction: o.Compact.Settings, Model: model,
 		Prompt: o.Prompt, SystemPrompt: o.SystemPrompt, DryRun: o.DryRun, Wait: o.Compact.Wait,
 	})
-}
-
-// measure is the session's size — pi's usage-anchored estimate, the number
-// OpenClaw's flush gate reads from its store — and its context window.
-func (o *FlushOptions) measure(s *transcript.Session) (int, int) {
-	size := o.Compact.Size
-	size.Method = estimate.Usage
-	r, err := estimate.Measure(s, s.Context(), size)
-	if err != nil { // only an unknown method fails, and usage is known
-		return 0, models.DefaultContextWindow
-	}
-	return r.Tokens, r.Window.Tokens
 }
 
 func printFlush(o *FlushOptions, r *memflush.Result) {

@@ -20,7 +20,6 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/iostreams"
 	"github.com/ctxtool/ctxtool/pkg/recall"
 	"github.com/ctxtool/ctxtool/pkg/rolling"
-	"github.com/ctxtool/ctxtool/pkg/transcript"
 	"github.com/ctxtool/ctxtool/pkg/walk"
 )
 
@@ -190,18 +189,6 @@ func (a recallAdapter) Index(ctx context.Context, path string) error {
 	return err
 }
 
-// rollEstimator measures contexts with the one context-size function.
-func rollEstimator(o estimate.Options) rolling.Estimator {
-	return func(s *transcript.Session, c *transcript.Context) (rolling.Measurement, error) {
-		res, err := estimate.Measure(s, c, o)
-		if err != nil {
-			return rolling.Measurement{}, err
-		}
-		return rolling.Measurement{Tokens: res.Tokens, PerMessage: res.PerMessage, Method: res.Method,
-			Window: res.Window.Tokens, WindowSource: res.Window.SourceText(), Notes: res.Notes, AnchorLine: res.AnchorLine, Scale: res.Scale, Overhead: res.Overhead}, nil
-	}
-}
-
 func runRoll(ctx context.Context, opts *RollOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
@@ -254,7 +241,7 @@ func runRoll(ctx context.Context, opts *RollOptions) error {
 // newRoller builds the roller, with the recall index when it is enabled and
 // opens, else with the reason it is not there; closeIndex closes the index.
 func newRoller(opts *RollOptions) (r *rolling.Roller, closeIndex func()) {
-	r = &rolling.Roller{Options: opts.Roll, Measure: rollEstimator(opts.Size), Fallback: opts.Fallback}
+	r = &rolling.Roller{Options: opts.Roll, Size: opts.Size, Fallback: opts.Fallback}
 	closeIndex = func() {}
 	if !opts.RecallEnabled {
 		r.RecallErr = fmt.Errorf("recall is disabled (recall.enabled: false)")
