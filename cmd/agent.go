@@ -72,6 +72,8 @@ func (o *AgentCompactOptions) resolve(f *Factory, cfg *config.Config, c *cobra.C
 	if err := o.Compact.fromConfig(cfg, c); err != nil {
 		return err
 	}
+	// No session to measure: the window planned for is the override.
+	o.Compact.Settings.ContextWindow = o.Compact.Size.Window.ContextWindow
 	if o.MaxInput <= 0 {
 		return fmt.Errorf("--max-input %d: must be positive", o.MaxInput)
 	}

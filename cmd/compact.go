@@ -181,7 +181,6 @@ func (o *CompactOptions) load(cfg *config.Config, fs *pflag.FlagSet) {
 		KeepRecentTokens:       cfg.Int(fs, "compaction.keepRecentTokens"),
 		ReserveTokens:          cfg.Int(fs, "compaction.reserveTokens"),
 		ReserveTokensFloor:     cfg.Int(nil, "compaction.reserveTokensFloor"),
-		ContextWindow:          cfg.Int(fs, "contextWindow"),
 		MaxHistoryShare:        cfg.Float(nil, "compaction.maxHistoryShare"),
 		RecentTurnsPreserve:    cfg.Int(nil, "compaction.recentTurnsPreserve"),
 		IdentifierPolicy:       cfg.String(nil, "compaction.identifierPolicy"),
