@@ -69,7 +69,7 @@ func (o *AgentCompactOptions) flags(c *cobra.Command) {
 
 func (o *AgentCompactOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
 	o.Augment = cfg.String(nil, "agent.summarySource") == "augment"
-	if err := o.Compact.fromConfig(cfg, c); err != nil {
+	if err := o.Compact.fromConfig(f, c); err != nil {
 		return err
 	}
 	// No session to measure: the window planned for is the override.
