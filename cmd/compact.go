@@ -167,20 +167,6 @@ func (o *CompactOptions) load(f *Factory) {
 	}
 }
 
-// validate checks what Factory.Compaction read.
-func (o Compaction) validate() error {
-	if err := o.Settings.Validate(); err != nil {
-		return err
-	}
-	switch {
-	case o.Summarizer == "auto", o.Summarizer == "llm", o.Summarizer == "extractive":
-	case strings.HasPrefix(o.Summarizer, "exec:") && strings.TrimSpace(strings.TrimPrefix(o.Summarizer, "exec:")) != "":
-	default:
-		return fmt.Errorf("--summarizer %q: use auto, llm, extractive or exec:COMMAND", o.Summarizer)
-	}
-	return nil
-}
-
 func boolFlag(fs *pflag.FlagSet, name string) bool {
 	b, _ := fs.GetBool(name)
 	return b

@@ -153,6 +153,20 @@ func (f *Factory) Compaction() Compaction {
 	}}
 }
 
+// validate checks what Factory.Compaction read.
+func (o Compaction) validate() error {
+	if err := o.Settings.Validate(); err != nil {
+		return err
+	}
+	switch {
+	case o.Summarizer == "auto", o.Summarizer == "llm", o.Summarizer == "extractive":
+	case strings.HasPrefix(o.Summarizer, "exec:") && strings.TrimSpace(strings.TrimPrefix(o.Summarizer, "exec:")) != "":
+	default:
+		return fmt.Errorf("--summarizer %q: use auto, llm, extractive or exec:COMMAND", o.Summarizer)
+	}
+	return nil
+}
+
 // pick builds the summariser the set names and says on errOut which one
 // auto picked.
 func (o Summarizers) pick(errOut io.Writer) (compaction.Summarizer, error) {
