@@ -84,7 +84,7 @@ func (o *FlushOptions) flags(cmd *cobra.Command) {
 func (o *FlushOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
 	o.Files = args
 	o.JSON = f.JSON
-	workspace := o.Workspace
+	workspace := o.Workspace // the flag's: the service has none
 	var err error
 	if o.MemoryFlushSettings, err = f.MemoryFlush(); err != nil {
 		return err
@@ -245,7 +245,7 @@ func (o *CompactOptions) loadFlush(f *Factory) error {
 	if o.Flush.Workspace == "" {
 		return fmt.Errorf("--memory-flush needs --workspace DIR: the agent's workspace, whose memory/YYYY-MM-DD.md receives the notes")
 	}
-	workspace := o.Flush.Workspace
+	workspace := o.Flush.Workspace // the flag's: the service has none
 	var err error
 	if o.Flush, err = f.MemoryFlush(); err != nil {
 		return err
