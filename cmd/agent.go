@@ -20,9 +20,9 @@ type AgentCompactOptions struct {
 	// Augment: agent.summarySource is augment (the agent's own summary
 	// stands; ctxtool only adds what it dropped).
 	Augment bool
-	// Compact holds the compaction and summariser settings, resolved as
-	// `compact` resolves them (config file and environment).
-	Compact  CompactOptions
+	// Compact is the compaction service, the settings and summarizer set
+	// `compact` uses (config file and environment).
+	Compact  Compaction
 	MaxInput int64
 }
 
@@ -41,7 +41,7 @@ the versioned JSON contract of docs/agent-contract.md on stdin and stdout.`,
 }
 
 func newAgentCompactCmd(f *Factory, runF func(*AgentCompactOptions) error) *cobra.Command {
-	return command(f, &AgentCompactOptions{IO: f.IO, Compact: CompactOptions{IO: f.IO}}, runF, runAgentCompact, &cobra.Command{
+	return command(f, &AgentCompactOptions{IO: f.IO}, runF, runAgentCompact, &cobra.Command{
 		Use:   "compact",
 		Short: "Answer an agent's compaction request (JSON on stdin) with ctxtool's summary (JSON on stdout)",
 		Long: fmt.Sprintf(`Read one compaction request (contract version %d, docs/agent-contract.md) on
@@ -69,7 +69,10 @@ func (o *AgentCompactOptions) flags(c *cobra.Command) {
 
 func (o *AgentCompactOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
 	o.Augment = cfg.String(nil, "agent.summarySource") == "augment"
-	if err := o.Compact.fromConfig(cfg, c); err != nil {
+	o.Compact = f.Compaction()
+	// No session to measure: the window planned for is the override.
+	o.Compact.Settings.ContextWindow = f.Window().ContextWindow
+	if err := o.Compact.validate(); err != nil {
 		return err
 	}
 	if o.MaxInput <= 0 {
@@ -90,7 +93,7 @@ func runAgentCompact(ctx context.Context, o *AgentCompactOptions) error {
 		return writeJSONLine(o.IO.Out, agentlink.Response{Version: agentlink.Version, Augment: true,
 			Decline: "agent.summarySource is augment: OpenClaw's own summary stands, ctxtool adds what it dropped"})
 	}
-	sum, err := o.Compact.summarizer()
+	sum, err := o.Compact.pick(o.IO.ErrOut)
 	if err != nil {
 		return err
 	}
@@ -111,7 +114,7 @@ func runAgentCompact(ctx context.Context, o *AgentCompactOptions) error {
 }
 
 func newAgentAugmentCmd(f *Factory, runF func(*AgentCompactOptions) error) *cobra.Command {
-	return command(f, &AgentCompactOptions{IO: f.IO, Compact: CompactOptions{IO: f.IO}}, runF, runAgentAugment, &cobra.Command{
+	return command(f, &AgentCompactOptions{IO: f.IO}, runF, runAgentAugment, &cobra.Command{
 		Use:   "augment",
 		Short: "Audit the agent's own summary (JSON on stdin) and answer what it dropped (JSON on stdout)",
 		Long: `Read a compaction request (docs/agent-contract.md) whose agentSummary is the

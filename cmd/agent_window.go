@@ -110,11 +110,11 @@ func (o *AgentRecallOptions) flags(c *cobra.Command) {
 	addIndexFlag(c)
 }
 
-func (o *AgentRecallOptions) resolve(_ *Factory, cfg *config.Config, c *cobra.Command, _ []string) error {
+func (o *AgentRecallOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command, _ []string) error {
 	o.MaxResults = cfg.Int(c.Flags(), "recall.maxResults")
 	o.MinScore = cfg.Float(c.Flags(), "recall.minScore")
 	var err error
-	o.Recall, err = resolveRecall(cfg, c.Flags())
+	o.Recall, err = f.Recall()
 	return err
 }
 

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/ctxtool/ctxtool/pkg/budget"
 	"github.com/ctxtool/ctxtool/pkg/compaction"
@@ -37,11 +36,13 @@ type BudgetOptions struct {
 	Recall recallSettings
 	// KeepSecrets prints the context unredacted (recall.redact: false).
 	KeepSecrets bool
-	// Summarize runs the rolling summary with the summariser Compact
-	// describes (auto, llm or extractive). Compact.Size resolves the
-	// window, as for every command that measures a context.
-	Summarize bool
-	Compact   *CompactOptions
+	// Summarize runs the rolling summary with the summariser of
+	// Compaction's set (auto, llm or extractive).
+	Summarize  bool
+	Compaction Compaction
+	// Window resolves the session's window, as for every command that
+	// measures a context.
+	Window models.Settings
 }
 
 func newBudgetCmd(f *Factory, runF func(*BudgetOptions) error) *cobra.Command {
@@ -103,7 +104,7 @@ func (o *BudgetOptions) flags(cmd *cobra.Command) {
 func (o *BudgetOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
 	o.Files = args
 	o.JSON = f.JSON
-	if err := o.load(cfg, c.Flags()); err != nil {
+	if err := o.load(f); err != nil {
 		return err
 	}
 	o.KeepSecrets = keepSecrets(cfg)
@@ -113,22 +114,21 @@ func (o *BudgetOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command
 		return nil
 	}
 	var err error
-	o.Recall, err = resolveRecall(cfg, c.Flags())
+	o.Recall, err = f.Recall()
 	return err
 }
 
 // load resolves the flags and contextManagement.* config.
-func (o *BudgetOptions) load(cfg *config.Config, fs *pflag.FlagSet) error {
-	o.Config = budgetConfig(cfg)
+func (o *BudgetOptions) load(f *Factory) error {
+	o.Config = budgetConfig(f.cfg)
 	if err := o.Config.Validate(); err != nil {
 		return err
 	}
 	if o.Emit != "" && o.Emit != "context" {
 		return fmt.Errorf("--emit %q: the only thing to emit is 'context'", o.Emit)
 	}
-	o.Compact = &CompactOptions{IO: o.IO}
-	o.Compact.load(cfg, fs)
-	return o.Compact.validate()
+	o.Compaction, o.Window = f.Compaction(), f.Window()
+	return o.Compaction.validate()
 }
 
 // budgetConfig reads contextManagement.*.
@@ -208,7 +208,7 @@ func runBudget(ctx context.Context, o *BudgetOptions) error {
 	var sum compaction.Summarizer
 	if o.Summarize {
 		var err error
-		if sum, err = o.Compact.summarizer(); err != nil {
+		if sum, err = o.Compaction.pick(o.IO.ErrOut); err != nil {
 			return err
 		}
 	}
@@ -254,7 +254,7 @@ func budgetFile(ctx context.Context, o *BudgetOptions, file, systemPrompt string
 	}
 	defer s.Close()
 	models.FromSessionsJSON(s)
-	win := models.ForSession(s.Branch(), s.Header, o.Compact.Size.Window)
+	win := models.ForSession(s.Branch(), s.Header, o.Window)
 	window := win.Tokens
 	abs, _ := filepath.Abs(file)
 	in := budget.Input{Session: s, Window: window, WindowSource: win.SourceText(), Config: o.Config, Workspace: o.Workspace,

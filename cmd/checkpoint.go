@@ -103,6 +103,7 @@ func (o *CheckpointOptions) flags(cmd *cobra.Command) {
 }
 
 func (o *CheckpointOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
+	o.Now = f.Clock()
 	o.Paths = args
 	if len(args) > 0 {
 		o.File = args[0]
@@ -111,7 +112,7 @@ func (o *CheckpointOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Com
 	o.StateDir = cfg.StateDir(c.Flags())
 	o.Keep = cfg.Int(c.Flags(), "checkpoint.keep")
 	o.DedupeThreshold = cfg.Float(c.Flags(), "checkpoint.dedupeThreshold")
-	o.Size = sizeOptions(cfg, c.Flags())
+	o.Size = f.Measurer()
 	o.KeepSecrets = keepSecrets(cfg)
 	return nil
 }

@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -18,18 +17,15 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
 	"github.com/ctxtool/ctxtool/pkg/facts"
 	"github.com/ctxtool/ctxtool/pkg/human"
-	"github.com/ctxtool/ctxtool/pkg/llm"
 )
 
 // CompactOptions are the inputs of `ctxtool compact`.
 type CompactOptions struct {
-	IO         *IOStreams
-	Files      []string
-	JSON       bool
-	Summarizer string // auto | llm | extractive | exec:COMMAND
-	LLM        llm.Config
-	Deadline   time.Duration
-	Settings   compaction.Settings
+	IO    *IOStreams
+	Files []string
+	JSON  bool
+	// Compaction is the settings and the summarizer set (a service).
+	Compaction
 	// Size measures the context (--tokenizer, --model, --context-window
 	// and the config), as estimate, roll and checkpoint do.
 	Size   estimate.Options
@@ -115,18 +111,18 @@ func (o *CompactOptions) flags(cmd *cobra.Command) {
 }
 
 func (o *CompactOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
-	if err := o.fromConfig(cfg, c); err != nil {
+	if err := o.fromConfig(f, c); err != nil {
 		return err
 	}
 	if o.MemoryFlush {
-		if err := o.loadFlush(cfg, c.Flags()); err != nil {
+		if err := o.loadFlush(f); err != nil {
 			return err
 		}
 	}
 	o.Files = args
 	o.JSON = f.JSON
 	if o.Truncate && !o.DryRun && cfg.Bool(nil, "recall.enabled") && o.IndexBackup == nil {
-		rs, err := resolveRecall(cfg, c.Flags())
+		rs, err := f.Recall()
 		if err != nil {
 			return err
 		}
@@ -150,82 +146,25 @@ func backupIndexer(rs recallSettings) func(ctx context.Context, path string) err
 	}
 }
 
-// llmEndpoint is the OpenAI-compatible endpoint summaries and embeddings
-// both call: llm.baseURL and llm.apiKey, else OPENAI_BASE_URL and
-// OPENAI_API_KEY, with llm.timeout and llm.maxRetries. The model is the
-// caller's (llm.model or llm.embeddingModel).
-func llmEndpoint(cfg *config.Config) llm.Config {
-	return llm.Config{
-		BaseURL:    cmp.Or(cfg.String(nil, "llm.baseURL"), os.Getenv("OPENAI_BASE_URL")),
-		APIKey:     cmp.Or(cfg.String(nil, "llm.apiKey"), os.Getenv("OPENAI_API_KEY")),
-		Timeout:    cfg.Duration(nil, "llm.timeout"),
-		MaxRetries: cfg.Int(nil, "llm.maxRetries"),
-	}
-}
-
 // fromConfig resolves flags, environment and config into the options.
-func (o *CompactOptions) fromConfig(cfg *config.Config, c *cobra.Command) error {
-	o.load(cfg, c.Flags())
+func (o *CompactOptions) fromConfig(f *Factory, c *cobra.Command) error {
+	o.load(f)
 	if o.IfNeeded && boolFlag(c.Flags(), "force") {
 		return fmt.Errorf("--if-needed and --force contradict each other: leave out --force (compact compacts on request)")
 	}
 	return o.validate()
 }
 
-// load reads the compaction, summariser and LLM settings: from the flags
-// where fs has them, else environment and config. roll's safeguard fallback
-// shares it, so both commands compact with the same settings.
-func (o *CompactOptions) load(cfg *config.Config, fs *pflag.FlagSet) {
-	s := compaction.Settings{
-		Strategy:               cfg.String(fs, "compaction.mode"),
-		KeepRecentTokens:       cfg.Int(fs, "compaction.keepRecentTokens"),
-		ReserveTokens:          cfg.Int(fs, "compaction.reserveTokens"),
-		ReserveTokensFloor:     cfg.Int(nil, "compaction.reserveTokensFloor"),
-		ContextWindow:          cfg.Int(fs, "contextWindow"),
-		MaxHistoryShare:        cfg.Float(nil, "compaction.maxHistoryShare"),
-		RecentTurnsPreserve:    cfg.Int(nil, "compaction.recentTurnsPreserve"),
-		IdentifierPolicy:       cfg.String(nil, "compaction.identifierPolicy"),
-		IdentifierInstructions: cfg.String(nil, "compaction.identifierInstructions"),
-		QualityGuard:           cfg.Bool(nil, "compaction.qualityGuard.enabled"),
-		QualityGuardRetries:    cfg.Int(nil, "compaction.qualityGuard.maxRetries"),
-		ProtectedTail:          cfg.Int(nil, "compaction.summarize.protectedTail"),
-		MaxInputChars:          cfg.Int(nil, "compaction.summarize.maxInputChars"),
-		MaxOutputTokens:        cfg.Int(nil, "compaction.summarize.maxOutputTokens"),
-		SummarizeThreshold:     cfg.Int(nil, "compaction.summarize.thresholdTokens"),
-		SummarizeFallback:      cfg.String(nil, "compaction.summarize.fallback"),
-		CustomInstructions:     cfg.String(fs, "compaction.customInstructions"),
-		ExtractiveBudgetTokens: cfg.Int(nil, "compaction.extractive.budgetTokens"),
-		IdentifierRetry:        cfg.Bool(nil, "compaction.identifierRetry"),
-		KeepSecrets:            keepSecrets(cfg),
-	}
-	if s.ReserveTokensFloor == 0 {
-		s.ReserveTokensFloor = -1 // 0 disables the floor (OpenClaw)
-	}
-	o.Settings = s
-	o.Summarizer = cfg.String(fs, "compaction.summarizer")
-	o.Size = sizeOptions(cfg, fs)
-	o.LLM = llmEndpoint(cfg)
-	o.LLM.Model = cfg.String(fs, "llm.model")
-	o.Deadline = cfg.Duration(nil, "llm.deadline")
+// load reads the compaction settings, the summarizer set, the measurer
+// and the compaction hooks.
+func (o *CompactOptions) load(f *Factory) {
+	o.Compaction = f.Compaction()
+	o.Size = f.Measurer()
 	o.Hooks = compaction.Hooks{
-		BeforeCompaction: cfg.String(nil, "compaction.hooks.beforeCompaction"),
-		AfterCompaction:  cfg.String(nil, "compaction.hooks.afterCompaction"),
-		Timeout:          cfg.Duration(nil, "compaction.hooks.timeout"),
+		BeforeCompaction: f.cfg.String(nil, "compaction.hooks.beforeCompaction"),
+		AfterCompaction:  f.cfg.String(nil, "compaction.hooks.afterCompaction"),
+		Timeout:          f.cfg.Duration(nil, "compaction.hooks.timeout"),
 	}
-}
-
-// validate checks what load read.
-func (o *CompactOptions) validate() error {
-	if err := o.Settings.Validate(); err != nil {
-		return err
-	}
-	switch {
-	case o.Summarizer == "auto", o.Summarizer == "llm", o.Summarizer == "extractive":
-	case strings.HasPrefix(o.Summarizer, "exec:") && strings.TrimSpace(strings.TrimPrefix(o.Summarizer, "exec:")) != "":
-	default:
-		return fmt.Errorf("--summarizer %q: use auto, llm, extractive or exec:COMMAND", o.Summarizer)
-	}
-	return nil
 }
 
 func boolFlag(fs *pflag.FlagSet, name string) bool {
@@ -234,46 +173,7 @@ func boolFlag(fs *pflag.FlagSet, name string) bool {
 }
 
 // summarizer picks the summariser and says which on stderr.
-func (o *CompactOptions) summarizer() (compaction.Summarizer, error) {
-	configured := o.LLM.Model != "" && (o.LLM.BaseURL != "" || o.LLM.APIKey != "")
-	pick := o.Summarizer
-	if pick == "auto" {
-		if configured {
-			pick = "llm"
-			fmt.Fprintf(o.IO.ErrOut, "summarizer: llm (%s at %s)\n", o.LLM.Model, cmp.Or(o.LLM.BaseURL, "https://api.openai.com/v1"))
-		} else {
-			pick = "extractive"
-			why := "no LLM configured: set llm.model plus llm.baseURL or OPENAI_API_KEY"
-			if o.LLM.Model == "" && (o.LLM.BaseURL != "" || o.LLM.APIKey != "") {
-				why = "llm.model is not set"
-			}
-			fmt.Fprintf(o.IO.ErrOut, "summarizer: extractive (%s)\n", why)
-		}
-	}
-	if pick == "extractive" {
-		return compaction.Extractive{}, nil
-	}
-	if cmd, ok := strings.CutPrefix(pick, "exec:"); ok {
-		return &compaction.ExecSummarizer{Command: strings.TrimSpace(cmd), Timeout: o.Deadline}, nil
-	}
-	if !configured {
-		var missing []string
-		if o.LLM.Model == "" {
-			missing = append(missing, "a model: --llm-model NAME (or llm.model, CTXTOOL_LLM_MODEL)")
-		}
-		if o.LLM.BaseURL == "" && o.LLM.APIKey == "" {
-			missing = append(missing, "an endpoint: OPENAI_API_KEY (or llm.apiKey) for OpenAI, and/or OPENAI_BASE_URL (or llm.baseURL) for another server")
-		}
-		return nil, exitcode.Newf(exitcode.Usage, "--summarizer llm needs %s", strings.Join(missing, "; and "))
-	}
-	cfg := o.LLM
-	cfg.Logf = func(format string, args ...any) { fmt.Fprintf(o.IO.ErrOut, format+"\n", args...) }
-	c, err := llm.New(cfg)
-	if err != nil {
-		return nil, exitcode.New(exitcode.Usage, err)
-	}
-	return compaction.NewLLMSummarizer(c), nil
-}
+func (o *CompactOptions) summarizer() (compaction.Summarizer, error) { return o.pick(o.IO.ErrOut) }
 
 func runCompact(ctx context.Context, o *CompactOptions) error {
 	if ctx == nil {

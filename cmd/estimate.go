@@ -81,7 +81,7 @@ func (o *EstimateOptions) flags(cmd *cobra.Command) {
 func (o *EstimateOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
 	o.Files = args
 	o.JSON = f.JSON
-	o.Size = sizeOptions(cfg, c.Flags())
+	o.Size = f.Measurer()
 	if o.Gauge == nil {
 		o.Gauge = contextGauge
 	}

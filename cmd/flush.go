@@ -4,41 +4,37 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/ctxtool/ctxtool/pkg/compaction"
 	"github.com/ctxtool/ctxtool/pkg/config"
 	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
 	"github.com/ctxtool/ctxtool/pkg/memflush"
-	"github.com/ctxtool/ctxtool/pkg/models"
 	"github.com/ctxtool/ctxtool/pkg/sessionstore"
-	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 // FlushOptions are the inputs of `ctxtool flush` (and of compact
 // --memory-flush).
 type FlushOptions struct {
-	IO        *IOStreams
-	Files     []string
-	JSON      bool
-	Enabled   bool
-	Workspace string
-	StateDir  string
+	IO    *IOStreams
+	Files []string
+	JSON  bool
+	MemoryFlushSettings
 	// SessionKey overrides the key the cycle is tracked under.
-	SessionKey          string
-	SoftThresholdTokens int
-	// ForceFlushTranscriptBytes: a file this large is due (0 = off).
-	ForceFlushTranscriptBytes int64
-	Force                     bool
-	DryRun                    bool
-	Prompt                    string
-	SystemPrompt              string
-	// Compact carries the compaction settings (the region flushed is the
-	// one compact would summarise), the model and the window lookup.
-	Compact *CompactOptions
+	SessionKey string
+	Force      bool
+	DryRun     bool
+	// Compaction is the settings the region flushed is planned with (the
+	// one compact would summarise) and the summarizer set whose LLM, when
+	// it picks one, writes the notes.
+	Compaction Compaction
+	// Size measures the session and resolves its window.
+	Size estimate.Options
+	// Wait is how long to wait for the locks of a concurrent flush.
+	Wait time.Duration
 }
 
 func newFlushCmd(f *Factory, runF func(*FlushOptions) error) *cobra.Command {
@@ -88,30 +84,15 @@ func (o *FlushOptions) flags(cmd *cobra.Command) {
 func (o *FlushOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
 	o.Files = args
 	o.JSON = f.JSON
-	o.StateDir = cfg.StateDir(c.Flags())
-	return o.load(cfg, c.Flags())
-}
-
-// load resolves flags and config.
-func (o *FlushOptions) load(cfg *config.Config, fs *pflag.FlagSet) error {
-	o.Enabled = cfg.Bool(nil, "compaction.memoryFlush.enabled")
-	o.SoftThresholdTokens = cfg.Int(fs, "compaction.memoryFlush.softThresholdTokens")
-	o.ForceFlushTranscriptBytes = int64(cfg.Int(nil, "compaction.memoryFlush.forceFlushTranscriptBytes"))
-	o.Prompt = cfg.String(nil, "compaction.memoryFlush.prompt")
-	o.SystemPrompt = cfg.String(nil, "compaction.memoryFlush.systemPrompt")
-	if o.SoftThresholdTokens < 0 {
-		return fmt.Errorf("compaction.memoryFlush.softThresholdTokens = %d: use 0 or more", o.SoftThresholdTokens)
+	workspace := o.Workspace // the flag's: the service has none
+	var err error
+	if o.MemoryFlushSettings, err = f.MemoryFlush(); err != nil {
+		return err
 	}
-	if o.Compact == nil {
-		o.Compact = &CompactOptions{IO: o.IO}
-		o.Compact.load(cfg, fs)
-		if fs != nil {
-			if w, err := fs.GetDuration("wait"); err == nil {
-				o.Compact.Wait = w
-			}
-		}
-	}
-	return o.Compact.validate()
+	o.Workspace = workspace
+	o.Compaction, o.Size = f.Compaction(), f.Measurer()
+	o.Wait, _ = c.Flags().GetDuration("wait")
+	return o.Compaction.validate()
 }
 
 func runFlush(ctx context.Context, o *FlushOptions) error {
@@ -158,7 +139,7 @@ func runFlush(ctx context.Context, o *FlushOptions) error {
 // model is the LLM that writes the notes (nil: the offline detector),
 // picked like compact's summariser.
 func (o *FlushOptions) model() (memflush.Completer, error) {
-	sum, err := o.Compact.summarizer()
+	sum, err := o.Compaction.pick(o.IO.ErrOut)
 	if err != nil {
 		return nil, err
 	}
@@ -176,29 +157,17 @@ func (o *FlushOptions) flushFile(ctx context.Context, file string, model memflus
 	if !o.Enabled {
 		return &memflush.Result{File: file, Reason: "disabled (compaction.memoryFlush.enabled: false)", Entries: []string{}}, nil
 	}
-	floor := o.Compact.Settings.ReserveTokensFloor
+	floor := o.Compaction.Settings.ReserveTokensFloor
 	if floor < 0 {
 		floor = 0 // -1 is "floor disabled"
 	}
 	return memflush.Run(ctx, memflush.Options{
 		File: file, Workspace: o.Workspace, StateDir: o.StateDir, SessionKey: o.SessionKey,
-		Measure:            func(s *transcript.Session) (int, int) { return o.measure(s) },
+		Size:               o.Size,
 		ReserveTokensFloor: floor, SoftThresholdTokens: o.SoftThresholdTokens, ForceFlushTranscriptBytes: o.ForceFlushTranscriptBytes,
-		Force: force, Compaction: o.Compact.Settings, Model: model,
-		Prompt: o.Prompt, SystemPrompt: o.SystemPrompt, DryRun: o.DryRun, Wait: o.Compact.Wait,
+		Force: force, Compaction: o.Compaction.Settings, Model: model,
+		Prompt: o.Prompt, SystemPrompt: o.SystemPrompt, DryRun: o.DryRun, Wait: o.Wait,
 	})
-}
-
-// measure is the session's size — pi's usage-anchored estimate, the number
-// OpenClaw's flush gate reads from its store — and its context window.
-func (o *FlushOptions) measure(s *transcript.Session) (int, int) {
-	size := o.Compact.Size
-	size.Method = estimate.Usage
-	r, err := estimate.Measure(s, s.Context(), size)
-	if err != nil { // only an unknown method fails, and usage is known
-		return 0, models.DefaultContextWindow
-	}
-	return r.Tokens, r.Window.Tokens
 }
 
 func printFlush(o *FlushOptions, r *memflush.Result) {
@@ -253,9 +222,7 @@ func printFlush(o *FlushOptions, r *memflush.Result) {
 // stops the compaction of that file: its notes would be lost with the
 // history.
 func flushBeforeCompaction(ctx context.Context, o *CompactOptions, file string) error {
-	fo := &FlushOptions{IO: o.IO, Enabled: o.Flush.Enabled, Workspace: o.Flush.Workspace, StateDir: o.Flush.StateDir,
-		SoftThresholdTokens: o.Flush.SoftThresholdTokens, ForceFlushTranscriptBytes: o.Flush.ForceFlushTranscriptBytes,
-		Prompt: o.Flush.Prompt, SystemPrompt: o.Flush.SystemPrompt, DryRun: o.DryRun, Compact: o}
+	fo := &FlushOptions{IO: o.IO, MemoryFlushSettings: o.Flush, DryRun: o.DryRun, Compaction: o.Compaction, Size: o.Size, Wait: o.Wait}
 	model, err := fo.model()
 	if err != nil {
 		return err
@@ -274,22 +241,21 @@ func flushBeforeCompaction(ctx context.Context, o *CompactOptions, file string) 
 }
 
 // loadFlush reads the memory-flush settings for compact --memory-flush.
-func (o *CompactOptions) loadFlush(cfg *config.Config, fs *pflag.FlagSet) error {
+func (o *CompactOptions) loadFlush(f *Factory) error {
 	if o.Flush.Workspace == "" {
 		return fmt.Errorf("--memory-flush needs --workspace DIR: the agent's workspace, whose memory/YYYY-MM-DD.md receives the notes")
 	}
-	fo := &FlushOptions{Compact: o}
-	if err := fo.load(cfg, fs); err != nil {
+	workspace := o.Flush.Workspace // the flag's: the service has none
+	var err error
+	if o.Flush, err = f.MemoryFlush(); err != nil {
 		return err
 	}
-	o.Flush.Enabled, o.Flush.SoftThresholdTokens, o.Flush.Prompt, o.Flush.SystemPrompt = fo.Enabled, fo.SoftThresholdTokens, fo.Prompt, fo.SystemPrompt
-	o.Flush.ForceFlushTranscriptBytes = fo.ForceFlushTranscriptBytes
-	o.Flush.StateDir = cfg.StateDir(fs)
+	o.Flush.Workspace = workspace
 	return nil
 }
 
-// MemoryFlushSettings are what compact --memory-flush needs beyond the
-// compaction settings.
+// MemoryFlushSettings are the pre-compaction memory flush's settings, which
+// flush and compact --memory-flush share.
 type MemoryFlushSettings struct {
 	Enabled                   bool
 	Workspace                 string

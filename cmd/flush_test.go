@@ -10,7 +10,6 @@ import (
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
 	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/compaction"
-	"github.com/ctxtool/ctxtool/pkg/config"
 	"github.com/ctxtool/ctxtool/pkg/memflush"
 	"github.com/ctxtool/ctxtool/pkg/sessionstore"
 )
@@ -129,16 +128,12 @@ func TestCompactMemoryFlushUpdatesSessionsJSON(t *testing.T) {
 // The memoryFlush defaults in the key table are OpenClaw's, as memflush has them.
 func TestFlushConfigDefaults(t *testing.T) {
 	cleanEnv(t)
-	fo := &FlushOptions{}
-	cfg, err := config.Load("", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := fo.load(cfg, nil); err != nil {
-		t.Fatal(err)
+	fo, code := resolve(t, newFlushCmd, "flush", "--workspace", "ws", "s.jsonl")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
 	}
 	if !fo.Enabled || fo.SoftThresholdTokens != memflush.DefaultSoftThresholdTokens || fo.Prompt != memflush.DefaultPrompt || fo.SystemPrompt != memflush.DefaultSystemPrompt ||
-		fo.Compact.Settings.ReserveTokensFloor != compaction.DefaultReserveTokensFloor {
+		fo.Compaction.Settings.ReserveTokensFloor != compaction.DefaultReserveTokensFloor {
 		t.Fatalf("config defaults %+v", fo)
 	}
 }

@@ -73,6 +73,7 @@ func (o *HookOptions) flags(c *cobra.Command) {
 }
 
 func (o *HookOptions) resolve(f *Factory, _ *config.Config, c *cobra.Command, _ []string) error {
+	o.Now = f.Clock()
 	o.StateDir = hookStateDir(f, c)
 	o.Home, _ = os.UserHomeDir()
 	o.Roots = hookRoots()

@@ -74,7 +74,7 @@ func (o *IndexOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command,
 	o.Paths = args
 	o.JSON = f.JSON
 	var err error
-	o.Recall, err = resolveRecall(cfg, c.Flags())
+	o.Recall, err = f.Recall()
 	return err
 }
 

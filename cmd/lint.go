@@ -96,11 +96,11 @@ func (o *LintOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command, 
 	if f.JSON && !c.Flags().Changed("format") {
 		o.Format = "json"
 	}
-	return lintConfig(o, cfg, c)
+	return lintConfig(o, f, cfg, c)
 }
 
 // lintConfig resolves flags and the lint.* config keys into opts.
-func lintConfig(opts *LintOptions, cfg *config.Config, c *cobra.Command) error {
+func lintConfig(opts *LintOptions, f *Factory, cfg *config.Config, c *cobra.Command) error {
 	fl := c.Flags()
 	switch opts.Format {
 	case "text", "json", "sarif":
@@ -144,7 +144,7 @@ func lintConfig(opts *LintOptions, cfg *config.Config, c *cobra.Command) error {
 		}
 		o.MaxUtilization = u
 	}
-	o.Size = sizeOptions(cfg, fl)
+	o.Size = f.Measurer()
 	opts.Idle = cfg.Duration(fl, "lint.fixIdle")
 	if opts.DryRun && !opts.Fix {
 		return fmt.Errorf("--dry-run goes with --fix (lint alone never writes)")

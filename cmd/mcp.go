@@ -49,7 +49,7 @@ func (o *MCPOptions) flags(c *cobra.Command) {}
 
 func (o *MCPOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command, _ []string) error {
 	var err error
-	if o.Recall, err = resolveRecall(cfg, c.Flags()); err != nil {
+	if o.Recall, err = f.Recall(); err != nil {
 		return err
 	}
 	o.AllProjects = cfg.Bool(nil, "mcp.allProjects")

@@ -154,7 +154,7 @@ lint:
 	})
 	t.Run("budget", func(t *testing.T) {
 		o, code := resolve(t, newBudgetCmd, "--config", cfg, "budget", "--workspace", "ws", "--emit", "context", "s.jsonl")
-		if code != 0 || o.Workspace != "ws" || o.Emit != "context" || o.Compact.Size.Window.ContextWindow != 64000 {
+		if code != 0 || o.Workspace != "ws" || o.Emit != "context" || o.Window.ContextWindow != 64000 {
 			t.Fatalf("exit %d, %+v", code, o)
 		}
 	})
@@ -162,7 +162,7 @@ lint:
 		t.Setenv("CTXTOOL_COMPACTION_MEMORYFLUSH_FORCEFLUSHTRANSCRIPTBYTES", "4096")
 		o, code := resolve(t, newFlushCmd, "--config", cfg, "flush", "--workspace", "ws", "--soft-threshold-tokens", "1000", "--force", "s.jsonl")
 		if code != 0 || o.Workspace != "ws" || o.SoftThresholdTokens != 1000 || !o.Force || o.ForceFlushTranscriptBytes != 4096 ||
-			o.Compact == nil || o.Compact.Settings.KeepRecentTokens != 12000 {
+			o.Compaction.Settings.KeepRecentTokens != 12000 || o.Size.Window.ContextWindow != 64000 {
 			t.Fatalf("exit %d, %+v", code, o)
 		}
 	})

@@ -78,6 +78,7 @@ func (o *PruneOptions) flags(cmd *cobra.Command) {
 }
 
 func (o *PruneOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
+	o.Now = f.Clock()
 	fl := c.Flags()
 	o.Paths = args
 	o.JSON = f.JSON

@@ -50,7 +50,7 @@ func (o *ReportOptions) flags(cmd *cobra.Command) {
 
 func (o *ReportOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
 	o.File = args[0]
-	o.Size = sizeOptions(cfg, c.Flags())
+	o.Size = f.Measurer()
 	if o.Output == "" {
 		return fmt.Errorf("report needs -o FILE.html: where to write the page")
 	}

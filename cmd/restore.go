@@ -70,6 +70,7 @@ func (o *RestoreOptions) flags(cmd *cobra.Command) {
 }
 
 func (o *RestoreOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
+	o.Now = f.Clock()
 	o.Target = args[0]
 	o.JSON = f.JSON
 	o.StateDir = cfg.StateDir(c.Flags())

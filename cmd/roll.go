@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/ctxtool/ctxtool/pkg/compaction"
 	"github.com/ctxtool/ctxtool/pkg/config"
@@ -20,7 +19,6 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/iostreams"
 	"github.com/ctxtool/ctxtool/pkg/recall"
 	"github.com/ctxtool/ctxtool/pkg/rolling"
-	"github.com/ctxtool/ctxtool/pkg/transcript"
 	"github.com/ctxtool/ctxtool/pkg/walk"
 )
 
@@ -113,34 +111,32 @@ func (o *RollOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command, 
 	// default "use the compaction threshold".
 	r.Force = fl.Changed("trigger") && r.Trigger == 0
 	r.ReserveTokens = cfg.Int(nil, "compaction.reserveTokens")
-	o.Size = sizeOptions(cfg, fl)
+	o.Size = f.Measurer()
 	// Disabled recall is never opened, so its settings (the embedder
 	// above all) are not resolved and cannot fail the roll.
 	if o.RecallEnabled = cfg.Bool(nil, "recall.enabled"); o.RecallEnabled {
 		var err error
-		if o.Recall, err = resolveRecall(cfg, fl); err != nil {
+		if o.Recall, err = f.Recall(); err != nil {
 			return err
 		}
 	}
 	if o.Fallback == nil {
-		o.useSafeguardFallback(cfg, fl)
+		o.useSafeguardFallback(f.Compaction())
 	}
 	return nil
 }
 
 // useSafeguardFallback sets the fallback to the safeguard compaction with
-// the settings compact reads from cfg and fs.
-func (o *RollOptions) useSafeguardFallback(cfg *config.Config, fs *pflag.FlagSet) {
+// the compaction service c, which compact uses too.
+func (o *RollOptions) useSafeguardFallback(c Compaction) {
 	// The fallback's summariser logs from the batch workers:
 	// serialise everything roll writes to stderr.
 	streams := *o.IO
 	streams.ErrOut = &lockedWriter{w: o.IO.ErrOut}
 	o.IO = &streams
-	co := &CompactOptions{IO: o.IO}
-	co.load(cfg, fs)
-	co.Settings.Strategy = compaction.StrategySafeguard
-	co.Settings.Force = true // the roll trigger already decided
-	o.Fallback = rollFallback(co)
+	c.Settings.Strategy = compaction.StrategySafeguard
+	c.Settings.Force = true // the roll trigger already decided
+	o.Fallback = rollFallback(c, o.Size, o.IO.ErrOut)
 }
 
 func validateRoll(opts *RollOptions) error {
@@ -188,18 +184,6 @@ func (a recallAdapter) Covered(path string) (bool, error) { return a.ix.Covered(
 func (a recallAdapter) Index(ctx context.Context, path string) error {
 	_, err := a.ix.Index(ctx, path)
 	return err
-}
-
-// rollEstimator measures contexts with the one context-size function.
-func rollEstimator(o estimate.Options) rolling.Estimator {
-	return func(s *transcript.Session, c *transcript.Context) (rolling.Measurement, error) {
-		res, err := estimate.Measure(s, c, o)
-		if err != nil {
-			return rolling.Measurement{}, err
-		}
-		return rolling.Measurement{Tokens: res.Tokens, PerMessage: res.PerMessage, Method: res.Method,
-			Window: res.Window.Tokens, WindowSource: res.Window.SourceText(), Notes: res.Notes, AnchorLine: res.AnchorLine, Scale: res.Scale, Overhead: res.Overhead}, nil
-	}
 }
 
 func runRoll(ctx context.Context, opts *RollOptions) error {
@@ -254,7 +238,7 @@ func runRoll(ctx context.Context, opts *RollOptions) error {
 // newRoller builds the roller, with the recall index when it is enabled and
 // opens, else with the reason it is not there; closeIndex closes the index.
 func newRoller(opts *RollOptions) (r *rolling.Roller, closeIndex func()) {
-	r = &rolling.Roller{Options: opts.Roll, Measure: rollEstimator(opts.Size), Fallback: opts.Fallback}
+	r = &rolling.Roller{Options: opts.Roll, Size: opts.Size, Fallback: opts.Fallback}
 	closeIndex = func() {}
 	if !opts.RecallEnabled {
 		r.RecallErr = fmt.Errorf("recall is disabled (recall.enabled: false)")
@@ -374,11 +358,11 @@ func printRollTable(streams *IOStreams, reps []*rolling.Report, sum rolling.Summ
 // rollFallback is the fallback for rolling without recall
 // (docs/design/rolling-window.md): OpenClaw's
 // safeguard compaction with the settings and the summariser compact would
-// use (co, read by CompactOptions.load, strategy safeguard): the configured
+// use (co, strategy safeguard), measured with size: the configured
 // model when an endpoint is configured, else the built-in extractive
-// summariser. The summariser is built, and the settings checked, when the
-// first session needs it.
-func rollFallback(co *CompactOptions) rolling.FallbackFunc {
+// summariser, which says so on errOut. The summariser is built, and the
+// settings checked, when the first session needs it.
+func rollFallback(co Compaction, size estimate.Options, errOut io.Writer) rolling.FallbackFunc {
 	var (
 		once   sync.Once
 		sum    compaction.Summarizer
@@ -387,7 +371,7 @@ func rollFallback(co *CompactOptions) rolling.FallbackFunc {
 	return func(ctx context.Context, path string, o rolling.Options) (*rolling.Report, error) {
 		once.Do(func() {
 			if sumErr = co.validate(); sumErr == nil {
-				sum, sumErr = co.summarizer()
+				sum, sumErr = co.pick(errOut)
 			}
 			if sumErr != nil {
 				sumErr = fmt.Errorf("safeguard fallback: %w", sumErr)
@@ -402,7 +386,7 @@ func rollFallback(co *CompactOptions) rolling.FallbackFunc {
 			defer cancel()
 		}
 		res, err := compaction.Run(ctx, path, compaction.Options{
-			Settings: co.Settings, Summarizer: sum, Size: co.Size, DryRun: o.DryRun, Wait: o.Wait,
+			Settings: co.Settings, Summarizer: sum, Size: size, DryRun: o.DryRun, Wait: o.Wait,
 		})
 		if err != nil {
 			return nil, err

@@ -7,8 +7,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/ctxtool/ctxtool/pkg/config"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
@@ -23,16 +25,20 @@ var Version = defaultVersion
 // takes the module version that `go install …@vX` records, if any.
 const defaultVersion = "0.1.0-dev"
 
-// Factory is what every command gets: its streams and a way to load the
-// configuration once global flags are parsed.
+// Factory is what every command gets: its streams, the configuration once
+// global flags are parsed, and the services commands share (services.go).
 type Factory struct {
 	IO *IOStreams
 
 	configFile   string
 	openclawFile string
 	JSON         bool
+	// Now is the clock (nil: time.Now); see Clock.
+	Now func() time.Time
 
 	cfg *config.Config
+	// flags are the running command's, which the services read.
+	flags *pflag.FlagSet
 }
 
 // IOStreams is re-exported so command files need one import less.
@@ -81,6 +87,7 @@ type configFree interface{ readsNoConfig() }
 func command[O options](f *Factory, opts O, runF func(O) error, run func(context.Context, O) error, c *cobra.Command) *cobra.Command {
 	opts.flags(c)
 	c.RunE = func(c *cobra.Command, args []string) error {
+		f.flags = c.Flags()
 		var cfg *config.Config
 		if _, free := any(opts).(configFree); !free {
 			var err error

@@ -89,7 +89,7 @@ func (o *SearchOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command
 	if o.Scope, err = searchScope(o.Agent, o.Project, o.Session, o.Since, o.Until, time.Now()); err != nil {
 		return err
 	}
-	o.Recall, err = resolveRecall(cfg, c.Flags())
+	o.Recall, err = f.Recall()
 	return err
 }
 

@@ -72,11 +72,9 @@ func (o *SessionsOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Comma
 	o.Paths = args
 	o.JSON = f.JSON
 	method := o.Size.Method
-	o.Size = sizeOptions(cfg, c.Flags())
+	o.Size = f.Measurer()
 	o.Size.Method = method
-	if o.Now == nil {
-		o.Now = time.Now
-	}
+	o.Now = f.Clock()
 	since, err := parseWhen("--since", o.Since, o.Now())
 	if err != nil {
 		return err

@@ -14,6 +14,8 @@ import (
 	"github.com/ctxtool/ctxtool/internal/oracle"
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
 	"github.com/ctxtool/ctxtool/internal/testkit"
+	"github.com/ctxtool/ctxtool/pkg/estimate"
+	"github.com/ctxtool/ctxtool/pkg/models"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -37,8 +39,9 @@ func TestGeneratedSessionsAllStrategies(t *testing.T) {
 					t.Fatalf("generator bug: %+v", before)
 				}
 				res, err := Run(context.Background(), file, Options{
-					Settings:   Settings{Strategy: strategy, Force: true, KeepRecentTokens: 3000, ContextWindow: 200000},
+					Settings:   Settings{Strategy: strategy, Force: true, KeepRecentTokens: 3000},
 					Summarizer: Extractive{},
+					Size:       estimate.Options{Window: models.Settings{ContextWindow: 200000}},
 				})
 				if err != nil {
 					t.Fatal(err)

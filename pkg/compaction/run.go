@@ -19,7 +19,9 @@ type Options struct {
 	// Size is how the context is measured and its window resolved
 	// (estimate.Measure, the function estimate, roll and checkpoint call):
 	// the trigger compares its size with the threshold and the kept tail is
-	// sized in its unit. Settings.ContextWindow > 0 overrides its window.
+	// sized in its unit. Size.Window.ContextWindow is the one window
+	// override; Run plans in the window Size resolves (Settings.ContextWindow
+	// is set from it).
 	Size   estimate.Options
 	DryRun bool
 	// Truncate rewrites the file as header + compaction + kept tail after
@@ -311,15 +313,8 @@ func (o Options) normalized() (Options, error) {
 
 func (o Options) logf(format string, args ...any) { o.Logf(format, args...) }
 
-// size is how the session is measured: Options.Size, with
-// Settings.ContextWindow overriding its window.
-func (o Options) size() estimate.Options {
-	size := o.Size
-	if o.Settings.ContextWindow > 0 {
-		size.Window.ContextWindow = o.Settings.ContextWindow
-	}
-	return size
-}
+// size is how the session is measured and its window resolved.
+func (o Options) size() estimate.Options { return o.Size }
 
 func newResult(path string, o Options) *Result {
 	res := &Result{File: path, Strategy: o.Settings.Strategy, Summarizer: o.Summarizer.Name(), DryRun: o.DryRun}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/estimate"
+	"github.com/ctxtool/ctxtool/pkg/models"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -74,7 +75,7 @@ func TestAdaptiveChunkRatio(t *testing.T) {
 func TestSafeguardOversizedAndCap(t *testing.T) {
 	f := testkit.CopyToTemp(t, scenarios(t)["huge-results"])
 	res, err := Run(context.Background(), f, Options{Settings: Settings{Strategy: StrategySafeguard, Force: true, KeepRecentTokens: 3000,
-		ContextWindow: 100000, RecentTurnsPreserve: -1}, Summarizer: Extractive{}, DryRun: true})
+		RecentTurnsPreserve: -1}, Summarizer: Extractive{}, Size: estimate.Options{Window: models.Settings{ContextWindow: 100000}}, DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +148,7 @@ func TestSafeguardOversizedInHistoryAndTurnPrefix(t *testing.T) {
 	g.assistant("All services checked.", nil)
 	f := g.write(t, "oversized.jsonl")
 	res, err := Run(context.Background(), f, Options{Settings: Settings{Strategy: StrategySafeguard, Force: true, KeepRecentTokens: 500,
-		ContextWindow: 20000, MaxHistoryShare: 0.9, RecentTurnsPreserve: -1}, Summarizer: Extractive{}, Size: estimate.Options{Method: estimate.Heuristic}, DryRun: true})
+		MaxHistoryShare: 0.9, RecentTurnsPreserve: -1}, Summarizer: Extractive{}, Size: estimate.Options{Method: estimate.Heuristic, Window: models.Settings{ContextWindow: 20000}}, DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -72,7 +72,10 @@ type Settings struct {
 	KeepRecentTokens   int
 	ReserveTokens      int
 	ReserveTokensFloor int // safeguard only; negative disables the floor
-	ContextWindow      int
+	// ContextWindow is the window the plan is made for (0: the default).
+	// Run sets it to the window its measure resolved: the override is
+	// Options.Size.Window.ContextWindow, not this.
+	ContextWindow int
 	// Force compacts even below the strategy's trigger.
 	Force bool
 

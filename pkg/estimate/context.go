@@ -11,7 +11,11 @@ import (
 
 // Options are what every command passes to Measure: the method (--tokenizer)
 // and the window settings (--model, --context-window, config). The same
-// file with the same options gives the same size in every command.
+// file with the same options gives the same size in every command. Every
+// package that measures a context (compaction, rolling, memflush,
+// checkpoint, lint) takes them as is and reads the *Result: there is no
+// other measurement type, and Window.ContextWindow is the one window
+// override.
 type Options struct {
 	Method string // "" = auto
 	Window models.Settings

@@ -37,7 +37,9 @@ import (
 
 	"github.com/ctxtool/ctxtool/pkg/checkpoint"
 	"github.com/ctxtool/ctxtool/pkg/compaction"
+	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/llm"
+	"github.com/ctxtool/ctxtool/pkg/models"
 	"github.com/ctxtool/ctxtool/pkg/safefile"
 	"github.com/ctxtool/ctxtool/pkg/secrets"
 	"github.com/ctxtool/ctxtool/pkg/sessionstore"
@@ -93,9 +95,11 @@ type Options struct {
 	// SessionKey names the session in the state directory ("" = from
 	// sessions.json, else the file name).
 	SessionKey string
-	// Measure gives the session's size (the caller's context-size
-	// estimate) and its context window.
-	Measure                                 func(s *transcript.Session) (tokens, window int)
+	// Size is how the session is measured and its window resolved (the
+	// options every command measures with); the method is always
+	// estimate.Usage, pi's usage-anchored estimate: the number OpenClaw's
+	// flush gate reads from its store.
+	Size                                    estimate.Options
 	ReserveTokensFloor, SoftThresholdTokens int
 	// ForceFlushTranscriptBytes makes a session file this large due
 	// whatever its token count (OpenClaw's second trigger); ≤ 0: off.
@@ -103,7 +107,8 @@ type Options struct {
 	// Force skips the token threshold (compact --memory-flush: the
 	// compaction happens anyway); the once-per-cycle rule still holds.
 	Force bool
-	// Compaction plans the region about to be compacted (compaction.Prepare).
+	// Compaction plans the region about to be compacted (compaction.Prepare,
+	// in the window Size resolves).
 	Compaction compaction.Settings
 	// Model, when set, writes the notes (the flush prompts); nil: the
 	// offline fact detector.
@@ -186,10 +191,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	key := sessionKey(o, ref)
-	if o.Measure == nil {
-		return nil, fmt.Errorf("memflush: no Measure")
-	}
-	tokens, window := o.Measure(s)
+	tokens, window := measure(s, o.Size)
 	res := &Result{File: o.File, SessionKey: key, Tokens: tokens, ContextWindow: window, DryRun: o.DryRun,
 		Threshold: Threshold(window, o.ReserveTokensFloor, o.SoftThresholdTokens), Entries: []string{}, Source: "facts"}
 	if o.Model != nil {
@@ -315,14 +317,21 @@ func (f *flush) due(tokens int) bool {
 	return true
 }
 
+// measure is the session's size and its context window.
+func measure(s *transcript.Session, size estimate.Options) (tokens, window int) {
+	size.Method = estimate.Usage
+	r, err := estimate.Measure(s, s.Context(), size)
+	if err != nil { // only an unknown method fails, and usage is known
+		return 0, models.DefaultContextWindow
+	}
+	return r.Tokens, r.Window.Tokens
+}
+
 // region is the region about to be compacted (empty: nothing would be,
 // and the result's Reason says why).
 func (f *flush) region(window int) ([]*transcript.Entry, error) {
 	set := f.o.Compaction
-	set.Force = true
-	if set.ContextWindow <= 0 {
-		set.ContextWindow = window
-	}
+	set.Force, set.ContextWindow = true, window
 	p, err := compaction.Prepare(f.s, set)
 	if err != nil {
 		return nil, err

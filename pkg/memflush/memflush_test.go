@@ -15,10 +15,11 @@ import (
 	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/internal/testkit/llmtest"
 	"github.com/ctxtool/ctxtool/pkg/compaction"
+	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/llm"
 	"github.com/ctxtool/ctxtool/pkg/memflush"
+	"github.com/ctxtool/ctxtool/pkg/models"
 	"github.com/ctxtool/ctxtool/pkg/sessionstore"
-	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 // Facts planted in the region compaction will summarise, and one in the
@@ -114,14 +115,15 @@ func appendTurns(t *testing.T, path string, texts []string, fillerTurns int) {
 
 func options(t *testing.T, file, ws, state string) memflush.Options {
 	t.Helper()
-	return memflush.Options{File: file, Workspace: ws, StateDir: state, Measure: measure(window),
+	return memflush.Options{File: file, Workspace: ws, StateDir: state, Size: inWindow(window),
 		ReserveTokensFloor: compaction.DefaultReserveTokensFloor, SoftThresholdTokens: memflush.DefaultSoftThresholdTokens,
 		Compaction: compaction.Settings{KeepRecentTokens: 2000}, Now: fixedNow}
 }
 
-// measure sizes a session with pi's chars/4 rule.
-func measure(w int) func(*transcript.Session) (int, int) {
-	return func(s *transcript.Session) (int, int) { return s.Context().HeuristicTokens(), w }
+// inWindow measures in a window of w tokens (the sessions here have no
+// usage records: pi's chars/4).
+func inWindow(w int) estimate.Options {
+	return estimate.Options{Window: models.Settings{ContextWindow: w}}
 }
 
 func memoryFile(ws string) string { return filepath.Join(ws, "memory", "2026-03-01.md") }
@@ -313,7 +315,7 @@ func TestFlushBelowThresholdAndForce(t *testing.T) {
 	dir, ws, state := flushDirs(t)
 	file := buildSession(t, dir, "s.jsonl")
 	o := options(t, file, ws, state)
-	o.Measure = measure(200000)
+	o.Size = inWindow(200000)
 	r, err := memflush.Run(context.Background(), o)
 	if err != nil || r.Flushed || !strings.HasPrefix(r.Reason, "below the flush threshold") {
 		t.Fatalf("below threshold: %+v %v", r, err)
@@ -342,7 +344,7 @@ func TestFlushDueBySize(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := options(t, file, ws, state)
-	o.Measure = measure(200000)
+	o.Size = inWindow(200000)
 	o.ForceFlushTranscriptBytes = st.Size() + 1
 	r, err := memflush.Run(context.Background(), o)
 	if err != nil || r.Flushed || r.DueBySize || r.TranscriptBytes != st.Size() || !strings.HasPrefix(r.Reason, "below the flush threshold") {

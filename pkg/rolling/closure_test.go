@@ -10,24 +10,22 @@ import (
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
 	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/internal/testkit/usagekit"
+	"github.com/ctxtool/ctxtool/pkg/estimate"
+	"github.com/ctxtool/ctxtool/pkg/models"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
-// cliEstimator is the roll command's estimator (cmd's rollEstimator): the
-// one context-size function with its window and anchor.
-func cliEstimator(s *transcript.Session, c *transcript.Context) (Measurement, error) {
-	m, res, err := measured(s, c)
-	if err == nil {
-		m.Window, m.Notes = res.Window.Tokens, res.Notes
-	}
-	return m, err
+// cliMeasure is the roll command's measure: the one context-size
+// function with the session's own window.
+func cliMeasure(s *transcript.Session, c *transcript.Context) (*estimate.Result, error) {
+	return estimate.Measure(s, c, estimate.Options{})
 }
 
 // checkClosure: tokensBefore = evicted + replaced + kept − note within 2%,
 // or the report's Closure names the term, its predicted and measured
 // values (the prediction closing exactly) and why; keptTokens is what the
 // rolled session measures, under the target when the target was met.
-func checkClosure(t *testing.T, path string, rep *Report, measure Estimator) {
+func checkClosure(t *testing.T, path string, rep *Report, measure func(*transcript.Session, *transcript.Context) (*estimate.Result, error)) {
 	t.Helper()
 	sum := rep.EvictedTokens + rep.ReplacedTokens + rep.KeptTokens - rep.NoteTokens
 	off := math.Abs(float64(rep.TokensBefore-sum)) / float64(rep.TokensBefore)
@@ -68,7 +66,7 @@ func TestRollClosesOnLyingUsage(t *testing.T) {
 		for _, target := range []float64{0, 0.5} {
 			path := testkit.CopyToTemp(t, c.File)
 			r := newRoller(Options{Force: true, EvictionNote: true, TargetUtilization: target, MinKeepMessages: 10})
-			r.Measure = cliEstimator
+			r.Size = estimate.Options{}
 			rep := r.Roll(context.Background(), path)
 			if rep.Error != "" {
 				t.Fatalf("%s@%v: %s", c.Name, target, rep.Error)
@@ -82,7 +80,7 @@ func TestRollClosesOnLyingUsage(t *testing.T) {
 			rolled++
 			t.Logf("%s@%v: before %d = evicted %d + replaced %d + kept %d − note %d (target %d, %s)", c.Name, target,
 				rep.TokensBefore, rep.EvictedTokens, rep.ReplacedTokens, rep.KeptTokens, rep.NoteTokens, rep.TargetTokens, rep.Method)
-			checkClosure(t, path, rep, cliEstimator)
+			checkClosure(t, path, rep, cliMeasure)
 			if again := r.Roll(context.Background(), path); again.Rolled || again.Error != "" {
 				t.Errorf("%s@%v: a second roll: %+v", c.Name, target, again)
 			}
@@ -97,8 +95,18 @@ func TestRollClosesOnLyingUsage(t *testing.T) {
 // record it is anchored on (the first assistant reply): afterwards every
 // message weighs 60%, as a calibration fitted on other records can make
 // it. It is the case the issue saw (evicted and kept in different units).
-func jumpEstimator(s *transcript.Session, c *transcript.Context) (Measurement, error) {
-	m, _ := heuristicEstimator(s, c)
+// It measures in a window of the given size.
+func jumpEstimator(window int) func(*transcript.Session, *transcript.Context) (*estimate.Result, error) {
+	return func(s *transcript.Session, c *transcript.Context) (*estimate.Result, error) {
+		return jump(s, c, estimate.Options{Method: estimate.Heuristic, Window: models.Settings{ContextWindow: window}})
+	}
+}
+
+func jump(s *transcript.Session, c *transcript.Context, size estimate.Options) (*estimate.Result, error) {
+	m, err := estimate.Measure(s, c, size)
+	if err != nil {
+		return nil, err
+	}
 	var anchor *transcript.Entry
 	for _, e := range s.Entries {
 		if e.Type() == "message" && e.Role() == "assistant" {
@@ -128,16 +136,16 @@ func TestRollExplainsAUnitJump(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "s.jsonl")
 		sessiongen.Write(t, path, sessiongen.Options{Seed: 61, Turns: 30, ToolCallsPerTurn: 2})
 		r := newRoller(Options{Force: true, EvictionNote: true, TargetUtilization: target, MinKeepMessages: 4})
-		r.Measure = jumpEstimator
 		s, _ := transcript.Load(path)
-		before, _ := jumpEstimator(s, s.Context())
+		before, _ := jumpEstimator(0)(s, s.Context())
 		s.Close()
-		r.ContextWindow = before.Tokens
+		measure := jumpEstimator(before.Tokens)
+		r.measure = measure
 		rep := r.Roll(context.Background(), path)
 		if !rep.Rolled {
 			t.Fatalf("@%v: not rolled: %+v", target, rep)
 		}
-		checkClosure(t, path, rep, jumpEstimator)
+		checkClosure(t, path, rep, measure)
 		c := rep.Closure
 		if c == nil || c.Difference >= 0 || !strings.Contains(c.Why, "evicts") {
 			t.Fatalf("@%v: closure %+v", target, c)

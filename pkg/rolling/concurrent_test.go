@@ -106,7 +106,7 @@ func TestRollWhilePiAppends(t *testing.T) {
 			}()
 			// Roll over and over while the writer runs: a 20k window at 50 %
 			// makes nearly every run evict.
-			r := newRoller(Options{ContextWindow: 20000, TargetUtilization: 0.5, MinKeepMessages: 10, EvictionNote: true, Force: true, Wait: 10 * time.Second})
+			r := inWindow(newRoller(Options{TargetUtilization: 0.5, MinKeepMessages: 10, EvictionNote: true, Force: true, Wait: 10 * time.Second}), 20000)
 			rolls, refused := 0, 0
 			var failures []string
 			for ctx.Err() == nil {

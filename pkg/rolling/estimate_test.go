@@ -10,24 +10,16 @@ import (
 	"github.com/ctxtool/ctxtool/internal/oracle"
 	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/estimate"
+	"github.com/ctxtool/ctxtool/pkg/models"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
-// autoEstimator is estimate's measure in the default window.
-func autoEstimator(s *transcript.Session, c *transcript.Context) (Measurement, error) {
-	m, _, err := measured(s, c)
-	return m, err
-}
+// auto200k is estimate's best measure (auto) in the default window.
+var auto200k = estimate.Options{Window: models.Settings{ContextWindow: models.DefaultContextWindow}}
 
-// measured is estimate.Measure's result as a Measurement (no window, no
-// notes) and in full.
-func measured(s *transcript.Session, c *transcript.Context) (Measurement, *estimate.Result, error) {
-	res, err := estimate.Measure(s, c, estimate.Options{})
-	if err != nil {
-		return Measurement{}, nil, err
-	}
-	return Measurement{Tokens: res.Tokens, PerMessage: res.PerMessage, Method: res.Method,
-		AnchorLine: res.AnchorLine, Scale: res.Scale, Overhead: res.Overhead}, res, nil
+// autoEstimator measures with auto200k.
+func autoEstimator(s *transcript.Session, c *transcript.Context) (*estimate.Result, error) {
+	return estimate.Measure(s, c, auto200k)
 }
 
 // With the best estimator (calibrated from usage, else o200k) the context
@@ -41,7 +33,7 @@ func TestRollMatchesEstimateAfterAndIsIdempotent(t *testing.T) {
 			t.Run(filepath.Base(fx)+"@"+thousands(int(target*100)), func(t *testing.T) {
 				path := testkit.CopyToTemp(t, fx)
 				r := newRoller(Options{Force: true, EvictionNote: true, TargetUtilization: target, MinKeepMessages: 10})
-				r.Measure = autoEstimator
+				r.Size = auto200k
 				rep := r.Roll(context.Background(), path)
 				if rep.Error != "" {
 					t.Fatal(rep.Error)

@@ -11,8 +11,8 @@
 // context (docs/design/pi-baseline.md), so both load the result natively.
 //
 // It must not call a model: the summarising fallback for sessions recall
-// cannot cover is injected (FallbackFunc), and sizes come from the injected
-// Estimator.
+// cannot cover is injected (FallbackFunc), and sizes come from
+// estimate.Measure with the command's options (Roller.Size).
 package rolling
 
 import (

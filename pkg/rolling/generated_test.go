@@ -8,6 +8,8 @@ import (
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
+	"github.com/ctxtool/ctxtool/pkg/estimate"
+	"github.com/ctxtool/ctxtool/pkg/models"
 )
 
 // generatedShapes are the session shapes the issue asks for, from the
@@ -43,8 +45,8 @@ func TestRollGeneratedSessions(t *testing.T) {
 				t.Fatalf("generated file does not load: %s", before.Error)
 			}
 			// Heuristic estimator: pi's own count must equal ours to the token.
-			opts := Options{ContextWindow: before.HeuristicTokens, TargetUtilization: 0.5, MinKeepMessages: 10, EvictionNote: true, Force: true}
-			rep := newRoller(opts).Roll(context.Background(), path)
+			opts := Options{TargetUtilization: 0.5, MinKeepMessages: 10, EvictionNote: true, Force: true}
+			rep := inWindow(newRoller(opts), before.HeuristicTokens).Roll(context.Background(), path)
 			if !rep.Rolled && before.ContextMessages <= 2*opts.MinKeepMessages {
 				t.Skipf("too small to roll: %+v", rep)
 			}
@@ -53,8 +55,8 @@ func TestRollGeneratedSessions(t *testing.T) {
 			// Then the best estimator on top, at a smaller target, twice.
 			mid, _ := os.ReadFile(path)
 			midCheck := oracle.CheckOne(t, path)
-			r := newRoller(Options{ContextWindow: before.HeuristicTokens, TargetUtilization: 0.3, MinKeepMessages: 10, EvictionNote: true, Force: true})
-			r.Measure = autoEstimator
+			r := newRoller(Options{TargetUtilization: 0.3, MinKeepMessages: 10, EvictionNote: true, Force: true})
+			r.Size = estimate.Options{Window: models.Settings{ContextWindow: before.HeuristicTokens}}
 			rep2 := r.Roll(context.Background(), path)
 			if rep2.Error != "" {
 				t.Fatal(rep2.Error)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ctxtool/ctxtool/pkg/compaction"
+	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/models"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
@@ -17,9 +18,6 @@ import (
 // Options are the knobs of one roll (config compaction.rolling.* and the
 // roll command's flags).
 type Options struct {
-	// ContextWindow overrides the window the estimator resolved (0: the
-	// estimator's; models.DefaultContextWindow when it gives none).
-	ContextWindow     int
 	TargetUtilization float64 // ≤ 0: 0.8
 	MinKeepMessages   int
 	EvictionNote      bool
@@ -37,47 +35,6 @@ type Options struct {
 	// NoFallback refuses to roll (instead of falling back to a safeguard
 	// compaction) when recall cannot cover the session.
 	NoFallback bool
-}
-
-// Measurement is a token estimate of a session's active context.
-type Measurement struct {
-	// Tokens is the whole context (system prompt/tools included when the
-	// method knows them).
-	Tokens int
-	// PerMessage holds one estimate per context message; Tokens − Σ
-	// PerMessage is what no message accounts for (system prompt, tools),
-	// which evicting messages leaves in place.
-	PerMessage []int
-	Method     string
-	// Window is the session's context window as the estimator resolved it
-	// (0: models.DefaultContextWindow); Notes are its warnings (usage
-	// records rejected…).
-	Window int
-	// WindowSource says where Window came from (models.Window.SourceText).
-	WindowSource string
-	Notes        []string
-	// AnchorLine is the line of the usage record Tokens is anchored on (0:
-	// none); Scale and Overhead how the per-message counts were scaled
-	// and what no message accounts for (1 and Tokens − Σ PerMessage when
-	// the estimator does not say). They explain a measure that changes
-	// when a roll evicts the anchor (Report.Closure).
-	AnchorLine int
-	Scale      float64
-	Overhead   int
-}
-
-// Estimator measures the active context of a loaded session.
-type Estimator func(s *transcript.Session, c *transcript.Context) (Measurement, error)
-
-// heuristicEstimator is pi's chars/4 estimate; the fallback when no better
-// estimator is wired in.
-func heuristicEstimator(s *transcript.Session, c *transcript.Context) (Measurement, error) {
-	m := Measurement{Method: "heuristic", PerMessage: make([]int, len(c.Messages))}
-	for i, cm := range c.Messages {
-		m.PerMessage[i] = cm.Tokens()
-		m.Tokens += m.PerMessage[i]
-	}
-	return m, nil
 }
 
 // Recall is the part of the recall index a roll needs: evicted messages
@@ -183,11 +140,16 @@ func (r *Report) fail(err error) *Report {
 	return r
 }
 
-// Roller rolls session files. Zero values of the function fields fall back
-// to pi's heuristic, a 200k window and "recall unavailable".
+// Roller rolls session files. A nil Recall means "recall unavailable".
 type Roller struct {
 	Options
-	Measure Estimator
+	// Size is how contexts are measured and their windows resolved:
+	// estimate.Measure with the options every command passes (the window
+	// override is Size.Window.ContextWindow).
+	Size estimate.Options
+	// measure replaces estimate.Measure (tests: a measure whose unit
+	// jumps).
+	measure func(*transcript.Session, *transcript.Context) (*estimate.Result, error)
 	// Recall is the index; nil means recall is unavailable, for the reason
 	// in RecallErr.
 	Recall    Recall
@@ -331,42 +293,35 @@ func (r *Roller) fallback(ctx context.Context, path string, rep *Report, cause .
 	return fr
 }
 
-// window is the context window of the roll: the one the estimator
-// resolved (models.ForSession, through the command's size options), unless
-// Options.ContextWindow overrides it.
-func (r *Roller) window(m Measurement) int {
-	switch {
-	case r.ContextWindow > 0:
-		return r.ContextWindow
-	case m.Window > 0:
-		return m.Window
+// measureContext measures c, the context of s, with Size.
+func (r *Roller) measureContext(s *transcript.Session, c *transcript.Context) (*estimate.Result, error) {
+	if r.measure != nil {
+		return r.measure(s, c)
 	}
-	return models.DefaultContextWindow
+	return estimate.Measure(s, c, r.Size)
+}
+
+// window is the context window of the roll and where it comes from: the
+// one the measure resolved (models.ForSession, through Size.Window).
+func window(m *estimate.Result) (int, string) {
+	if m.Window.Tokens <= 0 {
+		return models.DefaultContextWindow, "default"
+	}
+	return m.Window.Tokens, m.Window.SourceText()
 }
 
 // plan measures the session and decides whether and where to roll; with
 // build it also renders the compaction line.
 func (r *Roller) plan(s *transcript.Session, build bool) (decision, error) {
 	c := s.Context()
-	measure := r.Measure
-	if measure == nil {
-		measure = heuristicEstimator
-	}
-	m, err := measure(s, c)
+	m, err := r.measureContext(s, c)
 	if err != nil {
 		return decision{}, fmt.Errorf("%s: estimating tokens: %w", s.File, err)
 	}
 	if len(m.PerMessage) != len(c.Messages) {
 		return decision{}, fmt.Errorf("%s: internal error: estimator gave %d counts for %d messages", s.File, len(m.PerMessage), len(c.Messages))
 	}
-	win := r.window(m)
-	winFrom := m.WindowSource
-	if r.ContextWindow > 0 || m.Window <= 0 {
-		winFrom = "flag"
-		if r.ContextWindow <= 0 {
-			winFrom = "default"
-		}
-	}
+	win, winFrom := window(m)
 	target := r.TargetUtilization
 	if target <= 0 {
 		target = DefaultTargetUtilization
@@ -398,8 +353,8 @@ func (r *Roller) plan(s *transcript.Session, build bool) (decision, error) {
 	}
 	var line []byte
 	if build {
-		var after Measurement
-		if ev, line, after, err = r.buildToTarget(s, rc, in, ev, measure); err != nil {
+		var after *estimate.Result
+		if ev, line, after, err = r.buildToTarget(s, rc, in, ev); err != nil {
 			return decision{}, err
 		}
 		d.rep.Closure = closure(rc, ev, after)
@@ -441,7 +396,7 @@ func (r *Roller) overTrigger(rep *Report, tokens, win int) bool {
 type rollContext struct {
 	msgs         []Message
 	tokensBefore int
-	before       Measurement // the measure the eviction starts from
+	before       *estimate.Result // the measure the eviction starts from
 	// note is the eviction note's fixed part; noteFor adds This.
 	note noteInput
 	// What the evicted summary (if any) stood for, needed for the note.
@@ -451,7 +406,7 @@ type rollContext struct {
 
 // newRollContext pairs the context's messages with their estimates and reads
 // what the note needs: the previous compaction and the ranges it covered.
-func newRollContext(s *transcript.Session, c *transcript.Context, m Measurement, win int, target float64) (*rollContext, error) {
+func newRollContext(s *transcript.Session, c *transcript.Context, m *estimate.Result, win int, target float64) (*rollContext, error) {
 	msgs := make([]Message, len(c.Messages))
 	for i, cm := range c.Messages {
 		msgs[i] = Message{Entry: cm.Entry, Role: cm.Role, Tokens: m.PerMessage[i]}
@@ -498,10 +453,10 @@ func (rc *rollContext) noteFor(firstKept int) noteInput {
 // than the prediction needed. The smallest measured eviction that meets
 // the target wins (else the largest tried), so a second run finds nothing
 // to do and the reported numbers are all the rolled session's.
-func (r *Roller) buildToTarget(s *transcript.Session, rc *rollContext, in EvictInput, ev Eviction, measure Estimator) (Eviction, []byte, Measurement, error) {
+func (r *Roller) buildToTarget(s *transcript.Session, rc *rollContext, in EvictInput, ev Eviction) (Eviction, []byte, *estimate.Result, error) {
 	type tried struct {
 		ev    Eviction
-		after Measurement
+		after *estimate.Result
 	}
 	seen := map[int]bool{}
 	var best, largest *tried
@@ -509,11 +464,11 @@ func (r *Roller) buildToTarget(s *transcript.Session, rc *rollContext, in EvictI
 		seen[ev.FirstKept] = true
 		line, err := r.buildLine(s, ev, rc)
 		if err != nil {
-			return Eviction{}, nil, Measurement{}, err
+			return Eviction{}, nil, nil, err
 		}
-		after, note, err := measureAfter(s, line, measure)
+		after, note, err := r.measureAfter(s, line)
 		if err != nil {
-			return Eviction{}, nil, Measurement{}, err
+			return Eviction{}, nil, nil, err
 		}
 		delta := after.Tokens - ev.KeptTokens
 		ev.KeptTokens, ev.NoteTokens = after.Tokens, note
@@ -544,14 +499,14 @@ func (r *Roller) buildToTarget(s *transcript.Session, rc *rollContext, in EvictI
 	// the final one weigh the same.
 	line, err := r.buildLine(s, ev, rc)
 	if err != nil {
-		return Eviction{}, nil, Measurement{}, err
+		return Eviction{}, nil, nil, err
 	}
 	return ev, line, best.after, nil
 }
 
 // closure explains a roll whose numbers do not add up within
 // closureWithin (nil when they do).
-func closure(rc *rollContext, ev Eviction, after Measurement) *Closure {
+func closure(rc *rollContext, ev Eviction, after *estimate.Result) *Closure {
 	b := rc.before
 	predicted := b.Tokens - ev.EvictedTokens - ev.ReplacedTokens + ev.NoteTokens
 	diff := ev.KeptTokens - predicted
@@ -584,7 +539,7 @@ func closure(rc *rollContext, ev Eviction, after Measurement) *Closure {
 
 // unitOf describes a measure's unit: the scale of its per-message counts
 // and what no message accounts for.
-func unitOf(m Measurement) string {
+func unitOf(m *estimate.Result) string {
 	overhead := m.Overhead
 	if overhead == 0 {
 		overhead = m.Tokens
@@ -656,7 +611,7 @@ func (r *Roller) buildLine(s *transcript.Session, ev Eviction, rc *rollContext) 
 
 // measureAfter estimates the context of the session with line appended,
 // without writing anything: the measure and the note's share of it.
-func measureAfter(s *transcript.Session, line []byte, measure Estimator) (m Measurement, note int, err error) {
+func (r *Roller) measureAfter(s *transcript.Session, line []byte) (m *estimate.Result, note int, err error) {
 	after, err := s.WithAppended(line)
 	if err != nil {
 		return m, 0, fmt.Errorf("%s: the rolled session does not load: %v", s.File, err)
@@ -665,7 +620,7 @@ func measureAfter(s *transcript.Session, line []byte, measure Estimator) (m Meas
 	if c.Compaction == nil || len(c.Messages) == 0 || c.Messages[0].Role != "compactionSummary" {
 		return m, 0, fmt.Errorf("%s: internal error: the rolled session's context does not start with the note", s.File)
 	}
-	if m, err = measure(after, c); err != nil {
+	if m, err = r.measureContext(after, c); err != nil {
 		return m, 0, err
 	}
 	if len(m.PerMessage) > 0 {

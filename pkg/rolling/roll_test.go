@@ -14,6 +14,8 @@ import (
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
 	"github.com/ctxtool/ctxtool/internal/testkit"
+	"github.com/ctxtool/ctxtool/pkg/estimate"
+	"github.com/ctxtool/ctxtool/pkg/models"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -49,11 +51,21 @@ func (f *fakeRecall) Covered(path string) (bool, error) {
 	return f.indexed[path] == st.Size(), nil
 }
 
+// heuristic200k measures with pi's chars/4 in a 200k window: the sizes
+// pi's loader (oracle.CheckOne) reports.
+var heuristic200k = estimate.Options{Method: estimate.Heuristic, Window: models.Settings{ContextWindow: models.DefaultContextWindow}}
+
 func newRoller(o Options) *Roller {
 	if o.MinKeepMessages == 0 {
 		o.MinKeepMessages = DefaultMinKeepMessages
 	}
-	return &Roller{Options: o, Recall: &fakeRecall{}}
+	return &Roller{Options: o, Size: heuristic200k, Recall: &fakeRecall{}}
+}
+
+// inWindow sets the window r measures in (the --context-window override).
+func inWindow(r *Roller, tokens int) *Roller {
+	r.Size.Window.ContextWindow = tokens
+	return r
 }
 
 // rolledDetails reads the details of the compaction roll appended.
@@ -176,8 +188,8 @@ func TestRollFixtures(t *testing.T) {
 				before := oracle.CheckOne(t, path)
 				// The window is the session's own size, so every fixture
 				// really has to lose 40 % / 75 % of its context.
-				o := Options{ContextWindow: before.HeuristicTokens, TargetUtilization: target, MinKeepMessages: 10, EvictionNote: true, Force: true}
-				r := newRoller(o)
+				o := Options{TargetUtilization: target, MinKeepMessages: 10, EvictionNote: true, Force: true}
+				r := inWindow(newRoller(o), before.HeuristicTokens)
 				rep := r.Roll(context.Background(), path)
 				checkRolled(t, path, orig, before, rep, o)
 				t.Logf("%s: %d → %d tokens, evicted %d messages (%d tokens) %s … %s, kept %d",
@@ -214,7 +226,7 @@ func TestRollDefaultTriggerLeavesSmallSessionsAlone(t *testing.T) {
 		t.Fatal("file changed")
 	}
 	// A small window puts the same session over the threshold.
-	rep = newRoller(Options{EvictionNote: true, ContextWindow: 50000}).Roll(context.Background(), path)
+	rep = inWindow(newRoller(Options{EvictionNote: true}), 50000).Roll(context.Background(), path)
 	if !rep.Rolled || rep.KeptTokens > 40000 {
 		t.Fatalf("50k window: %+v", rep)
 	}
@@ -295,7 +307,7 @@ func TestRollRecallAndFallback(t *testing.T) {
 	o := Options{TargetUtilization: 0.3, MinKeepMessages: 10, EvictionNote: true, Force: true}
 
 	// Recall unavailable, no fallback wired: clear error, nothing written.
-	r := &Roller{Options: o, RecallErr: errTest("recall.enabled is false")}
+	r := &Roller{Options: o, Size: heuristic200k, RecallErr: errTest("recall.enabled is false")}
 	rep := r.Roll(context.Background(), path)
 	if rep.Rolled || rep.Err() == nil || rep.Fallback != "safeguard" || !strings.Contains(rep.Error, "fallback is unavailable") {
 		t.Fatalf("%+v", rep)
@@ -303,13 +315,13 @@ func TestRollRecallAndFallback(t *testing.T) {
 	// --no-fallback refuses.
 	o2 := o
 	o2.NoFallback = true
-	rep = (&Roller{Options: o2, RecallErr: errTest("recall.enabled is false")}).Roll(context.Background(), path)
+	rep = (&Roller{Options: o2, Size: heuristic200k, RecallErr: errTest("recall.enabled is false")}).Roll(context.Background(), path)
 	if rep.Rolled || rep.Fallback != "" || !strings.Contains(rep.Reason, "--no-fallback") {
 		t.Fatalf("%+v", rep)
 	}
 	// A fallback is called with the options and its report is marked.
 	called := false
-	r = &Roller{Options: o, RecallErr: errTest("no index"), Fallback: func(_ context.Context, p string, got Options) (*Report, error) {
+	r = &Roller{Options: o, Size: heuristic200k, RecallErr: errTest("no index"), Fallback: func(_ context.Context, p string, got Options) (*Report, error) {
 		called = p == path && got.TargetUtilization == 0.3
 		return &Report{Compacted: true}, nil
 	}}
@@ -324,7 +336,7 @@ func TestRollRecallAndFallback(t *testing.T) {
 
 	// With recall: the session is indexed before anything is evicted.
 	fr := &fakeRecall{}
-	rep = (&Roller{Options: o, Recall: fr}).Roll(context.Background(), path)
+	rep = (&Roller{Options: o, Size: heuristic200k, Recall: fr}).Roll(context.Background(), path)
 	if !rep.Rolled || fr.calls == 0 {
 		t.Fatalf("recall not asked: %+v", rep)
 	}
