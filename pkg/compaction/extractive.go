@@ -32,6 +32,9 @@ type Extractive struct{}
 // Name implements Summarizer.
 func (Extractive) Name() string { return "extractive" }
 
+// Capabilities implements Summarizer: offline, and within its budget.
+func (Extractive) Capabilities() Capabilities { return Capabilities{Offline: true, Budgeted: true} }
+
 // Summarize implements Summarizer.
 func (Extractive) Summarize(_ context.Context, r *Request) (string, error) {
 	layout := r.Layout
