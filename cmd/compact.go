@@ -235,10 +235,9 @@ func boolFlag(fs *pflag.FlagSet, name string) bool {
 
 // summarizer picks the summariser and says which on stderr.
 func (o *CompactOptions) summarizer() (compaction.Summarizer, error) {
-	configured := o.LLM.Model != "" && (o.LLM.BaseURL != "" || o.LLM.APIKey != "")
 	pick := o.Summarizer
 	if pick == "auto" {
-		if configured {
+		if o.llmConfigured() {
 			pick = "llm"
 			fmt.Fprintf(o.IO.ErrOut, "summarizer: llm (%s at %s)\n", o.LLM.Model, cmp.Or(o.LLM.BaseURL, "https://api.openai.com/v1"))
 		} else {
@@ -250,13 +249,18 @@ func (o *CompactOptions) summarizer() (compaction.Summarizer, error) {
 			fmt.Fprintf(o.IO.ErrOut, "summarizer: extractive (%s)\n", why)
 		}
 	}
-	if pick == "extractive" {
-		return compaction.Extractive{}, nil
-	}
-	if cmd, ok := strings.CutPrefix(pick, "exec:"); ok {
-		return &compaction.ExecSummarizer{Command: strings.TrimSpace(cmd), Timeout: o.Deadline}, nil
-	}
-	if !configured {
+	return compaction.NewSummarizer(pick, compaction.Env{Client: o.llmClient, Deadline: o.Deadline})
+}
+
+// llmConfigured reports whether a model and an endpoint are set.
+func (o *CompactOptions) llmConfigured() bool {
+	return o.LLM.Model != "" && (o.LLM.BaseURL != "" || o.LLM.APIKey != "")
+}
+
+// llmClient is the configured LLM client, or the usage error that says
+// what configuration is missing.
+func (o *CompactOptions) llmClient() (*llm.Client, error) {
+	if !o.llmConfigured() {
 		var missing []string
 		if o.LLM.Model == "" {
 			missing = append(missing, "a model: --llm-model NAME (or llm.model, CTXTOOL_LLM_MODEL)")
@@ -272,7 +276,7 @@ func (o *CompactOptions) summarizer() (compaction.Summarizer, error) {
 	if err != nil {
 		return nil, exitcode.New(exitcode.Usage, err)
 	}
-	return compaction.NewLLMSummarizer(c), nil
+	return c, nil
 }
 
 func runCompact(ctx context.Context, o *CompactOptions) error {

@@ -27,6 +27,12 @@ type ExecSummarizer struct {
 // DefaultExecTimeout bounds an exec summariser (llm.deadline's default).
 const DefaultExecTimeout = 10 * time.Minute
 
+func init() {
+	registerSource("exec:", func(command string, env Env) (Summarizer, error) {
+		return &ExecSummarizer{Command: strings.TrimSpace(command), Timeout: env.Deadline}, nil
+	})
+}
+
 // Name implements Summarizer.
 func (e *ExecSummarizer) Name() string { return "exec" }
 

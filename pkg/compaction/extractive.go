@@ -29,6 +29,10 @@ import (
 // It cannot understand; it can only rank and not forget.
 type Extractive struct{}
 
+func init() {
+	registerSource("extractive", func(string, Env) (Summarizer, error) { return Extractive{}, nil })
+}
+
 // Name implements Summarizer.
 func (Extractive) Name() string { return "extractive" }
 

@@ -6,8 +6,9 @@
 //
 // Three strategies reproduce the reference systems: "default" (pi),
 // "safeguard" (OpenClaw's safeguard extension) and "summarize" (the
-// single pass). Summaries come from a Summarizer: an OpenAI-compatible model
-// or the built-in, deterministic extractive one.
+// single pass). Summaries come from a Summarizer: an OpenAI-compatible model,
+// an external command (exec) or the built-in, deterministic extractive one,
+// each made by NewSummarizer from its registered Source.
 //
 // Entry points: Prepare (pure planning), Compact (plan + summarise, no I/O
 // on the session file) and Run (the whole command, with locking and
@@ -16,7 +17,8 @@
 //
 // It must not print (progress goes to Options.Logf), must not write a
 // session file except through pkg/transcript, and must not know which
-// Summarizer it calls: strategies see only the Summarizer interface.
+// Summarizer it calls: strategies see only the Summarizer interface and
+// what its Capabilities declare.
 package compaction
 
 import (

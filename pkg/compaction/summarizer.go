@@ -148,6 +148,16 @@ type LLMSummarizer struct {
 // NewLLMSummarizer wraps a client.
 func NewLLMSummarizer(c *llm.Client) *LLMSummarizer { return &LLMSummarizer{Client: c} }
 
+func init() {
+	registerSource("llm", func(_ string, env Env) (Summarizer, error) {
+		c, err := env.Client()
+		if err != nil {
+			return nil, err
+		}
+		return NewLLMSummarizer(c), nil
+	})
+}
+
 // Name implements Summarizer.
 func (l *LLMSummarizer) Name() string { return "llm" }
 

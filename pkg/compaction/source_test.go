@@ -1,0 +1,57 @@
+package compaction
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ctxtool/ctxtool/pkg/config"
+	"github.com/ctxtool/ctxtool/pkg/llm"
+)
+
+// Every summariser the key table offers can be made, and every one that
+// registers itself is offered: adding one is its file plus the Enum.
+func TestEverySummarizerInTheKeyTableIsRegistered(t *testing.T) {
+	k, ok := config.Lookup("compaction.summarizer")
+	if !ok {
+		t.Fatal("compaction.summarizer is not in the key table")
+	}
+	var offered []string
+	for _, v := range k.Enum {
+		if v != "auto" { // the command's pick between llm and extractive
+			offered = append(offered, v)
+		}
+	}
+	slices.Sort(offered)
+	if got := SummarizerNames(); !slices.Equal(got, offered) {
+		t.Fatalf("registered summarisers %q, the key table offers %q (besides auto)", got, offered)
+	}
+}
+
+func TestNewSummarizerTakesWhatItNeedsFromEnv(t *testing.T) {
+	down := errors.New("no model configured")
+	env := Env{Client: func() (*llm.Client, error) { return nil, down }, Deadline: 42 * time.Second}
+	if s, err := NewSummarizer("extractive", env); err != nil || !s.Capabilities().Offline {
+		t.Errorf("extractive: %v, %#v", err, s)
+	}
+	s, err := NewSummarizer("exec:  ./summarise --fast ", env)
+	if e, ok := s.(*ExecSummarizer); err != nil || !ok || e.Command != "./summarise --fast" || e.Timeout != 42*time.Second {
+		t.Errorf("exec: %v, %#v", err, s)
+	}
+	if _, err := NewSummarizer("llm", env); !errors.Is(err, down) {
+		t.Errorf("llm without a client: %v, want the client's error", err)
+	}
+	c, err := llm.New(llm.Config{Model: "m", BaseURL: "http://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Client = func() (*llm.Client, error) { return c, nil }
+	if s, err := NewSummarizer("llm", env); err != nil || s.Capabilities().Model != c || !s.Capabilities().Retries {
+		t.Errorf("llm: %v, %#v", err, s)
+	}
+	if _, err := NewSummarizer("oracle", env); err == nil || !strings.Contains(err.Error(), "exec:, extractive, llm") {
+		t.Errorf("an unknown summariser: %v", err)
+	}
+}
