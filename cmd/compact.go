@@ -214,18 +214,13 @@ func (o *CompactOptions) load(cfg *config.Config, fs *pflag.FlagSet) {
 	}
 }
 
-// validate checks what load read.
+// validate checks what load read: the summariser against the key table
+// (as a flag is checked), the settings for compaction's invariants.
 func (o *CompactOptions) validate() error {
-	if err := o.Settings.Validate(); err != nil {
+	if err := config.CheckValue("compaction.summarizer", o.Summarizer); err != nil {
 		return err
 	}
-	switch {
-	case o.Summarizer == "auto", o.Summarizer == "llm", o.Summarizer == "extractive":
-	case strings.HasPrefix(o.Summarizer, "exec:") && strings.TrimSpace(strings.TrimPrefix(o.Summarizer, "exec:")) != "":
-	default:
-		return fmt.Errorf("--summarizer %q: use auto, llm, extractive or exec:COMMAND", o.Summarizer)
-	}
-	return nil
+	return o.Settings.Validate()
 }
 
 func boolFlag(fs *pflag.FlagSet, name string) bool {

@@ -180,14 +180,28 @@ type run struct {
 
 // strategy runs the configured strategy's summariser calls.
 func (r *run) strategy(msgs, prefix []*Msg) error {
-	switch r.set.Strategy {
-	case StrategySafeguard:
-		return r.safeguard(msgs, prefix)
-	case StrategySummarize:
-		return r.summarize(msgs)
+	run := strategyRun(r.set.Strategy)
+	if run == nil {
+		return r.set.Validate()
 	}
-	return r.pi(msgs, prefix)
+	return run(r, msgs, prefix)
 }
+
+// strategyRun dispatches a strategy to its summariser calls; nil for one
+// this package does not implement (Validate refuses it).
+func strategyRun(strategy string) func(r *run, msgs, prefix []*Msg) error {
+	switch strategy {
+	case StrategyDefault:
+		return (*run).pi
+	case StrategySafeguard:
+		return (*run).safeguard
+	case StrategySummarize:
+		return func(r *run, msgs, _ []*Msg) error { return r.summarize(msgs) }
+	}
+	return nil
+}
+
+func implemented(strategy string) bool { return strategyRun(strategy) != nil }
 
 func (r *run) call(req *Request) (string, error) {
 	if req.BudgetTokens == 0 {

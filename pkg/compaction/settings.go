@@ -23,23 +23,17 @@ package compaction
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/ctxtool/ctxtool/pkg/models"
 )
 
-// Strategies.
+// Strategies: the values of compaction.mode (--strategy) this package
+// implements. The key table (pkg/config/keys.go) lists them for users.
 const (
 	StrategyDefault   = "default"
 	StrategySafeguard = "safeguard"
 	StrategySummarize = "summarize"
 )
-
-// strategies lists the accepted --strategy values.
-var strategies = []string{StrategyDefault, StrategySafeguard, StrategySummarize}
-
-// Strategies returns a copy of the accepted --strategy values.
-func Strategies() []string { return slices.Clone(strategies) }
 
 // Reference constants (docs/design/pi-baseline.md,
 // docs/design/openclaw-compaction.md, docs/design/single-pass-summary.md).
@@ -206,34 +200,14 @@ func (s Settings) effectiveReserve() int {
 	return r
 }
 
-// Validate checks the settings a user can get wrong.
+// Validate checks the one invariant compaction relies on: the strategy is
+// one it implements (an unknown one would be planned and summarised as
+// the default). What a user may set — allowed values, ranges — the key
+// table checks (pkg/config) before settings get here; other out-of-range
+// values fall back to the defaults (withDefaults).
 func (s Settings) Validate() error {
-	ok := false
-	for _, st := range strategies {
-		if s.Strategy == st || s.Strategy == "" {
-			ok = true
-		}
-	}
-	if !ok {
-		return fmt.Errorf("unknown strategy %q: use default, safeguard or summarize", s.Strategy)
-	}
-	switch s.IdentifierPolicy {
-	case "", "strict", "off", "custom":
-	default:
-		return fmt.Errorf("compaction.identifierPolicy %q: use strict, off or custom", s.IdentifierPolicy)
-	}
-	switch s.SummarizeFallback {
-	case "", "trim", "fail":
-	default:
-		return fmt.Errorf("compaction.summarize.fallback %q: use trim or fail", s.SummarizeFallback)
-	}
-	for _, f := range []struct {
-		key string
-		n   int
-	}{{"compaction.keepRecentTokens", s.KeepRecentTokens}, {"compaction.reserveTokens", s.ReserveTokens}, {"contextWindow", s.ContextWindow}} {
-		if f.n < 0 {
-			return fmt.Errorf("%s %d: must not be negative", f.key, f.n)
-		}
+	if s.Strategy != "" && !implemented(s.Strategy) {
+		return fmt.Errorf("unknown strategy %q: compaction implements the values of compaction.mode (pkg/config/keys.go)", s.Strategy)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package compaction
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/ctxtool/ctxtool/pkg/config"
 	"github.com/ctxtool/ctxtool/pkg/llm"
+	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 // Every summariser the key table offers can be made, and every one that
@@ -53,5 +55,43 @@ func TestNewSummarizerTakesWhatItNeedsFromEnv(t *testing.T) {
 	}
 	if _, err := NewSummarizer("oracle", env); err == nil || !strings.Contains(err.Error(), "exec:, extractive, llm") {
 		t.Errorf("an unknown summariser: %v", err)
+	}
+}
+
+// strategies are the strategies the tests run every scenario with.
+var strategies = []string{StrategyDefault, StrategySafeguard, StrategySummarize}
+
+// The key table's compaction.mode values are the strategies this package
+// implements, each dispatched to its own summariser calls; anything else
+// is refused, by Validate and by Compact.
+func TestEveryStrategyInTheKeyTableIsImplemented(t *testing.T) {
+	k, _ := config.Lookup("compaction.mode")
+	if !slices.Equal(k.Enum, strategies) {
+		t.Fatalf("the key table offers %q, the package implements %q", k.Enum, strategies)
+	}
+	for _, st := range k.Enum {
+		if err := (Settings{Strategy: st}).Validate(); err != nil || !implemented(st) {
+			t.Errorf("%s: %v", st, err)
+		}
+	}
+	if (Settings{}).Validate() != nil {
+		t.Error("the empty strategy (the default) refused")
+	}
+	err := Settings{Strategy: "fast"}.Validate()
+	if err == nil || !strings.Contains(err.Error(), `unknown strategy "fast"`) {
+		t.Fatalf("an unknown strategy: %v", err)
+	}
+	file := filler(t, 8)
+	s, err := transcript.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	p, err := Prepare(s, Settings{Force: true, KeepRecentTokens: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Compact(context.Background(), s, p, Settings{Strategy: "fast", Force: true, KeepRecentTokens: 1000}, Extractive{}); err == nil || !strings.Contains(err.Error(), `unknown strategy "fast"`) {
+		t.Fatalf("Compact with an unknown strategy: %v", err)
 	}
 }
