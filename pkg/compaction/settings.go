@@ -8,7 +8,7 @@
 // "safeguard" (OpenClaw's safeguard extension) and "summarize" (the
 // single pass). Summaries come from a Summarizer: an OpenAI-compatible model,
 // an external command (exec) or the built-in, deterministic extractive one,
-// each made by NewSummarizer from its registered Source.
+// each made by NewSummarizer from the source its file registers.
 //
 // Entry points: Prepare (pure planning), Compact (plan + summarise, no I/O
 // on the session file) and Run (the whole command, with locking and

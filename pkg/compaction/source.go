@@ -21,15 +21,15 @@ type Env struct {
 	Deadline time.Duration
 }
 
-// Source makes a summariser. arg is what follows the name when the name
+// source makes a summariser. arg is what follows the name when the name
 // ends in ':' (exec:COMMAND), else "".
-type Source func(arg string, env Env) (Summarizer, error)
+type source func(arg string, env Env) (Summarizer, error)
 
 // sources are the summarisers compaction.summarizer can name, by value;
 // each summariser's file registers its own (registerSource, from init).
-var sources = map[string]Source{}
+var sources = map[string]source{}
 
-func registerSource(name string, s Source) {
+func registerSource(name string, s source) {
 	if _, dup := sources[name]; dup {
 		panic("compaction: summariser " + name + " registered twice")
 	}
@@ -48,9 +48,9 @@ func NewSummarizer(value string, env Env) (Summarizer, error) {
 			return s(arg, env)
 		}
 	}
-	return nil, fmt.Errorf("--summarizer %q: no such summariser (use one of %s)", value, strings.Join(SummarizerNames(), ", "))
+	return nil, fmt.Errorf("--summarizer %q: no such summariser (use one of %s)", value, strings.Join(summarizerNames(), ", "))
 }
 
-// SummarizerNames lists the registered names, sorted (a name ending in ':'
+// summarizerNames lists the registered names, sorted (a name ending in ':'
 // takes an argument).
-func SummarizerNames() []string { return slices.Sorted(maps.Keys(sources)) }
+func summarizerNames() []string { return slices.Sorted(maps.Keys(sources)) }

@@ -27,7 +27,7 @@ func TestEverySummarizerInTheKeyTableIsRegistered(t *testing.T) {
 		}
 	}
 	slices.Sort(offered)
-	if got := SummarizerNames(); !slices.Equal(got, offered) {
+	if got := summarizerNames(); !slices.Equal(got, offered) {
 		t.Fatalf("registered summarisers %q, the key table offers %q (besides auto)", got, offered)
 	}
 }

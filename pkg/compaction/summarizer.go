@@ -82,7 +82,7 @@ type Request struct {
 // between summarisers (a dry run, the identifier retry, the file lists'
 // budget, the summarize strategy's fallback, a whole-preparation call,
 // usage) is what Capabilities declares. A new summariser is its own file
-// (the type, and a Source registered from its init) plus its value in the
+// (the type, and registerSource from its init) plus its value in the
 // compaction.summarizer key's Enum (pkg/config/keys.go).
 type Summarizer interface {
 	// Name is what results, details and messages report ("llm",
