@@ -201,8 +201,8 @@ func (s Settings) effectiveReserve() int {
 }
 
 // Validate checks the one invariant compaction relies on: the strategy is
-// one it implements (an unknown one would be planned and summarised as
-// the default). What a user may set — allowed values, ranges — the key
+// one it implements (Prepare would plan an unknown one as the default;
+// Compact refuses it). What a user may set — allowed values, ranges — the key
 // table checks (pkg/config) before settings get here; other out-of-range
 // values fall back to the defaults (withDefaults).
 func (s Settings) Validate() error {
