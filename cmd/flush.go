@@ -143,8 +143,8 @@ func (o *FlushOptions) model() (memflush.Completer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if l, ok := sum.(*compaction.LLMSummarizer); ok {
-		return l.Client, nil
+	if m := sum.Capabilities().Model; m != nil {
+		return m, nil
 	}
 	return nil, nil
 }

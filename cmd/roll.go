@@ -141,13 +141,15 @@ func (o *RollOptions) useSafeguardFallback(c Compaction) {
 
 func validateRoll(opts *RollOptions) error {
 	o := opts.Roll
+	// the key table's ranges, in the words a flag's check uses
+	for _, err := range []error{config.CheckValue("compaction.rolling.targetUtilization", o.TargetUtilization),
+		config.CheckValue("compaction.rolling.minKeepMessages", o.MinKeepMessages),
+		config.CheckValue("compaction.rolling.trigger", o.Trigger)} {
+		if err != nil {
+			return err
+		}
+	}
 	switch {
-	case o.TargetUtilization <= 0 || o.TargetUtilization > 1:
-		return fmt.Errorf("--target-utilization %v: give a fraction of the window in (0, 1], e.g. 0.8", o.TargetUtilization)
-	case o.MinKeepMessages < 0:
-		return fmt.Errorf("--min-keep-messages %d: must be ≥ 0", o.MinKeepMessages)
-	case o.Trigger < 0 || o.Trigger > 1:
-		return fmt.Errorf("--trigger %v: give a utilization in [0, 1], e.g. 0.9 (0 forces a roll)", o.Trigger)
 	case opts.Jobs < 0:
 		return fmt.Errorf("--jobs %d: must be ≥ 1", opts.Jobs)
 	case opts.OlderThan < 0:

@@ -153,27 +153,22 @@ func (f *Factory) Compaction() Compaction {
 	}}
 }
 
-// validate checks what Factory.Compaction read.
+// validate checks what Factory.Compaction read: the summariser against
+// the key table (as a flag is checked), the settings for compaction's
+// invariants.
 func (o Compaction) validate() error {
-	if err := o.Settings.Validate(); err != nil {
+	if err := config.CheckValue("compaction.summarizer", o.Summarizer); err != nil {
 		return err
 	}
-	switch {
-	case o.Summarizer == "auto", o.Summarizer == "llm", o.Summarizer == "extractive":
-	case strings.HasPrefix(o.Summarizer, "exec:") && strings.TrimSpace(strings.TrimPrefix(o.Summarizer, "exec:")) != "":
-	default:
-		return fmt.Errorf("--summarizer %q: use auto, llm, extractive or exec:COMMAND", o.Summarizer)
-	}
-	return nil
+	return o.Settings.Validate()
 }
 
 // pick builds the summariser the set names and says on errOut which one
 // auto picked.
 func (o Summarizers) pick(errOut io.Writer) (compaction.Summarizer, error) {
-	configured := o.LLM.Model != "" && (o.LLM.BaseURL != "" || o.LLM.APIKey != "")
 	pick := o.Summarizer
 	if pick == "auto" {
-		if configured {
+		if o.llmConfigured() {
 			pick = "llm"
 			fmt.Fprintf(errOut, "summarizer: llm (%s at %s)\n", o.LLM.Model, cmp.Or(o.LLM.BaseURL, "https://api.openai.com/v1"))
 		} else {
@@ -185,13 +180,13 @@ func (o Summarizers) pick(errOut io.Writer) (compaction.Summarizer, error) {
 			fmt.Fprintf(errOut, "summarizer: extractive (%s)\n", why)
 		}
 	}
-	if pick == "extractive" {
-		return compaction.Extractive{}, nil
-	}
-	if cmd, ok := strings.CutPrefix(pick, "exec:"); ok {
-		return &compaction.ExecSummarizer{Command: strings.TrimSpace(cmd), Timeout: o.Deadline}, nil
-	}
-	if !configured {
+	return compaction.NewSummarizer(pick, compaction.Env{Client: func() (*llm.Client, error) { return o.llmClient(errOut) }, Deadline: o.Deadline})
+}
+
+// llmClient is the configured LLM client, or the usage error that says
+// what configuration is missing.
+func (o Summarizers) llmClient(errOut io.Writer) (*llm.Client, error) {
+	if !o.llmConfigured() {
 		var missing []string
 		if o.LLM.Model == "" {
 			missing = append(missing, "a model: --llm-model NAME (or llm.model, CTXTOOL_LLM_MODEL)")
@@ -207,7 +202,12 @@ func (o Summarizers) pick(errOut io.Writer) (compaction.Summarizer, error) {
 	if err != nil {
 		return nil, exitcode.New(exitcode.Usage, err)
 	}
-	return compaction.NewLLMSummarizer(c), nil
+	return c, nil
+}
+
+// llmConfigured reports whether a model and an endpoint are set.
+func (o Summarizers) llmConfigured() bool {
+	return o.LLM.Model != "" && (o.LLM.BaseURL != "" || o.LLM.APIKey != "")
 }
 
 // llmEndpoint is the OpenAI-compatible endpoint summaries and embeddings

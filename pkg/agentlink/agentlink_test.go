@@ -210,6 +210,9 @@ func TestFileListsCumulative(t *testing.T) {
 type fixed string
 
 func (f fixed) Name() string { return "fixed" }
+func (fixed) Capabilities() compaction.Capabilities {
+	return compaction.Capabilities{}
+}
 func (f fixed) Summarize(context.Context, *compaction.Request) (string, error) {
 	return string(f), nil
 }
@@ -272,6 +275,9 @@ type peek struct {
 }
 
 func (p *peek) Name() string { return "peek" }
+func (*peek) Capabilities() compaction.Capabilities {
+	return compaction.Capabilities{}
+}
 func (p *peek) Summarize(context.Context, *compaction.Request) (string, error) {
 	es, _ := os.ReadDir(p.dir)
 	for _, e := range es {

@@ -30,6 +30,10 @@ type AugmentResponse struct {
 type givenSummary string
 
 func (g givenSummary) Name() string { return "agent" }
+
+// Capabilities: the agent's model already wrote the summary; it is
+// audited as it is (never asked again, file lists appended whole).
+func (g givenSummary) Capabilities() compaction.Capabilities { return compaction.Capabilities{} }
 func (g givenSummary) Summarize(context.Context, *compaction.Request) (string, error) {
 	return string(g), nil
 }

@@ -230,6 +230,9 @@ func TestOpenClawPluginFallsBack(t *testing.T) {
 type recordingSummarizer struct{ instructions string }
 
 func (r *recordingSummarizer) Name() string { return "test" }
+func (*recordingSummarizer) Capabilities() compaction.Capabilities {
+	return compaction.Capabilities{}
+}
 
 func (r *recordingSummarizer) Summarize(_ context.Context, req *compaction.Request) (string, error) {
 	r.instructions += req.Instructions

@@ -426,6 +426,9 @@ func TestPlanRollingSummary(t *testing.T) {
 type failing struct{}
 
 func (failing) Name() string { return "llm" }
+func (failing) Capabilities() compaction.Capabilities {
+	return compaction.Capabilities{}
+}
 func (failing) Summarize(context.Context, *compaction.Request) (string, error) {
 	return "", fmt.Errorf("endpoint returned 503")
 }

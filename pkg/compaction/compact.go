@@ -82,10 +82,11 @@ func Compact(ctx context.Context, s *transcript.Session, p *Preparation, set Set
 		return nil, err
 	}
 	out.Audit = audit(found, out.Summary, kept)
-	// The identifier guard: a model that dropped identifiers gets one more
-	// try with the list (the extractive summariser keeps what its budget
-	// allows and would only repeat itself).
-	if ids := out.Audit.droppedIdentifiers(); len(ids) > 0 && set.IdentifierRetry && sum.Name() == "llm" && out.Fallback == "" {
+	// The identifier guard: a summariser that Retries (a model) and dropped
+	// identifiers gets one more try with the list (a deterministic one, such
+	// as the extractive summariser, keeps what its budget allows and would
+	// only repeat itself).
+	if ids := out.Audit.droppedIdentifiers(); len(ids) > 0 && set.IdentifierRetry && sum.Capabilities().Retries && out.Fallback == "" {
 		retry := set
 		retry.CustomInstructions = strings.TrimSpace(set.CustomInstructions + "\n" + identifierRetryInstruction(ids))
 		again, err := g.summarize(ctx, s, p, retry, sum)
@@ -119,10 +120,10 @@ type region struct {
 func (g *region) summarize(ctx context.Context, s *transcript.Session, p *Preparation, set Settings, sum Summarizer) (*Outcome, error) {
 	out := g.base
 	var err error
-	if whole, ok := sum.(preparationSummarizer); ok {
+	if whole := sum.Capabilities().Whole; whole != nil {
 		// an external summariser owns the whole summary; pi's file lists
 		// are appended as pi appends them to its own
-		out.Summary, err = whole.SummarizePreparation(ctx, s, p, set, g.msgs, g.prefix, g.ops)
+		out.Summary, err = whole(ctx, s, p, set, g.msgs, g.prefix, g.ops)
 		fl := formatFileLists(out.ReadFiles, out.ModifiedFiles, 0, 0)
 		if err == nil && fl != "" && !strings.Contains(out.Summary, "<read-files>") && !strings.Contains(out.Summary, "<modified-files>") {
 			out.Summary += "\n\n" + fl
@@ -179,14 +180,28 @@ type run struct {
 
 // strategy runs the configured strategy's summariser calls.
 func (r *run) strategy(msgs, prefix []*Msg) error {
-	switch r.set.Strategy {
-	case StrategySafeguard:
-		return r.safeguard(msgs, prefix)
-	case StrategySummarize:
-		return r.summarize(msgs)
+	run := strategyRun(r.set.Strategy)
+	if run == nil {
+		return r.set.Validate()
 	}
-	return r.pi(msgs, prefix)
+	return run(r, msgs, prefix)
 }
+
+// strategyRun dispatches a strategy to its summariser calls; nil for one
+// this package does not implement (Validate refuses it).
+func strategyRun(strategy string) func(r *run, msgs, prefix []*Msg) error {
+	switch strategy {
+	case StrategyDefault:
+		return (*run).pi
+	case StrategySafeguard:
+		return (*run).safeguard
+	case StrategySummarize:
+		return func(r *run, msgs, _ []*Msg) error { return r.summarize(msgs) }
+	}
+	return nil
+}
+
+func implemented(strategy string) bool { return strategyRun(strategy) != nil }
 
 func (r *run) call(req *Request) (string, error) {
 	if req.BudgetTokens == 0 {
@@ -214,14 +229,14 @@ func (r *run) pi(msgs, prefix []*Msg) error {
 	var herr, terr error
 	var wg sync.WaitGroup
 	prev := stripFileBlocks(r.p.PreviousSummary)
-	// The extractive summary as a whole (history, split-turn prefix, file
+	// A Budgeted summary as a whole (history, split-turn prefix, file
 	// lists) stays within the budget: the file lists are capped at about a
 	// third of it, the prefix gets a quarter, the history the rest. (A
 	// model's summary is bounded by MaxOutputTokens; its lists stay whole,
 	// as pi writes them.)
 	budget := r.set.SummaryBudget()
 	files := formatFileLists(r.out.ReadFiles, r.out.ModifiedFiles, 0, 0)
-	if r.sum.Name() == "extractive" {
+	if r.sum.Capabilities().Budgeted {
 		files = formatFileLists(r.out.ReadFiles, r.out.ModifiedFiles, budget/2, budget)
 	}
 	histBudget := budget - countTokens(files) - 8
@@ -285,9 +300,9 @@ func (r *run) summarize(msgs []*Msg) error {
 	body, err := r.call(&Request{Kind: KindHistory, Layout: LayoutNarrative, Messages: msgs, Transcript: tr,
 		PreviousSummary: prev, Instructions: r.set.CustomInstructions, MaxOutputTokens: r.set.MaxOutputTokens})
 	if err != nil {
-		// No fallback when asked not to, when the extractive summariser
-		// itself failed, or when the user cancelled.
-		if r.set.SummarizeFallback != "trim" || r.sum.Name() == "extractive" || errors.Is(r.ctx.Err(), context.Canceled) {
+		// No fallback when asked not to, when an Offline summariser (the
+		// extractive one, say) itself failed, or when the user cancelled.
+		if r.set.SummarizeFallback != "trim" || r.sum.Capabilities().Offline || errors.Is(r.ctx.Err(), context.Canceled) {
 			return err
 		}
 		r.out.Fallback = err.Error()

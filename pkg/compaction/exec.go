@@ -27,8 +27,20 @@ type ExecSummarizer struct {
 // DefaultExecTimeout bounds an exec summariser (llm.deadline's default).
 const DefaultExecTimeout = 10 * time.Minute
 
+func init() {
+	registerSource("exec:", func(command string, env Env) (Summarizer, error) {
+		return &ExecSummarizer{Command: strings.TrimSpace(command), Timeout: env.Deadline}, nil
+	})
+}
+
 // Name implements Summarizer.
 func (e *ExecSummarizer) Name() string { return "exec" }
+
+// Capabilities implements Summarizer: the command takes the whole
+// preparation at once.
+func (e *ExecSummarizer) Capabilities() Capabilities {
+	return Capabilities{Whole: e.SummarizePreparation}
+}
 
 // Summarize implements Summarizer for a single request (a strategy calling
 // it piecewise): the request's transcript and previous summary go in
@@ -154,10 +166,4 @@ func rawMessages(s *transcript.Session, msgs []*Msg, where *[]ExecEntry) ([]json
 // listOf is a set's members, sorted; [] (not null) when empty.
 func listOf(set map[string]bool) []string {
 	return append([]string{}, slices.Sorted(maps.Keys(set))...)
-}
-
-// preparationSummarizer is implemented by summarisers that take a whole
-// preparation at once (ExecSummarizer).
-type preparationSummarizer interface {
-	SummarizePreparation(ctx context.Context, s *transcript.Session, p *Preparation, set Settings, msgs, prefix []*Msg, ops *FileOps) (string, error)
 }

@@ -29,8 +29,15 @@ import (
 // It cannot understand; it can only rank and not forget.
 type Extractive struct{}
 
+func init() {
+	registerSource("extractive", func(string, Env) (Summarizer, error) { return Extractive{}, nil })
+}
+
 // Name implements Summarizer.
 func (Extractive) Name() string { return "extractive" }
+
+// Capabilities implements Summarizer: offline, and within its budget.
+func (Extractive) Capabilities() Capabilities { return Capabilities{Offline: true, Budgeted: true} }
 
 // Summarize implements Summarizer.
 func (Extractive) Summarize(_ context.Context, r *Request) (string, error) {

@@ -15,7 +15,8 @@ import (
 
 // redacting hands its Summarizer a request with every secret replaced by
 // its marker and redacts what comes back (a model may quote what it saw
-// elsewhere; the extractive summary reads the messages themselves).
+// elsewhere; the extractive summary reads the messages themselves). The
+// wrapped summariser's Name and Capabilities pass through.
 type redacting struct{ Summarizer }
 
 func (r redacting) Summarize(ctx context.Context, req *Request) (string, error) {
@@ -31,19 +32,11 @@ func (r redacting) Summarize(ctx context.Context, req *Request) (string, error) 
 	return secrets.Redact(text), err
 }
 
-// Usage passes the wrapped summariser's spending through.
-func (r redacting) Usage() Usage {
-	if u, ok := r.Summarizer.(usageReporter); ok {
-		return u.Usage()
-	}
-	return Usage{}
-}
-
 // withRedaction wraps sum unless secrets are kept. An external
 // summariser (exec) sees the session itself; its summary is redacted
 // when it comes back (region.summarize).
 func withRedaction(sum Summarizer, keep bool) Summarizer {
-	if _, ok := sum.(preparationSummarizer); ok || keep || sum == nil {
+	if keep || sum == nil || sum.Capabilities().Whole != nil {
 		return sum
 	}
 	if _, ok := sum.(redacting); ok {

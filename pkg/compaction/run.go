@@ -376,7 +376,7 @@ func plan(s *transcript.Session, o Options, res *Result) (Settings, *Preparation
 			return set, nil, nil
 		}
 	}
-	if o.DryRun && o.Summarizer.Name() != "extractive" {
+	if o.DryRun && !o.Summarizer.Capabilities().Offline {
 		res.Warnings = append(res.Warnings, "dry run: the "+o.Summarizer.Name()+" summariser was not called; tokensAfter counts the kept messages only")
 		res.TokensAfter = afterTokens(p, "")
 		next, err := nextRequest(s, p, "", o.size())
@@ -631,8 +631,8 @@ func appendOnce(list []string, items ...string) []string {
 }
 
 func usageOf(s Summarizer) Usage {
-	if u, ok := s.(usageReporter); ok {
-		return u.Usage()
+	if u := s.Capabilities().Usage; u != nil {
+		return u()
 	}
 	return Usage{}
 }

@@ -6,8 +6,9 @@
 //
 // Three strategies reproduce the reference systems: "default" (pi),
 // "safeguard" (OpenClaw's safeguard extension) and "summarize" (the
-// single pass). Summaries come from a Summarizer: an OpenAI-compatible model
-// or the built-in, deterministic extractive one.
+// single pass). Summaries come from a Summarizer: an OpenAI-compatible model,
+// an external command (exec) or the built-in, deterministic extractive one,
+// each made by NewSummarizer from the source its file registers.
 //
 // Entry points: Prepare (pure planning), Compact (plan + summarise, no I/O
 // on the session file) and Run (the whole command, with locking and
@@ -16,28 +17,23 @@
 //
 // It must not print (progress goes to Options.Logf), must not write a
 // session file except through pkg/transcript, and must not know which
-// Summarizer it calls: strategies see only the Summarizer interface.
+// Summarizer it calls: strategies see only the Summarizer interface and
+// what its Capabilities declare.
 package compaction
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/ctxtool/ctxtool/pkg/models"
 )
 
-// Strategies.
+// Strategies: the values of compaction.mode (--strategy) this package
+// implements. The key table (pkg/config/keys.go) lists them for users.
 const (
 	StrategyDefault   = "default"
 	StrategySafeguard = "safeguard"
 	StrategySummarize = "summarize"
 )
-
-// strategies lists the accepted --strategy values.
-var strategies = []string{StrategyDefault, StrategySafeguard, StrategySummarize}
-
-// Strategies returns a copy of the accepted --strategy values.
-func Strategies() []string { return slices.Clone(strategies) }
 
 // Reference constants (docs/design/pi-baseline.md,
 // docs/design/openclaw-compaction.md, docs/design/single-pass-summary.md).
@@ -207,34 +203,14 @@ func (s Settings) effectiveReserve() int {
 	return r
 }
 
-// Validate checks the settings a user can get wrong.
+// Validate checks the one invariant compaction relies on: the strategy is
+// one it implements (Prepare would plan an unknown one as the default;
+// Compact refuses it). What a user may set — allowed values, ranges — the key
+// table checks (pkg/config) before settings get here; other out-of-range
+// values fall back to the defaults (withDefaults).
 func (s Settings) Validate() error {
-	ok := false
-	for _, st := range strategies {
-		if s.Strategy == st || s.Strategy == "" {
-			ok = true
-		}
-	}
-	if !ok {
-		return fmt.Errorf("unknown strategy %q: use default, safeguard or summarize", s.Strategy)
-	}
-	switch s.IdentifierPolicy {
-	case "", "strict", "off", "custom":
-	default:
-		return fmt.Errorf("compaction.identifierPolicy %q: use strict, off or custom", s.IdentifierPolicy)
-	}
-	switch s.SummarizeFallback {
-	case "", "trim", "fail":
-	default:
-		return fmt.Errorf("compaction.summarize.fallback %q: use trim or fail", s.SummarizeFallback)
-	}
-	for _, f := range []struct {
-		key string
-		n   int
-	}{{"compaction.keepRecentTokens", s.KeepRecentTokens}, {"compaction.reserveTokens", s.ReserveTokens}, {"contextWindow", s.ContextWindow}} {
-		if f.n < 0 {
-			return fmt.Errorf("%s %d: must not be negative", f.key, f.n)
-		}
+	if s.Strategy != "" && !implemented(s.Strategy) {
+		return fmt.Errorf("unknown strategy %q: compaction implements the values of compaction.mode (pkg/config/keys.go)", s.Strategy)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/ctxtool/ctxtool/pkg/llm"
+	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 // Kind says what a summariser call is for.
@@ -76,11 +77,60 @@ type Request struct {
 }
 
 // Summarizer turns a Request into summary text.
+//
+// Strategies and Run never ask which summariser they hold: what differs
+// between summarisers (a dry run, the identifier retry, the file lists'
+// budget, the summarize strategy's fallback, a whole-preparation call,
+// usage) is what Capabilities declares. A new summariser is its own file
+// (the type, and registerSource from its init) plus its value in the
+// compaction.summarizer key's Enum (pkg/config/keys.go).
 type Summarizer interface {
-	// Name is "llm" or "extractive" (what --summarizer reports).
+	// Name is what results, details and messages report ("llm",
+	// "extractive", "exec"); nothing branches on it.
 	Name() string
+	// Capabilities declares how compaction treats the summariser.
+	Capabilities() Capabilities
 	Summarize(ctx context.Context, r *Request) (string, error)
 }
+
+// Capabilities is what a summariser declares about itself. The zero value
+// is a summariser that calls out (to a model, a command or an agent):
+// a dry run does not call it, its answer is not asked for again, pi's file
+// lists are appended whole, and the summarize strategy falls back to an
+// offline extract when it fails.
+type Capabilities struct {
+	// Offline: it runs in this process, deterministic and free. A dry run
+	// calls it and reports the real summary; when it fails, the summarize
+	// strategy does not fall back to the trim extract (an offline extract
+	// too: there is no outage for it to stand in for).
+	Offline bool
+	// Budgeted: its summary keeps Request.BudgetTokens, so the default
+	// strategy cuts pi's file lists to fit the same budget (a model's
+	// summary is bounded by MaxOutputTokens instead; its lists stay whole,
+	// as pi writes them).
+	Budgeted bool
+	// Retries: asking once more, with the identifiers its summary dropped,
+	// can change the answer (a model); compaction.identifierRetry applies
+	// only then. A deterministic summariser would repeat itself.
+	Retries bool
+	// Whole, when set, summarises a whole preparation in one call instead
+	// of the strategy's requests (an external command that owns the
+	// summary). It sees the session itself, so requests are not redacted
+	// for it; its summary is, when it comes back, and pi's file lists are
+	// appended unless it wrote them.
+	Whole PreparationFunc
+	// Usage, when set, reports what the summariser has spent so far (model
+	// calls and tokens): Run reports the difference a compaction made.
+	Usage func() Usage
+	// Model is the chat model it summarises with, if it is one: the memory
+	// flush writes its notes with the same model.
+	Model *llm.Client
+}
+
+// PreparationFunc summarises a whole preparation: the session, the plan,
+// the settings, the (redacted unless kept) messages to summarise and the
+// split turn's prefix, and the cumulative file operations.
+type PreparationFunc func(ctx context.Context, s *transcript.Session, p *Preparation, set Settings, msgs, prefix []*Msg, ops *FileOps) (string, error)
 
 // Usage is what a summariser spent (zero for the extractive one).
 type Usage struct {
@@ -90,9 +140,6 @@ type Usage struct {
 	OutputTokens int    `json:"outputTokens"`
 }
 
-// usageReporter is implemented by summarisers that call a model.
-type usageReporter interface{ Usage() Usage }
-
 // LLMSummarizer summarises with an OpenAI-compatible chat model.
 type LLMSummarizer struct {
 	Client *llm.Client
@@ -101,8 +148,24 @@ type LLMSummarizer struct {
 // NewLLMSummarizer wraps a client.
 func NewLLMSummarizer(c *llm.Client) *LLMSummarizer { return &LLMSummarizer{Client: c} }
 
+func init() {
+	registerSource("llm", func(_ string, env Env) (Summarizer, error) {
+		c, err := env.Client()
+		if err != nil {
+			return nil, err
+		}
+		return NewLLMSummarizer(c), nil
+	})
+}
+
 // Name implements Summarizer.
 func (l *LLMSummarizer) Name() string { return "llm" }
+
+// Capabilities implements Summarizer: a model, asked again when it drops
+// identifiers, whose calls and tokens are reported.
+func (l *LLMSummarizer) Capabilities() Capabilities {
+	return Capabilities{Retries: true, Usage: l.Usage, Model: l.Client}
+}
 
 // Usage reports the client's calls and tokens so far.
 func (l *LLMSummarizer) Usage() Usage {

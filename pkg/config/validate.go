@@ -101,8 +101,12 @@ func checkEnum(k Key, s string) string {
 	}
 	for _, e := range k.Enum {
 		// an entry ending in ':' is a prefix taking a value: exec:COMMAND
-		if s == e || (strings.HasSuffix(e, ":") && strings.HasPrefix(s, e) && strings.TrimSpace(s[len(e):]) != "") {
+		prefix := strings.HasSuffix(e, ":")
+		if (s == e && !prefix) || (prefix && strings.HasPrefix(s, e) && strings.TrimSpace(s[len(e):]) != "") {
 			return ""
+		}
+		if prefix && strings.HasPrefix(s, e) {
+			return fmt.Sprintf("%q needs a value after %q", s, e)
 		}
 	}
 	return fmt.Sprintf("%q is not one of %s", s, strings.Join(k.Enum, ", "))
@@ -368,25 +372,42 @@ func FlagKey(f *pflag.Flag) (Key, bool) {
 func CheckFlags(fs *pflag.FlagSet) error {
 	var errs []error
 	fs.Visit(func(f *pflag.Flag) {
-		k, ok := FlagKey(f)
-		if !ok {
-			return
-		}
-		var p string
-		switch k.Kind {
-		case String:
-			p = checkEnum(k, f.Value.String())
-		case Int, Float:
-			n, err := strconv.ParseFloat(f.Value.String(), 64)
-			if err == nil {
-				p = k.Range.check(n)
+		if k, ok := FlagKey(f); ok {
+			if err := checkText(k, f.Value.String()); err != nil {
+				errs = append(errs, err)
 			}
-		}
-		if p != "" {
-			errs = append(errs, fmt.Errorf("--%s %s: %s (config %s)", f.Name, f.Value.String(), p, k.Name))
 		}
 	})
 	return errors.Join(errs...)
+}
+
+// CheckValue validates a key's value that came neither from Load nor from
+// a flag CheckFlags saw (a caller's own options), against the same rules
+// and in the same words as CheckFlags.
+func CheckValue(name string, v any) error {
+	return checkText(mustKey(name), fmt.Sprint(v))
+}
+
+// checkText checks the text of a value of k (enum or range) and says what
+// is wrong as CheckFlags says it.
+func checkText(k Key, text string) error {
+	var p string
+	switch k.Kind {
+	case String:
+		p = checkEnum(k, text)
+	case Int, Float:
+		n, err := strconv.ParseFloat(text, 64)
+		if err == nil {
+			p = k.Range.check(n)
+		}
+	}
+	if p == "" {
+		return nil
+	}
+	if k.Flag == "" {
+		return fmt.Errorf("%s %s: %s", k.Name, text, p)
+	}
+	return fmt.Errorf("--%s %s: %s (config %s)", k.Flag, text, p, k.Name)
 }
 
 // changedFlag is the flag standing for key that the user set, or nil.

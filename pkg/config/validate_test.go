@@ -157,3 +157,38 @@ func TestFlagsFromTheTable(t *testing.T) {
 		t.Fatal("another flag of the same name was read as the key")
 	}
 }
+
+// A value from a caller's own options is checked against the table with
+// the words a flag's check uses.
+func TestCheckValueSaysWhatCheckFlagsSays(t *testing.T) {
+	for _, tc := range []struct {
+		key  string
+		v    any
+		args []string
+	}{
+		{"compaction.rolling.targetUtilization", 1.5, []string{"--target-utilization", "1.5"}},
+		{"compaction.rolling.trigger", -0.25, []string{"--trigger", "-0.25"}},
+		{"compaction.rolling.minKeepMessages", -1, []string{"--min-keep-messages", "-1"}},
+		{"compaction.summarizer", "exec:", []string{"--summarizer", "exec:"}},
+		{"compaction.mode", "fast", []string{"--strategy", "fast"}},
+	} {
+		fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+		Flag(fs, tc.key)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		want, got := CheckFlags(fs), CheckValue(tc.key, tc.v)
+		if want == nil || got == nil || got.Error() != want.Error() {
+			t.Errorf("%s %v: CheckValue says %v, CheckFlags %v", tc.key, tc.v, got, want)
+		}
+	}
+	for key, v := range map[string]any{"compaction.rolling.targetUtilization": 1.0, "compaction.summarizer": "exec:./s",
+		"compaction.identifierPolicy": "off", "compaction.rolling.minKeepMessages": 0} {
+		if err := CheckValue(key, v); err != nil {
+			t.Errorf("%s %v rejected: %v", key, v, err)
+		}
+	}
+	if err := CheckValue("compaction.summarize.fallback", "retry"); err == nil || err.Error() != `compaction.summarize.fallback retry: "retry" is not one of trim, fail` {
+		t.Errorf("a key without a flag: %v", err)
+	}
+}
