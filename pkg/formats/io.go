@@ -27,6 +27,29 @@ var errLineTooLong = errors.New("line too long")
 
 func newLineReader(r io.Reader) *lineReader { return newLineReaderSize(r, 1<<20) }
 
+// readers keeps newLineReader's 1 MiB buffers for the next file: reading
+// a directory of small sessions allocated and cleared one per file (1 GB
+// of 3 MB Claude Code files: 1.3 GB of buffers, 7% of estimate's CPU).
+var readers sync.Pool
+
+// takeLineReader is newLineReader with a buffer from readers; release
+// hands it back.
+func takeLineReader(r io.Reader) *lineReader {
+	if br, ok := readers.Get().(*bufio.Reader); ok {
+		br.Reset(r)
+		return &lineReader{br: br, src: r}
+	}
+	return newLineReader(r)
+}
+
+// release hands l's buffer back once nothing reads through it any more
+// (nor any slice it handed out: lines are copied by whoever keeps them).
+func (l *lineReader) release() {
+	l.br.Reset(nil)
+	readers.Put(l.br)
+	l.br = nil
+}
+
 // newLineReaderSize reads with a buffer of size bytes (longer lines are
 // still read whole).
 func newLineReaderSize(r io.Reader, size int) *lineReader {
