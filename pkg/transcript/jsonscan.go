@@ -18,7 +18,9 @@ import (
 // scanner is a small validating JSON scanner over one line. It accepts
 // exactly what JavaScript's JSON.parse accepts (so a line is malformed for us
 // exactly when pi drops it) and measures strings in UTF-16 code units, the
-// unit of pi's chars/4 heuristic, without allocating.
+// unit of pi's chars/4 heuristic, without allocating. The converters of
+// pkg/formats have a pull decoder of their own (jdec), with encoding/json's
+// nesting limit; its doc comment says why the two are kept apart.
 type scanner struct {
 	b   []byte
 	i   int

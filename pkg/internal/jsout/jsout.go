@@ -42,23 +42,8 @@ var safeByte = func() (t [256]bool) {
 func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
-	for i := 0; i < len(s); {
-		// skip 8 bytes at a time while none needs escaping or is not ASCII
-		for i+8 <= len(s) {
-			x := swar.LoadString(s, i)
-			if swar.JSONEscape(x)|x&swar.High != 0 {
-				break
-			}
-			i += 8
-		}
-		if i >= len(s) {
-			break
-		}
+	for i := plainRun(s, 0); i < len(s); i = plainRun(s, i) {
 		c := s[i]
-		if safeByte[c] {
-			i++
-			continue
-		}
 		if c < utf8.RuneSelf {
 			b = append(b, s[start:i]...)
 			switch c {
@@ -93,25 +78,13 @@ func AppendString(b []byte, s string) []byte {
 	return append(append(b, s[start:]...), '"')
 }
 
-// StringLen is len(AppendString(nil, s)), counted without writing.
+// StringLen is len(AppendString(nil, s)), counted without writing (for
+// the converters' measuring writer); it must follow AppendString step by
+// step (TestStringLenIsAppendString).
 func StringLen(s string) int {
 	n := len(s) + 2
-	for i := 0; i < len(s); {
-		for i+8 <= len(s) {
-			x := swar.LoadString(s, i)
-			if swar.JSONEscape(x)|x&swar.High != 0 {
-				break
-			}
-			i += 8
-		}
-		if i >= len(s) {
-			break
-		}
+	for i := plainRun(s, 0); i < len(s); i = plainRun(s, i) {
 		c := s[i]
-		if safeByte[c] {
-			i++
-			continue
-		}
 		if c < utf8.RuneSelf {
 			switch c {
 			case '"', '\\', '\n', '\r', '\t', '\b', '\f':
@@ -131,6 +104,23 @@ func StringLen(s string) int {
 		i += k
 	}
 	return n
+}
+
+// plainRun is the index of the first byte of s from i on that is not
+// printable ASCII other than '"' and '\\' (len(s) if none): eight bytes a
+// word while they all are, as base64 images and code mostly are.
+func plainRun(s string, i int) int {
+	for i+8 <= len(s) {
+		x := swar.LoadString(s, i)
+		if swar.JSONEscape(x)|x&swar.High != 0 {
+			break
+		}
+		i += 8
+	}
+	for i < len(s) && safeByte[s[i]] {
+		i++
+	}
+	return i
 }
 
 // Subpart is the length of the maximal subpart of the ill-formed UTF-8
