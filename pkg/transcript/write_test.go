@@ -284,3 +284,18 @@ func TestRewriteRefusesReplacedOrBusyFile(t *testing.T) {
 		t.Fatal("file changed")
 	}
 }
+
+// An entry's text holding invalid UTF-8 (a tool's output cut inside a
+// character) is written as pi writes the string Node read: one raw
+// U+FFFD per ill-formed subpart, so the truncated 3-byte sequence E4 B8
+// is one U+FFFD (encoding/json wrote the escape \ufffd twice).
+func TestWriterInvalidUTF8IsNodes(t *testing.T) {
+	s := testkit.Load(t, "testdata/spec-v3.jsonl")
+	a, err := s.NewWriter().CustomMessage("t", "cut \xe4\xb8 here \xed\xa0\x80", false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "\"content\":\"cut \ufffd here \ufffd\ufffd\ufffd\""; !strings.Contains(string(a.Line), want) {
+		t.Errorf("line %s\nlacks %s", a.Line, want)
+	}
+}
