@@ -5,6 +5,7 @@ import (
 	"encoding"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -21,7 +22,61 @@ import (
 // Values that implement json.Marshaler (json.RawMessage among them) are
 // written compact, their strings re-encoded by AppendString too.
 func Marshal(v any) ([]byte, error) {
-	return appendValue(nil, reflect.ValueOf(v))
+	return appendAny(make([]byte, 0, 256), v)
+}
+
+// appendAny writes the values json.Unmarshal makes into an any without
+// reflection (a message copied from a line is one), the rest through
+// appendValue.
+func appendAny(b []byte, x any) ([]byte, error) {
+	var err error
+	switch x := x.(type) {
+	case nil:
+		return append(b, "null"...), nil
+	case string:
+		return AppendString(b, x), nil
+	case bool:
+		return strconv.AppendBool(b, x), nil
+	case float64:
+		return appendFloat(b, x, 64)
+	case int:
+		return strconv.AppendInt(b, int64(x), 10), nil
+	case []any:
+		if x == nil {
+			return append(b, "null"...), nil
+		}
+		b = append(b, '[')
+		for i, e := range x {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, err = appendAny(b, e); err != nil {
+				return nil, err
+			}
+		}
+		return append(b, ']'), nil
+	case map[string]any:
+		if x == nil {
+			return append(b, "null"...), nil
+		}
+		b = append(b, '{')
+		for i, k := range slices.Sorted(maps.Keys(x)) {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(AppendString(b, k), ':')
+			if b, err = appendAny(b, x[k]); err != nil {
+				return nil, err
+			}
+		}
+		return append(b, '}'), nil
+	case json.RawMessage:
+		if x == nil {
+			return append(b, "null"...), nil
+		}
+		return AppendCompact(b, x)
+	}
+	return appendValue(b, reflect.ValueOf(x))
 }
 
 var (
@@ -41,7 +96,9 @@ func appendValue(b []byte, v reflect.Value) ([]byte, error) {
 		return appendMarshaler(b, v)
 	}
 	switch t.Kind() {
-	case reflect.Pointer, reflect.Interface:
+	case reflect.Interface:
+		return appendAny(b, v.Interface()) // the value inside: not boxed again
+	case reflect.Pointer:
 		if v.IsNil() {
 			return append(b, "null"...), nil
 		}
