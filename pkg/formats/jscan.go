@@ -42,7 +42,11 @@ import (
 //     converters' output).
 //
 // BenchmarkJdec and transcript's BenchmarkScanner measure both on lines of
-// the same shapes.
+// the same shapes: jdec validates and skips the bundled current Claude Code
+// and Codex lines and a 1 MB image line at 1.5-2.2 GB/s without allocating;
+// the readers built on it (BenchmarkDecode, to pi lines end to end) run at
+// 450 MB/s on a Claude Code transcript and 410 MB/s on a Codex rollout
+// (AMD EPYC, 2 cores shared with 7 other agents, load average 14-19, best of 3).
 type jdec struct {
 	b     []byte
 	i     int
