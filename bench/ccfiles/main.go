@@ -45,20 +45,22 @@ func main() {
 	if len(names) == 0 {
 		fail("ccfiles: no .jsonl files in %s (the wild fixtures are in ../shared/fixtures/wild/claude-code)", *src)
 	}
-	srcs := make([][]byte, len(names))
+	srcs := make([]source, len(names))
 	for i, n := range names {
-		if srcs[i], err = os.ReadFile(n); err != nil {
+		b, err := os.ReadFile(n)
+		if err != nil {
 			fail("ccfiles: %v", err)
 		}
+		srcs[i] = source{b: b, uuids: uuidRE.FindAllIndex(b, -1), apis: apiRE.FindAllIndex(b, -1)}
 	}
 	var written int64
 	files := 0
 	for k := 1; written < target; k++ {
-		for i, b := range srcs {
+		for i, src := range srcs {
 			if written >= target {
 				break
 			}
-			data := fresh(b, k)
+			data := src.fresh(k)
 			name := uuidRE.FindString(string(data))
 			if name == "" {
 				name = fmt.Sprintf("copy-%d-%d", k, i)
@@ -78,20 +80,27 @@ func main() {
 	fmt.Printf("%d files, %d bytes in %s\n", files, written, *out)
 }
 
-// fresh is b with every id made unique to copy k, lengths kept: the first
-// eight hex digits of a UUID are XORed with k, the six characters after a
-// msg_/req_/toolu_ prefix replaced by k in base 36.
-func fresh(b []byte, k int) []byte {
-	b = uuidRE.ReplaceAllFunc(b, func(u []byte) []byte {
-		v, _ := strconv.ParseUint(string(u[:8]), 16, 32)
-		return append([]byte(fmt.Sprintf("%08x", uint32(v)^uint32(k))), u[8:]...)
-	})
+// source is a session file and where its ids are.
+type source struct {
+	b           []byte
+	uuids, apis [][]int // FindAllIndex of uuidRE, apiRE
+}
+
+// fresh is the file with every id made unique to copy k, lengths kept:
+// the first eight hex digits of a UUID are XORed with k, the six
+// characters after a msg_/req_/toolu_ prefix replaced by k in base 36.
+func (s source) fresh(k int) []byte {
+	b := append([]byte(nil), s.b...)
+	for _, m := range s.uuids {
+		v, _ := strconv.ParseUint(string(b[m[0]:m[0]+8]), 16, 32)
+		copy(b[m[0]:], fmt.Sprintf("%08x", uint32(v)^uint32(k)))
+	}
 	tag := strings.Repeat("0", 6) + strconv.FormatInt(int64(k), 36)
 	tag = tag[len(tag)-6:]
-	return apiRE.ReplaceAllFunc(b, func(m []byte) []byte {
-		out := append([]byte(nil), m[:len(m)-6]...)
-		return append(out, tag...)
-	})
+	for _, m := range s.apis {
+		copy(b[m[1]-6:], tag)
+	}
+	return b
 }
 
 func writeFile(p string, b []byte) error {
