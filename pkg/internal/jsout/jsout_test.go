@@ -125,7 +125,7 @@ func TestMarshalIsEncodingJSON(t *testing.T) {
 		nil, "x", 3, 2.5, true, []any{1, "a", nil},
 		map[string]any{"z": 1, "a": []int{1, 2}, "m": map[string]string{"k": "<&>\u2028"}},
 		sample{Embedded: Embedded{E: "e", Ov: "shadowed"}, Type: "message", ID: &id, F: 1.25, Small: 1e-7, Big: 1e21,
-			F32: 0.1, Raw: json.RawMessage(` { "b" : [1, 2.50, "x\/y\u00e9\u2028"] , "a":null }`), Any: map[string]any{"k": []any{"v", 1.5}},
+			F32: 0.1, Raw: json.RawMessage(` { "b" : [1, 2.50, "x\/y\u00e9\u2028<&>"] , "a":null }`), Any: map[string]any{"k": []any{"v", 1.5}},
 			List: []inner{{A: "q\"\n"}, {A: "", B: 2}}, Bytes: []byte("hi"), Map: map[string]any{"b": 1, "a": "\u2029"},
 			IntMap: map[int]string{2: "b", 10: "a"}, TextMap: map[textKey]int{{1}: 1, {0}: 0},
 			When: time.Date(2026, 12, 2, 5, 0, 0, 123e6, time.UTC), Quoted: 42, Skip: "no", private: "no", A: "outer", NoTag: true},

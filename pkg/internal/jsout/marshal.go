@@ -148,14 +148,19 @@ func appendValue(b []byte, v reflect.Value) ([]byte, error) {
 // or MarshalText, a []byte as base64), compact, strings re-encoded.
 func appendMarshaler(b []byte, v reflect.Value) ([]byte, error) {
 	x := v.Interface()
+	if raw, ok := x.(json.RawMessage); ok {
+		return AppendCompact(b, raw)
+	}
 	if v.CanAddr() {
 		x = v.Addr().Interface() // methods on the pointer, as encoding/json calls them
 	}
-	raw, err := json.Marshal(x)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // json.Marshal would escape '<', '>' and '&'
+	if err := enc.Encode(x); err != nil {
 		return nil, err
 	}
-	return AppendCompact(b, raw)
+	return AppendCompact(b, bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}))
 }
 
 // appendFloat is encoding/json's float encoding (which matches
