@@ -100,16 +100,24 @@ type EstimateReport struct {
 }
 
 // limitHeap sets the soft heap limit for reading one session (see
-// estimate.HeapLimit), unless the user set GOMEMLIMIT.
+// estimate.HeapLimit), unless the user set GOMEMLIMIT, and under it the
+// collector's GOGC (estimate.GCPercent), unless the user set GOGC.
 func limitHeap(file string) {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return
 	}
-	var size int64
+	var size int64 = -1
 	if st, err := os.Stat(file); err == nil && st.Mode().IsRegular() {
 		size = st.Size()
 	}
-	debug.SetMemoryLimit(estimate.HeapLimit(size))
+	debug.SetMemoryLimit(estimate.HeapLimit(max(size, 0)))
+	if os.Getenv("GOGC") == "" {
+		gc := 100 // a pipe or a device: its size is unknown
+		if size >= 0 {
+			gc = estimate.GCPercent(size)
+		}
+		debug.SetGCPercent(gc)
+	}
 }
 
 // setGCPercent sets the collector's GOGC to p for a command's run, unless

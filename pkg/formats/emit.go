@@ -305,8 +305,11 @@ func (v *view) flushOut() error {
 	case next = <-v.free:
 	default:
 		// Room for a block and its last line: grown line by line, a
-		// block was written twice over.
-		next.b = make([]byte, 0, 2*viewBlock)
+		// block was written twice over. A measuring view writes only
+		// the parts its reader keeps: it grows what it needs.
+		if !v.measure {
+			next.b = make([]byte, 0, 2*viewBlock)
+		}
 	}
 	v.w.b, v.pend, v.blks, v.lineAt = next.b[:0], next.recs[:0], next.blks[:0], 0
 	return nil

@@ -3,11 +3,12 @@ package formats
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/ctxtool/ctxtool/pkg/internal/jsout"
 )
 
 // ExportResult describes one export.
@@ -77,7 +78,7 @@ func (v *View) exportTo(w io.Writer) (int64, error) {
 	}
 	line := bytes.TrimRight(head, "\n")
 	if bytes.HasSuffix(line, []byte("}")) {
-		src, _ := json.Marshal(v.WindowSource)
+		src := jsout.AppendString(nil, v.WindowSource)
 		line = fmt.Appendf(line[:len(line)-1:len(line)-1], `,"contextWindow":%d,"contextWindowSource":%s}`, v.ContextWindow, src)
 	}
 	n, err := w.Write(append(line, '\n'))

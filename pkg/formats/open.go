@@ -113,22 +113,29 @@ func OpenReader(name string, r io.Reader, sink func(*Produced)) (*View, error) {
 // openReader is OpenReader; lazy: the view of a converted format is only
 // measured, not written (see OpenLazy).
 func openReader(name string, r io.Reader, sink func(*Produced), lazy bool) (*View, error) {
-	lr := newLineReader(r)
+	lr := takeLineReader(r)
 	head, err := lr.peek(4)
 	if err != nil {
 		return nil, fmt.Errorf("%s: read: %v", name, err)
 	}
 	if bytes.HasPrefix(head, zstdMagic) {
-		return openZstd(name, lr.br, sink, lazy)
+		return openZstd(name, lr.br, sink, lazy) // the decoder keeps lr.br: not released
 	}
 	f, replay, err := sniffLines(lr)
 	if err != nil {
 		return nil, fmt.Errorf("%s: read: %v", name, err)
 	}
 	if done, err := unconverted(name, f); done {
+		lr.release()
 		return nil, err
 	}
-	return convert(name, f.Format, lr, replay, sink, lazy)
+	v, err := convert(name, f.Format, lr, replay, sink, lazy)
+	if err == nil {
+		// Read to the end; after an error a reader goroutine may still
+		// be in lr, which is then left to the collector.
+		lr.release()
+	}
+	return v, err
 }
 
 // unconverted is Open's answer for the formats it gives no view of: pi

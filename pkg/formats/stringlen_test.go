@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/ctxtool/ctxtool/pkg/internal/jsout"
 )
 
 // The measuring writer's lengths are those of the bytes the writing one
@@ -17,8 +19,8 @@ func TestMeasuredLengthsAreWrittenLengths(t *testing.T) {
 		"caf\u00e9 漢字 😀", "\xff", "ab\xfe\xffcd", "\xed\xa0\x80", "\xef\xbf\xbd", "12345678\xff12345678",
 		"\u2028\u2029<>&", "long plain run 1234567890123456789012345678901234567890\"", "\xc3"}
 	for _, s := range strs {
-		if got, want := stringLen(s), len(AppendString(nil, s)); got != want {
-			t.Errorf("stringLen(%q) = %d, AppendString writes %d bytes", s, got, want)
+		if got, want := jsout.StringLen(s), len(AppendString(nil, s)); got != want {
+			t.Errorf("jsout.StringLen(%q) = %d, AppendString writes %d bytes", s, got, want)
 		}
 		var m, w jsonw
 		m.skip = true
@@ -88,8 +90,8 @@ func TestAppendStringIsJSONStringify(t *testing.T) {
 		if got := string(AppendString([]byte("x"), s)); got != "x"+want {
 			t.Fatalf("AppendString(%q) = %s, JSON.stringify writes %s", s, got[1:], want)
 		}
-		if got := stringLen(s); got != len(want) {
-			t.Fatalf("stringLen(%q) = %d, JSON.stringify writes %d bytes", s, got, len(want))
+		if got := jsout.StringLen(s); got != len(want) {
+			t.Fatalf("jsout.StringLen(%q) = %d, JSON.stringify writes %d bytes", s, got, len(want))
 		}
 	}
 }

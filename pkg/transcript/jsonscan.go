@@ -18,7 +18,15 @@ import (
 // scanner is a small validating JSON scanner over one line. It accepts
 // exactly what JavaScript's JSON.parse accepts (so a line is malformed for us
 // exactly when pi drops it) and measures strings in UTF-16 code units, the
-// unit of pi's chars/4 heuristic, without allocating.
+// unit of pi's chars/4 heuristic, without allocating. The converters of
+// pkg/formats have a pull decoder of their own (jdec), with encoding/json's
+// nesting limit; its doc comment says why the two are kept apart.
+//
+// Measured (go test -bench 'Scanner|ParseLine' ./pkg/transcript; AMD EPYC, 2 cores shared with 7 other agents, load average 14-19,
+// best of 3): validating pi lines with a 1 MB base64 image among them runs
+// at 1.7-1.8 GB/s without allocating (BenchmarkScanner); parsing them into
+// entries (parseLineIn) at 0.9-2.3 GB/s, 165 allocations for 123 lines
+// (BenchmarkParseLine; the spread is the machine's load).
 type scanner struct {
 	b   []byte
 	i   int

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/ctxtool/ctxtool/pkg/internal/jsout"
 )
 
 // CurrentSystemMessage is pi-ai 1.6.0's getCurrentSystemMessage over the
@@ -62,17 +64,15 @@ func (s *Session) CurrentSystemMessage(c *Context, ms int64) (json.RawMessage, e
 		return nil, nil
 	}
 	var b bytes.Buffer
-	content, _ := json.Marshal(strings.Join(texts, "\n\n"))
 	b.WriteString(`{"role":"system","content":`)
-	b.Write(content)
+	b.Write(jsout.AppendString(nil, strings.Join(texts, "\n\n")))
 	if len(sections.keys) > 0 {
 		b.WriteString(`,"sections":{`)
 		for i, k := range sections.keys {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			kq, _ := json.Marshal(k)
-			b.Write(kq)
+			b.Write(jsout.AppendString(nil, k))
 			b.WriteByte(':')
 			b.Write(sections.vals[k])
 		}

@@ -284,3 +284,45 @@ func TestRewriteRefusesReplacedOrBusyFile(t *testing.T) {
 		t.Fatal("file changed")
 	}
 }
+
+// An entry's text holding invalid UTF-8 (a tool's output cut inside a
+// character) is written as pi writes the string Node read: one raw
+// U+FFFD per ill-formed subpart, so the truncated 3-byte sequence E4 B8
+// is one U+FFFD (encoding/json wrote the escape \ufffd twice).
+func TestWriterInvalidUTF8IsNodes(t *testing.T) {
+	s := testkit.Load(t, "testdata/spec-v3.jsonl")
+	a, err := s.NewWriter().CustomMessage("t", "cut \xe4\xb8 here \xed\xa0\x80", false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "\"content\":\"cut \ufffd here \ufffd\ufffd\ufffd\""; !strings.Contains(string(a.Line), want) {
+		t.Errorf("line %s\nlacks %s", a.Line, want)
+	}
+}
+
+// The system message a compaction keeps is written as JSON.stringify
+// writes it: '<', '>' and '&' raw (json.Marshal wrote \u003c, \u003e and
+// \u0026, which pi never writes).
+func TestCompactionSystemMessageIsStringified(t *testing.T) {
+	lines := []string{
+		`{"type":"session","version":3,"id":"s1","timestamp":"2026-11-30T10:00:00.000Z","cwd":"/w"}`,
+		`{"type":"message","id":"a0","parentId":null,"timestamp":"2026-11-30T10:00:00.001Z","message":{"role":"system","content":"use <b> & <i>","sections":{"a<b>":"x"},"timestamp":1}}`,
+		`{"type":"message","id":"a1","parentId":"a0","timestamp":"2026-11-30T10:00:01.000Z","message":{"role":"user","content":"hi","timestamp":2}}`,
+	}
+	p := filepath.Join(t.TempDir(), "s.jsonl")
+	if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := transcript.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	a, err := s.NewWriter().Compaction(transcript.CompactionSpec{Summary: "sum", FirstKept: s.Entries[len(s.Entries)-1], TokensBefore: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `"systemMessage":{"role":"system","content":"use <b> & <i>","sections":{"a<b>":"x"}`; !strings.Contains(string(a.Line), want) {
+		t.Errorf("line %s\nlacks %s", a.Line, want)
+	}
+}

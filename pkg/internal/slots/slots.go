@@ -8,6 +8,11 @@
 // it, and costs 4 bytes a slot (8 to 16 a key). Positions fit an int32:
 // 2^31 keys would take more than 500 GB of memory.
 //
+// Measured (go test -bench . ./pkg/internal/slots; AMD EPYC, 2 cores shared with 7 other agents, load average 14-19):
+// putting and finding 1M random keys costs 164 ns a key and 16.8 MB,
+// against 461 ns and 75.7 MB for a map[uint64]int32 (BenchmarkTable,
+// BenchmarkMap; both dominated by cache misses at that size).
+//
 // The user compares keys (Find's is) and hashes them (Grow's hash): Find
 // is small enough to be inlined with its is (check: go build -gcflags=-m
 // ./pkg/... 2>&1 | grep slots), and the lookups of a session's load
