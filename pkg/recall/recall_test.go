@@ -245,8 +245,8 @@ func testIncremental(t *testing.T, k kit) {
 	}
 }
 
-// CJK terms shorter than three characters cannot use the trigram index; a
-// LIKE scan over the CJK chunks finds them.
+// A one-character CJK term cannot use the bigram table; a LIKE scan over
+// the CJK chunks finds it. Two characters are one pair of the table.
 func TestShortCJKQuery(t *testing.T) { eachBackend(t, testShortCJKQuery) }
 
 func testShortCJKQuery(t *testing.T, k kit) {

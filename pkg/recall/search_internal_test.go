@@ -148,6 +148,26 @@ func TestCJKWords(t *testing.T) {
 	}
 }
 
+// The bigram table's text: each CJK word's overlapping pairs, lower-cased,
+// a one-character word whole; a query word's phrase is its own pairs.
+func TestCJKBigrams(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                   "",
+		"plain english only": "",
+		"部署到生产环境，通知值班。":        "部署 署到 到生 生产 产环 环境 通知 知值 值班",
+		"run 好 then Ab的_V2 ok": "好 ab b的 的_ _v v2",
+		"한국어 text 日本語":         "한국 국어 日本 本語",
+		"assembly的 部署":         "as ss se em mb bl ly y的 部署",
+	} {
+		if got := cjkBigrams(in); got != want {
+			t.Errorf("cjkBigrams(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := cjkPhrase("生产环境"); got != `"生产 产环 环境"` {
+		t.Errorf("cjkPhrase = %s", got)
+	}
+}
+
 // Skipping the lines that hold no query word changes no score: textScore
 // equals a plain count over every line's tokens.
 func TestTextScoreSkipsNothingItNeeds(t *testing.T) {

@@ -279,7 +279,7 @@ func (s *sqliteStore) migrate(ctx context.Context) error {
 // dropSQLite drops the main file's tables (and the full-text tables that
 // earlier builds kept in it).
 func dropSQLite(ctx context.Context, tx *sql.Tx) error {
-	for _, t := range []string{"chunks_fts", "chunks_tri", "chunks", "files", "text_dicts"} {
+	for _, t := range []string{"chunks_fts", "chunks_tri", "chunks_cjk", "chunks", "files", "text_dicts"} {
 		if _, err := tx.ExecContext(ctx, "DROP TABLE IF EXISTS "+t); err != nil {
 			return err
 		}
@@ -619,9 +619,9 @@ func likeEscape(s string) string {
 }
 
 // match runs one FTS5 query. CJK text has no spaces, so unicode61 sees a
-// whole run as one token; a query with CJK therefore goes to the trigram
-// index (substring match), and CJK terms shorter than three characters,
-// which trigrams cannot match, to a LIKE scan of the CJK chunks. The word
+// whole run as one token; a query with CJK therefore goes to the bigram
+// table (substring match, see cjkBigrams), and one-character CJK terms,
+// which pairs cannot match, to a LIKE scan of the CJK chunks. The word
 // index ranks with bm25() (one column: see newFTSRow).
 func (s *sqliteStore) match(ctx context.Context, tokens []string, f filter, limit int) ([]int64, error) {
 	var mq sqliteMatchQuery
@@ -677,9 +677,9 @@ func ftsMatchQuery(tokens []string, join bool) sqliteMatchQuery {
 	return mq
 }
 
-// cjkMatchQuery matches CJK tokens of three or more characters in the
-// trigram table, shorter ones with LIKE, and the query's other words in the
-// word index (the trigram table holds only the words with CJK).
+// cjkMatchQuery matches CJK tokens of two or more characters in the
+// bigram table, one-character ones with LIKE, and the query's other words
+// in the word index (the bigram table holds only the words with CJK).
 func cjkMatchQuery(tokens []string) sqliteMatchQuery {
 	var mq sqliteMatchQuery
 	var long, words []string
@@ -688,16 +688,16 @@ func cjkMatchQuery(tokens []string) sqliteMatchQuery {
 		switch {
 		case !hasCJK(t):
 			words = append(words, quoteFTS(t))
-		case utf8.RuneCountInString(t) >= 3:
-			long = append(long, quoteFTS(t))
+		case utf8.RuneCountInString(t) >= 2:
+			long = append(long, cjkPhrase(t))
 		default:
 			mq.where = append(mq.where, recallTextFunc+`(c.text) LIKE ? ESCAPE '\'`)
 			likes = append(likes, "%"+likeEscape(t)+"%")
 		}
 	}
 	if len(long) > 0 {
-		mq.rank, mq.idCol = "bm25(chunks_tri)", "t.rowid"
-		mq.from = `FROM chunks_tri t JOIN chunks c ON c.id = t.rowid WHERE chunks_tri MATCH ?`
+		mq.rank, mq.idCol = "bm25(chunks_cjk)", "t.rowid"
+		mq.from = `FROM chunks_cjk t JOIN chunks c ON c.id = t.rowid WHERE chunks_cjk MATCH ?`
 		mq.args = append(mq.args, strings.Join(long, " AND "))
 	} else {
 		mq.idCol = "c.id"
@@ -760,8 +760,8 @@ func (s *sqliteStore) corpus(ctx context.Context, terms []term) (corpus, error) 
 		}
 		q, arg := `SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ?`, any(quoteFTS(t.tok))
 		switch {
-		case t.cjk && utf8.RuneCountInString(t.tok) >= 3:
-			q = `SELECT 1 FROM chunks_tri WHERE chunks_tri MATCH ?`
+		case t.cjk && utf8.RuneCountInString(t.tok) >= 2:
+			q, arg = `SELECT 1 FROM chunks_cjk WHERE chunks_cjk MATCH ?`, cjkPhrase(t.tok)
 		case t.cjk:
 			q, arg = `SELECT 1 FROM chunks WHERE has_cjk = 1 AND `+recallTextFunc+`(text) LIKE ? ESCAPE '\'`, "%"+likeEscape(t.tok)+"%"
 		}

@@ -20,8 +20,8 @@ import (
 // a cold index's one writer was busy all the time, and FTS5's tokenizing
 // and term hash were most of it; two files commit in parallel on two
 // cores. The tables are contentless (the text is in the chunks table) and
-// keyed by chunk id; there is one word index and one trigram index over
-// all chunks, as before, so bm25's statistics are those of one table.
+// keyed by chunk id; there is one word index and one table of CJK
+// character pairs over all chunks, as before, so bm25's statistics are those of one table.
 //
 // The two commits are not atomic. The main file commits first, then the
 // FTS file; both store the same sync mark (meta fts_seq, fts_meta seq),
@@ -39,13 +39,19 @@ import (
 const ftsSchema = `
 CREATE VIRTUAL TABLE chunks_fts USING fts5(
 	text, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2');
-CREATE VIRTUAL TABLE chunks_tri USING fts5(
-	text, content='', contentless_delete=1, tokenize='trigram case_sensitive 0');
+CREATE VIRTUAL TABLE chunks_cjk USING fts5(
+	text, content='', contentless_delete=1, tokenize="ascii tokenchars '_'");
 CREATE VIRTUAL TABLE chunks_vocab USING fts5vocab(chunks_fts, 'row');
 INSERT INTO chunks_fts(chunks_fts, rank) VALUES('hashsize', 33554432);
 INSERT INTO chunks_fts(chunks_fts, rank) VALUES('automerge', 16);
-INSERT INTO chunks_tri(chunks_tri, rank) VALUES('hashsize', 16777216);
+INSERT INTO chunks_cjk(chunks_cjk, rank) VALUES('hashsize', 16777216);
 `
+
+// ftsLayout names ftsSchema's tables beside schemaVersion in the FTS
+// file's pairing (fts_meta owner): an FTS file of another layout is emptied
+// and rebuilt from the chunks at open, while the main file, whose rows did
+// not change, is kept. "cjk2": the CJK pairs table replaced the trigram one.
+const ftsLayout = "cjk2"
 
 // ftsPath is the FTS file of the index at dbPath.
 func ftsPath(dbPath string) string { return dbPath + ".fts" }
@@ -70,7 +76,8 @@ func (s *sqliteStore) openFTS(ctx context.Context, dsn string) error {
 		return err
 	}
 	defer tx.Rollback()
-	if have == owner+"/"+schemaVersion {
+	want := owner + "/" + schemaVersion + "/" + ftsLayout
+	if have == want {
 		return nil
 	}
 	if have != "" {
@@ -79,12 +86,12 @@ func (s *sqliteStore) openFTS(ctx context.Context, dsn string) error {
 			return err
 		}
 	}
-	for _, q := range []string{`DROP TABLE IF EXISTS chunks_vocab`, `DROP TABLE IF EXISTS chunks_fts`, `DROP TABLE IF EXISTS chunks_tri`, `DELETE FROM fts_meta`, ftsSchema} {
+	for _, q := range []string{`DROP TABLE IF EXISTS chunks_vocab`, `DROP TABLE IF EXISTS chunks_fts`, `DROP TABLE IF EXISTS chunks_tri`, `DROP TABLE IF EXISTS chunks_cjk`, `DELETE FROM fts_meta`, ftsSchema} {
 		if _, err := tx.ExecContext(ctx, q); err != nil {
 			return err
 		}
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO fts_meta(key, value) VALUES('owner', ?)`, owner+"/"+schemaVersion); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO fts_meta(key, value) VALUES('owner', ?)`, want); err != nil {
 		return err
 	}
 	return tx.Commit()
@@ -190,16 +197,17 @@ type ftsOp struct {
 }
 
 // ftsRow is a chunk as the FTS file knows it: its text for the word index
-// (words) and for the trigram table (text).
+// (words) and for the CJK bigram table (text).
 type ftsRow struct {
 	id    int64
 	text  string
 	words string
-	cjk   bool // also in the trigram table
+	cjk   bool // also in the bigram table
 }
 
-// newFTSRow is the FTS row of a chunk: for the trigram table, only its
-// words that hold CJK (see cjkWords); for the word index, the rest.
+// newFTSRow is the FTS row of a chunk: for the bigram table, the pairs of
+// characters of its words that hold CJK (see cjkBigrams); for the word
+// index, the rest.
 //
 // The word index has one column. With two (conversation, tool output),
 // for bm25's column weights, FTS5 wrote every chunk's tokens as two
@@ -210,7 +218,7 @@ type ftsRow struct {
 func newFTSRow(id int64, text string, cjk bool) ftsRow {
 	r := ftsRow{id: id, words: text, cjk: cjk}
 	if cjk {
-		r.text = cjkWords(text)
+		r.text = cjkBigrams(text)
 		r.words = withoutCJK(text)
 	}
 	return r
@@ -218,7 +226,7 @@ func newFTSRow(id int64, text string, cjk bool) ftsRow {
 
 // withoutCJK is s with each CJK character replaced by a space, for the
 // word index. unicode61 would read a CJK run as one token, which no query
-// looks up there: a query word with CJK goes to the trigram table (or a
+// looks up there: a query word with CJK goes to the bigram table (or a
 // LIKE scan), so these tokens were dead weight, most of the word index of
 // a CJK-heavy corpus. A Latin word glued to CJK ("assembly的") becomes a
 // word of its own and is found by an ASCII query.
@@ -245,21 +253,27 @@ func withoutCJK(s string) string {
 }
 
 // cjkWords is the words of text ([\p{L}\p{N}_]+ runs, as queries are cut)
-// that hold a CJK character, one space between them. Only a query word
-// with CJK is looked up in the trigram table, and such a word is a
-// substring of one of these; the rest of a CJK chunk (code, tool output,
-// English) is in the word index already. On a corpus where 46% of the
-// chunks hold CJK, the trigram table took most of the indexing time and
-// of the index's size for text that no trigram query could need.
+// that hold a CJK character, one space between them.
 func cjkWords(text string) string {
 	var b strings.Builder
+	eachCJKWord(text, func(w string) {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(w)
+	})
+	return b.String()
+}
+
+// eachCJKWord calls fn with each word of text that holds CJK. Only a query
+// word with CJK is looked up in the bigram table, and such a word is a
+// substring of one of these; the rest of a CJK chunk (code, tool output,
+// English) is in the word index already.
+func eachCJKWord(text string, fn func(w string)) {
 	start, cjk := -1, false
 	flush := func(end int) {
 		if start >= 0 && cjk {
-			if b.Len() > 0 {
-				b.WriteByte(' ')
-			}
-			b.WriteString(text[start:end])
+			fn(text[start:end])
 		}
 		start, cjk = -1, false
 	}
@@ -277,7 +291,57 @@ func cjkWords(text string) string {
 		flush(i)
 	}
 	flush(len(text))
-	return b.String()
+}
+
+// cjkBigrams is the bigram table's text of a chunk: each of its words
+// with CJK, lower-cased and cut into its overlapping pairs of characters
+// ("生产环境" is "生产 产环 环境"; a word of one character stays whole),
+// spaces between them. The table's tokenizer (ascii, '_' a token
+// character) takes each pair as one token, and a query word with CJK of
+// two or more characters is the phrase of its own pairs (cjkPhrase): the
+// pairs at consecutive positions, which is the word as a substring.
+//
+// This replaced FTS5's trigram tokenizer over the same words. Trigrams
+// made as many tokens, but of a vocabulary several times larger, and their
+// term hash writes were a fifth of a CJK-heavy cold index's CPU; pairs
+// also find a two-character word without the LIKE scan.
+func cjkBigrams(text string) string {
+	var b []byte
+	eachCJKWord(text, func(w string) {
+		if len(b) > 0 {
+			b = append(b, ' ')
+		}
+		b = appendBigrams(b, w)
+	})
+	return string(b)
+}
+
+// appendBigrams appends w's overlapping pairs of lower-cased characters,
+// separated by spaces (w itself when it has one character).
+func appendBigrams(b []byte, w string) []byte {
+	prev, n := rune(-1), 0
+	for _, r := range w {
+		r = unicode.ToLower(r)
+		if prev >= 0 {
+			if n > 0 {
+				b = append(b, ' ')
+			}
+			b = utf8.AppendRune(b, prev)
+			b = utf8.AppendRune(b, r)
+			n++
+		}
+		prev = r
+	}
+	if n == 0 && prev >= 0 {
+		b = utf8.AppendRune(b, prev)
+	}
+	return b
+}
+
+// cjkPhrase is the bigram table's query for a word with CJK of two or more
+// characters: the phrase of its pairs.
+func cjkPhrase(w string) string {
+	return `"` + string(appendBigrams(nil, w)) + `"`
 }
 
 // beginFTS starts the FTS file's transaction of a batch whose main
@@ -377,9 +441,9 @@ func (st *ftsStmts) prepare(dc any) error {
 		q   string
 	}{
 		{&st.ins, `INSERT INTO chunks_fts(rowid, text) VALUES(?, ?)`},
-		{&st.insTri, `INSERT INTO chunks_tri(rowid, text) VALUES(?, ?)`},
+		{&st.insTri, `INSERT INTO chunks_cjk(rowid, text) VALUES(?, ?)`},
 		{&st.del, `DELETE FROM chunks_fts WHERE rowid = ?`},
-		{&st.delTri, `DELETE FROM chunks_tri WHERE rowid = ?`},
+		{&st.delTri, `DELETE FROM chunks_cjk WHERE rowid = ?`},
 	} {
 		s, err := pc.PrepareContext(context.Background(), p.q)
 		if err != nil {
@@ -396,7 +460,7 @@ func (st *ftsStmts) prepare(dc any) error {
 }
 
 // apply runs one operation on the driver connection dc. Only chunks with
-// CJK text are in the trigram table: a query that needs it contains CJK,
+// CJK text are in the bigram table: a query that needs it contains CJK,
 // so it can only match chunks that do.
 func (st *ftsStmts) apply(dc any, op ftsOp) error {
 	if st.ins == nil {
@@ -444,7 +508,7 @@ func (st *ftsStmts) close() {
 func ftsRepair(ctx context.Context, mainTx, ftsTx *sql.Tx) error {
 	for _, t := range []struct{ table, chunks string }{
 		{"chunks_fts", `SELECT id, '' FROM chunks ORDER BY id`},
-		{"chunks_tri", `SELECT id, '' FROM chunks WHERE has_cjk = 1 ORDER BY id`},
+		{"chunks_cjk", `SELECT id, '' FROM chunks WHERE has_cjk = 1 ORDER BY id`},
 	} {
 		want, err := queryIDs(ctx, mainTx, t.chunks)
 		if err != nil {
@@ -473,7 +537,7 @@ func ftsRepair(ctx context.Context, mainTx, ftsTx *sql.Tx) error {
 			if r := newFTSRow(id, text, true); t.table == "chunks_fts" {
 				_, err = ftsTx.ExecContext(ctx, `INSERT INTO chunks_fts(rowid, text) VALUES(?, ?)`, id, r.words)
 			} else {
-				_, err = ftsTx.ExecContext(ctx, `INSERT INTO chunks_tri(rowid, text) VALUES(?, ?)`, id, r.text)
+				_, err = ftsTx.ExecContext(ctx, `INSERT INTO chunks_cjk(rowid, text) VALUES(?, ?)`, id, r.text)
 			}
 			if err != nil {
 				return err
