@@ -131,25 +131,36 @@ func openSQLiteFiles(dbPath, schema, query string) (*sqliteStore, error) {
 	dsn := "file:" + dbPath + "?" + query + "&_pragma=cache_size%28-2000%29"
 	ftsDSN := "file:" + ftsPath(dbPath) + "?" + query + "&_pragma=cache_size%28-16000%29"
 	s := &sqliteStore{path: dbPath, schema: schema}
-	db, err := sql.Open("sqlite", dsn)
-	if err != nil {
+	// The pools connect when first used. A search that finds both files
+	// current (s.current) uses only the search pool's connection: opening a
+	// connection reads the file's schema and applies the pragmas, about
+	// 2.5 ms of CPU each, and a writer's also took the write lock to check
+	// the schema; a cold process searched through three connections.
+	var err error
+	if s.db, err = sql.Open("sqlite", dsn); err != nil {
 		return s, err
 	}
-	s.db = db
-	err = s.migrate(ctx)
+	if s.fts, err = sql.Open("sqlite", ftsDSN); err != nil {
+		s.close()
+		return s, err
+	}
+	if err = s.openSearch(dsn, ftsPath(dbPath)); err != nil {
+		s.close()
+		return s, err
+	}
+	if !s.current(ctx) {
+		err = s.migrate(ctx)
+		if err == nil {
+			err = s.openFTS(ctx)
+		}
+	}
 	if err == nil {
-		err = s.loadDicts(ctx, s.db)
+		err = s.loadDicts(ctx, s.search)
 	}
 	if err == nil {
 		zDicts.Lock()
-		zDicts.loaders[s] = func() error { return s.loadDicts(context.Background(), s.db) }
+		zDicts.loaders[s] = func() error { return s.loadDicts(context.Background(), s.search) }
 		zDicts.Unlock()
-		err = s.openFTS(ctx, ftsDSN)
-	}
-	if err == nil {
-		err = s.openSearch(dsn, ftsPath(dbPath))
-	}
-	if err == nil {
 		err = s.repairAtOpen(ctx)
 	}
 	if err != nil {
@@ -157,6 +168,19 @@ func openSQLiteFiles(dbPath, schema, query string) (*sqliteStore, error) {
 		return s, err
 	}
 	return s, nil
+}
+
+// current reports whether the main file has this build's schema and the
+// FTS file is its pair of this layout, read through the search pool
+// without a lock. Anything else (a new, old or damaged index, or an error)
+// is false: migrate and openFTS then check again under the write locks.
+func (s *sqliteStore) current(ctx context.Context) bool {
+	var schema, owner, ftsOwner string
+	err := s.search.QueryRowContext(ctx, `SELECT
+		(SELECT value FROM main.meta WHERE key = 'schema'),
+		(SELECT value FROM main.meta WHERE key = 'fts_owner'),
+		(SELECT value FROM fts.fts_meta WHERE key = 'owner')`).Scan(&schema, &owner, &ftsOwner)
+	return err == nil && schema == s.schema && ftsOwner == ftsPairing(owner)
 }
 
 // openAttempts bounds the retries of creationRace errors (about 2 s).
@@ -305,7 +329,7 @@ func (s *sqliteStore) fileRow(ctx context.Context, path string) (*fileRow, error
 
 func (s *sqliteStore) fileID(ctx context.Context, path string) (int64, bool, error) {
 	var id int64
-	ok, err := scanRow(s.db.QueryRowContext(ctx, `SELECT id FROM files WHERE path=?`, path), &id)
+	ok, err := scanRow(s.search.QueryRowContext(ctx, `SELECT id FROM files WHERE path=?`, path), &id)
 	return id, ok, s.err("search", err)
 }
 
@@ -313,7 +337,7 @@ func (s *sqliteStore) fileID(ctx context.Context, path string) (int64, bool, err
 // the write-ahead logs come and go).
 func (s *sqliteStore) sizes(ctx context.Context) (Sizes, error) {
 	var z Sizes
-	if err := s.db.QueryRowContext(ctx, `SELECT coalesce(sum(bytes_indexed), 0) FROM files`).Scan(&z.Corpus); err != nil {
+	if err := s.search.QueryRowContext(ctx, `SELECT coalesce(sum(bytes_indexed), 0) FROM files`).Scan(&z.Corpus); err != nil {
 		return z, s.err("size", err)
 	}
 	for _, schema := range []string{"main", "fts"} {
@@ -822,7 +846,7 @@ func (s *sqliteStore) chunks(ctx context.Context, ids []int64) ([]storedChunk, e
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	out, err := collectChunks(sqlRows(s.db.QueryContext(ctx, `SELECT `+chunkCols+`
+	out, err := collectChunks(sqlRows(s.search.QueryContext(ctx, `SELECT `+chunkCols+`
 		FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id IN (`+idList(ids)+`)`)))
 	for i := range out {
 		if err != nil {
@@ -839,7 +863,7 @@ func (s *sqliteStore) vectors(ctx context.Context, model string, f filter, fn fu
 	for _, w := range f.conds("files", func(v any) string { args = append(args, v); return "?" }) {
 		q += " AND " + w
 	}
-	rows, err := sqlRows(s.db.QueryContext(ctx, q, args...))
+	rows, err := sqlRows(s.search.QueryContext(ctx, q, args...))
 	return s.err("vector search", eachVector(rows, err, fn))
 }
 

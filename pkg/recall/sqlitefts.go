@@ -56,27 +56,22 @@ const ftsLayout = "cjk2"
 // ftsPath is the FTS file of the index at dbPath.
 func ftsPath(dbPath string) string { return dbPath + ".fts" }
 
-// openFTS opens the FTS file (dsn's settings) and makes its tables those
-// of the main file's pairing token (meta fts_owner): a missing FTS file, one
-// of another schema or one that belonged to an earlier main file (rebuilt,
-// or copied without it) is emptied, and its rows are then rebuilt from
-// the chunks by the repair (its sync mark is gone).
-func (s *sqliteStore) openFTS(ctx context.Context, dsn string) error {
-	db, err := sql.Open("sqlite", dsn)
-	if err != nil {
-		return err
-	}
-	s.fts = db
+// openFTS makes the FTS file's tables those of the main file's pairing
+// token (meta fts_owner; see ftsPairing): a missing FTS file, one of another
+// schema or layout, or one that belonged to an earlier main file (rebuilt,
+// or copied without it) is emptied, and its rows are then rebuilt from the
+// chunks by the repair (its sync mark is gone).
+func (s *sqliteStore) openFTS(ctx context.Context) error {
 	var owner string
 	if _, err := scanRow(s.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key='fts_owner'`), &owner); err != nil {
 		return err
 	}
-	tx, have, err := beginMeta(ctx, db, "fts_meta", "owner")
+	tx, have, err := beginMeta(ctx, s.fts, "fts_meta", "owner")
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	want := owner + "/" + schemaVersion + "/" + ftsLayout
+	want := ftsPairing(owner)
 	if have == want {
 		return nil
 	}
@@ -96,6 +91,10 @@ func (s *sqliteStore) openFTS(ctx context.Context, dsn string) error {
 	}
 	return tx.Commit()
 }
+
+// ftsPairing is the fts_meta owner value of the FTS file that pairs with
+// the main file whose token is owner, in this schema and layout.
+func ftsPairing(owner string) string { return owner + "/" + schemaVersion + "/" + ftsLayout }
 
 // newOwner is a new main file's pairing token for its FTS file.
 func newOwner() string {
@@ -167,7 +166,7 @@ func syncMarks(ctx context.Context, main, fts sqlQuerier) (m, f int64, err error
 // without locks first: they differ also for a moment while another
 // process commits, which the locked check in beginFTS then sees through.
 func (s *sqliteStore) repairAtOpen(ctx context.Context) error {
-	m, f, err := syncMarks(ctx, s.db, s.fts)
+	m, f, err := syncMarks(ctx, s.search, s.search) // (fts_meta is in the attached file)
 	if err != nil || m == f {
 		return err
 	}
