@@ -642,8 +642,8 @@ func likeEscape(s string) string {
 	return r.Replace(s)
 }
 
-// match runs one FTS5 query. CJK text has no spaces, so unicode61 sees a
-// whole run as one token; a query with CJK therefore goes to the bigram
+// match runs one FTS5 query. CJK text has no spaces, so a tokenizer sees
+// a whole run as one token; a query with CJK therefore goes to the bigram
 // table (substring match, see cjkBigrams), and one-character CJK terms,
 // which pairs cannot match, to a LIKE scan of the CJK chunks. The word
 // index ranks with bm25() (one column: see newFTSRow).
@@ -683,12 +683,12 @@ type sqliteMatchQuery struct {
 	args              []any
 }
 
-// ftsMatchQuery matches every token in the unicode61 FTS table, joined to
+// ftsMatchQuery matches every token in the word index (ftsQuery), joined to
 // the chunks when a scope needs their columns.
 func ftsMatchQuery(tokens []string, join bool) sqliteMatchQuery {
 	parts := make([]string, len(tokens))
 	for i, t := range tokens {
-		parts[i] = quoteFTS(t)
+		parts[i] = ftsQuery(t)
 	}
 	mq := sqliteMatchQuery{
 		rank: "bm25(chunks_fts)", idCol: "chunks_fts.rowid",
@@ -711,7 +711,7 @@ func cjkMatchQuery(tokens []string) sqliteMatchQuery {
 	for _, t := range tokens {
 		switch {
 		case !hasCJK(t):
-			words = append(words, quoteFTS(t))
+			words = append(words, ftsQuery(t))
 		case utf8.RuneCountInString(t) >= 2:
 			long = append(long, cjkPhrase(t))
 		default:
@@ -782,7 +782,7 @@ func (s *sqliteStore) corpus(ctx context.Context, terms []term) (corpus, error) 
 			}
 			continue
 		}
-		q, arg := `SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ?`, any(quoteFTS(t.tok))
+		q, arg := `SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ?`, any(ftsQuery(t.tok))
 		switch {
 		case t.cjk && utf8.RuneCountInString(t.tok) >= 2:
 			q, arg = `SELECT 1 FROM chunks_cjk WHERE chunks_cjk MATCH ?`, cjkPhrase(t.tok)
