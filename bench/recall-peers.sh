@@ -16,7 +16,8 @@
 #   deja-vu:    go build -o deja ./cmd/deja
 #
 #   usage: AGENTSVIEW=/path/agentsview DEJA=/path/deja nice bench/recall-peers.sh [SIZE] [FILES] [DIR]
-#   QUERIES=N (default 100) queries per tool; SHAPES="claude-code" for one shape
+#   QUERIES=N (default 100) queries per tool; SHAPES="claude-code" for one shape;
+#   BASE=/path/ctxtool adds a row for another ctxtool build (say, main's) as a "before"
 #   (1 GB of Claude Code: SHAPES=claude-code bench/recall-peers.sh 25MB 40 DIR).
 #
 # agentsview reads no pi or OpenClaw sessions, so it has no CJK-heavy row.
@@ -56,12 +57,16 @@ for shape in $SHAPES; do
 	"$DIR/recallbench" -corpus "$corpus" -list-queries -queries "$NQ" >"$DIR/queries-$shape.txt"
 	echo "== $shape: $FILES x $SIZE, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
-	# ctxtool
-	rm -rf "$W" && mkdir -p "$W/home"
-	timed env HOME="$W/home" "$DIR/ctxtool" index --state-dir "$W/ct" "$corpus"
-	size=$(cat "$W/ct/recall/"index.sqlite* | wc -c)
-	q=$("$DIR/e2etime" -q "$DIR/queries-$shape.txt" -- env HOME="$W/home" "$DIR/ctxtool" search --state-dir "$W/ct" --json {})
-	row ctxtool "$shape" "$bytes" "$T_WALL" "$T_CPU" "$T_RSS" "$size" "$q"
+	# ctxtool (and the BASE build)
+	for tool in ${BASE:+base} ctxtool; do
+		bin="$DIR/ctxtool"
+		[ "$tool" = ctxtool ] || bin=$BASE
+		rm -rf "$W" && mkdir -p "$W/home"
+		timed env HOME="$W/home" "$bin" index --state-dir "$W/ct" "$corpus"
+		size=$(cat "$W/ct/recall/"index.sqlite* | wc -c)
+		q=$("$DIR/e2etime" -q "$DIR/queries-$shape.txt" -- env HOME="$W/home" "$bin" search --state-dir "$W/ct" --json {})
+		row "$tool" "$shape" "$bytes" "$T_WALL" "$T_CPU" "$T_RSS" "$size" "$q"
+	done
 
 	# deja-vu: pi sessions under DEJA_PI_ROOT/<project>/, Claude Code under DEJA_CLAUDE_ROOT/<project>/.
 	if [ -n "${DEJA:-}" ]; then
