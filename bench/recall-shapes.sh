@@ -11,6 +11,7 @@
 #          nice bench/recall-shapes.sh 25MB 4 /tmp/recall-shapes
 #
 # BACKEND=postgres|both runs recallbench against a throwaway PostgreSQL too.
+# GEN_ONLY=1 only generates the corpora (bench/recall-peers.sh uses them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SIZE=${1:-25MB}
@@ -26,6 +27,7 @@ for i in $(seq 1 "$FILES"); do
 	f="$DIR/cjk/s$i-$SIZE.jsonl"
 	[ -s "$f" ] || "$DIR/gen" -preset bench -size "$SIZE" -seed "$i" -opts '{"CJKShare":0.46}' -o "$f" >/dev/null
 done
+[ -z "${GEN_ONLY:-}" ] || exit 0
 for shape in claude-code cjk; do
 	echo "== $shape: $FILES x $SIZE"
 	rm -rf "$DIR/work-$shape"

@@ -57,6 +57,7 @@ type config struct {
 	nq                   int
 	cpuprofile, qprofile string
 	backend, pgURL       string
+	listQueries          bool
 }
 
 func main() {
@@ -71,6 +72,7 @@ func main() {
 	flag.StringVar(&c.backend, "backend", "sqlite", "sqlite | postgres | both")
 	flag.StringVar(&c.pgURL, "pg", "", "PostgreSQL URL (default: a throwaway server, as the tests start)")
 	flag.BoolVar(&verbose, "v", false, "list the slowest queries")
+	flag.BoolVar(&c.listQueries, "list-queries", false, "print the timed queries, one a line, and exit (bench/recall-peers.sh asks the peers the same)")
 	flag.Parse()
 	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "recallbench:", err)
@@ -105,6 +107,12 @@ func run(c config) error {
 	}
 	if err != nil {
 		return err
+	}
+	if c.listQueries {
+		for _, q := range cp.queries {
+			fmt.Println(q)
+		}
+		return nil
 	}
 	fmt.Printf("transcripts: %d files, %.1f MB (generated in %.1fs); load average %s\n\n",
 		len(cp.files), float64(cp.total)/1e6, cp.gen.Seconds(), loadavg())
@@ -213,11 +221,15 @@ func commonQuery(rng *rand.Rand) string {
 	return strings.Join(ws, " ")
 }
 
-var wordRe = regexp.MustCompile(`[A-Za-z][A-Za-z0-9_]{5,24}`)
+var (
+	wordRe = regexp.MustCompile(`[A-Za-z][A-Za-z0-9_]{5,24}`)
+	cjkRe  = regexp.MustCompile(`[\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}]{2,}`)
+)
 
 // existingCorpus indexes the transcripts under dir; its queries are half
-// rarer words (1–2 words of ≥ 6 letters from random lines of the corpus),
-// half common ones.
+// rarer words (1–2 words of ≥ 6 letters from random lines of the corpus;
+// where the lines hold CJK, every other one is instead 2–4 characters of
+// a CJK run), half common ones.
 func existingCorpus(dir string, nq int) (*corpus, error) {
 	fs, err := walk.Walk([]string{dir}, walk.Options{Kinds: []walk.Kind{walk.Transcript, walk.Archive}})
 	if err != nil {
@@ -245,6 +257,15 @@ func existingCorpus(dir string, nq int) (*corpus, error) {
 		buf := make([]byte, 4096)
 		n, _ := f.ReadAt(buf, rng.Int64N(max(1, fi.Size()-4096)))
 		f.Close()
+		if cjk := cjkRe.FindAllString(string(buf[:n]), -1); len(cjk) > 0 && len(cp.queries)%4 == 0 {
+			r := []rune(cjk[rng.IntN(len(cjk))])
+			k := 2 + rng.IntN(3)
+			if len(r) >= k {
+				i := rng.IntN(len(r) - k + 1)
+				cp.queries = append(cp.queries, string(r[i:i+k]))
+				continue
+			}
+		}
 		ws := wordRe.FindAllString(string(buf[:n]), -1)
 		if len(ws) < 4 {
 			continue

@@ -43,7 +43,7 @@ type backend interface {
 	match(ctx context.Context, tokens []string, f filter, limit int) ([]int64, error)
 	// corpus is the statistics scoring needs for terms: chunk count,
 	// average chunk length and each term's document frequency (counted up
-	// to dfCap).
+	// to a bound, estimated past it).
 	corpus(ctx context.Context, terms []term) (corpus, error)
 	// chunks loads stored chunks by id (ids that vanished are left out).
 	chunks(ctx context.Context, ids []int64) ([]storedChunk, error)

@@ -13,15 +13,15 @@ import (
 )
 
 // ftsStray counts the chunks of the index at loc without a full-text row
-// and the full-text rows without a chunk, in the word and the trigram
+// and the full-text rows without a chunk, in the word and the bigram
 // index.
 func ftsStray(t *testing.T, loc string) int {
 	t.Helper()
 	return sqlInt(t, loc, `SELECT
 		(SELECT count(*) FROM chunks WHERE id NOT IN (SELECT id FROM f.chunks_fts_docsize)) +
 		(SELECT count(*) FROM f.chunks_fts_docsize WHERE id NOT IN (SELECT id FROM chunks)) +
-		(SELECT count(*) FROM chunks WHERE has_cjk = 1 AND id NOT IN (SELECT id FROM f.chunks_tri_docsize)) +
-		(SELECT count(*) FROM f.chunks_tri_docsize WHERE id NOT IN (SELECT id FROM chunks WHERE has_cjk = 1))`)
+		(SELECT count(*) FROM chunks WHERE has_cjk = 1 AND id NOT IN (SELECT id FROM f.chunks_cjk_docsize)) +
+		(SELECT count(*) FROM f.chunks_cjk_docsize WHERE id NOT IN (SELECT id FROM chunks WHERE has_cjk = 1))`)
 }
 
 // sameSearches fails the test when a and b give different hits for the
@@ -114,8 +114,9 @@ func TestKillBetweenCommits(t *testing.T) {
 	check("a removed file", left)
 }
 
-// An FTS file that is lost (deleted), or left from another index, is
-// rebuilt from the chunks when the index opens: the same hits as before.
+// An FTS file that is lost (deleted), left from another index, or of the
+// earlier layout (a trigram table where the CJK pairs are now) is rebuilt
+// from the chunks when the index opens: the same hits as before.
 func TestLostFTSFileRebuilt(t *testing.T) {
 	dir := t.TempDir()
 	facts := genSessions(t, dir, 3, 60)
@@ -127,9 +128,18 @@ func TestLostFTSFileRebuilt(t *testing.T) {
 	ix = openAt(t, other)
 	indexAll(t, ix, sessionFiles(t, dir)[:1]...)
 	ix.Close()
-	for _, how := range []string{"deleted", "another index's"} {
-		for _, suf := range []string{"", "-wal", "-shm"} {
-			os.Remove(loc + ".fts" + suf)
+	for _, how := range []string{"deleted", "another index's", "of the trigram layout"} {
+		if how == "of the trigram layout" {
+			sqlExec(t, loc+".fts", `DROP TABLE chunks_cjk`,
+				`CREATE VIRTUAL TABLE chunks_tri USING fts5(text, content='', contentless_delete=1, tokenize='trigram case_sensitive 0')`,
+				`UPDATE fts_meta SET value = substr(value, 1, instr(value, '/cjk') - 1) WHERE key = 'owner'`)
+			if n := sqlInt(t, loc+".fts", `SELECT count(*) FROM fts_meta WHERE key = 'owner' AND value NOT LIKE '%/cjk%'`); n != 1 {
+				t.Fatalf("the old layout's owner row is not in place (%d rows)", n)
+			}
+		} else {
+			for _, suf := range []string{"", "-wal", "-shm"} {
+				os.Remove(loc + ".fts" + suf)
+			}
 		}
 		if how == "another index's" {
 			for _, suf := range []string{"", "-wal"} {
@@ -221,7 +231,7 @@ func TestSchema10IndexIsRebuilt(t *testing.T) {
 	}
 }
 
-// The trigram table holds only a CJK chunk's words with CJK: a query
+// The bigram table holds only a CJK chunk's words with CJK: a query
 // mixing CJK and other words still finds the chunk with all of them (the
 // other words through the word index); with a word it lacks, only half of
 // the query matches (under 0.6).

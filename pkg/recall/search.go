@@ -429,7 +429,8 @@ func cjkPieces(kw []string) []string {
 	return out
 }
 
-// cjkPiece is the length of cjkPieces' runs (the trigram index's).
+// cjkPiece is the length of cjkPieces' runs (three characters: two pairs
+// of the bigram table, few chance matches).
 const cjkPiece = 3
 
 // dropSkipped removes the loaded candidates skip rejects.

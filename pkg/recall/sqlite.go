@@ -131,25 +131,36 @@ func openSQLiteFiles(dbPath, schema, query string) (*sqliteStore, error) {
 	dsn := "file:" + dbPath + "?" + query + "&_pragma=cache_size%28-2000%29"
 	ftsDSN := "file:" + ftsPath(dbPath) + "?" + query + "&_pragma=cache_size%28-16000%29"
 	s := &sqliteStore{path: dbPath, schema: schema}
-	db, err := sql.Open("sqlite", dsn)
-	if err != nil {
+	// The pools connect when first used. A search that finds both files
+	// current (s.current) uses only the search pool's connection: opening a
+	// connection reads the file's schema and applies the pragmas, about
+	// 2.5 ms of CPU each, and a writer's also took the write lock to check
+	// the schema; a cold process searched through three connections.
+	var err error
+	if s.db, err = sql.Open("sqlite", dsn); err != nil {
 		return s, err
 	}
-	s.db = db
-	err = s.migrate(ctx)
+	if s.fts, err = sql.Open("sqlite", ftsDSN); err != nil {
+		s.close()
+		return s, err
+	}
+	if err = s.openSearch(dsn, ftsPath(dbPath)); err != nil {
+		s.close()
+		return s, err
+	}
+	if !s.current(ctx) {
+		err = s.migrate(ctx)
+		if err == nil {
+			err = s.openFTS(ctx)
+		}
+	}
 	if err == nil {
-		err = s.loadDicts(ctx, s.db)
+		err = s.loadDicts(ctx, s.search)
 	}
 	if err == nil {
 		zDicts.Lock()
-		zDicts.loaders[s] = func() error { return s.loadDicts(context.Background(), s.db) }
+		zDicts.loaders[s] = func() error { return s.loadDicts(context.Background(), s.search) }
 		zDicts.Unlock()
-		err = s.openFTS(ctx, ftsDSN)
-	}
-	if err == nil {
-		err = s.openSearch(dsn, ftsPath(dbPath))
-	}
-	if err == nil {
 		err = s.repairAtOpen(ctx)
 	}
 	if err != nil {
@@ -157,6 +168,19 @@ func openSQLiteFiles(dbPath, schema, query string) (*sqliteStore, error) {
 		return s, err
 	}
 	return s, nil
+}
+
+// current reports whether the main file has this build's schema and the
+// FTS file is its pair of this layout, read through the search pool
+// without a lock. Anything else (a new, old or damaged index, or an error)
+// is false: migrate and openFTS then check again under the write locks.
+func (s *sqliteStore) current(ctx context.Context) bool {
+	var schema, owner, ftsOwner string
+	err := s.search.QueryRowContext(ctx, `SELECT
+		(SELECT value FROM main.meta WHERE key = 'schema'),
+		(SELECT value FROM main.meta WHERE key = 'fts_owner'),
+		(SELECT value FROM fts.fts_meta WHERE key = 'owner')`).Scan(&schema, &owner, &ftsOwner)
+	return err == nil && schema == s.schema && ftsOwner == ftsPairing(owner)
 }
 
 // openAttempts bounds the retries of creationRace errors (about 2 s).
@@ -279,7 +303,7 @@ func (s *sqliteStore) migrate(ctx context.Context) error {
 // dropSQLite drops the main file's tables (and the full-text tables that
 // earlier builds kept in it).
 func dropSQLite(ctx context.Context, tx *sql.Tx) error {
-	for _, t := range []string{"chunks_fts", "chunks_tri", "chunks", "files", "text_dicts"} {
+	for _, t := range []string{"chunks_fts", "chunks_tri", "chunks_cjk", "chunks", "files", "text_dicts"} {
 		if _, err := tx.ExecContext(ctx, "DROP TABLE IF EXISTS "+t); err != nil {
 			return err
 		}
@@ -305,7 +329,7 @@ func (s *sqliteStore) fileRow(ctx context.Context, path string) (*fileRow, error
 
 func (s *sqliteStore) fileID(ctx context.Context, path string) (int64, bool, error) {
 	var id int64
-	ok, err := scanRow(s.db.QueryRowContext(ctx, `SELECT id FROM files WHERE path=?`, path), &id)
+	ok, err := scanRow(s.search.QueryRowContext(ctx, `SELECT id FROM files WHERE path=?`, path), &id)
 	return id, ok, s.err("search", err)
 }
 
@@ -313,7 +337,7 @@ func (s *sqliteStore) fileID(ctx context.Context, path string) (int64, bool, err
 // the write-ahead logs come and go).
 func (s *sqliteStore) sizes(ctx context.Context) (Sizes, error) {
 	var z Sizes
-	if err := s.db.QueryRowContext(ctx, `SELECT coalesce(sum(bytes_indexed), 0) FROM files`).Scan(&z.Corpus); err != nil {
+	if err := s.search.QueryRowContext(ctx, `SELECT coalesce(sum(bytes_indexed), 0) FROM files`).Scan(&z.Corpus); err != nil {
 		return z, s.err("size", err)
 	}
 	for _, schema := range []string{"main", "fts"} {
@@ -618,10 +642,10 @@ func likeEscape(s string) string {
 	return r.Replace(s)
 }
 
-// match runs one FTS5 query. CJK text has no spaces, so unicode61 sees a
-// whole run as one token; a query with CJK therefore goes to the trigram
-// index (substring match), and CJK terms shorter than three characters,
-// which trigrams cannot match, to a LIKE scan of the CJK chunks. The word
+// match runs one FTS5 query. CJK text has no spaces, so a tokenizer sees
+// a whole run as one token; a query with CJK therefore goes to the bigram
+// table (substring match, see cjkBigrams), and one-character CJK terms,
+// which pairs cannot match, to a LIKE scan of the CJK chunks. The word
 // index ranks with bm25() (one column: see newFTSRow).
 func (s *sqliteStore) match(ctx context.Context, tokens []string, f filter, limit int) ([]int64, error) {
 	var mq sqliteMatchQuery
@@ -659,12 +683,12 @@ type sqliteMatchQuery struct {
 	args              []any
 }
 
-// ftsMatchQuery matches every token in the unicode61 FTS table, joined to
+// ftsMatchQuery matches every token in the word index (ftsQuery), joined to
 // the chunks when a scope needs their columns.
 func ftsMatchQuery(tokens []string, join bool) sqliteMatchQuery {
 	parts := make([]string, len(tokens))
 	for i, t := range tokens {
-		parts[i] = quoteFTS(t)
+		parts[i] = ftsQuery(t)
 	}
 	mq := sqliteMatchQuery{
 		rank: "bm25(chunks_fts)", idCol: "chunks_fts.rowid",
@@ -677,9 +701,9 @@ func ftsMatchQuery(tokens []string, join bool) sqliteMatchQuery {
 	return mq
 }
 
-// cjkMatchQuery matches CJK tokens of three or more characters in the
-// trigram table, shorter ones with LIKE, and the query's other words in the
-// word index (the trigram table holds only the words with CJK).
+// cjkMatchQuery matches CJK tokens of two or more characters in the
+// bigram table, one-character ones with LIKE, and the query's other words
+// in the word index (the bigram table holds only the words with CJK).
 func cjkMatchQuery(tokens []string) sqliteMatchQuery {
 	var mq sqliteMatchQuery
 	var long, words []string
@@ -687,17 +711,17 @@ func cjkMatchQuery(tokens []string) sqliteMatchQuery {
 	for _, t := range tokens {
 		switch {
 		case !hasCJK(t):
-			words = append(words, quoteFTS(t))
-		case utf8.RuneCountInString(t) >= 3:
-			long = append(long, quoteFTS(t))
+			words = append(words, ftsQuery(t))
+		case utf8.RuneCountInString(t) >= 2:
+			long = append(long, cjkPhrase(t))
 		default:
 			mq.where = append(mq.where, recallTextFunc+`(c.text) LIKE ? ESCAPE '\'`)
 			likes = append(likes, "%"+likeEscape(t)+"%")
 		}
 	}
 	if len(long) > 0 {
-		mq.rank, mq.idCol = "bm25(chunks_tri)", "t.rowid"
-		mq.from = `FROM chunks_tri t JOIN chunks c ON c.id = t.rowid WHERE chunks_tri MATCH ?`
+		mq.rank, mq.idCol = "bm25(chunks_cjk)", "t.rowid"
+		mq.from = `FROM chunks_cjk t JOIN chunks c ON c.id = t.rowid WHERE chunks_cjk MATCH ?`
 		mq.args = append(mq.args, strings.Join(long, " AND "))
 	} else {
 		mq.idCol = "c.id"
@@ -735,8 +759,9 @@ func (s *sqliteStore) manyMatches(ctx context.Context, idCol, from string, args 
 }
 
 // corpus reads the chunk count and the average length from the word
-// index's totals (FTS5's averages record) and counts each term's chunks up
-// to dfCap in the index that matches it.
+// index's totals (FTS5's averages record) and each term's document
+// frequency from the index that matches it: exact up to dfSample chunks,
+// estimated past it (dfEstimate).
 func (s *sqliteStore) corpus(ctx context.Context, terms []term) (corpus, error) {
 	var c corpus
 	var block []byte
@@ -748,28 +773,52 @@ func (s *sqliteStore) corpus(ctx context.Context, terms []term) (corpus, error) 
 	if c.n > 0 {
 		c.avgdl = float64(toks) / float64(c.n)
 	}
+	var lo, hi int64
+	if err := s.search.QueryRowContext(ctx, `SELECT coalesce((SELECT min(id) FROM chunks), 0), coalesce((SELECT max(id) FROM chunks), 0)`).Scan(&lo, &hi); err != nil {
+		return c, s.err("search", err)
+	}
 	c.df = make([]int64, len(terms))
 	for i, t := range terms {
-		if !t.cjk && len(t.seq) == 1 {
-			// A word: the vocabulary's count of its chunks, walked in
-			// FTS5 itself (a match query steps a row per chunk).
-			if _, err := scanRow(s.search.QueryRowContext(ctx, `SELECT doc FROM fts.chunks_vocab WHERE term = ?`, t.seq[0]), &c.df[i]); err != nil {
+		table, arg := "chunks_fts", ftsQuery(t.tok)
+		switch {
+		case t.cjk && utf8.RuneCountInString(t.tok) >= 2:
+			table, arg = "chunks_cjk", cjkPhrase(t.tok)
+		case t.cjk:
+			if err := s.search.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM chunks WHERE has_cjk = 1 AND `+
+				recallTextFunc+`(text) LIKE ? ESCAPE '\' LIMIT `+strconv.Itoa(dfCap)+`)`, "%"+likeEscape(t.tok)+"%").Scan(&c.df[i]); err != nil {
 				return c, s.err("search", err)
 			}
 			continue
 		}
-		q, arg := `SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ?`, any(quoteFTS(t.tok))
-		switch {
-		case t.cjk && utf8.RuneCountInString(t.tok) >= 3:
-			q = `SELECT 1 FROM chunks_tri WHERE chunks_tri MATCH ?`
-		case t.cjk:
-			q, arg = `SELECT 1 FROM chunks WHERE has_cjk = 1 AND `+recallTextFunc+`(text) LIKE ? ESCAPE '\'`, "%"+likeEscape(t.tok)+"%"
-		}
-		if err := s.search.QueryRowContext(ctx, `SELECT count(*) FROM (`+q+` LIMIT `+strconv.Itoa(dfCap)+`)`, arg).Scan(&c.df[i]); err != nil {
+		var n, last int64
+		if err := s.search.QueryRowContext(ctx, `SELECT count(*), coalesce(min(rowid), 0) FROM (SELECT rowid FROM `+table+
+			` WHERE `+table+` MATCH ? ORDER BY rowid DESC LIMIT `+strconv.Itoa(dfSample)+`)`, arg).Scan(&n, &last); err != nil {
 			return c, s.err("search", err)
 		}
+		c.df[i] = dfEstimate(n, last, lo, hi, c.n)
 	}
 	return c, nil
+}
+
+// dfSample is how many of a term's newest matches corpus counts. Counting
+// all of a common term's chunks walked its whole posting list, or for a
+// phrase ("tool_use") every match's positions: at 1 GB, 43% of a search's
+// CPU and 60-75 ms for one such query.
+const dfSample = 2000
+
+// dfEstimate is a term's document frequency from its newest matches: n of
+// them, the oldest of which is chunk id last, in an index whose chunk ids
+// run from lo to hi and that holds total chunks. Under dfSample matches n
+// is the count; past it the density of matches among the newest chunk ids
+// is taken for the whole index (ids are given in order, so the newest
+// chunks are as good a sample as any: 2,000 matches put it within a few
+// percent, which moves a common term's idf, already small, by less).
+func dfEstimate(n, last, lo, hi, total int64) int64 {
+	if n < dfSample || last <= lo || hi < last {
+		return n
+	}
+	est := n * (hi - lo + 1) / (hi - last + 1)
+	return min(max(est, n), max(total, n))
 }
 
 // ftsAverages decodes FTS5's averages record (the %_data row 1): the
@@ -822,7 +871,7 @@ func (s *sqliteStore) chunks(ctx context.Context, ids []int64) ([]storedChunk, e
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	out, err := collectChunks(sqlRows(s.db.QueryContext(ctx, `SELECT `+chunkCols+`
+	out, err := collectChunks(sqlRows(s.search.QueryContext(ctx, `SELECT `+chunkCols+`
 		FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id IN (`+idList(ids)+`)`)))
 	for i := range out {
 		if err != nil {
@@ -839,7 +888,7 @@ func (s *sqliteStore) vectors(ctx context.Context, model string, f filter, fn fu
 	for _, w := range f.conds("files", func(v any) string { args = append(args, v); return "?" }) {
 		q += " AND " + w
 	}
-	rows, err := sqlRows(s.db.QueryContext(ctx, q, args...))
+	rows, err := sqlRows(s.search.QueryContext(ctx, q, args...))
 	return s.err("vector search", eachVector(rows, err, fn))
 }
 

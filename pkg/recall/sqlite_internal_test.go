@@ -243,3 +243,23 @@ func TestTextDictionary(t *testing.T) {
 		}
 	}
 }
+
+// A term's document frequency is counted up to dfSample matches and
+// estimated past it from how far back its dfSample-th newest match lies.
+func TestDFEstimate(t *testing.T) {
+	for _, c := range []struct {
+		n, last, lo, hi, total, want int64
+	}{
+		{0, 0, 0, 0, 0, 0},                                    // empty index
+		{1999, 5, 1, 100000, 100000, 1999},                    // under the sample: exact
+		{dfSample, 90001, 1, 100000, 100000, 20000},           // one chunk in five of the newest 10,000
+		{dfSample, 98001, 1, 100000, 100000, 100000},          // every chunk
+		{dfSample, 99000, 1, 100000, 50000, 50000},            // ids with gaps: never above the total
+		{dfSample, 1, 1, 100000, 100000, dfSample},            // the sample reached the oldest chunk: exact
+		{dfSample, 51001, 1001, 101000, 100000, dfSample * 2}, // ids from 1001
+	} {
+		if got := dfEstimate(c.n, c.last, c.lo, c.hi, c.total); got != c.want {
+			t.Errorf("dfEstimate(%d, %d, %d, %d, %d) = %d, want %d", c.n, c.last, c.lo, c.hi, c.total, got, c.want)
+		}
+	}
+}

@@ -13,6 +13,8 @@ import (
 	"unicode/utf8"
 
 	"modernc.org/sqlite"
+
+	"github.com/ctxtool/ctxtool/pkg/internal/swar"
 )
 
 // The full-text indexes live in a file of their own beside the index,
@@ -20,8 +22,9 @@ import (
 // a cold index's one writer was busy all the time, and FTS5's tokenizing
 // and term hash were most of it; two files commit in parallel on two
 // cores. The tables are contentless (the text is in the chunks table) and
-// keyed by chunk id; there is one word index and one trigram index over
-// all chunks, as before, so bm25's statistics are those of one table.
+// keyed by chunk id; there is one word index and one table of CJK
+// character pairs over all chunks, so bm25's statistics are those of one
+// table.
 //
 // The two commits are not atomic. The main file commits first, then the
 // FTS file; both store the same sync mark (meta fts_seq, fts_meta seq),
@@ -38,39 +41,42 @@ import (
 // of 500 small sessions indexed 1.26x faster for 30 MB more memory.
 const ftsSchema = `
 CREATE VIRTUAL TABLE chunks_fts USING fts5(
-	text, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2');
-CREATE VIRTUAL TABLE chunks_tri USING fts5(
-	text, content='', contentless_delete=1, tokenize='trigram case_sensitive 0');
+	text, content='', contentless_delete=1, tokenize='ascii');
+CREATE VIRTUAL TABLE chunks_cjk USING fts5(
+	text, content='', contentless_delete=1, tokenize="ascii tokenchars '_'");
 CREATE VIRTUAL TABLE chunks_vocab USING fts5vocab(chunks_fts, 'row');
 INSERT INTO chunks_fts(chunks_fts, rank) VALUES('hashsize', 33554432);
 INSERT INTO chunks_fts(chunks_fts, rank) VALUES('automerge', 16);
-INSERT INTO chunks_tri(chunks_tri, rank) VALUES('hashsize', 16777216);
+INSERT INTO chunks_cjk(chunks_cjk, rank) VALUES('hashsize', 16777216);
 `
+
+// ftsLayout names ftsSchema's tables beside schemaVersion in the FTS
+// file's pairing (fts_meta owner): an FTS file of another layout is emptied
+// and rebuilt from the chunks at open, while the main file, whose rows did
+// not change, is kept. "cjk2": the CJK pairs table replaced the trigram
+// one; "ascii3": the word index is tokenized by ascii (see ftsWords).
+const ftsLayout = "ascii3"
 
 // ftsPath is the FTS file of the index at dbPath.
 func ftsPath(dbPath string) string { return dbPath + ".fts" }
 
-// openFTS opens the FTS file (dsn's settings) and makes its tables those
-// of the main file's pairing token (meta fts_owner): a missing FTS file, one
-// of another schema or one that belonged to an earlier main file (rebuilt,
-// or copied without it) is emptied, and its rows are then rebuilt from
-// the chunks by the repair (its sync mark is gone).
-func (s *sqliteStore) openFTS(ctx context.Context, dsn string) error {
-	db, err := sql.Open("sqlite", dsn)
-	if err != nil {
-		return err
-	}
-	s.fts = db
+// openFTS makes the FTS file's tables those of the main file's pairing
+// token (meta fts_owner; see ftsPairing): a missing FTS file, one of another
+// schema or layout, or one that belonged to an earlier main file (rebuilt,
+// or copied without it) is emptied, and its rows are then rebuilt from the
+// chunks by the repair (its sync mark is gone).
+func (s *sqliteStore) openFTS(ctx context.Context) error {
 	var owner string
 	if _, err := scanRow(s.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key='fts_owner'`), &owner); err != nil {
 		return err
 	}
-	tx, have, err := beginMeta(ctx, db, "fts_meta", "owner")
+	tx, have, err := beginMeta(ctx, s.fts, "fts_meta", "owner")
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	if have == owner+"/"+schemaVersion {
+	want := ftsPairing(owner)
+	if have == want {
 		return nil
 	}
 	if have != "" {
@@ -79,16 +85,20 @@ func (s *sqliteStore) openFTS(ctx context.Context, dsn string) error {
 			return err
 		}
 	}
-	for _, q := range []string{`DROP TABLE IF EXISTS chunks_vocab`, `DROP TABLE IF EXISTS chunks_fts`, `DROP TABLE IF EXISTS chunks_tri`, `DELETE FROM fts_meta`, ftsSchema} {
+	for _, q := range []string{`DROP TABLE IF EXISTS chunks_vocab`, `DROP TABLE IF EXISTS chunks_fts`, `DROP TABLE IF EXISTS chunks_tri`, `DROP TABLE IF EXISTS chunks_cjk`, `DELETE FROM fts_meta`, ftsSchema} {
 		if _, err := tx.ExecContext(ctx, q); err != nil {
 			return err
 		}
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO fts_meta(key, value) VALUES('owner', ?)`, owner+"/"+schemaVersion); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO fts_meta(key, value) VALUES('owner', ?)`, want); err != nil {
 		return err
 	}
 	return tx.Commit()
 }
+
+// ftsPairing is the fts_meta owner value of the FTS file that pairs with
+// the main file whose token is owner, in this schema and layout.
+func ftsPairing(owner string) string { return owner + "/" + schemaVersion + "/" + ftsLayout }
 
 // newOwner is a new main file's pairing token for its FTS file.
 func newOwner() string {
@@ -160,7 +170,7 @@ func syncMarks(ctx context.Context, main, fts sqlQuerier) (m, f int64, err error
 // without locks first: they differ also for a moment while another
 // process commits, which the locked check in beginFTS then sees through.
 func (s *sqliteStore) repairAtOpen(ctx context.Context) error {
-	m, f, err := syncMarks(ctx, s.db, s.fts)
+	m, f, err := syncMarks(ctx, s.search, s.search) // (fts_meta is in the attached file)
 	if err != nil || m == f {
 		return err
 	}
@@ -190,16 +200,17 @@ type ftsOp struct {
 }
 
 // ftsRow is a chunk as the FTS file knows it: its text for the word index
-// (words) and for the trigram table (text).
+// (words) and for the CJK bigram table (text).
 type ftsRow struct {
 	id    int64
 	text  string
 	words string
-	cjk   bool // also in the trigram table
+	cjk   bool // also in the bigram table
 }
 
-// newFTSRow is the FTS row of a chunk: for the trigram table, only its
-// words that hold CJK (see cjkWords); for the word index, the rest.
+// newFTSRow is the FTS row of a chunk: for the bigram table, the pairs of
+// characters of its words that hold CJK (see cjkBigrams); for the word
+// index, the rest.
 //
 // The word index has one column. With two (conversation, tool output),
 // for bm25's column weights, FTS5 wrote every chunk's tokens as two
@@ -210,15 +221,63 @@ type ftsRow struct {
 func newFTSRow(id int64, text string, cjk bool) ftsRow {
 	r := ftsRow{id: id, words: text, cjk: cjk}
 	if cjk {
-		r.text = cjkWords(text)
+		r.text = cjkBigrams(text)
 		r.words = withoutCJK(text)
 	}
+	r.words = ftsWords(r.words)
 	return r
+}
+
+// ftsWords is the word index's text of a chunk. The index is tokenized by
+// FTS5's ascii tokenizer, which on ASCII text makes exactly unicode61's
+// tokens and costs a fraction of its CPU (unicode61 looked every character
+// up in its tables: 7% of a cold index of Claude Code sessions). Text with
+// other characters is tokenized here as unicode61 with remove_diacritics 2
+// does (ftsTokenBytes, which the PostgreSQL backend and the scoring use
+// too), one space between the tokens: ascii then keeps each token whole.
+// Queries go through the same function (ftsQuery).
+func ftsWords(text string) string {
+	if isASCII(text) {
+		return text
+	}
+	b := make([]byte, 0, len(text))
+	ftsTokenBytes(text, nil, func(t []byte) {
+		if len(b) > 0 {
+			b = append(b, ' ')
+		}
+		b = append(b, t...)
+	})
+	return string(b)
+}
+
+// ftsQuery is the word index's query for one query token: the phrase of
+// its tokens ("foo_bar" is foo bar, "Café" is cafe).
+func ftsQuery(t string) string {
+	if isASCII(t) {
+		return quoteFTS(t)
+	}
+	return quoteFTS(ftsWords(t))
+}
+
+// isASCII reports whether s is all ASCII.
+func isASCII(s string) bool {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		if swar.LoadString(s, i)&swar.High != 0 {
+			return false
+		}
+	}
+	for ; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // withoutCJK is s with each CJK character replaced by a space, for the
 // word index. unicode61 would read a CJK run as one token, which no query
-// looks up there: a query word with CJK goes to the trigram table (or a
+// looks up there: a query word with CJK goes to the bigram table (or a
 // LIKE scan), so these tokens were dead weight, most of the word index of
 // a CJK-heavy corpus. A Latin word glued to CJK ("assembly的") becomes a
 // word of its own and is found by an ASCII query.
@@ -245,21 +304,27 @@ func withoutCJK(s string) string {
 }
 
 // cjkWords is the words of text ([\p{L}\p{N}_]+ runs, as queries are cut)
-// that hold a CJK character, one space between them. Only a query word
-// with CJK is looked up in the trigram table, and such a word is a
-// substring of one of these; the rest of a CJK chunk (code, tool output,
-// English) is in the word index already. On a corpus where 46% of the
-// chunks hold CJK, the trigram table took most of the indexing time and
-// of the index's size for text that no trigram query could need.
+// that hold a CJK character, one space between them.
 func cjkWords(text string) string {
 	var b strings.Builder
+	eachCJKWord(text, func(w string) {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(w)
+	})
+	return b.String()
+}
+
+// eachCJKWord calls fn with each word of text that holds CJK. Only a query
+// word with CJK is looked up in the bigram table, and such a word is a
+// substring of one of these; the rest of a CJK chunk (code, tool output,
+// English) is in the word index already.
+func eachCJKWord(text string, fn func(w string)) {
 	start, cjk := -1, false
 	flush := func(end int) {
 		if start >= 0 && cjk {
-			if b.Len() > 0 {
-				b.WriteByte(' ')
-			}
-			b.WriteString(text[start:end])
+			fn(text[start:end])
 		}
 		start, cjk = -1, false
 	}
@@ -277,7 +342,57 @@ func cjkWords(text string) string {
 		flush(i)
 	}
 	flush(len(text))
-	return b.String()
+}
+
+// cjkBigrams is the bigram table's text of a chunk: each of its words
+// with CJK, lower-cased and cut into its overlapping pairs of characters
+// ("生产环境" is "生产 产环 环境"; a word of one character stays whole),
+// spaces between them. The table's tokenizer (ascii, '_' a token
+// character) takes each pair as one token, and a query word with CJK of
+// two or more characters is the phrase of its own pairs (cjkPhrase): the
+// pairs at consecutive positions, which is the word as a substring.
+//
+// This replaced FTS5's trigram tokenizer over the same words. Trigrams
+// made as many tokens, but of a vocabulary several times larger, and their
+// term hash writes were a fifth of a CJK-heavy cold index's CPU; pairs
+// also find a two-character word without the LIKE scan.
+func cjkBigrams(text string) string {
+	var b []byte
+	eachCJKWord(text, func(w string) {
+		if len(b) > 0 {
+			b = append(b, ' ')
+		}
+		b = appendBigrams(b, w)
+	})
+	return string(b)
+}
+
+// appendBigrams appends w's overlapping pairs of lower-cased characters,
+// separated by spaces (w itself when it has one character).
+func appendBigrams(b []byte, w string) []byte {
+	prev, n := rune(-1), 0
+	for _, r := range w {
+		r = unicode.ToLower(r)
+		if prev >= 0 {
+			if n > 0 {
+				b = append(b, ' ')
+			}
+			b = utf8.AppendRune(b, prev)
+			b = utf8.AppendRune(b, r)
+			n++
+		}
+		prev = r
+	}
+	if n == 0 && prev >= 0 {
+		b = utf8.AppendRune(b, prev)
+	}
+	return b
+}
+
+// cjkPhrase is the bigram table's query for a word with CJK of two or more
+// characters: the phrase of its pairs.
+func cjkPhrase(w string) string {
+	return `"` + string(appendBigrams(nil, w)) + `"`
 }
 
 // beginFTS starts the FTS file's transaction of a batch whose main
@@ -377,9 +492,9 @@ func (st *ftsStmts) prepare(dc any) error {
 		q   string
 	}{
 		{&st.ins, `INSERT INTO chunks_fts(rowid, text) VALUES(?, ?)`},
-		{&st.insTri, `INSERT INTO chunks_tri(rowid, text) VALUES(?, ?)`},
+		{&st.insTri, `INSERT INTO chunks_cjk(rowid, text) VALUES(?, ?)`},
 		{&st.del, `DELETE FROM chunks_fts WHERE rowid = ?`},
-		{&st.delTri, `DELETE FROM chunks_tri WHERE rowid = ?`},
+		{&st.delTri, `DELETE FROM chunks_cjk WHERE rowid = ?`},
 	} {
 		s, err := pc.PrepareContext(context.Background(), p.q)
 		if err != nil {
@@ -396,7 +511,7 @@ func (st *ftsStmts) prepare(dc any) error {
 }
 
 // apply runs one operation on the driver connection dc. Only chunks with
-// CJK text are in the trigram table: a query that needs it contains CJK,
+// CJK text are in the bigram table: a query that needs it contains CJK,
 // so it can only match chunks that do.
 func (st *ftsStmts) apply(dc any, op ftsOp) error {
 	if st.ins == nil {
@@ -444,7 +559,7 @@ func (st *ftsStmts) close() {
 func ftsRepair(ctx context.Context, mainTx, ftsTx *sql.Tx) error {
 	for _, t := range []struct{ table, chunks string }{
 		{"chunks_fts", `SELECT id, '' FROM chunks ORDER BY id`},
-		{"chunks_tri", `SELECT id, '' FROM chunks WHERE has_cjk = 1 ORDER BY id`},
+		{"chunks_cjk", `SELECT id, '' FROM chunks WHERE has_cjk = 1 ORDER BY id`},
 	} {
 		want, err := queryIDs(ctx, mainTx, t.chunks)
 		if err != nil {
@@ -473,7 +588,7 @@ func ftsRepair(ctx context.Context, mainTx, ftsTx *sql.Tx) error {
 			if r := newFTSRow(id, text, true); t.table == "chunks_fts" {
 				_, err = ftsTx.ExecContext(ctx, `INSERT INTO chunks_fts(rowid, text) VALUES(?, ?)`, id, r.words)
 			} else {
-				_, err = ftsTx.ExecContext(ctx, `INSERT INTO chunks_tri(rowid, text) VALUES(?, ?)`, id, r.text)
+				_, err = ftsTx.ExecContext(ctx, `INSERT INTO chunks_cjk(rowid, text) VALUES(?, ?)`, id, r.text)
 			}
 			if err != nil {
 				return err

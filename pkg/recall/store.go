@@ -11,7 +11,7 @@
 // bookkeeping; see backend):
 //   - SQLite (the embedded default): <stateDir>/recall/index.sqlite (WAL
 //     mode) and its FTS file beside it, index.sqlite.fts: FTS5 with a
-//     trigram table for CJK, written in parallel (see ftsSchema). Safe to
+//     table of CJK character pairs, written in parallel (see ftsSchema). Safe to
 //     share between processes on one machine: writes take SQLite's write
 //     locks up front (BEGIN IMMEDIATE) and wait up to 30 s for them.
 //   - PostgreSQL (OpenURL("postgres://…"), config recall.url): one database
