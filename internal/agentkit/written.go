@@ -1,0 +1,349 @@
+package agentkit
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/ctxtool/ctxtool/internal/testkit/llmtest"
+)
+
+// Sessions the real agents write themselves (issue 35), for tests that
+// read them: each agent runs offline against a fake model server through
+// a scripted session — tool calls, a failing tool, an image, a subagent,
+// a manual and an automatic compaction, a resume and a fork, as far as
+// the agent supports each offline — and the fake server's log of what the
+// agent sent is kept beside the files, so a test can check what it reads
+// against what the agent itself sent.
+
+// WrittenSession is one agent's self-written session.
+type WrittenSession struct {
+	Agent string
+	// File is the main transcript; Fork is the forked session's (""
+	// when the agent cannot fork offline); Side are side-chain files
+	// (subagents).
+	File, Fork string
+	Side       []string
+	// Home is the agent's HOME (its session store is under it).
+	Home string
+	// Bodies are the request bodies the fake server received, in order;
+	// Last is the last one the main session sent (not a side request).
+	Bodies [][]byte
+	Last   []byte
+	// Touched are the files the agent's tools wrote.
+	Touched []string
+	// Words are words the agent sent that a search must find.
+	Words []string
+	// Missing says what the agent could not do offline.
+	Missing []string
+}
+
+// A 1×1 PNG, for the agents' image inputs.
+var pixelPNG, _ = base64.StdEncoding.DecodeString("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
+
+// Cues of the scripted sessions (the fake model keys its answers on them).
+const (
+	writtenToolsCue    = "TOOLS-NOW"
+	writtenSubagentCue = "SUBAGENT-TASK"
+	writtenInflateCue  = "INFLATE-USAGE"
+	writtenLastCue     = "Who is first on call"
+	// WrittenMarker is a word of the first prompt of every written
+	// session (search must find it).
+	WrittenMarker = "zq-ledger-7"
+)
+
+// toolResults counts the tool results in a request body (Anthropic
+// tool_result blocks or Responses function_call_output items).
+func toolResults(body []byte) int {
+	return bytes.Count(body, []byte(`"type":"tool_result"`)) + bytes.Count(body, []byte(`"type":"function_call_output"`))
+}
+
+// offeredTool is the first of names the request offers as a tool.
+func offeredTool(body []byte, names ...string) string {
+	var req struct {
+		Tools []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
+	}
+	json.Unmarshal(body, &req)
+	for _, n := range names {
+		for _, tl := range req.Tools {
+			if tl.Name == n {
+				return n
+			}
+		}
+	}
+	return ""
+}
+
+// ClaudeCodeSession has the real Claude Code write a session under dir
+// (its HOME): a turn of tool calls (Write, a failing Bash, Read of a PNG —
+// an image — and the Task tool, whose subagent reads a file: a side
+// chain), a resume, a manual /compact, an automatic compaction (the fake
+// server reports a near-full context once), a turn after it, and a fork
+// (--fork-session).
+func ClaudeCodeSession(a *Agents, dir string) (*WrittenSession, error) {
+	srv := llmtest.NewAnthropic()
+	defer srv.Close()
+	home := dir
+	proj := filepath.Join(home, "billing")
+	if err := os.MkdirAll(proj, 0o700); err != nil {
+		return nil, err
+	}
+	png := filepath.Join(proj, "pixel.png")
+	notes := filepath.Join(proj, "notes.txt")
+	os.WriteFile(png, pixelPNG, 0o600)
+	ws := &WrittenSession{Agent: "claude-code", Home: home, Touched: []string{notes}}
+	autoDone := false
+	srv.Answer = func(body []byte) llmtest.Turn {
+		main := bytes.Contains(body, []byte(writtenToolsCue))
+		switch {
+		case bytes.Contains(body, []byte("summary of the conversation")):
+			return llmtest.Turn{Text: "<summary>\n1. Primary Request: migrate the billing service (zq-ledger-7).\n2. Files: notes.txt written.\n</summary>"}
+		case strings.HasPrefix(firstUserText(body), writtenSubagentCue):
+			if toolResults(body) == 0 {
+				return llmtest.Turn{Tool: &llmtest.ToolCall{ID: "toolu_sub1", Name: "Read", Arguments: map[string]any{"file_path": notes}}}
+			}
+			return llmtest.Turn{Text: "The notes hold one line about the ledger."}
+		case main && !bytes.Contains(body, []byte("/compact")):
+			// The tool turn, keyed on how many results came back.
+			switch toolResults(body) {
+			case 0:
+				return llmtest.Turn{Tool: &llmtest.ToolCall{ID: "toolu_w1", Name: "Write", Arguments: map[string]any{"file_path": notes, "content": "Ledger zq-ledger-7 moves to Postgres.\n"}}}
+			case 1:
+				return llmtest.Turn{Tool: &llmtest.ToolCall{ID: "toolu_w2", Name: "Bash", Arguments: map[string]any{"command": "ls /nonexistent-zq-dir", "description": "List a missing directory"}}}
+			case 2:
+				return llmtest.Turn{Tool: &llmtest.ToolCall{ID: "toolu_w3", Name: "Read", Arguments: map[string]any{"file_path": png}}}
+			case 3:
+				task := offeredTool(body, "Task", "Agent")
+				if task == "" {
+					ws.Missing = append(ws.Missing, "claude-code: no Task/Agent tool offered (no subagent)")
+					break
+				}
+				return llmtest.Turn{Tool: &llmtest.ToolCall{ID: "toolu_w4", Name: task, Arguments: map[string]any{
+					"description": "Read the notes", "subagent_type": "general-purpose", "run_in_background": false,
+					"prompt": writtenSubagentCue + ": read " + notes + " and say what it holds."}}}
+			}
+		}
+		if bytes.Contains(body, []byte(writtenLastCue)) && !bytes.Contains(body, []byte("toolu_last")) {
+			// The last turn reads a file: its call is in the last request.
+			return llmtest.Turn{Tool: &llmtest.ToolCall{ID: "toolu_last", Name: "Read", Arguments: map[string]any{"file_path": notes}}}
+		}
+		if bytes.Contains(body, []byte(writtenInflateCue)) && !autoDone {
+			// A near-full context: Claude Code compacts automatically
+			// before its next turn.
+			// Claude Code 2.1.332 compacts reactively: on the API's
+			// "prompt is too long" it compacts and retries.
+			autoDone = true
+			return llmtest.Turn{Status: 400, ErrorBody: `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}`}
+		}
+		return llmtest.Turn{Text: "Noted."}
+	}
+	// The auto-compact window: 200k tokens, whatever the model's own.
+	env := []string{"ANTHROPIC_BASE_URL=" + srv.URL, "ANTHROPIC_API_KEY=x", "IS_SANDBOX=1", "CLAUDE_CODE_AUTO_COMPACT_WINDOW=200000", "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE=50"}
+	run := func(env []string, args ...string) (string, error) {
+		r := RunAgent(context.Background(), a.Claude, home, proj, env, 120*time.Second,
+			append([]string{"-p", "--output-format", "json", "--dangerously-skip-permissions"}, args...)...)
+		if r.Err != nil {
+			return "", fmt.Errorf("claude %v: %v (%s)\n%s\n%s", args, r.Err, r.Took, tail(r.Stdout, 2000), tail(r.Stderr, 2000))
+		}
+		var out struct {
+			SessionID string `json:"session_id"`
+			IsError   bool   `json:"is_error"`
+		}
+		if err := json.Unmarshal([]byte(r.Stdout), &out); err != nil || out.IsError {
+			return "", fmt.Errorf("claude %v: %v\n%s", args, err, tail(r.Stdout, 2000))
+		}
+		return out.SessionID, nil
+	}
+	sid, err := run(env, writtenToolsCue+": we migrate the billing service; the database is "+WrittenMarker+" on db-7.internal. Write the notes, list the old dumps, look at the pixel and have a subagent read the notes.")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := run(env, "--resume", sid, "The deadline is 2027-03-14 and the retry budget stays at 7 attempts."); err != nil {
+		return nil, err
+	}
+	if _, err := run(env, "--resume", sid, "/compact"); err != nil {
+		return nil, err
+	}
+	if _, err := run(env, "--resume", sid, writtenInflateCue+": paste of the old runbook."); err != nil {
+		return nil, err
+	}
+	if _, err := run(env, "--resume", sid, writtenLastCue+"? Ana, then Bo."); err != nil {
+		return nil, err
+	}
+	ws.Bodies = srv.Bodies()
+	ws.Last = ws.Bodies[len(ws.Bodies)-1]
+	ws.Words = []string{writtenLastCue, "2027-03-14"}
+	fork, err := run(env, "--resume", sid, "--fork-session", "In the fork: try MySQL instead.")
+	if err != nil {
+		return nil, err
+	}
+	files, _ := filepath.Glob(filepath.Join(home, ".claude", "projects", "*", sid+".jsonl"))
+	if len(files) != 1 {
+		return nil, fmt.Errorf("claude-code: transcript of %s: %v", sid, files)
+	}
+	ws.File = files[0]
+	if fork != sid {
+		ws.Fork = filepath.Join(filepath.Dir(ws.File), fork+".jsonl")
+	} else {
+		ws.Missing = append(ws.Missing, "claude-code: --fork-session kept the session id")
+	}
+	filepath.Walk(filepath.Join(home, ".claude", "projects"), func(p string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() && strings.HasSuffix(p, ".jsonl") && p != ws.File && p != ws.Fork {
+			ws.Side = append(ws.Side, p)
+		}
+		return nil
+	})
+	return ws, nil
+}
+
+// firstUserText is the last text block of the first message of an
+// Anthropic request (Claude Code puts its reminders before the prompt).
+func firstUserText(body []byte) string {
+	var req struct {
+		Messages []struct {
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if json.Unmarshal(body, &req) != nil || len(req.Messages) == 0 {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(req.Messages[0].Content, &s) == nil {
+		return s
+	}
+	var blocks []struct{ Type, Text string }
+	json.Unmarshal(req.Messages[0].Content, &blocks)
+	for i := len(blocks) - 1; i >= 0; i-- {
+		if blocks[i].Type == "text" {
+			return blocks[i].Text
+		}
+	}
+	return ""
+}
+
+// CodexSession has the real Codex write a session under dir (its HOME):
+// an image attached to the first prompt (-i), a turn of tool calls
+// (exec_command writing a file, a failing exec_command, view_image, and
+// multi_agent_v1.spawn_agent, whose subagent answers in its own rollout:
+// a side chain), a resume, an automatic compaction
+// (model_auto_compact_token_limit), a turn after it, and a fork
+// (codex exec fork).
+func CodexSession(a *Agents, dir string) (*WrittenSession, error) {
+	srv := llmtest.NewResponses()
+	defer srv.Close()
+	home := dir
+	proj := filepath.Join(home, "billing")
+	codexHome := filepath.Join(home, ".codex")
+	if err := os.MkdirAll(proj, 0o700); err != nil {
+		return nil, err
+	}
+	os.MkdirAll(codexHome, 0o700)
+	cfg := "model = \"fake-model\"\nmodel_provider = \"fake\"\n\n[model_providers.fake]\nname = \"fake\"\nbase_url = \"" + srv.URL + "/v1\"\nwire_api = \"responses\"\nenv_key = \"FAKE_KEY\"\n"
+	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(cfg), 0o600); err != nil {
+		return nil, err
+	}
+	png := filepath.Join(proj, "pixel.png")
+	notes := filepath.Join(proj, "notes.txt")
+	os.WriteFile(png, pixelPNG, 0o600)
+	ws := &WrittenSession{Agent: "codex", Home: home, Touched: []string{notes},
+		Missing: []string{"codex: no manual compaction (codex exec sends \"/compact\" as text; /compact is the TUI's)"}}
+	toolsDone := false
+	srv.Answer = func(body []byte) llmtest.Turn {
+		main := bytes.Contains(body, []byte(writtenToolsCue))
+		switch {
+		case bytes.Contains(body, []byte("CONTEXT CHECKPOINT COMPACTION")):
+			return llmtest.Turn{Text: "Summary: migrate the billing service (zq-ledger-7); notes.txt written."}
+		case bytes.Contains(body, []byte(writtenSubagentCue)) && !main:
+			return llmtest.Turn{Text: "The notes hold one line about the ledger."}
+		case bytes.Contains(body, []byte(writtenLastCue)) && !bytes.Contains(body, []byte("call_last")):
+			// The last turn views the image: its call is in the last request.
+			return llmtest.Turn{Tool: &llmtest.ToolCall{ID: "call_last", Name: "view_image", Arguments: map[string]any{"path": png}}}
+		case main && !toolsDone:
+			// The tool turn, keyed on how many results came back (the
+			// user's messages outlive Codex's compaction: the cue alone
+			// would start the turn over).
+			switch bytes.Count(body, []byte(`"type":"function_call_output"`)) {
+			case 0:
+				return llmtest.Turn{Tool: &llmtest.ToolCall{ID: "call_w1", Name: "exec_command", Arguments: map[string]any{"cmd": "printf 'Ledger zq-ledger-7 moves to Postgres.\\n' > notes.txt"}}}
+			case 1:
+				return llmtest.Turn{Tool: &llmtest.ToolCall{ID: "call_w2", Name: "exec_command", Arguments: map[string]any{"cmd": "ls /nonexistent-zq-dir"}}}
+			case 2:
+				return llmtest.Turn{Tool: &llmtest.ToolCall{ID: "call_w3", Name: "view_image", Arguments: map[string]any{"path": png}}}
+			case 3:
+				return llmtest.Turn{Tool: &llmtest.ToolCall{ID: "call_w4", Name: "spawn_agent", Namespace: "multi_agent_v1", Arguments: map[string]any{"message": writtenSubagentCue + ": say what " + notes + " holds."}}}
+			}
+			toolsDone = true
+		}
+		return llmtest.Turn{Text: "Noted, " + strings.Repeat("all good. ", 20)}
+	}
+	env := []string{"FAKE_KEY=x", "CODEX_HOME=" + codexHome}
+	run := func(args ...string) (string, error) {
+		base := []string{"exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "--json"}
+		if len(args) > 0 && (args[0] == "resume" || args[0] == "fork") {
+			base = append([]string{"exec", args[0], "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "--json"}, args[1:]...)
+			args = nil
+		}
+		r := RunAgent(context.Background(), a.Codex, home, proj, env, 120*time.Second, append(base, args...)...)
+		if r.Err != nil {
+			return "", fmt.Errorf("codex %v: %v (%s)\n%s\n%s", args, r.Err, r.Took, tail(r.Stdout, 2000), tail(r.Stderr, 2000))
+		}
+		for _, l := range strings.Split(r.Stdout, "\n") {
+			var ev struct {
+				ThreadID string `json:"thread_id"`
+			}
+			if json.Unmarshal([]byte(l), &ev) == nil && ev.ThreadID != "" {
+				return ev.ThreadID, nil
+			}
+		}
+		return "", fmt.Errorf("codex %v: no thread id in\n%s\n%s", args, tail(r.Stdout, 2000), tail(r.Stderr, 2000))
+	}
+	id, err := run("-i", png, "--", writtenToolsCue+": we migrate the billing service; the database is "+WrittenMarker+" on db-7.internal. Write the notes, list the old dumps, look at the pixel and have a subagent read the notes.")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := run("resume", id, "The deadline is 2027-03-14 and the retry budget stays at 7 attempts."); err != nil {
+		return nil, err
+	}
+	if _, err := run("resume", "-c", "model_auto_compact_token_limit=3000", id, "Paste of the old runbook: "+strings.Repeat("Context line. ", 300)); err != nil {
+		return nil, err
+	}
+	if _, err := run("resume", id, writtenLastCue+"? Ana, then Bo."); err != nil {
+		return nil, err
+	}
+	ws.Bodies = srv.Bodies()
+	ws.Last = ws.Bodies[len(ws.Bodies)-1]
+	ws.Words = []string{writtenLastCue, "2027-03-14"}
+	fork, err := run("fork", id, "In the fork: try MySQL instead.")
+	if err != nil {
+		return nil, err
+	}
+	filepath.Walk(filepath.Join(codexHome, "sessions"), func(p string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() || !strings.HasSuffix(p, ".jsonl") {
+			return nil
+		}
+		switch {
+		case strings.HasSuffix(p, id+".jsonl"):
+			ws.File = p
+		case strings.HasSuffix(p, fork+".jsonl") && fork != id:
+			ws.Fork = p
+		default:
+			ws.Side = append(ws.Side, p)
+		}
+		return nil
+	})
+	if ws.File == "" {
+		return nil, fmt.Errorf("codex: no rollout of thread %s under %s", id, codexHome)
+	}
+	if ws.Fork == "" {
+		ws.Missing = append(ws.Missing, "codex: exec fork wrote no new rollout")
+	}
+	return ws, nil
+}
