@@ -59,11 +59,12 @@ type cxItem struct {
 	replacement []cxItem
 
 	// converted: message and reasoning content, a call's arguments, an
-	// output's text
-	blocks []block
-	args   []byte
-	out    jtext
-	isErr  bool
+	// output's text and images (view_image answers with an input_image)
+	blocks    []block
+	args      []byte
+	out       jtext
+	outImages []block
+	isErr     bool
 }
 
 type cxInfo struct {
@@ -297,7 +298,27 @@ func (it *cxItem) convert(c *cxContent) {
 		it.args = compactArgs(c.action.raw, c.action.compact)
 	case "function_call_output", "custom_tool_call_output", "local_shell_call_output":
 		it.out, it.isErr = cxOutput(&c.output)
+		it.outImages = cxOutputImages(it.outImages[:0], &c.output)
 	}
+}
+
+// cxOutputImages appends to out the input_image items of a tool output's
+// content items as pi image blocks.
+func cxOutputImages(out []block, v *cxVal) []block {
+	if v.kind == '{' && v.inner != nil {
+		v = v.inner
+	}
+	if v.kind != '[' {
+		return out
+	}
+	for i := range v.parts {
+		if t := &v.parts[i]; t.typ == "input_image" {
+			if mime, data, ok := dataURL(t.imageURL); ok {
+				out = append(out, block{kind: "image", data: jsonString(data), mime: jsonString(mime)})
+			}
+		}
+	}
+	return out
 }
 
 // cxSummaryText is a reasoning summary's texts, joined as Codex shows them,
@@ -694,11 +715,15 @@ func (c *cxConv) item(it *cxItem, no int) error {
 				return err
 			}
 		}
-		c.outBlocks = append(c.outBlocks, block{kind: "text", text: it.out})
+		start := len(c.outBlocks)
+		if len(it.outImages) == 0 || len(it.out.b) > 2 {
+			c.outBlocks = append(c.outBlocks, block{kind: "text", text: it.out})
+		}
+		c.outBlocks = append(c.outBlocks, it.outImages...)
 		n := len(c.outBlocks)
 		c.outputs = append(c.outputs, pendingEntry{row: no, e: entry{typ: "message", role: "toolResult",
 			toolCallID: it.callID, toolName: c.names.get(it.callID), isError: it.isErr,
-			content: c.outBlocks[n-1 : n : n]}})
+			content: c.outBlocks[start:n:n]}})
 		if c.asst == nil {
 			return c.flush()
 		}
