@@ -26,6 +26,26 @@ type matrixCell struct {
 	// (the fake server's log): the estimate is checked against it.
 	sentChars int
 	sentTexts []string
+	// sent, when set, is the last request the agent (Claude Code, Codex)
+	// sent for this session, read from the fake server's log: estimate,
+	// search, checkpoint, restore and export are checked against it.
+	sent *agentkit.Sent
+	// tolerance is how far the estimate may be from sent's chars/4.
+	tolerance float64
+	// gap names a known defect of ctxtool on this cell: the checks it
+	// breaks (estimate, marker search, checkpoint files) are logged as
+	// such instead of failing, the others still assert.
+	gap string
+}
+
+// gapErrorf fails the test, or logs the failure as the cell's known gap.
+func (c matrixCell) gapErrorf(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if c.gap != "" {
+		t.Logf("KNOWN GAP (%s): "+format, append([]any{c.gap}, args...)...)
+		return
+	}
+	t.Errorf(format, args...)
 }
 
 // The format × command matrix (issue 35): sessions as the agents write
@@ -61,6 +81,7 @@ func TestFormatCommandMatrix(t *testing.T) {
 	prunehome.WriteStore(t, db, "agent:main:main", "sess-1", rows)
 	cells = append(cells, matrixCell{name: "openclaw-store", file: db + "#agent:main:main", marker: firstUserWords(t, rows)})
 
+	cells = append(cells, agentWrittenCells(t, dir)...)
 	if c, ok := piWrittenSession(t, dir); ok {
 		cells = append(cells, c)
 		zst := c.file + ".zst"
@@ -94,6 +115,9 @@ func TestFormatCommandMatrix(t *testing.T) {
 					t.Errorf("estimate %d is %.1f%% from chars/4 of the messages the agent sent (%d)", est.Tokens, 100*dev, c.sentChars/4)
 				}
 			}
+			if c.sent != nil {
+				checkEstimate(t, c, est.Tokens)
+			}
 			// lint: read (findings are the file's own), and no read error
 			if _, stderr, code := runCLI(t, "--state-dir", state, "lint", "--fail-on", "never", c.file); code != 0 {
 				t.Errorf("lint: exit %d: %s", code, stderr)
@@ -101,11 +125,28 @@ func TestFormatCommandMatrix(t *testing.T) {
 			// index / search
 			run("index", c.file)
 			if out := run("search", "--json", c.marker); !strings.Contains(out, filepath.Base(strings.SplitN(c.file, "#", 2)[0])) {
-				t.Errorf("search %q does not cite the session:\n%s", c.marker, out)
+				c.gapErrorf(t, "search %q does not cite the session:\n%s", c.marker, out)
 			}
 			// checkpoint / restore: one key
-			run("checkpoint", c.file)
-			run("restore", c.file)
+			var cp struct {
+				Path string `json:"path"`
+			}
+			jsonLine(t, run("checkpoint", "--json", c.file), &cp)
+			restored := run("restore", c.file)
+			if c.sent != nil {
+				yaml, err := os.ReadFile(cp.Path)
+				if err != nil {
+					t.Fatalf("checkpoint: %v", err)
+				}
+				for _, f := range c.sent.Files {
+					if !strings.Contains(string(yaml), f) {
+						c.gapErrorf(t, "checkpoint does not name %s, which the agent's last request has a tool call on:\n%s", f, yaml)
+					}
+				}
+				if w := firstWords(c.sent.LastUser, 3); !strings.Contains(restored, w) {
+					t.Errorf("restore does not carry the last user message the agent sent (%q):\n%s", w, restored)
+				}
+			}
 			// budget, compact and roll dry runs
 			run("budget", "--json", c.file)
 			run("compact", "--dry-run", "--json", c.file)
@@ -113,6 +154,12 @@ func TestFormatCommandMatrix(t *testing.T) {
 			// export, and the export read back: the same context
 			out := filepath.Join(t.TempDir(), "export.jsonl")
 			run("export", c.file, "--to", "pi", "-o", out)
+			if c.sent != nil {
+				data, _ := os.ReadFile(out)
+				if w := firstWords(c.sent.LastUser, 3); !strings.Contains(string(data), jsonText(w)) {
+					t.Errorf("export lacks the last user message the agent sent (%q)", w)
+				}
+			}
 			s, err := transcript.Load(out)
 			if err != nil {
 				t.Fatalf("export does not load: %v", err)
@@ -135,9 +182,12 @@ func TestFormatCommandMatrix(t *testing.T) {
 				}
 			}
 			// What the agent sent last is in the session ctxtool reads.
+			if c.sent != nil {
+				c.sentTexts = append(c.sentTexts, firstWords(c.sent.LastUser, 3))
+			}
 			for _, txt := range c.sentTexts {
 				if out := run("search", "--json", txt); !strings.Contains(out, txt) {
-					t.Errorf("what pi sent (%q) is not found in the session:\n%s", txt, out)
+					t.Errorf("what the agent sent (%q) is not found in the session:\n%s", txt, out)
 				}
 			}
 		})
@@ -234,4 +284,97 @@ func piWrittenSession(t *testing.T, dir string) (matrixCell, bool) {
 	t.Logf("pi 1.6.0's last request: %d messages, %d chars of text, body %d bytes", len(last.Messages), sent, len(last.Body))
 	return matrixCell{name: "pi-1.6.0", file: file, marker: "zq-ledger-7", sentChars: sent,
 		sentTexts: []string{"Who is first on call"}}, true
+}
+
+// agentWrittenCells are the sessions the real Claude Code 2.1.332 and
+// Codex 0.171.0 write offline (internal/agentkit: tool calls, a failing
+// tool, an image, a subagent, compactions, a resume, a fork): the main
+// session, its .zst, the fork and the subagent's side chain, each with
+// the last request the agent sent for it. Without the agents (outside
+// CI) they are left out, with a message saying how to get them.
+func agentWrittenCells(t *testing.T, dir string) []matrixCell {
+	ci := os.Getenv("CI") == "true"
+	a, err := agentkit.FindAgents(ci)
+	if err != nil {
+		if ci {
+			t.Fatalf("CI=true needs the real claude and codex: %v", err)
+		}
+		t.Logf("matrix without the Claude Code / Codex self-written cells: %v", err)
+		return nil
+	}
+	var cells []matrixCell
+	for _, g := range []struct {
+		name  string
+		write func(*agentkit.Agents, string) (*agentkit.WrittenSession, error)
+		tol   float64
+		// forkGap: Codex 0.171 writes a fork as its own turns after a
+		// session_meta.history_base {thread_id, end_byte_offset}: the
+		// history is the first bytes of the parent's rollout, which
+		// ctxtool does not follow yet (it reads the fork's own turns).
+		forkGap string
+	}{
+		{"claude-2.1.332", agentkit.ClaudeCodeSession, matrixTolerance, ""},
+		{"codex-0.171.0", agentkit.CodexSession, matrixTolerance, "codex fork history_base not followed"},
+	} {
+		home := filepath.Join(dir, g.name)
+		os.MkdirAll(home, 0o700)
+		start := time.Now()
+		ws, err := g.write(a, home)
+		if err != nil {
+			t.Fatalf("%s writing its session: %v", g.name, err)
+		}
+		t.Logf("%s wrote its session in %s (%d requests); could not do offline: %v", g.name, time.Since(start).Round(time.Millisecond), len(ws.Bodies), ws.Missing)
+		last := agentkit.ReadSent(ws.Last)
+		cells = append(cells, matrixCell{name: g.name, file: ws.File, marker: agentkit.WrittenMarker, sent: &last, tolerance: g.tol})
+		zst := filepath.Join(dir, g.name+"-"+filepath.Base(ws.File)+".zst")
+		zstdFile(t, ws.File, zst)
+		cells = append(cells, matrixCell{name: g.name + ".zst", file: zst, marker: agentkit.WrittenMarker, sent: &last, tolerance: g.tol})
+		if ws.Fork != "" {
+			fork := agentkit.ReadSent(ws.ForkLast)
+			cells = append(cells, matrixCell{name: g.name + "-fork", file: ws.Fork, marker: agentkit.WrittenMarker, sent: &fork, tolerance: g.tol, gap: g.forkGap})
+		}
+		if len(ws.Side) > 0 && ws.SideLast != nil {
+			side := agentkit.ReadSent(ws.SideLast)
+			// A subagent still running when its parent's run ends is
+			// interrupted: Codex then writes a turn_aborted message after
+			// its last request (~70 tokens here), hence the margin.
+			cells = append(cells, matrixCell{name: g.name + "-subagent", file: ws.Side[0], marker: "SUBAGENT-TASK", sent: &side, tolerance: g.tol + 0.05})
+		}
+	}
+	return cells
+}
+
+// matrixTolerance is how far ctxtool's heuristic estimate of a real
+// agent's session may be from chars/4 of the conversation the agent sent
+// next (system prompt and tool schemas left out on both sides).
+const matrixTolerance = 0.10
+
+// checkEstimate compares the estimate with the agent's last request.
+func checkEstimate(t *testing.T, c matrixCell, tokens int) {
+	t.Helper()
+	want := float64(c.sent.Chars) / 4
+	dev := math.Abs(float64(tokens)-want) / want
+	t.Logf("estimate %d tokens; the agent's last request: %d chars of conversation (chars/4 %.0f), %.1f%% apart", tokens, c.sent.Chars, want, 100*dev)
+	if dev > c.tolerance {
+		c.gapErrorf(t, "estimate %d is %.1f%% from chars/4 of the conversation the agent sent last (%.0f); tolerance %.0f%%", tokens, 100*dev, want, 100*c.tolerance)
+	}
+}
+
+// firstWords is the first n words of s, up to the first path (which
+// summaries shorten).
+func firstWords(s string, n int) string {
+	var w []string
+	for _, f := range strings.Fields(s) {
+		if len(w) == n || strings.Contains(f, "/") {
+			break
+		}
+		w = append(w, f)
+	}
+	return strings.Join(w, " ")
+}
+
+// jsonText is s as it reads inside a JSON string.
+func jsonText(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b[1 : len(b)-1])
 }

@@ -36,6 +36,9 @@ type WrittenSession struct {
 	// Last is the last one the main session sent (not a side request).
 	Bodies [][]byte
 	Last   []byte
+	// ForkLast and SideLast are the last requests of the fork and of the
+	// (first) side chain.
+	ForkLast, SideLast []byte
 	// Touched are the files the agent's tools wrote.
 	Touched []string
 	// Words are words the agent sent that a search must find.
@@ -185,6 +188,13 @@ func ClaudeCodeSession(a *Agents, dir string) (*WrittenSession, error) {
 	if err != nil {
 		return nil, err
 	}
+	all := srv.Bodies()
+	ws.ForkLast = all[len(all)-1]
+	for _, b := range all {
+		if strings.HasPrefix(firstUserText(b), writtenSubagentCue) {
+			ws.SideLast = b
+		}
+	}
 	files, _ := filepath.Glob(filepath.Join(home, ".claude", "projects", "*", sid+".jsonl"))
 	if len(files) != 1 {
 		return nil, fmt.Errorf("claude-code: transcript of %s: %v", sid, files)
@@ -325,6 +335,13 @@ func CodexSession(a *Agents, dir string) (*WrittenSession, error) {
 	if err != nil {
 		return nil, err
 	}
+	all := srv.Bodies()
+	ws.ForkLast = all[len(all)-1]
+	for _, b := range all {
+		if bytes.Contains(b, []byte(writtenSubagentCue)) && !bytes.Contains(b, []byte(writtenToolsCue)) {
+			ws.SideLast = b
+		}
+	}
 	filepath.Walk(filepath.Join(codexHome, "sessions"), func(p string, info os.FileInfo, err error) error {
 		if err != nil || info.IsDir() || !strings.HasSuffix(p, ".jsonl") {
 			return nil
@@ -346,4 +363,133 @@ func CodexSession(a *Agents, dir string) (*WrittenSession, error) {
 		ws.Missing = append(ws.Missing, "codex: exec fork wrote no new rollout")
 	}
 	return ws, nil
+}
+
+// Sent is what one logged request sent the model, read from its body
+// (Anthropic Messages or OpenAI Responses).
+type Sent struct {
+	// Chars is the text of the conversation sent: messages (text,
+	// thinking, tool calls' names and arguments, tool results), an image
+	// counted as 4800 chars as pi's estimate does; the system prompt
+	// (Anthropic's system, Codex's base instructions — its first
+	// developer message) and the tool schemas are left out, as they are
+	// not in the transcripts.
+	Chars int
+	// LastUser is the text of the last user message (reminders left out).
+	LastUser string
+	// Files are the paths the tool calls in the request name.
+	Files []string
+}
+
+const imageChars = 4800
+
+// ReadSent reads a logged request body.
+func ReadSent(body []byte) Sent {
+	var req struct {
+		Messages []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+		Input []struct {
+			Type      string          `json:"type"`
+			Role      string          `json:"role"`
+			Content   json.RawMessage `json:"content"`
+			Name      string          `json:"name"`
+			Arguments string          `json:"arguments"`
+			Output    json.RawMessage `json:"output"`
+		} `json:"input"`
+	}
+	json.Unmarshal(body, &req)
+	var s Sent
+	addFiles := func(args []byte) {
+		var a map[string]any
+		json.Unmarshal(args, &a)
+		for _, k := range []string{"file_path", "path"} {
+			if p, ok := a[k].(string); ok && p != "" {
+				s.Files = append(s.Files, p)
+			}
+		}
+	}
+	for _, m := range req.Messages {
+		var str string
+		if json.Unmarshal(m.Content, &str) == nil {
+			s.Chars += len(str)
+			if m.Role == "user" {
+				s.LastUser = str
+			}
+			continue
+		}
+		var blocks []struct {
+			Type, Text, Thinking, Name string
+			Input                      json.RawMessage
+			Content                    json.RawMessage
+		}
+		json.Unmarshal(m.Content, &blocks)
+		for _, b := range blocks {
+			switch b.Type {
+			case "text":
+				s.Chars += len(b.Text)
+				if m.Role == "user" && !strings.HasPrefix(b.Text, "<system-reminder>") {
+					s.LastUser = b.Text
+				}
+			case "thinking":
+				s.Chars += len(b.Thinking)
+			case "image":
+				s.Chars += imageChars
+			case "tool_use":
+				s.Chars += len(b.Name) + len(b.Input)
+				addFiles(b.Input)
+			case "tool_result":
+				s.Chars += resultChars(b.Content)
+			}
+		}
+	}
+	for i, it := range req.Input {
+		switch it.Type {
+		case "message":
+			if i == 0 && it.Role == "developer" {
+				continue // the base instructions
+			}
+			var parts []struct{ Type, Text string }
+			json.Unmarshal(it.Content, &parts)
+			for _, p := range parts {
+				switch p.Type {
+				case "input_text", "output_text":
+					s.Chars += len(p.Text)
+					if it.Role == "user" {
+						s.LastUser = p.Text
+					}
+				case "input_image":
+					s.Chars += imageChars
+				}
+			}
+		case "function_call":
+			s.Chars += len(it.Name) + len(it.Arguments)
+			addFiles([]byte(it.Arguments))
+		case "function_call_output":
+			s.Chars += resultChars(it.Output)
+		}
+	}
+	return s
+}
+
+// resultChars is the size of a tool result: a string, or blocks of text
+// and images.
+func resultChars(raw json.RawMessage) int {
+	var str string
+	if json.Unmarshal(raw, &str) == nil {
+		return len(str)
+	}
+	var blocks []struct{ Type, Text string }
+	json.Unmarshal(raw, &blocks)
+	n := 0
+	for _, b := range blocks {
+		switch b.Type {
+		case "text", "input_text", "output_text":
+			n += len(b.Text)
+		case "image", "input_image":
+			n += imageChars
+		}
+	}
+	return n
 }
