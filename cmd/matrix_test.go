@@ -282,7 +282,7 @@ func piWrittenSession(t *testing.T, dir string) (matrixCell, bool) {
 		sent += len(m.Content)
 	}
 	t.Logf("pi 1.6.0's last request: %d messages, %d chars of text, body %d bytes", len(last.Messages), sent, len(last.Body))
-	return matrixCell{name: "pi-1.6.0", file: file, marker: "zq-ledger-7", sentChars: sent,
+	return matrixCell{name: "pi-" + agentkit.Pin("PI_VERSION"), file: file, marker: "zq-ledger-7", sentChars: sent,
 		sentTexts: []string{"Who is first on call"}}, true
 }
 
@@ -313,8 +313,8 @@ func agentWrittenCells(t *testing.T, dir string) []matrixCell {
 		// ctxtool does not follow yet (it reads the fork's own turns).
 		forkGap string
 	}{
-		{"claude-2.1.332", agentkit.ClaudeCodeSession, matrixTolerance, ""},
-		{"codex-0.171.0", agentkit.CodexSession, matrixTolerance, "codex fork history_base not followed"},
+		{"claude-" + agentkit.Pin("CLAUDE_VERSION"), agentkit.ClaudeCodeSession, matrixTolerance, ""},
+		{"codex-" + agentkit.Pin("CODEX_VERSION"), agentkit.CodexSession, matrixTolerance, "codex fork history_base not followed"},
 	} {
 		home := filepath.Join(dir, g.name)
 		os.MkdirAll(home, 0o700)

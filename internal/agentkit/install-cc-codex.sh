@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # install-cc-codex.sh - install the real Claude Code and Codex CLIs, pinned, once.
 #
-# Installs @anthropic-ai/claude-code@2.1.332 and @openai/codex@0.171.0 (each ships a
+# Installs @anthropic-ai/claude-code@$CLAUDE_VERSION and @openai/codex@$CODEX_VERSION, the
+# versions pinned in pins.env beside this script (each ships a
 # native binary through an optional dependency; no Node 24 needed) under
 # ${CTXTOOL_AGENTS:-$HOME/.cache/ctxtool-agents}: claude/ and codex/. Later runs only
 # check the versions. Safe from several processes at once (flock). Prints the two
@@ -9,8 +10,7 @@
 # missing; 4 = installed but the versions are wrong. Used by .ci/run and by the
 # tests in internal/agentkit (which skip when this has not run, unless CI=true).
 set -euo pipefail
-CLAUDE_VERSION=2.1.332
-CODEX_VERSION=0.171.0
+. "$(dirname "$0")/pins.env"
 T=${CTXTOOL_AGENTS:-$HOME/.cache/ctxtool-agents}
 CLAUDE="$T/claude/node_modules/.bin/claude"
 CODEX="$T/codex/node_modules/.bin/codex"

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # install-pi.sh - install the real pi agent and the Node it needs, pinned, once.
 #
-# Installs Node 24 (npm package node@24.21.0) and @earendil-works/pi-coding-agent@1.6.0
-# under ${CTXTOOL_AGENTS:-$HOME/.cache/ctxtool-agents}: node24/ and pi/. Later runs only
-# check the versions. Safe from several processes at once (flock). Prints the two paths
+# Installs Node 24 (npm package node@$NODE_VERSION) and
+# @earendil-works/pi-coding-agent@$PI_VERSION, the versions pinned in pins.env beside
+# this script, under ${CTXTOOL_AGENTS:-$HOME/.cache/ctxtool-agents}: node24/ and pi/.
+# Later runs only check the versions. Safe from several processes at once (flock). Prints the two paths
 # (node binary, pi's dist/cli.js) on stdout, one per line. Exit 0 = ready; 3 = node/npm
 # missing; 4 = installed but the versions are wrong. Used by .ci/run and by the tests
 # in internal/agentkit (which skip when this has not run, unless CI=true).
 set -euo pipefail
-NODE_VERSION=24.21.0
-PI_VERSION=1.6.0
+. "$(dirname "$0")/pins.env"
 PI_PKG=@earendil-works/pi-coding-agent
 T=${CTXTOOL_AGENTS:-$HOME/.cache/ctxtool-agents}
 NODE="$T/node24/node_modules/node/bin/node"
