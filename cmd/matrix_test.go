@@ -303,6 +303,9 @@ func agentWrittenCells(t *testing.T, dir string) []matrixCell {
 		return nil
 	}
 	var cells []matrixCell
+	if c, ok := openClawWrittenCell(t, dir); ok {
+		cells = append(cells, c)
+	}
 	for _, g := range []struct {
 		name  string
 		write func(*agentkit.Agents, string) (*agentkit.WrittenSession, error)
@@ -377,4 +380,31 @@ func firstWords(s string, n int) string {
 func jsonText(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b[1 : len(b)-1])
+}
+
+// openClawWrittenCell is the session the real OpenClaw Gateway writes
+// into its SQLite store (agentkit.OpenClawSession: turns and a manual
+// compaction; ~2 min, most of it the Gateway starting), checked against
+// the last request it sent less what it adds as it sends
+// (agentkit.ReadSentOpenClaw). Without OpenClaw (outside CI) it is left
+// out with a message.
+func openClawWrittenCell(t *testing.T, dir string) (matrixCell, bool) {
+	in, err := agentkit.FindOpenClaw()
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true needs the real OpenClaw: %v", err)
+		}
+		t.Logf("matrix without the OpenClaw self-written cell: %v", err)
+		return matrixCell{}, false
+	}
+	home := filepath.Join(dir, "openclaw")
+	os.MkdirAll(home, 0o700)
+	start := time.Now()
+	ws, err := agentkit.OpenClawSession(in, home)
+	if err != nil {
+		t.Fatalf("openclaw writing its session: %v", err)
+	}
+	t.Logf("openclaw %s wrote its session in %s (%d requests); could not do: %v", agentkit.Pin("OPENCLAW_VERSION"), time.Since(start).Round(time.Millisecond), len(ws.Bodies), ws.Missing)
+	last := agentkit.ReadSentOpenClaw(ws.Last)
+	return matrixCell{name: "openclaw-" + agentkit.Pin("OPENCLAW_VERSION") + "-store", file: ws.File, marker: agentkit.WrittenMarker, sent: &last, tolerance: matrixTolerance}, true
 }

@@ -493,3 +493,137 @@ func resultChars(raw json.RawMessage) int {
 	}
 	return n
 }
+
+// OpenClawSession has the real OpenClaw Gateway write a session into its
+// SQLite store under dir (its HOME): two turns, a manual compaction
+// (`openclaw sessions compact`, the model's own summary), a last turn.
+// File is "<store>#agent:main:main"; Last is the last chat-completions
+// request of the session (the fake server's log). The Gateway's tools
+// stay off (the fake model answers text): no tool calls, no image, no
+// fork, no subagent — reported in Missing.
+func OpenClawSession(in *OpenClawInstall, dir string) (*WrittenSession, error) {
+	srv := llmtest.New()
+	defer srv.Close()
+	srv.UsageFromBody = true
+	srv.Reply = func(r llmtest.Request) string {
+		for _, m := range r.Messages {
+			if strings.Contains(m.Content, "<conversation>") {
+				return "## Goal\nMigrate the billing service (" + WrittenMarker + ") by 2027-03-14.\n\n## Decisions\n- none"
+			}
+		}
+		return fmt.Sprintf("Noted (reply %d).", len(r.Messages))
+	}
+	home := dir
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	model := map[string]any{"id": "fake-model", "name": "fake-model", "reasoning": false, "input": []string{"text"},
+		"cost": map[string]any{"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}, "contextWindow": 200000, "maxTokens": 1024}
+	cfg := map[string]any{
+		"gateway": map[string]any{"port": port, "mode": "local", "bind": "loopback", "auth": map[string]any{"mode": "none"}},
+		"agents": map[string]any{
+			"defaults": map[string]any{"model": map[string]any{"primary": "fake/fake-model"}, "workspace": filepath.Join(home, "ws")},
+			"list":     []any{map[string]any{"id": "main", "default": true, "workspace": filepath.Join(home, "ws")}},
+		},
+		"models": map[string]any{"mode": "merge", "providers": map[string]any{"fake": map[string]any{
+			"baseUrl": srv.BaseURL(), "apiKey": "fake-key", "api": "openai-completions", "models": []any{model}}}},
+	}
+	data, _ := json.MarshalIndent(cfg, "", "  ")
+	cfgPath := filepath.Join(home, ".openclaw", "openclaw.json")
+	os.MkdirAll(filepath.Dir(cfgPath), 0o755)
+	if err := os.WriteFile(cfgPath, data, 0o600); err != nil {
+		return nil, err
+	}
+	env := []string{"HOME=" + home, "PATH=" + filepath.Dir(in.Node) + ":" + os.Getenv("PATH"), "NO_COLOR=1", "TMPDIR=" + os.TempDir()}
+	gw, err := StartGateway(in, home, port, env, 180*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	defer gw.Stop()
+	const key = "agent:main:main"
+	turn := func(msg string) error {
+		_, err := gw.CLI(240*time.Second, "agent", "--agent", "main", "--session-key", key, "--message", msg, "--json")
+		return err
+	}
+	for _, m := range []string{
+		"We migrate the billing service; the database is " + WrittenMarker + " on db-7.internal.",
+		"The deadline is 2027-03-14 and the retry budget stays at 7 attempts.",
+	} {
+		if err := turn(m); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := gw.CLI(240*time.Second, "sessions", "compact", key, "--json"); err != nil {
+		return nil, err
+	}
+	if err := turn(writtenLastCue + "? Ana, then Bo."); err != nil {
+		return nil, err
+	}
+	ws := &WrittenSession{Agent: "openclaw", Home: home,
+		File:    filepath.Join(home, ".openclaw", "agents", "main", "agent", "openclaw-agent.sqlite") + "#" + key,
+		Words:   []string{writtenLastCue, "2027-03-14"},
+		Missing: []string{"openclaw: no tool calls, image, subagent or fork (text-only fake model); no automatic compaction (a manual one)"}}
+	for _, r := range srv.Requests() {
+		ws.Bodies = append(ws.Bodies, r.Body)
+		for _, m := range r.Messages {
+			if strings.Contains(m.Content, writtenLastCue) {
+				ws.Last = r.Body
+			}
+		}
+	}
+	if ws.Last == nil {
+		return nil, fmt.Errorf("openclaw: no request carried the last prompt (%d requests)", len(ws.Bodies))
+	}
+	return ws, nil
+}
+
+// ReadSentOpenClaw reads a chat-completions request of the OpenClaw
+// Gateway as ReadSent does, less what OpenClaw adds as it sends and does
+// not store in the session: the system prompt, the internal-context
+// block (<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>…), the "[Wed 2026-12-02
+// 06:02 UTC] " stamp before a prompt, and the wrapper around a
+// compaction summary (what is outside <summary>…</summary>).
+func ReadSentOpenClaw(body []byte) Sent {
+	var req struct {
+		Messages []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	json.Unmarshal(body, &req)
+	var s Sent
+	for _, m := range req.Messages {
+		if m.Role == "system" {
+			continue
+		}
+		var text string
+		if json.Unmarshal(m.Content, &text) != nil {
+			var parts []struct{ Type, Text string }
+			json.Unmarshal(m.Content, &parts)
+			for _, p := range parts {
+				if p.Type == "text" {
+					text += p.Text
+				} else if p.Type == "image_url" {
+					s.Chars += imageChars
+				}
+			}
+		}
+		if strings.HasPrefix(text, "<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>") {
+			continue
+		}
+		if i, j := strings.Index(text, "<summary>\n"), strings.LastIndex(text, "\n</summary>"); i >= 0 && j > i {
+			text = text[i+len("<summary>\n") : j]
+		}
+		if m.Role == "user" && strings.HasPrefix(text, "[") {
+			if i := strings.Index(text, " UTC] "); i > 0 && i < 40 {
+				text = text[i+len(" UTC] "):]
+			}
+		}
+		s.Chars += len(text)
+		if m.Role == "user" {
+			s.LastUser = text
+		}
+	}
+	return s
+}
