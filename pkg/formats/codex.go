@@ -53,7 +53,10 @@ type cxItem struct {
 	// event_msg: token_count (info, when hasInfo), task_started
 	info    cxInfo
 	hasInfo bool
-	window  int64
+	// token_usage_record: its usage, when hasRecord
+	record    cxLast
+	hasRecord bool
+	window    int64
 	// compacted
 	message     jstr
 	replacement []cxItem
@@ -246,6 +249,12 @@ func (d *jdec) cxItemField(k []byte, it *cxItem) bool {
 		}
 	case "model_context_window":
 		it.window = d.int("model_context_window")
+	case "usage":
+		// token_usage_record (0.17x): the usage of the reply just written.
+		it.hasRecord = false
+		if d.obj("usage") {
+			it.record, it.hasRecord = d.cxLast(), true
+		}
 	case "message":
 		it.message = d.text("message")
 	case "replacement_history":
@@ -336,24 +345,7 @@ func (d *jdec) cxInfo() cxInfo {
 			if !d.obj("last_token_usage") {
 				continue
 			}
-			var l cxLast
-			for k, ok := d.key(); ok; k, ok = d.key() {
-				switch string(k) {
-				case "input_tokens":
-					l.input = d.int("input_tokens")
-				case "cached_input_tokens":
-					l.cached = d.int("cached_input_tokens")
-				case "output_tokens":
-					l.output = d.int("output_tokens")
-				case "reasoning_output_tokens":
-					d.int("reasoning_output_tokens")
-				case "total_tokens":
-					l.total = d.int("total_tokens")
-				default:
-					d.skip()
-				}
-			}
-			info.last, info.hasLast = l, true
+			info.last, info.hasLast = d.cxLast(), true
 		case "model_context_window":
 			info.window = d.int("model_context_window")
 		case "total_token_usage":
@@ -372,6 +364,29 @@ func (d *jdec) cxInfo() cxInfo {
 		}
 	}
 	return info
+}
+
+// cxLast decodes the usage object obj entered (token_count's
+// last_token_usage, token_usage_record's usage).
+func (d *jdec) cxLast() cxLast {
+	var l cxLast
+	for k, ok := d.key(); ok; k, ok = d.key() {
+		switch string(k) {
+		case "input_tokens":
+			l.input = d.int("input_tokens")
+		case "cached_input_tokens":
+			l.cached = d.int("cached_input_tokens")
+		case "output_tokens":
+			l.output = d.int("output_tokens")
+		case "reasoning_output_tokens":
+			d.int("reasoning_output_tokens")
+		case "total_tokens":
+			l.total = d.int("total_tokens")
+		default:
+			d.skip()
+		}
+	}
+	return l
 }
 
 // cxVal decodes a value of several shapes. Its inner type errors are its
@@ -553,6 +568,9 @@ type cxConv struct {
 	// points to it).
 	nextUsage, asstUsage usage
 	hasNext              bool
+	// byRecord: the file has token_usage_records (0.17x), which give
+	// each reply its usage; token_count then only gives the window.
+	byRecord bool
 	// lastCum and lastLast are the last token_count's running total and
 	// last usage: a record that repeats them measured no new call.
 	lastCum  int64
@@ -629,6 +647,11 @@ func (c *cxConv) apply(no int, l *cxLine) error {
 		}
 	case "event_msg":
 		c.event(it)
+	case "token_usage_record":
+		if it.hasRecord {
+			c.byRecord = true
+			c.usage(usage{input: it.record.input - it.record.cached, output: it.record.output, cacheRead: it.record.cached, total: it.record.total}, true)
+		}
 	case "compacted":
 		if err := c.flush(); err != nil {
 			return err
@@ -664,23 +687,31 @@ func (c *cxConv) event(it *cxItem) {
 			return
 		}
 		c.lastCum, c.lastLast = it.info.cum, it.info.last
-		if l := &it.info.last; it.info.hasLast {
-			u := usage{input: l.input - l.cached, output: l.output, cacheRead: l.cached, total: l.total}
+		if l := &it.info.last; it.info.hasLast && !c.byRecord {
 			// Codex ≥ 0.4x records token_count right after the reply's items;
 			// 0.3x records it just before them. A record that finds a reply
 			// still unanswered belongs to it, any other to the next reply.
-			if c.asst != nil && len(c.outputs) == 0 {
-				c.asstUsage, c.hasNext = u, false
-				c.asst.usage = &c.asstUsage
-			} else {
-				c.nextUsage, c.hasNext = u, true
-			}
+			// (0.17x writes it after the reply's tool outputs, and a
+			// token_usage_record before them: that one is read instead.)
+			c.usage(usage{input: l.input - l.cached, output: l.output, cacheRead: l.cached, total: l.total}, false)
 		}
 	case "task_started":
 		if it.window > 0 {
 			c.v.window, c.v.windowFrom = int(it.window), "Codex model_context_window"
 		}
 	}
+}
+
+// usage gives u to the open reply when it is still unanswered (or,
+// answered, when the usage comes from a token_usage_record, written
+// right after the reply's items), else to the next reply.
+func (c *cxConv) usage(u usage, record bool) {
+	if c.asst != nil && (record || len(c.outputs) == 0) {
+		c.asstUsage, c.hasNext = u, false
+		c.asst.usage = &c.asstUsage
+		return
+	}
+	c.nextUsage, c.hasNext = u, true
 }
 
 func (c *cxConv) item(it *cxItem, no int) error {
