@@ -32,6 +32,10 @@ type matrixCell struct {
 	sent *agentkit.Sent
 	// tolerance is how far the estimate may be from sent's chars/4.
 	tolerance float64
+	// sentBody is that request's body: the fake server reported its
+	// bytes/4 as the input tokens of the reply, which the last assistant
+	// message must carry.
+	sentBody []byte
 	// gap names a known defect of ctxtool on this cell: the checks it
 	// breaks (estimate, marker search, checkpoint files) are logged as
 	// such instead of failing, the others still assert.
@@ -158,6 +162,11 @@ func TestFormatCommandMatrix(t *testing.T) {
 				data, _ := os.ReadFile(out)
 				if w := firstWords(c.sent.LastUser, 3); !strings.Contains(string(data), jsonText(w)) {
 					t.Errorf("export lacks the last user message the agent sent (%q)", w)
+				}
+			}
+			if c.sentBody != nil {
+				if got, want := lastAssistantInput(t, out), len(c.sentBody)/4; got != want {
+					c.gapErrorf(t, "the last reply's usage says %d input tokens; the fake server reported %d for the agent's last request", got, want)
 				}
 			}
 			s, err := transcript.Load(out)
@@ -328,13 +337,13 @@ func agentWrittenCells(t *testing.T, dir string) []matrixCell {
 		}
 		t.Logf("%s wrote its session in %s (%d requests); could not do offline: %v", g.name, time.Since(start).Round(time.Millisecond), len(ws.Bodies), ws.Missing)
 		last := agentkit.ReadSent(ws.Last)
-		cells = append(cells, matrixCell{name: g.name, file: ws.File, marker: agentkit.WrittenMarker, sent: &last, tolerance: g.tol})
+		cells = append(cells, matrixCell{name: g.name, file: ws.File, marker: agentkit.WrittenMarker, sent: &last, tolerance: g.tol, sentBody: ws.Last})
 		zst := filepath.Join(dir, g.name+"-"+filepath.Base(ws.File)+".zst")
 		zstdFile(t, ws.File, zst)
-		cells = append(cells, matrixCell{name: g.name + ".zst", file: zst, marker: agentkit.WrittenMarker, sent: &last, tolerance: g.tol})
+		cells = append(cells, matrixCell{name: g.name + ".zst", file: zst, marker: agentkit.WrittenMarker, sent: &last, tolerance: g.tol, sentBody: ws.Last})
 		if ws.Fork != "" {
 			fork := agentkit.ReadSent(ws.ForkLast)
-			cells = append(cells, matrixCell{name: g.name + "-fork", file: ws.Fork, marker: agentkit.WrittenMarker, sent: &fork, tolerance: g.tol, gap: g.forkGap})
+			cells = append(cells, matrixCell{name: g.name + "-fork", file: ws.Fork, marker: agentkit.WrittenMarker, sent: &fork, tolerance: g.tol, gap: g.forkGap, sentBody: ws.ForkLast})
 		}
 		if len(ws.Side) > 0 && ws.SideLast != nil {
 			side := agentkit.ReadSent(ws.SideLast)
@@ -407,4 +416,28 @@ func openClawWrittenCell(t *testing.T, dir string) (matrixCell, bool) {
 	t.Logf("openclaw %s wrote its session in %s (%d requests); could not do: %v", agentkit.Pin("OPENCLAW_VERSION"), time.Since(start).Round(time.Millisecond), len(ws.Bodies), ws.Missing)
 	last := agentkit.ReadSentOpenClaw(ws.Last)
 	return matrixCell{name: "openclaw-" + agentkit.Pin("OPENCLAW_VERSION") + "-store", file: ws.File, marker: agentkit.WrittenMarker, sent: &last, tolerance: matrixTolerance}, true
+}
+
+// lastAssistantInput is the usage.input of the last assistant message of
+// a pi session (-1 when it has none).
+func lastAssistantInput(t *testing.T, file string) int {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := -1
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var e struct {
+			Message struct {
+				Role  string `json:"role"`
+				Usage *struct {
+					Input int `json:"input"`
+				} `json:"usage"`
+			} `json:"message"`
+		}
+		if json.Unmarshal([]byte(l), &e) == nil && e.Message.Role == "assistant" && e.Message.Usage != nil {
+			in = e.Message.Usage.Input
+		}
+	}
+	return in
 }
