@@ -9,7 +9,7 @@ import (
 )
 
 // Each agent's version is pinned on one line of pins.env: the install
-// scripts source it and hold no version of their own, so bumping a pin is
+// scripts read it (through install-lib.sh) and hold no version of their own, so bumping a pin is
 // a one-line change that .ci/run installs.
 func TestPinsLiveInPinsEnv(t *testing.T) {
 	for _, k := range []string{"NODE_VERSION", "PI_VERSION", "CLAUDE_VERSION", "CODEX_VERSION", "OPENCLAW_VERSION"} {
@@ -18,7 +18,7 @@ func TestPinsLiveInPinsEnv(t *testing.T) {
 		}
 	}
 	assign := regexp.MustCompile(`(?m)^\s*[A-Z_]*VERSION=`)
-	for _, script := range []string{"install-pi.sh", "install-cc-codex.sh", "install-openclaw.sh", "../../.ci/run"} {
+	for _, script := range []string{"install-lib.sh", "install-pi.sh", "install-cc-codex.sh", "install-openclaw.sh", "../../.ci/run"} {
 		data, err := os.ReadFile(script)
 		if err != nil {
 			t.Fatal(err)
@@ -27,8 +27,11 @@ func TestPinsLiveInPinsEnv(t *testing.T) {
 		if m := assign.FindString(s); m != "" {
 			t.Errorf("%s sets a version of its own (%q): the pins are pins.env's", script, strings.TrimSpace(m))
 		}
-		if strings.HasSuffix(script, ".sh") && !strings.Contains(s, `. "$(dirname "$0")/pins.env"`) {
+		if script == "install-lib.sh" && !strings.Contains(s, `. "$(dirname "${BASH_SOURCE[0]}")/pins.env"`) {
 			t.Errorf("%s does not source pins.env", script)
+		}
+		if strings.HasPrefix(script, "install-") && script != "install-lib.sh" && !strings.Contains(s, `. "$(dirname "$0")/install-lib.sh"`) {
+			t.Errorf("%s does not source install-lib.sh (which reads pins.env)", script)
 		}
 		for k, v := range Pins {
 			if strings.Contains(s, v) {

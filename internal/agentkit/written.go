@@ -61,6 +61,19 @@ const (
 	WrittenMarker = "zq-ledger-7"
 )
 
+// writtenProject makes the project the scripted sessions work in, under
+// home: billing/ with pixel.png (the image the agents read) and the path
+// of notes.txt (the file they write).
+func writtenProject(home string) (proj, png, notes string, err error) {
+	proj = filepath.Join(home, "billing")
+	if err = os.MkdirAll(proj, 0o700); err != nil {
+		return
+	}
+	png, notes = filepath.Join(proj, "pixel.png"), filepath.Join(proj, "notes.txt")
+	err = os.WriteFile(png, pixelPNG, 0o600)
+	return
+}
+
 // toolResults counts the tool results in a request body (Anthropic
 // tool_result blocks or Responses function_call_output items).
 func toolResults(body []byte) int {
@@ -89,19 +102,17 @@ func offeredTool(body []byte, names ...string) string {
 // (its HOME): a turn of tool calls (Write, a failing Bash, Read of a PNG —
 // an image — and the Task tool, whose subagent reads a file: a side
 // chain), a resume, a manual /compact, an automatic compaction (the fake
-// server reports a near-full context once), a turn after it, and a fork
-// (--fork-session).
+// server answers one request "prompt is too long": Claude Code 2.1.332
+// compacts reactively and retries), a last turn with a tool call, and a
+// fork (--fork-session).
 func ClaudeCodeSession(a *Agents, dir string) (*WrittenSession, error) {
 	srv := llmtest.NewAnthropic()
 	defer srv.Close()
 	home := dir
-	proj := filepath.Join(home, "billing")
-	if err := os.MkdirAll(proj, 0o700); err != nil {
+	proj, png, notes, err := writtenProject(home)
+	if err != nil {
 		return nil, err
 	}
-	png := filepath.Join(proj, "pixel.png")
-	notes := filepath.Join(proj, "notes.txt")
-	os.WriteFile(png, pixelPNG, 0o600)
 	ws := &WrittenSession{Agent: "claude-code", Home: home, Touched: []string{notes}}
 	autoDone := false
 	srv.Answer = func(body []byte) llmtest.Turn {
@@ -250,19 +261,16 @@ func CodexSession(a *Agents, dir string) (*WrittenSession, error) {
 	srv := llmtest.NewResponses()
 	defer srv.Close()
 	home := dir
-	proj := filepath.Join(home, "billing")
-	codexHome := filepath.Join(home, ".codex")
-	if err := os.MkdirAll(proj, 0o700); err != nil {
+	proj, png, notes, err := writtenProject(home)
+	if err != nil {
 		return nil, err
 	}
+	codexHome := filepath.Join(home, ".codex")
 	os.MkdirAll(codexHome, 0o700)
 	cfg := "model = \"fake-model\"\nmodel_provider = \"fake\"\n\n[model_providers.fake]\nname = \"fake\"\nbase_url = \"" + srv.URL + "/v1\"\nwire_api = \"responses\"\nenv_key = \"FAKE_KEY\"\n"
 	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(cfg), 0o600); err != nil {
 		return nil, err
 	}
-	png := filepath.Join(proj, "pixel.png")
-	notes := filepath.Join(proj, "notes.txt")
-	os.WriteFile(png, pixelPNG, 0o600)
 	ws := &WrittenSession{Agent: "codex", Home: home, Touched: []string{notes},
 		Missing: []string{"codex: no manual compaction (codex exec sends \"/compact\" as text; /compact is the TUI's)"}}
 	toolsDone := false

@@ -29,15 +29,7 @@ func TestClaudeCodeRenderedAttachmentsAreContext(t *testing.T) {
 		`{"parentUuid":"00000000-0000-4000-8000-000000000003","isSidechain":false,"attachment":{"type":"remote_session_change"},"type":"attachment","uuid":"00000000-0000-4000-8000-000000000004","timestamp":"2026-12-02T05:00:00.300Z","rendered":[{"content":` + jsonQuote(attribution) + `}],"renderedRole":"user","sessionId":"s1","cwd":"/p","version":"2.1.332"}`,
 		`{"parentUuid":"00000000-0000-4000-8000-000000000004","isSidechain":false,"type":"assistant","message":{"id":"msg_1","role":"assistant","model":"claude-opus-5-5","content":[{"type":"text","text":"Noted."}],"stop_reason":"end_turn","usage":{"input_tokens":100,"output_tokens":2}},"uuid":"00000000-0000-4000-8000-000000000005","timestamp":"2026-12-02T05:00:01.000Z","sessionId":"s1","cwd":"/p","version":"2.1.332"}`,
 	}
-	f := filepath.Join(t.TempDir(), "s1.jsonl")
-	if err := os.WriteFile(f, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s, err := transcript.Load(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := loadLines(t, "s1.jsonl", lines)
 	var roles []string
 	custom := 0
 	for _, m := range s.Context().Messages {
@@ -52,6 +44,21 @@ func TestClaudeCodeRenderedAttachmentsAreContext(t *testing.T) {
 	if want := len(skills) + len(attribution); custom != want {
 		t.Errorf("the attachments count %d chars in the context; they sent %d", custom, want)
 	}
+}
+
+// loadLines loads the session made of lines, in a file named name.
+func loadLines(t *testing.T, name string, lines []string) *transcript.Session {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(f, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := transcript.Load(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }
 
 func jsonQuote(s string) string {

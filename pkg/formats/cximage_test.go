@@ -1,9 +1,6 @@
 package formats_test
 
 import (
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/ctxtool/ctxtool/pkg/transcript"
@@ -23,15 +20,7 @@ func TestCodexToolOutputImageIsContext(t *testing.T) {
 		`{"timestamp":"2026-12-02T05:43:47.054Z","type":"response_item","payload":{"type":"function_call_output","call_id":"call_w3","output":[{"type":"input_text","text":"pixel.png"},{"type":"input_image","image_url":"data:image/png;base64,` + png + `","detail":"high"}]}}`,
 		`{"timestamp":"2026-12-02T05:43:47.100Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"A pixel."}]}}`,
 	}
-	f := filepath.Join(t.TempDir(), "rollout-2026-12-02T05-43-46-01a23547-c887-7f90-97e4-2b7b5ccab601.jsonl")
-	if err := os.WriteFile(f, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s, err := transcript.Load(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := loadLines(t, "rollout-2026-12-02T05-43-46-01a23547-c887-7f90-97e4-2b7b5ccab601.jsonl", lines)
 	var result *transcript.Entry
 	for _, m := range s.Context().Messages {
 		if m.Role == "toolResult" {

@@ -1,13 +1,8 @@
 package formats_test
 
 import (
-	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
-
-	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 // Codex 0.171 writes a token_usage_record (with the response's usage)
@@ -31,15 +26,7 @@ func TestCodexUsageRecordBelongsToItsReply(t *testing.T) {
 		`{"timestamp":"2026-12-02T05:43:46.900Z","type":"token_usage_record","payload":{"response_id":"resp_2","usage":` + usage(1100, 1101) + `}}`,
 		`{"timestamp":"2026-12-02T05:43:46.950Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":` + usage(2100, 2102) + `,"last_token_usage":` + usage(1100, 1101) + `,"model_context_window":258400}}}`,
 	}
-	f := filepath.Join(t.TempDir(), "rollout-2026-12-02T05-43-46-01a23547-c887-7f90-97e4-2b7b5ccab601.jsonl")
-	if err := os.WriteFile(f, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s, err := transcript.Load(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := loadLines(t, "rollout-2026-12-02T05-43-46-01a23547-c887-7f90-97e4-2b7b5ccab601.jsonl", lines)
 	var got []int
 	for _, m := range s.Context().Messages {
 		if m.Role == "assistant" {
