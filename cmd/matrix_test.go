@@ -319,14 +319,18 @@ func agentWrittenCells(t *testing.T, dir string) []matrixCell {
 		name  string
 		write func(*agentkit.Agents, string) (*agentkit.WrittenSession, error)
 		tol   float64
+		// missing is how many things the agent cannot do offline (Codex:
+		// a manual compaction): more means the script no longer makes
+		// the session it claims.
+		missing int
 		// forkGap: Codex 0.171 writes a fork as its own turns after a
 		// session_meta.history_base {thread_id, end_byte_offset}: the
 		// history is the first bytes of the parent's rollout, which
 		// ctxtool does not follow yet (it reads the fork's own turns).
 		forkGap string
 	}{
-		{"claude-" + agentkit.Pin("CLAUDE_VERSION"), agentkit.ClaudeCodeSession, matrixTolerance, ""},
-		{"codex-" + agentkit.Pin("CODEX_VERSION"), agentkit.CodexSession, matrixTolerance, "codex fork history_base not followed"},
+		{"claude-" + agentkit.Pin("CLAUDE_VERSION"), agentkit.ClaudeCodeSession, matrixTolerance, 0, ""},
+		{"codex-" + agentkit.Pin("CODEX_VERSION"), agentkit.CodexSession, matrixTolerance, 1, "codex fork history_base not followed"},
 	} {
 		home := filepath.Join(dir, g.name)
 		os.MkdirAll(home, 0o700)
@@ -336,6 +340,9 @@ func agentWrittenCells(t *testing.T, dir string) []matrixCell {
 			t.Fatalf("%s writing its session: %v", g.name, err)
 		}
 		t.Logf("%s wrote its session in %s (%d requests); could not do offline: %v", g.name, time.Since(start).Round(time.Millisecond), len(ws.Bodies), ws.Missing)
+		if len(ws.Missing) != g.missing {
+			t.Errorf("%s: the scripted session lacks more than the agent cannot do offline: %v", g.name, ws.Missing)
+		}
 		last := agentkit.ReadSent(ws.Last)
 		cells = append(cells, matrixCell{name: g.name, file: ws.File, marker: agentkit.WrittenMarker, sent: &last, tolerance: g.tol, sentBody: ws.Last})
 		zst := filepath.Join(dir, g.name+"-"+filepath.Base(ws.File)+".zst")

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/ctxtool/ctxtool/internal/testkit/llmtest"
@@ -114,7 +115,8 @@ func ClaudeCodeSession(a *Agents, dir string) (*WrittenSession, error) {
 		return nil, err
 	}
 	ws := &WrittenSession{Agent: "claude-code", Home: home, Touched: []string{notes}}
-	autoDone := false
+	// Set by the fake server's handler (another goroutine).
+	var autoDone, noTask atomic.Bool
 	srv.Answer = func(body []byte) llmtest.Turn {
 		main := bytes.Contains(body, []byte(writtenToolsCue))
 		switch {
@@ -137,7 +139,7 @@ func ClaudeCodeSession(a *Agents, dir string) (*WrittenSession, error) {
 			case 3:
 				task := offeredTool(body, "Task", "Agent")
 				if task == "" {
-					ws.Missing = append(ws.Missing, "claude-code: no Task/Agent tool offered (no subagent)")
+					noTask.Store(true)
 					break
 				}
 				return llmtest.Turn{Tool: &llmtest.ToolCall{ID: "toolu_w4", Name: task, Arguments: map[string]any{
@@ -149,19 +151,19 @@ func ClaudeCodeSession(a *Agents, dir string) (*WrittenSession, error) {
 			// The last turn reads a file: its call is in the last request.
 			return llmtest.Turn{Tool: &llmtest.ToolCall{ID: "toolu_last", Name: "Read", Arguments: map[string]any{"file_path": notes}}}
 		}
-		if bytes.Contains(body, []byte(writtenInflateCue)) && !autoDone {
-			// A near-full context: Claude Code compacts automatically
-			// before its next turn.
-			// Claude Code 2.1.332 compacts reactively: on the API's
-			// "prompt is too long" it compacts and retries.
-			autoDone = true
+		if bytes.Contains(body, []byte(writtenInflateCue)) && autoDone.CompareAndSwap(false, true) {
+			// Claude Code 2.1.332 compacts automatically when the API
+			// says "prompt is too long", then retries. (A threshold
+			// compaction did not fire in -p mode: neither a reported
+			// usage near the window nor CLAUDE_CODE_AUTO_COMPACT_WINDOW
+			// and CLAUDE_AUTOCOMPACT_PCT_OVERRIDE made it compact.)
 			return llmtest.Turn{Status: 400, ErrorBody: `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}`}
 		}
 		return llmtest.Turn{Text: "Noted."}
 	}
-	// The auto-compact window: 200k tokens, whatever the model's own.
-	env := []string{"ANTHROPIC_BASE_URL=" + srv.URL, "ANTHROPIC_API_KEY=x", "IS_SANDBOX=1", "CLAUDE_CODE_AUTO_COMPACT_WINDOW=200000", "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE=50"}
-	run := func(env []string, args ...string) (string, error) {
+	// IS_SANDBOX lets root use --dangerously-skip-permissions.
+	env := []string{"ANTHROPIC_BASE_URL=" + srv.URL, "ANTHROPIC_API_KEY=x", "IS_SANDBOX=1"}
+	run := func(args ...string) (string, error) {
 		r := RunAgent(context.Background(), a.Claude, home, proj, env, 120*time.Second,
 			append([]string{"-p", "--output-format", "json", "--dangerously-skip-permissions"}, args...)...)
 		if r.Err != nil {
@@ -176,26 +178,26 @@ func ClaudeCodeSession(a *Agents, dir string) (*WrittenSession, error) {
 		}
 		return out.SessionID, nil
 	}
-	sid, err := run(env, writtenToolsCue+": we migrate the billing service; the database is "+WrittenMarker+" on db-7.internal. Write the notes, list the old dumps, look at the pixel and have a subagent read the notes.")
+	sid, err := run(writtenToolsCue + ": we migrate the billing service; the database is " + WrittenMarker + " on db-7.internal. Write the notes, list the old dumps, look at the pixel and have a subagent read the notes.")
 	if err != nil {
 		return nil, err
 	}
-	if _, err := run(env, "--resume", sid, "The deadline is 2027-03-14 and the retry budget stays at 7 attempts."); err != nil {
+	if _, err := run("--resume", sid, "The deadline is 2027-03-14 and the retry budget stays at 7 attempts."); err != nil {
 		return nil, err
 	}
-	if _, err := run(env, "--resume", sid, "/compact"); err != nil {
+	if _, err := run("--resume", sid, "/compact"); err != nil {
 		return nil, err
 	}
-	if _, err := run(env, "--resume", sid, writtenInflateCue+": paste of the old runbook."); err != nil {
+	if _, err := run("--resume", sid, writtenInflateCue+": paste of the old runbook."); err != nil {
 		return nil, err
 	}
-	if _, err := run(env, "--resume", sid, writtenLastCue+"? Ana, then Bo."); err != nil {
+	if _, err := run("--resume", sid, writtenLastCue+"? Ana, then Bo."); err != nil {
 		return nil, err
 	}
 	ws.Bodies = srv.Bodies()
 	ws.Last = ws.Bodies[len(ws.Bodies)-1]
 	ws.Words = []string{writtenLastCue, "2027-03-14"}
-	fork, err := run(env, "--resume", sid, "--fork-session", "In the fork: try MySQL instead.")
+	fork, err := run("--resume", sid, "--fork-session", "In the fork: try MySQL instead.")
 	if err != nil {
 		return nil, err
 	}
@@ -206,11 +208,20 @@ func ClaudeCodeSession(a *Agents, dir string) (*WrittenSession, error) {
 			ws.SideLast = b
 		}
 	}
+	if noTask.Load() {
+		ws.Missing = append(ws.Missing, "claude-code: no Task/Agent tool offered (no subagent)")
+	}
 	files, _ := filepath.Glob(filepath.Join(home, ".claude", "projects", "*", sid+".jsonl"))
 	if len(files) != 1 {
 		return nil, fmt.Errorf("claude-code: transcript of %s: %v", sid, files)
 	}
 	ws.File = files[0]
+	data, _ := os.ReadFile(ws.File)
+	for _, trig := range []string{"manual", "auto"} {
+		if !bytes.Contains(data, []byte(`"trigger":"`+trig+`"`)) {
+			ws.Missing = append(ws.Missing, "claude-code: no "+trig+" compaction in the transcript")
+		}
+	}
 	if fork != sid {
 		ws.Fork = filepath.Join(filepath.Dir(ws.File), fork+".jsonl")
 	} else {
@@ -273,7 +284,7 @@ func CodexSession(a *Agents, dir string) (*WrittenSession, error) {
 	}
 	ws := &WrittenSession{Agent: "codex", Home: home, Touched: []string{notes},
 		Missing: []string{"codex: no manual compaction (codex exec sends \"/compact\" as text; /compact is the TUI's)"}}
-	toolsDone := false
+	var toolsDone atomic.Bool // set by the fake server's handler
 	srv.Answer = func(body []byte) llmtest.Turn {
 		main := bytes.Contains(body, []byte(writtenToolsCue))
 		switch {
@@ -284,7 +295,7 @@ func CodexSession(a *Agents, dir string) (*WrittenSession, error) {
 		case bytes.Contains(body, []byte(writtenLastCue)) && !bytes.Contains(body, []byte("call_last")):
 			// The last turn views the image: its call is in the last request.
 			return llmtest.Turn{Tool: &llmtest.ToolCall{ID: "call_last", Name: "view_image", Arguments: map[string]any{"path": png}}}
-		case main && !toolsDone:
+		case main && !toolsDone.Load():
 			// The tool turn, keyed on how many results came back (the
 			// user's messages outlive Codex's compaction: the cue alone
 			// would start the turn over).
@@ -298,7 +309,7 @@ func CodexSession(a *Agents, dir string) (*WrittenSession, error) {
 			case 3:
 				return llmtest.Turn{Tool: &llmtest.ToolCall{ID: "call_w4", Name: "spawn_agent", Namespace: "multi_agent_v1", Arguments: map[string]any{"message": writtenSubagentCue + ": say what " + notes + " holds."}}}
 			}
-			toolsDone = true
+			toolsDone.Store(true)
 		}
 		return llmtest.Turn{Text: "Noted, " + strings.Repeat("all good. ", 20)}
 	}
@@ -369,6 +380,12 @@ func CodexSession(a *Agents, dir string) (*WrittenSession, error) {
 	}
 	if ws.Fork == "" {
 		ws.Missing = append(ws.Missing, "codex: exec fork wrote no new rollout")
+	}
+	if data, _ := os.ReadFile(ws.File); !bytes.Contains(data, []byte(`"type":"compacted"`)) {
+		ws.Missing = append(ws.Missing, "codex: no automatic compaction in the rollout")
+	}
+	if len(ws.Side) == 0 {
+		ws.Missing = append(ws.Missing, "codex: no subagent rollout")
 	}
 	return ws, nil
 }
