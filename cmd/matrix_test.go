@@ -36,6 +36,9 @@ type matrixCell struct {
 	// bytes/4 as the input tokens of the reply, which the last assistant
 	// message must carry.
 	sentBody []byte
+	// secret: the session holds agentkit.WrittenSecret, which the
+	// agent sent; lint must report it.
+	secret bool
 	// gap names a known defect of ctxtool on this cell: the checks it
 	// breaks (estimate, marker search, checkpoint files) are logged as
 	// such instead of failing, the others still assert.
@@ -123,8 +126,12 @@ func TestFormatCommandMatrix(t *testing.T) {
 				checkEstimate(t, c, est.Tokens)
 			}
 			// lint: read (findings are the file's own), and no read error
-			if _, stderr, code := runCLI(t, "--state-dir", state, "lint", "--fail-on", "never", c.file); code != 0 {
+			lint, stderr, code := runCLI(t, "--state-dir", state, "lint", "--json", "--fail-on", "never", c.file)
+			if code != 0 {
 				t.Errorf("lint: exit %d: %s", code, stderr)
+			}
+			if c.secret && !strings.Contains(lint, `"rule":"secret"`) {
+				t.Errorf("lint does not report the token the agent sent:\n%s", lint)
 			}
 			// index / search
 			run("index", c.file)
@@ -344,10 +351,13 @@ func agentWrittenCells(t *testing.T, dir string) []matrixCell {
 			t.Errorf("%s: the scripted session lacks more than the agent cannot do offline: %v", g.name, ws.Missing)
 		}
 		last := agentkit.ReadSent(ws.Last)
-		cells = append(cells, matrixCell{name: g.name, file: ws.File, marker: agentkit.WrittenMarker, sent: &last, tolerance: g.tol, sentBody: ws.Last})
+		if !sentSecret(ws) {
+			t.Errorf("%s: no request carried the planted token", g.name)
+		}
+		cells = append(cells, matrixCell{name: g.name, file: ws.File, marker: agentkit.WrittenMarker, sent: &last, tolerance: g.tol, sentBody: ws.Last, secret: true})
 		zst := filepath.Join(dir, g.name+"-"+filepath.Base(ws.File)+".zst")
 		zstdFile(t, ws.File, zst)
-		cells = append(cells, matrixCell{name: g.name + ".zst", file: zst, marker: agentkit.WrittenMarker, sent: &last, tolerance: g.tol, sentBody: ws.Last})
+		cells = append(cells, matrixCell{name: g.name + ".zst", file: zst, marker: agentkit.WrittenMarker, sent: &last, tolerance: g.tol, sentBody: ws.Last, secret: true})
 		if ws.Fork != "" {
 			fork := agentkit.ReadSent(ws.ForkLast)
 			cells = append(cells, matrixCell{name: g.name + "-fork", file: ws.Fork, marker: agentkit.WrittenMarker, sent: &fork, tolerance: g.tol, gap: g.forkGap, sentBody: ws.ForkLast})
@@ -421,8 +431,21 @@ func openClawWrittenCell(t *testing.T, dir string) (matrixCell, bool) {
 		t.Fatalf("openclaw writing its session: %v", err)
 	}
 	t.Logf("openclaw %s wrote its session in %s (%d requests); could not do: %v", agentkit.Pin("OPENCLAW_VERSION"), time.Since(start).Round(time.Millisecond), len(ws.Bodies), ws.Missing)
+	// OpenClaw sends the planted token to the model but stores it
+	// redacted ("github…1Pp6"): there is nothing for lint to find.
 	last := agentkit.ReadSentOpenClaw(ws.Last)
 	return matrixCell{name: "openclaw-" + agentkit.Pin("OPENCLAW_VERSION") + "-store", file: ws.File, marker: agentkit.WrittenMarker, sent: &last, tolerance: matrixTolerance}, true
+}
+
+// sentSecret reports whether a request the agent sent carried
+// agentkit.WrittenSecret.
+func sentSecret(ws *agentkit.WrittenSession) bool {
+	for _, b := range ws.Bodies {
+		if strings.Contains(string(b), agentkit.WrittenSecret) {
+			return true
+		}
+	}
+	return false
 }
 
 // lastAssistantInput is the usage.input of the last assistant message of

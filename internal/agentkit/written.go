@@ -57,6 +57,10 @@ const (
 	writtenSubagentCue = "SUBAGENT-TASK"
 	writtenInflateCue  = "INFLATE-USAGE"
 	writtenLastCue     = "Who is first on call"
+	// WrittenSecret is a token the second prompt of every written
+	// session carries (a GitHub fine-grained token's shape): the agent
+	// sends it, lint must find it in every form of the session.
+	WrittenSecret = "github_pat_11ABCDEFG0123456789_" + "q8Wm2Rt5Yx7Kp3Ln9Vb4Hc6Jd1Fg0Sz8Aw5Ee2Rr7Tt3Uu9Ii4Oo1Pp6"
 	// WrittenMarker is a word of the first prompt of every written
 	// session (search must find it).
 	WrittenMarker = "zq-ledger-7"
@@ -182,7 +186,7 @@ func ClaudeCodeSession(a *Agents, dir string) (*WrittenSession, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := run("--resume", sid, "The deadline is 2027-03-14 and the retry budget stays at 7 attempts."); err != nil {
+	if _, err := run("--resume", sid, "The deadline is 2027-03-14 and the retry budget stays at 7 attempts; push with "+WrittenSecret+"."); err != nil {
 		return nil, err
 	}
 	if _, err := run("--resume", sid, "/compact"); err != nil {
@@ -338,7 +342,7 @@ func CodexSession(a *Agents, dir string) (*WrittenSession, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := run("resume", id, "The deadline is 2027-03-14 and the retry budget stays at 7 attempts."); err != nil {
+	if _, err := run("resume", id, "The deadline is 2027-03-14 and the retry budget stays at 7 attempts; push with "+WrittenSecret+"."); err != nil {
 		return nil, err
 	}
 	if _, err := run("resume", "-c", "model_auto_compact_token_limit=3000", id, "Paste of the old runbook: "+strings.Repeat("Context line. ", 300)); err != nil {
@@ -573,7 +577,7 @@ func OpenClawSession(in *OpenClawInstall, dir string) (*WrittenSession, error) {
 	}
 	for _, m := range []string{
 		"We migrate the billing service; the database is " + WrittenMarker + " on db-7.internal.",
-		"The deadline is 2027-03-14 and the retry budget stays at 7 attempts.",
+		"The deadline is 2027-03-14 and the retry budget stays at 7 attempts; push with " + WrittenSecret + ".",
 	} {
 		if err := turn(m); err != nil {
 			return nil, err
