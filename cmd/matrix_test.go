@@ -26,8 +26,8 @@ type matrixCell struct {
 	// (the fake server's log): the estimate is checked against it.
 	sentChars int
 	sentTexts []string
-	// sent, when set, is the last request the agent (Claude Code, Codex)
-	// sent for this session, read from the fake server's log: estimate,
+	// sent, when set, is the last request the agent (Claude Code, Codex,
+	// OpenClaw) sent for this session, read from the fake server's log: estimate,
 	// search, checkpoint, restore and export are checked against it.
 	sent *agentkit.Sent
 	// tolerance is how far the estimate may be from sent's chars/4.
@@ -56,12 +56,15 @@ func (c matrixCell) gapErrorf(t *testing.T, format string, args ...any) {
 }
 
 // The format × command matrix (issue 35): sessions as the agents write
-// them today — the real pi 1.6.0's (offline, when installed), an OpenClaw
-// store session, the current Claude Code and Codex shapes — in their
-// plain and .zst forms, through every reading command: estimate, lint,
-// index/search, checkpoint/restore, export (and pi loading the export),
-// budget, compact and roll dry runs. Where the agent wrote the session,
-// the estimate is checked against the request it sent next.
+// them today — written by the real pi 1.6.0, Claude Code, Codex and
+// OpenClaw Gateway offline when they are installed (CI installs them;
+// their forks and subagents too), plus hand-made Claude Code and Codex
+// shapes and a Go-built OpenClaw store — in their plain, .zst and store
+// forms, through every reading command: estimate, lint, index/search,
+// checkpoint/restore, export (and pi loading the export), budget,
+// compact and roll dry runs. Where the agent wrote the session, each
+// command is checked against the last request it sent (the fake
+// server's log).
 func TestFormatCommandMatrix(t *testing.T) {
 	cleanEnv(t)
 	dir := t.TempDir()
