@@ -251,8 +251,11 @@ func (d *jdec) cxItemField(k []byte, it *cxItem) bool {
 		it.window = d.int("model_context_window")
 	case "usage":
 		// token_usage_record (0.17x): the usage of the reply just written.
+		// Another payload's "usage" of another shape is not an error.
 		it.hasRecord = false
-		if d.obj("usage") {
+		if d.peek() != '{' {
+			d.skip()
+		} else if d.obj("usage") {
 			it.record, it.hasRecord = d.cxLast(), true
 		}
 	case "message":

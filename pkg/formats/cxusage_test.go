@@ -10,7 +10,8 @@ import (
 // the reply's tool outputs (the real codex's rollouts, internal/agentkit).
 // Read by token_count alone, each reply took the usage of the reply
 // before it: the first tool call had none and the last reply its
-// predecessor's. The record's usage is the reply's.
+// predecessor's. The record's usage is the reply's; a "usage" of
+// another shape elsewhere is no error (the item is still read).
 func TestCodexUsageRecordBelongsToItsReply(t *testing.T) {
 	usage := func(in, total int) string {
 		return `{"input_tokens":` + itoa(in) + `,"cached_input_tokens":0,"output_tokens":1,"reasoning_output_tokens":0,"total_tokens":` + itoa(total) + `}`
@@ -22,7 +23,7 @@ func TestCodexUsageRecordBelongsToItsReply(t *testing.T) {
 		`{"timestamp":"2026-12-02T05:43:46.700Z","type":"token_usage_record","payload":{"response_id":"resp_1","usage":` + usage(1000, 1001) + `}}`,
 		`{"timestamp":"2026-12-02T05:43:46.800Z","type":"response_item","payload":{"type":"function_call_output","call_id":"call_1","output":"a.sql"}}`,
 		`{"timestamp":"2026-12-02T05:43:46.827Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":` + usage(1000, 1001) + `,"last_token_usage":` + usage(1000, 1001) + `,"model_context_window":258400}}}`,
-		`{"timestamp":"2026-12-02T05:43:46.900Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"One dump."}]}}`,
+		`{"timestamp":"2026-12-02T05:43:46.900Z","type":"response_item","payload":{"type":"message","role":"assistant","usage":"n/a","content":[{"type":"output_text","text":"One dump."}]}}`,
 		`{"timestamp":"2026-12-02T05:43:46.900Z","type":"token_usage_record","payload":{"response_id":"resp_2","usage":` + usage(1100, 1101) + `}}`,
 		`{"timestamp":"2026-12-02T05:43:46.950Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":` + usage(2100, 2102) + `,"last_token_usage":` + usage(1100, 1101) + `,"model_context_window":258400}}}`,
 	}
