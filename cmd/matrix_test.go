@@ -26,15 +26,45 @@ type matrixCell struct {
 	// (the fake server's log): the estimate is checked against it.
 	sentChars int
 	sentTexts []string
+	// sent, when set, is the last request the agent (Claude Code, Codex,
+	// OpenClaw) sent for this session, read from the fake server's log: estimate,
+	// search, checkpoint, restore and export are checked against it.
+	sent *agentkit.Sent
+	// tolerance is how far the estimate may be from sent's chars/4.
+	tolerance float64
+	// sentBody is that request's body: the fake server reported its
+	// bytes/4 as the input tokens of the reply, which the last assistant
+	// message must carry.
+	sentBody []byte
+	// secret: the session holds agentkit.WrittenSecret, which the
+	// agent sent; lint must report it.
+	secret bool
+	// gap names a known defect of ctxtool on this cell: the checks it
+	// breaks (estimate, marker search, checkpoint files) are logged as
+	// such instead of failing, the others still assert.
+	gap string
+}
+
+// gapErrorf fails the test, or logs the failure as the cell's known gap.
+func (c matrixCell) gapErrorf(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if c.gap != "" {
+		t.Logf("KNOWN GAP (%s): "+format, append([]any{c.gap}, args...)...)
+		return
+	}
+	t.Errorf(format, args...)
 }
 
 // The format × command matrix (issue 35): sessions as the agents write
-// them today — the real pi 1.6.0's (offline, when installed), an OpenClaw
-// store session, the current Claude Code and Codex shapes — in their
-// plain and .zst forms, through every reading command: estimate, lint,
-// index/search, checkpoint/restore, export (and pi loading the export),
-// budget, compact and roll dry runs. Where the agent wrote the session,
-// the estimate is checked against the request it sent next.
+// them today — written by the real pi 1.6.0, Claude Code, Codex and
+// OpenClaw Gateway offline when they are installed (CI installs them;
+// their forks and subagents too), plus hand-made Claude Code and Codex
+// shapes and a Go-built OpenClaw store — in their plain, .zst and store
+// forms, through every reading command: estimate, lint, index/search,
+// checkpoint/restore, export (and pi loading the export), budget,
+// compact and roll dry runs. Where the agent wrote the session, each
+// command is checked against the last request it sent (the fake
+// server's log).
 func TestFormatCommandMatrix(t *testing.T) {
 	cleanEnv(t)
 	dir := t.TempDir()
@@ -61,6 +91,7 @@ func TestFormatCommandMatrix(t *testing.T) {
 	prunehome.WriteStore(t, db, "agent:main:main", "sess-1", rows)
 	cells = append(cells, matrixCell{name: "openclaw-store", file: db + "#agent:main:main", marker: firstUserWords(t, rows)})
 
+	cells = append(cells, agentWrittenCells(t, dir)...)
 	if c, ok := piWrittenSession(t, dir); ok {
 		cells = append(cells, c)
 		zst := c.file + ".zst"
@@ -94,18 +125,42 @@ func TestFormatCommandMatrix(t *testing.T) {
 					t.Errorf("estimate %d is %.1f%% from chars/4 of the messages the agent sent (%d)", est.Tokens, 100*dev, c.sentChars/4)
 				}
 			}
+			if c.sent != nil {
+				checkEstimate(t, c, est.Tokens)
+			}
 			// lint: read (findings are the file's own), and no read error
-			if _, stderr, code := runCLI(t, "--state-dir", state, "lint", "--fail-on", "never", c.file); code != 0 {
+			lint, stderr, code := runCLI(t, "--state-dir", state, "lint", "--json", "--fail-on", "never", c.file)
+			if code != 0 {
 				t.Errorf("lint: exit %d: %s", code, stderr)
+			}
+			if c.secret && !strings.Contains(lint, `"rule":"secret"`) {
+				t.Errorf("lint does not report the token the agent sent:\n%s", lint)
 			}
 			// index / search
 			run("index", c.file)
 			if out := run("search", "--json", c.marker); !strings.Contains(out, filepath.Base(strings.SplitN(c.file, "#", 2)[0])) {
-				t.Errorf("search %q does not cite the session:\n%s", c.marker, out)
+				c.gapErrorf(t, "search %q does not cite the session:\n%s", c.marker, out)
 			}
 			// checkpoint / restore: one key
-			run("checkpoint", c.file)
-			run("restore", c.file)
+			var cp struct {
+				Path string `json:"path"`
+			}
+			jsonLine(t, run("checkpoint", "--json", c.file), &cp)
+			restored := run("restore", c.file)
+			if c.sent != nil {
+				yaml, err := os.ReadFile(cp.Path)
+				if err != nil {
+					t.Fatalf("checkpoint: %v", err)
+				}
+				for _, f := range c.sent.Files {
+					if !strings.Contains(string(yaml), f) {
+						c.gapErrorf(t, "checkpoint does not name %s, which the agent's last request has a tool call on:\n%s", f, yaml)
+					}
+				}
+				if w := firstWords(c.sent.LastUser, 3); !strings.Contains(restored, w) {
+					t.Errorf("restore does not carry the last user message the agent sent (%q):\n%s", w, restored)
+				}
+			}
 			// budget, compact and roll dry runs
 			run("budget", "--json", c.file)
 			run("compact", "--dry-run", "--json", c.file)
@@ -113,6 +168,17 @@ func TestFormatCommandMatrix(t *testing.T) {
 			// export, and the export read back: the same context
 			out := filepath.Join(t.TempDir(), "export.jsonl")
 			run("export", c.file, "--to", "pi", "-o", out)
+			if c.sent != nil {
+				data, _ := os.ReadFile(out)
+				if w := firstWords(c.sent.LastUser, 3); !strings.Contains(string(data), jsonText(w)) {
+					t.Errorf("export lacks the last user message the agent sent (%q)", w)
+				}
+			}
+			if c.sentBody != nil {
+				if got, want := lastAssistantInput(t, out), len(c.sentBody)/4; got != want {
+					c.gapErrorf(t, "the last reply's usage says %d input tokens; the fake server reported %d for the agent's last request", got, want)
+				}
+			}
 			s, err := transcript.Load(out)
 			if err != nil {
 				t.Fatalf("export does not load: %v", err)
@@ -135,9 +201,12 @@ func TestFormatCommandMatrix(t *testing.T) {
 				}
 			}
 			// What the agent sent last is in the session ctxtool reads.
+			if c.sent != nil {
+				c.sentTexts = append(c.sentTexts, firstWords(c.sent.LastUser, 3))
+			}
 			for _, txt := range c.sentTexts {
 				if out := run("search", "--json", txt); !strings.Contains(out, txt) {
-					t.Errorf("what pi sent (%q) is not found in the session:\n%s", txt, out)
+					t.Errorf("what the agent sent (%q) is not found in the session:\n%s", txt, out)
 				}
 			}
 		})
@@ -232,6 +301,176 @@ func piWrittenSession(t *testing.T, dir string) (matrixCell, bool) {
 		sent += len(m.Content)
 	}
 	t.Logf("pi 1.6.0's last request: %d messages, %d chars of text, body %d bytes", len(last.Messages), sent, len(last.Body))
-	return matrixCell{name: "pi-1.6.0", file: file, marker: "zq-ledger-7", sentChars: sent,
+	return matrixCell{name: "pi-" + agentkit.Pin("PI_VERSION"), file: file, marker: "zq-ledger-7", sentChars: sent,
 		sentTexts: []string{"Who is first on call"}}, true
+}
+
+// agentWrittenCells are the sessions the real Claude Code 2.1.332 and
+// Codex 0.171.0 write offline (internal/agentkit: tool calls, a failing
+// tool, an image, a subagent, compactions, a resume, a fork): the main
+// session, its .zst, the fork and the subagent's side chain, each with
+// the last request the agent sent for it. Without the agents (outside
+// CI) they are left out, with a message saying how to get them.
+func agentWrittenCells(t *testing.T, dir string) []matrixCell {
+	ci := os.Getenv("CI") == "true"
+	a, err := agentkit.FindAgents(ci)
+	if err != nil {
+		if ci {
+			t.Fatalf("CI=true needs the real claude and codex: %v", err)
+		}
+		t.Logf("matrix without the Claude Code / Codex self-written cells: %v", err)
+		return nil
+	}
+	var cells []matrixCell
+	if c, ok := openClawWrittenCell(t, dir); ok {
+		cells = append(cells, c)
+	}
+	for _, g := range []struct {
+		name  string
+		write func(*agentkit.Agents, string) (*agentkit.WrittenSession, error)
+		tol   float64
+		// missing is how many things the agent cannot do offline (Codex:
+		// a manual compaction): more means the script no longer makes
+		// the session it claims.
+		missing int
+		// forkGap: Codex 0.171 writes a fork as its own turns after a
+		// session_meta.history_base {thread_id, end_byte_offset}: the
+		// history is the first bytes of the parent's rollout, which
+		// ctxtool does not follow yet (it reads the fork's own turns).
+		forkGap string
+	}{
+		{"claude-" + agentkit.Pin("CLAUDE_VERSION"), agentkit.ClaudeCodeSession, matrixTolerance, 0, ""},
+		{"codex-" + agentkit.Pin("CODEX_VERSION"), agentkit.CodexSession, matrixTolerance, 1, "codex fork history_base not followed"},
+	} {
+		home := filepath.Join(dir, g.name)
+		os.MkdirAll(home, 0o700)
+		start := time.Now()
+		ws, err := g.write(a, home)
+		if err != nil {
+			t.Fatalf("%s writing its session: %v", g.name, err)
+		}
+		t.Logf("%s wrote its session in %s (%d requests); could not do offline: %v", g.name, time.Since(start).Round(time.Millisecond), len(ws.Bodies), ws.Missing)
+		if len(ws.Missing) != g.missing {
+			t.Errorf("%s: the scripted session lacks more than the agent cannot do offline: %v", g.name, ws.Missing)
+		}
+		last := agentkit.ReadSent(ws.Last)
+		if !sentSecret(ws) {
+			t.Errorf("%s: no request carried the planted token", g.name)
+		}
+		cells = append(cells, matrixCell{name: g.name, file: ws.File, marker: agentkit.WrittenMarker, sent: &last, tolerance: g.tol, sentBody: ws.Last, secret: true})
+		zst := filepath.Join(dir, g.name+"-"+filepath.Base(ws.File)+".zst")
+		zstdFile(t, ws.File, zst)
+		cells = append(cells, matrixCell{name: g.name + ".zst", file: zst, marker: agentkit.WrittenMarker, sent: &last, tolerance: g.tol, sentBody: ws.Last, secret: true})
+		if ws.Fork != "" {
+			fork := agentkit.ReadSent(ws.ForkLast)
+			cells = append(cells, matrixCell{name: g.name + "-fork", file: ws.Fork, marker: agentkit.WrittenMarker, sent: &fork, tolerance: g.tol, gap: g.forkGap, sentBody: ws.ForkLast})
+		}
+		if len(ws.Side) > 0 && ws.SideLast != nil {
+			side := agentkit.ReadSent(ws.SideLast)
+			// A subagent still running when its parent's run ends is
+			// interrupted: Codex then writes a turn_aborted message after
+			// its last request (~70 tokens here), hence the margin.
+			cells = append(cells, matrixCell{name: g.name + "-subagent", file: ws.Side[0], marker: "SUBAGENT-TASK", sent: &side, tolerance: g.tol + 0.05})
+		}
+	}
+	return cells
+}
+
+// matrixTolerance is how far ctxtool's heuristic estimate of a real
+// agent's session may be from chars/4 of the conversation the agent sent
+// next (system prompt and tool schemas left out on both sides).
+const matrixTolerance = 0.10
+
+// checkEstimate compares the estimate with the agent's last request.
+func checkEstimate(t *testing.T, c matrixCell, tokens int) {
+	t.Helper()
+	want := float64(c.sent.Chars) / 4
+	dev := math.Abs(float64(tokens)-want) / want
+	t.Logf("estimate %d tokens; the agent's last request: %d chars of conversation (chars/4 %.0f), %.1f%% apart", tokens, c.sent.Chars, want, 100*dev)
+	if dev > c.tolerance {
+		c.gapErrorf(t, "estimate %d is %.1f%% from chars/4 of the conversation the agent sent last (%.0f); tolerance %.0f%%", tokens, 100*dev, want, 100*c.tolerance)
+	}
+}
+
+// firstWords is the first n words of s, up to the first path (which
+// summaries shorten).
+func firstWords(s string, n int) string {
+	var w []string
+	for _, f := range strings.Fields(s) {
+		if len(w) == n || strings.Contains(f, "/") {
+			break
+		}
+		w = append(w, f)
+	}
+	return strings.Join(w, " ")
+}
+
+// jsonText is s as it reads inside a JSON string.
+func jsonText(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b[1 : len(b)-1])
+}
+
+// openClawWrittenCell is the session the real OpenClaw Gateway writes
+// into its SQLite store (agentkit.OpenClawSession: turns and a manual
+// compaction; ~2 min, most of it the Gateway starting), checked against
+// the last request it sent less what it adds as it sends
+// (agentkit.ReadSentOpenClaw). Without OpenClaw (outside CI) it is left
+// out with a message.
+func openClawWrittenCell(t *testing.T, dir string) (matrixCell, bool) {
+	in, err := agentkit.FindOpenClaw()
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true needs the real OpenClaw: %v", err)
+		}
+		t.Logf("matrix without the OpenClaw self-written cell: %v", err)
+		return matrixCell{}, false
+	}
+	home := filepath.Join(dir, "openclaw")
+	os.MkdirAll(home, 0o700)
+	start := time.Now()
+	ws, err := agentkit.OpenClawSession(in, home)
+	if err != nil {
+		t.Fatalf("openclaw writing its session: %v", err)
+	}
+	t.Logf("openclaw %s wrote its session in %s (%d requests); could not do: %v", agentkit.Pin("OPENCLAW_VERSION"), time.Since(start).Round(time.Millisecond), len(ws.Bodies), ws.Missing)
+	// OpenClaw sends the planted token to the model but stores it
+	// redacted ("github…1Pp6"): there is nothing for lint to find.
+	last := agentkit.ReadSentOpenClaw(ws.Last)
+	return matrixCell{name: "openclaw-" + agentkit.Pin("OPENCLAW_VERSION") + "-store", file: ws.File, marker: agentkit.WrittenMarker, sent: &last, tolerance: matrixTolerance}, true
+}
+
+// sentSecret reports whether a request the agent sent carried
+// agentkit.WrittenSecret.
+func sentSecret(ws *agentkit.WrittenSession) bool {
+	for _, b := range ws.Bodies {
+		if strings.Contains(string(b), agentkit.WrittenSecret) {
+			return true
+		}
+	}
+	return false
+}
+
+// lastAssistantInput is the usage.input of the last assistant message of
+// a pi session (-1 when it has none).
+func lastAssistantInput(t *testing.T, file string) int {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := -1
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var e struct {
+			Message struct {
+				Role  string `json:"role"`
+				Usage *struct {
+					Input int `json:"input"`
+				} `json:"usage"`
+			} `json:"message"`
+		}
+		if json.Unmarshal([]byte(l), &e) == nil && e.Message.Role == "assistant" && e.Message.Usage != nil {
+			in = e.Message.Usage.Input
+		}
+	}
+	return in
 }

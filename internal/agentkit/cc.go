@@ -22,7 +22,7 @@ func ccScript() string {
 	return filepath.Join(filepath.Dir(file), "install-cc-codex.sh")
 }
 
-// FindAgents returns the pinned claude 2.1.332 and codex 0.171.0,
+// FindAgents returns the pinned claude and codex (pins.env),
 // installing them with install-cc-codex.sh when install is true; otherwise
 // it only looks in the cache. The error says how to get them.
 func FindAgents(install bool) (*Agents, error) {
@@ -35,8 +35,14 @@ func FindAgents(install bool) (*Agents, error) {
 		a := &Agents{Claude: filepath.Join(dir, "claude/node_modules/.bin/claude"), Codex: filepath.Join(dir, "codex/node_modules/.bin/codex")}
 		for _, f := range []string{a.Claude, a.Codex} {
 			if _, err := os.Stat(f); err != nil {
-				return nil, fmt.Errorf("claude 2.1.332 / codex 0.171.0 are not installed in %s: run %s (or .ci/run; CI=true installs them)", dir, ccScript())
+				return nil, fmt.Errorf("claude %s / codex %s are not installed in %s: run %s (or .ci/run; CI=true installs them)", Pin("CLAUDE_VERSION"), Pin("CODEX_VERSION"), dir, ccScript())
 			}
+		}
+		if err := checkVersion("claude", filepath.Join(dir, "claude/node_modules/@anthropic-ai/claude-code/package.json"), "CLAUDE_VERSION", ccScript()); err != nil {
+			return nil, err
+		}
+		if err := checkVersion("codex", filepath.Join(dir, "codex/node_modules/@openai/codex/package.json"), "CODEX_VERSION", ccScript()); err != nil {
+			return nil, err
 		}
 		return a, nil
 	}

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # install-cc-codex.sh - install the real Claude Code and Codex CLIs, pinned, once.
 #
-# Installs @anthropic-ai/claude-code@2.1.332 and @openai/codex@0.171.0 (each ships a
+# Installs @anthropic-ai/claude-code@$CLAUDE_VERSION and @openai/codex@$CODEX_VERSION, the
+# versions pinned in pins.env beside this script, read by install-lib.sh (each ships a
 # native binary through an optional dependency; no Node 24 needed) under
 # ${CTXTOOL_AGENTS:-$HOME/.cache/ctxtool-agents}: claude/ and codex/. Later runs only
 # check the versions. Safe from several processes at once (flock). Prints the two
@@ -9,42 +10,23 @@
 # missing; 4 = installed but the versions are wrong. Used by .ci/run and by the
 # tests in internal/agentkit (which skip when this has not run, unless CI=true).
 set -euo pipefail
-CLAUDE_VERSION=2.1.332
-CODEX_VERSION=0.171.0
+ME=install-cc-codex.sh
 T=${CTXTOOL_AGENTS:-$HOME/.cache/ctxtool-agents}
+. "$(dirname "$0")/install-lib.sh"
 CLAUDE="$T/claude/node_modules/.bin/claude"
 CODEX="$T/codex/node_modules/.bin/codex"
 
-version_of() { # package.json path -> version
-	node -e 'try{process.stdout.write(require(process.argv[1]).version)}catch(e){}' "$1" 2>/dev/null
-}
 ready() {
 	[ -x "$CLAUDE" ] && [ -x "$CODEX" ] &&
-		[ "$(version_of "$T/claude/node_modules/@anthropic-ai/claude-code/package.json")" = "$CLAUDE_VERSION" ] &&
-		[ "$(version_of "$T/codex/node_modules/@openai/codex/package.json")" = "$CODEX_VERSION" ]
+		has claude @anthropic-ai/claude-code "$CLAUDE_VERSION" && has codex @openai/codex "$CODEX_VERSION"
 }
 print() { echo "$CLAUDE"; echo "$CODEX"; }
 
-command -v node >/dev/null 2>&1 || { echo "install-cc-codex.sh: node is not installed" >&2; exit 3; }
-command -v npm >/dev/null 2>&1 || { echo "install-cc-codex.sh: npm is not installed" >&2; exit 3; }
+need_npm
 if ready; then print; exit 0; fi
-
-mkdir -p "$T"
-exec 9>"$T/.install.lock"
-if command -v flock >/dev/null 2>&1; then flock -w 900 9; fi
+lock
 if ready; then print; exit 0; fi
-
-args=(--no-audit --no-fund --loglevel=error)
-install_one() { # dir package version
-	echo "install-cc-codex.sh: installing $2@$3 into $T/$1" >&2
-	mkdir -p "$T/$1"
-	(cd "$T/$1" && { [ -f package.json ] || npm init -y >/dev/null; } && npm install "${args[@]}" "$2@$3" >&2)
-}
-if [ "$(version_of "$T/claude/node_modules/@anthropic-ai/claude-code/package.json")" != "$CLAUDE_VERSION" ] || [ ! -x "$CLAUDE" ]; then
-	install_one claude @anthropic-ai/claude-code "$CLAUDE_VERSION"
-fi
-if [ "$(version_of "$T/codex/node_modules/@openai/codex/package.json")" != "$CODEX_VERSION" ] || [ ! -x "$CODEX" ]; then
-	install_one codex @openai/codex "$CODEX_VERSION"
-fi
-ready || { echo "install-cc-codex.sh: installed, but claude $CLAUDE_VERSION / codex $CODEX_VERSION are not where expected under $T" >&2; exit 4; }
+npm_into claude @anthropic-ai/claude-code "$CLAUDE_VERSION"
+npm_into codex @openai/codex "$CODEX_VERSION"
+ready || { echo "$ME: installed, but claude $CLAUDE_VERSION / codex $CODEX_VERSION are not where expected under $T" >&2; exit 4; }
 print

@@ -13,9 +13,10 @@ import (
 	"time"
 )
 
-// OpenClaw 2026.9.6 and its Node 24, as ../shared/tools/openclaw-store/
-// gen-store.sh installs them (and .ci/run calls it): the Gateway and its
-// CLI, run offline against a fake chat-completions server.
+// OpenClaw and its Node 24, pinned in pins.env and installed by
+// install-openclaw.sh (which .ci/run calls; ../shared/tools/openclaw-store/
+// gen-store.sh uses the same directory): the Gateway and its CLI, run
+// offline against a fake chat-completions server.
 
 // OpenClawInstall is an installed OpenClaw: Node 24 and openclaw.mjs.
 type OpenClawInstall struct {
@@ -32,10 +33,14 @@ func FindOpenClaw() (*OpenClawInstall, error) {
 	}
 	in := &OpenClawInstall{Node: filepath.Join(dir, "node24/node_modules/.bin/node"),
 		Entry: filepath.Join(dir, "oc/node_modules/openclaw/openclaw.mjs")}
+	script := filepath.Join(filepath.Dir(installScript()), "install-openclaw.sh")
 	for _, f := range []string{in.Node, in.Entry} {
 		if _, err := os.Stat(f); err != nil {
-			return nil, fmt.Errorf("openclaw 2026.9.6 is not installed in %s: run .ci/run (its ../shared/tools/openclaw-store/gen-store.sh installs node@24.21.0 and openclaw@2026.9.6 there)", dir)
+			return nil, fmt.Errorf("openclaw %s is not installed in %s: run %s (or .ci/run)", Pin("OPENCLAW_VERSION"), dir, script)
 		}
+	}
+	if err := checkVersion("openclaw", filepath.Join(filepath.Dir(in.Entry), "package.json"), "OPENCLAW_VERSION", script); err != nil {
+		return nil, err
 	}
 	return in, nil
 }

@@ -35,7 +35,7 @@ func installScript() string {
 // does not download 200 MB). The error says how to get it.
 func FindPi(install bool) (*PiInstall, error) {
 	if _, err := exec.LookPath("node"); err != nil {
-		return nil, fmt.Errorf("node is not installed (install-pi.sh needs node and npm to fetch node@24.21.0 and pi 1.6.0)")
+		return nil, fmt.Errorf("node is not installed (install-pi.sh needs node and npm to fetch node@%s and pi %s)", Pin("NODE_VERSION"), Pin("PI_VERSION"))
 	}
 	if !install {
 		dir := os.Getenv("CTXTOOL_AGENTS")
@@ -47,8 +47,14 @@ func FindPi(install bool) (*PiInstall, error) {
 			CLI: filepath.Join(dir, "pi/node_modules/@earendil-works/pi-coding-agent/dist/cli.js")}
 		for _, f := range []string{p.Node, p.CLI} {
 			if _, err := os.Stat(f); err != nil {
-				return nil, fmt.Errorf("pi 1.6.0 is not installed in %s: run %s (or .ci/run; CI=true installs it)", dir, installScript())
+				return nil, fmt.Errorf("pi %s is not installed in %s: run %s (or .ci/run; CI=true installs it)", Pin("PI_VERSION"), dir, installScript())
 			}
+		}
+		if err := checkVersion("pi", filepath.Join(filepath.Dir(filepath.Dir(p.CLI)), "package.json"), "PI_VERSION", installScript()); err != nil {
+			return nil, err
+		}
+		if err := checkVersion("node", filepath.Join(dir, "node24/node_modules/node/package.json"), "NODE_VERSION", installScript()); err != nil {
+			return nil, err
 		}
 		return p, nil
 	}

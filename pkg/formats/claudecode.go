@@ -93,6 +93,9 @@ type ccLine struct {
 	// (ids, parents and tool names are the converter's).
 	blocks []block
 	out    []entry
+	// rendered is an attachment's rendered content: the text Claude Code
+	// sends the model for it (2.1.3xx).
+	rendered []jstr
 }
 
 // ccContent is a message content: a string or blocks.
@@ -161,6 +164,8 @@ func decodeCC(raw []byte, l *ccLine) {
 					l.message = true
 					d.ccMessage(l, content)
 				}
+			case "rendered":
+				l.rendered = d.ccRendered(l.rendered[:0])
 			case "compactMetadata":
 				if d.obj("compactMetadata") {
 					l.hasMeta = true
@@ -209,6 +214,41 @@ func decodeCC(raw []byte, l *ccLine) {
 			l.out = ccUserEntries(l.out, l, content)
 		}
 	}
+	if l.typ == "attachment" && len(l.rendered) > 0 && !l.uuid.empty() {
+		var text []block
+		for _, r := range l.rendered {
+			text = append(text, block{kind: "text", text: r.jtext()})
+		}
+		l.out = append(l.out, entry{typ: "custom_message", customType: "claude-code:attachment", timestamp: l.time(), msgTime: l.ms, content: text})
+	}
+}
+
+// ccRendered reads an attachment's "rendered" value, [{"content":
+// "…"}, …], into out: the strings only (anything else is skipped, not
+// an error: the record is Claude Code's own, its shape may grow).
+func (d *jdec) ccRendered(out []jstr) []jstr {
+	if d.peek() != '[' {
+		d.skip()
+		return out
+	}
+	d.arr("rendered")
+	for d.next() {
+		if d.peek() != '{' {
+			d.skip()
+			continue
+		}
+		d.obj("rendered")
+		for k, ok := d.key(); ok; k, ok = d.key() {
+			if string(k) == "content" && d.peek() == '"' {
+				if s := d.str(); !s.empty() {
+					out = append(out, s)
+				}
+				continue
+			}
+			d.skip()
+		}
+	}
+	return out
 }
 
 // time is pi's form of the line's timestamp ("" when it has none).
@@ -743,6 +783,12 @@ func (c *ccConv) applyNow(no int, l *ccLine) error {
 			c.held = append(c.held, heldLine{no, l, c.write(l.uuid)})
 			return nil
 		}
+		if err := c.flush(); err != nil {
+			return err
+		}
+		return c.user(no, l)
+	case l.typ == "attachment" && len(l.out) > 0:
+		// Rendered attachments: sent to the model where they hang.
 		if err := c.flush(); err != nil {
 			return err
 		}

@@ -53,17 +53,21 @@ type cxItem struct {
 	// event_msg: token_count (info, when hasInfo), task_started
 	info    cxInfo
 	hasInfo bool
-	window  int64
+	// token_usage_record: its usage, when hasRecord
+	record    cxLast
+	hasRecord bool
+	window    int64
 	// compacted
 	message     jstr
 	replacement []cxItem
 
 	// converted: message and reasoning content, a call's arguments, an
-	// output's text
-	blocks []block
-	args   []byte
-	out    jtext
-	isErr  bool
+	// output's text and images (view_image answers with an input_image)
+	blocks    []block
+	args      []byte
+	out       jtext
+	outImages []block
+	isErr     bool
 }
 
 type cxInfo struct {
@@ -245,6 +249,15 @@ func (d *jdec) cxItemField(k []byte, it *cxItem) bool {
 		}
 	case "model_context_window":
 		it.window = d.int("model_context_window")
+	case "usage":
+		// token_usage_record (0.17x): the usage of the reply just written.
+		// Another payload's "usage" of another shape is not an error.
+		it.hasRecord = false
+		if d.peek() != '{' {
+			d.skip()
+		} else if d.obj("usage") {
+			it.record, it.hasRecord = d.cxLast(), true
+		}
 	case "message":
 		it.message = d.text("message")
 	case "replacement_history":
@@ -297,7 +310,27 @@ func (it *cxItem) convert(c *cxContent) {
 		it.args = compactArgs(c.action.raw, c.action.compact)
 	case "function_call_output", "custom_tool_call_output", "local_shell_call_output":
 		it.out, it.isErr = cxOutput(&c.output)
+		it.outImages = cxOutputImages(it.outImages[:0], &c.output)
 	}
+}
+
+// cxOutputImages appends to out the input_image items of a tool output's
+// content items as pi image blocks.
+func cxOutputImages(out []block, v *cxVal) []block {
+	if v.kind == '{' && v.inner != nil {
+		v = v.inner
+	}
+	if v.kind != '[' {
+		return out
+	}
+	for i := range v.parts {
+		if t := &v.parts[i]; t.typ == "input_image" {
+			if mime, data, ok := dataURL(t.imageURL); ok {
+				out = append(out, block{kind: "image", data: jsonString(data), mime: jsonString(mime)})
+			}
+		}
+	}
+	return out
 }
 
 // cxSummaryText is a reasoning summary's texts, joined as Codex shows them,
@@ -315,24 +348,7 @@ func (d *jdec) cxInfo() cxInfo {
 			if !d.obj("last_token_usage") {
 				continue
 			}
-			var l cxLast
-			for k, ok := d.key(); ok; k, ok = d.key() {
-				switch string(k) {
-				case "input_tokens":
-					l.input = d.int("input_tokens")
-				case "cached_input_tokens":
-					l.cached = d.int("cached_input_tokens")
-				case "output_tokens":
-					l.output = d.int("output_tokens")
-				case "reasoning_output_tokens":
-					d.int("reasoning_output_tokens")
-				case "total_tokens":
-					l.total = d.int("total_tokens")
-				default:
-					d.skip()
-				}
-			}
-			info.last, info.hasLast = l, true
+			info.last, info.hasLast = d.cxLast(), true
 		case "model_context_window":
 			info.window = d.int("model_context_window")
 		case "total_token_usage":
@@ -351,6 +367,29 @@ func (d *jdec) cxInfo() cxInfo {
 		}
 	}
 	return info
+}
+
+// cxLast decodes the usage object obj entered (token_count's
+// last_token_usage, token_usage_record's usage).
+func (d *jdec) cxLast() cxLast {
+	var l cxLast
+	for k, ok := d.key(); ok; k, ok = d.key() {
+		switch string(k) {
+		case "input_tokens":
+			l.input = d.int("input_tokens")
+		case "cached_input_tokens":
+			l.cached = d.int("cached_input_tokens")
+		case "output_tokens":
+			l.output = d.int("output_tokens")
+		case "reasoning_output_tokens":
+			d.int("reasoning_output_tokens")
+		case "total_tokens":
+			l.total = d.int("total_tokens")
+		default:
+			d.skip()
+		}
+	}
+	return l
 }
 
 // cxVal decodes a value of several shapes. Its inner type errors are its
@@ -532,6 +571,9 @@ type cxConv struct {
 	// points to it).
 	nextUsage, asstUsage usage
 	hasNext              bool
+	// byRecord: the file has token_usage_records (0.17x), which give
+	// each reply its usage; token_count then only gives the window.
+	byRecord bool
 	// lastCum and lastLast are the last token_count's running total and
 	// last usage: a record that repeats them measured no new call.
 	lastCum  int64
@@ -608,6 +650,11 @@ func (c *cxConv) apply(no int, l *cxLine) error {
 		}
 	case "event_msg":
 		c.event(it)
+	case "token_usage_record":
+		if it.hasRecord {
+			c.byRecord = true
+			c.usage(usage{input: it.record.input - it.record.cached, output: it.record.output, cacheRead: it.record.cached, total: it.record.total}, true)
+		}
 	case "compacted":
 		if err := c.flush(); err != nil {
 			return err
@@ -643,23 +690,31 @@ func (c *cxConv) event(it *cxItem) {
 			return
 		}
 		c.lastCum, c.lastLast = it.info.cum, it.info.last
-		if l := &it.info.last; it.info.hasLast {
-			u := usage{input: l.input - l.cached, output: l.output, cacheRead: l.cached, total: l.total}
+		if l := &it.info.last; it.info.hasLast && !c.byRecord {
 			// Codex ≥ 0.4x records token_count right after the reply's items;
 			// 0.3x records it just before them. A record that finds a reply
 			// still unanswered belongs to it, any other to the next reply.
-			if c.asst != nil && len(c.outputs) == 0 {
-				c.asstUsage, c.hasNext = u, false
-				c.asst.usage = &c.asstUsage
-			} else {
-				c.nextUsage, c.hasNext = u, true
-			}
+			// (0.17x writes it after the reply's tool outputs, and a
+			// token_usage_record before them: that one is read instead.)
+			c.usage(usage{input: l.input - l.cached, output: l.output, cacheRead: l.cached, total: l.total}, false)
 		}
 	case "task_started":
 		if it.window > 0 {
 			c.v.window, c.v.windowFrom = int(it.window), "Codex model_context_window"
 		}
 	}
+}
+
+// usage gives u to the open reply when it is still unanswered (or,
+// answered, when the usage comes from a token_usage_record, written
+// right after the reply's items), else to the next reply.
+func (c *cxConv) usage(u usage, record bool) {
+	if c.asst != nil && (record || len(c.outputs) == 0) {
+		c.asstUsage, c.hasNext = u, false
+		c.asst.usage = &c.asstUsage
+		return
+	}
+	c.nextUsage, c.hasNext = u, true
 }
 
 func (c *cxConv) item(it *cxItem, no int) error {
@@ -694,11 +749,15 @@ func (c *cxConv) item(it *cxItem, no int) error {
 				return err
 			}
 		}
-		c.outBlocks = append(c.outBlocks, block{kind: "text", text: it.out})
+		start := len(c.outBlocks)
+		if len(it.outImages) == 0 || len(it.out.b) > 2 {
+			c.outBlocks = append(c.outBlocks, block{kind: "text", text: it.out})
+		}
+		c.outBlocks = append(c.outBlocks, it.outImages...)
 		n := len(c.outBlocks)
 		c.outputs = append(c.outputs, pendingEntry{row: no, e: entry{typ: "message", role: "toolResult",
 			toolCallID: it.callID, toolName: c.names.get(it.callID), isError: it.isErr,
-			content: c.outBlocks[n-1 : n : n]}})
+			content: c.outBlocks[start:n:n]}})
 		if c.asst == nil {
 			return c.flush()
 		}

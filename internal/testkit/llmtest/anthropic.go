@@ -20,6 +20,13 @@ import (
 type Turn struct {
 	Text string
 	Tool *ToolCall
+	// InputTokens is the usage reported (0: the body's bytes / 4); a
+	// test makes an agent believe its context is full with it.
+	InputTokens int
+	// Status, when set, answers with this HTTP status and ErrorBody
+	// (an API error, e.g. Anthropic's "prompt is too long").
+	Status    int
+	ErrorBody string
 }
 
 // Wire is a fake model endpoint of one protocol.
@@ -61,7 +68,7 @@ func (w *Wire) answer(body []byte) Turn {
 	w.bodies = append(w.bodies, body)
 	w.mu.Unlock()
 	if w.Answer != nil {
-		if t := w.Answer(body); t.Text != "" || t.Tool != nil {
+		if t := w.Answer(body); t.Text != "" || t.Tool != nil || t.Status != 0 {
 			return t
 		}
 	}
@@ -103,7 +110,16 @@ func NewAnthropic() *Wire {
 		}
 		json.Unmarshal(body, &req)
 		t := w.answer(body)
+		if t.Status != 0 {
+			rw.Header().Set("Content-Type", "application/json")
+			rw.WriteHeader(t.Status)
+			fmt.Fprint(rw, t.ErrorBody)
+			return
+		}
 		in := len(body) / 4
+		if t.InputTokens > 0 {
+			in = t.InputTokens
+		}
 		block := map[string]any{"type": "text", "text": t.Text}
 		stop := "end_turn"
 		if t.Tool != nil {
@@ -164,6 +180,9 @@ func NewResponses() *Wire {
 		json.Unmarshal(body, &req)
 		t := w.answer(body)
 		in := len(body) / 4
+		if t.InputTokens > 0 {
+			in = t.InputTokens
+		}
 		var item map[string]any
 		if t.Tool != nil {
 			args, _ := json.Marshal(t.Tool.Arguments)
