@@ -19,9 +19,10 @@ import (
 // AgentCompactOptions are the inputs of `ctxtool agent compact`.
 type AgentCompactOptions struct {
 	IO *IOStreams
-	// Augment: agent.summarySource is augment (the agent's own summary
-	// stands; ctxtool only adds what it dropped).
-	Augment bool
+	// SummarySource is agent.summarySource: augment (the agent's own
+	// summary stands; ctxtool only adds what it dropped), ctxtool, or auto
+	// (augment when the request names the agent's model).
+	SummarySource string
 	// Compact holds the compaction and summariser settings, resolved as
 	// `compact` resolves them (config file and environment).
 	Compact  CompactOptions
@@ -72,7 +73,7 @@ func (o *AgentCompactOptions) flags(c *cobra.Command) {
 }
 
 func (o *AgentCompactOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
-	o.Augment = cfg.String(nil, "agent.summarySource") == "augment"
+	o.SummarySource = cfg.String(nil, "agent.summarySource")
 	o.StateDir = cfg.StateDir(c.Flags())
 	if err := o.Compact.fromConfig(cfg, c); err != nil {
 		return err
@@ -91,7 +92,7 @@ func runAgentCompact(ctx context.Context, o *AgentCompactOptions) error {
 	if err != nil {
 		return exitcode.New(exitcode.Usage, err)
 	}
-	if o.Augment {
+	if o.SummarySource == "augment" || o.SummarySource == "auto" && req.AgentModel != "" {
 		return writeJSONLine(o.IO.Out, agentlink.Response{Version: agentlink.Version, Augment: true,
 			Decline: "agent.summarySource is augment: the agent's own summary stands, ctxtool adds what it dropped (ctxtool agent augment)"})
 	}

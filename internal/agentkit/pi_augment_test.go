@@ -7,18 +7,19 @@ import (
 	"testing"
 )
 
-// With agent.summarySource: augment, pi's own model writes the summary (the
-// extension runs pi's own compaction) and ctxtool adds what its fact audit
-// says that summary dropped, the user's pins and the resume text of the
-// checkpoint taken just before: the compaction entry in pi's JSONL carries
-// the fake model's summary and the planted constraint, and the next request
-// starts with both.
+// With agent.summarySource auto (the default: pi has a model), pi's own
+// model writes the summary (the extension runs pi's own compaction) and
+// ctxtool adds what its fact audit says that summary dropped, the user's
+// pins and the resume text of the checkpoint taken just before: the
+// compaction entry in pi's JSONL carries the fake model's summary and the
+// planted constraint, and the next request starts with both.
 func TestPiAugmentsItsOwnSummary(t *testing.T) {
 	r := newPiRun(t, 128000, map[string]any{"keepRecentTokens": 40})
+	r.summarySource = "" // the default
 	xdg, state := filepath.Join(r.home, "xdg"), filepath.Join(r.home, "state")
 	os.MkdirAll(filepath.Join(xdg, "ctxtool"), 0o755)
 	os.WriteFile(filepath.Join(xdg, "ctxtool", "config.yaml"),
-		[]byte("agent:\n  summarySource: augment\ncompaction:\n  keepRecentTokens: 40\n"), 0o644)
+		[]byte("compaction:\n  keepRecentTokens: 40\n"), 0o644)
 	const pin = "ship the ledger migration behind the LEDGER_V2 flag"
 	if out, err := r.ctxtool("pin", "--state-dir", state, "--dir", r.home, pin); err != nil {
 		t.Fatalf("pin: %v\n%s", err, out)

@@ -82,7 +82,19 @@ function request(event, ctx) {
 		keptMessages: kept,
 		previousDetails,
 		customInstructions: event.customInstructions,
+		agentModel: modelName(ctx),
 	};
+}
+
+// modelName is the session's model, "provider/id": pi's own summary is
+// made with it (agent.summarySource auto then means augment).
+function modelName(ctx) {
+	try {
+		const m = ctx.model;
+		return m && m.id ? `${m.provider}/${m.id}` : undefined;
+	} catch {
+		return undefined;
+	}
 }
 
 // spawnCtxtool runs ctxtool with args and input on stdin and resolves with

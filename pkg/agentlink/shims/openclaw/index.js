@@ -95,7 +95,7 @@ function run(args, input, { signal, timeoutMs }) {
 }
 
 // compact asks ctxtool for the summary of OpenClaw's summarize() params.
-async function compact(params) {
+async function compact(params, agentModel) {
 	const req = {
 		version: CONTRACT,
 		agent: "openclaw",
@@ -110,6 +110,9 @@ async function compact(params) {
 		},
 		customInstructions: params.customInstructions || undefined,
 		summarizationInstructions: params.summarizationInstructions || undefined,
+		// OpenClaw summarises with the agent's model when the provider
+		// returns "" (agent.summarySource auto then means augment)
+		agentModel,
 	};
 	const out = await run(["agent", "compact"], JSON.stringify(req), { signal: params.signal, timeoutMs: TIMEOUT_MS });
 	let answer;
@@ -124,6 +127,14 @@ async function compact(params) {
 	if (answer.decline) throw new Error(`declined: ${oneLine(answer.decline, 300)}`);
 	if (typeof answer.summary !== "string" || answer.summary.trim() === "") throw new Error(`${CTXTOOL} answered without a summary`);
 	return { summary: answer.summary };
+}
+
+// modelOf is the agents' default model in OpenClaw's config, or
+// "openclaw" when it names none (OpenClaw still has one to summarise with).
+function modelOf(config) {
+	const m = config?.agents?.defaults?.model;
+	const id = typeof m === "string" ? m : m?.primary;
+	return typeof id === "string" && id ? id : "openclaw";
 }
 
 // storeOf is the session's place in OpenClaw's SQLite store: the agent's
@@ -285,7 +296,7 @@ export default {
 			label: "ctxtool",
 			async summarize(params) {
 				try {
-					const got = await compact(params ?? {});
+					const got = await compact(params ?? {}, modelOf(api.config));
 					if (got.augment) {
 						// augment: OpenClaw's own summary stands; after_compaction
 						// audits it against these messages
