@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/compaction"
 )
 
@@ -278,7 +279,7 @@ func TestInstallOpenClawWindowSlot(t *testing.T) {
 				Slots map[string]any `json:"slots"`
 			} `json:"plugins"`
 		}
-		json.Unmarshal(mustReadFile(t, cfg), &doc)
+		json.Unmarshal(testkit.ReadFile(t, cfg), &doc)
 		return doc.Plugins.Slots
 	}
 	if _, err := InstallOpenClaw(context.Background(), o); err != nil {
@@ -300,7 +301,7 @@ func TestInstallOpenClawWindowSlot(t *testing.T) {
 	}
 	// another engine: kept without the window, kept by uninstall
 	mergeInto := map[string]any{}
-	json.Unmarshal(mustReadFile(t, cfg), &mergeInto)
+	json.Unmarshal(testkit.ReadFile(t, cfg), &mergeInto)
 	mergePatch(mergeInto, map[string]any{"plugins": map[string]any{"slots": map[string]any{"contextEngine": "lossless-claw"}}})
 	data, _ := json.Marshal(mergeInto)
 	os.WriteFile(cfg, data, 0o600)
@@ -313,13 +314,4 @@ func TestInstallOpenClawWindowSlot(t *testing.T) {
 	if s := slots(); s["contextEngine"] != "lossless-claw" {
 		t.Fatalf("uninstall touched another plugin's engine: %v", s)
 	}
-}
-
-func mustReadFile(t *testing.T, path string) []byte {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
 }
