@@ -174,7 +174,11 @@ function registerWindow(api, warn) {
 		},
 		async commitTurn({ advancementKey }) {
 			if (advancementKey && shared.committed.has(advancementKey)) return { status: "duplicate" };
-			if (advancementKey) shared.committed.add(advancementKey);
+			if (advancementKey) {
+				shared.committed.add(advancementKey);
+				// a retry comes right after its turn: the last keys suffice
+				if (shared.committed.size > 4096) shared.committed.delete(shared.committed.values().next().value);
+			}
 			return { status: "committed" };
 		},
 		// compactions stay OpenClaw's (and its provider's: ctxtool's summary)
