@@ -9,21 +9,26 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ctxtool/ctxtool/pkg/agentlink"
+	"github.com/ctxtool/ctxtool/pkg/checkpoint"
 	"github.com/ctxtool/ctxtool/pkg/config"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
+	"github.com/ctxtool/ctxtool/pkg/pins"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 // AgentCompactOptions are the inputs of `ctxtool agent compact`.
 type AgentCompactOptions struct {
 	IO *IOStreams
-	// Augment: agent.summarySource is augment (the agent's own summary
-	// stands; ctxtool only adds what it dropped).
-	Augment bool
+	// SummarySource is agent.summarySource: augment (the agent's own
+	// summary stands; ctxtool only adds what it dropped), ctxtool, or auto
+	// (augment when the request names the agent's model).
+	SummarySource string
 	// Compact is the compaction service, the settings and summarizer set
 	// `compact` uses (config file and environment).
 	Compact  Compaction
 	MaxInput int64
+	// StateDir holds the pins and checkpoints augment adds.
+	StateDir string
 }
 
 // newAgentCmd is `ctxtool agent`: the commands an agent's shim runs.
@@ -68,7 +73,8 @@ func (o *AgentCompactOptions) flags(c *cobra.Command) {
 }
 
 func (o *AgentCompactOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command, args []string) error {
-	o.Augment = cfg.String(nil, "agent.summarySource") == "augment"
+	o.SummarySource = cfg.String(nil, "agent.summarySource")
+	o.StateDir = cfg.StateDir(c.Flags())
 	o.Compact = f.Compaction()
 	// No session to measure: the window planned for is the override.
 	o.Compact.Settings.ContextWindow = f.Window().ContextWindow
@@ -89,9 +95,9 @@ func runAgentCompact(ctx context.Context, o *AgentCompactOptions) error {
 	if err != nil {
 		return exitcode.New(exitcode.Usage, err)
 	}
-	if o.Augment && req.Agent == "openclaw" {
+	if o.SummarySource == "augment" || o.SummarySource == "auto" && req.AgentModel != "" {
 		return writeJSONLine(o.IO.Out, agentlink.Response{Version: agentlink.Version, Augment: true,
-			Decline: "agent.summarySource is augment: OpenClaw's own summary stands, ctxtool adds what it dropped"})
+			Decline: "agent.summarySource is augment: the agent's own summary stands, ctxtool adds what it dropped (ctxtool agent augment)"})
 	}
 	sum, err := o.Compact.pick(o.IO.ErrOut)
 	if err != nil {
@@ -142,7 +148,7 @@ func runAgentAugment(ctx context.Context, o *AgentCompactOptions) error {
 			return exitcode.New(exitcode.Usage, err)
 		}
 	}
-	res, err := agentlink.Augment(ctx, req, summary, agentlink.Options{Settings: o.Compact.Settings})
+	res, err := agentlink.Augment(ctx, req, summary, agentlink.Options{Settings: o.Compact.Settings}, augmentContext(o, req))
 	if err != nil {
 		var in *agentlink.InputError
 		if errors.As(err, &in) {
@@ -151,6 +157,37 @@ func runAgentAugment(ctx context.Context, o *AgentCompactOptions) error {
 		return exitcode.New(exitcode.Runtime, err)
 	}
 	return writeJSONLine(o.IO.Out, res)
+}
+
+// augmentContext is what an augmentation adds besides the dropped facts:
+// the pins of the session's project and the resume text of its latest
+// checkpoint (the shim takes one just before the compaction). Either
+// missing is no error: a line on stderr says why.
+func augmentContext(o *AgentCompactOptions, req *agentlink.Request) agentlink.AugmentContext {
+	var more agentlink.AugmentContext
+	if req.Session.Cwd != "" {
+		ps, err := pins.Load(o.StateDir, req.Session.Cwd)
+		if err != nil {
+			fmt.Fprintf(o.IO.ErrOut, "ctxtool agent augment: pins: %v\n", err)
+		}
+		for _, p := range ps {
+			more.Pins = append(more.Pins, p.Text)
+		}
+	}
+	key := req.Session.Key
+	if key == "" && req.Session.File != "" {
+		key = checkpoint.KeyFromFile(req.Session.File)
+	}
+	if key != "" {
+		cp, _, err := (&checkpoint.Store{StateDir: o.StateDir}).Latest(key)
+		switch {
+		case err == nil:
+			more.Resume = checkpoint.Render(cp, checkpoint.RenderOptions{})
+		case !errors.Is(err, checkpoint.ErrNoCheckpoint):
+			fmt.Fprintf(o.IO.ErrOut, "ctxtool agent augment: checkpoint: %v\n", err)
+		}
+	}
+	return more
 }
 
 // lastCompactionSummary is the summary of the compaction in force of a

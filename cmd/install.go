@@ -107,6 +107,15 @@ func (o *InstallOptions) resolve(f *Factory, _ *config.Config, _ *cobra.Command,
 		if err := o.resolveOpenClaw(); err != nil {
 			return err
 		}
+		if !o.Remove {
+			// the rolling window is OpenClaw's context engine slot (the
+			// configuration is read here only: pi's install needs none)
+			cfg, err := f.Config()
+			if err != nil {
+				return fmt.Errorf("reading agent.window from ctxtool's configuration: %w", err)
+			}
+			o.OpenClaw.Window = cfg.Bool(nil, "agent.window")
+		}
 	case hooks.ClaudeCode, hooks.Codex:
 	default:
 		return fmt.Errorf("agent %q: ctxtool installs into pi, openclaw, claude-code or codex", o.Agent)

@@ -20,7 +20,11 @@ is (OpenClaw's CLI rewrites the file and keeps openclaw.json.bak). From the
 Gateway's next start every compaction's summary is ctxtool's, and before
 each compaction ctxtool flushes memory/YYYY-MM-DD.md and takes a checkpoint.
 When ctxtool fails or takes longer than 120 s (CTXTOOL_OPENCLAW_TIMEOUT_MS),
-OpenClaw summarises by itself and logs one "[ctxtool]" line.`
+OpenClaw summarises by itself and logs one "[ctxtool]" line. With agent.window
+on in ctxtool's config, install also sets plugins.slots.contextEngine =
+"ctxtool": the plugin's context engine keeps every request under
+compaction.rolling.targetUtilization of the window and its recall tool finds
+what was left out (install again after turning agent.window on or off).`
 
 // resolveOpenClaw finds OpenClaw's state directory, config file and CLI.
 func (o *InstallOptions) resolveOpenClaw() error {

@@ -134,7 +134,9 @@ exec %q "$@"
 	os.MkdirAll(filepath.Join(xdg, "ctxtool"), 0o755)
 	// no kept tail, so the memory flush's region (ctxtool's cut) is the
 	// history of a short session, as OpenClaw's manual compaction is
-	os.WriteFile(filepath.Join(xdg, "ctxtool", "config.yaml"), []byte("compaction:\n  keepRecentTokens: 1\n"), 0o644)
+	// ctxtool's own summary (the default, auto, is augment inside OpenClaw:
+	// testAugment covers it)
+	os.WriteFile(filepath.Join(xdg, "ctxtool", "config.yaml"), []byte("agent:\n  summarySource: ctxtool\ncompaction:\n  keepRecentTokens: 1\n"), 0o644)
 	r.env = []string{"HOME=" + home, "PATH=" + filepath.Dir(in.Node) + ":" + r.bin + ":" + os.Getenv("PATH"),
 		"XDG_CONFIG_HOME=" + xdg, "CTXTOOL_STATE_DIR=" + r.state, "CTXTOOL_OPENCLAW_TIMEOUT_MS=5000",
 		"OPENAI_API_KEY=", "OPENAI_BASE_URL=", "CTXTOOL_LLM_MODEL=", "NO_COLOR=1", "TMPDIR=" + os.TempDir()}
@@ -446,14 +448,15 @@ func (r *ocRun) testThreshold(t *testing.T) {
 	}
 }
 
-// With agent.summarySource: augment, OpenClaw's own summary stands and the
+// With agent.summarySource auto (the default), OpenClaw's own summary stands and the
 // facts it dropped reach the next request (after_compaction audits it,
 // before_prompt_build adds them).
 func (r *ocRun) testAugment(t *testing.T, xdg string) {
 	cfg := filepath.Join(xdg, "ctxtool", "config.yaml")
 	orig := mustRead(t, cfg)
 	defer os.WriteFile(cfg, orig, 0o644)
-	os.WriteFile(cfg, append(append([]byte{}, orig...), "agent:\n  summarySource: augment\n"...), 0o644)
+	// the default, auto: augment, as OpenClaw has a model
+	os.WriteFile(cfg, bytes.Replace(orig, []byte("agent:\n  summarySource: ctxtool\n"), nil, 1), 0o644)
 	const rule = "never deploy the ledger service on Fridays"
 	const key = "agent:main:augment"
 	r.turnIn(t, "main", key, "Constraint: we "+rule+".")

@@ -381,7 +381,7 @@ func TestPiToolCallsReachCtxtool(t *testing.T) {
 	if out, err := r.ctxtool("install", "pi", "--binary", bin); err != nil {
 		t.Fatalf("install: %v\n%s", err, out)
 	}
-	p, err := StartPi(r.in, PiConfig{AgentDir: r.agentDir, SessionDir: r.sessions, Home: r.home, Tools: true})
+	p, err := StartPi(r.in, PiConfig{AgentDir: r.agentDir, SessionDir: r.sessions, Home: r.home, Tools: true, Env: r.sourceEnv()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,6 +54,10 @@ type piRun struct {
 	in                       *PiInstall
 	srv                      *llmtest.Server
 	home, agentDir, sessions string
+	// summarySource is agent.summarySource for the pi it starts ("": the
+	// default, auto, which is augment inside pi): these tests are about
+	// ctxtool's own summary unless they say otherwise.
+	summarySource string
 }
 
 func newPiRun(t *testing.T, window int, compaction map[string]any) *piRun {
@@ -72,7 +76,7 @@ func newPiRun(t *testing.T, window int, compaction map[string]any) *piRun {
 		return fmt.Sprintf("Noted (reply %d).", len(r.Messages))
 	}
 	home := t.TempDir()
-	r := &piRun{t: t, in: in, srv: srv, home: home, agentDir: filepath.Join(home, "agent"), sessions: filepath.Join(home, "sessions")}
+	r := &piRun{t: t, in: in, srv: srv, home: home, agentDir: filepath.Join(home, "agent"), sessions: filepath.Join(home, "sessions"), summarySource: "ctxtool"}
 	if err := WriteAgentDir(r.agentDir, srv.BaseURL(), window, compaction); err != nil {
 		t.Fatal(err)
 	}
@@ -88,11 +92,20 @@ func (r *piRun) ctxtool(args ...string) (string, error) {
 	return string(out), err
 }
 
+// sourceEnv sets agent.summarySource in pi's environment ("": the
+// default).
+func (r *piRun) sourceEnv() []string {
+	if r.summarySource == "" {
+		return nil
+	}
+	return []string{"CTXTOOL_AGENT_SUMMARYSOURCE=" + r.summarySource}
+}
+
 func (r *piRun) start(env ...string) *Pi { return r.startIn(r.sessions, env...) }
 
 // startIn starts pi with its sessions in dir.
 func (r *piRun) startIn(dir string, env ...string) *Pi {
-	p, err := StartPi(r.in, PiConfig{AgentDir: r.agentDir, SessionDir: dir, Home: r.home, Env: env})
+	p, err := StartPi(r.in, PiConfig{AgentDir: r.agentDir, SessionDir: dir, Home: r.home, Env: append(env, r.sourceEnv()...)})
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -1,7 +1,9 @@
 package agentkit
 
 import (
+	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -112,6 +114,38 @@ func TestPiRollingWindow(t *testing.T) {
 	}
 	if lines := ctxtoolLines(p.Stderr()); len(lines) != 0 {
 		t.Errorf("[ctxtool] lines: %q", lines)
+	}
+	// ctxtool estimate of the session against the last request pi sent,
+	// after one more short turn (the answer above echoes the tool's result:
+	// the estimate, of the next request, would count it and the request
+	// before it did not). The default estimate is anchored on the usage pi
+	// recorded, the windowed request's, so it agrees although the session
+	// keeps every message; the heuristic counts the whole session (the
+	// request without the window).
+	if err := p.Prompt("Thanks, noted.", turn); err != nil {
+		t.Fatal(err)
+	}
+	last = r.srv.Requests()[len(r.srv.Requests())-1]
+	if tokens := (len(last.Body) + 3) / 4; tokens > limit {
+		t.Errorf("the last request is %d tokens, over the target %d", tokens, limit)
+	}
+	estimateOf := func(args ...string) int {
+		out, err := r.ctxtool(append([]string{"estimate", "--json"}, append(args, file)...)...)
+		var est struct {
+			Tokens int `json:"tokens"`
+		}
+		if err != nil || !strings.Contains(out, "{") || json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &est) != nil {
+			t.Fatalf("estimate %v: %v\n%s", args, err, out)
+		}
+		return est.Tokens
+	}
+	sent := float64(len(last.Body)) / 4
+	apart := func(n int) float64 { return 100 * math.Abs(float64(n)-sent) / sent }
+	est, usage, whole := estimateOf(), estimateOf("--tokenizer", "usage"), estimateOf("--tokenizer", "heuristic")
+	writeFigure(t, fmt.Sprintf("pi rolling window: last request chars/4 %.0f; ctxtool estimate of the session %d (default, %.1f%% apart), --tokenizer usage %d (%.1f%%), heuristic %d (the whole session, %.1f%%)",
+		sent, est, apart(est), usage, apart(usage), whole, apart(whole)))
+	if apart(est) > 5 {
+		t.Errorf("ctxtool estimate %d is %.1f%% from chars/4 of the last request (%.0f): want within 5%%", est, apart(est), sent)
 	}
 	writeFigure(t, fmt.Sprintf("pi rolling window: %d requests over 41 turns, largest %d tokens (chars/4 of the body) under the target %d (window %d × %.1f); %d carried the eviction note; recall found %s",
 		len(reqs), worst, limit, window, target, rolled, vault))

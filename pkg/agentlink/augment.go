@@ -38,9 +38,18 @@ func (g givenSummary) Summarize(context.Context, *compaction.Request) (string, e
 	return string(g), nil
 }
 
+// AugmentContext is what an augmentation adds besides the dropped facts:
+// the user's pins for the session's project and the resume text of the
+// session's latest checkpoint (taken just before the compaction).
+type AugmentContext struct {
+	Pins   []string
+	Resume string
+}
+
 // Augment audits summary (the agent's) against the request's messages and
-// previous summary and writes the facts it dropped as additions.
-func Augment(ctx context.Context, req *Request, summary string, o Options) (*AugmentResponse, error) {
+// previous summary and writes the facts it dropped as additions, then the
+// pins and the resume text of more.
+func Augment(ctx context.Context, req *Request, summary string, o Options, more AugmentContext) (*AugmentResponse, error) {
 	if strings.TrimSpace(summary) == "" {
 		return nil, inputErrorf("augment: the agent's summary is empty")
 	}
@@ -50,23 +59,30 @@ func Augment(ctx context.Context, req *Request, summary string, o Options) (*Aug
 		return nil, err
 	}
 	out := &AugmentResponse{Version: Version}
-	if res.Decline != "" || res.Details == nil || res.Details.Ctxtool.Audit == nil {
-		return out, nil
-	}
-	a := res.Details.Ctxtool.Audit
-	out.Audit = a
-	if len(a.DroppedFacts) == 0 {
-		return out, nil
-	}
 	var b strings.Builder
-	b.WriteString("## Also from the summarized history (ctxtool: facts the summary above does not carry)\n")
-	for i, f := range a.DroppedFacts {
-		if i == MaxAugmentFacts {
-			fmt.Fprintf(&b, "- … and %d more (ctxtool search finds them)\n", a.Dropped-i)
-			break
+	if res.Decline == "" && res.Details != nil && res.Details.Ctxtool.Audit != nil {
+		a := res.Details.Ctxtool.Audit
+		out.Audit = a
+		if len(a.DroppedFacts) > 0 {
+			b.WriteString("## Also from the summarized history (ctxtool: facts the summary above does not carry)\n")
+			for i, f := range a.DroppedFacts {
+				if i == MaxAugmentFacts {
+					fmt.Fprintf(&b, "- … and %d more (ctxtool search finds them)\n", a.Dropped-i)
+					break
+				}
+				fmt.Fprintf(&b, "- %s: %s\n", f.Class, f.Value)
+			}
 		}
-		fmt.Fprintf(&b, "- %s: %s\n", f.Class, f.Value)
 	}
-	out.Additions = strings.TrimRight(b.String(), "\n")
+	if len(more.Pins) > 0 {
+		b.WriteString("\n## Pinned by the user (ctxtool: always in force)\n")
+		for _, p := range more.Pins {
+			fmt.Fprintf(&b, "- %s\n", p)
+		}
+	}
+	if r := strings.TrimSpace(more.Resume); r != "" {
+		b.WriteString("\n" + r + "\n")
+	}
+	out.Additions = strings.TrimSpace(b.String())
 	return out, nil
 }

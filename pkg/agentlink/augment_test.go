@@ -19,7 +19,7 @@ func TestAugment(t *testing.T) {
 		user("The database URL is postgres://billing@db-7.internal:5432/ledger and ticket JIRA-4242 tracks it."),
 		user("Never touch /etc/billing/secrets.yaml by hand."),
 	}}}
-	res, err := Augment(context.Background(), req, "## Goal\n- migrate the billing DB (JIRA-4242)", Options{})
+	res, err := Augment(context.Background(), req, "## Goal\n- migrate the billing DB (JIRA-4242)", Options{}, AugmentContext{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,10 +30,17 @@ func TestAugment(t *testing.T) {
 		t.Errorf("additions repeat a fact the summary kept:\n%s", res.Additions)
 	}
 	full := "Goal: migrate postgres://billing@db-7.internal:5432/ledger (JIRA-4242). Never touch /etc/billing/secrets.yaml by hand."
-	if res, err = Augment(context.Background(), req, full, Options{}); err != nil || res.Additions != "" {
+	if res, err = Augment(context.Background(), req, full, Options{}, AugmentContext{}); err != nil || res.Additions != "" {
 		t.Errorf("a complete summary got additions %q (%v)", res.Additions, err)
 	}
-	if _, err := Augment(context.Background(), req, " ", Options{}); err == nil {
+	if _, err := Augment(context.Background(), req, " ", Options{}, AugmentContext{}); err == nil {
 		t.Error("an empty agent summary was accepted")
+	}
+	// pins and the checkpoint's resume text come after the dropped facts,
+	// also when the summary dropped nothing
+	more := AugmentContext{Pins: []string{"deploy only from main"}, Resume: "## Resume\nNext: run the invoices_v2 migration."}
+	if res, err = Augment(context.Background(), req, full, Options{}, more); err != nil ||
+		!strings.Contains(res.Additions, "- deploy only from main") || !strings.HasSuffix(res.Additions, "Next: run the invoices_v2 migration.") {
+		t.Errorf("additions with pins and a resume text: %q (%v)", res.Additions, err)
 	}
 }

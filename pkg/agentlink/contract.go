@@ -62,6 +62,11 @@ type Request struct {
 	// AgentSummary is the agent's own summary of the preparation's
 	// messages, for `ctxtool agent augment`.
 	AgentSummary string `json:"agentSummary,omitempty"`
+	// AgentModel is the model the agent summarises with when ctxtool
+	// declines (pi: "provider/id"); empty when the shim does not say. With
+	// agent.summarySource auto (the default), a request that names one is
+	// answered in augment mode.
+	AgentModel string `json:"agentModel,omitempty"`
 }
 
 // SummarizationInstructions are OpenClaw's identifier rules for a summary.

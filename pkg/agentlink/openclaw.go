@@ -111,6 +111,10 @@ type OpenClawSetup struct {
 	// config keys are then only reported, with the command to set them).
 	CLI    OpenClawCLI
 	DryRun bool
+	// Window selects the plugin's context engine, the rolling window
+	// (plugins.slots.contextEngine = "ctxtool"), as agent.window asks;
+	// false puts OpenClaw's own engine back where the slot names ctxtool.
+	Window bool
 }
 
 // ConfigChange is one config key an install or uninstall sets or removes.
@@ -139,6 +143,7 @@ type openclawConfig struct {
 	paths    []string
 	provider *string
 	entry    map[string]any
+	engine   *string // plugins.slots.contextEngine
 }
 
 func readOpenClawConfig(path string) (openclawConfig, error) {
@@ -157,6 +162,9 @@ func readOpenClawConfig(path string) (openclawConfig, error) {
 				Paths []string `json:"paths"`
 			} `json:"load"`
 			Entries map[string]map[string]any `json:"entries"`
+			Slots   struct {
+				ContextEngine *string `json:"contextEngine"`
+			} `json:"slots"`
 		} `json:"plugins"`
 		Agents struct {
 			Defaults struct {
@@ -173,6 +181,7 @@ func readOpenClawConfig(path string) (openclawConfig, error) {
 	c.paths = doc.Plugins.Load.Paths
 	c.provider = doc.Agents.Defaults.Compaction.Provider
 	c.entry = doc.Plugins.Entries[OpenClawPluginID]
+	c.engine = doc.Plugins.Slots.ContextEngine
 	return c, nil
 }
 
@@ -226,7 +235,8 @@ func stripJSON5(data []byte) []byte {
 // OpenClaw load it and use its compaction provider: plugins.load.paths
 // gains the folder, plugins.entries.ctxtool is enabled (with
 // hooks.allowConversationAccess, which its before_prompt_build needs), and
-// agents.defaults.compaction.provider becomes "ctxtool" — one
+// agents.defaults.compaction.provider becomes "ctxtool", and with o.Window
+// plugins.slots.contextEngine selects the rolling window — one
 // `openclaw config patch`, which leaves every other key as it is (with no
 // CLI and no config file yet, the file is created with those keys alone).
 // Nothing is changed when all of it is already so. A folder whose index.js
@@ -285,6 +295,13 @@ func InstallOpenClaw(ctx context.Context, o OpenClawSetup) (*OpenClawResult, err
 	if !cur.known || cur.provider == nil || *cur.provider != OpenClawPluginID {
 		set("agents.defaults.compaction.provider", OpenClawPluginID)
 	}
+	ours := cur.engine != nil && *cur.engine == OpenClawPluginID
+	switch {
+	case o.Window && (!cur.known || !ours):
+		set(openclawEngineKey, OpenClawPluginID)
+	case !o.Window && ours:
+		set(openclawEngineKey, nil) // OpenClaw's default engine, "legacy"
+	}
 	if len(res.Keys) > 0 {
 		for i, k := range res.Keys {
 			if k.Key == "plugins.load.paths" && k.Value == nil {
@@ -340,6 +357,9 @@ func InstallOpenClaw(ctx context.Context, o OpenClawSetup) (*OpenClawResult, err
 	}
 	return res, nil
 }
+
+// openclawEngineKey selects OpenClaw's context engine (the rolling window).
+const openclawEngineKey = "plugins.slots.contextEngine"
 
 func allowsConversation(entry map[string]any) bool {
 	h, _ := entry["hooks"].(map[string]any)
@@ -413,6 +433,9 @@ func UninstallOpenClaw(ctx context.Context, o OpenClawSetup) (*OpenClawResult, e
 	patch := map[string]any{}
 	if cur.provider != nil && *cur.provider == OpenClawPluginID {
 		res.Keys = append(res.Keys, ConfigChange{Key: "agents.defaults.compaction.provider"})
+	}
+	if cur.engine != nil && *cur.engine == OpenClawPluginID {
+		res.Keys = append(res.Keys, ConfigChange{Key: openclawEngineKey})
 	}
 	if cur.entry != nil {
 		res.Keys = append(res.Keys, ConfigChange{Key: "plugins.entries.ctxtool"})

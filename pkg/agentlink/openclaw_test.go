@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/compaction"
 )
 
@@ -262,5 +263,58 @@ func TestInstallOpenClawWithoutCLI(t *testing.T) {
 	}
 	if data, _ := os.ReadFile(o.ConfigPath); string(data) != "{\"ui\": {}}\n" {
 		t.Errorf("the user's config was changed without OpenClaw's CLI: %s", data)
+	}
+}
+
+// With the window on, install selects the plugin's context engine; a
+// second install changes nothing; turning the window off gives the slot
+// back to OpenClaw's own engine; another plugin's engine is replaced only
+// when the window is asked for, and uninstall leaves it alone.
+func TestInstallOpenClawWindowSlot(t *testing.T) {
+	state := t.TempDir()
+	cfg := filepath.Join(state, "openclaw.json")
+	os.WriteFile(cfg, []byte(`{"plugins": {"slots": {"memory": "memory-core"}}}`), 0o600)
+	cli := &fakeOpenClaw{config: cfg}
+	o := OpenClawSetup{StateDir: state, ConfigPath: cfg, Binary: "/opt/ctxtool/bin/ctxtool", CLI: cli.run, Window: true}
+	slots := func() map[string]any {
+		var doc struct {
+			Plugins struct {
+				Slots map[string]any `json:"slots"`
+			} `json:"plugins"`
+		}
+		json.Unmarshal(testkit.ReadFile(t, cfg), &doc)
+		return doc.Plugins.Slots
+	}
+	if _, err := InstallOpenClaw(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	if s := slots(); s["contextEngine"] != "ctxtool" || s["memory"] != "memory-core" {
+		t.Fatalf("slots after install with the window: %v", s)
+	}
+	calls := len(cli.calls)
+	if res, err := InstallOpenClaw(context.Background(), o); err != nil || len(res.Keys) != 0 || len(cli.calls) != calls {
+		t.Fatalf("second install: %v, keys %v", err, res.Keys)
+	}
+	o.Window = false
+	if _, err := InstallOpenClaw(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	if s := slots(); s["contextEngine"] != nil || s["memory"] != "memory-core" {
+		t.Fatalf("slots after install without the window: %v", s)
+	}
+	// another engine: kept without the window, kept by uninstall
+	mergeInto := map[string]any{}
+	json.Unmarshal(testkit.ReadFile(t, cfg), &mergeInto)
+	mergePatch(mergeInto, map[string]any{"plugins": map[string]any{"slots": map[string]any{"contextEngine": "lossless-claw"}}})
+	data, _ := json.Marshal(mergeInto)
+	os.WriteFile(cfg, data, 0o600)
+	if res, err := InstallOpenClaw(context.Background(), o); err != nil || len(res.Keys) != 0 {
+		t.Fatalf("install without the window over another engine: %v, keys %v", err, res.Keys)
+	}
+	if _, err := UninstallOpenClaw(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	if s := slots(); s["contextEngine"] != "lossless-claw" {
+		t.Fatalf("uninstall touched another plugin's engine: %v", s)
 	}
 }

@@ -224,8 +224,8 @@ var keys = []Key{
 	{Name: "checkpoint.dedupeThreshold", Kind: Float, Default: 0.05, Flag: "dedupe-threshold", Range: unit(),
 		Doc: "No new checkpoint when input tokens changed by less than this share."},
 
-	{Name: "agent.summarySource", Kind: String, Default: "ctxtool", Enum: []string{"ctxtool", "augment"},
-		Doc: "Whose summary an agent's compaction stores: ctxtool (compaction.summarizer's) | augment (the agent's own model summarizes; ctxtool audits it and adds what it dropped to the next request; OpenClaw)."},
+	{Name: "agent.summarySource", Kind: String, Default: "auto", Enum: []string{"auto", "ctxtool", "augment"},
+		Doc: "Whose summary an agent's compaction stores (ctxtool install pi|openclaw): augment (the agent's own model summarizes; ctxtool audits it and adds what it dropped, the pins and the checkpoint's resume text) | ctxtool (compaction.summarizer's) | auto (augment where the agent has a model, as it has inside pi and OpenClaw; else ctxtool)."},
 	{Name: "agent.window", Kind: Bool, Default: false,
 		Doc: "Rolling window inside the agent (ctxtool install pi|openclaw): every model request leaves out its oldest messages down to compaction.rolling.targetUtilization, with a note and a recall tool; the session keeps every message."},
 

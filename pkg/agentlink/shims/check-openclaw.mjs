@@ -2,6 +2,9 @@
 // Gateway does (its default export's register(api)), call the registered
 // compaction provider's summarize() with tiny params, and print what it
 // returned as one JSON line.
+// The round trip is ctxtool's own summary, whatever agent.summarySource
+// says (in augment mode the agent's model writes it, which --check cannot run).
+process.env.CTXTOOL_AGENT_SUMMARYSOURCE = "ctxtool";
 const [, , plugin, payload] = process.argv;
 const mod = await import(plugin);
 const providers = [], hooks = {}, logs = [];

@@ -1,6 +1,9 @@
 // ctxtool install --check: load the installed pi extension (copied to a
 // .mjs file) the way pi calls it, fire one session_before_compact with a
 // tiny preparation, and print what the handler returned as one JSON line.
+// The round trip is ctxtool's own summary, whatever agent.summarySource
+// says (in augment mode the agent's model writes it, which --check cannot run).
+process.env.CTXTOOL_AGENT_SUMMARYSOURCE = "ctxtool";
 const [, , extension, payload] = process.argv;
 const mod = await import(extension);
 const handlers = {};

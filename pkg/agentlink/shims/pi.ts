@@ -82,7 +82,19 @@ function request(event, ctx) {
 		keptMessages: kept,
 		previousDetails,
 		customInstructions: event.customInstructions,
+		agentModel: modelName(ctx),
 	};
+}
+
+// modelName is the session's model, "provider/id": pi's own summary is
+// made with it (agent.summarySource auto then means augment).
+function modelName(ctx) {
+	try {
+		const m = ctx.model;
+		return m && m.id ? `${m.provider}/${m.id}` : undefined;
+	} catch {
+		return undefined;
+	}
 }
 
 // spawnCtxtool runs ctxtool with args and input on stdin and resolves with
@@ -272,6 +284,35 @@ function rollingWindow(pi) {
 	});
 }
 
+// augment makes pi's own compaction (pi's compact(), with the session's
+// model) and adds what ctxtool's fact audit says it dropped, the pins and
+// the resume text of the checkpoint taken before it (`ctxtool agent
+// augment`). pi's summary stands alone when the augmentation fails; a
+// failure of pi's own summary rejects (pi then tries by itself).
+async function augment(event, ctx, before) {
+	const { compact } = await import("@earendil-works/pi-coding-agent");
+	const model = ctx.model;
+	if (!model) throw new Error("no model selected for pi's own summary");
+	const auth = await ctx.modelRegistry.getApiKeyAndHeaders(model);
+	if (!auth?.ok) throw new Error(`pi's own summary: ${auth?.error ?? "no API key"}`);
+	const own = await compact(event.preparation, auth.baseUrl ? { ...model, baseUrl: auth.baseUrl } : model, auth.apiKey, auth.headers, event.customInstructions, event.signal);
+	for (const problem of await before) log(problem);
+	const req = { ...request(event, ctx), agentSummary: own.summary };
+	let a;
+	try {
+		a = answerOf(await spawnCtxtool(["agent", "augment"], JSON.stringify(req), event.signal, TIMEOUT_MS));
+	} catch (err) {
+		log(`augment failed, pi's own summary stands alone: ${oneLine(err && err.message, 400)}`);
+		return own;
+	}
+	const additions = typeof a.additions === "string" ? a.additions.trim() : "";
+	return {
+		...own,
+		summary: additions ? `${own.summary}\n\n${additions}` : own.summary,
+		details: { ...(own.details ?? {}), ctxtool: { contract: CONTRACT, summarySource: "augment", audit: a.audit } },
+	};
+}
+
 export default function (pi) {
 	if (windowOn()) rollingWindow(pi);
 	pi.on("session_before_compact", async (event, ctx) => {
@@ -284,6 +325,15 @@ export default function (pi) {
 			// their failures are not logged: this line says ctxtool failed
 			log(`compaction failed, pi compacts by itself: ${oneLine(err && err.message, 400)}`);
 			return undefined;
+		}
+		if (answer.decline && answer.augment) {
+			try {
+				const c = await augment(event, ctx, before);
+				return { compaction: { summary: c.summary, firstKeptEntryId: c.firstKeptEntryId, tokensBefore: c.tokensBefore, details: c.details, usage: c.usage } };
+			} catch (err) {
+				log(`augment failed, pi compacts by itself: ${oneLine(err && err.message, 400)}`);
+				return undefined;
+			}
 		}
 		for (const problem of await before) log(problem);
 		if (answer.decline) {

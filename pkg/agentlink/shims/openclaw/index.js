@@ -12,6 +12,14 @@
 // before_compaction does the memory flush (memory/YYYY-MM-DD.md in the
 // agent's workspace, once per compaction) and takes a checkpoint, both by
 // running ctxtool on the session in OpenClaw's store (read-only).
+//
+// The context engine "ctxtool" (selected by plugins.slots.contextEngine,
+// which `ctxtool install openclaw` sets while agent.window is on) is the
+// rolling window: before every model request it asks `ctxtool agent window`
+// which oldest messages to leave out and sends ctxtool's note in their
+// place. OpenClaw's store keeps every message, compactions stay OpenClaw's
+// (through the provider above), and the `recall` tool searches what the
+// window left out.
 import { spawn } from "node:child_process";
 import os from "node:os";
 import path from "node:path";
@@ -87,7 +95,7 @@ function run(args, input, { signal, timeoutMs }) {
 }
 
 // compact asks ctxtool for the summary of OpenClaw's summarize() params.
-async function compact(params) {
+async function compact(params, agentModel) {
 	const req = {
 		version: CONTRACT,
 		agent: "openclaw",
@@ -102,6 +110,9 @@ async function compact(params) {
 		},
 		customInstructions: params.customInstructions || undefined,
 		summarizationInstructions: params.summarizationInstructions || undefined,
+		// OpenClaw summarises with the agent's model when the provider
+		// returns "" (agent.summarySource auto then means augment)
+		agentModel,
 	};
 	const out = await run(["agent", "compact"], JSON.stringify(req), { signal: params.signal, timeoutMs: TIMEOUT_MS });
 	let answer;
@@ -118,6 +129,14 @@ async function compact(params) {
 	return { summary: answer.summary };
 }
 
+// modelOf is the agents' default model in OpenClaw's config, or
+// "openclaw" when it names none (OpenClaw still has one to summarise with).
+function modelOf(config) {
+	const m = config?.agents?.defaults?.model;
+	const id = typeof m === "string" ? m : m?.primary;
+	return typeof id === "string" && id ? id : "openclaw";
+}
+
 // storeOf is the session's place in OpenClaw's SQLite store: the agent's
 // database and the session key, as ctxtool names it (db#key).
 function storeOf(ctx) {
@@ -126,6 +145,145 @@ function storeOf(ctx) {
 	const key = ctx?.sessionKey || ctx?.sessionId;
 	if (!key) return null;
 	return { db: path.join(state, "agents", agent, "agent", "openclaw-agent.sqlite"), key };
+}
+
+// The rolling window: OpenClaw's messages before a request, as OpenClaw's
+// context engine assemble() gets them, go to `ctxtool agent window`, which
+// answers how many of the oldest to leave out and the note that replaces
+// them (pkg/agentlink, the same plan as pi's). OpenClaw's store is not
+// touched.
+const WINDOW_TIMEOUT_MS = env("CTXTOOL_OPENCLAW_WINDOW_TIMEOUT_MS", 10000);
+const RECALL_TIMEOUT_MS = env("CTXTOOL_OPENCLAW_RECALL_TIMEOUT_MS", 60000);
+
+// Shared state: OpenClaw loads the plugin more than once (a registry per
+// purpose).
+const shared = (globalThis[Symbol.for("ctxtool.openclaw")] ??= { committed: new Set(), offUntil: 0 });
+
+function registerWindow(api, warn) {
+	if (typeof api.registerContextEngine !== "function") return;
+	api.registerContextEngine("ctxtool", (factoryCtx) => ({
+		info: {
+			id: "ctxtool",
+			name: "ctxtool rolling window",
+			ownsCompaction: false,
+			transcriptSemantics: { currentTurnFence: "before-current-turn-entry-v1", turnAdvancementIdempotency: "atomic-idempotent-v1" },
+		},
+		// OpenClaw's store keeps the messages: nothing of ours to store
+		async ingest() {
+			return { ingested: false };
+		},
+		async commitTurn({ advancementKey }) {
+			if (advancementKey && shared.committed.has(advancementKey)) return { status: "duplicate" };
+			if (advancementKey) {
+				shared.committed.add(advancementKey);
+				// a retry comes right after its turn: the last keys suffice
+				if (shared.committed.size > 4096) shared.committed.delete(shared.committed.values().next().value);
+			}
+			return { status: "committed" };
+		},
+		// compactions stay OpenClaw's (and its provider's: ctxtool's summary)
+		async compact(params) {
+			const { delegateCompactionToRuntime } = await import("openclaw/plugin-sdk/core");
+			return delegateCompactionToRuntime(params);
+		},
+		async assemble(params) {
+			const messages = Array.isArray(params?.messages) ? params.messages : [];
+			const whole = { messages, estimatedTokens: estimate(messages) };
+			const key = params?.sessionKey || params?.sessionId;
+			const window = contextWindowOf(params, factoryCtx?.config ?? api.config);
+			if (Date.now() < shared.offUntil || messages.length === 0 || !window) return whole;
+			// the request's overhead (system prompt, tools, the prompt being
+			// sent) is what OpenClaw's budget for the messages leaves out
+			// of the window besides the output
+			const budget = Number(params?.tokenBudget) || 0;
+			const output = Number(params?.runtimeSettings?.limits?.maxOutputTokens) || 0;
+			const overheadTokens = budget > 0 ? Math.max(window - output - budget, 0) : 0;
+			const where = storeOf({ agentId: agentOf(params), sessionKey: key });
+			const req = {
+				version: CONTRACT,
+				agent: "openclaw",
+				session: where ? { file: `${where.db}#${where.key}`, key: where.key, id: params?.sessionId } : { id: params?.sessionId },
+				messages,
+				contextWindow: window,
+				overheadTokens,
+			};
+			let answer;
+			try {
+				answer = JSON.parse(await run(["agent", "window"], JSON.stringify(req), { timeoutMs: WINDOW_TIMEOUT_MS }));
+				if (!answer || answer.version !== CONTRACT) throw new Error(`${CTXTOOL} answered in contract version ${answer?.version}, this plugin speaks ${CONTRACT}: run ctxtool install openclaw`);
+			} catch (err) {
+				shared.offUntil = Date.now() + 60000;
+				warn(`rolling window failed, requests are sent whole for a minute: ${oneLine(err && err.message, 400)}`);
+				return whole;
+			}
+			if (answer.decline) {
+				shared.offUntil = Date.now() + 60000;
+				return whole;
+			}
+			if (!(answer.firstKept > 0) || typeof answer.note !== "string") return whole;
+			const note = { role: "user", content: [{ type: "text", text: answer.note }], timestamp: Date.now() };
+			const kept = [note, ...messages.slice(answer.firstKept)];
+			return { messages: kept, estimatedTokens: estimate(kept) };
+		},
+	}));
+	api.registerTool(
+		(toolCtx) => ({
+			name: "recall",
+			label: "Recall",
+			// visible beside tool_search: the window's note names it
+			catalogMode: "direct-only",
+			description:
+				"Search the earlier messages of this conversation that are no longer in your context (ctxtool's rolling window left them out; they are kept). Give a few distinctive keywords; you get the best matching passages.",
+			parameters: {
+				type: "object",
+				properties: { query: { type: "string", description: "keywords to look for in the earlier conversation" } },
+				required: ["query"],
+				additionalProperties: false,
+			},
+			async execute(_id, params, signal) {
+				const where = storeOf(toolCtx);
+				if (!where) return { content: [{ type: "text", text: "recall failed: this run has no session to search" }], details: { hits: 0 }, isError: true };
+				const req = { version: CONTRACT, agent: "openclaw", session: { file: `${where.db}#${where.key}`, key: where.key }, query: String(params?.query ?? "") };
+				try {
+					const a = JSON.parse(await run(["agent", "recall"], JSON.stringify(req), { signal, timeoutMs: RECALL_TIMEOUT_MS }));
+					return { content: [{ type: "text", text: String(a?.text ?? "") }], details: { hits: a?.hits?.length ?? 0 } };
+				} catch (err) {
+					warn(`recall failed: ${oneLine(err && err.message, 400)}`);
+					return { content: [{ type: "text", text: `recall failed: ${oneLine(err && err.message, 300)}` }], details: { hits: 0 }, isError: true };
+				}
+			},
+		}),
+		{ name: "recall" },
+	);
+}
+
+// contextWindowOf is the model's context window: the model's
+// contextWindow in OpenClaw's config (models.providers.<p>.models[]), else
+// the budgets assemble() is told (without the overhead: smaller, safe).
+function contextWindowOf(params, config) {
+	const m = params?.runtimeSettings?.model;
+	const models = config?.models?.providers?.[m?.provider]?.models;
+	if (Array.isArray(models)) {
+		const found = models.find((x) => x && (x.id === m?.resolved || x.id === m?.requested));
+		if (Number(found?.contextWindow) > 0) return Math.floor(Number(found.contextWindow));
+	}
+	const budget = Number(params?.tokenBudget ?? params?.runtimeSettings?.limits?.promptTokenBudget);
+	if (!(budget > 0)) return 0;
+	return Math.floor(budget + (Number(params?.runtimeSettings?.limits?.maxOutputTokens) || 0));
+}
+
+function agentOf(params) {
+	const m = /^agent:([^:]+):/.exec(String(params?.sessionKey ?? ""));
+	return m ? m[1] : undefined;
+}
+
+// estimate is chars/4 of the messages, as OpenClaw's own estimate counts.
+function estimate(messages) {
+	try {
+		return Math.ceil(JSON.stringify(messages).length / 4);
+	} catch {
+		return 0;
+	}
 }
 
 export default {
@@ -142,7 +300,7 @@ export default {
 			label: "ctxtool",
 			async summarize(params) {
 				try {
-					const got = await compact(params ?? {});
+					const got = await compact(params ?? {}, modelOf(api.config));
 					if (got.augment) {
 						// augment: OpenClaw's own summary stands; after_compaction
 						// audits it against these messages
@@ -191,6 +349,8 @@ export default {
 			pending.delete(key);
 			return { prependContext: add };
 		});
+
+		registerWindow(api, warn);
 
 		api.on("before_compaction", async (event, ctx) => {
 			const where = storeOf(ctx);
