@@ -95,7 +95,13 @@ func runAgentCompact(ctx context.Context, o *AgentCompactOptions) error {
 	if err != nil {
 		return exitcode.New(exitcode.Usage, err)
 	}
-	if o.SummarySource == "augment" || o.SummarySource == "auto" && req.AgentModel != "" {
+	augment := o.SummarySource == "augment"
+	if o.SummarySource == "auto" {
+		// auto: the agent's summary, augmented, when the agent has a model
+		// to write one (the shim names it); an older shim names none.
+		augment = req.AgentModel != ""
+	}
+	if augment {
 		return writeJSONLine(o.IO.Out, agentlink.Response{Version: agentlink.Version, Augment: true,
 			Decline: "agent.summarySource is augment: the agent's own summary stands, ctxtool adds what it dropped (ctxtool agent augment)"})
 	}
