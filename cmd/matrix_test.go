@@ -136,6 +136,11 @@ func TestFormatCommandMatrix(t *testing.T) {
 			if c.secret && !strings.Contains(lint, `"rule":"secret"`) {
 				t.Errorf("lint does not report the token the agent sent:\n%s", lint)
 			}
+			// The header the agent wrote is a known version (OpenClaw
+			// 2026.9 writes 4).
+			if c.sent != nil && strings.Contains(lint, `"key":"header-version"`) {
+				t.Errorf("lint calls the header the agent wrote unknown:\n%s", lint)
+			}
 			// index / search
 			run("index", c.file)
 			if out := run("search", "--json", c.marker); !strings.Contains(out, filepath.Base(strings.SplitN(c.file, "#", 2)[0])) {
