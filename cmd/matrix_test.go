@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -39,6 +40,10 @@ type matrixCell struct {
 	// secret: the session holds agentkit.WrittenSecret, which the
 	// agent sent; lint must report it.
 	secret bool
+	// touched are files the agent's tools wrote (as the checkpoint
+	// names them): every checkpoint must list them under files_modified,
+	// the second one too, whose capture has nothing new to read.
+	touched []string
 	// gap names a known defect of ctxtool on this cell: the checks it
 	// breaks (estimate, marker search, checkpoint files) are logged as
 	// such instead of failing, the others still assert.
@@ -136,6 +141,11 @@ func TestFormatCommandMatrix(t *testing.T) {
 			if c.secret && !strings.Contains(lint, `"rule":"secret"`) {
 				t.Errorf("lint does not report the token the agent sent:\n%s", lint)
 			}
+			// The header the agent wrote is a known version (OpenClaw
+			// 2026.9 writes 4).
+			if c.sent != nil && strings.Contains(lint, `"key":"header-version"`) {
+				t.Errorf("lint calls the header the agent wrote unknown:\n%s", lint)
+			}
 			// index / search
 			run("index", c.file)
 			if out := run("search", "--json", c.marker); !strings.Contains(out, filepath.Base(strings.SplitN(c.file, "#", 2)[0])) {
@@ -159,6 +169,27 @@ func TestFormatCommandMatrix(t *testing.T) {
 				}
 				if w := firstWords(c.sent.LastUser, 3); !strings.Contains(restored, w) {
 					t.Errorf("restore does not carry the last user message the agent sent (%q):\n%s", w, restored)
+				}
+			}
+			if len(c.touched) > 0 {
+				// Written before the compactions (Claude Code's Write,
+				// Codex's `printf … > notes.txt`): the first checkpoint
+				// and the second, after the capture moved past them.
+				first, _ := os.ReadFile(cp.Path)
+				var again struct {
+					Path string `json:"path"`
+				}
+				jsonLine(t, run("checkpoint", "--json", "--force", c.file), &again)
+				second, err := os.ReadFile(again.Path)
+				if err != nil || again.Path == cp.Path {
+					t.Fatalf("second checkpoint %q: %v", again.Path, err)
+				}
+				for i, yaml := range []string{string(first), string(second)} {
+					for _, f := range c.touched {
+						if !slices.Contains(filesModified(yaml), f) {
+							t.Errorf("checkpoint %d does not list %s, which the agent wrote, as modified:\n%s", i+1, f, yaml)
+						}
+					}
 				}
 			}
 			// budget, compact and roll dry runs
@@ -333,14 +364,25 @@ func agentWrittenCells(t *testing.T, dir string) []matrixCell {
 		// a manual compaction): more means the script no longer makes
 		// the session it claims.
 		missing int
+		// touched: how the checkpoint names the file the agent wrote
+		// (Codex's exec_command wrote it relative to the project).
+		touched func(ws *agentkit.WrittenSession) []string
 		// forkGap: Codex 0.171 writes a fork as its own turns after a
 		// session_meta.history_base {thread_id, end_byte_offset}: the
 		// history is the first bytes of the parent's rollout, which
 		// ctxtool does not follow yet (it reads the fork's own turns).
 		forkGap string
 	}{
-		{"claude-" + agentkit.Pin("CLAUDE_VERSION"), agentkit.ClaudeCodeSession, matrixTolerance, 0, ""},
-		{"codex-" + agentkit.Pin("CODEX_VERSION"), agentkit.CodexSession, matrixTolerance, 1, "codex fork history_base not followed"},
+		{"claude-" + agentkit.Pin("CLAUDE_VERSION"), agentkit.ClaudeCodeSession, matrixTolerance, 0,
+			func(ws *agentkit.WrittenSession) []string { return ws.Touched }, ""},
+		{"codex-" + agentkit.Pin("CODEX_VERSION"), agentkit.CodexSession, matrixTolerance, 1,
+			func(ws *agentkit.WrittenSession) []string {
+				var rel []string
+				for _, f := range ws.Touched {
+					rel = append(rel, filepath.Base(f)) // `printf … > notes.txt` in the project
+				}
+				return rel
+			}, "codex fork history_base not followed"},
 	} {
 		home := filepath.Join(dir, g.name)
 		os.MkdirAll(home, 0o700)
@@ -357,10 +399,11 @@ func agentWrittenCells(t *testing.T, dir string) []matrixCell {
 		if !sentSecret(ws) {
 			t.Errorf("%s: no request carried the planted token", g.name)
 		}
-		cells = append(cells, matrixCell{name: g.name, file: ws.File, marker: agentkit.WrittenMarker, sent: &last, tolerance: g.tol, sentBody: ws.Last, secret: true})
+		touched := g.touched(ws)
+		cells = append(cells, matrixCell{name: g.name, file: ws.File, marker: agentkit.WrittenMarker, sent: &last, tolerance: g.tol, sentBody: ws.Last, secret: true, touched: touched})
 		zst := filepath.Join(dir, g.name+"-"+filepath.Base(ws.File)+".zst")
 		zstdFile(t, ws.File, zst)
-		cells = append(cells, matrixCell{name: g.name + ".zst", file: zst, marker: agentkit.WrittenMarker, sent: &last, tolerance: g.tol, sentBody: ws.Last, secret: true})
+		cells = append(cells, matrixCell{name: g.name + ".zst", file: zst, marker: agentkit.WrittenMarker, sent: &last, tolerance: g.tol, sentBody: ws.Last, secret: true, touched: touched})
 		if ws.Fork != "" {
 			fork := agentkit.ReadSent(ws.ForkLast)
 			cells = append(cells, matrixCell{name: g.name + "-fork", file: ws.Fork, marker: agentkit.WrittenMarker, sent: &fork, tolerance: g.tol, gap: g.forkGap, sentBody: ws.ForkLast})
@@ -438,6 +481,27 @@ func openClawWrittenCell(t *testing.T, dir string) (matrixCell, bool) {
 	// redacted ("github…1Pp6"): there is nothing for lint to find.
 	last := agentkit.ReadSentOpenClaw(ws.Last)
 	return matrixCell{name: "openclaw-" + agentkit.Pin("OPENCLAW_VERSION") + "-store", file: ws.File, marker: agentkit.WrittenMarker, sent: &last, tolerance: matrixTolerance}, true
+}
+
+// filesModified is the resources.files_modified list of a checkpoint's
+// YAML.
+func filesModified(yaml string) []string {
+	var out []string
+	in := false
+	for _, l := range strings.Split(yaml, "\n") {
+		switch {
+		case strings.TrimSpace(l) == "files_modified:":
+			in = true
+		case in && strings.HasPrefix(l, "    - "):
+			var f string
+			if json.Unmarshal([]byte(strings.TrimPrefix(l, "    - ")), &f) == nil {
+				out = append(out, f)
+			}
+		case in:
+			return out
+		}
+	}
+	return out
 }
 
 // sentSecret reports whether a request the agent sent carried

@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"bytes"
 	"encoding/json"
+	"path"
 	"strings"
 	"unicode/utf8"
 )
@@ -14,27 +15,37 @@ var (
 )
 
 // argKeys are the argument keys a call's classification reads: pathKeys,
-// then "paths" and "command".
-var argKeys = append(append([]string{}, pathKeys...), "paths", "command")
+// then "paths" and "command", and for shell and patch tools (shell.go)
+// "cmd" (Codex's exec_command), "input" (apply_patch) and the working
+// directory.
+var argKeys = append(append([]string{}, pathKeys...), "paths", "command", "cmd", "input", "workdir", "working_directory")
 
 const (
-	pathsKey   = 7 // index of "paths" in argKeys
-	commandKey = 8 // of "command"
+	pathsKey   = 7  // index of "paths" in argKeys
+	commandKey = 8  // of "command"
+	cmdKey     = 9  // of "cmd"
+	inputKey   = 10 // of "input"
+	workdirKey = 11 // of "workdir"
+	lastKey    = 12 // of "working_directory"
 )
 
 // callArgs is what a tool call's arguments say about files: the paths they
-// name and whether the call modifies them.
+// name and whether the call modifies them, and the files its shell command
+// or patch writes.
 type callArgs struct {
 	paths  []string
 	modify bool
+	writes []string
 }
 
 // argFacts is what a call's arguments say whatever the tool is named:
-// the paths, and whether "command" is "view" or "read" (an edit tool's
-// command that does not modify).
+// the paths, whether "command" is "view" or "read" (an edit tool's
+// command that does not modify), and the files written by the command
+// (shell) or the patch (patch), should the tool be a shell or apply_patch.
 type argFacts struct {
-	paths    []string
-	viewOnly bool
+	paths        []string
+	viewOnly     bool
+	shell, patch []string
 }
 
 // classify reads a tool call's arguments for its paths and whether it
@@ -64,6 +75,12 @@ func (a *argFacts) of(name string) callArgs {
 	}
 	if a.viewOnly && strings.Contains(name, "edit") {
 		c.modify = false
+	}
+	if shellTools[name] {
+		c.writes = a.shell
+	}
+	if name == "apply_patch" || name == "applypatch" {
+		c.writes = a.patch
 	}
 	return c
 }
@@ -98,7 +115,56 @@ func readArgs(args json.RawMessage, scanned bool) argFacts {
 		}
 	}
 	a.paths = clean
+	a.shell, a.patch = commandWrites(vals)
 	return a
+}
+
+// commandWrites reads the files a shell command ("cmd", or "command" as
+// a script or an argv) and a patch ("input") write, joined to an absolute
+// working directory when the call gives one.
+func commandWrites(vals [lastKey + 1][]byte) (shell, patch []string) {
+	for _, k := range []int{cmdKey, commandKey} {
+		raw := vals[k]
+		if raw == nil {
+			continue
+		}
+		if s, ok := jsonString(raw); ok {
+			shell = append(shell, shellWrites(s)...)
+		} else if raw[0] == '[' {
+			var argv []string
+			if json.Unmarshal(raw, &argv) == nil {
+				shell = append(shell, argvWrites(argv)...)
+			}
+		}
+	}
+	if raw := vals[inputKey]; raw != nil {
+		if s, ok := jsonString(raw); ok {
+			patch = patchWrites(s)
+		}
+	}
+	if shell == nil && patch == nil {
+		return nil, nil
+	}
+	dir := ""
+	for _, k := range []int{workdirKey, lastKey} {
+		if s, ok := jsonString(vals[k]); ok && path.IsAbs(s) {
+			dir = s
+		}
+	}
+	return inDir(dir, shell), inDir(dir, patch)
+}
+
+// inDir joins the relative paths of ps to dir ("" leaves them).
+func inDir(dir string, ps []string) []string {
+	if dir == "" {
+		return ps
+	}
+	for i, p := range ps {
+		if !path.IsAbs(p) {
+			ps[i] = path.Join(dir, p)
+		}
+	}
+	return ps
 }
 
 // jsonString is json.Unmarshal of a valid JSON value into a string. A
@@ -124,7 +190,7 @@ func jsonString(raw []byte) (string, bool) {
 // encoding/json's nesting limit (JSON.parse has none): only that is
 // checked (json.Valid on every call was a twentieth of a checkpoint's
 // CPU).
-func argValues(args []byte, scanned bool) (vals [commandKey + 1][]byte) {
+func argValues(args []byte, scanned bool) (vals [lastKey + 1][]byte) {
 	i := skipSpace(args, 0)
 	if i == len(args) || args[i] != '{' {
 		return vals

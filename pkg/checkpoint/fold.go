@@ -247,6 +247,9 @@ func (f *folder) calls(m *Message) {
 		for _, p := range c.paths {
 			to.Add(p)
 		}
+		for _, p := range c.writes {
+			f.mod.Add(p)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"sort"
 
 	"github.com/ctxtool/ctxtool/pkg/facts"
 	"github.com/ctxtool/ctxtool/pkg/secrets"
@@ -140,12 +141,14 @@ func newBranch(s *transcript.Session, ctx *transcript.Context) (Input, *branch, 
 			in.SessionFile = abs
 		}
 	}
-	b := &branch{s: s, path: ctx.Path, fold: newFolder()}
 	for _, e := range ctx.Path {
 		if e.Oversized && (e.Type() == "message" || e.Type() == "custom_message") {
 			_, err := decodeMessage(s, e)
 			return in, nil, err
 		}
+	}
+	b := &branch{s: s, path: withHidden(s, ctx.Path), fold: newFolder()}
+	for _, e := range b.path {
 		if e.Type() == "message" && e.Role() == "toolResult" {
 			b.fold.result(e.ToolCallID, e.ToolName(), e.IsError)
 		}
@@ -157,6 +160,64 @@ func newBranch(s *transcript.Session, ctx *transcript.Context) (Input, *branch, 
 		}
 	}
 	return in, b, nil
+}
+
+// withHidden is path with, before it, what a compaction that starts a
+// new root hid. pi chains a compaction to the entry before it, so its
+// branch holds the messages it summarised; Claude Code's compact_boundary
+// (parentUuid null) and Codex's compacted record replace the history, and
+// pkg/formats makes them roots: the branch then began at the summary, and
+// a checkpoint named no file, tool or user turn from before the last
+// compaction once the capture had moved past them (a second checkpoint,
+// or a capture after the first). The branch a compaction hid is the path
+// to the entry before it in the file (the leaf it summarised: Claude
+// Code's logicalParentUuid); compactions in a row are followed back.
+// Oversized entries of the hidden part are left out (the live branch's
+// are an error, as before).
+func withHidden(s *transcript.Session, path []*transcript.Entry) []*transcript.Entry {
+	pos := -1 // where the last root compaction was found in s.Entries
+	for len(path) > 0 {
+		root := path[0]
+		if root.Type() != "compaction" || root.ParentID() != "" {
+			return path
+		}
+		i := pos
+		if i < 0 || i >= len(s.Entries) || s.Entries[i] != root {
+			i = entryPos(s, root)
+		}
+		if i <= 0 {
+			return path
+		}
+		hidden := s.PathTo(s.Entries[i-1])
+		kept := make([]*transcript.Entry, 0, len(hidden)+len(path))
+		for _, e := range hidden {
+			if e.Line < root.Line && !e.Oversized {
+				kept = append(kept, e)
+			}
+		}
+		if len(kept) == 0 || kept[0] == root {
+			return path
+		}
+		path = append(kept, path...)
+		pos = entryPos(s, path[0])
+	}
+	return path
+}
+
+// entryPos is e's position in s.Entries (file order), -1 if absent.
+func entryPos(s *transcript.Session, e *transcript.Entry) int {
+	i := sort.Search(len(s.Entries), func(i int) bool { return s.Entries[i].Line >= e.Line })
+	for ; i < len(s.Entries) && s.Entries[i].Line == e.Line; i++ {
+		if s.Entries[i] == e {
+			return i
+		}
+	}
+	for i, x := range s.Entries { // lines out of order: look everywhere
+		if x == e {
+			return i
+		}
+	}
+	return -1
 }
 
 // through folds the branch up to line (file order).

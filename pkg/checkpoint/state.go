@@ -181,6 +181,9 @@ func (st *State) recordCall(name string, call *ToolCall, isError bool, errText s
 	for _, p := range c.paths {
 		*to = appendUnique(*to, p)
 	}
+	for _, p := range c.writes {
+		st.Resources.FilesModified = appendUnique(st.Resources.FilesModified, p)
+	}
 }
 
 // appendUnique adds v at the end (most recent), moving it there if s has it

@@ -53,12 +53,20 @@ func (c *checker) invalidHeader(err *transcript.InvalidHeaderError) {
 		"the first record is not a session header ({\"type\":\"session\",\"id\":…}): pi treats the file as empty and overwrites it on open")
 }
 
+// maxVersion is the newest session version a known writer puts in its
+// header: 4, which the OpenClaw 2026.9 Gateway writes on every session it
+// creates (its SessionManager's CURRENT_SESSION_VERSION; pi 1.6.0 writes
+// 3). Its entries are v3's — ids and parentIds, the custom role — and both
+// pi and OpenClaw read any version ≥ 3 without migrating it, as ctxtool's
+// reader does; a higher number is a writer nobody here has seen.
+const maxVersion = 4
+
 // header checks the header of a loaded session.
 func (c *checker) header() {
 	h := c.s.Header
-	if h.Version < 1 || h.Version > 3 {
+	if h.Version < 1 || h.Version > maxVersion {
 		c.reportAt(RuleInvalidHeader, Warning, h.Line, "header-version",
-			"unknown session version %d (pi reads 1–3): a newer writer, or a corrupt header", h.Version)
+			"unknown session version %d (pi writes 1–3, OpenClaw 2026.9 writes 4): a newer writer, or a corrupt header", h.Version)
 	}
 }
 
