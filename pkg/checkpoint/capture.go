@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ctxtool/ctxtool/pkg/facts"
+	"github.com/ctxtool/ctxtool/pkg/filelock"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -172,7 +173,7 @@ func markIs(st *Store, key string, m *captureMark) bool {
 // same key from interleaving (a capture between a checkpoint's read of the
 // state and its reset would be lost). It is OpenClaw's lock protocol on
 // <state>/context/state/<key>/capture.lock.
-func (s *Store) lockState(key string, wait time.Duration) (*transcript.Lock, error) {
+func (s *Store) lockState(key string, wait time.Duration) (*filelock.Lock, error) {
 	dir := s.StateFilesDir(key)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create state directory: %w (check --state-dir)", err)
@@ -180,7 +181,7 @@ func (s *Store) lockState(key string, wait time.Duration) (*transcript.Lock, err
 	if wait <= 0 {
 		wait = DefaultStateLockWait
 	}
-	return transcript.AcquireLock(context.Background(), filepath.Join(dir, "capture"), wait)
+	return filelock.Acquire(context.Background(), filepath.Join(dir, "capture"), wait)
 }
 
 // captureSession is Capture on a loaded session; the caller holds the state

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctxtool/ctxtool/pkg/filelock"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -39,7 +40,7 @@ func commitRewrite(ctx context.Context, s *transcript.Session, pl *planned, o Op
 	if err != nil {
 		return fmt.Errorf("%s: %v", s.File, err)
 	}
-	lock, err := transcript.AcquireLock(ctx, s.File, o.Wait)
+	lock, err := filelock.Acquire(ctx, s.File, o.Wait)
 	if err != nil {
 		return err
 	}

@@ -37,6 +37,7 @@ import (
 
 	"github.com/ctxtool/ctxtool/pkg/checkpoint"
 	"github.com/ctxtool/ctxtool/pkg/compaction"
+	"github.com/ctxtool/ctxtool/pkg/filelock"
 	"github.com/ctxtool/ctxtool/pkg/llm"
 	"github.com/ctxtool/ctxtool/pkg/safefile"
 	"github.com/ctxtool/ctxtool/pkg/secrets"
@@ -205,7 +206,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		if err := os.MkdirAll(filepath.Dir(f.statePath), 0o700); err != nil {
 			return nil, fmt.Errorf("state directory %s: %v", filepath.Dir(f.statePath), err)
 		}
-		lock, err := transcript.AcquireLock(ctx, f.statePath, cmp.Or(o.Wait, defaultLockWait))
+		lock, err := filelock.Acquire(ctx, f.statePath, cmp.Or(o.Wait, defaultLockWait))
 		if err != nil {
 			return nil, err
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ctxtool/ctxtool/pkg/compaction"
 	"github.com/ctxtool/ctxtool/pkg/facts"
+	"github.com/ctxtool/ctxtool/pkg/filelock"
 	"github.com/ctxtool/ctxtool/pkg/llm"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
@@ -143,7 +144,7 @@ func appendNotes(ctx context.Context, path string, notes []note, heading string,
 		wait = defaultLockWait
 	}
 	if !dryRun {
-		lock, err := transcript.AcquireLock(ctx, path, wait)
+		lock, err := filelock.Acquire(ctx, path, wait)
 		if err != nil {
 			return nil, 0, err
 		}

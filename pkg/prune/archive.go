@@ -21,6 +21,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/ctxtool/ctxtool/pkg/filelock"
 	"github.com/ctxtool/ctxtool/pkg/safefile"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
@@ -200,9 +201,9 @@ func Archive(ctx context.Context, path, dest string, opts ArchiveOptions) (*Info
 	if err := safefile.CheckRegular(path, lst); err != nil {
 		return nil, err
 	}
-	lock, err := transcript.AcquireLock(ctx, abs, 0)
+	lock, err := filelock.Acquire(ctx, abs, 0)
 	if err != nil {
-		var le *transcript.LockedError
+		var le *filelock.LockedError
 		if errors.As(err, &le) {
 			return nil, &Skip{File: path, Reason: "locked: " + le.Error(), Locked: true}
 		}
@@ -567,7 +568,7 @@ func quiet(moved string, st0 os.FileInfo, opts ArchiveOptions) bool {
 		if err != nil || !unchanged(st0, st) {
 			return false
 		}
-		pids, _ := transcript.Writers(st)
+		pids, _ := filelock.Writers(st)
 		if len(pids) == 0 && time.Since(start) >= settle {
 			// One more look: a writer writes before it closes.
 			st, err := os.Stat(moved)
@@ -733,7 +734,7 @@ func Recover(roots []string) ([]string, error) {
 		// a stale lock beside the archive: taking it over (only when its
 		// holder is dead) and releasing it removes it.
 		for _, session := range orphanLocks {
-			if l, err := transcript.AcquireLock(context.Background(), session, 0); err == nil {
+			if l, err := filelock.Acquire(context.Background(), session, 0); err == nil {
 				l.Release()
 			}
 		}

@@ -8,8 +8,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/ctxtool/ctxtool/pkg/filelock"
 	"github.com/ctxtool/ctxtool/pkg/safefile"
-	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 // Unarchive restores the session an archive holds to the path it was
@@ -33,7 +33,7 @@ func Unarchive(ctx context.Context, archive, to string) (*Info, error) {
 	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 		return nil, fmt.Errorf("%s: %v", target, safefile.PathCause(err))
 	}
-	lock, err := transcript.AcquireLock(ctx, target, 0)
+	lock, err := filelock.Acquire(ctx, target, 0)
 	if err != nil {
 		return nil, err
 	}

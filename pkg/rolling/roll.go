@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ctxtool/ctxtool/pkg/compaction"
+	"github.com/ctxtool/ctxtool/pkg/filelock"
 	"github.com/ctxtool/ctxtool/pkg/models"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
@@ -169,13 +170,13 @@ const closureWithin = 0.02
 func (r *Report) Would() bool { return r.Rolled || (r.WouldRoll != nil && *r.WouldRoll) }
 
 // Err is the error behind Report.Error (nil when the roll succeeded or was
-// not needed); a *transcript.LockedError for locked sessions.
+// not needed); a *filelock.LockedError for locked sessions.
 func (r *Report) Err() error { return r.err }
 
 func (r *Report) fail(err error) *Report {
 	r.err = err
 	r.Error = err.Error()
-	var le *transcript.LockedError
+	var le *filelock.LockedError
 	if errors.As(err, &le) {
 		r.Locked = true
 		r.Reason = "locked: " + err.Error()

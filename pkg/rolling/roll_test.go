@@ -14,6 +14,7 @@ import (
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
 	"github.com/ctxtool/ctxtool/internal/testkit"
+	"github.com/ctxtool/ctxtool/pkg/filelock"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -344,12 +345,12 @@ func TestRollLockedAndDryRun(t *testing.T) {
 		t.Fatalf("dry run: %+v", rep)
 	}
 
-	lock, err := transcript.AcquireLock(context.Background(), path, 0)
+	lock, err := filelock.Acquire(context.Background(), path, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rep = newRoller(o).Roll(context.Background(), path)
-	var le *transcript.LockedError
+	var le *filelock.LockedError
 	if rep.Rolled || !rep.Locked || !asLocked(rep.Err(), &le) {
 		t.Fatalf("locked: %+v", rep)
 	}
@@ -366,7 +367,7 @@ func TestRollLockedAndDryRun(t *testing.T) {
 	}
 }
 
-func asLocked(err error, le **transcript.LockedError) bool {
+func asLocked(err error, le **filelock.LockedError) bool {
 	return err != nil && errorsAs(err, le)
 }
 

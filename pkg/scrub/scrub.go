@@ -20,6 +20,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/ctxtool/ctxtool/pkg/filelock"
 	"github.com/ctxtool/ctxtool/pkg/formats"
 	"github.com/ctxtool/ctxtool/pkg/secrets"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
@@ -79,7 +80,7 @@ func Run(ctx context.Context, path string, o Options) (*Result, error) {
 		if err := transcript.CheckIdle(path, o.Idle); err != nil {
 			return nil, err
 		}
-		lock, err := transcript.AcquireLock(ctx, path, o.Wait)
+		lock, err := filelock.Acquire(ctx, path, o.Wait)
 		if err != nil {
 			return nil, err
 		}

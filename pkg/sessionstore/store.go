@@ -29,6 +29,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctxtool/ctxtool/pkg/filelock"
 	"github.com/ctxtool/ctxtool/pkg/safefile"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
@@ -170,7 +171,7 @@ var ErrNoEntry = errors.New("no such entry in the session store")
 // values as written. The previous file is kept as sessions.json.bak.<stamp>
 // until the next update replaces that backup.
 func Update(ctx context.Context, storePath, key string, wait time.Duration, change func(Entry) (*Patch, error)) error {
-	lock, err := transcript.AcquireStoreLock(ctx, storePath, wait)
+	lock, err := filelock.AcquireStore(ctx, storePath, wait)
 	if err != nil {
 		return err
 	}

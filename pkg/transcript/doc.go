@@ -3,7 +3,7 @@
 // their offsets), rebuilds the entry tree and the context pi sends
 // (BuildContext, exactly pi's buildSessionContext), counts pi's chars/4, and
 // performs every write to a session file: appends under OpenClaw's session
-// lock (Update, Append), the atomic whole-file rewrite (Rewrite: temp file,
+// lock (Update, Append; the lock itself is pkg/filelock), the atomic whole-file rewrite (Rewrite: temp file,
 // fsync, rename, backup) and the entry lines themselves (Writer), in the
 // file's own format version and pi's JSON encoding. Other formats are read
 // through pkg/formats and come back as read-only sessions. The rules it
@@ -13,5 +13,5 @@
 // are kept in place and reported (Session.Malformed, Oversized, Warnings),
 // never skipped silently or rewritten; a line it did not write is never
 // changed except through Rewrite. It must not decide what to write (that is
-// the callers' plan) and imports no ctxtool package but formats and safefile.
+// the callers' plan) and imports no ctxtool package but formats, filelock and safefile.
 package transcript

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ctxtool/ctxtool/pkg/filelock"
 	"github.com/ctxtool/ctxtool/pkg/safefile"
 )
 
@@ -157,7 +158,7 @@ func rewritablePath(s *Session, idle time.Duration) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if !holdsLock(LockPath(real)) {
+	if !filelock.Held(filelock.Path(real)) {
 		return "", fmt.Errorf("%s: %w", s.File, errNotLocked)
 	}
 	if s.Size > 0 && !s.EndsWithNewline {
@@ -416,7 +417,7 @@ func (h *holdWatch) released(prev *os.File) bool {
 		h.free = true
 		return false
 	}
-	pids, ok := otherHolders(fi)
+	pids, ok := filelock.Writers(fi)
 	switch {
 	case !ok || len(pids) == 0:
 		h.free, h.held = true, nil

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctxtool/ctxtool/pkg/filelock"
 	"github.com/ctxtool/ctxtool/pkg/safefile"
 )
 
@@ -49,7 +50,7 @@ func Update(ctx context.Context, path string, opts UpdateOptions, plan Plan) err
 		if _, err := WritablePath(path); err != nil {
 			return err
 		}
-		lock, err := AcquireLock(ctx, path, opts.Wait)
+		lock, err := filelock.Acquire(ctx, path, opts.Wait)
 		if err != nil {
 			return err
 		}
@@ -102,7 +103,7 @@ func Append(ctx context.Context, s *Session, opts AppendOptions, lines [][]byte)
 	if err := s.Writable(); err != nil {
 		return err
 	}
-	lock, err := AcquireLock(ctx, s.File, opts.Wait)
+	lock, err := filelock.Acquire(ctx, s.File, opts.Wait)
 	if err != nil {
 		return err
 	}
@@ -162,7 +163,7 @@ type ReadOnlyError struct {
 }
 
 func (e *ReadOnlyError) Error() string {
-	return fmt.Sprintf("%s: the file is read-only (mode %04o); ctxtool does not write to read-only sessions — make it writable (chmod u+w %s) if it may change", e.File, e.Mode.Perm(), shellQuote(e.File))
+	return fmt.Sprintf("%s: the file is read-only (mode %04o); ctxtool does not write to read-only sessions — make it writable (chmod u+w %s) if it may change", e.File, e.Mode.Perm(), safefile.ShellQuote(e.File))
 }
 
 func checkWritableMode(path string, fi os.FileInfo) error {
@@ -254,7 +255,7 @@ func (e *TreeError) Error() string {
 		parts = append(parts, p.String())
 	}
 	return fmt.Sprintf("%s: pi cannot load this session's entry tree (%s), so ctxtool will not write into it; list every problem with `ctxtool lint %s` and work on a repaired copy (`ctxtool export %s --to pi` writes a clean one)",
-		e.File, strings.Join(parts, "; "), shellQuote(e.File), shellQuote(e.File))
+		e.File, strings.Join(parts, "; "), safefile.ShellQuote(e.File), safefile.ShellQuote(e.File))
 }
 
 // BusyError refuses to rewrite a session that was written to a moment ago.

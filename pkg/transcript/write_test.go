@@ -2,7 +2,6 @@ package transcript_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
 	"github.com/ctxtool/ctxtool/internal/testkit"
+	"github.com/ctxtool/ctxtool/pkg/filelock"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -148,38 +148,14 @@ func TestUpdateReplansWhenFileGrows(t *testing.T) {
 	}
 }
 
-func TestLock(t *testing.T) {
+// Update refuses a locked session and leaves the file alone.
+func TestUpdateRefusesALockedSession(t *testing.T) {
 	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
 	ctx := context.Background()
-	l, err := transcript.AcquireLock(ctx, f, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var payload map[string]any
-	data, _ := os.ReadFile(f + ".lock")
-	if err := json.Unmarshal(data, &payload); err != nil || payload["pid"] == nil || payload["createdAt"] == nil || payload["starttime"] == nil {
-		t.Fatalf("lock payload %s", data)
-	}
-	// Held by us (a live process with a start time): others are refused.
-	_, err = transcript.AcquireLock(ctx, f, 0)
-	var le *transcript.LockedError
-	if !errors.As(err, &le) || !le.Locked() {
-		t.Fatalf("second acquire: %v, want LockedError", err)
-	}
-	// --wait succeeds once the holder releases.
-	go func() { time.Sleep(150 * time.Millisecond); l.Release() }()
-	l2, err := transcript.AcquireLock(ctx, f, 3*time.Second)
-	if err != nil {
-		t.Fatalf("waiting acquire: %v", err)
-	}
-	l2.Release()
-	if _, err := os.Stat(f + ".lock"); !os.IsNotExist(err) {
-		t.Fatal("lock file not removed on release")
-	}
-	// Update refuses a locked session and leaves the file alone.
-	l3, _ := transcript.AcquireLock(ctx, f, 0)
+	var le *filelock.LockedError
+	l3, _ := filelock.Acquire(ctx, f, 0)
 	before, _ := os.ReadFile(f)
-	err = transcript.Update(ctx, f, transcript.UpdateOptions{}, func(s *transcript.Session) ([][]byte, error) {
+	err := transcript.Update(ctx, f, transcript.UpdateOptions{}, func(s *transcript.Session) ([][]byte, error) {
 		t.Fatal("plan must not run without the lock")
 		return nil, nil
 	})
@@ -193,39 +169,6 @@ func TestLock(t *testing.T) {
 	l3.Release()
 }
 
-func TestStaleLocksAreTakenOver(t *testing.T) {
-	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
-	cases := map[string]string{
-		"dead pid":     `{"pid": 2147483000, "createdAt": "` + time.Now().UTC().Format(time.RFC3339) + `"}`,
-		"too old":      `{"pid": 1, "createdAt": "2020-01-01T00:00:00.000Z"}`,
-		"own orphan":   `{"pid": ` + itoa(os.Getpid()) + `, "createdAt": "` + time.Now().UTC().Format(time.RFC3339) + `"}`,
-		"recycled pid": `{"pid": 1, "createdAt": "` + time.Now().UTC().Format(time.RFC3339) + `", "starttime": 123456789}`,
-	}
-	for name, payload := range cases {
-		os.WriteFile(f+".lock", []byte(payload), 0o644)
-		l, err := transcript.AcquireLock(context.Background(), f, 0)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		l.Release()
-	}
-	// A garbage lock that is recent by mtime is respected...
-	os.WriteFile(f+".lock", []byte("garbage"), 0o644)
-	if _, err := transcript.AcquireLock(context.Background(), f, 0); err == nil {
-		t.Fatal("a recent unreadable lock must be respected")
-	}
-	// ...and taken over once its mtime is older than 30 minutes.
-	old := time.Now().Add(-31 * time.Minute)
-	os.Chtimes(f+".lock", old, old)
-	l, err := transcript.AcquireLock(context.Background(), f, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.Release()
-}
-
-func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
-
 func TestRewrite(t *testing.T) {
 	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
 	orig, _ := os.ReadFile(f)
@@ -236,7 +179,7 @@ func TestRewrite(t *testing.T) {
 	if _, err := transcript.Rewrite(s, []byte("x\n"), transcript.RewriteOptions{}); err == nil {
 		t.Fatal("Rewrite without the lock succeeded")
 	}
-	l, err := transcript.AcquireLock(context.Background(), f, 0)
+	l, err := filelock.Acquire(context.Background(), f, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +208,7 @@ func TestRewriteRefusesReplacedOrBusyFile(t *testing.T) {
 	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
 	s := testkit.Load(t, f)
 	defer s.Close()
-	l, _ := transcript.AcquireLock(context.Background(), f, 0)
+	l, _ := filelock.Acquire(context.Background(), f, 0)
 	defer l.Release()
 	// Written just now: --idle refuses, exit code 4 (busy).
 	_, err := transcript.Rewrite(s, []byte("x\n"), transcript.RewriteOptions{Idle: time.Minute})

@@ -1,4 +1,4 @@
-package transcript_test
+package filelock_test
 
 import (
 	"context"
@@ -9,14 +9,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ctxtool/ctxtool/pkg/transcript"
+	"github.com/ctxtool/ctxtool/pkg/filelock"
 )
 
 // A process interrupted while it holds the session lock removes the lock
 // on its way out, so Ctrl-C never leaves a session locked for 30 minutes.
 func TestLockReleasedOnSignal(t *testing.T) {
 	if session := os.Getenv("CTXTOOL_TEST_HOLD_LOCK"); session != "" {
-		if _, err := transcript.AcquireLock(context.Background(), session, 0); err != nil {
+		if _, err := filelock.Acquire(context.Background(), session, 0); err != nil {
 			os.Exit(3)
 		}
 		os.WriteFile(session+".held", nil, 0o644)
