@@ -8,8 +8,8 @@
 //
 // Why a package of its own: the lock is not about transcripts. It is
 // OpenClaw's protocol, which memflush, checkpoint, sessionstore and prune
-// use as a general file lock; transcript's writes are one holder among
-// them.
+// use as a general file lock; sessionwrite's appends and rewrites are one
+// holder among them.
 //
 // Guarantees:
 //   - A lock file never exists without its payload (pid, createdAt, the

@@ -410,7 +410,7 @@ var (
 )
 
 // Held reports whether this process holds the lock at path (a lock path,
-// as Path gives it): Rewrite checks it before it replaces a session.
+// as Path gives it): sessionwrite.Rewrite checks it before it replaces a session.
 func Held(path string) bool {
 	heldMu.Lock()
 	defer heldMu.Unlock()

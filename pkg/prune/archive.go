@@ -23,7 +23,7 @@ import (
 
 	"github.com/ctxtool/ctxtool/pkg/filelock"
 	"github.com/ctxtool/ctxtool/pkg/safefile"
-	"github.com/ctxtool/ctxtool/pkg/transcript"
+	"github.com/ctxtool/ctxtool/pkg/sessionwrite"
 )
 
 // An archive is one zstd frame holding the session's bytes, followed by a
@@ -156,11 +156,11 @@ type ArchiveOptions struct {
 }
 
 // DefaultSettle and DefaultHoldWait: see ArchiveOptions. The settle time
-// is Rewrite's (transcript.DefaultSettle): pi opens the file by path for
+// is Rewrite's (sessionwrite.DefaultSettle): pi opens the file by path for
 // every append, so only an open made just before the move can still write
 // to it, and /proc shows who holds it open meanwhile.
 const (
-	DefaultSettle   = transcript.DefaultSettle
+	DefaultSettle   = sessionwrite.DefaultSettle
 	DefaultHoldWait = 5 * time.Second
 )
 

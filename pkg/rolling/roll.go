@@ -12,6 +12,7 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/compaction"
 	"github.com/ctxtool/ctxtool/pkg/filelock"
 	"github.com/ctxtool/ctxtool/pkg/models"
+	"github.com/ctxtool/ctxtool/pkg/sessionwrite"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -280,7 +281,7 @@ func (r *Roller) roll(ctx context.Context, path string) *Report {
 		return [][]byte{d.line}, nil
 	}
 	for attempt := 0; ; attempt++ {
-		err = transcript.Update(ctx, path, transcript.UpdateOptions{Wait: r.Wait, DryRun: r.DryRun}, plan)
+		err = sessionwrite.Update(ctx, path, sessionwrite.UpdateOptions{Wait: r.Wait, DryRun: r.DryRun}, plan)
 		// Update re-plans a few times when pi (no lock) appends between our
 		// read and our write; a session written to in bursts can outrun
 		// that, so give it a few more rounds after a short pause.
@@ -644,11 +645,11 @@ func (r *Roller) buildLine(s *transcript.Session, ev Eviction, rc *rollContext) 
 	if r.EvictionNote {
 		summary = renderNote(rc.noteFor(ev.FirstKept))
 	}
-	w := s.NewWriter()
+	w := sessionwrite.NewWriter(s)
 	if r.Now != nil {
 		w.Now = r.Now
 	}
-	a, err := w.Compaction(transcript.CompactionSpec{Summary: summary, FirstKept: ev.Kept[0].Entry, TokensBefore: rc.tokensBefore, Details: det})
+	a, err := w.Compaction(sessionwrite.CompactionSpec{Summary: summary, FirstKept: ev.Kept[0].Entry, TokensBefore: rc.tokensBefore, Details: det})
 	if err != nil {
 		return nil, fmt.Errorf("%s: building the compaction entry: %w", s.File, err)
 	}
@@ -686,8 +687,8 @@ func rangeOf(msgs []Message) Range {
 	return sp.result()
 }
 
-// fileChanged recognises transcript.Update giving up because the file kept
+// fileChanged recognises sessionwrite.Update giving up because the file kept
 // changing under it.
 func fileChanged(err error) bool {
-	return errors.Is(err, transcript.ErrFileChanged)
+	return errors.Is(err, sessionwrite.ErrFileChanged)
 }

@@ -31,7 +31,7 @@ import (
 
 	"github.com/ctxtool/ctxtool/pkg/filelock"
 	"github.com/ctxtool/ctxtool/pkg/safefile"
-	"github.com/ctxtool/ctxtool/pkg/transcript"
+	"github.com/ctxtool/ctxtool/pkg/sessionwrite"
 )
 
 // FileName is the store's name in a sessions directory.
@@ -226,7 +226,7 @@ func replace(storePath string, data []byte) error {
 	if err != nil {
 		return fmt.Errorf("%s: %v", storePath, err)
 	}
-	backup := storePath + ".bak." + transcript.BackupStamp(time.Now())
+	backup := storePath + ".bak." + sessionwrite.BackupStamp(time.Now())
 	if err := os.Link(storePath, backup); err != nil {
 		old, rerr := readFile(storePath)
 		if rerr != nil {

@@ -1,4 +1,4 @@
-package transcript
+package sessionwrite
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/ctxtool/ctxtool/pkg/filelock"
 	"github.com/ctxtool/ctxtool/pkg/safefile"
+	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 // RewriteOptions controls Rewrite.
@@ -104,7 +105,7 @@ type RewriteResult struct {
 // hard links, a file modified within opts.Idle or one whose last line is
 // incomplete is refused. Any failure before the rename leaves the file
 // untouched; a kill after it leaves the full original in the backup.
-func Rewrite(s *Session, content []byte, opts RewriteOptions) (*RewriteResult, error) {
+func Rewrite(s *transcript.Session, content []byte, opts RewriteOptions) (*RewriteResult, error) {
 	real, err := rewritablePath(s, opts.Idle)
 	if err != nil {
 		return nil, err
@@ -147,14 +148,14 @@ func Rewrite(s *Session, content []byte, opts RewriteOptions) (*RewriteResult, e
 // standard input, a tree pi can load, a writable regular file (symlinks
 // resolved: the real path is returned), the session lock held by us, no
 // line being written, idle for idle — and returns the path to replace.
-func rewritablePath(s *Session, idle time.Duration) (string, error) {
-	if s.File == "-" || s.fi == nil {
+func rewritablePath(s *transcript.Session, idle time.Duration) (string, error) {
+	if s.File == "-" || s.LoadedFrom() == nil {
 		return "", fmt.Errorf("-: cannot rewrite standard input; give a session file path")
 	}
 	if err := s.Rewritable(); err != nil {
 		return "", err
 	}
-	real, err := WritablePath(s.File)
+	real, err := transcript.WritablePath(s.File)
 	if err != nil {
 		return "", err
 	}
@@ -177,7 +178,7 @@ func rewritablePath(s *Session, idle time.Duration) (string, error) {
 // openAsLoaded opens the file to replace and checks it still starts with
 // the bytes s was loaded from (ErrFileChanged otherwise) and has no other
 // hard link that the rename would leave on the old content.
-func openAsLoaded(s *Session, real string) (*os.File, os.FileInfo, error) {
+func openAsLoaded(s *transcript.Session, real string) (*os.File, os.FileInfo, error) {
 	old, err := os.Open(real)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %v", s.File, safefile.PathCause(err))
@@ -190,10 +191,10 @@ func openAsLoaded(s *Session, real string) (*os.File, os.FileInfo, error) {
 	if err != nil {
 		return fail(fmt.Errorf("%s: %v", s.File, err))
 	}
-	if !os.SameFile(ofi, s.fi) || ofi.Size() < s.Size {
+	if !os.SameFile(ofi, s.LoadedFrom()) || ofi.Size() < s.Size {
 		return fail(ErrFileChanged)
 	}
-	if fp, err := fingerprint(old, s.Size); err != nil || fp != s.fp {
+	if same, err := s.SameStart(old); err != nil || !same {
 		return fail(ErrFileChanged)
 	}
 	if st, ok := ofi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
@@ -205,7 +206,7 @@ func openAsLoaded(s *Session, real string) (*os.File, os.FileInfo, error) {
 // swap is one rewrite's files: the original (old, as opened and stat'ed)
 // and the written temp file that replaces it.
 type swap struct {
-	s         *Session
+	s         *transcript.Session
 	real      string
 	old       *os.File
 	ofi       os.FileInfo
@@ -483,7 +484,7 @@ func (c *carrier) rebuild(skipAt, skipLen int64) error {
 	// be carried whole once complete: copied in part, its rest would be
 	// carried after whatever the writer appends next once the rounds have
 	// run out, tearing both lines.
-	nl, err := LastNewline(c.cur, other, curEnd)
+	nl, err := transcript.LastNewline(c.cur, other, curEnd)
 	if err != nil {
 		return err
 	}
