@@ -12,7 +12,6 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/config"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
 	"github.com/ctxtool/ctxtool/pkg/prune"
-	"github.com/ctxtool/ctxtool/pkg/safefile"
 	"github.com/ctxtool/ctxtool/pkg/sources"
 	"github.com/ctxtool/ctxtool/pkg/walk"
 )
@@ -112,7 +111,7 @@ func runPrune(ctx context.Context, opts *PruneOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	ctx = safefile.Context(ctx)
+	ctx = interruptible(ctx)
 	paths := opts.Paths
 	if len(paths) == 0 {
 		paths = sources.Paths(sources.Find(opts.Home))

@@ -65,7 +65,7 @@ func runUnarchive(ctx context.Context, opts *UnarchiveOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	ctx = safefile.Context(ctx)
+	ctx = interruptible(ctx)
 	archives, err := archivesIn(opts.Paths)
 	if err != nil {
 		return exitcode.New(exitcode.Usage, err)
