@@ -134,7 +134,7 @@ session lock. Claude Code and Codex sessions are read, never written.`,
 		return nil
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return exitcode.New(exitcode.Usage, fmt.Errorf("%v (see '%s --help')", err, c.CommandPath()))
+		return exitcode.New(exitcode.Usage, fmt.Errorf("%w (see '%s --help')", err, c.CommandPath()))
 	})
 	root.AddCommand( // `--help` lists them sorted by name
 		newAgentCmd(f),

@@ -107,7 +107,7 @@ func archivesIn(paths []string) ([]string, error) {
 	for _, p := range paths {
 		st, err := os.Stat(p)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %v (give an archive NAME.jsonl.zst or a directory)", p, safefile.PathCause(err))
+			return nil, fmt.Errorf("%s: %w (give an archive NAME.jsonl.zst or a directory)", p, safefile.PathCause(err))
 		}
 		if !st.IsDir() {
 			out = append(out, p)

@@ -204,7 +204,7 @@ func captureSession(st *Store, s *transcript.Session, key string, now time.Time,
 		lines--
 		nl, err := transcript.LastNewline(f, 0, s.Size)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %v", s.File, err)
+			return nil, fmt.Errorf("%s: %w", s.File, err)
 		}
 		end = nl + 1
 	}
@@ -246,11 +246,11 @@ func captureSession(st *Store, s *transcript.Session, key string, now time.Time,
 		nm := captureMark{File: abs, Offset: end, Line: lines, CapturedAt: now.UTC().Format(time.RFC3339)}
 		if end > 0 {
 			if nm.LineOffset, err = transcript.LastNewline(f, 0, end-1); err != nil {
-				return nil, fmt.Errorf("%s: %v", s.File, err)
+				return nil, fmt.Errorf("%s: %w", s.File, err)
 			}
 			nm.LineOffset++
 			if nm.LineHash, err = hashRange(f, nm.LineOffset, end-1); err != nil {
-				return nil, fmt.Errorf("%s: %v", s.File, err)
+				return nil, fmt.Errorf("%s: %w", s.File, err)
 			}
 		}
 		data, _ := json.MarshalIndent(nm, "", "  ")

@@ -126,7 +126,7 @@ func Take(o TakeOptions) (*TakeResult, error) {
 	}
 	size, err := estimate.Measure(s, ctx, o.Size)
 	if err != nil {
-		return nil, fmt.Errorf("%s: measure context: %v", o.File, err)
+		return nil, fmt.Errorf("%s: measure context: %w", o.File, err)
 	}
 	if e, ok := sessions.Entry(key); ok && e.CompactionCount > in.CompactionCount {
 		in.CompactionCount = e.CompactionCount

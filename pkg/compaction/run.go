@@ -620,7 +620,7 @@ func nextRequest(s *transcript.Session, p *Preparation, summary string, size est
 	}
 	after, err := s.WithAppended(a.Line)
 	if err != nil {
-		return 0, fmt.Errorf("%s: the compacted session does not load: %v", s.File, err)
+		return 0, fmt.Errorf("%s: the compacted session does not load: %w", s.File, err)
 	}
 	size.Prior = p.measured
 	m, _ := measureFor(after, after.Context(), size)

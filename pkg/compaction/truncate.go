@@ -39,7 +39,7 @@ func commitRewrite(ctx context.Context, s *transcript.Session, pl *planned, o Op
 	}
 	content, err := truncatedFile(s, pl)
 	if err != nil {
-		return fmt.Errorf("%s: %v", s.File, err)
+		return fmt.Errorf("%s: %w", s.File, err)
 	}
 	lock, err := filelock.Acquire(ctx, s.File, o.Wait)
 	if err != nil {
@@ -145,7 +145,7 @@ func truncatedFile(s *transcript.Session, pl *planned) ([]byte, error) {
 		if s.Version >= 2 && e.ParentID() != parent {
 			pj, _ := json.Marshal(parent)
 			if raw, err = setTopLevel(raw, "parentId", pj); err != nil {
-				return nil, fmt.Errorf("line %d: %v", e.Line, err)
+				return nil, fmt.Errorf("line %d: %w", e.Line, err)
 			}
 		}
 		buf.Write(raw)

@@ -160,12 +160,12 @@ func ownPayload() []byte {
 func newPayloadFile(path string) (*os.File, error) {
 	f, err := safefile.CreateTemp(path, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("%s: cannot create lock: %v (is the directory writable?)", path, safefile.PathCause(err))
+		return nil, fmt.Errorf("%s: cannot create lock: %w (is the directory writable?)", path, safefile.PathCause(err))
 	}
 	data := ownPayload()
 	if _, err := f.Write(data); err != nil {
 		discardTemp(f)
-		return nil, fmt.Errorf("%s: write lock: %v", path, err)
+		return nil, fmt.Errorf("%s: write lock: %w", path, err)
 	}
 	return f, nil
 }
@@ -199,7 +199,7 @@ func createLock(path string) (*Lock, error) {
 		if errors.Is(err, os.ErrExist) {
 			return nil, nil
 		}
-		return nil, fmt.Errorf("%s: cannot create lock: %v (is the directory writable?)", path, safefile.PathCause(err))
+		return nil, fmt.Errorf("%s: cannot create lock: %w (is the directory writable?)", path, safefile.PathCause(err))
 	}
 	return own(path, f)
 }
@@ -214,13 +214,13 @@ func createLockNoLink(path string) (*Lock, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: cannot create lock: %v (is the directory writable?)", path, safefile.PathCause(err))
+		return nil, fmt.Errorf("%s: cannot create lock: %w (is the directory writable?)", path, safefile.PathCause(err))
 	}
 	data := ownPayload()
 	if _, err := f.Write(data); err != nil {
 		f.Close()
 		os.Remove(path)
-		return nil, fmt.Errorf("%s: write lock: %v", path, err)
+		return nil, fmt.Errorf("%s: write lock: %w", path, err)
 	}
 	return own(path, f)
 }
@@ -262,7 +262,7 @@ func takeOver(path string, seen lockInfo) (*Lock, error) {
 	safefile.CrashPoint("lock-takeover")
 	if err := os.Rename(f.Name(), path); err != nil {
 		discardTemp(f)
-		return nil, fmt.Errorf("%s: cannot take over the stale lock: %v", path, safefile.PathCause(err))
+		return nil, fmt.Errorf("%s: cannot take over the stale lock: %w", path, safefile.PathCause(err))
 	}
 	safefile.Forget(f.Name())
 	return own(path, f)

@@ -41,7 +41,7 @@ func AcquireStore(ctx context.Context, store string, wait time.Duration) (*Lock,
 			if _, err := f.Write(data); err != nil {
 				f.Close()
 				os.Remove(path)
-				return nil, fmt.Errorf("%s: write lock: %v", path, err)
+				return nil, fmt.Errorf("%s: write lock: %w", path, err)
 			}
 			l, err := own(path, f)
 			if err != nil || l != nil {
@@ -50,7 +50,7 @@ func AcquireStore(ctx context.Context, store string, wait time.Duration) (*Lock,
 			continue // replaced under us (taken over as stale): look again
 		}
 		if !errors.Is(err, os.ErrExist) {
-			return nil, fmt.Errorf("%s: cannot create lock: %v (is the directory writable?)", path, safefile.PathCause(err))
+			return nil, fmt.Errorf("%s: cannot create lock: %w (is the directory writable?)", path, safefile.PathCause(err))
 		}
 		pid, stale := inspectStoreLock(path)
 		if stale {

@@ -91,7 +91,7 @@ func convertLines[R any](c batchConv[R], r io.Reader) error {
 		return err
 	}
 	if readErr != nil {
-		return fmt.Errorf("read: %v", readErr)
+		return fmt.Errorf("read: %w", readErr)
 	}
 	return nil
 }

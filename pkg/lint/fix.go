@@ -63,7 +63,7 @@ func Fix(ctx context.Context, path string, opts FixOptions) (*FixResult, error) 
 	}
 	st, err := os.Stat(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", path, safefile.PathCause(err))
+		return nil, fmt.Errorf("%s: %w", path, safefile.PathCause(err))
 	}
 	if age := now().Sub(st.ModTime()); opts.Idle > 0 && age < opts.Idle {
 		res.Skipped = fmt.Sprintf("written %s ago, less than --idle %s: the agent may still be running (pass --idle 0 to fix anyway)", age.Round(time.Second), opts.Idle)

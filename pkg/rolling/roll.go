@@ -661,7 +661,7 @@ func (r *Roller) buildLine(s *transcript.Session, ev Eviction, rc *rollContext) 
 func measureAfter(s *transcript.Session, line []byte, measure Estimator) (m Measurement, note int, err error) {
 	after, err := s.WithAppended(line)
 	if err != nil {
-		return m, 0, fmt.Errorf("%s: the rolled session does not load: %v", s.File, err)
+		return m, 0, fmt.Errorf("%s: the rolled session does not load: %w", s.File, err)
 	}
 	c := after.Context()
 	if c.Compaction == nil || len(c.Messages) == 0 || c.Messages[0].Role != "compactionSummary" {

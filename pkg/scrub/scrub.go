@@ -131,7 +131,7 @@ func scrubbed(s *transcript.Session, res *Result) ([]byte, error) {
 	defer f.Close()
 	data := make([]byte, s.Size)
 	if _, err := io.ReadFull(f, data); err != nil {
-		return nil, fmt.Errorf("%s: read: %v", s.File, err)
+		return nil, fmt.Errorf("%s: read: %w", s.File, err)
 	}
 	var out bytes.Buffer
 	out.Grow(len(data))

@@ -122,7 +122,7 @@ func Rewrite(s *transcript.Session, content []byte, opts RewriteOptions) (*Rewri
 
 	tmp, err := safefile.CreateTemp(real, ofi.Mode().Perm())
 	if err != nil {
-		return nil, fmt.Errorf("%s: cannot create a temp file next to it: %v", s.File, safefile.PathCause(err))
+		return nil, fmt.Errorf("%s: cannot create a temp file next to it: %w", s.File, safefile.PathCause(err))
 	}
 	sw := &swap{s: s, real: real, old: old, ofi: ofi, tmp: tmp, tmpName: tmp.Name(), size: int64(len(content))}
 	defer func() {
@@ -133,7 +133,7 @@ func Rewrite(s *transcript.Session, content []byte, opts RewriteOptions) (*Rewri
 		safefile.Forget(sw.tmpName)
 	}()
 	if err := writeAll(tmp, content, ofi); err != nil {
-		return nil, fmt.Errorf("%s: rewrite failed, original untouched: %v", s.File, err)
+		return nil, fmt.Errorf("%s: rewrite failed, original untouched: %w", s.File, err)
 	}
 
 	safefile.CrashPoint("rewrite-temp")
@@ -181,7 +181,7 @@ func rewritablePath(s *transcript.Session, idle time.Duration) (string, error) {
 func openAsLoaded(s *transcript.Session, real string) (*os.File, os.FileInfo, error) {
 	old, err := os.Open(real)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %v", s.File, safefile.PathCause(err))
+		return nil, nil, fmt.Errorf("%s: %w", s.File, safefile.PathCause(err))
 	}
 	fail := func(err error) (*os.File, os.FileInfo, error) {
 		old.Close()
@@ -189,7 +189,7 @@ func openAsLoaded(s *transcript.Session, real string) (*os.File, os.FileInfo, er
 	}
 	ofi, err := old.Stat()
 	if err != nil {
-		return fail(fmt.Errorf("%s: %v", s.File, err))
+		return fail(fmt.Errorf("%s: %w", s.File, err))
 	}
 	if !os.SameFile(ofi, s.LoadedFrom()) || ofi.Size() < s.Size {
 		return fail(ErrFileChanged)
@@ -225,7 +225,7 @@ func (w *swap) commit(res *RewriteResult, settle time.Duration) error {
 	backup := real + ".bak." + BackupStamp(time.Now())
 	if err := os.Link(real, backup); err != nil {
 		if err := copyFile(real, backup, ofi.Mode().Perm()); err != nil {
-			return fmt.Errorf("%s: cannot keep a backup at %s, original untouched: %v", s.File, backup, err)
+			return fmt.Errorf("%s: cannot keep a backup at %s, original untouched: %w", s.File, backup, err)
 		}
 	} else if bfi, err := os.Stat(backup); err != nil || !os.SameFile(bfi, ofi) {
 		os.Remove(backup)
@@ -234,7 +234,7 @@ func (w *swap) commit(res *RewriteResult, settle time.Duration) error {
 	safefile.CrashPoint("rewrite-backup")
 	if err := os.Rename(w.tmpName, real); err != nil {
 		os.Remove(backup)
-		return fmt.Errorf("%s: rewrite failed, original untouched: %v", s.File, err)
+		return fmt.Errorf("%s: rewrite failed, original untouched: %w", s.File, err)
 	}
 	w.committed = true
 	res.Backup = backup
@@ -262,10 +262,10 @@ func (w *swap) commit(res *RewriteResult, settle time.Duration) error {
 		if c.prev != w.old {
 			rest = "in no file (a carry round replaced it too); the original is in " + backup
 		}
-		return fmt.Errorf("%s: rewritten, but %v: what they wrote until then is in the live file, what they write to it from now on is %s", s.File, err, rest)
+		return fmt.Errorf("%s: rewritten, but %w: what they wrote until then is in the live file, what they write to it from now on is %s", s.File, err, rest)
 	}
 	if err != nil {
-		return fmt.Errorf("%s: %v; the original, with everything written to it, is in %s", s.File, err, backup)
+		return fmt.Errorf("%s: %w; the original, with everything written to it, is in %s", s.File, err, backup)
 	}
 	return nil
 }

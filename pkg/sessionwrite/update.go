@@ -132,7 +132,7 @@ func appendVerified(s *transcript.Session, lines [][]byte) error {
 	}
 	f, err := os.OpenFile(real, os.O_RDWR|os.O_APPEND, 0)
 	if err != nil {
-		return fmt.Errorf("%s: open for append: %v", path, safefile.PathCause(err))
+		return fmt.Errorf("%s: open for append: %w", path, safefile.PathCause(err))
 	}
 	defer f.Close()
 	if err := sameBytes(s, f); err != nil {
@@ -152,11 +152,11 @@ func appendVerified(s *transcript.Session, lines [][]byte) error {
 	safefile.CrashPoint("append-before-write")
 	if _, err := f.Write(buf); err != nil {
 		f.Truncate(s.Size)
-		return fmt.Errorf("%s: append failed, file restored to its previous size: %v", path, err)
+		return fmt.Errorf("%s: append failed, file restored to its previous size: %w", path, err)
 	}
 	safefile.CrashPoint("append-written")
 	if err := f.Sync(); err != nil {
-		return fmt.Errorf("%s: fsync: %v", path, err)
+		return fmt.Errorf("%s: fsync: %w", path, err)
 	}
 	return nil
 }
@@ -170,13 +170,13 @@ func sameBytes(s *transcript.Session, f *os.File) error {
 	}
 	st, err := f.Stat()
 	if err != nil {
-		return fmt.Errorf("%s: %v", s.File, err)
+		return fmt.Errorf("%s: %w", s.File, err)
 	}
 	if !os.SameFile(st, s.LoadedFrom()) || st.Size() != s.Size {
 		return ErrFileChanged
 	}
 	if same, err := s.SameStart(f); err != nil {
-		return fmt.Errorf("%s: %v", s.File, err)
+		return fmt.Errorf("%s: %w", s.File, err)
 	} else if !same {
 		return ErrFileChanged
 	}
@@ -205,7 +205,7 @@ func CheckIdle(path string, idle time.Duration) error {
 	}
 	fi, err := os.Stat(path)
 	if err != nil {
-		return fmt.Errorf("%s: %v", path, safefile.PathCause(err))
+		return fmt.Errorf("%s: %w", path, safefile.PathCause(err))
 	}
 	if since := time.Since(fi.ModTime()); since < idle {
 		if since < 0 {

@@ -28,7 +28,7 @@ func WritablePath(path string) (string, error) {
 	}
 	fi, err := os.Stat(real)
 	if err != nil {
-		return "", fmt.Errorf("%s: %v", path, safefile.PathCause(err))
+		return "", fmt.Errorf("%s: %w", path, safefile.PathCause(err))
 	}
 	if err := checkRegular(path, fi); err != nil {
 		return "", err
@@ -49,7 +49,7 @@ func resolve(path string) (string, error) {
 	if target, lerr := os.Readlink(path); lerr == nil {
 		return "", fmt.Errorf("%s: a symlink to %s, which does not exist", path, target)
 	}
-	return "", fmt.Errorf("%s: %v", path, safefile.PathCause(err))
+	return "", fmt.Errorf("%s: %w", path, safefile.PathCause(err))
 }
 
 // ReadOnlyError refuses to write a file without write permission bits:
