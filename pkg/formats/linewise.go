@@ -21,17 +21,12 @@ type LineConverter struct {
 // NewLineConverter returns a converter for a JSONL format, nil for pi JSONL
 // (which needs none) and for formats that are not line-based.
 func NewLineConverter(f Format) *LineConverter {
-	switch f {
-	case ClaudeCode, Codex, CodexLegacy:
-	default:
+	conv, ok := converters[f]
+	if !ok {
 		return nil
 	}
 	v := &view{out: &spool{}, headerDone: true}
-	c := newConv(f, v)
-	if cc, ok := c.(*ccConv); ok {
-		cc.linewise = true
-	}
-	return &LineConverter{v: v, c: c}
+	return &LineConverter{v: v, c: conv.lines(v)}
 }
 
 // Convert returns the pi lines (without newlines) that source line no

@@ -18,18 +18,6 @@ type lineConv interface {
 	finish() error
 }
 
-func newConv(f Format, v *view) lineConv {
-	switch f {
-	case ClaudeCode:
-		return newCCConv(v)
-	case Codex:
-		return newCodexConv(v, false)
-	case CodexLegacy:
-		return newCodexConv(v, true)
-	}
-	return nil
-}
-
 // Open translates the transcript at path to a pi view. It returns (nil,
 // nil) for pi JSONL, which pkg/transcript reads itself, and an
 // *UnknownFormatError for files that are no transcript ctxtool knows.
@@ -174,13 +162,7 @@ func convert(name string, f Format, lr *lineReader, replay [][]byte, sink func(*
 	v.w.skip = measure
 	r := io.MultiReader(bytes.NewReader(bytes.Join(append(replay, nil), []byte{'\n'})), lr.rest())
 	c := newConv(f, v)
-	var err error
-	switch c := c.(type) { // the record type is each converter's own
-	case *ccConv:
-		err = convertLines(c, r)
-	case *cxConv:
-		err = convertLines(c, r)
-	}
+	err := converters[f].convert(c, r)
 	if err == nil {
 		err = c.finish()
 	}
