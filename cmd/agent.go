@@ -216,7 +216,7 @@ func lastCompactionSummary(path string) (string, error) {
 		Summary string `json:"summary"`
 	}
 	if err := json.Unmarshal(raw, &e); err != nil {
-		return "", fmt.Errorf("%s line %d: %v", path, c.Compaction.Line, err)
+		return "", fmt.Errorf("%s line %d: %w", path, c.Compaction.Line, err)
 	}
 	return e.Summary, nil
 }

@@ -15,8 +15,8 @@ import (
 	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/checkpoint"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
+	"github.com/ctxtool/ctxtool/pkg/filelock"
 	"github.com/ctxtool/ctxtool/pkg/iostreams"
-	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 var cpNow = func() time.Time { return time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC) }
@@ -202,7 +202,7 @@ func TestRestoreAppendAndCorruptFallback(t *testing.T) {
 	if leaf.Type() != "custom_message" || leaf.CustomType() != checkpoint.CustomType || leaf.ID() != rep.EntryID || leaf.Line != rep.Line {
 		t.Fatalf("leaf %+v", leaf)
 	}
-	if _, err := os.Stat(transcript.LockPath(f)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filelock.Path(f)); !os.IsNotExist(err) {
 		t.Errorf("lock left behind: %v", err)
 	}
 }

@@ -263,7 +263,7 @@ func (o *CompactOptions) compactionOptions(sum compaction.Summarizer) compaction
 // indexed; the error says the file was compacted all the same.
 func (o *CompactOptions) indexBackup(ctx context.Context, file string, res *compaction.Result) error {
 	if err := o.IndexBackup(ctx, res.Backup); err != nil {
-		return fmt.Errorf("%s: compacted, but the backup %s holding the dropped lines is not searchable yet: %v (run 'ctxtool index %s')",
+		return fmt.Errorf("%s: compacted, but the backup %s holding the dropped lines is not searchable yet: %w (run 'ctxtool index %s')",
 			file, res.Backup, err, res.Backup)
 	}
 	res.BackupIndexed = true

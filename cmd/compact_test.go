@@ -15,8 +15,8 @@ import (
 	"github.com/ctxtool/ctxtool/internal/testkit/llmtest"
 	"github.com/ctxtool/ctxtool/internal/testkit/usagekit"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
+	"github.com/ctxtool/ctxtool/pkg/filelock"
 	"github.com/ctxtool/ctxtool/pkg/iostreams"
-	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 // runCLI runs the root command with args in a clean environment.
@@ -191,7 +191,7 @@ func TestCompactUsageAndLockErrors(t *testing.T) {
 		t.Fatalf("bad strategy: exit %d", code)
 	}
 	// a live lock (our parent, alive) → exit 4, file untouched
-	lock := transcript.LockPath(f)
+	lock := filelock.Path(f)
 	testkit.WriteFile(t, lock, []byte(fmt.Sprintf(`{"pid":%d,"createdAt":"%s"}`, os.Getppid(), time.Now().UTC().Format(time.RFC3339))), 0o644)
 	if _, errOut, code := runCLI(t, "compact", f, "--summarizer", "extractive", "--force"); code != exitcode.Locked {
 		t.Fatalf("locked: exit %d %s", code, errOut)

@@ -47,7 +47,7 @@ func (o *InstallOptions) resolveOpenClaw() error {
 				if msg == "" {
 					msg = strings.TrimSpace(string(out))
 				}
-				return out, fmt.Errorf("%v: %s", err, msg)
+				return out, fmt.Errorf("%w: %s", err, msg)
 			}
 			return out, nil
 		}

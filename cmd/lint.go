@@ -113,22 +113,22 @@ func lintConfig(opts *LintOptions, f *Factory, cfg *config.Config, c *cobra.Comm
 	}
 	rs := lint.DefaultRuleSet()
 	if err := lint.ApplySeverities(rs, cfg.String(nil, "lint.severity")); err != nil {
-		return fmt.Errorf("lint.severity: %v", err)
+		return fmt.Errorf("lint.severity: %w", err)
 	}
 	// Config first, flags after: --enable X wins over lint.disable: X.
 	if err := rs.Disable(cfg.String(nil, "lint.disable")); err != nil {
-		return fmt.Errorf("lint.disable: %v", err)
+		return fmt.Errorf("lint.disable: %w", err)
 	}
 	if err := rs.Enable(cfg.String(nil, "lint.enable")); err != nil {
-		return fmt.Errorf("lint.enable: %v", err)
+		return fmt.Errorf("lint.enable: %w", err)
 	}
 	disable, _ := fl.GetStringSlice("disable")
 	if err := rs.Disable(disable...); err != nil {
-		return fmt.Errorf("--disable: %v", err)
+		return fmt.Errorf("--disable: %w", err)
 	}
 	enable, _ := fl.GetStringSlice("enable")
 	if err := rs.Enable(enable...); err != nil {
-		return fmt.Errorf("--enable: %v", err)
+		return fmt.Errorf("--enable: %w", err)
 	}
 	o := &opts.Lint
 	o.Rules = rs

@@ -12,7 +12,6 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/config"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
 	"github.com/ctxtool/ctxtool/pkg/prune"
-	"github.com/ctxtool/ctxtool/pkg/safefile"
 	"github.com/ctxtool/ctxtool/pkg/sources"
 	"github.com/ctxtool/ctxtool/pkg/walk"
 )
@@ -85,13 +84,13 @@ func (o *PruneOptions) resolve(f *Factory, cfg *config.Config, c *cobra.Command,
 	p := &o.Policy
 	var err error
 	if p.OlderThan, err = prune.ParseAge(cfg.String(fl, "prune.olderThan")); err != nil {
-		return fmt.Errorf("--older-than: %v", err)
+		return fmt.Errorf("--older-than: %w", err)
 	}
 	if p.MaxTotal, err = prune.ParseBytes(cfg.String(fl, "prune.maxTotal")); err != nil {
-		return fmt.Errorf("--max-total: %v", err)
+		return fmt.Errorf("--max-total: %w", err)
 	}
 	if p.DeleteAfter, err = prune.ParseAge(cfg.String(fl, "prune.deleteAfter")); err != nil {
-		return fmt.Errorf("--delete-after: %v", err)
+		return fmt.Errorf("--delete-after: %w", err)
 	}
 	p.KeepLast = cfg.Int(fl, "prune.keepLast")
 	p.Idle = cfg.Duration(fl, "prune.idle")
@@ -113,7 +112,7 @@ func runPrune(ctx context.Context, opts *PruneOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	ctx = safefile.Context(ctx)
+	ctx = interruptible(ctx)
 	paths := opts.Paths
 	if len(paths) == 0 {
 		paths = sources.Paths(sources.Find(opts.Home))

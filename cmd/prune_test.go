@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/ctxtool/ctxtool/internal/testkit/prunehome"
+	"github.com/ctxtool/ctxtool/pkg/filelock"
 	"github.com/ctxtool/ctxtool/pkg/prune"
-	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 type fileState struct {
@@ -120,7 +120,7 @@ func TestPruneGeneratedHome(t *testing.T) {
 			locked = s.Path
 		}
 	}
-	lk, err := transcript.AcquireLock(context.Background(), locked, 0)
+	lk, err := filelock.Acquire(context.Background(), locked, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

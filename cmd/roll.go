@@ -249,7 +249,7 @@ func newRoller(opts *RollOptions) (r *rolling.Roller, closeIndex func()) {
 		// plans would create one, so recall counts as there.
 		r.Recall = indexToCreate{}
 	} else if ix, err := opts.Recall.open(); err != nil {
-		r.RecallErr = fmt.Errorf("the recall index cannot be opened: %v", err)
+		r.RecallErr = fmt.Errorf("the recall index cannot be opened: %w", err)
 	} else {
 		closeIndex = func() { ix.Close() }
 		r.Recall = recallAdapter{ix}

@@ -16,10 +16,10 @@ import (
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
 	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
+	"github.com/ctxtool/ctxtool/pkg/filelock"
 	"github.com/ctxtool/ctxtool/pkg/iostreams"
 	"github.com/ctxtool/ctxtool/pkg/recall"
 	"github.com/ctxtool/ctxtool/pkg/rolling"
-	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 // rollTree lays out sessions the way pi and OpenClaw do, with the files a
@@ -190,7 +190,7 @@ func TestRollBatchBothLayouts(t *testing.T) {
 func TestRollLockedOlderThanAndHuman(t *testing.T) {
 	root, files := rollTree(t)
 	state := t.TempDir()
-	lock, err := transcript.AcquireLock(context.Background(), files[2], 0)
+	lock, err := filelock.Acquire(context.Background(), files[2], 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/config"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
 	"github.com/ctxtool/ctxtool/pkg/iostreams"
-	"github.com/ctxtool/ctxtool/pkg/safefile"
 )
 
 // Version is set at build time with -ldflags "-X github.com/ctxtool/ctxtool/cmd.Version=…".
@@ -142,7 +141,7 @@ session lock. Claude Code and Codex sessions are read, never written.`,
 		return nil
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return exitcode.New(exitcode.Usage, fmt.Errorf("%v (see '%s --help')", err, c.CommandPath()))
+		return exitcode.New(exitcode.Usage, fmt.Errorf("%w (see '%s --help')", err, c.CommandPath()))
 	})
 	root.AddCommand( // `--help` lists them sorted by name
 		newAgentCmd(f),
@@ -212,11 +211,11 @@ func Execute() int {
 	// SIGINT/SIGTERM end every command within a second, with its temp
 	// files removed and its locks released, whatever it is doing: the
 	// context is cancelled, and the handler exits with 128+signal.
-	ctx := safefile.Context(context.Background())
+	ctx := interruptible(context.Background())
 	io := iostreams.System()
 	root, _ := NewRootCmd(io)
 	err := execute(ctx, root)
-	if safefile.Interrupted() {
+	if isInterrupted() {
 		select {} // the interrupt handler ends the process
 	}
 	if err == nil {

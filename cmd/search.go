@@ -100,7 +100,7 @@ func searchScope(agent, project, session, since, until string, now time.Time) (r
 	if project != "" {
 		abs, err := filepath.Abs(project)
 		if err != nil {
-			return sc, fmt.Errorf("--project %s: %v", project, err)
+			return sc, fmt.Errorf("--project %s: %w", project, err)
 		}
 		sc.Project = abs
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/ctxtool/ctxtool/internal/testkit/llmtest"
 	"github.com/ctxtool/ctxtool/internal/testkit/pgtest"
 	"github.com/ctxtool/ctxtool/internal/testkit/secretkit"
-	"github.com/ctxtool/ctxtool/pkg/transcript"
+	"github.com/ctxtool/ctxtool/pkg/filelock"
 )
 
 // secretSession is a session file with credentials of every kind planted
@@ -342,7 +342,7 @@ func TestScrubCommand(t *testing.T) {
 	check := leakCheck{t, samples}
 	ss := secretSessions(t, secretBlob(samples))
 	pi, cc := ss[0].path, ss[2].path
-	lock, err := transcript.AcquireLock(context.Background(), pi, 0)
+	lock, err := filelock.Acquire(context.Background(), pi, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

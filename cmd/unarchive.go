@@ -65,7 +65,7 @@ func runUnarchive(ctx context.Context, opts *UnarchiveOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	ctx = safefile.Context(ctx)
+	ctx = interruptible(ctx)
 	archives, err := archivesIn(opts.Paths)
 	if err != nil {
 		return exitcode.New(exitcode.Usage, err)
@@ -107,7 +107,7 @@ func archivesIn(paths []string) ([]string, error) {
 	for _, p := range paths {
 		st, err := os.Stat(p)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %v (give an archive NAME.jsonl.zst or a directory)", p, safefile.PathCause(err))
+			return nil, fmt.Errorf("%s: %w (give an archive NAME.jsonl.zst or a directory)", p, safefile.PathCause(err))
 		}
 		if !st.IsDir() {
 			out = append(out, p)

@@ -95,7 +95,7 @@ func timeCommands(args, qs []string) (wall, cpu []time.Duration, err error) {
 		cmd.Stdout, cmd.Stderr = io.Discard, &errb
 		t := time.Now()
 		if err := cmd.Run(); err != nil {
-			return nil, nil, fmt.Errorf("%q: %v: %s", strings.Join(a, " "), err, errb.String())
+			return nil, nil, fmt.Errorf("%q: %w: %s", strings.Join(a, " "), err, errb.String())
 		}
 		wall = append(wall, time.Since(t))
 		ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)

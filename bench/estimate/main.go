@@ -95,11 +95,11 @@ func measure(mk func(*bytes.Buffer) *exec.Cmd, parse func([]byte) (int, int, tim
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	run, err := benchkit.Run(cmd)
 	if err != nil {
-		return sample{}, fmt.Errorf("%v: %v\n%s", cmd.Args, err, errb.String())
+		return sample{}, fmt.Errorf("%v: %w\n%s", cmd.Args, err, errb.String())
 	}
 	tokens, msgs, self, err := parse(bytes.TrimSpace(out.Bytes()))
 	if err != nil {
-		return sample{}, fmt.Errorf("%v: output %q: %v", cmd.Args, out.String(), err)
+		return sample{}, fmt.Errorf("%v: output %q: %w", cmd.Args, out.String(), err)
 	}
 	if self > 0 {
 		run.Wall = self

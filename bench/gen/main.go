@@ -94,7 +94,7 @@ func run(preset, out string, all bool, dir, size string, seed int64, opts string
 func override(o any, opts, size string, seed int64, targetBytes *int64, oseed *uint64) (sized bool, err error) {
 	if opts != "" {
 		if err := json.Unmarshal([]byte(opts), o); err != nil {
-			return false, fmt.Errorf("-opts: %v", err)
+			return false, fmt.Errorf("-opts: %w", err)
 		}
 	}
 	if size != "" {
@@ -114,7 +114,7 @@ func write(path string, o sessiongen.Options) error {
 	start := time.Now()
 	res, err := sessiongen.GenerateFile(path, o)
 	if err != nil {
-		return fmt.Errorf("%s: %v", path, err)
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	secs := time.Since(start).Seconds()
 	j, _ := json.Marshal(map[string]any{
@@ -162,7 +162,7 @@ func writeAgent(format, path, size string, seed int64, opts string) error {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("%s: %v", path, err)
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	j, _ := json.Marshal(map[string]any{"file": path, "format": format, "bytes": res.Bytes, "lines": res.Lines,
 		"contextMessages": res.ContextMessages, "heuristicTokens": res.ContextTokens, "usageTokens": res.UsageTokens,

@@ -73,7 +73,7 @@ func run(fl *benchkit.Flags, tok string) error {
 func measure(bin string, args []string) (sample, error) {
 	s, err := benchkit.Run(exec.Command(bin, args...))
 	if err != nil {
-		return sample{}, fmt.Errorf("%v: %v", args, err)
+		return sample{}, fmt.Errorf("%v: %w", args, err)
 	}
 	return s, nil
 }

@@ -213,7 +213,7 @@ func writeAll(jobs []genJob) (int64, error) {
 				}
 				mu.Lock()
 				if err != nil && first == nil {
-					first = fmt.Errorf("%s: %v", j.path, err)
+					first = fmt.Errorf("%s: %w", j.path, err)
 				}
 				if res != nil {
 					total += res.Bytes
@@ -262,12 +262,12 @@ func roll(args []string) ([]rolling.Report, time.Duration, error) {
 	for sc.Scan() {
 		var r rolling.Report
 		if e := json.Unmarshal(sc.Bytes(), &r); e != nil {
-			return nil, took, fmt.Errorf("bad JSON line: %v", e)
+			return nil, took, fmt.Errorf("bad JSON line: %w", e)
 		}
 		reps = append(reps, r)
 	}
 	if err != nil {
-		return reps, took, fmt.Errorf("roll: %v\n%s", err, errOut.String())
+		return reps, took, fmt.Errorf("roll: %w\n%s", err, errOut.String())
 	}
 	return reps, took, nil
 }

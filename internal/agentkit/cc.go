@@ -51,7 +51,7 @@ func FindAgents(install bool) (*Agents, error) {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v: %s", ccScript(), err, strings.TrimSpace(stderr.String()))
+		return nil, fmt.Errorf("%s: %w: %s", ccScript(), err, strings.TrimSpace(stderr.String()))
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	if len(lines) != 2 {

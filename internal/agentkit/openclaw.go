@@ -114,7 +114,7 @@ func (g *Gateway) CLI(timeout time.Duration, args ...string) ([]byte, error) {
 	c.Stderr = &stderr
 	out, err := c.Output()
 	if err != nil {
-		return out, fmt.Errorf("openclaw %s: %v: %s%s", strings.Join(args, " "), err, tail(stderr.String(), 2000), tail(string(out), 2000))
+		return out, fmt.Errorf("openclaw %s: %w: %s%s", strings.Join(args, " "), err, tail(stderr.String(), 2000), tail(string(out), 2000))
 	}
 	return out, nil
 }

@@ -63,7 +63,7 @@ func FindPi(install bool) (*PiInstall, error) {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v: %s", installScript(), err, strings.TrimSpace(stderr.String()))
+		return nil, fmt.Errorf("%s: %w: %s", installScript(), err, strings.TrimSpace(stderr.String()))
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	if len(lines) != 2 {
@@ -300,7 +300,7 @@ func Entries(file string) ([]map[string]any, error) {
 	for i, l := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
 		var e map[string]any
 		if err := json.Unmarshal(l, &e); err != nil {
-			return nil, fmt.Errorf("%s:%d: %v", file, i+1, err)
+			return nil, fmt.Errorf("%s:%d: %w", file, i+1, err)
 		}
 		out = append(out, e)
 	}

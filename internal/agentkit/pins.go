@@ -45,13 +45,13 @@ func Pin(key string) string {
 func checkVersion(name, pkgJSON, key, script string) error {
 	data, err := os.ReadFile(pkgJSON)
 	if err != nil {
-		return fmt.Errorf("%s %s is not installed (%v): run %s (or .ci/run; CI=true installs it)", name, Pin(key), err, script)
+		return fmt.Errorf("%s %s is not installed (%w): run %s (or .ci/run; CI=true installs it)", name, Pin(key), err, script)
 	}
 	var p struct {
 		Version string `json:"version"`
 	}
 	if err := json.Unmarshal(data, &p); err != nil {
-		return fmt.Errorf("%s: %v", pkgJSON, err)
+		return fmt.Errorf("%s: %w", pkgJSON, err)
 	}
 	if p.Version != Pin(key) {
 		return fmt.Errorf("%s %s is installed, the pin (internal/agentkit/pins.env) is %s: run %s (or .ci/run)", name, p.Version, Pin(key), script)

@@ -171,14 +171,14 @@ func ClaudeCodeSession(a *Agents, dir string) (*WrittenSession, error) {
 		r := RunAgent(context.Background(), a.Claude, home, proj, env, 120*time.Second,
 			append([]string{"-p", "--output-format", "json", "--dangerously-skip-permissions"}, args...)...)
 		if r.Err != nil {
-			return "", fmt.Errorf("claude %v: %v (%s)\n%s\n%s", args, r.Err, r.Took, tail(r.Stdout, 2000), tail(r.Stderr, 2000))
+			return "", fmt.Errorf("claude %v: %w (%s)\n%s\n%s", args, r.Err, r.Took, tail(r.Stdout, 2000), tail(r.Stderr, 2000))
 		}
 		var out struct {
 			SessionID string `json:"session_id"`
 			IsError   bool   `json:"is_error"`
 		}
 		if err := json.Unmarshal([]byte(r.Stdout), &out); err != nil || out.IsError {
-			return "", fmt.Errorf("claude %v: %v\n%s", args, err, tail(r.Stdout, 2000))
+			return "", fmt.Errorf("claude %v: %w\n%s", args, err, tail(r.Stdout, 2000))
 		}
 		return out.SessionID, nil
 	}
@@ -326,7 +326,7 @@ func CodexSession(a *Agents, dir string) (*WrittenSession, error) {
 		}
 		r := RunAgent(context.Background(), a.Codex, home, proj, env, 120*time.Second, append(base, args...)...)
 		if r.Err != nil {
-			return "", fmt.Errorf("codex %v: %v (%s)\n%s\n%s", args, r.Err, r.Took, tail(r.Stdout, 2000), tail(r.Stderr, 2000))
+			return "", fmt.Errorf("codex %v: %w (%s)\n%s\n%s", args, r.Err, r.Took, tail(r.Stdout, 2000), tail(r.Stderr, 2000))
 		}
 		for _, l := range strings.Split(r.Stdout, "\n") {
 			var ev struct {

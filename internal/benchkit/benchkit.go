@@ -69,7 +69,7 @@ func (s *Setup) prepare(size string) error {
 	}
 	s.Bytes = st.Size()
 	if out, err := exec.Command("go", "build", "-o", s.Bin, ".").CombinedOutput(); err != nil {
-		return fmt.Errorf("go build: %v\n%s", err, out)
+		return fmt.Errorf("go build: %w\n%s", err, out)
 	}
 	return nil
 }

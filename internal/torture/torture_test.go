@@ -27,6 +27,7 @@ import (
 	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/internal/testkit/secretkit"
 	"github.com/ctxtool/ctxtool/internal/testkit/testtmp"
+	"github.com/ctxtool/ctxtool/pkg/filelock"
 	"github.com/ctxtool/ctxtool/pkg/safefile"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
@@ -627,7 +628,7 @@ func checkNoBlockingLeftover(t *testing.T, dirs ...string) {
 		})
 	}
 	for _, l := range locks {
-		lk, err := transcript.AcquireLock(context.Background(), strings.TrimSuffix(l, ".lock"), 0)
+		lk, err := filelock.Acquire(context.Background(), strings.TrimSuffix(l, ".lock"), 0)
 		if err != nil {
 			t.Fatalf("a kill left a lock that blocks: %v", err)
 		}
@@ -791,7 +792,7 @@ func TestHostileFiles(t *testing.T) {
 	real := copyTo(t, fixture("sample-v3.jsonl"), dir, "real.jsonl")
 	link := filepath.Join(t.TempDir(), "link.jsonl")
 	os.Symlink(real, link)
-	held, err := transcript.AcquireLock(context.Background(), real, 0)
+	held, err := filelock.Acquire(context.Background(), real, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -854,7 +855,7 @@ func TestHostileFiles(t *testing.T) {
 func TestCommandsStopOnSignal(t *testing.T) {
 	dir := t.TempDir()
 	session := copyTo(t, fixture("sample-v3.jsonl"), dir, "s.jsonl")
-	held, err := transcript.AcquireLock(context.Background(), session, 0)
+	held, err := filelock.Acquire(context.Background(), session, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -475,7 +475,7 @@ func UninstallOpenClaw(ctx context.Context, o OpenClawSetup) (*OpenClawResult, e
 		}
 	}
 	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return res, fmt.Errorf("%s: %v (files ctxtool did not write are left in it)", dir, err)
+		return res, fmt.Errorf("%s: %w (files ctxtool did not write are left in it)", dir, err)
 	}
 	return res, nil
 }

@@ -52,7 +52,7 @@ type WorkspaceFile struct {
 func LoadWorkspace(dir string) (files []WorkspaceFile, memoryNotes []MemoryNote, err error) {
 	st, err := os.Stat(dir)
 	if err != nil {
-		return nil, nil, fmt.Errorf("workspace %s: %v (pass the agent's workspace directory, e.g. ~/.openclaw/workspace)", dir, safefile.PathCause(err))
+		return nil, nil, fmt.Errorf("workspace %s: %w (pass the agent's workspace directory, e.g. ~/.openclaw/workspace)", dir, safefile.PathCause(err))
 	}
 	if !st.IsDir() {
 		return nil, nil, fmt.Errorf("workspace %s: not a directory (pass the agent's workspace directory)", dir)
@@ -75,7 +75,7 @@ func LoadWorkspace(dir string) (files []WorkspaceFile, memoryNotes []MemoryNote,
 		}
 		info, err := os.Stat(f.Path)
 		if err != nil {
-			return nil, nil, fmt.Errorf("workspace file %s: %v", f.Path, safefile.PathCause(err))
+			return nil, nil, fmt.Errorf("workspace file %s: %w", f.Path, safefile.PathCause(err))
 		}
 		if slices.ContainsFunc(memInfos, func(o os.FileInfo) bool { return os.SameFile(o, info) }) {
 			continue // memory.md is MEMORY.md on a case-insensitive file system
@@ -99,7 +99,7 @@ func readWorkspaceFile(dir, name string) (WorkspaceFile, error) {
 		f.Missing = true
 		return f, nil
 	case err != nil:
-		return f, fmt.Errorf("workspace file %s: %v (check its permissions)", p, safefile.PathCause(err))
+		return f, fmt.Errorf("workspace file %s: %w (check its permissions)", p, safefile.PathCause(err))
 	}
 	f.Content = string(data)
 	return f, nil
@@ -122,7 +122,7 @@ func listMemoryNotes(dir string) ([]MemoryNote, error) {
 	for _, m := range matches {
 		data, err := os.ReadFile(m)
 		if err != nil {
-			return nil, fmt.Errorf("memory note %s: %v", m, safefile.PathCause(err))
+			return nil, fmt.Errorf("memory note %s: %w", m, safefile.PathCause(err))
 		}
 		out = append(out, MemoryNote{Path: m, Chars: transcript.UTF16Len(string(data))})
 	}

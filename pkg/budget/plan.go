@@ -483,7 +483,7 @@ func agentMessage(s *transcript.Session, e *transcript.Entry) (json.RawMessage, 
 	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(line, &raw); err != nil {
-		return nil, fmt.Errorf("%s:%d: %v", s.File, e.Line, err)
+		return nil, fmt.Errorf("%s:%d: %w", s.File, e.Line, err)
 	}
 	ts := e.Time()
 	if e.Type() != "message" {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ctxtool/ctxtool/pkg/facts"
+	"github.com/ctxtool/ctxtool/pkg/filelock"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -172,7 +173,7 @@ func markIs(st *Store, key string, m *captureMark) bool {
 // same key from interleaving (a capture between a checkpoint's read of the
 // state and its reset would be lost). It is OpenClaw's lock protocol on
 // <state>/context/state/<key>/capture.lock.
-func (s *Store) lockState(key string, wait time.Duration) (*transcript.Lock, error) {
+func (s *Store) lockState(key string, wait time.Duration) (*filelock.Lock, error) {
 	dir := s.StateFilesDir(key)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create state directory: %w (check --state-dir)", err)
@@ -180,7 +181,7 @@ func (s *Store) lockState(key string, wait time.Duration) (*transcript.Lock, err
 	if wait <= 0 {
 		wait = DefaultStateLockWait
 	}
-	return transcript.AcquireLock(context.Background(), filepath.Join(dir, "capture"), wait)
+	return filelock.Acquire(context.Background(), filepath.Join(dir, "capture"), wait)
 }
 
 // captureSession is Capture on a loaded session; the caller holds the state
@@ -203,7 +204,7 @@ func captureSession(st *Store, s *transcript.Session, key string, now time.Time,
 		lines--
 		nl, err := transcript.LastNewline(f, 0, s.Size)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %v", s.File, err)
+			return nil, fmt.Errorf("%s: %w", s.File, err)
 		}
 		end = nl + 1
 	}
@@ -245,11 +246,11 @@ func captureSession(st *Store, s *transcript.Session, key string, now time.Time,
 		nm := captureMark{File: abs, Offset: end, Line: lines, CapturedAt: now.UTC().Format(time.RFC3339)}
 		if end > 0 {
 			if nm.LineOffset, err = transcript.LastNewline(f, 0, end-1); err != nil {
-				return nil, fmt.Errorf("%s: %v", s.File, err)
+				return nil, fmt.Errorf("%s: %w", s.File, err)
 			}
 			nm.LineOffset++
 			if nm.LineHash, err = hashRange(f, nm.LineOffset, end-1); err != nil {
-				return nil, fmt.Errorf("%s: %v", s.File, err)
+				return nil, fmt.Errorf("%s: %w", s.File, err)
 			}
 		}
 		data, _ := json.MarshalIndent(nm, "", "  ")

@@ -16,7 +16,7 @@ import (
 	"github.com/ctxtool/ctxtool/internal/oracle"
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
 	"github.com/ctxtool/ctxtool/internal/testkit"
-	"github.com/ctxtool/ctxtool/pkg/transcript"
+	"github.com/ctxtool/ctxtool/pkg/filelock"
 )
 
 // splitLines cuts a file into its lines, newlines kept.
@@ -458,7 +458,7 @@ func TestCaptureWaitsForTheStateLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Capture(CaptureOptions{File: file, SessionKey: "k", Store: st, Wait: 100 * time.Millisecond})
-	var le *transcript.LockedError
+	var le *filelock.LockedError
 	if !errors.As(err, &le) {
 		t.Fatalf("want a lock error, got %v", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/formats"
 	"github.com/ctxtool/ctxtool/pkg/sessionstore"
+	"github.com/ctxtool/ctxtool/pkg/sessionwrite"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -125,7 +126,7 @@ func Take(o TakeOptions) (*TakeResult, error) {
 	}
 	size, err := estimate.Measure(s, ctx, o.Size)
 	if err != nil {
-		return nil, fmt.Errorf("%s: measure context: %v", o.File, err)
+		return nil, fmt.Errorf("%s: measure context: %w", o.File, err)
 	}
 	if e, ok := sessions.Entry(key); ok && e.CompactionCount > in.CompactionCount {
 		in.CompactionCount = e.CompactionCount
@@ -392,7 +393,7 @@ func AppendResume(ctx context.Context, file string, cp *Checkpoint, text string,
 		"sessionKey":   cp.Meta.SessionKey,
 		"createdAt":    cp.Meta.CreatedAt,
 	}
-	err := transcript.Update(ctx, file, transcript.UpdateOptions{Wait: wait}, func(s *transcript.Session) ([][]byte, error) {
+	err := sessionwrite.Update(ctx, file, sessionwrite.UpdateOptions{Wait: wait}, func(s *transcript.Session) ([][]byte, error) {
 		res.Malformed = s.Malformed
 		if err := checkSameSession(cp, s, file); err != nil {
 			return nil, err
@@ -401,7 +402,7 @@ func AppendResume(ctx context.Context, file string, cp *Checkpoint, text string,
 			res = AppendResult{EntryID: e.ID(), Line: e.Line, AlreadyLast: true, Malformed: s.Malformed}
 			return nil, nil
 		}
-		w := s.NewWriter()
+		w := sessionwrite.NewWriter(s)
 		if now != nil {
 			w.Now = now
 		}

@@ -244,7 +244,7 @@ func threadNode(th *Thread) *yaml.Node {
 func Unmarshal(data []byte) (*Checkpoint, error) {
 	var cp Checkpoint
 	if err := yaml.Unmarshal(data, &cp); err != nil {
-		return nil, fmt.Errorf("not valid YAML: %v", err)
+		return nil, fmt.Errorf("not valid YAML: %w", err)
 	}
 	if cp.Schema != Schema {
 		return nil, fmt.Errorf("schema is %q, want %q", cp.Schema, Schema)

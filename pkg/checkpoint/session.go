@@ -325,7 +325,7 @@ func keep(e *transcript.Entry, m *Message) {
 func decodeMessage(s *transcript.Session, e *transcript.Entry) (*Message, error) {
 	m, err := s.Message(e)
 	if err != nil {
-		return nil, fmt.Errorf("%s:%d: %v", s.File, e.Line, err)
+		return nil, fmt.Errorf("%s:%d: %w", s.File, e.Line, err)
 	}
 	if m == nil {
 		return nil, nil

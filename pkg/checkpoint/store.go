@@ -113,7 +113,7 @@ func (s *Store) Load(key, id string) (*Checkpoint, error) {
 	}
 	cp, err := Unmarshal(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if cp.Meta.CheckpointID != id {
 		return nil, fmt.Errorf("%s: meta.checkpoint_id is %q, want %q", path, cp.Meta.CheckpointID, id)
@@ -128,7 +128,7 @@ func (s *Store) readPointer(key string) (*latestPointer, error) {
 	}
 	var p latestPointer
 	if err := json.Unmarshal(data, &p); err != nil {
-		return nil, fmt.Errorf("%s: %v", filepath.Join(s.Dir(key), latestFile), err)
+		return nil, fmt.Errorf("%s: %w", filepath.Join(s.Dir(key), latestFile), err)
 	}
 	if !ValidID(p.CheckpointID) {
 		return nil, fmt.Errorf("%s: checkpoint_id %q is not of the form cp_NNN", filepath.Join(s.Dir(key), latestFile), p.CheckpointID)

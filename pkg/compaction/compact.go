@@ -309,7 +309,7 @@ func (r *run) summarize(msgs []*Msg) error {
 		ext, xerr := Extractive{}.Summarize(r.ctx, &Request{Kind: KindHistory, Layout: LayoutCheckpoint, Messages: msgs,
 			PreviousSummary: prev, BudgetTokens: r.set.SummaryBudget()})
 		if xerr != nil {
-			return fmt.Errorf("%v; the trim fallback failed too: %v", err, xerr)
+			return fmt.Errorf("%w; the trim fallback failed too: %w", err, xerr)
 		}
 		body = fmt.Sprintf("[The summariser failed (%s). %d older messages were trimmed; this mechanical extract of them stands in for a summary.]\n\n%s",
 			oneLine(err.Error(), 300), len(msgs), ext)

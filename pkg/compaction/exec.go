@@ -147,7 +147,7 @@ func rawMessages(s *transcript.Session, msgs []*Msg, where *[]ExecEntry) ([]json
 	for _, m := range msgs {
 		raw, err := s.Raw(m.E)
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %v", s.File, m.E.Line, err)
+			return nil, fmt.Errorf("%s:%d: %w", s.File, m.E.Line, err)
 		}
 		if m.E.Type() == "message" {
 			var entry struct {

@@ -15,8 +15,8 @@ import (
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
 	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/estimate"
+	"github.com/ctxtool/ctxtool/pkg/filelock"
 	"github.com/ctxtool/ctxtool/pkg/models"
-	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 func TestGeneratedSessionsAllStrategies(t *testing.T) {
@@ -242,7 +242,7 @@ func untouched(t *testing.T, file string, orig []byte, after string) {
 	if now, _ := os.ReadFile(file); !bytes.Equal(now, orig) {
 		t.Fatalf("the session changed after %s", after)
 	}
-	if _, err := os.Stat(transcript.LockPath(file)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filelock.Path(file)); !os.IsNotExist(err) {
 		t.Fatalf("lock left behind after %s", after)
 	}
 }

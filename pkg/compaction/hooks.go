@@ -139,9 +139,9 @@ func runCommand(ctx context.Context, command string, stdin []byte, timeout time.
 	if err != nil {
 		msg := strings.TrimSpace(stderr.String())
 		if msg != "" {
-			return nil, fmt.Errorf("%q failed (%v): %s", command, err, oneLine(msg, 300))
+			return nil, fmt.Errorf("%q failed (%w): %s", command, err, oneLine(msg, 300))
 		}
-		return nil, fmt.Errorf("%q failed: %v", command, err)
+		return nil, fmt.Errorf("%q failed: %w", command, err)
 	}
 	return stdout.Bytes(), nil
 }

@@ -61,7 +61,7 @@ func loadMsgs(s *transcript.Session, entries []*transcript.Entry) ([]*Msg, error
 		}
 		m, err := s.Message(e)
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %v", s.File, e.Line, err)
+			return nil, fmt.Errorf("%s:%d: %w", s.File, e.Line, err)
 		}
 		if m == nil {
 			continue

@@ -16,7 +16,7 @@ import (
 	"github.com/ctxtool/ctxtool/internal/oracle"
 	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/internal/testkit/llmtest"
-	"github.com/ctxtool/ctxtool/pkg/transcript"
+	"github.com/ctxtool/ctxtool/pkg/filelock"
 )
 
 // TestHelperAppender is not a test: TestNoLockDuringTheModelCall runs the
@@ -27,7 +27,7 @@ func TestHelperAppender(t *testing.T) {
 	if path == "" {
 		t.Skip("helper process only")
 	}
-	lock, err := transcript.AcquireLock(context.Background(), path, 0)
+	lock, err := filelock.Acquire(context.Background(), path, 0)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "appender: %v\n", err)
 		os.Exit(3)
@@ -67,7 +67,7 @@ func TestNoLockDuringTheModelCall(t *testing.T) {
 	var lockedDuringCall []bool
 	inner := srv.Reply
 	srv.Reply = func(r llmtest.Request) string {
-		_, err := os.Stat(transcript.LockPath(path))
+		_, err := os.Stat(filelock.Path(path))
 		mu.Lock()
 		lockedDuringCall = append(lockedDuringCall, err == nil)
 		mu.Unlock()
@@ -103,7 +103,7 @@ func TestNoLockDuringTheModelCall(t *testing.T) {
 			t.Fatalf("model call %d ran while the session lock was held", i+1)
 		}
 	}
-	if _, err := os.Stat(transcript.LockPath(path)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filelock.Path(path)); !os.IsNotExist(err) {
 		t.Fatalf("lock left behind: %v", err)
 	}
 	now, _ := os.ReadFile(path)

@@ -205,7 +205,7 @@ func (p *Preparation) findBoundary(s *transcript.Session) error {
 	p.PrevCompaction = path[prev]
 	m, err := s.Message(path[prev])
 	if err != nil {
-		return fmt.Errorf("%s:%d: previous compaction: %v", s.File, path[prev].Line, err)
+		return fmt.Errorf("%s:%d: previous compaction: %w", s.File, path[prev].Line, err)
 	}
 	if m != nil {
 		p.PreviousSummary, p.prevDetails = m.Summary, m.Details

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ctxtool/ctxtool/pkg/estimate"
 	"github.com/ctxtool/ctxtool/pkg/exitcode"
+	"github.com/ctxtool/ctxtool/pkg/sessionwrite"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -32,7 +33,7 @@ type Options struct {
 	Idle time.Duration
 	// Wait is how long to wait for the session lock.
 	Wait time.Duration
-	// settle overrides transcript.DefaultSettle (tests).
+	// settle overrides sessionwrite.DefaultSettle (tests).
 	settle time.Duration
 	// FailOnDropped, when set, refuses to write a summary that drops more
 	// facts than it points to (exit 3); nil: no limit.
@@ -440,7 +441,7 @@ func finishResult(res *Result, pl *planned, set Settings, o Options, u Usage) {
 const maxReplans = 5
 
 // commitAppend is step 4 for an append: the lock is held only inside
-// transcript.Append, which writes only if the file is still exactly the
+// sessionwrite.Append, which writes only if the file is still exactly the
 // bytes s was loaded from. When another writer (pi takes no lock) appended
 // meanwhile, the grown file is loaded and re-planned with the same cut
 // (regrow), and the append tried again. It returns the grown session and
@@ -448,13 +449,13 @@ const maxReplans = 5
 func commitAppend(ctx context.Context, s *transcript.Session, pl *planned, set Settings, o Options, res *Result) (*transcript.Session, *planned, error) {
 	var grown *transcript.Session
 	for attempt := 0; ; attempt++ {
-		a, err := s.NewWriter().Compaction(transcript.CompactionSpec{Summary: pl.out.Summary, FirstKept: pl.prep.FirstKept,
+		a, err := sessionwrite.NewWriter(s).Compaction(sessionwrite.CompactionSpec{Summary: pl.out.Summary, FirstKept: pl.prep.FirstKept,
 			TokensBefore: pl.prep.UsageBefore, Details: pl.details})
 		if err != nil {
 			return grown, pl, err
 		}
-		err = transcript.Append(ctx, s, transcript.AppendOptions{Wait: o.Wait}, [][]byte{a.Line})
-		if !errors.Is(err, transcript.ErrFileChanged) || attempt >= maxReplans {
+		err = sessionwrite.Append(ctx, s, sessionwrite.AppendOptions{Wait: o.Wait}, [][]byte{a.Line})
+		if !errors.Is(err, sessionwrite.ErrFileChanged) || attempt >= maxReplans {
 			return grown, pl, err
 		}
 		next, err := transcript.Load(s.File)
@@ -608,13 +609,13 @@ func measureFor(s *transcript.Session, c *transcript.Context, size estimate.Opti
 // nextRequest is the size of the next request once a compaction with this
 // summary is appended: the same measure, on the session as it will be.
 func nextRequest(s *transcript.Session, p *Preparation, summary string, size estimate.Options) (int, error) {
-	a, err := s.NewWriter().Compaction(transcript.CompactionSpec{Summary: summary, FirstKept: p.FirstKept, TokensBefore: p.UsageBefore})
+	a, err := sessionwrite.NewWriter(s).Compaction(sessionwrite.CompactionSpec{Summary: summary, FirstKept: p.FirstKept, TokensBefore: p.UsageBefore})
 	if err != nil {
 		return 0, err
 	}
 	after, err := s.WithAppended(a.Line)
 	if err != nil {
-		return 0, fmt.Errorf("%s: the compacted session does not load: %v", s.File, err)
+		return 0, fmt.Errorf("%s: the compacted session does not load: %w", s.File, err)
 	}
 	size.Prior = p.measured
 	m, _ := measureFor(after, after.Context(), size)

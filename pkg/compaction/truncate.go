@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctxtool/ctxtool/pkg/filelock"
+	"github.com/ctxtool/ctxtool/pkg/sessionwrite"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -20,7 +22,7 @@ import (
 // an entry whose parent was dropped. A session written to within o.Idle is
 // refused (an agent is active). pi does not take the lock: what it appended
 // since s was loaded — while ctxtool summarised, or even during the rename
-// — is carried over by transcript.Rewrite after the new content, in order.
+// — is carried over by sessionwrite.Rewrite after the new content, in order.
 func commitRewrite(ctx context.Context, s *transcript.Session, pl *planned, o Options, res *Result) error {
 	if s.File == "-" {
 		return fmt.Errorf("-: cannot rewrite standard input; give a session file path")
@@ -29,7 +31,7 @@ func commitRewrite(ctx context.Context, s *transcript.Session, pl *planned, o Op
 	if err != nil {
 		return err
 	}
-	if err := transcript.CheckIdle(real, o.Idle); err != nil {
+	if err := sessionwrite.CheckIdle(real, o.Idle); err != nil {
 		return err
 	}
 	if err := s.Rewritable(); err != nil {
@@ -37,15 +39,15 @@ func commitRewrite(ctx context.Context, s *transcript.Session, pl *planned, o Op
 	}
 	content, err := truncatedFile(s, pl)
 	if err != nil {
-		return fmt.Errorf("%s: %v", s.File, err)
+		return fmt.Errorf("%s: %w", s.File, err)
 	}
-	lock, err := transcript.AcquireLock(ctx, s.File, o.Wait)
+	lock, err := filelock.Acquire(ctx, s.File, o.Wait)
 	if err != nil {
 		return err
 	}
 	defer lock.Release()
-	rr, err := transcript.Rewrite(s, content, transcript.RewriteOptions{Idle: o.Idle, Settle: o.settle})
-	if errors.Is(err, transcript.ErrFileChanged) {
+	rr, err := sessionwrite.Rewrite(s, content, sessionwrite.RewriteOptions{Idle: o.Idle, Settle: o.settle})
+	if errors.Is(err, sessionwrite.ErrFileChanged) {
 		return fmt.Errorf("%s: %w; nothing written — run compact again", s.File, ErrPlanMoved)
 	}
 	if err != nil {
@@ -120,7 +122,7 @@ func truncatedFile(s *transcript.Session, pl *planned) ([]byte, error) {
 		d.ContextOverheadTokens = p.measured.Overhead
 		details = &d
 	}
-	a, err := s.NewWriter().Compaction(transcript.CompactionSpec{Summary: pl.out.Summary, FirstKept: first,
+	a, err := sessionwrite.NewWriter(s).Compaction(sessionwrite.CompactionSpec{Summary: pl.out.Summary, FirstKept: first,
 		TokensBefore: p.UsageBefore, Details: details})
 	if err != nil {
 		return nil, err
@@ -143,7 +145,7 @@ func truncatedFile(s *transcript.Session, pl *planned) ([]byte, error) {
 		if s.Version >= 2 && e.ParentID() != parent {
 			pj, _ := json.Marshal(parent)
 			if raw, err = setTopLevel(raw, "parentId", pj); err != nil {
-				return nil, fmt.Errorf("line %d: %v", e.Line, err)
+				return nil, fmt.Errorf("line %d: %w", e.Line, err)
 			}
 		}
 		buf.Write(raw)

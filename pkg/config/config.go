@@ -76,14 +76,14 @@ func Load(explicit, openclawFile string) (*Config, error) {
 		case errors.Is(err, os.ErrNotExist) && explicit != "":
 			return nil, fmt.Errorf("--config %s: no such file (create one with `ctxtool config example > FILE`, or leave out --config)", file)
 		case err != nil:
-			return nil, fmt.Errorf("config %s: %v", file, err)
+			return nil, fmt.Errorf("config %s: %w", file, err)
 		}
 		if err := checkFile(file, data); err != nil {
 			return nil, err
 		}
 		v.SetConfigType("yaml")
 		if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
-			return nil, fmt.Errorf("config %s: %v (check the YAML syntax; `ctxtool config example` shows every key)", file, err)
+			return nil, fmt.Errorf("config %s: %w (check the YAML syntax; `ctxtool config example` shows every key)", file, err)
 		}
 		c.File = file
 	}

@@ -16,15 +16,15 @@ import (
 func readOpenClaw(path string) (map[string]any, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("openclaw config %s: %v", path, err)
+		return nil, fmt.Errorf("openclaw config %s: %w", path, err)
 	}
 	plain, err := json5ToJSON(raw)
 	if err != nil {
-		return nil, fmt.Errorf("openclaw config %s: %v (is it JSON5?)", path, err)
+		return nil, fmt.Errorf("openclaw config %s: %w (is it JSON5?)", path, err)
 	}
 	var doc map[string]any
 	if err := json.Unmarshal(plain, &doc); err != nil {
-		return nil, fmt.Errorf("openclaw config %s: %v (is it JSON5?)", path, err)
+		return nil, fmt.Errorf("openclaw config %s: %w (is it JSON5?)", path, err)
 	}
 	out := map[string]any{}
 	defaults, _ := dig(doc, "agents", "defaults").(map[string]any)
@@ -80,7 +80,7 @@ func json5ToJSON(in []byte) ([]byte, error) {
 		case c == '"' || c == '\'':
 			j, s, err := readQuoted(in, i)
 			if err != nil {
-				return nil, fmt.Errorf("line %d: %v", line, err)
+				return nil, fmt.Errorf("line %d: %w", line, err)
 			}
 			b, _ := json.Marshal(s)
 			out.Write(b)

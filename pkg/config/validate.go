@@ -174,7 +174,7 @@ func show(v any) string {
 func checkFile(file string, data []byte) error {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return fmt.Errorf("config %s: %v (check the YAML syntax; `ctxtool config example` shows every key)", file, err)
+		return fmt.Errorf("config %s: %w (check the YAML syntax; `ctxtool config example` shows every key)", file, err)
 	}
 	if len(doc.Content) == 0 {
 		return nil // empty file
@@ -196,7 +196,7 @@ func checkFile(file string, data []byte) error {
 			if k, ok := Lookup(name); ok {
 				var v any
 				if err := vn.Decode(&v); err != nil {
-					errs = append(errs, fmt.Errorf("%s: %v", at, err))
+					errs = append(errs, fmt.Errorf("%s: %w", at, err))
 					continue
 				}
 				if p := checkScalar(k, normalize(v)); p != "" {

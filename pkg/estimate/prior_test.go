@@ -7,6 +7,7 @@ import (
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
 	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/internal/testkit/usagekit"
+	"github.com/ctxtool/ctxtool/pkg/sessionwrite"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -18,7 +19,7 @@ func TestPriorCalibrationIsTheRefit(t *testing.T) {
 	s := generatedSession(t, sessiongen.Options{Seed: 11, Turns: 400, Compactions: 8, ToolResultBytes: 300})
 	for _, method := range []string{Auto, Calibrated, Usage} {
 		path := s.Context().Path
-		a, err := s.NewWriter().Compaction(transcript.CompactionSpec{Summary: "summary of the history", FirstKept: path[len(path)-20], TokensBefore: 1})
+		a, err := sessionwrite.NewWriter(s).Compaction(sessionwrite.CompactionSpec{Summary: "summary of the history", FirstKept: path[len(path)-20], TokensBefore: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -74,7 +75,7 @@ func TestPriorAuditIsTheReaudit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			a, err := s.NewWriter().Compaction(transcript.CompactionSpec{Summary: "summary", FirstKept: path[len(path)-back], TokensBefore: 1})
+			a, err := sessionwrite.NewWriter(s).Compaction(sessionwrite.CompactionSpec{Summary: "summary", FirstKept: path[len(path)-back], TokensBefore: 1})
 			if err != nil {
 				t.Fatal(err)
 			}

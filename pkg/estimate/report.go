@@ -63,7 +63,7 @@ func MeasureFile(file string, opts Options, perMessage bool) (*FileReport, error
 	ctx := s.Context()
 	res, err := Measure(s, ctx, opts)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", file, err)
+		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	r := &FileReport{
 		File: file, Version: s.Version, Entries: len(s.Entries), ContextMessages: len(ctx.Messages),

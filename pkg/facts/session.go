@@ -67,7 +67,7 @@ func FromEntries(s *transcript.Session, entries []*transcript.Entry) ([]Source, 
 		}
 		m, err := s.Message(e)
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %v", s.File, e.Line, err)
+			return nil, fmt.Errorf("%s:%d: %w", s.File, e.Line, err)
 		}
 		out = append(out, FromMessage(e, m)...)
 	}

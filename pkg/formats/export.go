@@ -101,7 +101,7 @@ func ExportFile(src, dst string, force bool) (ExportResult, error) {
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".ctxtool-tmp-*")
 	if err != nil {
-		return ExportResult{File: src}, fmt.Errorf("%s: %v", dst, err)
+		return ExportResult{File: src}, fmt.Errorf("%s: %w", dst, err)
 	}
 	defer os.Remove(tmp.Name())
 	res, err := Export(src, tmp)
@@ -115,7 +115,7 @@ func ExportFile(src, dst string, force bool) (ExportResult, error) {
 		return res, err
 	}
 	if err := os.Rename(tmp.Name(), dst); err != nil {
-		return res, fmt.Errorf("%s: %v", dst, err)
+		return res, fmt.Errorf("%s: %w", dst, err)
 	}
 	res.Output = dst
 	return res, nil

@@ -57,14 +57,18 @@ const (
 	Unknown Format = "unknown"
 )
 
+// formatNames names the formats no converter registers (converters name
+// their own).
 var formatNames = map[Format]string{
-	Pi: "pi/OpenClaw session JSONL", Zstd: "zstd-compressed JSONL", ClaudeCode: "Claude Code transcript",
-	Codex: "Codex rollout", CodexLegacy: "Codex rollout (2025 shape)", OpenClawSQLite: "OpenClaw SQLite session store",
+	Pi: "pi/OpenClaw session JSONL", Zstd: "zstd-compressed JSONL", OpenClawSQLite: "OpenClaw SQLite session store",
 	Unknown: "unknown format",
 }
 
 // String is the human name ("Claude Code transcript").
 func (f Format) String() string {
+	if c, ok := converters[f]; ok {
+		return c.name
+	}
 	if n, ok := formatNames[f]; ok {
 		return n
 	}
@@ -267,17 +271,15 @@ type ReadOnlyError struct {
 
 func (e *ReadOnlyError) Error() string {
 	var why, instead string
-	switch e.Format {
-	case OpenClawSQLite:
+	conv, converted := converters[e.Format]
+	switch {
+	case e.Format == OpenClawSQLite:
 		why = "OpenClaw's Gateway owns this database and external tools must not write it"
 		instead = "compact it with OpenClaw itself (/compact in the chat, or the openclaw CLI), or"
-	case ClaudeCode:
-		why = "Claude Code owns this file and does not read pi entries"
-		instead = "compact it in Claude Code (/compact), or"
-	case Codex, CodexLegacy:
-		why = "Codex owns this file and does not read pi entries"
-		instead = "compact it in Codex (/compact), or"
-	case Zstd:
+	case converted:
+		why = conv.owner + " owns this file and does not read pi entries"
+		instead = "compact it in " + conv.owner + " (/compact), or"
+	case e.Format == Zstd:
 		why = "it is a compressed archive"
 		instead = ""
 	default:

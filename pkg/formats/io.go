@@ -135,7 +135,7 @@ func (s *spool) Write(p []byte) (int, error) {
 	if s.file == nil && s.size+int64(len(p)) > int64(spoolMemory) {
 		f, err := os.CreateTemp("", "ctxtool-view-*.jsonl")
 		if err != nil {
-			return 0, fmt.Errorf("temporary file for the converted transcript: %v (set TMPDIR to a writable directory)", err)
+			return 0, fmt.Errorf("temporary file for the converted transcript: %w (set TMPDIR to a writable directory)", err)
 		}
 		os.Remove(f.Name()) // unlinked: nothing is left behind, even after kill -9
 		s.file = f

@@ -21,17 +21,12 @@ type LineConverter struct {
 // NewLineConverter returns a converter for a JSONL format, nil for pi JSONL
 // (which needs none) and for formats that are not line-based.
 func NewLineConverter(f Format) *LineConverter {
-	switch f {
-	case ClaudeCode, Codex, CodexLegacy:
-	default:
+	conv, ok := converters[f]
+	if !ok {
 		return nil
 	}
 	v := &view{out: &spool{}, headerDone: true}
-	c := newConv(f, v)
-	if cc, ok := c.(*ccConv); ok {
-		cc.linewise = true
-	}
-	return &LineConverter{v: v, c: c}
+	return &LineConverter{v: v, c: conv.lines(v)}
 }
 
 // Convert returns the pi lines (without newlines) that source line no
@@ -98,7 +93,7 @@ func Materialize(path string) (*os.File, Format, error) {
 	f = OpenClawSQLite
 	tmp, err := os.CreateTemp("", "ctxtool-recall-*.jsonl")
 	if err != nil {
-		return nil, f, fmt.Errorf("temporary copy of %s: %v (set TMPDIR to a writable directory)", path, err)
+		return nil, f, fmt.Errorf("temporary copy of %s: %w (set TMPDIR to a writable directory)", path, err)
 	}
 	os.Remove(tmp.Name())
 	offset := 0
@@ -155,17 +150,17 @@ func decompressCopy(path string) (*os.File, Format, error) {
 	defer src.Close()
 	dec, err := zstd.NewReader(src, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
 	if err != nil {
-		return nil, "", fmt.Errorf("%s: zstd: %v", path, err)
+		return nil, "", fmt.Errorf("%s: zstd: %w", path, err)
 	}
 	defer dec.Close()
 	tmp, err := os.CreateTemp("", "ctxtool-recall-*.jsonl")
 	if err != nil {
-		return nil, "", fmt.Errorf("temporary copy of %s: %v (set TMPDIR to a writable directory)", path, err)
+		return nil, "", fmt.Errorf("temporary copy of %s: %w (set TMPDIR to a writable directory)", path, err)
 	}
 	os.Remove(tmp.Name())
 	if _, err := io.Copy(tmp, dec); err != nil {
 		tmp.Close()
-		return nil, "", fmt.Errorf("%s: zstd: %v (is the file complete?)", path, err)
+		return nil, "", fmt.Errorf("%s: zstd: %w (is the file complete?)", path, err)
 	}
 	sn, err := Sniff(io.NewSectionReader(tmp, 0, sniffLimit))
 	if err != nil {

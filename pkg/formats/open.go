@@ -18,18 +18,6 @@ type lineConv interface {
 	finish() error
 }
 
-func newConv(f Format, v *view) lineConv {
-	switch f {
-	case ClaudeCode:
-		return newCCConv(v)
-	case Codex:
-		return newCodexConv(v, false)
-	case CodexLegacy:
-		return newCodexConv(v, true)
-	}
-	return nil
-}
-
 // Open translates the transcript at path to a pi view. It returns (nil,
 // nil) for pi JSONL, which pkg/transcript reads itself, and an
 // *UnknownFormatError for files that are no transcript ctxtool knows.
@@ -56,7 +44,7 @@ func open(path string, sink func(*Produced), lazy bool) (*View, error) {
 	defer f.Close()
 	sn, err := Sniff(io.LimitReader(f, sniffLimit))
 	if err != nil {
-		return nil, fmt.Errorf("%s: read: %v", path, err)
+		return nil, fmt.Errorf("%s: read: %w", path, err)
 	}
 	if done, err := unconverted(path, sn); done {
 		return nil, err
@@ -76,7 +64,7 @@ func open(path string, sink func(*Produced), lazy bool) (*View, error) {
 		read, err := f.Seek(0, io.SeekCurrent)
 		if err != nil {
 			v.Close()
-			return nil, fmt.Errorf("%s: %v", path, err)
+			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		v.fill = func() (*spool, error) { return refill(path, read) }
 	}
@@ -91,7 +79,7 @@ func refill(path string, n int64) (*spool, error) {
 		err = fmt.Errorf("no longer a regular file")
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: read again: %v", path, err)
+		return nil, fmt.Errorf("%s: read again: %w", path, err)
 	}
 	defer f.Close()
 	v, err := OpenReader(path, io.LimitReader(f, n), nil)
@@ -116,14 +104,14 @@ func openReader(name string, r io.Reader, sink func(*Produced), lazy bool) (*Vie
 	lr := takeLineReader(r)
 	head, err := lr.peek(4)
 	if err != nil {
-		return nil, fmt.Errorf("%s: read: %v", name, err)
+		return nil, fmt.Errorf("%s: read: %w", name, err)
 	}
 	if bytes.HasPrefix(head, zstdMagic) {
 		return openZstd(name, lr.br, sink, lazy) // the decoder keeps lr.br: not released
 	}
 	f, replay, err := sniffLines(lr)
 	if err != nil {
-		return nil, fmt.Errorf("%s: read: %v", name, err)
+		return nil, fmt.Errorf("%s: read: %w", name, err)
 	}
 	if done, err := unconverted(name, f); done {
 		lr.release()
@@ -181,13 +169,7 @@ func convert(name string, f Format, lr *lineReader, replay [][]byte, sink func(*
 	v.w.skip = measure
 	r := io.MultiReader(bytes.NewReader(bytes.Join(append(replay, nil), []byte{'\n'})), lr.rest())
 	c := newConv(f, v)
-	var err error
-	switch c := c.(type) { // the record type is each converter's own
-	case *ccConv:
-		err = convertLines(c, r)
-	case *cxConv:
-		err = convertLines(c, r)
-	}
+	err := converters[f].convert(c, r)
 	if err == nil {
 		err = c.finish()
 	}
@@ -198,7 +180,7 @@ func convert(name string, f Format, lr *lineReader, replay [][]byte, sink func(*
 	if err != nil {
 		v.stopOut()
 		v.out.Close()
-		return nil, fmt.Errorf("%s: %v", name, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return view, nil
 }
@@ -210,13 +192,13 @@ func convert(name string, f Format, lr *lineReader, replay [][]byte, sink func(*
 func openZstd(name string, r io.Reader, sink func(*Produced), lazy bool) (*View, error) {
 	dec, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
 	if err != nil {
-		return nil, fmt.Errorf("%s: zstd: %v", name, err)
+		return nil, fmt.Errorf("%s: zstd: %w", name, err)
 	}
 	defer dec.Close()
 	lr := newLineReader(dec)
 	sn, replay, err := sniffLines(lr)
 	if err != nil {
-		return nil, fmt.Errorf("%s: zstd: %v (is the file complete?)", name, err)
+		return nil, fmt.Errorf("%s: zstd: %w (is the file complete?)", name, err)
 	}
 	var v *View
 	switch {
@@ -311,7 +293,7 @@ func spoolLines(name string, lr *lineReader, replay [][]byte, put func(v *view, 
 				return v.finishOut()
 			}
 			if err != nil {
-				return fmt.Errorf("%s: zstd: %v (is the file complete?)", name, err)
+				return fmt.Errorf("%s: zstd: %w (is the file complete?)", name, err)
 			}
 			no++
 			if err := put(v, no, l); err != nil {

@@ -92,7 +92,7 @@ func convertLines[R any](c batchConv[R], r io.Reader) error {
 		return err
 	}
 	if readErr != nil {
-		return fmt.Errorf("read: %v", readErr)
+		return fmt.Errorf("read: %w", readErr)
 	}
 	// The reader is done and c holds nothing of the batches handed back:
 	// their buffers serve the next file.

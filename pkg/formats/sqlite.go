@@ -120,7 +120,7 @@ func openDB(path string) (*sql.DB, error) {
 func ListStore(path string) ([]StoreSession, error) {
 	db, err := openDB(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	defer db.Close()
 	return listStore(db, path)
@@ -136,7 +136,7 @@ func listStore(db *sql.DB, path string) ([]StoreSession, error) {
 		if strings.Contains(err.Error(), "no such table") {
 			return nil, fmt.Errorf("%s: an SQLite database without OpenClaw's session tables (session_nodes, transcript_events): not an OpenClaw session store", path)
 		}
-		return nil, fmt.Errorf("%s: %v", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	defer rows.Close()
 	var out []StoreSession
@@ -144,16 +144,16 @@ func listStore(db *sql.DB, path string) ([]StoreSession, error) {
 		var s StoreSession
 		var sid sql.NullString
 		if err := rows.Scan(&s.Key, &sid, &s.Events); err != nil {
-			return nil, fmt.Errorf("%s: %v", path, err)
+			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		s.SessionID = sid.String
 		out = append(out, s)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %v", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if err := addColdArchives(ctx, db, path, out); err != nil {
-		return nil, fmt.Errorf("%s: %v", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return out, nil
 }
@@ -237,7 +237,7 @@ func coldArchiveBytes(ctx context.Context, db *sql.DB, s *StoreSession) ([]byte,
 func openStore(dbPath, key, name string) (*View, error) {
 	db, err := openDB(dbPath)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", dbPath, err)
+		return nil, fmt.Errorf("%s: %w", dbPath, err)
 	}
 	defer db.Close()
 	sessions, err := listStore(db, dbPath)
@@ -296,7 +296,7 @@ func readSession(db *sql.DB, sess *StoreSession, name string) (*View, error) {
 	r := &storeReader{v: &view{out: &spool{}}, sess: sess}
 	fail := func(err error) (*View, error) {
 		r.v.out.Close()
-		return nil, fmt.Errorf("%s: %v", name, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	after := -1
 	if sess.cold != nil {
@@ -322,7 +322,7 @@ func readSession(db *sql.DB, sess *StoreSession, name string) (*View, error) {
 		line := []byte(js.String)
 		if !js.Valid {
 			if buf, err = dec.DecodeAll(z, buf[:0]); err != nil {
-				return fail(fmt.Errorf("seq %d: event_zstd: %v", seq, err))
+				return fail(fmt.Errorf("seq %d: event_zstd: %w", seq, err))
 			}
 			line = buf
 		}
@@ -384,11 +384,11 @@ func (r *storeReader) readCold(ctx context.Context, db *sql.DB) error {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("cold archive of session %s: zstd: %v", r.sess.Key, err)
+			return fmt.Errorf("cold archive of session %s: zstd: %w", r.sess.Key, err)
 		}
 		seq, ev, ok, err := coldRecord(line)
 		if err != nil {
-			return fmt.Errorf("cold archive of session %s: line %d: %v", r.sess.Key, no, err)
+			return fmt.Errorf("cold archive of session %s: line %d: %w", r.sess.Key, no, err)
 		}
 		if ok {
 			if err := r.event(seq, ev); err != nil {

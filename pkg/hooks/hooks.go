@@ -215,7 +215,7 @@ func flock(path string, wait time.Duration) (func(), error) {
 		}
 		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
 			f.Close()
-			return nil, fmt.Errorf("%s: another hook of this session holds the lock: %v", path, err)
+			return nil, fmt.Errorf("%s: another hook of this session holds the lock: %w", path, err)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

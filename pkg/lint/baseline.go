@@ -22,7 +22,7 @@ func LoadBaseline(path string) (*Baseline, error) {
 	b := &Baseline{File: path, known: map[string]bool{}}
 	err := baseline.Load(path, "lint", 64<<20, b.sarif, func(n int, f *Finding, err error) error {
 		if err != nil {
-			return fmt.Errorf("--baseline %s:%d: not a lint finding (%v); give the output of `ctxtool lint --json` or `--format sarif`", path, n, err)
+			return fmt.Errorf("--baseline %s:%d: not a lint finding (%w); give the output of `ctxtool lint --json` or `--format sarif`", path, n, err)
 		}
 		if f.Rule != "" { // not a file-level error line ({"file":…,"error":…})
 			b.known[fingerprint(*f)] = true

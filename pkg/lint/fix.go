@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ctxtool/ctxtool/pkg/safefile"
+	"github.com/ctxtool/ctxtool/pkg/sessionwrite"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -62,7 +63,7 @@ func Fix(ctx context.Context, path string, opts FixOptions) (*FixResult, error) 
 	}
 	st, err := os.Stat(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", path, safefile.PathCause(err))
+		return nil, fmt.Errorf("%s: %w", path, safefile.PathCause(err))
 	}
 	if age := now().Sub(st.ModTime()); opts.Idle > 0 && age < opts.Idle {
 		res.Skipped = fmt.Sprintf("written %s ago, less than --idle %s: the agent may still be running (pass --idle 0 to fix anyway)", age.Round(time.Second), opts.Idle)
@@ -89,7 +90,7 @@ func Fix(ctx context.Context, path string, opts FixOptions) (*FixResult, error) 
 		for _, b := range m.ToolCalls() {
 			names[b.ID] = b.Name
 		}
-		w := s.NewWriter()
+		w := sessionwrite.NewWriter(s)
 		w.Now = now
 		var lines [][]byte
 		for _, id := range ids {
@@ -103,7 +104,7 @@ func Fix(ctx context.Context, path string, opts FixOptions) (*FixResult, error) 
 		}
 		return lines, nil
 	}
-	err = transcript.Update(ctx, path, transcript.UpdateOptions{Wait: opts.Wait, DryRun: opts.DryRun, FinalNewline: true}, plan)
+	err = sessionwrite.Update(ctx, path, sessionwrite.UpdateOptions{Wait: opts.Wait, DryRun: opts.DryRun, FinalNewline: true}, plan)
 	if err != nil {
 		return nil, err
 	}

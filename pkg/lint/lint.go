@@ -88,7 +88,7 @@ func File(path string, opts *Options) (*Report, error) {
 	}
 	st, err := os.Stat(onDisk)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", path, safefile.PathCause(err))
+		return nil, fmt.Errorf("%s: %w", path, safefile.PathCause(err))
 	}
 	if st.IsDir() {
 		return nil, fmt.Errorf("%s: is a directory (lint walks directories itself: pass it as an argument, not a file)", path)
@@ -125,7 +125,7 @@ func File(path string, opts *Options) (*Report, error) {
 		defer s.Close()
 	}
 	if scan.err != nil {
-		return nil, fmt.Errorf("%s: read: %v", path, scan.err)
+		return nil, fmt.Errorf("%s: read: %w", path, scan.err)
 	}
 	return lint(path, s, loadErr, &scan, opts)
 }
@@ -140,10 +140,10 @@ func stdin(opts *Options) (*Report, error) {
 	defer f.Close()
 	scan := scanContent(f)
 	if scan.err != nil {
-		return nil, fmt.Errorf("stdin: read: %v", scan.err)
+		return nil, fmt.Errorf("stdin: read: %w", scan.err)
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return nil, fmt.Errorf("stdin: %v", err)
+		return nil, fmt.Errorf("stdin: %w", err)
 	}
 	s, loadErr := transcript.LoadOpen("-", f, size)
 	if s != nil {

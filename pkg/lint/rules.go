@@ -263,7 +263,7 @@ func ApplySeverities(rs *RuleSet, spec string) error {
 		}
 		sev, err := ParseSeverity(level)
 		if err != nil {
-			return fmt.Errorf("%s: %v", strings.TrimSpace(id), err)
+			return fmt.Errorf("%s: %w", strings.TrimSpace(id), err)
 		}
 		if err := rs.SetSeverity(strings.TrimSpace(id), sev); err != nil {
 			return err

@@ -420,7 +420,7 @@ func (c *Client) deadlineErr(err, last error) error {
 		msg = "overall deadline reached (llm.deadline)"
 	}
 	if last != nil {
-		return fmt.Errorf("%s: %s; last error: %v", c.cfg.Model, msg, last)
+		return fmt.Errorf("%s: %s; last error: %w", c.cfg.Model, msg, last)
 	}
 	return fmt.Errorf("%s: %s", c.cfg.Model, msg)
 }
@@ -435,7 +435,7 @@ func describe(cfg Config, err error, status int) error {
 	case status == http.StatusBadRequest:
 		hint = " (the endpoint rejected the request; check the model (--llm-model / llm.model) and its context size)"
 	}
-	return fmt.Errorf("%s at %s: %v%s", cfg.Model, cfg.BaseURL, err, hint)
+	return fmt.Errorf("%s at %s: %w%s", cfg.Model, cfg.BaseURL, err, hint)
 }
 
 func statusOf(err error) int {

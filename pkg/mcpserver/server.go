@@ -149,7 +149,7 @@ func (s *Server) search(ctx context.Context, _ *mcp.CallToolRequest, in SearchIn
 	n = min(n, MaxResults)
 	ix, err := s.index()
 	if err != nil {
-		return nil, SearchOut{}, fmt.Errorf("recall index: %v (run 'ctxtool index ~/.claude/projects ~/.codex/sessions' first)", err)
+		return nil, SearchOut{}, fmt.Errorf("recall index: %w (run 'ctxtool index ~/.claude/projects ~/.codex/sessions' first)", err)
 	}
 	project := ""
 	if in.AllProjects && !s.o.AllProjects {
@@ -330,7 +330,7 @@ func (s *Server) claudeSession(want string) (id, path string, err error) {
 	}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return "", "", fmt.Errorf("no Claude Code sessions for %s (%v)", s.o.Cwd, err)
+		return "", "", fmt.Errorf("no Claude Code sessions for %s (%w)", s.o.Cwd, err)
 	}
 	var best string
 	var bestMod int64
@@ -420,7 +420,7 @@ func (s *Server) checkpoint(_ context.Context, _ *mcp.CallToolRequest, in Sessio
 	store := &checkpoint.Store{StateDir: s.o.StateDir}
 	cp, _, err := store.Latest(hooks.SessionKey(agent, id))
 	if err != nil {
-		return nil, CheckpointOut{}, fmt.Errorf("no checkpoint of session %s yet (one is taken at each compaction; 'ctxtool checkpoint FILE' takes one now): %v", id, err)
+		return nil, CheckpointOut{}, fmt.Errorf("no checkpoint of session %s yet (one is taken at each compaction; 'ctxtool checkpoint FILE' takes one now): %w", id, err)
 	}
 	out := CheckpointOut{Session: id, ID: cp.Meta.CheckpointID, Text: checkpoint.Render(cp, checkpoint.RenderOptions{})}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: out.Text}}}, out, nil

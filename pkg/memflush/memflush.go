@@ -38,6 +38,7 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/checkpoint"
 	"github.com/ctxtool/ctxtool/pkg/compaction"
 	"github.com/ctxtool/ctxtool/pkg/estimate"
+	"github.com/ctxtool/ctxtool/pkg/filelock"
 	"github.com/ctxtool/ctxtool/pkg/llm"
 	"github.com/ctxtool/ctxtool/pkg/models"
 	"github.com/ctxtool/ctxtool/pkg/safefile"
@@ -205,9 +206,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	// state directory: there is no cycle to read and no flush to race.
 	if _, err := os.Stat(filepath.Dir(f.statePath)); !o.DryRun || err == nil {
 		if err := os.MkdirAll(filepath.Dir(f.statePath), 0o700); err != nil {
-			return nil, fmt.Errorf("state directory %s: %v", filepath.Dir(f.statePath), err)
+			return nil, fmt.Errorf("state directory %s: %w", filepath.Dir(f.statePath), err)
 		}
-		lock, err := transcript.AcquireLock(ctx, f.statePath, cmp.Or(o.Wait, defaultLockWait))
+		lock, err := filelock.Acquire(ctx, f.statePath, cmp.Or(o.Wait, defaultLockWait))
 		if err != nil {
 			return nil, err
 		}
@@ -370,7 +371,7 @@ func (f *flush) writeNotes(ctx context.Context, region []*transcript.Entry, now 
 	}
 	if !o.DryRun {
 		if err := os.MkdirAll(filepath.Dir(res.MemoryFile), 0o755); err != nil {
-			return fmt.Errorf("memory directory %s: %v (check the workspace's permissions)", filepath.Dir(res.MemoryFile), err)
+			return fmt.Errorf("memory directory %s: %w (check the workspace's permissions)", filepath.Dir(res.MemoryFile), err)
 		}
 	}
 	written, dups, err := appendNotes(ctx, res.MemoryFile, notes, heading(res.SessionKey, now), o.DryRun, o.Wait)
@@ -422,10 +423,10 @@ func readState(path string) (state, error) {
 		return st, nil
 	}
 	if err != nil {
-		return st, fmt.Errorf("%s: %v", path, err)
+		return st, fmt.Errorf("%s: %w", path, err)
 	}
 	if err := json.Unmarshal(data, &st); err != nil {
-		return st, fmt.Errorf("%s: %v (delete it to start the flush cycle afresh)", path, err)
+		return st, fmt.Errorf("%s: %w (delete it to start the flush cycle afresh)", path, err)
 	}
 	return st, nil
 }
@@ -437,7 +438,7 @@ func writeState(path string, st state) error {
 		return err
 	}
 	if err := safefile.WriteFile(path, append(data, '\n'), 0o600); err != nil {
-		return fmt.Errorf("state %s: %v", path, err)
+		return fmt.Errorf("state %s: %w", path, err)
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ctxtool/ctxtool/pkg/compaction"
 	"github.com/ctxtool/ctxtool/pkg/facts"
+	"github.com/ctxtool/ctxtool/pkg/filelock"
 	"github.com/ctxtool/ctxtool/pkg/llm"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
@@ -143,7 +144,7 @@ func appendNotes(ctx context.Context, path string, notes []note, heading string,
 		wait = defaultLockWait
 	}
 	if !dryRun {
-		lock, err := transcript.AcquireLock(ctx, path, wait)
+		lock, err := filelock.Acquire(ctx, path, wait)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -151,7 +152,7 @@ func appendNotes(ctx context.Context, path string, notes []note, heading string,
 	}
 	existing, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, 0, fmt.Errorf("memory file %s: %v", path, err)
+		return nil, 0, fmt.Errorf("memory file %s: %w", path, err)
 	}
 	have := facts.NewCorpus(string(existing))
 	var lines []string
@@ -179,15 +180,15 @@ func appendNotes(ctx context.Context, path string, notes []note, heading string,
 	b.WriteString(strings.Join(lines, "\n") + "\n")
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
-		return nil, 0, fmt.Errorf("memory file %s: %v (check the workspace's permissions)", path, err)
+		return nil, 0, fmt.Errorf("memory file %s: %w (check the workspace's permissions)", path, err)
 	}
 	if _, err := f.WriteString(b.String()); err != nil {
 		f.Close()
-		return nil, 0, fmt.Errorf("memory file %s: append failed: %v", path, err)
+		return nil, 0, fmt.Errorf("memory file %s: append failed: %w", path, err)
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
-		return nil, 0, fmt.Errorf("memory file %s: fsync: %v", path, err)
+		return nil, 0, fmt.Errorf("memory file %s: fsync: %w", path, err)
 	}
 	if err := f.Close(); err != nil {
 		return nil, 0, err

@@ -21,8 +21,9 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/ctxtool/ctxtool/pkg/filelock"
 	"github.com/ctxtool/ctxtool/pkg/safefile"
-	"github.com/ctxtool/ctxtool/pkg/transcript"
+	"github.com/ctxtool/ctxtool/pkg/sessionwrite"
 )
 
 // An archive is one zstd frame holding the session's bytes, followed by a
@@ -155,11 +156,11 @@ type ArchiveOptions struct {
 }
 
 // DefaultSettle and DefaultHoldWait: see ArchiveOptions. The settle time
-// is Rewrite's (transcript.DefaultSettle): pi opens the file by path for
+// is Rewrite's (sessionwrite.DefaultSettle): pi opens the file by path for
 // every append, so only an open made just before the move can still write
 // to it, and /proc shows who holds it open meanwhile.
 const (
-	DefaultSettle   = transcript.DefaultSettle
+	DefaultSettle   = sessionwrite.DefaultSettle
 	DefaultHoldWait = 5 * time.Second
 )
 
@@ -192,7 +193,7 @@ func Archive(ctx context.Context, path, dest string, opts ArchiveOptions) (*Info
 	}
 	lst, err := os.Lstat(abs)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", path, safefile.PathCause(err))
+		return nil, fmt.Errorf("%s: %w", path, safefile.PathCause(err))
 	}
 	if lst.Mode()&os.ModeSymlink != 0 {
 		return nil, &Skip{File: path, Reason: "a symbolic link: archive the file it points to"}
@@ -200,9 +201,9 @@ func Archive(ctx context.Context, path, dest string, opts ArchiveOptions) (*Info
 	if err := safefile.CheckRegular(path, lst); err != nil {
 		return nil, err
 	}
-	lock, err := transcript.AcquireLock(ctx, abs, 0)
+	lock, err := filelock.Acquire(ctx, abs, 0)
 	if err != nil {
-		var le *transcript.LockedError
+		var le *filelock.LockedError
 		if errors.As(err, &le) {
 			return nil, &Skip{File: path, Reason: "locked: " + le.Error(), Locked: true}
 		}
@@ -212,7 +213,7 @@ func Archive(ctx context.Context, path, dest string, opts ArchiveOptions) (*Info
 
 	st0, err := os.Stat(abs)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", path, safefile.PathCause(err))
+		return nil, fmt.Errorf("%s: %w", path, safefile.PathCause(err))
 	}
 	if s, ok := st0.Sys().(*syscall.Stat_t); ok && s.Nlink > 1 {
 		return nil, &Skip{File: path, Reason: fmt.Sprintf("has %d hard links: removing one name would leave the others; archive a copy", s.Nlink)}
@@ -221,7 +222,7 @@ func Archive(ctx context.Context, path, dest string, opts ArchiveOptions) (*Info
 		return nil, &Skip{File: path, Reason: fmt.Sprintf("written %s ago, within --idle %s: possibly live", age.Round(time.Second), opts.Idle)}
 	}
 	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
-		return nil, fmt.Errorf("%s: cannot create the archive directory: %v", dest, safefile.PathCause(err))
+		return nil, fmt.Errorf("%s: cannot create the archive directory: %w", dest, safefile.PathCause(err))
 	}
 	safefile.SweepOnce(filepath.Dir(dest))
 
@@ -252,7 +253,7 @@ func existing(abs, dest string, st0 os.FileInfo) (*Info, bool, error) {
 	}
 	info, ok, err := ReadInfo(dest)
 	if err != nil {
-		return nil, false, fmt.Errorf("%s: %v", dest, safefile.PathCause(err))
+		return nil, false, fmt.Errorf("%s: %w", dest, safefile.PathCause(err))
 	}
 	if !ok || info.Original != abs {
 		return nil, false, &Skip{File: abs, Reason: fmt.Sprintf("%s already exists and is not an archive of this session: move it away", dest)}
@@ -265,7 +266,7 @@ func existing(abs, dest string, st0 os.FileInfo) (*Info, bool, error) {
 		return nil, false, &Skip{File: abs, Reason: fmt.Sprintf("%s is an archive of an earlier version this file no longer starts with (rewritten since): keep both, or remove one yourself", dest)}
 	}
 	if err := verify(dest, info); err != nil {
-		return nil, false, fmt.Errorf("%s: %v; the original is untouched: remove the archive and run again", dest, err)
+		return nil, false, fmt.Errorf("%s: %w; the original is untouched: remove the archive and run again", dest, err)
 	}
 	if n == st0.Size() {
 		return info, true, nil
@@ -298,7 +299,7 @@ func prefixSum(path string, n int64) (string, int64, error) {
 func compress(abs, dest string, st0 os.FileInfo, opts ArchiveOptions) (*Info, error) {
 	f, err := os.Open(abs)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", abs, safefile.PathCause(err))
+		return nil, fmt.Errorf("%s: %w", abs, safefile.PathCause(err))
 	}
 	defer f.Close()
 	tmp, fail, err := tempFor(dest, st0.Mode().Perm())
@@ -330,7 +331,7 @@ func compress(abs, dest string, st0 os.FileInfo, opts ArchiveOptions) (*Info, er
 		err = cerr
 	}
 	if err != nil {
-		return fail(fmt.Errorf("%s: archiving failed, original untouched: %v", abs, err))
+		return fail(fmt.Errorf("%s: archiving failed, original untouched: %w", abs, err))
 	}
 	if n != st0.Size() {
 		return fail(&Skip{File: abs, Reason: "shrank while being archived (rewritten): left alone"})
@@ -356,11 +357,11 @@ func compress(abs, dest string, st0 os.FileInfo, opts ArchiveOptions) (*Info, er
 	}
 	safefile.CrashPoint("prune-temp-written")
 	if err := verify(name, info); err != nil {
-		return fail(fmt.Errorf("%s: the archive does not decompress to the original (%v); original untouched", abs, err))
+		return fail(fmt.Errorf("%s: the archive does not decompress to the original (%w); original untouched", abs, err))
 	}
 	if info.Blobs != "" {
 		if err := loadsAlike(abs, name); err != nil {
-			return fail(fmt.Errorf("%s: deduplicated, the session would not load as before (%v); original untouched: archive it without --dedupe", abs, err))
+			return fail(fmt.Errorf("%s: deduplicated, the session would not load as before (%w); original untouched: archive it without --dedupe", abs, err))
 		}
 	}
 	// Appended to (or replaced) while we read it: not archived.
@@ -384,7 +385,7 @@ func compress(abs, dest string, st0 os.FileInfo, opts ArchiveOptions) (*Info, er
 func tempFor(target string, perm fs.FileMode) (*os.File, func(error) (*Info, error), error) {
 	tmp, err := safefile.CreateTemp(target, perm)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: cannot create a temp file next to it: %v", target, safefile.PathCause(err))
+		return nil, nil, fmt.Errorf("%s: cannot create a temp file next to it: %w", target, safefile.PathCause(err))
 	}
 	return tmp, func(err error) (*Info, error) {
 		tmp.Close()
@@ -455,7 +456,7 @@ func decompressTo(path string, w io.Writer) (string, int64, error) {
 	h := sha256.New()
 	n, err := io.Copy(io.MultiWriter(w, h), dec)
 	if err != nil {
-		return "", n, fmt.Errorf("zstd: %v", err)
+		return "", n, fmt.Errorf("zstd: %w", err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), n, nil
 }
@@ -528,7 +529,7 @@ func movedName(abs string) string {
 func removeOriginal(abs, dest string, st0 os.FileInfo, opts ArchiveOptions) error {
 	moved := movedName(abs)
 	if err := os.Rename(abs, moved); err != nil {
-		return fmt.Errorf("%s: archived to %s, but the original could not be removed: %v", abs, dest, safefile.PathCause(err))
+		return fmt.Errorf("%s: archived to %s, but the original could not be removed: %w", abs, dest, safefile.PathCause(err))
 	}
 	safefile.SyncDir(filepath.Dir(abs))
 	safefile.CrashPoint("prune-original-moved")
@@ -567,7 +568,7 @@ func quiet(moved string, st0 os.FileInfo, opts ArchiveOptions) bool {
 		if err != nil || !unchanged(st0, st) {
 			return false
 		}
-		pids, _ := transcript.Writers(st)
+		pids, _ := filelock.Writers(st)
 		if len(pids) == 0 && time.Since(start) >= settle {
 			// One more look: a writer writes before it closes.
 			st, err := os.Stat(moved)
@@ -604,15 +605,15 @@ func putBack(moved, abs string, opts ArchiveOptions) error {
 			return os.Remove(moved)
 		}
 		if !errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("%s: cannot put the session back from %s (it is complete there: rename it yourself): %v", abs, moved, safefile.PathCause(err))
+			return fmt.Errorf("%s: cannot put the session back from %s (it is complete there: rename it yourself): %w", abs, moved, safefile.PathCause(err))
 		}
 		late := moved + "-late" + strconv.Itoa(round)
 		if err := os.Rename(abs, late); err != nil {
-			return fmt.Errorf("%s: cannot merge what a writer added into %s: %v", abs, moved, safefile.PathCause(err))
+			return fmt.Errorf("%s: cannot merge what a writer added into %s: %w", abs, moved, safefile.PathCause(err))
 		}
 		n, err := appendFrom(moved, late, 0)
 		if err != nil {
-			return fmt.Errorf("%s: cannot merge %s into %s (both are complete: concatenate them yourself): %v", abs, late, moved, err)
+			return fmt.Errorf("%s: cannot merge %s into %s (both are complete: concatenate them yourself): %w", abs, late, moved, err)
 		}
 		lates = append(lates, lateFile{late, n})
 	}
@@ -628,7 +629,7 @@ func putBack(moved, abs string, opts ArchiveOptions) error {
 			waitClosed(l.name, st, opts)
 		}
 		if _, err := appendFrom(abs, l.name, l.used); err != nil {
-			return fmt.Errorf("%s: cannot append the last lines of %s (append them yourself): %v", abs, l.name, err)
+			return fmt.Errorf("%s: cannot append the last lines of %s (append them yourself): %w", abs, l.name, err)
 		}
 		os.Remove(l.name)
 	}
@@ -733,7 +734,7 @@ func Recover(roots []string) ([]string, error) {
 		// a stale lock beside the archive: taking it over (only when its
 		// holder is dead) and releasing it removes it.
 		for _, session := range orphanLocks {
-			if l, err := transcript.AcquireLock(context.Background(), session, 0); err == nil {
+			if l, err := filelock.Acquire(context.Background(), session, 0); err == nil {
 				l.Release()
 			}
 		}
@@ -752,7 +753,7 @@ func recoverOne(moved, abs string, lates []string) error {
 	}
 	for _, l := range lates {
 		if err := mergeLines(target, l); err != nil {
-			return fmt.Errorf("%s: cannot merge %s into %s (append its lines yourself): %v", abs, l, target, err)
+			return fmt.Errorf("%s: cannot merge %s into %s (append its lines yourself): %w", abs, l, target, err)
 		}
 	}
 	if target == abs {

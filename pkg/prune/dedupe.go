@@ -101,7 +101,7 @@ func Rehydrate(data []byte, store string) ([]byte, error) {
 func readBlob(store, h string) ([]byte, error) {
 	b, err := os.ReadFile(filepath.Join(store, h))
 	if err != nil {
-		return nil, fmt.Errorf("image store %s: %v (the archive's images are there: restore the directory)", store, safefile.PathCause(err))
+		return nil, fmt.Errorf("image store %s: %w (the archive's images are there: restore the directory)", store, safefile.PathCause(err))
 	}
 	if s := sha256.Sum256(b); hex.EncodeToString(s[:]) != h {
 		return nil, fmt.Errorf("image store %s: %s is damaged (its sha256 differs)", store, h)
@@ -114,7 +114,7 @@ func readBlob(store, h string) ([]byte, error) {
 // rewritten; a damaged one is replaced.
 func putBlobs(store string, blobs map[string][]byte) (int64, error) {
 	if err := os.MkdirAll(store, 0o755); err != nil {
-		return 0, fmt.Errorf("image store %s: %v", store, safefile.PathCause(err))
+		return 0, fmt.Errorf("image store %s: %w", store, safefile.PathCause(err))
 	}
 	safefile.SweepOnce(store)
 	var added int64
@@ -126,7 +126,7 @@ func putBlobs(store string, blobs map[string][]byte) (int64, error) {
 			return added, serr
 		}
 		if err := safefile.WriteFile(p, b, 0o644); err != nil {
-			return added, fmt.Errorf("image store %s: %v", store, err)
+			return added, fmt.Errorf("image store %s: %w", store, err)
 		}
 		added += int64(len(b))
 	}

@@ -23,10 +23,10 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/ctxtool/ctxtool/pkg/filelock"
 	"github.com/ctxtool/ctxtool/pkg/formats"
 	"github.com/ctxtool/ctxtool/pkg/sessionstore"
 	"github.com/ctxtool/ctxtool/pkg/sources"
-	"github.com/ctxtool/ctxtool/pkg/transcript"
 	"github.com/ctxtool/ctxtool/pkg/walk"
 )
 
@@ -278,7 +278,7 @@ func current(path string) string {
 }
 
 func lockHeld(path string) bool {
-	_, err := os.Stat(transcript.LockPath(path))
+	_, err := os.Stat(filelock.Path(path))
 	return err == nil
 }
 

@@ -8,8 +8,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/ctxtool/ctxtool/pkg/filelock"
 	"github.com/ctxtool/ctxtool/pkg/safefile"
-	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 // Unarchive restores the session an archive holds to the path it was
@@ -21,7 +21,7 @@ import (
 func Unarchive(ctx context.Context, archive, to string) (*Info, error) {
 	info, ok, err := ReadInfo(archive)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", archive, safefile.PathCause(err))
+		return nil, fmt.Errorf("%s: %w", archive, safefile.PathCause(err))
 	}
 	if !ok {
 		return nil, fmt.Errorf("%s: not an archive ctxtool prune wrote (no ctxtool footer); decompress it with `zstd -d` if it is zstd", archive)
@@ -31,9 +31,9 @@ func Unarchive(ctx context.Context, archive, to string) (*Info, error) {
 		target = to
 	}
 	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-		return nil, fmt.Errorf("%s: %v", target, safefile.PathCause(err))
+		return nil, fmt.Errorf("%s: %w", target, safefile.PathCause(err))
 	}
-	lock, err := transcript.AcquireLock(ctx, target, 0)
+	lock, err := filelock.Acquire(ctx, target, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -62,14 +62,14 @@ func Unarchive(ctx context.Context, archive, to string) (*Info, error) {
 	if info.Blobs != "" {
 		data, err := restored(archive, info)
 		if err != nil {
-			return fail(fmt.Errorf("%s: %v; nothing restored", archive, err))
+			return fail(fmt.Errorf("%s: %w; nothing restored", archive, err))
 		}
 		if _, err := tmp.Write(data); err != nil {
 			return fail(err)
 		}
 		sum, n = info.SHA256, int64(len(data))
 	} else if sum, n, err = decompressTo(archive, tmp); err != nil {
-		return fail(fmt.Errorf("%s: %v", archive, err))
+		return fail(fmt.Errorf("%s: %w", archive, err))
 	}
 	if n != info.Size || sum != info.SHA256 {
 		return fail(fmt.Errorf("%s: decompresses to %d bytes with sha256 %s, but the session archived had %d bytes with sha256 %s: the archive is damaged; nothing restored", archive, n, sum, info.Size, info.SHA256))
@@ -88,7 +88,7 @@ func Unarchive(ctx context.Context, archive, to string) (*Info, error) {
 	}
 	safefile.CrashPoint("unarchive-temp-written")
 	if err := os.Link(name, target); err != nil {
-		return fail(fmt.Errorf("%s: %v", target, safefile.PathCause(err)))
+		return fail(fmt.Errorf("%s: %w", target, safefile.PathCause(err)))
 	}
 	os.Remove(name)
 	safefile.SyncDir(filepath.Dir(target))
@@ -98,7 +98,7 @@ func Unarchive(ctx context.Context, archive, to string) (*Info, error) {
 
 func removeArchive(archive string) error {
 	if err := os.Remove(archive); err != nil {
-		return fmt.Errorf("%s: restored, but the archive could not be removed: %v", archive, safefile.PathCause(err))
+		return fmt.Errorf("%s: restored, but the archive could not be removed: %w", archive, safefile.PathCause(err))
 	}
 	safefile.SyncDir(filepath.Dir(archive))
 	return nil

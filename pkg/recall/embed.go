@@ -57,7 +57,7 @@ func NewOpenAIEmbedder(c EmbedderConfig) (*OpenAIEmbedder, error) {
 	cl, err := llm.New(llm.Config{BaseURL: c.BaseURL, Model: c.Model, APIKey: c.APIKey, Timeout: c.Timeout,
 		MaxRetries: c.MaxRetries, MinBackoff: c.Backoff})
 	if err != nil {
-		return nil, fmt.Errorf("recall: %v", err)
+		return nil, fmt.Errorf("recall: %w", err)
 	}
 	return &OpenAIEmbedder{client: cl, batchSize: c.BatchSize}, nil
 }
@@ -71,7 +71,7 @@ func (e *OpenAIEmbedder) Embed(ctx context.Context, texts []string) ([][]float32
 	for i := 0; i < len(texts); i += e.batchSize {
 		vecs, err := e.client.Embed(ctx, texts[i:min(i+e.batchSize, len(texts))])
 		if err != nil {
-			return nil, fmt.Errorf("recall: embeddings: %v (check llm.baseURL, llm.apiKey / OPENAI_API_KEY and llm.embeddingModel)", err)
+			return nil, fmt.Errorf("recall: embeddings: %w (check llm.baseURL, llm.apiKey / OPENAI_API_KEY and llm.embeddingModel)", err)
 		}
 		out = append(out, vecs...)
 	}

@@ -79,7 +79,7 @@ type fileRow struct {
 func absPath(p string) (string, error) {
 	a, err := filepath.Abs(p)
 	if err != nil {
-		return "", fmt.Errorf("recall: %s: %v", p, err)
+		return "", fmt.Errorf("recall: %s: %w", p, err)
 	}
 	return filepath.Clean(a), nil
 }
@@ -175,12 +175,12 @@ func (ix *Index) Covered(path string) (bool, error) {
 	}
 	f, err := os.Open(abs)
 	if err != nil {
-		return false, fmt.Errorf("recall: %v", err)
+		return false, fmt.Errorf("recall: %w", err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return false, fmt.Errorf("recall: %v", err)
+		return false, fmt.Errorf("recall: %w", err)
 	}
 	row, err := ix.st.fileRow(context.Background(), abs)
 	if err != nil || row == nil {
@@ -188,7 +188,7 @@ func (ix *Index) Covered(path string) (bool, error) {
 	}
 	mode, err := plan(f, fi.Size(), row)
 	if err != nil {
-		return false, fmt.Errorf("recall: read %s: %v", abs, err)
+		return false, fmt.Errorf("recall: read %s: %w", abs, err)
 	}
 	return mode == ModeUnchanged, nil
 }
@@ -295,7 +295,7 @@ func (lr lineReader) next(at int64) (l []byte, n int, oversized bool, err error)
 			return nil, 0, false, io.EOF
 		}
 		if err != nil {
-			return nil, 0, false, fmt.Errorf("recall: read %s: %v", lr.f.Name(), err)
+			return nil, 0, false, fmt.Errorf("recall: read %s: %w", lr.f.Name(), err)
 		}
 		l, n = part, len(part)
 		if !isLong {
@@ -313,7 +313,7 @@ func (lr lineReader) next(at int64) (l []byte, n int, oversized bool, err error)
 		}
 		l = make([]byte, n)
 		if _, err := lr.f.ReadAt(l, at); err != nil {
-			return nil, 0, false, fmt.Errorf("recall: read %s: %v", lr.f.Name(), err)
+			return nil, 0, false, fmt.Errorf("recall: read %s: %w", lr.f.Name(), err)
 		}
 		return l, n, false, nil
 	}
@@ -590,7 +590,7 @@ func openIndexable(abs string) (source, error) {
 	}
 	src, err := openSource(abs)
 	if err != nil {
-		return source{}, fmt.Errorf("recall: %v", err)
+		return source{}, fmt.Errorf("recall: %w", err)
 	}
 	return src, nil
 }
@@ -599,13 +599,13 @@ func openIndexable(abs string) (source, error) {
 // fi is the file as the plan saw it.
 func (ix *Index) planFile(ctx context.Context, f *os.File, abs string) (row *fileRow, mode string, fi os.FileInfo, err error) {
 	if fi, err = f.Stat(); err != nil {
-		return nil, "", nil, fmt.Errorf("recall: %v", err)
+		return nil, "", nil, fmt.Errorf("recall: %w", err)
 	}
 	if row, err = ix.st.fileRow(ctx, abs); err != nil {
 		return nil, "", nil, err
 	}
 	if mode, err = plan(f, fi.Size(), row); err != nil {
-		return nil, "", nil, fmt.Errorf("recall: read %s: %v", abs, err)
+		return nil, "", nil, fmt.Errorf("recall: read %s: %w", abs, err)
 	}
 	return row, mode, fi, nil
 }
@@ -617,7 +617,7 @@ func (ix *Index) indexFile(ctx context.Context, w writer, o *opened, st *Stats) 
 	f, abs := o.f, st.File
 	fi, err := f.Stat()
 	if err != nil {
-		return 0, fmt.Errorf("recall: %v", err)
+		return 0, fmt.Errorf("recall: %w", err)
 	}
 	row, err := w.fileRow(ctx, abs)
 	if err != nil {
@@ -625,7 +625,7 @@ func (ix *Index) indexFile(ctx context.Context, w writer, o *opened, st *Stats) 
 	}
 	mode, err := plan(f, fi.Size(), row)
 	if err != nil {
-		return 0, fmt.Errorf("recall: read %s: %v", abs, err)
+		return 0, fmt.Errorf("recall: read %s: %w", abs, err)
 	}
 	if mode == ModeUnchanged {
 		st.Mode, st.Skipped, st.Lines = ModeUnchanged, "unchanged", row.lines
@@ -647,7 +647,7 @@ func (ix *Index) indexFile(ctx context.Context, w writer, o *opened, st *Stats) 
 	}
 	nr, err := indexedRow(f, fi, res, from.malformed)
 	if err != nil {
-		return 0, fmt.Errorf("recall: read %s: %v", abs, err)
+		return 0, fmt.Errorf("recall: read %s: %w", abs, err)
 	}
 	if mode == ModeAppend && row != nil {
 		nr.agent, nr.project = row.agent, row.project

@@ -107,7 +107,7 @@ func openPostgres(ctx context.Context, raw, schema string) (*pgStore, error) {
 	s := &pgStore{loc: redactURL(raw), schema: schema}
 	cfg, err := pgxpool.ParseConfig(raw)
 	if err != nil {
-		return nil, fmt.Errorf("recall: %s: %v (give a URL like postgres://user:password@host:5432/db)", s.loc, err)
+		return nil, fmt.Errorf("recall: %s: %w (give a URL like postgres://user:password@host:5432/db)", s.loc, err)
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = 10 * time.Second
@@ -141,13 +141,13 @@ func (s *pgStore) err(op string, err error) error {
 	if errors.As(err, &pe) {
 		switch {
 		case pe.Code == "53100": // disk_full
-			return &StoreError{Index: s.loc, Err: fmt.Errorf("%s: %v", op, err), Remedy: "free space on the database server, then run 'ctxtool index' again"}
+			return &StoreError{Index: s.loc, Err: fmt.Errorf("%s: %w", op, err), Remedy: "free space on the database server, then run 'ctxtool index' again"}
 		case strings.HasPrefix(pe.Code, "XX"), pe.Code == "58030": // internal error, data corrupted, io_error
-			return &StoreError{Index: s.loc, Err: fmt.Errorf("%s: %v", op, err), Remedy: "check the database server's log; 'ctxtool index --rebuild PATH...' recreates the recall tables"}
+			return &StoreError{Index: s.loc, Err: fmt.Errorf("%s: %w", op, err), Remedy: "check the database server's log; 'ctxtool index --rebuild PATH...' recreates the recall tables"}
 		case pe.Code == "42501": // insufficient_privilege
-			return &StoreError{Index: s.loc, Err: fmt.Errorf("%s: %v", op, err), Remedy: "the user needs CREATE on the database (for the tables and the pg_trgm extension) and write access to the ctxtool_recall_* tables"}
+			return &StoreError{Index: s.loc, Err: fmt.Errorf("%s: %w", op, err), Remedy: "the user needs CREATE on the database (for the tables and the pg_trgm extension) and write access to the ctxtool_recall_* tables"}
 		}
-		return fmt.Errorf("recall: %s %s: %v", op, s.loc, err)
+		return fmt.Errorf("recall: %s %s: %w", op, s.loc, err)
 	}
 	// Unreachable or dropped, told by type: a failed connection attempt
 	// (ConnectError wraps refused dials, TLS and startup failures), a
@@ -155,9 +155,9 @@ func (s *pgStore) err(op string, err error) error {
 	var ce *pgconn.ConnectError
 	if pgconn.SafeToRetry(err) || pgconn.Timeout(err) || errors.As(err, &ce) || errors.Is(err, syscall.ECONNREFUSED) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, net.ErrClosed) {
-		return &StoreError{Index: s.loc, Err: fmt.Errorf("%s: %v", op, err), Remedy: "check that the server is running and reachable and the URL (recall.url / --index) is right"}
+		return &StoreError{Index: s.loc, Err: fmt.Errorf("%s: %w", op, err), Remedy: "check that the server is running and reachable and the URL (recall.url / --index) is right"}
 	}
-	return fmt.Errorf("recall: %s %s: %v", op, s.loc, err)
+	return fmt.Errorf("recall: %s %s: %w", op, s.loc, err)
 }
 
 func (s *pgStore) migrate(ctx context.Context) error {
@@ -676,7 +676,7 @@ func (s *pgStore) estimatedMatches(ctx context.Context, lit string) (int64, erro
 		} `json:"Plan"`
 	}
 	if err := json.Unmarshal(plan, &out); err != nil || len(out) == 0 {
-		return 0, s.err("search", fmt.Errorf("reading the planner's estimate: %v", err))
+		return 0, s.err("search", fmt.Errorf("reading the planner's estimate: %w", err))
 	}
 	return int64(out[0].Plan.Rows), nil
 }

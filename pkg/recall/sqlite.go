@@ -81,14 +81,14 @@ type sqliteStore struct {
 func openSQLite(dbPath, schema string) (*sqliteStore, error) {
 	// 0700: the index holds transcript text (tool output may carry secrets).
 	if err := os.MkdirAll(filepath.Dir(dbPath), 0o700); err != nil {
-		return nil, fmt.Errorf("recall: create %s: %v (check the state directory's permissions)", filepath.Dir(dbPath), err)
+		return nil, fmt.Errorf("recall: create %s: %w (check the state directory's permissions)", filepath.Dir(dbPath), err)
 	}
 	// 0600: SQLite creates a new file with the umask's mode (0644 as a
 	// rule) and gives its -wal and -shm files the main file's mode.
 	for _, p := range []string{dbPath, ftsPath(dbPath)} {
 		f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
 		if err != nil {
-			return nil, fmt.Errorf("recall: create %s: %v (check the state directory's permissions)", p, err)
+			return nil, fmt.Errorf("recall: create %s: %w (check the state directory's permissions)", p, err)
 		}
 		f.Close()
 	}
@@ -233,19 +233,19 @@ func (s *sqliteStore) err(op string, err error) error {
 		// Primary result codes (the low byte of extended codes).
 		switch se.Code() & 0xff {
 		case 13: // SQLITE_FULL
-			return &StoreError{Index: s.path, Err: fmt.Errorf("%s: the disk is full (%v)", op, err), Remedy: remedyFull}
+			return &StoreError{Index: s.path, Err: fmt.Errorf("%s: the disk is full (%w)", op, err), Remedy: remedyFull}
 		case 11, 26: // SQLITE_CORRUPT, SQLITE_NOTADB
-			return &StoreError{Index: s.path, Err: fmt.Errorf("%s: %v", op, err), Remedy: remedyCorrupt}
+			return &StoreError{Index: s.path, Err: fmt.Errorf("%s: %w", op, err), Remedy: remedyCorrupt}
 		case 10: // SQLITE_IOERR: a full disk often shows as one (e.g. growing the -shm file)
-			return &StoreError{Index: s.path, Err: fmt.Errorf("%s: %v", op, err), Remedy: "free space on its device if it is full; " + remedyIO}
+			return &StoreError{Index: s.path, Err: fmt.Errorf("%s: %w", op, err), Remedy: "free space on its device if it is full; " + remedyIO}
 		case 3, 8, 14: // SQLITE_PERM, SQLITE_READONLY, SQLITE_CANTOPEN
-			return &StoreError{Index: s.path, Err: fmt.Errorf("%s: %v", op, err), Remedy: remedyIO}
+			return &StoreError{Index: s.path, Err: fmt.Errorf("%s: %w", op, err), Remedy: remedyIO}
 		}
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
-	return fmt.Errorf("recall: %s %s: %v", op, s.path, err)
+	return fmt.Errorf("recall: %s %s: %w", op, s.path, err)
 }
 
 // beginMeta begins a write transaction on db and reads key from its

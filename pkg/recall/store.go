@@ -204,7 +204,7 @@ func Rebuild(location string) error {
 	for _, f := range []string{location, ftsPath(location)} {
 		for _, suf := range []string{"", "-wal", "-shm", "-journal"} {
 			if err := os.Remove(f + suf); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("recall: remove %s: %v", f+suf, err)
+				return fmt.Errorf("recall: remove %s: %w", f+suf, err)
 			}
 		}
 	}

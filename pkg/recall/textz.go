@@ -145,7 +145,7 @@ func chunkText(b []byte) (string, error) {
 		err = fmt.Errorf("unknown format")
 	}
 	if err != nil {
-		return "", fmt.Errorf("a chunk's stored text is damaged (%v): delete the index to rebuild it", err)
+		return "", fmt.Errorf("a chunk's stored text is damaged (%w): delete the index to rebuild it", err)
 	}
 	return string(out), nil
 }

@@ -11,7 +11,9 @@ import (
 
 	"github.com/ctxtool/ctxtool/pkg/compaction"
 	"github.com/ctxtool/ctxtool/pkg/estimate"
+	"github.com/ctxtool/ctxtool/pkg/filelock"
 	"github.com/ctxtool/ctxtool/pkg/models"
+	"github.com/ctxtool/ctxtool/pkg/sessionwrite"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -126,13 +128,13 @@ const closureWithin = 0.02
 func (r *Report) Would() bool { return r.Rolled || (r.WouldRoll != nil && *r.WouldRoll) }
 
 // Err is the error behind Report.Error (nil when the roll succeeded or was
-// not needed); a *transcript.LockedError for locked sessions.
+// not needed); a *filelock.LockedError for locked sessions.
 func (r *Report) Err() error { return r.err }
 
 func (r *Report) fail(err error) *Report {
 	r.err = err
 	r.Error = err.Error()
-	var le *transcript.LockedError
+	var le *filelock.LockedError
 	if errors.As(err, &le) {
 		r.Locked = true
 		r.Reason = "locked: " + err.Error()
@@ -241,7 +243,7 @@ func (r *Roller) roll(ctx context.Context, path string) *Report {
 		return [][]byte{d.line}, nil
 	}
 	for attempt := 0; ; attempt++ {
-		err = transcript.Update(ctx, path, transcript.UpdateOptions{Wait: r.Wait, DryRun: r.DryRun}, plan)
+		err = sessionwrite.Update(ctx, path, sessionwrite.UpdateOptions{Wait: r.Wait, DryRun: r.DryRun}, plan)
 		// Update re-plans a few times when pi (no lock) appends between our
 		// read and our write; a session written to in bursts can outrun
 		// that, so give it a few more rounds after a short pause.
@@ -598,11 +600,11 @@ func (r *Roller) buildLine(s *transcript.Session, ev Eviction, rc *rollContext) 
 	if r.EvictionNote {
 		summary = renderNote(rc.noteFor(ev.FirstKept))
 	}
-	w := s.NewWriter()
+	w := sessionwrite.NewWriter(s)
 	if r.Now != nil {
 		w.Now = r.Now
 	}
-	a, err := w.Compaction(transcript.CompactionSpec{Summary: summary, FirstKept: ev.Kept[0].Entry, TokensBefore: rc.tokensBefore, Details: det})
+	a, err := w.Compaction(sessionwrite.CompactionSpec{Summary: summary, FirstKept: ev.Kept[0].Entry, TokensBefore: rc.tokensBefore, Details: det})
 	if err != nil {
 		return nil, fmt.Errorf("%s: building the compaction entry: %w", s.File, err)
 	}
@@ -614,7 +616,7 @@ func (r *Roller) buildLine(s *transcript.Session, ev Eviction, rc *rollContext) 
 func (r *Roller) measureAfter(s *transcript.Session, line []byte) (m *estimate.Result, note int, err error) {
 	after, err := s.WithAppended(line)
 	if err != nil {
-		return m, 0, fmt.Errorf("%s: the rolled session does not load: %v", s.File, err)
+		return m, 0, fmt.Errorf("%s: the rolled session does not load: %w", s.File, err)
 	}
 	c := after.Context()
 	if c.Compaction == nil || len(c.Messages) == 0 || c.Messages[0].Role != "compactionSummary" {
@@ -640,8 +642,8 @@ func rangeOf(msgs []Message) Range {
 	return sp.result()
 }
 
-// fileChanged recognises transcript.Update giving up because the file kept
+// fileChanged recognises sessionwrite.Update giving up because the file kept
 // changing under it.
 func fileChanged(err error) bool {
-	return errors.Is(err, transcript.ErrFileChanged)
+	return errors.Is(err, sessionwrite.ErrFileChanged)
 }

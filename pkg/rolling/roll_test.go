@@ -15,6 +15,7 @@ import (
 	"github.com/ctxtool/ctxtool/internal/oracle"
 	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/estimate"
+	"github.com/ctxtool/ctxtool/pkg/filelock"
 	"github.com/ctxtool/ctxtool/pkg/models"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
@@ -356,12 +357,12 @@ func TestRollLockedAndDryRun(t *testing.T) {
 		t.Fatalf("dry run: %+v", rep)
 	}
 
-	lock, err := transcript.AcquireLock(context.Background(), path, 0)
+	lock, err := filelock.Acquire(context.Background(), path, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rep = newRoller(o).Roll(context.Background(), path)
-	var le *transcript.LockedError
+	var le *filelock.LockedError
 	if rep.Rolled || !rep.Locked || !asLocked(rep.Err(), &le) {
 		t.Fatalf("locked: %+v", rep)
 	}
@@ -378,7 +379,7 @@ func TestRollLockedAndDryRun(t *testing.T) {
 	}
 }
 
-func asLocked(err error, le **transcript.LockedError) bool {
+func asLocked(err error, le **filelock.LockedError) bool {
 	return err != nil && errorsAs(err, le)
 }
 

@@ -1,64 +1,37 @@
 package safefile
 
 import (
-	"context"
 	"os"
-	"os/signal"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 )
 
-// CriticalWait bounds how long an interrupt waits for running critical
-// sections before the process exits anyway: every command stops within a
+// CriticalWait bounds how long Interrupt waits for running critical
+// sections before it runs the cleanups anyway: every command stops within a
 // second of SIGINT/SIGTERM.
 const CriticalWait = 500 * time.Millisecond
 
+// The cleanup registry. This package installs no signal handler and never
+// exits the process: cmd does both, and calls Interrupt on its way out.
 var (
-	intrMu    sync.Mutex
-	cleanups  = map[string]cleanup{}
-	seq       int
-	inCrit    int
-	exiting   bool
-	intrOnce  sync.Once
-	exitFunc  = os.Exit
-	intrSigns = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
+	intrMu   sync.Mutex
+	cleanups = map[string]cleanup{}
+	seq      int
+	inCrit   int
+	exiting  bool
 )
-
-var (
-	interrupted atomic.Bool
-	cancels     []context.CancelFunc
-)
-
-// Interrupted reports whether a signal is ending the process: a command
-// that returns because its context was cancelled should then wait for the
-// handler's exit (with 128+signal) rather than report an error of its own.
-func Interrupted() bool { return interrupted.Load() }
-
-// Context returns a context cancelled when the process is interrupted, so
-// waits and loops stop at once and unwind (releasing what they hold) while
-// the handler waits for critical sections and exits.
-func Context(parent context.Context) context.Context {
-	handleInterrupts()
-	ctx, cancel := context.WithCancel(parent)
-	intrMu.Lock()
-	cancels = append(cancels, cancel)
-	intrMu.Unlock()
-	return ctx
-}
 
 type cleanup struct {
 	seq int
 	fn  func()
 }
 
-// OnInterrupt registers fn to run if the process is interrupted (SIGINT,
-// SIGTERM, SIGHUP, SIGQUIT) before OffInterrupt(key). Cleanups run newest
-// first, so a temp file made under a lock is removed before the lock is
-// released. It installs the interrupt handler.
+// OnInterrupt registers fn to run if the process is interrupted (when the
+// command layer's signal handler calls Interrupt) before OffInterrupt(key).
+// Cleanups run newest first, so a temp file made under a lock is removed
+// before the lock is released.
 func OnInterrupt(key string, fn func()) {
-	handleInterrupts()
 	intrMu.Lock()
 	seq++
 	cleanups[key] = cleanup{seq: seq, fn: fn}
@@ -93,30 +66,12 @@ func Critical(fn func() error) error {
 	return fn()
 }
 
-// handleInterrupts installs (once) the handler that, on SIGINT, SIGTERM,
-// SIGHUP or SIGQUIT, waits for critical sections, runs the registered
-// cleanups (temp files removed, locks released) and exits with 128+signal.
-// Commands call it at start so that every one of them stops within a second
-// of a signal, even one blocked in a read or a long computation.
-func handleInterrupts() {
-	intrOnce.Do(func() {
-		ch := make(chan os.Signal, 1)
-		signal.Notify(ch, intrSigns...)
-		go func() {
-			sig := <-ch
-			interrupted.Store(true)
-			intrMu.Lock()
-			for _, c := range cancels {
-				c()
-			}
-			intrMu.Unlock()
-			exitFunc(interrupt(sig))
-		}()
-	})
-}
-
-// interrupt does the handler's work and returns the exit code.
-func interrupt(sig os.Signal) int {
+// Interrupt is what the process's signal handler calls before it exits: it
+// waits for running critical sections (at most CriticalWait), stops new
+// ones from starting (Critical then blocks until the exit), and runs the
+// registered cleanups newest first (temp files removed, locks released).
+// The process must exit once it returns.
+func Interrupt() {
 	deadline := time.Now().Add(CriticalWait)
 	for {
 		intrMu.Lock()
@@ -142,11 +97,6 @@ func interrupt(sig os.Signal) int {
 	for _, c := range list {
 		c.fn()
 	}
-	code := 128 + 2
-	if s, ok := sig.(syscall.Signal); ok {
-		code = 128 + int(s)
-	}
-	return code
 }
 
 // crashAt is CTXTOOL_CRASH_AT, read once.

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -75,51 +74,48 @@ func TestSweep(t *testing.T) {
 	}
 }
 
-// A signal during a critical section takes effect when it ends: the
-// section completes, registered temp files are removed, the exit code is
-// 128+signal, all within a second.
+// Interrupt, which cmd's signal handler calls, waits for a running
+// critical section to complete, then runs the cleanups newest first
+// (removing registered temp files), within CriticalWait. Signals and the
+// exit are cmd's (cmd.TestInterruptWaitsForCriticalSection).
 func TestInterruptWaitsForCriticalSection(t *testing.T) {
-	if dir := os.Getenv("SAFEFILE_TEST_CHILD"); dir != "" {
-		f, err := CreateTemp(filepath.Join(dir, "target"), 0o600)
-		if err != nil {
-			os.Exit(3)
-		}
-		f.Close()
-		Critical(func() error {
-			os.WriteFile(filepath.Join(dir, "entered"), nil, 0o600)
-			time.Sleep(300 * time.Millisecond)
-			return os.WriteFile(filepath.Join(dir, "completed"), nil, 0o600)
-		})
-		time.Sleep(10 * time.Second)
-		os.Exit(0)
-	}
+	defer func() { // this process goes on: undo what Interrupt did
+		intrMu.Lock()
+		exiting = false
+		intrMu.Unlock()
+	}()
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run", "^TestInterruptWaitsForCriticalSection$")
-	cmd.Env = append(os.Environ(), "SAFEFILE_TEST_CHILD="+dir)
-	if err := cmd.Start(); err != nil {
+	f, err := CreateTemp(filepath.Join(dir, "target"), 0o600)
+	if err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if _, err := os.Stat(filepath.Join(dir, "entered")); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatal("child never entered the critical section")
-		}
+	f.Close()
+	var order []string
+	OnInterrupt("first", func() { order = append(order, "first") })
+	OnInterrupt("second", func() { order = append(order, "second") })
+	OnInterrupt("dropped", func() { order = append(order, "dropped") })
+	OffInterrupt("dropped")
+	entered, completed := make(chan struct{}), make(chan struct{})
+	go Critical(func() error {
+		close(entered)
+		time.Sleep(200 * time.Millisecond)
+		close(completed)
+		return nil
+	})
+	<-entered
+	start := time.Now()
+	Interrupt()
+	took := time.Since(start)
+	select {
+	case <-completed:
+	default:
+		t.Fatal("Interrupt returned before the critical section completed")
 	}
-	sent := time.Now()
-	cmd.Process.Signal(syscall.SIGTERM)
-	err := cmd.Wait()
-	took := time.Since(sent)
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 143 {
-		t.Fatalf("exit %v, want 143", err)
+	if took > CriticalWait+100*time.Millisecond {
+		t.Fatalf("Interrupt took %v", took)
 	}
-	if took > time.Second {
-		t.Fatalf("took %v to stop", took)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "completed")); err != nil {
-		t.Fatal("the critical section was cut short")
+	if fmt.Sprint(order) != "[second first]" {
+		t.Fatalf("cleanups ran %v, want newest first without the dropped one", order)
 	}
 	if left, _ := filepath.Glob(filepath.Join(dir, ".target.ctxtool-tmp-*")); len(left) != 0 {
 		t.Fatalf("temp file left: %v", left)

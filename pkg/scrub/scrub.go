@@ -4,7 +4,7 @@
 // reports, and nothing else changes: the same lines, ids, parents and
 // order, so pi loads the same tree and context.
 //
-// The rewrite is --truncate's (transcript.Rewrite): under the session
+// The rewrite is --truncate's (sessionwrite.Rewrite): under the session
 // lock, temp file + fsync + rename, the original kept as
 // <file>.bak.<stamp>, lines that writers ignoring the lock append meanwhile
 // carried over. A kill at any point leaves the original in the file or in
@@ -20,8 +20,10 @@ import (
 	"os"
 	"time"
 
+	"github.com/ctxtool/ctxtool/pkg/filelock"
 	"github.com/ctxtool/ctxtool/pkg/formats"
 	"github.com/ctxtool/ctxtool/pkg/secrets"
+	"github.com/ctxtool/ctxtool/pkg/sessionwrite"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -32,7 +34,7 @@ type Options struct {
 	// Idle refuses a session written to less than this long ago (an agent
 	// is probably active); Wait is how long to wait for the session lock.
 	Idle, Wait time.Duration
-	// settle overrides transcript.DefaultSettle (tests).
+	// settle overrides sessionwrite.DefaultSettle (tests).
 	settle time.Duration
 }
 
@@ -76,10 +78,10 @@ func Run(ctx context.Context, path string, o Options) (*Result, error) {
 		return nil, ro
 	}
 	if !o.DryRun {
-		if err := transcript.CheckIdle(path, o.Idle); err != nil {
+		if err := sessionwrite.CheckIdle(path, o.Idle); err != nil {
 			return nil, err
 		}
-		lock, err := transcript.AcquireLock(ctx, path, o.Wait)
+		lock, err := filelock.Acquire(ctx, path, o.Wait)
 		if err != nil {
 			return nil, err
 		}
@@ -98,8 +100,8 @@ func Run(ctx context.Context, path string, o Options) (*Result, error) {
 	if o.DryRun || res.Lines == 0 {
 		return res, nil
 	}
-	rr, err := transcript.Rewrite(s, content, transcript.RewriteOptions{Idle: o.Idle, Settle: o.settle})
-	if errors.Is(err, transcript.ErrFileChanged) {
+	rr, err := sessionwrite.Rewrite(s, content, sessionwrite.RewriteOptions{Idle: o.Idle, Settle: o.settle})
+	if errors.Is(err, sessionwrite.ErrFileChanged) {
 		return nil, fmt.Errorf("%s: the file changed while it was scrubbed; nothing written — run scrub again", path)
 	}
 	if err != nil {
@@ -129,7 +131,7 @@ func scrubbed(s *transcript.Session, res *Result) ([]byte, error) {
 	defer f.Close()
 	data := make([]byte, s.Size)
 	if _, err := io.ReadFull(f, data); err != nil {
-		return nil, fmt.Errorf("%s: read: %v", s.File, err)
+		return nil, fmt.Errorf("%s: read: %w", s.File, err)
 	}
 	var out bytes.Buffer
 	out.Grow(len(data))

@@ -14,6 +14,7 @@ import (
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
 	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/internal/testkit/secretkit"
+	"github.com/ctxtool/ctxtool/pkg/filelock"
 	"github.com/ctxtool/ctxtool/pkg/secrets"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
@@ -145,7 +146,7 @@ func TestScrubRefusesForeignFormats(t *testing.T) {
 func TestScrubRespectsTheLock(t *testing.T) {
 	path := secretSession(t, secretkit.Samples(7))
 	orig := testkit.ReadFile(t, path)
-	lock, err := transcript.AcquireLock(context.Background(), path, 0)
+	lock, err := filelock.Acquire(context.Background(), path, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

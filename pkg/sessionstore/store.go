@@ -29,8 +29,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctxtool/ctxtool/pkg/filelock"
 	"github.com/ctxtool/ctxtool/pkg/safefile"
-	"github.com/ctxtool/ctxtool/pkg/transcript"
+	"github.com/ctxtool/ctxtool/pkg/sessionwrite"
 )
 
 // FileName is the store's name in a sessions directory.
@@ -72,7 +73,7 @@ func Read(dir string) (*Store, error) {
 	}
 	st := &Store{Path: path}
 	if err := json.Unmarshal(data, &st.Entries); err != nil {
-		return nil, fmt.Errorf("%s: %v (OpenClaw's session store should be a JSON object of entries)", path, err)
+		return nil, fmt.Errorf("%s: %w (OpenClaw's session store should be a JSON object of entries)", path, err)
 	}
 	return st, nil
 }
@@ -85,7 +86,7 @@ func readFile(path string) ([]byte, error) {
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, maxStoreBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if len(data) > maxStoreBytes {
 		return nil, fmt.Errorf("%s: larger than %d MB; not an OpenClaw session store?", path, maxStoreBytes>>20)
@@ -170,7 +171,7 @@ var ErrNoEntry = errors.New("no such entry in the session store")
 // values as written. The previous file is kept as sessions.json.bak.<stamp>
 // until the next update replaces that backup.
 func Update(ctx context.Context, storePath, key string, wait time.Duration, change func(Entry) (*Patch, error)) error {
-	lock, err := transcript.AcquireStoreLock(ctx, storePath, wait)
+	lock, err := filelock.AcquireStore(ctx, storePath, wait)
 	if err != nil {
 		return err
 	}
@@ -181,7 +182,7 @@ func Update(ctx context.Context, storePath, key string, wait time.Duration, chan
 	}
 	top, err := parseObject(data)
 	if err != nil {
-		return fmt.Errorf("%s: %v (not changed)", storePath, err)
+		return fmt.Errorf("%s: %w (not changed)", storePath, err)
 	}
 	i := top.index(key)
 	if i < 0 {
@@ -189,7 +190,7 @@ func Update(ctx context.Context, storePath, key string, wait time.Duration, chan
 	}
 	var cur Entry
 	if err := json.Unmarshal(top[i].value, &cur); err != nil {
-		return fmt.Errorf("%s: entry %q: %v (not changed)", storePath, key, err)
+		return fmt.Errorf("%s: entry %q: %w (not changed)", storePath, key, err)
 	}
 	p, err := change(cur)
 	if err != nil || p == nil {
@@ -197,7 +198,7 @@ func Update(ctx context.Context, storePath, key string, wait time.Duration, chan
 	}
 	entry, err := parseObject(top[i].value)
 	if err != nil {
-		return fmt.Errorf("%s: entry %q: %v (not changed)", storePath, key, err)
+		return fmt.Errorf("%s: entry %q: %w (not changed)", storePath, key, err)
 	}
 	for _, k := range p.Delete {
 		entry = entry.without(k)
@@ -223,21 +224,21 @@ func Update(ctx context.Context, storePath, key string, wait time.Duration, chan
 func replace(storePath string, data []byte) error {
 	st, err := os.Stat(storePath)
 	if err != nil {
-		return fmt.Errorf("%s: %v", storePath, err)
+		return fmt.Errorf("%s: %w", storePath, err)
 	}
-	backup := storePath + ".bak." + transcript.BackupStamp(time.Now())
+	backup := storePath + ".bak." + sessionwrite.BackupStamp(time.Now())
 	if err := os.Link(storePath, backup); err != nil {
 		old, rerr := readFile(storePath)
 		if rerr != nil {
 			return rerr
 		}
 		if err := safefile.WriteFile(backup, old, st.Mode().Perm()); err != nil {
-			return fmt.Errorf("%s: cannot keep a backup at %s: %v (not changed)", storePath, backup, err)
+			return fmt.Errorf("%s: cannot keep a backup at %s: %w (not changed)", storePath, backup, err)
 		}
 	}
 	if err := safefile.WriteFile(storePath, data, st.Mode().Perm()); err != nil {
 		os.Remove(backup)
-		return fmt.Errorf("%s: %v (not changed)", storePath, err)
+		return fmt.Errorf("%s: %w (not changed)", storePath, err)
 	}
 	pruneBackups(storePath, backup)
 	return nil

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/ctxtool/ctxtool/internal/testkit"
+	"github.com/ctxtool/ctxtool/pkg/filelock"
 	"github.com/ctxtool/ctxtool/pkg/sessionstore"
-	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 // An OpenClaw store as OpenClaw writes it (JSON.stringify(store, null, 2)),
@@ -153,7 +153,7 @@ func TestStoreLockOpenClawPayload(t *testing.T) {
 	testkit.WriteFile(t, lock, []byte(live), 0o644)
 	start := time.Now()
 	_, err := sessionstore.RecordCompaction(context.Background(), tp, 5, 300*time.Millisecond)
-	var le *transcript.LockedError
+	var le *filelock.LockedError
 	if !errors.As(err, &le) || time.Since(start) < 250*time.Millisecond {
 		t.Fatalf("live OpenClaw lock: %v after %v", err, time.Since(start))
 	}

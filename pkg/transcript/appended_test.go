@@ -11,6 +11,7 @@ import (
 	"github.com/ctxtool/ctxtool/internal/oracle"
 	"github.com/ctxtool/ctxtool/internal/sessiongen"
 	"github.com/ctxtool/ctxtool/internal/testkit"
+	"github.com/ctxtool/ctxtool/pkg/sessionwrite"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -21,13 +22,13 @@ import (
 func TestWithAppendedEqualsAppendAndReload(t *testing.T) {
 	files := append(oracle.Fixtures(t), "testdata/spec-v3.jsonl", "testdata/spec-v1.jsonl")
 	torn := filepath.Join(t.TempDir(), "torn.jsonl")
-	os.WriteFile(torn, []byte(edgeCases["truncated.jsonl"]), 0o644)
+	os.WriteFile(torn, []byte(testkit.EdgeCases["truncated.jsonl"]), 0o644)
 	files = append(files, torn)
 	for _, src := range files {
 		f := testkit.CopyToTemp(t, src)
 		s := testkit.Load(t, f)
-		w := s.NewWriter()
-		a, err := w.Compaction(transcript.CompactionSpec{Summary: "note", FirstKept: keepFrom(s.Context()), TokensBefore: 1})
+		w := sessionwrite.NewWriter(s)
+		a, err := w.Compaction(sessionwrite.CompactionSpec{Summary: "note", FirstKept: testkit.KeepFrom(s.Context()), TokensBefore: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -36,7 +37,7 @@ func TestWithAppendedEqualsAppendAndReload(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := transcript.Update(context.Background(), f, transcript.UpdateOptions{}, func(*transcript.Session) ([][]byte, error) {
+		if err := sessionwrite.Update(context.Background(), f, sessionwrite.UpdateOptions{}, func(*transcript.Session) ([][]byte, error) {
 			return [][]byte{a.Line, b.Line}, nil
 		}); err != nil {
 			t.Fatal(err)

@@ -35,7 +35,7 @@ func ReadHeaderFrom(path string, r io.Reader) (Header, error) {
 			return Header{}, nil
 		}
 		if err != nil && err != io.EOF {
-			return Header{}, fmt.Errorf("%s: %v", path, err)
+			return Header{}, fmt.Errorf("%s: %w", path, err)
 		}
 		pl := parseLine(trimNewline(line))
 		if pl.kind == kindMalformed {

@@ -65,7 +65,7 @@ func TestReadsWhatPiReads(t *testing.T) {
 				t.Fatalf("%s: pi: loads %v, malformed %v", files[i], r.Loads, r.MalformedLines)
 			}
 		}
-		compareWithPi(t, files)
+		oracle.CompareWithPi(t, files)
 	}
 }
 

@@ -134,7 +134,7 @@ func Load(path string) (*Session, error) {
 	if err == nil {
 		s.fp, err = fingerprint(f, s.Size)
 		if err != nil {
-			err = fmt.Errorf("%s: read: %v", path, err)
+			err = fmt.Errorf("%s: read: %w", path, err)
 		}
 	}
 	if err != nil {
@@ -153,13 +153,13 @@ func Load(path string) (*Session, error) {
 // FIFO swapped in at the last moment.
 func openRegular(path string) (*os.File, os.FileInfo, error) {
 	if st, err := os.Stat(path); err != nil {
-		return nil, nil, fmt.Errorf("%s: %v", path, safefile.PathCause(err))
+		return nil, nil, fmt.Errorf("%s: %w", path, safefile.PathCause(err))
 	} else if err := checkRegular(path, st); err != nil {
 		return nil, nil, err
 	}
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %v", path, safefile.PathCause(err))
+		return nil, nil, fmt.Errorf("%s: %w", path, safefile.PathCause(err))
 	}
 	st, err := f.Stat()
 	if err == nil {
@@ -210,7 +210,7 @@ func fingerprint(r io.ReaderAt, size int64) ([32]byte, error) {
 func SpoolStdin() (*os.File, int64, error) {
 	f, err := os.CreateTemp("", "ctxtool-stdin-*")
 	if err != nil {
-		return nil, 0, fmt.Errorf("stdin: cannot spool to a temporary file: %v (set TMPDIR to a writable directory)", safefile.PathCause(err))
+		return nil, 0, fmt.Errorf("stdin: cannot spool to a temporary file: %w (set TMPDIR to a writable directory)", safefile.PathCause(err))
 	}
 	os.Remove(f.Name())
 	size, err := io.Copy(f, os.Stdin)
@@ -219,7 +219,7 @@ func SpoolStdin() (*os.File, int64, error) {
 	}
 	if err != nil {
 		f.Close()
-		return nil, 0, fmt.Errorf("stdin: %v (is TMPDIR full?)", err)
+		return nil, 0, fmt.Errorf("stdin: %w (is TMPDIR full?)", err)
 	}
 	return f, size, nil
 }
@@ -337,7 +337,7 @@ func loadFrom(name string, r io.ReaderAt, size int64, st start) (*Session, error
 		}
 	}
 	if err := <-readErr; err != nil {
-		return nil, fmt.Errorf("%s: read: %v", name, err)
+		return nil, fmt.Errorf("%s: read: %w", name, err)
 	}
 	asm.finishTrailing()
 	if asm.bigLines {
@@ -962,7 +962,7 @@ func (s *Session) Raw(e *Entry) ([]byte, error) {
 	}
 	buf := make([]byte, e.Length)
 	if _, err := s.ReadAt(buf, e.Offset); err != nil {
-		return nil, fmt.Errorf("%s:%d: read: %v", s.File, e.Line, err)
+		return nil, fmt.Errorf("%s:%d: read: %w", s.File, e.Line, err)
 	}
 	return buf, nil
 }

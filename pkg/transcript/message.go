@@ -110,7 +110,7 @@ func (s *Session) Message(e *Entry) (*Message, error) {
 		runtime.GC() // see load: the line's buffer is garbage now
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s:%d: %v", s.File, e.Line, err)
+		return nil, fmt.Errorf("%s:%d: %w", s.File, e.Line, err)
 	}
 	return m, nil
 }

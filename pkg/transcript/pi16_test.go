@@ -11,6 +11,7 @@ import (
 	"github.com/ctxtool/ctxtool/internal/agentkit"
 	"github.com/ctxtool/ctxtool/internal/oracle"
 	"github.com/ctxtool/ctxtool/internal/testkit/llmtest"
+	"github.com/ctxtool/ctxtool/pkg/sessionwrite"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -186,7 +187,7 @@ func TestPi16CompactionKeepsSystemMessage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := s.NewWriter().Compaction(transcript.CompactionSpec{Summary: "the summary", FirstKept: s.Entries[len(s.Entries)-1], TokensBefore: 200})
+	a, err := sessionwrite.NewWriter(s).Compaction(sessionwrite.CompactionSpec{Summary: "the summary", FirstKept: s.Entries[len(s.Entries)-1], TokensBefore: 200})
 	s.Close()
 	if err != nil {
 		t.Fatal(err)

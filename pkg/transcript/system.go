@@ -31,7 +31,7 @@ func (s *Session) CurrentSystemMessage(c *Context, ms int64) (json.RawMessage, e
 		}
 		var line map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &line); err != nil {
-			return nil, fmt.Errorf("%s:%d: %v", s.File, m.Entry.Line, err)
+			return nil, fmt.Errorf("%s:%d: %w", s.File, m.Entry.Line, err)
 		}
 		obj := line["message"]
 		if m.Entry.rareOrNone().replayed {
@@ -44,14 +44,14 @@ func (s *Session) CurrentSystemMessage(c *Context, ms int64) (json.RawMessage, e
 			ToolsRemoved []json.RawMessage
 		}
 		if err := json.Unmarshal(obj, &sm); err != nil {
-			return nil, fmt.Errorf("%s:%d: system message: %v", s.File, m.Entry.Line, err)
+			return nil, fmt.Errorf("%s:%d: system message: %w", s.File, m.Entry.Line, err)
 		}
 		seen = true
 		if t := contentText(sm.Content); t != "" {
 			texts = append(texts, t)
 		}
 		if err := sections.merge(sm.Sections); err != nil {
-			return nil, fmt.Errorf("%s:%d: system message sections: %v", s.File, m.Entry.Line, err)
+			return nil, fmt.Errorf("%s:%d: system message sections: %w", s.File, m.Entry.Line, err)
 		}
 		for _, t := range sm.ToolsRemoved {
 			tools.del(toolName(t))

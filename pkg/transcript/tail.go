@@ -20,7 +20,7 @@ import (
 // the first line, at not the start of a line) means: Load the file.
 func LoadTail(path string, at int64, line int, back int64) (*Session, error) {
 	if sn, err := formats.SniffFile(path); err != nil || sn.Format != formats.Pi {
-		return nil, fmt.Errorf("%s: not a pi JSONL file (%v): load it whole", path, err)
+		return nil, fmt.Errorf("%s: not a pi JSONL file (%w): load it whole", path, err)
 	}
 	f, fi, err := openRegular(path)
 	if err != nil {
@@ -33,7 +33,7 @@ func LoadTail(path string, at int64, line int, back int64) (*Session, error) {
 	}
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("%s: %v: load it whole", path, err)
+		return nil, fmt.Errorf("%s: %w: load it whole", path, err)
 	}
 	s.file, s.src = f, f
 	return s, nil

@@ -315,7 +315,7 @@ func expand(root string, opts Options) ([]File, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v (give a session .jsonl file or a sessions directory)", root, safefile.PathCause(err))
+		return nil, fmt.Errorf("%s: %w (give a session .jsonl file or a sessions directory)", root, safefile.PathCause(err))
 	}
 	if !st.IsDir() {
 		return expandFile(root, st)
@@ -367,7 +367,7 @@ func walkDir(root string, opts Options) ([]File, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", root, safefile.PathCause(err))
+		return nil, fmt.Errorf("%s: %w", root, safefile.PathCause(err))
 	}
 	return found, nil
 }

@@ -174,11 +174,11 @@ func (s *Server) CreateDB(name string) (string, error) {
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, s.URL("postgres"))
 	if err != nil {
-		return "", fmt.Errorf("connect: %v", err)
+		return "", fmt.Errorf("connect: %w", err)
 	}
 	defer conn.Close(ctx)
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		return "", fmt.Errorf("create database: %v", err)
+		return "", fmt.Errorf("create database: %w", err)
 	}
 	return s.URL(name), nil
 }
@@ -256,7 +256,7 @@ func startServer(bin string) (*Server, error) {
 	}
 	if err != nil {
 		os.RemoveAll(dir)
-		return nil, fmt.Errorf("initdb: %v\n%s", err, out)
+		return nil, fmt.Errorf("initdb: %w\n%s", err, out)
 	}
 	for attempt := 0; attempt < 5; attempt++ {
 		if s.port, err = freePort(); err != nil {
@@ -298,7 +298,7 @@ func startServer(bin string) (*Server, error) {
 	}
 	logText, _ := os.ReadFile(s.log)
 	os.RemoveAll(dir)
-	return nil, fmt.Errorf("start postgres: %v\n%s", err, logText)
+	return nil, fmt.Errorf("start postgres: %w\n%s", err, logText)
 }
 
 func freePort() (int, error) {
@@ -325,11 +325,11 @@ func (s *Server) waitReady(d time.Duration) error {
 		}
 		select {
 		case werr := <-exited:
-			return fmt.Errorf("server exited: %v", werr)
+			return fmt.Errorf("server exited: %w", werr)
 		case <-time.After(100 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("server not ready after %s: %v", d, err)
+			return fmt.Errorf("server not ready after %s: %w", d, err)
 		}
 	}
 }

@@ -43,7 +43,7 @@ func Load[R any](path, command string, maxLine int, doc func(data []byte) bool, 
 func read(path, command string) ([]byte, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("--baseline %s: %v (write one with `ctxtool %s --json FILES > %s`)", path, safefile.PathCause(err), command, path)
+		return nil, fmt.Errorf("--baseline %s: %w (write one with `ctxtool %s --json FILES > %s`)", path, safefile.PathCause(err), command, path)
 	}
 	return data, nil
 }
@@ -64,7 +64,7 @@ func lines(path string, data []byte, maxLine int, each func(n int, line []byte) 
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return fmt.Errorf("--baseline %s: %v", path, err)
+		return fmt.Errorf("--baseline %s: %w", path, err)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package transcript_test
+package sessionwrite_test
 
 import (
 	"bufio"
@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,6 +19,8 @@ import (
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
 	"github.com/ctxtool/ctxtool/internal/testkit"
+	"github.com/ctxtool/ctxtool/pkg/filelock"
+	"github.com/ctxtool/ctxtool/pkg/sessionwrite"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -43,7 +44,7 @@ func appendByPath(t *testing.T, path, data string) {
 
 // rewriteSame rewrites a session with its own bytes under the lock, so the
 // only change is what other writers add meanwhile.
-func rewriteSame(t *testing.T, f string, before func(), hook func()) (*transcript.RewriteResult, []byte) {
+func rewriteSame(t *testing.T, f string, before func(), hook func()) (*sessionwrite.RewriteResult, []byte) {
 	t.Helper()
 	rr, content, err := rewriteSameErr(t, f, before, hook)
 	if err != nil {
@@ -53,13 +54,13 @@ func rewriteSame(t *testing.T, f string, before func(), hook func()) (*transcrip
 }
 
 // rewriteSameErr is rewriteSame for a rewrite that may fail.
-func rewriteSameErr(t *testing.T, f string, before func(), hook func()) (*transcript.RewriteResult, []byte, error) {
+func rewriteSameErr(t *testing.T, f string, before func(), hook func()) (*sessionwrite.RewriteResult, []byte, error) {
 	t.Helper()
 	s := testkit.Load(t, f)
 	defer s.Close()
 	content, _ := os.ReadFile(f)
 	content = content[:s.Size]
-	l, err := transcript.AcquireLock(context.Background(), f, 0)
+	l, err := filelock.Acquire(context.Background(), f, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,9 +68,9 @@ func rewriteSameErr(t *testing.T, f string, before func(), hook func()) (*transc
 	if before != nil {
 		before()
 	}
-	transcript.SetAfterRename(hook)
-	defer transcript.SetAfterRename(nil)
-	rr, err := transcript.Rewrite(s, content, transcript.RewriteOptions{Settle: 30 * time.Millisecond})
+	sessionwrite.SetAfterRename(hook)
+	defer sessionwrite.SetAfterRename(nil)
+	rr, err := sessionwrite.Rewrite(s, content, sessionwrite.RewriteOptions{Settle: 30 * time.Millisecond})
 	return rr, content, err
 }
 
@@ -111,7 +112,7 @@ func TestRewriteCarriesLateAppends(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
+			f := testkit.CopyToTemp(t, "../transcript/testdata/spec-v3.jsonl")
 			orig, _ := os.ReadFile(f)
 			var old *os.File
 			before := func() {
@@ -193,7 +194,7 @@ func TestRewriteWaitsForAWriterHoldingTheOldFile(t *testing.T) {
 		t.Skip("no /proc here: Rewrite falls back to the settle time")
 	}
 	const leaf = "a1f00012" // last entry of spec-v3.jsonl
-	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
+	f := testkit.CopyToTemp(t, "../transcript/testdata/spec-v3.jsonl")
 	line := writerLine("w0000001", leaf)
 	_, write := holdingWriter(t, f, line)
 	returned := make(chan struct{})
@@ -224,8 +225,8 @@ func TestRewriteGivesUpOnAWriterHoldingTheOldFile(t *testing.T) {
 	if _, err := os.ReadDir("/proc/self/fd"); err != nil {
 		t.Skip("no /proc here: Rewrite falls back to the settle time")
 	}
-	defer transcript.SetHoldWait(50 * time.Millisecond)()
-	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
+	defer sessionwrite.SetHoldWait(50 * time.Millisecond)()
+	f := testkit.CopyToTemp(t, "../transcript/testdata/spec-v3.jsonl")
 	line := writerLine("w0000001", "a1f00012")
 	pid, write := holdingWriter(t, f, line)
 	start := time.Now()
@@ -248,8 +249,8 @@ func TestRewriteIgnoresAReaderHoldingTheOldFile(t *testing.T) {
 	if _, err := os.ReadDir("/proc/self/fd"); err != nil {
 		t.Skip("no /proc here: Rewrite falls back to the settle time")
 	}
-	defer transcript.SetHoldWait(50 * time.Millisecond)()
-	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
+	defer sessionwrite.SetHoldWait(50 * time.Millisecond)()
+	f := testkit.CopyToTemp(t, "../transcript/testdata/spec-v3.jsonl")
 	cmd := exec.Command("sh", "-c", `exec 3<"$1" && echo opened && read go`, "sh", f)
 	in, _ := cmd.StdinPipe()
 	out, _ := cmd.StdoutPipe()
@@ -272,26 +273,26 @@ func TestRewriteIgnoresAReaderHoldingTheOldFile(t *testing.T) {
 // The lock of a symlinked session is the real file's lock; appends and
 // rewrites go to the real file and the link stays a link.
 func TestSymlinkedSession(t *testing.T) {
-	real := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
+	real := testkit.CopyToTemp(t, "../transcript/testdata/spec-v3.jsonl")
 	dir := t.TempDir()
 	link := filepath.Join(dir, "link.jsonl")
 	if err := os.Symlink(real, link); err != nil {
 		t.Fatal(err)
 	}
-	if got := transcript.LockPath(link); got != real+".lock" {
+	if got := filelock.Path(link); got != real+".lock" {
 		t.Fatalf("LockPath(link) = %s, want %s", got, real+".lock")
 	}
-	held, err := transcript.AcquireLock(context.Background(), real, 0)
+	held, err := filelock.Acquire(context.Background(), real, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	appendOne := func() error {
-		return transcript.Update(context.Background(), link, transcript.UpdateOptions{}, func(s *transcript.Session) ([][]byte, error) {
-			a, err := s.NewWriter().CustomMessage("t", "via the link", false, nil)
+		return sessionwrite.Update(context.Background(), link, sessionwrite.UpdateOptions{}, func(s *transcript.Session) ([][]byte, error) {
+			a, err := sessionwrite.NewWriter(s).CustomMessage("t", "via the link", false, nil)
 			return [][]byte{a.Line}, err
 		})
 	}
-	var le *transcript.LockedError
+	var le *filelock.LockedError
 	if err := appendOne(); !errors.As(err, &le) || le.LockPath != real+".lock" {
 		t.Fatalf("append through the link while the real file is locked: %v", err)
 	}
@@ -310,8 +311,8 @@ func TestSymlinkedSession(t *testing.T) {
 	}
 	// Rewrite through the link replaces the real file, keeps the link.
 	s, _ := transcript.Load(link)
-	l, _ := transcript.AcquireLock(context.Background(), link, 0)
-	rr, err := transcript.Rewrite(s, []byte("{\"type\":\"session\",\"version\":3,\"id\":\"x\",\"timestamp\":\"t\",\"cwd\":\"/\"}\n"), transcript.RewriteOptions{Settle: time.Millisecond})
+	l, _ := filelock.Acquire(context.Background(), link, 0)
+	rr, err := sessionwrite.Rewrite(s, []byte("{\"type\":\"session\",\"version\":3,\"id\":\"x\",\"timestamp\":\"t\",\"cwd\":\"/\"}\n"), sessionwrite.RewriteOptions{Settle: time.Millisecond})
 	l.Release()
 	s.Close()
 	if err != nil {
@@ -343,7 +344,7 @@ func TestNonRegularFilesRefused(t *testing.T) {
 		if !errors.As(err, &nr) || time.Since(start) > time.Second {
 			t.Fatalf("Load(%s): %v after %v", p, err, time.Since(start))
 		}
-		err = transcript.Update(context.Background(), p, transcript.UpdateOptions{}, func(*transcript.Session) ([][]byte, error) {
+		err = sessionwrite.Update(context.Background(), p, sessionwrite.UpdateOptions{}, func(*transcript.Session) ([][]byte, error) {
 			t.Fatal("planned on a non-regular file")
 			return nil, nil
 		})
@@ -358,11 +359,11 @@ func TestNonRegularFilesRefused(t *testing.T) {
 
 // A read-only session is never written, even by root.
 func TestReadOnlySessionRefused(t *testing.T) {
-	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
+	f := testkit.CopyToTemp(t, "../transcript/testdata/spec-v3.jsonl")
 	os.Chmod(f, 0o444)
 	before, _ := os.ReadFile(f)
-	err := transcript.Update(context.Background(), f, transcript.UpdateOptions{}, func(s *transcript.Session) ([][]byte, error) {
-		a, err := s.NewWriter().CustomMessage("t", "x", false, nil)
+	err := sessionwrite.Update(context.Background(), f, sessionwrite.UpdateOptions{}, func(s *transcript.Session) ([][]byte, error) {
+		a, err := sessionwrite.NewWriter(s).CustomMessage("t", "x", false, nil)
 		return [][]byte{a.Line}, err
 	})
 	var ro *transcript.ReadOnlyError
@@ -371,7 +372,7 @@ func TestReadOnlySessionRefused(t *testing.T) {
 	}
 	s, _ := transcript.Load(f)
 	defer s.Close()
-	if _, err := transcript.Rewrite(s, []byte("x\n"), transcript.RewriteOptions{}); !errors.As(err, &ro) {
+	if _, err := sessionwrite.Rewrite(s, []byte("x\n"), sessionwrite.RewriteOptions{}); !errors.As(err, &ro) {
 		t.Fatalf("Rewrite on 0444: %v", err)
 	}
 	after, _ := os.ReadFile(f)
@@ -393,8 +394,8 @@ func TestWritesRefuseTreesPiCannotLoad(t *testing.T) {
 	cyclic := head + `{"type":"message","id":"b","parentId":"c","timestamp":"t","message":{"role":"user","content":"two again","timestamp":1}}` + "\n"
 	dupOnly := head + `{"type":"message","id":"b","parentId":"a","timestamp":"t","message":{"role":"user","content":"two again","timestamp":1}}` + "\n"
 	appendOne := func(f string) error {
-		return transcript.Update(context.Background(), f, transcript.UpdateOptions{}, func(s *transcript.Session) ([][]byte, error) {
-			a, err := s.NewWriter().CustomMessage("t", "x", false, nil)
+		return sessionwrite.Update(context.Background(), f, sessionwrite.UpdateOptions{}, func(s *transcript.Session) ([][]byte, error) {
+			a, err := sessionwrite.NewWriter(s).CustomMessage("t", "x", false, nil)
 			return [][]byte{a.Line}, err
 		})
 	}
@@ -417,8 +418,8 @@ func TestWritesRefuseTreesPiCannotLoad(t *testing.T) {
 	if len(probs) != 1 || probs[0].Kind != "duplicate id" || fmt.Sprint(probs[0].Lines) != "[3 5]" {
 		t.Fatalf("problems %+v", probs)
 	}
-	l, _ := transcript.AcquireLock(context.Background(), g, 0)
-	if _, err := transcript.Rewrite(s, []byte("x\n"), transcript.RewriteOptions{}); !errors.As(err, &te) {
+	l, _ := filelock.Acquire(context.Background(), g, 0)
+	if _, err := sessionwrite.Rewrite(s, []byte("x\n"), sessionwrite.RewriteOptions{}); !errors.As(err, &te) {
 		t.Fatalf("Rewrite of a duplicate-id session: %v", err)
 	}
 	l.Release()
@@ -430,159 +431,6 @@ func TestWritesRefuseTreesPiCannotLoad(t *testing.T) {
 		if r := oracle.CheckOne(t, g); !r.Loads || r.LeafType != "custom_message" {
 			t.Fatalf("pi: %+v", r)
 		}
-	}
-}
-
-// Lock files left by killed writers: an empty or garbage lock is described
-// (never echoed whole, read with a small cap) and taken over once its mtime
-// is 30 minutes old.
-func TestLeftoverLockFiles(t *testing.T) {
-	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
-	big := bytes.Repeat([]byte("garbage!"), 8<<20) // 64 MiB
-	cases := map[string][]byte{"empty": nil, "garbage": []byte("\x00\x01not json"), "huge": big, "no pid": []byte(`{"createdAt":"2026-01-01T00:00:00Z"}`)}
-	for name, payload := range cases {
-		os.WriteFile(f+".lock", payload, 0o644)
-		_, err := transcript.AcquireLock(context.Background(), f, 0)
-		var le *transcript.LockedError
-		if !errors.As(err, &le) || le.Problem == "" {
-			t.Fatalf("%s: %v", name, err)
-		}
-		msg := err.Error()
-		if strings.Contains(msg, "pid 0") || len(msg) > 1000 || !strings.Contains(msg, "rm ") {
-			t.Fatalf("%s: unclear message (%d bytes): %.300s", name, len(msg), msg)
-		}
-		old := time.Now().Add(-31 * time.Minute)
-		os.Chtimes(f+".lock", old, old)
-		l, err := transcript.AcquireLock(context.Background(), f, 0)
-		if err != nil {
-			t.Fatalf("%s, 31 minutes old: %v", name, err)
-		}
-		l.Release()
-	}
-	if !strings.Contains(errFor(t, f, nil), "is empty") || !strings.Contains(errFor(t, f, big), "67108864 bytes") {
-		t.Fatal("messages do not say what was found")
-	}
-}
-
-func errFor(t *testing.T, f string, payload []byte) string {
-	os.WriteFile(f+".lock", payload, 0o644)
-	defer os.Remove(f + ".lock")
-	_, err := transcript.AcquireLock(context.Background(), f, 0)
-	if err == nil {
-		t.Fatal("acquired a fresh leftover lock")
-	}
-	return err.Error()
-}
-
-// Eight processes racing over one stale lock: exactly one holds it, every
-// round, whatever made the lock stale.
-func TestStaleLockTakeoverIsExclusive(t *testing.T) {
-	if os.Getenv("CTXTOOL_TEST_RACE_LOCK") != "" {
-		raceChild()
-		return
-	}
-	dead := exec.Command("true")
-	if err := dead.Run(); err != nil {
-		t.Skip(err)
-	}
-	deadPid := dead.Process.Pid
-	now := time.Now().UTC().Format(time.RFC3339)
-	stale := map[string]func(string){
-		"dead pid": func(p string) {
-			os.WriteFile(p, []byte(`{"pid": `+strconv.Itoa(deadPid)+`, "createdAt": "`+now+`"}`), 0o644)
-		},
-		"old empty lock": func(p string) {
-			os.WriteFile(p, nil, 0o644)
-			old := time.Now().Add(-time.Hour)
-			os.Chtimes(p, old, old)
-		},
-		"too old": func(p string) { os.WriteFile(p, []byte(`{"pid": 1, "createdAt": "2020-01-01T00:00:00.000Z"}`), 0o644) },
-	}
-	const procs, rounds = 8, 4
-	for name, mk := range stale {
-		for round := 0; round < rounds; round++ {
-			dir := t.TempDir()
-			session := filepath.Join(dir, "s.jsonl")
-			os.WriteFile(session, []byte("{}\n"), 0o644)
-			mk(session + ".lock")
-			var wg sync.WaitGroup
-			outs := make([]string, procs)
-			start := time.Now().Add(300 * time.Millisecond).UnixNano()
-			for i := 0; i < procs; i++ {
-				wg.Add(1)
-				go func(i int) {
-					defer wg.Done()
-					cmd := exec.Command(os.Args[0], "-test.run", "^TestStaleLockTakeoverIsExclusive$")
-					cmd.Env = append(os.Environ(), "CTXTOOL_TEST_RACE_LOCK="+session, "CTXTOOL_TEST_RACE_START="+strconv.FormatInt(start, 10), "CTXTOOL_TEST_RACE_PROCS="+strconv.Itoa(procs))
-					out, _ := cmd.CombinedOutput()
-					outs[i] = string(out)
-				}(i)
-			}
-			wg.Wait()
-			got, overlaps := 0, 0
-			for _, o := range outs {
-				if strings.Contains(o, "HELD") {
-					got++
-				}
-				if strings.Contains(o, "OVERLAP") {
-					overlaps++
-				}
-			}
-			if got != 1 || overlaps != 0 {
-				t.Fatalf("%s, round %d: %d processes held the lock, %d saw another holder\n%s", name, round, got, overlaps, strings.Join(outs, "\n"))
-			}
-			if _, err := os.Stat(session + ".lock"); !os.IsNotExist(err) {
-				t.Fatalf("%s: lock left behind", name)
-			}
-			if left, _ := filepath.Glob(filepath.Join(dir, ".*ctxtool-tmp*")); len(left) > 0 {
-				t.Fatalf("%s: temp files left: %v", name, left)
-			}
-		}
-	}
-}
-
-// raceChild waits for the common start time, tries the lock once, and
-// while holding it checks that nobody else does (an O_EXCL marker); the
-// holder keeps the lock until every child has tried.
-func raceChild() {
-	session := os.Getenv("CTXTOOL_TEST_RACE_LOCK")
-	start, _ := strconv.ParseInt(os.Getenv("CTXTOOL_TEST_RACE_START"), 10, 64)
-	procs, _ := strconv.Atoi(os.Getenv("CTXTOOL_TEST_RACE_PROCS"))
-	time.Sleep(time.Until(time.Unix(0, start)))
-	l, err := transcript.AcquireLock(context.Background(), session, 0)
-	os.WriteFile(session+".tried."+strconv.Itoa(os.Getpid()), nil, 0o644)
-	if err != nil {
-		fmt.Println("REFUSED", err)
-		os.Exit(0)
-	}
-	m, err := os.OpenFile(session+".holder", os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-	if err != nil {
-		fmt.Println("OVERLAP")
-	} else {
-		fmt.Println("HELD")
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-			if tried, _ := filepath.Glob(session + ".tried.*"); len(tried) >= procs {
-				break
-			}
-		}
-		m.Close()
-		os.Remove(session + ".holder")
-	}
-	l.Release()
-	os.Exit(0)
-}
-
-// A lock path that is not a file (a directory someone made) is never
-// taken over, and the message says so.
-func TestLockPathNotAFile(t *testing.T) {
-	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
-	os.Mkdir(f+".lock", 0o755)
-	old := time.Now().Add(-time.Hour)
-	os.Chtimes(f+".lock", old, old)
-	_, err := transcript.AcquireLock(context.Background(), f, 0)
-	var le *transcript.LockedError
-	if !errors.As(err, &le) || !strings.Contains(err.Error(), "never takes such a lock over") || !strings.Contains(err.Error(), "not a regular file") {
-		t.Fatalf("directory lock: %v", err)
 	}
 }
 
@@ -649,7 +497,7 @@ func (w *lateWriter) checkWholeLines(content []byte) {
 // order: the bytes of the new live file that are ctxtool's are the ones it
 // wrote before the rename, not whatever the file holds after it.
 func TestRewriteCarryRoundKeepsAHalfWrittenLineWhole(t *testing.T) {
-	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
+	f := testkit.CopyToTemp(t, "../transcript/testdata/spec-v3.jsonl")
 	w := newLateWriter(t, f)
 	lines := []string{w.next(), w.next(), w.next(), w.next()}
 	half := len(lines[2]) / 2
@@ -665,13 +513,13 @@ func TestRewriteCarryRoundKeepsAHalfWrittenLineWhole(t *testing.T) {
 		live.WriteString(lines[2][:half])
 	}
 	var once sync.Once
-	transcript.SetAfterRebuild(func() {
+	sessionwrite.SetAfterRebuild(func() {
 		once.Do(func() {
 			live.WriteString(lines[2][half:])
 			appendByPath(t, f, lines[3])
 		})
 	})
-	defer transcript.SetAfterRebuild(nil)
+	defer sessionwrite.SetAfterRebuild(nil)
 	_, content := rewriteSame(t, f, before, hook)
 	got, _ := os.ReadFile(f)
 	if want := string(content) + strings.Join(lines, ""); string(got) != want {
@@ -684,10 +532,10 @@ func TestRewriteCarryRoundKeepsAHalfWrittenLineWhole(t *testing.T) {
 // nothing: once the rounds run out, its lines are carried after what
 // reached the live file first.
 func TestRewriteCarriesOutOfOrderWhenRoundsRunOut(t *testing.T) {
-	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
+	f := testkit.CopyToTemp(t, "../transcript/testdata/spec-v3.jsonl")
 	w := newLateWriter(t, f)
-	transcript.SetAfterRebuild(w.step)
-	defer transcript.SetAfterRebuild(nil)
+	sessionwrite.SetAfterRebuild(w.step)
+	defer sessionwrite.SetAfterRebuild(nil)
 	_, content := rewriteSame(t, f, func() { w.old = w.open() }, w.step)
 	w.checkWholeLines(content)
 }
@@ -699,17 +547,17 @@ func TestRewriteCarriesOutOfOrderWhenRoundsRunOut(t *testing.T) {
 // out of order, but every line stays whole: a round copies only the whole
 // lines of the live file and leaves an unfinished one to be carried whole.
 func TestRewriteLastCarryRoundKeepsAHalfWrittenLineWhole(t *testing.T) {
-	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
+	f := testkit.CopyToTemp(t, "../transcript/testdata/spec-v3.jsonl")
 	w := newLateWriter(t, f)
 	var live *os.File
 	var half string
 	rounds := 0
-	transcript.SetAfterRebuild(func() {
+	sessionwrite.SetAfterRebuild(func() {
 		rounds++
 		switch {
-		case rounds < transcript.MaxCarryRounds-1:
+		case rounds < sessionwrite.MaxCarryRounds-1:
 			w.step()
-		case rounds == transcript.MaxCarryRounds-1:
+		case rounds == sessionwrite.MaxCarryRounds-1:
 			// Half of the writer's next line is visible in the live file
 			// when the last round copies it.
 			w.step()
@@ -721,10 +569,10 @@ func TestRewriteLastCarryRoundKeepsAHalfWrittenLineWhole(t *testing.T) {
 			appendByPath(t, f, w.next())
 		}
 	})
-	defer transcript.SetAfterRebuild(nil)
+	defer sessionwrite.SetAfterRebuild(nil)
 	_, content := rewriteSame(t, f, func() { w.old = w.open() }, w.step)
-	if rounds != transcript.MaxCarryRounds {
-		t.Fatalf("%d carry rounds, want %d", rounds, transcript.MaxCarryRounds)
+	if rounds != sessionwrite.MaxCarryRounds {
+		t.Fatalf("%d carry rounds, want %d", rounds, sessionwrite.MaxCarryRounds)
 	}
 	w.checkWholeLines(content)
 }
@@ -737,8 +585,8 @@ func TestRewriteHoldWaitRestartsWithEachCarryRound(t *testing.T) {
 		t.Skip("no /proc here: Rewrite falls back to the settle time")
 	}
 	const wait = time.Second
-	defer transcript.SetHoldWait(wait)()
-	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
+	defer sessionwrite.SetHoldWait(wait)()
+	f := testkit.CopyToTemp(t, "../transcript/testdata/spec-v3.jsonl")
 	lines := []string{writerLine("w0000001", "a1f00012"), writerLine("w0000002", "w0000001"), writerLine("w0000003", "w0000002")}
 	var write1 func()
 	before := func() { _, write1 = holdingWriter(t, f, lines[0]) }
@@ -779,7 +627,7 @@ func TestRewriteWaitsForTheRestOfALineBeingWritten(t *testing.T) {
 	if _, err := os.ReadDir("/proc/self/fd"); err != nil {
 		t.Skip("no /proc here: Rewrite falls back to the settle time")
 	}
-	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
+	f := testkit.CopyToTemp(t, "../transcript/testdata/spec-v3.jsonl")
 	w := newLateWriter(t, f)
 	var slow *exec.Cmd
 	var tell io.Writer
@@ -801,13 +649,13 @@ func TestRewriteWaitsForTheRestOfALineBeingWritten(t *testing.T) {
 		})
 	}
 	rounds := 0
-	transcript.SetAfterRebuild(func() {
+	sessionwrite.SetAfterRebuild(func() {
 		rounds++
-		if rounds < transcript.MaxCarryRounds {
+		if rounds < sessionwrite.MaxCarryRounds {
 			w.step()
 		}
 		switch rounds {
-		case transcript.MaxCarryRounds - 1:
+		case sessionwrite.MaxCarryRounds - 1:
 			// A slow writer opens the live file, which the last round
 			// replaces.
 			line := w.next()
@@ -820,7 +668,7 @@ func TestRewriteWaitsForTheRestOfALineBeingWritten(t *testing.T) {
 			}
 			said = bufio.NewReader(out)
 			said.ReadString('\n')
-		case transcript.MaxCarryRounds:
+		case sessionwrite.MaxCarryRounds:
 			// It writes half its line to the file just replaced, and the
 			// rest only later.
 			tell.Write([]byte("half\n"))
@@ -828,13 +676,13 @@ func TestRewriteWaitsForTheRestOfALineBeingWritten(t *testing.T) {
 			go func() { time.Sleep(300 * time.Millisecond); rest() }()
 		}
 	})
-	defer transcript.SetAfterRebuild(nil)
-	transcript.SetAfterCarry(func() {
-		if rounds == transcript.MaxCarryRounds {
+	defer sessionwrite.SetAfterRebuild(nil)
+	sessionwrite.SetAfterCarry(func() {
+		if rounds == sessionwrite.MaxCarryRounds {
 			rest()
 		}
 	})
-	defer transcript.SetAfterCarry(nil)
+	defer sessionwrite.SetAfterCarry(nil)
 	_, content := rewriteSame(t, f, func() { w.old = w.open() }, w.step)
 	rest()
 	w.checkWholeLines(content)
@@ -845,8 +693,8 @@ func TestRewriteWaitsForTheRestOfALineBeingWritten(t *testing.T) {
 // session lock is held meanwhile) with an error that says where the rest
 // goes, every line carried so far whole and everything in the backup.
 func TestRewriteStopsCarryingAfterItsTimeLimit(t *testing.T) {
-	defer transcript.SetCarryLimit(300 * time.Millisecond)()
-	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
+	defer sessionwrite.SetCarryLimit(300 * time.Millisecond)()
+	f := testkit.CopyToTemp(t, "../transcript/testdata/spec-v3.jsonl")
 	line := writerLine("w0000001", "a1f00012")
 	w := exec.Command("sh", "-c", `exec 3>>"$1" && echo opened && while :; do printf '%s' "$2" >&3; sleep 0.005; done`, "sh", f, line)
 	out, _ := w.StdoutPipe()
@@ -884,8 +732,8 @@ func TestRewriteFailsWhenAWriterHoldsAFileARoundReplaced(t *testing.T) {
 	if _, err := os.ReadDir("/proc/self/fd"); err != nil {
 		t.Skip("no /proc here: Rewrite falls back to the settle time")
 	}
-	defer transcript.SetHoldWait(100 * time.Millisecond)()
-	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
+	defer sessionwrite.SetHoldWait(100 * time.Millisecond)()
+	f := testkit.CopyToTemp(t, "../transcript/testdata/spec-v3.jsonl")
 	w := newLateWriter(t, f)
 	// Right after the rename a writer opens the new file and holds it; a
 	// late line out of order forces a carry round that replaces it.

@@ -1,4 +1,4 @@
-package transcript
+package filelock
 
 import (
 	"context"
@@ -15,14 +15,15 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/safefile"
 )
 
-// StaleLockAge is OpenClaw's limit: a lock older than this may be taken over.
-const StaleLockAge = 30 * time.Minute
+// StaleAge is OpenClaw's limit: a lock older than this may be taken over.
+const StaleAge = 30 * time.Minute
 
 // maxLockPayload caps what is read of a lock file: a payload is ~80 bytes,
 // and a lock file of any size must not cost more than this to inspect.
 const maxLockPayload = 4096
 
-// Lock is a held OpenClaw session write lock (<file>.lock).
+// Lock is a held OpenClaw session write lock (<file>.lock), or a store lock
+// (AcquireStore).
 type Lock struct {
 	Path string
 	f    *os.File
@@ -45,11 +46,11 @@ type LockedError struct {
 func (e *LockedError) Error() string {
 	if e.Problem != "" && e.StaleAt.IsZero() {
 		return fmt.Sprintf("%s: the lock file %s %s; ctxtool never takes such a lock over — if no process is writing this session, remove it (rm -r %s)",
-			e.Session, e.LockPath, e.Problem, shellQuote(e.LockPath))
+			e.Session, e.LockPath, e.Problem, safefile.ShellQuote(e.LockPath))
 	}
 	if e.Problem != "" {
 		return fmt.Sprintf("%s: the lock file %s %s; it counts as stale 30 minutes after it was written (at %s, in %s), when ctxtool takes it over; if no process is writing this session, remove it now (rm %s)",
-			e.Session, e.LockPath, e.Problem, e.StaleAt.Local().Format("15:04:05"), time.Until(e.StaleAt).Round(time.Second), shellQuote(e.LockPath))
+			e.Session, e.LockPath, e.Problem, e.StaleAt.Local().Format("15:04:05"), time.Until(e.StaleAt).Round(time.Second), safefile.ShellQuote(e.LockPath))
 	}
 	return fmt.Sprintf("%s: locked by pid %d since %s (%s); wait for it to finish or pass --wait DURATION",
 		e.Session, e.PID, e.CreatedAt, e.LockPath)
@@ -58,26 +59,17 @@ func (e *LockedError) Error() string {
 // Locked marks the error for exit code 4.
 func (e *LockedError) Locked() bool { return true }
 
-func shellQuote(s string) string {
-	if strings.IndexFunc(s, func(r rune) bool {
-		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == '+' || r == ':' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
 type lockPayload struct {
 	PID       int    `json:"pid"`
 	CreatedAt string `json:"createdAt"`
 	Starttime *int64 `json:"starttime,omitempty"`
 }
 
-// LockPath is where OpenClaw keeps the lock of a session file: the real
+// Path is where OpenClaw keeps the lock of a session file: the real
 // directory of the real session file (symlinks resolved) plus
 // "<name>.lock". A symlink to a session and the session itself share one
 // lock.
-func LockPath(session string) string {
+func Path(session string) string {
 	if real, err := filepath.EvalSymlinks(session); err == nil {
 		session = real
 	}
@@ -91,7 +83,7 @@ func LockPath(session string) string {
 	return filepath.Join(dir, name+".lock")
 }
 
-// AcquireLock takes the session lock the way OpenClaw does (an exclusive
+// Acquire takes the session lock the way OpenClaw does (an exclusive
 // create; stale locks are taken over). With wait > 0 it retries until the
 // deadline with OpenClaw's backoff (min(1s, 50ms × attempt)).
 //
@@ -102,8 +94,8 @@ func LockPath(session string) string {
 // directory, after checking under that flock that the lock is still the
 // stale one; ownership is then re-verified. Of any number of ctxtool
 // processes racing over one stale lock, exactly one gets it.
-func AcquireLock(ctx context.Context, session string, wait time.Duration) (*Lock, error) {
-	path := LockPath(session)
+func Acquire(ctx context.Context, session string, wait time.Duration) (*Lock, error) {
+	path := Path(session)
 	sweepDir(filepath.Dir(path))
 	deadline := time.Now().Add(wait)
 	quick := 0 // immediate retries after a lost race
@@ -132,7 +124,7 @@ func AcquireLock(ctx context.Context, session string, wait time.Duration) (*Lock
 		if wait <= 0 || time.Now().After(deadline) {
 			le := &LockedError{Session: session, LockPath: path, PID: info.payload.PID, CreatedAt: info.payload.CreatedAt, Problem: info.problem}
 			if info.problem != "" && info.byMtime {
-				le.StaleAt = info.modTime.Add(StaleLockAge)
+				le.StaleAt = info.modTime.Add(StaleAge)
 			}
 			return nil, le
 		}
@@ -168,12 +160,12 @@ func ownPayload() []byte {
 func newPayloadFile(path string) (*os.File, error) {
 	f, err := safefile.CreateTemp(path, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("%s: cannot create lock: %v (is the directory writable?)", path, safefile.PathCause(err))
+		return nil, fmt.Errorf("%s: cannot create lock: %w (is the directory writable?)", path, safefile.PathCause(err))
 	}
 	data := ownPayload()
 	if _, err := f.Write(data); err != nil {
 		discardTemp(f)
-		return nil, fmt.Errorf("%s: write lock: %v", path, err)
+		return nil, fmt.Errorf("%s: write lock: %w", path, err)
 	}
 	return f, nil
 }
@@ -207,7 +199,7 @@ func createLock(path string) (*Lock, error) {
 		if errors.Is(err, os.ErrExist) {
 			return nil, nil
 		}
-		return nil, fmt.Errorf("%s: cannot create lock: %v (is the directory writable?)", path, safefile.PathCause(err))
+		return nil, fmt.Errorf("%s: cannot create lock: %w (is the directory writable?)", path, safefile.PathCause(err))
 	}
 	return own(path, f)
 }
@@ -222,13 +214,13 @@ func createLockNoLink(path string) (*Lock, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: cannot create lock: %v (is the directory writable?)", path, safefile.PathCause(err))
+		return nil, fmt.Errorf("%s: cannot create lock: %w (is the directory writable?)", path, safefile.PathCause(err))
 	}
 	data := ownPayload()
 	if _, err := f.Write(data); err != nil {
 		f.Close()
 		os.Remove(path)
-		return nil, fmt.Errorf("%s: write lock: %v", path, err)
+		return nil, fmt.Errorf("%s: write lock: %w", path, err)
 	}
 	return own(path, f)
 }
@@ -270,7 +262,7 @@ func takeOver(path string, seen lockInfo) (*Lock, error) {
 	safefile.CrashPoint("lock-takeover")
 	if err := os.Rename(f.Name(), path); err != nil {
 		discardTemp(f)
-		return nil, fmt.Errorf("%s: cannot take over the stale lock: %v", path, safefile.PathCause(err))
+		return nil, fmt.Errorf("%s: cannot take over the stale lock: %w", path, safefile.PathCause(err))
 	}
 	safefile.Forget(f.Name())
 	return own(path, f)
@@ -349,7 +341,7 @@ func inspectLock(path string) lockInfo {
 		return info
 	}
 	info.fi, info.modTime = fi, fi.ModTime()
-	oldByMtime := time.Since(fi.ModTime()) > StaleLockAge
+	oldByMtime := time.Since(fi.ModTime()) > StaleAge
 	if !fi.Mode().IsRegular() {
 		info.problem = fmt.Sprintf("is not a regular file (%s)", fi.Mode().Type())
 		return info // never taken over: removing it is for a human to decide
@@ -393,10 +385,10 @@ func inspectLock(path string) lockInfo {
 		if cur, ok := safefile.ProcStartTime(p.PID); ok && cur != *p.Starttime {
 			info.stale = true // the pid was recycled
 		}
-	case p.PID == os.Getpid() && !holdsLock(path):
+	case p.PID == os.Getpid() && !Held(path):
 		info.stale = true // our own orphan
 	}
-	if time.Since(created) > StaleLockAge {
+	if time.Since(created) > StaleAge {
 		info.stale = true
 	}
 	return info
@@ -417,7 +409,9 @@ var (
 	held   = map[string]*Lock{}
 )
 
-func holdsLock(path string) bool {
+// Held reports whether this process holds the lock at path (a lock path,
+// as Path gives it): sessionwrite.Rewrite checks it before it replaces a session.
+func Held(path string) bool {
 	heldMu.Lock()
 	defer heldMu.Unlock()
 	return held[path] != nil

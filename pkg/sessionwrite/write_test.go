@@ -1,8 +1,7 @@
-package transcript_test
+package sessionwrite_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -13,26 +12,18 @@ import (
 
 	"github.com/ctxtool/ctxtool/internal/oracle"
 	"github.com/ctxtool/ctxtool/internal/testkit"
+	"github.com/ctxtool/ctxtool/pkg/filelock"
+	"github.com/ctxtool/ctxtool/pkg/sessionwrite"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
-
-// keepFrom picks a user message about two thirds into the context to keep from.
-func keepFrom(ctx *transcript.Context) *transcript.Entry {
-	for i := len(ctx.Messages) * 2 / 3; i < len(ctx.Messages); i++ {
-		if e := ctx.Messages[i].Entry; e.Type() == "message" && e.Role() == "user" {
-			return e
-		}
-	}
-	return nil
-}
 
 // Appending a compaction and a custom_message to every fixture (v1) and to
 // the v3 example: the original bytes stay, pi loads the file, and pi
 // rebuilds exactly the context ctxtool then reads.
 func TestAppendLoadsInPi(t *testing.T) {
 	oracle.Require(t)
-	files := append(oracle.Fixtures(t), "testdata/spec-v3.jsonl")
-	for name, content := range edgeCases {
+	files := append(oracle.Fixtures(t), "../transcript/testdata/spec-v3.jsonl")
+	for name, content := range testkit.EdgeCases {
 		if name == "late-header.jsonl" {
 			continue
 		}
@@ -46,10 +37,10 @@ func TestAppendLoadsInPi(t *testing.T) {
 		before, _ := os.ReadFile(f)
 		var kept *transcript.Entry
 		var summary = "## Goal\nTest <summary> & \u2028 \"quotes\" 日本語 ✓"
-		err := transcript.Update(context.Background(), f, transcript.UpdateOptions{}, func(s *transcript.Session) ([][]byte, error) {
-			w := s.NewWriter()
-			kept = keepFrom(s.Context())
-			a, err := w.Compaction(transcript.CompactionSpec{Summary: summary, FirstKept: kept, TokensBefore: 123,
+		err := sessionwrite.Update(context.Background(), f, sessionwrite.UpdateOptions{}, func(s *transcript.Session) ([][]byte, error) {
+			w := sessionwrite.NewWriter(s)
+			kept = testkit.KeepFrom(s.Context())
+			a, err := w.Compaction(sessionwrite.CompactionSpec{Summary: summary, FirstKept: kept, TokensBefore: 123,
 				Details: map[string]any{"readFiles": []string{}, "modifiedFiles": []string{"a.go"}}})
 			if err != nil {
 				return nil, err
@@ -82,7 +73,7 @@ func TestAppendLoadsInPi(t *testing.T) {
 		}
 		written = append(written, f)
 	}
-	compareWithPi(t, written)
+	oracle.CompareWithPi(t, written)
 	assertCanonical(t, written)
 }
 
@@ -106,10 +97,10 @@ process.exit(bad ? 1 : 0);`
 
 func TestAppendAddsMissingNewline(t *testing.T) {
 	f := filepath.Join(t.TempDir(), "s.jsonl")
-	content := strings.TrimSuffix(edgeCases["noncanonical.jsonl"], "\n")
+	content := strings.TrimSuffix(testkit.EdgeCases["noncanonical.jsonl"], "\n")
 	os.WriteFile(f, []byte(content), 0o644)
-	err := transcript.Update(context.Background(), f, transcript.UpdateOptions{}, func(s *transcript.Session) ([][]byte, error) {
-		a, err := s.NewWriter().CustomMessage("t", "x", false, nil)
+	err := sessionwrite.Update(context.Background(), f, sessionwrite.UpdateOptions{}, func(s *transcript.Session) ([][]byte, error) {
+		a, err := sessionwrite.NewWriter(s).CustomMessage("t", "x", false, nil)
 		return [][]byte{a.Line}, err
 	})
 	if err != nil {
@@ -124,16 +115,16 @@ func TestAppendAddsMissingNewline(t *testing.T) {
 // When another writer (pi takes no lock) appends between ctxtool's read and
 // its write, ctxtool re-plans so its entry hangs off the true last line.
 func TestUpdateReplansWhenFileGrows(t *testing.T) {
-	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
+	f := testkit.CopyToTemp(t, "../transcript/testdata/spec-v3.jsonl")
 	calls := 0
-	err := transcript.Update(context.Background(), f, transcript.UpdateOptions{}, func(s *transcript.Session) ([][]byte, error) {
+	err := sessionwrite.Update(context.Background(), f, sessionwrite.UpdateOptions{}, func(s *transcript.Session) ([][]byte, error) {
 		calls++
 		if calls == 1 {
 			fh, _ := os.OpenFile(f, os.O_APPEND|os.O_WRONLY, 0)
 			fh.WriteString(`{"type":"message","id":"bbbb0001","parentId":"a1f00012","timestamp":"2026-03-02T10:36:00.000Z","message":{"role":"user","content":"concurrent","timestamp":1}}` + "\n")
 			fh.Close()
 		}
-		a, err := s.NewWriter().CustomMessage("t", "x", false, nil)
+		a, err := sessionwrite.NewWriter(s).CustomMessage("t", "x", false, nil)
 		return [][]byte{a.Line}, err
 	})
 	if err != nil {
@@ -148,38 +139,14 @@ func TestUpdateReplansWhenFileGrows(t *testing.T) {
 	}
 }
 
-func TestLock(t *testing.T) {
-	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
+// Update refuses a locked session and leaves the file alone.
+func TestUpdateRefusesALockedSession(t *testing.T) {
+	f := testkit.CopyToTemp(t, "../transcript/testdata/spec-v3.jsonl")
 	ctx := context.Background()
-	l, err := transcript.AcquireLock(ctx, f, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var payload map[string]any
-	data, _ := os.ReadFile(f + ".lock")
-	if err := json.Unmarshal(data, &payload); err != nil || payload["pid"] == nil || payload["createdAt"] == nil || payload["starttime"] == nil {
-		t.Fatalf("lock payload %s", data)
-	}
-	// Held by us (a live process with a start time): others are refused.
-	_, err = transcript.AcquireLock(ctx, f, 0)
-	var le *transcript.LockedError
-	if !errors.As(err, &le) || !le.Locked() {
-		t.Fatalf("second acquire: %v, want LockedError", err)
-	}
-	// --wait succeeds once the holder releases.
-	go func() { time.Sleep(150 * time.Millisecond); l.Release() }()
-	l2, err := transcript.AcquireLock(ctx, f, 3*time.Second)
-	if err != nil {
-		t.Fatalf("waiting acquire: %v", err)
-	}
-	l2.Release()
-	if _, err := os.Stat(f + ".lock"); !os.IsNotExist(err) {
-		t.Fatal("lock file not removed on release")
-	}
-	// Update refuses a locked session and leaves the file alone.
-	l3, _ := transcript.AcquireLock(ctx, f, 0)
+	var le *filelock.LockedError
+	l3, _ := filelock.Acquire(ctx, f, 0)
 	before, _ := os.ReadFile(f)
-	err = transcript.Update(ctx, f, transcript.UpdateOptions{}, func(s *transcript.Session) ([][]byte, error) {
+	err := sessionwrite.Update(ctx, f, sessionwrite.UpdateOptions{}, func(s *transcript.Session) ([][]byte, error) {
 		t.Fatal("plan must not run without the lock")
 		return nil, nil
 	})
@@ -193,55 +160,22 @@ func TestLock(t *testing.T) {
 	l3.Release()
 }
 
-func TestStaleLocksAreTakenOver(t *testing.T) {
-	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
-	cases := map[string]string{
-		"dead pid":     `{"pid": 2147483000, "createdAt": "` + time.Now().UTC().Format(time.RFC3339) + `"}`,
-		"too old":      `{"pid": 1, "createdAt": "2020-01-01T00:00:00.000Z"}`,
-		"own orphan":   `{"pid": ` + itoa(os.Getpid()) + `, "createdAt": "` + time.Now().UTC().Format(time.RFC3339) + `"}`,
-		"recycled pid": `{"pid": 1, "createdAt": "` + time.Now().UTC().Format(time.RFC3339) + `", "starttime": 123456789}`,
-	}
-	for name, payload := range cases {
-		os.WriteFile(f+".lock", []byte(payload), 0o644)
-		l, err := transcript.AcquireLock(context.Background(), f, 0)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		l.Release()
-	}
-	// A garbage lock that is recent by mtime is respected...
-	os.WriteFile(f+".lock", []byte("garbage"), 0o644)
-	if _, err := transcript.AcquireLock(context.Background(), f, 0); err == nil {
-		t.Fatal("a recent unreadable lock must be respected")
-	}
-	// ...and taken over once its mtime is older than 30 minutes.
-	old := time.Now().Add(-31 * time.Minute)
-	os.Chtimes(f+".lock", old, old)
-	l, err := transcript.AcquireLock(context.Background(), f, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.Release()
-}
-
-func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
-
 func TestRewrite(t *testing.T) {
-	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
+	f := testkit.CopyToTemp(t, "../transcript/testdata/spec-v3.jsonl")
 	orig, _ := os.ReadFile(f)
 	os.Chmod(f, 0o640)
 	s := testkit.Load(t, f)
 	defer s.Close()
 	// Without the lock: refused.
-	if _, err := transcript.Rewrite(s, []byte("x\n"), transcript.RewriteOptions{}); err == nil {
+	if _, err := sessionwrite.Rewrite(s, []byte("x\n"), sessionwrite.RewriteOptions{}); err == nil {
 		t.Fatal("Rewrite without the lock succeeded")
 	}
-	l, err := transcript.AcquireLock(context.Background(), f, 0)
+	l, err := filelock.Acquire(context.Background(), f, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Release()
-	rr, err := transcript.Rewrite(s, []byte("new content\n"), transcript.RewriteOptions{Settle: time.Millisecond})
+	rr, err := sessionwrite.Rewrite(s, []byte("new content\n"), sessionwrite.RewriteOptions{Settle: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,14 +196,14 @@ func TestRewrite(t *testing.T) {
 }
 
 func TestRewriteRefusesReplacedOrBusyFile(t *testing.T) {
-	f := testkit.CopyToTemp(t, "testdata/spec-v3.jsonl")
+	f := testkit.CopyToTemp(t, "../transcript/testdata/spec-v3.jsonl")
 	s := testkit.Load(t, f)
 	defer s.Close()
-	l, _ := transcript.AcquireLock(context.Background(), f, 0)
+	l, _ := filelock.Acquire(context.Background(), f, 0)
 	defer l.Release()
 	// Written just now: --idle refuses, exit code 4 (busy).
-	_, err := transcript.Rewrite(s, []byte("x\n"), transcript.RewriteOptions{Idle: time.Minute})
-	var be *transcript.BusyError
+	_, err := sessionwrite.Rewrite(s, []byte("x\n"), sessionwrite.RewriteOptions{Idle: time.Minute})
+	var be *sessionwrite.BusyError
 	if !errors.As(err, &be) || !be.Locked() || !strings.Contains(err.Error(), "--idle") {
 		t.Fatalf("busy session: %v", err)
 	}
@@ -277,7 +211,7 @@ func TestRewriteRefusesReplacedOrBusyFile(t *testing.T) {
 	data, _ := os.ReadFile(f)
 	os.Remove(f)
 	os.WriteFile(f, data, 0o644)
-	if _, err := transcript.Rewrite(s, []byte("x\n"), transcript.RewriteOptions{}); !errors.Is(err, transcript.ErrFileChanged) {
+	if _, err := sessionwrite.Rewrite(s, []byte("x\n"), sessionwrite.RewriteOptions{}); !errors.Is(err, sessionwrite.ErrFileChanged) {
 		t.Fatalf("replaced file: %v", err)
 	}
 	if got, _ := os.ReadFile(f); string(got) != string(data) {
@@ -290,8 +224,8 @@ func TestRewriteRefusesReplacedOrBusyFile(t *testing.T) {
 // U+FFFD per ill-formed subpart, so the truncated 3-byte sequence E4 B8
 // is one U+FFFD (encoding/json wrote the escape \ufffd twice).
 func TestWriterInvalidUTF8IsNodes(t *testing.T) {
-	s := testkit.Load(t, "testdata/spec-v3.jsonl")
-	a, err := s.NewWriter().CustomMessage("t", "cut \xe4\xb8 here \xed\xa0\x80", false, nil)
+	s := testkit.Load(t, "../transcript/testdata/spec-v3.jsonl")
+	a, err := sessionwrite.NewWriter(s).CustomMessage("t", "cut \xe4\xb8 here \xed\xa0\x80", false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,7 +252,7 @@ func TestCompactionSystemMessageIsStringified(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	a, err := s.NewWriter().Compaction(transcript.CompactionSpec{Summary: "sum", FirstKept: s.Entries[len(s.Entries)-1], TokensBefore: 10})
+	a, err := sessionwrite.NewWriter(s).Compaction(sessionwrite.CompactionSpec{Summary: "sum", FirstKept: s.Entries[len(s.Entries)-1], TokensBefore: 10})
 	if err != nil {
 		t.Fatal(err)
 	}

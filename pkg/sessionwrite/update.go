@@ -1,4 +1,4 @@
-package transcript
+package sessionwrite
 
 import (
 	"bytes"
@@ -6,11 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/ctxtool/ctxtool/pkg/filelock"
 	"github.com/ctxtool/ctxtool/pkg/safefile"
+	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 // UpdateOptions controls Update.
@@ -27,7 +28,7 @@ type UpdateOptions struct {
 
 // Plan decides what to append to a freshly loaded session. Returning no lines
 // writes nothing.
-type Plan func(s *Session) ([][]byte, error)
+type Plan func(s *transcript.Session) ([][]byte, error)
 
 // maxReplans bounds how often Update re-plans when another writer (pi does
 // not take the lock) appended between our read and our write.
@@ -46,17 +47,17 @@ func Update(ctx context.Context, path string, opts UpdateOptions, plan Plan) err
 		return fmt.Errorf("-: cannot write to standard input; give a session file path")
 	}
 	if !opts.DryRun {
-		if _, err := WritablePath(path); err != nil {
+		if _, err := transcript.WritablePath(path); err != nil {
 			return err
 		}
-		lock, err := AcquireLock(ctx, path, opts.Wait)
+		lock, err := filelock.Acquire(ctx, path, opts.Wait)
 		if err != nil {
 			return err
 		}
 		defer lock.Release()
 	}
 	for attempt := 0; ; attempt++ {
-		s, err := Load(path)
+		s, err := transcript.Load(path)
 		if err != nil {
 			return err
 		}
@@ -95,14 +96,14 @@ type AppendOptions struct {
 // re-plan (the new entries must hang off the true last line) and call
 // Append again. A session pi cannot load (duplicate ids, parent cycles), a
 // read-only file or a file that is not a regular file is refused.
-func Append(ctx context.Context, s *Session, opts AppendOptions, lines [][]byte) error {
+func Append(ctx context.Context, s *transcript.Session, opts AppendOptions, lines [][]byte) error {
 	if len(lines) == 0 {
 		return nil
 	}
 	if err := s.Writable(); err != nil {
 		return err
 	}
-	lock, err := AcquireLock(ctx, s.File, opts.Wait)
+	lock, err := filelock.Acquire(ctx, s.File, opts.Wait)
 	if err != nil {
 		return err
 	}
@@ -116,81 +117,25 @@ func Append(ctx context.Context, s *Session, opts AppendOptions, lines [][]byte)
 // written.
 var ErrFileChanged = fmt.Errorf("the session file changed while ctxtool was planning (another process keeps writing it; retry later or use --older-than)")
 
-// WritablePath resolves a session path for writing: symlinks are followed
-// to the real file (which is what gets locked, appended to and rewritten,
-// so a link stays a link), and the real file must be a regular file that is
-// not read-only.
-func WritablePath(path string) (string, error) {
-	if err := CheckWritable(path); err != nil {
-		return "", err // Claude Code, Codex, zstd, OpenClaw stores (foreign.go)
-	}
-	real, err := resolve(path)
-	if err != nil {
-		return "", err
-	}
-	fi, err := os.Stat(real)
-	if err != nil {
-		return "", fmt.Errorf("%s: %v", path, safefile.PathCause(err))
-	}
-	if err := checkRegular(path, fi); err != nil {
-		return "", err
-	}
-	if err := checkWritableMode(path, fi); err != nil {
-		return "", err
-	}
-	return real, nil
-}
-
-// resolve follows symlinks; a dangling link is an error that says where it
-// points.
-func resolve(path string) (string, error) {
-	real, err := filepath.EvalSymlinks(path)
-	if err == nil {
-		return real, nil
-	}
-	if target, lerr := os.Readlink(path); lerr == nil {
-		return "", fmt.Errorf("%s: a symlink to %s, which does not exist", path, target)
-	}
-	return "", fmt.Errorf("%s: %v", path, safefile.PathCause(err))
-}
-
-// ReadOnlyError refuses to write a file without write permission bits:
-// somebody made it read-only on purpose (root could write it anyway).
-type ReadOnlyError struct {
-	File string
-	Mode os.FileMode
-}
-
-func (e *ReadOnlyError) Error() string {
-	return fmt.Sprintf("%s: the file is read-only (mode %04o); ctxtool does not write to read-only sessions — make it writable (chmod u+w %s) if it may change", e.File, e.Mode.Perm(), shellQuote(e.File))
-}
-
-func checkWritableMode(path string, fi os.FileInfo) error {
-	if fi.Mode().Perm()&0o222 == 0 {
-		return &ReadOnlyError{File: path, Mode: fi.Mode()}
-	}
-	return nil
-}
-
 // appendVerified appends lines (each without newline) in a single write
 // after the bytes s was loaded from, after a newline if the file lacks its
 // final one. It refuses (ErrFileChanged) when the file is no longer those
 // bytes: another file, another size, other first or last bytes.
-func appendVerified(s *Session, lines [][]byte) error {
+func appendVerified(s *transcript.Session, lines [][]byte) error {
 	if err := s.Writable(); err != nil {
 		return err
 	}
 	path := s.File
-	real, err := WritablePath(path)
+	real, err := transcript.WritablePath(path)
 	if err != nil {
 		return err
 	}
 	f, err := os.OpenFile(real, os.O_RDWR|os.O_APPEND, 0)
 	if err != nil {
-		return fmt.Errorf("%s: open for append: %v", path, safefile.PathCause(err))
+		return fmt.Errorf("%s: open for append: %w", path, safefile.PathCause(err))
 	}
 	defer f.Close()
-	if err := s.sameBytes(f); err != nil {
+	if err := sameBytes(s, f); err != nil {
 		return err
 	}
 	var buf []byte
@@ -207,11 +152,11 @@ func appendVerified(s *Session, lines [][]byte) error {
 	safefile.CrashPoint("append-before-write")
 	if _, err := f.Write(buf); err != nil {
 		f.Truncate(s.Size)
-		return fmt.Errorf("%s: append failed, file restored to its previous size: %v", path, err)
+		return fmt.Errorf("%s: append failed, file restored to its previous size: %w", path, err)
 	}
 	safefile.CrashPoint("append-written")
 	if err := f.Sync(); err != nil {
-		return fmt.Errorf("%s: fsync: %v", path, err)
+		return fmt.Errorf("%s: fsync: %w", path, err)
 	}
 	return nil
 }
@@ -219,42 +164,23 @@ func appendVerified(s *Session, lines [][]byte) error {
 // sameBytes checks that f (open on the session's real file) is still the
 // file s was loaded from, of the same size, with the same first and last
 // bytes.
-func (s *Session) sameBytes(f *os.File) error {
-	if s.fi == nil {
+func sameBytes(s *transcript.Session, f *os.File) error {
+	if s.LoadedFrom() == nil {
 		return fmt.Errorf("%s: internal error: the session was not loaded from a file", s.File)
 	}
 	st, err := f.Stat()
 	if err != nil {
-		return fmt.Errorf("%s: %v", s.File, err)
+		return fmt.Errorf("%s: %w", s.File, err)
 	}
-	if !os.SameFile(st, s.fi) || st.Size() != s.Size {
+	if !os.SameFile(st, s.LoadedFrom()) || st.Size() != s.Size {
 		return ErrFileChanged
 	}
-	if fp, err := fingerprint(f, s.Size); err != nil {
-		return fmt.Errorf("%s: %v", s.File, err)
-	} else if fp != s.fp {
+	if same, err := s.SameStart(f); err != nil {
+		return fmt.Errorf("%s: %w", s.File, err)
+	} else if !same {
 		return ErrFileChanged
 	}
 	return nil
-}
-
-// TreeError refuses a write into a session whose entry tree pi cannot load.
-type TreeError struct {
-	File     string
-	Problems []TreeProblem
-}
-
-func (e *TreeError) Error() string {
-	var parts []string
-	for i, p := range e.Problems {
-		if i == 3 {
-			parts = append(parts, fmt.Sprintf("and %d more", len(e.Problems)-3))
-			break
-		}
-		parts = append(parts, p.String())
-	}
-	return fmt.Sprintf("%s: pi cannot load this session's entry tree (%s), so ctxtool will not write into it; list every problem with `ctxtool lint %s` and work on a repaired copy (`ctxtool export %s --to pi` writes a clean one)",
-		e.File, strings.Join(parts, "; "), shellQuote(e.File), shellQuote(e.File))
 }
 
 // BusyError refuses to rewrite a session that was written to a moment ago.
@@ -279,7 +205,7 @@ func CheckIdle(path string, idle time.Duration) error {
 	}
 	fi, err := os.Stat(path)
 	if err != nil {
-		return fmt.Errorf("%s: %v", path, safefile.PathCause(err))
+		return fmt.Errorf("%s: %w", path, safefile.PathCause(err))
 	}
 	if since := time.Since(fi.ModTime()); since < idle {
 		if since < 0 {

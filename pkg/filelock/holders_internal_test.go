@@ -1,4 +1,4 @@
-package transcript
+package filelock
 
 import (
 	"os"
@@ -9,7 +9,7 @@ import (
 // rewrite and then at most every scanGap-maxScanGap while another process
 // holds the replaced session file.
 func BenchmarkOtherHolders(b *testing.B) {
-	fi, err := os.Stat("testdata/spec-v3.jsonl")
+	fi, err := os.Stat(os.Args[0])
 	if err != nil {
 		b.Fatal(err)
 	}

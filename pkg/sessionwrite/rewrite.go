@@ -1,4 +1,4 @@
-package transcript
+package sessionwrite
 
 import (
 	"bytes"
@@ -10,7 +10,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ctxtool/ctxtool/pkg/filelock"
 	"github.com/ctxtool/ctxtool/pkg/safefile"
+	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 // RewriteOptions controls Rewrite.
@@ -103,7 +105,7 @@ type RewriteResult struct {
 // hard links, a file modified within opts.Idle or one whose last line is
 // incomplete is refused. Any failure before the rename leaves the file
 // untouched; a kill after it leaves the full original in the backup.
-func Rewrite(s *Session, content []byte, opts RewriteOptions) (*RewriteResult, error) {
+func Rewrite(s *transcript.Session, content []byte, opts RewriteOptions) (*RewriteResult, error) {
 	real, err := rewritablePath(s, opts.Idle)
 	if err != nil {
 		return nil, err
@@ -120,7 +122,7 @@ func Rewrite(s *Session, content []byte, opts RewriteOptions) (*RewriteResult, e
 
 	tmp, err := safefile.CreateTemp(real, ofi.Mode().Perm())
 	if err != nil {
-		return nil, fmt.Errorf("%s: cannot create a temp file next to it: %v", s.File, safefile.PathCause(err))
+		return nil, fmt.Errorf("%s: cannot create a temp file next to it: %w", s.File, safefile.PathCause(err))
 	}
 	sw := &swap{s: s, real: real, old: old, ofi: ofi, tmp: tmp, tmpName: tmp.Name(), size: int64(len(content))}
 	defer func() {
@@ -131,7 +133,7 @@ func Rewrite(s *Session, content []byte, opts RewriteOptions) (*RewriteResult, e
 		safefile.Forget(sw.tmpName)
 	}()
 	if err := writeAll(tmp, content, ofi); err != nil {
-		return nil, fmt.Errorf("%s: rewrite failed, original untouched: %v", s.File, err)
+		return nil, fmt.Errorf("%s: rewrite failed, original untouched: %w", s.File, err)
 	}
 
 	safefile.CrashPoint("rewrite-temp")
@@ -146,18 +148,18 @@ func Rewrite(s *Session, content []byte, opts RewriteOptions) (*RewriteResult, e
 // standard input, a tree pi can load, a writable regular file (symlinks
 // resolved: the real path is returned), the session lock held by us, no
 // line being written, idle for idle — and returns the path to replace.
-func rewritablePath(s *Session, idle time.Duration) (string, error) {
-	if s.File == "-" || s.fi == nil {
+func rewritablePath(s *transcript.Session, idle time.Duration) (string, error) {
+	if s.File == "-" || s.LoadedFrom() == nil {
 		return "", fmt.Errorf("-: cannot rewrite standard input; give a session file path")
 	}
 	if err := s.Rewritable(); err != nil {
 		return "", err
 	}
-	real, err := WritablePath(s.File)
+	real, err := transcript.WritablePath(s.File)
 	if err != nil {
 		return "", err
 	}
-	if !holdsLock(LockPath(real)) {
+	if !filelock.Held(filelock.Path(real)) {
 		return "", fmt.Errorf("%s: %w", s.File, errNotLocked)
 	}
 	if s.Size > 0 && !s.EndsWithNewline {
@@ -176,10 +178,10 @@ func rewritablePath(s *Session, idle time.Duration) (string, error) {
 // openAsLoaded opens the file to replace and checks it still starts with
 // the bytes s was loaded from (ErrFileChanged otherwise) and has no other
 // hard link that the rename would leave on the old content.
-func openAsLoaded(s *Session, real string) (*os.File, os.FileInfo, error) {
+func openAsLoaded(s *transcript.Session, real string) (*os.File, os.FileInfo, error) {
 	old, err := os.Open(real)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %v", s.File, safefile.PathCause(err))
+		return nil, nil, fmt.Errorf("%s: %w", s.File, safefile.PathCause(err))
 	}
 	fail := func(err error) (*os.File, os.FileInfo, error) {
 		old.Close()
@@ -187,12 +189,12 @@ func openAsLoaded(s *Session, real string) (*os.File, os.FileInfo, error) {
 	}
 	ofi, err := old.Stat()
 	if err != nil {
-		return fail(fmt.Errorf("%s: %v", s.File, err))
+		return fail(fmt.Errorf("%s: %w", s.File, err))
 	}
-	if !os.SameFile(ofi, s.fi) || ofi.Size() < s.Size {
+	if !os.SameFile(ofi, s.LoadedFrom()) || ofi.Size() < s.Size {
 		return fail(ErrFileChanged)
 	}
-	if fp, err := fingerprint(old, s.Size); err != nil || fp != s.fp {
+	if same, err := s.SameStart(old); err != nil || !same {
 		return fail(ErrFileChanged)
 	}
 	if st, ok := ofi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
@@ -204,7 +206,7 @@ func openAsLoaded(s *Session, real string) (*os.File, os.FileInfo, error) {
 // swap is one rewrite's files: the original (old, as opened and stat'ed)
 // and the written temp file that replaces it.
 type swap struct {
-	s         *Session
+	s         *transcript.Session
 	real      string
 	old       *os.File
 	ofi       os.FileInfo
@@ -223,7 +225,7 @@ func (w *swap) commit(res *RewriteResult, settle time.Duration) error {
 	backup := real + ".bak." + BackupStamp(time.Now())
 	if err := os.Link(real, backup); err != nil {
 		if err := copyFile(real, backup, ofi.Mode().Perm()); err != nil {
-			return fmt.Errorf("%s: cannot keep a backup at %s, original untouched: %v", s.File, backup, err)
+			return fmt.Errorf("%s: cannot keep a backup at %s, original untouched: %w", s.File, backup, err)
 		}
 	} else if bfi, err := os.Stat(backup); err != nil || !os.SameFile(bfi, ofi) {
 		os.Remove(backup)
@@ -232,7 +234,7 @@ func (w *swap) commit(res *RewriteResult, settle time.Duration) error {
 	safefile.CrashPoint("rewrite-backup")
 	if err := os.Rename(w.tmpName, real); err != nil {
 		os.Remove(backup)
-		return fmt.Errorf("%s: rewrite failed, original untouched: %v", s.File, err)
+		return fmt.Errorf("%s: rewrite failed, original untouched: %w", s.File, err)
 	}
 	w.committed = true
 	res.Backup = backup
@@ -260,10 +262,10 @@ func (w *swap) commit(res *RewriteResult, settle time.Duration) error {
 		if c.prev != w.old {
 			rest = "in no file (a carry round replaced it too); the original is in " + backup
 		}
-		return fmt.Errorf("%s: rewritten, but %v: what they wrote until then is in the live file, what they write to it from now on is %s", s.File, err, rest)
+		return fmt.Errorf("%s: rewritten, but %w: what they wrote until then is in the live file, what they write to it from now on is %s", s.File, err, rest)
 	}
 	if err != nil {
-		return fmt.Errorf("%s: %v; the original, with everything written to it, is in %s", s.File, err, backup)
+		return fmt.Errorf("%s: %w; the original, with everything written to it, is in %s", s.File, err, backup)
 	}
 	return nil
 }
@@ -416,7 +418,7 @@ func (h *holdWatch) released(prev *os.File) bool {
 		h.free = true
 		return false
 	}
-	pids, ok := otherHolders(fi)
+	pids, ok := filelock.Writers(fi)
 	switch {
 	case !ok || len(pids) == 0:
 		h.free, h.held = true, nil
@@ -482,7 +484,7 @@ func (c *carrier) rebuild(skipAt, skipLen int64) error {
 	// be carried whole once complete: copied in part, its rest would be
 	// carried after whatever the writer appends next once the rounds have
 	// run out, tearing both lines.
-	nl, err := LastNewline(c.cur, other, curEnd)
+	nl, err := transcript.LastNewline(c.cur, other, curEnd)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package transcript
+package sessionwrite
 
 import (
 	"crypto/rand"
@@ -6,13 +6,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
 // Writer builds new entries for a session in the file's own format version:
 // v2/v3 entries get fresh 8-hex ids chained from the current leaf; v1
 // entries get no ids and point at kept entries by array index.
 type Writer struct {
-	s      *Session
+	s      *transcript.Session
 	parent string
 	ids    map[string]bool
 	index  int // pi array index of the next appended record
@@ -21,7 +23,7 @@ type Writer struct {
 }
 
 // NewWriter starts appending after the session's current leaf.
-func (s *Session) NewWriter() *Writer {
+func NewWriter(s *transcript.Session) *Writer {
 	w := &Writer{s: s, ids: map[string]bool{}, Now: time.Now}
 	if leaf := s.Leaf(); leaf != nil && s.Version >= 2 {
 		w.parent = leaf.ID()
@@ -41,7 +43,7 @@ func (w *Writer) newID() (string, error) {
 			return "", err
 		}
 		id := hex.EncodeToString(b[:])
-		if !w.ids[id] && w.s.byID.get(id) == nil {
+		if !w.ids[id] && w.s.ByID(id) == nil {
 			w.ids[id] = true
 			return id, nil
 		}
@@ -58,7 +60,7 @@ type CompactionSpec struct {
 	Summary string
 	// FirstKept is the first entry kept verbatim; nil keeps nothing from
 	// before the compaction.
-	FirstKept    *Entry
+	FirstKept    *transcript.Entry
 	TokensBefore int
 	Details      any
 	FromHook     bool
@@ -104,7 +106,7 @@ func (w *Writer) Compaction(c CompactionSpec) (Appended, error) {
 		if c.FirstKept != nil {
 			idx = c.FirstKept.Index
 		}
-		line, err := MarshalJS(compactionV1{Type: "compaction", Timestamp: ts, Summary: c.Summary,
+		line, err := transcript.MarshalJS(compactionV1{Type: "compaction", Timestamp: ts, Summary: c.Summary,
 			FirstKeptEntryIndex: idx, TokensBefore: c.TokensBefore, Details: c.Details, FromHook: c.FromHook})
 		return w.done(line, "", err)
 	}
@@ -120,7 +122,7 @@ func (w *Writer) Compaction(c CompactionSpec) (Appended, error) {
 	if err != nil {
 		return Appended{}, err
 	}
-	line, err := MarshalJS(compactionV3{Type: "compaction", ID: id, ParentID: w.parentPtr(), Timestamp: ts,
+	line, err := transcript.MarshalJS(compactionV3{Type: "compaction", ID: id, ParentID: w.parentPtr(), Timestamp: ts,
 		Summary: c.Summary, FirstKeptEntryID: kept, TokensBefore: c.TokensBefore, Details: c.Details, FromHook: c.FromHook,
 		SystemMessage: sys})
 	return w.done(line, id, err)
@@ -171,7 +173,7 @@ type customMessageV1 struct {
 func (w *Writer) CustomMessage(customType string, content any, display bool, details any) (Appended, error) {
 	ts := w.timestamp()
 	if w.s.Version < 2 {
-		line, err := MarshalJS(customMessageV1{Type: "custom_message", CustomType: customType, Content: content,
+		line, err := transcript.MarshalJS(customMessageV1{Type: "custom_message", CustomType: customType, Content: content,
 			Display: display, Details: details, Timestamp: ts})
 		return w.done(line, "", err)
 	}
@@ -179,18 +181,18 @@ func (w *Writer) CustomMessage(customType string, content any, display bool, det
 	if err != nil {
 		return Appended{}, err
 	}
-	line, err := MarshalJS(customMessageV3{Type: "custom_message", CustomType: customType, Content: content,
+	line, err := transcript.MarshalJS(customMessageV3{Type: "custom_message", CustomType: customType, Content: content,
 		Display: display, Details: details, ID: id, ParentID: w.parentPtr(), Timestamp: ts})
 	return w.done(line, id, err)
 }
 
 type toolResultMessage struct {
-	Role       string  `json:"role"`
-	ToolCallID string  `json:"toolCallId"`
-	ToolName   string  `json:"toolName"`
-	Content    []Block `json:"content"`
-	IsError    bool    `json:"isError"`
-	Timestamp  int64   `json:"timestamp"`
+	Role       string             `json:"role"`
+	ToolCallID string             `json:"toolCallId"`
+	ToolName   string             `json:"toolName"`
+	Content    []transcript.Block `json:"content"`
+	IsError    bool               `json:"isError"`
+	Timestamp  int64              `json:"timestamp"`
 }
 
 type messageV3 struct {
@@ -214,17 +216,17 @@ type messageV1 struct {
 func (w *Writer) ToolResult(callID, toolName, text string, isError bool) (Appended, error) {
 	now := w.Now()
 	msg := toolResultMessage{Role: "toolResult", ToolCallID: callID, ToolName: toolName,
-		Content: []Block{{Type: "text", Text: text}}, IsError: isError, Timestamp: now.UnixMilli()}
+		Content: []transcript.Block{{Type: "text", Text: text}}, IsError: isError, Timestamp: now.UnixMilli()}
 	ts := w.timestamp()
 	if w.s.Version < 2 {
-		line, err := MarshalJS(messageV1{Type: "message", Timestamp: ts, Message: msg})
+		line, err := transcript.MarshalJS(messageV1{Type: "message", Timestamp: ts, Message: msg})
 		return w.done(line, "", err)
 	}
 	id, err := w.newID()
 	if err != nil {
 		return Appended{}, err
 	}
-	line, err := MarshalJS(messageV3{Type: "message", ID: id, ParentID: w.parentPtr(), Timestamp: ts, Message: msg})
+	line, err := transcript.MarshalJS(messageV3{Type: "message", ID: id, ParentID: w.parentPtr(), Timestamp: ts, Message: msg})
 	return w.done(line, id, err)
 }
 

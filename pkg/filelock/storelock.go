@@ -1,4 +1,4 @@
-package transcript
+package filelock
 
 import (
 	"context"
@@ -15,20 +15,20 @@ import (
 // withSessionStoreLock): a holder keeps it for one read-modify-write of
 // sessions.json, so it goes stale much sooner than a transcript lock.
 const (
-	StoreLockStaleAge = 30 * time.Second
-	StoreLockWait     = 10 * time.Second
-	storeLockPoll     = 25 * time.Millisecond
+	StoreStaleAge = 30 * time.Second
+	StoreWait     = 10 * time.Second
+	storeLockPoll = 25 * time.Millisecond
 )
 
-// AcquireStoreLock takes the lock OpenClaw serialises writers of a session
+// AcquireStore takes the lock OpenClaw serialises writers of a session
 // store with: <store>.lock created exclusively, holding {"pid", "startedAt"
 // (epoch ms)} plus "createdAt" for ctxtool's own transcript-lock reader.
 // Another holder's lock is taken over when its file is older than 30 s (as
 // OpenClaw does) or its pid is gone. It polls every 25 ms until wait
-// (StoreLockWait when ≤ 0), then fails with a LockedError.
-func AcquireStoreLock(ctx context.Context, store string, wait time.Duration) (*Lock, error) {
+// (StoreWait when ≤ 0), then fails with a LockedError.
+func AcquireStore(ctx context.Context, store string, wait time.Duration) (*Lock, error) {
 	if wait <= 0 {
-		wait = StoreLockWait
+		wait = StoreWait
 	}
 	path := store + ".lock"
 	deadline := time.Now().Add(wait)
@@ -41,7 +41,7 @@ func AcquireStoreLock(ctx context.Context, store string, wait time.Duration) (*L
 			if _, err := f.Write(data); err != nil {
 				f.Close()
 				os.Remove(path)
-				return nil, fmt.Errorf("%s: write lock: %v", path, err)
+				return nil, fmt.Errorf("%s: write lock: %w", path, err)
 			}
 			l, err := own(path, f)
 			if err != nil || l != nil {
@@ -50,7 +50,7 @@ func AcquireStoreLock(ctx context.Context, store string, wait time.Duration) (*L
 			continue // replaced under us (taken over as stale): look again
 		}
 		if !errors.Is(err, os.ErrExist) {
-			return nil, fmt.Errorf("%s: cannot create lock: %v (is the directory writable?)", path, safefile.PathCause(err))
+			return nil, fmt.Errorf("%s: cannot create lock: %w (is the directory writable?)", path, safefile.PathCause(err))
 		}
 		pid, stale := inspectStoreLock(path)
 		if stale {
@@ -74,7 +74,7 @@ func inspectStoreLock(path string) (pid int, stale bool) {
 	if err != nil {
 		return 0, errors.Is(err, os.ErrNotExist)
 	}
-	if time.Since(st.ModTime()) > StoreLockStaleAge {
+	if time.Since(st.ModTime()) > StoreStaleAge {
 		return 0, true
 	}
 	var p struct {
