@@ -14,10 +14,10 @@
 //	...
 //	reURL().FindAllString(s, -1)
 //
-// An invalid pattern panics on its first use, as regexp.MustCompile would
-// at init; TestLazyPatternsCompile (in the module's root package, which
-// links every package) compiles them all, and TestNoRegexpAtInit keeps
-// regexp.MustCompile out of package-level vars.
+// An invalid pattern would panic on its first use rather than at init:
+// TestPatternsCompile compiles every lazyre.New of the tree (its argument
+// must be a constant), and TestNoRegexpAtInit keeps regexp compilation out
+// of package-level vars and init functions in pkg/ and cmd/.
 package lazyre
 
 import (
@@ -25,24 +25,8 @@ import (
 	"sync"
 )
 
-var (
-	mu    sync.Mutex
-	exprs []string
-)
-
 // New returns a function that compiles expr on its first call and returns
 // the same *regexp.Regexp on every call. It is safe for concurrent use.
 func New(expr string) func() *regexp.Regexp {
-	mu.Lock()
-	exprs = append(exprs, expr)
-	mu.Unlock()
 	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
-}
-
-// Exprs returns the expression of every New called so far in this process,
-// for a test to compile them all.
-func Exprs() []string {
-	mu.Lock()
-	defer mu.Unlock()
-	return append([]string(nil), exprs...)
 }
