@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -50,7 +51,9 @@ func (t *table) term(s *IOStreams) *table {
 func (t *table) row(cols ...string) { t.rows = append(t.rows, cols) }
 
 // numericCell matches counts, sizes, shares and the "-" of a missing value.
-var numericCell = regexp.MustCompile(`^(-|[~≈<>]?-?[0-9][0-9,.]*(%|[kKMG]?B|[kKMG]| ?MB| ?s)?)$`)
+var numericCell = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(-|[~≈<>]?-?[0-9][0-9,.]*(%|[kKMG]?B|[kKMG]| ?MB| ?s)?)$`)
+})
 
 func (t *table) flush() {
 	if len(t.rows) == 0 {
@@ -68,7 +71,7 @@ func (t *table) flush() {
 	for i, r := range t.rows {
 		for c, cell := range r {
 			widths[c] = max(widths[c], utf8.RuneCountInString(cell))
-			if i > 0 && cell != "" && !numericCell.MatchString(cell) {
+			if i > 0 && cell != "" && !numericCell().MatchString(cell) {
 				numeric[c] = false
 			}
 		}

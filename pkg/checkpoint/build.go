@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/ctxtool/ctxtool/pkg/internal/lazyre"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -92,7 +92,7 @@ func decisionAt(reply, answer *Message) (string, bool) {
 	return fmt.Sprintf("User replied %q to: %s", oneLine(r, shortReplyChars), gist(lastParagraph(answer.Text), GistChars)), true
 }
 
-var checkbox = regexp.MustCompile(`(?m)^\s*[-*+]\s+\[([ xX])\]\s+(.+?)\s*$`)
+var checkbox = lazyre.New(`(?m)^\s*[-*+]\s+\[([ xX])\]\s+(.+?)\s*$`)
 
 // mayHaveCheckbox is false when s has no "[ ]", "[x]" or "[X]", so that
 // checkbox cannot match: running the expression on every answer was a

@@ -489,7 +489,7 @@ func (f *folder) resources(st *State) Resources {
 // language-neutral.
 func (f *folder) openItems(m *Message) {
 	if m.Role == "assistant" && mayHaveCheckbox(m.Text) {
-		for _, sm := range checkbox.FindAllStringSubmatch(m.Text, -1) {
+		for _, sm := range checkbox().FindAllStringSubmatch(m.Text, -1) {
 			item := oneLine(sm[2], 200)
 			if _, ok := f.tasks[item]; !ok {
 				f.taskOrder = append(f.taskOrder, item)

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/ctxtool/ctxtool/pkg/formats"
+	"github.com/ctxtool/ctxtool/pkg/internal/lazyre"
 	"github.com/ctxtool/ctxtool/pkg/sessionstore"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
@@ -21,7 +21,7 @@ import (
 // so that two long keys sharing a prefix still get different directories.
 const maxDirName = 100
 
-var unsafeKeyChar = regexp.MustCompile(`[^a-zA-Z0-9._-]`)
+var unsafeKeyChar = lazyre.New(`[^a-zA-Z0-9._-]`)
 
 // windowsReserved are device names Windows refuses as a file or directory
 // name, with or without an extension.
@@ -41,7 +41,7 @@ func init() {
 // made only of dots ("." and ".." would escape the directory), Windows
 // device names and trailing dots, empty keys and very long keys.
 func SanitizeKey(key string) string {
-	s := unsafeKeyChar.ReplaceAllString(key, "_")
+	s := unsafeKeyChar().ReplaceAllString(key, "_")
 	if strings.Trim(s, ".") == "" {
 		s = strings.ReplaceAll(s, ".", "_")
 	}
@@ -136,16 +136,16 @@ func readStore(dir string) *sessionstore.Store {
 	return st
 }
 
-var idRE = regexp.MustCompile(`^cp_([0-9]{3,9})$`)
+var idRE = lazyre.New(`^cp_([0-9]{3,9})$`)
 
 // ValidID reports whether id has the form of a checkpoint id (cp_NNN, 3 to
 // 9 digits): the one rule for file names, _latest.json, meta.checkpoint_id
 // and restore --id.
-func ValidID(id string) bool { return idRE.MatchString(id) }
+func ValidID(id string) bool { return idRE().MatchString(id) }
 
 // idNumber returns N of "cp_NNN", or -1.
 func idNumber(id string) int {
-	m := idRE.FindStringSubmatch(id)
+	m := idRE().FindStringSubmatch(id)
 	if m == nil {
 		return -1
 	}

@@ -8,10 +8,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"time"
 
+	"github.com/ctxtool/ctxtool/pkg/internal/lazyre"
 	"github.com/ctxtool/ctxtool/pkg/safefile"
 	"github.com/ctxtool/ctxtool/pkg/secrets"
 )
@@ -136,7 +136,7 @@ func (s *Store) readPointer(key string) (*latestPointer, error) {
 	return &p, nil
 }
 
-var prevRE = regexp.MustCompile(`(?m)^\s*previous_checkpoint:\s*"?(cp_[0-9]{3,9})"?\s*$`)
+var prevRE = lazyre.New(`(?m)^\s*previous_checkpoint:\s*"?(cp_[0-9]{3,9})"?\s*$`)
 
 // Latest returns the newest readable checkpoint. It starts at _latest.json
 // (or the highest-numbered file when the pointer is missing or broken) and,
@@ -193,7 +193,7 @@ func (s *Store) Latest(key string) (*Checkpoint, []string, error) {
 func (s *Store) previousOf(key, id string, list []Entry, visited map[string]bool) string {
 	n := idNumber(id)
 	if data, err := os.ReadFile(filepath.Join(s.Dir(key), id+".yaml")); err == nil {
-		if m := prevRE.FindSubmatch(data); m != nil {
+		if m := prevRE().FindSubmatch(data); m != nil {
 			prev := string(m[1])
 			if pn := idNumber(prev); pn >= 0 && pn < n && !visited[prev] {
 				for _, e := range list {

@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"sync"
 
+	"github.com/ctxtool/ctxtool/pkg/internal/lazyre"
 	"github.com/ctxtool/ctxtool/pkg/secrets"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
@@ -376,7 +376,7 @@ func stripSection(s, heading string) string {
 	return strings.TrimSpace(strings.Join(keep, "\n\n"))
 }
 
-var reBoring = regexp.MustCompile(`(?i)^(no_reply|heartbeat_ok|heartbeat)$`)
+var reBoring = lazyre.New(`(?i)^(no_reply|heartbeat_ok|heartbeat)$`)
 
 // meaningful reports whether there is anything real to summarise: a user
 // or assistant message with text that is not a heartbeat, or a tool result.
@@ -391,7 +391,7 @@ func meaningful(msgs []*Msg) bool {
 					return true
 				}
 			}
-			if t != "" && !reBoring.MatchString(t) {
+			if t != "" && !reBoring().MatchString(t) {
 				return true
 			}
 		case "toolResult":

@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
 	"unicode/utf8"
 
 	"github.com/ctxtool/ctxtool/pkg/facts"
+	"github.com/ctxtool/ctxtool/pkg/internal/lazyre"
 	"github.com/ctxtool/ctxtool/pkg/tokenizer"
 )
 
@@ -198,7 +198,7 @@ func regionItems(msgs []*Msg) []item {
 				tools[b.Name]++
 				cmd, shell := commandOf(b.Arguments)
 				calls[b.ID] = callInfo{name: b.Name, cmd: cmd, shell: shell}
-				for _, m := range rePatchFile.FindAllStringSubmatch(string(b.Arguments), -1) {
+				for _, m := range rePatchFile().FindAllStringSubmatch(string(b.Arguments), -1) {
 					patched[m[1]] = true
 				}
 			}
@@ -223,15 +223,15 @@ func regionItems(msgs []*Msg) []item {
 			} else {
 				succeeded[c.key()] = i
 				if c.shell && c.cmd != "" {
-					if m := reCommitted.FindStringSubmatch(firstLine(jsonOutput(text))); m != nil {
+					if m := reCommitted().FindStringSubmatch(firstLine(jsonOutput(text))); m != nil {
 						// a commit: the commits line names it
 						commits = append(commits, m[2]+" "+oneLine(m[3], 60))
 					} else if first := firstLine(jsonOutput(text)); first != "" {
 						tier := tierCommand
 						switch {
-						case reLookup.MatchString(c.cmd):
+						case reLookup().MatchString(c.cmd):
 							tier = tierLookup
-						case reRepoChange.MatchString(c.cmd) || (reMutating.MatchString(c.cmd) && !strings.Contains(c.cmd, "*** Begin Patch")):
+						case reRepoChange().MatchString(c.cmd) || (reMutating().MatchString(c.cmd) && !strings.Contains(c.cmd, "*** Begin Patch")):
 							tier = tierCommit // it changed something
 						}
 						out = append(out, item{slot: slotDone, text: fmt.Sprintf("Ran `%s` → %s", oneLine(c.cmd, 120), oneLine(first, 100)), tier: tier, seq: i})
@@ -256,9 +256,9 @@ func regionItems(msgs []*Msg) []item {
 		}
 		tier, limit := tierUser, userTokens
 		switch {
-		case reDurable.MatchString(u.text):
+		case reDurable().MatchString(u.text):
 			// a rule or preference holds until revoked, however old
-		case reInstruction.MatchString(u.text):
+		case reInstruction().MatchString(u.text):
 			if asks++; asks > recentAsks {
 				limit = olderUserTokens // most likely done by now: shorter
 			}
@@ -329,25 +329,25 @@ const (
 
 // reInstruction is a user message that asks, instructs or constrains: a
 // question, a request or prohibition cue (English or Chinese).
-var reInstruction = regexp.MustCompile(`(?i)[?？]|\b(?:please|pls|must|never|always|don't|do not|make sure|remember|should|need|want|let's|can you|could you|would you|add|fix|change|use|stop|keep|install|set|write|update|remove|find|move|create|make|run|check)\b|请|帮我|记得|提醒|不要|别|必须|不能|禁止|以后|一定|改|要求|注意|应该|需要`)
+var reInstruction = lazyre.New(`(?i)[?？]|\b(?:please|pls|must|never|always|don't|do not|make sure|remember|should|need|want|let's|can you|could you|would you|add|fix|change|use|stop|keep|install|set|write|update|remove|find|move|create|make|run|check)\b|请|帮我|记得|提醒|不要|别|必须|不能|禁止|以后|一定|改|要求|注意|应该|需要`)
 
 // reDurable is a user message that sets a rule or preference: it holds
 // until revoked.
-var reDurable = regexp.MustCompile(`(?i)\b(?:must|never|always|don't|do not|make sure|remember|from now on|every (?:day|time)|each time|only)\b|不要|别|必须|不能|禁止|以后|每天|每次|一定|记得|注意|只`)
+var reDurable = lazyre.New(`(?i)\b(?:must|never|always|don't|do not|make sure|remember|from now on|every (?:day|time)|each time|only)\b|不要|别|必须|不能|禁止|以后|每天|每次|一定|记得|注意|只`)
 
 // reAnnounce is an agent sentence that only announces its next call.
-var reAnnounce = regexp.MustCompile(`(?i)^(?:(?:ok(?:ay)?|now|next|first|then|so|great|good),? )?(?:let me|let's|i['’]ll (?:check|look|read|run|try|search|see|start|now)|checking|looking|reading|running|searching|trying)\b|[:：]$`)
+var reAnnounce = lazyre.New(`(?i)^(?:(?:ok(?:ay)?|now|next|first|then|so|great|good),? )?(?:let me|let's|i['’]ll (?:check|look|read|run|try|search|see|start|now)|checking|looking|reading|running|searching|trying)\b|[:：]$`)
 
 // reIntent is an agent sentence announcing what it is about to do: its
 // plan for the turn.
-var reIntent = regexp.MustCompile(`(?i)^(?:(?:ok(?:ay)?|now|next|first|then|so),? )?(?:i['’]m going to|i['’]ll|i will|we['’]ll|we will|i plan to|the plan is|plan:)`)
+var reIntent = lazyre.New(`(?i)^(?:(?:ok(?:ay)?|now|next|first|then|so),? )?(?:i['’]m going to|i['’]ll|i will|we['’]ll|we will|i plan to|the plan is|plan:)`)
 
 // reRepoChange is a command that records work (a commit, a push, a tag):
 // its first output line names what was recorded.
-var reRepoChange = regexp.MustCompile(`\bgit (?:commit|push|merge|tag|rebase|cherry-pick)\b`)
+var reRepoChange = lazyre.New(`\bgit (?:commit|push|merge|tag|rebase|cherry-pick)\b`)
 
 // reCommitted is git commit's first output line: [branch hash] message.
-var reCommitted = regexp.MustCompile(`^\[([\w./-]+)(?: \(root-commit\))? ([0-9a-f]{7,40})\] (.+)`)
+var reCommitted = lazyre.New(`^\[([\w./-]+)(?: \(root-commit\))? ([0-9a-f]{7,40})\] (.+)`)
 
 // commitsLine lists the region's commits, newest first with their
 // subjects while they fit commitChars, the older ones by hash only: what
@@ -378,11 +378,11 @@ const commitChars = 160
 
 // reMutating is a command that changes state (creates, edits, installs,
 // schedules, restarts …) rather than looking.
-var reMutating = regexp.MustCompile(`(?:^|[\s;&|])(?:create|edit|add|set|install|uninstall|rm|mv|cp|mkdir|delete|remove|enable|disable|configure|apply|deploy|restart|kill|chmod|chown|ln)(?:\s|$)`)
+var reMutating = lazyre.New(`(?:^|[\s;&|])(?:create|edit|add|set|install|uninstall|rm|mv|cp|mkdir|delete|remove|enable|disable|configure|apply|deploy|restart|kill|chmod|chown|ln)(?:\s|$)`)
 
 // reLookup is a command that only looks: what it found is in the
 // messages around it, and it changed nothing.
-var reLookup = regexp.MustCompile(`^\s*(?:cd [^;&]+(?:;|&&)\s*)?(?:ls|dir|cat|head|tail|grep|rg|find|sed -n|wc|pwd|echo|which|type|stat|tree|less|git (?:status|log|diff|show|branch|remote)|kubectl (?:logs|get|describe)|Get-ChildItem|Get-Content|Select-String)\b`)
+var reLookup = lazyre.New(`^\s*(?:cd [^;&]+(?:;|&&)\s*)?(?:ls|dir|cat|head|tail|grep|rg|find|sed -n|wc|pwd|echo|which|type|stat|tree|less|git (?:status|log|diff|show|branch|remote)|kubectl (?:logs|get|describe)|Get-ChildItem|Get-Content|Select-String)\b`)
 
 // callInfo is a tool call: its tool and the command (shell) or path it
 // names.
@@ -393,7 +393,7 @@ type callInfo struct {
 
 // rePatchFile is a file an apply_patch call (Codex) adds, updates or
 // deletes.
-var rePatchFile = regexp.MustCompile(`\*\*\* (?:Add|Update|Delete) File: ([^\s"\\]+)`)
+var rePatchFile = lazyre.New(`\*\*\* (?:Add|Update|Delete) File: ([^\s"\\]+)`)
 
 func (c callInfo) key() string { return c.name + "\x00" + c.cmd }
 
@@ -504,7 +504,7 @@ func firstLine(s string) string {
 	return ""
 }
 
-var reBold = regexp.MustCompile(`\*\*([^*\n]+)\*\*`)
+var reBold = lazyre.New(`\*\*([^*\n]+)\*\*`)
 
 // assistantItems are what an agent message concluded, in its own
 // sentences: its first sentence (what it found or is about to do), the
@@ -519,8 +519,8 @@ func assistantItems(t string, line, seq int, endOfTurn, last bool) []item {
 		if strings.HasPrefix(l, "|") || strings.HasPrefix(l, "```") {
 			continue // tables and code are not sentences
 		}
-		bold := reBold.MatchString(l)
-		l = reBold.ReplaceAllString(l, "$1")
+		bold := reBold().MatchString(l)
+		l = reBold().ReplaceAllString(l, "$1")
 		ls := facts.Sentences(l)
 		if bold && n < maxEmphasised && len(ls) > 0 {
 			// an emphasised line is kept whole: a list item or heading
@@ -543,9 +543,9 @@ func assistantItems(t string, line, seq int, endOfTurn, last bool) []item {
 	if first := ss[0]; runeLen(first) >= 12 {
 		tier, sl := tierAgent, slotDone
 		switch {
-		case reIntent.MatchString(first):
+		case reIntent().MatchString(first):
 			sl = slotDecision // the plan for the turn
-		case !endOfTurn && reAnnounce.MatchString(first):
+		case !endOfTurn && reAnnounce().MatchString(first):
 			tier = tierAgentStep // "let me check …" before a tool call
 		case !endOfTurn:
 			tier = tierFinding // what it found before its next call
@@ -675,7 +675,7 @@ var headingSlots = map[string]slot{
 
 // reLabel is a section label of Claude Code's compact summary, with what
 // follows it on the line; labelSlots places its lines.
-var reLabel = regexp.MustCompile(`(?i)^(?:\d+\.\s*)?(analysis|summary|primary request and intent|key technical concepts|files and code sections|errors and fixes|problem solving|all user messages|pending tasks|current work|optional next step):\s*(.*)$`)
+var reLabel = lazyre.New(`(?i)^(?:\d+\.\s*)?(analysis|summary|primary request and intent|key technical concepts|files and code sections|errors and fixes|problem solving|all user messages|pending tasks|current work|optional next step):\s*(.*)$`)
 
 var labelSlots = map[string]slot{"analysis": slotEarlier, "summary": slotEarlier, "primary request and intent": slotGoal,
 	"key technical concepts": slotContext, "files and code sections": slotContext, "errors and fixes": slotBlocked,
@@ -689,8 +689,8 @@ var carriedTier = [nSlots]int{slotGoal: tierGoal, slotConstraint: 0, slotAsk: 1,
 	slotContext: 4, slotInProgress: 6, slotDone: 6, slotEarlier: 6, slotUser: 0, slotFound: tierDocStatement}
 
 var (
-	reListMark = regexp.MustCompile(`^\s*(?:[-*•]\s+)?(?:\d+[.)]\s+)?(?:\[[ xX]\]\s+)?`)
-	reNoneLine = regexp.MustCompile(`(?i)^(?:none\.?|none captured\.?|no prior history\.?|no earlier history\.?)$`)
+	reListMark = lazyre.New(`^\s*(?:[-*•]\s+)?(?:\d+[.)]\s+)?(?:\[[ xX]\]\s+)?`)
+	reNoneLine = lazyre.New(`(?i)^(?:none\.?|none captured\.?|no prior history\.?|no earlier history\.?)$`)
 )
 
 // summaryItems turns an earlier summary (or a partial one) into items: one
@@ -721,15 +721,15 @@ func summaryItems(summary string, part int) []item {
 			if s == slotEarlier {
 				// Claude Code's summaries have no "## " headings but
 				// numbered labels ("1. Primary Request and Intent:")
-				if m := reLabel.FindStringSubmatch(t); m != nil {
+				if m := reLabel().FindStringSubmatch(t); m != nil {
 					cur = labelSlots[strings.ToLower(m[1])]
 					if t = strings.TrimSpace(m[2]); t == "" {
 						continue
 					}
 				}
 			}
-			t = strings.TrimSpace(reListMark.ReplaceAllString(t, ""))
-			if t == "" || reNoneLine.MatchString(t) || strings.HasPrefix(t, "…and ") {
+			t = strings.TrimSpace(reListMark().ReplaceAllString(t, ""))
+			if t == "" || reNoneLine().MatchString(t) || strings.HasPrefix(t, "…and ") {
 				continue
 			}
 			out = append(out, item{slot: cur, text: t, tier: carriedTier[cur], seq: part*100000 + n, carried: part < 0})
@@ -980,16 +980,16 @@ func supersededItems(items []item) map[int]bool {
 }
 
 var (
-	reNums       = regexp.MustCompile(`\d+(?:[.:]\d+)*`)
-	reLetterRuns = regexp.MustCompile(`\p{L}{3,}`)
+	reNums       = lazyre.New(`\d+(?:[.:]\d+)*`)
+	reLetterRuns = lazyre.New(`\p{L}{3,}`)
 )
 
-func numbersOf(s string) string { return strings.Join(reNums.FindAllString(s, -1), " ") }
+func numbersOf(s string) string { return strings.Join(reNums().FindAllString(s, -1), " ") }
 
 func contentWordsOf(s string) []string {
 	var out []string
 	seen := map[string]bool{}
-	for _, w := range reLetterRuns.FindAllString(strings.ToLower(s), -1) {
+	for _, w := range reLetterRuns().FindAllString(strings.ToLower(s), -1) {
 		if !seen[w] && !stopWord[w] {
 			seen[w] = true
 			out = append(out, w)
@@ -1162,9 +1162,11 @@ type section struct {
 	Lines   []string
 }
 
-var reFileBlock = regexp.MustCompile(`(?s)<(read-files|modified-files)>.*?</(read-files|modified-files)>`)
+var reFileBlock = lazyre.New(`(?s)<(read-files|modified-files)>.*?</(read-files|modified-files)>`)
 
-func stripFileBlocks(s string) string { return strings.TrimSpace(reFileBlock.ReplaceAllString(s, "")) }
+func stripFileBlocks(s string) string {
+	return strings.TrimSpace(reFileBlock().ReplaceAllString(s, ""))
+}
 
 func trimBlank(lines []string) []string {
 	for len(lines) > 0 && strings.TrimSpace(lines[0]) == "" {

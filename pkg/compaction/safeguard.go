@@ -3,12 +3,12 @@ package compaction
 import (
 	"fmt"
 	"math"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
 
 	"github.com/ctxtool/ctxtool/pkg/facts"
+	"github.com/ctxtool/ctxtool/pkg/internal/lazyre"
 )
 
 // safeguard is OpenClaw's safeguard extension: required sections, history
@@ -476,7 +476,7 @@ func assemble(body, extra, failures, files string) string {
 	return out
 }
 
-var reWords = regexp.MustCompile(`[\p{L}\p{N}_]{4,}`)
+var reWords = lazyre.New(`[\p{L}\p{N}_]{4,}`)
 
 var stopWords = map[string]bool{"this": true, "that": true, "with": true, "from": true, "have": true, "what": true,
 	"please": true, "could": true, "would": true, "should": true, "there": true, "then": true, "them": true,
@@ -527,7 +527,7 @@ func qualityIssues(summary string, msgs []*Msg, strictIDs bool) []string {
 		}
 		var kws []string
 		seen := map[string]bool{}
-		for _, w := range reWords.FindAllString(strings.ToLower(msgText(msgs[i].M)), -1) {
+		for _, w := range reWords().FindAllString(strings.ToLower(msgText(msgs[i].M)), -1) {
 			if !stopWords[w] && !seen[w] {
 				seen[w] = true
 				kws = append(kws, w)

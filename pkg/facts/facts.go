@@ -277,7 +277,7 @@ func (d *detector) sentence(seq int, base Fact, role, sen string) {
 		f.Class, f.Kind, f.Value, f.Sentence = Identifier, id.kind, id.value, around(sen, id.value)
 		d.add(f, seq)
 	}
-	if isToolOutput(role) && reLogLine.MatchString(sen) {
+	if isToolOutput(role) && reLogLine().MatchString(sen) {
 		return // test/log lines: timings and ids of runs, not facts of the work
 	}
 	for _, n := range findNumbers(rest) {
@@ -296,7 +296,7 @@ func (d *detector) sentence(seq int, base Fact, role, sen string) {
 		d.addSentence(base, Error, sen, seq)
 		return
 	}
-	if isToolOutput(role) && !wholeSentence(sen) && !reRequestAny.MatchString(sen) {
+	if isToolOutput(role) && !wholeSentence(sen) && !reRequestAny().MatchString(sen) {
 		return // a hard-wrapped fragment of a file or page, not a statement
 	}
 	lower := strings.ToLower(sen)
@@ -338,7 +338,7 @@ func errorLine(s string) string {
 		if runeLen(l) < 4 {
 			continue
 		}
-		if reErrorCue.MatchString(l) {
+		if reErrorCue().MatchString(l) {
 			return l
 		}
 		if first == "" {

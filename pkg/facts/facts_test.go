@@ -241,7 +241,7 @@ func TestFindAndBlankMatchesFindAndReplace(t *testing.T) {
 			continue
 		}
 		text := m.Text()
-		for _, re := range []*regexp.Regexp{reURL, reUUID, reHostPort, reHex, reTicket} {
+		for _, re := range []*regexp.Regexp{reURL(), reUUID(), reHostPort(), reHex(), reTicket()} {
 			locs, blanked := findAndBlank(re, text, 0)
 			if want := re.ReplaceAllString(text, " "); blanked != want {
 				t.Fatalf("line %d, %s: blanked text differs", e.Line, re)

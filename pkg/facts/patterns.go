@@ -5,23 +5,25 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/ctxtool/ctxtool/pkg/internal/lazyre"
 )
 
 // Identifier shapes. Order matters: URLs first (they contain paths and
 // host:port), then paths, UUIDs (contain hex runs), the rest; each match is
 // blanked before the next pattern runs so no identifier is found twice.
 var (
-	reURL      = regexp.MustCompile(`https?://[^\s"'<>()\[\]{}` + "`" + `]+`)
-	reAbsPath  = regexp.MustCompile(`(?:^|[\s"'(=:\[,])((?:~|\.{1,2})?(?:/[\w.@+-]+){2,}/?)`)
-	reRelPath  = regexp.MustCompile("(?:^|[\\s\"'(=:\\[,`])([\\w-][\\w.-]*(?:/[\\w.@+-]+)+\\.[A-Za-z][A-Za-z0-9]{0,7})\\b")
-	reUUID     = regexp.MustCompile(`\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b`)
-	reHex      = regexp.MustCompile(`\b[0-9a-f]{7,64}\b`)
-	reHostPort = regexp.MustCompile(`\b(?:localhost|\d{1,3}(?:\.\d{1,3}){3}|[a-zA-Z][\w-]*(?:\.[\w-]+)+):\d{2,5}\b`)
-	reTicket   = regexp.MustCompile(`\b[A-Z][A-Z0-9]{1,9}-\d{1,6}\b`)
-	reIssue    = regexp.MustCompile(`(?:\b[\w.-]+/[\w.-]+)?#\d{3,7}\b|(?:\b[\w.-]+/[\w.-]+)#\d{1,7}\b`)
-	reLongNum  = regexp.MustCompile(`\b\d{6,}\b`)
-	reHasDigit = regexp.MustCompile(`\d`)
-	reHasAlpha = regexp.MustCompile(`[a-f]`)
+	reURL      = lazyre.New(`https?://[^\s"'<>()\[\]{}` + "`" + `]+`)
+	reAbsPath  = lazyre.New(`(?:^|[\s"'(=:\[,])((?:~|\.{1,2})?(?:/[\w.@+-]+){2,}/?)`)
+	reRelPath  = lazyre.New("(?:^|[\\s\"'(=:\\[,`])([\\w-][\\w.-]*(?:/[\\w.@+-]+)+\\.[A-Za-z][A-Za-z0-9]{0,7})\\b")
+	reUUID     = lazyre.New(`\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b`)
+	reHex      = lazyre.New(`\b[0-9a-f]{7,64}\b`)
+	reHostPort = lazyre.New(`\b(?:localhost|\d{1,3}(?:\.\d{1,3}){3}|[a-zA-Z][\w-]*(?:\.[\w-]+)+):\d{2,5}\b`)
+	reTicket   = lazyre.New(`\b[A-Z][A-Z0-9]{1,9}-\d{1,6}\b`)
+	reIssue    = lazyre.New(`(?:\b[\w.-]+/[\w.-]+)?#\d{3,7}\b|(?:\b[\w.-]+/[\w.-]+)#\d{1,7}\b`)
+	reLongNum  = lazyre.New(`\b\d{6,}\b`)
+	reHasDigit = lazyre.New(`\d`)
+	reHasAlpha = lazyre.New(`[a-f]`)
 )
 
 type token struct{ kind, value string }
@@ -41,13 +43,13 @@ func findIdentifiers(s string) ([]token, string) {
 	// needs: most sentences have none, and the regexps are the cost.
 	digits := strings.ContainsAny(s, "0123456789")
 	rest := s
-	stage := func(ok bool, re *regexp.Regexp, g int, kind string) {
+	stage := func(ok bool, re func() *regexp.Regexp, g int, kind string) {
 		if !ok {
 			return
 		}
 		prev := rest
 		var locs [][]int
-		locs, rest = findAndBlank(re, rest, g)
+		locs, rest = findAndBlank(re(), rest, g)
 		for _, l := range locs {
 			add(kind, prev[l[2*g]:l[2*g+1]])
 		}
@@ -64,9 +66,9 @@ func findIdentifiers(s string) ([]token, string) {
 	}
 	prev := rest
 	var hexes [][]int
-	for _, l := range reHex.FindAllStringIndex(prev, -1) {
+	for _, l := range reHex().FindAllStringIndex(prev, -1) {
 		h := prev[l[0]:l[1]]
-		if reHasDigit.MatchString(h) && reHasAlpha.MatchString(h) {
+		if reHasDigit().MatchString(h) && reHasAlpha().MatchString(h) {
 			hexes = append(hexes, l)
 			add("hash", h)
 		}
@@ -110,15 +112,15 @@ func blank(s string, spans [][]int) string {
 var numberPatterns = []struct {
 	kind string
 	need cues // the lower-cased text must contain one (nil: always run)
-	re   *regexp.Regexp
+	re   func() *regexp.Regexp
 }{
-	{"port", cues{"port"}, regexp.MustCompile(`(?i)\bports?\s*(?:number\s*)?(?:=|:|is|of|to|on)?\s*\d{2,5}\b`)},
-	{"version", cues{"."}, regexp.MustCompile(`(?i)\bv\d+(?:\.\d+){1,3}(?:-[\w.]+)?\b|\b\d+\.\d+\.\d+(?:-[\w.]+)?\b|\b(?:version|go|node|python|java|ruby|rust|postgres(?:ql)?|mysql|redis|ubuntu|debian|kubernetes|k8s)\s+v?\d+(?:\.\d+)+\b`)},
-	{"percent", cues{"%"}, regexp.MustCompile(`\b\d+(?:\.\d+)?\s?%`)},
-	{"size", cues{"b"}, regexp.MustCompile(`\b\d+(?:\.\d+)?\s?(?:[KMGTP]i?B|[kmg]b|bytes?)\b`)},
-	{"duration", nil, regexp.MustCompile(`\b\d+(?:\.\d+)?\s?(?:ms|µs|us|ns|secs?|seconds?|mins?|minutes?|hrs?|hours?|days?|weeks?|s|h)\b`)},
-	{"count", cues{"limit", "max", "min", "at ", "up to", "no more", "timeout", "retries", "worker", "thread", "replica", "batch", "pool", "concurrency", "ttl", "interval", "threshold", "quota", "budget", "capacity", "shard", "partition"}, regexp.MustCompile(`(?i)\b(?:limit|max(?:imum)?|min(?:imum)?|at most|at least|up to|no more than|timeout|retries|workers?|threads?|replicas?|batch size|pool size|concurrency|ttl|interval|threshold|quota|budget|capacity|shards?|partitions?|rate limit)\b(?:\s+(?:of|is|=|to|at|set to|:))?\s+\d[\d,]*(?:\.\d+)?\b`)},
-	{"count", nil, regexp.MustCompile(`(?i)\b\d[\d,]*(?:\.\d+)?\s+(?:requests?|tokens?|rows?|connections?|retries|attempts?|workers?|threads?|characters?|chars|records?|replicas?|nodes?|pods?|shards?|partitions?|goroutines?|concurrent \w+|req/s|rps|qps)\b`)},
+	{"port", cues{"port"}, lazyre.New(`(?i)\bports?\s*(?:number\s*)?(?:=|:|is|of|to|on)?\s*\d{2,5}\b`)},
+	{"version", cues{"."}, lazyre.New(`(?i)\bv\d+(?:\.\d+){1,3}(?:-[\w.]+)?\b|\b\d+\.\d+\.\d+(?:-[\w.]+)?\b|\b(?:version|go|node|python|java|ruby|rust|postgres(?:ql)?|mysql|redis|ubuntu|debian|kubernetes|k8s)\s+v?\d+(?:\.\d+)+\b`)},
+	{"percent", cues{"%"}, lazyre.New(`\b\d+(?:\.\d+)?\s?%`)},
+	{"size", cues{"b"}, lazyre.New(`\b\d+(?:\.\d+)?\s?(?:[KMGTP]i?B|[kmg]b|bytes?)\b`)},
+	{"duration", nil, lazyre.New(`\b\d+(?:\.\d+)?\s?(?:ms|µs|us|ns|secs?|seconds?|mins?|minutes?|hrs?|hours?|days?|weeks?|s|h)\b`)},
+	{"count", cues{"limit", "max", "min", "at ", "up to", "no more", "timeout", "retries", "worker", "thread", "replica", "batch", "pool", "concurrency", "ttl", "interval", "threshold", "quota", "budget", "capacity", "shard", "partition"}, lazyre.New(`(?i)\b(?:limit|max(?:imum)?|min(?:imum)?|at most|at least|up to|no more than|timeout|retries|workers?|threads?|replicas?|batch size|pool size|concurrency|ttl|interval|threshold|quota|budget|capacity|shards?|partitions?|rate limit)\b(?:\s+(?:of|is|=|to|at|set to|:))?\s+\d[\d,]*(?:\.\d+)?\b`)},
+	{"count", nil, lazyre.New(`(?i)\b\d[\d,]*(?:\.\d+)?\s+(?:requests?|tokens?|rows?|connections?|retries|attempts?|workers?|threads?|characters?|chars|records?|replicas?|nodes?|pods?|shards?|partitions?|goroutines?|concurrent \w+|req/s|rps|qps)\b`)},
 }
 
 // findNumbers returns the numbers of s that have a unit or a context word.
@@ -133,7 +135,7 @@ func findNumbers(s string) []token {
 		if p.need != nil && !p.need.any(lower) {
 			continue
 		}
-		locs := p.re.FindAllStringIndex(s, -1)
+		locs := p.re().FindAllStringIndex(s, -1)
 		for _, l := range locs {
 			out = append(out, token{p.kind, strings.TrimSpace(s[l[0]:l[1]])})
 		}
@@ -144,17 +146,17 @@ func findNumbers(s string) []token {
 
 // Statement cues.
 var (
-	reErrorCue    = regexp.MustCompile(`\bFAIL\b|\bERROR\b|(?i:\berror\s*(?::(?:[^=]|$)|\])|\berr:\s|\bpanic:|\bfatal(?: error)?:|\b\w*exception\b|\btraceback\b|\bsegmentation fault\b|\bconnection refused\b|\bpermission denied\b|\bno such file or directory\b|\btimed out\b|\bexit (?:code|status):? [1-9]\d*|\bcommand not found\b|\bundefined: |\bfailed\b|\bfails\b|\bfailing\b)`)
-	reConstraint  = regexp.MustCompile(`(?i)\b(never|do not|don't|must not|mustn't|must|should not|shouldn't|should always|always|avoid|not allowed|forbidden|prohibited|make sure|under no circumstances|no more than|only (?:ever )?(?:use|run|deploy|touch|modify|edit|change|call|write|read|push|merge)|(?:keep|stay) (?:\w+ )?(?:under|below|within|on)|is required|are required|required to|has to|have to|need to stay|needs to stay|may not|cannot be|can't be)\b`)
-	reDecision    = regexp.MustCompile(`(?i)\b(we(?:'ve| have)? decided|decided (?:to|on|that)|decision(?: is| was)|let's (?:use|go with|keep|stick with|switch)|(?:we|i)(?:'ll| will) (?:use|go with|keep|switch to|stick with)|going (?:to go )?with|go with|chose|chosen|opt(?:ed)? (?:for|to)|settled on|agreed (?:on|to|that)|switch(?:ed|ing)? to|instead of|rather than|the plan is|the fix is|the approach is|we use|will be using|picked)\b|\bdecision\**:`)
-	reRequestAny  = regexp.MustCompile(`\b(?:TODO|FIXME)\b|(?i)\b(?:follow[- ]up|don't forget|do not forget|remember to|still need(?:s)? to|remaining work|open question)\b`)
-	reRequestUser = regexp.MustCompile(`(?i)^(?:please|pls|can you|could you|would you|will you|i need|we need|i want|we want|i'd like|we'd like|let's|also|and also|add|fix|implement|make|update|change|remove|write|create|run|check|investigate|look into|rename|move|refactor|document|test|migrate|bump|upgrade|deploy)\b|\bplease\b|\bcan you\b|\bcould you\b`)
-	reRequestAsst = regexp.MustCompile(`(?i)^(?:next|then|afterwards|later),? (?:i|we)(?:'ll| will)\b|\b(?:i|we)(?:'ll| will) (?:also |then |next |later )?(?:add|fix|update|write|run|check|implement|look|handle|do|finish|revisit|migrate)\b.*\b(?:next|later|afterwards|after that|tomorrow)\b`)
+	reErrorCue    = lazyre.New(`\bFAIL\b|\bERROR\b|(?i:\berror\s*(?::(?:[^=]|$)|\])|\berr:\s|\bpanic:|\bfatal(?: error)?:|\b\w*exception\b|\btraceback\b|\bsegmentation fault\b|\bconnection refused\b|\bpermission denied\b|\bno such file or directory\b|\btimed out\b|\bexit (?:code|status):? [1-9]\d*|\bcommand not found\b|\bundefined: |\bfailed\b|\bfails\b|\bfailing\b)`)
+	reConstraint  = lazyre.New(`(?i)\b(never|do not|don't|must not|mustn't|must|should not|shouldn't|should always|always|avoid|not allowed|forbidden|prohibited|make sure|under no circumstances|no more than|only (?:ever )?(?:use|run|deploy|touch|modify|edit|change|call|write|read|push|merge)|(?:keep|stay) (?:\w+ )?(?:under|below|within|on)|is required|are required|required to|has to|have to|need to stay|needs to stay|may not|cannot be|can't be)\b`)
+	reDecision    = lazyre.New(`(?i)\b(we(?:'ve| have)? decided|decided (?:to|on|that)|decision(?: is| was)|let's (?:use|go with|keep|stick with|switch)|(?:we|i)(?:'ll| will) (?:use|go with|keep|switch to|stick with)|going (?:to go )?with|go with|chose|chosen|opt(?:ed)? (?:for|to)|settled on|agreed (?:on|to|that)|switch(?:ed|ing)? to|instead of|rather than|the plan is|the fix is|the approach is|we use|will be using|picked)\b|\bdecision\**:`)
+	reRequestAny  = lazyre.New(`\b(?:TODO|FIXME)\b|(?i)\b(?:follow[- ]up|don't forget|do not forget|remember to|still need(?:s)? to|remaining work|open question)\b`)
+	reRequestUser = lazyre.New(`(?i)^(?:please|pls|can you|could you|would you|will you|i need|we need|i want|we want|i'd like|we'd like|let's|also|and also|add|fix|implement|make|update|change|remove|write|create|run|check|investigate|look into|rename|move|refactor|document|test|migrate|bump|upgrade|deploy)\b|\bplease\b|\bcan you\b|\bcould you\b`)
+	reRequestAsst = lazyre.New(`(?i)^(?:next|then|afterwards|later),? (?:i|we)(?:'ll| will)\b|\b(?:i|we)(?:'ll| will) (?:also |then |next |later )?(?:add|fix|update|write|run|check|implement|look|handle|do|finish|revisit|migrate)\b.*\b(?:next|later|afterwards|after that|tomorrow)\b`)
 )
 
 // reLogLine matches test-runner and log lines and JSON fields, whose
 // numbers and "failed" states are data, not statements.
-var reLogLine = regexp.MustCompile(`^(?:--- |=== )?(?:PASS|FAIL|ok|RUN|SKIP)\b|^\d{4}-\d\d-\d\d[T ]\d|^"[^"]+"\s*:`)
+var reLogLine = lazyre.New(`^(?:--- |=== )?(?:PASS|FAIL|ok|RUN|SKIP)\b|^\d{4}-\d\d-\d\d[T ]\d|^"[^"]+"\s*:`)
 
 // cues are cheap substring tests (on the lower-cased sentence) that a
 // statement regexp can only match when one of them is there.
@@ -180,26 +182,26 @@ func isError(sen, role string) bool {
 	if !errorCues.any(strings.ToLower(sen)) {
 		return false
 	}
-	if isToolOutput(role) && strings.HasPrefix(sen, `"`) && reLogLine.MatchString(sen) {
+	if isToolOutput(role) && strings.HasPrefix(sen, `"`) && reLogLine().MatchString(sen) {
 		return false // a JSON field such as "status": "failed"
 	}
 	if role == "user" || role == "assistant" {
 		// prose mentions "failed" casually; ask for an error shape
-		return reErrorCue.MatchString(sen) && (strings.Contains(sen, ":") || strings.Contains(strings.ToLower(sen), "failed") || strings.Contains(strings.ToLower(sen), "error"))
+		return reErrorCue().MatchString(sen) && (strings.Contains(sen, ":") || strings.Contains(strings.ToLower(sen), "failed") || strings.Contains(strings.ToLower(sen), "error"))
 	}
-	return reErrorCue.MatchString(sen)
+	return reErrorCue().MatchString(sen)
 }
 
 func isConstraint(sen string) bool {
-	return constraintCues.any(strings.ToLower(sen)) && reConstraint.MatchString(sen)
+	return constraintCues.any(strings.ToLower(sen)) && reConstraint().MatchString(sen)
 }
 
 func isDecision(sen string) bool {
-	return decisionCues.any(strings.ToLower(sen)) && reDecision.MatchString(sen)
+	return decisionCues.any(strings.ToLower(sen)) && reDecision().MatchString(sen)
 }
 
 func isRequest(sen, role string, prose bool) bool {
-	if requestCues.any(strings.ToLower(sen)) && reRequestAny.MatchString(sen) {
+	if requestCues.any(strings.ToLower(sen)) && reRequestAny().MatchString(sen) {
 		return true
 	}
 	if !prose {
@@ -207,9 +209,9 @@ func isRequest(sen, role string, prose bool) bool {
 	}
 	switch role {
 	case "user":
-		return reRequestUser.MatchString(sen) || strings.HasSuffix(sen, "?")
+		return reRequestUser().MatchString(sen) || strings.HasSuffix(sen, "?")
 	case "assistant":
-		return reRequestAsst.MatchString(sen)
+		return reRequestAsst().MatchString(sen)
 	}
 	return false
 }
@@ -246,11 +248,11 @@ func looksLikeProse(s string) bool {
 	if float64(letters+spaces)/float64(total) < 0.75 {
 		return false
 	}
-	return !(strings.ContainsAny(s, ":+-=>()&|!;{") && reCode.MatchString(s))
+	return !(strings.ContainsAny(s, ":+-=>()&|!;{") && reCode().MatchString(s))
 }
 
 // reCode matches shapes that only occur in code.
-var reCode = regexp.MustCompile(`:=|\+=|-=|=>|->|\(\)|\);|\)\s*\{|\bfunc\b|\breturn\b.*;|^\s*(?:if|for|while)\s*\(|&&|\|\||!=|==`)
+var reCode = lazyre.New(`:=|\+=|-=|=>|->|\(\)|\);|\)\s*\{|\bfunc\b|\breturn\b.*;|^\s*(?:if|for|while)\s*\(|&&|\|\||!=|==`)
 
 // Sentences splits text into trimmed sentences: at . ! ? followed by a
 // space or the end (so ~/.pi and v1.2 survive), at CJK full stops and at

@@ -1,9 +1,10 @@
 package facts
 
 import (
-	"regexp"
 	"strings"
 	"unicode"
+
+	"github.com/ctxtool/ctxtool/pkg/internal/lazyre"
 )
 
 // Corpus is text that facts are looked for in (a summary plus the kept
@@ -15,9 +16,9 @@ type Corpus struct {
 	numbers map[string]bool
 }
 
-var reDistinct = regexp.MustCompile(`[\p{L}\p{N}]*(?:\d|_)[\p{L}\p{N}_]*`)
+var reDistinct = lazyre.New(`[\p{L}\p{N}]*(?:\d|_)[\p{L}\p{N}_]*`)
 
-var reNumberToken = regexp.MustCompile(`\d[\d,]*(?:\.\d+)*`)
+var reNumberToken = lazyre.New(`\d[\d,]*(?:\.\d+)*`)
 
 // NewCorpus prepares texts for Has.
 func NewCorpus(texts ...string) *Corpus {
@@ -51,7 +52,7 @@ func (c *Corpus) addNumbers(s string) {
 
 func numberTokens(s string) []string {
 	var out []string
-	for _, l := range reNumberToken.FindAllStringIndex(s, -1) {
+	for _, l := range reNumberToken().FindAllStringIndex(s, -1) {
 		if l[0] > 0 {
 			if b := s[l[0]-1]; b == '_' || b == '.' || (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z') {
 				continue
@@ -97,7 +98,7 @@ func (c *Corpus) Has(f Fact) bool {
 	}
 	// words with digits or underscores (status_316b, v2, x86) are what
 	// tells one sentence from its siblings: they must be there verbatim
-	for _, w := range reDistinct.FindAllString(f.Value, -1) {
+	for _, w := range reDistinct().FindAllString(f.Value, -1) {
 		if !strings.Contains(c.raw, w) {
 			return false
 		}

@@ -4,10 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/ctxtool/ctxtool/pkg/internal/lazyre"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -112,8 +112,8 @@ func argumentsText(raw json.RawMessage) string {
 // reJSONFailure is a tool result that reports its failure in its JSON
 // body rather than with isError (OpenClaw's tools: {"status": "error", …},
 // {"error": "missing_brave_api_key", …}).
-var reJSONFailure = regexp.MustCompile(`^\s*\{\s*"(?:status"\s*:\s*"error"|error"\s*:\s*"|ok"\s*:\s*false)`)
+var reJSONFailure = lazyre.New(`^\s*\{\s*"(?:status"\s*:\s*"error"|error"\s*:\s*"|ok"\s*:\s*false)`)
 
 // ToolFailed reports whether a tool result's text says the call failed
 // although the result is not flagged as an error.
-func ToolFailed(text string) bool { return reJSONFailure.MatchString(text) }
+func ToolFailed(text string) bool { return reJSONFailure().MatchString(text) }

@@ -87,7 +87,7 @@ func ParseStatus(r io.Reader) (*StatusInput, error) {
 func (h *Handler) Status(in *StatusInput, agent string) (*Gauge, error) {
 	g := &Gauge{}
 	var st scanState
-	if in.TranscriptPath != "" && sessionIDRE.MatchString(in.SessionID) {
+	if in.TranscriptPath != "" && sessionIDRE().MatchString(in.SessionID) {
 		path, err := CheckTranscript(in.TranscriptPath, Roots(agent, h.Home, h.ExtraRoots))
 		if err != nil {
 			return nil, err

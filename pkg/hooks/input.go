@@ -20,8 +20,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
+
+	"github.com/ctxtool/ctxtool/pkg/internal/lazyre"
 )
 
 // The agents whose hooks are answered.
@@ -63,7 +64,7 @@ type Input struct {
 
 // sessionIDRE is what a session id may be: both agents use UUIDs; nothing
 // that could name a directory.
-var sessionIDRE = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$`)
+var sessionIDRE = lazyre.New(`^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$`)
 
 // ErrRefused marks input refused as untrusted (logged, answered empty).
 var ErrRefused = errors.New("refused")
@@ -107,7 +108,7 @@ func Parse(r io.Reader, agent, event string) (*Input, error) {
 	default:
 		return nil, fmt.Errorf("--agent %q: want %s or %s", agent, ClaudeCode, Codex)
 	}
-	if !sessionIDRE.MatchString(in.SessionID) || strings.Trim(in.SessionID, ".") == "" {
+	if !sessionIDRE().MatchString(in.SessionID) || strings.Trim(in.SessionID, ".") == "" {
 		return nil, refuse("session_id %q is not a plain id", in.SessionID)
 	}
 	return &in, nil

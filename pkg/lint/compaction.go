@@ -2,10 +2,10 @@ package lint
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/ctxtool/ctxtool/pkg/estimate"
+	"github.com/ctxtool/ctxtool/pkg/internal/lazyre"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -215,8 +215,8 @@ func (c *checker) emptySummary(e *transcript.Entry, sev Severity, superseded str
 }
 
 var (
-	skeletonHeading = regexp.MustCompile(`^(#{1,6}\s.*|\*\*[^*]+:?\*\*:?|---+|===+)$`)
-	skeletonFiller  = regexp.MustCompile(`(?i)^[-*•\s\[\]x]*(none|nothing|n/?a|tbd|empty|not applicable|no prior history|no history|\(none\)|\(empty\)|no (progress|decisions|constraints|next steps|blockers|context|todos|asks))[^a-z0-9]*(yet|so far|captured|recorded|noted|to report|at this time)?[.!]?$`)
+	skeletonHeading = lazyre.New(`^(#{1,6}\s.*|\*\*[^*]+:?\*\*:?|---+|===+)$`)
+	skeletonFiller  = lazyre.New(`(?i)^[-*•\s\[\]x]*(none|nothing|n/?a|tbd|empty|not applicable|no prior history|no history|\(none\)|\(empty\)|no (progress|decisions|constraints|next steps|blockers|context|todos|asks))[^a-z0-9]*(yet|so far|captured|recorded|noted|to report|at this time)?[.!]?$`)
 )
 
 // emptySkeleton reports whether a summary has only headings and filler
@@ -224,7 +224,7 @@ var (
 func emptySkeleton(summary string) bool {
 	for _, line := range strings.Split(summary, "\n") {
 		line = strings.TrimSpace(line)
-		if line == "" || skeletonHeading.MatchString(line) || skeletonFiller.MatchString(line) {
+		if line == "" || skeletonHeading().MatchString(line) || skeletonFiller().MatchString(line) {
 			continue
 		}
 		// Bare markers ("- ", "- [ ]", "1.") say nothing either.

@@ -7,13 +7,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/ctxtool/ctxtool/pkg/compaction"
 	"github.com/ctxtool/ctxtool/pkg/facts"
 	"github.com/ctxtool/ctxtool/pkg/filelock"
+	"github.com/ctxtool/ctxtool/pkg/internal/lazyre"
 	"github.com/ctxtool/ctxtool/pkg/llm"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
@@ -105,24 +105,24 @@ func modelNotes(ctx context.Context, s *transcript.Session, region []*transcript
 }
 
 var (
-	bulletPrefix = regexp.MustCompile(`^(?:[-*•+]|\d+[.)])\s+`)
-	noReplyRE    = regexp.MustCompile(`^\W*` + NoReply + `\W*$`)
+	bulletPrefix = lazyre.New(`^(?:[-*•+]|\d+[.)])\s+`)
+	noReplyRE    = lazyre.New(`^\W*` + NoReply + `\W*$`)
 )
 
 // parseReply turns a model's answer into notes: one per bullet or line,
 // headings and blank lines dropped; NO_REPLY (alone) is no notes.
 func parseReply(text string) ([]note, bool, error) {
 	text = strings.TrimSpace(text)
-	if noReplyRE.MatchString(text) {
+	if noReplyRE().MatchString(text) {
 		return nil, true, nil
 	}
 	var out []note
 	for _, line := range strings.Split(text, "\n") {
 		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") || noReplyRE.MatchString(line) {
+		if line == "" || strings.HasPrefix(line, "#") || noReplyRE().MatchString(line) {
 			continue
 		}
-		line = oneLine(bulletPrefix.ReplaceAllString(line, ""))
+		line = oneLine(bulletPrefix().ReplaceAllString(line, ""))
 		if line == "" {
 			continue
 		}

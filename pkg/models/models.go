@@ -23,6 +23,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+
+	"github.com/ctxtool/ctxtool/pkg/internal/lazyre"
 )
 
 // Model is one entry of the built-in table.
@@ -55,7 +58,7 @@ const (
 // matching rules). ok is false when nothing matches.
 func lookup(id string) (m Match, ok bool) {
 	q, long := splitLong(id)
-	i, how, ok := tableIndex.find(q)
+	i, how, ok := tableIndex().find(q)
 	if !ok {
 		return Match{}, false
 	}
@@ -240,7 +243,8 @@ func (x *index) add(id string, i int) {
 	}
 }
 
-var tableIndex = func() *index {
+// tableIndex is built on first use: every command pays for package init.
+var tableIndex = sync.OnceValue(func() *index {
 	x := newIndex()
 	for i, m := range table {
 		x.add(m.ID, i)
@@ -249,19 +253,19 @@ var tableIndex = func() *index {
 		}
 	}
 	return x
-}()
+})
 
 var (
 	// Bedrock ids: [region.]vendor.model, e.g. us.anthropic.claude-…, meta.llama3-1-70b-instruct-v1:0.
-	vendorDot = regexp.MustCompile(`^(?:[a-z]{2,4}\.)?(?:anthropic|meta|mistral|deepseek|amazon|cohere|openai|google|qwen|moonshotai|zai|xai|ai21)\.`)
+	vendorDot = lazyre.New(`^(?:[a-z]{2,4}\.)?(?:anthropic|meta|mistral|deepseek|amazon|cohere|openai|google|qwen|moonshotai|zai|xai|ai21)\.`)
 	// Trailing decorations stripped one at a time.
-	noise = []*regexp.Regexp{
-		regexp.MustCompile(`-\d{8}$`),             // -20250929
-		regexp.MustCompile(`-\d{4}-\d{2}-\d{2}$`), // -2024-08-06
-		regexp.MustCompile(`-\d{2}-\d{4}$`),       // -09-2025
-		regexp.MustCompile(`-\d{2}-\d{2}$`),       // -05-06
-		regexp.MustCompile(`-\d{4}$`),             // -0613, -2507
-		regexp.MustCompile(`-(latest|preview|exp|experimental|v\d+)$`),
+	noise = []func() *regexp.Regexp{
+		lazyre.New(`-\d{8}$`),             // -20250929
+		lazyre.New(`-\d{4}-\d{2}-\d{2}$`), // -2024-08-06
+		lazyre.New(`-\d{2}-\d{4}$`),       // -09-2025
+		lazyre.New(`-\d{2}-\d{2}$`),       // -05-06
+		lazyre.New(`-\d{4}$`),             // -0613, -2507
+		lazyre.New(`-(latest|preview|exp|experimental|v\d+)$`),
 	}
 )
 
@@ -273,7 +277,7 @@ func normalize(s string) string {
 
 // clean reduces the last path segment of an id to the vendor's bare model id.
 func clean(seg string) string {
-	seg = vendorDot.ReplaceAllString(strings.ToLower(seg), "")
+	seg = vendorDot().ReplaceAllString(strings.ToLower(seg), "")
 	if i := strings.IndexAny(seg, "@:"); i > 0 {
 		seg = seg[:i]
 	}
@@ -325,7 +329,7 @@ func (x *index) find(q string) (int, string, bool) {
 		}
 		stripped := c
 		for _, re := range noise {
-			if loc := re.FindStringIndex(stripped); loc != nil && loc[0] > 0 {
+			if loc := re().FindStringIndex(stripped); loc != nil && loc[0] > 0 {
 				stripped = stripped[:loc[0]]
 				break
 			}

@@ -10,8 +10,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 
+	"github.com/ctxtool/ctxtool/pkg/internal/lazyre"
 	"github.com/ctxtool/ctxtool/pkg/safefile"
 	"github.com/ctxtool/ctxtool/pkg/sources"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
@@ -49,8 +49,8 @@ const blobRef = "ctxtool-blob:sha256:"
 const MinBlobBytes = 1000
 
 var (
-	payload   = regexp.MustCompile(`"data":"([A-Za-z0-9+/]{1000,}={0,2})"`)
-	reference = regexp.MustCompile(`"data":"` + blobRef + `([0-9a-f]{64})"`)
+	payload   = lazyre.New(`"data":"([A-Za-z0-9+/]{1000,}={0,2})"`)
+	reference = lazyre.New(`"data":"` + blobRef + `([0-9a-f]{64})"`)
 )
 
 // dedupeLimit bounds the sessions deduplicated in memory; larger ones are
@@ -66,7 +66,7 @@ func Dehydrate(data []byte) (out []byte, blobs map[string][]byte, err error) {
 		return nil, nil, errors.New("the session already contains " + blobRef + " strings: not deduplicated (the round trip would not be exact)")
 	}
 	blobs = map[string][]byte{}
-	out = payload.ReplaceAllFunc(data, func(m []byte) []byte {
+	out = payload().ReplaceAllFunc(data, func(m []byte) []byte {
 		b := m[len(`"data":"`) : len(m)-1]
 		s := sha256.Sum256(b)
 		h := hex.EncodeToString(s[:])
@@ -82,7 +82,7 @@ func Dehydrate(data []byte) (out []byte, blobs map[string][]byte, err error) {
 func Rehydrate(data []byte, store string) ([]byte, error) {
 	var err error
 	cache := map[string][]byte{}
-	out := reference.ReplaceAllFunc(data, func(m []byte) []byte {
+	out := reference().ReplaceAllFunc(data, func(m []byte) []byte {
 		h := string(m[len(`"data":"`+blobRef) : len(m)-1])
 		b, ok := cache[h]
 		if !ok {
@@ -158,7 +158,7 @@ func dehydrate(r io.Reader, size int64, store string) (*dehydrated, error) {
 		return &dehydrated{data: data, size: int64(n), sum: sum256(data)}, nil
 	}
 	// The round trip, before anything is written.
-	back := reference.ReplaceAllFunc(out, func(m []byte) []byte {
+	back := reference().ReplaceAllFunc(out, func(m []byte) []byte {
 		b := blobs[string(m[len(`"data":"`+blobRef):len(m)-1])]
 		return append(append([]byte(`"data":"`), b...), '"')
 	})

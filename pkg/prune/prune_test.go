@@ -366,7 +366,7 @@ func TestArchiveDedupe(t *testing.T) {
 		t.Fatalf("dedupe: a %+v\nb %+v", ia, ib)
 	}
 	inner := decompressed(t, a+Suffix)
-	if !bytes.Contains(inner, []byte(blobRef)) || payload.Match(inner) || int64(len(inner)) != ia.StoredSize {
+	if !bytes.Contains(inner, []byte(blobRef)) || payload().Match(inner) || int64(len(inner)) != ia.StoredSize {
 		t.Fatalf("the archive still holds payloads, or no references")
 	}
 	// The dehydrated session loads like the original, in pi itself too.

@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/ctxtool/ctxtool/pkg/internal/lazyre"
 	"github.com/ctxtool/ctxtool/pkg/secrets"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
@@ -85,7 +85,7 @@ type Result struct {
 	Empty bool
 }
 
-var tokenRe = regexp.MustCompile(`[\p{L}\p{N}_]+`)
+var tokenRe = lazyre.New(`[\p{L}\p{N}_]+`)
 
 // stopWords are dropped from the queries and from the boost's token share
 // (unless the query has nothing else). OpenClaw's AND query keeps them;
@@ -106,7 +106,7 @@ func init() {
 func queryTokens(q string) []string {
 	seen := map[string]bool{}
 	var out []string
-	for _, t := range tokenRe.FindAllString(strings.ToLower(q), -1) {
+	for _, t := range tokenRe().FindAllString(strings.ToLower(q), -1) {
 		if !seen[t] {
 			seen[t] = true
 			out = append(out, t)

@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"io"
 	"path/filepath"
+	"sync"
 
 	"github.com/ctxtool/ctxtool/pkg/human"
 )
@@ -98,22 +99,25 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		}
 		p.WindowY = yOf(r.ContextWindow)
 	}
-	return pageTemplate.Execute(w, p)
+	return pageTemplate().Execute(w, p)
 }
 
-var pageTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
-	"num": func(n int) string {
-		s := fmt.Sprint(n)
-		out := ""
-		for i, c := range s {
-			if i > 0 && (len(s)-i)%3 == 0 {
-				out += ","
+// pageTemplate is parsed on first use, not at init: every command pays
+// for package init.
+var pageTemplate = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("report").Funcs(template.FuncMap{
+		"num": func(n int) string {
+			s := fmt.Sprint(n)
+			out := ""
+			for i, c := range s {
+				if i > 0 && (len(s)-i)%3 == 0 {
+					out += ","
+				}
+				out += string(c)
 			}
-			out += string(c)
-		}
-		return out
-	},
-}).Parse(`<!DOCTYPE html>
+			return out
+		},
+	}).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{{.Title}}</title>
@@ -163,3 +167,4 @@ svg text{font:11px system-ui,sans-serif;fill:#6b7280}
 </script>
 </body></html>
 `))
+})

@@ -18,12 +18,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/ctxtool/ctxtool/pkg/internal/lazyre"
 )
 
 // tempMarker is in the name of every temp file ctxtool makes:
@@ -31,7 +32,7 @@ import (
 const tempMarker = ".ctxtool-tmp-"
 
 // legacyCheckpointTemp matches the temp files of older checkpoint stores.
-var legacyCheckpointTemp = regexp.MustCompile(`^\..+\.[0-9]+\.tmp$`)
+var legacyCheckpointTemp = lazyre.New(`^\..+\.[0-9]+\.tmp$`)
 
 // LegacyTempAge is how old a temp file without a pid in its name (written by
 // an older ctxtool) must be before a later run removes it.
@@ -74,7 +75,7 @@ func tempOwner(name string) (pid int, ok bool) {
 	i := strings.LastIndex(base, tempMarker)
 	if i <= 0 || base[0] != '.' {
 		// Older checkpoint stores wrote .<name>.<digits>.tmp.
-		return 0, legacyCheckpointTemp.MatchString(base)
+		return 0, legacyCheckpointTemp().MatchString(base)
 	}
 	rest := base[i+len(tempMarker):]
 	if j := strings.IndexByte(rest, '-'); j > 0 {

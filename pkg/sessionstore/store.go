@@ -24,12 +24,12 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/ctxtool/ctxtool/pkg/filelock"
+	"github.com/ctxtool/ctxtool/pkg/internal/lazyre"
 	"github.com/ctxtool/ctxtool/pkg/safefile"
 	"github.com/ctxtool/ctxtool/pkg/sessionwrite"
 )
@@ -246,7 +246,7 @@ func replace(storePath string, data []byte) error {
 
 // ctxtoolBackup matches the backups replace names (an ISO stamp),
 // never OpenClaw's own sessions.json.bak.<digits>.
-var ctxtoolBackup = regexp.MustCompile(`\.bak\.\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}\.\d{3}Z$`)
+var ctxtoolBackup = lazyre.New(`\.bak\.\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}\.\d{3}Z$`)
 
 // pruneBackups keeps only the newest ctxtool backup of the store: a store
 // is updated after every compaction and flush, and one backup is enough
@@ -254,7 +254,7 @@ var ctxtoolBackup = regexp.MustCompile(`\.bak\.\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{
 func pruneBackups(storePath, keep string) {
 	matches, _ := filepath.Glob(storePath + ".bak.*")
 	for _, m := range matches {
-		if m != keep && ctxtoolBackup.MatchString(m) {
+		if m != keep && ctxtoolBackup().MatchString(m) {
 			os.Remove(m)
 		}
 	}

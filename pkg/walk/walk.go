@@ -24,12 +24,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/ctxtool/ctxtool/pkg/formats"
+	"github.com/ctxtool/ctxtool/pkg/internal/lazyre"
 	"github.com/ctxtool/ctxtool/pkg/safefile"
 )
 
@@ -74,9 +74,9 @@ var kindNames = map[Kind]string{
 func (k Kind) String() string { return kindNames[k] }
 
 // archiveStamp is OpenClaw's archive suffix: ISO-8601 UTC with ':' → '-'.
-var archiveStamp = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(\.\d{3})?Z$`)
+var archiveStamp = lazyre.New(`^\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(\.\d{3})?Z$`)
 
-var checkpointName = regexp.MustCompile(`\.checkpoint\.[0-9a-fA-F-]{8,}\.jsonl$`)
+var checkpointName = lazyre.New(`\.checkpoint\.[0-9a-fA-F-]{8,}\.jsonl$`)
 
 // classify names the kind of a session-directory file from its name alone.
 func classify(name string) Kind {
@@ -89,7 +89,7 @@ func classify(name string) Kind {
 			best, bestAt = r, i
 		}
 	}
-	if bestAt >= 0 && archiveStamp.MatchString(base[bestAt+len(best)+2:]) {
+	if bestAt >= 0 && archiveStamp().MatchString(base[bestAt+len(best)+2:]) {
 		if best == "bak" {
 			return Backup
 		}
@@ -111,7 +111,7 @@ func classify(name string) Kind {
 		return Backup
 	case strings.HasSuffix(base, ".trajectory.jsonl"), strings.HasSuffix(base, ".trajectory-path.json"):
 		return Trajectory
-	case checkpointName.MatchString(base):
+	case checkpointName().MatchString(base):
 		return Checkpoint
 	case strings.HasPrefix(base, "."):
 		return Other // editor swap files, ctxtool temp files
