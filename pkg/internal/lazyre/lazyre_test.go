@@ -18,7 +18,7 @@ func TestNewCompilesOnce(t *testing.T) {
 	if !re().MatchString("aab") || re().MatchString("ba") {
 		t.Fatal("the pattern does not match as compiled")
 	}
-	if re() != re() {
+	if first, second := re(), re(); first != second {
 		t.Fatal("each call compiled the pattern again")
 	}
 	shared := New(`x`)
