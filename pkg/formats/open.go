@@ -186,6 +186,7 @@ func convert(name string, f Format, lr *lineReader, replay [][]byte, sink func(*
 	case *ccConv:
 		err = convertLines(c, r)
 	case *cxConv:
+		c.file = name // a fork's parent is found beside it
 		err = convertLines(c, r)
 	}
 	if err == nil {
