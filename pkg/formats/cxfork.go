@@ -57,7 +57,13 @@ func (d *jdec) cxBase() cxBase {
 // joinParent reads the history a fork's session_meta names, before the
 // fork's own turns.
 func (c *cxConv) joinParent(b cxBase) error {
-	if c.file == "" || b.thread == "" || b.end <= 0 {
+	if b.thread == "" || b.end <= 0 {
+		return nil
+	}
+	if c.file == "" || c.file == "-" {
+		// Standard input, or recall's line-by-line reading (each file
+		// indexes its own lines; the view's notes are not read there).
+		c.v.notes = append(c.v.notes, fmt.Sprintf("Codex fork of %s: read without a file beside it, the parent's history is not joined; only the fork's own turns are read", b.thread))
 		return nil
 	}
 	if c.depth >= maxForkDepth {
