@@ -40,6 +40,11 @@ type WrittenSession struct {
 	// ForkLast and SideLast are the last requests of the fork and of the
 	// (first) side chain.
 	ForkLast, SideLast []byte
+	// Reset is a second session with a /reset before its last turn
+	// (OpenClaw writes a "reset" boundary entry), ResetLast its last
+	// request; "" and nil for the agents that write none.
+	Reset     string
+	ResetLast []byte
 	// Touched are the files the agent's tools wrote.
 	Touched []string
 	// Words are words the agent sent that a search must find.
@@ -525,7 +530,8 @@ func resultChars(raw json.RawMessage) int {
 
 // OpenClawSession has the real OpenClaw Gateway write a session into its
 // SQLite store under dir (its HOME): two turns, a manual compaction
-// (`openclaw sessions compact`, the model's own summary), a last turn.
+// (`openclaw sessions compact`, the model's own summary), a last turn;
+// and a second session (Reset, ResetLast): a turn, /reset, a last turn.
 // File is "<store>#agent:main:main"; Last is the last chat-completions
 // request of the session (the fake server's log). The Gateway's tools
 // stay off (the fake model answers text): no tool calls, no image, no
@@ -589,8 +595,22 @@ func OpenClawSession(in *OpenClawInstall, dir string) (*WrittenSession, error) {
 	if err := turn(writtenLastCue + "? Ana, then Bo."); err != nil {
 		return nil, err
 	}
-	ws := &WrittenSession{Agent: "openclaw", Home: home,
-		File:    filepath.Join(home, ".openclaw", "agents", "main", "agent", "openclaw-agent.sqlite") + "#" + key,
+	// A second session: a turn, /reset (a "reset" boundary entry in the
+	// same session), a last turn, which OpenClaw sends without the first.
+	const resetKey = "agent:main:reset"
+	// (The last prompt is long enough that the reply, in ctxtool's
+	// context and not in the request, stays within the matrix's margin.)
+	after := "After the reset: who is on call this week, and who covers the billing migration's cut-over night? " +
+		"List the rota in order, say who holds the pager for the ledger database, and name the person who signs off the retry budget " +
+		"before the deadline; keep it to one line per person, with their hand-over time and the channel they answer on."
+	for _, m := range []string{"Before the reset: the database is " + WrittenMarker + ".", "/reset", after} {
+		if _, err := gw.CLI(240*time.Second, "agent", "--agent", "main", "--session-key", resetKey, "--message", m, "--json"); err != nil {
+			return nil, err
+		}
+	}
+	store := filepath.Join(home, ".openclaw", "agents", "main", "agent", "openclaw-agent.sqlite")
+	ws := &WrittenSession{Agent: "openclaw", Home: home, Reset: store + "#" + resetKey,
+		File:    store + "#" + key,
 		Words:   []string{writtenLastCue, "2027-03-14"},
 		Missing: []string{"openclaw: no tool calls, image, subagent or fork (text-only fake model); no automatic compaction (a manual one)"}}
 	for _, r := range srv.Requests() {
@@ -599,10 +619,13 @@ func OpenClawSession(in *OpenClawInstall, dir string) (*WrittenSession, error) {
 			if strings.Contains(m.Content, writtenLastCue) {
 				ws.Last = r.Body
 			}
+			if strings.Contains(m.Content, "After the reset") {
+				ws.ResetLast = r.Body
+			}
 		}
 	}
-	if ws.Last == nil {
-		return nil, fmt.Errorf("openclaw: no request carried the last prompt (%d requests)", len(ws.Bodies))
+	if ws.Last == nil || ws.ResetLast == nil {
+		return nil, fmt.Errorf("openclaw: no request carried the last prompt of each session (%d requests)", len(ws.Bodies))
 	}
 	return ws, nil
 }
@@ -647,6 +670,17 @@ func ReadSentOpenClaw(body []byte) Sent {
 		if m.Role == "user" && strings.HasPrefix(text, "[") {
 			if i := strings.Index(text, " UTC] "); i > 0 && i < 40 {
 				text = text[i+len(" UTC] "):]
+			}
+		}
+		if m.Role == "user" {
+			// The openai-completions transport moves the system prompt's
+			// relocatable region — its "Runtime: agent=… | session=…" line
+			// (dist system-prompt-params-*.mjs buildRuntimeLine) — into a
+			// user message as it sends (@openclaw/ai
+			// openai-completions-stream-*.mjs relocateNonBehavioralRegion);
+			// the stored message does not hold it.
+			if i := strings.LastIndex(text, "\n\nRuntime: "); i >= 0 && !strings.Contains(text[i+2:], "\n") {
+				text = text[:i]
 			}
 		}
 		s.Chars += len(text)

@@ -7,7 +7,7 @@ func init() {
 		name:    "Claude Code transcript",
 		owner:   "Claude Code",
 		new:     func(v *view) lineConv { return newCCConv(v) },
-		convert: func(c lineConv, r io.Reader) error { return convertLines(c.(*ccConv), r) },
+		convert: func(c lineConv, _ string, r io.Reader) error { return convertLines(c.(*ccConv), r) },
 		lines: func(v *view) lineConv {
 			c := newCCConv(v)
 			c.linewise = true

@@ -50,6 +50,8 @@ type cxItem struct {
 	recordType              string
 	// session_meta, the 2025 first line, turn_context
 	id, timestamp, cwd, provider, model string
+	// session_meta of a fork: the parent history it continues
+	base cxBase
 	// event_msg: token_count (info, when hasInfo), task_started
 	info    cxInfo
 	hasInfo bool
@@ -262,6 +264,12 @@ func (d *jdec) cxItemField(k []byte, it *cxItem) bool {
 		it.message = d.text("message")
 	case "replacement_history":
 		it.replacement = d.cxReplacement()
+	case "history_base":
+		if d.peek() != '{' {
+			d.skip()
+		} else if d.obj("history_base") {
+			it.base = d.cxBase()
+		}
 	default:
 		return false
 	}
@@ -582,6 +590,15 @@ type cxConv struct {
 	// then stale).
 	tsPi   bool
 	tsPiMS int64
+
+	// fork: file is the rollout read (its parent's while joinParent reads
+	// that), "" when forks are not followed (LineConverter: each file is
+	// indexed on its own); prefix marks the ids of a parent's entries,
+	// depth how many parents deep; based: this file's history_base was
+	// followed.
+	file, prefix string
+	depth        int
+	based        bool
 }
 
 type pendingEntry struct {
@@ -643,6 +660,10 @@ func (c *cxConv) apply(no int, l *cxLine) error {
 		}
 		if it.provider != "" {
 			c.provider = it.provider
+		}
+		if it.base.thread != "" && !c.based {
+			c.based = true
+			return c.joinParent(it.base)
 		}
 	case "turn_context":
 		if it.model != "" {
@@ -834,8 +855,8 @@ func (c *cxConv) put(e *entry, row int, root bool) error {
 		c.lastRow, c.k = row, 1
 	}
 	e.id = rowID(row)
-	if c.k > 1 {
-		e.id = textID(fmt.Sprintf("L%d.%d", row, c.k))
+	if c.k > 1 || c.prefix != "" {
+		e.id = textID(fmt.Sprintf("%sL%d.%d", c.prefix, row, c.k))
 	}
 	if !root {
 		e.parent = c.last

@@ -11,10 +11,14 @@ func init() {
 // converter, told which shape it reads.
 func registerCodex(f Format, name string, legacy bool) {
 	register(f, converter{
-		name:    name,
-		owner:   "Codex",
-		new:     func(v *view) lineConv { return newCodexConv(v, legacy) },
-		convert: func(c lineConv, r io.Reader) error { return convertLines(c.(*cxConv), r) },
-		lines:   func(v *view) lineConv { return newCodexConv(v, legacy) },
+		name:  name,
+		owner: "Codex",
+		new:   func(v *view) lineConv { return newCodexConv(v, legacy) },
+		convert: func(c lineConv, file string, r io.Reader) error {
+			cx := c.(*cxConv)
+			cx.file = file // a fork's parent is found beside it
+			return convertLines(cx, r)
+		},
+		lines: func(v *view) lineConv { return newCodexConv(v, legacy) },
 	})
 }

@@ -169,7 +169,7 @@ func convert(name string, f Format, lr *lineReader, replay [][]byte, sink func(*
 	v.w.skip = measure
 	r := io.MultiReader(bytes.NewReader(bytes.Join(append(replay, nil), []byte{'\n'})), lr.rest())
 	c := newConv(f, v)
-	err := converters[f].convert(c, r)
+	err := converters[f].convert(c, name, r)
 	if err == nil {
 		err = c.finish()
 	}

@@ -19,8 +19,10 @@ type converter struct {
 	// new returns a converter writing into v.
 	new func(v *view) lineConv
 	// convert runs c (from new) over r, the whole source from its first
-	// line, in batches (convertLines with c's own record type).
-	convert func(c lineConv, r io.Reader) error
+	// line, in batches (convertLines with c's own record type). file is
+	// the source's path ("" for standard input): a Codex fork finds its
+	// parent's rollout beside it.
+	convert func(c lineConv, file string, r io.Reader) error
 	// lines returns a converter for NewLineConverter, fed one line at a
 	// time, that must not hold lines back for later ones.
 	lines func(v *view) lineConv

@@ -145,6 +145,7 @@ func BuildContext(path []*Entry) *Context {
 	c := &Context{Path: path, ThinkingLevel: "off", KeptStart: -1, CompactionIndex: -1}
 	var model *Entry // the last entry that sets the model
 	edits := false
+	reset := -1 // the last OpenClaw reset boundary
 	defer func() {
 		if edits {
 			c.applyEdits()
@@ -165,10 +166,17 @@ func BuildContext(path []*Entry) *Context {
 		case "compaction":
 			c.Compaction = e
 			c.CompactionIndex = i
+		case "reset":
+			reset = i
 		}
 	}
 	if model != nil {
 		c.Model = &ModelRef{Provider: model.Provider(), ModelID: model.Model()}
+	}
+	if reset > c.CompactionIndex {
+		c.Compaction, c.CompactionIndex = nil, -1
+		c.afterReset(path, reset)
+		return c
 	}
 	if c.Compaction == nil {
 		// Room for every entry (most produce a message): grown by append,
@@ -350,8 +358,74 @@ func (c *Context) applyEdits() {
 }
 
 func (c *Context) appendEntry(e *Entry) {
-	if e.ProducesMessage() {
+	if e.ProducesMessage() && !e.excluded() {
 		c.Messages = append(c.Messages, ContextMessage{Entry: e, Role: e.Role()})
+	}
+}
+
+// OpenClaw 2026.9 (session version 4) adds two things to pi's tree, read
+// here as its context builder reads them (openclaw dist
+// session-D9cHHQGH.mjs, packages/agent-core/src/harness/session/session.ts:
+// resolveSessionContextWindow, iterateSessionContextEntries,
+// projectSessionEntryMessage; selectResetKeptEntries in
+// tool-result-pairing-*.mjs):
+//
+//   - a "reset" entry {reason, firstKeptEntryId?} (/new, /reset, a
+//     session reset) is a boundary like a compaction: the context starts
+//     after the last reset or compaction on the path, whichever is later.
+//     A reset brings no summary; of the entries from its firstKeptEntryId
+//     to it (the "preserve-tail" reset) only the user and assistant
+//     messages and the tool results that answer their calls are kept.
+//   - a message with excludeFromContext:true (a context-free command's
+//     prompt and answer, a nested tool's activity record) is shown but
+//     not sent: it is not in the context — unless a reset kept it.
+//
+// pi writes excludeFromContext only on its bashExecution messages (!!
+// commands), which pi's own buildSessionContext keeps in the context (its
+// convertToLlm drops them as it sends): those stay in.
+
+// excluded: an OpenClaw message that is not sent (excludeFromContext).
+func (e *Entry) excluded() bool {
+	return e.ExcludeFromContext && e.Type() == "message" && e.Role() != "bashExecution"
+}
+
+// afterReset builds the context after the OpenClaw reset at path[reset].
+func (c *Context) afterReset(path []*Entry, reset int) {
+	start := reset
+	if kept := path[reset].FirstKeptEntryID(); kept != "" {
+		k := packed(kept)
+		for i, e := range path[:reset] {
+			if e.is(k) {
+				start, c.KeptStart = i, i
+				break
+			}
+		}
+	}
+	c.Messages = make([]ContextMessage, 0, len(path)-start)
+	calls := map[string]bool{}
+	for _, e := range path[start:reset] {
+		if e.Type() != "message" {
+			continue
+		}
+		switch e.Role() {
+		case "assistant":
+			for _, id := range e.ToolCallIDs {
+				calls[id] = true
+			}
+		case "toolResult":
+			if !calls[e.ToolCallID] {
+				continue
+			}
+			delete(calls, e.ToolCallID)
+		case "user":
+		default:
+			continue
+		}
+		// Kept by the reset: sent even when excludeFromContext.
+		c.Messages = append(c.Messages, ContextMessage{Entry: e, Role: e.Role()})
+	}
+	for _, e := range path[reset+1:] {
+		c.appendEntry(e)
 	}
 }
 
