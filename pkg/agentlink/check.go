@@ -95,26 +95,6 @@ func CheckPi(ctx context.Context, agentDir, binary, node string) (lines []CheckL
 		add("shim", "skip", "node not found: the extension was not run (pi runs it; install node to check it here)")
 		return lines, ok
 	}
-	dir, err := os.MkdirTemp("", "ctxtool-check-")
-	if err != nil {
-		add("shim", "fail", "%v", err)
-		return lines, false
-	}
-	defer os.RemoveAll(dir)
-	ext, driver := filepath.Join(dir, "ctxtool.mjs"), filepath.Join(dir, "check.mjs")
-	if err := os.WriteFile(ext, have, 0o644); err != nil {
-		add("shim", "fail", "%v", err)
-		return lines, false
-	}
-	if err := os.WriteFile(driver, checkDriver, 0o644); err != nil {
-		add("shim", "fail", "%v", err)
-		return lines, false
-	}
-	evJSON, _ := json.Marshal(ev)
-	nc := exec.CommandContext(cctx, node, driver, ext, string(evJSON))
-	var nerr bytes.Buffer
-	nc.Stderr = &nerr
-	nout, err := nc.Output()
 	var got struct {
 		Error  string `json:"error"`
 		Result *struct {
@@ -124,21 +104,58 @@ func CheckPi(ctx context.Context, agentDir, binary, node string) (lines []CheckL
 			} `json:"compaction"`
 		} `json:"result"`
 	}
+	evJSON, _ := json.Marshal(ev)
+	stderr, err := runNodeCheck(cctx, node, checkDriver, map[string][]byte{"ctxtool.mjs": have},
+		func(dir string) []string { return []string{filepath.Join(dir, "ctxtool.mjs"), string(evJSON)} }, "extension", &got)
 	switch {
 	case err != nil:
-		add("shim", "fail", "node %s: %v: %s", driver, err, strings.TrimSpace(nerr.String()))
-	case json.Unmarshal(bytes.TrimSpace(lastLine(nout)), &got) != nil:
-		add("shim", "fail", "the extension's check printed %.80q", nout)
+		add("shim", "fail", "%v", err)
 	case got.Error != "":
 		add("shim", "fail", "%s", got.Error)
 	case got.Result == nil || got.Result.Compaction == nil:
-		add("shim", "fail", "the extension returned no compaction (pi would compact by itself): %s", strings.TrimSpace(nerr.String()))
+		add("shim", "fail", "the extension returned no compaction (pi would compact by itself): %s", stderr)
 	case !strings.Contains(got.Result.Compaction.Summary, checkWord) || got.Result.Compaction.FirstKeptEntryID != "kept0001":
 		add("shim", "fail", "the extension returned a compaction without ctxtool's summary or pi's cut")
 	default:
 		add("shim", "ok", "session_before_compact, run by %s, returned ctxtool's compaction", node)
 	}
 	return lines, ok
+}
+
+// runNodeCheck runs a shim's check driver under node, as the agent would
+// load the shim: the driver and files are written to a temporary
+// directory, node runs the driver with the arguments args gives for that
+// directory, and the last line the driver prints is decoded into out. It
+// returns node's standard error, which callers quote when the shim
+// answered but wrongly, and an error worded as the shim's "fail" detail
+// (shim names it: "extension", "plugin").
+func runNodeCheck(ctx context.Context, node string, driver []byte, files map[string][]byte, args func(dir string) []string, shim string, out any) (string, error) {
+	dir, err := os.MkdirTemp("", "ctxtool-check-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(dir)
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			return "", err
+		}
+	}
+	path := filepath.Join(dir, "check.mjs")
+	if err := os.WriteFile(path, driver, 0o644); err != nil {
+		return "", err
+	}
+	nc := exec.CommandContext(ctx, node, append([]string{path}, args(dir)...)...)
+	var nerr bytes.Buffer
+	nc.Stderr = &nerr
+	nout, err := nc.Output()
+	stderr := strings.TrimSpace(nerr.String())
+	switch {
+	case err != nil:
+		return stderr, fmt.Errorf("node %s: %w: %s", path, err, stderr)
+	case json.Unmarshal(bytes.TrimSpace(lastLine(nout)), out) != nil:
+		return stderr, fmt.Errorf("the %s's check printed %.80q", shim, nout)
+	}
+	return stderr, nil
 }
 
 func lastLine(b []byte) []byte {

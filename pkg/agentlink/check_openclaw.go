@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -99,33 +98,18 @@ func CheckOpenClaw(ctx context.Context, o OpenClawSetup, node string) (lines []C
 		add("shim", "skip", "node not found: the plugin was not run (the Gateway runs it; install node to check it here)")
 		return lines, ok
 	}
-	tmp, err := os.MkdirTemp("", "ctxtool-check-")
-	if err != nil {
-		add("shim", "fail", "%v", err)
-		return lines, false
-	}
-	defer os.RemoveAll(tmp)
-	driver := filepath.Join(tmp, "check.mjs")
-	if err := os.WriteFile(driver, checkOpenClawDriver, 0o644); err != nil {
-		add("shim", "fail", "%v", err)
-		return lines, false
-	}
-	pj, _ := json.Marshal(params)
-	nc := exec.CommandContext(cctx, node, driver, filepath.Join(dir, "index.js"), string(pj))
-	var nerr bytes.Buffer
-	nc.Stderr = &nerr
-	nout, err := nc.Output()
 	var got struct {
 		Error   string   `json:"error"`
 		Summary string   `json:"summary"`
 		Hooks   []string `json:"hooks"`
 		Logs    []string `json:"logs"`
 	}
+	pj, _ := json.Marshal(params)
+	_, err = runNodeCheck(cctx, node, checkOpenClawDriver, nil,
+		func(string) []string { return []string{filepath.Join(dir, "index.js"), string(pj)} }, "plugin", &got)
 	switch {
 	case err != nil:
-		add("shim", "fail", "node %s: %v: %s", driver, err, strings.TrimSpace(nerr.String()))
-	case json.Unmarshal(bytes.TrimSpace(lastLine(nout)), &got) != nil:
-		add("shim", "fail", "the plugin's check printed %.80q", nout)
+		add("shim", "fail", "%v", err)
 	case got.Error != "":
 		add("shim", "fail", "%s", got.Error)
 	case !strings.Contains(got.Summary, checkWord):
