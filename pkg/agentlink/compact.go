@@ -54,13 +54,9 @@ func Compact(ctx context.Context, req *Request, o Options) (*Response, error) {
 	}
 	set.Force = true
 
-	f, size, first, err := writeSession(req, o.TempDir)
+	s, first, err := loadRequest(req, o.TempDir)
 	if err != nil {
 		return nil, err
-	}
-	s, err := transcript.LoadOpen("agent request", f, size)
-	if err != nil {
-		return nil, fmt.Errorf("reading the request's messages back: %w", err)
 	}
 	defer s.Close()
 	prep, err := compaction.PrepareCut(s, set, len(p.MessagesToSummarize), len(p.TurnPrefixMessages))
@@ -100,6 +96,20 @@ func auditDetails(a *compaction.Audit, first int) *compaction.DetailsAudit {
 		d.DroppedFacts[i].Line = max(d.DroppedFacts[i].Line-first+1, 0)
 	}
 	return d
+}
+
+// loadRequest loads the request's messages as the pi session writeSession
+// writes; first is the line of the first summarised message.
+func loadRequest(req *Request, dir string) (*transcript.Session, int, error) {
+	f, size, first, err := writeSession(req, dir)
+	if err != nil {
+		return nil, 0, err
+	}
+	s, err := transcript.LoadOpen("agent request", f, size)
+	if err != nil {
+		return nil, 0, fmt.Errorf("reading the request's messages back: %w", err)
+	}
+	return s, first, nil
 }
 
 // writeSession writes the request's messages as a pi v3 session: the

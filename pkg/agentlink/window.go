@@ -86,14 +86,10 @@ func Window(req *WindowRequest, o WindowOptions) (*WindowResponse, error) {
 		res.Reason = "no messages"
 		return res, nil
 	}
-	f, size, first, err := writeSession(&Request{Version: Version, Agent: req.Agent, Session: req.Session,
+	s, first, err := loadRequest(&Request{Version: Version, Agent: req.Agent, Session: req.Session,
 		Preparation: Preparation{MessagesToSummarize: req.Messages}}, o.TempDir)
 	if err != nil {
 		return nil, err
-	}
-	s, err := transcript.LoadOpen("agent request", f, size)
-	if err != nil {
-		return nil, fmt.Errorf("reading the request's messages back: %w", err)
 	}
 	defer s.Close()
 	var entries []*transcript.Entry
