@@ -111,13 +111,11 @@ func limitHeap(file string) {
 		size = st.Size()
 	}
 	debug.SetMemoryLimit(estimate.HeapLimit(max(size, 0)))
-	if os.Getenv("GOGC") == "" {
-		gc := 100 // a pipe or a device: its size is unknown
-		if size >= 0 {
-			gc = estimate.GCPercent(size)
-		}
-		debug.SetGCPercent(gc)
+	gc := 100 // a pipe or a device: its size is unknown
+	if size >= 0 {
+		gc = estimate.GCPercent(size)
 	}
+	setGCPercent(gc) // not restored: the next session read sets its own
 }
 
 // setGCPercent sets the collector's GOGC to p for a command's run, unless
