@@ -124,7 +124,7 @@ func readPaths(errOut io.Writer, args []string) ([]string, error) {
 	}
 	paths := sources.Paths(sources.Find(home))
 	if len(paths) == 0 {
-		return nil, exitcode.Newf(exitcode.Usage, "no path given and no session store under %s (looked for ~/.pi/agent/sessions, ~/.openclaw/agents, ~/.claude/projects, ~/.codex/sessions): name the session files or directories", home)
+		return nil, exitcode.Newf(exitcode.Usage, "no path given and no session store under %s (looked for %s): name the session files or directories", home, sources.Looked)
 	}
 	return paths, nil
 }

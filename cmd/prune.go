@@ -117,7 +117,7 @@ func runPrune(ctx context.Context, opts *PruneOptions) error {
 	if len(paths) == 0 {
 		paths = sources.Paths(sources.Find(opts.Home))
 		if len(paths) == 0 {
-			return exitcode.New(exitcode.Usage, fmt.Errorf("no session store under %s (looked for ~/.pi/agent/sessions, ~/.openclaw/agents, ~/.claude/projects, ~/.codex/sessions): name the directories to prune", opts.Home))
+			return exitcode.New(exitcode.Usage, fmt.Errorf("no session store under %s (looked for %s): name the directories to prune", opts.Home, sources.Looked))
 		}
 	}
 	now := time.Now

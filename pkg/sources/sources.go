@@ -39,6 +39,10 @@ type Store struct {
 	Database string
 }
 
+// Looked names the places Find looks, for the message a command gives when
+// it finds none.
+const Looked = "~/.pi/agent/sessions, ~/.openclaw/agents, ~/.claude/projects, ~/.codex/sessions"
+
 // Find lists the session stores that exist under home, in a fixed order
 // (pi, OpenClaw agents by id, Claude Code, Codex). A missing store is not an
 // error: most machines run one or two of the agents.

@@ -58,3 +58,28 @@ func TestFindAndClassify(t *testing.T) {
 		}
 	}
 }
+
+// Looked, the list commands print when Find finds nothing, names a place
+// above every store Find can return.
+func TestLookedNamesEveryStore(t *testing.T) {
+	home := t.TempDir()
+	for _, d := range []string{".pi/agent/sessions", ".openclaw/agents/main/sessions", ".claude/projects", ".codex/sessions"} {
+		if err := os.MkdirAll(filepath.Join(home, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stores := Find(home)
+	if len(stores) != 4 {
+		t.Fatalf("Find found %d stores, want 4: %+v", len(stores), stores)
+	}
+	for _, s := range stores {
+		rel, _ := filepath.Rel(home, s.Dir)
+		named := false
+		for _, place := range strings.Split(Looked, ", ") {
+			named = named || strings.HasPrefix("~/"+filepath.ToSlash(rel), place)
+		}
+		if !named {
+			t.Errorf("Looked (%s) does not name %s's store ~/%s", Looked, s.Agent, rel)
+		}
+	}
+}
