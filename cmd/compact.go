@@ -218,7 +218,7 @@ func (o *CompactOptions) compactFile(ctx context.Context, sum compaction.Summari
 			return nil
 		}
 	}
-	res, err := compaction.Run(ctx, file, o.compactionOptions(sum))
+	res, err := compaction.CompactFile(ctx, file, o.compactionOptions(sum))
 	if err == nil {
 		recordCompaction(ctx, o, res)
 	}

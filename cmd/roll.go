@@ -387,7 +387,7 @@ func rollFallback(co Compaction, size estimate.Options, errOut io.Writer) rollin
 			ctx, cancel = context.WithTimeout(ctx, co.Deadline)
 			defer cancel()
 		}
-		res, err := compaction.Run(ctx, path, compaction.Options{
+		res, err := compaction.CompactFile(ctx, path, compaction.Options{
 			Settings: co.Settings, Summarizer: sum, Size: size, DryRun: o.DryRun, Wait: o.Wait,
 		})
 		if err != nil {

@@ -57,7 +57,7 @@ func TestAuditNamesTheRemovedFact(t *testing.T) {
 	orig := testkit.ReadFile(t, src)
 	set := Settings{Force: true, KeepRecentTokens: 8000}
 	// the untouched summary drops no planted fact
-	res, err := Run(context.Background(), src, Options{Settings: set, Summarizer: Extractive{}, DryRun: true})
+	res, err := CompactFile(context.Background(), src, Options{Settings: set, Summarizer: Extractive{}, DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestAuditNamesTheRemovedFact(t *testing.T) {
 			if p.Line >= res.FirstKeptLine {
 				t.Fatalf("planted fact on line %d is kept verbatim (from line %d)", p.Line, res.FirstKeptLine)
 			}
-			res, err := Run(context.Background(), f, Options{Settings: set, Summarizer: withoutProbe{probe: p.Probe}})
+			res, err := CompactFile(context.Background(), f, Options{Settings: set, Summarizer: withoutProbe{probe: p.Probe}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -138,7 +138,7 @@ func TestFailOnDroppedWritesNothing(t *testing.T) {
 	orig, _ := os.ReadFile(f)
 	zero := 0
 	set := Settings{Force: true, KeepRecentTokens: 8000}
-	res, err := Run(context.Background(), f, Options{Settings: set, Summarizer: withoutProbe{probe: planted[0].Probe}, FailOnDropped: &zero})
+	res, err := CompactFile(context.Background(), f, Options{Settings: set, Summarizer: withoutProbe{probe: planted[0].Probe}, FailOnDropped: &zero})
 	if err == nil || exitcode.Code(err) != exitcode.Threshold {
 		t.Fatalf("err %v (code %d), want exit 3", err, exitcode.Code(err))
 	}
@@ -150,7 +150,7 @@ func TestFailOnDroppedWritesNothing(t *testing.T) {
 	}
 	// a limit the summary stays within writes
 	lim := len(res.Audit.Dropped)
-	res, err = Run(context.Background(), f, Options{Settings: set, Summarizer: withoutProbe{probe: planted[0].Probe}, FailOnDropped: &lim})
+	res, err = CompactFile(context.Background(), f, Options{Settings: set, Summarizer: withoutProbe{probe: planted[0].Probe}, FailOnDropped: &lim})
 	if err != nil || !res.Compacted {
 		t.Fatalf("at the limit: %v %+v", err, res)
 	}

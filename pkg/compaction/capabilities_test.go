@@ -63,7 +63,7 @@ func TestCapabilityOfflineDecidesTheDryRun(t *testing.T) {
 	for _, name := range borrowedNames {
 		for _, offline := range []bool{false, true} {
 			sum := &declared{name: name, caps: Capabilities{Offline: offline}}
-			res, err := Run(context.Background(), filler(t, 8), Options{Settings: Settings{Force: true, KeepRecentTokens: 1000},
+			res, err := CompactFile(context.Background(), filler(t, 8), Options{Settings: Settings{Force: true, KeepRecentTokens: 1000},
 				Summarizer: sum, DryRun: true})
 			if err != nil {
 				t.Fatalf("%s offline=%v: %v", name, offline, err)
@@ -89,7 +89,7 @@ func TestCapabilityRetriesDecidesTheIdentifierRetry(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "s.jsonl")
 			factgen.Write(t, path, factgen.Options{Seed: 5, Turns: 24, FactsWithin: 0.5})
 			sum := &declared{name: name, caps: Capabilities{Retries: retries}}
-			res, err := Run(context.Background(), path, Options{Settings: Settings{Force: true, KeepRecentTokens: 8000, IdentifierRetry: true},
+			res, err := CompactFile(context.Background(), path, Options{Settings: Settings{Force: true, KeepRecentTokens: 8000, IdentifierRetry: true},
 				Summarizer: sum})
 			if err != nil {
 				t.Fatalf("%s retries=%v: %v", name, retries, err)
@@ -153,7 +153,7 @@ func TestCapabilityOfflineDecidesTheTrimFallback(t *testing.T) {
 		for _, offline := range []bool{false, true} {
 			sum := &declared{name: name, caps: Capabilities{Offline: offline},
 				answer: func(*Request) (string, error) { return "", errors.New("the fake is down") }}
-			res, err := Run(context.Background(), filler(t, 8), Options{Settings: Settings{Strategy: StrategySummarize, Force: true},
+			res, err := CompactFile(context.Background(), filler(t, 8), Options{Settings: Settings{Strategy: StrategySummarize, Force: true},
 				Summarizer: sum})
 			if offline && (err == nil || !strings.Contains(err.Error(), "the fake is down")) {
 				t.Errorf("%s, Offline: want the summariser's error, got %v (result %+v)", name, err, res)
@@ -183,7 +183,7 @@ func TestCapabilityWholeAndUsage(t *testing.T) {
 			Usage: func() Usage { mu.Lock(); defer mu.Unlock(); return spent },
 		}
 		file := filler(t, 8)
-		res, err := Run(context.Background(), file, Options{Settings: Settings{Force: true, KeepRecentTokens: 1000}, Summarizer: sum})
+		res, err := CompactFile(context.Background(), file, Options{Settings: Settings{Force: true, KeepRecentTokens: 1000}, Summarizer: sum})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}

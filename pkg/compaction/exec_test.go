@@ -45,7 +45,7 @@ func TestExecSummarizerGetsThePreparation(t *testing.T) {
 	path, _ := execSession(t)
 	in := filepath.Join(t.TempDir(), "in.json")
 	script := fmt.Sprintf(`cat > %q; printf '## Goal\n- summary by the exec command\n'`, in)
-	res, err := Run(context.Background(), path, Options{Settings: Settings{Force: true, KeepRecentTokens: 6000},
+	res, err := CompactFile(context.Background(), path, Options{Settings: Settings{Force: true, KeepRecentTokens: 6000},
 		Summarizer: &ExecSummarizer{Command: script, Timeout: 20 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +92,7 @@ func TestExecSummarizerFailureWritesNothing(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			path, orig := execSession(t)
 			start := time.Now()
-			_, err := Run(context.Background(), path, Options{Settings: Settings{Force: true, KeepRecentTokens: 6000},
+			_, err := CompactFile(context.Background(), path, Options{Settings: Settings{Force: true, KeepRecentTokens: 6000},
 				Summarizer: &ExecSummarizer{Command: script, Timeout: 500 * time.Millisecond}})
 			if err == nil || !strings.Contains(err.Error(), "--summarizer exec") {
 				t.Fatalf("err %v", err)
@@ -115,7 +115,7 @@ func TestHooksReceiveEventsAndNeverStopACompaction(t *testing.T) {
 	before, after := filepath.Join(dir, "before.json"), filepath.Join(dir, "after.json")
 	path, _ := execSession(t)
 	var lg logs
-	res, err := Run(context.Background(), path, Options{Settings: Settings{Force: true, KeepRecentTokens: 6000}, Summarizer: Extractive{},
+	res, err := CompactFile(context.Background(), path, Options{Settings: Settings{Force: true, KeepRecentTokens: 6000}, Summarizer: Extractive{},
 		Hooks: Hooks{BeforeCompaction: fmt.Sprintf("cat > %q", before), AfterCompaction: fmt.Sprintf("cat > %q; echo after-done", after)},
 		Logf:  lg.logf})
 	if err != nil || !res.Compacted {
@@ -147,7 +147,7 @@ func TestHooksReceiveEventsAndNeverStopACompaction(t *testing.T) {
 			path, orig := execSession(t)
 			var lg logs
 			start := time.Now()
-			res, err := Run(context.Background(), path, Options{Settings: Settings{Force: true, KeepRecentTokens: 6000}, Summarizer: Extractive{},
+			res, err := CompactFile(context.Background(), path, Options{Settings: Settings{Force: true, KeepRecentTokens: 6000}, Summarizer: Extractive{},
 				Hooks: Hooks{BeforeCompaction: hook, AfterCompaction: hook, Timeout: 400 * time.Millisecond}, Logf: lg.logf})
 			if err != nil || !res.Compacted {
 				t.Fatalf("a %s hook stopped the compaction: %v", name, err)

@@ -74,7 +74,7 @@ func TestFixturesAllStrategiesExtractive(t *testing.T) {
 				if strings.HasPrefix(filepath.Base(fx), "edge-") || filepath.Base(fx) == "sample-v1.jsonl" {
 					keep = 3000 // small sessions
 				}
-				res, err := Run(context.Background(), file, Options{
+				res, err := CompactFile(context.Background(), file, Options{
 					Settings:   Settings{Strategy: strategy, Force: true, QualityGuard: true, KeepRecentTokens: keep},
 					Summarizer: Extractive{},
 				})

@@ -38,7 +38,7 @@ func TestGeneratedSessionsAllStrategies(t *testing.T) {
 				if !before.Loads || before.OrphanToolResults != 0 {
 					t.Fatalf("generator bug: %+v", before)
 				}
-				res, err := Run(context.Background(), file, Options{
+				res, err := CompactFile(context.Background(), file, Options{
 					Settings:   Settings{Strategy: strategy, Force: true, KeepRecentTokens: 3000},
 					Summarizer: Extractive{},
 					Size:       estimate.Options{Window: models.Settings{ContextWindow: 200000}},
@@ -154,7 +154,7 @@ func TestTruncateRewritesWithBackup(t *testing.T) {
 			file := testkit.CopyToTemp(t, sc[name])
 			orig, _ := os.ReadFile(file)
 			before := oracle.CheckOne(t, file)
-			res, err := Run(context.Background(), file, Options{
+			res, err := CompactFile(context.Background(), file, Options{
 				Settings: Settings{Strategy: StrategyDefault, Force: true, KeepRecentTokens: 3000}, Summarizer: Extractive{}, Truncate: true,
 			})
 			if err != nil {
@@ -197,13 +197,13 @@ func TestRefusals(t *testing.T) {
 	g.assistant("Hi.", nil)
 	small := g.write(t, "small.jsonl")
 	orig, _ := os.ReadFile(small)
-	res, err := Run(context.Background(), small, Options{Settings: Settings{Force: true}})
+	res, err := CompactFile(context.Background(), small, Options{Settings: Settings{Force: true}})
 	if err != nil || res.Compacted || !strings.HasPrefix(res.Reason, "nothing to compact") {
 		t.Fatalf("got %+v %v", res, err)
 	}
 	// below the trigger without --force
 	f := scenarios(t)["branches"]
-	res, err = Run(context.Background(), f, Options{Settings: Settings{KeepRecentTokens: 3000}})
+	res, err = CompactFile(context.Background(), f, Options{Settings: Settings{KeepRecentTokens: 3000}})
 	if err != nil || res.Compacted || !strings.Contains(res.Reason, "below the trigger") {
 		t.Fatalf("got %+v %v", res, err)
 	}
@@ -212,10 +212,10 @@ func TestRefusals(t *testing.T) {
 	}
 	// compacting twice: the second run is refused
 	f = testkit.CopyToTemp(t, f)
-	if _, err := Run(context.Background(), f, Options{Settings: Settings{Force: true, KeepRecentTokens: 3000}}); err != nil {
+	if _, err := CompactFile(context.Background(), f, Options{Settings: Settings{Force: true, KeepRecentTokens: 3000}}); err != nil {
 		t.Fatal(err)
 	}
-	res, err = Run(context.Background(), f, Options{Settings: Settings{Force: true, KeepRecentTokens: 3000}})
+	res, err = CompactFile(context.Background(), f, Options{Settings: Settings{Force: true, KeepRecentTokens: 3000}})
 	if err != nil || res.Compacted || !strings.Contains(res.Reason, "already compacted") {
 		t.Fatalf("got %+v %v", res, err)
 	}
@@ -224,7 +224,7 @@ func TestRefusals(t *testing.T) {
 func TestDryRunWritesNothing(t *testing.T) {
 	f := testkit.CopyToTemp(t, scenarios(t)["tool-dense"])
 	orig, _ := os.ReadFile(f)
-	res, err := Run(context.Background(), f, Options{Settings: Settings{Force: true, KeepRecentTokens: 3000}, DryRun: true})
+	res, err := CompactFile(context.Background(), f, Options{Settings: Settings{Force: true, KeepRecentTokens: 3000}, DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +253,7 @@ func TestPreviousFileListsAreMerged(t *testing.T) {
 	sc := scenarios(t)
 	for _, name := range []string{"earlier-compaction", "v1"} {
 		for _, st := range strategies {
-			res, err := Run(context.Background(), sc[name], Options{Settings: Settings{Strategy: st, Force: true, KeepRecentTokens: 3000},
+			res, err := CompactFile(context.Background(), sc[name], Options{Settings: Settings{Strategy: st, Force: true, KeepRecentTokens: 3000},
 				DryRun: true})
 			if err != nil {
 				t.Fatal(err)
@@ -298,7 +298,7 @@ func TestTruncateKeepsLinesAppendedMeanwhile(t *testing.T) {
 	g.user("One more thing, written while ctxtool was summarising.")
 	late := []byte(g.lines[len(g.lines)-1])
 	sum := &appendingSummarizer{file: file, line: late}
-	res, err := Run(context.Background(), file, Options{Settings: Settings{Force: true, KeepRecentTokens: 1000}, Summarizer: sum, Truncate: true})
+	res, err := CompactFile(context.Background(), file, Options{Settings: Settings{Force: true, KeepRecentTokens: 1000}, Summarizer: sum, Truncate: true})
 	if err != nil {
 		t.Fatal(err)
 	}

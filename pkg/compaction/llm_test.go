@@ -43,7 +43,7 @@ func TestLLMSuccessEveryStrategy(t *testing.T) {
 			file := testkit.CopyToTemp(t, fixture("pi-v1-large-session.jsonl"))
 			orig, _ := os.ReadFile(file)
 			before := oracle.CheckOne(t, file)
-			res, err := Run(context.Background(), file, Options{Settings: Settings{Strategy: strategy, Force: true},
+			res, err := CompactFile(context.Background(), file, Options{Settings: Settings{Strategy: strategy, Force: true},
 				Summarizer: llmSummarizer(t, srv, nil)})
 			if err != nil {
 				t.Fatal(err)
@@ -106,7 +106,7 @@ func TestLLMQualityGuardAsksAgain(t *testing.T) {
 	defer srv.Close()
 	srv.Reply = func(llmtest.Request) string { return "## Decisions\n- nothing was decided" } // misses 4 headings
 	file := testkit.CopyToTemp(t, scenarios(t)["tool-dense"])
-	res, err := Run(context.Background(), file, Options{Settings: Settings{Strategy: StrategySafeguard, Force: true, KeepRecentTokens: 3000,
+	res, err := CompactFile(context.Background(), file, Options{Settings: Settings{Strategy: StrategySafeguard, Force: true, KeepRecentTokens: 3000,
 		QualityGuard: true, QualityGuardRetries: 2, RecentTurnsPreserve: -1}, Summarizer: llmSummarizer(t, srv, nil)})
 	if err != nil {
 		t.Fatal(err)
@@ -127,7 +127,7 @@ func TestLLMRetryAfterThenSuccess(t *testing.T) {
 	defer srv.Close()
 	file := testkit.CopyToTemp(t, scenarios(t)["branches"])
 	start := time.Now()
-	res, err := Run(context.Background(), file, Options{Settings: Settings{Force: true, KeepRecentTokens: 3000}, Summarizer: llmSummarizer(t, srv, nil)})
+	res, err := CompactFile(context.Background(), file, Options{Settings: Settings{Force: true, KeepRecentTokens: 3000}, Summarizer: llmSummarizer(t, srv, nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestLLMServerErrorThenSuccess(t *testing.T) {
 	srv := llmtest.New(llmtest.Step{Status: 500}, llmtest.Step{Status: 502})
 	defer srv.Close()
 	file := testkit.CopyToTemp(t, scenarios(t)["branches"])
-	res, err := Run(context.Background(), file, Options{Settings: Settings{Force: true, KeepRecentTokens: 3000}, Summarizer: llmSummarizer(t, srv, nil)})
+	res, err := CompactFile(context.Background(), file, Options{Settings: Settings{Force: true, KeepRecentTokens: 3000}, Summarizer: llmSummarizer(t, srv, nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func failureLeavesFileAlone(t *testing.T, srv *llmtest.Server, set Settings, mut
 	t.Helper()
 	file := testkit.CopyToTemp(t, scenarios(t)["branches"])
 	orig, _ := os.ReadFile(file)
-	res, err := Run(context.Background(), file, Options{Settings: set, Summarizer: llmSummarizer(t, srv, mut)})
+	res, err := CompactFile(context.Background(), file, Options{Settings: set, Summarizer: llmSummarizer(t, srv, mut)})
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("err = %v, want %q", err, want)
 	}
@@ -208,7 +208,7 @@ func TestSummarizeFallsBackToTrimNote(t *testing.T) {
 	file := testkit.CopyToTemp(t, scenarios(t)["branches"])
 	orig, _ := os.ReadFile(file)
 	before := oracle.CheckOne(t, file)
-	res, err := Run(context.Background(), file, Options{Settings: Settings{Strategy: StrategySummarize, Force: true},
+	res, err := CompactFile(context.Background(), file, Options{Settings: Settings{Strategy: StrategySummarize, Force: true},
 		Summarizer: llmSummarizer(t, srv, func(c *llm.Config) { c.MaxRetries = 1 })})
 	if err != nil {
 		t.Fatal(err)
@@ -244,7 +244,7 @@ func TestIdentifierRetryListsTheDroppedIdentifiers(t *testing.T) {
 		}
 		return "## Goal\n- continue the work"
 	}
-	res, err := Run(context.Background(), path, Options{Settings: Settings{Force: true, KeepRecentTokens: 8000, IdentifierRetry: true},
+	res, err := CompactFile(context.Background(), path, Options{Settings: Settings{Force: true, KeepRecentTokens: 8000, IdentifierRetry: true},
 		Summarizer: llmSummarizer(t, srv, nil)})
 	if err != nil {
 		t.Fatal(err)
@@ -274,7 +274,7 @@ func TestIdentifierRetryListsTheDroppedIdentifiers(t *testing.T) {
 	// without the guard: one attempt, identifiers dropped
 	path2 := filepath.Join(t.TempDir(), "s.jsonl")
 	factgen.Write(t, path2, factgen.Options{Seed: 5, Turns: 24, FactsWithin: 0.5})
-	res2, err := Run(context.Background(), path2, Options{Settings: Settings{Force: true, KeepRecentTokens: 8000},
+	res2, err := CompactFile(context.Background(), path2, Options{Settings: Settings{Force: true, KeepRecentTokens: 8000},
 		Summarizer: llmSummarizer(t, srv, nil)})
 	if err != nil || res2.QualityRetries != 0 || res2.Audit.DroppedByClass["identifier"] == 0 {
 		t.Fatalf("without the guard: %v, retries %d, audit %+v", err, res2.QualityRetries, res2.Audit.DroppedByClass)

@@ -87,14 +87,14 @@ func TestMeasurementTable(t *testing.T) {
 		for _, st := range strategies {
 			set := Settings{Strategy: st, Force: true, KeepRecentTokens: keep}
 			f1 := testkit.CopyToTemp(t, files[n])
-			ex, err := Run(context.Background(), f1, Options{Settings: set, Summarizer: Extractive{}})
+			ex, err := CompactFile(context.Background(), f1, Options{Settings: set, Summarizer: Extractive{}})
 			if err != nil || !ex.Compacted {
 				fmt.Fprintf(&b, "| %s | %s | %s | | | | |\n", n, st, ex.Reason)
 				continue
 			}
 			srv := llmtest.New()
 			f2 := testkit.CopyToTemp(t, files[n])
-			lr, err := Run(context.Background(), f2, Options{Settings: set, Summarizer: llmSummarizer(t, srv, nil)})
+			lr, err := CompactFile(context.Background(), f2, Options{Settings: set, Summarizer: llmSummarizer(t, srv, nil)})
 			srv.Close()
 			if err != nil {
 				t.Fatal(err)

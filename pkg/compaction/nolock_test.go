@@ -88,7 +88,7 @@ func TestNoLockDuringTheModelCall(t *testing.T) {
 		appended <- err
 	}()
 
-	res, err := Run(context.Background(), path, Options{Settings: Settings{Force: true, KeepRecentTokens: 8000}, Summarizer: llmSummarizer(t, srv, nil)})
+	res, err := CompactFile(context.Background(), path, Options{Settings: Settings{Force: true, KeepRecentTokens: 8000}, Summarizer: llmSummarizer(t, srv, nil)})
 	if err != nil {
 		t.Fatal(err)
 	}

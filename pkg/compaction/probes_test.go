@@ -160,7 +160,7 @@ func probeScore(t *testing.T, runs []probeRun) (kept, total map[string]int, size
 		if err := os.WriteFile(c, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		res, err := Run(context.Background(), c, Options{Settings: Settings{Strategy: StrategyDefault, Force: true}, Summarizer: Extractive{}})
+		res, err := CompactFile(context.Background(), c, Options{Settings: Settings{Strategy: StrategyDefault, Force: true}, Summarizer: Extractive{}})
 		if err != nil {
 			t.Fatalf("%s: %v", r.name, err)
 		}

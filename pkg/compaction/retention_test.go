@@ -60,7 +60,7 @@ func retention(t *testing.T, files []string, planted [][]factgen.Planted, set Se
 	budget := set.SummaryBudget()
 	results := make([]*Result, len(files))
 	for i, f := range files {
-		res, err := Run(context.Background(), f, Options{Settings: set, Summarizer: Extractive{}})
+		res, err := CompactFile(context.Background(), f, Options{Settings: set, Summarizer: Extractive{}})
 		if err != nil {
 			t.Fatal(err)
 		}

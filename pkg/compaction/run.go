@@ -13,7 +13,7 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
-// Options are the inputs of Run.
+// Options are the inputs of CompactFile.
 type Options struct {
 	Settings   Settings
 	Summarizer Summarizer
@@ -21,7 +21,7 @@ type Options struct {
 	// (estimate.Measure, the function estimate, roll and checkpoint call):
 	// the trigger compares its size with the threshold and the kept tail is
 	// sized in its unit. Size.Window.ContextWindow is the one window
-	// override; Run plans in the window Size resolves (Settings.ContextWindow
+	// override; CompactFile plans in the window Size resolves (Settings.ContextWindow
 	// is set from it).
 	Size   estimate.Options
 	DryRun bool
@@ -173,7 +173,7 @@ type planned struct {
 	details     *Details
 }
 
-// Run compacts one session file in five visible steps, each taking and
+// CompactFile compacts one session file in five visible steps, each taking and
 // returning plain values:
 //
 //  1. load     the session, without the lock;
@@ -189,7 +189,7 @@ type planned struct {
 // Hooks (Options.Hooks) run around the summary; their failures are logged,
 // never fatal. A failed or empty summary is an error and nothing is
 // written.
-func Run(ctx context.Context, path string, o Options) (*Result, error) {
+func CompactFile(ctx context.Context, path string, o Options) (*Result, error) {
 	o, err := o.normalized()
 	if err != nil {
 		return nil, err
@@ -207,7 +207,7 @@ func Run(ctx context.Context, path string, o Options) (*Result, error) {
 	return res, err
 }
 
-// runSteps is Run's steps, filling res.
+// runSteps is CompactFile's steps, filling res.
 func runSteps(ctx context.Context, path string, o Options, res *Result) error {
 	usage0 := usageOf(o.Summarizer)
 
@@ -295,7 +295,7 @@ func writable(s *transcript.Session, rewrite bool) error {
 	return s.Writable()
 }
 
-// normalized fills Run's defaults and validates the settings.
+// normalized fills CompactFile's defaults and validates the settings.
 func (o Options) normalized() (Options, error) {
 	if o.Settings.Strategy == "" {
 		o.Settings.Strategy = StrategyDefault

@@ -74,7 +74,7 @@ func TestAdaptiveChunkRatio(t *testing.T) {
 // keeps its sections whole and stays within 16,000 characters.
 func TestSafeguardOversizedAndCap(t *testing.T) {
 	f := testkit.CopyToTemp(t, scenarios(t)["huge-results"])
-	res, err := Run(context.Background(), f, Options{Settings: Settings{Strategy: StrategySafeguard, Force: true, KeepRecentTokens: 3000,
+	res, err := CompactFile(context.Background(), f, Options{Settings: Settings{Strategy: StrategySafeguard, Force: true, KeepRecentTokens: 3000,
 		RecentTurnsPreserve: -1}, Summarizer: Extractive{}, Size: estimate.Options{Window: models.Settings{ContextWindow: 100000}}, DryRun: true})
 	if err != nil {
 		t.Fatal(err)
@@ -147,7 +147,7 @@ func TestSafeguardOversizedInHistoryAndTurnPrefix(t *testing.T) {
 	}
 	g.assistant("All services checked.", nil)
 	f := g.write(t, "oversized.jsonl")
-	res, err := Run(context.Background(), f, Options{Settings: Settings{Strategy: StrategySafeguard, Force: true, KeepRecentTokens: 500,
+	res, err := CompactFile(context.Background(), f, Options{Settings: Settings{Strategy: StrategySafeguard, Force: true, KeepRecentTokens: 500,
 		MaxHistoryShare: 0.9, RecentTurnsPreserve: -1}, Summarizer: Extractive{}, Size: estimate.Options{Method: estimate.Heuristic, Window: models.Settings{ContextWindow: 20000}}, DryRun: true})
 	if err != nil {
 		t.Fatal(err)

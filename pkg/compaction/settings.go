@@ -11,8 +11,8 @@
 // each made by NewSummarizer from the source its file registers.
 //
 // Entry points: Prepare (pure planning), Compact (plan + summarise, no I/O
-// on the session file) and Run (the whole command, with locking and
-// writing). The roll command uses Run with the safeguard strategy as its
+// on the session file) and CompactFile (the whole command, with locking and
+// writing). The roll command uses CompactFile with the safeguard strategy as its
 // fallback.
 //
 // It must not print (progress goes to Options.Logf), must not write a
@@ -69,7 +69,7 @@ type Settings struct {
 	ReserveTokens      int
 	ReserveTokensFloor int // safeguard only; negative disables the floor
 	// ContextWindow is the window the plan is made for (0: the default).
-	// Run sets it to the window its measure resolved: the override is
+	// CompactFile sets it to the window its measure resolved: the override is
 	// Options.Size.Window.ContextWindow, not this.
 	ContextWindow int
 	// Force compacts even below the strategy's trigger.
@@ -110,10 +110,10 @@ type Settings struct {
 	KeepSecrets bool
 
 	// Count sizes messages for keepRecentTokens and chunking (nil: pi's
-	// heuristic). Run installs the best estimator here.
+	// heuristic). CompactFile installs the best estimator here.
 	Count Counter
 	// ContextTokens is the size of the context the trigger compares with
-	// the threshold (0: pi's usage-anchored estimate). Run installs
+	// the threshold (0: pi's usage-anchored estimate). CompactFile installs
 	// estimate.Measure's size, the one every command reports.
 	ContextTokens int
 }

@@ -78,7 +78,7 @@ type Request struct {
 
 // Summarizer turns a Request into summary text.
 //
-// Strategies and Run never ask which summariser they hold: what differs
+// Strategies and CompactFile never ask which summariser they hold: what differs
 // between summarisers (a dry run, the identifier retry, the file lists'
 // budget, the summarize strategy's fallback, a whole-preparation call,
 // usage) is what Capabilities declares. A new summariser is its own file
@@ -120,7 +120,7 @@ type Capabilities struct {
 	// appended unless it wrote them.
 	Whole PreparationFunc
 	// Usage, when set, reports what the summariser has spent so far (model
-	// calls and tokens): Run reports the difference a compaction made.
+	// calls and tokens): CompactFile reports the difference a compaction made.
 	Usage func() Usage
 	// Model is the chat model it summarises with, if it is one: the memory
 	// flush writes its notes with the same model.

@@ -209,7 +209,7 @@ func TestFlushOncePerCycle(t *testing.T) {
 	}
 
 	// A real compaction by ctxtool, then new history with new facts.
-	if _, err := compaction.Run(ctx, file, compaction.Options{Settings: compaction.Settings{KeepRecentTokens: 2000, Force: true, ContextWindow: window},
+	if _, err := compaction.CompactFile(ctx, file, compaction.Options{Settings: compaction.Settings{KeepRecentTokens: 2000, Force: true, ContextWindow: window},
 		Summarizer: compaction.Extractive{}}); err != nil {
 		t.Fatal(err)
 	}
