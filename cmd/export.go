@@ -44,7 +44,7 @@ unchanged (it is a pi session already).`,
 func (o *ExportOptions) flags(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&o.To, "to", "pi", "output format (pi: a pi v3 session JSONL)")
-	fl.StringVarP(&o.Output, "output", "o", "", "write to this file (default: standard output)")
+	fl.StringVarP(&o.Output, "output", "o", "", `write to this file ("-" or none: standard output)`)
 	fl.BoolVar(&o.Force, "force", false, "replace an existing -o file")
 }
 
@@ -67,7 +67,9 @@ func runExport(opts *ExportOptions) error {
 	if err := checkExportable(opts.File); err != nil {
 		return exitcode.New(exitcode.Runtime, err)
 	}
-	if opts.Output == "" {
+	// "-" is standard output, as it is standard input for FILE: a file
+	// named "-" would be a surprise no one asked for.
+	if opts.Output == "" || opts.Output == "-" {
 		if opts.JSON {
 			return exitcode.Newf(exitcode.Usage, "--json needs -o FILE (the session itself goes to standard output)")
 		}
