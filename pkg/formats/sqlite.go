@@ -16,9 +16,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctxtool/ctxtool/pkg/formats/internal/conv"
 	"github.com/klauspost/compress/zstd"
-	_ "modernc.org/sqlite" // the driver the recall index uses too
+
+	_ "modernc.org/sqlite"
 )
+
+// the driver the recall index uses too
 
 // OpenClaw ≥ 2026.8 keeps sessions in a per-agent SQLite database,
 // ~/.openclaw/agents/<agentId>/agent/openclaw-agent.sqlite (agent schema 23;
@@ -293,9 +297,9 @@ func readSession(db *sql.DB, sess *StoreSession, name string) (*View, error) {
 		return nil, err
 	}
 	defer dec.Close()
-	r := &storeReader{v: &view{out: &spool{}}, sess: sess}
+	r := &storeReader{v: &conv.Emitter{Out: &conv.Spool{}}, sess: sess}
 	fail := func(err error) (*View, error) {
-		r.v.out.Close()
+		r.v.Out.Close()
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	after := -1
@@ -336,33 +340,33 @@ func readSession(db *sql.DB, sess *StoreSession, name string) (*View, error) {
 		}
 		return fail(err)
 	}
-	if err := r.v.finishOut(); err != nil {
+	if err := r.v.FinishOut(); err != nil {
 		return fail(err)
 	}
-	r.v.headerDone = true
-	return &View{Format: OpenClawSQLite, File: name, Unit: "seq", data: r.v.out, rows: r.v.rows}, nil
+	r.v.HeaderDone = true
+	return conv.NewView(OpenClawSQLite, name, "seq", nil, r.v), nil
 }
 
 // storeReader spools one store session's events, in seq order, as the
 // view's lines.
 type storeReader struct {
-	v    *view
+	v    *conv.Emitter
 	sess *StoreSession
 }
 
 func (r *storeReader) event(seq int, line []byte) error {
-	if len(r.v.rows) == 0 { // the session's first event
+	if len(r.v.Rows) == 0 { // the session's first event
 		if f, _, ok := classifyLine(line); !ok || f != Pi || !bytes.Contains(line, []byte(`"session"`)) {
 			// A header-less import: give the view the header pi needs.
-			r.v.sessionID = r.sess.SessionID
-			r.v.headerRow = seq
-			if err := r.v.header(seq); err != nil {
+			r.v.SessionID = r.sess.SessionID
+			r.v.HeaderRow = seq
+			if err := r.v.Header(seq); err != nil {
 				return err
 			}
 		}
 	}
-	r.v.w.b = append(r.v.w.b, line...)
-	return r.v.put(seq)
+	r.v.W.B = append(r.v.W.B, line...)
+	return r.v.Put(seq)
 }
 
 // readCold spools the events of the session's cold archive, decompressed
@@ -377,9 +381,9 @@ func (r *storeReader) readCold(ctx context.Context, db *sql.DB) error {
 		return err
 	}
 	defer dec.Close()
-	lr := newLineReader(dec)
+	lr := conv.NewLineReader(dec)
 	for no := 1; ; no++ {
-		line, err := lr.next()
+		line, err := lr.Next()
 		if err == io.EOF {
 			return nil
 		}

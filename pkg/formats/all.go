@@ -1,0 +1,9 @@
+package formats
+
+// Every format's folder, linked so its converter registers itself (its
+// init calls conv.Register): Open, NewLineConverter, Format.String and
+// ReadOnlyError find the formats through the registry only.
+import (
+	_ "github.com/ctxtool/ctxtool/pkg/formats/claudecode"
+	_ "github.com/ctxtool/ctxtool/pkg/formats/codex"
+)

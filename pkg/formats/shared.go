@@ -1,0 +1,54 @@
+package formats
+
+import "github.com/ctxtool/ctxtool/pkg/formats/internal/conv"
+
+// The types, constants and helpers formats' callers use that the format
+// packages share too: they live in formats/internal/conv, the machinery
+// every format folder imports, and are named here for formats' callers.
+
+// Format names a transcript format.
+type Format = conv.Format
+
+const (
+	// Pi is pi / OpenClaw session JSONL (v1–v3), including OpenClaw's
+	// .reset./.deleted. archives: pkg/transcript reads it directly.
+	Pi = conv.Pi
+	// Zstd is zstd-compressed JSONL (*.jsonl.zst): a pi session, or one of
+	// the other JSONL formats, or an OpenClaw cold archive.
+	Zstd = conv.Zstd
+	// ClaudeCode is a Claude Code transcript (~/.claude/projects/…).
+	ClaudeCode = conv.ClaudeCode
+	// Codex is a Codex CLI rollout with {timestamp,type,payload} lines.
+	Codex = conv.Codex
+	// CodexLegacy is the 2025 Codex rollout shape without the envelope.
+	CodexLegacy = conv.CodexLegacy
+	// OpenClawSQLite is OpenClaw's per-agent session database (≥ 2026.8).
+	OpenClawSQLite = conv.OpenClawSQLite
+	// Unknown is anything else.
+	Unknown = conv.Unknown
+)
+
+// View is a translated transcript: pi v3 JSONL plus the source line (or
+// row) of each of its lines.
+type View = conv.View
+
+// Produced is one pi line a converter wrote, with the values the pi parser
+// reads back from it.
+type Produced = conv.Produced
+
+// Block is one content block of a Produced message line.
+type Block = conv.Block
+
+// Malformed is a source line a converter could not read.
+type Malformed = conv.Malformed
+
+// AppendString appends s as a JSON string, as pi's JSON.stringify writes
+// it.
+func AppendString(b []byte, s string) []byte { return conv.AppendString(b, s) }
+
+// PackUUID returns the 16 bytes of a canonical lowercase UUID; ok is false
+// for any other spelling.
+func PackUUID(s string) ([16]byte, bool) { return conv.PackUUID(s) }
+
+// UUIDText spells k as a canonical lowercase UUID.
+func UUIDText(k [16]byte) string { return conv.UUIDText(k) }
