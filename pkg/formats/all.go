@@ -1,7 +1,8 @@
 package formats
 
-// Every format's folder, linked so its converter registers itself (its
-// init calls conv.Register): Open, NewLineConverter, Format.String and
+// Every format's folder is linked (blank imports here; shared.go names
+// their Format constants) so its converter registers itself (its init
+// calls conv.Register): Open, NewLineConverter, Format.String and
 // ReadOnlyError find the formats through the registry only.
 import (
 	_ "github.com/ctxtool/ctxtool/pkg/formats/claudecode"

@@ -13,7 +13,9 @@
 // is not pi JSONL (see transcript.Load); nothing else has to know.
 //
 // Each format's rules (what the agent sends, which usage record counts) are
-// documented on its converter: claudecode.go, codex.go, sqlite.go, zstd.go.
+// documented on its converter, one folder per JSONL format (claudecode/,
+// codex/) over the shared decoder and emitter (internal/conv), and in
+// sqlite.go (OpenClaw's store) and open.go (zstd).
 // A produced view is pi v3 JSONL that pi itself loads (`ctxtool export`).
 //
 // Memory: the produced lines go to a Spool that stays in memory up to

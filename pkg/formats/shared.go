@@ -1,10 +1,14 @@
 package formats
 
-import "github.com/ctxtool/ctxtool/pkg/formats/internal/conv"
+import (
+	"github.com/ctxtool/ctxtool/pkg/formats/claudecode"
+	"github.com/ctxtool/ctxtool/pkg/formats/codex"
+	"github.com/ctxtool/ctxtool/pkg/formats/internal/conv"
+)
 
-// The types, constants and helpers formats' callers use that the format
-// packages share too: they live in formats/internal/conv, the machinery
-// every format folder imports, and are named here for formats' callers.
+// The types, constants and helpers formats' callers use that live in the
+// format folders (each format's constant) or in formats/internal/conv, the
+// machinery every format folder imports: named here for formats' callers.
 
 // Format names a transcript format.
 type Format = conv.Format
@@ -17,11 +21,11 @@ const (
 	// the other JSONL formats, or an OpenClaw cold archive.
 	Zstd = conv.Zstd
 	// ClaudeCode is a Claude Code transcript (~/.claude/projects/…).
-	ClaudeCode = conv.ClaudeCode
+	ClaudeCode = claudecode.Format
 	// Codex is a Codex CLI rollout with {timestamp,type,payload} lines.
-	Codex = conv.Codex
+	Codex = codex.Format
 	// CodexLegacy is the 2025 Codex rollout shape without the envelope.
-	CodexLegacy = conv.CodexLegacy
+	CodexLegacy = codex.Legacy
 	// OpenClawSQLite is OpenClaw's per-agent session database (≥ 2026.8).
 	OpenClawSQLite = conv.OpenClawSQLite
 	// Unknown is anything else.

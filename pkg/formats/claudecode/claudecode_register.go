@@ -6,8 +6,11 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/formats/internal/conv"
 )
 
+// Format is a Claude Code transcript (~/.claude/projects/…).
+const Format conv.Format = "claude-code"
+
 func init() {
-	conv.Register(conv.ClaudeCode, conv.Converter{
+	conv.Register(Format, conv.Converter{
 		Name:    "Claude Code transcript",
 		Owner:   "Claude Code",
 		New:     func(v *conv.Emitter) conv.LineConv { return newCCConv(v) },

@@ -6,9 +6,16 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/formats/internal/conv"
 )
 
+const (
+	// Format is a Codex CLI rollout with {timestamp,type,payload} lines.
+	Format conv.Format = "codex"
+	// Legacy is the 2025 Codex rollout shape without the envelope.
+	Legacy conv.Format = "codex-legacy"
+)
+
 func init() {
-	registerCodex(conv.Codex, "Codex rollout", false)
-	registerCodex(conv.CodexLegacy, "Codex rollout (2025 shape)", true)
+	registerCodex(Format, "Codex rollout", false)
+	registerCodex(Legacy, "Codex rollout (2025 shape)", true)
 }
 
 // registerCodex registers one of the two Codex rollout shapes: one

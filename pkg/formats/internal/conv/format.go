@@ -1,6 +1,8 @@
 package conv
 
-// Format names a transcript format.
+// Format names a transcript format. The formats with a converter name
+// theirs in their own folder (claudecode.Format, codex.Format,
+// codex.Legacy); those here are read without one.
 type Format string
 
 const (
@@ -10,12 +12,6 @@ const (
 	// Zstd is zstd-compressed JSONL (*.jsonl.zst): a pi session, or one of
 	// the other JSONL formats, or an OpenClaw cold archive.
 	Zstd Format = "zstd"
-	// ClaudeCode is a Claude Code transcript (~/.claude/projects/…).
-	ClaudeCode Format = "claude-code"
-	// Codex is a Codex CLI rollout with {timestamp,type,payload} lines.
-	Codex Format = "codex"
-	// CodexLegacy is the 2025 Codex rollout shape without the envelope.
-	CodexLegacy Format = "codex-legacy"
 	// OpenClawSQLite is OpenClaw's per-agent session database (≥ 2026.8).
 	OpenClawSQLite Format = "openclaw-sqlite"
 	// Unknown is anything else.
