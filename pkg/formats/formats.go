@@ -15,10 +15,10 @@
 // Each format's rules (what the agent sends, which usage record counts) are
 // documented on its converter, one folder per JSONL format (claudecode/,
 // codex/) over the shared decoder and emitter (internal/conv), and in
-// sqlite.go (OpenClaw's store) and open.go (zstd).
+// openclawsqlite/ (OpenClaw's store) and open.go (zstd).
 // A produced view is pi v3 JSONL that pi itself loads (`ctxtool export`).
 //
-// Memory: the produced lines go to a Spool that stays in memory up to
+// Memory: the produced lines go to a spool that stays in memory up to
 // spoolMemory bytes and continues in an unlinked temporary file, so a 1 GB
 // transcript costs what a 1 GB pi file costs plus the line map (4 bytes per
 // produced line).
@@ -32,12 +32,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"strings"
-	"syscall"
 
 	"github.com/ctxtool/ctxtool/pkg/formats/claudecode"
 	"github.com/ctxtool/ctxtool/pkg/formats/internal/conv"
+	"github.com/ctxtool/ctxtool/pkg/formats/openclawsqlite"
 )
 
 // Readable lists what ctxtool reads, for error messages.
@@ -60,16 +58,14 @@ type Sniffed struct {
 	Looks string
 }
 
-var (
-	sqliteMagic = []byte("SQLite format 3\x00")
-)
+var ()
 
 // SniffFile opens path (a virtual "store.sqlite#key" path too) and sniffs it.
 func SniffFile(path string) (Sniffed, error) {
 	if db, _, ok := SplitStorePath(path); ok {
 		path = db
 	}
-	f, err := openRegular(path)
+	f, err := conv.OpenRegular(path)
 	if err != nil {
 		return Sniffed{}, err
 	}
@@ -89,14 +85,14 @@ func Sniff(r io.Reader) (Sniffed, error) {
 	// file of a directory (a 1 MiB buffer each was a third of what a
 	// directory of small sessions allocated).
 	br := conv.NewLineReaderSize(r, 64<<10)
-	head, err := br.Peek(len(sqliteMagic))
+	head, err := br.Peek(len(openclawsqlite.Magic))
 	if err != nil {
 		return Sniffed{}, err
 	}
 	switch {
 	case bytes.HasPrefix(head, conv.ZstdMagic):
 		return Sniffed{Format: Zstd}, nil
-	case bytes.HasPrefix(head, sqliteMagic):
+	case bytes.HasPrefix(head, openclawsqlite.Magic):
 		return Sniffed{Format: OpenClawSQLite}, nil
 	}
 	for no := 1; ; no++ {
@@ -239,16 +235,7 @@ func (e *ReadOnlyError) Error() string {
 		instead += " "
 	}
 	return fmt.Sprintf("%s: %s — ctxtool reads it but does not write it (%s); %swork on a pi copy: ctxtool export %s --to pi -o copy.jsonl (--dry-run plans still work on the original)",
-		e.File, e.Format, why, instead, shellQuote(e.File))
-}
-
-func shellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:#@+=,", r))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+		e.File, e.Format, why, instead, conv.ShellQuote(e.File))
 }
 
 // CheckWritable returns a *ReadOnlyError when path exists and is a format
@@ -266,26 +253,4 @@ func CheckWritable(path string) error {
 		return nil
 	}
 	return &ReadOnlyError{File: path, Format: sn.Format}
-}
-
-// openRegular opens path for reading if it is a regular file; (nil, nil)
-// for anything else (a FIFO would block the open, a device never ends).
-// O_NONBLOCK keeps a file swapped for a FIFO after the stat from blocking.
-func openRegular(path string) (*os.File, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, nil
-	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
 }

@@ -2,13 +2,21 @@ package formats
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 
 	"github.com/ctxtool/ctxtool/pkg/formats/internal/conv"
+	"github.com/ctxtool/ctxtool/pkg/formats/openclawsqlite"
 	"github.com/klauspost/compress/zstd"
 )
+
+// isPiHeader reports whether line is a pi session header: what an
+// OpenClaw store's first event is unless the session was imported without
+// one.
+func isPiHeader(line []byte) bool {
+	f, _, ok := classifyLine(line)
+	return ok && f == Pi && bytes.Contains(line, []byte(`"session"`))
+}
 
 // Open translates the transcript at path to a pi view. It returns (nil,
 // nil) for pi JSONL, which pkg/transcript reads itself, and an
@@ -23,15 +31,13 @@ func Open(path string, sink func(*Produced)) (*View, error) { return open(path, 
 // while it is converted but on its first read, by converting again the
 // bytes the first pass read (writing a 1 GB file's view was a fifth of
 // reading it). Other formats open as Open opens them.
-func OpenLazy(path string, sink func(*Produced)) (*View, error) {
-	return open(path, sink, true)
-}
+func OpenLazy(path string, sink func(*Produced)) (*View, error) { return open(path, sink, true) }
 
 func open(path string, sink func(*Produced), lazy bool) (*View, error) {
 	if db, key, ok := SplitStorePath(path); ok {
-		return openStore(db, key, path)
+		return openclawsqlite.Open(db, key, path, isPiHeader)
 	}
-	f, err := openRegular(path)
+	f, err := conv.OpenRegular(path)
 	if err != nil || f == nil {
 		return nil, err // directories, FIFOs (nil, nil): the pi reader reports them
 	}
@@ -44,7 +50,7 @@ func open(path string, sink func(*Produced), lazy bool) (*View, error) {
 		return nil, err
 	}
 	if sn.Format == OpenClawSQLite {
-		return openStore(path, "", path)
+		return openclawsqlite.Open(path, "", path, isPiHeader)
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil, err
@@ -68,7 +74,7 @@ func open(path string, sink func(*Produced), lazy bool) (*View, error) {
 // refill converts the first n bytes of path again, writing the view this
 // time: the same bytes make the same view (a live transcript only grows).
 func refill(path string, n int64) (*View, error) {
-	f, err := openRegular(path)
+	f, err := conv.OpenRegular(path)
 	if err == nil && f == nil {
 		err = fmt.Errorf("no longer a regular file")
 	}
@@ -233,7 +239,7 @@ func copyLines(name string, lr *conv.LineReader, replay [][]byte) (*View, error)
 // store's derived tables.
 func coldArchive(name string, lr *conv.LineReader, replay [][]byte) (*View, error) {
 	v, err := spoolLines(name, lr, replay, func(v *conv.Emitter, no int, l []byte) error {
-		seq, ev, ok, err := coldRecord(l)
+		seq, ev, ok, err := openclawsqlite.ColdRecord(l)
 		if err != nil {
 			v.Malformed = append(v.Malformed, Malformed{Line: no, Bytes: len(l), Err: conv.ShortJSONErr(err)})
 			return nil
@@ -248,25 +254,6 @@ func coldArchive(name string, lr *conv.LineReader, replay [][]byte) (*View, erro
 		return nil, err
 	}
 	return conv.NewView(Pi, name, "seq", v.Malformed, v), nil
-}
-
-// coldRecord decodes one cold-archive record: ok when it is an event, with
-// its seq and original line.
-func coldRecord(l []byte) (seq int, event []byte, ok bool, err error) {
-	var rec struct {
-		Kind string `json:"kind"`
-		Row  struct {
-			Seq       int    `json:"seq"`
-			EventJSON string `json:"event_json"`
-		} `json:"row"`
-	}
-	if err := json.Unmarshal(l, &rec); err != nil {
-		return 0, nil, false, err
-	}
-	if rec.Kind != "event" {
-		return 0, nil, false, nil
-	}
-	return rec.Row.Seq, []byte(rec.Row.EventJSON), true, nil
 }
 
 // spoolLines builds a view from the lines of a decompressed stream (the

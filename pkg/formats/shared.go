@@ -4,11 +4,13 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/formats/claudecode"
 	"github.com/ctxtool/ctxtool/pkg/formats/codex"
 	"github.com/ctxtool/ctxtool/pkg/formats/internal/conv"
+	"github.com/ctxtool/ctxtool/pkg/formats/openclawsqlite"
 )
 
 // The types, constants and helpers formats' callers use that live in the
-// format folders (each format's constant) or in formats/internal/conv, the
-// machinery every format folder imports: named here for formats' callers.
+// format folders (each format's constant, OpenClaw's store) or in
+// formats/internal/conv, the machinery every format folder imports: named
+// here for formats' callers.
 
 // Format names a transcript format.
 type Format = conv.Format
@@ -56,3 +58,16 @@ func PackUUID(s string) ([16]byte, bool) { return conv.PackUUID(s) }
 
 // UUIDText spells k as a canonical lowercase UUID.
 func UUIDText(k [16]byte) string { return conv.UUIDText(k) }
+
+// StoreSession is one session of an OpenClaw store.
+type StoreSession = openclawsqlite.StoreSession
+
+// ListStore lists the sessions of an OpenClaw store.
+func ListStore(path string) ([]StoreSession, error) { return openclawsqlite.ListStore(path) }
+
+// StorePath is the virtual path of one session of a store.
+func StorePath(db, key string) string { return openclawsqlite.StorePath(db, key) }
+
+// SplitStorePath splits "store.sqlite#key" when the part before the last
+// '#' is an existing SQLite file.
+func SplitStorePath(p string) (db, key string, ok bool) { return openclawsqlite.SplitStorePath(p) }
