@@ -606,7 +606,7 @@ func (c *ccConv) Line(no int, raw []byte) error {
 	return c.Apply(no, l)
 }
 
-// holds: the pending message, the held results and the lines waiting for
+// Holds: the pending message, the held results and the lines waiting for
 // their parent point into their lines.
 func (c *ccConv) Holds() bool { return c.pend != nil || len(c.held) > 0 || c.waitN > 0 }
 
@@ -665,7 +665,7 @@ func (c *ccConv) id(n int32) conv.Pid {
 	return conv.Pid{Key: *c.nodes.T.Key(n - 1), UUID: true}
 }
 
-// apply follows the tree, not the file: a line whose parent is not known
+// Apply follows the tree, not the file: a line whose parent is not known
 // yet waits for it, and applying a line wakes the lines waiting for it.
 func (c *ccConv) Apply(no int, l *ccLine) error {
 	if !c.linewise && l.bad == "" && !l.parent.Empty() && !l.uuid.Empty() && c.nodes.FindJSON(l.parent) == nil {

@@ -634,7 +634,7 @@ func (c *cxConv) Line(no int, raw []byte) error {
 	return c.Apply(no, &l)
 }
 
-// holds: the open segment points into the lines it was built from.
+// Holds: the open segment points into the lines it was built from.
 func (c *cxConv) Holds() bool { return c.asst != nil || len(c.outputs) > 0 }
 
 func (c *cxConv) Apply(no int, l *cxLine) error {

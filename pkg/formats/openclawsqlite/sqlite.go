@@ -25,11 +25,8 @@ import (
 
 	"github.com/ctxtool/ctxtool/pkg/formats/internal/conv"
 	"github.com/klauspost/compress/zstd"
-
-	_ "modernc.org/sqlite"
+	_ "modernc.org/sqlite" // the driver the recall index uses too
 )
-
-// the driver the recall index uses too
 
 // OpenClaw ≥ 2026.8 keeps sessions in a per-agent SQLite database,
 // ~/.openclaw/agents/<agentId>/agent/openclaw-agent.sqlite (agent schema 23;

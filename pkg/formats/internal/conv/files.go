@@ -6,7 +6,7 @@ import (
 	"syscall"
 )
 
-// openRegular opens path for reading if it is a regular file; (nil, nil)
+// OpenRegular opens path for reading if it is a regular file; (nil, nil)
 // for anything else (a FIFO would block the open, a device never ends).
 // O_NONBLOCK keeps a file swapped for a FIFO after the stat from blocking.
 func OpenRegular(path string) (*os.File, error) {
@@ -28,7 +28,7 @@ func OpenRegular(path string) (*os.File, error) {
 	return f, nil
 }
 
-// shellQuote quotes s for a POSIX shell, for commands an error suggests.
+// ShellQuote quotes s for a POSIX shell, for commands an error suggests.
 func ShellQuote(s string) string {
 	if s != "" && strings.IndexFunc(s, func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:#@+=,", r))

@@ -25,17 +25,17 @@ import (
 // were 25 MB of a 1 GB Codex file's peak heap.
 var ConvChunk = 256 << 10
 
-// BatchConv is a converter whose lines are decoded (decode: no state, any
+// BatchConv is a converter whose lines are decoded (Decode: no state, any
 // core) into records of type R, then applied in line order.
 type BatchConv[R any] interface {
 	LineConv
-	// decode fills rec from one non-blank line. rec holds what an earlier
+	// Decode fills rec from one non-blank line. rec holds what an earlier
 	// line left in it: decode clears it, keeping only the arrays it
 	// reuses (a line's blocks, allocated anew for every line, were a
 	// tenth of what a converter allocated).
 	Decode(raw []byte, rec *R)
 	Apply(no int, rec *R) error
-	// holds reports whether the converter still points into lines it
+	// Holds reports whether the converter still points into lines it
 	// applied (a message waiting for its next lines): their batches are
 	// not used again until it no longer does.
 	Holds() bool

@@ -47,11 +47,11 @@ func Register(f Format, c Converter) {
 	converters[f] = c
 }
 
-// LineConv is a stateful converter fed one source line at a time (line);
+// LineConv is a stateful converter fed one source line at a time (Line);
 // its work is split in two for ConvertLines (see BatchConv).
 type LineConv interface {
 	Line(no int, raw []byte) error
-	// flush writes what the converter holds back for the next lines.
+	// Flush writes what the converter holds back for the next lines.
 	Flush() error
 	Finish() error
 }
