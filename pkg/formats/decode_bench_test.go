@@ -11,8 +11,8 @@ import (
 
 // BenchmarkDecode reads an 8 MB Claude Code transcript and an 8 MB Codex
 // rollout (internal/sessiongen, with thinking and 8 compactions) into pi
-// lines, as estimate does: the per-field decoders of claudecode.go and
-// codex.go over jdec, the converters, and the JSON writer, end to end.
+// lines, as estimate does: the per-field decoders of claudecode/ and
+// codex/ over conv.Dec, the converters, and the JSON writer, end to end.
 func BenchmarkDecode(b *testing.B) {
 	for _, c := range []struct {
 		name string

@@ -55,7 +55,7 @@ func Export(src string, w io.Writer) (ExportResult, error) {
 	defer v.Close()
 	res.Format = v.Format
 	cw := &countWriter{w: w}
-	if _, err := v.exportTo(cw); err != nil {
+	if _, err := exportTo(v, cw); err != nil {
 		return res, err
 	}
 	res.Bytes, res.Lines = cw.n, cw.lines
@@ -66,7 +66,7 @@ func Export(src string, w io.Writer) (ExportResult, error) {
 // stated (contextWindow, contextWindowSource: pi ignores keys it does not
 // know, ctxtool reads them back), so the copy is measured against the
 // window the agent ran with, not the model table's.
-func (v *View) exportTo(w io.Writer) (int64, error) {
+func exportTo(v *View, w io.Writer) (int64, error) {
 	if v.ContextWindow <= 0 {
 		return v.WriteTo(w)
 	}

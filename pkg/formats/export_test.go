@@ -3,33 +3,36 @@ package formats
 import (
 	"bytes"
 	"io"
+
+	"github.com/ctxtool/ctxtool/pkg/formats/internal/conv"
 )
 
-// SetConvChunk sets the batch size of convertLines until restore is called.
+// SetConvChunk sets the batch size of ConvertLines until restore is called.
 func SetConvChunk(n int) (restore func()) {
-	old := convChunk
-	convChunk = n
-	return func() { convChunk = old }
+	old := conv.ConvChunk
+	conv.ConvChunk = n
+	return func() { conv.ConvChunk = old }
 }
 
 // ConvertLineByLine translates src (a Claude Code or Codex transcript)
-// feeding the converter one line at a time, without convertLines' batches:
+// feeding the converter one line at a time, without ConvertLines' batches:
 // the reference the batched path must equal.
 func ConvertLineByLine(f Format, src []byte) ([]byte, error) {
-	v := &view{out: &spool{}}
-	c := newConv(f, v)
+	v := &conv.Emitter{Out: &conv.Spool{}}
+	cv, _ := conv.Lookup(f)
+	c := cv.New(v)
 	for i, line := range bytes.Split(bytes.TrimSuffix(src, []byte{'\n'}), []byte{'\n'}) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		if err := c.line(i+1, line); err != nil {
+		if err := c.Line(i+1, line); err != nil {
 			return nil, err
 		}
 	}
-	if err := c.finish(); err != nil {
+	if err := c.Finish(); err != nil {
 		return nil, err
 	}
-	view, err := v.finish(f, "src", "line")
+	view, err := v.Finish(f, "src", "line")
 	if err != nil {
 		return nil, err
 	}
@@ -41,8 +44,4 @@ func ConvertLineByLine(f Format, src []byte) ([]byte, error) {
 
 // Written reports whether v's bytes are written (a lazy view's are not,
 // until read).
-func (v *View) Written() bool {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return !v.data.discard
-}
+func Written(v *View) bool { return conv.ViewWritten(v) }

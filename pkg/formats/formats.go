@@ -13,7 +13,9 @@
 // is not pi JSONL (see transcript.Load); nothing else has to know.
 //
 // Each format's rules (what the agent sends, which usage record counts) are
-// documented on its converter: claudecode.go, codex.go, sqlite.go, zstd.go.
+// documented on its converter, one folder per JSONL format (claudecode/,
+// codex/) over the shared decoder and emitter (internal/conv), and in
+// openclawsqlite/ (OpenClaw's store) and open.go (zstd).
 // A produced view is pi v3 JSONL that pi itself loads (`ctxtool export`).
 //
 // Memory: the produced lines go to a spool that stays in memory up to
@@ -30,55 +32,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"strings"
-	"syscall"
+
+	"github.com/ctxtool/ctxtool/pkg/formats/claudecode"
+	"github.com/ctxtool/ctxtool/pkg/formats/internal/conv"
+	"github.com/ctxtool/ctxtool/pkg/formats/openclawsqlite"
 )
-
-// Format names a transcript format.
-type Format string
-
-const (
-	// Pi is pi / OpenClaw session JSONL (v1–v3), including OpenClaw's
-	// .reset./.deleted. archives: pkg/transcript reads it directly.
-	Pi Format = "pi"
-	// Zstd is zstd-compressed JSONL (*.jsonl.zst): a pi session, or one of
-	// the other JSONL formats, or an OpenClaw cold archive.
-	Zstd Format = "zstd"
-	// ClaudeCode is a Claude Code transcript (~/.claude/projects/…).
-	ClaudeCode Format = "claude-code"
-	// Codex is a Codex CLI rollout with {timestamp,type,payload} lines.
-	Codex Format = "codex"
-	// CodexLegacy is the 2025 Codex rollout shape without the envelope.
-	CodexLegacy Format = "codex-legacy"
-	// OpenClawSQLite is OpenClaw's per-agent session database (≥ 2026.8).
-	OpenClawSQLite Format = "openclaw-sqlite"
-	// Unknown is anything else.
-	Unknown Format = "unknown"
-)
-
-// formatNames names the formats no converter registers (converters name
-// their own).
-var formatNames = map[Format]string{
-	Pi: "pi/OpenClaw session JSONL", Zstd: "zstd-compressed JSONL", OpenClawSQLite: "OpenClaw SQLite session store",
-	Unknown: "unknown format",
-}
-
-// String is the human name ("Claude Code transcript").
-func (f Format) String() string {
-	if c, ok := converters[f]; ok {
-		return c.name
-	}
-	if n, ok := formatNames[f]; ok {
-		return n
-	}
-	return string(f)
-}
-
-// Writable reports whether ctxtool may append to files of this format.
-// Only pi JSONL is written: the other agents own their files and would not
-// read a pi entry (and OpenClaw's Gateway owns its database).
-func (f Format) Writable() bool { return f == Pi }
 
 // Readable lists what ctxtool reads, for error messages.
 const Readable = "pi and OpenClaw session JSONL (v1–v3, .reset./.deleted. archives), *.jsonl.zst, " +
@@ -100,17 +58,14 @@ type Sniffed struct {
 	Looks string
 }
 
-var (
-	zstdMagic   = []byte{0x28, 0xb5, 0x2f, 0xfd}
-	sqliteMagic = []byte("SQLite format 3\x00")
-)
+var ()
 
 // SniffFile opens path (a virtual "store.sqlite#key" path too) and sniffs it.
 func SniffFile(path string) (Sniffed, error) {
 	if db, _, ok := SplitStorePath(path); ok {
 		path = db
 	}
-	f, err := openRegular(path)
+	f, err := conv.OpenRegular(path)
 	if err != nil {
 		return Sniffed{}, err
 	}
@@ -129,20 +84,20 @@ func Sniff(r io.Reader) (Sniffed, error) {
 	// 64 KiB: the first line is usually short, and indexing sniffs every
 	// file of a directory (a 1 MiB buffer each was a third of what a
 	// directory of small sessions allocated).
-	br := newLineReaderSize(r, 64<<10)
-	head, err := br.peek(len(sqliteMagic))
+	br := conv.NewLineReaderSize(r, 64<<10)
+	head, err := br.Peek(len(openclawsqlite.Magic))
 	if err != nil {
 		return Sniffed{}, err
 	}
 	switch {
-	case bytes.HasPrefix(head, zstdMagic):
+	case bytes.HasPrefix(head, conv.ZstdMagic):
 		return Sniffed{Format: Zstd}, nil
-	case bytes.HasPrefix(head, sqliteMagic):
+	case bytes.HasPrefix(head, openclawsqlite.Magic):
 		return Sniffed{Format: OpenClawSQLite}, nil
 	}
 	for no := 1; ; no++ {
-		line, err := br.next()
-		if err == io.EOF || err == errLineTooLong {
+		line, err := br.Next()
+		if err == io.EOF || err == conv.ErrLineTooLong {
 			return Sniffed{Format: Pi}, nil // let the pi reader say what is wrong
 		}
 		if err != nil {
@@ -204,7 +159,7 @@ func classifyLine(line []byte) (Format, string, bool) {
 		typ == "turn_context" || typ == "compacted"):
 		return Codex, "a Codex rollout record", true
 	case probe.UUID != nil || probe.ParentUUID != nil || probe.LeafUUID != nil ||
-		(probe.SessionID != nil && claudeCodeTypes[typ]) || typ == "file-history-snapshot" || typ == "queue-operation" ||
+		(probe.SessionID != nil && claudecode.RecordTypes[typ]) || typ == "file-history-snapshot" || typ == "queue-operation" ||
 		typ == "permission-mode":
 		return ClaudeCode, "a Claude Code transcript record", true
 	case probe.RecordType != nil || (probe.Instruction != nil && probe.ID != nil && probe.Timestamp != nil && probe.Type == nil):
@@ -222,15 +177,6 @@ func classifyLine(line []byte) (Format, string, bool) {
 	}
 	return Unknown, "a JSON object without a \"type\"", true
 }
-
-// claudeCodeTypes are the record types Claude Code writes (up to 2.1.3xx:
-// shared/docs/agents-offline.md). A line of one of them with a sessionId
-// marks the file as Claude Code's; the converter counts the records of any
-// other type and reports them once per file.
-var claudeCodeTypes = map[string]bool{"user": true, "assistant": true, "system": true, "summary": true,
-	"progress": true, "attachment": true, "file-history-snapshot": true, "queue-operation": true, "custom-title": true,
-	"permission-mode": true, "ai-title": true, "last-prompt": true, "mode": true, "agent-name": true,
-	"api-request-blob": true, "pr-link": true, "tag": true}
 
 var codexItemTypes = map[string]bool{"message": true, "function_call": true, "function_call_output": true,
 	"reasoning": true, "custom_tool_call": true, "custom_tool_call_output": true, "local_shell_call": true,
@@ -271,14 +217,14 @@ type ReadOnlyError struct {
 
 func (e *ReadOnlyError) Error() string {
 	var why, instead string
-	conv, converted := converters[e.Format]
+	cv, converted := conv.Lookup(e.Format)
 	switch {
 	case e.Format == OpenClawSQLite:
 		why = "OpenClaw's Gateway owns this database and external tools must not write it"
 		instead = "compact it with OpenClaw itself (/compact in the chat, or the openclaw CLI), or"
 	case converted:
-		why = conv.owner + " owns this file and does not read pi entries"
-		instead = "compact it in " + conv.owner + " (/compact), or"
+		why = cv.Owner + " owns this file and does not read pi entries"
+		instead = "compact it in " + cv.Owner + " (/compact), or"
 	case e.Format == Zstd:
 		why = "it is a compressed archive"
 		instead = ""
@@ -289,16 +235,7 @@ func (e *ReadOnlyError) Error() string {
 		instead += " "
 	}
 	return fmt.Sprintf("%s: %s — ctxtool reads it but does not write it (%s); %swork on a pi copy: ctxtool export %s --to pi -o copy.jsonl (--dry-run plans still work on the original)",
-		e.File, e.Format, why, instead, shellQuote(e.File))
-}
-
-func shellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:#@+=,", r))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+		e.File, e.Format, why, instead, conv.ShellQuote(e.File))
 }
 
 // CheckWritable returns a *ReadOnlyError when path exists and is a format
@@ -316,26 +253,4 @@ func CheckWritable(path string) error {
 		return nil
 	}
 	return &ReadOnlyError{File: path, Format: sn.Format}
-}
-
-// openRegular opens path for reading if it is a regular file; (nil, nil)
-// for anything else (a FIFO would block the open, a device never ends).
-// O_NONBLOCK keeps a file swapped for a FIFO after the stat from blocking.
-func openRegular(path string) (*os.File, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, nil
-	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/ctxtool/ctxtool/pkg/formats/internal/conv"
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -14,19 +15,19 @@ import (
 // building the tree: what recall indexes, so that every chunk cites the
 // source line its text came from. Tool names carry over from earlier lines.
 type LineConverter struct {
-	v *view
-	c lineConv
+	v *conv.Emitter
+	c conv.LineConv
 }
 
 // NewLineConverter returns a converter for a JSONL format, nil for pi JSONL
 // (which needs none) and for formats that are not line-based.
 func NewLineConverter(f Format) *LineConverter {
-	conv, ok := converters[f]
+	cv, ok := conv.Lookup(f)
 	if !ok {
 		return nil
 	}
-	v := &view{out: &spool{}, headerDone: true}
-	return &LineConverter{v: v, c: conv.lines(v)}
+	v := &conv.Emitter{Out: &conv.Spool{}, HeaderDone: true}
+	return &LineConverter{v: v, c: cv.Lines(v)}
 }
 
 // Convert returns the pi lines (without newlines) that source line no
@@ -36,27 +37,27 @@ func (lc *LineConverter) Convert(no int, raw []byte) (lines [][]byte, ok bool) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil, true
 	}
-	if err := lc.c.line(no, raw); err != nil {
+	if err := lc.c.Line(no, raw); err != nil {
 		return nil, false
 	}
-	if err := lc.c.flush(); err != nil {
+	if err := lc.c.Flush(); err != nil {
 		return nil, false
 	}
-	ok = len(lc.v.malformed) == 0
-	lc.v.malformed = nil
-	if err := lc.v.flushOut(); err != nil {
+	ok = len(lc.v.Malformed) == 0
+	lc.v.Malformed = nil
+	if err := lc.v.FlushOut(); err != nil {
 		return nil, false
 	}
-	sp := lc.v.out
-	if sp.size == 0 {
+	sp := lc.v.Out
+	if sp.Size == 0 {
 		return nil, ok
 	}
-	_ = sp.finish()
-	data := make([]byte, sp.size)
+	_ = sp.Finish()
+	data := make([]byte, sp.Size)
 	_, _ = sp.ReadAt(data, 0)
 	sp.Close()
-	lc.v.out = &spool{}
-	lc.v.rows = lc.v.rows[:0]
+	lc.v.Out = &conv.Spool{}
+	lc.v.Rows = lc.v.Rows[:0]
 	return bytes.Split(bytes.TrimSuffix(data, []byte{'\n'}), []byte{'\n'}), ok
 }
 
@@ -102,10 +103,10 @@ func Materialize(path string) (*os.File, Format, error) {
 	}
 	line := 0 // lines written
 	r := io.NewSectionReader(v.ReaderAt(), 0, v.Size())
-	lr := newLineReader(r)
+	lr := conv.NewLineReader(r)
 	w := &bytes.Buffer{}
 	for i := 1; ; i++ {
-		l, err := lr.next()
+		l, err := lr.Next()
 		if err == io.EOF {
 			break
 		}

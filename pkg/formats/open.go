@@ -2,20 +2,20 @@ package formats
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 
+	"github.com/ctxtool/ctxtool/pkg/formats/internal/conv"
+	"github.com/ctxtool/ctxtool/pkg/formats/openclawsqlite"
 	"github.com/klauspost/compress/zstd"
 )
 
-// lineConv is a stateful converter fed one source line at a time (line);
-// its work is split in two for convertLines (see batchConv).
-type lineConv interface {
-	line(no int, raw []byte) error
-	// flush writes what the converter holds back for the next lines.
-	flush() error
-	finish() error
+// isPiHeader reports whether line is a pi session header: what an
+// OpenClaw store's first event is unless the session was imported without
+// one.
+func isPiHeader(line []byte) bool {
+	f, _, ok := classifyLine(line)
+	return ok && f == Pi && bytes.Contains(line, []byte(`"session"`))
 }
 
 // Open translates the transcript at path to a pi view. It returns (nil,
@@ -35,9 +35,9 @@ func OpenLazy(path string, sink func(*Produced)) (*View, error) { return open(pa
 
 func open(path string, sink func(*Produced), lazy bool) (*View, error) {
 	if db, key, ok := SplitStorePath(path); ok {
-		return openStore(db, key, path)
+		return openclawsqlite.Open(db, key, path, isPiHeader)
 	}
-	f, err := openRegular(path)
+	f, err := conv.OpenRegular(path)
 	if err != nil || f == nil {
 		return nil, err // directories, FIFOs (nil, nil): the pi reader reports them
 	}
@@ -50,7 +50,7 @@ func open(path string, sink func(*Produced), lazy bool) (*View, error) {
 		return nil, err
 	}
 	if sn.Format == OpenClawSQLite {
-		return openStore(path, "", path)
+		return openclawsqlite.Open(path, "", path, isPiHeader)
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil, err
@@ -59,22 +59,22 @@ func open(path string, sink func(*Produced), lazy bool) (*View, error) {
 		return OpenReader(path, f, sink)
 	}
 	v, err := openReader(path, f, sink, true)
-	if v != nil && v.data.discard {
+	if v != nil && !conv.ViewWritten(v) {
 		// What the conversion read is where it left the file.
 		read, err := f.Seek(0, io.SeekCurrent)
 		if err != nil {
 			v.Close()
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		v.fill = func() (*spool, error) { return refill(path, read) }
+		conv.FillLater(v, func() (*View, error) { return refill(path, read) })
 	}
 	return v, err
 }
 
 // refill converts the first n bytes of path again, writing the view this
 // time: the same bytes make the same view (a live transcript only grows).
-func refill(path string, n int64) (*spool, error) {
-	f, err := openRegular(path)
+func refill(path string, n int64) (*View, error) {
+	f, err := conv.OpenRegular(path)
 	if err == nil && f == nil {
 		err = fmt.Errorf("no longer a regular file")
 	}
@@ -89,7 +89,7 @@ func refill(path string, n int64) (*spool, error) {
 	if err != nil {
 		return nil, err
 	}
-	return v.data, nil
+	return v, nil
 }
 
 // OpenReader translates a transcript read from r (a JSONL format or zstd;
@@ -101,27 +101,27 @@ func OpenReader(name string, r io.Reader, sink func(*Produced)) (*View, error) {
 // openReader is OpenReader; lazy: the view of a converted format is only
 // measured, not written (see OpenLazy).
 func openReader(name string, r io.Reader, sink func(*Produced), lazy bool) (*View, error) {
-	lr := takeLineReader(r)
-	head, err := lr.peek(4)
+	lr := conv.TakeLineReader(r)
+	head, err := lr.Peek(4)
 	if err != nil {
 		return nil, fmt.Errorf("%s: read: %w", name, err)
 	}
-	if bytes.HasPrefix(head, zstdMagic) {
-		return openZstd(name, lr.br, sink, lazy) // the decoder keeps lr.br: not released
+	if bytes.HasPrefix(head, conv.ZstdMagic) {
+		return openZstd(name, lr.Br, sink, lazy) // the decoder keeps lr.br: not released
 	}
 	f, replay, err := sniffLines(lr)
 	if err != nil {
 		return nil, fmt.Errorf("%s: read: %w", name, err)
 	}
 	if done, err := unconverted(name, f); done {
-		lr.release()
+		lr.Release()
 		return nil, err
 	}
 	v, err := convert(name, f.Format, lr, replay, sink, lazy)
 	if err == nil {
 		// Read to the end; after an error a reader goroutine may still
 		// be in lr, which is then left to the collector.
-		lr.release()
+		lr.Release()
 	}
 	return v, err
 }
@@ -140,11 +140,11 @@ func unconverted(name string, sn Sniffed) (done bool, err error) {
 }
 
 // sniffLines reads lines until one classifies, returning them for replay.
-func sniffLines(lr *lineReader) (Sniffed, [][]byte, error) {
+func sniffLines(lr *conv.LineReader) (Sniffed, [][]byte, error) {
 	var replay [][]byte
 	var read int64
 	for no := 1; ; no++ {
-		line, err := lr.next()
+		line, err := lr.Next()
 		if err == io.EOF {
 			return Sniffed{Format: Pi}, replay, nil
 		}
@@ -163,23 +163,24 @@ func sniffLines(lr *lineReader) (Sniffed, [][]byte, error) {
 }
 
 // convert runs a format's converter over replayed lines and the rest of lr.
-func convert(name string, f Format, lr *lineReader, replay [][]byte, sink func(*Produced), lazy bool) (*View, error) {
+func convert(name string, f Format, lr *conv.LineReader, replay [][]byte, sink func(*Produced), lazy bool) (*View, error) {
 	measure := lazy && sink != nil
-	v := &view{out: &spool{discard: measure}, sink: sink, measure: measure}
-	v.w.skip = measure
-	r := io.MultiReader(bytes.NewReader(bytes.Join(append(replay, nil), []byte{'\n'})), lr.rest())
-	c := newConv(f, v)
-	err := converters[f].convert(c, name, r)
+	v := &conv.Emitter{Out: &conv.Spool{Discard: measure}, Sink: sink, Measure: measure}
+	v.W.Skip = measure
+	r := io.MultiReader(bytes.NewReader(bytes.Join(append(replay, nil), []byte{'\n'})), lr.Rest())
+	cv, _ := conv.Lookup(f)
+	c := cv.New(v)
+	err := cv.Convert(c, name, r)
 	if err == nil {
-		err = c.finish()
+		err = c.Finish()
 	}
 	var view *View
 	if err == nil {
-		view, err = v.finish(f, name, "line")
+		view, err = v.Finish(f, name, "line")
 	}
 	if err != nil {
-		v.stopOut()
-		v.out.Close()
+		v.StopOut()
+		v.Out.Close()
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return view, nil
@@ -195,7 +196,7 @@ func openZstd(name string, r io.Reader, sink func(*Produced), lazy bool) (*View,
 		return nil, fmt.Errorf("%s: zstd: %w", name, err)
 	}
 	defer dec.Close()
-	lr := newLineReader(dec)
+	lr := conv.NewLineReader(dec)
 	sn, replay, err := sniffLines(lr)
 	if err != nil {
 		return nil, fmt.Errorf("%s: zstd: %w (is the file complete?)", name, err)
@@ -220,15 +221,15 @@ func openZstd(name string, r io.Reader, sink func(*Produced), lazy bool) (*View,
 
 // copyLines spools pi JSONL unchanged (malformed and blank lines too, so
 // the pi reader reports them at their own line numbers).
-func copyLines(name string, lr *lineReader, replay [][]byte) (*View, error) {
-	v, err := spoolLines(name, lr, replay, func(v *view, no int, l []byte) error {
-		v.w.b = append(v.w.b, l...)
-		return v.put(no)
+func copyLines(name string, lr *conv.LineReader, replay [][]byte) (*View, error) {
+	v, err := spoolLines(name, lr, replay, func(v *conv.Emitter, no int, l []byte) error {
+		v.W.B = append(v.W.B, l...)
+		return v.Put(no)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &View{Format: Pi, File: name, Unit: "line", data: v.out, rows: v.rows}, nil
+	return conv.NewView(Pi, name, "line", nil, v), nil
 }
 
 // coldArchive reads the event records of an OpenClaw cold archive: one
@@ -236,49 +237,30 @@ func copyLines(name string, lr *lineReader, replay [][]byte) (*View, error) {
 // are transcript_events rows {seq, event_json, created_at} (event_json the
 // original line) and the other kinds (identity, active, index, fts) are the
 // store's derived tables.
-func coldArchive(name string, lr *lineReader, replay [][]byte) (*View, error) {
-	v, err := spoolLines(name, lr, replay, func(v *view, no int, l []byte) error {
-		seq, ev, ok, err := coldRecord(l)
+func coldArchive(name string, lr *conv.LineReader, replay [][]byte) (*View, error) {
+	v, err := spoolLines(name, lr, replay, func(v *conv.Emitter, no int, l []byte) error {
+		seq, ev, ok, err := openclawsqlite.ColdRecord(l)
 		if err != nil {
-			v.malformed = append(v.malformed, Malformed{Line: no, Bytes: len(l), Err: shortJSONErr(err)})
+			v.Malformed = append(v.Malformed, Malformed{Line: no, Bytes: len(l), Err: conv.ShortJSONErr(err)})
 			return nil
 		}
 		if !ok {
 			return nil
 		}
-		v.w.b = append(v.w.b, ev...)
-		return v.put(seq)
+		v.W.B = append(v.W.B, ev...)
+		return v.Put(seq)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &View{Format: Pi, File: name, Unit: "seq", Malformed: v.malformed, data: v.out, rows: v.rows}, nil
-}
-
-// coldRecord decodes one cold-archive record: ok when it is an event, with
-// its seq and original line.
-func coldRecord(l []byte) (seq int, event []byte, ok bool, err error) {
-	var rec struct {
-		Kind string `json:"kind"`
-		Row  struct {
-			Seq       int    `json:"seq"`
-			EventJSON string `json:"event_json"`
-		} `json:"row"`
-	}
-	if err := json.Unmarshal(l, &rec); err != nil {
-		return 0, nil, false, err
-	}
-	if rec.Kind != "event" {
-		return 0, nil, false, nil
-	}
-	return rec.Row.Seq, []byte(rec.Row.EventJSON), true, nil
+	return conv.NewView(Pi, name, "seq", v.Malformed, v), nil
 }
 
 // spoolLines builds a view from the lines of a decompressed stream (the
 // replayed ones, then the rest of lr) by calling put with each line and
-// its 1-based number; the view's spool is finished, or closed on error.
-func spoolLines(name string, lr *lineReader, replay [][]byte, put func(v *view, no int, l []byte) error) (*view, error) {
-	v := &view{out: &spool{}}
+// its 1-based number; the view's Spool is finished, or closed on error.
+func spoolLines(name string, lr *conv.LineReader, replay [][]byte, put func(v *conv.Emitter, no int, l []byte) error) (*conv.Emitter, error) {
+	v := &conv.Emitter{Out: &conv.Spool{}}
 	err := func() error {
 		no := 0
 		for _, l := range replay {
@@ -288,9 +270,9 @@ func spoolLines(name string, lr *lineReader, replay [][]byte, put func(v *view, 
 			}
 		}
 		for {
-			l, err := lr.next()
+			l, err := lr.Next()
 			if err == io.EOF {
-				return v.finishOut()
+				return v.FinishOut()
 			}
 			if err != nil {
 				return fmt.Errorf("%s: zstd: %w (is the file complete?)", name, err)
@@ -302,7 +284,7 @@ func spoolLines(name string, lr *lineReader, replay [][]byte, put func(v *view, 
 		}
 	}()
 	if err != nil {
-		v.out.Close()
+		v.Out.Close()
 		return nil, err
 	}
 	return v, nil

@@ -111,8 +111,8 @@ func TestLazyViewIsWrittenOnFirstRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lazy.Close()
-	if lazy.Written() || lines != lazy.Lines() {
-		t.Fatalf("lazy view: written %v, %d of %d lines handed over", lazy.Written(), lines, lazy.Lines())
+	if formats.Written(lazy) || lines != lazy.Lines() {
+		t.Fatalf("lazy view: written %v, %d of %d lines handed over", formats.Written(lazy), lines, lazy.Lines())
 	}
 	eager, err := formats.Open(p, nil)
 	if err != nil {
@@ -122,8 +122,8 @@ func TestLazyViewIsWrittenOnFirstRead(t *testing.T) {
 	var got, want bytes.Buffer
 	lazy.WriteTo(&got)
 	eager.WriteTo(&want)
-	if !lazy.Written() || !bytes.Equal(got.Bytes(), want.Bytes()) || lazy.Size() != int64(want.Len()) {
-		t.Fatalf("lazy view after a read: written %v, %d bytes, want the %d of Open", lazy.Written(), got.Len(), want.Len())
+	if !formats.Written(lazy) || !bytes.Equal(got.Bytes(), want.Bytes()) || lazy.Size() != int64(want.Len()) {
+		t.Fatalf("lazy view after a read: written %v, %d bytes, want the %d of Open", formats.Written(lazy), got.Len(), want.Len())
 	}
 }
 

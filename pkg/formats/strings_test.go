@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
+
+	"github.com/ctxtool/ctxtool/pkg/formats/internal/convtest"
 )
 
 // viewStrings decodes every line of a view with encoding/json and collects
@@ -61,7 +63,7 @@ func decodeJSONString(tok []byte) string {
 // one (decoding and re-encoding) alike.
 func TestTranslationKeepsStringsExact(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
-	tok := func() []byte { return randomStringToken(r) }
+	tok := func() []byte { return convtest.RandomStringToken(r) }
 
 	t.Run("claude-code", func(t *testing.T) {
 		var src bytes.Buffer

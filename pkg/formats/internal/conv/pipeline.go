@@ -1,4 +1,4 @@
-package formats
+package conv
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 )
 
 // The converters' time goes into decoding lines, which needs no state:
-// convertLines reads the source in chunks of whole lines, decodes the lines
+// ConvertLines reads the source in chunks of whole lines, decodes the lines
 // of each chunk on every core, and applies the decoded lines in file order
 // on one goroutine — the pi reader's scheme (pkg/transcript's load). Memory
 // is the chunks in flight.
@@ -19,32 +19,27 @@ import (
 // gigabyte a megabyte at a time, and allocating every chunk and record anew
 // made the collector, not the decoding, the larger part of the work.
 
-// convChunk is how much of the source one batch holds (more for a longer
+// ConvChunk is how much of the source one batch holds (more for a longer
 // line); tests lower it. Up to a dozen batches are in flight, each with
 // its decoded records, on top of the session being built: at 1 MB they
 // were 25 MB of a 1 GB Codex file's peak heap.
-var convChunk = 256 << 10
+var ConvChunk = 256 << 10
 
-// batchConv is a converter whose lines are decoded (decode: no state, any
+// BatchConv is a converter whose lines are decoded (Decode: no state, any
 // core) into records of type R, then applied in line order.
-type batchConv[R any] interface {
-	lineConv
-	// decode fills rec from one non-blank line. rec holds what an earlier
+type BatchConv[R any] interface {
+	LineConv
+	// Decode fills rec from one non-blank line. rec holds what an earlier
 	// line left in it: decode clears it, keeping only the arrays it
 	// reuses (a line's blocks, allocated anew for every line, were a
 	// tenth of what a converter allocated).
-	decode(raw []byte, rec *R)
-	apply(no int, rec *R) error
-	// holds reports whether the converter still points into lines it
+	Decode(raw []byte, rec *R)
+	Apply(no int, rec *R) error
+	// Holds reports whether the converter still points into lines it
 	// applied (a message waiting for its next lines): their batches are
 	// not used again until it no longer does.
-	holds() bool
+	Holds() bool
 }
-
-var (
-	_ batchConv[ccLine] = (*ccConv)(nil)
-	_ batchConv[cxLine] = (*cxConv)(nil)
-)
 
 type convBatch[R any] struct {
 	data      []byte // whole lines; the last may lack its newline
@@ -58,8 +53,8 @@ type convRec[R any] struct {
 	blank bool
 }
 
-// convertLines feeds every line of r to c, numbered from 1.
-func convertLines[R any](c batchConv[R], r io.Reader) error {
+// ConvertLines feeds every line of r to c, numbered from 1.
+func ConvertLines[R any](c BatchConv[R], r io.Reader) error {
 	workers := min(runtime.GOMAXPROCS(0), 8)
 	order := make(chan *convBatch[R], 2*workers)
 	jobs := make(chan *convBatch[R], 2*workers)
@@ -106,13 +101,13 @@ func convertLines[R any](c batchConv[R], r io.Reader) error {
 	}
 }
 
-// chunks keeps chunk buffers (convChunk bytes) across files: reading a
+// chunks keeps chunk buffers (ConvChunk bytes) across files: reading a
 // directory of small sessions allocated and cleared several per file.
 var chunks sync.Pool
 
 // takeChunk is an empty buffer of capacity need at least.
 func takeChunk(need int) []byte {
-	if need == convChunk {
+	if need == ConvChunk {
 		if p, ok := chunks.Get().(*[]byte); ok && cap(*p) >= need {
 			return (*p)[:0]
 		}
@@ -122,7 +117,7 @@ func takeChunk(need int) []byte {
 
 // putChunk keeps b for takeChunk when it is a chunk's size.
 func putChunk(b []byte) {
-	if cap(b) == convChunk {
+	if cap(b) == ConvChunk {
 		b = b[:0]
 		chunks.Put(&b)
 	}
@@ -130,10 +125,10 @@ func putChunk(b []byte) {
 
 // applyBatches applies the decoded batches in order and hands each back
 // to free once c holds nothing of it.
-func applyBatches[R any](c batchConv[R], order <-chan *convBatch[R], free chan<- *convBatch[R]) error {
+func applyBatches[R any](c BatchConv[R], order <-chan *convBatch[R], free chan<- *convBatch[R]) error {
 	var kept []*convBatch[R] // applied batches c may still point into
 	release := func(b *convBatch[R]) {
-		if cap(b.data) > convChunk {
+		if cap(b.data) > ConvChunk {
 			return // a long line's buffer: not worth keeping
 		}
 		select {
@@ -146,19 +141,19 @@ func applyBatches[R any](c batchConv[R], order <-chan *convBatch[R], free chan<-
 		no := b.firstLine
 		for i := range b.recs {
 			if rec := &b.recs[i]; !rec.blank {
-				if err := c.apply(no, &rec.r); err != nil {
+				if err := c.Apply(no, &rec.r); err != nil {
 					return err
 				}
 			}
 			no++
-			if len(kept) > 0 && !c.holds() {
+			if len(kept) > 0 && !c.Holds() {
 				for _, k := range kept {
 					release(k)
 				}
 				kept = kept[:0]
 			}
 		}
-		if c.holds() {
+		if c.Holds() {
 			kept = append(kept, b)
 		} else {
 			release(b)
@@ -167,7 +162,7 @@ func applyBatches[R any](c batchConv[R], order <-chan *convBatch[R], free chan<-
 	return nil
 }
 
-func decodeBatch[R any](c batchConv[R], b *convBatch[R]) {
+func decodeBatch[R any](c BatchConv[R], b *convBatch[R]) {
 	data := b.data
 	b.recs = b.recs[:0]
 	// One record a line: sized once rather than grown by doubling (5% of
@@ -191,7 +186,7 @@ func decodeBatch[R any](c batchConv[R], b *convBatch[R]) {
 		rec := &b.recs[n]
 		rec.blank = len(bytes.TrimSpace(line)) == 0
 		if !rec.blank {
-			c.decode(line, &rec.r)
+			c.Decode(line, &rec.r)
 		}
 	}
 }
@@ -209,7 +204,7 @@ func chunkLines[R any](r io.Reader, free <-chan *convBatch[R], send func(*convBa
 		default:
 		}
 		buf := b.data[:0]
-		if need := max(convChunk, 2*len(carry)); cap(buf) < need {
+		if need := max(ConvChunk, 2*len(carry)); cap(buf) < need {
 			buf = takeChunk(need)
 		}
 		buf = append(buf, carry...)

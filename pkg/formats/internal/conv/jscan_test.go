@@ -1,31 +1,16 @@
-package formats
+package conv
 
 import (
 	"bytes"
 	"encoding/json"
 	"math/rand/v2"
 	"strconv"
-	"strings"
 	"testing"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/ctxtool/ctxtool/pkg/formats/internal/convtest"
 )
-
-// Pieces of JSON strings that encoding/json decodes in a special way:
-// escapes it rewrites, surrogates (paired, lone, reversed), invalid UTF-8,
-// characters AppendString leaves alone.
-var stringPieces = []string{`a`, ` `, `\n`, `\t`, `\"`, `\\`, `\/`, `\b`, `\f`, `\r`, `\u0061`, `\u00e9`, `\u00E9`,
-	`\u001f`, `\u001F`, `\u0000`, `\u0008`, `\u000a`, `\u0022`, `\u005c`, `\u2028`, `\ud83d\ude00`, `\ud83d`,
-	`\ude00`, `\ude00\ud83d`, `\ud83dx`, `\ud83d\u0061`, "\xff", "\xc3", "\xc3\xa9", "é", "漢", "😀", "\u2028",
-	"\x7f", "\xed\xa0\x80", "\xef\xbf\xbd", `<&>`}
-
-func randomStringToken(r *rand.Rand) []byte {
-	b := []byte{'"'}
-	for n := r.IntN(6); n >= 0; n-- {
-		b = append(b, stringPieces[r.IntN(len(stringPieces))]...)
-	}
-	return append(b, '"')
-}
 
 // Lines shaped like the agents' (shortened).
 var sampleLines = []string{
@@ -55,7 +40,7 @@ func jdecCorpus() [][]byte {
 	}
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 300 {
-		lines = append(lines, randomStringToken(r))
+		lines = append(lines, convtest.RandomStringToken(r))
 	}
 	n := len(lines)
 	for i := range n {
@@ -72,7 +57,7 @@ func jdecCorpus() [][]byte {
 				const junk = "{}[]\":,\\ x0-e\x01\xff"
 				m[p] = junk[r.IntN(len(junk))]
 			case 2:
-				m = append(m[:p], append(randomStringToken(r), m[p:]...)...)
+				m = append(m[:p], append(convtest.RandomStringToken(r), m[p:]...)...)
 			default:
 				m = append(m[:p], m[p+1:]...)
 			}
@@ -85,20 +70,20 @@ func jdecCorpus() [][]byte {
 // checkJdec compares the decoder with encoding/json on one input.
 func checkJdec(t *testing.T, in []byte) {
 	t.Helper()
-	d := newDec(in)
-	d.skip()
-	d.end()
-	if valid := json.Valid(in); d.bad == valid {
-		t.Fatalf("%q: jdec says bad=%v, encoding/json valid=%v", in, d.bad, valid)
+	d := NewDec(in)
+	d.Skip()
+	d.End()
+	if valid := json.Valid(in); d.Bad == valid {
+		t.Fatalf("%q: jdec says bad=%v, encoding/json valid=%v", in, d.Bad, valid)
 	}
-	if d.bad {
-		if d.errText() == "" {
+	if d.Bad {
+		if d.ErrText() == "" {
 			t.Fatalf("%q: no error text", in)
 		}
 		return
 	}
-	d = newDec(in)
-	raw, compact := d.raw()
+	d = NewDec(in)
+	raw, compact := d.Raw()
 	if compact {
 		var c bytes.Buffer
 		if err := json.Compact(&c, raw); err != nil || !bytes.Equal(c.Bytes(), raw) {
@@ -107,8 +92,8 @@ func checkJdec(t *testing.T, in []byte) {
 	}
 	switch raw[0] {
 	case '"':
-		d := newDec(raw)
-		s := d.str()
+		d := NewDec(raw)
+		s := d.Str()
 		var want string
 		if err := json.Unmarshal(raw, &want); err != nil {
 			t.Fatal(err)
@@ -120,13 +105,13 @@ func checkJdec(t *testing.T, in []byte) {
 			t.Fatalf("%q: unescaped %q, encoding/json %q", raw, b, want)
 		}
 		enc := AppendString(nil, want)
-		if !bytes.Equal(s.json(), enc) || !bytes.Equal(s.appendJSON(nil), enc) {
-			t.Fatalf("%q: encoded %q, want %q", raw, s.json(), enc)
+		if !bytes.Equal(s.JSON(), enc) || !bytes.Equal(s.appendJSON(nil), enc) {
+			t.Fatalf("%q: encoded %q, want %q", raw, s.JSON(), enc)
 		}
 		if inner := s.appendInner([]byte("x")); !bytes.Equal(inner, append([]byte("x"), enc[1:len(enc)-1]...)) {
 			t.Fatalf("%q: inner %q, want %q", raw, inner, enc[1:len(enc)-1])
 		}
-		if s.canon && !bytes.Equal(raw, enc) {
+		if s.Canon && !bytes.Equal(raw, enc) {
 			t.Fatalf("%q: said canonical, AppendString writes %q", raw, enc)
 		}
 	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
@@ -144,8 +129,8 @@ func TestJdecAgreesWithEncodingJSON(t *testing.T) {
 	for _, l := range lines {
 		checkJdec(t, l)
 		if len(l) > 0 && l[0] == '"' && json.Valid(l) {
-			s := newDec(l).str()
-			if s.canon {
+			s := NewDec(l).Str()
+			if s.Canon {
 				canon++
 			} else {
 				nonCanon++
@@ -180,15 +165,15 @@ func FuzzJdec(f *testing.F) {
 }
 
 // appendJSON writes the string as JSON (AppendString's form).
-func (s jstr) appendJSON(b []byte) []byte {
-	if s.canon {
-		return append(b, s.q...)
+func (s Str) appendJSON(b []byte) []byte {
+	if s.Canon {
+		return append(b, s.Q...)
 	}
 	return AppendString(b, s.String())
 }
 
 // unescaped decodes what it takes on exactly as encoding/json does, and
-// argsFromJSON gives argsFromString's bytes.
+// ArgsFromJSON gives ArgsFromString's bytes.
 func TestUnescapedMatchesEncodingJSON(t *testing.T) {
 	for _, q := range []string{`""`, `"plain"`, `"{\"a\":[1,\"b\\\\c\"],\"d\":\"e\\nf\\/g\\t\\r\\b\\f\"}"`,
 		`"{\"a\": 1}"`, `" {\"a\":1}"`, `"{\"a\":1} "`, `"{\"a\":\u0031}"`, `"[1,2]"`, `"{\"a\":1"`,
@@ -197,37 +182,13 @@ func TestUnescapedMatchesEncodingJSON(t *testing.T) {
 		if err := json.Unmarshal([]byte(q), &want); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
-		d := newDec([]byte(q))
-		s := d.str()
+		d := NewDec([]byte(q))
+		s := d.Str()
 		if b, ok := s.unescaped(); ok && string(b) != want {
 			t.Errorf("%s: unescaped %q, want %q", q, b, want)
 		}
-		if got, want := argsFromJSON(s), argsFromString(want); !bytes.Equal(got, want) {
+		if got, want := ArgsFromJSON(s), ArgsFromString(want); !bytes.Equal(got, want) {
 			t.Errorf("%s: argsFromJSON %s, want %s", q, got, want)
-		}
-	}
-}
-
-// echo finds the first event_msg envelope in a line's head by its tail:
-// the same lines as a search for the whole envelope.
-func TestEchoFindsTheFirstEnvelope(t *testing.T) {
-	env := `"type":"event_msg","payload":{"type":"`
-	for _, tc := range []struct {
-		line string
-		want bool
-	}{
-		{`{"timestamp":"2026-03-02T09:00:07.346Z",` + env + `agent_message","message":"hi"}}`, true},
-		{`{"timestamp":"2026-03-02T09:00:07.346Z",` + env + `token_count","info":null}}`, false},
-		{`{"timestamp":"2026-03-02T09:00:07.346Z",` + env + `task_started"}}`, false},
-		{`{"timestamp":"2026-03-02T09:00:07.346Z","type":"response_item","payload":{"type":"message"}}`, false},
-		// a tail whose lead differs, then the envelope
-		{`{"a":"x_msg","payload":{"type":"y",` + env + `user_message"}}`, true},
-		{`{"type":"event_msg","payload":{"type":"` + `token_count",` + env + `user_message"}}`, false},
-		{`_msg","payload":{"type":"`, false},
-		{`{"x":"` + strings.Repeat("a", 150) + `",` + env + `user_message"}}`, false}, // past the head
-	} {
-		if got := echo([]byte(tc.line)); got != tc.want {
-			t.Errorf("echo(%.60q…) = %v, want %v", tc.line, got, tc.want)
 		}
 	}
 }
@@ -255,9 +216,9 @@ func TestKeysAndNamesAgreeWithEncodingJSON(t *testing.T) {
 	for _, o := range objs {
 		dec := json.NewDecoder(bytes.NewReader(o))
 		dec.Token() // {
-		d := newDec(o)
-		d.obj("")
-		for k, ok := d.key(); ok; k, ok = d.key() {
+		d := NewDec(o)
+		d.Obj("")
+		for k, ok := d.Key(); ok; k, ok = d.Key() {
 			want, _ := dec.Token()
 			// A key of invalid UTF-8 stays its bytes (it names nothing
 			// either way).
@@ -269,16 +230,16 @@ func TestKeysAndNamesAgreeWithEncodingJSON(t *testing.T) {
 				t.Fatal(err)
 			}
 			if v[0] != '"' {
-				d.skip()
+				d.Skip()
 				continue
 			}
 			var s string
 			_ = json.Unmarshal(v, &s)
-			if got := d.name(""); got != s {
+			if got := d.Name(""); got != s {
 				t.Fatalf("%s: name %q, encoding/json %q", o, got, s)
 			}
 		}
-		if d.bad {
+		if d.Bad {
 			t.Fatalf("%s: jdec failed", o)
 		}
 	}

@@ -1,4 +1,4 @@
-package formats
+package conv
 
 import (
 	"fmt"
@@ -22,10 +22,10 @@ func TestMeasuredLengthsAreWrittenLengths(t *testing.T) {
 		if got, want := jsout.StringLen(s), len(AppendString(nil, s)); got != want {
 			t.Errorf("jsout.StringLen(%q) = %d, AppendString writes %d bytes", s, got, want)
 		}
-		var m, w jsonw
-		m.skip = true
-		if a, b := m.strWritten(s), w.strWritten(s); a != b || m.gone != len(w.b) {
-			t.Errorf("strWritten(%q): measured %q, %d bytes; written %q, %d bytes", s, a, m.gone, b, len(w.b))
+		var m, w JSONWriter
+		m.Skip = true
+		if a, b := m.strWritten(s), w.strWritten(s); a != b || m.gone != len(w.B) {
+			t.Errorf("strWritten(%q): measured %q, %d bytes; written %q, %d bytes", s, a, m.gone, b, len(w.B))
 		}
 	}
 	for _, n := range []int64{0, 1, 9, 10, 99, 100, -1, -9, -10, 1 << 53, -(1 << 53), math.MaxInt64, math.MinInt64 + 1, math.MinInt64} {

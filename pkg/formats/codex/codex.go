@@ -1,9 +1,11 @@
-package formats
+package codex
 
 import (
 	"bytes"
 	"fmt"
 	"strings"
+
+	"github.com/ctxtool/ctxtool/pkg/formats/internal/conv"
 )
 
 // Codex CLI rollouts (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl):
@@ -60,15 +62,15 @@ type cxItem struct {
 	hasRecord bool
 	window    int64
 	// compacted
-	message     jstr
+	message     conv.Str
 	replacement []cxItem
 
 	// converted: message and reasoning content, a call's arguments, an
 	// output's text and images (view_image answers with an input_image)
-	blocks    []block
+	blocks    []conv.Part
 	args      []byte
-	out       jtext
-	outImages []block
+	out       conv.Text
+	outImages []conv.Part
 	isErr     bool
 }
 
@@ -89,7 +91,7 @@ type cxVal struct {
 	kind    byte // its first byte: '"', '[', '{', 'n', …; 0 when absent
 	raw     []byte
 	compact bool
-	str     jstr
+	str     conv.Str
 	parts   []cxText // '['
 	inner   *cxVal   // '{': its content
 	success *bool    // '{'
@@ -97,7 +99,7 @@ type cxVal struct {
 
 type cxText struct {
 	typ      string
-	text     jstr
+	text     conv.Str
 	imageURL string
 }
 
@@ -110,29 +112,40 @@ type cxLine struct {
 	skip bool
 	typ  string
 	// The line's timestamp: in pi's form (what Codex writes), as its epoch
-	// ms when tsPi, without a string made of it; any other as ts.
+	// ms when TsPi, without a string made of it; any other as ts.
 	ts   string
 	tsMS int64
 	tsPi bool
 	it   cxItem
-	// parts is the decoder's array of text parts (jdec.parts), kept for
+	// parts is the decoder's array of text parts (Dec.parts), kept for
 	// the next line the record holds.
 	parts []cxText
 }
 
+// cxDec is the decoder with Codex's record shapes as methods.
+type cxDec struct {
+	conv.Dec
+	// parts holds the text parts of the values a Codex line decodes
+	// (cxVal), each value a run of it: one array per record, used again by
+	// the record's next line, rather than one per value.
+	parts []cxText
+}
+
+var _ conv.BatchConv[cxLine] = (*cxConv)(nil)
+
 // decodeCodex decodes one line of a rollout (legacy: the 2025 shape) into
 // l, which is zero but for the capacity of its item's blocks.
 func decodeCodex(raw []byte, legacy bool, l *cxLine) {
-	d := newDec(raw)
+	d := &cxDec{Dec: *conv.NewDec(raw)}
 	d.parts = l.parts[:0]
 	defer func() { l.parts = d.parts }()
 	if legacy {
-		if d.obj("") {
+		if d.Obj("") {
 			d.cxItem(&l.it)
 		}
-		d.end()
-		if d.bad || d.typeErr != "" {
-			*l = cxLine{bad: d.errText(), size: len(raw)}
+		d.End()
+		if d.Bad || d.TypeErr != "" {
+			*l = cxLine{bad: d.ErrText(), size: len(raw)}
 		}
 		return
 	}
@@ -141,12 +154,12 @@ func decodeCodex(raw []byte, legacy bool, l *cxLine) {
 		return
 	}
 	payloadErr := false
-	if d.obj("") {
-		for k, ok := d.key(); ok; k, ok = d.key() {
+	if d.Obj("") {
+		for k, ok := d.Key(); ok; k, ok = d.Key() {
 			switch string(k) {
 			case "timestamp":
-				if ts := d.text("timestamp"); !ts.esc {
-					l.tsMS, l.tsPi = piForm(ts.raw())
+				if ts := d.Text("timestamp"); !ts.Esc {
+					l.tsMS, l.tsPi = conv.PiForm(ts.Raw())
 					if !l.tsPi {
 						l.ts = ts.String()
 					}
@@ -154,25 +167,25 @@ func decodeCodex(raw []byte, legacy bool, l *cxLine) {
 					l.ts = ts.String()
 				}
 			case "type":
-				l.typ = d.name("type")
+				l.typ = d.Name("type")
 			case "payload":
-				saved := d.typeErr
-				d.typeErr = ""
+				saved := d.TypeErr
+				d.TypeErr = ""
 				l.it = cxItem{blocks: l.it.blocks[:0]}
-				if d.obj("payload") {
+				if d.Obj("payload") {
 					d.cxItem(&l.it)
 				}
-				payloadErr = payloadErr || d.typeErr != ""
-				d.typeErr = saved
+				payloadErr = payloadErr || d.TypeErr != ""
+				d.TypeErr = saved
 			default:
-				d.skip()
+				d.Skip()
 			}
 		}
 	}
-	d.end()
+	d.End()
 	switch {
-	case d.bad || d.typeErr != "":
-		*l = cxLine{bad: d.errText(), size: len(raw)}
+	case d.Bad || d.TypeErr != "":
+		*l = cxLine{bad: d.ErrText(), size: len(raw)}
 	case payloadErr:
 		// A payload of a shape this reader does not know is skipped; only
 		// a broken line is malformed.
@@ -181,11 +194,11 @@ func decodeCodex(raw []byte, legacy bool, l *cxLine) {
 }
 
 // cxItem decodes the object obj entered and converts its content.
-func (d *jdec) cxItem(it *cxItem) {
+func (d *cxDec) cxItem(it *cxItem) {
 	var c cxContent
-	for k, ok := d.key(); ok; k, ok = d.key() {
+	for k, ok := d.Key(); ok; k, ok = d.Key() {
 		if !d.cxContentField(k, &c) && !d.cxItemField(k, it) {
-			d.skip()
+			d.Skip()
 		}
 	}
 	it.convert(&c)
@@ -200,7 +213,7 @@ type cxContent struct {
 
 // cxContentField decodes the value of key k if it is content; false: k is
 // not a content key (nothing read).
-func (d *jdec) cxContentField(k []byte, c *cxContent) bool {
+func (d *cxDec) cxContentField(k []byte, c *cxContent) bool {
 	switch string(k) {
 	case "content":
 		c.content = d.cxVal()
@@ -209,7 +222,7 @@ func (d *jdec) cxContentField(k []byte, c *cxContent) bool {
 	case "arguments":
 		c.args = d.cxVal()
 	case "input":
-		c.input = d.optString("input")
+		c.input = d.OptString("input")
 	case "output":
 		c.output = d.cxVal()
 	case "action":
@@ -222,52 +235,52 @@ func (d *jdec) cxContentField(k []byte, c *cxContent) bool {
 
 // cxItemField decodes the value of key k into it; false: k is not an item
 // key (nothing read).
-func (d *jdec) cxItemField(k []byte, it *cxItem) bool {
+func (d *cxDec) cxItemField(k []byte, it *cxItem) bool {
 	switch string(k) {
 	case "type":
-		it.typ = d.name("type")
+		it.typ = d.Name("type")
 	case "role":
-		it.role = d.name("role")
+		it.role = d.Name("role")
 	case "name":
-		it.name = d.name("name")
+		it.name = d.Name("name")
 	case "call_id":
-		it.callID = d.string("call_id")
+		it.callID = d.String("call_id")
 	case "record_type":
-		it.recordType = d.name("record_type")
+		it.recordType = d.Name("record_type")
 	case "id":
-		it.id = d.string("id")
+		it.id = d.String("id")
 	case "timestamp":
-		it.timestamp = d.string("timestamp")
+		it.timestamp = d.String("timestamp")
 	case "cwd":
-		it.cwd = d.string("cwd")
+		it.cwd = d.String("cwd")
 	case "model_provider":
-		it.provider = d.string("model_provider")
+		it.provider = d.String("model_provider")
 	case "model":
-		it.model = d.string("model")
+		it.model = d.String("model")
 	case "info":
 		it.hasInfo = false
-		if d.obj("info") {
+		if d.Obj("info") {
 			it.info, it.hasInfo = d.cxInfo(), true
 		}
 	case "model_context_window":
-		it.window = d.int("model_context_window")
+		it.window = d.Int("model_context_window")
 	case "usage":
 		// token_usage_record (0.17x): the usage of the reply just written.
 		// Another payload's "usage" of another shape is not an error.
 		it.hasRecord = false
-		if d.peek() != '{' {
-			d.skip()
-		} else if d.obj("usage") {
+		if d.PeekByte() != '{' {
+			d.Skip()
+		} else if d.Obj("usage") {
 			it.record, it.hasRecord = d.cxLast(), true
 		}
 	case "message":
-		it.message = d.text("message")
+		it.message = d.Text("message")
 	case "replacement_history":
 		it.replacement = d.cxReplacement()
 	case "history_base":
-		if d.peek() != '{' {
-			d.skip()
-		} else if d.obj("history_base") {
+		if d.PeekByte() != '{' {
+			d.Skip()
+		} else if d.Obj("history_base") {
 			it.base = d.cxBase()
 		}
 	default:
@@ -277,12 +290,12 @@ func (d *jdec) cxItemField(k []byte, it *cxItem) bool {
 }
 
 // cxReplacement decodes a compacted item's replacement_history.
-func (d *jdec) cxReplacement() []cxItem {
+func (d *cxDec) cxReplacement() []cxItem {
 	var out []cxItem
-	if d.arr("replacement_history") {
-		for d.next() {
+	if d.Arr("replacement_history") {
+		for d.Next() {
 			var r cxItem
-			if d.obj("replacement_history") {
+			if d.Obj("replacement_history") {
 				d.cxItem(&r)
 			}
 			out = append(out, r)
@@ -297,25 +310,25 @@ func (it *cxItem) convert(c *cxContent) {
 	case "message":
 		it.blocks = cxBlocks(it.blocks[:0], &c.content)
 	case "reasoning":
-		it.blocks = append(it.blocks[:0], block{kind: "thinking", text: cxSummaryText(&c.summary)})
+		it.blocks = append(it.blocks[:0], conv.Part{Kind: "thinking", Text: cxSummaryText(&c.summary)})
 	case "function_call":
 		if c.args.kind == '"' {
-			it.args = argsFromJSON(c.args.str)
+			it.args = conv.ArgsFromJSON(c.args.str)
 		} else {
-			it.args = argsFromString(string(c.args.raw))
+			it.args = conv.ArgsFromString(string(c.args.raw))
 		}
 	case "custom_tool_call":
 		in := ""
 		if c.input != nil {
 			in = *c.input
 		}
-		var w jsonw
-		w.firstKey("input")
-		w.str(in)
-		w.raw("}")
-		it.args = w.b
+		var w conv.JSONWriter
+		w.FirstKey("input")
+		w.Str(in)
+		w.Raw("}")
+		it.args = w.B
 	case "local_shell_call":
-		it.args = compactArgs(c.action.raw, c.action.compact)
+		it.args = conv.CompactArgs(c.action.raw, c.action.compact)
 	case "function_call_output", "custom_tool_call_output", "local_shell_call_output":
 		it.out, it.isErr = cxOutput(&c.output)
 		it.outImages = cxOutputImages(it.outImages[:0], &c.output)
@@ -324,7 +337,7 @@ func (it *cxItem) convert(c *cxContent) {
 
 // cxOutputImages appends to out the input_image items of a tool output's
 // content items as pi image blocks.
-func cxOutputImages(out []block, v *cxVal) []block {
+func cxOutputImages(out []conv.Part, v *cxVal) []conv.Part {
 	if v.kind == '{' && v.inner != nil {
 		v = v.inner
 	}
@@ -334,7 +347,7 @@ func cxOutputImages(out []block, v *cxVal) []block {
 	for i := range v.parts {
 		if t := &v.parts[i]; t.typ == "input_image" {
 			if mime, data, ok := dataURL(t.imageURL); ok {
-				out = append(out, block{kind: "image", data: jsonString(data), mime: jsonString(mime)})
+				out = append(out, conv.Part{Kind: "image", Data: conv.JSONString(data), Mime: conv.JSONString(mime)})
 			}
 		}
 	}
@@ -343,35 +356,35 @@ func cxOutputImages(out []block, v *cxVal) []block {
 
 // cxSummaryText is a reasoning summary's texts, joined as Codex shows them,
 // as a JSON string.
-func cxSummaryText(summary *cxVal) jtext {
-	return joinJSON(len(summary.parts), func(i int) (jstr, bool) { return summary.parts[i].text, true }, `\n\n`)
+func cxSummaryText(summary *cxVal) conv.Text {
+	return conv.JoinJSON(len(summary.parts), func(i int) (conv.Str, bool) { return summary.parts[i].text, true }, `\n\n`)
 }
 
-func (d *jdec) cxInfo() cxInfo {
+func (d *cxDec) cxInfo() cxInfo {
 	var info cxInfo
-	for k, ok := d.key(); ok; k, ok = d.key() {
+	for k, ok := d.Key(); ok; k, ok = d.Key() {
 		switch string(k) {
 		case "last_token_usage":
 			info.hasLast = false
-			if !d.obj("last_token_usage") {
+			if !d.Obj("last_token_usage") {
 				continue
 			}
 			info.last, info.hasLast = d.cxLast(), true
 		case "model_context_window":
-			info.window = d.int("model_context_window")
+			info.window = d.Int("model_context_window")
 		case "total_token_usage":
-			if !d.obj("total_token_usage") {
+			if !d.Obj("total_token_usage") {
 				continue
 			}
-			for k, ok := d.key(); ok; k, ok = d.key() {
+			for k, ok := d.Key(); ok; k, ok = d.Key() {
 				if string(k) == "total_tokens" {
-					info.cum = d.int("total_tokens")
+					info.cum = d.Int("total_tokens")
 				} else {
-					d.skip()
+					d.Skip()
 				}
 			}
 		default:
-			d.skip()
+			d.Skip()
 		}
 	}
 	return info
@@ -379,22 +392,22 @@ func (d *jdec) cxInfo() cxInfo {
 
 // cxLast decodes the usage object obj entered (token_count's
 // last_token_usage, token_usage_record's usage).
-func (d *jdec) cxLast() cxLast {
+func (d *cxDec) cxLast() cxLast {
 	var l cxLast
-	for k, ok := d.key(); ok; k, ok = d.key() {
+	for k, ok := d.Key(); ok; k, ok = d.Key() {
 		switch string(k) {
 		case "input_tokens":
-			l.input = d.int("input_tokens")
+			l.input = d.Int("input_tokens")
 		case "cached_input_tokens":
-			l.cached = d.int("cached_input_tokens")
+			l.cached = d.Int("cached_input_tokens")
 		case "output_tokens":
-			l.output = d.int("output_tokens")
+			l.output = d.Int("output_tokens")
 		case "reasoning_output_tokens":
-			d.int("reasoning_output_tokens")
+			d.Int("reasoning_output_tokens")
 		case "total_tokens":
-			l.total = d.int("total_tokens")
+			l.total = d.Int("total_tokens")
 		default:
-			d.skip()
+			d.Skip()
 		}
 	}
 	return l
@@ -402,30 +415,30 @@ func (d *jdec) cxLast() cxLast {
 
 // cxVal decodes a value of several shapes. Its inner type errors are its
 // own (encoding/json kept these as raw JSON and decoded them leniently).
-func (d *jdec) cxVal() cxVal {
-	saved := d.typeErr
+func (d *cxDec) cxVal() cxVal {
+	saved := d.TypeErr
 	var v cxVal
-	v.kind = d.peek()
-	start, spaced := d.i, d.spaced
+	v.kind = d.PeekByte()
+	start, spaced := d.I, d.Spaced
 	switch v.kind {
 	case '"':
-		v.str = d.str()
+		v.str = d.Str()
 	case '[':
-		d.arr("")
+		d.Arr("")
 		from := len(d.parts)
-		for d.next() {
+		for d.Next() {
 			var t cxText
-			if d.obj("content") {
-				for k, ok := d.key(); ok; k, ok = d.key() {
+			if d.Obj("content") {
+				for k, ok := d.Key(); ok; k, ok = d.Key() {
 					switch string(k) {
 					case "type":
-						t.typ = d.name("type")
+						t.typ = d.Name("type")
 					case "text":
-						t.text = d.text("text")
+						t.text = d.Text("text")
 					case "image_url":
-						t.imageURL = d.string("image_url")
+						t.imageURL = d.String("image_url")
 					default:
-						d.skip()
+						d.Skip()
 					}
 				}
 			}
@@ -433,35 +446,35 @@ func (d *jdec) cxVal() cxVal {
 		}
 		v.parts = d.parts[from:len(d.parts):len(d.parts)]
 	case '{':
-		d.obj("")
-		for k, ok := d.key(); ok; k, ok = d.key() {
+		d.Obj("")
+		for k, ok := d.Key(); ok; k, ok = d.Key() {
 			switch string(k) {
 			case "content":
 				in := d.cxVal()
 				v.inner = &in
 			case "success":
-				switch d.peek() {
+				switch d.PeekByte() {
 				case 'n':
-					d.skip()
+					d.Skip()
 					v.success = nil
 				case 't', 'f':
-					b := d.bool("success")
+					b := d.Bool("success")
 					v.success = &b
 				default:
 					// encoding/json allocates the *bool before failing.
 					b := false
 					v.success = &b
-					d.skip()
+					d.Skip()
 				}
 			default:
-				d.skip()
+				d.Skip()
 			}
 		}
 	default:
-		d.skip()
+		d.Skip()
 	}
-	v.raw, v.compact = d.b[start:d.i], d.spaced == spaced
-	d.typeErr = saved
+	v.raw, v.compact = d.B[start:d.I], d.Spaced == spaced
+	d.TypeErr = saved
 	return v
 }
 
@@ -493,18 +506,18 @@ func echo(raw []byte) bool {
 
 // cxBlocks appends to out message content (input_text/output_text/
 // input_image items, or a plain string) as pi blocks.
-func cxBlocks(out []block, v *cxVal) []block {
+func cxBlocks(out []conv.Part, v *cxVal) []conv.Part {
 	if v.kind == '"' {
-		return append(out, block{kind: "text", text: v.str.jtext()})
+		return append(out, conv.Part{Kind: "text", Text: v.str.Text()})
 	}
 	for i := range v.parts {
 		t := &v.parts[i]
 		switch t.typ {
 		case "input_text", "output_text", "text", "summary_text", "reasoning_text":
-			out = append(out, block{kind: "text", text: t.text.jtext()})
+			out = append(out, conv.Part{Kind: "text", Text: t.text.Text()})
 		case "input_image":
 			if mime, data, ok := dataURL(t.imageURL); ok {
-				out = append(out, block{kind: "image", data: jsonString(data), mime: jsonString(mime)})
+				out = append(out, conv.Part{Kind: "image", Data: conv.JSONString(data), Mime: conv.JSONString(mime)})
 			}
 		}
 	}
@@ -526,58 +539,58 @@ func dataURL(u string) (mime, data string, ok bool) {
 
 // cxOutput is a tool output's text as a JSON string: a plain string,
 // content items, or an object {content, success}.
-func cxOutput(v *cxVal) (jtext, bool) {
+func cxOutput(v *cxVal) (conv.Text, bool) {
 	switch v.kind {
 	case 0:
-		return jtext{}, false
+		return conv.Text{}, false
 	case '"':
-		return v.str.jtext(), false
+		return v.str.Text(), false
 	case '[':
-		return joinJSON(len(v.parts), func(i int) (jstr, bool) {
+		return conv.JoinJSON(len(v.parts), func(i int) (conv.Str, bool) {
 			switch v.parts[i].typ {
 			case "input_text", "output_text", "text", "summary_text", "reasoning_text":
 				return v.parts[i].text, true
 			}
-			return jstr{}, false
+			return conv.Str{}, false
 		}, ""), false
 	case '{':
-		var text jtext
+		var text conv.Text
 		if v.inner != nil {
 			text, _ = cxOutput(v.inner)
 		}
 		return text, v.success != nil && !*v.success
 	}
-	return jtext{b: jsonString(string(v.raw))}, false
+	return conv.Text{B: conv.JSONString(string(v.raw))}, false
 }
 
 type cxConv struct {
-	v        *view
+	v        *conv.Emitter
 	legacy   bool
 	provider string
 	model    string
-	shown    string // model announced by the last model_change
-	last     pid    // id of the last written entry
-	lastRow  int    // source line of the last written entry
-	k        int    // entries written from lastRow
+	shown    string   // model announced by the last model_change
+	last     conv.Pid // id of the last written entry
+	lastRow  int      // source line of the last written entry
+	k        int      // entries written from lastRow
 	// seg is the open turn segment: the assistant message being built and
 	// the tool outputs that answer it, written when the next turn starts
 	// (token_count records arrive after the outputs and belong to it).
-	asst    *entry // &asstBuf or nil
-	asstBuf entry
+	asst    *conv.Entry // &asstBuf or nil
+	asstBuf conv.Entry
 	asstRow int
 	outputs []pendingEntry
 	// outBlocks holds the outputs' content (one block each), used again
 	// once they are written.
-	outBlocks []block
-	names     toolNames
+	outBlocks []conv.Part
+	names     conv.ToolNames
 	ts        string
-	// tsISO and tsMS are piTime(tsFrom).
+	// tsISO and TsMS are PiTime(tsFrom).
 	tsFrom, tsISO string
 	tsMS          int64
 	// nextUsage is a token_count waiting for the reply it measures (when
 	// hasNext); asstUsage is the open assistant message's (asst.usage
 	// points to it).
-	nextUsage, asstUsage usage
+	nextUsage, asstUsage conv.Usage
 	hasNext              bool
 	// byRecord: the file has token_usage_records (0.17x), which give
 	// each reply its usage; token_count then only gives the window.
@@ -586,7 +599,7 @@ type cxConv struct {
 	// last usage: a record that repeats them measured no new call.
 	lastCum  int64
 	lastLast cxLast
-	// tsPi: the last timestamp was in pi's form, epoch ms tsPiMS (ts is
+	// TsPi: the last timestamp was in pi's form, epoch ms tsPiMS (ts is
 	// then stale).
 	tsPi   bool
 	tsPiMS int64
@@ -602,31 +615,31 @@ type cxConv struct {
 }
 
 type pendingEntry struct {
-	e   entry
+	e   conv.Entry
 	row int
 }
 
-func newCodexConv(v *view, legacy bool) *cxConv {
-	return &cxConv{v: v, legacy: legacy, provider: "openai", names: newToolNames()}
+func newCodexConv(v *conv.Emitter, legacy bool) *cxConv {
+	return &cxConv{v: v, legacy: legacy, provider: "openai", names: conv.NewToolNames()}
 }
 
-func (c *cxConv) decode(raw []byte, l *cxLine) {
+func (c *cxConv) Decode(raw []byte, l *cxLine) {
 	*l = cxLine{it: cxItem{blocks: l.it.blocks[:0]}}
 	decodeCodex(raw, c.legacy, l)
 }
 
-func (c *cxConv) line(no int, raw []byte) error {
+func (c *cxConv) Line(no int, raw []byte) error {
 	var l cxLine
 	decodeCodex(raw, c.legacy, &l)
-	return c.apply(no, &l)
+	return c.Apply(no, &l)
 }
 
-// holds: the open segment points into the lines it was built from.
-func (c *cxConv) holds() bool { return c.asst != nil || len(c.outputs) > 0 }
+// Holds: the open segment points into the lines it was built from.
+func (c *cxConv) Holds() bool { return c.asst != nil || len(c.outputs) > 0 }
 
-func (c *cxConv) apply(no int, l *cxLine) error {
+func (c *cxConv) Apply(no int, l *cxLine) error {
 	if l.bad != "" {
-		c.v.malformed = append(c.v.malformed, Malformed{Line: no, Bytes: l.size, Err: l.bad})
+		c.v.Malformed = append(c.v.Malformed, conv.Malformed{Line: no, Bytes: l.size, Err: l.bad})
 		return nil
 	}
 	if l.skip {
@@ -654,9 +667,9 @@ func (c *cxConv) apply(no int, l *cxLine) error {
 	v := c.v
 	switch typ {
 	case "session_meta":
-		if v.sessionID == "" {
-			v.started, _ = piTime(it.timestamp)
-			v.sessionID, v.cwd, v.headerRow = it.id, it.cwd, no
+		if v.SessionID == "" {
+			v.Started, _ = conv.PiTime(it.timestamp)
+			v.SessionID, v.Cwd, v.HeaderRow = it.id, it.cwd, no
 		}
 		if it.provider != "" {
 			c.provider = it.provider
@@ -674,13 +687,13 @@ func (c *cxConv) apply(no int, l *cxLine) error {
 	case "token_usage_record":
 		if it.hasRecord {
 			c.byRecord = true
-			c.usage(usage{input: it.record.input - it.record.cached, output: it.record.output, cacheRead: it.record.cached, total: it.record.total}, true)
+			c.usage(conv.Usage{Input: it.record.input - it.record.cached, Output: it.record.output, CacheRead: it.record.cached, Total: it.record.total}, true)
 		}
 	case "compacted":
-		if err := c.flush(); err != nil {
+		if err := c.Flush(); err != nil {
 			return err
 		}
-		comp := entry{typ: "compaction", summary: it.message.json()}
+		comp := conv.Entry{Typ: "compaction", Summary: it.message.JSON()}
 		if err := c.put(&comp, no, true); err != nil {
 			return err
 		}
@@ -689,7 +702,7 @@ func (c *cxConv) apply(no int, l *cxLine) error {
 				return err
 			}
 		}
-		return c.flush()
+		return c.Flush()
 	case "response_item":
 		return c.item(it, no)
 	}
@@ -703,7 +716,7 @@ func (c *cxConv) event(it *cxItem) {
 			return
 		}
 		if it.info.window > 0 {
-			c.v.window, c.v.windowFrom = int(it.info.window), "Codex model_context_window"
+			c.v.Window, c.v.WindowFrom = int(it.info.window), "Codex model_context_window"
 		}
 		if it.info.cum > 0 && it.info.cum == c.lastCum && it.info.last == c.lastLast {
 			// The same record again (Codex repeats token_count, e.g. on
@@ -717,11 +730,11 @@ func (c *cxConv) event(it *cxItem) {
 			// still unanswered belongs to it, any other to the next reply.
 			// (0.17x writes it after the reply's tool outputs, and a
 			// token_usage_record before them: that one is read instead.)
-			c.usage(usage{input: l.input - l.cached, output: l.output, cacheRead: l.cached, total: l.total}, false)
+			c.usage(conv.Usage{Input: l.input - l.cached, Output: l.output, CacheRead: l.cached, Total: l.total}, false)
 		}
 	case "task_started":
 		if it.window > 0 {
-			c.v.window, c.v.windowFrom = int(it.window), "Codex model_context_window"
+			c.v.Window, c.v.WindowFrom = int(it.window), "Codex model_context_window"
 		}
 	}
 }
@@ -729,10 +742,10 @@ func (c *cxConv) event(it *cxItem) {
 // usage gives u to the open reply when it is still unanswered (or,
 // answered, when the usage comes from a token_usage_record, written
 // right after the reply's items), else to the next reply.
-func (c *cxConv) usage(u usage, record bool) {
+func (c *cxConv) usage(u conv.Usage, record bool) {
 	if c.asst != nil && (record || len(c.outputs) == 0) {
 		c.asstUsage, c.hasNext = u, false
-		c.asst.usage = &c.asstUsage
+		c.asst.Usage = &c.asstUsage
 		return
 	}
 	c.nextUsage, c.hasNext = u, true
@@ -743,22 +756,22 @@ func (c *cxConv) item(it *cxItem, no int) error {
 	case "message":
 		switch it.role {
 		case "assistant":
-			c.assistant(no).content = append(c.assistant(no).content, it.blocks...)
+			c.assistant(no).Content = append(c.assistant(no).Content, it.blocks...)
 			return nil
 		case "user":
-			if err := c.flush(); err != nil {
+			if err := c.Flush(); err != nil {
 				return err
 			}
-			return c.put(&entry{typ: "message", role: "user", content: it.blocks}, no, false)
+			return c.put(&conv.Entry{Typ: "message", Role: "user", Content: it.blocks}, no, false)
 		default: // developer, system
-			if err := c.flush(); err != nil {
+			if err := c.Flush(); err != nil {
 				return err
 			}
-			return c.put(&entry{typ: "custom_message", customType: "codex:" + it.role, content: it.blocks}, no, false)
+			return c.put(&conv.Entry{Typ: "custom_message", CustomType: "codex:" + it.role, Content: it.blocks}, no, false)
 		}
 	case "reasoning":
 		a := c.assistant(no)
-		a.content = append(a.content, it.blocks...)
+		a.Content = append(a.Content, it.blocks...)
 	case "function_call", "custom_tool_call":
 		c.call(no, it.callID, it.name, it.args)
 	case "local_shell_call":
@@ -766,47 +779,47 @@ func (c *cxConv) item(it *cxItem, no int) error {
 	case "function_call_output", "custom_tool_call_output", "local_shell_call_output":
 		if c.asst == nil {
 			// An output with no call in this segment: still context.
-			if err := c.flush(); err != nil {
+			if err := c.Flush(); err != nil {
 				return err
 			}
 		}
 		start := len(c.outBlocks)
-		if len(it.outImages) == 0 || len(it.out.b) > 2 {
-			c.outBlocks = append(c.outBlocks, block{kind: "text", text: it.out})
+		if len(it.outImages) == 0 || len(it.out.B) > 2 {
+			c.outBlocks = append(c.outBlocks, conv.Part{Kind: "text", Text: it.out})
 		}
 		c.outBlocks = append(c.outBlocks, it.outImages...)
 		n := len(c.outBlocks)
-		c.outputs = append(c.outputs, pendingEntry{row: no, e: entry{typ: "message", role: "toolResult",
-			toolCallID: it.callID, toolName: c.names.get(it.callID), isError: it.isErr,
-			content: c.outBlocks[start:n:n]}})
+		c.outputs = append(c.outputs, pendingEntry{row: no, e: conv.Entry{Typ: "message", Role: "toolResult",
+			ToolCallID: it.callID, ToolName: c.names.Get(it.callID), IsError: it.isErr,
+			Content: c.outBlocks[start:n:n]}})
 		if c.asst == nil {
-			return c.flush()
+			return c.Flush()
 		}
 	}
 	return nil
 }
 
 func (c *cxConv) call(no int, id, name string, args []byte) {
-	c.names.set(id, name)
+	c.names.Set(id, name)
 	a := c.assistant(no)
-	a.content = append(a.content, block{kind: "toolCall", id: id, name: name, args: args})
+	a.Content = append(a.Content, conv.Part{Kind: "toolCall", ID: id, Name: name, Args: args})
 }
 
 // assistant returns the open assistant message, starting one (and
 // writing the previous segment) when tool outputs already answered it.
-func (c *cxConv) assistant(no int) *entry {
+func (c *cxConv) assistant(no int) *conv.Entry {
 	if c.asst != nil && len(c.outputs) > 0 {
-		_ = c.flush()
+		_ = c.Flush()
 	}
 	if c.asst == nil {
 		// One message at a time: its struct and content buffer serve the
 		// next.
-		content := c.asstBuf.content[:0]
-		c.asstBuf = entry{typ: "message", role: "assistant", api: "openai-responses", provider: c.provider, model: c.model,
-			content: content}
+		content := c.asstBuf.Content[:0]
+		c.asstBuf = conv.Entry{Typ: "message", Role: "assistant", API: "openai-responses", Provider: c.provider, Model: c.model,
+			Content: content}
 		if c.hasNext {
 			c.asstUsage, c.hasNext = c.nextUsage, false
-			c.asstBuf.usage = &c.asstUsage
+			c.asstBuf.Usage = &c.asstUsage
 		}
 		c.asst = &c.asstBuf
 		c.asstRow = no
@@ -814,22 +827,22 @@ func (c *cxConv) assistant(no int) *entry {
 	return c.asst
 }
 
-// flush writes the open segment: the assistant message, then its outputs.
-func (c *cxConv) flush() error {
+// Flush writes the open segment: the assistant message, then its outputs.
+func (c *cxConv) Flush() error {
 	if a := c.asst; a != nil {
 		c.asst = nil
 		if c.model != c.shown && c.model != "" {
 			c.shown = c.model
-			mc := entry{typ: "model_change", provider: c.provider, model: c.model}
+			mc := conv.Entry{Typ: "model_change", Provider: c.provider, Model: c.model}
 			if err := c.put(&mc, c.asstRow, false); err != nil {
 				return err
 			}
 		}
-		a.model = c.model
-		a.stopReason = "stop"
-		for _, b := range a.content {
-			if b.kind == "toolCall" {
-				a.stopReason = "toolUse"
+		a.Model = c.model
+		a.StopReason = "stop"
+		for _, b := range a.Content {
+			if b.Kind == "toolCall" {
+				a.StopReason = "toolUse"
 			}
 		}
 		if err := c.put(a, c.asstRow, false); err != nil {
@@ -848,31 +861,31 @@ func (c *cxConv) flush() error {
 }
 
 // put writes an entry chained after the last one (root when asked).
-func (c *cxConv) put(e *entry, row int, root bool) error {
+func (c *cxConv) put(e *conv.Entry, row int, root bool) error {
 	if row == c.lastRow {
 		c.k++
 	} else {
 		c.lastRow, c.k = row, 1
 	}
-	e.id = rowID(row)
+	e.ID = conv.RowID(row)
 	if c.k > 1 || c.prefix != "" {
-		e.id = textID(fmt.Sprintf("%sL%d.%d", c.prefix, row, c.k))
+		e.ID = conv.TextID(fmt.Sprintf("%sL%d.%d", c.prefix, row, c.k))
 	}
 	if !root {
-		e.parent = c.last
+		e.Parent = c.last
 	}
 	if c.tsPi {
-		e.tsPi, e.tsMS, e.msgTime = true, c.tsPiMS, c.tsPiMS
+		e.TsPi, e.TsMS, e.MsgTime = true, c.tsPiMS, c.tsPiMS
 	} else {
 		if c.ts != c.tsFrom {
 			// The entries of one line (and often of the next) share it.
 			c.tsFrom = c.ts
-			c.tsISO, c.tsMS = piTime(c.ts)
+			c.tsISO, c.tsMS = conv.PiTime(c.ts)
 		}
-		e.timestamp, e.msgTime = c.tsISO, c.tsMS
+		e.Timestamp, e.MsgTime = c.tsISO, c.tsMS
 	}
-	c.last = e.id
-	return c.v.emit(e, row)
+	c.last = e.ID
+	return c.v.Emit(e, row)
 }
 
-func (c *cxConv) finish() error { return c.flush() }
+func (c *cxConv) Finish() error { return c.Flush() }

@@ -1,4 +1,4 @@
-package formats_test
+package openclawsqlite_test
 
 import (
 	"bytes"

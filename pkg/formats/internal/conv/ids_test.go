@@ -1,4 +1,4 @@
-package formats
+package conv
 
 import (
 	"fmt"
@@ -19,7 +19,7 @@ func TestUUIDMapKeepsStringsApart(t *testing.T) {
 		"7d48cbd2-6615-4dd8-87f6-38f12b8167dg",
 		"u1", "", "toolu_0116Hyi5v8ut7Ffb7d8qV1Sc",
 	}
-	var m uuidMap[int]
+	var m UUIDMap[int]
 	for i, s := range ids {
 		*m.at(s) = i + 1
 	}
@@ -31,7 +31,7 @@ func TestUUIDMapKeepsStringsApart(t *testing.T) {
 	for i, s := range ids {
 		// as a line spells it, escaped too: the same value
 		for _, q := range []string{string(AppendString(nil, s)), strings.Replace(string(AppendString(nil, s)), "-", `\u002d`, 1)} {
-			if v := m.atJSON(newDec([]byte(q)).str()); *v != i+1 {
+			if v := m.AtJSON(NewDec([]byte(q)).Str()); *v != i+1 {
 				t.Errorf("atJSON(%s): got %d, want %d", q, *v, i+1)
 			}
 		}
@@ -61,7 +61,7 @@ func TestUUIDMapGrows(t *testing.T) {
 		ids = append(ids, fmt.Sprintf("%08x-%04x-4%03x-a%03x-%012x", uint32(i*2654435761), i&0xffff, i&0xfff, (i>>3)&0xfff, i*7919),
 			fmt.Sprintf("00000000-0000-0000-0000-%012x", i))
 	}
-	var m uuidMap[int]
+	var m UUIDMap[int]
 	for i, s := range ids {
 		*m.at(s) = i + 1
 		if i%3 == 0 && *m.find(ids[i/2]) != i/2+1 { // lookups while it grows
@@ -73,7 +73,7 @@ func TestUUIDMapGrows(t *testing.T) {
 			t.Fatalf("%q: got %v, want %d", s, v, i+1)
 		}
 	}
-	if n := int(m.t.n); n != len(ids) {
+	if n := int(m.T.n); n != len(ids) {
 		t.Fatalf("%d values for %d uuids", n, len(ids))
 	}
 	if m.find("00000000-0000-0000-0001-000000000000") != nil {
@@ -81,7 +81,7 @@ func TestUUIDMapGrows(t *testing.T) {
 	}
 }
 
-// toolNames gives what a map of strings gives: the last name set for an
+// ToolNames gives what a map of strings gives: the last name set for an
 // id, "" for an id never set, for ids that fit a key, ids that end in a
 // zero byte (which padding would confuse with shorter ones) and longer ids.
 func TestToolNamesIsAMap(t *testing.T) {
@@ -90,18 +90,18 @@ func TestToolNamesIsAMap(t *testing.T) {
 		strings.Repeat("x", 32), strings.Repeat("x", 33), strings.Repeat("x", 31) + "\x00"}
 	names := []string{"Bash", "", "Read", "Bash", "shell"}
 	want := map[string]string{}
-	tn := newToolNames()
+	tn := NewToolNames()
 	for round := range 3 {
 		for i, id := range ids {
 			if (i+round)%3 == 0 {
 				continue // some ids unset until a later round
 			}
 			name := names[(i*7+round)%len(names)]
-			tn.set(id, name)
+			tn.Set(id, name)
 			want[id] = name
 		}
 		for _, id := range append(ids, "b", "a\x00\x00\x00", strings.Repeat("x", 34)) {
-			if got := tn.get(id); got != want[id] {
+			if got := tn.Get(id); got != want[id] {
 				t.Errorf("round %d: %q: got %q, want %q", round, id, got, want[id])
 			}
 		}
@@ -121,7 +121,7 @@ func TestUUIDMapAllocatesAPositionOnce(t *testing.T) {
 	for i := range ids {
 		ids[i] = fmt.Sprintf("%08x-%04x-4%03x-a%03x-%012x", uint32(i*2654435761), i&0xffff, i&0xfff, (i>>3)&0xfff, i*7919)
 	}
-	var m uuidMap[[8]byte]
+	var m UUIDMap[[8]byte]
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	for _, s := range ids {
@@ -143,14 +143,14 @@ func TestToolNamesBytesPerID(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	tn := newToolNames()
+	tn := NewToolNames()
 	for i, id := range ids {
-		tn.set(id, []string{"Bash", "Read", "Grep"}[i%3])
+		tn.Set(id, []string{"Bash", "Read", "Grep"}[i%3])
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	per := float64(after.HeapAlloc-before.HeapAlloc) / float64(len(ids))
-	if tn.get(ids[7]) != "Read" {
+	if tn.Get(ids[7]) != "Read" {
 		t.Fatal("lost an id")
 	}
 	if per > 56 {
@@ -159,23 +159,23 @@ func TestToolNamesBytesPerID(t *testing.T) {
 	t.Logf("%.1f bytes per call id", per)
 }
 
-// toolNames is a map past its recent calls too: with thousands of ids,
+// ToolNames is a map past its recent calls too: with thousands of ids,
 // some set again with another name, looked up among the last calls (the
 // log's tail), far back (which builds the table) and after the table is
 // built, every lookup gives the name set last.
 func TestToolNamesIsAMapPastTheRecentCalls(t *testing.T) {
 	names := []string{"Bash", "Read", "Grep", "shell", ""}
 	want := map[string]string{}
-	tn := newToolNames()
+	tn := NewToolNames()
 	id := func(i int) string { return fmt.Sprintf("call_%d", i%3000) } // ids come back after 3000
 	check := func(step int, id string) {
-		if got := tn.get(id); got != want[id] {
+		if got := tn.Get(id); got != want[id] {
 			t.Fatalf("step %d: %q: got %q, want %q", step, id, got, want[id])
 		}
 	}
 	for i := range 10000 {
 		k, name := id(i*7), names[i%len(names)]
-		tn.set(k, name)
+		tn.Set(k, name)
 		want[k] = name
 		check(i, k)           // the call just made
 		check(i, id((i-5)*7)) // one of the last few

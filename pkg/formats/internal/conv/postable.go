@@ -1,4 +1,4 @@
-package formats
+package conv
 
 import (
 	"encoding/binary"
@@ -8,7 +8,7 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/internal/slots"
 )
 
-// posTable is the table under uuidMap and toolNames: keys of a fixed size
+// posTable is the table under UUIDMap and ToolNames: keys of a fixed size
 // at positions, found through a slots.Table (the scheme of
 // pkg/transcript's id index), so a new key costs one probe of the slot
 // array where Go's map touched a group of keys and grew by copying them.
@@ -61,19 +61,19 @@ func (k callKey) hash() uint64 {
 
 // find is k's position, -1 when it has none.
 func (t *posTable[K, V]) find(k *K) int32 {
-	_, p := t.slots.Find((*k).hash(), func(p int32) bool { return *t.key(p) == *k })
+	_, p := t.slots.Find((*k).hash(), func(p int32) bool { return *t.Key(p) == *k })
 	return p
 }
 
 // put is k's position, a new one (zero value) when it had none.
 func (t *posTable[K, V]) put(k *K) int32 {
 	if t.slots.Full(1) {
-		t.slots.Grow(1, func(p int32) uint64 { return (*t.key(p)).hash() })
+		t.slots.Grow(1, func(p int32) uint64 { return (*t.Key(p)).hash() })
 	}
-	slot, i := t.slots.Find((*k).hash(), func(p int32) bool { return *t.key(p) == *k })
+	slot, i := t.slots.Find((*k).hash(), func(p int32) bool { return *t.Key(p) == *k })
 	if i < 0 {
 		i = t.add()
-		*t.key(i) = *k
+		*t.Key(i) = *k
 		t.slots.Set(slot, i)
 	}
 	return i
@@ -90,6 +90,6 @@ func (t *posTable[K, V]) add() int32 {
 	return t.n - 1
 }
 
-// key is position i's key, val its value.
-func (t *posTable[K, V]) key(i int32) *K { return &t.keys[i/posChunk][i%posChunk] }
-func (t *posTable[K, V]) val(i int32) *V { return &t.vals[i/posChunk][i%posChunk] }
+// Key is position i's key, val its value.
+func (t *posTable[K, V]) Key(i int32) *K { return &t.keys[i/posChunk][i%posChunk] }
+func (t *posTable[K, V]) Val(i int32) *V { return &t.vals[i/posChunk][i%posChunk] }

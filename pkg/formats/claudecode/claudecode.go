@@ -1,4 +1,4 @@
-package formats
+package claudecode
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/ctxtool/ctxtool/pkg/formats/internal/conv"
 )
 
 // Claude Code transcripts (~/.claude/projects/<dir>/<uuid>.jsonl and
@@ -63,15 +65,15 @@ type ccLine struct {
 	// raw is the line's length (held lines are bounded by it).
 	raw            int
 	typ, subtype   string
-	uuid           jstr // a string only once written (write)
-	parent         jstr // looked up, never kept: not made a string
+	uuid           conv.Str // a string only once written (write)
+	parent         conv.Str // looked up, never kept: not made a string
 	sidechain      bool
-	sessionID, cwd jstr // read once per file: not made strings per line
+	sessionID, cwd conv.Str // read once per file: not made strings per line
 	// timestamp is as written; ts is pi's form of it, made a string only
 	// where an entry takes it (a user line's, a message's first block's,
 	// see time): most lines' (progress, further blocks) go unused. ms is
 	// the epoch milliseconds.
-	timestamp jstr
+	timestamp conv.Str
 	ts        string
 	ms        int64
 	// tsAsIs: ts is timestamp's text, already in pi's form.
@@ -82,35 +84,35 @@ type ccLine struct {
 	// msgID and model alias the line: compared, and the model made a
 	// string only when it changes (see ccConv.modelName), not one of each
 	// per line.
-	msgID, model jstr
+	msgID, model conv.Str
 	stopReason   *string
-	usage        usage
+	usage        conv.Usage
 	hasUsage     bool
 	hasMeta      bool
 	autoCompact  bool // compactMetadata.trigger "auto"
 	preTokens    int64
 	// Prepared content: an assistant line's blocks; a user line's entries
 	// (ids, parents and tool names are the converter's).
-	blocks []block
-	out    []entry
+	blocks []conv.Part
+	out    []conv.Entry
 	// rendered is an attachment's rendered content: the text Claude Code
 	// sends the model for it (2.1.3xx).
-	rendered []jstr
+	rendered []conv.Str
 }
 
 // ccContent is a message content: a string or blocks.
 type ccContent struct {
 	kind   byte // 0 absent or null, 's' string, 'a' array, 'x' anything else
-	str    jstr
+	str    conv.Str
 	blocks []ccBlock
-	// typeErr: encoding/json would fail decoding it as blocks (it still
+	// TypeErr: encoding/json would fail decoding it as blocks (it still
 	// fills what it can, and some rules keep that part).
 	typeErr bool
 }
 
 type ccBlock struct {
 	typ                             string
-	text, thinking, signature, data jstr
+	text, thinking, signature, data conv.Str
 	id, name, toolUseID             string
 	input                           []byte
 	inputCompact                    bool
@@ -121,8 +123,13 @@ type ccBlock struct {
 
 type ccSource struct {
 	typ, mediaType string
-	data           jstr
+	data           conv.Str
 }
+
+// ccDec is the decoder with Claude Code's record shapes as methods.
+type ccDec struct{ conv.Dec }
+
+var _ conv.BatchConv[ccLine] = (*ccConv)(nil)
 
 // ccScratch holds the decoded content of a line while decodeCC converts
 // it: one per worker at a time, so the blocks of a gigabyte are not
@@ -132,120 +139,120 @@ var ccScratch = sync.Pool{New: func() any { return new(ccContent) }}
 // decodeCC decodes one line into l, which is zero but for the capacity
 // of its blocks and entries.
 func decodeCC(raw []byte, l *ccLine) {
-	d := newDec(raw)
+	d := &ccDec{*conv.NewDec(raw)}
 	content := ccScratch.Get().(*ccContent)
 	defer ccScratch.Put(content)
 	*content = ccContent{blocks: content.blocks[:0]}
-	if d.obj("") {
-		for k, ok := d.key(); ok; k, ok = d.key() {
+	if d.Obj("") {
+		for k, ok := d.Key(); ok; k, ok = d.Key() {
 			switch string(k) {
 			case "type":
-				l.typ = d.name("type")
+				l.typ = d.Name("type")
 			case "subtype":
-				l.subtype = d.name("subtype")
+				l.subtype = d.Name("subtype")
 			case "uuid":
-				l.uuid = d.text("uuid")
+				l.uuid = d.Text("uuid")
 			case "parentUuid":
-				l.parent = d.text("parentUuid")
+				l.parent = d.Text("parentUuid")
 			case "isSidechain":
-				l.sidechain = d.bool("isSidechain")
+				l.sidechain = d.Bool("isSidechain")
 			case "sessionId":
-				l.sessionID = d.text("sessionId")
+				l.sessionID = d.Text("sessionId")
 			case "cwd":
-				l.cwd = d.text("cwd")
+				l.cwd = d.Text("cwd")
 			case "timestamp":
-				l.timestamp = d.text("timestamp")
+				l.timestamp = d.Text("timestamp")
 			case "isCompactSummary":
-				l.compactSummary = d.bool("isCompactSummary")
+				l.compactSummary = d.Bool("isCompactSummary")
 			case "isApiErrorMessage":
-				l.apiError = d.bool("isApiErrorMessage")
+				l.apiError = d.Bool("isApiErrorMessage")
 			case "message":
-				if d.obj("message") {
+				if d.Obj("message") {
 					l.message = true
 					d.ccMessage(l, content)
 				}
 			case "rendered":
 				l.rendered = d.ccRendered(l.rendered[:0])
 			case "compactMetadata":
-				if d.obj("compactMetadata") {
+				if d.Obj("compactMetadata") {
 					l.hasMeta = true
-					for k, ok := d.key(); ok; k, ok = d.key() {
+					for k, ok := d.Key(); ok; k, ok = d.Key() {
 						switch string(k) {
 						case "preTokens":
-							l.preTokens = d.int("preTokens")
+							l.preTokens = d.Int("preTokens")
 						case "trigger":
-							l.autoCompact = d.name("trigger") == "auto"
+							l.autoCompact = d.Name("trigger") == "auto"
 						default:
-							d.skip()
+							d.Skip()
 						}
 					}
 				}
 			default:
-				d.skip()
+				d.Skip()
 			}
 		}
 	}
-	d.end()
-	if d.bad || d.typeErr != "" {
-		*l = ccLine{bad: d.errText(), size: len(raw)}
+	d.End()
+	if d.Bad || d.TypeErr != "" {
+		*l = ccLine{bad: d.ErrText(), size: len(raw)}
 		return
 	}
-	if !l.timestamp.empty() {
-		// What piTime gives, the string left unmade when it is the line's
-		// own text (piForm's argument is a copy on the stack: it does not
-		// escape). piForm takes only ASCII digits and separators.
-		if !l.timestamp.esc {
-			l.ms, l.tsAsIs = piForm(string(l.timestamp.raw()))
+	if !l.timestamp.Empty() {
+		// What PiTime gives, the string left unmade when it is the line's
+		// own text (PiForm's argument is a copy on the stack: it does not
+		// escape). PiForm takes only ASCII digits and separators.
+		if !l.timestamp.Esc {
+			l.ms, l.tsAsIs = conv.PiForm(string(l.timestamp.Raw()))
 		}
 		if !l.tsAsIs {
-			l.ts, l.ms = piTime(l.timestamp.String())
+			l.ts, l.ms = conv.PiTime(l.timestamp.String())
 		}
 		if l.typ == "user" {
 			l.time() // its entries are made here
 		}
 	}
-	if !l.uuid.empty() && l.message {
+	if !l.uuid.Empty() && l.message {
 		switch l.typ {
 		case "assistant":
-			if !l.model.is("<synthetic>") && !l.apiError {
+			if !l.model.Is("<synthetic>") && !l.apiError {
 				l.blocks = ccAssistantBlocks(l.blocks, content)
 			}
 		case "user":
 			l.out = ccUserEntries(l.out, l, content)
 		}
 	}
-	if l.typ == "attachment" && len(l.rendered) > 0 && !l.uuid.empty() {
-		var text []block
+	if l.typ == "attachment" && len(l.rendered) > 0 && !l.uuid.Empty() {
+		var text []conv.Part
 		for _, r := range l.rendered {
-			text = append(text, block{kind: "text", text: r.jtext()})
+			text = append(text, conv.Part{Kind: "text", Text: r.Text()})
 		}
-		l.out = append(l.out, entry{typ: "custom_message", customType: "claude-code:attachment", timestamp: l.time(), msgTime: l.ms, content: text})
+		l.out = append(l.out, conv.Entry{Typ: "custom_message", CustomType: "claude-code:attachment", Timestamp: l.time(), MsgTime: l.ms, Content: text})
 	}
 }
 
 // ccRendered reads an attachment's "rendered" value, [{"content":
 // "…"}, …], into out: the strings only (anything else is skipped, not
 // an error: the record is Claude Code's own, its shape may grow).
-func (d *jdec) ccRendered(out []jstr) []jstr {
-	if d.peek() != '[' {
-		d.skip()
+func (d *ccDec) ccRendered(out []conv.Str) []conv.Str {
+	if d.PeekByte() != '[' {
+		d.Skip()
 		return out
 	}
-	d.arr("rendered")
-	for d.next() {
-		if d.peek() != '{' {
-			d.skip()
+	d.Arr("rendered")
+	for d.Next() {
+		if d.PeekByte() != '{' {
+			d.Skip()
 			continue
 		}
-		d.obj("rendered")
-		for k, ok := d.key(); ok; k, ok = d.key() {
-			if string(k) == "content" && d.peek() == '"' {
-				if s := d.str(); !s.empty() {
+		d.Obj("rendered")
+		for k, ok := d.Key(); ok; k, ok = d.Key() {
+			if string(k) == "content" && d.PeekByte() == '"' {
+				if s := d.Str(); !s.Empty() {
 					out = append(out, s)
 				}
 				continue
 			}
-			d.skip()
+			d.Skip()
 		}
 	}
 	return out
@@ -254,56 +261,56 @@ func (d *jdec) ccRendered(out []jstr) []jstr {
 // time is pi's form of the line's timestamp ("" when it has none).
 func (l *ccLine) time() string {
 	if l.tsAsIs && l.ts == "" {
-		l.ts = string(l.timestamp.raw())
+		l.ts = string(l.timestamp.Raw())
 	}
 	return l.ts
 }
 
 // ccMessage decodes the message object obj entered.
-func (d *jdec) ccMessage(l *ccLine, content *ccContent) {
-	for k, ok := d.key(); ok; k, ok = d.key() {
+func (d *ccDec) ccMessage(l *ccLine, content *ccContent) {
+	for k, ok := d.Key(); ok; k, ok = d.Key() {
 		switch string(k) {
 		case "id":
-			l.msgID = d.text("id")
+			l.msgID = d.Text("id")
 		case "role":
-			d.text("role")
+			d.Text("role")
 		case "model":
-			l.model = d.text("model")
+			l.model = d.Text("model")
 		case "content":
 			d.ccContentInto(content)
 		case "stop_reason":
-			l.stopReason = d.optString("stop_reason")
+			l.stopReason = d.OptString("stop_reason")
 		case "usage":
 			l.hasUsage = false
-			if !d.obj("usage") {
+			if !d.Obj("usage") {
 				continue
 			}
 			var in, creation, read, out int64
-			for k, ok := d.key(); ok; k, ok = d.key() {
+			for k, ok := d.Key(); ok; k, ok = d.Key() {
 				switch string(k) {
 				case "input_tokens":
-					in = d.int("input_tokens")
+					in = d.Int("input_tokens")
 				case "cache_creation_input_tokens":
-					creation = d.int("cache_creation_input_tokens")
+					creation = d.Int("cache_creation_input_tokens")
 				case "cache_read_input_tokens":
-					read = d.int("cache_read_input_tokens")
+					read = d.Int("cache_read_input_tokens")
 				case "output_tokens":
-					out = d.int("output_tokens")
+					out = d.Int("output_tokens")
 				default:
-					d.skip()
+					d.Skip()
 				}
 			}
 			// Claude Code's context size of one reply.
-			l.usage = usage{input: in, output: out, cacheRead: read, cacheWrite: creation, total: in + creation + read}
+			l.usage = conv.Usage{Input: in, Output: out, CacheRead: read, CacheWrite: creation, Total: in + creation + read}
 			l.hasUsage = true
 		default:
-			d.skip()
+			d.Skip()
 		}
 	}
 }
 
 // ccContent decodes a content value.
-func (d *jdec) ccContent() ccContent {
+func (d *ccDec) ccContent() ccContent {
 	var c ccContent
 	d.ccContentInto(&c)
 	return c
@@ -311,98 +318,98 @@ func (d *jdec) ccContent() ccContent {
 
 // ccContentInto decodes a content value into c, whose blocks' array it
 // reuses.
-func (d *jdec) ccContentInto(c *ccContent) {
-	saved := d.typeErr
-	d.typeErr = ""
+func (d *ccDec) ccContentInto(c *ccContent) {
+	saved := d.TypeErr
+	d.TypeErr = ""
 	*c = ccContent{blocks: c.blocks[:0]}
-	switch d.peek() {
+	switch d.PeekByte() {
 	case '"':
-		c.kind, c.str = 's', d.str()
+		c.kind, c.str = 's', d.Str()
 	case 'n':
-		d.skip()
+		d.Skip()
 	case '[':
 		c.kind = 'a'
-		d.arr("")
-		for d.next() {
+		d.Arr("")
+		for d.Next() {
 			c.blocks = append(c.blocks, d.ccBlock())
 		}
 	default:
 		c.kind = 'x'
-		d.mismatch("content", "an array")
-		d.skip()
+		d.Mismatch("content", "an array")
+		d.Skip()
 	}
-	c.typeErr = d.typeErr != ""
-	d.typeErr = saved
+	c.typeErr = d.TypeErr != ""
+	d.TypeErr = saved
 }
 
-func (d *jdec) ccBlock() ccBlock {
+func (d *ccDec) ccBlock() ccBlock {
 	var b ccBlock
-	if !d.obj("content") {
+	if !d.Obj("content") {
 		return b
 	}
-	for k, ok := d.key(); ok; k, ok = d.key() {
+	for k, ok := d.Key(); ok; k, ok = d.Key() {
 		switch string(k) {
 		case "type":
-			b.typ = d.name("type")
+			b.typ = d.Name("type")
 		case "text":
-			b.text = d.text("text")
+			b.text = d.Text("text")
 		case "thinking":
-			b.thinking = d.text("thinking")
+			b.thinking = d.Text("thinking")
 		case "signature":
-			b.signature = d.text("signature")
+			b.signature = d.Text("signature")
 		case "data":
-			b.data = d.text("data")
+			b.data = d.Text("data")
 		case "id":
-			b.id = d.string("id")
+			b.id = d.String("id")
 		case "name":
-			b.name = d.name("name")
+			b.name = d.Name("name")
 		case "tool_use_id":
-			b.toolUseID = d.string("tool_use_id")
+			b.toolUseID = d.String("tool_use_id")
 		case "input":
-			b.input, b.inputCompact = d.raw()
+			b.input, b.inputCompact = d.Raw()
 		case "content":
 			c := d.ccContent()
 			b.content = &c
 		case "is_error":
-			b.isError = d.bool("is_error")
+			b.isError = d.Bool("is_error")
 		case "source":
-			switch d.peek() {
+			switch d.PeekByte() {
 			case 'n':
-				d.skip()
+				d.Skip()
 				b.source = nil
 				continue
 			case '{':
 			default:
 				b.source = &ccSource{} // encoding/json allocates before failing
 			}
-			if !d.obj("source") {
+			if !d.Obj("source") {
 				continue
 			}
 			b.source = &ccSource{}
-			for k, ok := d.key(); ok; k, ok = d.key() {
+			for k, ok := d.Key(); ok; k, ok = d.Key() {
 				switch string(k) {
 				case "type":
-					b.source.typ = d.name("type")
+					b.source.typ = d.Name("type")
 				case "media_type":
-					b.source.mediaType = d.name("media_type")
+					b.source.mediaType = d.Name("media_type")
 				case "data":
-					b.source.data = d.text("data")
+					b.source.data = d.Text("data")
 				default:
-					d.skip()
+					d.Skip()
 				}
 			}
 		default:
-			d.skip()
+			d.Skip()
 		}
 	}
 	return b
 }
 
 // ccAssistantBlocks appends an assistant line's content, converted, to out.
-func ccAssistantBlocks(out []block, c *ccContent) []block {
+func ccAssistantBlocks(out []conv.Part, c *ccContent) []conv.Part {
 	switch {
 	case c.kind == 's':
-		return append(out, block{kind: "text", text: c.str.jtext()})
+		return append(out, conv.Part{Kind: "text", Text: c.str.Text()})
 	case c.typeErr:
 		return out // encoding/json failed on it: nothing was kept
 	}
@@ -410,13 +417,13 @@ func ccAssistantBlocks(out []block, c *ccContent) []block {
 		b := &c.blocks[i]
 		switch b.typ {
 		case "text":
-			out = append(out, block{kind: "text", text: b.text.jtext()})
+			out = append(out, conv.Part{Kind: "text", Text: b.text.Text()})
 		case "thinking":
-			out = append(out, block{kind: "thinking", text: b.thinking.jtext(), sig: b.signature.jsonOrNil()})
+			out = append(out, conv.Part{Kind: "thinking", Text: b.thinking.Text(), Sig: b.signature.JSONOrNil()})
 		case "redacted_thinking":
-			out = append(out, block{kind: "thinking", sig: b.data.jsonOrNil(), redacted: true})
+			out = append(out, conv.Part{Kind: "thinking", Sig: b.data.JSONOrNil(), Redacted: true})
 		case "tool_use", "server_tool_use":
-			out = append(out, block{kind: "toolCall", id: b.id, name: b.name, args: compactArgs(b.input, b.inputCompact)})
+			out = append(out, conv.Part{Kind: "toolCall", ID: b.id, Name: b.name, Args: conv.CompactArgs(b.input, b.inputCompact)})
 		}
 	}
 	return out
@@ -425,31 +432,31 @@ func ccAssistantBlocks(out []block, c *ccContent) []block {
 // ccUserEntries appends to out the entries of a user line's content: a
 // compaction summary, a user message, or tool results followed by the
 // user text they came with.
-func ccUserEntries(out []entry, l *ccLine, c *ccContent) []entry {
+func ccUserEntries(out []conv.Entry, l *ccLine, c *ccContent) []conv.Entry {
 	switch {
 	case l.compactSummary:
-		out = append(out, entry{typ: "compaction", timestamp: l.ts, summary: joinText(c), tokensBefore: -1})
+		out = append(out, conv.Entry{Typ: "compaction", Timestamp: l.ts, Summary: joinText(c), TokensBefore: -1})
 	case c.kind == 's':
-		out = append(out, entry{typ: "message", role: "user", timestamp: l.ts, msgTime: l.ms, contentString: true,
-			content: []block{{kind: "text", text: c.str.jtext()}}})
+		out = append(out, conv.Entry{Typ: "message", Role: "user", Timestamp: l.ts, MsgTime: l.ms, ContentString: true,
+			Content: []conv.Part{{Kind: "text", Text: c.str.Text()}}})
 	default:
-		var user []block
+		var user []conv.Part
 		for i := range c.blocks {
 			b := &c.blocks[i]
 			switch b.typ {
 			case "tool_result":
-				out = append(out, entry{typ: "message", role: "toolResult", timestamp: l.ts, msgTime: l.ms,
-					toolCallID: b.toolUseID, isError: b.isError, content: resultBlocks(b.content)})
+				out = append(out, conv.Entry{Typ: "message", Role: "toolResult", Timestamp: l.ts, MsgTime: l.ms,
+					ToolCallID: b.toolUseID, IsError: b.isError, Content: resultBlocks(b.content)})
 			case "text":
-				user = append(user, block{kind: "text", text: b.text.jtext()})
+				user = append(user, conv.Part{Kind: "text", Text: b.text.Text()})
 			case "image":
 				if b.source != nil && b.source.typ == "base64" {
-					user = append(user, block{kind: "image", data: b.source.data.json(), mime: jsonString(b.source.mediaType)})
+					user = append(user, conv.Part{Kind: "image", Data: b.source.data.JSON(), Mime: conv.JSONString(b.source.mediaType)})
 				}
 			}
 		}
 		if len(user) > 0 || len(out) == 0 {
-			out = append(out, entry{typ: "message", role: "user", timestamp: l.ts, msgTime: l.ms, content: user})
+			out = append(out, conv.Entry{Typ: "message", Role: "user", Timestamp: l.ts, MsgTime: l.ms, Content: user})
 		}
 	}
 	return out
@@ -457,27 +464,27 @@ func ccUserEntries(out []entry, l *ccLine, c *ccContent) []entry {
 
 // resultBlocks converts tool_result content (a string or text/image
 // blocks) to pi toolResult content.
-func resultBlocks(c *ccContent) []block {
+func resultBlocks(c *ccContent) []conv.Part {
 	if c == nil || c.kind == 0 {
-		return []block{{kind: "text"}}
+		return []conv.Part{{Kind: "text"}}
 	}
 	if c.kind == 's' {
-		return []block{{kind: "text", text: c.str.jtext()}}
+		return []conv.Part{{Kind: "text", Text: c.str.Text()}}
 	}
-	var out []block
+	var out []conv.Part
 	for i := range c.blocks {
 		b := &c.blocks[i]
 		switch b.typ {
 		case "text":
-			out = append(out, block{kind: "text", text: b.text.jtext()})
+			out = append(out, conv.Part{Kind: "text", Text: b.text.Text()})
 		case "image":
 			if b.source != nil {
-				out = append(out, block{kind: "image", data: b.source.data.json(), mime: jsonString(b.source.mediaType)})
+				out = append(out, conv.Part{Kind: "image", Data: b.source.data.JSON(), Mime: conv.JSONString(b.source.mediaType)})
 			}
 		}
 	}
 	if len(out) == 0 {
-		out = []block{{kind: "text"}}
+		out = []conv.Part{{Kind: "text"}}
 	}
 	return out
 }
@@ -486,17 +493,17 @@ func resultBlocks(c *ccContent) []block {
 // or its text blocks joined by newlines.
 func joinText(c *ccContent) []byte {
 	if c.kind == 's' {
-		return c.str.json()
+		return c.str.JSON()
 	}
-	return joinJSON(len(c.blocks), func(i int) (jstr, bool) { return c.blocks[i].text, c.blocks[i].typ == "text" }, `\n`).b
+	return conv.JoinJSON(len(c.blocks), func(i int) (conv.Str, bool) { return c.blocks[i].text, c.blocks[i].typ == "text" }, `\n`).B
 }
 
 type ccGroup struct {
-	e     entry
-	id    int32 // e.id's number
-	msgID jstr  // in a line the converter holds
+	e     conv.Entry
+	id    int32    // e.id's number
+	msgID conv.Str // in a line the converter holds
 	row   int
-	usage usage // e.usage points here when the message has one
+	usage conv.Usage // e.usage points here when the message has one
 }
 
 type heldLine struct {
@@ -524,8 +531,8 @@ type ccNode struct {
 }
 
 type ccConv struct {
-	v     *view
-	nodes uuidMap[ccNode]
+	v     *conv.Emitter
+	nodes conv.UUIDMap[ccNode]
 	// Id n > 0 is the uuid at position n-1 of nodes, whose key is its 16
 	// bytes: a slice of the written ids' keys besides was a copy of them,
 	// 16 MB at 1 GB and grown by copying. texts[n] is the text of an id
@@ -535,7 +542,7 @@ type ccConv struct {
 	// rootTip is ccNode.tip for the root, id 0.
 	rootTip int32
 	// names maps tool_use ids to tool names for the results.
-	names toolNames
+	names conv.ToolNames
 	pend  *ccGroup // &group or nil
 	group ccGroup
 	// held are tool-result lines answering the pending assistant message
@@ -582,33 +589,33 @@ type waitLine struct {
 // subagent transcript's first lines point into the main session).
 var maxWait = 64 << 20
 
-func newCCConv(v *view) *ccConv {
-	return &ccConv{v: v, texts: map[int32]string{}, names: newToolNames(), side: -1}
+func newCCConv(v *conv.Emitter) *ccConv {
+	return &ccConv{v: v, texts: map[int32]string{}, names: conv.NewToolNames(), side: -1}
 }
 
-func (c *ccConv) decode(raw []byte, l *ccLine) {
+func (c *ccConv) Decode(raw []byte, l *ccLine) {
 	*l = ccLine{blocks: l.blocks[:0], out: l.out[:0]}
 	decodeCC(raw, l)
 	l.raw = len(raw)
 }
 
-func (c *ccConv) line(no int, raw []byte) error {
+func (c *ccConv) Line(no int, raw []byte) error {
 	l := new(ccLine) // it may wait for its parent
 	decodeCC(raw, l)
 	l.raw = len(raw)
-	return c.apply(no, l)
+	return c.Apply(no, l)
 }
 
-// holds: the pending message, the held results and the lines waiting for
+// Holds: the pending message, the held results and the lines waiting for
 // their parent point into their lines.
-func (c *ccConv) holds() bool { return c.pend != nil || len(c.held) > 0 || c.waitN > 0 }
+func (c *ccConv) Holds() bool { return c.pend != nil || len(c.held) > 0 || c.waitN > 0 }
 
 // resolve is the id the children of uuid p hang off.
-func (c *ccConv) resolve(p jstr) int32 {
-	if p.empty() {
+func (c *ccConv) resolve(p conv.Str) int32 {
+	if p.Empty() {
 		return 0
 	}
-	n := c.nodes.findJSON(p)
+	n := c.nodes.FindJSON(p)
 	switch {
 	case n == nil:
 		// A parent that is not in this file: a subagent transcript's first
@@ -621,16 +628,16 @@ func (c *ccConv) resolve(p jstr) int32 {
 }
 
 // alias makes the children of uuid hang off id.
-func (c *ccConv) alias(uuid jstr, id int32) { c.nodes.atJSON(uuid).alias = id + 1 }
+func (c *ccConv) alias(uuid conv.Str, id int32) { c.nodes.AtJSON(uuid).alias = id + 1 }
 
 // write registers uuid as written and returns its id.
-func (c *ccConv) write(uuid jstr) int32 {
-	n := c.nodes.atJSON(uuid)
+func (c *ccConv) write(uuid conv.Str) int32 {
+	n := c.nodes.AtJSON(uuid)
 	if n.self == 0 {
-		n.self = c.nodes.lastAt + 1
-		// atJSON packed it (lastPacked) only if it is canonical; as the
+		n.self = c.nodes.LastAt + 1
+		// AtJSON packed it (LastPacked) only if it is canonical; as the
 		// line spells it, too: an escaped one keeps its text.
-		if uuid.esc || !uuid.canon || !c.nodes.lastPacked {
+		if uuid.Esc || !uuid.Canon || !c.nodes.LastPacked {
 			c.texts[n.self] = uuid.String()
 		}
 	}
@@ -642,26 +649,26 @@ func (c *ccConv) tip(n int32) *int32 {
 	if n == 0 {
 		return &c.rootTip
 	}
-	return &c.nodes.t.val(n - 1).tip
+	return &c.nodes.T.Val(n - 1).tip
 }
 
 // id is id n: its 16 bytes, or its text when it is not a canonical UUID.
-func (c *ccConv) id(n int32) pid {
+func (c *ccConv) id(n int32) conv.Pid {
 	if n == 0 {
-		return pid{}
+		return conv.Pid{}
 	}
 	if len(c.texts) > 0 {
 		if s, ok := c.texts[n]; ok {
-			return textID(s)
+			return conv.TextID(s)
 		}
 	}
-	return pid{key: *c.nodes.t.key(n - 1), uuid: true}
+	return conv.Pid{Key: *c.nodes.T.Key(n - 1), UUID: true}
 }
 
-// apply follows the tree, not the file: a line whose parent is not known
+// Apply follows the tree, not the file: a line whose parent is not known
 // yet waits for it, and applying a line wakes the lines waiting for it.
-func (c *ccConv) apply(no int, l *ccLine) error {
-	if !c.linewise && l.bad == "" && !l.parent.empty() && !l.uuid.empty() && c.nodes.findJSON(l.parent) == nil {
+func (c *ccConv) Apply(no int, l *ccLine) error {
+	if !c.linewise && l.bad == "" && !l.parent.Empty() && !l.uuid.Empty() && c.nodes.FindJSON(l.parent) == nil {
 		w := &waitLine{no: no, l: l}
 		if c.wait == nil {
 			c.wait = map[string][]*waitLine{}
@@ -681,7 +688,7 @@ func (c *ccConv) apply(no int, l *ccLine) error {
 	if err := c.applyNow(no, l); err != nil {
 		return err
 	}
-	if c.waitN > 0 && !l.uuid.empty() {
+	if c.waitN > 0 && !l.uuid.Empty() {
 		return c.wake(l.uuid.String())
 	}
 	return nil
@@ -742,25 +749,25 @@ func (c *ccConv) wake(uuid string) error {
 func (c *ccConv) applyNow(no int, l *ccLine) error {
 	v := c.v
 	if l.bad != "" {
-		v.malformed = append(v.malformed, Malformed{Line: no, Bytes: l.size, Err: l.bad})
+		v.Malformed = append(v.Malformed, conv.Malformed{Line: no, Bytes: l.size, Err: l.bad})
 		return nil
 	}
-	if v.sessionID == "" && !l.sessionID.empty() {
-		v.sessionID = l.sessionID.String()
+	if v.SessionID == "" && !l.sessionID.Empty() {
+		v.SessionID = l.sessionID.String()
 	}
-	if v.cwd == "" && !l.cwd.empty() {
-		v.cwd = l.cwd.String()
+	if v.Cwd == "" && !l.cwd.Empty() {
+		v.Cwd = l.cwd.String()
 	}
-	if v.started == "" && !l.timestamp.empty() {
-		v.started = l.time()
+	if v.Started == "" && !l.timestamp.Empty() {
+		v.Started = l.time()
 	}
-	if !claudeCodeTypes[l.typ] {
+	if !RecordTypes[l.typ] {
 		if c.unknown == nil {
 			c.unknown = map[string]int{}
 		}
 		c.unknown[l.typ]++
 	}
-	if l.uuid.empty() {
+	if l.uuid.Empty() {
 		return nil // file-history-snapshot, queue-operation, summary: no tree node
 	}
 	side := int8(0)
@@ -779,17 +786,17 @@ func (c *ccConv) applyNow(no int, l *ccLine) error {
 	case l.typ == "assistant" && l.message:
 		return c.assistant(no, l)
 	case l.typ == "user" && l.message:
-		if p := c.pend; p != nil && len(l.out) > 0 && l.out[0].role == "toolResult" && c.resolve(l.parent) == p.id {
+		if p := c.pend; p != nil && len(l.out) > 0 && l.out[0].Role == "toolResult" && c.resolve(l.parent) == p.id {
 			c.held = append(c.held, heldLine{no, l, c.write(l.uuid)})
 			return nil
 		}
-		if err := c.flush(); err != nil {
+		if err := c.Flush(); err != nil {
 			return err
 		}
 		return c.user(no, l)
 	case l.typ == "attachment" && len(l.out) > 0:
 		// Rendered attachments: sent to the model where they hang.
-		if err := c.flush(); err != nil {
+		if err := c.Flush(); err != nil {
 			return err
 		}
 		return c.user(no, l)
@@ -809,41 +816,41 @@ func (c *ccConv) applyNow(no int, l *ccLine) error {
 
 func (c *ccConv) assistant(no int, l *ccLine) error {
 	parent := c.resolve(l.parent)
-	if l.model.is("<synthetic>") || l.apiError {
+	if l.model.Is("<synthetic>") || l.apiError {
 		c.alias(l.uuid, parent)
 		return nil
 	}
 	for _, b := range l.blocks {
-		if b.kind == "toolCall" {
-			c.names.set(b.id, b.name)
+		if b.Kind == "toolCall" {
+			c.names.Set(b.ID, b.Name)
 		}
 	}
-	if p := c.pend; p != nil && !l.msgID.empty() && p.msgID.equal(l.msgID) && (parent == p.id || c.isHeld(parent)) {
-		p.e.content = append(p.e.content, l.blocks...)
+	if p := c.pend; p != nil && !l.msgID.Empty() && p.msgID.Equal(l.msgID) && (parent == p.id || c.isHeld(parent)) {
+		p.e.Content = append(p.e.Content, l.blocks...)
 		c.alias(l.uuid, p.id)
 		if l.hasUsage {
-			p.usage, p.e.usage = l.usage, &p.usage
+			p.usage, p.e.Usage = l.usage, &p.usage
 		}
 		if l.stopReason != nil {
-			p.e.stopReason = *l.stopReason
+			p.e.StopReason = *l.stopReason
 		}
 		return nil
 	}
-	if err := c.flush(); err != nil {
+	if err := c.Flush(); err != nil {
 		return err
 	}
 	// One group at a time: its struct and content buffer serve the next.
 	g := &c.group
-	content := append(g.e.content[:0], l.blocks...)
+	content := append(g.e.Content[:0], l.blocks...)
 	*g = ccGroup{id: c.write(l.uuid), msgID: l.msgID, row: no}
-	g.e = entry{typ: "message", id: c.id(g.id), parent: c.id(parent), timestamp: l.time(), role: "assistant",
-		content: content, msgTime: l.ms, api: "anthropic-messages", provider: "anthropic",
-		model: c.modelName(l.model)}
+	g.e = conv.Entry{Typ: "message", ID: c.id(g.id), Parent: c.id(parent), Timestamp: l.time(), Role: "assistant",
+		Content: content, MsgTime: l.ms, API: "anthropic-messages", Provider: "anthropic",
+		Model: c.modelName(l.model)}
 	if l.hasUsage {
-		g.usage, g.e.usage = l.usage, &g.usage
+		g.usage, g.e.Usage = l.usage, &g.usage
 	}
 	if l.stopReason != nil {
-		g.e.stopReason = *l.stopReason
+		g.e.StopReason = *l.stopReason
 	}
 	c.pend = g
 	return nil
@@ -851,9 +858,9 @@ func (c *ccConv) assistant(no int, l *ccLine) error {
 
 // modelName is model as a string: the last one again while the model
 // stays the same.
-func (c *ccConv) modelName(model jstr) string {
-	if !bytes.Equal(model.q, c.modelQ) {
-		c.modelQ, c.model = append(c.modelQ[:0], model.q...), model.String()
+func (c *ccConv) modelName(model conv.Str) string {
+	if !bytes.Equal(model.Q, c.modelQ) {
+		c.modelQ, c.model = append(c.modelQ[:0], model.Q...), model.String()
 	}
 	return c.model
 }
@@ -868,16 +875,16 @@ func (c *ccConv) isHeld(id int32) bool {
 	return false
 }
 
-// flush writes the pending assistant message, then the tool results held
+// Flush writes the pending assistant message, then the tool results held
 // for it (chained one after the other, as the next request sends them).
-func (c *ccConv) flush() error {
+func (c *ccConv) Flush() error {
 	p := c.pend
 	if p == nil {
 		return nil
 	}
 	c.pend = nil
-	p.e.stopReason = ccStopReason(p.e.stopReason, p.e.content)
-	if err := c.v.emit(&p.e, p.row); err != nil {
+	p.e.StopReason = ccStopReason(p.e.StopReason, p.e.Content)
+	if err := c.v.Emit(&p.e, p.row); err != nil {
 		return err
 	}
 	held := c.held
@@ -890,9 +897,9 @@ func (c *ccConv) flush() error {
 	return nil
 }
 
-func ccStopReason(s string, content []block) string {
+func ccStopReason(s string, content []conv.Part) string {
 	for _, b := range content {
-		if b.kind == "toolCall" {
+		if b.Kind == "toolCall" {
 			return "toolUse"
 		}
 	}
@@ -905,7 +912,7 @@ func ccStopReason(s string, content []block) string {
 func (c *ccConv) user(no int, l *ccLine) error {
 	group := c.resolve(l.parent)
 	out := l.out
-	answers := out[0].role == "toolResult"
+	answers := out[0].Role == "toolResult"
 	parent := c.id(group)
 	if t := *c.tip(group); t != 0 && answers {
 		parent = c.id(t) // chain parallel results after the previous one
@@ -914,18 +921,18 @@ func (c *ccConv) user(no int, l *ccLine) error {
 	for i := range out {
 		e := &out[i]
 		switch {
-		case e.typ == "compaction":
-			e.tokensBefore = c.preTokens
-		case e.role == "toolResult":
-			e.toolName = c.names.get(e.toolCallID)
+		case e.Typ == "compaction":
+			e.TokensBefore = c.preTokens
+		case e.Role == "toolResult":
+			e.ToolName = c.names.Get(e.ToolCallID)
 		}
-		e.id = c.id(self)
+		e.ID = c.id(self)
 		if i < len(out)-1 {
-			e.id = textID(e.id.String() + "#" + strconv.Itoa(i+1))
+			e.ID = conv.TextID(e.ID.String() + "#" + strconv.Itoa(i+1))
 		}
-		e.parent = parent
-		parent = e.id
-		if err := c.v.emit(e, no); err != nil {
+		e.Parent = parent
+		parent = e.ID
+		if err := c.v.Emit(e, no); err != nil {
 			return err
 		}
 	}
@@ -935,18 +942,18 @@ func (c *ccConv) user(no int, l *ccLine) error {
 	return nil
 }
 
-func (c *ccConv) finish() error {
+func (c *ccConv) Finish() error {
 	// Lines still waiting: their parent is not in the file.
 	for c.waitN > 0 {
 		if err := c.release(c.oldestWaiting()); err != nil {
 			return err
 		}
 	}
-	if err := c.flush(); err != nil {
+	if err := c.Flush(); err != nil {
 		return err
 	}
 	if w := ccWindow(c.autoAt); w > 0 {
-		c.v.window, c.v.windowFrom = w, fmt.Sprintf("Claude Code auto-compaction at %d tokens", c.autoAt)
+		c.v.Window, c.v.WindowFrom = w, fmt.Sprintf("Claude Code auto-compaction at %d tokens", c.autoAt)
 	}
 	if len(c.unknown) > 0 {
 		types := make([]string, 0, len(c.unknown))
@@ -956,18 +963,13 @@ func (c *ccConv) finish() error {
 			n += k
 		}
 		sort.Strings(types)
-		c.v.notes = append(c.v.notes, fmt.Sprintf("%d record(s) of a type this ctxtool does not know (%s) were left out: they are not messages Claude Code sends to the model as far as ctxtool knows; a newer ctxtool may read them",
+		c.v.Notes = append(c.v.Notes, fmt.Sprintf("%d record(s) of a type this ctxtool does not know (%s) were left out: they are not messages Claude Code sends to the model as far as ctxtool knows; a newer ctxtool may read them",
 			n, strings.Join(types, ", ")))
 	}
 	if c.skipped > 0 {
-		c.v.notes = append(c.v.notes, fmt.Sprintf("%d side-chain lines (isSidechain) belong to another conversation and were left out", c.skipped))
+		c.v.Notes = append(c.v.Notes, fmt.Sprintf("%d side-chain lines (isSidechain) belong to another conversation and were left out", c.skipped))
 	}
 	return nil
-}
-
-func shortJSONErr(err error) string {
-	s := err.Error()
-	return strings.TrimPrefix(s, "json: ")
 }
 
 // ccWindows are the context windows Claude Code runs Claude models with.
@@ -989,3 +991,12 @@ func ccWindow(autoAt int64) int {
 	}
 	return 0
 }
+
+// RecordTypes are the record types Claude Code writes (up to 2.1.3xx:
+// shared/docs/agents-offline.md). A line of one of them with a sessionId
+// marks the file as Claude Code's; the converter counts the records of any
+// other type and reports them once per file.
+var RecordTypes = map[string]bool{"user": true, "assistant": true, "system": true, "summary": true,
+	"progress": true, "attachment": true, "file-history-snapshot": true, "queue-operation": true, "custom-title": true,
+	"permission-mode": true, "ai-title": true, "last-prompt": true, "mode": true, "agent-name": true,
+	"api-request-blob": true, "pr-link": true, "tag": true}

@@ -1,4 +1,4 @@
-package formats
+package conv
 
 import (
 	"bytes"
@@ -11,27 +11,27 @@ import (
 	"unicode/utf8"
 )
 
-// block is one pi content block, its values encoded as JSON already (most
-// are copied from the source line as they are: see jstr).
-type block struct {
-	kind     string // text, thinking, image, toolCall
-	text     jtext  // text, thinking: a JSON string (nil: "")
-	sig      []byte // thinkingSignature: a JSON string (nil: none)
-	redacted bool
-	id, name string // toolCall
-	args     []byte // toolCall arguments: a JSON object
-	data     []byte // image base64: a JSON string
-	mime     []byte // a JSON string
+// Part is one pi content block, its values encoded as JSON already (most
+// are copied from the source line as they are: see Str).
+type Part struct {
+	Kind     string // text, thinking, image, toolCall
+	Text     Text   // text, thinking: a JSON string (nil: "")
+	Sig      []byte // thinkingSignature: a JSON string (nil: none)
+	Redacted bool
+	ID, Name string // toolCall
+	Args     []byte // toolCall arguments: a JSON object
+	Data     []byte // image base64: a JSON string
+	Mime     []byte // a JSON string
 }
 
-// usage is a pi usage record; total carries the source format's context
+// Usage is a pi usage record; total carries the source format's context
 // rule (see each converter), which is what pi's calculateContextTokens and
 // every estimator read.
-type usage struct {
-	input, output, cacheRead, cacheWrite, total int64
+type Usage struct {
+	Input, Output, CacheRead, CacheWrite, Total int64
 }
 
-// pid is a pi id to write: a canonical lower-case UUID (Claude Code's) as
+// Pid is a pi id to write: a canonical lower-case UUID (Claude Code's) as
 // its 16 bytes when uuid is set, any other id as text ("" for none). A
 // UUID is written as its text and handed to the transcript core as its
 // bytes (Produced.IDUUID): made a string here and packed back there, a
@@ -40,25 +40,25 @@ type usage struct {
 // A row id ("L<row>", a converter's id for the first entry of a source
 // row) is its number when isRow, likewise written as text and handed over
 // as the number (Produced.IDRow): the core packs it as that number.
-type pid struct {
+type Pid struct {
 	text  string
-	key   uuidKey
-	uuid  bool
+	Key   uuidKey
+	UUID  bool
 	row   uint32
 	isRow bool
 }
 
-// textID is the pid of the id text.
-func textID(text string) pid { return pid{text: text} }
+// TextID is the Pid of the id text.
+func TextID(text string) Pid { return Pid{text: text} }
 
-// rowID is the pid "L<row>".
-func rowID(row int) pid { return pid{row: uint32(row), isRow: true} }
+// RowID is the Pid "L<row>".
+func RowID(row int) Pid { return Pid{row: uint32(row), isRow: true} }
 
 // String is p's text.
-func (p pid) String() string {
+func (p Pid) String() string {
 	switch {
-	case p.uuid:
-		return UUIDText(p.key)
+	case p.UUID:
+		return UUIDText(p.Key)
 	case p.isRow:
 		return "L" + strconv.FormatUint(uint64(p.row), 10)
 	}
@@ -66,72 +66,72 @@ func (p pid) String() string {
 }
 
 // none reports whether p is no id at all (a root's parentId).
-func (p pid) none() bool { return !p.uuid && !p.isRow && p.text == "" }
+func (p Pid) none() bool { return !p.UUID && !p.isRow && p.text == "" }
 
-// entry is one pi entry to write.
-type entry struct {
-	typ       string // message, compaction, custom_message, model_change
-	id        pid
-	parent    pid    // none = root
-	timestamp string // ISO-8601
-	// tsPi: the timestamp is pi's form of the epoch ms tsMS, and timestamp
+// Entry is one pi entry to write.
+type Entry struct {
+	Typ       string // message, compaction, custom_message, model_change
+	ID        Pid
+	Parent    Pid    // none = root
+	Timestamp string // ISO-8601
+	// TsPi: the timestamp is pi's form of the epoch ms TsMS, and timestamp
 	// is not set (see Produced.TimestampMS).
-	tsPi bool
-	tsMS int64
+	TsPi bool
+	TsMS int64
 
 	// message
-	role          string // user, assistant, toolResult
-	content       []block
-	contentString bool // content is content[0].text as a plain string
-	msgTime       int64
-	api, provider string
-	model         string
-	stopReason    string
-	usage         *usage
-	toolCallID    string
-	toolName      string
-	isError       bool
+	Role          string // user, assistant, toolResult
+	Content       []Part
+	ContentString bool // content is content[0].text as a plain string
+	MsgTime       int64
+	API, Provider string
+	Model         string
+	StopReason    string
+	Usage         *Usage
+	ToolCallID    string
+	ToolName      string
+	IsError       bool
 
 	// compaction
-	summary      []byte // a JSON string
-	tokensBefore int64
+	Summary      []byte // a JSON string
+	TokensBefore int64
 
 	// custom_message
-	customType string
+	CustomType string
 }
 
-// view is what converters write into.
-type view struct {
-	out  *spool
-	rows []int32
-	// w holds the lines not in out yet, the one being written from lineAt.
-	w      jsonw
+// Emitter is what converters write into.
+type Emitter struct {
+	Out  *Spool
+	Rows []int32
+	// W holds the lines not in out yet, the one being written from lineAt.
+	W      JSONWriter
 	lineAt int
 	// header is written lazily, before the first entry, from what the
 	// converter learnt by then.
-	headerDone bool
-	sessionID  string
-	started    string
-	cwd        string
-	headerRow  int
-	malformed  []Malformed
-	notes      []string
-	window     int
-	windowFrom string
-	// sink, when set, is handed every line with its values (Produced),
+	HeaderDone bool
+	SessionID  string
+	Started    string
+	Cwd        string
+	HeaderRow  int
+	Malformed  []Malformed
+	Notes      []string
+	Window     int
+	WindowFrom string
+	// Sink, when set, is handed every line with its values (Produced),
 	// by drain: pend are those of the lines in w, the last one the line
 	// being written.
-	sink   func(*Produced)
+	Sink   func(*Produced)
 	p      Produced // the line being written, without a sink
 	pend   []Produced
 	blks   []Block // the Blocks of pend
 	blocks chan outBlock
 	free   chan outBlock
 	outErr chan error
-	// measure: the lines are measured, not written (a lazy view, see
+	// Measure: the lines are measured, not written (a lazy view, see
 	// OpenLazy), but for the parts the sink's reader reads (keep); off is
 	// where the next line starts in the view.
-	measure bool
+	Measure bool
 	off     int64
 }
 
@@ -218,15 +218,15 @@ type Malformed struct {
 	Err   string
 }
 
-// put ends the line written in v.w at lineAt (or measured, see
+// Put ends the line written in v.w at lineAt (or measured, see
 // view.measure), the source row it came from. Lines gather in v.w and go
-// to the spool a block at a time: one copy fewer of every byte than a
-// write per line through the spool's buffer.
-func (v *view) put(row int) error {
-	length := len(v.w.b) - v.lineAt + v.w.gone
-	if v.sink != nil {
+// to the Spool a block at a time: one copy fewer of every byte than a
+// write per line through the Spool's buffer.
+func (v *Emitter) Put(row int) error {
+	length := len(v.W.B) - v.lineAt + v.W.gone
+	if v.Sink != nil {
 		p := &v.pend[len(v.pend)-1]
-		p.Line, p.Measured, p.Length, p.Offset, p.Row = v.w.b[v.lineAt:], v.measure, length, v.off, row
+		p.Line, p.Measured, p.Length, p.Offset, p.Row = v.W.B[v.lineAt:], v.Measure, length, v.off, row
 		if span := &p.Summary; span[1] > 0 {
 			span[0], span[1] = span[0]-v.lineAt, span[1]-v.lineAt
 		}
@@ -238,22 +238,22 @@ func (v *view) put(row int) error {
 		v.p = Produced{}
 	}
 	v.off += int64(length) + 1
-	v.w.gone = 0
-	if !v.measure {
-		v.w.b = append(v.w.b, '\n')
+	v.W.gone = 0
+	if !v.Measure {
+		v.W.B = append(v.W.B, '\n')
 	}
-	v.rows = append(v.rows, int32(row))
-	if len(v.w.b) < viewBlock && len(v.pend) < viewLines {
-		v.lineAt = len(v.w.b)
+	v.Rows = append(v.Rows, int32(row))
+	if len(v.W.B) < viewBlock && len(v.pend) < viewLines {
+		v.lineAt = len(v.W.B)
 		return nil
 	}
-	return v.flushOut()
+	return v.FlushOut()
 }
 
 // line starts a line: the Produced it fills (with a sink, the next of
 // pend, zero: drain clears them).
-func (v *view) line() *Produced {
-	if v.sink == nil {
+func (v *Emitter) line() *Produced {
+	if v.Sink == nil {
 		return &v.p
 	}
 	if n := len(v.pend); n < cap(v.pend) {
@@ -265,7 +265,7 @@ func (v *view) line() *Produced {
 }
 
 // viewBlock is how many bytes of lines the view gathers before handing
-// them on (to drain, and the spool). The blocks in flight, each with its
+// them on (to drain, and the Spool). The blocks in flight, each with its
 // lines' Produced values, are held on top of the session being built:
 // small ones keep that small.
 const viewBlock = 256 << 10
@@ -282,24 +282,24 @@ type outBlock struct {
 	blks []Block
 }
 
-// flushOut moves the lines gathered in v.w to the spool. With a sink, a
+// FlushOut moves the lines gathered in v.w to the Spool. With a sink, a
 // goroutine of its own hands the block's lines to the sink and writes them
 // while the converter goes on: building the entries and writing the view
 // were half of the converter's one-core part.
-func (v *view) flushOut() error {
-	if v.sink == nil {
-		_, err := v.out.Write(v.w.b)
-		v.w.b, v.lineAt = v.w.b[:0], 0
+func (v *Emitter) FlushOut() error {
+	if v.Sink == nil {
+		_, err := v.Out.Write(v.W.B)
+		v.W.B, v.lineAt = v.W.B[:0], 0
 		return err
 	}
-	if len(v.pend) == 0 && len(v.w.b) == 0 {
+	if len(v.pend) == 0 && len(v.W.B) == 0 {
 		return nil
 	}
 	if v.blocks == nil {
 		v.blocks, v.free, v.outErr = make(chan outBlock, 2), make(chan outBlock, 3), make(chan error, 1)
 		go v.drain()
 	}
-	v.blocks <- outBlock{v.w.b, v.pend, v.blks}
+	v.blocks <- outBlock{v.W.B, v.pend, v.blks}
 	var next outBlock
 	select {
 	case next = <-v.free:
@@ -307,23 +307,23 @@ func (v *view) flushOut() error {
 		// Room for a block and its last line: grown line by line, a
 		// block was written twice over. A measuring view writes only
 		// the parts its reader keeps: it grows what it needs.
-		if !v.measure {
+		if !v.Measure {
 			next.b = make([]byte, 0, 2*viewBlock)
 		}
 	}
-	v.w.b, v.pend, v.blks, v.lineAt = next.b[:0], next.recs[:0], next.blks[:0], 0
+	v.W.B, v.pend, v.blks, v.lineAt = next.b[:0], next.recs[:0], next.blks[:0], 0
 	return nil
 }
 
 // drain hands each block's lines to the sink, in order, and writes them.
-func (v *view) drain() {
+func (v *Emitter) drain() {
 	var err error
 	for blk := range v.blocks {
 		for i := range blk.recs {
-			v.sink(&blk.recs[i])
+			v.Sink(&blk.recs[i])
 		}
-		if err == nil && !v.measure {
-			_, err = v.out.Write(blk.b)
+		if err == nil && !v.Measure {
+			_, err = v.Out.Write(blk.b)
 		}
 		clear(blk.recs) // their strings are the session's now, or garbage
 		select {
@@ -334,8 +334,8 @@ func (v *view) drain() {
 	v.outErr <- err
 }
 
-// stopOut waits for the lines handed over to be written.
-func (v *view) stopOut() error {
+// StopOut waits for the lines handed over to be written.
+func (v *Emitter) StopOut() error {
 	if v.blocks == nil {
 		return nil
 	}
@@ -345,184 +345,184 @@ func (v *view) stopOut() error {
 	return err
 }
 
-// finishOut writes the last lines and finishes the spool.
-func (v *view) finishOut() error {
-	err := v.flushOut()
-	if err2 := v.stopOut(); err == nil {
+// FinishOut writes the last lines and finishes the Spool.
+func (v *Emitter) FinishOut() error {
+	err := v.FlushOut()
+	if err2 := v.StopOut(); err == nil {
 		err = err2
 	}
 	if err != nil {
 		return err
 	}
-	if v.measure {
-		v.out.size = v.off
+	if v.Measure {
+		v.Out.Size = v.off
 	}
-	return v.out.finish()
+	return v.Out.Finish()
 }
 
-func (v *view) header(row int) error {
-	if v.headerDone {
+func (v *Emitter) Header(row int) error {
+	if v.HeaderDone {
 		return nil
 	}
-	v.headerDone = true
-	id := v.sessionID
+	v.HeaderDone = true
+	id := v.SessionID
 	if id == "" {
 		id = "imported"
 	}
-	ts := v.started
+	ts := v.Started
 	if ts == "" {
 		ts = time.Unix(0, 0).UTC().Format(piLayout)
 	}
 	p := v.line()
-	w := &v.w
-	skip := w.skip
-	w.skip = false // the header line is read whole
-	defer func() { w.skip = skip }()
-	w.firstKey("type")
-	w.str("session")
+	w := &v.W
+	skip := w.Skip
+	w.Skip = false // the header line is read whole
+	defer func() { w.Skip = skip }()
+	w.FirstKey("type")
+	w.Str("session")
 	w.key("version")
-	w.raw("3")
+	w.Raw("3")
 	w.key("id")
-	w.str(id)
+	w.Str(id)
 	w.key("timestamp")
-	w.str(ts)
+	w.Str(ts)
 	w.key("cwd")
-	w.str(v.cwd)
-	w.raw("}")
-	if v.headerRow > 0 {
-		row = v.headerRow
+	w.Str(v.Cwd)
+	w.Raw("}")
+	if v.HeaderRow > 0 {
+		row = v.HeaderRow
 	}
 	p.Header = true
-	return v.put(row)
+	return v.Put(row)
 }
 
-// emit writes one entry produced from source row.
-func (v *view) emit(e *entry, row int) error {
-	if err := v.header(row); err != nil {
+// Emit writes one entry produced from source row.
+func (v *Emitter) Emit(e *Entry, row int) error {
+	if err := v.Header(row); err != nil {
 		return err
 	}
 	p := v.line()
-	if v.sink == nil {
-		encodeEntry(&v.w, e, p, nil)
-		return v.put(row)
+	if v.Sink == nil {
+		encodeEntry(&v.W, e, p, nil)
+		return v.Put(row)
 	}
 	from := len(v.blks)
-	encodeEntry(&v.w, e, p, &v.blks)
+	encodeEntry(&v.W, e, p, &v.blks)
 	p.Blocks = v.blks[from:len(v.blks):len(v.blks)]
-	return v.put(row)
+	return v.Put(row)
 }
 
 // encodeEntry writes e's line and notes in p what the line says, its
 // content's blocks in blks (nil: not noted).
-func encodeEntry(w *jsonw, e *entry, p *Produced, blks *[]Block) {
-	w.firstKey("type")
-	p.Type = w.strWritten(e.typ)
-	switch e.typ {
+func encodeEntry(w *JSONWriter, e *Entry, p *Produced, blks *[]Block) {
+	w.FirstKey("type")
+	p.Type = w.strWritten(e.Typ)
+	switch e.Typ {
 	case "custom_message":
-		p.CustomType = w.field("customType", e.customType)
+		p.CustomType = w.field("customType", e.CustomType)
 		w.key("content")
 		p.Content = encodeContent(w, e, blks)
 		w.key("display")
-		w.raw("false")
+		w.Raw("false")
 		writeBase(w, e, p)
-		w.raw("}")
+		w.Raw("}")
 		return
 	}
 	writeBase(w, e, p)
-	switch e.typ {
+	switch e.Typ {
 	case "message":
 		w.key("message")
 		encodeMessage(w, e, p, blks)
 	case "compaction":
 		w.key("summary")
-		skip := w.skip
-		w.skip = false // read by the sink's reader
-		at := len(w.b)
-		w.jstr(e.summary)
-		p.Summary = [2]int{at, len(w.b)}
-		w.skip = skip
+		skip := w.Skip
+		w.Skip = false // read by the sink's reader
+		at := len(w.B)
+		w.jstr(e.Summary)
+		p.Summary = [2]int{at, len(w.B)}
+		w.Skip = skip
 		w.key("firstKeptEntryId")
-		w.str("")
+		w.Str("")
 		w.key("tokensBefore")
-		w.int(e.tokensBefore)
-		p.TokensBefore = e.tokensBefore
+		w.int(e.TokensBefore)
+		p.TokensBefore = e.TokensBefore
 		w.key("fromHook")
-		w.raw("false")
+		w.Raw("false")
 	case "model_change":
-		p.Provider = w.field("provider", e.provider)
-		p.Model = w.field("modelId", e.model)
+		p.Provider = w.field("provider", e.Provider)
+		p.Model = w.field("modelId", e.Model)
 	}
-	w.raw("}")
+	w.Raw("}")
 }
 
-func writeBase(w *jsonw, e *entry, p *Produced) {
+func writeBase(w *JSONWriter, e *Entry, p *Produced) {
 	w.key("id")
-	p.ID, p.IDUUID, p.HasIDUUID, p.IDRow, p.HasIDRow = w.id(e.id)
+	p.ID, p.IDUUID, p.HasIDUUID, p.IDRow, p.HasIDRow = w.id(e.ID)
 	w.key("parentId")
-	if e.parent.none() {
-		w.raw("null")
+	if e.Parent.none() {
+		w.Raw("null")
 	} else {
-		p.ParentID, p.ParentUUID, p.HasParentUUID, p.ParentRow, p.HasParentRow = w.id(e.parent)
+		p.ParentID, p.ParentUUID, p.HasParentUUID, p.ParentRow, p.HasParentRow = w.id(e.Parent)
 	}
-	if e.tsPi {
+	if e.TsPi {
 		w.key("timestamp")
-		w.piTime(e.tsMS)
-		p.TimestampMS, p.HasTimestampMS = e.tsMS, true
+		w.piTime(e.TsMS)
+		p.TimestampMS, p.HasTimestampMS = e.TsMS, true
 		return
 	}
-	p.Timestamp = w.field("timestamp", e.timestamp)
+	p.Timestamp = w.field("timestamp", e.Timestamp)
 }
 
-func encodeMessage(w *jsonw, e *entry, p *Produced, blks *[]Block) {
-	w.firstKey("role")
-	p.Role = w.strWritten(e.role)
-	switch e.role {
+func encodeMessage(w *JSONWriter, e *Entry, p *Produced, blks *[]Block) {
+	w.FirstKey("role")
+	p.Role = w.strWritten(e.Role)
+	switch e.Role {
 	case "toolResult":
-		p.ToolCallID = w.field("toolCallId", e.toolCallID)
-		p.ToolName = w.field("toolName", e.toolName)
+		p.ToolCallID = w.field("toolCallId", e.ToolCallID)
+		p.ToolName = w.field("toolName", e.ToolName)
 		w.key("content")
 		p.Content = encodeContent(w, e, blks)
 		w.key("isError")
-		if e.isError {
-			w.raw("true")
+		if e.IsError {
+			w.Raw("true")
 		} else {
-			w.raw("false")
+			w.Raw("false")
 		}
-		p.IsError = e.isError
+		p.IsError = e.IsError
 	case "assistant":
 		w.key("content")
 		p.Content = encodeContent(w, e, blks)
 		w.key("api")
-		w.str(e.api)
-		p.Provider = w.field("provider", e.provider)
-		p.Model = w.field("model", e.model)
-		u := e.usage
+		w.Str(e.API)
+		p.Provider = w.field("provider", e.Provider)
+		p.Model = w.field("model", e.Model)
+		u := e.Usage
 		if u == nil {
-			u = &usage{}
+			u = &Usage{}
 		}
-		p.Usage, p.HasUsage = [5]int64{u.input, u.output, u.cacheRead, u.cacheWrite, u.total}, true
+		p.Usage, p.HasUsage = [5]int64{u.Input, u.Output, u.CacheRead, u.CacheWrite, u.Total}, true
 		w.key("usage")
-		w.firstKey("input")
-		w.int(u.input)
+		w.FirstKey("input")
+		w.int(u.Input)
 		w.key("output")
-		w.int(u.output)
+		w.int(u.Output)
 		w.key("cacheRead")
-		w.int(u.cacheRead)
+		w.int(u.CacheRead)
 		w.key("cacheWrite")
-		w.int(u.cacheWrite)
+		w.int(u.CacheWrite)
 		w.key("totalTokens")
-		w.int(u.total)
+		w.int(u.Total)
 		w.key("cost")
-		w.raw(`{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}}`)
-		p.StopReason = w.field("stopReason", e.stopReason)
+		w.Raw(`{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}}`)
+		p.StopReason = w.field("stopReason", e.StopReason)
 	default:
 		w.key("content")
 		p.Content = encodeContent(w, e, blks)
 	}
 	w.key("timestamp")
-	w.int(e.msgTime)
-	p.MsgTime = e.msgTime
-	w.raw("}")
+	w.int(e.MsgTime)
+	p.MsgTime = e.MsgTime
+	w.Raw("}")
 }
 
 // written is s as a reader of the line decodes it: AppendString writes
@@ -531,92 +531,92 @@ func written(s string) string {
 	if utf8.ValidString(s) {
 		return s
 	}
-	return jstr{q: AppendString(nil, s), esc: true}.String()
+	return Str{Q: AppendString(nil, s), Esc: true}.String()
 }
 
 // encodeContent writes e's content and returns what it starts with ('"'
 // or '['); blocks (unless nil) gets its blocks. When w measures, the
 // blocks the converter did not size are written all the same: their
 // reader sizes them from their bytes.
-func encodeContent(w *jsonw, e *entry, blks *[]Block) byte {
-	skip := w.skip
-	defer func() { w.skip = skip }()
-	if e.contentString {
-		var s jtext
-		if len(e.content) > 0 {
-			s = e.content[0].text
+func encodeContent(w *JSONWriter, e *Entry, blks *[]Block) byte {
+	skip := w.Skip
+	defer func() { w.Skip = skip }()
+	if e.ContentString {
+		var s Text
+		if len(e.Content) > 0 {
+			s = e.Content[0].Text
 		}
-		w.skip = skip && s.sized
-		at := len(w.b)
-		w.jstr(s.b)
+		w.Skip = skip && s.sized
+		at := len(w.B)
+		w.jstr(s.B)
 		if blks != nil {
-			*blks = append(*blks, Block{Kind: "text", Span: [2]int{at, len(w.b)}, Chars: s.chars, Sized: s.sized})
+			*blks = append(*blks, Block{Kind: "text", Span: [2]int{at, len(w.B)}, Chars: s.chars, Sized: s.sized})
 		}
 		return '"'
 	}
-	w.raw("[")
-	for i := range e.content {
+	w.Raw("[")
+	for i := range e.Content {
 		if i > 0 {
-			w.raw(",")
+			w.Raw(",")
 		}
-		b := &e.content[i]
-		sized := b.text.sized || b.kind == "image" // an image is counted, not measured
-		w.skip = skip && sized
-		from := len(w.b)
+		b := &e.Content[i]
+		sized := b.Text.sized || b.Kind == "image" // an image is counted, not measured
+		w.Skip = skip && sized
+		from := len(w.B)
 		encodeBlock(w, b)
 		if blks != nil {
-			*blks = append(*blks, Block{Kind: b.kind, Span: [2]int{from, len(w.b)}, Chars: b.text.chars, Sized: sized})
+			*blks = append(*blks, Block{Kind: b.Kind, Span: [2]int{from, len(w.B)}, Chars: b.Text.chars, Sized: sized})
 		}
-		w.skip = skip
+		w.Skip = skip
 	}
-	w.raw("]")
+	w.Raw("]")
 	return '['
 }
 
 // encodeBlock writes one content block.
-func encodeBlock(w *jsonw, b *block) {
-	w.firstKey("type")
-	w.str(b.kind)
-	switch b.kind {
+func encodeBlock(w *JSONWriter, b *Part) {
+	w.FirstKey("type")
+	w.Str(b.Kind)
+	switch b.Kind {
 	case "text":
 		w.key("text")
-		w.jstr(b.text.b)
+		w.jstr(b.Text.B)
 	case "thinking":
 		w.key("thinking")
-		w.jstr(b.text.b)
-		if b.sig != nil {
+		w.jstr(b.Text.B)
+		if b.Sig != nil {
 			w.key("thinkingSignature")
-			w.rawb(b.sig)
+			w.rawb(b.Sig)
 		}
-		if b.redacted {
+		if b.Redacted {
 			w.key("redacted")
-			w.raw("true")
+			w.Raw("true")
 		}
 	case "image":
 		w.key("data")
-		w.jstr(b.data)
+		w.jstr(b.Data)
 		w.key("mimeType")
-		w.jstr(b.mime)
+		w.jstr(b.Mime)
 	case "toolCall":
 		w.key("id")
-		w.str(b.id)
+		w.Str(b.ID)
 		w.key("name")
-		w.str(b.name)
+		w.Str(b.Name)
 		w.key("arguments")
-		if len(b.args) == 0 {
-			w.raw("{}")
+		if len(b.Args) == 0 {
+			w.Raw("{}")
 		} else {
-			w.rawb(b.args)
+			w.rawb(b.Args)
 		}
 	}
-	w.raw("}")
+	w.Raw("}")
 }
 
-// piTime normalises an ISO-8601 timestamp to pi's form (UTC, ms, Z) and
+// PiTime normalises an ISO-8601 timestamp to pi's form (UTC, ms, Z) and
 // gives the message timestamp pi stores (epoch ms); an unparsable one is
 // kept as it is, with 0.
-func piTime(s string) (iso string, ms int64) {
-	if ms, ok := piForm(s); ok {
+func PiTime(s string) (iso string, ms int64) {
+	if ms, ok := PiForm(s); ok {
 		return s, ms
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
@@ -626,12 +626,12 @@ func piTime(s string) (iso string, ms int64) {
 	return t.UTC().Format(piLayout), t.UnixMilli()
 }
 
-// piForm reads a timestamp already in pi's form (2026-03-02T09:00:02.370Z,
+// PiForm reads a timestamp already in pi's form (2026-03-02T09:00:02.370Z,
 // what Claude Code and Codex write on every line) without time.Parse and
 // Format, which were a tenth of a converter's work and a string per line;
 // ok is false for any other form, and for a field out of range, which
-// piTime leaves to time.Parse.
-func piForm[T string | []byte](s T) (ms int64, ok bool) {
+// PiTime leaves to time.Parse.
+func PiForm[T string | []byte](s T) (ms int64, ok bool) {
 	if len(s) != 24 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' || s[19] != '.' || s[23] != 'Z' {
 		return 0, false
 	}
@@ -657,9 +657,9 @@ func piForm[T string | []byte](s T) (ms int64, ok bool) {
 	return t.UnixMilli(), true
 }
 
-// compactArgs is argsObject for a raw value jdec.raw measured: a compact
+// CompactArgs is argsObject for a raw value Dec.raw measured: a compact
 // object is used as it is.
-func compactArgs(raw []byte, compact bool) []byte {
+func CompactArgs(raw []byte, compact bool) []byte {
 	if compact && len(raw) > 0 && raw[0] == '{' {
 		return raw
 	}
@@ -672,43 +672,43 @@ func argsObject(raw []byte) []byte {
 	if isObject(raw) && json.Valid(raw) {
 		return compactJSON(raw)
 	}
-	var w jsonw
-	w.firstKey("input")
+	var w JSONWriter
+	w.FirstKey("input")
 	if len(raw) == 0 || !json.Valid(raw) {
-		w.str(string(raw))
+		w.Str(string(raw))
 	} else {
 		w.rawb(compactJSON(raw))
 	}
-	w.raw("}")
-	return w.b
+	w.Raw("}")
+	return w.B
 }
 
-// argsFromString parses a JSON-encoded arguments string (Codex's
+// ArgsFromString parses a JSON-encoded arguments string (Codex's
 // function_call.arguments); a string that is not a JSON object becomes
 // {"input": string}.
-func argsFromString(s string) []byte {
+func ArgsFromString(s string) []byte {
 	b := []byte(s)
 	if isObject(b) && json.Valid(b) {
 		return compactJSON(b)
 	}
-	var w jsonw
-	w.firstKey("input")
-	w.str(s)
-	w.raw("}")
-	return w.b
+	var w JSONWriter
+	w.FirstKey("input")
+	w.Str(s)
+	w.Raw("}")
+	return w.B
 }
 
-// argsFromJSON is argsFromString for the string s of a line. A compact
+// ArgsFromJSON is ArgsFromString for the string s of a line. A compact
 // object spelled with the common escapes only (an arguments string almost
 // always is) is unescaped and checked here, without encoding/json.
-func argsFromJSON(s jstr) []byte {
+func ArgsFromJSON(s Str) []byte {
 	if b, ok := s.unescaped(); ok && len(b) > 0 && b[0] == '{' {
-		d := newDec(b)
-		if raw, compact := d.raw(); compact && !d.bad && len(raw) == len(b) {
+		d := NewDec(b)
+		if raw, compact := d.Raw(); compact && !d.Bad && len(raw) == len(b) {
 			return b // what json.Compact would write of it
 		}
 	}
-	return argsFromString(s.String())
+	return ArgsFromString(s.String())
 }
 
 func compactJSON(raw []byte) []byte {
@@ -739,11 +739,11 @@ type View struct {
 	// Notes are facts worth a warning (skipped side-chain lines, …).
 	Notes []string
 
-	data *spool
+	data *Spool
 	rows []int32
 	// fill writes a lazy view's bytes (data only measured them so far);
 	// mu guards it, data and fillErr.
-	fill    func() (*spool, error)
+	fill    func() (*Spool, error)
 	fillErr error
 	closed  bool
 	mu      sync.Mutex
@@ -763,9 +763,9 @@ func (r viewBytes) ReadAt(p []byte, off int64) (int, error) {
 	return data.ReadAt(p, off)
 }
 
-// bytes is the spool holding the view's bytes; a lazy view's are written
+// bytes is the Spool holding the view's bytes; a lazy view's are written
 // by the first call.
-func (v *View) bytes() (*spool, error) {
+func (v *View) bytes() (*Spool, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	switch {
@@ -775,9 +775,9 @@ func (v *View) bytes() (*spool, error) {
 		return v.data, v.fillErr
 	}
 	data, err := v.fill()
-	if err == nil && data.size != v.data.size {
+	if err == nil && data.Size != v.data.Size {
 		data.Close()
-		err = fmt.Errorf("%s changed while ctxtool read it (its translation is %d bytes now, %d before): run the command again", v.File, data.size, v.data.size)
+		err = fmt.Errorf("%s changed while ctxtool read it (its translation is %d bytes now, %d before): run the command again", v.File, data.Size, v.data.Size)
 	}
 	if err != nil {
 		v.fillErr = err
@@ -788,7 +788,7 @@ func (v *View) bytes() (*spool, error) {
 }
 
 // Size is the length of the pi JSONL in bytes.
-func (v *View) Size() int64 { return v.data.size }
+func (v *View) Size() int64 { return v.data.Size }
 
 // Lines is the number of pi lines.
 func (v *View) Lines() int { return len(v.rows) }
@@ -806,7 +806,7 @@ func (v *View) WriteTo(w io.Writer) (int64, error) {
 	return io.Copy(w, io.NewSectionReader(v.ReaderAt(), 0, v.Size()))
 }
 
-// Close releases the spool.
+// Close releases the Spool.
 func (v *View) Close() error {
 	if v == nil || v.data == nil {
 		return nil
@@ -825,15 +825,42 @@ func (v *View) Cite(row int) string {
 	return fmt.Sprintf("line %d", row)
 }
 
-func (v *view) finish(f Format, file, unit string) (*View, error) {
-	if !v.headerDone {
-		if err := v.header(1); err != nil {
+func (v *Emitter) Finish(f Format, file, unit string) (*View, error) {
+	if !v.HeaderDone {
+		if err := v.Header(1); err != nil {
 			return nil, err
 		}
 	}
-	if err := v.finishOut(); err != nil {
+	if err := v.FinishOut(); err != nil {
 		return nil, err
 	}
-	return &View{Format: f, File: file, Unit: unit, ContextWindow: v.window, WindowSource: v.windowFrom, Malformed: v.malformed,
-		Notes: v.notes, data: v.out, rows: v.rows}, nil
+	return &View{Format: f, File: file, Unit: unit, ContextWindow: v.Window, WindowSource: v.WindowFrom, Malformed: v.Malformed,
+		Notes: v.Notes, data: v.Out, rows: v.Rows}, nil
+}
+
+// ViewWritten reports whether v's bytes are written (a lazy view's are
+// not, until read): OpenLazy and formats' tests ask.
+func ViewWritten(v *View) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return !v.data.Discard
+}
+
+// NewView is the view of the lines e holds that no converter wrote (pi
+// lines copied, an OpenClaw store's events): format f, the source file, its
+// unit ("line", "seq") and the malformed source lines.
+func NewView(f Format, file, unit string, malformed []Malformed, e *Emitter) *View {
+	return &View{Format: f, File: file, Unit: unit, Malformed: malformed, data: e.Out, rows: e.Rows}
+}
+
+// FillLater has a lazy view's bytes written on its first read, by fill,
+// which converts the same source bytes again.
+func FillLater(v *View, fill func() (*View, error)) {
+	v.fill = func() (*Spool, error) {
+		w, err := fill()
+		if err != nil {
+			return nil, err
+		}
+		return w.data, nil
+	}
 }

@@ -1,4 +1,4 @@
-package formats_test
+package codex_test
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package formats_test
+package claudecode_test
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package formats
+package codex
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/ctxtool/ctxtool/pkg/formats/internal/conv"
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -39,16 +40,16 @@ type cxBase struct {
 // maxForkDepth bounds a chain of forks (and a loop of bad pointers).
 const maxForkDepth = 16
 
-func (d *jdec) cxBase() cxBase {
+func (d *cxDec) cxBase() cxBase {
 	var b cxBase
-	for k, ok := d.key(); ok; k, ok = d.key() {
+	for k, ok := d.Key(); ok; k, ok = d.Key() {
 		switch string(k) {
 		case "thread_id":
-			b.thread = d.string("thread_id")
+			b.thread = d.String("thread_id")
 		case "end_byte_offset":
-			b.end = d.int("end_byte_offset")
+			b.end = d.Int("end_byte_offset")
 		default:
-			d.skip()
+			d.Skip()
 		}
 	}
 	return b
@@ -63,33 +64,33 @@ func (c *cxConv) joinParent(b cxBase) error {
 	if c.file == "" || c.file == "-" {
 		// Standard input, or recall's line-by-line reading (each file
 		// indexes its own lines; the view's notes are not read there).
-		c.v.notes = append(c.v.notes, fmt.Sprintf("Codex fork of %s: read without a file beside it, the parent's history is not joined; only the fork's own turns are read", b.thread))
+		c.v.Notes = append(c.v.Notes, fmt.Sprintf("Codex fork of %s: read without a file beside it, the parent's history is not joined; only the fork's own turns are read", b.thread))
 		return nil
 	}
 	if c.depth >= maxForkDepth {
-		c.v.notes = append(c.v.notes, fmt.Sprintf("Codex fork history deeper than %d forks: history before %s not read", maxForkDepth, b.thread))
+		c.v.Notes = append(c.v.Notes, fmt.Sprintf("Codex fork history deeper than %d forks: history before %s not read", maxForkDepth, b.thread))
 		return nil
 	}
 	parent, looked := findRollout(c.file, b.thread)
 	if parent == "" {
-		c.v.notes = append(c.v.notes, fmt.Sprintf("Codex fork of %s: its parent rollout (rollout-*-%s.jsonl[.zst]) is not in %s; only the fork's own turns are read (Codex sent the parent's history before them)",
+		c.v.Notes = append(c.v.Notes, fmt.Sprintf("Codex fork of %s: its parent rollout (rollout-*-%s.jsonl[.zst]) is not in %s; only the fork's own turns are read (Codex sent the parent's history before them)",
 			b.thread, b.thread, strings.Join(looked, " or ")))
 		return nil
 	}
 	r, closer, err := openRollout(parent)
 	if err != nil {
-		c.v.notes = append(c.v.notes, fmt.Sprintf("Codex fork of %s: %v; only the fork's own turns are read", b.thread, err))
+		c.v.Notes = append(c.v.Notes, fmt.Sprintf("Codex fork of %s: %v; only the fork's own turns are read", b.thread, err))
 		return nil
 	}
 	defer closer()
-	saved, savedPrefix, savedFile := len(c.v.malformed), c.prefix, c.file
+	saved, savedPrefix, savedFile := len(c.v.Malformed), c.prefix, c.file
 	c.depth++
 	c.prefix, c.file, c.based = fmt.Sprintf("F%d.", c.depth), parent, false
-	lr := newLineReader(io.LimitReader(r, b.end))
+	lr := conv.NewLineReader(io.LimitReader(r, b.end))
 	var read int64
 	var lines int
 	for {
-		l, err := lr.next()
+		l, err := lr.Next()
 		if err == io.EOF {
 			break
 		}
@@ -101,26 +102,26 @@ func (c *cxConv) joinParent(b cxBase) error {
 		if len(bytes.TrimSpace(l)) == 0 {
 			continue
 		}
-		if err := c.line(lines, append([]byte(nil), l...)); err != nil {
+		if err := c.Line(lines, append([]byte(nil), l...)); err != nil {
 			return fmt.Errorf("%s (the parent of this fork): %w", parent, err)
 		}
 	}
-	if err := c.flush(); err != nil {
+	if err := c.Flush(); err != nil {
 		return err
 	}
 	c.depth--
 	c.prefix, c.file, c.based = savedPrefix, savedFile, true
 	c.lastRow = 0 // the fork's line numbers start again
 	// The parent's bad lines are the parent's: a note, not this file's.
-	for _, m := range c.v.malformed[saved:] {
-		c.v.notes = append(c.v.notes, fmt.Sprintf("%s line %d (fork history): %s", parent, m.Line, m.Err))
+	for _, m := range c.v.Malformed[saved:] {
+		c.v.Notes = append(c.v.Notes, fmt.Sprintf("%s line %d (fork history): %s", parent, m.Line, m.Err))
 	}
-	c.v.malformed = c.v.malformed[:saved]
+	c.v.Malformed = c.v.Malformed[:saved]
 	note := fmt.Sprintf("Codex fork of %s: the history before this file's turns is lines 1–%d of %s (entries from it cite that file's lines)", b.thread, lines, parent)
 	if read < b.end {
 		note = fmt.Sprintf("Codex fork of %s: %s holds %d bytes, the fork's history %d: the parent changed or is cut short; read lines 1–%d", b.thread, parent, read, b.end, lines)
 	}
-	c.v.notes = append(c.v.notes, note)
+	c.v.Notes = append(c.v.Notes, note)
 	return nil
 }
 
@@ -179,7 +180,7 @@ func openRollout(p string) (io.Reader, func(), error) {
 		f.Close()
 		return nil, nil, err
 	}
-	if !bytes.HasPrefix(head[:n], zstdMagic) {
+	if !bytes.HasPrefix(head[:n], conv.ZstdMagic) {
 		return f, func() { f.Close() }, nil
 	}
 	dec, err := zstd.NewReader(f, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))

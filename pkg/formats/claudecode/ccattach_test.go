@@ -1,11 +1,10 @@
-package formats_test
+package claudecode_test
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/ctxtool/ctxtool/internal/testkit"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
 
@@ -49,14 +48,7 @@ func TestClaudeCodeRenderedAttachmentsAreContext(t *testing.T) {
 // loadLines loads the session made of lines, in a file named name.
 func loadLines(t *testing.T, name string, lines []string) *transcript.Session {
 	t.Helper()
-	f := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(f, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s, err := transcript.Load(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testkit.Load(t, testkit.WriteTemp(t, name, []byte(strings.Join(lines, "\n")+"\n")))
 	t.Cleanup(func() { s.Close() })
 	return s
 }

@@ -1,4 +1,4 @@
-package formats
+package conv
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 func BenchmarkJdec(b *testing.B) {
 	var lines [][]byte
 	var n int64
-	for _, f := range []string{"../../testdata/current/claude-code-2.1.jsonl", "../../testdata/current/codex-0.171.jsonl"} {
+	for _, f := range []string{"../../../../testdata/current/claude-code-2.1.jsonl", "../../../../testdata/current/codex-0.171.jsonl"} {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			b.Fatal(err)
@@ -33,10 +33,10 @@ func BenchmarkJdec(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		for _, l := range lines {
-			d := newDec(l)
-			d.raw()
-			d.end()
-			if d.bad {
+			d := NewDec(l)
+			d.Raw()
+			d.End()
+			if d.Bad {
 				b.Fatalf("rejected %.80s", l)
 			}
 		}

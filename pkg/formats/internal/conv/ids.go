@@ -1,47 +1,47 @@
-package formats
+package conv
 
-// uuidMap maps uuid strings to values of type V. A canonical UUID (36
+// UUIDMap maps uuid strings to values of type V. A canonical UUID (36
 // characters, lower-case hex) is keyed by its 16 bytes in a posTable:
 // nearly every line of a Claude Code file adds one, and keying them by
 // their bytes rather than as strings in a Go map took a tenth of the
 // file's reading. Any other string is kept in a map as it is, at a
 // position of its own (zero key, in no slot).
-type uuidMap[V any] struct {
-	t     posTable[uuidKey, V]
+type UUIDMap[V any] struct {
+	T     posTable[uuidKey, V]
 	other map[string]int32
-	// last (lastKey when lastPacked) is the key at last gave, at
-	// position lastAt: a line's parent is most often the line before it,
+	// last (lastKey when LastPacked) is the key at last gave, at
+	// position LastAt: a line's parent is most often the line before it,
 	// found without hashing.
 	last       string
 	lastKey    uuidKey
-	lastPacked bool
-	lastAt     int32
+	LastPacked bool
+	LastAt     int32
 }
 
 // find returns the value of s, nil when it has none.
-func (m *uuidMap[V]) find(s string) *V { return lookup(m, s) }
+func (m *UUIDMap[V]) find(s string) *V { return lookup(m, s) }
 
-// findJSON is find for a JSON string as it appears in a line, without
+// FindJSON is find for a JSON string as it appears in a line, without
 // making a string of it.
-func (m *uuidMap[V]) findJSON(s jstr) *V {
-	if s.esc || !s.canon {
+func (m *UUIDMap[V]) FindJSON(s Str) *V {
+	if s.Esc || !s.Canon {
 		return lookup(m, s.String())
 	}
-	return lookup(m, s.raw())
+	return lookup(m, s.Raw())
 }
 
-func lookup[V any, S string | []byte](m *uuidMap[V], s S) *V {
+func lookup[V any, S string | []byte](m *UUIDMap[V], s S) *V {
 	var i int32
 	if k, canon := packUUID(s); canon {
-		if m.t.n > 0 && m.lastPacked && k == m.lastKey {
-			return m.t.val(m.lastAt)
+		if m.T.n > 0 && m.LastPacked && k == m.lastKey {
+			return m.T.Val(m.LastAt)
 		}
 		if i = m.recent(&k); i < 0 {
-			i = m.t.find(&k)
+			i = m.T.find(&k)
 		}
 	} else {
-		if m.t.n > 0 && !m.lastPacked && string(s) == m.last {
-			return m.t.val(m.lastAt)
+		if m.T.n > 0 && !m.LastPacked && string(s) == m.last {
+			return m.T.Val(m.LastAt)
 		}
 		var ok bool
 		if i, ok = m.other[string(s)]; !ok {
@@ -51,12 +51,12 @@ func lookup[V any, S string | []byte](m *uuidMap[V], s S) *V {
 	if i < 0 {
 		return nil
 	}
-	return m.t.val(i)
+	return m.T.Val(i)
 }
 
 // at returns the value of s, adding a zero one when it has none. The
 // pointer is valid until the next call of at.
-func (m *uuidMap[V]) at(s string) *V {
+func (m *UUIDMap[V]) at(s string) *V {
 	if k, canon := packUUID(s); canon {
 		return m.atPacked(k)
 	}
@@ -65,18 +65,18 @@ func (m *uuidMap[V]) at(s string) *V {
 		if m.other == nil {
 			m.other = map[string]int32{}
 		}
-		i = m.t.add()
+		i = m.T.add()
 		m.other[s] = i
 	}
-	m.last, m.lastPacked, m.lastAt = s, false, i
-	return m.t.val(i)
+	m.last, m.LastPacked, m.LastAt = s, false, i
+	return m.T.Val(i)
 }
 
-// atJSON is at for a JSON string as it appears in a line: a canonical
+// AtJSON is at for a JSON string as it appears in a line: a canonical
 // UUID is added without making a string of it.
-func (m *uuidMap[V]) atJSON(s jstr) *V {
-	if !s.esc && s.canon {
-		if k, canon := packUUID(s.raw()); canon {
+func (m *UUIDMap[V]) AtJSON(s Str) *V {
+	if !s.Esc && s.Canon {
+		if k, canon := packUUID(s.Raw()); canon {
 			return m.atPacked(k)
 		}
 	}
@@ -84,13 +84,13 @@ func (m *uuidMap[V]) atJSON(s jstr) *V {
 }
 
 // atPacked is at for the packed canonical UUID k.
-func (m *uuidMap[V]) atPacked(k uuidKey) *V {
+func (m *UUIDMap[V]) atPacked(k uuidKey) *V {
 	i := m.recent(&k)
 	if i < 0 {
-		i = m.t.put(&k)
+		i = m.T.put(&k)
 	}
-	m.lastKey, m.lastPacked, m.lastAt = k, true, i
-	return m.t.val(i)
+	m.lastKey, m.LastPacked, m.LastAt = k, true, i
+	return m.T.Val(i)
 }
 
 // recent is the position of k among the last keys added, -1 when it is
@@ -98,12 +98,12 @@ func (m *uuidMap[V]) atPacked(k uuidKey) *V {
 // (a tool result's is its call's block), found in keys still in the cache
 // rather than by a probe of the table, which misses it. The zero key is
 // never looked for here: other strings' keys are zero too.
-func (m *uuidMap[V]) recent(k *uuidKey) int32 {
+func (m *UUIDMap[V]) recent(k *uuidKey) int32 {
 	if *k == (uuidKey{}) {
 		return -1
 	}
-	for p := m.t.n - 1; p >= 0 && p >= m.t.n-8; p-- {
-		if *m.t.key(p) == *k {
+	for p := m.T.n - 1; p >= 0 && p >= m.T.n-8; p-- {
+		if *m.T.Key(p) == *k {
 			return p
 		}
 	}
@@ -169,7 +169,7 @@ var hexVal = func() (t [256]byte) {
 	return t
 }()
 
-// toolNames maps tool call ids to tool names, for the results, which name
+// ToolNames maps tool call ids to tool names, for the results, which name
 // their call by id only. A converter keeps every call's for the whole file
 // (a result may come any time later): here an id of up to 32 bytes
 // (Claude Code's toolu_ ids and Codex's call_ ids) is its key's bytes
@@ -181,7 +181,7 @@ var hexVal = func() (t [256]byte) {
 // found in the log's tail, and a table of every call of a 1 GB file (a
 // probe missing the cache at each call, and its growth) was a twentieth
 // of a Codex file's reading.
-type toolNames struct {
+type ToolNames struct {
 	// log holds the short ids set, in order, in chunks (none copied as it
 	// grows), until built: then short holds them and log is dropped.
 	log   [][]callName
@@ -205,8 +205,8 @@ const (
 	recentCalls = 64
 )
 
-func newToolNames() toolNames {
-	return toolNames{long: map[string]uint32{}, index: map[string]uint32{}}
+func NewToolNames() ToolNames {
+	return ToolNames{long: map[string]uint32{}, index: map[string]uint32{}}
 }
 
 // shortKey is id's key, false when id has none: an id is its bytes padded
@@ -219,8 +219,8 @@ func shortKey(id string) (k callKey, ok bool) {
 	return k, true
 }
 
-// set names id's tool.
-func (t *toolNames) set(id, name string) {
+// Set names id's tool.
+func (t *ToolNames) Set(id, name string) {
 	i, ok := t.index[name]
 	if !ok {
 		i = uint32(len(t.names))
@@ -232,7 +232,7 @@ func (t *toolNames) set(id, name string) {
 	case !ok:
 		t.long[id] = i
 	case t.built:
-		*t.short.val(t.short.put(&k)) = i
+		*t.short.Val(t.short.put(&k)) = i
 	default:
 		if n := len(t.log); n == 0 || len(t.log[n-1]) == callChunk {
 			t.log = append(t.log, make([]callName, 0, callChunk))
@@ -242,8 +242,8 @@ func (t *toolNames) set(id, name string) {
 	}
 }
 
-// get is id's tool name, "" when no call had id.
-func (t *toolNames) get(id string) string {
+// Get is id's tool name, "" when no call had id.
+func (t *ToolNames) Get(id string) string {
 	var i uint32
 	if k, short := shortKey(id); short {
 		if !t.built {
@@ -259,7 +259,7 @@ func (t *toolNames) get(id string) string {
 		if p < 0 {
 			return ""
 		}
-		i = *t.short.val(p)
+		i = *t.short.Val(p)
 	} else {
 		var ok bool
 		if i, ok = t.long[id]; !ok {
@@ -271,7 +271,7 @@ func (t *toolNames) get(id string) string {
 
 // recent looks k up among the last recentCalls calls logged, the latest
 // first (the name set last is the one that counts).
-func (t *toolNames) recent(k *callKey) (name uint32, found bool) {
+func (t *ToolNames) recent(k *callKey) (name uint32, found bool) {
 	left := recentCalls
 	for c := len(t.log) - 1; c >= 0 && left > 0; c-- {
 		chunk := t.log[c]
@@ -287,7 +287,7 @@ func (t *toolNames) recent(k *callKey) (name uint32, found bool) {
 
 // build puts the logged calls in the table, in order, unless the log holds
 // no more than recent read; it reports whether it did.
-func (t *toolNames) build() bool {
+func (t *ToolNames) build() bool {
 	n := 0
 	for _, c := range t.log {
 		n += len(c)
@@ -297,7 +297,7 @@ func (t *toolNames) build() bool {
 	}
 	for _, c := range t.log {
 		for j := range c {
-			*t.short.val(t.short.put(&c[j].k)) = c[j].name
+			*t.short.Val(t.short.put(&c[j].k)) = c[j].name
 		}
 	}
 	t.log, t.built = nil, true

@@ -1,4 +1,10 @@
-package formats
+// Package openclawsqlite reads OpenClaw's SQLite session store (≥ 2026.8)
+// as pi v3 views, one session at a time, and lists its sessions. It is a
+// format of pkg/formats that is no JSONL converter (the store holds pi
+// lines already): formats opens it for a store file or a
+// "store.sqlite#<key>" path, and names its API (ListStore, StorePath,
+// SplitStorePath, StoreSession) for formats' callers.
+package openclawsqlite
 
 import (
 	"bytes"
@@ -6,6 +12,7 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctxtool/ctxtool/pkg/formats/internal/conv"
 	"github.com/klauspost/compress/zstd"
 	_ "modernc.org/sqlite" // the driver the recall index uses too
 )
@@ -87,14 +95,14 @@ func SplitStorePath(p string) (db, key string, ok bool) {
 }
 
 func isSQLiteFile(p string) bool {
-	f, err := openRegular(p)
+	f, err := conv.OpenRegular(p)
 	if err != nil || f == nil {
 		return false
 	}
 	defer f.Close()
-	head := make([]byte, len(sqliteMagic))
+	head := make([]byte, len(Magic))
 	n, _ := f.Read(head)
-	return bytes.Equal(head[:n], sqliteMagic)
+	return bytes.Equal(head[:n], Magic)
 }
 
 // openDB opens an OpenClaw store read-only: it never creates, migrates or
@@ -234,7 +242,11 @@ func coldArchiveBytes(ctx context.Context, db *sql.DB, s *StoreSession) ([]byte,
 	return data, nil
 }
 
-func openStore(dbPath, key, name string) (*View, error) {
+// Open reads one session of the store at dbPath (key "": the only
+// one) as the view name cites. isHeader reports whether a line is a pi
+// session header (the store holds imported JSONL lines; a header-less
+// import is given one).
+func Open(dbPath, key, name string, isHeader func(line []byte) bool) (*conv.View, error) {
 	db, err := openDB(dbPath)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dbPath, err)
@@ -271,21 +283,21 @@ func openStore(dbPath, key, name string) (*View, error) {
 				what = fmt.Sprintf("has no session %q", key)
 			}
 			return nil, fmt.Errorf("%s: the OpenClaw store %s; name one as %s (sessions: %s), or give a directory to walk them all",
-				dbPath, what, shellQuote(StorePath(dbPath, sessions[0].Key)), strings.Join(keys, ", "))
+				dbPath, what, conv.ShellQuote(StorePath(dbPath, sessions[0].Key)), strings.Join(keys, ", "))
 		}
 	}
 	if name == dbPath {
 		name = StorePath(dbPath, sess.Key)
 	}
-	v, err := readSession(db, sess, name)
+	v, err := readSession(db, sess, name, isHeader)
 	if err != nil {
 		return nil, err
 	}
-	v.Format = OpenClawSQLite
+	v.Format = conv.OpenClawSQLite
 	return v, nil
 }
 
-func readSession(db *sql.DB, sess *StoreSession, name string) (*View, error) {
+func readSession(db *sql.DB, sess *StoreSession, name string, isHeader func([]byte) bool) (*conv.View, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
@@ -293,9 +305,9 @@ func readSession(db *sql.DB, sess *StoreSession, name string) (*View, error) {
 		return nil, err
 	}
 	defer dec.Close()
-	r := &storeReader{v: &view{out: &spool{}}, sess: sess}
-	fail := func(err error) (*View, error) {
-		r.v.out.Close()
+	r := &storeReader{v: &conv.Emitter{Out: &conv.Spool{}}, sess: sess, isHeader: isHeader}
+	fail := func(err error) (*conv.View, error) {
+		r.v.Out.Close()
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	after := -1
@@ -336,33 +348,34 @@ func readSession(db *sql.DB, sess *StoreSession, name string) (*View, error) {
 		}
 		return fail(err)
 	}
-	if err := r.v.finishOut(); err != nil {
+	if err := r.v.FinishOut(); err != nil {
 		return fail(err)
 	}
-	r.v.headerDone = true
-	return &View{Format: OpenClawSQLite, File: name, Unit: "seq", data: r.v.out, rows: r.v.rows}, nil
+	r.v.HeaderDone = true
+	return conv.NewView(conv.OpenClawSQLite, name, "seq", nil, r.v), nil
 }
 
 // storeReader spools one store session's events, in seq order, as the
 // view's lines.
 type storeReader struct {
-	v    *view
-	sess *StoreSession
+	v        *conv.Emitter
+	sess     *StoreSession
+	isHeader func([]byte) bool
 }
 
 func (r *storeReader) event(seq int, line []byte) error {
-	if len(r.v.rows) == 0 { // the session's first event
-		if f, _, ok := classifyLine(line); !ok || f != Pi || !bytes.Contains(line, []byte(`"session"`)) {
+	if len(r.v.Rows) == 0 { // the session's first event
+		if !r.isHeader(line) {
 			// A header-less import: give the view the header pi needs.
-			r.v.sessionID = r.sess.SessionID
-			r.v.headerRow = seq
-			if err := r.v.header(seq); err != nil {
+			r.v.SessionID = r.sess.SessionID
+			r.v.HeaderRow = seq
+			if err := r.v.Header(seq); err != nil {
 				return err
 			}
 		}
 	}
-	r.v.w.b = append(r.v.w.b, line...)
-	return r.v.put(seq)
+	r.v.W.B = append(r.v.W.B, line...)
+	return r.v.Put(seq)
 }
 
 // readCold spools the events of the session's cold archive, decompressed
@@ -377,16 +390,16 @@ func (r *storeReader) readCold(ctx context.Context, db *sql.DB) error {
 		return err
 	}
 	defer dec.Close()
-	lr := newLineReader(dec)
+	lr := conv.NewLineReader(dec)
 	for no := 1; ; no++ {
-		line, err := lr.next()
+		line, err := lr.Next()
 		if err == io.EOF {
 			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("cold archive of session %s: zstd: %w", r.sess.Key, err)
 		}
-		seq, ev, ok, err := coldRecord(line)
+		seq, ev, ok, err := ColdRecord(line)
 		if err != nil {
 			return fmt.Errorf("cold archive of session %s: line %d: %w", r.sess.Key, no, err)
 		}
@@ -396,4 +409,26 @@ func (r *storeReader) readCold(ctx context.Context, db *sql.DB) error {
 			}
 		}
 	}
+}
+
+// Magic starts an SQLite database file.
+var Magic = []byte("SQLite format 3\x00")
+
+// ColdRecord decodes one cold-archive record: ok when it is an event, with
+// its seq and original line.
+func ColdRecord(l []byte) (seq int, event []byte, ok bool, err error) {
+	var rec struct {
+		Kind string `json:"kind"`
+		Row  struct {
+			Seq       int    `json:"seq"`
+			EventJSON string `json:"event_json"`
+		} `json:"row"`
+	}
+	if err := json.Unmarshal(l, &rec); err != nil {
+		return 0, nil, false, err
+	}
+	if rec.Kind != "event" {
+		return 0, nil, false, nil
+	}
+	return rec.Row.Seq, []byte(rec.Row.EventJSON), true, nil
 }

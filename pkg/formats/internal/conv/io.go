@@ -1,4 +1,4 @@
-package formats
+package conv
 
 import (
 	"bufio"
@@ -13,74 +13,74 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/internal/jsout"
 )
 
-// lineReader yields lines (without the newline) of any length; a final line
+// LineReader yields lines (without the newline) of any length; a final line
 // without newline counts.
-type lineReader struct {
-	br   *bufio.Reader
+type LineReader struct {
+	Br   *bufio.Reader
 	src  io.Reader // what br reads
 	long []byte
 	// max bounds one line (0: unbounded).
 	max int
 }
 
-var errLineTooLong = errors.New("line too long")
+var ErrLineTooLong = errors.New("line too long")
 
-func newLineReader(r io.Reader) *lineReader { return newLineReaderSize(r, 1<<20) }
+func NewLineReader(r io.Reader) *LineReader { return NewLineReaderSize(r, 1<<20) }
 
-// readers keeps newLineReader's 1 MiB buffers for the next file: reading
+// readers keeps NewLineReader's 1 MiB buffers for the next file: reading
 // a directory of small sessions allocated and cleared one per file (1 GB
 // of 3 MB Claude Code files: 1.3 GB of buffers, 7% of estimate's CPU).
 var readers sync.Pool
 
-// takeLineReader is newLineReader with a buffer from readers; release
+// TakeLineReader is NewLineReader with a buffer from readers; release
 // hands it back.
-func takeLineReader(r io.Reader) *lineReader {
+func TakeLineReader(r io.Reader) *LineReader {
 	if br, ok := readers.Get().(*bufio.Reader); ok {
 		br.Reset(r)
-		return &lineReader{br: br, src: r}
+		return &LineReader{Br: br, src: r}
 	}
-	return newLineReader(r)
+	return NewLineReader(r)
 }
 
-// release hands l's buffer back once nothing reads through it any more
+// Release hands l's buffer back once nothing reads through it any more
 // (nor any slice it handed out: lines are copied by whoever keeps them).
-func (l *lineReader) release() {
-	l.br.Reset(nil)
-	readers.Put(l.br)
-	l.br = nil
+func (l *LineReader) Release() {
+	l.Br.Reset(nil)
+	readers.Put(l.Br)
+	l.Br = nil
 }
 
-// newLineReaderSize reads with a buffer of size bytes (longer lines are
+// NewLineReaderSize reads with a buffer of size bytes (longer lines are
 // still read whole).
-func newLineReaderSize(r io.Reader, size int) *lineReader {
-	return &lineReader{br: bufio.NewReaderSize(r, size), src: r}
+func NewLineReaderSize(r io.Reader, size int) *LineReader {
+	return &LineReader{Br: bufio.NewReaderSize(r, size), src: r}
 }
 
-// rest reads what l has not handed out: the bytes in its buffer, then its
+// Rest reads what l has not handed out: the bytes in its buffer, then its
 // source directly. The converters read a chunk at a time, a quarter of
 // the buffer: through it, every byte of the file was copied once more.
-func (l *lineReader) rest() io.Reader {
-	buf, _ := l.br.Peek(l.br.Buffered())
+func (l *LineReader) Rest() io.Reader {
+	buf, _ := l.Br.Peek(l.Br.Buffered())
 	return io.MultiReader(bytes.NewReader(buf), l.src)
 }
 
-func (l *lineReader) peek(n int) ([]byte, error) {
-	b, err := l.br.Peek(n)
+func (l *LineReader) Peek(n int) ([]byte, error) {
+	b, err := l.Br.Peek(n)
 	if err == io.EOF || err == bufio.ErrBufferFull {
 		err = nil
 	}
 	return b, err
 }
 
-// next returns the next line; the slice is valid until the next call.
-func (l *lineReader) next() ([]byte, error) {
+// Next returns the next line; the slice is valid until the next call.
+func (l *LineReader) Next() ([]byte, error) {
 	l.long = l.long[:0]
 	for {
-		part, err := l.br.ReadSlice('\n')
+		part, err := l.Br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {
 			l.long = append(l.long, part...)
 			if l.max > 0 && len(l.long) > l.max {
-				return nil, errLineTooLong
+				return nil, ErrLineTooLong
 			}
 			continue
 		}
@@ -109,30 +109,30 @@ func (l *lineReader) next() ([]byte, error) {
 // rest goes to a temporary file.
 var spoolMemory = 32 << 20
 
-// spoolBlock is the size of the spool's memory blocks: fixed blocks, so
+// spoolBlock is the size of the Spool's memory blocks: fixed blocks, so
 // that growing never copies what is written.
 const spoolBlock = 1 << 20
 
-// spool is an append-only byte store readable at any offset: memory first,
+// Spool is an append-only byte store readable at any offset: memory first,
 // then an unlinked temporary file.
-type spool struct {
+type Spool struct {
 	mu   sync.Mutex
 	mem  [][]byte // full blocks of spoolBlock bytes, the last one filling
 	file *os.File
 	w    *bufio.Writer
-	size int64
-	// discard: only the size is kept (a lazy view, see OpenLazy).
-	discard bool
+	Size int64
+	// Discard: only the size is kept (a lazy view, see OpenLazy).
+	Discard bool
 }
 
-func (s *spool) Write(p []byte) (int, error) {
+func (s *Spool) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.discard {
-		s.size += int64(len(p))
+	if s.Discard {
+		s.Size += int64(len(p))
 		return len(p), nil
 	}
-	if s.file == nil && s.size+int64(len(p)) > int64(spoolMemory) {
+	if s.file == nil && s.Size+int64(len(p)) > int64(spoolMemory) {
 		f, err := os.CreateTemp("", "ctxtool-view-*.jsonl")
 		if err != nil {
 			return 0, fmt.Errorf("temporary file for the converted transcript: %w (set TMPDIR to a writable directory)", err)
@@ -147,7 +147,7 @@ func (s *spool) Write(p []byte) (int, error) {
 		}
 		s.mem = nil
 	}
-	s.size += int64(len(p))
+	s.Size += int64(len(p))
 	if s.file != nil {
 		return s.w.Write(p)
 	}
@@ -167,8 +167,8 @@ func (s *spool) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// finish flushes the file part.
-func (s *spool) finish() error {
+// Finish flushes the file part.
+func (s *Spool) Finish() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.w != nil {
@@ -177,9 +177,9 @@ func (s *spool) finish() error {
 	return nil
 }
 
-func (s *spool) ReadAt(p []byte, off int64) (int, error) {
+func (s *Spool) ReadAt(p []byte, off int64) (int, error) {
 	s.mu.Lock()
-	f, mem, size := s.file, s.mem, s.size
+	f, mem, size := s.file, s.mem, s.Size
 	s.mu.Unlock()
 	if f != nil {
 		return f.ReadAt(p, off)
@@ -197,7 +197,7 @@ func (s *spool) ReadAt(p []byte, off int64) (int, error) {
 	return n, nil
 }
 
-func (s *spool) Close() error {
+func (s *Spool) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.mem = nil
@@ -209,74 +209,74 @@ func (s *spool) Close() error {
 	return nil
 }
 
-// jsonw appends JSON the way JSON.stringify writes it (no HTML escaping,
+// JSONWriter appends JSON the way JSON.stringify writes it (no HTML escaping,
 // compact), which is all the produced pi lines need.
 //
-// A measuring jsonw (skip set) appends nothing: it adds to gone the length
+// A measuring JSONWriter (skip set) appends nothing: it adds to gone the length
 // each write would have, so that a lazy view (OpenLazy) knows every line's
 // offset and length without producing the line. keep turns writing back
 // on for the parts of a line its reader still reads (see view.keep).
-type jsonw struct {
-	b    []byte
-	skip bool
+type JSONWriter struct {
+	B    []byte
+	Skip bool
 	// gone is how many bytes of the line being written were measured, not
 	// written.
 	gone int
 }
 
-func (w *jsonw) raw(s string) {
-	if w.skip {
+func (w *JSONWriter) Raw(s string) {
+	if w.Skip {
 		w.gone += len(s)
 		return
 	}
-	w.b = append(w.b, s...)
+	w.B = append(w.B, s...)
 }
 
-func (w *jsonw) rawb(b []byte) {
-	if w.skip {
+func (w *JSONWriter) rawb(b []byte) {
+	if w.Skip {
 		w.gone += len(b)
 		return
 	}
-	w.b = append(w.b, b...)
+	w.B = append(w.B, b...)
 }
 
-func (w *jsonw) str(s string) {
-	if w.skip {
+func (w *JSONWriter) Str(s string) {
+	if w.Skip {
 		w.gone += jsout.StringLen(s)
 		return
 	}
-	w.b = AppendString(w.b, s)
+	w.B = AppendString(w.B, s)
 }
 
-func (w *jsonw) int(n int64) {
-	if w.skip {
+func (w *JSONWriter) int(n int64) {
+	if w.Skip {
 		w.gone += intLen(n)
 		return
 	}
-	w.b = appendInt(w.b, n)
+	w.B = appendInt(w.B, n)
 }
 
-// key and firstKey write a key of this package's own (a plain name, which
+// key and FirstKey write a key of this package's own (a plain name, which
 // needs no escaping) after a comma or the object's brace.
-func (w *jsonw) key(k string) {
-	if w.skip {
+func (w *JSONWriter) key(k string) {
+	if w.Skip {
 		w.gone += len(k) + 4
 		return
 	}
-	w.b = append(append(append(w.b, ',', '"'), k...), '"', ':')
+	w.B = append(append(append(w.B, ',', '"'), k...), '"', ':')
 }
 
-func (w *jsonw) firstKey(k string) {
-	if w.skip {
+func (w *JSONWriter) FirstKey(k string) {
+	if w.Skip {
 		w.gone += len(k) + 4
 		return
 	}
-	w.b = append(append(append(w.b, '{', '"'), k...), '"', ':')
+	w.B = append(append(append(w.B, '{', '"'), k...), '"', ':')
 }
 
 // field writes the string field k: v after a comma and returns v as a
 // reader of the line decodes it (see written), for Produced.
-func (w *jsonw) field(k, v string) string {
+func (w *JSONWriter) field(k, v string) string {
 	w.key(k)
 	return w.strWritten(v)
 }
@@ -285,15 +285,15 @@ func (w *jsonw) field(k, v string) string {
 // decodes it (see written). A string written as its own bytes in quotes
 // (no escape, no invalid UTF-8: either would have lengthened it) is read
 // back as it is, without a second pass over it.
-func (w *jsonw) strWritten(v string) string {
+func (w *JSONWriter) strWritten(v string) string {
 	var n int
-	if w.skip {
+	if w.Skip {
 		n = jsout.StringLen(v)
 		w.gone += n
 	} else {
-		at := len(w.b)
-		w.str(v)
-		n = len(w.b) - at
+		at := len(w.B)
+		w.Str(v)
+		n = len(w.B) - at
 	}
 	if n == len(v)+2 {
 		return v
@@ -303,42 +303,42 @@ func (w *jsonw) strWritten(v string) string {
 
 // id writes the id p and returns it for Produced: as text, as its 16
 // bytes for a UUID, as its number for a row id.
-func (w *jsonw) id(p pid) (text string, key [16]byte, uuid bool, row uint32, isRow bool) {
+func (w *JSONWriter) id(p Pid) (text string, key [16]byte, uuid bool, row uint32, isRow bool) {
 	switch {
-	case p.uuid:
-		if w.skip {
+	case p.UUID:
+		if w.Skip {
 			w.gone += 38 // a quoted canonical UUID
 		} else {
-			w.b = append(appendUUID(append(w.b, '"'), p.key), '"')
+			w.B = append(appendUUID(append(w.B, '"'), p.Key), '"')
 		}
-		return "", p.key, true, 0, false
+		return "", p.Key, true, 0, false
 	case p.isRow:
-		if w.skip {
+		if w.Skip {
 			w.gone += 3 + intLen(int64(p.row)) // "L<row>"
 		} else {
-			w.b = append(appendInt(append(w.b, '"', 'L'), int64(p.row)), '"')
+			w.B = append(appendInt(append(w.B, '"', 'L'), int64(p.row)), '"')
 		}
 		return "", key, false, p.row, true
 	}
 	return w.strWritten(p.text), key, false, 0, false
 }
 
-// piLayout is pi's timestamp form (piForm reads it).
+// piLayout is pi's timestamp form (PiForm reads it).
 const piLayout = "2006-01-02T15:04:05.000Z"
 
-// piTime writes the epoch ms ms as a JSON string in pi's form: 26 bytes.
-func (w *jsonw) piTime(ms int64) {
-	if w.skip {
+// PiTime writes the epoch ms ms as a JSON string in pi's form: 26 bytes.
+func (w *JSONWriter) piTime(ms int64) {
+	if w.Skip {
 		w.gone += len(piLayout) + 2
 		return
 	}
-	w.b = append(time.UnixMilli(ms).UTC().AppendFormat(append(w.b, '"'), piLayout), '"')
+	w.B = append(time.UnixMilli(ms).UTC().AppendFormat(append(w.B, '"'), piLayout), '"')
 }
 
-// jstr writes an encoded JSON string; nil is "".
-func (w *jsonw) jstr(s []byte) {
+// Str writes an encoded JSON string; nil is "".
+func (w *JSONWriter) jstr(s []byte) {
 	if s == nil {
-		w.raw(`""`)
+		w.Raw(`""`)
 		return
 	}
 	w.rawb(s)
@@ -361,8 +361,8 @@ func intLen(n int64) int {
 	return l
 }
 
-// jsonString encodes s as a JSON string.
-func jsonString(s string) []byte { return AppendString(nil, s) }
+// JSONString encodes s as a JSON string.
+func JSONString(s string) []byte { return AppendString(nil, s) }
 
 func appendInt(b []byte, n int64) []byte {
 	if n < 0 {
@@ -391,3 +391,6 @@ func isObject(raw []byte) bool {
 	raw = bytes.TrimSpace(raw)
 	return len(raw) > 0 && raw[0] == '{'
 }
+
+// ZstdMagic starts a zstd frame.
+var ZstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}

@@ -1,11 +1,11 @@
-package formats
+package conv
 
 import (
 	"testing"
 	"time"
 )
 
-// TestPiFormAgreesWithParse: the fast path of piTime gives what
+// TestPiFormAgreesWithParse: the fast path of PiTime gives what
 // time.Parse and Format give, and leaves every other form to them.
 func TestPiFormAgreesWithParse(t *testing.T) {
 	slow := func(s string) (string, int64) {
@@ -25,7 +25,7 @@ func TestPiFormAgreesWithParse(t *testing.T) {
 		"9999-12-31T23:59:59.999Z", "-026-01-01T10:00:00.000Z", "2026-04-31T10:00:00.000Z", "",
 	}
 	for _, s := range cases {
-		iso, ms := piTime(s)
+		iso, ms := PiTime(s)
 		wantISO, wantMS := slow(s)
 		if iso != wantISO || ms != wantMS {
 			t.Errorf("piTime(%q) = %q, %d; time.Parse gives %q, %d", s, iso, ms, wantISO, wantMS)
@@ -33,7 +33,7 @@ func TestPiFormAgreesWithParse(t *testing.T) {
 	}
 	for ms := int64(-1e12); ms < 4e12; ms += 7777777777 {
 		s := time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z")
-		if got, ok := piForm(s); !ok || got != ms {
+		if got, ok := PiForm(s); !ok || got != ms {
 			t.Fatalf("piForm(%q) = %d, %v; want %d", s, got, ok, ms)
 		}
 	}

@@ -1,4 +1,4 @@
-package formats
+package conv
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 	"github.com/ctxtool/ctxtool/pkg/internal/swar"
 )
 
-// jdec is a validating pull decoder over one JSON line: the readers walk a
+// Dec is a validating pull decoder over one JSON line: the readers walk a
 // line's keys once, decode the few fields they use and skip the rest, where
 // encoding/json would validate the line, then decode it (twice for nested
 // raw fields), building strings that are re-encoded at once.
@@ -21,7 +21,7 @@ import (
 // it was before; decoded strings equal encoding/json's, including its U+FFFD
 // replacements. Keys match exactly (encoding/json would also match
 // case-insensitively: no agent writes "Type"). A field of the wrong type is
-// noted in typeErr, decoding goes on (as encoding/json does), and each
+// noted in TypeErr, decoding goes on (as encoding/json does), and each
 // reader decides what that means for the line.
 //
 // Why this is not transcript's scanner (pkg/transcript/jsonscan.go), the
@@ -31,108 +31,104 @@ import (
 // rule), and both scan strings a word at a time (swar), but
 //   - the acceptance differs in one rule: nesting stops at 10,000 here, as
 //     encoding/json, which the converters were built on and whose verdicts
-//     on a foreign line (and error messages, errText) they keep; pi's reader
+//     on a foreign line (and error messages, ErrText) they keep; pi's reader
 //     has no limit, as JSON.parse has none a line could reach;
 //   - the product differs: the scanner measures every string for pi's
 //     heuristic (UTF-16 units, JSON.stringify's length, wide characters) and
-//     walks an entry's keys by callback; jdec pulls typed fields, notes type
+//     walks an entry's keys by callback; Dec pulls typed fields, notes type
 //     errors, and tells whether a string is already in the writer's form
-//     (jstr.canon) so a converter copies it through;
+//     (Str.canon) so a converter copies it through;
 //   - and formats cannot import transcript (transcript's loader reads the
 //     converters' output).
 //
 // BenchmarkJdec and transcript's BenchmarkScanner measure both on lines of
-// the same shapes: jdec validates and skips the bundled current Claude Code
+// the same shapes: Dec validates and skips the bundled current Claude Code
 // and Codex lines and a 1 MB image line at 1.5-2.2 GB/s without allocating;
 // the readers built on it (BenchmarkDecode, to pi lines end to end) run at
 // 450 MB/s on a Claude Code transcript and 410 MB/s on a Codex rollout
 // (AMD EPYC, 2 cores shared with 7 other agents, load average 14-19, best of 3).
-type jdec struct {
-	b     []byte
-	i     int
+type Dec struct {
+	B     []byte
+	I     int
 	depth int
-	// bad: the line is not JSON; everything stops.
-	bad bool
-	// typeErr describes the first field of an unexpected type.
-	typeErr string
-	// spaced counts whitespace runs skipped, so a caller can tell whether
+	// Bad: the line is not JSON; everything stops.
+	Bad bool
+	// TypeErr describes the first field of an unexpected type.
+	TypeErr string
+	// Spaced counts whitespace runs skipped, so a caller can tell whether
 	// a raw value is compact already.
-	spaced int
+	Spaced int
 	// first: the object or array entered last has had no key or element
 	// read yet (so the next one takes no comma). Closing a value leaves
 	// its container past its first, so nested values need no state of
 	// their own and loops need none either.
 	first bool
-	// parts holds the text parts of the values a Codex line decodes
-	// (cxVal), each value a run of it: one array per record, used again by
-	// the record's next line, rather than one per value.
-	parts []cxText
 }
 
 // maxDepth is encoding/json's nesting limit.
 const maxDepth = 10000
 
-func newDec(b []byte) *jdec { return &jdec{b: b} }
+func NewDec(b []byte) *Dec { return &Dec{B: b} }
 
-func (d *jdec) fail() {
-	d.bad = true
-	d.i = len(d.b)
+func (d *Dec) fail() {
+	d.Bad = true
+	d.I = len(d.B)
 }
 
-// end checks that nothing but whitespace follows the top-level value.
-func (d *jdec) end() {
+// End checks that nothing but whitespace follows the top-level value.
+func (d *Dec) End() {
 	d.ws()
-	if d.i != len(d.b) {
+	if d.I != len(d.B) {
 		d.fail()
 	}
 }
 
-// errText says why the line was rejected: encoding/json's own message for
+// ErrText says why the line was rejected: encoding/json's own message for
 // a line that is not JSON, the type mismatch otherwise.
-func (d *jdec) errText() string {
-	if d.bad {
+func (d *Dec) ErrText() string {
+	if d.Bad {
 		var v json.RawMessage
-		if err := json.Unmarshal(d.b, &v); err != nil {
-			return shortJSONErr(err)
+		if err := json.Unmarshal(d.B, &v); err != nil {
+			return ShortJSONErr(err)
 		}
 		return "invalid JSON"
 	}
-	return d.typeErr
+	return d.TypeErr
 }
 
-func (d *jdec) ws() {
-	if d.i < len(d.b) && d.b[d.i] > ' ' {
+func (d *Dec) ws() {
+	if d.I < len(d.B) && d.B[d.I] > ' ' {
 		return
 	}
-	start := d.i
-	for d.i < len(d.b) {
-		switch d.b[d.i] {
+	start := d.I
+	for d.I < len(d.B) {
+		switch d.B[d.I] {
 		case ' ', '\t', '\n', '\r':
-			d.i++
+			d.I++
 			continue
 		}
 		break
 	}
-	if d.i > start {
-		d.spaced++
+	if d.I > start {
+		d.Spaced++
 	}
 }
 
-// peek skips whitespace and returns the next byte (0 at the end).
-func (d *jdec) peek() byte {
+// PeekByte skips whitespace and returns the next byte (0 at the end).
+func (d *Dec) PeekByte() byte {
 	d.ws()
-	if d.i < len(d.b) {
-		return d.b[d.i]
+	if d.I < len(d.B) {
+		return d.B[d.I]
 	}
 	return 0
 }
 
-func (d *jdec) mismatch(field, want string) {
-	if d.typeErr != "" || d.bad {
+func (d *Dec) Mismatch(field, want string) {
+	if d.TypeErr != "" || d.Bad {
 		return
 	}
 	got := "a number"
-	switch d.peek() {
+	switch d.PeekByte() {
 	case '"':
 		got = "a string"
 	case '{':
@@ -143,25 +139,25 @@ func (d *jdec) mismatch(field, want string) {
 		got = "a boolean"
 	}
 	if field == "" {
-		d.typeErr = fmt.Sprintf("the line is %s, expected %s", got, want)
+		d.TypeErr = fmt.Sprintf("the line is %s, expected %s", got, want)
 		return
 	}
-	d.typeErr = fmt.Sprintf("field %q is %s, expected %s", field, got, want)
+	d.TypeErr = fmt.Sprintf("field %q is %s, expected %s", field, got, want)
 }
 
-// obj enters an object value; false (value consumed) for null or for a
+// Obj enters an object value; false (value consumed) for null or for a
 // value of another kind (a type error on field).
-func (d *jdec) obj(field string) bool { return d.enter('{', field, "an object") }
+func (d *Dec) Obj(field string) bool { return d.enter('{', field, "an object") }
 
-// arr enters an array value; false (value consumed) for null or another
+// Arr enters an array value; false (value consumed) for null or another
 // kind (a type error on field).
-func (d *jdec) arr(field string) bool { return d.enter('[', field, "an array") }
+func (d *Dec) Arr(field string) bool { return d.enter('[', field, "an array") }
 
 // enter enters a container opened by open (obj, arr).
-func (d *jdec) enter(open byte, field, want string) bool {
-	switch d.peek() {
+func (d *Dec) enter(open byte, field, want string) bool {
+	switch d.PeekByte() {
 	case open:
-		d.i++
+		d.I++
 		d.depth++
 		if d.depth > maxDepth {
 			d.fail()
@@ -170,28 +166,28 @@ func (d *jdec) enter(open byte, field, want string) bool {
 		d.first = true
 		return true
 	case 'n':
-		d.skip()
+		d.Skip()
 		return false
 	}
-	d.mismatch(field, want)
-	d.skip()
+	d.Mismatch(field, want)
+	d.Skip()
 	return false
 }
 
 // leave consumes the closing bracket of the container being read.
-func (d *jdec) leave() {
-	d.i++
+func (d *Dec) leave() {
+	d.I++
 	d.depth--
 	d.first = false
 }
 
-// key returns the next key of the object obj entered (decoded only when it
+// Key returns the next key of the object obj entered (decoded only when it
 // holds escapes) and consumes its colon; false at the object's end. Loop
 // over an object's keys with
 //
 //	for k, ok := d.key(); ok; k, ok = d.key() {
-func (d *jdec) key() ([]byte, bool) {
-	c := d.peek()
+func (d *Dec) Key() ([]byte, bool) {
+	c := d.PeekByte()
 	if c == '}' {
 		d.leave()
 		return nil, false
@@ -201,8 +197,8 @@ func (d *jdec) key() ([]byte, bool) {
 			d.fail()
 			return nil, false
 		}
-		d.i++
-		c = d.peek()
+		d.I++
+		c = d.PeekByte()
 	}
 	d.first = false
 	if c != '"' {
@@ -211,16 +207,16 @@ func (d *jdec) key() ([]byte, bool) {
 	}
 	k, plain := d.plainString()
 	if !plain {
-		s := d.str()
-		if k = s.raw(); s.esc {
+		s := d.Str()
+		if k = s.Raw(); s.Esc {
 			k = []byte(s.String())
 		}
 	}
-	if d.bad || d.peek() != ':' {
+	if d.Bad || d.PeekByte() != ':' {
 		d.fail()
 		return nil, false
 	}
-	d.i++
+	d.I++
 	return k, true
 }
 
@@ -230,9 +226,9 @@ func (d *jdec) key() ([]byte, bool) {
 // cost more than this byte loop on a key of a few bytes (keys were a tenth
 // of a Codex line's decoding). ok is false, nothing read, for any other
 // string.
-func (d *jdec) plainString() (k []byte, ok bool) {
-	b := d.b
-	j := d.i + 1
+func (d *Dec) plainString() (k []byte, ok bool) {
+	b := d.B
+	j := d.I + 1
 	for ; j+8 <= len(b); j += 8 {
 		if m := swar.JSONEscape(swar.Load(b, j)); m != 0 {
 			j += bits.TrailingZeros64(m) >> 3
@@ -247,14 +243,14 @@ func (d *jdec) plainString() (k []byte, ok bool) {
 	if j >= len(b) || b[j] != '"' {
 		return nil, false
 	}
-	k, d.i = b[d.i+1:j], j+1
+	k, d.I = b[d.I+1:j], j+1
 	return k, true
 }
 
-// next moves to the next element of the array arr entered; false at its
+// Next moves to the next element of the array arr entered; false at its
 // end.
-func (d *jdec) next() bool {
-	c := d.peek()
+func (d *Dec) Next() bool {
+	c := d.PeekByte()
 	if c == ']' {
 		d.leave()
 		return false
@@ -264,18 +260,18 @@ func (d *jdec) next() bool {
 			d.fail()
 			return false
 		}
-		d.i++
+		d.I++
 	}
 	d.first = false
-	return !d.bad
+	return !d.Bad
 }
 
-// jstr is a JSON string as it appears in the line.
-type jstr struct {
-	q []byte // with its quotes; nil when absent
-	// esc: it holds escapes; canon: q is byte for byte what AppendString
+// Str is a JSON string as it appears in the line.
+type Str struct {
+	Q []byte // with its quotes; nil when absent
+	// Esc: it holds escapes; canon: q is byte for byte what AppendString
 	// writes for the decoded value, so it can be copied to the output.
-	esc, canon bool
+	Esc, Canon bool
 	// ascii: q holds no byte >= 0x80; units is then the decoded value's
 	// length in UTF-16 units (its bytes less what its escapes add), which
 	// str counts as it scans.
@@ -288,78 +284,78 @@ type jstr struct {
 // again: a canonical ASCII string (or an absent one, written ""). Any
 // other string's length is read from the written line by the transcript
 // core, whose rules (UTF-16, the wide characters) are the only ones.
-func (s jstr) chars() (int, bool) {
-	if s.q == nil {
+func (s Str) chars() (int, bool) {
+	if s.Q == nil {
 		return 0, true
 	}
-	return s.units, s.canon && s.ascii
+	return s.units, s.Canon && s.ascii
 }
 
-func (s jstr) raw() []byte {
-	if len(s.q) < 2 {
+func (s Str) Raw() []byte {
+	if len(s.Q) < 2 {
 		return nil
 	}
-	return s.q[1 : len(s.q)-1]
+	return s.Q[1 : len(s.Q)-1]
 }
 
-func (s jstr) empty() bool { return len(s.q) <= 2 }
+func (s Str) Empty() bool { return len(s.Q) <= 2 }
 
 // String decodes the string as encoding/json does.
-func (s jstr) String() string {
-	if s.q == nil {
+func (s Str) String() string {
+	if s.Q == nil {
 		return ""
 	}
-	if !s.esc && s.canon {
-		return string(s.raw())
+	if !s.Esc && s.Canon {
+		return string(s.Raw())
 	}
 	var out string
-	_ = json.Unmarshal(s.q, &out)
+	_ = json.Unmarshal(s.Q, &out)
 	return out
 }
 
-// equal reports whether s and t decode to the same string: canonical
+// Equal reports whether s and t decode to the same string: canonical
 // encodings are equal exactly when their values are.
-func (s jstr) equal(t jstr) bool {
-	if s.canon && t.canon {
-		return bytes.Equal(s.q, t.q)
+func (s Str) Equal(t Str) bool {
+	if s.Canon && t.Canon {
+		return bytes.Equal(s.Q, t.Q)
 	}
 	return s.String() == t.String()
 }
 
-// is reports whether s decodes to v, without making a string of s when it
+// Is reports whether s decodes to v, without making a string of s when it
 // holds no escapes (its bytes are then its value, or invalid UTF-8, which
 // v is not).
-func (s jstr) is(v string) bool {
-	if s.q != nil && !s.esc {
-		return string(s.raw()) == v
+func (s Str) Is(v string) bool {
+	if s.Q != nil && !s.Esc {
+		return string(s.Raw()) == v
 	}
 	return s.String() == v
 }
 
-// json is the string encoded as AppendString would encode its value: the
+// JSON is the string encoded as AppendString would encode its value: the
 // line's own bytes when they are that already.
-func (s jstr) json() []byte {
-	if s.canon {
-		return s.q
+func (s Str) JSON() []byte {
+	if s.Canon {
+		return s.Q
 	}
 	return AppendString(nil, s.String())
 }
 
-// jsonOrNil is json, nil for an empty or absent string.
-func (s jstr) jsonOrNil() []byte {
-	if s.empty() {
+// JSONOrNil is json, nil for an empty or absent string.
+func (s Str) JSONOrNil() []byte {
+	if s.Empty() {
 		return nil
 	}
-	return s.json()
+	return s.JSON()
 }
 
 // unescaped is the decoded value of a string of valid UTF-8 whose
 // escapes are all short ones (\" \\ \/ \b \f \n \r \t), where decoding
 // needs no rule of encoding/json's; ok is false for any other string.
-func (s jstr) unescaped() ([]byte, bool) {
-	raw := s.raw()
-	if !s.esc {
-		return raw, s.canon
+func (s Str) unescaped() ([]byte, bool) {
+	raw := s.Raw()
+	if !s.Esc {
+		return raw, s.Canon
 	}
 	if !utf8.Valid(raw) {
 		return nil, false
@@ -393,9 +389,9 @@ func (s jstr) unescaped() ([]byte, bool) {
 }
 
 // appendInner writes the string as JSON without its quotes, for joining.
-func (s jstr) appendInner(b []byte) []byte {
-	if s.canon {
-		return append(b, s.raw()...)
+func (s Str) appendInner(b []byte) []byte {
+	if s.Canon {
+		return append(b, s.Raw()...)
 	}
 	n := len(b)
 	b = AppendString(b, s.String())
@@ -403,26 +399,26 @@ func (s jstr) appendInner(b []byte) []byte {
 	return b[:len(b)-2]
 }
 
-// jtext is a JSON string to write (nil: "") with its length in UTF-16
-// units when the decoder knew it (sized; see jstr.chars).
-type jtext struct {
-	b     []byte
+// Text is a JSON string to write (nil: "") with its length in UTF-16
+// units when the decoder knew it (sized; see Str.chars).
+type Text struct {
+	B     []byte
 	chars int
 	sized bool
 }
 
-// jtext is json with its length.
-func (s jstr) jtext() jtext {
+// Text is json with its length.
+func (s Str) Text() Text {
 	n, ok := s.chars()
-	return jtext{b: s.json(), chars: n, sized: ok}
+	return Text{B: s.JSON(), chars: n, sized: ok}
 }
 
-// joinJSON is the JSON string of the texts pick selects among n, joined
+// JoinJSON is the JSON string of the texts pick selects among n, joined
 // by sep (written as inside a JSON string, short escapes only: `\n`): one
 // text is its own encoding (the line's bytes, most often), more are
 // written into one buffer of their size, not one grown text by text.
-func joinJSON(n int, pick func(i int) (jstr, bool), sep string) jtext {
-	count, size, one := 0, 2, jstr{}
+func JoinJSON(n int, pick func(i int) (Str, bool), sep string) Text {
+	count, size, one := 0, 2, Str{}
 	chars, sized := 0, true
 	sepChars := len(sep) - strings.Count(sep, `\`) // each escape is one unit
 	for i := range n {
@@ -431,14 +427,14 @@ func joinJSON(n int, pick func(i int) (jstr, bool), sep string) jtext {
 				chars += sepChars
 			}
 			count++
-			size += len(s.q) + len(sep)
+			size += len(s.Q) + len(sep)
 			one = s
 			c, ok := s.chars()
 			chars, sized = chars+c, sized && ok
 		}
 	}
 	if count == 1 {
-		return one.jtext()
+		return one.Text()
 	}
 	b := append(make([]byte, 0, size), '"')
 	count = 0
@@ -451,17 +447,17 @@ func joinJSON(n int, pick func(i int) (jstr, bool), sep string) jtext {
 			b = s.appendInner(b)
 		}
 	}
-	return jtext{b: append(b, '"'), chars: chars, sized: sized}
+	return Text{B: append(b, '"'), chars: chars, sized: sized}
 }
 
-// str scans the string at d.i (which holds its opening quote), eight bytes
+// Str scans the string at d.i (which holds its opening quote), eight bytes
 // at a time while they are plain.
-func (d *jdec) str() jstr {
-	b := d.b
-	start := d.i
+func (d *Dec) Str() Str {
+	b := d.B
+	start := d.I
 	i := start + 1
 	var acc uint64 // OR of the bytes seen: any high bit means non-ASCII
-	var s jstr
+	var s Str
 	nonCanon := false
 	extra := 0 // bytes the escapes add to the value's UTF-16 units
 	for {
@@ -486,21 +482,21 @@ func (d *jdec) str() jstr {
 		}
 		if i >= len(b) {
 			d.fail()
-			return jstr{}
+			return Str{}
 		}
 		switch c := b[i]; {
 		case c == '"':
-			d.i = i + 1
-			s.q = b[start:d.i]
+			d.I = i + 1
+			s.Q = b[start:d.I]
 			s.ascii = acc&swar.High == 0
-			s.canon = !nonCanon && (s.ascii || utf8.Valid(s.q))
-			s.units = len(s.q) - 2 - extra
+			s.Canon = !nonCanon && (s.ascii || utf8.Valid(s.Q))
+			s.units = len(s.Q) - 2 - extra
 			return s
 		case c == '\\':
-			s.esc = true
+			s.Esc = true
 			if i+1 >= len(b) {
 				d.fail()
-				return jstr{}
+				return Str{}
 			}
 			switch b[i+1] {
 			case '"', '\\', 'n', 'r', 't', 'b', 'f':
@@ -513,7 +509,7 @@ func (d *jdec) str() jstr {
 			case 'u':
 				if i+6 > len(b) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) || !isHex(b[i+5]) {
 					d.fail()
-					return jstr{}
+					return Str{}
 				}
 				// AppendString writes \u00xx (lower-case) only for control
 				// characters without a short escape.
@@ -525,11 +521,11 @@ func (d *jdec) str() jstr {
 				extra += 5 // one unit, surrogates too
 			default:
 				d.fail()
-				return jstr{}
+				return Str{}
 			}
 		default: // a control byte
 			d.fail()
-			return jstr{}
+			return Str{}
 		}
 	}
 }
@@ -554,39 +550,39 @@ func isHex(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 }
 
-// text reads a string field: null and absent give the zero jstr, another
+// Text reads a string field: null and absent give the zero Str, another
 // kind a type error.
-func (d *jdec) text(field string) jstr {
-	switch d.peek() {
+func (d *Dec) Text(field string) Str {
+	switch d.PeekByte() {
 	case '"':
-		return d.str()
+		return d.Str()
 	case 'n':
-		d.skip()
-		return jstr{}
+		d.Skip()
+		return Str{}
 	}
-	d.mismatch(field, "a string")
-	d.skip()
-	return jstr{}
+	d.Mismatch(field, "a string")
+	d.Skip()
+	return Str{}
 }
 
-// string reads a string field as a Go string.
-func (d *jdec) string(field string) string { return d.text(field).String() }
+// String reads a string field as a Go string.
+func (d *Dec) String(field string) string { return d.Text(field).String() }
 
-// name reads a string field whose value is most often one of the formats'
+// Name reads a string field whose value is most often one of the formats'
 // own names (a record's type, a role, a common tool): those come back
 // without a string allocated per line.
-func (d *jdec) name(field string) string {
-	if d.peek() == '"' {
-		at := d.i
+func (d *Dec) Name(field string) string {
+	if d.PeekByte() == '"' {
+		at := d.I
 		if raw, ok := d.plainString(); ok {
 			if n, ok := knownNames[string(raw)]; ok {
 				return n
 			}
 		}
-		d.i = at
+		d.I = at
 	}
-	s := d.text(field)
-	if n, ok := knownNames[string(s.raw())]; ok {
+	s := d.Text(field)
+	if n, ok := knownNames[string(s.Raw())]; ok {
 		return n
 	}
 	return s.String()
@@ -612,18 +608,18 @@ var knownNames = func() map[string]string {
 	return m
 }()
 
-// optString reads a string field that may be null (nil then).
-func (d *jdec) optString(field string) *string {
-	if d.peek() == 'n' {
-		d.skip()
+// OptString reads a string field that may be null (nil then).
+func (d *Dec) OptString(field string) *string {
+	if d.PeekByte() == 'n' {
+		d.Skip()
 		return nil
 	}
-	s := d.string(field)
+	s := d.String(field)
 	return &s
 }
 
-func (d *jdec) bool(field string) bool {
-	switch d.peek() {
+func (d *Dec) Bool(field string) bool {
+	switch d.PeekByte() {
 	case 't':
 		d.literal("true")
 		return true
@@ -631,33 +627,33 @@ func (d *jdec) bool(field string) bool {
 		d.literal("false")
 		return false
 	case 'n':
-		d.skip()
+		d.Skip()
 		return false
 	}
-	d.mismatch(field, "a boolean")
-	d.skip()
+	d.Mismatch(field, "a boolean")
+	d.Skip()
 	return false
 }
 
-// int reads an integer field (encoding/json's rule for int64: no fraction
+// Int reads an integer field (encoding/json's rule for int64: no fraction
 // or exponent, in range).
-func (d *jdec) int(field string) int64 {
-	c := d.peek()
+func (d *Dec) Int(field string) int64 {
+	c := d.PeekByte()
 	if c == 'n' {
-		d.skip()
+		d.Skip()
 		return 0
 	}
 	if c != '-' && (c < '0' || c > '9') {
-		d.mismatch(field, "an integer")
-		d.skip()
+		d.Mismatch(field, "an integer")
+		d.Skip()
 		return 0
 	}
-	start := d.i
+	start := d.I
 	d.number()
-	num := d.b[start:d.i]
+	num := d.B[start:d.I]
 	n, ok := parseInt64(num)
-	if !ok && !d.bad && d.typeErr == "" {
-		d.typeErr = fmt.Sprintf("field %q is %s, expected an integer", field, num)
+	if !ok && !d.Bad && d.TypeErr == "" {
+		d.TypeErr = fmt.Sprintf("field %q is %s, expected an integer", field, num)
 	}
 	return n
 }
@@ -688,28 +684,28 @@ func parseInt64(num []byte) (int64, bool) {
 	return 0, false
 }
 
-// raw skips a value and returns its bytes; compact is true when no
+// Raw skips a value and returns its bytes; compact is true when no
 // whitespace was skipped inside it.
-func (d *jdec) raw() (raw []byte, compact bool) {
+func (d *Dec) Raw() (raw []byte, compact bool) {
 	d.ws()
-	start, spaced := d.i, d.spaced
-	d.skip()
-	if d.bad {
+	start, spaced := d.I, d.Spaced
+	d.Skip()
+	if d.Bad {
 		return nil, false
 	}
-	return d.b[start:d.i], d.spaced == spaced
+	return d.B[start:d.I], d.Spaced == spaced
 }
 
-func (d *jdec) literal(lit string) {
-	if len(d.b)-d.i < len(lit) || string(d.b[d.i:d.i+len(lit)]) != lit {
+func (d *Dec) literal(lit string) {
+	if len(d.B)-d.I < len(lit) || string(d.B[d.I:d.I+len(lit)]) != lit {
 		d.fail()
 		return
 	}
-	d.i += len(lit)
+	d.I += len(lit)
 }
 
-func (d *jdec) number() {
-	b, i := d.b, d.i
+func (d *Dec) number() {
+	b, i := d.B, d.I
 	if i < len(b) && b[i] == '-' {
 		i++
 	}
@@ -737,7 +733,7 @@ func (d *jdec) number() {
 		d.fail()
 		return
 	}
-	d.i = i
+	d.I = i
 }
 
 // digits passes over the run of digits at b[i:]; false when there is none.
@@ -749,20 +745,20 @@ func digits(b []byte, i int) (int, bool) {
 	return j, j > i
 }
 
-// skip validates and passes over one value.
-func (d *jdec) skip() {
-	switch c := d.peek(); {
+// Skip validates and passes over one value.
+func (d *Dec) Skip() {
+	switch c := d.PeekByte(); {
 	case c == '"':
-		d.str()
+		d.Str()
 	case c == '{':
-		d.obj("")
-		for _, ok := d.key(); ok; _, ok = d.key() {
-			d.skip()
+		d.Obj("")
+		for _, ok := d.Key(); ok; _, ok = d.Key() {
+			d.Skip()
 		}
 	case c == '[':
-		d.arr("")
-		for d.next() {
-			d.skip()
+		d.Arr("")
+		for d.Next() {
+			d.Skip()
 		}
 	case c == 't':
 		d.literal("true")
@@ -775,4 +771,9 @@ func (d *jdec) skip() {
 	default:
 		d.fail()
 	}
+}
+
+func ShortJSONErr(err error) string {
+	s := err.Error()
+	return strings.TrimPrefix(s, "json: ")
 }
