@@ -58,8 +58,6 @@ type Sniffed struct {
 	Looks string
 }
 
-var ()
-
 // SniffFile opens path (a virtual "store.sqlite#key" path too) and sniffs it.
 func SniffFile(path string) (Sniffed, error) {
 	if db, _, ok := SplitStorePath(path); ok {

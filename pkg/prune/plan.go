@@ -149,13 +149,8 @@ func Plan(files []walk.File, p Policy, now time.Time) *Report {
 	for _, f := range files {
 		s := &Session{File: f.Path, Format: f.Format, Bytes: f.Size, ModTime: f.ModTime, Action: Keep}
 		s.Agent, s.Project = sources.Classify(f.Path)
-		if s.Agent == sources.Unknown {
-			switch f.Format {
-			case formats.ClaudeCode:
-				s.Agent = sources.ClaudeCode
-			case formats.Codex, formats.CodexLegacy:
-				s.Agent = sources.Codex
-			}
+		if a := f.Format.Agent(); s.Agent == sources.Unknown && a != "" {
+			s.Agent = sources.Agent(a)
 		}
 		switch {
 		case f.Format == formats.OpenClawSQLite:

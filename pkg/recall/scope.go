@@ -126,12 +126,10 @@ func agentOf(abs string, format formats.Format) string {
 			}
 		}
 	}
-	switch format {
-	case formats.ClaudeCode:
-		return "claude-code"
-	case formats.Codex, formats.CodexLegacy:
-		return "codex"
-	case formats.OpenClawSQLite:
+	if a := format.Agent(); a != "" {
+		return a
+	}
+	if format == formats.OpenClawSQLite {
 		return "openclaw"
 	}
 	return "pi"

@@ -13,6 +13,7 @@ func init() {
 	conv.Register(Format, conv.Converter{
 		Name:    "Claude Code transcript",
 		Owner:   "Claude Code",
+		Agent:   "claude-code",
 		New:     func(v *conv.Emitter) conv.LineConv { return newCCConv(v) },
 		Convert: func(c conv.LineConv, _ string, r io.Reader) error { return conv.ConvertLines(c.(*ccConv), r) },
 		Lines: func(v *conv.Emitter) conv.LineConv {

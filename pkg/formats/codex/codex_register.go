@@ -24,6 +24,7 @@ func registerCodex(f conv.Format, name string, legacy bool) {
 	conv.Register(f, conv.Converter{
 		Name:  name,
 		Owner: "Codex",
+		Agent: "codex",
 		New:   func(v *conv.Emitter) conv.LineConv { return newCodexConv(v, legacy) },
 		Convert: func(c conv.LineConv, file string, r io.Reader) error {
 			cx := c.(*cxConv)

@@ -36,6 +36,12 @@ func (f Format) String() string {
 	return string(f)
 }
 
+// Agent is the id of the agent that writes f ("claude-code", "codex"),
+// as its converter registers it; "" for the formats without one (pi
+// JSONL and OpenClaw's store, which pi, OpenClaw and the Gateway all
+// write: the path tells them apart).
+func (f Format) Agent() string { return converters[f].Agent }
+
 // Writable reports whether ctxtool may append to files of this format.
 // Only pi JSONL is written: the other agents own their files and would not
 // read a pi entry (and OpenClaw's Gateway owns its database).

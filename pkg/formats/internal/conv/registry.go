@@ -17,6 +17,10 @@ type Converter struct {
 	// Owner is the agent that writes the format and compacts it itself
 	// ("Claude Code"), for ReadOnlyError.
 	Owner string
+	// Agent is that agent's id ("claude-code", the names of
+	// sources.Agent): what recall and prune file a session of this format
+	// under when its path does not say.
+	Agent string
 	// New returns a converter writing into v.
 	New func(v *Emitter) LineConv
 	// Convert runs c (from new) over r, the whole source from its first
