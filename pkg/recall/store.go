@@ -60,10 +60,13 @@ import (
 // cache of the transcripts, nothing in it is original).
 //
 // Version 13 ranks (scope columns, whole tool text), redacts secrets and
-// stores SQLite's chunk text compressed (textz.go). An index built without redaction
+// stores SQLite's chunk text compressed (textz.go). Version 14 stores no
+// text for the chunks of plain pi JSONL files, only where to read it again
+// (reread.go); an index of 13 is emptied on open and rebuilt by the next
+// index run. An index built without redaction
 // (recall.redact: false) carries another version, so turning redaction back
 // on rebuilds it rather than keep serving the secrets it holds.
-const schemaVersion = "13"
+const schemaVersion = "14"
 
 // schemaFor is the version of an index built with or without redaction.
 func schemaFor(redact bool) string {
