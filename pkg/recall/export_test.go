@@ -154,3 +154,21 @@ func RefShare(ix *Index) (float64, error) {
 	}
 	return refs / all, err
 }
+
+// ScannedTexts is the text of every chunk indexing path makes, as the
+// indexer's scan produces it (before anything is stored).
+func ScannedTexts(ix *Index, path string) ([]string, error) {
+	src, err := openSource(path)
+	if err != nil {
+		return nil, err
+	}
+	defer src.f.Close()
+	var out []string
+	_, err = ix.scanLines(context.Background(), src, 0, 0, 0, func(cs []chunk) error {
+		for _, c := range cs {
+			out = append(out, c.Text)
+		}
+		return nil
+	})
+	return out, err
+}

@@ -1,0 +1,220 @@
+package recall
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/ctxtool/ctxtool/internal/sessiongen"
+	"github.com/ctxtool/ctxtool/internal/testkit"
+	"github.com/ctxtool/ctxtool/internal/testkit/secretkit"
+)
+
+func scannedTexts(t *testing.T, ix *Index, path string) []string {
+	t.Helper()
+	out, err := ScannedTexts(ix, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// indexOne indexes path into a new SQLite index.
+func indexOne(t *testing.T, path string, opts ...Option) *Index {
+	t.Helper()
+	ix, err := OpenFile(filepath.Join(t.TempDir(), "i.sqlite"), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ix.Close() })
+	if _, err := ix.Index(context.Background(), path); err != nil {
+		t.Fatal(err)
+	}
+	return ix
+}
+
+// Done when (issue 33, index size): the SQLite index stores no text for
+// the chunks of plain pi JSONL files, and the text read back from the
+// session file is exactly the text that was indexed, for every JSONL
+// format (Claude Code, Codex and zstd files keep their text).
+func TestRereadTextIsIndexedText(t *testing.T) {
+	dir := t.TempDir()
+	pi := filepath.Join(dir, "pi.jsonl")
+	if _, err := sessiongen.GenerateFile(pi, sessiongen.Options{Seed: 7, Turns: 30, CJKShare: 0.5, Thinking: true,
+		HugeToolResults: 1, HugeToolResultBytes: 200 << 10, ToolImages: 1}); err != nil {
+		t.Fatal(err)
+	}
+	v1 := filepath.Join(dir, "v1.jsonl")
+	if _, err := sessiongen.GenerateFile(v1, sessiongen.Options{Seed: 8, Turns: 8, Version: 1}); err != nil {
+		t.Fatal(err)
+	}
+	zst := filepath.Join(dir, "pi.jsonl.zst")
+	zw, _ := zstd.NewWriter(nil)
+	testkit.WriteFile(t, zst, zw.EncodeAll(testkit.ReadFile(t, pi), nil), 0o600)
+	for _, c := range []struct {
+		name, path string
+		refs       bool // most chunks are refs
+	}{
+		{"pi", pi, true},
+		{"pi v1", v1, true},
+		{"pi glued lines", "../../testdata/edge-glued.jsonl", true},
+		{"pi cjk", "../../testdata/edge-cjk.jsonl", true},
+		{"claude code", "../../testdata/current/claude-code-2.1.jsonl", false},
+		{"codex", "../../testdata/current/codex-0.171.jsonl", false},
+		{"zstd", zst, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			abs, _ := filepath.Abs(c.path)
+			for _, opts := range [][]Option{nil, {WithMaxChars(500)}} {
+				ix := indexOne(t, abs, opts...)
+				want := scannedTexts(t, ix, abs)
+				got, err := ChunkTexts(ix)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(want) == 0 || !slices.Equal(got[abs], want) {
+					t.Fatalf("read back %d chunks, indexed %d; first difference:\n%s", len(got[abs]), len(want), firstDiff(got[abs], want))
+				}
+				share, err := RefShare(ix)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c.refs && share < 0.5 || !c.refs && share != 0 {
+					t.Errorf("%.0f%% of the chunks are read from the file (refs %v)", share*100, c.refs)
+				}
+			}
+		})
+	}
+}
+
+func firstDiff(got, want []string) string {
+	for i := range min(len(got), len(want)) {
+		if got[i] != want[i] {
+			return "got  " + got[i] + "\nwant " + want[i]
+		}
+	}
+	return "(lengths differ)"
+}
+
+// A search hit's text is the indexed text, read from the file; a file
+// that changed in place, was truncated or deleted after it was indexed
+// gives no wrong text: its chunks are left out and the result names it
+// with the remedy. Indexing it again brings its text back.
+func TestRereadStaleFile(t *testing.T) {
+	ctx := context.Background()
+	for _, change := range []string{"edited", "truncated", "deleted"} {
+		t.Run(change, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "s.jsonl")
+			b := sessiongen.NewBuilder(mustCreate(t, path), sessiongen.Config{})
+			b.UserText("Where is the zebra deploy checklist kept?")
+			b.AssistantText("The zebra deploy checklist is in ops/deploy.md, step four is the canary.")
+			b.UserText("And the 斑马部署清单 in Chinese?")
+			b.AssistantText("斑马部署清单在 ops/deploy-zh.md 里。")
+			if _, err := b.Close(); err != nil {
+				t.Fatal(err)
+			}
+			ix := indexOne(t, path)
+			res, err := ix.Search(ctx, "zebra checklist", SearchOptions{})
+			if err != nil || len(res.Hits) == 0 || res.Stale != nil {
+				t.Fatalf("before the change: %d hits, stale %v, %v", len(res.Hits), res.Stale, err)
+			}
+			if !strings.Contains(res.Hits[0].Snippet, "step four is the canary") {
+				t.Fatalf("hit text %q", res.Hits[0].Snippet)
+			}
+			data := testkit.ReadFile(t, path)
+			switch change {
+			case "edited": // same size: only the text's check sees it
+				testkit.WriteFile(t, path, bytes.ReplaceAll(data, []byte("step four"), []byte("step FIVE")), 0o600)
+			case "truncated":
+				testkit.WriteFile(t, path, data[:len(data)/3], 0o600)
+			case "deleted":
+				os.Remove(path)
+			}
+			for _, q := range []string{"zebra checklist", "斑马", "斑"} {
+				res, err = ix.Search(ctx, q, SearchOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, h := range res.Hits {
+					if strings.Contains(h.Snippet, "FIVE") || strings.Contains(h.Snippet, "canary") || strings.Contains(h.Snippet, "斑马") {
+						t.Errorf("%s: a hit of the changed file: %q", q, h.Snippet)
+					}
+				}
+				if note := res.StaleNote(); !strings.Contains(note, path) || !strings.Contains(note, "ctxtool index") {
+					t.Errorf("%s: stale note %q, want the file and the remedy", q, note)
+				}
+			}
+			if change == "deleted" {
+				if !strings.Contains(res.StaleNote(), "no longer exists") {
+					t.Errorf("note %q", res.StaleNote())
+				}
+				return
+			}
+			if _, err := ix.Index(ctx, path); err != nil {
+				t.Fatal(err)
+			}
+			res, err = ix.Search(ctx, "zebra checklist", SearchOptions{})
+			if err != nil || res.Stale != nil {
+				t.Fatalf("indexed again: stale %v, %v", res.Stale, err)
+			}
+			if change == "edited" && (len(res.Hits) == 0 || !strings.Contains(res.Hits[0].Snippet, "step FIVE")) {
+				t.Errorf("indexed again: hits %v", res.Hits)
+			}
+		})
+	}
+}
+
+func mustCreate(t *testing.T, path string) *os.File {
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// Text read again from the session file is redacted as the indexed text
+// was: no secret comes back, the markers do.
+func TestRereadTextIsRedacted(t *testing.T) {
+	samples := secretkit.Samples(33)
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	b := sessiongen.NewBuilder(mustCreate(t, path), sessiongen.Config{})
+	for _, s := range samples {
+		b.UserText("deploy note: " + s.Text)
+		b.AssistantText("noted the deploy credential")
+	}
+	if _, err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ix := indexOne(t, path)
+	if share, err := RefShare(ix); err != nil || share < 0.5 {
+		t.Fatalf("%.0f%% of the chunks are refs (%v)", share*100, err)
+	}
+	texts, err := ChunkTexts(ix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := strings.Join(texts[path], "\n")
+	res, err := ix.Search(context.Background(), "deploy note", SearchOptions{MaxResults: 50})
+	if err != nil || len(res.Hits) == 0 {
+		t.Fatal(len(res.Hits), err)
+	}
+	for _, h := range res.Hits {
+		all += "\n" + h.Snippet
+	}
+	for _, s := range samples {
+		if strings.Contains(all, s.Value) {
+			t.Errorf("the %s is in the text read back", s.Kind)
+		}
+	}
+	if !strings.Contains(all, "[secret:") {
+		t.Errorf("no redaction marker in the text read back")
+	}
+}
