@@ -197,10 +197,25 @@ func mayHoldBlob(s string) bool {
 
 // binaryText reports output whose first 4 KiB are over a tenth control
 // bytes (other than whitespace).
+//
+// Eight bytes at a time: words without a byte below 0x20 or DEL (most of
+// text) are skipped whole. Byte by byte, this was a fifth of the CPU of
+// re-reading a search's candidates from their files (reread.go).
 func binaryText(s string) bool {
 	n := min(len(s), 4096)
 	ctrl := 0
-	for i := 0; i < n; i++ {
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		if x := swar.LoadString(s, i); (swar.Below(x, 0x20)|swar.Equal(x, 0x7f))&swar.High == 0 {
+			continue
+		}
+		for _, c := range []byte(s[i : i+8]) {
+			if c < 0x20 && !asciiSpace(c) || c == 0x7f {
+				ctrl++
+			}
+		}
+	}
+	for ; i < n; i++ {
 		if c := s[i]; c < 0x20 && !asciiSpace(c) || c == 0x7f {
 			ctrl++
 		}

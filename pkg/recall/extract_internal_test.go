@@ -3,6 +3,7 @@ package recall
 import (
 	"bytes"
 	"encoding/json"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
@@ -154,5 +155,35 @@ func TestToolOutputCutAtMaxPieceBytes(t *testing.T) {
 	var y extractor
 	if got := y.clip(whole); got != whole || y.leftOut.Cut != 0 {
 		t.Errorf("a piece of maxPieceBytes was cut (%d bytes kept, %+v)", len(got), y.leftOut)
+	}
+}
+
+// binaryText, eight bytes at a time, counts the control bytes as a byte
+// by byte count does, wherever they fall.
+func TestBinaryTextWords(t *testing.T) {
+	byBytes := func(s string) bool {
+		n, ctrl := min(len(s), 4096), 0
+		for i := 0; i < n; i++ {
+			if c := s[i]; c < 0x20 && !asciiSpace(c) || c == 0x7f {
+				ctrl++
+			}
+		}
+		return ctrl*10 > n
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	pool := []byte("abc xyz\n\t\x00\x01\x1b\x7f\x80é")
+	for i := 0; i < 3000; i++ {
+		b := make([]byte, r.IntN(5000))
+		dense := r.IntN(4)
+		for j := range b {
+			if r.IntN(8) < dense {
+				b[j] = pool[r.IntN(len(pool))]
+			} else {
+				b[j] = 'a' + byte(r.IntN(26))
+			}
+		}
+		if got, want := binaryText(string(b)), byBytes(string(b)); got != want {
+			t.Fatalf("binaryText of %q = %v, want %v", b, got, want)
+		}
 	}
 }
