@@ -231,6 +231,39 @@ func TestSchema10IndexIsRebuilt(t *testing.T) {
 	}
 }
 
+// An index of schema 13 (every chunk's text stored) opens without an
+// error: it is emptied, says so, gives its pages back (the share index
+// reports is the new index's, not the old one's), and the next run fills
+// it as a new one, whose pi chunks are read from their files.
+func TestSchema13IndexIsRebuilt(t *testing.T) {
+	dir := t.TempDir()
+	facts := genSessions(t, dir, 2, 60)
+	loc := filepath.Join(t.TempDir(), "index.sqlite")
+	old := openAt(t, loc)
+	indexAll(t, old, sessionFiles(t, dir)...)
+	old.Close()
+	sqlExec(t, loc, `UPDATE meta SET value = '13' WHERE key = 'schema'`)
+	fi, err := os.Stat(loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := openAt(t, loc)
+	if why := ix.Emptied(); !strings.Contains(why, "schema 13") || !strings.Contains(why, "ctxtool index") {
+		t.Errorf("Emptied() = %q, want the old schema and what to run", why)
+	}
+	emptyLoc := filepath.Join(t.TempDir(), "index.sqlite")
+	openAt(t, emptyLoc).Close()
+	empty, _ := os.Stat(emptyLoc)
+	if after, err := os.Stat(loc); err != nil || after.Size() >= fi.Size() || after.Size() > empty.Size()+2<<14 {
+		t.Errorf("emptied index file: %d bytes, %d before, a new one %d (%v)", after.Size(), fi.Size(), empty.Size(), err)
+	}
+	refillsLikeNew(t, ix, dir, facts)
+	if share, err := recall.RefShare(ix); err != nil || share < 0.5 {
+		t.Errorf("%.0f%% of the refilled chunks are read from their files (%v)", share*100, err)
+	}
+	ix.Close()
+}
+
 // The bigram table holds only a CJK chunk's words with CJK: a query
 // mixing CJK and other words still finds the chunk with all of them (the
 // other words through the word index); with a word it lacks, only half of

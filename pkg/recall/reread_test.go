@@ -218,3 +218,53 @@ func TestRereadTextIsRedacted(t *testing.T) {
 		t.Errorf("no redaction marker in the text read back")
 	}
 }
+
+// The FTS file is rebuilt from the session files when it is lost; a file
+// that changed meanwhile gives its chunks empty rows (no error, no wrong
+// text), and the next index run indexes it again.
+func TestLostFTSFileRebuiltFromChangedFile(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	same, changed := filepath.Join(dir, "same.jsonl"), filepath.Join(dir, "changed.jsonl")
+	for _, p := range []string{same, changed} {
+		b := sessiongen.NewBuilder(mustCreate(t, p), sessiongen.Config{})
+		b.UserText("Where is the zebra deploy checklist of " + filepath.Base(p) + "?")
+		b.AssistantText("In ops/deploy.md, step four is the canary; 斑马部署清单在 ops 里。")
+		if _, err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	loc := filepath.Join(t.TempDir(), "i.sqlite")
+	ix, err := OpenFile(loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{same, changed} {
+		if _, err := ix.Index(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ix.Close()
+	os.Remove(ftsPath(loc))
+	testkit.WriteFile(t, changed, bytes.ReplaceAll(testkit.ReadFile(t, changed), []byte("step four"), []byte("step FIVE")), 0o600)
+	if ix, err = OpenFile(loc); err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	for _, q := range []string{"zebra checklist canary", "斑马", "斑"} {
+		res, err := ix.Search(ctx, q, SearchOptions{MinScore: 0.01})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Hits) != 1 || res.Hits[0].Path != same {
+			t.Errorf("%s after the rebuild: %+v, want the unchanged file's chunk only", q, res.Hits)
+		}
+	}
+	if _, err := ix.Index(ctx, changed); err != nil {
+		t.Fatal(err)
+	}
+	res, err := ix.Search(ctx, "step FIVE", SearchOptions{})
+	if err != nil || len(res.Hits) != 1 || res.Hits[0].Path != changed || res.Stale != nil {
+		t.Errorf("indexed again: %+v %v", res, err)
+	}
+}

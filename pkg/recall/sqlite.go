@@ -300,7 +300,26 @@ func (s *sqliteStore) migrate(ctx context.Context) error {
 	if _, err := tx.ExecContext(ctx, `DELETE FROM meta WHERE key = 'fts_seq'`); err != nil {
 		return err
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	if v != "" {
+		shrink(ctx, s.db)
+	}
+	return nil
+}
+
+// shrink gives the pages of the tables an open dropped back to the file
+// system: without it the file keeps the old index's size (its pages are
+// free, and reused as the index fills again), and the share index reports
+// stays the old one. Best effort: a VACUUM that finds the file busy
+// (another process searching) leaves the pages for later use, which loses
+// nothing.
+// (In WAL mode the file is cut at the checkpoint that follows.)
+func shrink(ctx context.Context, db *sql.DB) {
+	if _, err := db.ExecContext(ctx, `VACUUM`); err == nil {
+		_, _ = db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`)
+	}
 }
 
 // dropSQLite drops the main file's tables (and the full-text tables that

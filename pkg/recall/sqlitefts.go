@@ -95,7 +95,13 @@ func (s *sqliteStore) openFTS(ctx context.Context) error {
 	if _, err := tx.ExecContext(ctx, `INSERT INTO fts_meta(key, value) VALUES('owner', ?)`, want); err != nil {
 		return err
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	if have != "" {
+		shrink(ctx, s.fts)
+	}
+	return nil
 }
 
 // ftsPairing is the fts_meta owner value of the FTS file that pairs with
