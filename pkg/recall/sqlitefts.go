@@ -21,8 +21,8 @@ import (
 // <index>.fts, written by a second connection in a transaction of its own:
 // a cold index's one writer was busy all the time, and FTS5's tokenizing
 // and term hash were most of it; two files commit in parallel on two
-// cores. The tables are contentless (the text is in the chunks table) and
-// keyed by chunk id; there is one word index and one table of CJK
+// cores. The tables are contentless (the text is in the chunks table, or
+// in the session file it cites: reread.go) and keyed by chunk id; there is one word index and one table of CJK
 // character pairs over all chunks, so bm25's statistics are those of one
 // table.
 //
