@@ -179,65 +179,98 @@ func (r *rereader) chunkTexts(refs []textRef) (texts []string, ok []bool, err er
 		}
 		ok[i] = true
 	}
+	var jobs []*spanJob
 	for path, idx := range byFile {
-		why := r.readFile(path, refs, parsed, idx, texts, ok)
-		if why != "" {
-			if r.stale == nil {
-				r.stale = map[string]string{}
-			}
-			r.stale[path] = why
+		f, js, why := planFile(path, refs, parsed, idx)
+		if f != nil {
+			defer f.Close()
 		}
+		r.note(path, why)
+		jobs = append(jobs, js...)
+	}
+	// One goroutine: spans on two, under the load of a shared machine,
+	// made a search slower (its goroutine waited for the other's core).
+	for _, j := range jobs {
+		j.run(refs, parsed, texts, ok, r.redact)
+		r.note(j.path, j.why)
 	}
 	return texts, ok, nil
 }
 
-// readFile reads the chunks idx of one file; it returns why some could
-// not be read ("" when all were).
-func (r *rereader) readFile(path string, refs []textRef, parsed []ref, idx []int, texts []string, ok []bool) string {
+// note records why chunks of path could not be read ("": they could).
+func (r *rereader) note(path, why string) {
+	if why == "" {
+		return
+	}
+	if r.stale == nil {
+		r.stale = map[string]string{}
+	}
+	r.stale[path] = why
+}
+
+// spanJob reads one span of a file (the union of overlapping line ranges)
+// and gives the chunks of group, which cite it, their text; why says why
+// some could not be read.
+type spanJob struct {
+	f          *os.File
+	path       string
+	start, end int64
+	group      []int
+	why        string
+}
+
+const changedFile = "it changed since it was indexed"
+
+// planFile opens the file of the chunks idx and cuts their line ranges
+// into spans; why says why some chunks cannot be read (the file is gone,
+// or shorter than a range).
+func planFile(path string, refs []textRef, parsed []ref, idx []int) (*os.File, []*spanJob, string) {
 	f, err := os.Open(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return "it no longer exists"
+			return nil, nil, "it no longer exists"
 		}
-		return err.Error()
+		return nil, nil, err.Error()
 	}
-	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return err.Error()
+		return f, nil, err.Error()
 	}
 	slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(refs[a].off, refs[b].off) })
+	var jobs []*spanJob
 	why := ""
-	changed := "it changed since it was indexed"
 	for i := 0; i < len(idx); {
-		// A span: the union of overlapping line ranges, read at once.
 		start, end := refs[idx[i]].off, refs[idx[i]].off+parsed[idx[i]].span
 		j := i + 1
 		for j < len(idx) && refs[idx[j]].off <= end {
 			end = max(end, refs[idx[j]].off+parsed[idx[j]].span)
 			j++
 		}
-		group := idx[i:j]
-		i = j
 		if start < 0 || end > fi.Size() {
-			why = changed
-			continue
+			why = changedFile
+		} else {
+			jobs = append(jobs, &spanJob{f: f, path: path, start: start, end: end, group: idx[i:j]})
 		}
-		buf := make([]byte, end-start)
-		if _, err := f.ReadAt(buf, start); err != nil && err != io.EOF {
-			why = err.Error()
-			continue
-		}
-		sp := newSpan(buf, start, r.redact)
-		for _, k := range group {
-			if t, good := sp.text(refs[k], parsed[k]); good {
-				texts[k], ok[k] = t, true
-			} else {
-				why = changed
-			}
+		i = j
+	}
+	return f, jobs, why
+}
+
+// run reads the span and fills the texts of its chunks.
+func (j *spanJob) run(refs []textRef, parsed []ref, texts []string, ok []bool, redact bool) {
+	buf := make([]byte, j.end-j.start)
+	if _, err := j.f.ReadAt(buf, j.start); err != nil && err != io.EOF {
+		j.why = err.Error()
+		return
+	}
+	sp := newSpan(buf, j.start, redact)
+	for _, k := range j.group {
+		if t, good := sp.text(refs[k], parsed[k]); good {
+			texts[k], ok[k] = t, true
+		} else {
+			j.why = changedFile
 		}
 	}
-	return why
 }
 
 // span is a run of a file's lines, each extracted once when first needed.
