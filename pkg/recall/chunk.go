@@ -46,7 +46,7 @@ type segment struct {
 	carried bool
 	// Where text lies in its unit (the recipe a re-read follows, see
 	// reread.go): the line's end, the unit's ordinal on the line, text's
-	// byte offset in the unit's text and that text's length.
+	// byte offset in the unit's text, and the length of the unit's text.
 	end       int64
 	ord, at   int
 	unitBytes int

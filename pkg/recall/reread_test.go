@@ -268,3 +268,68 @@ func TestLostFTSFileRebuiltFromChangedFile(t *testing.T) {
 		t.Errorf("indexed again: %+v %v", res, err)
 	}
 }
+
+// A one-character CJK query is the prefix query X* on the pairs table
+// (the index holds no text to scan with LIKE): it matches exactly the
+// chunks whose text holds X, wherever X stands in its word (first, inside,
+// last, alone).
+func TestOneCJKCharacterMatchesItsChunks(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	p := filepath.Join(dir, "cjk.jsonl")
+	if _, err := sessiongen.GenerateFile(p, sessiongen.Options{Seed: 5, Turns: 12, CJKShare: 1}); err != nil {
+		t.Fatal(err)
+	}
+	ix := indexOne(t, p)
+	if _, err := ix.Index(ctx, "../../testdata/edge-cjk.jsonl"); err != nil {
+		t.Fatal(err)
+	}
+	st := ix.st.(*sqliteStore)
+	rows, err := sqlRows(st.db.Query(`SELECT c.id, f.path, c.start_line, c.start_offset, c.text FROM chunks c JOIN files f ON f.id = c.file_id`))
+	all, err := allRows(rows, err, func(r *idRef) []any { return []any{&r.id, &r.path, &r.line, &r.off, &r.value} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs := make([]textRef, len(all))
+	for i, r := range all {
+		refs[i] = r.textRef
+	}
+	rr := rereader{redact: true}
+	texts, _, err := rr.chunkTexts(refs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Characters of every position: each CJK word's first, second and
+	// last, up to 60 of them.
+	chars := map[string]bool{}
+	for _, text := range texts {
+		eachCJKWord(text, func(w string) {
+			r := []rune(w)
+			for _, c := range []rune{r[0], r[min(1, len(r)-1)], r[len(r)-1]} {
+				if isCJK(c) && len(chars) < 60 {
+					chars[string(c)] = true
+				}
+			}
+		})
+	}
+	if len(chars) < 30 {
+		t.Fatalf("only %d CJK characters", len(chars))
+	}
+	for c := range chars {
+		var want []int64
+		for i, text := range texts {
+			if strings.Contains(text, c) {
+				want = append(want, all[i].id)
+			}
+		}
+		got, err := st.match(ctx, []string{c}, noFilter, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s matches chunks %v, its text is in %v", c, got, want)
+		}
+	}
+}
