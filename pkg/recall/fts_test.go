@@ -114,18 +114,25 @@ func TestKillBetweenCommits(t *testing.T) {
 	check("a removed file", left)
 }
 
+// builtIndex generates n sessions of turns turns in dir and indexes them
+// into a new index at loc, closed.
+func builtIndex(t *testing.T, n, turns int) (dir, loc string, facts []planted) {
+	dir = t.TempDir()
+	facts = genSessions(t, dir, n, turns)
+	loc = filepath.Join(t.TempDir(), "index.sqlite")
+	ix := openAt(t, loc)
+	indexAll(t, ix, sessionFiles(t, dir)...)
+	ix.Close()
+	return dir, loc, facts
+}
+
 // An FTS file that is lost (deleted), left from another index, or of the
 // earlier layout (a trigram table where the CJK pairs are now) is rebuilt
 // from the chunks when the index opens: the same hits as before.
 func TestLostFTSFileRebuilt(t *testing.T) {
-	dir := t.TempDir()
-	facts := genSessions(t, dir, 3, 60)
-	loc := filepath.Join(t.TempDir(), "index.sqlite")
-	ix := openAt(t, loc)
-	indexAll(t, ix, sessionFiles(t, dir)...)
-	ix.Close()
+	dir, loc, facts := builtIndex(t, 3, 60)
 	other := filepath.Join(t.TempDir(), "index.sqlite")
-	ix = openAt(t, other)
+	ix := openAt(t, other)
 	indexAll(t, ix, sessionFiles(t, dir)[:1]...)
 	ix.Close()
 	for _, how := range []string{"deleted", "another index's", "of the trigram layout"} {
@@ -236,12 +243,7 @@ func TestSchema10IndexIsRebuilt(t *testing.T) {
 // reports is the new index's, not the old one's), and the next run fills
 // it as a new one, whose pi chunks are read from their files.
 func TestSchema13IndexIsRebuilt(t *testing.T) {
-	dir := t.TempDir()
-	facts := genSessions(t, dir, 2, 60)
-	loc := filepath.Join(t.TempDir(), "index.sqlite")
-	old := openAt(t, loc)
-	indexAll(t, old, sessionFiles(t, dir)...)
-	old.Close()
+	dir, loc, facts := builtIndex(t, 2, 60)
 	sqlExec(t, loc, `UPDATE meta SET value = '13' WHERE key = 'schema'`)
 	fi, err := os.Stat(loc)
 	if err != nil {
