@@ -333,3 +333,42 @@ func TestOneCJKCharacterMatchesItsChunks(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkLoad100 loads the text of 100 random chunks, as a search loads
+// its candidates: stored (the session indexed through a zstd copy) and
+// read again from the session file.
+func BenchmarkLoad100(b *testing.B) {
+	dir := b.TempDir()
+	pi := filepath.Join(dir, "s.jsonl")
+	if _, err := sessiongen.GenerateFile(pi, sessiongen.Options{Seed: 3, TargetBytes: 8 << 20, CJKShare: 0.5}); err != nil {
+		b.Fatal(err)
+	}
+	zst := pi + ".zst"
+	zw, _ := zstd.NewWriter(nil)
+	testkit.WriteFile(b, zst, zw.EncodeAll(testkit.ReadFile(b, pi), nil), 0o600)
+	for _, c := range []struct{ name, path string }{{"stored", zst}, {"reread", pi}} {
+		ix, err := OpenFile(filepath.Join(b.TempDir(), "i.sqlite"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := ix.Index(context.Background(), c.path); err != nil {
+			b.Fatal(err)
+		}
+		st := ix.st.(*sqliteStore)
+		var n int64
+		st.db.QueryRow(`SELECT max(id) FROM chunks`).Scan(&n)
+		ids := make([]int64, 100)
+		for i := range ids {
+			ids[i] = 1 + int64(i)*n/100 + int64(i*7)%(n/100)
+		}
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				cs, stale, err := st.chunks(context.Background(), ids)
+				if err != nil || len(cs) != len(ids) || stale != nil {
+					b.Fatal(len(cs), stale, err)
+				}
+			}
+		})
+		ix.Close()
+	}
+}
