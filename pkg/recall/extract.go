@@ -132,6 +132,13 @@ var b64 = func() (t [256]bool) {
 // lower case and digits: not a long word or a row of dashes) by a marker,
 // and binary output (control bytes in over a tenth of its first 4 KiB)
 // whole.
+//
+// Such a run covers at least two of the points blobChars/2 apart that it
+// looks at (one byte in 128), so only the runs through those points are
+// measured: byte by byte, the scan of code and paths (base64 bytes, most
+// of them) was a sixth of the CPU of re-reading a search's candidates
+// from their files (reread.go), and tool output is most of what is
+// indexed.
 func (x *extractor) stripBlobs(s string) string {
 	if len(s) < blobChars {
 		return s
@@ -141,28 +148,23 @@ func (x *extractor) stripBlobs(s string) string {
 		x.leftOut.BlobBytes += int64(len(s))
 		return "[binary output, " + strconv.Itoa(len(s)) + " bytes]"
 	}
-	if !mayHoldBlob(s) {
-		return s
-	}
+	const step = blobChars / 2
 	var b strings.Builder
 	last := 0
-	for i := 0; i < len(s); {
-		if !b64[s[i]] {
-			i++
+	for p := step - 1; p < len(s); p += step {
+		if !b64[s[p]] {
 			continue
 		}
-		j, kinds := i, 0
-		for ; j < len(s) && b64[s[j]]; j++ {
-			switch c := s[j]; {
-			case c >= 'a' && c <= 'z':
-				kinds |= 1
-			case c >= 'A' && c <= 'Z':
-				kinds |= 2
-			case c >= '0' && c <= '9':
-				kinds |= 4
-			}
+		// The maximal run through p (it starts past the last run
+		// measured, which ended at a byte that is not base64).
+		i, j := p, p
+		for i > 0 && b64[s[i-1]] {
+			i--
 		}
-		if j-i >= blobChars && kinds == 7 {
+		for j < len(s) && b64[s[j]] {
+			j++
+		}
+		if j-i >= blobChars && base64Kinds(s[i:j]) {
 			if b.Len() == 0 {
 				b.Grow(len(s) - (j - i))
 			}
@@ -172,7 +174,7 @@ func (x *extractor) stripBlobs(s string) string {
 			x.leftOut.Blobs++
 			x.leftOut.BlobBytes += int64(j - i)
 		}
-		i = j
+		p += (j - p) / step * step // the next point is past the run
 	}
 	if last == 0 {
 		return s
@@ -181,18 +183,21 @@ func (x *extractor) stripBlobs(s string) string {
 	return b.String()
 }
 
-// mayHoldBlob reports whether s may hold a base64 run of blobChars: such a
-// run covers two consecutive sample points blobChars/2 apart, so output
-// without two base64 bytes at consecutive sample points has none, found
-// looking at one byte in 128 (tool output is most of what is indexed).
-func mayHoldBlob(s string) bool {
-	const step = blobChars / 2
-	for p := step - 1; p+step < len(s); p += step {
-		if b64[s[p]] && b64[s[p+step]] {
-			return true
+// base64Kinds reports whether run holds upper case, lower case and digits
+// (a blob, not a long word or a row of dashes).
+func base64Kinds(run string) bool {
+	kinds := 0
+	for i := 0; i < len(run) && kinds != 7; i++ {
+		switch c := run[i]; {
+		case c >= 'a' && c <= 'z':
+			kinds |= 1
+		case c >= 'A' && c <= 'Z':
+			kinds |= 2
+		case c >= '0' && c <= '9':
+			kinds |= 4
 		}
 	}
-	return false
+	return kinds == 7
 }
 
 // binaryText reports output whose first 4 KiB are over a tenth control
