@@ -432,11 +432,24 @@ func normalizeSpace(s string) string {
 		j := i + size
 		if c < utf8.RuneSelf {
 			j = plainEnd(s, j)
+		} else {
+			j = ideographsEnd(s, j)
 		}
 		b.WriteString(s[i:j])
 		i = j
 	}
 	return b.String()
+}
+
+// ideographsEnd is where the run of CJK ideographs at s[i:] ends: runes
+// U+4000-U+9FFF (UTF-8 lead bytes 0xE4-0xE9; none is a space), copied as
+// one run. Rune by rune, with a table lookup for spaces, CJK text was a
+// tenth of the CPU of re-reading a search's candidates (reread.go).
+func ideographsEnd(s string, i int) int {
+	for i+3 <= len(s) && s[i] >= 0xE4 && s[i] <= 0xE9 && s[i+1]&0xC0 == 0x80 && s[i+2]&0xC0 == 0x80 {
+		i += 3
+	}
+	return i
 }
 
 // plainEnd is where the plain ASCII at s[i:] ends: bytes that are not

@@ -110,7 +110,8 @@ func TestWeightsMatchRunes(t *testing.T) {
 // sessions of every format (escapes and all), and on whitespace of every
 // kind at every alignment.
 func TestNormalizeSpaceMatchesFields(t *testing.T) {
-	pieces := []string{" ", "  ", "\n", "\t \r\n", "\v\f", "\u00a0", "\u3000", "\u2028", "\u0085", "\x01", "\x7f", "\xff", "\xe3\x80", "部署", "é"}
+	pieces := []string{" ", "  ", "\n", "\t \r\n", "\v\f", "\u00a0", "\u3000", "\u2028", "\u0085", "\x01", "\x7f", "\xff", "\xe3\x80", "部署", "é",
+		"部署到生产环境", "部\xe9\x80", "\xe4\xb8\xe4\xb8\xad", "署\u3000部", "中文ok中"}
 	var texts []string
 	for n := 0; n < 20; n++ {
 		for _, p := range pieces {
