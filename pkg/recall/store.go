@@ -13,7 +13,9 @@
 //     mode) and its FTS file beside it, index.sqlite.fts: FTS5 with a
 //     table of CJK character pairs, written in parallel (see ftsSchema). Safe to
 //     share between processes on one machine: writes take SQLite's write
-//     locks up front (BEGIN IMMEDIATE) and wait up to 30 s for them.
+//     locks up front (BEGIN IMMEDIATE) and wait up to 30 s for them. It
+//     stores no text for the chunks of pi and OpenClaw JSONL files: their
+//     text is extracted again from the session file (reread.go).
 //   - PostgreSQL (OpenURL("postgres://…"), config recall.url): one database
 //     for a fleet of machines; tsvector + GIN, pg_trgm for CJK; every file is
 //     written in its own transaction under a per-file advisory lock, so any
