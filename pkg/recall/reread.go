@@ -11,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/ctxtool/ctxtool/pkg/transcript"
 )
@@ -54,6 +55,12 @@ const refMaxBytes = 32 << 10
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+// textCRC is the CRC-32C of a chunk's text, read in place ([]byte(text)
+// copied every chunk's text once more, at index time and when read back).
+func textCRC(text string) uint32 {
+	return crc32.Checksum(unsafe.Slice(unsafe.StringData(text), len(text)), castagnoli)
+}
+
 // newRef is the ref of the chunk made of segs (text joined), or nil when
 // its lines span more than refMaxBytes.
 func newRef(segs []segment, text string, maxChars int) []byte {
@@ -67,7 +74,7 @@ func newRef(segs []segment, text string, maxChars int) []byte {
 	b = binary.AppendUvarint(b, uint64(span))
 	b = binary.AppendUvarint(b, uint64(maxChars))
 	b = binary.AppendUvarint(b, uint64(len(text)))
-	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum([]byte(text), castagnoli))
+	b = binary.LittleEndian.AppendUint32(b, textCRC(text))
 	b = binary.AppendUvarint(b, uint64(len(segs)))
 	line := first.line
 	for _, s := range segs {
@@ -190,8 +197,10 @@ func (r *rereader) chunkTexts(refs []textRef) (texts []string, ok []bool, err er
 	}
 	// One goroutine: spans on two, under the load of a shared machine,
 	// made a search slower (its goroutine waited for the other's core).
+	// One buffer: a span's texts are copies, nothing keeps its bytes.
+	var buf []byte
 	for _, j := range jobs {
-		j.run(refs, parsed, texts, ok, r.redact)
+		buf = j.run(buf, refs, parsed, texts, ok, r.redact)
 		r.note(j.path, j.why)
 	}
 	return texts, ok, nil
@@ -256,12 +265,21 @@ func planFile(path string, refs []textRef, parsed []ref, idx []int) (*os.File, [
 	return f, jobs, why
 }
 
-// run reads the span and fills the texts of its chunks.
-func (j *spanJob) run(refs []textRef, parsed []ref, texts []string, ok []bool, redact bool) {
-	buf := make([]byte, j.end-j.start)
-	if _, err := j.f.ReadAt(buf, j.start); err != nil && err != io.EOF {
+// run reads the span into buf (grown if needed, and returned for the next
+// span) and fills the texts of its chunks.
+func (j *spanJob) run(buf []byte, refs []textRef, parsed []ref, texts []string, ok []bool, redact bool) []byte {
+	if n := int(j.end - j.start); cap(buf) < n {
+		buf = make([]byte, n, max(n, 64<<10))
+	} else {
+		buf = buf[:n]
+	}
+	switch n, err := j.f.ReadAt(buf, j.start); {
+	case err != nil && err != io.EOF:
 		j.why = err.Error()
-		return
+		return buf
+	case n < len(buf): // cut since the plan
+		j.why = changedFile
+		return buf
 	}
 	sp := newSpan(buf, j.start, redact)
 	for _, k := range j.group {
@@ -271,6 +289,7 @@ func (j *spanJob) run(refs []textRef, parsed []ref, texts []string, ok []bool, r
 			j.why = changedFile
 		}
 	}
+	return buf
 }
 
 // span is a run of a file's lines, each extracted once when first needed.
@@ -326,7 +345,7 @@ func (sp *span) text(t textRef, r ref) (string, bool) {
 		b.WriteString(u[s.at:end])
 	}
 	text := b.String()
-	if len(text) != r.size || crc32.Checksum([]byte(text), castagnoli) != r.crc {
+	if len(text) != r.size || textCRC(text) != r.crc {
 		return "", false
 	}
 	return text, true
