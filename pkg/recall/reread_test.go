@@ -55,6 +55,9 @@ func TestRereadTextIsIndexedText(t *testing.T) {
 	if _, err := sessiongen.GenerateFile(v1, sessiongen.Options{Seed: 8, Turns: 8, Version: 1}); err != nil {
 		t.Fatal(err)
 	}
+	// A byte order mark before the first line and CRLF line ends.
+	bom := filepath.Join(dir, "bom.jsonl")
+	testkit.WriteFile(t, bom, append([]byte("\ufeff"), bytes.ReplaceAll(testkit.ReadFile(t, v1), []byte("\n"), []byte("\r\n"))...), 0o600)
 	zst := filepath.Join(dir, "pi.jsonl.zst")
 	zw, _ := zstd.NewWriter(nil)
 	testkit.WriteFile(t, zst, zw.EncodeAll(testkit.ReadFile(t, pi), nil), 0o600)
@@ -65,6 +68,7 @@ func TestRereadTextIsIndexedText(t *testing.T) {
 		{"pi", pi, true},
 		{"pi v1", v1, true},
 		{"pi glued lines", "../../testdata/edge-glued.jsonl", true},
+		{"pi bom crlf", bom, true},
 		{"pi cjk", "../../testdata/edge-cjk.jsonl", true},
 		{"claude code", "../../testdata/current/claude-code-2.1.jsonl", false},
 		{"codex", "../../testdata/current/codex-0.171.jsonl", false},
@@ -383,4 +387,55 @@ func cpuTime() int64 {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// A session indexed as it grows (a small last chunk is chunked again with
+// the new lines) reads back every chunk: the refs written by appends cite
+// the right lines, and the text read back holds every message.
+func TestRereadAfterAppends(t *testing.T) {
+	ctx := context.Background()
+	full := filepath.Join(t.TempDir(), "full.jsonl")
+	if _, err := sessiongen.GenerateFile(full, sessiongen.Options{Seed: 11, Turns: 20, CJKShare: 0.3}); err != nil {
+		t.Fatal(err)
+	}
+	data := testkit.ReadFile(t, full)
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	ix, err := OpenFile(filepath.Join(t.TempDir(), "i.sqlite"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	for n := 1; n <= len(lines); n += 1 + n/3 {
+		testkit.WriteFile(t, path, bytes.Join(lines[:n], nil), 0o600)
+		if _, err := ix.Index(ctx, path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testkit.WriteFile(t, path, data, 0o600)
+	if _, err := ix.Index(ctx, path); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ChunkTexts(ix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := strings.Join(got[path], "\n")
+	if strings.Contains(all, "(stale)") || len(got[path]) == 0 {
+		t.Fatalf("%d chunks, some stale", len(got[path]))
+	}
+	want, err := ScannedTexts(ix, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range want { // every message's text is in some chunk read back
+		for _, l := range strings.Split(c, "\n") {
+			if !strings.Contains(all, l) {
+				t.Fatalf("not read back: %.80q", l)
+			}
+		}
+	}
+	if share, err := RefShare(ix); err != nil || share < 0.5 {
+		t.Errorf("%.0f%% refs (%v)", share*100, err)
+	}
 }
