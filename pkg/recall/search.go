@@ -506,16 +506,22 @@ func (ix *Index) vectorCandidates(ctx context.Context, query string, f filter, l
 	return out, nil
 }
 
-// loadCandidates fills path, lines and text of the candidates; those
-// whose text could not be read again are dropped, their files named in
+// loadCandidates fills path, lines and text of the candidates not loaded
+// yet (reading text again from the session files is not free); those
+// whose text could not be read are dropped, their files named in
 // res.Stale.
 func (ix *Index) loadCandidates(ctx context.Context, cands map[int64]*candidate, res *Result) error {
 	if len(cands) == 0 {
 		return nil
 	}
 	ids := make([]int64, 0, len(cands))
-	for id := range cands {
-		ids = append(ids, id)
+	for id, c := range cands {
+		if c.path == "" { // not loaded yet (a search with Skip loads twice)
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
 	}
 	cs, stale, err := ix.st.chunks(ctx, ids)
 	if err != nil {
