@@ -234,6 +234,11 @@ const changedFile = "it changed since it was indexed"
 // into spans; why says why some chunks cannot be read (the file is gone,
 // or shorter than a range).
 func planFile(path string, refs []textRef, parsed []ref, idx []int) (*os.File, []*spanJob, string) {
+	// Checked before the open, which would wait for a writer if a FIFO
+	// had taken the file's place.
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return nil, nil, "it is no longer a regular file"
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
