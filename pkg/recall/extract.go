@@ -133,8 +133,8 @@ var b64 = func() (t [256]bool) {
 // and binary output (control bytes in over a tenth of its first 4 KiB)
 // whole.
 //
-// Such a run covers at least two of the points blobChars/2 apart that it
-// looks at (one byte in 128), so only the runs through those points are
+// Such a run covers at least one of the points blobChars apart that it
+// looks at (one byte in 256), so only the runs through those points are
 // measured: byte by byte, the scan of code and paths (base64 bytes, most
 // of them) was a sixth of the CPU of re-reading a search's candidates
 // from their files (reread.go), and tool output is most of what is
@@ -148,7 +148,7 @@ func (x *extractor) stripBlobs(s string) string {
 		x.leftOut.BlobBytes += int64(len(s))
 		return "[binary output, " + strconv.Itoa(len(s)) + " bytes]"
 	}
-	const step = blobChars / 2
+	const step = blobChars
 	var b strings.Builder
 	last := 0
 	for p := step - 1; p < len(s); p += step {

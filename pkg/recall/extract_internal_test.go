@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/ctxtool/ctxtool/internal/testkit/recalltest"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
@@ -189,75 +190,41 @@ func TestBinaryTextWords(t *testing.T) {
 	}
 }
 
-// stripBlobsBytes is stripBlobs as it was, byte by byte: it replaces base64 runs of blobChars or more (with upper case,
-// lower case and digits: not a long word or a row of dashes) by a marker,
-// and binary output (control bytes in over a tenth of its first 4 KiB)
-// whole.
-func (x *extractor) stripBlobsBytes(s string) string {
-	if len(s) < blobChars {
-		return s
-	}
-	if binaryText(s) {
-		x.leftOut.Blobs++
-		x.leftOut.BlobBytes += int64(len(s))
-		return "[binary output, " + strconv.Itoa(len(s)) + " bytes]"
-	}
-	if !mayHoldBlobBytes(s) {
-		return s
-	}
-	var b strings.Builder
-	last := 0
-	for i := 0; i < len(s); {
-		if !b64[s[i]] {
-			i++
+// stripBlobsRef is what stripBlobs does to text without control bytes,
+// written as plainly as it can be: every maximal run of 256 base64 bytes
+// or more that holds upper case, lower case and digits becomes a marker.
+func stripBlobsRef(s string) (string, LeftOut) {
+	var lo LeftOut
+	var out strings.Builder
+	inRun := func(r rune) bool { return r < utf8.RuneSelf && b64[r] }
+	for s != "" {
+		i := strings.IndexFunc(s, inRun)
+		if i < 0 {
+			out.WriteString(s)
+			break
+		}
+		out.WriteString(s[:i])
+		s = s[i:]
+		j := strings.IndexFunc(s, func(r rune) bool { return !inRun(r) })
+		if j < 0 {
+			j = len(s)
+		}
+		run := s[:j]
+		s = s[j:]
+		if len(run) < blobChars || !strings.ContainsAny(run, "abcdefghijklmnopqrstuvwxyz") ||
+			!strings.ContainsAny(run, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") || !strings.ContainsAny(run, "0123456789") {
+			out.WriteString(run)
 			continue
 		}
-		j, kinds := i, 0
-		for ; j < len(s) && b64[s[j]]; j++ {
-			switch c := s[j]; {
-			case c >= 'a' && c <= 'z':
-				kinds |= 1
-			case c >= 'A' && c <= 'Z':
-				kinds |= 2
-			case c >= '0' && c <= '9':
-				kinds |= 4
-			}
-		}
-		if j-i >= blobChars && kinds == 7 {
-			if b.Len() == 0 {
-				b.Grow(len(s) - (j - i))
-			}
-			b.WriteString(s[last:i])
-			b.WriteString("[base64, " + strconv.Itoa(j-i) + " bytes]")
-			last = j
-			x.leftOut.Blobs++
-			x.leftOut.BlobBytes += int64(j - i)
-		}
-		i = j
+		lo.Blobs++
+		lo.BlobBytes += int64(len(run))
+		out.WriteString("[base64, " + strconv.Itoa(len(run)) + " bytes]")
 	}
-	if last == 0 {
-		return s
-	}
-	b.WriteString(s[last:])
-	return b.String()
-}
-
-// mayHoldBlobBytes reports whether s may hold a base64 run of blobChars: such a
-// run covers two consecutive sample points blobChars/2 apart, so output
-// without two base64 bytes at consecutive sample points has none, found
-// looking at one byte in 128 (tool output is most of what is indexed).
-func mayHoldBlobBytes(s string) bool {
-	const step = blobChars / 2
-	for p := step - 1; p+step < len(s); p += step {
-		if b64[s[p]] && b64[s[p+step]] {
-			return true
-		}
-	}
-	return false
+	return out.String(), lo
 }
 
 // stripBlobs, which measures only the base64 runs through one byte in
-// 128, replaces the runs and counts them as the byte by byte scan did.
+// 256, replaces the runs and counts them as a scan of every run does.
 func TestStripBlobsSampled(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	runeOf := func(kind int) byte {
@@ -273,6 +240,7 @@ func TestStripBlobsSampled(t *testing.T) {
 		}
 		return " \n.,:\"é"[r.IntN(6)]
 	}
+	blobs := 0
 	for i := 0; i < 3000; i++ {
 		var b []byte
 		for len(b) < r.IntN(3000) {
@@ -287,9 +255,14 @@ func TestStripBlobsSampled(t *testing.T) {
 			}
 		}
 		s := string(b)
-		var x, y extractor
-		if got, want := x.stripBlobs(s), y.stripBlobsBytes(s); got != want || x.leftOut != y.leftOut {
-			t.Fatalf("stripBlobs(%q) = %q %+v, want %q %+v", s, got, x.leftOut, want, y.leftOut)
+		var x extractor
+		want, lo := stripBlobsRef(s)
+		if got := x.stripBlobs(s); got != want || x.leftOut != lo {
+			t.Fatalf("stripBlobs(%q) = %q %+v, want %q %+v", s, got, x.leftOut, want, lo)
 		}
+		blobs += lo.Blobs
+	}
+	if blobs < 100 {
+		t.Errorf("only %d blobs in the random texts", blobs)
 	}
 }

@@ -230,7 +230,7 @@ func TestTextScoreSkipsNothingItNeeds(t *testing.T) {
 }
 
 // A base64 run of blobChars is found wherever it starts and whatever
-// surrounds it (mayHoldBlob looks at one byte in 128); shorter runs and
+// surrounds it (stripBlobs looks at one byte in 256); shorter runs and
 // long runs of one letter case are kept.
 func TestStripBlobsAtEveryOffset(t *testing.T) {
 	blob := strings.Repeat("QUJDZGVmZ2hpams0NTY3", 13)[:blobChars] // upper, lower, digits
