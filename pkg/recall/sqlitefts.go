@@ -22,9 +22,9 @@ import (
 // a cold index's one writer was busy all the time, and FTS5's tokenizing
 // and term hash were most of it; two files commit in parallel on two
 // cores. The tables are contentless (the text is in the chunks table, or
-// in the session file it cites: reread.go) and keyed by chunk id; there is one word index and one table of CJK
-// character pairs over all chunks, so bm25's statistics are those of one
-// table.
+// in the session file it cites: reread.go) and keyed by chunk id; there
+// is one word index and one table of CJK character pairs over all chunks,
+// so bm25's statistics are those of one table.
 //
 // The two commits are not atomic. The main file commits first, then the
 // FTS file; both store the same sync mark (meta fts_seq, fts_meta seq),
