@@ -183,6 +183,9 @@ func runSearch(ctx context.Context, opts *SearchOptions) error {
 	if res.Fallback != "" {
 		fmt.Fprintf(opts.IO.ErrOut, "note: %s\n", res.Fallback)
 	}
+	if n := res.StaleNote(); n != "" {
+		fmt.Fprintf(opts.IO.ErrOut, "warning: %s\n", n)
+	}
 	if why := ix.Emptied(); why != "" {
 		fmt.Fprintf(opts.IO.ErrOut, "note: %s\n", why)
 	} else if res.Empty {

@@ -300,15 +300,18 @@ func TestSecretsNeverReachPostgres(t *testing.T) {
 }
 
 // recall.redact: false keeps secrets in the index (so the checks above can
-// fail), and turning redaction back on rebuilds the index: its rows, its
-// files and what search prints are redacted again.
+// fail: in the text stored for a Claude Code session; a pi session's text
+// is read from the file, see pkg/recall/reread.go), and turning redaction
+// back on rebuilds the index: its rows, its files and what search prints
+// are redacted again.
 func TestRedactOptOutAndReindex(t *testing.T) {
 	cleanEnv(t)
 	samples := secretkit.Samples(40)
-	s := secretSessions(t, secretBlob(samples))[0]
+	ss := secretSessions(t, secretBlob(samples))
+	s, cc := ss[0], ss[2]
 	state := t.TempDir()
 	t.Setenv("CTXTOOL_RECALL_REDACT", "false")
-	runOK(t, "index", "--state-dir", state, s.path)
+	runOK(t, "index", "--state-dir", state, s.path, cc.path)
 	out, _ := runOK(t, "--json", "search", "--state-dir", state, "--min-score", "0", samples[3].Value)
 	var files bytes.Buffer
 	filepath.WalkDir(state, func(p string, d fs.DirEntry, err error) error {
@@ -323,7 +326,7 @@ func TestRedactOptOutAndReindex(t *testing.T) {
 			len(secretkit.Leaks([]byte(out), samples)), len(secretkit.Leaks(files.Bytes(), samples)))
 	}
 	t.Setenv("CTXTOOL_RECALL_REDACT", "")
-	runOK(t, "index", "--state-dir", state, s.path)
+	runOK(t, "index", "--state-dir", state, s.path, cc.path)
 	out, _ = runOK(t, "--json", "search", "--state-dir", state, "--min-score", "0", samples[3].Value)
 	check := leakCheck{t, samples}
 	check.text("search after redaction was turned back on", []byte(out))

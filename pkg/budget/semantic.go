@@ -178,6 +178,9 @@ func Retrieve(ctx context.Context, s Searcher, query string, cfg SemanticConfig,
 	if len(out.Chunks) == 0 && len(hits) > 0 {
 		out.Note = fmt.Sprintf("no hit scored at least %.2f (contextManagement.semanticHistory.minRelevanceScore)", cfg.MinRelevanceScore)
 	}
+	if n := res.StaleNote(); n != "" {
+		out.Note = strings.TrimPrefix(out.Note+"; "+n, "; ")
+	}
 	return out
 }
 

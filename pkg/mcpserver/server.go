@@ -180,6 +180,9 @@ func (s *Server) search(ctx context.Context, _ *mcp.CallToolRequest, in SearchIn
 			out.Note += " in " + project + " (all_projects: true searches every project)"
 		}
 	}
+	if n := res.StaleNote(); n != "" {
+		out.Note = strings.TrimPrefix(out.Note+"; "+n, "; ")
+	}
 	return textResult(out), out, nil
 }
 

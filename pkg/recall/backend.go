@@ -45,8 +45,10 @@ type backend interface {
 	// average chunk length and each term's document frequency (counted up
 	// to a bound, estimated past it).
 	corpus(ctx context.Context, terms []term) (corpus, error)
-	// chunks loads stored chunks by id (ids that vanished are left out).
-	chunks(ctx context.Context, ids []int64) ([]storedChunk, error)
+	// chunks loads stored chunks by id (ids that vanished are left out,
+	// and so are chunks whose text could not be read again from their
+	// session file: stale says which files and why, see reread.go).
+	chunks(ctx context.Context, ids []int64) (cs []storedChunk, stale []string, err error)
 
 	// vectors calls fn for every chunk in scope f embedded with model.
 	vectors(ctx context.Context, model string, f filter, fn func(id int64, vec []byte)) error
@@ -102,6 +104,7 @@ type storedChunk struct {
 	id             int64
 	path           string
 	start, end     int
+	off            int64 // where line start begins in the file
 	entryIDs       string
 	ts             int64
 	text           string
@@ -113,7 +116,7 @@ const fileCols = `id, size, mtime_ns, head_len, head_hash, sample_hash, last_lin
 	last_line_hash, bytes_indexed, lines_indexed, malformed, agent, project`
 
 // chunkCols are what chunks reads, from chunks c joined with files f.
-const chunkCols = `c.id, f.path, c.start_line, c.end_line, c.entry_ids, c.ts, c.text, c.kinds, f.agent, f.project`
+const chunkCols = `c.id, f.path, c.start_line, c.end_line, c.start_offset, c.entry_ids, c.ts, c.text, c.kinds, f.agent, f.project`
 
 // rowScanner is a *sql.Row or a pgx.Row.
 type rowScanner interface{ Scan(dest ...any) error }
@@ -140,9 +143,9 @@ func scanFileRow(r rowScanner) (*fileRow, error) {
 }
 
 // scanLastChunk reads a row of (id, start, end, start offset, text), the
-// shape of writer.lastChunk's result.
-func scanLastChunk(r rowScanner) (c storedChunk, startOffset int64, ok bool, err error) {
-	ok, err = scanRow(r, &c.id, &c.start, &c.end, &startOffset, &c.text)
+// shape of writer.lastChunk's result, and then the columns more.
+func scanLastChunk(r rowScanner, more ...any) (c storedChunk, startOffset int64, ok bool, err error) {
+	ok, err = scanRow(r, append([]any{&c.id, &c.start, &c.end, &startOffset, &c.text}, more...)...)
 	return c, startOffset, ok, err
 }
 
@@ -200,7 +203,7 @@ func allRows[T any](rows rowIter, err error, cols func(*T) []any) ([]T, error) {
 // collectChunks reads rows of chunkCols.
 func collectChunks(rows rowIter, err error) ([]storedChunk, error) {
 	return allRows(rows, err, func(c *storedChunk) []any {
-		return []any{&c.id, &c.path, &c.start, &c.end, &c.entryIDs, &c.ts, &c.text, &c.kinds, &c.agent, &c.project}
+		return []any{&c.id, &c.path, &c.start, &c.end, &c.off, &c.entryIDs, &c.ts, &c.text, &c.kinds, &c.agent, &c.project}
 	})
 }
 

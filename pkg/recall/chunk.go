@@ -28,6 +28,8 @@ const (
 type contentLine struct {
 	line int   // 1-based physical line
 	off  int64 // byte offset where the line starts
+	end  int64 // byte offset after the line (its newline)
+	ord  int   // which of the line's units (extractSourceLine's order)
 	unit
 }
 
@@ -42,6 +44,12 @@ type segment struct {
 	tool   bool
 	// carried marks overlap copied from the previous chunk.
 	carried bool
+	// Where text lies in its unit (the recipe a re-read follows, see
+	// reread.go): the line's end, the unit's ordinal on the line, text's
+	// byte offset in the unit's text, and the length of the unit's text.
+	end       int64
+	ord, at   int
+	unitBytes int
 }
 
 // chunk is what gets stored and searched.
@@ -58,6 +66,10 @@ type chunk struct {
 	// kindTool for tool output, kindConv for the rest. Scoring weighs
 	// tool output lines less (score.go).
 	Kinds string
+	// Ref is what the SQLite index stores instead of Text when the text
+	// can be read again from the session file (reread.go); nil: store the
+	// text.
+	Ref []byte
 }
 
 // Kinds of a chunk's lines.
@@ -75,6 +87,10 @@ type chunker struct {
 	// spare is the array the next carry fills (it swaps with cur's): a
 	// carry allocated a new one for every chunk.
 	spare []segment
+	// reread: the lines come from a plain pi JSONL file on disk, and each
+	// chunk gets a Ref (see reread.go), extracted with maxChars.
+	reread   bool
+	maxChars int
 }
 
 // newChunker's arrays hold the segments of most chunks without growing
@@ -87,13 +103,14 @@ func newChunker() *chunker {
 // add appends one content line: whole when it fits in a chunk (its weight
 // measured once: most lines do), else in pieces.
 func (c *chunker) add(cl contentLine) {
-	seg := segment{text: cl.text, weight: weightedLen(cl.text), line: cl.line, off: cl.off, id: cl.id, ts: cl.ts, tool: cl.tool}
+	seg := segment{text: cl.text, weight: weightedLen(cl.text), line: cl.line, off: cl.off, id: cl.id, ts: cl.ts, tool: cl.tool,
+		end: cl.end, ord: cl.ord, unitBytes: len(cl.text)}
 	if seg.weight <= c.max {
 		c.addSegment(seg)
 		return
 	}
-	for _, s := range splitWeighted(cl.text, c.max) {
-		seg.text, seg.weight = s, weightedLen(s)
+	for _, p := range splitWeighted(cl.text, c.max) {
+		seg.text, seg.weight, seg.at = p.text, weightedLen(p.text), p.at
 		c.addSegment(seg)
 	}
 }
@@ -165,6 +182,9 @@ func (c *chunker) flush() {
 	ch.Text = b.String()
 	ch.Kinds = string(kinds)
 	ch.HasCJK = hasCJK(ch.Text)
+	if c.reread {
+		ch.Ref = newRef(c.cur, ch.Text, c.maxChars)
+	}
 	c.out = append(c.out, ch)
 }
 
@@ -226,14 +246,21 @@ func tailSegment(s segment, budget int) segment {
 		}
 	}
 	t := s.text[start:]
-	s.text, s.weight = t, weightedLen(t)
+	s.text, s.weight, s.at = t, weightedLen(t), s.at+start
 	return s
+}
+
+// piece is a piece of a content line and its byte offset in the line.
+type piece struct {
+	text string
+	at   int
 }
 
 // splitWeighted cuts a content line into pieces of at most max weighted
 // chars, preferring to cut after a space in the last eighth of a piece.
-func splitWeighted(text string, max int) []string {
-	var out []string
+func splitWeighted(text string, max int) []piece {
+	var out []piece
+	at := 0
 	for len(text) > 0 {
 		w, end, lastSpace := 0, 0, -1
 		for end < len(text) {
@@ -252,18 +279,18 @@ func splitWeighted(text string, max int) []string {
 			end += size
 		}
 		if end == len(text) {
-			out = append(out, text)
+			out = append(out, piece{text, at})
 			break
 		}
 		if end == 0 { // one rune heavier than max: cannot happen with max ≥ 4
 			_, end = utf8.DecodeRuneInString(text)
 		}
 		if lastSpace > 0 {
-			out = append(out, text[:lastSpace])
-			text = text[lastSpace+1:]
+			out = append(out, piece{text[:lastSpace], at})
+			text, at = text[lastSpace+1:], at+lastSpace+1
 		} else {
-			out = append(out, text[:end])
-			text = text[end:]
+			out = append(out, piece{text[:end], at})
+			text, at = text[end:], at+end
 		}
 	}
 	return out

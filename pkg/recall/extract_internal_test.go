@@ -3,9 +3,11 @@ package recall
 import (
 	"bytes"
 	"encoding/json"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/ctxtool/ctxtool/internal/testkit/recalltest"
 	"github.com/ctxtool/ctxtool/pkg/transcript"
@@ -109,7 +111,8 @@ func TestWeightsMatchRunes(t *testing.T) {
 // sessions of every format (escapes and all), and on whitespace of every
 // kind at every alignment.
 func TestNormalizeSpaceMatchesFields(t *testing.T) {
-	pieces := []string{" ", "  ", "\n", "\t \r\n", "\v\f", "\u00a0", "\u3000", "\u2028", "\u0085", "\x01", "\x7f", "\xff", "\xe3\x80", "部署", "é"}
+	pieces := []string{" ", "  ", "\n", "\t \r\n", "\v\f", "\u00a0", "\u3000", "\u2028", "\u0085", "\x01", "\x7f", "\xff", "\xe3\x80", "部署", "é",
+		"部署到生产环境", "部\xe9\x80", "\xe4\xb8\xe4\xb8\xad", "署\u3000部", "中文ok中"}
 	var texts []string
 	for n := 0; n < 20; n++ {
 		for _, p := range pieces {
@@ -154,5 +157,112 @@ func TestToolOutputCutAtMaxPieceBytes(t *testing.T) {
 	var y extractor
 	if got := y.clip(whole); got != whole || y.leftOut.Cut != 0 {
 		t.Errorf("a piece of maxPieceBytes was cut (%d bytes kept, %+v)", len(got), y.leftOut)
+	}
+}
+
+// binaryText, eight bytes at a time, counts the control bytes as a byte
+// by byte count does, wherever they fall.
+func TestBinaryTextWords(t *testing.T) {
+	byBytes := func(s string) bool {
+		n, ctrl := min(len(s), 4096), 0
+		for i := 0; i < n; i++ {
+			if c := s[i]; c < 0x20 && !asciiSpace(c) || c == 0x7f {
+				ctrl++
+			}
+		}
+		return ctrl*10 > n
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	pool := []byte("abc xyz\n\t\x00\x01\x1b\x7f\x80é")
+	for i := 0; i < 3000; i++ {
+		b := make([]byte, r.IntN(5000))
+		dense := r.IntN(4)
+		for j := range b {
+			if r.IntN(8) < dense {
+				b[j] = pool[r.IntN(len(pool))]
+			} else {
+				b[j] = 'a' + byte(r.IntN(26))
+			}
+		}
+		if got, want := binaryText(string(b)), byBytes(string(b)); got != want {
+			t.Fatalf("binaryText of %q = %v, want %v", b, got, want)
+		}
+	}
+}
+
+// stripBlobsRef is what stripBlobs does to text without control bytes,
+// written as plainly as it can be: every maximal run of 256 base64 bytes
+// or more that holds upper case, lower case and digits becomes a marker.
+func stripBlobsRef(s string) (string, LeftOut) {
+	var lo LeftOut
+	var out strings.Builder
+	inRun := func(r rune) bool { return r < utf8.RuneSelf && b64[r] }
+	for s != "" {
+		i := strings.IndexFunc(s, inRun)
+		if i < 0 {
+			out.WriteString(s)
+			break
+		}
+		out.WriteString(s[:i])
+		s = s[i:]
+		j := strings.IndexFunc(s, func(r rune) bool { return !inRun(r) })
+		if j < 0 {
+			j = len(s)
+		}
+		run := s[:j]
+		s = s[j:]
+		if len(run) < blobChars || !strings.ContainsAny(run, "abcdefghijklmnopqrstuvwxyz") ||
+			!strings.ContainsAny(run, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") || !strings.ContainsAny(run, "0123456789") {
+			out.WriteString(run)
+			continue
+		}
+		lo.Blobs++
+		lo.BlobBytes += int64(len(run))
+		out.WriteString("[base64, " + strconv.Itoa(len(run)) + " bytes]")
+	}
+	return out.String(), lo
+}
+
+// stripBlobs, which measures only the base64 runs through one byte in
+// 256, replaces the runs and counts them as a scan of every run does.
+func TestStripBlobsSampled(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	runeOf := func(kind int) byte {
+		switch kind {
+		case 0:
+			return 'a' + byte(r.IntN(26))
+		case 1:
+			return 'A' + byte(r.IntN(26))
+		case 2:
+			return '0' + byte(r.IntN(10))
+		case 3:
+			return "+/=-_"[r.IntN(5)]
+		}
+		return " \n.,:\"é"[r.IntN(6)]
+	}
+	blobs := 0
+	for i := 0; i < 3000; i++ {
+		var b []byte
+		for len(b) < r.IntN(3000) {
+			// runs of base64 bytes of every length around blobChars,
+			// some of one kind only, between other bytes
+			n, kinds := r.IntN(blobChars*2), 1+r.IntN(4)
+			for range n {
+				b = append(b, runeOf(r.IntN(kinds)))
+			}
+			for range 1 + r.IntN(3) {
+				b = append(b, runeOf(4))
+			}
+		}
+		s := string(b)
+		var x extractor
+		want, lo := stripBlobsRef(s)
+		if got := x.stripBlobs(s); got != want || x.leftOut != lo {
+			t.Fatalf("stripBlobs(%q) = %q %+v, want %q %+v", s, got, x.leftOut, want, lo)
+		}
+		blobs += lo.Blobs
+	}
+	if blobs < 100 {
+		t.Errorf("only %d blobs in the random texts", blobs)
 	}
 }

@@ -24,6 +24,12 @@ import (
 type source struct {
 	f      *os.File
 	format formats.Format
+	// plain: f is the session file itself, pi JSONL, whose lines need no
+	// translation: a chunk's text can be read again from its lines
+	// (reread.go). A temporary copy (zstd, store session) is gone after
+	// the run, and a translated line's text depends on earlier lines
+	// (tool names carry over), so their chunks keep their text.
+	plain bool
 }
 
 // openSource opens what Index reads for abs: the file, or the temporary
@@ -39,10 +45,10 @@ func openSource(abs string) (source, error) {
 		return source{}, &formats.UnknownFormatError{File: abs, Line: sn.Line, Looks: sn.Looks}
 	}
 	if err != nil || tmp != nil {
-		return source{tmp, format}, err
+		return source{f: tmp, format: format}, err
 	}
 	f, err := os.Open(abs)
-	return source{f, format}, err
+	return source{f: f, format: format, plain: format == formats.Pi}, err
 }
 
 // extractSourceLine extracts one physical line, translating it first when

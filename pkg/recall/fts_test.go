@@ -114,18 +114,25 @@ func TestKillBetweenCommits(t *testing.T) {
 	check("a removed file", left)
 }
 
+// builtIndex generates n sessions of turns turns in dir and indexes them
+// into a new index at loc, closed.
+func builtIndex(t *testing.T, n, turns int) (dir, loc string, facts []planted) {
+	dir = t.TempDir()
+	facts = genSessions(t, dir, n, turns)
+	loc = filepath.Join(t.TempDir(), "index.sqlite")
+	ix := openAt(t, loc)
+	indexAll(t, ix, sessionFiles(t, dir)...)
+	ix.Close()
+	return dir, loc, facts
+}
+
 // An FTS file that is lost (deleted), left from another index, or of the
 // earlier layout (a trigram table where the CJK pairs are now) is rebuilt
 // from the chunks when the index opens: the same hits as before.
 func TestLostFTSFileRebuilt(t *testing.T) {
-	dir := t.TempDir()
-	facts := genSessions(t, dir, 3, 60)
-	loc := filepath.Join(t.TempDir(), "index.sqlite")
-	ix := openAt(t, loc)
-	indexAll(t, ix, sessionFiles(t, dir)...)
-	ix.Close()
+	dir, loc, facts := builtIndex(t, 3, 60)
 	other := filepath.Join(t.TempDir(), "index.sqlite")
-	ix = openAt(t, other)
+	ix := openAt(t, other)
 	indexAll(t, ix, sessionFiles(t, dir)[:1]...)
 	ix.Close()
 	for _, how := range []string{"deleted", "another index's", "of the trigram layout"} {
@@ -229,6 +236,34 @@ func TestSchema10IndexIsRebuilt(t *testing.T) {
 	if again := openAt(t, loc); again.Emptied() != "" {
 		t.Errorf("reopened: Emptied() = %q, want \"\" (the index is current)", again.Emptied())
 	}
+}
+
+// An index of schema 13 (every chunk's text stored) opens without an
+// error: it is emptied, says so, gives its pages back (the share index
+// reports is the new index's, not the old one's), and the next run fills
+// it as a new one, whose pi chunks are read from their files.
+func TestSchema13IndexIsRebuilt(t *testing.T) {
+	dir, loc, facts := builtIndex(t, 2, 60)
+	sqlExec(t, loc, `UPDATE meta SET value = '13' WHERE key = 'schema'`)
+	fi, err := os.Stat(loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := openAt(t, loc)
+	if why := ix.Emptied(); !strings.Contains(why, "schema 13") || !strings.Contains(why, "ctxtool index") {
+		t.Errorf("Emptied() = %q, want the old schema and what to run", why)
+	}
+	emptyLoc := filepath.Join(t.TempDir(), "index.sqlite")
+	openAt(t, emptyLoc).Close()
+	empty, _ := os.Stat(emptyLoc)
+	if after, err := os.Stat(loc); err != nil || after.Size() >= fi.Size() || after.Size() > empty.Size()+2<<14 {
+		t.Errorf("emptied index file: %d bytes, %d before, a new one %d (%v)", after.Size(), fi.Size(), empty.Size(), err)
+	}
+	refillsLikeNew(t, ix, dir, facts)
+	if share, err := recall.RefShare(ix); err != nil || share < 0.5 {
+		t.Errorf("%.0f%% of the refilled chunks are read from their files (%v)", share*100, err)
+	}
+	ix.Close()
 }
 
 // The bigram table holds only a CJK chunk's words with CJK: a query

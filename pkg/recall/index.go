@@ -218,6 +218,7 @@ func (ix *Index) scanLines(ctx context.Context, src source, off int64, line, new
 	res := readResult{end: off, lastLineStart: off, lines: line}
 	x := extractor{maxChars: ix.maxChars, redact: !ix.keepSecrets}
 	ch := newChunker()
+	ch.reread, ch.maxChars = src.plain, ix.maxChars
 	br := readers.Get().(*bufio.Reader)
 	defer readers.Put(br)
 	br.Reset(io.NewSectionReader(f, off, 1<<62))
@@ -251,7 +252,7 @@ func (ix *Index) scanLines(ctx context.Context, src source, off int64, line, new
 		if !ok && res.lines > newFrom && res.countMalformed() {
 			res.malformed = append(res.malformed, describeMalformed(l, res.lines, res.lastLineStart))
 		}
-		addUnits(ch, units, res.lines, res.lastLineStart)
+		addUnits(ch, units, res.lines, res.lastLineStart, res.end)
 		if res.read%256 == 0 {
 			if err := ctx.Err(); err != nil {
 				return res, err
@@ -343,14 +344,15 @@ func describeMalformed(l []byte, line int, off int64) transcript.Malformed {
 	return m
 }
 
-// addUnits adds the units extracted from one line to the chunker.
-func addUnits(ch *chunker, units []unit, line int, off int64) {
-	for _, u := range units {
+// addUnits adds the units extracted from one line (from off to end) to
+// the chunker.
+func addUnits(ch *chunker, units []unit, line int, off, end int64) {
+	for i, u := range units {
 		if u.id == "" {
 			// v1 entries have no ids; pkg/transcript names them by line.
 			u.id = "v1:L" + strconv.Itoa(line)
 		}
-		ch.add(contentLine{line: line, off: off, unit: u})
+		ch.add(contentLine{line: line, off: off, end: end, ord: i, unit: u})
 	}
 }
 

@@ -681,13 +681,13 @@ func (s *pgStore) estimatedMatches(ctx context.Context, lit string) (int64, erro
 	return int64(out[0].Plan.Rows), nil
 }
 
-func (s *pgStore) chunks(ctx context.Context, ids []int64) ([]storedChunk, error) {
+func (s *pgStore) chunks(ctx context.Context, ids []int64) ([]storedChunk, []string, error) {
 	if len(ids) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	out, err := collectChunks(s.pool.Query(ctx, `SELECT `+chunkCols+`
 		FROM ctxtool_recall_chunks c JOIN ctxtool_recall_files f ON f.id = c.file_id WHERE c.id = ANY($1)`, ids))
-	return out, s.err("search", err)
+	return out, nil, s.err("search", err)
 }
 
 func (s *pgStore) vectors(ctx context.Context, model string, f filter, fn func(id int64, vec []byte)) error {

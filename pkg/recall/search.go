@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -83,6 +84,21 @@ type Result struct {
 	// (never filled, or emptied when an earlier build's index was opened),
 	// which a user must not mistake for "nothing matched".
 	Empty bool
+	// Stale names the session files ("path (why)") whose matching chunks
+	// were left out because the file changed or vanished since it was
+	// indexed (their text is read from the file, see reread.go): indexing
+	// them again brings them back.
+	Stale []string
+}
+
+// StaleNote is the note a search prints when r.Stale is not empty ("":
+// it is).
+func (r *Result) StaleNote() string {
+	if len(r.Stale) == 0 {
+		return ""
+	}
+	return "matches in these session files were left out: the files changed since they were indexed; run 'ctxtool index PATH...' on them to index them again: " +
+		strings.Join(r.Stale, ", ")
 }
 
 var tokenRe = lazyre.New(`[\p{L}\p{N}_]+`)
@@ -180,7 +196,7 @@ func (ix *Index) Search(ctx context.Context, query string, opts SearchOptions) (
 	// The pool does not depend on MaxResults (up to candidatePool): a
 	// top-k is then the prefix of a top-(k+n).
 	limit := max(candidatePool, opts.MaxResults)
-	cands, kw, err := ix.keywordCandidates(ctx, tokens, f, limit, opts.Skip)
+	cands, kw, err := ix.keywordCandidates(ctx, tokens, f, limit, opts.Skip, res)
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +204,7 @@ func (ix *Index) Search(ctx context.Context, query string, opts SearchOptions) (
 	if ix.embedder != nil {
 		ix.addVectorCandidates(ctx, query, f, limit, cands, res)
 	}
-	if err := ix.loadCandidates(ctx, cands); err != nil {
+	if err := ix.loadCandidates(ctx, cands, res); err != nil {
 		return nil, err
 	}
 	dropSkipped(cands, opts.Skip) // vector candidates too
@@ -371,7 +387,7 @@ func Citation(path string, start, end int) string {
 // keywordCandidates runs the AND query, then the per-keyword fallback,
 // and returns the keywords the candidates are to be scored by: the
 // query's, or in the fallback the pieces a long CJK token was cut into.
-func (ix *Index) keywordCandidates(ctx context.Context, tokens []string, f filter, limit int, skip func(string, []string) bool) (map[int64]*candidate, []string, error) {
+func (ix *Index) keywordCandidates(ctx context.Context, tokens []string, f filter, limit int, skip func(string, []string) bool, res *Result) (map[int64]*candidate, []string, error) {
 	cands := map[int64]*candidate{}
 	kw := keywords(tokens)
 	add := func(ids []int64) {
@@ -387,7 +403,7 @@ func (ix *Index) keywordCandidates(ctx context.Context, tokens []string, f filte
 	}
 	add(ms)
 	if skip != nil {
-		if err := ix.loadCandidates(ctx, cands); err != nil {
+		if err := ix.loadCandidates(ctx, cands, res); err != nil {
 			return nil, nil, err
 		}
 		dropSkipped(cands, skip)
@@ -490,18 +506,31 @@ func (ix *Index) vectorCandidates(ctx context.Context, query string, f filter, l
 	return out, nil
 }
 
-// loadCandidates fills path, lines and text of the candidates.
-func (ix *Index) loadCandidates(ctx context.Context, cands map[int64]*candidate) error {
+// loadCandidates fills path, lines and text of the candidates not loaded
+// yet (reading text again from the session files is not free); those
+// whose text could not be read are dropped, their files named in
+// res.Stale.
+func (ix *Index) loadCandidates(ctx context.Context, cands map[int64]*candidate, res *Result) error {
 	if len(cands) == 0 {
 		return nil
 	}
 	ids := make([]int64, 0, len(cands))
-	for id := range cands {
-		ids = append(ids, id)
+	for id, c := range cands {
+		if c.path == "" { // not loaded yet (a search with Skip loads twice)
+			ids = append(ids, id)
+		}
 	}
-	cs, err := ix.st.chunks(ctx, ids)
+	if len(ids) == 0 {
+		return nil
+	}
+	cs, stale, err := ix.st.chunks(ctx, ids)
 	if err != nil {
 		return err
+	}
+	for _, n := range stale {
+		if !slices.Contains(res.Stale, n) {
+			res.Stale = append(res.Stale, n)
+		}
 	}
 	for _, c := range cs {
 		k := cands[c.id]

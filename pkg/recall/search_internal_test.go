@@ -135,18 +135,19 @@ func TestSnippetAndScores(t *testing.T) {
 }
 
 // cjkWords and the bigram table's text of the same input: each CJK word's
-// overlapping pairs, lower-cased, a one-character word whole; a query
-// word's phrase is its own pairs.
+// overlapping pairs, lower-cased, then its last character alone (a
+// one-character word whole); a query word's phrase is its own pairs, a
+// one-character query word the prefix of tokens.
 func TestCJKWords(t *testing.T) {
 	for in, want := range map[string][2]string{
 		"":                   {"", ""},
 		"plain english only": {"", ""},
 		"部署到生产环境之前必须先运行迁移脚本07d0号，并通知值班工程师。": {"部署到生产环境之前必须先运行迁移脚本07d0号 并通知值班工程师",
-			"部署 署到 到生 生产 产环 环境 境之 之前 前必 必须 须先 先运 运行 行迁 迁移 移脚 脚本 本0 07 7d d0 0号 并通 通知 知值 值班 班工 工程 程师"},
-		"run kubectl 在生产环境 then 好的_v2 ok": {"在生产环境 好的_v2", "在生 生产 产环 环境 好的 的_ _v v2"},
-		"run 好 then Ab的_V2 ok":            {"好 Ab的_V2", "好 ab b的 的_ _v v2"},
-		"한국어 text and 日本語テキスト":            {"한국어 日本語テキスト", "한국 국어 日本 本語 語テ テキ キス スト"},
-		"assembly的 部署":                    {"assembly的 部署", "as ss se em mb bl ly y的 部署"},
+			"部署 署到 到生 生产 产环 环境 境之 之前 前必 必须 须先 先运 运行 行迁 迁移 移脚 脚本 本0 07 7d d0 0号 号 并通 通知 知值 值班 班工 工程 程师 师"},
+		"run kubectl 在生产环境 then 好的_v2 ok": {"在生产环境 好的_v2", "在生 生产 产环 环境 境 好的 的_ _v v2 2"},
+		"run 好 then Ab的_V2 ok":            {"好 Ab的_V2", "好 ab b的 的_ _v v2 2"},
+		"한국어 text and 日本語テキスト":            {"한국어 日本語テキスト", "한국 국어 어 日本 本語 語テ テキ キス スト ト"},
+		"assembly的 部署":                    {"assembly的 部署", "as ss se em mb bl ly y的 的 部署 署"},
 	} {
 		if got := cjkWords(in); got != want[0] {
 			t.Errorf("cjkWords(%q) = %q, want %q", in, got, want[0])
@@ -157,6 +158,9 @@ func TestCJKWords(t *testing.T) {
 	}
 	if got := cjkPhrase("生产环境"); got != `"生产 产环 环境"` {
 		t.Errorf("cjkPhrase = %s", got)
+	}
+	if got := cjkPrefix("生"); got != `"生"*` {
+		t.Errorf("cjkPrefix = %s", got)
 	}
 }
 
@@ -226,7 +230,7 @@ func TestTextScoreSkipsNothingItNeeds(t *testing.T) {
 }
 
 // A base64 run of blobChars is found wherever it starts and whatever
-// surrounds it (mayHoldBlob looks at one byte in 128); shorter runs and
+// surrounds it (stripBlobs looks at one byte in 256); shorter runs and
 // long runs of one letter case are kept.
 func TestStripBlobsAtEveryOffset(t *testing.T) {
 	blob := strings.Repeat("QUJDZGVmZ2hpams0NTY3", 13)[:blobChars] // upper, lower, digits

@@ -76,6 +76,9 @@ type sqliteStore struct {
 	oldSchema string
 	schema    string   // schemaFor(redact): the version the tables must have
 	dict      textDict // the chunk text's compression (textz.go)
+	// redact: the index is redacted; text read again from the session
+	// files is redacted the same way (reread.go).
+	redact bool
 }
 
 func openSQLite(dbPath, schema string) (*sqliteStore, error) {
@@ -130,7 +133,7 @@ func openSQLiteFiles(dbPath, schema, query string) (*sqliteStore, error) {
 	// CPU.
 	dsn := "file:" + dbPath + "?" + query + "&_pragma=cache_size%28-2000%29"
 	ftsDSN := "file:" + ftsPath(dbPath) + "?" + query + "&_pragma=cache_size%28-16000%29"
-	s := &sqliteStore{path: dbPath, schema: schema}
+	s := &sqliteStore{path: dbPath, schema: schema, redact: schema == schemaFor(true)}
 	// The pools connect when first used. A search that finds both files
 	// current (s.current) uses only the search pool's connection: opening a
 	// connection reads the file's schema and applies the pragmas, about
@@ -297,7 +300,26 @@ func (s *sqliteStore) migrate(ctx context.Context) error {
 	if _, err := tx.ExecContext(ctx, `DELETE FROM meta WHERE key = 'fts_seq'`); err != nil {
 		return err
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	if v != "" {
+		shrink(ctx, s.db)
+	}
+	return nil
+}
+
+// shrink gives the pages of the tables an open dropped back to the file
+// system: without it the file keeps the old index's size (its pages are
+// free, and reused as the index fills again), and the share index reports
+// stays the old one. Best effort: a VACUUM that finds the file busy
+// (another process searching) leaves the pages for later use, which loses
+// nothing.
+// (In WAL mode the file is cut at the checkpoint that follows.)
+func shrink(ctx context.Context, db *sql.DB) {
+	if _, err := db.ExecContext(ctx, `VACUUM`); err == nil {
+		_, _ = db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`)
+	}
 }
 
 // dropSQLite drops the main file's tables (and the full-text tables that
@@ -454,11 +476,25 @@ func (b *sqliteBatch) fileRow(ctx context.Context, path string) (*fileRow, error
 	return b.s.loadFileRow(ctx, b.tx, path)
 }
 
+// lastChunk's text is read again from the file when it is a ref; a file
+// whose indexed lines do not give it any more (the plan re-indexes such a
+// file: this is a race) gives a text that is not small, so nothing is
+// merged with it.
 func (b *sqliteBatch) lastChunk(ctx context.Context, fileID int64) (storedChunk, int64, bool, error) {
-	c, off, ok, err := scanLastChunk(b.tx.QueryRowContext(ctx, `SELECT id, start_line, end_line, start_offset, text
-		FROM chunks WHERE file_id=? ORDER BY start_line DESC, id DESC LIMIT 1`, fileID))
+	var path string
+	c, off, ok, err := scanLastChunk(b.tx.QueryRowContext(ctx, `SELECT c.id, c.start_line, c.end_line, c.start_offset, c.text, f.path
+		FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.file_id=? ORDER BY c.start_line DESC, c.id DESC LIMIT 1`, fileID), &path)
 	if ok && err == nil {
-		c.text, err = chunkText([]byte(c.text))
+		r := rereader{redact: b.s.redact}
+		texts, read, terr := r.chunkTexts([]textRef{{path: path, line: c.start, off: off, value: []byte(c.text)}})
+		switch {
+		case terr != nil:
+			err = terr
+		case read[0]:
+			c.text = texts[0]
+		default:
+			c.text = strings.Repeat(" ", chunkMaxChars)
+		}
 	}
 	return c, off, ok, b.s.err("read last chunk", err)
 }
@@ -538,7 +574,11 @@ func (b *sqliteBatch) addChunks(ctx context.Context, fileID int64, cs []chunk) e
 		}
 		rows := make([]ftsRow, len(cs))
 		for i := range cs {
-			id, err := b.ins.add(ctx, fileID, &cs[i], b.encoder(cs[i].Text))
+			value := cs[i].Ref
+			if value == nil {
+				value = packText(b.encoder(cs[i].Text), cs[i].Text)
+			}
+			id, err := b.ins.add(ctx, fileID, &cs[i], value)
 			if err != nil {
 				return b.s.err("insert chunk", err)
 			}
@@ -598,11 +638,12 @@ func (ins *chunkInserts) close() error {
 	return nil
 }
 
-// add inserts one chunk's row and returns its id.
-func (ins *chunkInserts) add(ctx context.Context, fileID int64, c *chunk, enc textEnc) (int64, error) {
+// add inserts one chunk's row, with value (its compressed text or its
+// ref, see textz.go), and returns its id.
+func (ins *chunkInserts) add(ctx context.Context, fileID int64, c *chunk, value []byte) (int64, error) {
 	a := ins.args[:]
 	for i, v := range [...]driver.Value{fileID, int64(c.StartLine), int64(c.EndLine), c.StartOffset,
-		strings.Join(c.EntryIDs, " "), c.Timestamp, c.HasCJK, packText(enc, c.Text), c.Kinds} {
+		strings.Join(c.EntryIDs, " "), c.Timestamp, c.HasCJK, value, c.Kinds} {
 		a[i].Value = v
 	}
 	r, err := ins.chunk.ExecContext(ctx, a)
@@ -644,9 +685,9 @@ func likeEscape(s string) string {
 
 // match runs one FTS5 query. CJK text has no spaces, so a tokenizer sees
 // a whole run as one token; a query with CJK therefore goes to the bigram
-// table (substring match, see cjkBigrams), and one-character CJK terms,
-// which pairs cannot match, to a LIKE scan of the CJK chunks. The word
-// index ranks with bm25() (one column: see newFTSRow).
+// table (substring match, see cjkBigrams; a one-character term as a
+// prefix, see appendLastChar). The word index ranks with bm25() (one
+// column: see newFTSRow).
 func (s *sqliteStore) match(ctx context.Context, tokens []string, f filter, limit int) ([]int64, error) {
 	var mq sqliteMatchQuery
 	if anyCJK(tokens) {
@@ -702,12 +743,12 @@ func ftsMatchQuery(tokens []string, join bool) sqliteMatchQuery {
 }
 
 // cjkMatchQuery matches CJK tokens of two or more characters in the
-// bigram table, one-character ones with LIKE, and the query's other words
-// in the word index (the bigram table holds only the words with CJK).
+// bigram table, one-character ones as prefixes there (cjkPrefix), and the
+// query's other words in the word index (the bigram table holds only the
+// words with CJK).
 func cjkMatchQuery(tokens []string) sqliteMatchQuery {
 	var mq sqliteMatchQuery
 	var long, words []string
-	var likes []any
 	for _, t := range tokens {
 		switch {
 		case !hasCJK(t):
@@ -715,19 +756,12 @@ func cjkMatchQuery(tokens []string) sqliteMatchQuery {
 		case utf8.RuneCountInString(t) >= 2:
 			long = append(long, cjkPhrase(t))
 		default:
-			mq.where = append(mq.where, recallTextFunc+`(c.text) LIKE ? ESCAPE '\'`)
-			likes = append(likes, "%"+likeEscape(t)+"%")
+			long = append(long, cjkPrefix(t))
 		}
 	}
-	if len(long) > 0 {
-		mq.rank, mq.idCol = "bm25(chunks_cjk)", "t.rowid"
-		mq.from = `FROM chunks_cjk t JOIN chunks c ON c.id = t.rowid WHERE chunks_cjk MATCH ?`
-		mq.args = append(mq.args, strings.Join(long, " AND "))
-	} else {
-		mq.idCol = "c.id"
-		mq.from = `FROM chunks c WHERE c.has_cjk = 1`
-	}
-	mq.args = append(mq.args, likes...)
+	mq.rank, mq.idCol = "bm25(chunks_cjk)", "t.rowid"
+	mq.from = `FROM chunks_cjk t JOIN chunks c ON c.id = t.rowid WHERE chunks_cjk MATCH ?`
+	mq.args = append(mq.args, strings.Join(long, " AND "))
 	if len(words) > 0 {
 		mq.where = append(mq.where, `c.id IN (SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?)`)
 		mq.args = append(mq.args, strings.Join(words, " AND "))
@@ -784,11 +818,7 @@ func (s *sqliteStore) corpus(ctx context.Context, terms []term) (corpus, error) 
 		case t.cjk && utf8.RuneCountInString(t.tok) >= 2:
 			table, arg = "chunks_cjk", cjkPhrase(t.tok)
 		case t.cjk:
-			if err := s.search.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM chunks WHERE has_cjk = 1 AND `+
-				recallTextFunc+`(text) LIKE ? ESCAPE '\' LIMIT `+strconv.Itoa(dfCap)+`)`, "%"+likeEscape(t.tok)+"%").Scan(&c.df[i]); err != nil {
-				return c, s.err("search", err)
-			}
-			continue
+			table, arg = "chunks_cjk", cjkPrefix(t.tok)
 		}
 		var n, last int64
 		if err := s.search.QueryRowContext(ctx, `SELECT count(*), coalesce(min(rowid), 0) FROM (SELECT rowid FROM `+table+
@@ -867,19 +897,32 @@ func idList(ids []int64) string {
 	return strings.Join(parts, ",")
 }
 
-func (s *sqliteStore) chunks(ctx context.Context, ids []int64) ([]storedChunk, error) {
+func (s *sqliteStore) chunks(ctx context.Context, ids []int64) ([]storedChunk, []string, error) {
 	if len(ids) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
-	out, err := collectChunks(sqlRows(s.search.QueryContext(ctx, `SELECT `+chunkCols+`
+	cs, err := collectChunks(sqlRows(s.search.QueryContext(ctx, `SELECT `+chunkCols+`
 		FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id IN (`+idList(ids)+`)`)))
-	for i := range out {
-		if err != nil {
-			break
-		}
-		out[i].text, err = chunkText([]byte(out[i].text))
+	if err != nil {
+		return nil, nil, s.err("search", err)
 	}
-	return out, s.err("search", err)
+	refs := make([]textRef, len(cs))
+	for i, c := range cs {
+		refs[i] = textRef{path: c.path, line: c.start, off: c.off, value: []byte(c.text)}
+	}
+	r := rereader{redact: s.redact}
+	texts, ok, err := r.chunkTexts(refs)
+	if err != nil {
+		return nil, nil, s.err("search", err)
+	}
+	out := cs[:0]
+	for i, c := range cs {
+		if ok[i] {
+			c.text = texts[i]
+			out = append(out, c)
+		}
+	}
+	return out, staleNote(r.stale), nil
 }
 
 func (s *sqliteStore) vectors(ctx context.Context, model string, f filter, fn func(id int64, vec []byte)) error {
@@ -893,15 +936,37 @@ func (s *sqliteStore) vectors(ctx context.Context, model string, f filter, fn fu
 }
 
 func (s *sqliteStore) unembedded(ctx context.Context, fileID int64, model string) ([]int64, []string, error) {
-	ids, texts, err := collectIDTexts(sqlRows(s.db.QueryContext(ctx,
-		`SELECT id, text FROM chunks WHERE file_id=? AND (model IS NULL OR model != ?) ORDER BY id`, fileID, model)))
-	for i := range texts {
-		if err != nil {
-			break
-		}
-		texts[i], err = chunkText([]byte(texts[i]))
+	var refs []textRef
+	var ids []int64
+	rows, err := sqlRows(s.db.QueryContext(ctx, `SELECT c.id, f.path, c.start_line, c.start_offset, c.text
+		FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.file_id=? AND (c.model IS NULL OR c.model != ?) ORDER BY c.id`, fileID, model))
+	err = eachRow(rows, err,
+		func(r *idRef) []any { return []any{&r.id, &r.path, &r.line, &r.off, &r.value} },
+		func(r idRef) { ids, refs = append(ids, r.id), append(refs, r.textRef) })
+	if err != nil {
+		return nil, nil, s.err("read chunks to embed", err)
 	}
-	return ids, texts, s.err("read chunks to embed", err)
+	rr := rereader{redact: s.redact}
+	texts, ok, err := rr.chunkTexts(refs)
+	if err != nil {
+		return nil, nil, s.err("read chunks to embed", err)
+	}
+	// A chunk whose file changed since (it is indexed again by the next
+	// run) is left for then.
+	var outIDs []int64
+	var out []string
+	for i := range ids {
+		if ok[i] {
+			outIDs, out = append(outIDs, ids[i]), append(out, texts[i])
+		}
+	}
+	return outIDs, out, nil
+}
+
+// idRef is a row of (id, path, start line, start offset, stored value).
+type idRef struct {
+	id int64
+	textRef
 }
 
 func (s *sqliteStore) storeVectors(ctx context.Context, model string, ids []int64, vecs [][]byte) error {

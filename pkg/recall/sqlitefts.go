@@ -21,10 +21,10 @@ import (
 // <index>.fts, written by a second connection in a transaction of its own:
 // a cold index's one writer was busy all the time, and FTS5's tokenizing
 // and term hash were most of it; two files commit in parallel on two
-// cores. The tables are contentless (the text is in the chunks table) and
-// keyed by chunk id; there is one word index and one table of CJK
-// character pairs over all chunks, so bm25's statistics are those of one
-// table.
+// cores. The tables are contentless (the text is in the chunks table, or
+// in the session file it cites: reread.go) and keyed by chunk id; there
+// is one word index and one table of CJK character pairs over all chunks,
+// so bm25's statistics are those of one table.
 //
 // The two commits are not atomic. The main file commits first, then the
 // FTS file; both store the same sync mark (meta fts_seq, fts_meta seq),
@@ -54,8 +54,10 @@ INSERT INTO chunks_cjk(chunks_cjk, rank) VALUES('hashsize', 16777216);
 // file's pairing (fts_meta owner): an FTS file of another layout is emptied
 // and rebuilt from the chunks at open, while the main file, whose rows did
 // not change, is kept. "cjk2": the CJK pairs table replaced the trigram
-// one; "ascii3": the word index is tokenized by ascii (see ftsWords).
-const ftsLayout = "ascii3"
+// one; "ascii3": the word index is tokenized by ascii (see ftsWords);
+// "ascii3last": the pairs table holds each word's last character too
+// (appendLastChar).
+const ftsLayout = "ascii3last"
 
 // ftsPath is the FTS file of the index at dbPath.
 func ftsPath(dbPath string) string { return dbPath + ".fts" }
@@ -93,7 +95,13 @@ func (s *sqliteStore) openFTS(ctx context.Context) error {
 	if _, err := tx.ExecContext(ctx, `INSERT INTO fts_meta(key, value) VALUES('owner', ?)`, want); err != nil {
 		return err
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	if have != "" {
+		shrink(ctx, s.fts)
+	}
+	return nil
 }
 
 // ftsPairing is the fts_meta owner value of the FTS file that pairs with
@@ -363,8 +371,30 @@ func cjkBigrams(text string) string {
 			b = append(b, ' ')
 		}
 		b = appendBigrams(b, w)
+		b = appendLastChar(b, w)
 	})
 	return string(b)
+}
+
+// appendLastChar appends " c" for a word w of two or more characters whose
+// last is c (lower-cased): with it, every occurrence of a character X in
+// the table's words starts a token, the pair "X?" or the lone "X", and the
+// one-character query X is the prefix query X* (cjkPrefix), not a LIKE
+// scan of every chunk's text (which the index no longer holds, reread.go).
+// It adds one token per word with CJK.
+func appendLastChar(b []byte, w string) []byte {
+	r, size := utf8.DecodeLastRuneInString(w)
+	if size == len(w) {
+		return b // one character: appendBigrams wrote it whole
+	}
+	b = append(b, ' ')
+	return utf8.AppendRune(b, unicode.ToLower(r))
+}
+
+// cjkPrefix is the pairs table's query for a one-character word with CJK:
+// the tokens that start with it (see appendLastChar).
+func cjkPrefix(w string) string {
+	return `"` + strings.ToLower(w) + `"*`
 }
 
 // appendBigrams appends w's overlapping pairs of lower-cased characters,
@@ -411,7 +441,7 @@ func (s *sqliteStore) beginFTS(ctx context.Context, mainTx *sql.Tx) (*ftsWriter,
 	w := &ftsWriter{conn: conn, tx: tx, ctx: ctx, ops: make(chan ftsOp, 8), done: make(chan error, 1)}
 	m, f, err := syncMarks(ctx, mainTx, tx)
 	if err == nil && m != f {
-		err = ftsRepair(ctx, mainTx, tx)
+		err = ftsRepair(ctx, mainTx, tx, s.redact)
 	}
 	if err != nil {
 		tx.Rollback()
@@ -555,8 +585,10 @@ func (st *ftsStmts) close() {
 // ftsRepair makes the FTS file hold exactly the main file's chunks: rows
 // of chunks that are gone are deleted, chunks without rows are inserted
 // (after a crash between a batch's two commits: the last batch's; for an
-// emptied FTS file: all of them).
-func ftsRepair(ctx context.Context, mainTx, ftsTx *sql.Tx) error {
+// emptied FTS file: all of them). A chunk whose text cannot be read again
+// from its session file (changed since: the next index run replaces its
+// chunks) gets an empty row, which keeps the two files paired.
+func ftsRepair(ctx context.Context, mainTx, ftsTx *sql.Tx, redact bool) error {
 	for _, t := range []struct{ table, chunks string }{
 		{"chunks_fts", `SELECT id, '' FROM chunks ORDER BY id`},
 		{"chunks_cjk", `SELECT id, '' FROM chunks WHERE has_cjk = 1 ORDER BY id`},
@@ -576,23 +608,46 @@ func ftsRepair(ctx context.Context, mainTx, ftsTx *sql.Tx) error {
 				return err
 			}
 		}
-		for _, id := range missing {
-			var packed []byte
-			if err := mainTx.QueryRowContext(ctx, `SELECT text FROM chunks WHERE id = ?`, id).Scan(&packed); err != nil {
+		// In groups: the chunks of a group that cite one file are read
+		// from it at once.
+		for len(missing) > 0 {
+			group := missing[:min(len(missing), 2000)]
+			missing = missing[len(group):]
+			if err := ftsRepairRows(ctx, mainTx, ftsTx, t.table, group, redact); err != nil {
 				return err
 			}
-			text, err := chunkText(packed)
-			if err != nil {
-				return err
-			}
-			if r := newFTSRow(id, text, true); t.table == "chunks_fts" {
-				_, err = ftsTx.ExecContext(ctx, `INSERT INTO chunks_fts(rowid, text) VALUES(?, ?)`, id, r.words)
-			} else {
-				_, err = ftsTx.ExecContext(ctx, `INSERT INTO chunks_cjk(rowid, text) VALUES(?, ?)`, id, r.text)
-			}
-			if err != nil {
-				return err
-			}
+		}
+	}
+	return nil
+}
+
+// ftsRepairRows inserts the rows of chunks ids into table.
+func ftsRepairRows(ctx context.Context, mainTx, ftsTx *sql.Tx, table string, ids []int64, redact bool) error {
+	var refs []textRef
+	var got []int64
+	rows, err := sqlRows(mainTx.QueryContext(ctx, `SELECT c.id, f.path, c.start_line, c.start_offset, c.text
+		FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id IN (`+idList(ids)+`) ORDER BY c.id`))
+	err = eachRow(rows, err, func(r *idRef) []any { return []any{&r.id, &r.path, &r.line, &r.off, &r.value} },
+		func(r idRef) { got, refs = append(got, r.id), append(refs, r.textRef) })
+	if err != nil {
+		return err
+	}
+	rr := rereader{redact: redact}
+	texts, ok, err := rr.chunkTexts(refs)
+	if err != nil {
+		return err
+	}
+	for i, id := range got {
+		var text string
+		if r := newFTSRow(id, texts[i], true); !ok[i] {
+			text = ""
+		} else if table == "chunks_fts" {
+			text = r.words
+		} else {
+			text = r.text
+		}
+		if _, err := ftsTx.ExecContext(ctx, `INSERT INTO `+table+`(rowid, text) VALUES(?, ?)`, id, text); err != nil {
+			return err
 		}
 	}
 	return nil

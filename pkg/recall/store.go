@@ -13,7 +13,9 @@
 //     mode) and its FTS file beside it, index.sqlite.fts: FTS5 with a
 //     table of CJK character pairs, written in parallel (see ftsSchema). Safe to
 //     share between processes on one machine: writes take SQLite's write
-//     locks up front (BEGIN IMMEDIATE) and wait up to 30 s for them.
+//     locks up front (BEGIN IMMEDIATE) and wait up to 30 s for them. It
+//     stores no text for the chunks of pi and OpenClaw JSONL files: their
+//     text is extracted again from the session file (reread.go).
 //   - PostgreSQL (OpenURL("postgres://…"), config recall.url): one database
 //     for a fleet of machines; tsvector + GIN, pg_trgm for CJK; every file is
 //     written in its own transaction under a per-file advisory lock, so any
@@ -60,10 +62,13 @@ import (
 // cache of the transcripts, nothing in it is original).
 //
 // Version 13 ranks (scope columns, whole tool text), redacts secrets and
-// stores SQLite's chunk text compressed (textz.go). An index built without redaction
+// stores SQLite's chunk text compressed (textz.go). Version 14 stores no
+// text for the chunks of plain pi JSONL files, only where to read it again
+// (reread.go); an index of 13 is emptied on open and rebuilt by the next
+// index run. An index built without redaction
 // (recall.redact: false) carries another version, so turning redaction back
 // on rebuilds it rather than keep serving the secrets it holds.
-const schemaVersion = "13"
+const schemaVersion = "14"
 
 // schemaFor is the version of an index built with or without redaction.
 func schemaFor(redact bool) string {

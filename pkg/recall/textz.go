@@ -3,22 +3,25 @@ package recall
 import (
 	"context"
 	"crypto/rand"
-	"database/sql/driver"
 	"encoding/binary"
 	"fmt"
 	"sync"
 
 	"github.com/klauspost/compress/s2"
-	"modernc.org/sqlite"
 )
 
-// The SQLite index stores each chunk's text once, compressed (column
-// chunks.text, a BLOB). The text was 60-75% of the index: 33 MB of a 56 MB
-// index of a 105 MB Claude Code corpus, 70 of 118 MB of a CJK-heavy one.
-// The full-text tables are contentless already, so this is the only copy;
-// it is read back for the candidates a search scores and for display
-// (chunkText), and by LIKE scans through the SQL function recallTextFunc.
-// PostgreSQL keeps plain text (TOAST compresses it already).
+// The SQLite index stores the text of the chunks it cannot read again
+// from their session file (reread.go says which: zstd files, store
+// sessions, Claude Code and Codex files, chunks of very long lines)
+// compressed, in column chunks.text (a BLOB); the other chunks' value
+// there is a ref to their lines (tag refTag). The text was 60-75% of the
+// index: 33 MB of a 56 MB index of a 105 MB Claude Code corpus, 70 of 118
+// MB of a CJK-heavy one, before compression. The full-text tables are
+// contentless, so this is the only copy; it is read back for the
+// candidates a search scores and for display, by the FTS repair and for
+// embeddings, all through rereader.chunkTexts (reread.go), which calls
+// chunkText for stored text. PostgreSQL keeps plain text (TOAST
+// compresses it already).
 //
 // A chunk is a kilobyte or two: alone, it compresses only 1.5-2x. Each
 // index therefore makes a dictionary from its first dictSample bytes of
@@ -38,16 +41,12 @@ import (
 // (real fixtures: 2.5x against 1.85x).
 //
 // A stored value is a tag byte, 0 (no dictionary) or 1 followed by the
-// dictionary's id as a uvarint, then an s2 block.
+// dictionary's id as a uvarint, then an s2 block; or refTag and a ref.
 //
 // The text stored is the text the extractor produced, after whatever it
-// leaves out or redacts: chunkText is the one place the index's text comes
-// back from, so displayed text is exactly what was indexed.
-
-// recallTextFunc is the SQL function that decompresses a chunks.text
-// value: unicode61 LIKE scans of short CJK words run on the text, not on
-// the bytes.
-const recallTextFunc = "ctxtool_recall_text"
+// leaves out or redacts, and a ref's text is the extractor's again (run
+// with the same settings on the same lines, checked against the stored
+// length and CRC): displayed text is exactly what was indexed.
 
 // dictSample is how much chunk text makes an index's dictionary (of at
 // most s2.MaxDictSize bytes, every seventh chunk of it).
@@ -99,19 +98,6 @@ func dictByID(id uint32) *s2.Dict {
 	return zDicts.dec[id]
 }
 
-func init() {
-	sqlite.MustRegisterDeterministicScalarFunction(recallTextFunc, 1, func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
-		b, ok := args[0].([]byte)
-		if !ok {
-			if s, isStr := args[0].(string); isStr {
-				return s, nil // not compressed (never written so, but harmless)
-			}
-			return nil, fmt.Errorf("%s: want a blob, got %T", recallTextFunc, args[0])
-		}
-		return chunkText(b)
-	})
-}
-
 // packText compresses a chunk's text for chunks.text.
 func packText(e textEnc, s string) []byte {
 	if e.d == nil {
@@ -122,8 +108,8 @@ func packText(e textEnc, s string) []byte {
 	return append(out, e.d.Encode(nil, []byte(s))...)
 }
 
-// chunkText is a stored chunk's text as the index holds it (see above):
-// what search scores and prints.
+// chunkText is a stored chunk's text (tags 0 and 1, see above);
+// rereader.chunkTexts calls it for the values that are not refs.
 func chunkText(b []byte) (string, error) {
 	var out []byte
 	var err error

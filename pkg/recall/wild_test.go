@@ -3,6 +3,7 @@ package recall_test
 import (
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -78,5 +79,31 @@ func TestWildTailWordsAreFound(t *testing.T) {
 	t.Logf("%d of %d real files have words only past the 4,000-character cut", with, len(files))
 	if with == 0 {
 		t.Error("no file has a word past the cut: the test checks nothing")
+	}
+}
+
+// On the real transcripts: the text search reads back (from the session
+// file for pi and OpenClaw sessions, stored for the others) is exactly the
+// text indexed, chunk for chunk, and most pi chunks are read back.
+func TestWildTextReadBackIsIndexed(t *testing.T) {
+	wild := oracle.WildDir(t)
+	files, _ := filepath.Glob(filepath.Join(wild, "*", "*.jsonl"))
+	ix := openAt(t, filepath.Join(t.TempDir(), "index.sqlite"))
+	indexAll(t, ix, files...)
+	got, err := recall.ChunkTexts(ix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range files {
+		want, err := recall.ScannedTexts(ix, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got[p], want) {
+			t.Errorf("%s: read back %d chunks, indexed %d, not the same texts", p, len(got[p]), len(want))
+		}
+	}
+	if share, err := recall.RefShare(ix); err != nil || share < 0.2 {
+		t.Errorf("%.0f%% of the chunks are read from their file (%v)", share*100, err)
 	}
 }
