@@ -659,10 +659,26 @@ func (s *sqliteStore) match(ctx context.Context, tokens []string, f filter, limi
 	for _, w := range mq.where {
 		from += " AND " + w
 	}
-	many, err := s.manyMatches(ctx, mq.idCol, from, mq.args)
-	if err != nil {
+	var n int64
+	var err error
+	if m := sampledOf(ctx); m != nil && !anyCJK(tokens) && len(tokens) == 1 && f.empty() {
+		// The one word (or phrase) of an unscoped query: its sample is
+		// the one corpus takes for its document frequency (see
+		// sampled), kept for it.
+		q := mq.args[0].(string)
+		smp, err := s.sampleMatches(ctx, "chunks_fts", q)
+		if err != nil {
+			return nil, err
+		}
+		m[q] = smp
+		n = smp.n
+	} else if n, err = s.countMatches(ctx, mq.idCol, from, mq.args); err != nil {
 		return nil, err
 	}
+	if n == 0 {
+		return nil, nil // (the ranked query would walk every match again to find none)
+	}
+	many := n >= rankWindow
 	var q string
 	if many || mq.rank == "" {
 		// Not selective (or LIKE only): the newest matches, unranked.
@@ -748,14 +764,50 @@ func (s *sqliteStore) matchIDs(ctx context.Context, q string, args []any) ([]int
 	return out, nil
 }
 
-// manyMatches reports whether the query has at least rankWindow matches,
-// by stepping through them newest first without ranking (cheap).
-func (s *sqliteStore) manyMatches(ctx context.Context, idCol, from string, args []any) (bool, error) {
-	q := `SELECT ` + idCol + ` ` + from + ` ORDER BY ` + idCol + ` DESC LIMIT 1 OFFSET ?`
-	a := append(append([]any{}, args...), rankWindow-1)
-	var id int64
-	ok, err := scanRow(s.search.QueryRowContext(ctx, q, a...), &id)
-	return ok, s.err("search", err)
+// countMatches counts the query's matches up to rankWindow, newest first
+// without ranking (cheap: at rankWindow, the query is not selective).
+func (s *sqliteStore) countMatches(ctx context.Context, idCol, from string, args []any) (int64, error) {
+	q := `SELECT count(*) FROM (SELECT ` + idCol + ` ` + from + ` ORDER BY ` + idCol + ` DESC LIMIT ?)`
+	var n int64
+	err := s.search.QueryRowContext(ctx, q, append(append([]any{}, args...), rankWindow)...).Scan(&n)
+	return n, s.err("search", err)
+}
+
+// sample is a term's newest matches in a full-text table, up to dfSample:
+// how many (n), and the oldest one's chunk id (last).
+type sample struct{ n, last int64 }
+
+// sampleMatches takes the sample of FTS5 query q in table.
+func (s *sqliteStore) sampleMatches(ctx context.Context, table, q string) (sample, error) {
+	var smp sample
+	err := s.search.QueryRowContext(ctx, `SELECT count(*), coalesce(min(rowid), 0) FROM (SELECT rowid FROM `+table+
+		` WHERE `+table+` MATCH ? ORDER BY rowid DESC LIMIT `+strconv.Itoa(dfSample)+`)`, q).Scan(&smp.n, &smp.last)
+	return smp, s.err("search", err)
+}
+
+// sampled holds the word index's samples that a search's match took, by
+// FTS5 query, for its corpus statistics. A phrase of common words
+// ("tool_use_id": tool, use and id are each in a tenth of the chunks of a
+// Claude Code index) is checked position by position in every chunk that
+// holds all its words, and found in few or none: each walk cost 20-25 ms
+// at 1 GB, and match (its count, then its ranked query) and corpus walked
+// it three times. Now match's count is the sample, a query with no match
+// is not ranked, and corpus reuses the sample: one walk. The figures are
+// those the walks gave: the same statement over the same index.
+type sampled map[string]sample
+
+type sampledKey struct{}
+
+// withSampled gives a search's ctx the map that match fills and corpus
+// reads.
+func withSampled(ctx context.Context) context.Context {
+	return context.WithValue(ctx, sampledKey{}, sampled{})
+}
+
+// sampledOf is ctx's map (nil: none, the search takes no samples early).
+func sampledOf(ctx context.Context) sampled {
+	m, _ := ctx.Value(sampledKey{}).(sampled)
+	return m
 }
 
 // corpus reads the chunk count and the average length from the word
@@ -790,12 +842,14 @@ func (s *sqliteStore) corpus(ctx context.Context, terms []term) (corpus, error) 
 			}
 			continue
 		}
-		var n, last int64
-		if err := s.search.QueryRowContext(ctx, `SELECT count(*), coalesce(min(rowid), 0) FROM (SELECT rowid FROM `+table+
-			` WHERE `+table+` MATCH ? ORDER BY rowid DESC LIMIT `+strconv.Itoa(dfSample)+`)`, arg).Scan(&n, &last); err != nil {
-			return c, s.err("search", err)
+		smp, ok := sampledOf(ctx)[arg]
+		if !ok || table != "chunks_fts" {
+			var err error
+			if smp, err = s.sampleMatches(ctx, table, arg); err != nil {
+				return c, err
+			}
 		}
-		c.df[i] = dfEstimate(n, last, lo, hi, c.n)
+		c.df[i] = dfEstimate(smp.n, smp.last, lo, hi, c.n)
 	}
 	return c, nil
 }

@@ -1,0 +1,219 @@
+package recall
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ctxtool/ctxtool/internal/sessiongen"
+)
+
+// matchBefore is match as it was before a search's samples were kept
+// (sampled): a count of rankWindow matches by OFFSET, then the ranked or
+// the newest matches, even when there were none.
+func (s *sqliteStore) matchBefore(ctx context.Context, tokens []string, f filter, limit int) ([]int64, error) {
+	var mq sqliteMatchQuery
+	if anyCJK(tokens) {
+		mq = cjkMatchQuery(tokens)
+	} else {
+		mq = ftsMatchQuery(tokens, !f.empty())
+	}
+	mq.where = append(mq.where, f.conds("files", func(v any) string { mq.args = append(mq.args, v); return "?" })...)
+	from := mq.from
+	for _, w := range mq.where {
+		from += " AND " + w
+	}
+	var id int64
+	many, err := scanRow(s.search.QueryRowContext(ctx, `SELECT `+mq.idCol+` `+from+` ORDER BY `+mq.idCol+` DESC LIMIT 1 OFFSET ?`,
+		append(append([]any{}, mq.args...), rankWindow-1)...), &id)
+	if err != nil {
+		return nil, err
+	}
+	q := `SELECT ` + mq.idCol + `, ` + mq.rank + ` AS r ` + from + ` ORDER BY r, ` + mq.idCol + ` DESC LIMIT ?`
+	if many || mq.rank == "" {
+		q = `SELECT ` + mq.idCol + `, 0.0 ` + from + ` ORDER BY ` + mq.idCol + ` DESC LIMIT ?`
+	}
+	return s.matchIDs(ctx, q, append(mq.args, limit))
+}
+
+// sampledQueries indexes a generated Claude Code session large enough that
+// its common words and phrases have more than dfSample matches, and returns
+// queries of every kind the samples change: common words (past rankWindow
+// and dfSample), phrases of common words that are in the text (few or many
+// times) and that are not (their words swapped: "tool_use_id" at 1 GB), an
+// identifier, and a word in no chunk.
+func sampledQueries(t *testing.T) (*Index, *sqliteStore, []string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "cc.jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sessiongen.GenerateClaudeCode(f, sessiongen.AgentOptions{Seed: 11, TargetBytes: 16 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ix, err := OpenFile(filepath.Join(t.TempDir(), "index.sqlite"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ix.Close() })
+	ctx := context.Background()
+	if _, err := ix.Index(ctx, path); err != nil {
+		t.Fatal(err)
+	}
+	s := ix.st.(*sqliteStore)
+	// Words by the number of chunks that hold them, most first.
+	rows, err := s.search.QueryContext(ctx, `SELECT term FROM fts.chunks_vocab ORDER BY doc DESC, term LIMIT 40`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var common []string
+	for rows.Next() {
+		var w string
+		if err := rows.Scan(&w); err != nil {
+			t.Fatal(err)
+		}
+		if len(w) > 2 && !isStopWord(w) {
+			common = append(common, w)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Phrases: pairs of adjacent words of the session's lines, and the
+	// same pairs swapped, which are mostly in no chunk.
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(data), "\n")
+	var texts []string
+	for _, i := range []int{3, 50, 200, 700, 1500} {
+		texts = append(texts, lines[i*len(lines)/2000])
+	}
+	qs := slices.Clone(common[:12])
+	qs = append(qs, common[0]+" "+common[1], common[2]+" "+common[5]+" "+common[7], "zzqxv", "zzqxv "+common[0])
+	for _, text := range texts {
+		var words []string
+		ftsTokens(text, func(l string) {
+			if len(l) > 2 && len(words) < 40 {
+				words = append(words, l)
+			}
+		})
+		for i := 0; i+1 < len(words); i += 7 {
+			qs = append(qs, words[i]+"_"+words[i+1], words[i+1]+"_"+words[i], words[i]+"_"+words[i+1]+" "+common[3])
+		}
+	}
+	for _, w := range common[:8] {
+		for _, v := range common[:8] {
+			if w != v {
+				qs = append(qs, w+"_"+v)
+			}
+		}
+	}
+	return ix, s, qs
+}
+
+// isStopWord reports whether w is one of the words search drops.
+func isStopWord(w string) bool { return len(keywords([]string{w})) == 0 }
+
+// A search's match finds the same candidates in the same order as before
+// the samples were kept, and its corpus statistics are those of a corpus
+// that samples every term itself, for every kind of query: unscoped and in
+// one session, at every limit. The queries cover each path: no match,
+// fewer than rankWindow (ranked), past rankWindow and past dfSample.
+func TestSampledMatchesUnchanged(t *testing.T) {
+	ix, s, qs := sampledQueries(t)
+	ctx := context.Background()
+	scoped := noFilter
+	if err := s.search.QueryRowContext(ctx, `SELECT min(id) FROM files`).Scan(&scoped.fileID); err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	for _, q := range qs {
+		kw := keywords(queryTokens(q))
+		if len(kw) == 0 {
+			continue
+		}
+		terms := queryTermsOf(kw)
+		for _, f := range []filter{noFilter, scoped} {
+			for _, limit := range []int{candidatePool, 7, rankWindow + 10} {
+				want, err := s.matchBefore(ctx, kw, f, limit)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sctx := withSampled(ctx)
+				got, err := s.match(sctx, kw, f, limit)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("%q (file %d, limit %d): match gives %d ids %v…, before %d %v…", q, f.fileID, limit, len(got), got[:min(len(got), 5)], len(want), want[:min(len(want), 5)])
+				}
+				c, err := s.corpus(sctx, terms)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ref, err := s.corpus(ctx, terms)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(c.df, ref.df) || c.n != ref.n || c.avgdl != ref.avgdl {
+					t.Fatalf("%q: corpus after match %+v, sampling itself %+v", q, c, ref)
+				}
+				if f == noFilter && limit == candidatePool {
+					if len(kw) == 1 && len(sampledOf(sctx)) != 1 {
+						t.Fatalf("%q: one word, unscoped: %d samples kept", q, len(sampledOf(sctx)))
+					}
+					switch n := len(want); {
+					case n == 0:
+						kinds["none"]++
+					case c.df[0] >= dfSample:
+						kinds["past dfSample"]++
+					case strings.Contains(q, "_") && c.df[0] < rankWindow:
+						kinds["ranked phrase"]++
+					}
+				}
+			}
+		}
+	}
+	for _, k := range []string{"none", "past dfSample", "ranked phrase"} {
+		if kinds[k] == 0 {
+			t.Errorf("no query of the kind %q (%v, %d chunks): the corpus no longer covers it", k, kinds, ix.st.(*sqliteStore).chunkCount())
+		}
+	}
+	// And end to end: every top-k of a phrase query is a prefix of its top-20.
+	for _, q := range qs {
+		top := searchIDs(t, ix, q, 20)
+		for _, k := range []int{1, 3, 10} {
+			if got := searchIDs(t, ix, q, k); !slices.Equal(got, top[:min(k, len(top))]) {
+				t.Fatalf("%q: top-%d %v is not the prefix of the top-20 %v", q, k, got, top)
+			}
+		}
+	}
+}
+
+// searchIDs are the chunk ids of a search's hits, as path:line.
+func searchIDs(t *testing.T, ix *Index, q string, k int) []string {
+	t.Helper()
+	res, err := ix.Search(context.Background(), q, SearchOptions{MaxResults: k})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, h := range res.Hits {
+		out = append(out, Citation(h.Path, h.StartLine, h.EndLine))
+	}
+	return out
+}
+
+func (s *sqliteStore) chunkCount() (n int64) {
+	s.search.QueryRow(`SELECT count(*) FROM chunks`).Scan(&n)
+	return n
+}
