@@ -217,3 +217,47 @@ func (s *sqliteStore) chunkCount() (n int64) {
 	s.search.QueryRow(`SELECT count(*) FROM chunks`).Scan(&n)
 	return n
 }
+
+// A search of a current index, with hits or without (which lists the
+// files to tell an empty index apart), reads through the search pool
+// alone: every other connection is a file opened and its schema read,
+// a millisecond or more of a search's CPU.
+func TestSearchUsesOneConnection(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "cc.jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sessiongen.GenerateClaudeCode(f, sessiongen.AgentOptions{Seed: 5, Turns: 4}); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	db := filepath.Join(dir, "index.sqlite")
+	ix, err := OpenFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ix.Index(context.Background(), path); err != nil {
+		t.Fatal(err)
+	}
+	ix.Close()
+	for _, q := range []string{"zzqxv", "tool"} {
+		ix, err := OpenFile(db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := ix.Search(context.Background(), q, SearchOptions{MinScore: 0.01})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (len(res.Hits) == 0) != (q == "zzqxv") || res.Empty {
+			t.Fatalf("%q: %d hits, empty index %v", q, len(res.Hits), res.Empty)
+		}
+		s := ix.st.(*sqliteStore)
+		if n, m := s.db.Stats().OpenConnections, s.fts.Stats().OpenConnections; n+m != 0 {
+			t.Errorf("%q: the search opened %d main and %d FTS writer connections", q, n, m)
+		}
+		ix.Close()
+	}
+}
