@@ -768,10 +768,14 @@ func (s *sqliteStore) matchIDs(ctx context.Context, q string, args []any) ([]int
 	return out, nil
 }
 
-// countMatches counts the query's matches up to rankWindow, newest first
-// without ranking (cheap: at rankWindow, the query is not selective).
+// countMatches counts the query's matches up to rankWindow without
+// ranking (cheap: at rankWindow, the query is not selective). It steps
+// through them oldest first: the count is the same either way, and FTS5
+// finds a term's newest match in each segment by reading on to the end of
+// its list (or its doclist index), pages a ranked query, which reads them
+// oldest first too, does not need (0.3 ms of a cold search at 1 GB).
 func (s *sqliteStore) countMatches(ctx context.Context, idCol, from string, args []any) (int64, error) {
-	q := `SELECT count(*) FROM (SELECT ` + idCol + ` ` + from + ` ORDER BY ` + idCol + ` DESC LIMIT ?)`
+	q := `SELECT count(*) FROM (SELECT ` + idCol + ` ` + from + ` ORDER BY ` + idCol + ` LIMIT ?)`
 	var n int64
 	err := s.search.QueryRowContext(ctx, q, append(append([]any{}, args...), rankWindow)...).Scan(&n)
 	return n, s.err("search", err)
