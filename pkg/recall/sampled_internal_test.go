@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -166,6 +167,21 @@ func TestSampledMatchesUnchanged(t *testing.T) {
 				}
 				if !slices.Equal(c.df, ref.df) || c.n != ref.n || c.avgdl != ref.avgdl {
 					t.Fatalf("%q: corpus after match %+v, sampling itself %+v", q, c, ref)
+				}
+				if f == noFilter && limit == candidatePool {
+					for _, term := range terms {
+						// The sample as it was taken: newest first, always.
+						var want sample
+						if err := s.search.QueryRowContext(ctx, `SELECT count(*), coalesce(min(rowid), 0) FROM (SELECT rowid FROM chunks_fts
+							WHERE chunks_fts MATCH ? ORDER BY rowid DESC LIMIT `+strconv.Itoa(dfSample)+`)`, ftsQuery(term.tok)).Scan(&want.n, &want.last); err != nil {
+							t.Fatal(err)
+						}
+						for _, phrase := range []bool{false, true} {
+							if got, err := s.sampleMatches(ctx, "chunks_fts", ftsQuery(term.tok), phrase); err != nil || got != want {
+								t.Fatalf("%q: sample (phrase %v) %+v, newest first %+v (%v)", term.tok, phrase, got, want, err)
+							}
+						}
+					}
 				}
 				if f == noFilter && limit == candidatePool {
 					if len(kw) == 1 && len(sampledOf(sctx)) != 1 {
