@@ -2,6 +2,7 @@ package recall
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -48,25 +49,34 @@ func (s *sqliteStore) matchBefore(ctx context.Context, tokens []string, f filter
 // identifier, and a word in no chunk.
 func sampledQueries(t *testing.T) (*Index, *sqliteStore, []string) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "cc.jsonl")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sessiongen.GenerateClaudeCode(f, sessiongen.AgentOptions{Seed: 11, TargetBytes: 16 << 20}); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	ix, err := OpenFile(filepath.Join(t.TempDir(), "index.sqlite"))
+	dir := t.TempDir()
+	ix, err := OpenFile(filepath.Join(dir, "index.sqlite"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ix.Close() })
 	ctx := context.Background()
-	if _, err := ix.Index(ctx, path); err != nil {
-		t.Fatal(err)
+	// A small session before and one after the large one: scopes of a few
+	// chunks at both ends of the ids (see scopeSpan).
+	var path string
+	for i, size := range []int64{100 << 10, 16 << 20, 60 << 10} {
+		p := filepath.Join(dir, fmt.Sprintf("cc%d.jsonl", i))
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sessiongen.GenerateClaudeCode(f, sessiongen.AgentOptions{Seed: 11 + uint64(i), TargetBytes: size}); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ix.Index(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		if i == 1 {
+			path = p
+		}
 	}
 	s := ix.st.(*sqliteStore)
 	// Words by the number of chunks that hold them, most first.
@@ -132,9 +142,44 @@ func isStopWord(w string) bool { return len(keywords([]string{w})) == 0 }
 func TestSampledMatchesUnchanged(t *testing.T) {
 	ix, s, qs := sampledQueries(t)
 	ctx := context.Background()
-	scoped := noFilter
-	if err := s.search.QueryRowContext(ctx, `SELECT min(id) FROM files`).Scan(&scoped.fileID); err != nil {
+	// Scopes: each session, its agent and project (every session: past
+	// scopeSpanCap), a session from a time on, and a scope of no session.
+	var scopes []filter
+	rows, err := s.search.QueryContext(ctx, `SELECT id, agent, project FROM files ORDER BY id`)
+	if err != nil {
 		t.Fatal(err)
+	}
+	for rows.Next() {
+		f := noFilter
+		var agent, project string
+		if err := rows.Scan(&f.fileID, &agent, &project); err != nil {
+			t.Fatal(err)
+		}
+		scopes = append(scopes, f)
+		if len(scopes) == 1 {
+			scopes = append(scopes, filter{fileID: -1, agent: agent}, filter{fileID: -1, agent: agent, project: project})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	var mid int64
+	if err := s.search.QueryRowContext(ctx, `SELECT ts FROM chunks ORDER BY id LIMIT 1 OFFSET 2000`).Scan(&mid); err != nil {
+		t.Fatal(err)
+	}
+	since := scopes[len(scopes)-2] // the large session
+	since.since = mid
+	scopes = append(scopes, since, filter{fileID: 1 << 40})
+	if len(scopes) != 7 {
+		t.Fatalf("scopes %+v", scopes)
+	}
+	// The small sessions and the empty scope narrow FTS5's walk; the large
+	// session and the agent (every session) do not.
+	for i, want := range []bool{true, false, false, false, true, false, true} {
+		lo, hi, ok, err := s.scopeSpan(ctx, scopes[i])
+		if narrow := ok && hi-lo < 200; err != nil || narrow != want {
+			t.Fatalf("scope %+v: span %d-%d %v (%v), want narrowed %v", scopes[i], lo, hi, ok, err, want)
+		}
 	}
 	kinds := map[string]int{}
 	for _, q := range qs {
@@ -143,8 +188,11 @@ func TestSampledMatchesUnchanged(t *testing.T) {
 			continue
 		}
 		terms := queryTermsOf(kw)
-		for _, f := range []filter{noFilter, scoped} {
+		for _, f := range append([]filter{noFilter}, scopes...) {
 			for _, limit := range []int{candidatePool, 7, rankWindow + 10} {
+				if f != noFilter && limit != candidatePool {
+					continue
+				}
 				want, err := s.matchBefore(ctx, kw, f, limit)
 				if err != nil {
 					t.Fatal(err)
