@@ -57,15 +57,21 @@ func sampledQueries(t *testing.T) (*Index, *sqliteStore, []string) {
 	t.Cleanup(func() { ix.Close() })
 	ctx := context.Background()
 	// A small session before and one after the large one: scopes of a few
-	// chunks at both ends of the ids (see scopeSpan).
+	// chunks at both ends of the ids (see scopeSpan); the last, pi with
+	// half of its turns in Chinese, for the CJK paths.
 	var path string
-	for i, size := range []int64{100 << 10, 16 << 20, 60 << 10} {
-		p := filepath.Join(dir, fmt.Sprintf("cc%d.jsonl", i))
+	for i, size := range []int64{100 << 10, 16 << 20, 60 << 10, 300 << 10} {
+		p := filepath.Join(dir, fmt.Sprintf("s%d.jsonl", i))
 		f, err := os.Create(p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := sessiongen.GenerateClaudeCode(f, sessiongen.AgentOptions{Seed: 11 + uint64(i), TargetBytes: size}); err != nil {
+		if i < 3 {
+			_, err = sessiongen.GenerateClaudeCode(f, sessiongen.AgentOptions{Seed: 11 + uint64(i), TargetBytes: size})
+		} else {
+			_, err = sessiongen.Generate(f, sessiongen.Options{Seed: 11, TargetBytes: size, CJKShare: 0.5})
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
 		if err := f.Close(); err != nil {
@@ -110,6 +116,32 @@ func sampledQueries(t *testing.T) (*Index, *sqliteStore, []string) {
 	}
 	qs := slices.Clone(common[:12])
 	qs = append(qs, common[0]+" "+common[1], common[2]+" "+common[5]+" "+common[7], "zzqxv", "zzqxv "+common[0])
+	// CJK: one character (LIKE), two (a pair), three, with a word, and
+	// a run no chunk holds.
+	pi, err := os.ReadFile(filepath.Join(dir, "s3.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs []string
+	var run []rune
+	for _, r := range string(pi) {
+		if isCJK(r) {
+			run = append(run, r)
+			continue
+		}
+		if len(run) >= 4 && len(runs) < 6 {
+			runs = append(runs, string(run))
+		}
+		run = run[:0]
+	}
+	if len(runs) < 6 {
+		t.Fatalf("only %d CJK runs in the pi session", len(runs))
+	}
+	for _, r := range runs {
+		rs := []rune(r)
+		qs = append(qs, string(rs[:1]), string(rs[:2]), string(rs[1:4]), string(rs[:2])+" "+common[0], string(rs[2:3])+" "+string(rs[:2]))
+	}
+	qs = append(qs, "鳄鱼鳄鱼", "鳄")
 	for _, text := range texts {
 		var words []string
 		ftsTokens(text, func(l string) {
@@ -167,15 +199,15 @@ func TestSampledMatchesUnchanged(t *testing.T) {
 	if err := s.search.QueryRowContext(ctx, `SELECT ts FROM chunks ORDER BY id LIMIT 1 OFFSET 2000`).Scan(&mid); err != nil {
 		t.Fatal(err)
 	}
-	since := scopes[len(scopes)-2] // the large session
+	since := scopes[3] // the large session
 	since.since = mid
 	scopes = append(scopes, since, filter{fileID: 1 << 40})
-	if len(scopes) != 7 {
+	if len(scopes) != 8 {
 		t.Fatalf("scopes %+v", scopes)
 	}
 	// The small sessions and the empty scope narrow FTS5's walk; the large
-	// session and the agent (every session) do not.
-	for i, want := range []bool{true, false, false, false, true, false, true} {
+	// session and the agent (most of the index) do not.
+	for i, want := range []bool{true, false, false, false, true, true, false, true} {
 		lo, hi, ok, err := s.scopeSpan(ctx, scopes[i])
 		if narrow := ok && hi-lo < 200; err != nil || narrow != want {
 			t.Fatalf("scope %+v: span %d-%d %v (%v), want narrowed %v", scopes[i], lo, hi, ok, err, want)
@@ -202,6 +234,9 @@ func TestSampledMatchesUnchanged(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				if f == scopes[5] && anyCJK(kw) && len(want) > 0 {
+					kinds["CJK in a small scope"]++
+				}
 				if !slices.Equal(got, want) {
 					t.Fatalf("%q (file %d, limit %d): match gives %d ids %v…, before %d %v…", q, f.fileID, limit, len(got), got[:min(len(got), 5)], len(want), want[:min(len(want), 5)])
 				}
@@ -218,6 +253,9 @@ func TestSampledMatchesUnchanged(t *testing.T) {
 				}
 				if f == noFilter && limit == candidatePool {
 					for _, term := range terms {
+						if term.cjk {
+							continue
+						}
 						// The sample as it was taken: newest first, always.
 						var want sample
 						if err := s.search.QueryRowContext(ctx, `SELECT count(*), coalesce(min(rowid), 0) FROM (SELECT rowid FROM chunks_fts
@@ -232,7 +270,7 @@ func TestSampledMatchesUnchanged(t *testing.T) {
 					}
 				}
 				if f == noFilter && limit == candidatePool {
-					if len(kw) == 1 && len(sampledOf(sctx)) != 1 {
+					if len(kw) == 1 && !anyCJK(kw) && len(sampledOf(sctx)) != 1 {
 						t.Fatalf("%q: one word, unscoped: %d samples kept", q, len(sampledOf(sctx)))
 					}
 					switch n := len(want); {
@@ -247,7 +285,7 @@ func TestSampledMatchesUnchanged(t *testing.T) {
 			}
 		}
 	}
-	for _, k := range []string{"none", "past dfSample", "ranked phrase"} {
+	for _, k := range []string{"none", "past dfSample", "ranked phrase", "CJK in a small scope"} {
 		if kinds[k] == 0 {
 			t.Errorf("no query of the kind %q (%v, %d chunks): the corpus no longer covers it", k, kinds, ix.st.(*sqliteStore).chunkCount())
 		}

@@ -659,13 +659,13 @@ func (s *sqliteStore) match(ctx context.Context, tokens []string, f filter, limi
 		mq = ftsMatchQuery(tokens, !f.empty())
 	}
 	mq.where = append(mq.where, f.conds("files", func(v any) string { mq.args = append(mq.args, v); return "?" })...)
-	if mq.idCol == "chunks_fts.rowid" && (f.fileID >= 0 || f.agent != "" || f.project != "") {
+	if f.fileID >= 0 || f.agent != "" || f.project != "" {
 		lo, hi, ok, err := s.scopeSpan(ctx, f)
 		if err != nil {
 			return nil, err
 		}
-		if ok {
-			mq.where = append(mq.where, "chunks_fts.rowid BETWEEN ? AND ?")
+		if ok { // (idCol is the full-text table's rowid, or the chunk's id for LIKE alone)
+			mq.where = append(mq.where, mq.idCol+" BETWEEN ? AND ?")
 			mq.args = append(mq.args, lo, hi)
 		}
 	}
