@@ -14,20 +14,12 @@ import (
 )
 
 // matchBefore is match as it was before a search's samples were kept
-// (sampled): a count of rankWindow matches by OFFSET, then the ranked or
-// the newest matches, even when there were none.
+// (sampled) and a small scope's span was given (scopeSpan): a count of
+// rankWindow matches by OFFSET, then the ranked or the newest matches,
+// even when there were none.
 func (s *sqliteStore) matchBefore(ctx context.Context, tokens []string, f filter, limit int) ([]int64, error) {
-	var mq sqliteMatchQuery
-	if anyCJK(tokens) {
-		mq = cjkMatchQuery(tokens)
-	} else {
-		mq = ftsMatchQuery(tokens, !f.empty())
-	}
-	mq.where = append(mq.where, f.conds("files", func(v any) string { mq.args = append(mq.args, v); return "?" })...)
-	from := mq.from
-	for _, w := range mq.where {
-		from += " AND " + w
-	}
+	mq := matchQueryOf(tokens, f)
+	from := mq.fromWhere()
 	var id int64
 	many, err := scanRow(s.search.QueryRowContext(ctx, `SELECT `+mq.idCol+` `+from+` ORDER BY `+mq.idCol+` DESC LIMIT 1 OFFSET ?`,
 		append(append([]any{}, mq.args...), rankWindow-1)...), &id)

@@ -652,13 +652,7 @@ func likeEscape(s string) string {
 // which pairs cannot match, to a LIKE scan of the CJK chunks. The word
 // index ranks with bm25() (one column: see newFTSRow).
 func (s *sqliteStore) match(ctx context.Context, tokens []string, f filter, limit int) ([]int64, error) {
-	var mq sqliteMatchQuery
-	if anyCJK(tokens) {
-		mq = cjkMatchQuery(tokens)
-	} else {
-		mq = ftsMatchQuery(tokens, !f.empty())
-	}
-	mq.where = append(mq.where, f.conds("files", func(v any) string { mq.args = append(mq.args, v); return "?" })...)
+	mq := matchQueryOf(tokens, f)
 	if f.fileID >= 0 || f.agent != "" || f.project != "" {
 		lo, hi, ok, err := s.scopeSpan(ctx, f)
 		if err != nil {
@@ -669,10 +663,7 @@ func (s *sqliteStore) match(ctx context.Context, tokens []string, f filter, limi
 			mq.args = append(mq.args, lo, hi)
 		}
 	}
-	from := mq.from
-	for _, w := range mq.where {
-		from += " AND " + w
-	}
+	from := mq.fromWhere()
 	var n int64
 	var err error
 	if m := sampledOf(ctx); m != nil && !anyCJK(tokens) && len(tokens) == 1 && f.empty() {
@@ -712,6 +703,28 @@ type sqliteMatchQuery struct {
 	from, rank, idCol string
 	where             []string
 	args              []any
+}
+
+// matchQueryOf is the query of the chunks in scope f that hold every
+// token.
+func matchQueryOf(tokens []string, f filter) sqliteMatchQuery {
+	var mq sqliteMatchQuery
+	if anyCJK(tokens) {
+		mq = cjkMatchQuery(tokens)
+	} else {
+		mq = ftsMatchQuery(tokens, !f.empty())
+	}
+	mq.where = append(mq.where, f.conds("files", func(v any) string { mq.args = append(mq.args, v); return "?" })...)
+	return mq
+}
+
+// fromWhere is the query's FROM clause with its conditions.
+func (mq sqliteMatchQuery) fromWhere() string {
+	from := mq.from
+	for _, w := range mq.where {
+		from += " AND " + w
+	}
+	return from
 }
 
 // ftsMatchQuery matches every token in the word index (ftsQuery), joined to
