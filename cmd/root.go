@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -106,7 +107,11 @@ func command[O options](f *Factory, opts O, runF func(O) error, run func(context
 }
 
 // NewRootCmd builds the command tree around the given streams.
-func NewRootCmd(io *IOStreams) (*cobra.Command, *Factory) {
+func NewRootCmd(io *IOStreams) (*cobra.Command, *Factory) { return newRoot(io, "") }
+
+// newRoot builds the root command with every subcommand, or with only the
+// one named only (see commandNamed).
+func newRoot(io *IOStreams, only string) (*cobra.Command, *Factory) {
 	f := &Factory{IO: io}
 	root := &cobra.Command{
 		Use:   "ctxtool",
@@ -143,36 +148,66 @@ session lock. Claude Code and Codex sessions are read, never written.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return exitcode.New(exitcode.Usage, fmt.Errorf("%w (see '%s --help')", err, c.CommandPath()))
 	})
-	root.AddCommand( // `--help` lists them sorted by name
-		newAgentCmd(f),
-		newBudgetCmd(f, nil),
-		newCheckpointCmd(f, nil),
-		newCompactCmd(f, nil),
-		newConfigCmd(f),
-		newEstimateCmd(f, nil),
-		newExportCmd(f, nil),
-		newFlushCmd(f, nil),
-		newHookCmd(f, nil),
-		newIndexCmd(f, nil),
-		newInstallCmd(f, nil),
-		newLintCmd(f, nil),
-		newManCmd(f, nil),
-		newMCPCmd(f, nil),
-		newPinCmd(f, nil),
-		newPruneCmd(f, nil),
-		newReportCmd(f, nil),
-		newRestoreCmd(f, nil),
-		newRollCmd(f, nil),
-		newScrubCmd(f, nil),
-		newSearchCmd(f, nil),
-		newSessionsCmd(f, nil),
-		newSourcesCmd(f, nil),
-		newStatuslineCmd(f, nil),
-		newUnarchiveCmd(f, nil),
-		newUninstallCmd(f, nil),
-	)
+	for _, c := range commands {
+		if only == "" || c.name == only {
+			root.AddCommand(c.build(f))
+		}
+	}
 	usageArgs(root)
 	return root, f
+}
+
+// commands are the root's subcommands by name (`--help` lists them sorted
+// by name). TestCommandNames checks each name against its command's.
+var commands = []struct {
+	name  string
+	build func(f *Factory) *cobra.Command
+}{
+	{"agent", newAgentCmd},
+	{"budget", func(f *Factory) *cobra.Command { return newBudgetCmd(f, nil) }},
+	{"checkpoint", func(f *Factory) *cobra.Command { return newCheckpointCmd(f, nil) }},
+	{"compact", func(f *Factory) *cobra.Command { return newCompactCmd(f, nil) }},
+	{"config", newConfigCmd},
+	{"estimate", func(f *Factory) *cobra.Command { return newEstimateCmd(f, nil) }},
+	{"export", func(f *Factory) *cobra.Command { return newExportCmd(f, nil) }},
+	{"flush", func(f *Factory) *cobra.Command { return newFlushCmd(f, nil) }},
+	{"hook", func(f *Factory) *cobra.Command { return newHookCmd(f, nil) }},
+	{"index", func(f *Factory) *cobra.Command { return newIndexCmd(f, nil) }},
+	{"install", func(f *Factory) *cobra.Command { return newInstallCmd(f, nil) }},
+	{"lint", func(f *Factory) *cobra.Command { return newLintCmd(f, nil) }},
+	{"man", func(f *Factory) *cobra.Command { return newManCmd(f, nil) }},
+	{"mcp", func(f *Factory) *cobra.Command { return newMCPCmd(f, nil) }},
+	{"pin", func(f *Factory) *cobra.Command { return newPinCmd(f, nil) }},
+	{"prune", func(f *Factory) *cobra.Command { return newPruneCmd(f, nil) }},
+	{"report", func(f *Factory) *cobra.Command { return newReportCmd(f, nil) }},
+	{"restore", func(f *Factory) *cobra.Command { return newRestoreCmd(f, nil) }},
+	{"roll", func(f *Factory) *cobra.Command { return newRollCmd(f, nil) }},
+	{"scrub", func(f *Factory) *cobra.Command { return newScrubCmd(f, nil) }},
+	{"search", func(f *Factory) *cobra.Command { return newSearchCmd(f, nil) }},
+	{"sessions", func(f *Factory) *cobra.Command { return newSessionsCmd(f, nil) }},
+	{"sources", func(f *Factory) *cobra.Command { return newSourcesCmd(f, nil) }},
+	{"statusline", func(f *Factory) *cobra.Command { return newStatuslineCmd(f, nil) }},
+	{"unarchive", func(f *Factory) *cobra.Command { return newUnarchiveCmd(f, nil) }},
+	{"uninstall", func(f *Factory) *cobra.Command { return newUninstallCmd(f, nil) }},
+}
+
+// commandNamed is the subcommand that args (the command line after the
+// program's name) run, when its first word names one: Execute then builds
+// the root with that subcommand alone. Building all of them was about 0.4
+// ms of each process, most of a short command's own work (a search at 1
+// GB is 15-20 ms of CPU); cobra resolves the first word to the same
+// command either way, and prints the same help for it. Anything else
+// ("help", a flag first, a typo, completion, man) gets the whole tree.
+func commandNamed(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	for _, c := range commands {
+		if c.name == args[0] && c.name != "man" { // (man describes the whole tree)
+			return c.name
+		}
+	}
+	return ""
 }
 
 // usageArgs makes the positional-argument checks of c and its subcommands
@@ -213,7 +248,7 @@ func Execute() int {
 	// context is cancelled, and the handler exits with 128+signal.
 	ctx := interruptible(context.Background())
 	io := iostreams.System()
-	root, _ := NewRootCmd(io)
+	root, _ := newRoot(io, commandNamed(os.Args[1:]))
 	err := execute(ctx, root)
 	if isInterrupted() {
 		select {} // the interrupt handler ends the process

@@ -190,6 +190,7 @@ func (ix *Index) Search(ctx context.Context, query string, opts SearchOptions) (
 	}
 	tokens := queryTokens(query)
 	res := &Result{Mode: "fts-only"}
+	ctx = withSampled(ctx)
 	if len(tokens) == 0 {
 		return res, nil
 	}

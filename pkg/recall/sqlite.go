@@ -372,8 +372,12 @@ func (s *sqliteStore) sizes(ctx context.Context) (Sizes, error) {
 	return z, nil
 }
 
+// files reads through the search pool, as the other reads do: a search
+// that finds no hit lists them (Result.Empty), and through the writers'
+// pool that opened a second connection, its pragmas, WAL files and schema
+// (4% of such a search's CPU at 1 GB; see openSQLiteFiles).
 func (s *sqliteStore) files(ctx context.Context) ([]string, error) {
-	paths, err := collectPaths(sqlRows(s.db.QueryContext(ctx, `SELECT path FROM files ORDER BY path`)))
+	paths, err := collectPaths(sqlRows(s.search.QueryContext(ctx, `SELECT path FROM files ORDER BY path`)))
 	return paths, s.err("list files", err)
 }
 
@@ -689,21 +693,39 @@ func likeEscape(s string) string {
 // prefix, see appendLastChar). The word index ranks with bm25() (one
 // column: see newFTSRow).
 func (s *sqliteStore) match(ctx context.Context, tokens []string, f filter, limit int) ([]int64, error) {
-	var mq sqliteMatchQuery
-	if anyCJK(tokens) {
-		mq = cjkMatchQuery(tokens)
-	} else {
-		mq = ftsMatchQuery(tokens, !f.empty())
+	mq := matchQueryOf(tokens, f)
+	if f.fileID >= 0 || f.agent != "" || f.project != "" {
+		lo, hi, ok, err := s.scopeSpan(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		if ok { // (idCol is the full-text table's rowid, or the chunk's id for LIKE alone)
+			mq.where = append(mq.where, mq.idCol+" BETWEEN ? AND ?")
+			mq.args = append(mq.args, lo, hi)
+		}
 	}
-	mq.where = append(mq.where, f.conds("files", func(v any) string { mq.args = append(mq.args, v); return "?" })...)
-	from := mq.from
-	for _, w := range mq.where {
-		from += " AND " + w
-	}
-	many, err := s.manyMatches(ctx, mq.idCol, from, mq.args)
-	if err != nil {
+	from := mq.fromWhere()
+	var n int64
+	var err error
+	if m := sampledOf(ctx); m != nil && !anyCJK(tokens) && len(tokens) == 1 && f.empty() {
+		// The one word (or phrase) of an unscoped query: its sample is
+		// the one corpus takes for its document frequency (see
+		// sampled), kept for it.
+		q := mq.args[0].(string)
+		terms := queryTermsOf(tokens)
+		smp, err := s.sampleMatches(ctx, "chunks_fts", q, len(terms) == 1 && len(terms[0].seq) > 1)
+		if err != nil {
+			return nil, err
+		}
+		m[q] = smp
+		n = smp.n
+	} else if n, err = s.countMatches(ctx, mq.idCol, from, mq.args); err != nil {
 		return nil, err
 	}
+	if n == 0 {
+		return nil, nil // (the ranked query would walk every match again to find none)
+	}
+	many := n >= rankWindow
 	var q string
 	if many || mq.rank == "" {
 		// Not selective (or LIKE only): the newest matches, unranked.
@@ -722,6 +744,28 @@ type sqliteMatchQuery struct {
 	from, rank, idCol string
 	where             []string
 	args              []any
+}
+
+// matchQueryOf is the query of the chunks in scope f that hold every
+// token.
+func matchQueryOf(tokens []string, f filter) sqliteMatchQuery {
+	var mq sqliteMatchQuery
+	if anyCJK(tokens) {
+		mq = cjkMatchQuery(tokens)
+	} else {
+		mq = ftsMatchQuery(tokens, !f.empty())
+	}
+	mq.where = append(mq.where, f.conds("files", func(v any) string { mq.args = append(mq.args, v); return "?" })...)
+	return mq
+}
+
+// fromWhere is the query's FROM clause with its conditions.
+func (mq sqliteMatchQuery) fromWhere() string {
+	from := mq.from
+	for _, w := range mq.where {
+		from += " AND " + w
+	}
+	return from
 }
 
 // ftsMatchQuery matches every token in the word index (ftsQuery), joined to
@@ -782,14 +826,101 @@ func (s *sqliteStore) matchIDs(ctx context.Context, q string, args []any) ([]int
 	return out, nil
 }
 
-// manyMatches reports whether the query has at least rankWindow matches,
-// by stepping through them newest first without ranking (cheap).
-func (s *sqliteStore) manyMatches(ctx context.Context, idCol, from string, args []any) (bool, error) {
-	q := `SELECT ` + idCol + ` ` + from + ` ORDER BY ` + idCol + ` DESC LIMIT 1 OFFSET ?`
-	a := append(append([]any{}, args...), rankWindow-1)
-	var id int64
-	ok, err := scanRow(s.search.QueryRowContext(ctx, q, a...), &id)
-	return ok, s.err("search", err)
+// scopeSpan is the span of chunk ids of the sessions in f's scope (its
+// session, agent and project; not its times), when they are a small part
+// of the index (ok; an empty scope spans 1 to 0). match gives it to FTS5
+// as a rowid range, which FTS5 seeks to: a scoped query walked the term's
+// matches in the whole index, newest first, joining each to its chunk
+// until rankWindow were in scope. A common word in a small session of a
+// 1 GB index took 100-160 ms of CPU. The range only narrows what FTS5
+// walks; the scope's own conditions still decide.
+//
+// The span is read from the scope's chunks, so only for a scope of at most
+// scopeSpanBytes of sessions and an eighth of the index (the files' sizes
+// say, at no cost); a larger scope's matches are found without it.
+func (s *sqliteStore) scopeSpan(ctx context.Context, f filter) (lo, hi int64, ok bool, err error) {
+	var args []any
+	conds := strings.Join(filter{fileID: f.fileID, agent: f.agent, project: f.project}.conds("files",
+		func(v any) string { args = append(args, v); return "?" }), " AND ")
+	var scope, total int64
+	// (conds name c.file_id: here the files themselves, as c)
+	if err := s.search.QueryRowContext(ctx, `SELECT coalesce(sum(c.bytes_indexed), 0), (SELECT coalesce(sum(bytes_indexed), 0) FROM files)
+		FROM (SELECT id AS file_id, bytes_indexed FROM files) c WHERE `+conds, args...).Scan(&scope, &total); err != nil {
+		return 0, 0, false, s.err("search", err)
+	}
+	if scope > scopeSpanBytes || scope > total/8 {
+		return 0, 0, false, nil
+	}
+	err = s.search.QueryRowContext(ctx, `SELECT coalesce(min(id), 1), coalesce(max(id), 0) FROM chunks c WHERE `+conds, args...).Scan(&lo, &hi)
+	return lo, hi, err == nil, s.err("search", err)
+}
+
+// scopeSpanBytes bounds the sessions whose chunks scopeSpan reads (about
+// 3 ms of CPU for 32 MB of Claude Code sessions).
+const scopeSpanBytes = 32 << 20
+
+// countMatches counts the query's matches up to rankWindow without
+// ranking (cheap: at rankWindow, the query is not selective). It steps
+// through them oldest first: the count is the same either way, and FTS5
+// finds a term's newest match in each segment by reading on to the end of
+// its list (or its doclist index), pages a ranked query, which reads them
+// oldest first too, does not need (0.3 ms of a cold search at 1 GB).
+func (s *sqliteStore) countMatches(ctx context.Context, idCol, from string, args []any) (int64, error) {
+	q := `SELECT count(*) FROM (SELECT ` + idCol + ` ` + from + ` ORDER BY ` + idCol + ` LIMIT ?)`
+	var n int64
+	err := s.search.QueryRowContext(ctx, q, append(append([]any{}, args...), rankWindow)...).Scan(&n)
+	return n, s.err("search", err)
+}
+
+// sample is a term's newest matches in a full-text table, up to dfSample:
+// how many (n), and the oldest one's chunk id (last).
+type sample struct{ n, last int64 }
+
+// sampleMatches takes the sample of FTS5 query q in table. A phrase
+// (phrase: q is one of two or more words) is first counted oldest first:
+// under dfSample matches that walks them all, so the count and the oldest
+// are the sample's, and FTS5 walks a phrase of common words newest first
+// at a fraction of the speed ("tool_use_id" with no match at 1 GB: 15
+// against 23 ms; "tool_result", 2,000 matches of many more: 1 against 18
+// ms). A phrase with more matches, and a word, are sampled newest first.
+func (s *sqliteStore) sampleMatches(ctx context.Context, table, q string, phrase bool) (sample, error) {
+	var smp sample
+	for _, dir := range []string{"", " DESC"} {
+		if dir == "" && !phrase {
+			continue
+		}
+		err := s.search.QueryRowContext(ctx, `SELECT count(*), coalesce(min(rowid), 0) FROM (SELECT rowid FROM `+table+
+			` WHERE `+table+` MATCH ? ORDER BY rowid`+dir+` LIMIT `+strconv.Itoa(dfSample)+`)`, q).Scan(&smp.n, &smp.last)
+		if err != nil || smp.n < dfSample {
+			return smp, s.err("search", err)
+		}
+	}
+	return smp, nil
+}
+
+// sampled holds the word index's samples that a search's match took, by
+// FTS5 query, for its corpus statistics. A phrase of common words
+// ("tool_use_id": tool, use and id are each in a tenth of the chunks of a
+// Claude Code index) is checked position by position in every chunk that
+// holds all its words, and found in few or none: each walk cost 20-25 ms
+// at 1 GB, and match (its count, then its ranked query) and corpus walked
+// it three times. Now match's count is the sample, a query with no match
+// is not ranked, and corpus reuses the sample: one walk. The figures are
+// those the walks gave: the same statement over the same index.
+type sampled map[string]sample
+
+type sampledKey struct{}
+
+// withSampled gives a search's ctx the map that match fills and corpus
+// reads.
+func withSampled(ctx context.Context) context.Context {
+	return context.WithValue(ctx, sampledKey{}, sampled{})
+}
+
+// sampledOf is ctx's map (nil: none, the search takes no samples early).
+func sampledOf(ctx context.Context) sampled {
+	m, _ := ctx.Value(sampledKey{}).(sampled)
+	return m
 }
 
 // corpus reads the chunk count and the average length from the word
@@ -820,12 +951,14 @@ func (s *sqliteStore) corpus(ctx context.Context, terms []term) (corpus, error) 
 		case t.cjk:
 			table, arg = "chunks_cjk", cjkPrefix(t.tok)
 		}
-		var n, last int64
-		if err := s.search.QueryRowContext(ctx, `SELECT count(*), coalesce(min(rowid), 0) FROM (SELECT rowid FROM `+table+
-			` WHERE `+table+` MATCH ? ORDER BY rowid DESC LIMIT `+strconv.Itoa(dfSample)+`)`, arg).Scan(&n, &last); err != nil {
-			return c, s.err("search", err)
+		smp, ok := sampledOf(ctx)[arg]
+		if !ok || table != "chunks_fts" {
+			var err error
+			if smp, err = s.sampleMatches(ctx, table, arg, !t.cjk && len(t.seq) > 1); err != nil {
+				return c, err
+			}
 		}
-		c.df[i] = dfEstimate(n, last, lo, hi, c.n)
+		c.df[i] = dfEstimate(smp.n, smp.last, lo, hi, c.n)
 	}
 	return c, nil
 }
