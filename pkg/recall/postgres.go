@@ -179,6 +179,9 @@ func (s *pgStore) migrate(ctx context.Context) error {
 	if v == s.schema {
 		return tx.Commit(ctx)
 	}
+	if err := newerIndex(v); err != nil {
+		return err
+	}
 	if err := s.create(ctx, tx); err != nil {
 		return err
 	}

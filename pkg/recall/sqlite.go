@@ -279,6 +279,9 @@ func (s *sqliteStore) migrate(ctx context.Context) error {
 	if v == s.schema {
 		return nil
 	}
+	if err := newerIndex(v); err != nil {
+		return err
+	}
 	if v != "" {
 		s.oldSchema = v
 		// Zero what is dropped: an index of another version may hold

@@ -53,13 +53,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 )
 
 // schemaVersion changes whenever the tables or the extraction/chunking
-// rules change; an index of another version is rebuilt from scratch (it is a
-// cache of the transcripts, nothing in it is original).
+// rules change; an index of an older version is rebuilt from scratch (it is
+// a cache of the transcripts, nothing in it is original), one of a newer
+// version is refused (newerIndex).
 //
 // Version 13 ranks (scope columns, whole tool text), redacts secrets and
 // stores SQLite's chunk text compressed (textz.go). Version 14 stores no
@@ -69,6 +71,29 @@ import (
 // (recall.redact: false) carries another version, so turning redaction back
 // on rebuilds it rather than keep serving the secrets it holds.
 const schemaVersion = "14"
+
+// newerIndex refuses an index whose schema (found) is newer than this
+// build's. Any other version is emptied and rebuilt, which is right for an
+// older index but not for a newer one: an older ctxtool left on a machine
+// (or run from a stale build) would throw away what the current one built,
+// and on PostgreSQL that is every machine's index.
+// The callers' errors name the index.
+func newerIndex(found string) error {
+	n, ok := schemaNumber(found)
+	if cur, _ := schemaNumber(schemaVersion); !ok || n <= cur {
+		return nil
+	}
+	return fmt.Errorf("made by a newer ctxtool (index schema %s, this one reads %s), so it is left as it is: upgrade this ctxtool, or give it an index of its own with --index (config recall.url)",
+		found, schemaVersion)
+}
+
+// schemaNumber is the number a schema version starts with ("14" of
+// "14-unredacted").
+func schemaNumber(v string) (int, bool) {
+	v, _, _ = strings.Cut(v, "-")
+	n, err := strconv.Atoi(v)
+	return n, err == nil
+}
 
 // schemaFor is the version of an index built with or without redaction.
 func schemaFor(redact bool) string {
