@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/ctxtool/ctxtool/pkg/formats/internal/conv"
 	"github.com/klauspost/compress/zstd"
@@ -142,30 +144,86 @@ func findRollout(file, id string) (string, []string) {
 		}
 		d = parent
 	}
-	var plain, zst string
+	zst := ""
 	for _, root := range roots {
-		_ = filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
-			if err != nil || e.IsDir() || plain != "" {
-				return nil
-			}
-			n := e.Name()
-			if !strings.HasPrefix(n, "rollout-") {
-				return nil
-			}
-			switch {
-			case strings.HasSuffix(n, "-"+id+".jsonl"):
-				plain = p
-				return filepath.SkipAll
-			case strings.HasSuffix(n, "-"+id+".jsonl.zst") && zst == "":
-				zst = p
-			}
-			return nil
-		})
-	}
-	if plain != "" {
-		return plain, roots
+		switch p := rollouts.find(root, id); {
+		case strings.HasSuffix(p, ".jsonl"):
+			return p, roots
+		case p != "" && zst == "":
+			zst = p
+		}
 	}
 	return zst, roots
+}
+
+// rollouts are the rollout files of each Codex tree a fork's parent was
+// looked for in, by thread id, kept for the process: indexing a sessions
+// tree walked the whole tree once per fork file in it. A thread the map
+// does not know walks its tree again (a long-lived process, the MCP server,
+// sees new rollouts appear), so nothing is missed; one that the map names
+// but that has since gone is found again by that walk too.
+var rollouts = rolloutCache{trees: map[string]map[string]string{}}
+
+// rolloutWalks counts the trees walked, for the tests.
+var rolloutWalks atomic.Int64
+
+type rolloutCache struct {
+	sync.Mutex
+	trees map[string]map[string]string // tree root → thread id → file
+}
+
+// find is the rollout of thread id under root: the plain .jsonl when
+// both it and a .zst exist (Codex compresses in place), "" when none.
+func (c *rolloutCache) find(root, id string) string {
+	c.Lock()
+	defer c.Unlock()
+	if p, ok := c.trees[root][id]; ok {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	c.trees[root] = walkRollouts(root)
+	return c.trees[root][id]
+}
+
+// walkRollouts maps every rollout under root by its thread id, the id
+// at the end of its name ("rollout-<time>-<id>.jsonl"; a plain file is
+// preferred to its .zst).
+func walkRollouts(root string) map[string]string {
+	rolloutWalks.Add(1)
+	found := map[string]string{}
+	_ = filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return nil
+		}
+		n := e.Name()
+		stem, zst := strings.CutSuffix(n, ".jsonl.zst")
+		if !zst {
+			var ok bool
+			if stem, ok = strings.CutSuffix(n, ".jsonl"); !ok {
+				return nil
+			}
+		}
+		rest, ok := strings.CutPrefix(stem, "rollout-")
+		if !ok {
+			return nil
+		}
+		// Every suffix after a dash may be the id ("rollout-" ends in
+		// one): the time holds dashes too, and ids (UUIDs) hold four. Each
+		// candidate is mapped; a lookup asks for a whole id only.
+		for i := -1; i < len(rest); i++ {
+			if i >= 0 && rest[i] != '-' {
+				continue
+			}
+			id := rest[i+1:]
+			if old, dup := found[id]; dup && !(strings.HasSuffix(old, ".zst") && !zst) {
+				continue
+			}
+			found[id] = p
+		}
+		return nil
+	})
+	return found
 }
 
 // openRollout opens a rollout, decompressing a .zst one.
