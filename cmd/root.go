@@ -164,31 +164,37 @@ var commands = []struct {
 	build func(f *Factory) *cobra.Command
 }{
 	{"agent", newAgentCmd},
-	{"budget", func(f *Factory) *cobra.Command { return newBudgetCmd(f, nil) }},
-	{"checkpoint", func(f *Factory) *cobra.Command { return newCheckpointCmd(f, nil) }},
-	{"compact", func(f *Factory) *cobra.Command { return newCompactCmd(f, nil) }},
+	{"budget", defaultRun(newBudgetCmd)},
+	{"checkpoint", defaultRun(newCheckpointCmd)},
+	{"compact", defaultRun(newCompactCmd)},
 	{"config", newConfigCmd},
-	{"estimate", func(f *Factory) *cobra.Command { return newEstimateCmd(f, nil) }},
-	{"export", func(f *Factory) *cobra.Command { return newExportCmd(f, nil) }},
-	{"flush", func(f *Factory) *cobra.Command { return newFlushCmd(f, nil) }},
-	{"hook", func(f *Factory) *cobra.Command { return newHookCmd(f, nil) }},
-	{"index", func(f *Factory) *cobra.Command { return newIndexCmd(f, nil) }},
-	{"install", func(f *Factory) *cobra.Command { return newInstallCmd(f, nil) }},
-	{"lint", func(f *Factory) *cobra.Command { return newLintCmd(f, nil) }},
-	{"man", func(f *Factory) *cobra.Command { return newManCmd(f, nil) }},
-	{"mcp", func(f *Factory) *cobra.Command { return newMCPCmd(f, nil) }},
-	{"pin", func(f *Factory) *cobra.Command { return newPinCmd(f, nil) }},
-	{"prune", func(f *Factory) *cobra.Command { return newPruneCmd(f, nil) }},
-	{"report", func(f *Factory) *cobra.Command { return newReportCmd(f, nil) }},
-	{"restore", func(f *Factory) *cobra.Command { return newRestoreCmd(f, nil) }},
-	{"roll", func(f *Factory) *cobra.Command { return newRollCmd(f, nil) }},
-	{"scrub", func(f *Factory) *cobra.Command { return newScrubCmd(f, nil) }},
-	{"search", func(f *Factory) *cobra.Command { return newSearchCmd(f, nil) }},
-	{"sessions", func(f *Factory) *cobra.Command { return newSessionsCmd(f, nil) }},
-	{"sources", func(f *Factory) *cobra.Command { return newSourcesCmd(f, nil) }},
-	{"statusline", func(f *Factory) *cobra.Command { return newStatuslineCmd(f, nil) }},
-	{"unarchive", func(f *Factory) *cobra.Command { return newUnarchiveCmd(f, nil) }},
-	{"uninstall", func(f *Factory) *cobra.Command { return newUninstallCmd(f, nil) }},
+	{"estimate", defaultRun(newEstimateCmd)},
+	{"export", defaultRun(newExportCmd)},
+	{"flush", defaultRun(newFlushCmd)},
+	{"hook", defaultRun(newHookCmd)},
+	{"index", defaultRun(newIndexCmd)},
+	{"install", defaultRun(newInstallCmd)},
+	{"lint", defaultRun(newLintCmd)},
+	{"man", defaultRun(newManCmd)},
+	{"mcp", defaultRun(newMCPCmd)},
+	{"pin", defaultRun(newPinCmd)},
+	{"prune", defaultRun(newPruneCmd)},
+	{"report", defaultRun(newReportCmd)},
+	{"restore", defaultRun(newRestoreCmd)},
+	{"roll", defaultRun(newRollCmd)},
+	{"scrub", defaultRun(newScrubCmd)},
+	{"search", defaultRun(newSearchCmd)},
+	{"sessions", defaultRun(newSessionsCmd)},
+	{"sources", defaultRun(newSourcesCmd)},
+	{"statusline", defaultRun(newStatuslineCmd)},
+	{"unarchive", defaultRun(newUnarchiveCmd)},
+	{"uninstall", defaultRun(newUninstallCmd)},
+}
+
+// defaultRun is the builder of a command with its real run function (runF nil:
+// tests pass one that captures the options instead).
+func defaultRun[O any](newCmd func(*Factory, func(O) error) *cobra.Command) func(*Factory) *cobra.Command {
+	return func(f *Factory) *cobra.Command { return newCmd(f, nil) }
 }
 
 // commandNamed is the subcommand that args (the command line after the
