@@ -1072,18 +1072,7 @@ func (s *sqliteStore) vectors(ctx context.Context, model string, f filter, fn fu
 }
 
 func (s *sqliteStore) unembedded(ctx context.Context, fileID int64, model string) ([]int64, []string, error) {
-	var refs []textRef
-	var ids []int64
-	rows, err := sqlRows(s.db.QueryContext(ctx, `SELECT c.id, f.path, c.start_line, c.start_offset, c.text
-		FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.file_id=? AND (c.model IS NULL OR c.model != ?) ORDER BY c.id`, fileID, model))
-	err = eachRow(rows, err,
-		func(r *idRef) []any { return []any{&r.id, &r.path, &r.line, &r.off, &r.value} },
-		func(r idRef) { ids, refs = append(ids, r.id), append(refs, r.textRef) })
-	if err != nil {
-		return nil, nil, s.err("read chunks to embed", err)
-	}
-	rr := rereader{redact: s.redact}
-	texts, ok, err := rr.chunkTexts(refs)
+	ids, texts, ok, err := chunkTextsWhere(ctx, s.db, s.redact, `c.file_id=? AND (c.model IS NULL OR c.model != ?)`, fileID, model)
 	if err != nil {
 		return nil, nil, s.err("read chunks to embed", err)
 	}
@@ -1097,6 +1086,25 @@ func (s *sqliteStore) unembedded(ctx context.Context, fileID int64, model string
 		}
 	}
 	return outIDs, out, nil
+}
+
+// chunkTextsWhere reads the chunks that the condition where (over chunks
+// c, with args) selects, in id order, and their texts; ok[i] is false for
+// a chunk whose session file changed since it was indexed (see
+// rereader.chunkTexts).
+func chunkTextsWhere(ctx context.Context, q sqlQuerier, redact bool, where string, args ...any) (ids []int64, texts []string, ok []bool, err error) {
+	var refs []textRef
+	rows, err := sqlRows(q.QueryContext(ctx, `SELECT c.id, f.path, c.start_line, c.start_offset, c.text
+		FROM chunks c JOIN files f ON f.id = c.file_id WHERE `+where+` ORDER BY c.id`, args...))
+	err = eachRow(rows, err,
+		func(r *idRef) []any { return []any{&r.id, &r.path, &r.line, &r.off, &r.value} },
+		func(r idRef) { ids, refs = append(ids, r.id), append(refs, r.textRef) })
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	rr := rereader{redact: redact}
+	texts, ok, err = rr.chunkTexts(refs)
+	return ids, texts, ok, err
 }
 
 // idRef is a row of (id, path, start line, start offset, stored value).

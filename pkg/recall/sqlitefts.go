@@ -623,17 +623,7 @@ func ftsRepair(ctx context.Context, mainTx, ftsTx *sql.Tx, redact bool) error {
 
 // ftsRepairRows inserts the rows of chunks ids into table.
 func ftsRepairRows(ctx context.Context, mainTx, ftsTx *sql.Tx, table string, ids []int64, redact bool) error {
-	var refs []textRef
-	var got []int64
-	rows, err := sqlRows(mainTx.QueryContext(ctx, `SELECT c.id, f.path, c.start_line, c.start_offset, c.text
-		FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id IN (`+idList(ids)+`) ORDER BY c.id`))
-	err = eachRow(rows, err, func(r *idRef) []any { return []any{&r.id, &r.path, &r.line, &r.off, &r.value} },
-		func(r idRef) { got, refs = append(got, r.id), append(refs, r.textRef) })
-	if err != nil {
-		return err
-	}
-	rr := rereader{redact: redact}
-	texts, ok, err := rr.chunkTexts(refs)
+	got, texts, ok, err := chunkTextsWhere(ctx, mainTx, redact, `c.id IN (`+idList(ids)+`)`)
 	if err != nil {
 		return err
 	}
